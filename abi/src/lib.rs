@@ -1,0 +1,14 @@
+//! Pure, hardware-free logic shared by the Svelt kernel, its userland and the host tests.
+//!
+//! Nothing here touches a register or a device: the kernel reads the hardware and hands the raw
+//! values to these functions, which are unit-tested on the host.
+#![no_std]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod cmdline;
+pub mod cpu;
+pub mod esr;
+pub mod memrange;
+pub mod vl;

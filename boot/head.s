@@ -1,0 +1,338 @@
+// Svelt entry: Linux arm64 Image header, EL2 set-up and drop to EL1, BSS, early page tables, MMU on.
+//
+// A loader places the image at a 2 MiB-aligned physical address P and jumps to its first byte with
+// the MMU off and x0 = DTB physical address. Everything here runs at P with the MMU off, so it uses
+// only PC-relative addressing (adr/adrp) until `mmu_on` has mapped the image at its link address
+// (KIMAGE_VADDR, see linker.ld). The early tables map:
+//   TTBR0: an identity map of the image (only needed at the instant the MMU turns on)
+//   TTBR1: the image at KIMAGE_VADDR, and the DTB's 2 MiB block(s) in the linear map
+// with 2 MiB RWX blocks. Rust replaces TTBR1 with W^X tables as soon as it has read the DTB.
+// Secondary CPUs enter at `secondary_entry` (PSCI CPU_ON) and reuse the same steps.
+//
+// This file is included by kernel/src/arch/aarch64/boot.rs with global_asm!, which supplies the
+// constants named in braces.
+
+.section .head.text, "ax"
+.global _start
+_start:
+    b       primary_entry               // code0
+    .long   0                           // code1
+    .quad   0                           // text_offset: 0, so a 2 MiB-aligned base
+    .quad   __image_size                // image_size, BSS included
+    .quad   0xa                         // flags: little-endian, 4 KiB pages, anywhere in memory
+    .quad   0, 0, 0                     // res2..res4
+    .long   0x644d5241                  // magic "ARM\x64"
+    .long   0                           // res5 (no PE/COFF header)
+
+.section .text.boot, "ax"
+
+// ---------------------------------------------------------------------------------------------
+// Primary CPU.  x0 = DTB physical address.
+// ---------------------------------------------------------------------------------------------
+primary_entry:
+    mov     x19, x0                     // x19 = DTB PA (callee-saved across the helpers)
+    bl      el_setup                    // returns at EL1 with x0 = the EL we were entered at
+    mov     x20, x0
+    adr     x21, _start                 // x21 = image PA
+
+    // Zero BSS (page tables and the boot stack live there).
+    adrp    x0, __bss_start
+    add     x0, x0, :lo12:__bss_start
+    adrp    x1, __bss_end
+    add     x1, x1, :lo12:__bss_end
+1:  cmp     x0, x1
+    b.hs    2f
+    stp     xzr, xzr, [x0], #16
+    b       1b
+2:
+    bl      create_early_tables
+    adrp    x0, {early} + 0 * 4096      // TTBR0: identity L0
+    adrp    x1, {early} + 3 * 4096      // TTBR1: upper-half L0
+    bl      mmu_on
+    ldr     x0, =primary_high
+    br      x0
+
+primary_high:                           // now at KIMAGE_VADDR
+    adrp    x0, {boot_stack} + {boot_stack_size}
+    add     x0, x0, :lo12:{boot_stack} + {boot_stack_size}
+    mov     sp, x0
+    mov     x29, xzr
+    mov     x30, xzr
+    adrp    x0, exception_vectors
+    add     x0, x0, :lo12:exception_vectors
+    msr     vbar_el1, x0
+    isb
+    mov     x0, x19                     // dtb_pa
+    mov     x1, x20                     // entry EL
+    mov     x2, x21                     // image_pa
+    bl      {kernel_main}
+3:  wfe
+    b       3b
+
+// ---------------------------------------------------------------------------------------------
+// Secondary CPUs.  x0 = physical address of a SecondaryBoot (ttbr1, stack_top, arg).
+// ---------------------------------------------------------------------------------------------
+.global secondary_entry
+secondary_entry:
+    mov     x19, x0
+    bl      el_setup
+    mov     x20, x0
+    ldr     x1, [x19, #0]               // TTBR1 (the final kernel tables)
+    ldr     x21, [x19, #8]              // stack top (VA)
+    ldr     x22, [x19, #16]             // argument for secondary_main
+    adrp    x0, {early} + 0 * 4096      // identity map, kept for this moment
+    bl      mmu_on
+    ldr     x0, =secondary_high
+    br      x0
+
+secondary_high:
+    mov     sp, x21
+    mov     x29, xzr
+    mov     x30, xzr
+    adrp    x0, exception_vectors
+    add     x0, x0, :lo12:exception_vectors
+    msr     vbar_el1, x0
+    isb
+    mov     x0, x22
+    mov     x1, x20
+    bl      {secondary_main}
+4:  wfe
+    b       4b
+
+// ---------------------------------------------------------------------------------------------
+// el_setup: return to x30 at EL1, x0 = entry EL (1 or 2). Clobbers x0-x3.
+// At EL2: give EL1 an AArch64, untrapped, full-length view of FP/SVE/SME, timers and the GIC
+// system registers, install report-and-halt vectors, then ERET to EL1.
+// ---------------------------------------------------------------------------------------------
+el_setup:
+    mrs     x0, CurrentEL
+    lsr     x0, x0, #2
+    cmp     x0, #1
+    b.ne    1f
+    ret
+1:  cmp     x0, #2
+    b.ne    el_unsupported
+
+    // HCR_EL2: EL1 is AArch64; pointer authentication and MTE tags do not trap when implemented.
+    mov     x1, #(1 << 31)              // RW
+    mrs     x2, ID_AA64ISAR1_EL1
+    mov     x3, #0x0ff0                 // APA, API
+    movk    x3, #0xff00, lsl #16        // GPA, GPI
+    tst     x2, x3
+    b.ne    2f
+    mrs     x2, S3_0_C0_C6_2            // ID_AA64ISAR2_EL1
+    tst     x2, #0xff00                 // APA3, GPA3
+    b.eq    3f
+2:  orr     x1, x1, #(3 << 40)          // APK, API
+3:  mrs     x2, ID_AA64PFR1_EL1
+    ubfx    x2, x2, #8, #4              // MTE
+    cmp     x2, #2
+    b.lo    4f
+    orr     x1, x1, #(1 << 56)          // ATA
+4:  msr     hcr_el2, x1
+    msr     vttbr_el2, xzr
+    // SCTLR_EL2: MMU off, little-endian, RES1 bits.
+    ldr     x1, =0x30c50830
+    msr     sctlr_el2, x1
+
+    // EL1 sees the real CPU identity, counters and physical timer.
+    mrs     x1, midr_el1
+    msr     vpidr_el2, x1
+    mrs     x1, mpidr_el1
+    msr     vmpidr_el2, x1
+    mrs     x1, cnthctl_el2
+    orr     x1, x1, #3                  // EL1PCTEN, EL1PCEN
+    msr     cnthctl_el2, x1
+    msr     cntvoff_el2, xzr
+
+    // GICv3 system registers usable at EL1.
+    mrs     x2, ID_AA64PFR0_EL1
+    ubfx    x1, x2, #24, #4             // GIC
+    cbz     x1, 5f
+    mov     x1, #0x9                    // ICC_SRE_EL2.Enable | SRE
+    msr     S3_4_C12_C9_5, x1
+    isb
+    msr     S3_4_C12_C11_0, xzr         // ICH_HCR_EL2
+5:
+    // CPTR_EL2: no FP, SVE or SME traps. Bit 12 (TSM) is RES1 on CPUs without SME.
+    mrs     x3, ID_AA64PFR1_EL1
+    ubfx    x3, x3, #24, #4             // SME
+    mov     x1, #0x32ff
+    cbz     x3, 6f
+    mov     x1, #0x22ff
+6:  msr     cptr_el2, x1
+    isb
+    ubfx    x1, x2, #32, #4             // ID_AA64PFR0_EL1.SVE
+    cbz     x1, 7f
+    mov     x1, #0x1ff                  // ZCR_EL2.LEN: the maximum
+    msr     S3_4_C1_C2_0, x1
+7:  cbz     x3, 9f
+    mov     x1, #0x1ff                  // SMCR_EL2.LEN: the maximum
+    mrs     x2, S3_0_C0_C4_5            // ID_AA64SMFR0_EL1
+    tbz     x2, #63, 8f
+    orr     x1, x1, #(1 << 31)          // FA64
+8:  ubfx    x2, x2, #56, #4             // SMEver
+    cmp     x3, #2
+    ccmp    x2, #0, #0, lo              // SME2 if PFR1.SME >= 2 or SMEver >= 1
+    b.eq    81f
+    orr     x1, x1, #(1 << 30)          // EZT0
+81: msr     S3_4_C1_C2_6, x1
+9:
+    // Fine-grained traps: TPIDR2_EL0 and SMPRI_EL1 accessible (their bits are "n": 0 traps).
+    mrs     x1, ID_AA64MMFR0_EL1
+    ubfx    x1, x1, #56, #4             // FGT
+    cbz     x1, 11f
+    mov     x1, xzr
+    cbz     x3, 10f
+    mov     x1, #(3 << 54)
+10: msr     S3_4_C1_C1_4, x1            // HFGRTR_EL2
+    msr     S3_4_C1_C1_5, x1            // HFGWTR_EL2
+    msr     S3_4_C1_C1_6, xzr           // HFGITR_EL2
+    msr     S3_4_C3_C1_4, xzr           // HDFGRTR_EL2
+    msr     S3_4_C3_C1_5, xzr           // HDFGWTR_EL2
+11:
+    mrs     x1, ID_AA64MMFR1_EL1
+    ubfx    x1, x1, #40, #4             // HCX
+    cbz     x1, 12f
+    msr     S3_4_C1_C2_2, xzr           // HCRX_EL2
+12:
+    adr     x1, el2_vectors
+    msr     vbar_el2, x1
+    mov     x1, #0x3c5                  // EL1h, DAIF masked
+    msr     spsr_el2, x1
+    msr     elr_el2, x30
+    mov     x0, #2
+    isb
+    eret
+
+// Entered at EL3 (or EL0): nothing here can run there. Say so through semihosting, which is all
+// that can be reached without a DTB-described console, and stop.
+el_unsupported:
+    adr     x1, el_unsupported_msg
+    mov     w0, #0x04                   // SYS_WRITE0
+    hlt     #0xf000
+5:  wfe
+    b       5b
+
+// ---------------------------------------------------------------------------------------------
+// create_early_tables: uses x19 (DTB PA), x21 (image PA). Clobbers x0-x12.
+// ---------------------------------------------------------------------------------------------
+create_early_tables:
+    adrp    x0, {early}                 // page 0..7: id L0, id L1, id L2, up L0, up L1, up L2,
+                                        //            lin L1, lin L2
+    ldr     x9, ={block}                // block attributes: normal WB, inner shareable, AF
+    ldr     x10, =__image_size
+    mov     x11, #0x1fffff
+    add     x10, x10, x11
+    lsr     x10, x10, #21               // number of 2 MiB blocks in the image
+
+    // Identity map of the image: L0[P>>39] -> L1, L1[P>>30] -> L2, L2[P>>21 ...] = blocks.
+    add     x1, x0, #4096
+    ubfx    x2, x21, #39, #9
+    orr     x3, x1, #3
+    str     x3, [x0, x2, lsl #3]
+    add     x4, x0, #2 * 4096
+    ubfx    x2, x21, #30, #9
+    orr     x3, x4, #3
+    str     x3, [x1, x2, lsl #3]
+    ubfx    x2, x21, #21, #9
+    mov     x5, x21
+    mov     x6, x10
+1:  orr     x3, x5, x9
+    str     x3, [x4, x2, lsl #3]
+    add     x2, x2, #1
+    add     x5, x5, #0x200000
+    subs    x6, x6, #1
+    b.ne    1b
+
+    // Upper half: L0[511] -> L1, L1[0] -> L2, L2[0 ...] = the image's blocks at KIMAGE_VADDR.
+    add     x1, x0, #3 * 4096
+    add     x4, x0, #4 * 4096
+    orr     x3, x4, #3
+    str     x3, [x1, #511 * 8]
+    add     x5, x0, #5 * 4096
+    orr     x3, x5, #3
+    str     x3, [x4]
+    mov     x2, xzr
+    mov     x6, x21
+    mov     x7, x10
+2:  orr     x3, x6, x9
+    str     x3, [x5, x2, lsl #3]
+    add     x2, x2, #1
+    add     x6, x6, #0x200000
+    subs    x7, x7, #1
+    b.ne    2b
+
+    // Linear map of the DTB (at LINEAR_BASE + PA): L0[0] -> L1, L1[PA>>30] -> L2, and one or
+    // two 2 MiB blocks as its header's totalsize requires (a DTB is at most 2 MiB).
+    cbz     x19, 4f
+    add     x4, x0, #6 * 4096
+    orr     x3, x4, #3
+    str     x3, [x1]                    // L0[0]: the linear map starts at the bottom of TTBR1
+    add     x5, x0, #7 * 4096
+    ubfx    x2, x19, #30, #9
+    orr     x3, x5, #3
+    str     x3, [x4, x2, lsl #3]
+    ubfx    x2, x19, #21, #9
+    and     x6, x19, #~0x1fffff
+    orr     x3, x6, x9
+    str     x3, [x5, x2, lsl #3]
+    ldr     w7, [x19, #4]               // fdt header totalsize, big-endian
+    rev     w7, w7
+    add     x7, x19, x7
+    sub     x7, x7, #1
+    lsr     x7, x7, #21
+    cmp     x7, x19, lsr #21
+    b.eq    4f
+    cmp     x2, #511                    // stays inside one L2 table (does not cross 1 GiB)
+    b.eq    4f
+    add     x2, x2, #1
+    add     x6, x6, #0x200000
+    orr     x3, x6, x9
+    str     x3, [x5, x2, lsl #3]
+4:
+    // The tables were written with the MMU (and caches) off; drop any stale cached copies.
+    mov     x1, x0
+    add     x2, x0, #8 * 4096
+5:  dc      ivac, x1
+    add     x1, x1, #64
+    cmp     x1, x2
+    b.lo    5b
+    dsb     sy
+    ret
+
+// ---------------------------------------------------------------------------------------------
+// mmu_on: x0 = TTBR0, x1 = TTBR1. Programs MAIR/TCR/SCTLR for 4 KiB pages, 48-bit VAs in both
+// halves, and turns the MMU and caches on. Returns to x30 (which the identity map covers).
+// ---------------------------------------------------------------------------------------------
+mmu_on:
+    ldr     x2, ={mair}
+    msr     mair_el1, x2
+    ldr     x2, ={tcr}
+    mrs     x3, ID_AA64MMFR0_EL1
+    and     x4, x3, #0xf                // PARange, capped at 48 bits (no LPA2)
+    cmp     x4, #5
+    mov     x5, #5
+    csel    x4, x4, x5, lo
+    bfi     x2, x4, #32, #3             // IPS
+    ubfx    x4, x3, #4, #4              // ASIDBits: 2 means 16-bit ASIDs
+    cmp     x4, #2
+    b.ne    1f
+    orr     x2, x2, #(1 << 36)          // AS
+1:  msr     tcr_el1, x2
+    msr     ttbr0_el1, x0
+    msr     ttbr1_el1, x1
+    isb
+    tlbi    vmalle1
+    dsb     nsh
+    isb
+    ldr     x2, ={sctlr}
+    msr     sctlr_el1, x2
+    isb
+    ret
+
+.ltorg
+
+el_unsupported_msg:
+    .asciz  "svelt: entered at an exception level other than EL1 or EL2; Svelt runs at EL1 (or drops there from EL2). Halting.\n"
+    .balign 4

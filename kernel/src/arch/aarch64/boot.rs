@@ -1,0 +1,83 @@
+//! Entry from a Linux Image loader: boot/head.s, with the constants it needs from Rust.
+//!
+//! head.s drops from EL2 to EL1 if needed, zeroes BSS, builds `EARLY_TABLES`, turns the MMU on
+//! and calls `kernel_main(dtb_pa, entry_el, image_pa)` on `BOOT_STACK`. Secondary CPUs enter at
+//! `secondary_entry` with the physical address of a [`SecondaryBoot`].
+
+use super::mmu::{self, PAGE_SIZE};
+
+/// Boot CPU stack size.
+pub const BOOT_STACK_SIZE: usize = 64 * 1024;
+
+#[repr(C, align(4096))]
+pub struct Stack<const N: usize>(pub [u8; N]);
+
+/// The boot CPU's stack (in BSS).
+pub static mut BOOT_STACK: Stack<BOOT_STACK_SIZE> = Stack([0; BOOT_STACK_SIZE]);
+
+/// Eight page-table pages for the early map; see head.s for their roles. Page 0 (the identity
+/// map's root) stays in use: secondary CPUs turn their MMU on through it.
+#[repr(C, align(4096))]
+pub struct EarlyTables(pub [[u64; 512]; 8]);
+pub static mut EARLY_TABLES: EarlyTables = EarlyTables([[0; 512]; 8]);
+
+/// What a secondary CPU reads, with its MMU off, before it can run Rust. Layout shared with head.s.
+#[repr(C)]
+pub struct SecondaryBoot {
+    pub ttbr1: u64,
+    pub stack_top: u64,
+    pub arg: u64,
+}
+const _: () = assert!(core::mem::offset_of!(SecondaryBoot, ttbr1) == 0);
+const _: () = assert!(core::mem::offset_of!(SecondaryBoot, stack_top) == 8);
+const _: () = assert!(core::mem::offset_of!(SecondaryBoot, arg) == 16);
+
+/// SCTLR_EL1 with the MMU on: M, C, SA, SA0, I, DZE, UCT, nTWI, nTWE, UCI and the v8.0 RES1 bits.
+const SCTLR_EL1_MMU_ON: u64 = 0x30d0_0800
+    | (1 << 0)
+    | (1 << 2)
+    | (1 << 3)
+    | (1 << 4)
+    | (1 << 12)
+    | (1 << 14)
+    | (1 << 15)
+    | (1 << 16)
+    | (1 << 18)
+    | (1 << 26);
+
+/// TCR_EL1: 48-bit VAs in both halves, 4 KiB granules, inner-shareable write-back walks.
+/// IPS and AS are filled in by head.s from ID_AA64MMFR0_EL1.
+const TCR_EL1: u64 = 16 // T0SZ
+    | (1 << 8) | (1 << 10) | (3 << 12) // IRGN0, ORGN0, SH0; TG0 = 4 KiB
+    | (16 << 16) // T1SZ
+    | (1 << 24) | (1 << 26) | (3 << 28) // IRGN1, ORGN1, SH1
+    | (2 << 30); // TG1 = 4 KiB
+
+/// The early map's 2 MiB blocks: normal write-back memory, inner shareable, accessed.
+const EARLY_BLOCK: u64 = mmu::DESC_VALID | mmu::attr_index(mmu::MAIR_NORMAL) | mmu::SH_INNER | mmu::AF;
+
+const _: () = assert!(PAGE_SIZE == 4096);
+
+core::arch::global_asm!(
+    include_str!("../../../../boot/head.s"),
+    early = sym EARLY_TABLES,
+    boot_stack = sym BOOT_STACK,
+    boot_stack_size = const BOOT_STACK_SIZE,
+    kernel_main = sym crate::kernel_main,
+    secondary_main = sym crate::smp::secondary_main,
+    block = const EARLY_BLOCK,
+    mair = const mmu::MAIR_VALUE,
+    tcr = const TCR_EL1,
+    sctlr = const SCTLR_EL1_MMU_ON,
+);
+
+/// The boot stack's bounds, for backtraces.
+pub fn boot_stack_range() -> (usize, usize) {
+    let base = &raw const BOOT_STACK as usize;
+    (base, base + BOOT_STACK_SIZE)
+}
+
+/// Physical address of the identity-map root that secondary CPUs turn their MMU on with.
+pub fn early_tables_va() -> usize {
+    &raw const EARLY_TABLES as usize
+}

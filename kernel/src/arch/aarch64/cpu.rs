@@ -1,0 +1,106 @@
+//! Per-CPU identity, interrupt masking, idle, counters and cache maintenance.
+
+use super::sysreg::{ID_AA64ISAR2_EL1, ID_AA64SMFR0_EL1, ID_AA64ZFR0_EL1};
+use aarch64_cpu::registers::*;
+use svelt_abi::cpu::IdRegs;
+
+/// Affinity fields of MPIDR_EL1 (Aff3..Aff0), the CPU's hardware identity.
+pub fn mpidr() -> u64 {
+    MPIDR_EL1.get() & 0xff_00ff_ffff
+}
+
+/// TPIDR_EL1 holds this CPU's per-CPU area address; set once at bring-up.
+pub fn set_percpu_ptr(p: usize) {
+    TPIDR_EL1.set(p as u64);
+}
+
+pub fn percpu_ptr() -> usize {
+    TPIDR_EL1.get() as usize
+}
+
+pub fn irq_enable() {
+    // SAFETY: unmasking IRQs is the caller's decision; the vectors are installed before any CPU
+    // calls this.
+    unsafe { core::arch::asm!("msr daifclr, #2", options(nomem, nostack)) };
+}
+
+pub fn irq_disable() {
+    // SAFETY: masking IRQs has no memory effects.
+    unsafe { core::arch::asm!("msr daifset, #2", options(nomem, nostack)) };
+}
+
+pub fn wait_for_interrupt() {
+    aarch64_cpu::asm::wfi();
+}
+
+/// Makes page-table writes visible to the table walker before the next access through them.
+pub fn barrier_after_table_write() {
+    // SAFETY: barriers only.
+    unsafe { core::arch::asm!("dsb ishst", "isb", options(nostack)) };
+}
+
+/// Cleans `[va, va + len)` to the point of coherency, so agents with caches off (a secondary CPU
+/// before its MMU is on, EL2 with its MMU off) see what this CPU wrote.
+pub fn clean_dcache_to_poc(va: usize, len: usize) {
+    let ctr: usize;
+    // SAFETY: reads CTR_EL0, which has no side effects.
+    unsafe { core::arch::asm!("mrs {}, ctr_el0", out(reg) ctr, options(nomem, nostack)) };
+    let line = 4usize << ((ctr >> 16) & 0xf); // DminLine is log2 of the line size in words
+    let mut p = va & !(line - 1);
+    while p < va + len {
+        // SAFETY: DC CVAC on a mapped address only writes back the line; no data changes.
+        unsafe { core::arch::asm!("dc cvac, {}", in(reg) p, options(nostack)) };
+        p += line;
+    }
+    // SAFETY: barrier only.
+    unsafe { core::arch::asm!("dsb sy", options(nostack)) };
+}
+
+/// The virtual counter (CNTVCT_EL0) and its frequency.
+pub fn counter() -> u64 {
+    aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
+    CNTVCT_EL0.get()
+}
+
+pub fn counter_freq() -> u64 {
+    CNTFRQ_EL0.get()
+}
+
+/// The current frame pointer (x29), for backtraces.
+#[inline(always)]
+pub fn frame_pointer() -> usize {
+    let fp;
+    // SAFETY: reads a register.
+    unsafe { core::arch::asm!("mov {}, x29", out(reg) fp, options(nomem, nostack)) };
+    fp
+}
+
+pub fn stack_pointer() -> usize {
+    let sp;
+    // SAFETY: reads a register.
+    unsafe { core::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack)) };
+    sp
+}
+
+/// Reads the ID registers Svelt decodes (they are readable at EL1 on every ARMv8 CPU; unallocated
+/// ones read as zero).
+pub fn read_id_regs() -> IdRegs {
+    IdRegs {
+        pfr0: ID_AA64PFR0_EL1.get(),
+        pfr1: ID_AA64PFR1_EL1.get(),
+        zfr0: ID_AA64ZFR0_EL1.get(),
+        smfr0: ID_AA64SMFR0_EL1.get(),
+        isar0: ID_AA64ISAR0_EL1.get(),
+        isar1: ID_AA64ISAR1_EL1.get(),
+        isar2: ID_AA64ISAR2_EL1.get(),
+        mmfr0: ID_AA64MMFR0_EL1.get(),
+    }
+}
+
+/// Stops this CPU for good.
+pub fn halt() -> ! {
+    irq_disable();
+    loop {
+        aarch64_cpu::asm::wfe();
+    }
+}

@@ -1,0 +1,213 @@
+// Exception vectors.
+//
+// EL1: every entry saves a full TrapFrame (x0-x30, SP_EL0, ELR, SPSR, ESR, FAR) on the current
+// stack and calls `exception_entry(kind, frame)` in Rust, then restores the frame and ERETs.
+// `kind` = 4 * source + type; source 0 EL1t, 1 EL1h, 2 EL0 AArch64, 3 EL0 AArch32; type 0 sync,
+// 1 IRQ, 2 FIQ, 3 SError. The layout is pinned by TrapFrame's const assertions in Rust.
+//
+// EL2 (only when Svelt was entered at EL2): Svelt does not run anything at EL2 yet, so any
+// exception taken there is a bug; it is reported on the console (physical address handed over by
+// EL1 in el2_report) and the machine stops.
+
+.equ TF_SIZE, 36 * 8
+.equ TF_SP_EL0, 31 * 8
+.equ TF_ELR, 32 * 8
+.equ TF_SPSR, 33 * 8
+.equ TF_ESR, 34 * 8
+.equ TF_FAR, 35 * 8
+
+.macro VENTRY kind
+    .balign 0x80
+    sub     sp, sp, #TF_SIZE
+    stp     x0, x1, [sp, #0]
+    mov     x0, #\kind
+    b       el1_common
+.endm
+
+.section .text.vectors, "ax"
+.balign 2048
+.global exception_vectors
+exception_vectors:
+    VENTRY 0
+    VENTRY 1
+    VENTRY 2
+    VENTRY 3
+    VENTRY 4
+    VENTRY 5
+    VENTRY 6
+    VENTRY 7
+    VENTRY 8
+    VENTRY 9
+    VENTRY 10
+    VENTRY 11
+    VENTRY 12
+    VENTRY 13
+    VENTRY 14
+    VENTRY 15
+
+el1_common:
+    stp     x2, x3, [sp, #2 * 8]
+    stp     x4, x5, [sp, #4 * 8]
+    stp     x6, x7, [sp, #6 * 8]
+    stp     x8, x9, [sp, #8 * 8]
+    stp     x10, x11, [sp, #10 * 8]
+    stp     x12, x13, [sp, #12 * 8]
+    stp     x14, x15, [sp, #14 * 8]
+    stp     x16, x17, [sp, #16 * 8]
+    stp     x18, x19, [sp, #18 * 8]
+    stp     x20, x21, [sp, #20 * 8]
+    stp     x22, x23, [sp, #22 * 8]
+    stp     x24, x25, [sp, #24 * 8]
+    stp     x26, x27, [sp, #26 * 8]
+    stp     x28, x29, [sp, #28 * 8]
+    mrs     x1, sp_el0
+    stp     x30, x1, [sp, #30 * 8]
+    mrs     x1, elr_el1
+    mrs     x2, spsr_el1
+    stp     x1, x2, [sp, #TF_ELR]
+    mrs     x1, esr_el1
+    mrs     x2, far_el1
+    stp     x1, x2, [sp, #TF_ESR]
+    // A frame record so backtraces walk from the handler into the interrupted code.
+    stp     x29, x1, [sp, #-16]!
+    ldr     x1, [sp, #16 + TF_ELR]
+    str     x1, [sp, #8]
+    mov     x29, sp
+    add     x1, sp, #16
+    bl      exception_entry
+    add     sp, sp, #16
+
+    ldp     x1, x2, [sp, #TF_ELR]
+    msr     elr_el1, x1
+    msr     spsr_el1, x2
+    ldp     x30, x1, [sp, #30 * 8]
+    msr     sp_el0, x1
+    ldp     x0, x1, [sp, #0]
+    ldp     x2, x3, [sp, #2 * 8]
+    ldp     x4, x5, [sp, #4 * 8]
+    ldp     x6, x7, [sp, #6 * 8]
+    ldp     x8, x9, [sp, #8 * 8]
+    ldp     x10, x11, [sp, #10 * 8]
+    ldp     x12, x13, [sp, #12 * 8]
+    ldp     x14, x15, [sp, #14 * 8]
+    ldp     x16, x17, [sp, #16 * 8]
+    ldp     x18, x19, [sp, #18 * 8]
+    ldp     x20, x21, [sp, #20 * 8]
+    ldp     x22, x23, [sp, #22 * 8]
+    ldp     x24, x25, [sp, #24 * 8]
+    ldp     x26, x27, [sp, #26 * 8]
+    ldp     x28, x29, [sp, #28 * 8]
+    add     sp, sp, #TF_SIZE
+    eret
+
+// ---------------------------------------------------------------------------------------------
+// EL2: report and halt. Runs with the EL2 MMU off, so adr gives physical addresses.
+// ---------------------------------------------------------------------------------------------
+.macro VENTRY2 kind
+    .balign 0x80
+    mov     x18, #\kind
+    b       el2_fault
+.endm
+
+.balign 2048
+.global el2_vectors
+el2_vectors:
+    VENTRY2 0
+    VENTRY2 1
+    VENTRY2 2
+    VENTRY2 3
+    VENTRY2 4
+    VENTRY2 5
+    VENTRY2 6
+    VENTRY2 7
+    VENTRY2 8
+    VENTRY2 9
+    VENTRY2 10
+    VENTRY2 11
+    VENTRY2 12
+    VENTRY2 13
+    VENTRY2 14
+    VENTRY2 15
+
+// el2_report: (u64 uart_pa, u64 exit_semihosting) written by EL1 and cleaned to memory.
+el2_fault:
+    adr     x17, el2_report_ptr
+    ldr     x17, [x17]                  // link-time VA of el2_report
+    adr     x16, _start
+    ldr     x15, =_start
+    sub     x17, x17, x15
+    add     x17, x17, x16               // its physical address
+    ldr     x16, [x17]                  // UART PA (0: unknown)
+    adr     x1, el2_msg
+    bl      el2_puts
+    mov     x0, x18
+    bl      el2_puthex
+    adr     x1, el2_msg_esr
+    bl      el2_puts
+    mrs     x0, esr_el2
+    bl      el2_puthex
+    adr     x1, el2_msg_elr
+    bl      el2_puts
+    mrs     x0, elr_el2
+    bl      el2_puthex
+    adr     x1, el2_msg_far
+    bl      el2_puts
+    mrs     x0, far_el2
+    bl      el2_puthex
+    adr     x1, el2_msg_end
+    bl      el2_puts
+    ldr     x0, [x17, #8]
+    cbz     x0, 1f
+    adr     x1, el2_exit_block          // semihosting SYS_EXIT (ApplicationExit, 101)
+    mov     w0, #0x18
+    hlt     #0xf000
+1:  ldr     x0, =0x84000008             // PSCI SYSTEM_OFF through EL3 firmware
+    smc     #0
+2:  wfe
+    b       2b
+
+// x1 = NUL-terminated string, x16 = UART PA (skipped when 0). Clobbers x0-x2.
+el2_puts:
+    cbz     x16, 3f
+1:  ldrb    w0, [x1], #1
+    cbz     w0, 3f
+2:  ldr     w2, [x16, #0x18]            // FR
+    tbnz    w2, #5, 2b                  // TXFF
+    str     w0, [x16]
+    b       1b
+3:  ret
+
+// x0 = value, printed as 16 hex digits. Clobbers x0-x4.
+el2_puthex:
+    cbz     x16, 3f
+    mov     x3, #60
+1:  lsr     x4, x0, x3
+    and     x4, x4, #0xf
+    cmp     x4, #10
+    add     x2, x4, #'0'
+    add     x4, x4, #('a' - 10)
+    csel    x4, x2, x4, lo
+2:  ldr     w2, [x16, #0x18]
+    tbnz    w2, #5, 2b
+    str     w4, [x16]
+    subs    x3, x3, #4
+    b.pl    1b
+3:  ret
+
+.balign 8
+el2_report_ptr:
+    .quad   el2_report
+el2_exit_block:
+    .quad   0x20026, 101
+el2_msg:
+    .asciz  "\nsvelt: EL2 exception vector=0x"
+el2_msg_esr:
+    .asciz  " esr=0x"
+el2_msg_elr:
+    .asciz  " elr=0x"
+el2_msg_far:
+    .asciz  " far=0x"
+el2_msg_end:
+    .asciz  "\nsvelt: exit status 101\n"
+.balign 4
+.ltorg

@@ -1,0 +1,16 @@
+//! AArch64: the only home of `asm!`, system registers and exception vectors.
+//!
+//! - `boot`: the Image header, EL2 set-up, early page tables (boot/head.s) and the stacks.
+//! - `cpu`: per-CPU identity, interrupt masking, idle, cache maintenance.
+//! - `exception`: vectors, trap frame, dispatch, fault reports and backtraces.
+//! - `fpsimd`: FP/SVE/SME primitives, one file per extension.
+//! - `mmu`: the kernel's page tables.
+//! - `semihosting`: the Arm semihosting calls QEMU's harness uses.
+//! - `sysreg`: system registers aarch64-cpu lacks.
+pub mod boot;
+pub mod cpu;
+pub mod exception;
+pub mod fpsimd;
+pub mod mmu;
+pub mod semihosting;
+pub mod sysreg;

@@ -1,0 +1,113 @@
+//! The kernel console: the PL011 named by /chosen/stdout-path, `print!`/`println!`, and the `log`
+//! backend. Lines are written whole under a lock (with IRQs masked, so an interrupt handler that
+//! logs cannot deadlock against the code it interrupted).
+
+use crate::arch::aarch64::cpu;
+use crate::drivers::pl011::Pl011;
+use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicUsize, Ordering};
+use spin::Mutex;
+use tock_registers::interfaces::{Readable, Writeable};
+
+static CONSOLE: Mutex<Option<Pl011>> = Mutex::new(None);
+/// The UART's virtual address, for the lock-free emergency writer.
+static BASE: AtomicUsize = AtomicUsize::new(0);
+
+/// # Safety
+/// `base` is the virtual address of a PL011, device-mapped for 'static.
+pub unsafe fn init(base: usize) {
+    // SAFETY: the caller's contract; this is the only Pl011 created for the console.
+    *CONSOLE.lock() = Some(unsafe { Pl011::new(base) });
+    BASE.store(base, Ordering::Release);
+}
+
+struct Locked<'a>(&'a Pl011);
+impl Write for Locked<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.write_bytes(s.as_bytes());
+        Ok(())
+    }
+}
+
+pub fn _print(args: fmt::Arguments) {
+    let daif = aarch64_cpu::registers::DAIF.get();
+    cpu::irq_disable();
+    if let Some(uart) = CONSOLE.lock().as_ref() {
+        let _ = Locked(uart).write_fmt(args);
+    }
+    aarch64_cpu::registers::DAIF.set(daif);
+}
+
+#[macro_export]
+macro_rules! print {
+    ($($arg:tt)*) => { $crate::console::_print(format_args!($($arg)*)) };
+}
+
+#[macro_export]
+macro_rules! println {
+    () => { $crate::print!("\n") };
+    ($($arg:tt)*) => { $crate::console::_print(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// A writer that bypasses the lock: for the fatal-error path only, where the lock holder may be
+/// the code that just crashed.
+pub struct Emergency(Option<Pl011>);
+
+pub fn emergency() -> Emergency {
+    let base = BASE.load(Ordering::Acquire);
+    // SAFETY: a non-zero BASE was device-mapped for 'static by `init`. Concurrent writers can
+    // interleave characters, which is acceptable when the machine is going down.
+    Emergency((base != 0).then(|| unsafe { Pl011::attach(base) }))
+}
+
+impl Write for Emergency {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        if let Some(u) = &self.0 {
+            u.write_bytes(s.as_bytes());
+        }
+        Ok(())
+    }
+}
+
+impl Emergency {
+    pub fn flush(&self) {
+        if let Some(u) = &self.0 {
+            u.flush();
+        }
+    }
+}
+
+struct KernelLogger;
+
+impl log::Log for KernelLogger {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::max_level()
+    }
+
+    fn log(&self, r: &log::Record) {
+        if self.enabled(r.metadata()) {
+            let t = cpu::counter();
+            let f = cpu::counter_freq().max(1);
+            let us = (t % f) * 1_000_000 / f;
+            println!("[{:5}.{:06}] cpu{} {:<5} {}", t / f, us, crate::percpu::cpu_id(), r.level(), r.args());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+static LOGGER: KernelLogger = KernelLogger;
+
+pub fn init_log(level: svelt_abi::cmdline::LogLevel) {
+    use svelt_abi::cmdline::LogLevel as L;
+    let filter = match level {
+        L::Off => log::LevelFilter::Off,
+        L::Error => log::LevelFilter::Error,
+        L::Warn => log::LevelFilter::Warn,
+        L::Info => log::LevelFilter::Info,
+        L::Debug => log::LevelFilter::Debug,
+        L::Trace => log::LevelFilter::Trace,
+    };
+    let _ = log::set_logger(&LOGGER);
+    log::set_max_level(filter);
+}

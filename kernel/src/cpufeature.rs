@@ -1,0 +1,46 @@
+//! CPU features: ID registers decoded once on the boot CPU, vector lengths probed on every CPU,
+//! and the system-wide sets (the intersection, as Linux uses) for the boot report.
+
+use crate::arch::aarch64::{cpu, fpsimd};
+use crate::percpu;
+use core::sync::atomic::Ordering;
+use spin::Once;
+use svelt_abi::cpu::Features;
+use svelt_abi::vl::VlSet;
+
+static FEATURES: Once<Features> = Once::new();
+
+/// The boot CPU's decoded features.
+pub fn features() -> Features {
+    *FEATURES.call_once(|| Features::decode(&cpu::read_id_regs()))
+}
+
+/// Enables EL1 access to FP/SVE/SME on this CPU, configures SME, and records its vector lengths.
+pub fn init_this_cpu() {
+    let f = features();
+    let sme = f.sme != 0;
+    fpsimd::enable_el1_access(f.sve, sme);
+    let this = percpu::this();
+    if f.sve {
+        this.sve_vls.store(fpsimd::sve::probe_vls().bits(), Ordering::Relaxed);
+    }
+    if sme {
+        fpsimd::sme::cpu_init(f.sme_fa64, f.sme2());
+        this.sme_vls.store(fpsimd::sme::probe_vls().bits(), Ordering::Relaxed);
+    }
+}
+
+/// Vector lengths every online CPU implements: (SVE, SME).
+pub fn system_vls() -> (VlSet, VlSet) {
+    let mut sve = VlSet::from_bits(u16::MAX);
+    let mut sme = VlSet::from_bits(u16::MAX);
+    for c in percpu::all().iter().filter(|c| c.online.load(Ordering::Acquire)) {
+        let (s, m) = (VlSet::from_bits(c.sve_vls.load(Ordering::Relaxed)), VlSet::from_bits(c.sme_vls.load(Ordering::Relaxed)));
+        if s != sve && sve.bits() != u16::MAX || m != sme && sme.bits() != u16::MAX {
+            log::warn!("cpu{} vector lengths differ from other CPUs: sve {s} sme {m}", c.id);
+        }
+        sve = sve.intersect(s);
+        sme = sme.intersect(m);
+    }
+    (sve, sme)
+}

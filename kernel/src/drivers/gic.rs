@@ -1,0 +1,187 @@
+//! Generic Interrupt Controller, v3 (system-register CPU interface, redistributors) and v2
+//! (memory-mapped CPU interface). Svelt only needs private interrupts (the timer) for now: every
+//! interrupt is group 1, priority 0x80, and routed to the CPU it belongs to.
+
+use crate::arch::aarch64::cpu;
+use crate::arch::aarch64::sysreg::*;
+use spin::Once;
+use tock_registers::interfaces::{Readable, Writeable};
+use tock_registers::register_structs;
+use tock_registers::registers::{ReadOnly, ReadWrite, WriteOnly};
+
+register_structs! {
+    /// GICD, and the GICv3 redistributor's SGI/PPI frame, which has the same layout for the
+    /// banked registers Svelt uses.
+    pub DistRegs {
+        (0x000 => ctlr: ReadWrite<u32>),
+        (0x004 => typer: ReadOnly<u32>),
+        (0x008 => _r0),
+        (0x080 => igroupr: [ReadWrite<u32>; 32]),
+        (0x100 => isenabler: [ReadWrite<u32>; 32]),
+        (0x180 => icenabler: [ReadWrite<u32>; 32]),
+        (0x200 => _r1),
+        (0x400 => ipriorityr: [ReadWrite<u8>; 1024]),
+        (0x800 => @END),
+    }
+}
+
+register_structs! {
+    /// GICv3 redistributor control frame.
+    pub RedistRegs {
+        (0x00 => ctlr: ReadWrite<u32>),
+        (0x04 => iidr: ReadOnly<u32>),
+        (0x08 => typer: ReadOnly<u64>),
+        (0x10 => statusr: ReadWrite<u32>),
+        (0x14 => waker: ReadWrite<u32>),
+        (0x18 => @END),
+    }
+}
+
+register_structs! {
+    /// GICv2 CPU interface.
+    pub CpuIfRegs {
+        (0x00 => ctlr: ReadWrite<u32>),
+        (0x04 => pmr: ReadWrite<u32>),
+        (0x08 => bpr: ReadWrite<u32>),
+        (0x0c => iar: ReadOnly<u32>),
+        (0x10 => eoir: WriteOnly<u32>),
+        (0x14 => @END),
+    }
+}
+
+const GICR_FRAME: usize = 0x10000;
+const GICR_TYPER_LAST: u64 = 1 << 4;
+const GICR_TYPER_VLPIS: u64 = 1 << 1;
+const WAKER_PROCESSOR_SLEEP: u32 = 1 << 1;
+const WAKER_CHILDREN_ASLEEP: u32 = 1 << 2;
+const SPURIOUS: u32 = 1020;
+const PRIORITY: u8 = 0x80;
+
+pub enum Gic {
+    V3 { dist: &'static DistRegs, redist_base: usize, redist_size: usize },
+    V2 { dist: &'static DistRegs, cpu: &'static CpuIfRegs },
+}
+
+// SAFETY: Gic holds references to MMIO frames; the distributor is written only by `init` (before
+// it is published) and the per-CPU frames only by their own CPU, all by volatile accesses.
+unsafe impl Send for Gic {}
+// SAFETY: as above.
+unsafe impl Sync for Gic {}
+
+static GIC: Once<Gic> = Once::new();
+
+/// # Safety
+/// `va` is a device mapping of at least `size_of::<T>()` bytes of T's registers, valid for
+/// 'static.
+unsafe fn regs<T>(va: usize) -> &'static T {
+    // SAFETY: the caller's contract.
+    unsafe { &*(va as *const T) }
+}
+
+/// Sets up the distributor once, on the boot CPU.
+///
+/// # Safety
+/// The virtual addresses are device mappings of the GIC's frames, valid for 'static: for v3
+/// `dist` and the whole redistributor region `[redist, redist + redist_size)`; for v2 `dist`
+/// and the CPU interface `cpu_if`.
+pub unsafe fn init(version: u8, dist: usize, second: usize, second_size: usize) -> &'static Gic {
+    // SAFETY: the caller's contract.
+    let d: &'static DistRegs = unsafe { regs(dist) };
+    d.ctlr.set(0);
+    let gic = if version == 3 {
+        while d.ctlr.get() & (1 << 31) != 0 {} // RWP: the disable has taken effect
+        // ARE (affinity routing) and both groups enabled; the same bits work whether the GIC
+        // has one security state (QEMU without secure=on) or shows us the non-secure view.
+        d.ctlr.set((1 << 4) | (1 << 1) | 1);
+        Gic::V3 { dist: d, redist_base: second, redist_size: second_size }
+    } else {
+        d.ctlr.set(1);
+        // SAFETY: the caller's contract.
+        Gic::V2 { dist: d, cpu: unsafe { regs(second) } }
+    };
+    GIC.call_once(|| gic)
+}
+
+impl Gic {
+    /// Brings up this CPU's interface (redistributor for v3) and enables private interrupt
+    /// `intid` (a PPI, 16..32) on it.
+    pub fn init_cpu(&self, ppi: u32) -> Result<(), &'static str> {
+        match self {
+            Gic::V3 { redist_base, redist_size, .. } => {
+                let rd = self.find_redist(*redist_base, *redist_size).ok_or("no redistributor for this CPU")?;
+                // SAFETY: rd is a frame inside the mapped redistributor region.
+                let ctl: &RedistRegs = unsafe { regs(rd) };
+                ctl.waker.set(ctl.waker.get() & !WAKER_PROCESSOR_SLEEP);
+                while ctl.waker.get() & WAKER_CHILDREN_ASLEEP != 0 {
+                    core::hint::spin_loop();
+                }
+                // SAFETY: the SGI/PPI frame follows the control frame inside the region.
+                let sgi: &DistRegs = unsafe { regs(rd + GICR_FRAME) };
+                sgi.igroupr[0].set(u32::MAX);
+                sgi.ipriorityr[ppi as usize].set(PRIORITY);
+                sgi.isenabler[0].set(1 << ppi);
+                ICC_SRE_EL1.set(ICC_SRE_EL1.get() | 1);
+                aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
+                ICC_PMR_EL1.set(0xff);
+                ICC_BPR1_EL1.set(0);
+                ICC_IGRPEN1_EL1.set(1);
+                aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
+            }
+            Gic::V2 { dist, cpu } => {
+                dist.ipriorityr[ppi as usize].set(PRIORITY);
+                dist.isenabler[0].set(1 << ppi);
+                cpu.pmr.set(0xf0);
+                cpu.bpr.set(0);
+                cpu.ctlr.set(1);
+            }
+        }
+        Ok(())
+    }
+
+    /// The redistributor whose affinity matches this CPU's MPIDR.
+    fn find_redist(&self, base: usize, size: usize) -> Option<usize> {
+        let m = cpu::mpidr();
+        let aff = ((m >> 32) & 0xff) << 24 | (m & 0xff_ffff);
+        let mut frame = base;
+        while frame < base + size {
+            // SAFETY: frame is inside the mapped redistributor region.
+            let rd: &RedistRegs = unsafe { regs(frame) };
+            let typer = rd.typer.get();
+            if typer >> 32 == aff {
+                return Some(frame);
+            }
+            if typer & GICR_TYPER_LAST != 0 {
+                return None;
+            }
+            frame += if typer & GICR_TYPER_VLPIS != 0 { 4 } else { 2 } * GICR_FRAME;
+        }
+        None
+    }
+
+    /// Acknowledges the highest-priority pending interrupt, if any.
+    pub fn ack(&self) -> Option<u32> {
+        let id = match self {
+            Gic::V3 { .. } => ICC_IAR1_EL1.get() as u32 & 0xff_ffff,
+            Gic::V2 { cpu, .. } => cpu.iar.get() & 0x3ff,
+        };
+        (id < SPURIOUS).then_some(id)
+    }
+
+    pub fn eoi(&self, id: u32) {
+        match self {
+            Gic::V3 { .. } => ICC_EOIR1_EL1.set(id as u64),
+            Gic::V2 { cpu, .. } => cpu.eoir.set(id),
+        }
+    }
+
+    pub fn version(&self) -> u8 {
+        match self {
+            Gic::V3 { .. } => 3,
+            Gic::V2 { .. } => 2,
+        }
+    }
+}
+
+pub fn get() -> Option<&'static Gic> {
+    GIC.get()
+}

@@ -1,0 +1,83 @@
+//! ARM PL011 UART, polled transmit. Baud rate and line settings are left as firmware or QEMU set
+//! them; the UART is only enabled if nobody did.
+
+use tock_registers::interfaces::{Readable, Writeable};
+use tock_registers::register_bitfields;
+use tock_registers::register_structs;
+use tock_registers::registers::{ReadOnly, ReadWrite};
+
+register_bitfields! {u32,
+    FR [ TXFF OFFSET(5) NUMBITS(1) [], BUSY OFFSET(3) NUMBITS(1) [] ],
+    LCR_H [ WLEN OFFSET(5) NUMBITS(2) [EightBit = 3], FEN OFFSET(4) NUMBITS(1) [] ],
+    CR [ RXE OFFSET(9) NUMBITS(1) [], TXE OFFSET(8) NUMBITS(1) [], UARTEN OFFSET(0) NUMBITS(1) [] ]
+}
+
+register_structs! {
+    pub Pl011Regs {
+        (0x00 => dr: ReadWrite<u32>),
+        (0x04 => _r0),
+        (0x18 => fr: ReadOnly<u32, FR::Register>),
+        (0x1c => _r1),
+        (0x2c => lcr_h: ReadWrite<u32, LCR_H::Register>),
+        (0x30 => cr: ReadWrite<u32, CR::Register>),
+        (0x34 => @END),
+    }
+}
+
+pub struct Pl011 {
+    regs: &'static Pl011Regs,
+}
+
+// SAFETY: a Pl011 is a handle on MMIO registers; every access is a single volatile load or
+// store, so sharing it between CPUs cannot break memory safety (callers serialise for output order).
+unsafe impl Send for Pl011 {}
+// SAFETY: as above.
+unsafe impl Sync for Pl011 {}
+
+impl Pl011 {
+    /// # Safety
+    /// `base` is the virtual address of a PL011's registers, device-mapped for 'static, and no
+    /// other `Pl011` is created for it.
+    pub unsafe fn new(base: usize) -> Pl011 {
+        // SAFETY: the caller's contract.
+        let regs = unsafe { &*(base as *const Pl011Regs) };
+        if !regs.cr.is_set(CR::UARTEN) {
+            regs.lcr_h.write(LCR_H::WLEN::EightBit + LCR_H::FEN::SET);
+            regs.cr.write(CR::UARTEN::SET + CR::TXE::SET + CR::RXE::SET);
+        }
+        Pl011 { regs }
+    }
+
+    /// A handle on a PL011 that is already set up, without touching its configuration.
+    ///
+    /// # Safety
+    /// As for `new`, except that other handles may exist; writes through several handles at once
+    /// interleave but are otherwise harmless.
+    pub unsafe fn attach(base: usize) -> Pl011 {
+        // SAFETY: the caller's contract.
+        Pl011 { regs: unsafe { &*(base as *const Pl011Regs) } }
+    }
+
+    pub fn putc(&self, b: u8) {
+        while self.regs.fr.is_set(FR::TXFF) {
+            core::hint::spin_loop();
+        }
+        self.regs.dr.set(b.into());
+    }
+
+    pub fn write_bytes(&self, s: &[u8]) {
+        for &b in s {
+            if b == b'\n' {
+                self.putc(b'\r');
+            }
+            self.putc(b);
+        }
+    }
+
+    /// Waits until everything written has left the UART.
+    pub fn flush(&self) {
+        while self.regs.fr.is_set(FR::BUSY) {
+            core::hint::spin_loop();
+        }
+    }
+}

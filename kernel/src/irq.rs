@@ -1,0 +1,29 @@
+//! Interrupt handling: acknowledge, dispatch, end of interrupt.
+
+use crate::drivers::{gic, timer};
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// The timer's interrupt ID (a PPI), from the DTB.
+static TIMER_INTID: AtomicU32 = AtomicU32::new(27);
+
+pub fn set_timer_intid(id: u32) {
+    TIMER_INTID.store(id, Ordering::Relaxed);
+}
+
+pub fn timer_intid() -> u32 {
+    TIMER_INTID.load(Ordering::Relaxed)
+}
+
+/// Called from the IRQ vector with IRQs masked.
+pub fn handle() {
+    let Some(gic) = gic::get() else { return };
+    while let Some(id) = gic.ack() {
+        if id == timer_intid() {
+            timer::arm_next_tick();
+            crate::percpu::this().ticks.fetch_add(1, Ordering::Relaxed);
+        } else {
+            log::warn!("unexpected interrupt {id}");
+        }
+        gic.eoi(id);
+    }
+}

@@ -1,0 +1,208 @@
+//! Svelt: a small AArch64 kernel for the Linux arm64 SVE/SME userspace ABI.
+//!
+//! Boot order: head.s (EL2 → EL1, early map, MMU on) → `kernel_main`: read the DTB, build the
+//! W^X kernel map, console, memory, CPU features, interrupts, secondary CPUs, boot report.
+#![no_std]
+#![no_main]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+extern crate alloc;
+
+mod arch;
+mod console;
+mod cpufeature;
+mod dt;
+mod drivers;
+mod irq;
+mod mm;
+mod percpu;
+mod power;
+mod selftest;
+mod smp;
+
+use arch::aarch64::{boot, cpu, mmu};
+use core::fmt::Write;
+use core::sync::atomic::Ordering;
+use drivers::{gic, psci};
+use svelt_abi::cmdline::Cmdline;
+use svelt_abi::cpu::{SmeLine, SveLine};
+use svelt_abi::memrange::{self, Range};
+
+/// Filled by EL1 for the EL2 report-and-halt vectors (vectors.s), which run with the MMU off.
+#[repr(C)]
+pub struct El2Report {
+    uart_pa: u64,
+    exit_semihosting: u64,
+}
+
+#[unsafe(no_mangle)]
+static mut el2_report: El2Report = El2Report { uart_pa: 0, exit_semihosting: 0 };
+
+/// Primary CPU entry from head.s: MMU on with the early map, on the boot stack, IRQs masked.
+pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
+    percpu::prepare(0, cpu::mpidr(), boot::boot_stack_range());
+    percpu::enter(0);
+
+    // SAFETY: head.s mapped the DTB's blocks in the linear map; the loader promises a valid DTB
+    // there, and the frame allocator never hands out its range, so it lives for 'static.
+    let fdt: fdt::Fdt<'static> = match unsafe { fdt::Fdt::from_ptr(mmu::phys_to_virt(dtb_pa) as *const u8) } {
+        Ok(f) => f,
+        Err(_) => cpu::halt(), // no DTB, so no console to say so
+    };
+    let (ram, nram) = dt::ram::<16>(&fdt);
+    let ram = &ram[..nram];
+    let Some(uart) = dt::pl011(&fdt) else { cpu::halt() };
+    if mm::build_kernel_map(image_pa, ram).is_err() {
+        cpu::halt();
+    }
+    let Ok(uart_va) = mmu::ioremap(uart.start, 0x1000) else { cpu::halt() };
+    let gic_info = dt::gic(&fdt);
+    let gic_vas = gic_info.as_ref().and_then(|g| {
+        let second = if g.version == 3 {
+            (g.second.end - g.second.start).min((percpu::MAX_CPUS * 0x40000) as u64)
+        } else {
+            0x2000
+        };
+        let dist = mmu::ioremap(g.dist.start, 0x10000).ok()?;
+        Some((dist, mmu::ioremap(g.second.start, second as usize).ok()?, second as usize))
+    });
+    mmu::activate();
+    // SAFETY: uart_va maps the DTB's PL011 as device memory, for good.
+    unsafe { console::init(uart_va) };
+
+    let cmdline = Cmdline::parse(fdt.chosen().bootargs().unwrap_or(""));
+    power::set_exit_via(cmdline.exit);
+    console::init_log(cmdline.log);
+    println!("svelt: entered at EL{entry_el}");
+    log::info!("Svelt {} on {}", env!("CARGO_PKG_VERSION"), fdt.root().model());
+    log::info!("command line: \"{}\"", cmdline.raw());
+    if entry_el == 2 {
+        hand_over_to_el2_reporter(uart.start);
+    }
+
+    init_memory(&fdt, dtb_pa, image_pa, ram);
+    cpufeature::init_this_cpu();
+
+    if let (Some(g), Some((dist, second, size))) = (&gic_info, gic_vas) {
+        if let Some(id) = dt::virtual_timer_intid(&fdt) {
+            irq::set_timer_intid(id);
+        }
+        // SAFETY: dist and second are device mappings of this GIC's frames, made above.
+        unsafe { gic::init(g.version, dist, second, size) };
+        smp::bring_up_interrupts();
+        log::info!("GICv{} at {:#x}, timer INTID {}", g.version, g.dist.start, irq::timer_intid());
+    } else {
+        log::error!("no GIC in the device tree: no interrupts");
+    }
+    percpu::this().online.store(true, Ordering::Release);
+
+    psci::set_conduit(dt::psci_method(&fdt).unwrap_or(""));
+    if let Some((maj, min)) = psci::version() {
+        log::info!("PSCI {maj}.{min} via {:?}", psci::conduit());
+    }
+    smp::start_secondaries(&fdt, image_pa);
+
+    let ticking = wait_for_ticks(3);
+    println!("svelt: timer ticking on {ticking} cpus");
+    boot_report();
+
+    if let Some(name) = cmdline.selftest {
+        selftest::run(name, entry_el);
+    }
+    power::exit(0)
+}
+
+/// Reserved ranges out, the rest to the frame allocator; then the heap.
+fn init_memory(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) {
+    let mut reserved = [Range::new(0, 0); 32];
+    let mut n = 0;
+    let mut reserve = |r: Range| {
+        if n < reserved.len() {
+            reserved[n] = r;
+            n += 1;
+        }
+    };
+    reserve(mm::image_phys_range(image_pa));
+    reserve(Range::from_base_size(dtb_pa, fdt.total_size() as u64));
+    if let Some(r) = dt::initrd(fdt) {
+        reserve(r);
+    }
+    dt::for_each_reserved(fdt, &mut reserve);
+    let reserved = &reserved[..n];
+    let page = mmu::PAGE_SIZE as u64;
+    let mut total = 0;
+    memrange::free_ranges(ram, reserved, page, |r| total += r.end - r.start);
+    // The heap (1/16 of free memory, within 1..=32 MiB) comes from the first free range big
+    // enough; the frame allocator, which needs the heap, gets everything else.
+    let heap = (total / 16).clamp(1 << 20, 32 << 20);
+    let mut heap_done = false;
+    memrange::free_ranges(ram, reserved, page, |mut r| {
+        if !heap_done && r.end - r.start >= heap {
+            // SAFETY: a free RAM range (linear-mapped by build_kernel_map) given to the heap only.
+            unsafe { mm::heap::init(r.start, heap as usize) };
+            heap_done = true;
+            r.start += heap;
+        }
+        if heap_done {
+            mm::frame::add(r);
+        }
+    });
+    if !heap_done {
+        panic!("no free range of {heap} bytes for the kernel heap ({total} bytes free)");
+    }
+    let (used, size) = mmu::pool_usage();
+    log::info!(
+        "memory: {} MiB free in {} RAM region(s), heap {} KiB, kernel map {used}/{size} table pages",
+        (mm::frame::total() * mmu::PAGE_SIZE) >> 20,
+        ram.len(),
+        heap >> 10
+    );
+}
+
+/// Lets the EL2 vectors report on the console and end the run the same way EL1 would.
+fn hand_over_to_el2_reporter(uart_pa: u64) {
+    let r = &raw mut el2_report;
+    // SAFETY: written once on the boot CPU before anything can take an exception to EL2.
+    unsafe {
+        (*r).uart_pa = uart_pa;
+        (*r).exit_semihosting = power::exits_via_semihosting() as u64;
+    }
+    // EL2 runs with its MMU off: make the values visible in memory.
+    cpu::clean_dcache_to_poc(r as usize, core::mem::size_of::<El2Report>());
+}
+
+/// Waits (up to a second of counter time) until every online CPU has taken `n` timer ticks.
+/// Returns how many did.
+fn wait_for_ticks(n: u64) -> usize {
+    let ticked = || {
+        percpu::all()
+            .iter()
+            .filter(|c| c.online.load(Ordering::Acquire) && c.ticks.load(Ordering::Relaxed) >= n)
+            .count()
+    };
+    let deadline = cpu::counter() + cpu::counter_freq();
+    while ticked() < percpu::online_count() && cpu::counter() < deadline {
+        cpu::wait_for_interrupt();
+    }
+    ticked()
+}
+
+/// The boot report (format fixed: tools parse it).
+fn boot_report() {
+    let f = cpufeature::features();
+    let (sve, sme) = cpufeature::system_vls();
+    println!("svelt: cpus online {}", percpu::online_count());
+    println!("{}", SveLine(f.sve.then_some(sve)));
+    println!("{}", SmeLine { vls: (f.sme != 0).then_some(sme), fa64: f.sme_fa64, sme2: f.sme2() });
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    let mut out = console::emergency();
+    let _ = writeln!(out, "\nsvelt: kernel panic on cpu {}: {}", percpu::cpu_id(), info);
+    // BRK #0x800 goes through the exception path, which dumps this CPU's registers and a
+    // backtrace from here and ends the run with the kernel-bug status.
+    // SAFETY: the exception vectors are installed before any Rust code runs.
+    unsafe { core::arch::asm!("brk #0x800", options(nostack)) };
+    power::exit_from_fatal(&mut out)
+}

@@ -1,0 +1,89 @@
+//! Secondary CPUs: started with PSCI CPU_ON, each with its own stack and per-CPU area.
+
+use crate::arch::aarch64::boot::SecondaryBoot;
+use crate::arch::aarch64::{cpu, mmu};
+use crate::drivers::{gic, psci, timer};
+use crate::mm::frame;
+use crate::{cpufeature, irq, percpu};
+use core::sync::atomic::Ordering;
+
+const STACK_PAGES: usize = 16;
+
+unsafe extern "C" {
+    /// head.s: where PSCI starts a secondary CPU (physical address, MMU off).
+    fn secondary_entry();
+}
+
+/// Starts every CPU the DTB lists besides this one. Returns how many came online.
+pub fn start_secondaries(fdt: &fdt::Fdt, image_pa: u64) -> usize {
+    let entry_pa = (secondary_entry as *const () as usize - mmu::KIMAGE_VADDR) as u64 + image_pa;
+    let boot_mpidr = cpu::mpidr();
+    let mut next_id = 1;
+    let mut started = 0;
+    crate::dt::for_each_cpu(fdt, |mpidr| {
+        if mpidr == boot_mpidr {
+            return;
+        }
+        if next_id >= percpu::MAX_CPUS {
+            log::warn!("cpu {mpidr:#x}: more than {} CPUs, not started", percpu::MAX_CPUS);
+            return;
+        }
+        let (Some(stack), Some(rec)) = (frame::alloc_zeroed(STACK_PAGES), frame::alloc_zeroed(1)) else {
+            log::error!("cpu {mpidr:#x}: no memory for its stack");
+            return;
+        };
+        let lo = mmu::phys_to_virt(stack);
+        let hi = lo + STACK_PAGES * mmu::PAGE_SIZE;
+        percpu::prepare(next_id, mpidr, (lo, hi));
+        let boot = SecondaryBoot { ttbr1: mmu::root_pa(), stack_top: hi as u64, arg: next_id as u64 };
+        let rec_va = mmu::phys_to_virt(rec);
+        // SAFETY: rec is a fresh, linear-mapped frame owned by this function.
+        unsafe { (rec_va as *mut SecondaryBoot).write(boot) };
+        // The secondary reads the record with its MMU and caches off.
+        cpu::clean_dcache_to_poc(rec_va, core::mem::size_of::<SecondaryBoot>());
+        let r = psci::cpu_on(mpidr, entry_pa, rec);
+        if r != 0 {
+            log::error!("cpu {mpidr:#x}: PSCI CPU_ON failed ({r})");
+            frame::free(stack, STACK_PAGES);
+            return;
+        }
+        let deadline = cpu::counter() + cpu::counter_freq();
+        while !percpu::get(next_id).online.load(Ordering::Acquire) && cpu::counter() < deadline {
+            core::hint::spin_loop();
+        }
+        if percpu::get(next_id).online.load(Ordering::Acquire) {
+            started += 1;
+        } else {
+            log::error!("cpu {mpidr:#x}: did not come online within a second");
+        }
+        // The record page is only read during bring-up.
+        frame::free(rec, 1);
+        next_id += 1;
+    });
+    started
+}
+
+/// Rust entry of a secondary CPU (from head.s, MMU on, on its own stack).
+pub extern "C" fn secondary_main(id: u64, _entry_el: u64) -> ! {
+    percpu::enter(id as usize);
+    mmu::activate();
+    cpufeature::init_this_cpu();
+    bring_up_interrupts();
+    log::debug!("online, mpidr {:#x}", cpu::mpidr());
+    percpu::this().online.store(true, Ordering::Release);
+    loop {
+        cpu::wait_for_interrupt();
+    }
+}
+
+/// This CPU's GIC interface and tick; IRQs unmasked.
+pub fn bring_up_interrupts() {
+    if let Some(g) = gic::get() {
+        if let Err(e) = g.init_cpu(irq::timer_intid()) {
+            log::error!("gic: {e}");
+            return;
+        }
+        timer::arm_next_tick();
+        cpu::irq_enable();
+    }
+}
