@@ -134,7 +134,10 @@ mod tests {
     #[test]
     fn junk_is_ignored() {
         let c = Cmdline::parse("log=loud loglevel=x init= svelt.exit=carrier-pigeon = ==");
-        assert_eq!(c, Cmdline::parse("log=loud loglevel=x init= svelt.exit=carrier-pigeon = =="));
+        assert_eq!(
+            c,
+            Cmdline::parse("log=loud loglevel=x init= svelt.exit=carrier-pigeon = ==")
+        );
         assert_eq!(c.log, LogLevel::Info);
         assert_eq!(c.init, None);
         assert_eq!(c.exit, ExitVia::Psci);

@@ -164,10 +164,21 @@ mod tests {
             "cpu: sve vls=16,32,48"
         );
         assert_eq!(format!("{}", SveLine(None)), "cpu: sve absent");
-        assert_eq!(format!("{}", SveLine(Some(VlSet::EMPTY))), "cpu: sve absent");
-        let sme = SmeLine { vls: Some(VlSet::from_bits(0b1000_1011)), fa64: true, sme2: false };
+        assert_eq!(
+            format!("{}", SveLine(Some(VlSet::EMPTY))),
+            "cpu: sve absent"
+        );
+        let sme = SmeLine {
+            vls: Some(VlSet::from_bits(0b1000_1011)),
+            fa64: true,
+            sme2: false,
+        };
         assert_eq!(format!("{sme}"), "cpu: sme vls=16,32,64,128 fa64=1 sme2=0");
-        let none = SmeLine { vls: None, fa64: false, sme2: false };
+        let none = SmeLine {
+            vls: None,
+            fa64: false,
+            sme2: false,
+        };
         assert_eq!(format!("{none}"), "cpu: sme absent");
         assert_eq!(format!("{}", SveLine(Some(all))).matches(',').count(), 15);
     }

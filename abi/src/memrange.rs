@@ -12,7 +12,10 @@ impl Range {
         Range { start, end }
     }
     pub const fn from_base_size(base: u64, size: u64) -> Range {
-        Range { start: base, end: base.saturating_add(size) }
+        Range {
+            start: base,
+            end: base.saturating_add(size),
+        }
     }
     pub const fn is_empty(&self) -> bool {
         self.end <= self.start
@@ -59,7 +62,10 @@ mod tests {
 
     #[test]
     fn no_holes() {
-        assert_eq!(collect(&[Range::new(0x4000_0000, 0x8000_0000)], &[]), [(0x4000_0000, 0x8000_0000)]);
+        assert_eq!(
+            collect(&[Range::new(0x4000_0000, 0x8000_0000)], &[]),
+            [(0x4000_0000, 0x8000_0000)]
+        );
     }
 
     #[test]
@@ -86,7 +92,10 @@ mod tests {
     fn hole_covering_everything_and_empty_holes() {
         let ram = [Range::new(0x1000, 0x9000), Range::new(0x10000, 0x12000)];
         assert!(collect(&ram, &[Range::new(0, u64::MAX)]).is_empty());
-        assert_eq!(collect(&ram, &[Range::new(0x5000, 0x5000)]), [(0x1000, 0x9000), (0x10000, 0x12000)]);
+        assert_eq!(
+            collect(&ram, &[Range::new(0x5000, 0x5000)]),
+            [(0x1000, 0x9000), (0x10000, 0x12000)]
+        );
         assert_eq!(Range::from_base_size(u64::MAX - 1, 10).end, u64::MAX);
     }
 }

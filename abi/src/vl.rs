@@ -60,7 +60,7 @@ impl VlSet {
 
     /// The largest member not above `vl` bytes, else the smallest member (the hardware's rule).
     pub fn round_bytes(self, vl: u32) -> Option<u32> {
-        self.iter_bytes().filter(|&v| v <= vl).last().or(self.min_bytes())
+        self.iter_bytes().rfind(|&v| v <= vl).or(self.min_bytes())
     }
 
     /// Lengths in bytes, ascending.
@@ -134,7 +134,10 @@ mod tests {
         let all: Vec<u32> = (1..=16).map(|q| q * 16).collect();
         let set = probe(fake_cpu(&all));
         assert_eq!(set.iter_bytes().collect::<Vec<_>>(), all);
-        assert_eq!(format!("{set}"), "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256");
+        assert_eq!(
+            format!("{set}"),
+            "16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256"
+        );
     }
 
     #[test]

@@ -89,7 +89,14 @@ impl log::Log for KernelLogger {
             let t = cpu::counter();
             let f = cpu::counter_freq().max(1);
             let us = (t % f) * 1_000_000 / f;
-            println!("[{:5}.{:06}] cpu{} {:<5} {}", t / f, us, crate::percpu::cpu_id(), r.level(), r.args());
+            println!(
+                "[{:5}.{:06}] cpu{} {:<5} {}",
+                t / f,
+                us,
+                crate::percpu::cpu_id(),
+                r.level(),
+                r.args()
+            );
         }
     }
 

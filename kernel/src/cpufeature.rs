@@ -22,11 +22,13 @@ pub fn init_this_cpu() {
     fpsimd::enable_el1_access(f.sve, sme);
     let this = percpu::this();
     if f.sve {
-        this.sve_vls.store(fpsimd::sve::probe_vls().bits(), Ordering::Relaxed);
+        this.sve_vls
+            .store(fpsimd::sve::probe_vls().bits(), Ordering::Relaxed);
     }
     if sme {
         fpsimd::sme::cpu_init(f.sme_fa64, f.sme2());
-        this.sme_vls.store(fpsimd::sme::probe_vls().bits(), Ordering::Relaxed);
+        this.sme_vls
+            .store(fpsimd::sme::probe_vls().bits(), Ordering::Relaxed);
     }
 }
 
@@ -34,10 +36,19 @@ pub fn init_this_cpu() {
 pub fn system_vls() -> (VlSet, VlSet) {
     let mut sve = VlSet::from_bits(u16::MAX);
     let mut sme = VlSet::from_bits(u16::MAX);
-    for c in percpu::all().iter().filter(|c| c.online.load(Ordering::Acquire)) {
-        let (s, m) = (VlSet::from_bits(c.sve_vls.load(Ordering::Relaxed)), VlSet::from_bits(c.sme_vls.load(Ordering::Relaxed)));
+    for c in percpu::all()
+        .iter()
+        .filter(|c| c.online.load(Ordering::Acquire))
+    {
+        let (s, m) = (
+            VlSet::from_bits(c.sve_vls.load(Ordering::Relaxed)),
+            VlSet::from_bits(c.sme_vls.load(Ordering::Relaxed)),
+        );
         if s != sve && sve.bits() != u16::MAX || m != sme && sme.bits() != u16::MAX {
-            log::warn!("cpu{} vector lengths differ from other CPUs: sve {s} sme {m}", c.id);
+            log::warn!(
+                "cpu{} vector lengths differ from other CPUs: sve {s} sme {m}",
+                c.id
+            );
         }
         sve = sve.intersect(s);
         sme = sme.intersect(m);

@@ -9,20 +9,27 @@ fn be_cells(bytes: &[u8]) -> u64 {
 
 fn first_reg(node: fdt::node::FdtNode) -> Option<Range> {
     let r = node.reg()?.next()?;
-    Some(Range::from_base_size(r.starting_address as u64, r.size.unwrap_or(0) as u64))
+    Some(Range::from_base_size(
+        r.starting_address as u64,
+        r.size.unwrap_or(0) as u64,
+    ))
 }
 
 /// RAM regions (/memory nodes). At most `N` are kept.
 pub fn ram<const N: usize>(fdt: &Fdt) -> ([Range; N], usize) {
     let mut out = [Range::new(0, 0); N];
     let mut n = 0;
-    for node in fdt.all_nodes().filter(|n| n.name == "memory" || n.name.starts_with("memory@")) {
+    for node in fdt
+        .all_nodes()
+        .filter(|n| n.name == "memory" || n.name.starts_with("memory@"))
+    {
         if node.property("device_type").and_then(|p| p.as_str()) != Some("memory") {
             continue;
         }
         for r in node.reg().into_iter().flatten() {
             if n < N {
-                out[n] = Range::from_base_size(r.starting_address as u64, r.size.unwrap_or(0) as u64);
+                out[n] =
+                    Range::from_base_size(r.starting_address as u64, r.size.unwrap_or(0) as u64);
                 n += 1;
             }
         }
@@ -54,7 +61,10 @@ pub fn for_each_reserved(fdt: &Fdt, mut f: impl FnMut(Range)) {
 
 /// The console UART: /chosen/stdout-path if it is a PL011, else the first PL011.
 pub fn pl011(fdt: &Fdt) -> Option<Range> {
-    let is_pl011 = |n: &fdt::node::FdtNode| n.compatible().is_some_and(|c| c.all().any(|s| s == "arm,pl011"));
+    let is_pl011 = |n: &fdt::node::FdtNode| {
+        n.compatible()
+            .is_some_and(|c| c.all().any(|s| s == "arm,pl011"))
+    };
     fdt.chosen()
         .stdout()
         .filter(is_pl011)
@@ -73,11 +83,21 @@ pub fn gic(fdt: &Fdt) -> Option<GicInfo> {
     let (version, node) = if let Some(n) = fdt.find_compatible(&["arm,gic-v3"]) {
         (3, n)
     } else {
-        (2, fdt.find_compatible(&["arm,cortex-a15-gic", "arm,gic-400", "arm,cortex-a9-gic"])?)
+        (
+            2,
+            fdt.find_compatible(&["arm,cortex-a15-gic", "arm,gic-400", "arm,cortex-a9-gic"])?,
+        )
     };
     let mut regs = node.reg()?;
-    let mut next = || regs.next().map(|r| Range::from_base_size(r.starting_address as u64, r.size.unwrap_or(0) as u64));
-    Some(GicInfo { version, dist: next()?, second: next()? })
+    let mut next = || {
+        regs.next()
+            .map(|r| Range::from_base_size(r.starting_address as u64, r.size.unwrap_or(0) as u64))
+    };
+    Some(GicInfo {
+        version,
+        dist: next()?,
+        second: next()?,
+    })
 }
 
 /// The EL1 virtual timer's interrupt ID: the third (type, number, flags) triple of the
@@ -92,7 +112,9 @@ pub fn virtual_timer_intid(fdt: &Fdt) -> Option<u32> {
 
 /// /psci `method`: "hvc" or "smc".
 pub fn psci_method<'a>(fdt: &Fdt<'a>) -> Option<&'a str> {
-    fdt.find_compatible(&["arm,psci-1.0", "arm,psci-0.2", "arm,psci"])?.property("method")?.as_str()
+    fdt.find_compatible(&["arm,psci-1.0", "arm,psci-0.2", "arm,psci"])?
+        .property("method")?
+        .as_str()
 }
 
 /// MPIDR values of the CPUs in /cpus.

@@ -11,8 +11,8 @@ extern crate alloc;
 mod arch;
 mod console;
 mod cpufeature;
-mod dt;
 mod drivers;
+mod dt;
 mod irq;
 mod mm;
 mod percpu;
@@ -36,7 +36,10 @@ pub struct El2Report {
 }
 
 #[unsafe(no_mangle)]
-static mut el2_report: El2Report = El2Report { uart_pa: 0, exit_semihosting: 0 };
+static mut el2_report: El2Report = El2Report {
+    uart_pa: 0,
+    exit_semihosting: 0,
+};
 
 /// Primary CPU entry from head.s: MMU on with the early map, on the boot stack, IRQs masked.
 pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
@@ -45,17 +48,22 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
 
     // SAFETY: head.s mapped the DTB's blocks in the linear map; the loader promises a valid DTB
     // there, and the frame allocator never hands out its range, so it lives for 'static.
-    let fdt: fdt::Fdt<'static> = match unsafe { fdt::Fdt::from_ptr(mmu::phys_to_virt(dtb_pa) as *const u8) } {
-        Ok(f) => f,
-        Err(_) => cpu::halt(), // no DTB, so no console to say so
-    };
+    let fdt: fdt::Fdt<'static> =
+        match unsafe { fdt::Fdt::from_ptr(mmu::phys_to_virt(dtb_pa) as *const u8) } {
+            Ok(f) => f,
+            Err(_) => cpu::halt(), // no DTB, so no console to say so
+        };
     let (ram, nram) = dt::ram::<16>(&fdt);
     let ram = &ram[..nram];
-    let Some(uart) = dt::pl011(&fdt) else { cpu::halt() };
+    let Some(uart) = dt::pl011(&fdt) else {
+        cpu::halt()
+    };
     if mm::build_kernel_map(image_pa, ram).is_err() {
         cpu::halt();
     }
-    let Ok(uart_va) = mmu::ioremap(uart.start, 0x1000) else { cpu::halt() };
+    let Ok(uart_va) = mmu::ioremap(uart.start, 0x1000) else {
+        cpu::halt()
+    };
     let gic_info = dt::gic(&fdt);
     let gic_vas = gic_info.as_ref().and_then(|g| {
         let second = if g.version == 3 {
@@ -64,7 +72,11 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
             0x2000
         };
         let dist = mmu::ioremap(g.dist.start, 0x10000).ok()?;
-        Some((dist, mmu::ioremap(g.second.start, second as usize).ok()?, second as usize))
+        Some((
+            dist,
+            mmu::ioremap(g.second.start, second as usize).ok()?,
+            second as usize,
+        ))
     });
     mmu::activate();
     // SAFETY: uart_va maps the DTB's PL011 as device memory, for good.
@@ -74,7 +86,11 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     power::set_exit_via(cmdline.exit);
     console::init_log(cmdline.log);
     println!("svelt: entered at EL{entry_el}");
-    log::info!("Svelt {} on {}", env!("CARGO_PKG_VERSION"), fdt.root().model());
+    log::info!(
+        "Svelt {} on {}",
+        env!("CARGO_PKG_VERSION"),
+        fdt.root().model()
+    );
     log::info!("command line: \"{}\"", cmdline.raw());
     if entry_el == 2 {
         hand_over_to_el2_reporter(uart.start);
@@ -90,7 +106,12 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         // SAFETY: dist and second are device mappings of this GIC's frames, made above.
         unsafe { gic::init(g.version, dist, second, size) };
         smp::bring_up_interrupts();
-        log::info!("GICv{} at {:#x}, timer INTID {}", g.version, g.dist.start, irq::timer_intid());
+        log::info!(
+            "GICv{} at {:#x}, timer INTID {}",
+            g.version,
+            g.dist.start,
+            irq::timer_intid()
+        );
     } else {
         log::error!("no GIC in the device tree: no interrupts");
     }
@@ -193,13 +214,25 @@ fn boot_report() {
     let (sve, sme) = cpufeature::system_vls();
     println!("svelt: cpus online {}", percpu::online_count());
     println!("{}", SveLine(f.sve.then_some(sve)));
-    println!("{}", SmeLine { vls: (f.sme != 0).then_some(sme), fa64: f.sme_fa64, sme2: f.sme2() });
+    println!(
+        "{}",
+        SmeLine {
+            vls: (f.sme != 0).then_some(sme),
+            fa64: f.sme_fa64,
+            sme2: f.sme2()
+        }
+    );
 }
 
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
     let mut out = console::emergency();
-    let _ = writeln!(out, "\nsvelt: kernel panic on cpu {}: {}", percpu::cpu_id(), info);
+    let _ = writeln!(
+        out,
+        "\nsvelt: kernel panic on cpu {}: {}",
+        percpu::cpu_id(),
+        info
+    );
     // BRK #0x800 goes through the exception path, which dumps this CPU's registers and a
     // backtrace from here and ends the run with the kernel-bug status.
     // SAFETY: the exception vectors are installed before any Rust code runs.

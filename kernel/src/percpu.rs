@@ -59,7 +59,9 @@ pub fn enter(id: usize) {
 /// This CPU's area. Valid once `enter` has run on it.
 pub fn this() -> &'static PerCpu {
     let p = cpu::percpu_ptr();
-    CPUS.iter().find(|c| core::ptr::from_ref::<PerCpu>(c) as usize == p).unwrap_or(&CPUS[0])
+    CPUS.iter()
+        .find(|c| core::ptr::from_ref::<PerCpu>(c) as usize == p)
+        .unwrap_or(&CPUS[0])
 }
 
 pub fn cpu_id() -> usize {
@@ -77,9 +79,14 @@ pub fn all() -> &'static [PerCpu] {
 /// This CPU's stack bounds (for backtraces).
 pub fn stack_range() -> (usize, usize) {
     let c = this();
-    (c.stack_lo.load(Ordering::Relaxed), c.stack_hi.load(Ordering::Relaxed))
+    (
+        c.stack_lo.load(Ordering::Relaxed),
+        c.stack_hi.load(Ordering::Relaxed),
+    )
 }
 
 pub fn online_count() -> usize {
-    CPUS.iter().filter(|c| c.online.load(Ordering::Acquire)).count()
+    CPUS.iter()
+        .filter(|c| c.online.load(Ordering::Acquire))
+        .count()
 }

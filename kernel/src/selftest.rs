@@ -15,6 +15,31 @@ pub fn run(name: &str, entry_el: u64) {
             // SAFETY: deliberately undefined; the exception does not return.
             unsafe { core::arch::asm!("udf #0x5e1f", options(nostack)) };
         }
+        "write-text" => {
+            // Kernel text is mapped read-only.
+            let p = run as *const () as *mut u32;
+            // SAFETY: deliberately not safe; the permission fault is the point.
+            unsafe { core::ptr::write_volatile(p, 0xd503_201f) };
+            crate::println!("svelt: selftest write-text: kernel text was writable!");
+        }
+        "write-image-alias" => {
+            // The kernel image's alias in the linear map is read-only too.
+            let va = crate::arch::aarch64::mmu::phys_to_virt(crate::mm::image_pa());
+            // SAFETY: deliberately not safe; the permission fault is the point.
+            unsafe { core::ptr::write_volatile(va as *mut u64, 0) };
+            crate::println!("svelt: selftest write-image-alias: image alias was writable!");
+        }
+        "exec-linear" => {
+            // RAM in the linear map is never executable: jump into a fresh page of it.
+            let Some(pa) = crate::mm::frame::alloc_zeroed(1) else {
+                return;
+            };
+            let va = crate::arch::aarch64::mmu::phys_to_virt(pa);
+            // SAFETY: deliberately not safe; the instruction abort is the point (the page holds
+            // zeroes, an undefined instruction, should it ever execute).
+            unsafe { core::arch::asm!("blr {}", in(reg) va, out("x30") _, options(nostack)) };
+            crate::println!("svelt: selftest exec-linear: linear map was executable!");
+        }
         "el2" if entry_el == 2 => {
             // Nothing runs at EL2, so this HVC lands in the report-and-halt vectors.
             // SAFETY: does not return (EL2 stops the machine).

@@ -25,17 +25,25 @@ pub fn start_secondaries(fdt: &fdt::Fdt, image_pa: u64) -> usize {
             return;
         }
         if next_id >= percpu::MAX_CPUS {
-            log::warn!("cpu {mpidr:#x}: more than {} CPUs, not started", percpu::MAX_CPUS);
+            log::warn!(
+                "cpu {mpidr:#x}: more than {} CPUs, not started",
+                percpu::MAX_CPUS
+            );
             return;
         }
-        let (Some(stack), Some(rec)) = (frame::alloc_zeroed(STACK_PAGES), frame::alloc_zeroed(1)) else {
+        let (Some(stack), Some(rec)) = (frame::alloc_zeroed(STACK_PAGES), frame::alloc_zeroed(1))
+        else {
             log::error!("cpu {mpidr:#x}: no memory for its stack");
             return;
         };
         let lo = mmu::phys_to_virt(stack);
         let hi = lo + STACK_PAGES * mmu::PAGE_SIZE;
         percpu::prepare(next_id, mpidr, (lo, hi));
-        let boot = SecondaryBoot { ttbr1: mmu::root_pa(), stack_top: hi as u64, arg: next_id as u64 };
+        let boot = SecondaryBoot {
+            ttbr1: mmu::root_pa(),
+            stack_top: hi as u64,
+            arg: next_id as u64,
+        };
         let rec_va = mmu::phys_to_virt(rec);
         // SAFETY: rec is a fresh, linear-mapped frame owned by this function.
         unsafe { (rec_va as *mut SecondaryBoot).write(boot) };

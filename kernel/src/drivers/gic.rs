@@ -58,8 +58,14 @@ const SPURIOUS: u32 = 1020;
 const PRIORITY: u8 = 0x80;
 
 pub enum Gic {
-    V3 { dist: &'static DistRegs, redist_base: usize, redist_size: usize },
-    V2 { dist: &'static DistRegs, cpu: &'static CpuIfRegs },
+    V3 {
+        redist_base: usize,
+        redist_size: usize,
+    },
+    V2 {
+        dist: &'static DistRegs,
+        cpu: &'static CpuIfRegs,
+    },
 }
 
 // SAFETY: Gic holds references to MMIO frames; the distributor is written only by `init` (before
@@ -89,15 +95,20 @@ pub unsafe fn init(version: u8, dist: usize, second: usize, second_size: usize) 
     let d: &'static DistRegs = unsafe { regs(dist) };
     d.ctlr.set(0);
     let gic = if version == 3 {
-        while d.ctlr.get() & (1 << 31) != 0 {} // RWP: the disable has taken effect
+        // Wait for RWP: the disable has taken effect.
+        while d.ctlr.get() & (1 << 31) != 0 {}
         // ARE (affinity routing) and both groups enabled; the same bits work whether the GIC
         // has one security state (QEMU without secure=on) or shows us the non-secure view.
         d.ctlr.set((1 << 4) | (1 << 1) | 1);
-        Gic::V3 { dist: d, redist_base: second, redist_size: second_size }
+        Gic::V3 {
+            redist_base: second,
+            redist_size: second_size,
+        }
     } else {
         d.ctlr.set(1);
         // SAFETY: the caller's contract.
-        Gic::V2 { dist: d, cpu: unsafe { regs(second) } }
+        let cpu = unsafe { regs(second) };
+        Gic::V2 { dist: d, cpu }
     };
     GIC.call_once(|| gic)
 }
@@ -107,8 +118,14 @@ impl Gic {
     /// `intid` (a PPI, 16..32) on it.
     pub fn init_cpu(&self, ppi: u32) -> Result<(), &'static str> {
         match self {
-            Gic::V3 { redist_base, redist_size, .. } => {
-                let rd = self.find_redist(*redist_base, *redist_size).ok_or("no redistributor for this CPU")?;
+            Gic::V3 {
+                redist_base,
+                redist_size,
+                ..
+            } => {
+                let rd = self
+                    .find_redist(*redist_base, *redist_size)
+                    .ok_or("no redistributor for this CPU")?;
                 // SAFETY: rd is a frame inside the mapped redistributor region.
                 let ctl: &RedistRegs = unsafe { regs(rd) };
                 ctl.waker.set(ctl.waker.get() & !WAKER_PROCESSOR_SLEEP);
@@ -171,13 +188,6 @@ impl Gic {
         match self {
             Gic::V3 { .. } => ICC_EOIR1_EL1.set(id as u64),
             Gic::V2 { cpu, .. } => cpu.eoir.set(id),
-        }
-    }
-
-    pub fn version(&self) -> u8 {
-        match self {
-            Gic::V3 { .. } => 3,
-            Gic::V2 { .. } => 2,
         }
     }
 }

@@ -55,7 +55,8 @@ impl Pl011 {
     /// interleave but are otherwise harmless.
     pub unsafe fn attach(base: usize) -> Pl011 {
         // SAFETY: the caller's contract.
-        Pl011 { regs: unsafe { &*(base as *const Pl011Regs) } }
+        let regs = unsafe { &*(base as *const Pl011Regs) };
+        Pl011 { regs }
     }
 
     pub fn putc(&self, b: u8) {

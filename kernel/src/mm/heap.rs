@@ -15,9 +15,3 @@ pub unsafe fn init(pa: u64, bytes: usize) {
     // SAFETY: the caller's contract.
     unsafe { HEAP.lock().init(phys_to_virt(pa) as *mut u8, bytes) };
 }
-
-/// (used, total) bytes.
-pub fn usage() -> (usize, usize) {
-    let h = HEAP.lock();
-    (h.used(), h.size())
-}

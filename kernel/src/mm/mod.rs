@@ -4,6 +4,7 @@ pub mod frame;
 pub mod heap;
 
 use crate::arch::aarch64::mmu::{self, Prot, KIMAGE_VADDR, LINEAR_BASE};
+use core::sync::atomic::{AtomicU64, Ordering};
 use svelt_abi::memrange::Range;
 
 unsafe extern "C" {
@@ -30,22 +31,43 @@ pub fn image_layout() -> ImageLayout {
     }
 }
 
+static IMAGE_PA: AtomicU64 = AtomicU64::new(0);
+
+/// Where the loader put the kernel image.
+pub fn image_pa() -> u64 {
+    IMAGE_PA.load(Ordering::Relaxed)
+}
+
 /// Physical range the image occupies, rounded out to 2 MiB (the early map's block size; the
 /// frame allocator never hands this out).
 pub fn image_phys_range(image_pa: u64) -> Range {
     let l = image_layout();
-    Range::new(image_pa, image_pa + ((l.end - l.start) as u64).next_multiple_of(2 << 20))
+    Range::new(
+        image_pa,
+        image_pa + ((l.end - l.start) as u64).next_multiple_of(2 << 20),
+    )
 }
 
 /// Builds the kernel map: the image W^X at KIMAGE_VADDR and every RAM region in the linear map
 /// (the image's own alias read-only).
 pub fn build_kernel_map(image_pa: u64, ram: &[Range]) -> Result<(), mmu::MapError> {
+    IMAGE_PA.store(image_pa, Ordering::Relaxed);
     mmu::init(image_pa);
     let l = image_layout();
     let pa = |va: usize| (va - KIMAGE_VADDR) as u64 + image_pa;
     mmu::map(l.start, pa(l.start), l.text_end - l.start, Prot::KernelText)?;
-    mmu::map(l.text_end, pa(l.text_end), l.rodata_end - l.text_end, Prot::KernelRo)?;
-    mmu::map(l.rodata_end, pa(l.rodata_end), l.end - l.rodata_end, Prot::KernelRw)?;
+    mmu::map(
+        l.text_end,
+        pa(l.text_end),
+        l.rodata_end - l.text_end,
+        Prot::KernelRo,
+    )?;
+    mmu::map(
+        l.rodata_end,
+        pa(l.rodata_end),
+        l.end - l.rodata_end,
+        Prot::KernelRw,
+    )?;
     let image = Range::new(image_pa, pa(l.end));
     for r in ram {
         let r = Range::new(r.start & !0xfff, r.end.next_multiple_of(0x1000));
@@ -54,9 +76,18 @@ pub fn build_kernel_map(image_pa: u64, ram: &[Range]) -> Result<(), mmu::MapErro
         let below = Range::new(r.start, image.start.min(r.end));
         let above = Range::new(image.end.max(r.start), r.end);
         let inside = Range::new(image.start.max(r.start), image.end.min(r.end));
-        for (part, prot) in [(below, Prot::KernelRw), (inside, Prot::KernelRo), (above, Prot::KernelRw)] {
+        for (part, prot) in [
+            (below, Prot::KernelRw),
+            (inside, Prot::KernelRo),
+            (above, Prot::KernelRw),
+        ] {
             if !part.is_empty() {
-                mmu::map(linear(part.start), part.start, (part.end - part.start) as usize, prot)?;
+                mmu::map(
+                    linear(part.start),
+                    part.start,
+                    (part.end - part.start) as usize,
+                    prot,
+                )?;
             }
         }
     }

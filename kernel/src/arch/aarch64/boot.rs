@@ -54,7 +54,8 @@ const TCR_EL1: u64 = 16 // T0SZ
     | (2 << 30); // TG1 = 4 KiB
 
 /// The early map's 2 MiB blocks: normal write-back memory, inner shareable, accessed.
-const EARLY_BLOCK: u64 = mmu::DESC_VALID | mmu::attr_index(mmu::MAIR_NORMAL) | mmu::SH_INNER | mmu::AF;
+const EARLY_BLOCK: u64 =
+    mmu::DESC_VALID | mmu::attr_index(mmu::MAIR_NORMAL) | mmu::SH_INNER | mmu::AF;
 
 const _: () = assert!(PAGE_SIZE == 4096);
 
@@ -75,9 +76,4 @@ core::arch::global_asm!(
 pub fn boot_stack_range() -> (usize, usize) {
     let base = &raw const BOOT_STACK as usize;
     (base, base + BOOT_STACK_SIZE)
-}
-
-/// Physical address of the identity-map root that secondary CPUs turn their MMU on with.
-pub fn early_tables_va() -> usize {
-    &raw const EARLY_TABLES as usize
 }

@@ -66,22 +66,6 @@ pub fn counter_freq() -> u64 {
     CNTFRQ_EL0.get()
 }
 
-/// The current frame pointer (x29), for backtraces.
-#[inline(always)]
-pub fn frame_pointer() -> usize {
-    let fp;
-    // SAFETY: reads a register.
-    unsafe { core::arch::asm!("mov {}, x29", out(reg) fp, options(nomem, nostack)) };
-    fp
-}
-
-pub fn stack_pointer() -> usize {
-    let sp;
-    // SAFETY: reads a register.
-    unsafe { core::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack)) };
-    sp
-}
-
 /// Reads the ID registers Svelt decodes (they are readable at EL1 on every ARMv8 CPU; unallocated
 /// ones read as zero).
 pub fn read_id_regs() -> IdRegs {

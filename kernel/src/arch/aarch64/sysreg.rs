@@ -53,10 +53,6 @@ register_bitfields! {u64,
         EZT0 OFFSET(30) NUMBITS(1) [],
         LEN OFFSET(0) NUMBITS(9) []
     ],
-    pub SVCR [
-        ZA OFFSET(1) NUMBITS(1) [],
-        SM OFFSET(0) NUMBITS(1) []
-    ],
     pub NOFIELDS [
         VALUE OFFSET(0) NUMBITS(64) []
     ]
@@ -72,22 +68,70 @@ sys_reg!(
     /// SME Control Register for EL1: LEN sets the streaming vector length; FA64, EZT0.
     SmcrEl1, SMCR_EL1, "S3_0_C1_C2_6", SMCR::Register, rw);
 sys_reg!(
-    /// Streaming Vector Control Register: PSTATE.SM and PSTATE.ZA.
-    SvcrReg, SVCR_REG, "S3_3_C4_C2_2", SVCR::Register, rw);
-sys_reg!(
     /// SME priority; Svelt, like Linux, writes 0.
     SmpriEl1, SMPRI_EL1, "S3_0_C1_C2_4", NOFIELDS::Register, rw);
-sys_reg!(IdAa64Zfr0El1, ID_AA64ZFR0_EL1, "S3_0_C0_C4_4", NOFIELDS::Register, ro);
-sys_reg!(IdAa64Smfr0El1, ID_AA64SMFR0_EL1, "S3_0_C0_C4_5", NOFIELDS::Register, ro);
-sys_reg!(IdAa64Isar2El1, ID_AA64ISAR2_EL1, "S3_0_C0_C6_2", NOFIELDS::Register, ro);
+sys_reg!(
+    IdAa64Zfr0El1,
+    ID_AA64ZFR0_EL1,
+    "S3_0_C0_C4_4",
+    NOFIELDS::Register,
+    ro
+);
+sys_reg!(
+    IdAa64Smfr0El1,
+    ID_AA64SMFR0_EL1,
+    "S3_0_C0_C4_5",
+    NOFIELDS::Register,
+    ro
+);
+sys_reg!(
+    IdAa64Isar2El1,
+    ID_AA64ISAR2_EL1,
+    "S3_0_C0_C6_2",
+    NOFIELDS::Register,
+    ro
+);
 
 // GICv3 CPU interface (system-register access).
-sys_reg!(IccSreEl1, ICC_SRE_EL1, "S3_0_C12_C12_5", NOFIELDS::Register, rw);
-sys_reg!(IccPmrEl1, ICC_PMR_EL1, "S3_0_C4_C6_0", NOFIELDS::Register, rw);
-sys_reg!(IccBpr1El1, ICC_BPR1_EL1, "S3_0_C12_C12_3", NOFIELDS::Register, rw);
-sys_reg!(IccIgrpen1El1, ICC_IGRPEN1_EL1, "S3_0_C12_C12_7", NOFIELDS::Register, rw);
-sys_reg!(IccIar1El1, ICC_IAR1_EL1, "S3_0_C12_C12_0", NOFIELDS::Register, ro);
-sys_reg!(IccEoir1El1, ICC_EOIR1_EL1, "S3_0_C12_C12_1", NOFIELDS::Register, rw);
-
-/// SCTLR_EL1.EnTP2 (bit 60): EL0 may access TPIDR2_EL0.
-pub const SCTLR_ENTP2: u64 = 1 << 60;
+sys_reg!(
+    IccSreEl1,
+    ICC_SRE_EL1,
+    "S3_0_C12_C12_5",
+    NOFIELDS::Register,
+    rw
+);
+sys_reg!(
+    IccPmrEl1,
+    ICC_PMR_EL1,
+    "S3_0_C4_C6_0",
+    NOFIELDS::Register,
+    rw
+);
+sys_reg!(
+    IccBpr1El1,
+    ICC_BPR1_EL1,
+    "S3_0_C12_C12_3",
+    NOFIELDS::Register,
+    rw
+);
+sys_reg!(
+    IccIgrpen1El1,
+    ICC_IGRPEN1_EL1,
+    "S3_0_C12_C12_7",
+    NOFIELDS::Register,
+    rw
+);
+sys_reg!(
+    IccIar1El1,
+    ICC_IAR1_EL1,
+    "S3_0_C12_C12_0",
+    NOFIELDS::Register,
+    ro
+);
+sys_reg!(
+    IccEoir1El1,
+    ICC_EOIR1_EL1,
+    "S3_0_C12_C12_1",
+    NOFIELDS::Register,
+    rw
+);

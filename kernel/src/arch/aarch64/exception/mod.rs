@@ -22,7 +22,7 @@ const _: () = assert!(core::mem::size_of::<TrapFrame>() == 36 * 8);
 const _: () = assert!(core::mem::offset_of!(TrapFrame, sp_el0) == 31 * 8);
 const _: () = assert!(core::mem::offset_of!(TrapFrame, elr) == 32 * 8);
 const _: () = assert!(core::mem::offset_of!(TrapFrame, esr) == 34 * 8);
-const _: () = assert!(core::mem::size_of::<TrapFrame>() % 16 == 0);
+const _: () = assert!(core::mem::size_of::<TrapFrame>().is_multiple_of(16));
 
 /// Where an exception came from and what it is, from the vector offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +49,12 @@ pub enum Type {
 
 impl Kind {
     fn from_index(i: u64) -> Kind {
-        let source = [Source::El1Sp0, Source::El1, Source::El0Aarch64, Source::El0Aarch32][(i as usize >> 2) & 3];
+        let source = [
+            Source::El1Sp0,
+            Source::El1,
+            Source::El0Aarch64,
+            Source::El0Aarch32,
+        ][(i as usize >> 2) & 3];
         let ty = [Type::Sync, Type::Irq, Type::Fiq, Type::SError][i as usize & 3];
         Kind { source, ty }
     }
@@ -115,7 +120,7 @@ pub fn backtrace(out: &mut impl Write, pc: usize, mut fp: usize) {
     let _ = writeln!(out, "  backtrace:\n    #0  {pc:#018x}");
     let (lo, hi) = crate::percpu::stack_range();
     for depth in 1..32 {
-        if fp < lo || fp + 16 > hi || fp % 16 != 0 {
+        if fp < lo || fp + 16 > hi || !fp.is_multiple_of(16) {
             break;
         }
         // SAFETY: fp is 16-aligned and lies within this CPU's stack, which is mapped.

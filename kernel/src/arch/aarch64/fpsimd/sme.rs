@@ -19,9 +19,8 @@ pub fn rdsvl() -> u32 {
 /// Boot-time SME configuration of this CPU: priority 0, FA64 and ZT0 access when implemented.
 pub fn cpu_init(fa64: bool, sme2: bool) {
     SMPRI_EL1.set(0);
-    SMCR_EL1.write(
-        SMCR::FA64.val(fa64 as u64) + SMCR::EZT0.val(sme2 as u64) + SMCR::LEN.val(0x1ff),
-    );
+    SMCR_EL1
+        .write(SMCR::FA64.val(fa64 as u64) + SMCR::EZT0.val(sme2 as u64) + SMCR::LEN.val(0x1ff));
 }
 
 /// Every streaming vector length this CPU implements. Leaves SMCR_EL1.LEN at the largest.

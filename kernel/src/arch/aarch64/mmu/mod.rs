@@ -18,20 +18,18 @@ pub const LINEAR_BASE: usize = 0xffff_0000_0000_0000;
 pub const DEVICE_BASE: usize = 0xffff_8000_0000_0000;
 
 /// MAIR_EL1 attribute indexes.
-pub const MAIR_DEVICE_NGNRNE: u64 = 0;
+/// MAIR_EL1: 0 Device-nGnRnE (0x00), 1 Normal write-back (0xff), 2 Device-nGnRE (0x04),
+/// 3 Normal non-cacheable (0x44).
+pub const MAIR_VALUE: u64 = (0xff << 8) | (0x04 << 16) | (0x44 << 24);
 pub const MAIR_NORMAL: u64 = 1;
 pub const MAIR_DEVICE_NGNRE: u64 = 2;
-pub const MAIR_NORMAL_NC: u64 = 3;
-pub const MAIR_VALUE: u64 = 0x00 | (0xff << 8) | (0x04 << 16) | (0x44 << 24);
 
 // Descriptor bits.
 pub const DESC_VALID: u64 = 1 << 0;
 pub const DESC_TABLE_OR_PAGE: u64 = 1 << 1;
 pub const AP_RO: u64 = 1 << 7;
-pub const AP_EL0: u64 = 1 << 6;
 pub const SH_INNER: u64 = 3 << 8;
 pub const AF: u64 = 1 << 10;
-pub const NG: u64 = 1 << 11;
 pub const PXN: u64 = 1 << 53;
 pub const UXN: u64 = 1 << 54;
 const ADDR_MASK: u64 = 0x0000_ffff_ffff_f000;
@@ -111,7 +109,10 @@ impl KernelMap {
 
     /// Maps `[va, va + size)` to `[pa, pa + size)` using the largest blocks alignment allows.
     pub fn map(&mut self, va: usize, pa: u64, size: usize, prot: Prot) -> Result<(), MapError> {
-        if va % PAGE_SIZE != 0 || pa % PAGE_SIZE as u64 != 0 || size % PAGE_SIZE != 0 {
+        if !va.is_multiple_of(PAGE_SIZE)
+            || !pa.is_multiple_of(PAGE_SIZE as u64)
+            || !size.is_multiple_of(PAGE_SIZE)
+        {
             return Err(MapError::Misaligned);
         }
         let attrs = prot.attrs();
@@ -138,7 +139,10 @@ impl KernelMap {
             let slot = unsafe { table.add(index) };
             // SAFETY: as above.
             let entry = unsafe { ptr::read_volatile(slot) };
-            let fits = level >= 1 && va % size == 0 && pa % size as u64 == 0 && left >= size;
+            let fits = level >= 1
+                && va.is_multiple_of(size)
+                && pa.is_multiple_of(size as u64)
+                && left >= size;
             if fits {
                 if entry & DESC_VALID != 0 {
                     return Err(MapError::Overlap);
@@ -168,7 +172,11 @@ impl KernelMap {
 
 /// Starts the kernel map (nothing is live until [`activate`]).
 pub fn init(image_pa: u64) {
-    let mut map = KernelMap { root_pa: 0, used: 0, image_pa };
+    let mut map = KernelMap {
+        root_pa: 0,
+        used: 0,
+        image_pa,
+    };
     map.root_pa = map.alloc_table().expect("first pool page");
     *KERNEL_MAP.lock() = Some(map);
 }
@@ -186,7 +194,12 @@ pub fn map(va: usize, pa: u64, size: usize, prot: Prot) -> Result<(), MapError> 
 pub fn ioremap(pa: u64, size: usize) -> Result<usize, MapError> {
     let start = pa & !(PAGE_SIZE as u64 - 1);
     let end = (pa + size as u64).next_multiple_of(PAGE_SIZE as u64);
-    match map(DEVICE_BASE + start as usize, start, (end - start) as usize, Prot::Device) {
+    match map(
+        DEVICE_BASE + start as usize,
+        start,
+        (end - start) as usize,
+        Prot::Device,
+    ) {
         Ok(()) | Err(MapError::Overlap) => Ok(DEVICE_BASE + pa as usize),
         Err(e) => Err(e),
     }
@@ -232,9 +245,4 @@ pub fn activate() {
 /// Linear-map virtual address of a RAM physical address.
 pub const fn phys_to_virt(pa: u64) -> usize {
     LINEAR_BASE + pa as usize
-}
-
-/// Physical address of a linear-map virtual address.
-pub const fn virt_to_phys(va: usize) -> u64 {
-    (va - LINEAR_BASE) as u64
 }

@@ -1,0 +1,84 @@
+//! Boots Svelt over the configuration matrix (entry EL × CPUs × SVE maximum × SME) and checks
+//! the boot report against what the QEMU flags imply.
+
+use svelt_tests::{check_boot_report, Config};
+
+macro_rules! matrix {
+    ($($name:ident: el $el:literal, smp $smp:literal, vq $vq:literal, sme $sme:literal;)*) => {$(
+        #[test]
+        fn $name() {
+            check_boot_report(&Config {
+                el: $el,
+                smp: $smp,
+                sve_max_vq: $vq,
+                sme: if $sme { Some(None) } else { None },
+                ..Config::default()
+            });
+        }
+    )*};
+}
+
+matrix! {
+    el1_smp1_vq1_nosme: el 1, smp 1, vq 1, sme false;
+    el1_smp1_vq1_sme: el 1, smp 1, vq 1, sme true;
+    el1_smp1_vq4_nosme: el 1, smp 1, vq 4, sme false;
+    el1_smp1_vq4_sme: el 1, smp 1, vq 4, sme true;
+    el1_smp1_vq16_nosme: el 1, smp 1, vq 16, sme false;
+    el1_smp1_vq16_sme: el 1, smp 1, vq 16, sme true;
+    el1_smp2_vq1_nosme: el 1, smp 2, vq 1, sme false;
+    el1_smp2_vq1_sme: el 1, smp 2, vq 1, sme true;
+    el1_smp2_vq4_nosme: el 1, smp 2, vq 4, sme false;
+    el1_smp2_vq4_sme: el 1, smp 2, vq 4, sme true;
+    el1_smp2_vq16_nosme: el 1, smp 2, vq 16, sme false;
+    el1_smp2_vq16_sme: el 1, smp 2, vq 16, sme true;
+    el2_smp1_vq1_nosme: el 2, smp 1, vq 1, sme false;
+    el2_smp1_vq1_sme: el 2, smp 1, vq 1, sme true;
+    el2_smp1_vq4_nosme: el 2, smp 1, vq 4, sme false;
+    el2_smp1_vq4_sme: el 2, smp 1, vq 4, sme true;
+    el2_smp1_vq16_nosme: el 2, smp 1, vq 16, sme false;
+    el2_smp1_vq16_sme: el 2, smp 1, vq 16, sme true;
+    el2_smp2_vq1_nosme: el 2, smp 2, vq 1, sme false;
+    el2_smp2_vq1_sme: el 2, smp 2, vq 1, sme true;
+    el2_smp2_vq4_nosme: el 2, smp 2, vq 4, sme false;
+    el2_smp2_vq4_sme: el 2, smp 2, vq 4, sme true;
+    el2_smp2_vq16_nosme: el 2, smp 2, vq 16, sme false;
+    el2_smp2_vq16_sme: el 2, smp 2, vq 16, sme true;
+}
+
+#[test]
+fn four_cpus_at_el2() {
+    check_boot_report(&Config {
+        smp: 4,
+        ..Config::default()
+    });
+}
+
+#[test]
+fn gicv2_at_el1_and_el2() {
+    for el in [1, 2] {
+        check_boot_report(&Config {
+            el,
+            gic: 2,
+            ..Config::default()
+        });
+    }
+}
+
+#[test]
+fn restricted_sme_set() {
+    // SME lengths below the SVE maximum: only 16 and 32 bytes.
+    check_boot_report(&Config {
+        sme: Some(Some(32)),
+        ..Config::default()
+    });
+}
+
+#[test]
+fn odd_sve_maximum() {
+    // 48 bytes: SVE gets 16, 32, 48; SME the powers of two within it.
+    check_boot_report(&Config {
+        sve_max_vq: 3,
+        el: 1,
+        ..Config::default()
+    });
+}

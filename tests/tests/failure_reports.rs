@@ -1,0 +1,135 @@
+//! What a kernel bug looks like from outside: a report on the console and the failure status.
+
+use svelt_tests::{boot, Config};
+
+const KERNEL_BUG: i32 = 101;
+
+fn selftest(name: &str, el: u8) -> svelt_tests::Run {
+    boot(&Config {
+        el,
+        smp: 2,
+        append: vec![format!("svelt.selftest={name}")],
+        ..Config::default()
+    })
+}
+
+fn assert_dump(out: &str) {
+    assert!(out.contains("  x0  "), "register dump:\n{out}");
+    assert!(out.contains("  elr "), "register dump:\n{out}");
+    assert!(
+        out.contains("  backtrace:\n    #0  0xffffff80"),
+        "backtrace:\n{out}"
+    );
+    assert!(
+        out.contains("\n    #1  0xffffff80"),
+        "backtrace goes beyond the faulting frame:\n{out}"
+    );
+    assert!(
+        out.contains(&format!("svelt: exit status {KERNEL_BUG}")),
+        "{out}"
+    );
+}
+
+#[test]
+fn data_abort_is_reported_with_decoded_esr() {
+    let run = selftest("fault", 2);
+    assert_eq!(run.status, Some(KERNEL_BUG), "{}", run.output);
+    assert!(
+        run.output
+            .contains("svelt: unexpected exception on cpu 0: El1 Sync"),
+        "{}",
+        run.output
+    );
+    assert!(
+        run.output.contains("EC 0x25 (data abort from the same EL)")
+            && run.output.contains("translation fault"),
+        "{}",
+        run.output
+    );
+    assert!(
+        run.output.contains("  FAR 0xffff7fffdead0000"),
+        "{}",
+        run.output
+    );
+    assert_dump(&run.output);
+}
+
+#[test]
+fn panic_is_reported() {
+    let run = selftest("panic", 1);
+    assert_eq!(run.status, Some(KERNEL_BUG), "{}", run.output);
+    assert!(
+        run.output
+            .contains("svelt: kernel panic on cpu 0: panicked at"),
+        "{}",
+        run.output
+    );
+    assert!(run.output.contains("selftest panic"), "{}", run.output);
+    assert_dump(&run.output);
+}
+
+#[test]
+fn undefined_instruction_is_reported() {
+    let run = selftest("undef", 1);
+    assert_eq!(run.status, Some(KERNEL_BUG), "{}", run.output);
+    assert!(
+        run.output
+            .contains("EC 0x00 (unknown/undefined instruction)"),
+        "{}",
+        run.output
+    );
+    assert_dump(&run.output);
+}
+
+#[test]
+fn kernel_text_is_not_writable() {
+    let run = selftest("write-text", 1);
+    assert_eq!(run.status, Some(KERNEL_BUG), "{}", run.output);
+    assert!(
+        run.output.contains("permission fault level 3, write"),
+        "{}",
+        run.output
+    );
+}
+
+#[test]
+fn kernel_image_alias_in_linear_map_is_read_only() {
+    let run = selftest("write-image-alias", 2);
+    assert_eq!(run.status, Some(KERNEL_BUG), "{}", run.output);
+    assert!(run.output.contains("permission fault"), "{}", run.output);
+    assert!(run.output.contains(", write"), "{}", run.output);
+}
+
+#[test]
+fn linear_map_is_not_executable() {
+    let run = selftest("exec-linear", 1);
+    assert_eq!(run.status, Some(KERNEL_BUG), "{}", run.output);
+    assert!(
+        run.output
+            .contains("EC 0x21 (instruction abort from the same EL)")
+            && run.output.contains("permission fault"),
+        "{}",
+        run.output
+    );
+}
+
+#[test]
+fn el2_exception_is_reported_when_entered_at_el2() {
+    let run = selftest("el2", 2);
+    assert_eq!(run.status, Some(KERNEL_BUG), "{}", run.output);
+    // HVC from EL1 to EL2: lower-EL AArch64 synchronous vector (entry 8), EC 0x16, imm 0x5e1f.
+    assert!(
+        run.output
+            .contains("svelt: EL2 exception vector=0x0000000000000008 esr=0x000000005a005e1f"),
+        "{}",
+        run.output
+    );
+    let run = selftest("el2", 1);
+    assert_eq!(run.status, Some(0), "{}", run.output);
+    assert!(
+        run.output
+            .contains("svelt: selftest el2 skipped: entered at EL1"),
+        "{}",
+        run.output
+    );
+}
