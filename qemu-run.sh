@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Builds Svelt, boots it in QEMU (-M virt) and exits with the run's status.
+# Builds Svelt and its userland, packs the initramfs, boots it in QEMU (-M virt) and exits with
+# the run's status.
 #
 # The kernel reports its status through Arm semihosting (svelt.exit=semihosting on the command
 # line), so QEMU's own exit code is the run's: 0 when everything passed, 101 for a kernel bug.
+# With the default initramfs a failed test also makes the status 1 (a top-level KTAP
+# `# Totals:` line with fail>0, or no `svelt-init: exit status 0` line).
+#
+# --linux boots Debian's arm64 Linux (trixie-backports) with the same initramfs instead: the
+# reference the userland tests are checked against. Its status comes from the init's
+# `svelt-init: exit status S` line (missing: 1).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
@@ -24,14 +31,22 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
   --gic 2|3              GIC version (default 3)
   --append "ARGS"        extra kernel command-line words (e.g. log=debug, svelt.selftest=fault)
   --gdb                  start QEMU's gdb stub on :1234 and wait for the debugger
-  --build-only           build the kernel image and stop
-  --no-build             boot the image already built
+  --build-only           build the kernel image (and the initramfs) and stop
+  --no-build             boot the image (and initramfs) already built
   --kernel-elf FILE      boot this kernel ELF (cargo's runner passes it)
+  --initrd FILE          boot with this ready-made initramfs (newc cpio, gzip or plain) instead
+                         of the userland built here (target/initramfs.cpio.gz)
+  --init PATH            run PATH as the first process (adds init=PATH to the command line)
+  --no-initrd            boot without an initramfs (the kernel only reports its boot)
+  --linux                reference mode: boot Debian's arm64 Linux (the newest
+                         linux-binary-*-arm64 in trixie-backports, cached in target/linux/)
+                         with the same initramfs and QEMU flags
   -h | --help            this text
 EOF
 }
 
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
+initrd="" init_path="" no_initrd=0 linux=0
 extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -48,6 +63,10 @@ while [ $# -gt 0 ]; do
         --build-only) boot=0 ;;
         --no-build) build=0 ;;
         --kernel-elf) elf=$2; build=0; shift ;;
+        --initrd) initrd=$2; shift ;;
+        --init) init_path=$2; shift ;;
+        --no-initrd) no_initrd=1 ;;
+        --linux) linux=1 ;;
         -h|--help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) echo "qemu-run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -64,30 +83,128 @@ if [ -z "$sme_max" ]; then
     while [ $((sme_max * 2)) -le $((vq * 16)) ] && [ $((sme_max * 2)) -le 256 ]; do sme_max=$((sme_max * 2)); done
 fi
 case "$sme_max" in 16|32|64|128|256) ;; *) die "--sme-max-vl wants 16, 32, 64, 128 or 256" ;; esac
+[ "$no_initrd" = 1 ] && [ -n "$initrd" ] && die "--initrd and --no-initrd contradict each other"
 
-if [ "$build" = 1 ]; then
-    (cd "$root" && cargo build --quiet --release -p svelt-kernel --target "$target" --target-dir "$target_dir")
+# Installs Debian packages when root (as for QEMU below), otherwise says the exact command.
+apt_install() {
+    local cmd="apt-get install -y --no-install-recommends $*"
+    if [ "$(id -u)" = 0 ]; then
+        echo "qemu-run.sh: installing $* ($cmd)" >&2
+        apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $cmd >&2
+    else
+        die "$1 is missing; install it with: sudo $cmd"
+    fi
+}
+
+sysroot=$(rustc --print sysroot)
+host=$(rustc -vV | sed -n 's/^host: //p')
+objcopy="$sysroot/lib/rustlib/$host/bin/llvm-objcopy"
+
+if [ "$linux" = 0 ]; then
+    if [ "$build" = 1 ]; then
+        (cd "$root" && cargo build --quiet --release -p svelt-kernel --target "$target" --target-dir "$target_dir")
+    fi
+    [ -n "$elf" ] || elf="$target_dir/$target/release/svelt"
+    [ -f "$elf" ] || die "no kernel at $elf (drop --no-build)"
+    image="${elf}.img"
+    if [ "$build" = 1 ] || [ ! -f "$image" ] || [ "$elf" -nt "$image" ]; then
+        [ -x "$objcopy" ] || die "llvm-objcopy missing: rustup component add llvm-tools"
+        "$objcopy" -O binary "$elf" "$image"
+    fi
 fi
-[ -n "$elf" ] || elf="$target_dir/$target/release/svelt"
-[ -f "$elf" ] || die "no kernel at $elf (drop --no-build)"
-image="${elf}.img"
-if [ "$build" = 1 ] || [ ! -f "$image" ] || [ "$elf" -nt "$image" ]; then
-    sysroot=$(rustc --print sysroot)
-    host=$(rustc -vV | sed -n 's/^host: //p')
-    objcopy="$sysroot/lib/rustlib/$host/bin/llvm-objcopy"
+
+# The userland: the Rust test programs and init (user/), the glibc C programs (user/c/), packed
+# by mkinitramfs into target/initramfs.cpio and .cpio.gz. Debug info stays in target/user/.
+user_dir="$root/target/user"
+user_bin="$user_dir/aarch64-unknown-none/release"
+default_initrd="$root/target/initramfs.cpio.gz"
+build_userland() {
+    (cd "$root" && cargo build --quiet --release -p svelt-user --target aarch64-unknown-none --target-dir "$user_dir")
+    if ! command -v aarch64-linux-gnu-gcc >/dev/null || [ ! -f /usr/aarch64-linux-gnu/lib/libc.a ]; then
+        apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+    fi
     [ -x "$objcopy" ] || die "llvm-objcopy missing: rustup component add llvm-tools"
-    "$objcopy" -O binary "$elf" "$image"
+    local stage="$user_dir/initramfs" c b name
+    rm -rf "$stage" && mkdir -p "$stage/tests"
+    for c in "$root"/user/c/*.c; do
+        name=$(basename "$c" .c)
+        aarch64-linux-gnu-gcc -static -O2 -g -pthread -Wall -Werror -o "$user_dir/$name" "$c"
+        aarch64-linux-gnu-strip --strip-debug -o "$stage/tests/$name" "$user_dir/$name"
+    done
+    for b in "$root"/user/src/bin/*.rs; do
+        name=$(basename "$b" .rs)
+        if [ "$name" = init ]; then
+            "$objcopy" --strip-debug "$user_bin/$name" "$stage/init"
+        else
+            "$objcopy" --strip-debug "$user_bin/$name" "$stage/tests/$name"
+        fi
+    done
+    (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
+        --out "$root/target/initramfs.cpio" --gzip "$default_initrd" \
+        --init "$stage/init" --add etc/hello.txt="$root/user/data/hello.txt" "$stage"/tests/*)
+}
+default_userland=0
+if [ "$no_initrd" = 0 ] && [ -z "$initrd" ]; then
+    default_userland=1
+    initrd="$default_initrd"
+    if [ "$build" = 1 ]; then build_userland; fi
+    [ -f "$initrd" ] || die "no initramfs at $initrd (drop --no-build)"
+elif [ -n "$initrd" ]; then
+    [ -f "$initrd" ] || die "no initramfs at $initrd"
 fi
+
+# Reference mode: Debian's arm64 Linux kernel, fetched with a private apt configuration (the
+# host's own sources and package state are not touched) and cached under target/linux/.
+linux_kernel() {
+    local dir="$root/target/linux"
+    local apt="$dir/apt" pkg ver deb
+    if [ -f "$dir/vmlinuz" ] && [ -f "$dir/version" ]; then
+        echo "qemu-run.sh: Linux $(cat "$dir/version") (cached in target/linux/)" >&2
+        return
+    fi
+    command -v dpkg-deb >/dev/null || die "--linux needs apt-get and dpkg-deb (a Debian host)"
+    [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring
+    rm -rf "$apt"
+    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$apt/deb"
+    touch "$apt/status"
+    echo "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main" \
+        >"$apt/sources.list"
+    printf '%s\n' \
+        "Dir::Etc::SourceList \"$apt/sources.list\";" \
+        "Dir::Etc::SourceParts \"$apt/parts\";" \
+        "Dir::Etc::Preferences \"$apt/preferences\";" \
+        "Dir::Etc::PreferencesParts \"$apt/parts\";" \
+        "Dir::State \"$apt\";" \
+        "Dir::State::Lists \"$apt/lists\";" \
+        "Dir::State::status \"$apt/status\";" \
+        "Dir::Cache \"$apt/cache\";" \
+        'APT::Architecture "arm64";' \
+        'APT::Architectures { "arm64"; };' \
+        'APT::Sandbox::User "root";' >"$apt/apt.conf"
+    echo "qemu-run.sh: fetching the trixie-backports arm64 package index" >&2
+    APT_CONFIG="$apt/apt.conf" apt-get update -qq >&2 ||
+        die "apt-get update of trixie-backports failed (network?)"
+    # The newest plain arm64 flavour (not -cloud-, -rt- or -unsigned-).
+    pkg=$(APT_CONFIG="$apt/apt.conf" apt-cache pkgnames linux-binary- |
+        grep -E '^linux-binary-[0-9][0-9.]*(-[0-9]+)?\+deb[0-9]+-arm64$' | sort -V | tail -n 1)
+    [ -n "$pkg" ] || die "no linux-binary-*-arm64 package in trixie-backports"
+    (cd "$apt/deb" && APT_CONFIG="$apt/apt.conf" apt-get download -qq "$pkg" >&2) ||
+        die "apt-get download $pkg failed (network?)"
+    deb=$(ls "$apt"/deb/*.deb)
+    ver=${pkg#linux-binary-}
+    rm -rf "$apt/x"
+    dpkg-deb -x "$deb" "$apt/x"
+    cp "$apt/x/usr/lib/modules/$ver/vmlinuz" "$dir/vmlinuz" || die "no vmlinuz in $pkg"
+    echo "$ver ($pkg $(dpkg-deb -f "$deb" Version))" >"$dir/version"
+    rm -rf "$apt/x"
+    echo "qemu-run.sh: Linux $(cat "$dir/version")" >&2
+}
+[ "$linux" = 1 ] && linux_kernel
+
 [ "$boot" = 1 ] || exit 0
 
 if ! command -v qemu-system-aarch64 >/dev/null; then
-    cmd="apt-get install -y --no-install-recommends qemu-system-arm"
-    if [ "$(id -u)" = 0 ]; then
-        echo "qemu-run.sh: installing QEMU ($cmd)" >&2
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive $cmd >&2
-    else
-        die "qemu-system-aarch64 is missing; install it with: sudo $cmd"
-    fi
+    apt_install qemu-system-arm
 fi
 
 machine="virt,gic-version=$gic"
@@ -102,12 +219,50 @@ else
     cpu="$cpu,sme=off"
 fi
 
+[ -n "$init_path" ] && append="$append init=$init_path"
 args=(-M "$machine" -cpu "$cpu" -smp "$smp" -m "$mem"
-      -nographic -nodefaults -serial stdio -monitor none -no-reboot
-      -semihosting-config enable=on,target=native
-      -kernel "$image" -append "svelt.exit=semihosting${append}")
+      -nographic -nodefaults -serial stdio -monitor none -no-reboot)
+if [ "$linux" = 1 ]; then
+    args+=(-kernel "$root/target/linux/vmlinuz" -append "console=ttyAMA0 panic=-1 quiet${append}")
+else
+    args+=(-semihosting-config enable=on,target=native
+           -kernel "$image" -append "svelt.exit=semihosting${append}")
+fi
+[ -n "$initrd" ] && args+=(-initrd "$initrd")
 if [ "$gdb" = 1 ]; then
-    echo "qemu-run.sh: waiting for gdb: gdb-multiarch $elf -ex 'target remote :1234'" >&2
+    echo "qemu-run.sh: waiting for gdb: gdb-multiarch ${elf:-vmlinux} -ex 'target remote :1234'" >&2
     args+=(-s -S)
 fi
-exec qemu-system-aarch64 "${args[@]}" "${extra[@]}"
+if [ "$linux" = 0 ] && [ -z "$initrd" ]; then
+    exec qemu-system-aarch64 "${args[@]}" "${extra[@]}"
+fi
+
+# With a userland the output decides too: keep a copy to read the KTAP totals from.
+log=$(mktemp "${TMPDIR:-/tmp}/qemu-run.XXXXXX")
+trap 'rm -f "$log"' EXIT
+set +e
+qemu-system-aarch64 "${args[@]}" "${extra[@]}" | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+out=$(tr -d '\r' <"$log")
+totals_failed() { grep -Eq '^# Totals: pass:[0-9]+ fail:[1-9]' <<<"$out"; }
+init_status() { sed -n 's/^svelt-init: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
+if [ "$linux" = 1 ]; then
+    s=$(init_status)
+    if [ -n "$s" ]; then
+        status=$s
+    elif [ -n "$init_path" ] && grep -q '^# Totals:' <<<"$out" && ! totals_failed; then
+        status=0 # one test program as the init: its own totals decide
+    else
+        echo "qemu-run.sh: Linux printed no 'svelt-init: exit status' line" >&2
+        status=1
+    fi
+elif [ "$status" = 0 ]; then
+    if totals_failed; then
+        status=1
+    elif [ "$default_userland" = 1 ] && [ -z "$init_path" ] && [ "$(init_status)" != 0 ]; then
+        echo "qemu-run.sh: no 'svelt-init: exit status 0' line" >&2
+        status=1
+    fi
+fi
+exit "$status"

@@ -38,6 +38,16 @@ pub fn _print(args: fmt::Arguments) {
     aarch64_cpu::registers::DAIF.set(daif);
 }
 
+/// Writes raw bytes (user output to /dev/console) as one piece.
+pub fn write_bytes(b: &[u8]) {
+    let daif = aarch64_cpu::registers::DAIF.get();
+    cpu::irq_disable();
+    if let Some(uart) = CONSOLE.lock().as_ref() {
+        uart.write_bytes(b);
+    }
+    aarch64_cpu::registers::DAIF.set(daif);
+}
+
 #[macro_export]
 macro_rules! print {
     ($($arg:tt)*) => { $crate::console::_print(format_args!($($arg)*)) };

@@ -55,3 +55,15 @@ pub fn system_vls() -> (VlSet, VlSet) {
     }
     (sve, sme)
 }
+
+/// AT_HWCAP and AT_HWCAP2 as user space sees them (SVE and SME are not offered until their
+/// state handling exists).
+pub fn hwcaps() -> (u64, u64) {
+    svelt_abi::hwcap::hwcaps(&cpu::read_id_regs(), svelt_abi::hwcap::Offer::default())
+}
+
+/// MIDR_EL1 of the boot CPU.
+pub fn midr() -> u64 {
+    use aarch64_cpu::registers::Readable;
+    aarch64_cpu::registers::MIDR_EL1.get()
+}

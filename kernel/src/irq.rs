@@ -14,6 +14,10 @@ pub fn timer_intid() -> u32 {
     TIMER_INTID.load(Ordering::Relaxed)
 }
 
+/// The SGI that asks a CPU to reschedule (a task was queued for it, or a signal needs a
+/// running task's attention).
+pub const SGI_RESCHEDULE: u32 = 0;
+
 /// Called from the IRQ vector with IRQs masked.
 pub fn handle() {
     let Some(gic) = gic::get() else { return };
@@ -21,9 +25,22 @@ pub fn handle() {
         if id == timer_intid() {
             timer::arm_next_tick();
             crate::percpu::this().ticks.fetch_add(1, Ordering::Relaxed);
+            crate::time::tick();
+            if crate::task::sched::started() {
+                crate::task::sched::tick();
+            }
+        } else if id == SGI_RESCHEDULE {
+            crate::task::sched::set_need_resched();
         } else {
             log::warn!("unexpected interrupt {id}");
         }
         gic.eoi(id);
+    }
+}
+
+/// Asks CPU `cpu` to look at its run queue.
+pub fn send_reschedule(cpu: usize) {
+    if let Some(g) = gic::get() {
+        g.send_sgi(SGI_RESCHEDULE, cpu);
     }
 }

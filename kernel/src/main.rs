@@ -13,12 +13,19 @@ mod console;
 mod cpufeature;
 mod drivers;
 mod dt;
+mod fs;
 mod irq;
 mod mm;
 mod percpu;
 mod power;
 mod selftest;
+mod signal;
 mod smp;
+mod sync;
+mod syscall;
+mod task;
+mod time;
+mod trap;
 
 use arch::aarch64::{boot, cpu, mmu};
 use core::fmt::Write;
@@ -115,6 +122,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     } else {
         log::error!("no GIC in the device tree: no interrupts");
     }
+    task::sched::init_cpu();
     percpu::this().online.store(true, Ordering::Release);
 
     psci::set_conduit(dt::psci_method(&fdt).unwrap_or(""));
@@ -130,7 +138,35 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     if let Some(name) = cmdline.selftest {
         selftest::run(name, entry_el);
     }
-    power::exit(0)
+
+    time::init(&fdt);
+    if let Some(seed) = fdt
+        .find_node("/chosen")
+        .and_then(|c| c.property("rng-seed"))
+    {
+        fs::dev::seed_random(seed.value);
+    }
+    let initrd = dt::initrd(&fdt).map(|r| {
+        // SAFETY: the initrd lies in RAM (linear-mapped) and the frame allocator never hands
+        // out its range, so it stays intact for as long as the kernel runs.
+        unsafe {
+            core::slice::from_raw_parts(
+                mmu::phys_to_virt(r.start) as *const u8,
+                (r.end - r.start) as usize,
+            )
+        }
+    });
+    fs::init(initrd);
+    if initrd.is_none() {
+        println!("svelt: no initramfs, nothing to run");
+        power::exit(0);
+    }
+    let init = cmdline.init.unwrap_or("/init");
+    if let Err(e) = task::exec::spawn_init(init) {
+        println!("svelt: cannot run {init}: {e}");
+        power::exit(1);
+    }
+    task::sched::idle_loop()
 }
 
 /// Reserved ranges out, the rest to the frame allocator; then the heap.

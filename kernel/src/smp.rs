@@ -77,11 +77,10 @@ pub extern "C" fn secondary_main(id: u64, _entry_el: u64) -> ! {
     mmu::activate();
     cpufeature::init_this_cpu();
     bring_up_interrupts();
+    crate::task::sched::init_cpu();
     log::debug!("online, mpidr {:#x}", cpu::mpidr());
     percpu::this().online.store(true, Ordering::Release);
-    loop {
-        cpu::wait_for_interrupt();
-    }
+    crate::task::sched::idle_loop()
 }
 
 /// This CPU's GIC interface and tick; IRQs unmasked.

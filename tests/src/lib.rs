@@ -3,10 +3,22 @@
 //! QEMU flags, independently of the kernel's own decoding.
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// Which initramfs a boot gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Initrd {
+    /// `--no-initrd`: the kernel only reports its boot.
+    None,
+    /// The userland built from user/ (init + every test program).
+    Default,
+    /// `--initrd FILE`.
+    File(PathBuf),
+}
 
 /// One QEMU configuration, in qemu-run.sh's terms.
 #[derive(Clone, Debug)]
@@ -19,6 +31,11 @@ pub struct Config {
     pub gic: u8,
     pub append: Vec<String>,
     pub timeout: Duration,
+    pub initrd: Initrd,
+    /// `--init PATH`.
+    pub init: Option<String>,
+    /// `--linux`: reference mode, Debian's Linux instead of Svelt.
+    pub linux: bool,
 }
 
 impl Default for Config {
@@ -31,6 +48,9 @@ impl Default for Config {
             gic: 3,
             append: vec![],
             timeout: Duration::from_secs(120),
+            initrd: Initrd::None,
+            init: None,
+            linux: false,
         }
     }
 }
@@ -78,6 +98,17 @@ impl Config {
         for w in &self.append {
             a.extend(["--append".into(), w.clone()]);
         }
+        match &self.initrd {
+            Initrd::None => a.push("--no-initrd".into()),
+            Initrd::Default => {}
+            Initrd::File(f) => a.extend(["--initrd".into(), f.display().to_string()]),
+        }
+        if let Some(init) = &self.init {
+            a.extend(["--init".into(), init.clone()]);
+        }
+        if self.linux {
+            a.push("--linux".into());
+        }
         a
     }
 }
@@ -97,23 +128,63 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Builds the kernel once per test process.
-fn build() {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let s = Command::new(root().join("qemu-run.sh"))
-            .arg("--build-only")
-            .status()
-            .expect("run qemu-run.sh --build-only");
-        assert!(s.success(), "kernel build failed");
-    });
+/// Builds what `cfg` boots, once per test process: the kernel, plus the userland and its
+/// initramfs when the default one is used. For `--linux`, fetches Linux too; returns why if
+/// that failed (no network: the caller decides whether to skip).
+pub fn build(cfg: &Config) -> Result<(), String> {
+    static KERNEL: OnceLock<()> = OnceLock::new();
+    static USERLAND: OnceLock<()> = OnceLock::new();
+    static LINUX: OnceLock<Result<(), String>> = OnceLock::new();
+    let run = |args: &[&str]| {
+        Command::new(root().join("qemu-run.sh"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run qemu-run.sh --build-only")
+    };
+    let check = |what: &str, o: std::process::Output| {
+        assert!(
+            o.status.success(),
+            "{what} build failed:\n{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    if cfg.linux {
+        // The userland (without the kernel) and Linux itself.
+        return LINUX
+            .get_or_init(|| {
+                let o = run(&["--linux", "--build-only"]);
+                if o.status.success() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{}{}",
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    ))
+                }
+            })
+            .clone();
+    }
+    if cfg.initrd == Initrd::Default {
+        USERLAND.get_or_init(|| check("kernel and userland", run(&["--build-only"])));
+    } else {
+        KERNEL.get_or_init(|| check("kernel", run(&["--build-only", "--no-initrd"])));
+    }
+    Ok(())
 }
 
 /// Boots `cfg` and collects the console output and exit status.
 pub fn boot(cfg: &Config) -> Run {
-    build();
+    if let Err(e) = build(cfg) {
+        panic!("build for {cfg:?} failed: {e}");
+    }
     let mut child = Command::new(root().join("qemu-run.sh"))
         .args(cfg.args())
+        // Its own process group: qemu-run.sh may run QEMU as a child (to read its output),
+        // and a timeout must kill both.
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -131,6 +202,9 @@ pub fn boot(cfg: &Config) -> Run {
             break s.code();
         }
         if Instant::now() > deadline {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
             let _ = child.kill();
             let _ = child.wait();
             break None;
@@ -222,6 +296,131 @@ pub fn check_boot_report(cfg: &Config) -> Run {
     run
 }
 
+/// One test program's result in the init's top-level KTAP, with its nested results.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ProgramResult {
+    pub name: String,
+    pub ok: bool,
+    /// Nested `ok`/`not ok` lines: (passed, subtest name, skip reason).
+    pub subtests: Vec<(bool, String, Option<String>)>,
+    /// The nested diagnostics (`# ...`) and other output, for failure messages.
+    pub output: Vec<String>,
+}
+
+/// What the init reported.
+#[derive(Debug, Default)]
+pub struct KtapRun {
+    pub programs: Vec<ProgramResult>,
+    /// `1..N` of the top level.
+    pub plan: Option<usize>,
+    /// The top-level `# Totals:` line's pass and fail counts.
+    pub totals: Option<(u32, u32)>,
+    /// `svelt-init: exit status S`.
+    pub init_status: Option<i32>,
+}
+
+impl KtapRun {
+    /// "program/subtest" for every failed nested test, and "program" for a failed program
+    /// whose nested lines do not say which test failed (a crash, a timeout).
+    pub fn failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for p in &self.programs {
+            let failed: Vec<_> = p.subtests.iter().filter(|s| !s.0).collect();
+            for s in &failed {
+                out.push(format!("{}/{}", p.name, s.1));
+            }
+            if !p.ok && failed.is_empty() {
+                out.push(p.name.clone());
+            }
+        }
+        out
+    }
+}
+
+fn parse_result_line(line: &str) -> Option<(bool, String, Option<String>)> {
+    let (ok, rest) = if let Some(r) = line.strip_prefix("ok ") {
+        (true, r)
+    } else {
+        (false, line.strip_prefix("not ok ")?)
+    };
+    let (num, name) = rest.split_once(' ').unwrap_or((rest, ""));
+    num.parse::<u32>().ok()?;
+    let (name, skip) = match name.split_once(" # SKIP") {
+        Some((n, why)) => (n, Some(why.trim().to_string())),
+        None => (name, None),
+    };
+    Some((ok, name.trim().to_string(), skip))
+}
+
+/// Parses the init's output: the top level at column 0, each program's KTAP indented by four.
+pub fn parse_ktap(output: &str) -> KtapRun {
+    let mut run = KtapRun::default();
+    let mut cur = ProgramResult::default();
+    for line in output.lines().map(str::trim_end) {
+        if let Some(nested) = line.strip_prefix("    ") {
+            match parse_result_line(nested) {
+                Some(r) => cur.subtests.push(r),
+                None => cur.output.push(nested.to_string()),
+            }
+        } else if let Some((ok, name, _)) = parse_result_line(line) {
+            cur.ok = ok;
+            cur.name = name;
+            run.programs.push(std::mem::take(&mut cur));
+        } else if let Some(n) = line.strip_prefix("1..") {
+            run.plan = n.parse().ok();
+        } else if let Some(t) = line.strip_prefix("# Totals: ") {
+            let field = |k: &str| {
+                t.split_whitespace()
+                    .find_map(|w| w.strip_prefix(k))
+                    .and_then(|v| v.parse().ok())
+            };
+            if let (Some(p), Some(f)) = (field("pass:"), field("fail:")) {
+                run.totals = Some((p, f));
+            }
+        } else if let Some(s) = line.strip_prefix("svelt-init: exit status ") {
+            run.init_status = s.parse().ok();
+        }
+    }
+    run
+}
+
+/// Boots the default userland in `cfg` and asserts that the init ran every program and every
+/// nested test passed, naming the failures.
+pub fn check_userland(cfg: &Config) -> Run {
+    let run = boot(cfg);
+    let k = parse_ktap(&run.output);
+    let ctx = || format!("config {cfg:?}\n--- output ---\n{}", run.output);
+    let failures = k.failures();
+    assert!(
+        failures.is_empty(),
+        "failed tests: {}\n{}",
+        failures.join(", "),
+        ctx()
+    );
+    assert!(
+        k.plan.is_some() && k.plan == Some(k.programs.len()),
+        "the init ran {} of {:?} programs; {}",
+        k.programs.len(),
+        k.plan,
+        ctx()
+    );
+    assert!(
+        k.programs.len() > 5,
+        "too few test programs ({}); {}",
+        k.programs.len(),
+        ctx()
+    );
+    assert_eq!(
+        k.totals.map(|t| t.1),
+        Some(0),
+        "top-level totals; {}",
+        ctx()
+    );
+    assert_eq!(k.init_status, Some(0), "init's status; {}", ctx());
+    assert_eq!(run.status, Some(0), "run status; {}", ctx());
+    run
+}
+
 #[cfg(test)]
 mod parse_tests {
     use super::*;
@@ -273,5 +472,26 @@ mod parse_tests {
             .expected_sme(),
             None
         );
+    }
+
+    #[test]
+    fn parses_nested_ktap() {
+        let out = "TAP version 13\n1..3\nok 1 init_mounts\n    TAP version 13\n    1..2\n\
+                   \x20   ok 1 a\n    # why\n    not ok 2 b\n    # Totals: pass:1 fail:1\n\
+                   not ok 2 prog\n    ok 1 c # SKIP no proc\nnot ok 3 crashed\n\
+                   # Totals: pass:1 fail:2 xfail:0 xpass:0 skip:0 error:0\n\
+                   svelt-init: exit status 1\n";
+        let k = parse_ktap(out);
+        assert_eq!(k.plan, Some(3));
+        assert_eq!(k.programs.len(), 3);
+        assert_eq!(k.programs[1].name, "prog");
+        assert_eq!(k.programs[1].subtests.len(), 2);
+        assert_eq!(
+            k.programs[2].subtests[0],
+            (true, "c".to_string(), Some("no proc".to_string()))
+        );
+        assert_eq!(k.failures(), ["prog/b", "crashed"]);
+        assert_eq!(k.totals, Some((1, 2)));
+        assert_eq!(k.init_status, Some(1));
     }
 }

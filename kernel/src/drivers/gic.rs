@@ -21,7 +21,9 @@ register_structs! {
         (0x180 => icenabler: [ReadWrite<u32>; 32]),
         (0x200 => _r1),
         (0x400 => ipriorityr: [ReadWrite<u8>; 1024]),
-        (0x800 => @END),
+        (0x800 => _r2),
+        (0xf00 => sgir: WriteOnly<u32>),
+        (0xf04 => @END),
     }
 }
 
@@ -136,7 +138,8 @@ impl Gic {
                 let sgi: &DistRegs = unsafe { regs(rd + GICR_FRAME) };
                 sgi.igroupr[0].set(u32::MAX);
                 sgi.ipriorityr[ppi as usize].set(PRIORITY);
-                sgi.isenabler[0].set(1 << ppi);
+                sgi.ipriorityr[0].set(PRIORITY);
+                sgi.isenabler[0].set((1 << ppi) | 1);
                 ICC_SRE_EL1.set(ICC_SRE_EL1.get() | 1);
                 aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
                 ICC_PMR_EL1.set(0xff);
@@ -146,7 +149,8 @@ impl Gic {
             }
             Gic::V2 { dist, cpu } => {
                 dist.ipriorityr[ppi as usize].set(PRIORITY);
-                dist.isenabler[0].set(1 << ppi);
+                dist.ipriorityr[0].set(PRIORITY);
+                dist.isenabler[0].set((1 << ppi) | 1);
                 cpu.pmr.set(0xf0);
                 cpu.bpr.set(0);
                 cpu.ctlr.set(1);
@@ -182,6 +186,28 @@ impl Gic {
             Gic::V2 { cpu, .. } => cpu.iar.get() & 0x3ff,
         };
         (id < SPURIOUS).then_some(id)
+    }
+
+    /// Sends software-generated interrupt `id` (0..16) to CPU `cpu` (a Svelt CPU number).
+    pub fn send_sgi(&self, id: u32, cpu: usize) {
+        match self {
+            Gic::V3 { .. } => {
+                let m = crate::percpu::get(cpu)
+                    .mpidr
+                    .load(core::sync::atomic::Ordering::Relaxed);
+                let (aff3, aff2, aff1, aff0) =
+                    ((m >> 32) & 0xff, (m >> 16) & 0xff, (m >> 8) & 0xff, m & 0xf);
+                let v = aff3 << 48 | aff2 << 32 | (id as u64) << 24 | aff1 << 16 | 1 << aff0;
+                // The write must follow the stores the target will look at.
+                aarch64_cpu::asm::barrier::dsb(aarch64_cpu::asm::barrier::ISHST);
+                ICC_SGI1R_EL1.set(v);
+                aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
+            }
+            Gic::V2 { dist, .. } => {
+                aarch64_cpu::asm::barrier::dsb(aarch64_cpu::asm::barrier::ISHST);
+                dist.sgir.set((1 << (16 + (cpu & 7))) | id);
+            }
+        }
     }
 
     pub fn eoi(&self, id: u32) {

@@ -2,6 +2,7 @@
 
 use crate::arch::aarch64::mmu::{phys_to_virt, PAGE_SIZE};
 use buddy_system_allocator::FrameAllocator;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
 use svelt_abi::memrange::Range;
 
@@ -9,6 +10,8 @@ const PAGE: u64 = PAGE_SIZE as u64;
 
 static FRAMES: Mutex<FrameAllocator<32>> = Mutex::new(FrameAllocator::new());
 static TOTAL: Mutex<usize> = Mutex::new(0);
+/// Frames handed out (counting the buddy allocator's power-of-two rounding).
+static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
 
 /// Gives a free physical range to the allocator.
 pub fn add(r: Range) {
@@ -23,6 +26,7 @@ pub fn add(r: Range) {
 /// Returns the physical address.
 pub fn alloc_zeroed(count: usize) -> Option<u64> {
     let pfn = FRAMES.lock().alloc(count)?;
+    ALLOCATED.fetch_add(count.next_power_of_two(), Ordering::Relaxed);
     let pa = pfn as u64 * PAGE;
     // SAFETY: the frames were free RAM, linear-mapped read-write, and now belong to the caller.
     unsafe { core::ptr::write_bytes(phys_to_virt(pa) as *mut u8, 0, count * PAGE_SIZE) };
@@ -32,9 +36,15 @@ pub fn alloc_zeroed(count: usize) -> Option<u64> {
 /// Returns frames obtained from `alloc_zeroed`.
 pub fn free(pa: u64, count: usize) {
     FRAMES.lock().dealloc((pa / PAGE) as usize, count);
+    ALLOCATED.fetch_sub(count.next_power_of_two(), Ordering::Relaxed);
 }
 
 /// Frames managed, in total.
 pub fn total() -> usize {
     *TOTAL.lock()
+}
+
+/// Frames free now.
+pub fn free_count() -> usize {
+    total().saturating_sub(ALLOCATED.load(Ordering::Relaxed))
 }

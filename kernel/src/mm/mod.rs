@@ -1,5 +1,6 @@
 //! Memory: the kernel map (built from the DTB), the physical frame allocator and the kernel heap.
 
+pub mod aspace;
 pub mod frame;
 pub mod heap;
 

@@ -29,6 +29,28 @@ pub fn irq_disable() {
     unsafe { core::arch::asm!("msr daifset, #2", options(nomem, nostack)) };
 }
 
+/// Masks IRQs and returns the previous DAIF for `irq_restore`.
+pub fn irq_save() -> u64 {
+    let daif: u64;
+    // SAFETY: reads DAIF and masks IRQs; no memory effects.
+    unsafe {
+        core::arch::asm!("mrs {}, daif", "msr daifset, #2", out(reg) daif, options(nomem, nostack))
+    };
+    daif
+}
+
+pub fn irq_restore(daif: u64) {
+    // SAFETY: restores a DAIF value read by irq_save on this CPU.
+    unsafe { core::arch::asm!("msr daif, {}", in(reg) daif, options(nomem, nostack)) };
+}
+
+pub fn irqs_enabled() -> bool {
+    let daif: u64;
+    // SAFETY: reads DAIF.
+    unsafe { core::arch::asm!("mrs {}, daif", out(reg) daif, options(nomem, nostack)) };
+    daif & (1 << 7) == 0
+}
+
 pub fn wait_for_interrupt() {
     aarch64_cpu::asm::wfi();
 }

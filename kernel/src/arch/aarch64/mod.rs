@@ -8,6 +8,7 @@
 //! - `semihosting`: the Arm semihosting calls QEMU's harness uses.
 //! - `sysreg`: system registers aarch64-cpu lacks.
 pub mod boot;
+pub mod context;
 pub mod cpu;
 pub mod exception;
 pub mod fpsimd;

@@ -135,3 +135,10 @@ sys_reg!(
     NOFIELDS::Register,
     rw
 );
+sys_reg!(
+    IccSgi1rEl1,
+    ICC_SGI1R_EL1,
+    "S3_0_C12_C11_5",
+    NOFIELDS::Register,
+    rw
+);

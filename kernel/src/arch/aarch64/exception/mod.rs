@@ -64,9 +64,22 @@ impl Kind {
 extern "C" fn exception_entry(kind: u64, tf: &mut TrapFrame) {
     let kind = Kind::from_index(kind);
     match (kind.source, kind.ty) {
-        (Source::El1 | Source::El0Aarch64, Type::Irq) => crate::irq::handle(),
+        (Source::El1, Type::Irq) => crate::irq::handle(),
+        (Source::El0Aarch64, Type::Irq) => {
+            crate::irq::handle();
+            return_to_user(tf);
+        }
+        (Source::El0Aarch64, Type::Sync) => {
+            crate::trap::el0_sync(tf);
+            return_to_user(tf);
+        }
         _ => fatal(kind, tf),
     }
+}
+
+/// The last step before ERET to user mode.
+pub fn return_to_user(tf: &mut TrapFrame) {
+    crate::trap::return_to_user(tf);
 }
 
 static DYING: AtomicBool = AtomicBool::new(false);

@@ -75,6 +75,8 @@ el1_common:
     mov     x29, sp
     add     x1, sp, #16
     bl      exception_entry
+.global exception_return
+exception_return:                       // also where new tasks leave ret_from_fork
     add     sp, sp, #16
 
     ldp     x1, x2, [sp, #TF_ELR]

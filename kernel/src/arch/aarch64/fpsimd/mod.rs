@@ -2,6 +2,7 @@
 //! One file per extension. The lazy state machine that decides when to use them arrives with the
 //! SVE issue; for now they configure access and find the implemented vector lengths.
 
+pub mod fpsimd;
 pub mod sme;
 pub mod sve;
 

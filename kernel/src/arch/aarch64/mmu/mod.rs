@@ -28,11 +28,13 @@ pub const MAIR_DEVICE_NGNRE: u64 = 2;
 pub const DESC_VALID: u64 = 1 << 0;
 pub const DESC_TABLE_OR_PAGE: u64 = 1 << 1;
 pub const AP_RO: u64 = 1 << 7;
+pub const AP_EL0: u64 = 1 << 6;
+pub const NG: u64 = 1 << 11;
 pub const SH_INNER: u64 = 3 << 8;
 pub const AF: u64 = 1 << 10;
 pub const PXN: u64 = 1 << 53;
 pub const UXN: u64 = 1 << 54;
-const ADDR_MASK: u64 = 0x0000_ffff_ffff_f000;
+pub const ADDR_MASK: u64 = 0x0000_ffff_ffff_f000;
 
 pub const fn attr_index(idx: u64) -> u64 {
     idx << 2
@@ -215,7 +217,61 @@ pub fn pool_usage() -> (usize, usize) {
     (KERNEL_MAP.lock().as_ref().map_or(0, |m| m.used), POOL_PAGES)
 }
 
-/// Switches this CPU's TTBR1 to the kernel map and stops TTBR0 walks (no user space yet).
+/// A root table with no valid entries: TTBR0 while no user address space is current, so no
+/// CPU ever walks tables that are being freed.
+#[repr(C, align(4096))]
+struct EmptyTable([u64; 512]);
+static EMPTY_ROOT: EmptyTable = EmptyTable([0; 512]);
+
+fn empty_root_pa() -> u64 {
+    let image_pa = KERNEL_MAP.lock().as_ref().map_or(0, |m| m.image_pa);
+    image_va_to_pa(image_pa, &raw const EMPTY_ROOT as usize)
+}
+
+/// Points TTBR0 at a user address space's root with its ASID.
+pub fn set_user_table(root_pa: u64, asid: u16) {
+    let v = root_pa | (asid as u64) << 48;
+    // SAFETY: the root is a live user table (or the empty table); the kernel never runs code
+    // from TTBR0 and the user mapping in force only matters after the next ERET.
+    unsafe { core::arch::asm!("msr ttbr0_el1, {}", "isb", in(reg) v, options(nostack)) };
+}
+
+/// TTBR0 := the empty table (ASID 0, never given to an address space).
+pub fn clear_user_table() {
+    set_user_table(empty_root_pa(), 0);
+}
+
+/// Number of ASIDs the CPU supports (TCR_EL1.AS chose 16 bits when implemented).
+pub fn asid_count() -> usize {
+    let tcr: u64;
+    // SAFETY: reads TCR_EL1.
+    unsafe { core::arch::asm!("mrs {}, tcr_el1", out(reg) tcr, options(nomem, nostack)) };
+    if tcr & (1 << 36) != 0 {
+        1 << 16
+    } else {
+        1 << 8
+    }
+}
+
+/// Invalidates one user page's translations for `asid` on every CPU.
+pub fn flush_tlb_user_page(asid: u16, va: usize) {
+    let arg = (asid as u64) << 48 | ((va as u64 >> 12) & 0xfff_ffff_ffff);
+    // SAFETY: TLB maintenance only; the barriers complete it before the caller goes on.
+    unsafe {
+        core::arch::asm!("dsb ishst", "tlbi vale1is, {}", "dsb ish", "isb", in(reg) arg, options(nostack))
+    };
+}
+
+/// Invalidates every translation tagged with `asid` on every CPU.
+pub fn flush_tlb_asid(asid: u16) {
+    let arg = (asid as u64) << 48;
+    // SAFETY: as above.
+    unsafe {
+        core::arch::asm!("dsb ishst", "tlbi aside1is, {}", "dsb ish", "isb", in(reg) arg, options(nostack))
+    };
+}
+
+/// Switches this CPU's TTBR1 to the kernel map, and TTBR0 to the empty table.
 ///
 /// The new map must map the running code, stack and data at the same addresses as the old one.
 pub fn activate() {
@@ -228,15 +284,13 @@ pub fn activate() {
             "dsb ishst",
             "msr ttbr1_el1, {root}",
             "isb",
-            "mrs {t}, tcr_el1",
-            "orr {t}, {t}, #(1 << 7)", // EPD0: no TTBR0 walks
-            "msr tcr_el1, {t}",
+            "msr ttbr0_el1, {empty}",
             "isb",
             "tlbi vmalle1",
             "dsb nsh",
             "isb",
             root = in(reg) root,
-            t = out(reg) _,
+            empty = in(reg) empty_root_pa(),
             options(nostack),
         )
     };

@@ -1,0 +1,71 @@
+//! Little-endian field access for the ABI encoders and decoders.
+//!
+//! The `put_*`/`get_*` pairs index a buffer whose size the caller controls (a fixed-size array
+//! pinned by a `const` assertion): an out-of-range offset there is a bug in this crate and panics.
+//! Bytes from user space are read with the checked `read_*` forms, which return `None` instead.
+
+macro_rules! le_fields {
+    ($( $put:ident, $get:ident, $read:ident, $t:ty; )*) => {
+        $(
+            /// Store at `off` (little-endian). Panics if out of range: a caller bug.
+            #[inline]
+            pub fn $put(b: &mut [u8], off: usize, v: $t) {
+                b[off..off + size_of::<$t>()].copy_from_slice(&v.to_le_bytes());
+            }
+            /// Load from `off` (little-endian). Panics if out of range: a caller bug.
+            #[inline]
+            pub fn $get(b: &[u8], off: usize) -> $t {
+                let mut a = [0u8; size_of::<$t>()];
+                a.copy_from_slice(&b[off..off + size_of::<$t>()]);
+                <$t>::from_le_bytes(a)
+            }
+            /// Load from `off` if the whole field lies inside `b`.
+            #[inline]
+            pub fn $read(b: &[u8], off: usize) -> Option<$t> {
+                let end = off.checked_add(size_of::<$t>())?;
+                let mut a = [0u8; size_of::<$t>()];
+                a.copy_from_slice(b.get(off..end)?);
+                Some(<$t>::from_le_bytes(a))
+            }
+        )*
+    };
+}
+
+le_fields! {
+    put_u16, get_u16, read_u16, u16;
+    put_i16, get_i16, read_i16, i16;
+    put_u32, get_u32, read_u32, u32;
+    put_i32, get_i32, read_i32, i32;
+    put_u64, get_u64, read_u64, u64;
+    put_i64, get_i64, read_i64, i64;
+    put_u128, get_u128, read_u128, u128;
+}
+
+/// Copy `src` into the fixed-size field at `off..off+len`, truncating and NUL-padding.
+/// The last byte of the field is always NUL, as for the kernel's fixed C strings.
+pub fn put_cstr(b: &mut [u8], off: usize, len: usize, src: &[u8]) {
+    let field = &mut b[off..off + len];
+    field.fill(0);
+    let n = src.len().min(len.saturating_sub(1));
+    field[..n].copy_from_slice(&src[..n]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_bounds() {
+        let mut b = [0u8; 16];
+        put_u32(&mut b, 4, 0x1122_3344);
+        assert_eq!(b[4..8], [0x44, 0x33, 0x22, 0x11]);
+        assert_eq!(get_u32(&b, 4), 0x1122_3344);
+        put_i64(&mut b, 8, -2);
+        assert_eq!(get_i64(&b, 8), -2);
+        assert_eq!(read_u64(&b, 8), Some(u64::MAX - 1));
+        assert_eq!(read_u64(&b, 9), None);
+        assert_eq!(read_u16(&b, usize::MAX), None);
+        put_cstr(&mut b, 0, 4, b"abcdef");
+        assert_eq!(&b[..4], b"abc\0");
+    }
+}

@@ -1,0 +1,764 @@
+//! The arm64 `rt_sigframe`: building it for signal delivery and checking it in rt_sigreturn,
+//! as spec/abi-signal.md describes (§1 layout, §2 records, §4 extra_context, §6 validation).
+//!
+//! Delivery is a pure function of the interrupted state: `FrameLayout::compute` places the
+//! records, `SigDelivery::plan` chooses addresses, `SigDelivery::write` fills the image the
+//! kernel copies to [base, base + image_len), and `HandlerEntry` holds the registers the
+//! handler starts with. Records other than fpsimd/esr (SVE, TPIDR2, ZA, ZT, FPMR, POE, GCS)
+//! are passed in as generic `RecordSpec`s, so they only need their bytes built elsewhere.
+//!
+//! rt_sigreturn is `parse_sigreturn`: it reads the frame and any extra space through a
+//! user-copy callback and applies every generic rule of §6 plus the FPSIMD ones. Feature records
+//! come back raw (whole record, head included) for the per-extension restore code.
+
+use crate::bytes::*;
+use crate::errno::Errno;
+use crate::signal::{Sigaction, Siginfo, Sigset, StackT, SA_RESTORER, SA_SIGINFO};
+
+// ---- rt_sigframe offsets ----
+
+/// `sizeof(struct rt_sigframe)`.
+pub const RT_SIGFRAME_SIZE: usize = 4688;
+pub const INFO_OFFSET: usize = 0;
+pub const UC_OFFSET: usize = 128;
+pub const UC_FLAGS_OFFSET: usize = UC_OFFSET;
+pub const UC_LINK_OFFSET: usize = UC_OFFSET + 8;
+pub const UC_STACK_OFFSET: usize = UC_OFFSET + 16;
+pub const UC_SIGMASK_OFFSET: usize = UC_OFFSET + 40;
+/// `uc_mcontext` (struct sigcontext).
+pub const MCONTEXT_OFFSET: usize = 304;
+pub const FAULT_ADDRESS_OFFSET: usize = MCONTEXT_OFFSET;
+pub const REGS_OFFSET: usize = MCONTEXT_OFFSET + 8;
+pub const SP_OFFSET: usize = MCONTEXT_OFFSET + 256;
+pub const PC_OFFSET: usize = MCONTEXT_OFFSET + 264;
+pub const PSTATE_OFFSET: usize = MCONTEXT_OFFSET + 272;
+/// `uc_mcontext.__reserved`: the record area.
+pub const RESERVED_OFFSET: usize = 592;
+pub const RESERVED_SIZE: usize = 4096;
+const _: () = assert!(RESERVED_OFFSET + RESERVED_SIZE == RT_SIGFRAME_SIZE);
+const _: () = assert!(PSTATE_OFFSET + 8 + 8 == RESERVED_OFFSET); // pstate, then 8 bytes pad
+
+/// Room kept for the terminator at the end of a record area.
+pub const TERMINATOR_SIZE: usize = 16;
+/// Frames beyond this are refused (not ABI: Linux's sanity limit).
+pub const SIGFRAME_MAXSZ: usize = 256 * 1024;
+/// `struct frame_record { u64 fp, lr; }` placed above the frame.
+pub const FRAME_RECORD_SIZE: usize = 16;
+
+// ---- record magics and sizes ----
+
+pub const FPSIMD_MAGIC: u32 = 0x4650_8001;
+pub const ESR_MAGIC: u32 = 0x4553_5201;
+pub const EXTRA_MAGIC: u32 = 0x4558_5401;
+pub const SVE_MAGIC: u32 = 0x5356_4501;
+pub const TPIDR2_MAGIC: u32 = 0x5450_4902;
+pub const ZA_MAGIC: u32 = 0x5436_6345;
+pub const ZT_MAGIC: u32 = 0x5a54_4e01;
+pub const FPMR_MAGIC: u32 = 0x4650_4d52;
+pub const POE_MAGIC: u32 = 0x504f_4530;
+pub const GCS_MAGIC: u32 = 0x4743_5300;
+
+pub const FPSIMD_CONTEXT_SIZE: u32 = 528;
+pub const ESR_CONTEXT_SIZE: u32 = 16;
+pub const EXTRA_CONTEXT_SIZE: u32 = 32;
+pub const SVE_CONTEXT_HEAD_SIZE: u32 = 16;
+pub const TPIDR2_CONTEXT_SIZE: u32 = 16;
+pub const ZA_CONTEXT_HEAD_SIZE: u32 = 16;
+pub const ZT_CONTEXT_HEAD_SIZE: u32 = 16;
+pub const FPMR_CONTEXT_SIZE: u32 = 16;
+pub const POE_CONTEXT_SIZE: u32 = 16;
+pub const GCS_CONTEXT_SIZE: u32 = 32;
+
+/// `sve_context.flags`: the payload is streaming-mode state and `vl` the SME VL.
+pub const SVE_SIG_FLAG_SM: u16 = 0x1;
+
+/// Record sizes by vector quadwords (vq = VL / 16), spec §3.
+pub const fn sve_sig_regs_size(vq: u32) -> u32 {
+    546 * vq
+}
+pub const fn sve_sig_context_size(vq: u32) -> u32 {
+    16 + sve_sig_regs_size(vq)
+}
+pub const fn za_sig_regs_size(vq: u32) -> u32 {
+    (16 * vq) * (16 * vq)
+}
+pub const fn za_sig_context_size(vq: u32) -> u32 {
+    16 + za_sig_regs_size(vq)
+}
+pub const fn zt_sig_context_size(nregs: u32) -> u32 {
+    16 + 64 * nregs
+}
+
+/// The name of a record magic, for logs.
+pub const fn magic_name(magic: u32) -> &'static str {
+    match magic {
+        0 => "terminator",
+        FPSIMD_MAGIC => "fpsimd_context",
+        ESR_MAGIC => "esr_context",
+        EXTRA_MAGIC => "extra_context",
+        SVE_MAGIC => "sve_context",
+        TPIDR2_MAGIC => "tpidr2_context",
+        ZA_MAGIC => "za_context",
+        ZT_MAGIC => "zt_context",
+        FPMR_MAGIC => "fpmr_context",
+        POE_MAGIC => "poe_context",
+        GCS_MAGIC => "gcs_context",
+        _ => "unknown",
+    }
+}
+
+// ---- PSTATE bits ----
+
+pub const PSR_MODE_MASK: u64 = 0xf;
+pub const PSR_MODE_EL0T: u64 = 0;
+pub const PSR_MODE32_BIT: u64 = 1 << 4;
+pub const PSR_F_BIT: u64 = 1 << 6;
+pub const PSR_I_BIT: u64 = 1 << 7;
+pub const PSR_A_BIT: u64 = 1 << 8;
+pub const PSR_D_BIT: u64 = 1 << 9;
+pub const PSR_BTYPE_MASK: u64 = 3 << 10;
+/// BTYPE = 0b10: the handler is entered as if by a BLR-style call (BTI "c" landing pad).
+pub const PSR_BTYPE_C: u64 = 2 << 10;
+pub const PSR_SSBS_BIT: u64 = 1 << 12;
+pub const PSR_TCO_BIT: u64 = 1 << 25;
+pub const PSR_NZCV_MASK: u64 = 0xf << 28;
+/// SPSR bits a user frame may not set (63:32, 27:26, 23:22, 20:13, 5): cleared, not rejected.
+pub const SPSR_EL1_AARCH64_RES0_BITS: u64 =
+    (0xffff_ffff << 32) | (3 << 26) | (3 << 22) | (0xff << 13) | (1 << 5);
+
+/// `valid_user_regs` for a native task: clear the RES0 bits, then accept only EL0t, AArch64,
+/// and D/A/I/F all clear. Returns the sanitised PSTATE, or None (the frame is rejected).
+pub fn valid_user_pstate(pstate: u64) -> Option<u64> {
+    let p = pstate & !SPSR_EL1_AARCH64_RES0_BITS;
+    let ok = p & PSR_MODE_MASK == PSR_MODE_EL0T
+        && p & PSR_MODE32_BIT == 0
+        && p & (PSR_D_BIT | PSR_A_BIT | PSR_I_BIT | PSR_F_BIT) == 0;
+    ok.then_some(p)
+}
+
+// ---- state carried in and out ----
+
+/// The user registers a frame saves and restores.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UserRegs {
+    pub regs: [u64; 31],
+    pub sp: u64,
+    pub pc: u64,
+    pub pstate: u64,
+}
+
+/// FPSIMD state as `fpsimd_context` holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FpsimdState {
+    pub vregs: [u128; 32],
+    pub fpsr: u32,
+    pub fpcr: u32,
+}
+
+impl Default for FpsimdState {
+    fn default() -> Self {
+        FpsimdState {
+            vregs: [0; 32],
+            fpsr: 0,
+            fpcr: 0,
+        }
+    }
+}
+
+/// A record to place after fpsimd/esr, in the order given (Linux's: gcs, sve, tpidr2, za, zt,
+/// fpmr, poe). `size` is the head.size written (the 8-byte head included) and the record takes
+/// `size` rounded up to 16. `body` is written right after the head; the rest is zero. When it
+/// is more convenient to fill a large payload in place, pass a short body and write the rest
+/// at `FrameLayout::record_offset` afterwards.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordSpec<'a> {
+    pub magic: u32,
+    pub size: u32,
+    pub body: &'a [u8],
+}
+
+/// The most records one frame holds (fpsimd, esr and the eight feature records, with room).
+pub const MAX_RECORDS: usize = 12;
+
+/// Where the records of one frame go, offsets from the frame base (Linux's
+/// `setup_sigframe_layout` and `sigframe_alloc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameLayout {
+    offsets: [usize; MAX_RECORDS],
+    count: usize,
+    /// The extra_context record, when the records overflowed `__reserved`.
+    pub extra_offset: Option<usize>,
+    /// The final terminator.
+    pub end_offset: usize,
+    /// Bytes used (end of the final terminator's 16 bytes).
+    pub used: usize,
+    /// `sigframe_size`: round_up(max(used, 4688), 16).
+    pub size: usize,
+}
+
+impl FrameLayout {
+    /// Lay out records with these head sizes, in order. ENOMEM when they exceed
+    /// SIGFRAME_MAXSZ or MAX_RECORDS.
+    pub fn compute(sizes: &[u32]) -> Result<FrameLayout, Errno> {
+        if sizes.len() > MAX_RECORDS {
+            return Err(Errno::ENOMEM);
+        }
+        let mut l = FrameLayout {
+            offsets: [0; MAX_RECORDS],
+            count: sizes.len(),
+            extra_offset: None,
+            end_offset: 0,
+            used: RESERVED_OFFSET,
+            size: 0,
+        };
+        // Keep room for the terminator and a possible extra_context inside __reserved.
+        let mut limit = RESERVED_OFFSET + RESERVED_SIZE - TERMINATOR_SIZE - EXTRA_CONTEXT_SIZE as usize;
+        for (i, &s) in sizes.iter().enumerate() {
+            let padded = (s as usize).next_multiple_of(16);
+            if padded > limit - l.used && l.extra_offset.is_none() {
+                // Spill: extra_context here, a terminator after it, the rest beyond.
+                l.extra_offset = Some(l.used);
+                l.used += EXTRA_CONTEXT_SIZE as usize + TERMINATOR_SIZE;
+                limit = SIGFRAME_MAXSZ - TERMINATOR_SIZE;
+            }
+            if padded > limit - l.used {
+                return Err(Errno::ENOMEM);
+            }
+            l.offsets[i] = l.used;
+            l.used += padded;
+        }
+        // The terminator may use the space kept for it.
+        l.end_offset = l.used;
+        l.used += TERMINATOR_SIZE;
+        l.size = l.used.max(RT_SIGFRAME_SIZE).next_multiple_of(16);
+        Ok(l)
+    }
+
+    /// The offset of the `i`-th record passed to `compute`.
+    pub fn record_offset(&self, i: usize) -> Option<usize> {
+        (i < self.count).then(|| self.offsets[i])
+    }
+
+    /// With extra_context: the offset `datap` points at (just after the __reserved terminator)
+    /// and the extra `size` (to the end of the frame, final terminator included).
+    pub fn extra_area(&self) -> Option<(usize, usize)> {
+        let e = self.extra_offset?;
+        let start = e + EXTRA_CONTEXT_SIZE as usize + TERMINATOR_SIZE;
+        Some((start, self.used.next_multiple_of(16) - start))
+    }
+}
+
+/// AT_MINSIGSTKSZ for a system whose largest records have these sizes, in delivery order with
+/// esr_context included (spec §7): the frame size plus the frame record plus 16 bytes of
+/// alignment slack.
+pub fn minsigstksz(max_sizes: &[u32]) -> Result<usize, Errno> {
+    Ok(FrameLayout::compute(max_sizes)?.size + FRAME_RECORD_SIZE + 16)
+}
+
+/// The registers the handler starts with. Registers not named keep their interrupted values;
+/// x1/x2 are only set with SA_SIGINFO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandlerEntry {
+    pub x0: u64,
+    pub x1: Option<u64>,
+    pub x2: Option<u64>,
+    pub sp: u64,
+    /// Address of the frame record, which holds the interrupted x29/x30.
+    pub x29: u64,
+    /// sa_restorer with SA_RESTORER, else the kernel's signal trampoline.
+    pub x30: u64,
+    pub pc: u64,
+    /// Interrupted PSTATE with TCO cleared and, with BTI, BTYPE = 0b10.
+    pub pstate: u64,
+}
+
+/// Everything a delivery needs.
+#[derive(Clone, Copy, Debug)]
+pub struct SigDelivery<'a> {
+    /// The user SP or the alternate-stack top (`AltStack::frame_top`).
+    pub sp_top: u64,
+    pub signo: u32,
+    /// Copied into the frame only with SA_SIGINFO (the area is zero otherwise).
+    pub info: &'a Siginfo,
+    pub action: &'a Sigaction,
+    /// `AltStack::saved()` before delivery.
+    pub uc_stack: StackT,
+    /// The blocked mask to restore on return (the one in force before delivery).
+    pub sigmask: Sigset,
+    pub regs: &'a UserRegs,
+    pub fault_address: u64,
+    /// The ESR to report: `Some` only when the signal comes from a fault (thread.fault_code≠0).
+    pub esr: Option<u64>,
+    /// None only on a CPU without FP (never on Linux-capable arm64).
+    pub fpsimd: Option<&'a FpsimdState>,
+    pub records: &'a [RecordSpec<'a>],
+    pub bti: bool,
+    /// Handler return address when the action has no SA_RESTORER (Linux: the vDSO sigtramp).
+    pub sigtramp: u64,
+}
+
+/// Where a delivery puts the frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeliveryPlan {
+    /// Frame base = the handler's SP (16-aligned).
+    pub base: u64,
+    /// The frame record {fp, lr}, directly above the frame.
+    pub frame_record: u64,
+    /// Bytes to copy to [base, base + image_len): the frame and the frame record.
+    pub image_len: usize,
+    pub layout: FrameLayout,
+    pub entry: HandlerEntry,
+}
+
+impl SigDelivery<'_> {
+    fn record_sizes(&self) -> Result<([u32; MAX_RECORDS], usize), Errno> {
+        let mut sizes = [0u32; MAX_RECORDS];
+        let mut n = 0;
+        let fixed = [
+            self.fpsimd.map(|_| FPSIMD_CONTEXT_SIZE),
+            self.esr.map(|_| ESR_CONTEXT_SIZE),
+        ];
+        for s in fixed
+            .into_iter()
+            .flatten()
+            .chain(self.records.iter().map(|r| r.size))
+        {
+            if n == MAX_RECORDS || s < 8 {
+                return Err(Errno::ENOMEM);
+            }
+            sizes[n] = s;
+            n += 1;
+        }
+        Ok((sizes, n))
+    }
+
+    /// Lay out the frame and choose its address (`get_sigframe`). EFAULT when the frame would
+    /// not fit below `sp_top` (the kernel then forces SIGSEGV); ENOMEM when the records are too
+    /// large for any frame.
+    pub fn plan(&self) -> Result<DeliveryPlan, Errno> {
+        let (sizes, n) = self.record_sizes()?;
+        let layout = FrameLayout::compute(&sizes[..n])?;
+        let frame_record = self
+            .sp_top
+            .checked_sub(FRAME_RECORD_SIZE as u64)
+            .ok_or(Errno::EFAULT)?
+            & !15;
+        let base = frame_record
+            .checked_sub(layout.size as u64)
+            .ok_or(Errno::EFAULT)?;
+        let siginfo = self.action.sa_flags & SA_SIGINFO != 0;
+        let mut pstate = self.regs.pstate & !PSR_TCO_BIT;
+        if self.bti {
+            pstate = (pstate & !PSR_BTYPE_MASK) | PSR_BTYPE_C;
+        }
+        let entry = HandlerEntry {
+            x0: self.signo as u64,
+            x1: siginfo.then_some(base + INFO_OFFSET as u64),
+            x2: siginfo.then_some(base + UC_OFFSET as u64),
+            sp: base,
+            x29: frame_record,
+            x30: if self.action.sa_flags & SA_RESTORER != 0 {
+                self.action.sa_restorer
+            } else {
+                self.sigtramp
+            },
+            pc: self.action.sa_handler,
+            pstate,
+        };
+        Ok(DeliveryPlan {
+            base,
+            frame_record,
+            image_len: layout.size + FRAME_RECORD_SIZE,
+            layout,
+            entry,
+        })
+    }
+
+    /// Write the image of [plan.base, plan.base + plan.image_len) into `buf` (at least
+    /// `image_len` bytes; ENOMEM otherwise). Bytes Linux leaves unwritten are zero here.
+    pub fn write(&self, plan: &DeliveryPlan, buf: &mut [u8]) -> Result<(), Errno> {
+        let buf = buf.get_mut(..plan.image_len).ok_or(Errno::ENOMEM)?;
+        buf.fill(0);
+        let l = &plan.layout;
+        if self.action.sa_flags & SA_SIGINFO != 0 {
+            buf[INFO_OFFSET..INFO_OFFSET + Siginfo::SIZE].copy_from_slice(&self.info.0);
+        }
+        // uc_flags and uc_link stay 0.
+        buf[UC_STACK_OFFSET..UC_STACK_OFFSET + StackT::SIZE]
+            .copy_from_slice(&self.uc_stack.to_bytes());
+        put_u64(buf, UC_SIGMASK_OFFSET, self.sigmask.0);
+        put_u64(buf, FAULT_ADDRESS_OFFSET, self.fault_address);
+        for (i, r) in self.regs.regs.iter().enumerate() {
+            put_u64(buf, REGS_OFFSET + 8 * i, *r);
+        }
+        put_u64(buf, SP_OFFSET, self.regs.sp);
+        put_u64(buf, PC_OFFSET, self.regs.pc);
+        put_u64(buf, PSTATE_OFFSET, self.regs.pstate);
+
+        let mut i = 0;
+        if let Some(fp) = self.fpsimd {
+            let o = l.offsets[i];
+            put_u32(buf, o, FPSIMD_MAGIC);
+            put_u32(buf, o + 4, FPSIMD_CONTEXT_SIZE);
+            put_u32(buf, o + 8, fp.fpsr);
+            put_u32(buf, o + 12, fp.fpcr);
+            for (n, v) in fp.vregs.iter().enumerate() {
+                put_u128(buf, o + 16 + 16 * n, *v);
+            }
+            i += 1;
+        }
+        if let Some(esr) = self.esr {
+            let o = l.offsets[i];
+            put_u32(buf, o, ESR_MAGIC);
+            put_u32(buf, o + 4, ESR_CONTEXT_SIZE);
+            put_u64(buf, o + 8, esr);
+            i += 1;
+        }
+        for r in self.records {
+            let o = l.offsets[i];
+            let room = r.size as usize - 8;
+            if r.body.len() > room {
+                return Err(Errno::EINVAL);
+            }
+            put_u32(buf, o, r.magic);
+            put_u32(buf, o + 4, r.size);
+            buf[o + 8..o + 8 + r.body.len()].copy_from_slice(r.body);
+            i += 1;
+        }
+        if let (Some(e), Some((start, size))) = (l.extra_offset, l.extra_area()) {
+            put_u32(buf, e, EXTRA_MAGIC);
+            put_u32(buf, e + 4, EXTRA_CONTEXT_SIZE);
+            put_u64(buf, e + 8, plan.base + start as u64);
+            put_u32(buf, e + 16, size as u32);
+            // The terminator after it is already zero.
+        }
+        // The final terminator at end_offset is already zero.
+
+        let fr = l.size;
+        put_u64(buf, fr, self.regs.regs[29]);
+        put_u64(buf, fr + 8, self.regs.regs[30]);
+        Ok(())
+    }
+}
+
+// ---- rt_sigreturn ----
+
+/// The user copy failed (the kernel's uaccess fault fix-up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Efault;
+
+/// What the CPU implements; records of absent features are rejected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SigFeatures {
+    pub fpsimd: bool,
+    pub sve: bool,
+    pub sme: bool,
+    pub sme2: bool,
+    pub fpmr: bool,
+    pub poe: bool,
+    pub gcs: bool,
+}
+
+impl SigFeatures {
+    /// TPIDR2_EL0 exists exactly when SME does.
+    pub fn tpidr2(&self) -> bool {
+        self.sme
+    }
+}
+
+/// Why a frame was rejected. Every case means: force SIGSEGV (at the current SP).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadFrame {
+    /// SP not 16-aligned.
+    SpMisaligned,
+    /// The frame or the extra space could not be read.
+    Fault,
+    /// valid_user_regs refused the PSTATE.
+    BadPstate,
+    /// A record offset is not 16-aligned.
+    RecordMisaligned,
+    /// Fewer than 8 bytes left for a record head.
+    NoRoomForHead,
+    /// head.size runs past the end of the area.
+    RecordOverrun,
+    /// magic 0 with a non-zero size.
+    BadTerminator,
+    UnknownMagic(u32),
+    /// head.size < 8 for a non-terminator record.
+    RecordTooSmall(u32),
+    Duplicate(u32),
+    FeatureAbsent(u32),
+    ExtraDuplicate,
+    /// extra_context head.size < 32.
+    ExtraTooSmall,
+    /// No 16-byte null terminator right after extra_context inside __reserved.
+    ExtraNoTerminator,
+    /// datap or size not 16-aligned.
+    ExtraMisaligned,
+    /// datap is not the address just after that terminator.
+    ExtraBadDatap,
+    /// The extra space ends beyond frame + SIGFRAME_MAXSZ.
+    ExtraTooLarge,
+    /// The caller's extra buffer is smaller than the extra space (not a Linux rule: retry with
+    /// a buffer of `needed` bytes).
+    ExtraBufferTooSmall { needed: usize },
+    MissingFpsimd,
+    /// fpsimd_context head.size ≠ 528.
+    BadFpsimdSize,
+}
+
+/// Where a record was found: in the frame (`extra == false`) or the extra space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordLoc {
+    pub extra: bool,
+    pub offset: usize,
+    pub size: usize,
+}
+
+/// A frame that passed every generic and FPSIMD rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sigreturn<'a> {
+    /// x0..x30, sp, pc and the sanitised PSTATE.
+    pub regs: UserRegs,
+    pub fault_address: u64,
+    pub fpsimd: FpsimdState,
+    /// The raw records (head included) of the features restored elsewhere.
+    pub sve: Option<&'a [u8]>,
+    pub tpidr2: Option<&'a [u8]>,
+    pub za: Option<&'a [u8]>,
+    pub zt: Option<&'a [u8]>,
+    pub fpmr: Option<&'a [u8]>,
+    pub poe: Option<&'a [u8]>,
+    pub gcs: Option<&'a [u8]>,
+    /// Where the extra space was, if any: (user address, size).
+    pub extra: Option<(u64, usize)>,
+}
+
+/// The outcome of rt_sigreturn. `sigmask` and `uc_stack` are reported whatever happens to
+/// the rest, because Linux installs the mask before it checks the frame (apply
+/// `Sigset::blockable()`), and restores the alternate stack after a good frame (errors
+/// ignored: `AltStack::set(uc_stack, restored sp, MINSIGSTKSZ)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SigreturnResult<'a> {
+    pub sigmask: Option<Sigset>,
+    pub uc_stack: Option<StackT>,
+    pub frame: Result<Sigreturn<'a>, BadFrame>,
+}
+
+/// A 16-byte aligned record value that is one u64 (tpidr2, fpmr, poe): head.size must be 16.
+pub fn u64_record_value(rec: &[u8]) -> Option<u64> {
+    (rec.len() == 16).then(|| get_u64(rec, 8))
+}
+
+/// rt_sigreturn's frame checks. `sp` is the user SP at the syscall; `read_user(addr, buf)`
+/// copies user memory; `frame` receives the 4688-byte frame and `extra` the extra space.
+pub fn parse_sigreturn<'a>(
+    sp: u64,
+    read_user: &mut dyn FnMut(u64, &mut [u8]) -> Result<(), Efault>,
+    features: &SigFeatures,
+    frame: &'a mut [u8; RT_SIGFRAME_SIZE],
+    extra: &'a mut [u8],
+) -> SigreturnResult<'a> {
+    let mut out = SigreturnResult {
+        sigmask: None,
+        uc_stack: None,
+        frame: Err(BadFrame::SpMisaligned),
+    };
+    if sp & 15 != 0 {
+        return out;
+    }
+    if read_user(sp, frame).is_err() {
+        out.frame = Err(BadFrame::Fault);
+        return out;
+    }
+    out.sigmask = Some(Sigset(get_u64(frame, UC_SIGMASK_OFFSET)));
+    let mut regs = UserRegs::default();
+    for (i, r) in regs.regs.iter_mut().enumerate() {
+        *r = get_u64(frame, REGS_OFFSET + 8 * i);
+    }
+    regs.sp = get_u64(frame, SP_OFFSET);
+    regs.pc = get_u64(frame, PC_OFFSET);
+    let Some(pstate) = valid_user_pstate(get_u64(frame, PSTATE_OFFSET)) else {
+        out.frame = Err(BadFrame::BadPstate);
+        return out;
+    };
+    regs.pstate = pstate;
+
+    let mut extra_len = 0;
+    let mut extra_at = None;
+    let locs = match scan_records(sp, frame, read_user, features, extra, &mut extra_len, &mut extra_at) {
+        Ok(l) => l,
+        Err(e) => {
+            out.frame = Err(e);
+            return out;
+        }
+    };
+    let frame: &'a [u8] = frame;
+    let extra: &'a [u8] = &extra[..extra_len];
+    let get = |l: Option<RecordLoc>| {
+        l.map(|l| {
+            let area = if l.extra { extra } else { &frame[RESERVED_OFFSET..] };
+            &area[l.offset..l.offset + l.size]
+        })
+    };
+
+    let fpsimd = match get(locs.fpsimd) {
+        None if features.fpsimd => {
+            out.frame = Err(BadFrame::MissingFpsimd);
+            return out;
+        }
+        None => FpsimdState::default(),
+        Some(r) if r.len() != FPSIMD_CONTEXT_SIZE as usize => {
+            out.frame = Err(BadFrame::BadFpsimdSize);
+            return out;
+        }
+        Some(r) => {
+            let mut f = FpsimdState {
+                fpsr: get_u32(r, 8),
+                fpcr: get_u32(r, 12),
+                ..FpsimdState::default()
+            };
+            for (n, v) in f.vregs.iter_mut().enumerate() {
+                *v = get_u128(r, 16 + 16 * n);
+            }
+            f
+        }
+    };
+    out.uc_stack = Some(StackT::from_bytes(
+        frame[UC_STACK_OFFSET..UC_STACK_OFFSET + StackT::SIZE]
+            .try_into()
+            .unwrap_or(&[0; StackT::SIZE]),
+    ));
+    out.frame = Ok(Sigreturn {
+        regs,
+        fault_address: get_u64(frame, FAULT_ADDRESS_OFFSET),
+        fpsimd,
+        sve: get(locs.sve),
+        tpidr2: get(locs.tpidr2),
+        za: get(locs.za),
+        zt: get(locs.zt),
+        fpmr: get(locs.fpmr),
+        poe: get(locs.poe),
+        gcs: get(locs.gcs),
+        extra: extra_at,
+    });
+    out
+}
+
+#[derive(Default)]
+struct Locs {
+    fpsimd: Option<RecordLoc>,
+    sve: Option<RecordLoc>,
+    tpidr2: Option<RecordLoc>,
+    za: Option<RecordLoc>,
+    zt: Option<RecordLoc>,
+    fpmr: Option<RecordLoc>,
+    poe: Option<RecordLoc>,
+    gcs: Option<RecordLoc>,
+}
+
+/// `parse_user_sigframe`: walk __reserved, then the extra space if an extra_context says so.
+fn scan_records(
+    sp: u64,
+    frame: &[u8; RT_SIGFRAME_SIZE],
+    read_user: &mut dyn FnMut(u64, &mut [u8]) -> Result<(), Efault>,
+    f: &SigFeatures,
+    extra_buf: &mut [u8],
+    extra_len: &mut usize,
+    extra_at: &mut Option<(u64, usize)>,
+) -> Result<Locs, BadFrame> {
+    let mut locs = Locs::default();
+    let mut in_extra = false;
+    let mut offset = 0usize;
+    let mut limit = RESERVED_SIZE;
+    loop {
+        let area: &[u8] = if in_extra {
+            &extra_buf[..limit]
+        } else {
+            &frame[RESERVED_OFFSET..]
+        };
+        if limit - offset < 8 {
+            return Err(BadFrame::NoRoomForHead);
+        }
+        if offset % 16 != 0 {
+            return Err(BadFrame::RecordMisaligned);
+        }
+        let magic = get_u32(area, offset);
+        let size = get_u32(area, offset + 4) as usize;
+        if limit - offset < size {
+            return Err(BadFrame::RecordOverrun);
+        }
+        let loc = Some(RecordLoc {
+            extra: in_extra,
+            offset,
+            size,
+        });
+        let slot = match magic {
+            0 if size != 0 => return Err(BadFrame::BadTerminator),
+            0 => return Ok(locs),
+            ESR_MAGIC => None,
+            FPSIMD_MAGIC if f.fpsimd => Some(&mut locs.fpsimd),
+            SVE_MAGIC if f.sve || f.sme => Some(&mut locs.sve),
+            TPIDR2_MAGIC if f.tpidr2() => Some(&mut locs.tpidr2),
+            ZA_MAGIC if f.sme => Some(&mut locs.za),
+            ZT_MAGIC if f.sme2 => Some(&mut locs.zt),
+            FPMR_MAGIC if f.fpmr => Some(&mut locs.fpmr),
+            POE_MAGIC if f.poe => Some(&mut locs.poe),
+            GCS_MAGIC if f.gcs => Some(&mut locs.gcs),
+            FPSIMD_MAGIC | SVE_MAGIC | TPIDR2_MAGIC | ZA_MAGIC | ZT_MAGIC | FPMR_MAGIC
+            | POE_MAGIC | GCS_MAGIC => return Err(BadFrame::FeatureAbsent(magic)),
+            EXTRA_MAGIC => {
+                if in_extra || extra_at.is_some() {
+                    return Err(BadFrame::ExtraDuplicate);
+                }
+                if size < EXTRA_CONTEXT_SIZE as usize {
+                    return Err(BadFrame::ExtraTooSmall);
+                }
+                let datap = get_u64(area, offset + 8);
+                let esize = get_u32(area, offset + 16) as usize;
+                if limit - offset - size < TERMINATOR_SIZE {
+                    return Err(BadFrame::ExtraNoTerminator);
+                }
+                let term = offset + size;
+                if get_u32(area, term) != 0 || get_u32(area, term + 4) != 0 {
+                    return Err(BadFrame::ExtraNoTerminator);
+                }
+                if datap % 16 != 0 || esize % 16 != 0 {
+                    return Err(BadFrame::ExtraMisaligned);
+                }
+                // Absolute user address just after the terminator.
+                let after = RESERVED_OFFSET + term + TERMINATOR_SIZE;
+                if datap != sp.wrapping_add(after as u64) {
+                    return Err(BadFrame::ExtraBadDatap);
+                }
+                if esize > SIGFRAME_MAXSZ - after {
+                    return Err(BadFrame::ExtraTooLarge);
+                }
+                if esize > extra_buf.len() {
+                    return Err(BadFrame::ExtraBufferTooSmall { needed: esize });
+                }
+                read_user(datap, &mut extra_buf[..esize]).map_err(|_| BadFrame::Fault)?;
+                *extra_len = esize;
+                *extra_at = Some((datap, esize));
+                in_extra = true;
+                offset = 0;
+                limit = esize;
+                continue;
+            }
+            _ => return Err(BadFrame::UnknownMagic(magic)),
+        };
+        if let Some(slot) = slot {
+            if slot.is_some() {
+                return Err(BadFrame::Duplicate(magic));
+            }
+            *slot = loc;
+        }
+        if size < 8 {
+            return Err(BadFrame::RecordTooSmall(magic));
+        }
+        offset += size;
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,126 @@
+//! Readiness waiting: epoll instances and the one wait queue that every readiness change wakes
+//! (ppoll and epoll_pwait sleep on it and re-check their files).
+
+use super::{File, FileOps};
+use crate::task::wait::WaitQueue;
+use alloc::collections::BTreeMap;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::any::Any;
+use spin::Mutex;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fs as f;
+
+static POLL_WQ: WaitQueue = WaitQueue::new();
+
+/// Some file's readiness may have changed.
+pub fn notify() {
+    POLL_WQ.wake_all();
+}
+
+/// Sleeps until `check` finds something ready, a signal arrives or the deadline passes.
+pub fn wait_ready<R>(
+    check: impl FnMut() -> Option<R>,
+    deadline: Option<u64>,
+) -> SysResult<Option<R>> {
+    POLL_WQ.wait_deadline(check, deadline)
+}
+
+struct Interest {
+    file: Weak<File>,
+    events: u32,
+    data: u64,
+    /// EPOLLONESHOT fired: disabled until EPOLL_CTL_MOD.
+    disabled: bool,
+}
+
+pub struct Epoll {
+    interest: Mutex<BTreeMap<(i32, usize), Interest>>,
+}
+
+impl Epoll {
+    pub fn new() -> Arc<Epoll> {
+        Arc::new(Epoll {
+            interest: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    pub fn ctl(&self, op: u32, fd: i32, file: &Arc<File>, ev: f::EpollEvent) -> SysResult<()> {
+        let key = (fd, Arc::as_ptr(file) as *const u8 as usize);
+        let mut m = self.interest.lock();
+        match op {
+            f::EPOLL_CTL_ADD => {
+                if m.contains_key(&key) {
+                    return Err(Errno::EEXIST);
+                }
+                m.insert(
+                    key,
+                    Interest {
+                        file: Arc::downgrade(file),
+                        events: ev.events,
+                        data: ev.data,
+                        disabled: false,
+                    },
+                );
+            }
+            f::EPOLL_CTL_MOD => {
+                let i = m.get_mut(&key).ok_or(Errno::ENOENT)?;
+                i.events = ev.events;
+                i.data = ev.data;
+                i.disabled = false;
+            }
+            f::EPOLL_CTL_DEL => {
+                m.remove(&key).ok_or(Errno::ENOENT)?;
+            }
+            _ => return Err(Errno::EINVAL),
+        }
+        drop(m);
+        notify();
+        Ok(())
+    }
+
+    /// Ready events now (level-triggered), at most `max`.
+    pub fn collect(&self, max: usize) -> Vec<f::EpollEvent> {
+        let mut out = Vec::new();
+        let mut m = self.interest.lock();
+        m.retain(|_, i| i.file.strong_count() > 0);
+        for i in m.values_mut() {
+            if out.len() == max || i.disabled {
+                continue;
+            }
+            let Some(file) = i.file.upgrade() else {
+                continue;
+            };
+            let ready = file.ops.poll() & (i.events | f::EPOLLERR | f::EPOLLHUP);
+            if ready != 0 {
+                out.push(f::EpollEvent {
+                    events: ready,
+                    data: i.data,
+                });
+                if i.events & f::EPOLLONESHOT != 0 {
+                    i.disabled = true;
+                }
+            }
+        }
+        out
+    }
+}
+
+impl FileOps for Epoll {
+    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    fn poll(&self) -> u32 {
+        if self.collect(1).is_empty() {
+            0
+        } else {
+            f::POLLIN as u32
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,557 @@
+//! Files. The root is an in-memory tree (ramfs) unpacked from the initramfs, writable like
+//! Linux's rootfs; /proc and /sys are generated, /dev holds character devices. Open files are
+//! `File`s (an `Inode` plus `FileOps` plus offset and flags) in per-task, clone-shareable
+//! `FdTable`s.
+
+pub mod dev;
+pub mod epoll;
+pub mod initramfs;
+pub mod pipe;
+pub mod proc;
+pub mod ramfs;
+pub mod sys;
+
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use spin::{Mutex, Once};
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fs as f;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Symlink,
+    CharDev,
+    Fifo,
+}
+
+impl Kind {
+    pub fn mode_bits(self) -> u32 {
+        match self {
+            Kind::Dir => f::S_IFDIR,
+            Kind::File => f::S_IFREG,
+            Kind::Symlink => f::S_IFLNK,
+            Kind::CharDev => f::S_IFCHR,
+            Kind::Fifo => f::S_IFIFO,
+        }
+    }
+    pub fn dirent_type(self) -> u8 {
+        match self {
+            Kind::Dir => 4,
+            Kind::File => 8,
+            Kind::Symlink => 10,
+            Kind::CharDev => 2,
+            Kind::Fifo => 1,
+        }
+    }
+}
+
+static NEXT_INO: AtomicU64 = AtomicU64::new(2);
+
+pub fn new_ino() -> u64 {
+    NEXT_INO.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A node in the file tree.
+pub trait Inode: Send + Sync + Any {
+    fn ino(&self) -> u64;
+    fn kind(&self) -> Kind;
+    /// Permission bits (the file-type bits come from `kind`).
+    fn perm(&self) -> u32 {
+        match self.kind() {
+            Kind::Dir => 0o755,
+            _ => 0o644,
+        }
+    }
+    fn size(&self) -> u64 {
+        0
+    }
+    fn rdev(&self) -> (u32, u32) {
+        (0, 0)
+    }
+    fn lookup(&self, _name: &str) -> SysResult<Arc<dyn Inode>> {
+        Err(Errno::ENOTDIR)
+    }
+    /// Directory entries other than "." and "..".
+    fn entries(&self) -> SysResult<Vec<(String, u64, Kind)>> {
+        Err(Errno::ENOTDIR)
+    }
+    fn create(&self, _name: &str, _kind: Kind, _perm: u32) -> SysResult<Arc<dyn Inode>> {
+        Err(if self.kind() == Kind::Dir {
+            Errno::EACCES
+        } else {
+            Errno::ENOTDIR
+        })
+    }
+    fn link(&self, _name: &str, _node: Arc<dyn Inode>) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
+    fn unlink(&self, _name: &str, _dir: bool) -> SysResult<()> {
+        Err(if self.kind() == Kind::Dir {
+            Errno::EACCES
+        } else {
+            Errno::ENOTDIR
+        })
+    }
+    fn read_at(&self, _off: u64, _buf: &mut [u8]) -> SysResult<usize> {
+        Err(if self.kind() == Kind::Dir {
+            Errno::EISDIR
+        } else {
+            Errno::EINVAL
+        })
+    }
+    fn write_at(&self, _off: u64, _buf: &[u8]) -> SysResult<usize> {
+        Err(if self.kind() == Kind::Dir {
+            Errno::EISDIR
+        } else {
+            Errno::EINVAL
+        })
+    }
+    fn truncate(&self, _len: u64) -> SysResult<()> {
+        Err(Errno::EINVAL)
+    }
+    fn readlink(&self) -> SysResult<String> {
+        Err(Errno::EINVAL)
+    }
+    /// File operations for an open of this node, when it is not a plain ramfs file.
+    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+        Ok(None)
+    }
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// What an open file does.
+pub trait FileOps: Send + Sync + Any {
+    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize>;
+    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize>;
+    fn pread(&self, _file: &File, _buf: &mut [u8], _off: u64) -> SysResult<usize> {
+        Err(Errno::ESPIPE)
+    }
+    fn pwrite(&self, _file: &File, _buf: &[u8], _off: u64) -> SysResult<usize> {
+        Err(Errno::ESPIPE)
+    }
+    fn seekable(&self) -> bool {
+        false
+    }
+    /// POLLIN/POLLOUT/POLLHUP/POLLERR readiness now.
+    fn poll(&self) -> u32 {
+        (f::POLLIN | f::POLLOUT) as u32
+    }
+    fn ioctl(&self, _file: &File, _cmd: u32, _arg: usize) -> SysResult<usize> {
+        Err(Errno::ENOTTY)
+    }
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// An open file description.
+pub struct File {
+    pub node: Option<Arc<dyn Inode>>,
+    pub ops: Arc<dyn FileOps>,
+    pub flags: AtomicU32,
+    pub pos: Mutex<u64>,
+    pub path: String,
+}
+
+impl File {
+    pub fn new(
+        node: Option<Arc<dyn Inode>>,
+        ops: Arc<dyn FileOps>,
+        flags: u32,
+        path: String,
+    ) -> Arc<File> {
+        Arc::new(File {
+            node,
+            ops,
+            flags: AtomicU32::new(flags),
+            pos: Mutex::new(0),
+            path,
+        })
+    }
+    pub fn flags(&self) -> u32 {
+        self.flags.load(Ordering::Relaxed)
+    }
+    pub fn nonblocking(&self) -> bool {
+        self.flags() & f::O_NONBLOCK != 0
+    }
+    pub fn readable(&self) -> bool {
+        self.flags() & f::O_ACCMODE != f::O_WRONLY && self.flags() & f::O_PATH == 0
+    }
+    pub fn writable(&self) -> bool {
+        self.flags() & f::O_ACCMODE != f::O_RDONLY && self.flags() & f::O_PATH == 0
+    }
+}
+
+/// Reads and writes a ramfs-like node at the file offset.
+pub struct NodeOps(pub Arc<dyn Inode>);
+
+impl FileOps for NodeOps {
+    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        let mut pos = file.pos.lock();
+        let n = self.0.read_at(*pos, buf)?;
+        *pos += n as u64;
+        Ok(n)
+    }
+    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
+        let mut pos = file.pos.lock();
+        if file.flags() & f::O_APPEND != 0 {
+            *pos = self.0.size();
+        }
+        let n = self.0.write_at(*pos, buf)?;
+        *pos += n as u64;
+        Ok(n)
+    }
+    fn pread(&self, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
+        self.0.read_at(off, buf)
+    }
+    fn pwrite(&self, _file: &File, buf: &[u8], off: u64) -> SysResult<usize> {
+        self.0.write_at(off, buf)
+    }
+    fn seekable(&self) -> bool {
+        true
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+// ---- file descriptor tables -----------------------------------------------------------------
+
+pub const NR_OPEN: usize = 1024;
+
+#[derive(Clone)]
+pub struct FdEntry {
+    pub file: Arc<File>,
+    pub cloexec: bool,
+}
+
+#[derive(Clone, Default)]
+pub struct FdTable {
+    fds: Vec<Option<FdEntry>>,
+}
+
+impl FdTable {
+    pub fn new() -> FdTable {
+        FdTable { fds: Vec::new() }
+    }
+
+    pub fn get(&self, fd: i32) -> SysResult<Arc<File>> {
+        usize::try_from(fd)
+            .ok()
+            .and_then(|i| self.fds.get(i))
+            .and_then(|e| e.as_ref())
+            .map(|e| e.file.clone())
+            .ok_or(Errno::EBADF)
+    }
+
+    pub fn entry_mut(&mut self, fd: i32) -> SysResult<&mut FdEntry> {
+        usize::try_from(fd)
+            .ok()
+            .and_then(|i| self.fds.get_mut(i))
+            .and_then(|e| e.as_mut())
+            .ok_or(Errno::EBADF)
+    }
+
+    /// Installs at the lowest free descriptor >= `min`.
+    pub fn install_from(&mut self, min: usize, file: Arc<File>, cloexec: bool) -> SysResult<i32> {
+        let idx = (min..NR_OPEN)
+            .find(|&i| self.fds.get(i).is_none_or(Option::is_none))
+            .ok_or(Errno::EMFILE)?;
+        if idx >= self.fds.len() {
+            self.fds.resize(idx + 1, None);
+        }
+        self.fds[idx] = Some(FdEntry { file, cloexec });
+        Ok(idx as i32)
+    }
+
+    pub fn install(&mut self, file: Arc<File>, cloexec: bool) -> SysResult<i32> {
+        self.install_from(0, file, cloexec)
+    }
+
+    /// Puts `file` at `fd`, returning what was there.
+    pub fn install_at(
+        &mut self,
+        fd: usize,
+        file: Arc<File>,
+        cloexec: bool,
+    ) -> SysResult<Option<FdEntry>> {
+        if fd >= NR_OPEN {
+            return Err(Errno::EBADF);
+        }
+        if fd >= self.fds.len() {
+            self.fds.resize(fd + 1, None);
+        }
+        Ok(self.fds[fd].replace(FdEntry { file, cloexec }))
+    }
+
+    pub fn close(&mut self, fd: i32) -> SysResult<FdEntry> {
+        usize::try_from(fd)
+            .ok()
+            .and_then(|i| self.fds.get_mut(i))
+            .and_then(Option::take)
+            .ok_or(Errno::EBADF)
+    }
+
+    pub fn close_on_exec(&mut self) {
+        for e in self.fds.iter_mut() {
+            if e.as_ref().is_some_and(|e| e.cloexec) {
+                *e = None;
+            }
+        }
+    }
+
+    pub fn clear(&mut self) -> Vec<FdEntry> {
+        self.fds.drain(..).flatten().collect()
+    }
+
+    pub fn open_fds(&self) -> impl Iterator<Item = (i32, &FdEntry)> {
+        self.fds
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().map(|e| (i as i32, e)))
+    }
+}
+
+// ---- cwd and path resolution ----------------------------------------------------------------
+
+#[derive(Clone)]
+pub struct FsContext {
+    /// Canonical absolute path of the cwd.
+    pub cwd: String,
+    pub cwd_node: Arc<dyn Inode>,
+    pub umask: u32,
+}
+
+static ROOT: Once<Arc<dyn Inode>> = Once::new();
+
+pub fn root() -> Arc<dyn Inode> {
+    ROOT.get().expect("root file system").clone()
+}
+
+impl FsContext {
+    pub fn root() -> FsContext {
+        FsContext {
+            cwd: "/".to_string(),
+            cwd_node: root_or_empty(),
+            umask: 0o022,
+        }
+    }
+}
+
+fn root_or_empty() -> Arc<dyn Inode> {
+    ROOT.get()
+        .cloned()
+        .unwrap_or_else(|| ramfs::RamDir::new(0o755))
+}
+
+/// A resolved path: the node and its canonical absolute path.
+pub struct Resolved {
+    pub node: Arc<dyn Inode>,
+    pub path: String,
+}
+
+/// The parent directory of a path's last component, and that component.
+pub struct ResolvedParent {
+    pub dir: Arc<dyn Inode>,
+    pub dir_path: String,
+    pub name: String,
+    /// The path ended with '/'.
+    pub trailing_slash: bool,
+}
+
+const MAX_SYMLINKS: usize = 40;
+
+fn join(dir: &str, name: &str) -> String {
+    if dir == "/" {
+        alloc::format!("/{name}")
+    } else {
+        alloc::format!("{dir}/{name}")
+    }
+}
+
+/// Walks `path` from `start` (a directory stack of (path, node)), following symlinks in the
+/// middle, and in the last component if `follow`.
+fn walk(
+    mut stack: Vec<(String, Arc<dyn Inode>)>,
+    path: &str,
+    follow: bool,
+    depth: &mut usize,
+) -> SysResult<Resolved> {
+    if path.starts_with('/') {
+        stack.truncate(1);
+    }
+    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    for (i, comp) in comps.iter().enumerate() {
+        let last = i + 1 == comps.len();
+        let (cur_path, cur) = stack.last().unwrap().clone();
+        if cur.kind() != Kind::Dir {
+            return Err(Errno::ENOTDIR);
+        }
+        match *comp {
+            "." => continue,
+            ".." => {
+                if stack.len() > 1 {
+                    stack.pop();
+                }
+                continue;
+            }
+            _ => {}
+        }
+        if comp.len() > 255 {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let next = cur.lookup(comp)?;
+        if next.kind() == Kind::Symlink && (!last || follow) {
+            *depth += 1;
+            if *depth > MAX_SYMLINKS {
+                return Err(Errno::ELOOP);
+            }
+            let target = next.readlink()?;
+            let r = walk(stack.clone(), &target, true, depth)?;
+            stack = path_stack(&r.path)?;
+            continue;
+        }
+        stack.push((join(&cur_path, comp), next));
+    }
+    let (path, node) = stack.pop().unwrap();
+    if path.len() > 4095 {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    Ok(Resolved { node, path })
+}
+
+/// The directory stack for a canonical absolute path.
+fn path_stack(path: &str) -> SysResult<Vec<(String, Arc<dyn Inode>)>> {
+    let mut stack: Vec<(String, Arc<dyn Inode>)> = alloc::vec![("/".to_string(), root())];
+    for comp in path.split('/').filter(|c| !c.is_empty()) {
+        let (p, n) = stack.last().unwrap().clone();
+        let next = n.lookup(comp)?;
+        stack.push((join(&p, comp), next));
+    }
+    Ok(stack)
+}
+
+/// Where a relative path starts: the cwd or an open directory.
+fn start_stack(dirfd: i32, path: &str) -> SysResult<Vec<(String, Arc<dyn Inode>)>> {
+    if path.starts_with('/') {
+        return Ok(alloc::vec![("/".to_string(), root())]);
+    }
+    let base = if dirfd == f::AT_FDCWD {
+        crate::task::current().fs().lock().cwd.clone()
+    } else {
+        let file = crate::task::current().files().lock().get(dirfd)?;
+        match &file.node {
+            Some(n) if n.kind() == Kind::Dir => file.path.clone(),
+            Some(_) => return Err(Errno::ENOTDIR),
+            None => return Err(Errno::ENOTDIR),
+        }
+    };
+    path_stack(&base)
+}
+
+/// Resolves `path` relative to `dirfd`.
+pub fn resolve(dirfd: i32, path: &str, follow: bool) -> SysResult<Resolved> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let stack = start_stack(dirfd, path)?;
+    let mut depth = 0;
+    let r = walk(stack, path, follow, &mut depth)?;
+    if path.ends_with('/') && r.node.kind() != Kind::Dir {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok(r)
+}
+
+/// Resolves all but the last component of `path`.
+pub fn resolve_parent(dirfd: i32, path: &str) -> SysResult<ResolvedParent> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    let trailing_slash = path.ends_with('/') && path.len() > 1;
+    let trimmed = path.trim_end_matches('/');
+    if trimmed.is_empty() {
+        // "/" itself.
+        return Ok(ResolvedParent {
+            dir: root(),
+            dir_path: "/".to_string(),
+            name: ".".to_string(),
+            trailing_slash,
+        });
+    }
+    let (dir_part, name) = match trimmed.rfind('/') {
+        Some(i) => (&trimmed[..=i], &trimmed[i + 1..]),
+        None => ("", trimmed),
+    };
+    if name.len() > 255 {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let stack = start_stack(dirfd, path)?;
+    let mut depth = 0;
+    let dir = if dir_part.is_empty() {
+        let (p, n) = stack.last().unwrap().clone();
+        Resolved { node: n, path: p }
+    } else {
+        walk(stack, dir_part, true, &mut depth)?
+    };
+    if dir.node.kind() != Kind::Dir {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok(ResolvedParent {
+        dir: dir.node,
+        dir_path: dir.path,
+        name: name.to_string(),
+        trailing_slash,
+    })
+}
+
+/// Opens a resolved node.
+pub fn open_node(node: Arc<dyn Inode>, flags: u32, path: String) -> SysResult<Arc<File>> {
+    let ops: Arc<dyn FileOps> = match node.open(flags)? {
+        Some(ops) => ops,
+        None => Arc::new(NodeOps(node.clone())),
+    };
+    Ok(File::new(Some(node), ops, flags, path))
+}
+
+/// Fills a `struct stat` for a node.
+pub fn stat_of(node: &dyn Inode) -> f::Stat {
+    let (maj, min) = node.rdev();
+    let size = node.size();
+    f::Stat {
+        st_dev: 1,
+        st_ino: node.ino(),
+        st_mode: node.kind().mode_bits() | node.perm(),
+        st_nlink: if node.kind() == Kind::Dir { 2 } else { 1 },
+        st_rdev: ((maj as u64) << 8) | (min as u64 & 0xff) | ((min as u64 & !0xff) << 12),
+        st_size: size as i64,
+        st_blksize: 4096,
+        st_blocks: size.div_ceil(512) as i64,
+        ..Default::default()
+    }
+}
+
+/// Sets up the root: the initramfs (if any) unpacked into a ramfs, with /proc, /sys and /dev.
+pub fn init(initrd: Option<&[u8]>) {
+    let root = ramfs::RamDir::new(0o755);
+    if let Some(archive) = initrd {
+        match initramfs::unpack(archive, &root) {
+            Ok(n) => log::info!("initramfs: {n} entries"),
+            Err(e) => log::error!("initramfs: {e}"),
+        }
+    }
+    for d in ["proc", "sys", "dev", "tmp"] {
+        if root.lookup(d).is_err() {
+            let _ = root.create(d, Kind::Dir, 0o755);
+        }
+    }
+    let _ = root.replace("proc", proc::ProcRoot::new());
+    let _ = root.replace("sys", sys::sys_root());
+    if let Ok(devdir) = root.lookup("dev") {
+        dev::populate(&*devdir);
+    }
+    ROOT.call_once(|| root);
+}

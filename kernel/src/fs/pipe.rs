@@ -1,0 +1,200 @@
+//! Pipes: a 64 KiB ring shared by a read end and a write end.
+
+use super::{epoll, File, FileOps};
+use crate::task::wait::WaitQueue;
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::any::Any;
+use spin::Mutex;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fs as f;
+
+pub const PIPE_SIZE: usize = 65536;
+pub const PIPE_BUF: usize = 4096;
+
+struct Ring {
+    data: VecDeque<u8>,
+    readers: usize,
+    writers: usize,
+}
+
+pub struct Pipe {
+    ring: Mutex<Ring>,
+    readable: WaitQueue,
+    writable: WaitQueue,
+}
+
+pub struct PipeEnd {
+    pipe: Arc<Pipe>,
+    write: bool,
+}
+
+/// A new pipe's (read end, write end).
+pub fn new_pipe() -> (Arc<PipeEnd>, Arc<PipeEnd>) {
+    let pipe = Arc::new(Pipe {
+        ring: Mutex::new(Ring {
+            data: VecDeque::new(),
+            readers: 1,
+            writers: 1,
+        }),
+        readable: WaitQueue::new(),
+        writable: WaitQueue::new(),
+    });
+    (
+        Arc::new(PipeEnd {
+            pipe: pipe.clone(),
+            write: false,
+        }),
+        Arc::new(PipeEnd { pipe, write: true }),
+    )
+}
+
+impl Pipe {
+    fn changed(&self) {
+        self.readable.wake_all();
+        self.writable.wake_all();
+        epoll::notify();
+    }
+}
+
+impl Drop for PipeEnd {
+    fn drop(&mut self) {
+        {
+            let mut r = self.pipe.ring.lock();
+            if self.write {
+                r.writers -= 1;
+            } else {
+                r.readers -= 1;
+            }
+        }
+        self.pipe.changed();
+    }
+}
+
+impl FileOps for PipeEnd {
+    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        if self.write {
+            return Err(Errno::EBADF);
+        }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let p = &self.pipe;
+        let n = p
+            .readable
+            .wait(|| {
+                let mut r = p.ring.lock();
+                if !r.data.is_empty() {
+                    let n = buf.len().min(r.data.len());
+                    for (dst, src) in buf.iter_mut().zip(r.data.drain(..n)) {
+                        *dst = src;
+                    }
+                    Some(Ok(n))
+                } else if r.writers == 0 {
+                    Some(Ok(0))
+                } else if file.nonblocking() {
+                    Some(Err(Errno::EAGAIN))
+                } else {
+                    None
+                }
+            })
+            .map_err(|_| Errno::ERESTARTSYS)??;
+        if n > 0 {
+            p.changed();
+        }
+        Ok(n)
+    }
+
+    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
+        if !self.write {
+            return Err(Errno::EBADF);
+        }
+        let p = &self.pipe;
+        let mut done = 0;
+        while done < buf.len() {
+            let left = &buf[done..];
+            let r = p.writable.wait(|| {
+                let mut r = p.ring.lock();
+                if r.readers == 0 {
+                    return Some(Err(Errno::EPIPE));
+                }
+                let space = PIPE_SIZE - r.data.len();
+                // Writes of up to PIPE_BUF bytes are atomic: all or wait.
+                let want = if left.len() <= PIPE_BUF {
+                    left.len()
+                } else {
+                    1
+                };
+                if space >= want {
+                    let n = space.min(left.len());
+                    r.data.extend(&left[..n]);
+                    Some(Ok(n))
+                } else if file.nonblocking() {
+                    Some(Err(Errno::EAGAIN))
+                } else {
+                    None
+                }
+            });
+            match r {
+                Ok(Ok(n)) => {
+                    done += n;
+                    p.changed();
+                }
+                Ok(Err(Errno::EPIPE)) => {
+                    crate::signal::send_to_task(
+                        &crate::task::current_arc(),
+                        svelt_abi::signal::SIGPIPE,
+                        crate::signal::SigInfo::kernel(svelt_abi::signal::SIGPIPE),
+                    );
+                    return if done > 0 {
+                        Ok(done)
+                    } else {
+                        Err(Errno::EPIPE)
+                    };
+                }
+                Ok(Err(e)) => return if done > 0 { Ok(done) } else { Err(e) },
+                Err(_) => {
+                    return if done > 0 {
+                        Ok(done)
+                    } else {
+                        Err(Errno::ERESTARTSYS)
+                    }
+                }
+            }
+        }
+        Ok(done)
+    }
+
+    fn poll(&self) -> u32 {
+        let r = self.pipe.ring.lock();
+        let mut ev = 0u32;
+        if self.write {
+            if r.readers == 0 {
+                ev |= f::POLLERR as u32;
+            } else if r.data.len() < PIPE_SIZE {
+                ev |= (f::POLLOUT | f::POLLWRNORM) as u32;
+            }
+        } else {
+            if !r.data.is_empty() {
+                ev |= (f::POLLIN | f::POLLRDNORM) as u32;
+            }
+            if r.writers == 0 {
+                ev |= f::POLLHUP as u32;
+            }
+        }
+        ev
+    }
+
+    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+        if cmd == svelt_abi::tty::FIONREAD {
+            let n = self.pipe.ring.lock().data.len() as u32;
+            crate::task::with_mm(|mm| mm.write_u32(arg, n))?;
+            return Ok(0);
+        }
+        Err(Errno::ENOTTY)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,429 @@
+//! /proc: generated files. Each file's text is produced when it is opened (a snapshot, as
+//! Linux's seq files behave for small files) and read from that snapshot.
+
+use super::ramfs::RamDir;
+use super::{new_ino, File, FileOps, Inode, Kind};
+use crate::task;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+use core::fmt::Write;
+use core::sync::atomic::Ordering;
+use spin::Mutex;
+use svelt_abi::errno::{Errno, SysResult};
+
+type Gen = fn(Option<u32>) -> String;
+
+/// A generated file; `pid` for the per-process ones. `write` handles writes (sysctls).
+pub struct GenFile {
+    ino: u64,
+    pid: Option<u32>,
+    gen: Gen,
+    write: Option<fn(&[u8]) -> SysResult<()>>,
+}
+
+impl GenFile {
+    pub fn new(gen: Gen) -> Arc<GenFile> {
+        Arc::new(GenFile {
+            ino: new_ino(),
+            pid: None,
+            gen,
+            write: None,
+        })
+    }
+    pub fn writable(gen: Gen, write: fn(&[u8]) -> SysResult<()>) -> Arc<GenFile> {
+        Arc::new(GenFile {
+            ino: new_ino(),
+            pid: None,
+            gen,
+            write: Some(write),
+        })
+    }
+    fn for_pid(pid: u32, gen: Gen) -> Arc<GenFile> {
+        Arc::new(GenFile {
+            ino: new_ino(),
+            pid: Some(pid),
+            gen,
+            write: None,
+        })
+    }
+}
+
+impl Inode for GenFile {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::File
+    }
+    fn perm(&self) -> u32 {
+        if self.write.is_some() {
+            0o644
+        } else {
+            0o444
+        }
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<usize> {
+        let text = (self.gen)(self.pid);
+        let b = text.as_bytes();
+        let off = (off as usize).min(b.len());
+        let n = buf.len().min(b.len() - off);
+        buf[..n].copy_from_slice(&b[off..off + n]);
+        Ok(n)
+    }
+    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+        Ok(Some(Arc::new(Snapshot {
+            text: (self.gen)(self.pid).into_bytes(),
+            write: self.write,
+        })))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct Snapshot {
+    text: Vec<u8>,
+    write: Option<fn(&[u8]) -> SysResult<()>>,
+}
+
+impl FileOps for Snapshot {
+    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        let mut pos = file.pos.lock();
+        let n = self.pread(file, buf, *pos)?;
+        *pos += n as u64;
+        Ok(n)
+    }
+    fn pread(&self, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
+        let off = (off as usize).min(self.text.len());
+        let n = buf.len().min(self.text.len() - off);
+        buf[..n].copy_from_slice(&self.text[off..off + n]);
+        Ok(n)
+    }
+    fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
+        match self.write {
+            Some(w) => w(buf).map(|()| buf.len()),
+            None => Err(Errno::EACCES),
+        }
+    }
+    fn seekable(&self) -> bool {
+        true
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A symlink whose target is computed at lookup time.
+struct DynLink {
+    ino: u64,
+    pid: Option<u32>,
+    target: fn(Option<u32>) -> SysResult<String>,
+}
+
+impl Inode for DynLink {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::Symlink
+    }
+    fn perm(&self) -> u32 {
+        0o777
+    }
+    fn readlink(&self) -> SysResult<String> {
+        (self.target)(self.pid)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// /proc itself.
+pub struct ProcRoot {
+    ino: u64,
+    fixed: Arc<RamDir>,
+}
+
+static SYS_DIR: spin::Once<Arc<RamDir>> = spin::Once::new();
+
+/// /proc/sys, where sysctls such as abi/sve_default_vector_length live.
+pub fn sys_dir() -> Arc<RamDir> {
+    SYS_DIR
+        .call_once(|| {
+            let d = RamDir::new(0o555);
+            let _ = d.create("abi", Kind::Dir, 0o555);
+            let _ = d.create("kernel", Kind::Dir, 0o555);
+            d
+        })
+        .clone()
+}
+
+impl ProcRoot {
+    pub fn new() -> Arc<ProcRoot> {
+        let fixed = RamDir::new(0o555);
+        fixed.replace("cpuinfo", GenFile::new(cpuinfo));
+        fixed.replace("meminfo", GenFile::new(meminfo));
+        fixed.replace("uptime", GenFile::new(uptime));
+        fixed.replace("version", GenFile::new(version));
+        fixed.replace("mounts", GenFile::new(mounts));
+        fixed.replace(
+            "filesystems",
+            GenFile::new(|_| {
+                "nodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\ttmpfs\nnodev\tramfs\n"
+                    .to_string()
+            }),
+        );
+        fixed.replace("sys", sys_dir());
+        fixed.replace(
+            "self",
+            Arc::new(DynLink {
+                ino: new_ino(),
+                pid: None,
+                target: |_| Ok(format!("{}", task::current().pid())),
+            }),
+        );
+        fixed.replace(
+            "thread-self",
+            Arc::new(DynLink {
+                ino: new_ino(),
+                pid: None,
+                target: |_| {
+                    Ok(format!(
+                        "{}/task/{}",
+                        task::current().pid(),
+                        task::current().tid
+                    ))
+                },
+            }),
+        );
+        Arc::new(ProcRoot {
+            ino: new_ino(),
+            fixed,
+        })
+    }
+
+    /// Adds a fixed entry (e.g. /proc/svelt).
+    pub fn fixed(&self) -> &Arc<RamDir> {
+        &self.fixed
+    }
+}
+
+impl Inode for ProcRoot {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::Dir
+    }
+    fn perm(&self) -> u32 {
+        0o555
+    }
+    fn lookup(&self, name: &str) -> SysResult<Arc<dyn Inode>> {
+        if let Ok(n) = self.fixed.lookup(name) {
+            return Ok(n);
+        }
+        let pid: u32 = name.parse().map_err(|_| Errno::ENOENT)?;
+        task::find_process(pid).ok_or(Errno::ENOENT)?;
+        Ok(PidDir::new(pid))
+    }
+    fn entries(&self) -> SysResult<Vec<(String, u64, Kind)>> {
+        let mut v = self.fixed.entries()?;
+        for p in task::all_processes() {
+            if p.pid != 0 {
+                v.push((format!("{}", p.pid), 0x1000_0000 + p.pid as u64, Kind::Dir));
+            }
+        }
+        Ok(v)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// /proc/<pid>.
+struct PidDir {
+    ino: u64,
+    pid: u32,
+}
+
+impl PidDir {
+    fn new(pid: u32) -> Arc<PidDir> {
+        Arc::new(PidDir {
+            ino: 0x1000_0000 + pid as u64,
+            pid,
+        })
+    }
+}
+
+const PID_ENTRIES: [&str; 4] = ["exe", "status", "cmdline", "stat"];
+
+impl Inode for PidDir {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::Dir
+    }
+    fn perm(&self) -> u32 {
+        0o555
+    }
+    fn lookup(&self, name: &str) -> SysResult<Arc<dyn Inode>> {
+        Ok(match name {
+            "exe" => Arc::new(DynLink {
+                ino: new_ino(),
+                pid: Some(self.pid),
+                target: |pid| {
+                    let p = task::find_process(pid.unwrap_or(0)).ok_or(Errno::ENOENT)?;
+                    let exe = p.exe.lock().clone();
+                    Ok(exe)
+                },
+            }),
+            "status" => GenFile::for_pid(self.pid, status),
+            "cmdline" => GenFile::for_pid(self.pid, |_| String::new()),
+            "stat" => GenFile::for_pid(self.pid, stat),
+            _ => return Err(Errno::ENOENT),
+        })
+    }
+    fn entries(&self) -> SysResult<Vec<(String, u64, Kind)>> {
+        Ok(PID_ENTRIES
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                (
+                    n.to_string(),
+                    self.ino * 16 + i as u64,
+                    if *n == "exe" {
+                        Kind::Symlink
+                    } else {
+                        Kind::File
+                    },
+                )
+            })
+            .collect())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+fn comm(exe: &str) -> &str {
+    let base = exe.rsplit('/').next().unwrap_or(exe);
+    &base[..base.len().min(15)]
+}
+
+fn status(pid: Option<u32>) -> String {
+    let Some(p) = pid.and_then(task::find_process) else {
+        return String::new();
+    };
+    let exe = p.exe.lock().clone();
+    let threads = p.live_threads();
+    let (blocked, pending) = threads.first().map_or((0, 0), |t| {
+        let s = t.sig.lock();
+        (s.blocked, s.pending_mask())
+    });
+    let shared = p.shared_sig.lock().pending_mask();
+    let rss = threads
+        .first()
+        .and_then(|t| t.mm())
+        .map_or(0, |mm| mm.lock().resident_pages() * 4);
+    let state = if p.stopped.load(Ordering::Relaxed) {
+        "T (stopped)"
+    } else {
+        "R (running)"
+    };
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "Name:\t{}\nUmask:\t0022\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
+         Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nGroups:\t\nVmRSS:\t{} kB\nThreads:\t{}\n\
+         SigPnd:\t{:016x}\nShdPnd:\t{:016x}\nSigBlk:\t{:016x}\n",
+        comm(&exe),
+        state,
+        p.pid,
+        p.pid,
+        p.ppid(),
+        rss,
+        threads.len(),
+        pending,
+        shared,
+        blocked
+    );
+    s
+}
+
+fn stat(pid: Option<u32>) -> String {
+    let Some(p) = pid.and_then(task::find_process) else {
+        return String::new();
+    };
+    let exe = p.exe.lock().clone();
+    format!(
+        "{} ({}) R {} {} {} 0 -1 0 0 0 0 0 0 0 0 0 20 0 {} 0 0\n",
+        p.pid,
+        comm(&exe),
+        p.ppid(),
+        p.pgid.load(Ordering::Relaxed),
+        p.sid.load(Ordering::Relaxed),
+        p.live_threads().len()
+    )
+}
+
+fn cpuinfo(_: Option<u32>) -> String {
+    let (h1, h2) = crate::cpufeature::hwcaps();
+    let features: Vec<&str> = svelt_abi::hwcap::feature_names(h1, h2).collect();
+    let midr = crate::cpufeature::midr();
+    let freq = crate::arch::aarch64::cpu::counter_freq();
+    let mut s = String::new();
+    for c in crate::percpu::all()
+        .iter()
+        .filter(|c| c.online.load(Ordering::Acquire))
+    {
+        let _ = write!(
+            s,
+            "processor\t: {}\nBogoMIPS\t: {}.{:02}\nFeatures\t: {}\nCPU implementer\t: {:#04x}\n\
+             CPU architecture: 8\nCPU variant\t: {:#x}\nCPU part\t: {:#05x}\nCPU revision\t: {}\n\n",
+            c.id,
+            freq * 2 / 1_000_000,
+            (freq * 2 / 10_000) % 100,
+            features.join(" "),
+            (midr >> 24) & 0xff,
+            (midr >> 20) & 0xf,
+            (midr >> 4) & 0xfff,
+            midr & 0xf
+        );
+    }
+    s
+}
+
+fn meminfo(_: Option<u32>) -> String {
+    let total = crate::mm::frame::total() * 4;
+    let free = crate::mm::frame::free_count() * 4;
+    format!(
+        "MemTotal:       {total:8} kB\nMemFree:        {free:8} kB\nMemAvailable:   {free:8} kB\n"
+    )
+}
+
+fn uptime(_: Option<u32>) -> String {
+    let ns = crate::time::now_ns();
+    format!(
+        "{}.{:02} 0.00\n",
+        ns / 1_000_000_000,
+        (ns / 10_000_000) % 100
+    )
+}
+
+fn version(_: Option<u32>) -> String {
+    format!(
+        "Linux version {} (svelt) #1 SMP\n",
+        crate::syscall::misc::RELEASE
+    )
+}
+
+fn mounts(_: Option<u32>) -> String {
+    "rootfs / rootfs rw 0 0\nproc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\n".to_string()
+}
+
+/// Registry for files other subsystems add under /proc/svelt.
+pub static SVELT_DIR: Mutex<Option<Arc<RamDir>>> = Mutex::new(None);

@@ -1,0 +1,230 @@
+//! In-memory files and directories: the root file system.
+
+use super::{new_ino, Inode, Kind};
+use alloc::collections::BTreeMap;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+use core::sync::atomic::{AtomicU32, Ordering};
+use spin::Mutex;
+use svelt_abi::errno::{Errno, SysResult};
+
+pub struct RamDir {
+    ino: u64,
+    perm: AtomicU32,
+    entries: Mutex<BTreeMap<String, Arc<dyn Inode>>>,
+}
+
+impl RamDir {
+    pub fn new(perm: u32) -> Arc<RamDir> {
+        Arc::new(RamDir {
+            ino: new_ino(),
+            perm: AtomicU32::new(perm),
+            entries: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    /// Puts `node` at `name`, replacing any entry (mount points).
+    pub fn replace(&self, name: &str, node: Arc<dyn Inode>) -> Option<Arc<dyn Inode>> {
+        self.entries.lock().insert(name.to_string(), node)
+    }
+}
+
+impl Inode for RamDir {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::Dir
+    }
+    fn perm(&self) -> u32 {
+        self.perm.load(Ordering::Relaxed)
+    }
+    fn lookup(&self, name: &str) -> SysResult<Arc<dyn Inode>> {
+        self.entries.lock().get(name).cloned().ok_or(Errno::ENOENT)
+    }
+    fn entries(&self) -> SysResult<Vec<(String, u64, Kind)>> {
+        Ok(self
+            .entries
+            .lock()
+            .iter()
+            .map(|(n, i)| (n.clone(), i.ino(), i.kind()))
+            .collect())
+    }
+    fn create(&self, name: &str, kind: Kind, perm: u32) -> SysResult<Arc<dyn Inode>> {
+        let mut e = self.entries.lock();
+        if e.contains_key(name) {
+            return Err(Errno::EEXIST);
+        }
+        let node: Arc<dyn Inode> = match kind {
+            Kind::Dir => RamDir::new(perm),
+            Kind::File => RamFile::new(perm, Vec::new()),
+            _ => return Err(Errno::EPERM),
+        };
+        e.insert(name.to_string(), node.clone());
+        Ok(node)
+    }
+    fn link(&self, name: &str, node: Arc<dyn Inode>) -> SysResult<()> {
+        let mut e = self.entries.lock();
+        if e.contains_key(name) {
+            return Err(Errno::EEXIST);
+        }
+        e.insert(name.to_string(), node);
+        Ok(())
+    }
+    fn unlink(&self, name: &str, dir: bool) -> SysResult<()> {
+        let mut e = self.entries.lock();
+        let node = e.get(name).ok_or(Errno::ENOENT)?;
+        match (dir, node.kind() == Kind::Dir) {
+            (true, false) => return Err(Errno::ENOTDIR),
+            (false, true) => return Err(Errno::EISDIR),
+            (true, true) if !node.entries()?.is_empty() => return Err(Errno::ENOTEMPTY),
+            _ => {}
+        }
+        e.remove(name);
+        Ok(())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+pub struct RamFile {
+    ino: u64,
+    perm: u32,
+    data: Mutex<Vec<u8>>,
+}
+
+impl RamFile {
+    pub fn new(perm: u32, data: Vec<u8>) -> Arc<RamFile> {
+        Arc::new(RamFile {
+            ino: new_ino(),
+            perm,
+            data: Mutex::new(data),
+        })
+    }
+
+    /// The whole contents (exec reads binaries this way).
+    pub fn contents(&self) -> Vec<u8> {
+        self.data.lock().clone()
+    }
+}
+
+impl Inode for RamFile {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::File
+    }
+    fn perm(&self) -> u32 {
+        self.perm
+    }
+    fn size(&self) -> u64 {
+        self.data.lock().len() as u64
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<usize> {
+        let d = self.data.lock();
+        let off = usize::try_from(off).unwrap_or(usize::MAX).min(d.len());
+        let n = buf.len().min(d.len() - off);
+        buf[..n].copy_from_slice(&d[off..off + n]);
+        Ok(n)
+    }
+    fn write_at(&self, off: u64, buf: &[u8]) -> SysResult<usize> {
+        let off = usize::try_from(off).map_err(|_| Errno::EFBIG)?;
+        let end = off.checked_add(buf.len()).ok_or(Errno::EFBIG)?;
+        if end > 1 << 30 {
+            return Err(Errno::EFBIG);
+        }
+        let mut d = self.data.lock();
+        if d.len() < end {
+            d.resize(end, 0);
+        }
+        d[off..end].copy_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn truncate(&self, len: u64) -> SysResult<()> {
+        let len = usize::try_from(len).map_err(|_| Errno::EFBIG)?;
+        self.data.lock().resize(len, 0);
+        Ok(())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+pub struct RamSymlink {
+    ino: u64,
+    target: String,
+}
+
+impl RamSymlink {
+    pub fn new(target: String) -> Arc<RamSymlink> {
+        Arc::new(RamSymlink {
+            ino: new_ino(),
+            target,
+        })
+    }
+}
+
+impl Inode for RamSymlink {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::Symlink
+    }
+    fn perm(&self) -> u32 {
+        0o777
+    }
+    fn size(&self) -> u64 {
+        self.target.len() as u64
+    }
+    fn readlink(&self) -> SysResult<String> {
+        Ok(self.target.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// A character device node (mknod, or from the initramfs).
+pub struct DevNode {
+    ino: u64,
+    perm: u32,
+    major: u32,
+    minor: u32,
+}
+
+impl DevNode {
+    pub fn new(perm: u32, major: u32, minor: u32) -> Arc<DevNode> {
+        Arc::new(DevNode {
+            ino: new_ino(),
+            perm,
+            major,
+            minor,
+        })
+    }
+}
+
+impl Inode for DevNode {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::CharDev
+    }
+    fn perm(&self) -> u32 {
+        self.perm
+    }
+    fn rdev(&self) -> (u32, u32) {
+        (self.major, self.minor)
+    }
+    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn super::FileOps>>> {
+        super::dev::open(self.major, self.minor).map(Some)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

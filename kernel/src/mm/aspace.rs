@@ -1,0 +1,648 @@
+//! User address spaces: a TTBR0 page table with an ASID, the list of mappings (VMAs), demand
+//! paging, and the only way the kernel touches user memory — copies that walk the tables in
+//! software and go through the linear map, so a bad user pointer is an `EFAULT`, never a kernel
+//! fault.
+//!
+//! Anonymous private pages belong to the address space; `MAP_SHARED` anonymous pages belong to a
+//! [`SharedMem`] object that forked address spaces share.
+
+use super::frame;
+use crate::arch::aarch64::mmu::{self, phys_to_virt, PAGE_SIZE};
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::ptr;
+use core::sync::atomic::{AtomicU64, Ordering};
+use spin::Mutex;
+use svelt_abi::errno::{Errno, SysResult};
+
+/// One past the highest user address (48-bit VAs, TTBR0).
+pub const USER_END: usize = 1 << 48;
+/// Top of the main thread's stack and the size reserved for it.
+pub const STACK_TOP: usize = 0x0000_ffff_ffff_0000;
+pub const STACK_SIZE: usize = 8 << 20;
+/// Where top-down mmap placement starts (below the stack, leaving a gap).
+pub const MMAP_TOP: usize = STACK_TOP - STACK_SIZE - (256 << 20);
+/// Lowest address mmap hands out without MAP_FIXED (mmap_min_addr).
+pub const MMAP_MIN: usize = 0x10000;
+
+const PAGE: usize = PAGE_SIZE;
+const PTE_ADDR: u64 = mmu::ADDR_MASK;
+
+/// Access rights of a mapping (PROT_READ/WRITE/EXEC bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Prot(pub u32);
+
+impl Prot {
+    pub const READ: u32 = 1;
+    pub const WRITE: u32 = 2;
+    pub const EXEC: u32 = 4;
+    pub fn r(self) -> bool {
+        self.0 & Self::READ != 0
+    }
+    pub fn w(self) -> bool {
+        self.0 & Self::WRITE != 0
+    }
+    pub fn x(self) -> bool {
+        self.0 & Self::EXEC != 0
+    }
+}
+
+/// Kinds of access, for faults and copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+    Exec,
+    /// The kernel filling a mapping it made (exec), whatever its protection.
+    Kernel,
+}
+
+/// Frames of a `MAP_SHARED | MAP_ANONYMOUS` mapping, shared across fork.
+pub struct SharedMem {
+    pages: Mutex<BTreeMap<usize, u64>>,
+}
+
+impl Drop for SharedMem {
+    fn drop(&mut self) {
+        for (_, pa) in self.pages.get_mut().iter() {
+            frame::free(*pa, 1);
+        }
+    }
+}
+
+#[derive(Clone)]
+pub enum Backing {
+    /// Private zero-fill-on-demand memory.
+    Anon,
+    /// Shared anonymous memory; the offset of the VMA's start within the object.
+    Shared(Arc<SharedMem>, usize),
+}
+
+#[derive(Clone)]
+pub struct Vma {
+    pub start: usize,
+    pub end: usize,
+    pub prot: Prot,
+    pub backing: Backing,
+}
+
+/// Why a user access failed (for si_code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultError {
+    /// No mapping there (SEGV_MAPERR).
+    NoMapping,
+    /// A mapping without the needed permission (SEGV_ACCERR).
+    Permission,
+    /// Out of memory.
+    NoMemory,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+pub struct AddrSpace {
+    pub id: u64,
+    root: u64,
+    asid: u16,
+    vmas: BTreeMap<usize, Vma>,
+    pub brk_start: usize,
+    pub brk: usize,
+    /// Private frames mapped, for /proc.
+    pages: usize,
+}
+
+/// ASIDs in use (bit set); ASID 0 is the empty table's.
+static ASIDS: Mutex<Option<Vec<u64>>> = Mutex::new(None);
+
+fn alloc_asid() -> SysResult<u16> {
+    let mut g = ASIDS.lock();
+    let map = g.get_or_insert_with(|| {
+        let mut v = alloc::vec![0u64; mmu::asid_count() / 64];
+        v[0] = 1;
+        v
+    });
+    for (i, word) in map.iter_mut().enumerate() {
+        if *word != u64::MAX {
+            let bit = word.trailing_ones() as usize;
+            *word |= 1 << bit;
+            return Ok((i * 64 + bit) as u16);
+        }
+    }
+    Err(Errno::EAGAIN)
+}
+
+fn free_asid(asid: u16) {
+    mmu::flush_tlb_asid(asid);
+    if let Some(map) = ASIDS.lock().as_mut() {
+        map[asid as usize / 64] &= !(1 << (asid % 64));
+    }
+}
+
+fn table(pa: u64) -> *mut u64 {
+    phys_to_virt(pa) as *mut u64
+}
+
+impl AddrSpace {
+    pub fn new() -> SysResult<AddrSpace> {
+        let root = frame::alloc_zeroed(1).ok_or(Errno::ENOMEM)?;
+        let asid = match alloc_asid() {
+            Ok(a) => a,
+            Err(e) => {
+                frame::free(root, 1);
+                return Err(e);
+            }
+        };
+        Ok(AddrSpace {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            root,
+            asid,
+            vmas: BTreeMap::new(),
+            brk_start: 0,
+            brk: 0,
+            pages: 0,
+        })
+    }
+
+    /// Makes this address space current on this CPU.
+    pub fn activate(&self) {
+        mmu::set_user_table(self.root, self.asid);
+    }
+
+    pub fn resident_pages(&self) -> usize {
+        self.pages
+    }
+
+    /// The leaf PTE slot for `va`, creating tables on the way if `create`.
+    fn pte_slot(&mut self, va: usize, create: bool) -> Option<*mut u64> {
+        let mut t = self.root;
+        for level in 0..3 {
+            let idx = (va >> (39 - 9 * level)) & 511;
+            // SAFETY: t is a table frame of this address space (linear-mapped); idx < 512.
+            let slot = unsafe { table(t).add(idx) };
+            // SAFETY: as above.
+            let e = unsafe { ptr::read_volatile(slot) };
+            t = if e & mmu::DESC_VALID != 0 {
+                e & PTE_ADDR
+            } else if create {
+                let new = frame::alloc_zeroed(1)?;
+                // SAFETY: linking a zeroed table into an invalid slot of our own table.
+                unsafe {
+                    ptr::write_volatile(slot, new | mmu::DESC_TABLE_OR_PAGE | mmu::DESC_VALID)
+                };
+                new
+            } else {
+                return None;
+            };
+        }
+        // SAFETY: t is a level-3 table frame of this address space.
+        Some(unsafe { table(t).add((va >> 12) & 511) })
+    }
+
+    fn pte_bits(prot: Prot) -> u64 {
+        let mut bits = mmu::DESC_VALID
+            | mmu::DESC_TABLE_OR_PAGE
+            | mmu::attr_index(mmu::MAIR_NORMAL)
+            | mmu::SH_INNER
+            | mmu::AF
+            | mmu::NG
+            | mmu::PXN;
+        if prot.0 == 0 {
+            // PROT_NONE: keep the frame but make every access fault (no EL0 access bit, EL1
+            // read-only; the kernel never uses user VAs).
+            return bits | mmu::AP_RO | mmu::UXN;
+        }
+        bits |= mmu::AP_EL0;
+        if !prot.w() {
+            bits |= mmu::AP_RO;
+        }
+        if !prot.x() {
+            bits |= mmu::UXN;
+        }
+        bits
+    }
+
+    /// The VMA containing `va`.
+    pub fn find_vma(&self, va: usize) -> Option<&Vma> {
+        self.vmas
+            .range(..=va)
+            .next_back()
+            .map(|(_, v)| v)
+            .filter(|v| va < v.end)
+    }
+
+    fn allows(prot: Prot, access: Access) -> bool {
+        match access {
+            Access::Read => prot.r() || prot.w() || prot.x(),
+            Access::Write => prot.w(),
+            Access::Exec => prot.x(),
+            Access::Kernel => true,
+        }
+    }
+
+    /// Resolves a user access to `va` to a physical address, faulting the page in if the
+    /// mapping allows `access`.
+    pub fn translate(&mut self, va: usize, access: Access) -> Result<u64, FaultError> {
+        if va >= USER_END {
+            return Err(FaultError::NoMapping);
+        }
+        let vma = self.find_vma(va).ok_or(FaultError::NoMapping)?.clone();
+        if !Self::allows(vma.prot, access) {
+            return Err(FaultError::Permission);
+        }
+        let page_va = va & !(PAGE - 1);
+        let slot = self.pte_slot(page_va, true).ok_or(FaultError::NoMemory)?;
+        // SAFETY: slot is a leaf entry of this address space's tables.
+        let e = unsafe { ptr::read_volatile(slot) };
+        let pa = if e & mmu::DESC_VALID != 0 {
+            e & PTE_ADDR
+        } else {
+            let pa = match &vma.backing {
+                Backing::Anon => {
+                    let pa = frame::alloc_zeroed(1).ok_or(FaultError::NoMemory)?;
+                    self.pages += 1;
+                    pa
+                }
+                Backing::Shared(obj, off) => {
+                    let index = (page_va - vma.start + off) / PAGE;
+                    let mut pages = obj.pages.lock();
+                    match pages.get(&index) {
+                        Some(&pa) => pa,
+                        None => {
+                            let pa = frame::alloc_zeroed(1).ok_or(FaultError::NoMemory)?;
+                            pages.insert(index, pa);
+                            pa
+                        }
+                    }
+                }
+            };
+            // SAFETY: as above; the slot was invalid, so no TLB entry exists for it.
+            unsafe { ptr::write_volatile(slot, pa | Self::pte_bits(vma.prot)) };
+            crate::arch::aarch64::cpu::barrier_after_table_write();
+            pa
+        };
+        Ok(pa + (va & (PAGE - 1)) as u64)
+    }
+
+    /// Handles a user page fault at `va`.
+    pub fn handle_fault(&mut self, va: usize, access: Access) -> Result<(), FaultError> {
+        self.translate(va, access).map(|_| ())
+    }
+
+    /// Adds a mapping over `[start, end)` (page-aligned), replacing whatever was there.
+    pub fn map(&mut self, start: usize, end: usize, prot: Prot, backing: Backing) {
+        self.unmap(start, end);
+        self.vmas.insert(
+            start,
+            Vma {
+                start,
+                end,
+                prot,
+                backing,
+            },
+        );
+    }
+
+    /// Removes mappings (and frees private frames) in `[start, end)`.
+    pub fn unmap(&mut self, start: usize, end: usize) {
+        self.split_at(start);
+        self.split_at(end);
+        let doomed: Vec<usize> = self.vmas.range(start..end).map(|(&s, _)| s).collect();
+        for s in doomed {
+            let vma = self.vmas.remove(&s).unwrap();
+            self.clear_ptes(&vma);
+        }
+    }
+
+    /// Splits the VMA containing `at` (if any) so that a VMA boundary falls at `at`.
+    fn split_at(&mut self, at: usize) {
+        let Some(v) = self.find_vma(at).cloned() else {
+            return;
+        };
+        if v.start == at {
+            return;
+        }
+        let mut lo = v.clone();
+        lo.end = at;
+        let mut hi = v;
+        if let Backing::Shared(obj, off) = &hi.backing {
+            hi.backing = Backing::Shared(obj.clone(), off + (at - hi.start));
+        }
+        hi.start = at;
+        self.vmas.insert(lo.start, lo);
+        self.vmas.insert(hi.start, hi);
+    }
+
+    fn clear_ptes(&mut self, vma: &Vma) {
+        let mut va = vma.start;
+        while va < vma.end {
+            let Some(slot) = self.pte_slot(va, false) else {
+                va = skip_missing_table(va);
+                continue;
+            };
+            // SAFETY: a leaf entry of this address space.
+            let e = unsafe { ptr::read_volatile(slot) };
+            if e & mmu::DESC_VALID != 0 {
+                // SAFETY: as above.
+                unsafe { ptr::write_volatile(slot, 0) };
+                mmu::flush_tlb_user_page(self.asid, va);
+                if matches!(vma.backing, Backing::Anon) {
+                    frame::free(e & PTE_ADDR, 1);
+                    self.pages -= 1;
+                }
+            }
+            va += PAGE;
+        }
+    }
+
+    /// Changes the protection of `[start, end)`; ENOMEM if part of it is unmapped.
+    pub fn protect(&mut self, start: usize, end: usize, prot: Prot) -> SysResult<()> {
+        let mut va = start;
+        while va < end {
+            let v = self.find_vma(va).ok_or(Errno::ENOMEM)?;
+            va = v.end;
+        }
+        self.split_at(start);
+        self.split_at(end);
+        let keys: Vec<usize> = self.vmas.range(start..end).map(|(&s, _)| s).collect();
+        for k in keys {
+            let v = self.vmas.get_mut(&k).unwrap();
+            v.prot = prot;
+            let (s, e) = (v.start, v.end);
+            let mut va = s;
+            while va < e {
+                let Some(slot) = self.pte_slot(va, false) else {
+                    va = skip_missing_table(va);
+                    continue;
+                };
+                {
+                    // SAFETY: a leaf entry of this address space.
+                    let pte = unsafe { ptr::read_volatile(slot) };
+                    if pte & mmu::DESC_VALID != 0 {
+                        // Break before make: invalidate, flush, then write the new entry.
+                        // SAFETY: as above.
+                        unsafe { ptr::write_volatile(slot, 0) };
+                        mmu::flush_tlb_user_page(self.asid, va);
+                        // SAFETY: as above.
+                        unsafe {
+                            ptr::write_volatile(slot, (pte & PTE_ADDR) | Self::pte_bits(prot))
+                        };
+                    }
+                }
+                va += PAGE;
+            }
+        }
+        crate::arch::aarch64::cpu::barrier_after_table_write();
+        Ok(())
+    }
+
+    /// Whether `[start, end)` overlaps no mapping.
+    pub fn is_free(&self, start: usize, end: usize) -> bool {
+        self.vmas
+            .range(..end)
+            .next_back()
+            .is_none_or(|(_, v)| v.end <= start)
+    }
+
+    /// A free range of `len` bytes, searching down from `MMAP_TOP` (and `hint` first).
+    pub fn find_free(&self, len: usize, hint: usize) -> Option<usize> {
+        if hint >= MMAP_MIN && hint.checked_add(len)? <= MMAP_TOP && self.is_free(hint, hint + len)
+        {
+            return Some(hint);
+        }
+        let mut top = MMAP_TOP;
+        for (_, v) in self.vmas.range(..MMAP_TOP).rev() {
+            if v.end <= top && top - v.end >= len {
+                return Some(top - len);
+            }
+            top = top.min(v.start);
+        }
+        (top >= MMAP_MIN + len).then(|| top - len)
+    }
+
+    /// A copy for fork: private pages are copied, shared ones shared.
+    pub fn fork(&mut self) -> SysResult<AddrSpace> {
+        let mut child = AddrSpace::new()?;
+        child.brk_start = self.brk_start;
+        child.brk = self.brk;
+        let vmas: Vec<Vma> = self.vmas.values().cloned().collect();
+        for vma in vmas {
+            child.vmas.insert(vma.start, vma.clone());
+            let mut va = vma.start;
+            while va < vma.end {
+                let Some(slot) = self.pte_slot(va, false) else {
+                    va = skip_missing_table(va);
+                    continue;
+                };
+                {
+                    // SAFETY: a leaf entry of the parent's tables.
+                    let e = unsafe { ptr::read_volatile(slot) };
+                    if e & mmu::DESC_VALID != 0 {
+                        let pa = match vma.backing {
+                            Backing::Anon => {
+                                let new = frame::alloc_zeroed(1).ok_or(Errno::ENOMEM)?;
+                                // SAFETY: both frames are linear-mapped, distinct, page-sized.
+                                unsafe {
+                                    ptr::copy_nonoverlapping(
+                                        phys_to_virt(e & PTE_ADDR) as *const u8,
+                                        phys_to_virt(new) as *mut u8,
+                                        PAGE,
+                                    )
+                                };
+                                child.pages += 1;
+                                new
+                            }
+                            Backing::Shared(..) => e & PTE_ADDR,
+                        };
+                        let cslot = child.pte_slot(va, true).ok_or(Errno::ENOMEM)?;
+                        // SAFETY: a fresh leaf slot of the child's tables.
+                        unsafe { ptr::write_volatile(cslot, pa | (e & !PTE_ADDR)) };
+                    }
+                }
+                va += PAGE;
+            }
+        }
+        Ok(child)
+    }
+
+    // ---- user copies -------------------------------------------------------------------------
+
+    /// Runs `f` over each page-sized piece of `[va, va + len)` as a kernel slice.
+    fn for_each_chunk(
+        &mut self,
+        va: usize,
+        len: usize,
+        access: Access,
+        mut f: impl FnMut(*mut u8, usize, usize),
+    ) -> SysResult<()> {
+        let end = va.checked_add(len).ok_or(Errno::EFAULT)?;
+        if end > USER_END {
+            return Err(Errno::EFAULT);
+        }
+        let mut cur = va;
+        while cur < end {
+            let n = (PAGE - (cur & (PAGE - 1))).min(end - cur);
+            let pa = self.translate(cur, access).map_err(|_| Errno::EFAULT)?;
+            f(phys_to_virt(pa) as *mut u8, cur - va, n);
+            cur += n;
+        }
+        Ok(())
+    }
+
+    pub fn read(&mut self, va: usize, buf: &mut [u8]) -> SysResult<()> {
+        let dst = buf.as_mut_ptr();
+        self.for_each_chunk(va, buf.len(), Access::Read, |src, off, n| {
+            // SAFETY: src is n readable bytes of a user frame via the linear map; dst+off..+n
+            // lies within buf.
+            unsafe { ptr::copy_nonoverlapping(src, dst.add(off), n) }
+        })
+    }
+
+    pub fn write(&mut self, va: usize, buf: &[u8]) -> SysResult<()> {
+        let src = buf.as_ptr();
+        self.for_each_chunk(va, buf.len(), Access::Write, |dst, off, n| {
+            // SAFETY: dst is n writable bytes of a user frame; src+off..+n lies within buf.
+            unsafe { ptr::copy_nonoverlapping(src.add(off), dst, n) }
+        })
+    }
+
+    /// Writes into a mapping regardless of its protection (exec loading text).
+    pub fn write_kernel(&mut self, va: usize, buf: &[u8]) -> SysResult<()> {
+        let src = buf.as_ptr();
+        self.for_each_chunk(va, buf.len(), Access::Kernel, |dst, off, n| {
+            // SAFETY: dst is n bytes of a user frame; src+off..+n lies within buf.
+            unsafe { ptr::copy_nonoverlapping(src.add(off), dst, n) }
+        })
+    }
+
+    /// Whether `[va, va + len)` is covered by mappings allowing `access` (no page is touched).
+    pub fn range_ok(&self, va: usize, len: usize, access: Access) -> bool {
+        let Some(end) = va.checked_add(len) else {
+            return false;
+        };
+        if end > USER_END {
+            return false;
+        }
+        let mut cur = va;
+        while cur < end {
+            match self.find_vma(cur) {
+                Some(v) if Self::allows(v.prot, access) => cur = v.end,
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    pub fn zero(&mut self, va: usize, len: usize) -> SysResult<()> {
+        self.for_each_chunk(va, len, Access::Write, |dst, _, n| {
+            // SAFETY: dst is n writable bytes of a user frame.
+            unsafe { ptr::write_bytes(dst, 0, n) }
+        })
+    }
+
+    /// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG beyond).
+    pub fn read_cstr(&mut self, va: usize, max: usize) -> SysResult<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut cur = va;
+        loop {
+            let n = PAGE - (cur & (PAGE - 1));
+            let pa = self
+                .translate(cur, Access::Read)
+                .map_err(|_| Errno::EFAULT)?;
+            // SAFETY: n readable bytes of a user frame via the linear map.
+            let chunk = unsafe { core::slice::from_raw_parts(phys_to_virt(pa) as *const u8, n) };
+            if let Some(z) = chunk.iter().position(|&b| b == 0) {
+                out.extend_from_slice(&chunk[..z]);
+                if out.len() > max {
+                    return Err(Errno::ENAMETOOLONG);
+                }
+                return Ok(out);
+            }
+            out.extend_from_slice(chunk);
+            if out.len() > max {
+                return Err(Errno::ENAMETOOLONG);
+            }
+            cur += n;
+        }
+    }
+
+    /// Writes `v`'s bytes; for plain-old-data values.
+    pub fn write_val<T: Copy>(&mut self, va: usize, v: &T) -> SysResult<()> {
+        // SAFETY: T is Copy plain data; we view its bytes.
+        let bytes = unsafe {
+            core::slice::from_raw_parts(v as *const T as *const u8, core::mem::size_of::<T>())
+        };
+        self.write(va, bytes)
+    }
+
+    pub fn read_u64(&mut self, va: usize) -> SysResult<u64> {
+        let mut b = [0u8; 8];
+        self.read(va, &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    pub fn read_u32(&mut self, va: usize) -> SysResult<u32> {
+        let mut b = [0u8; 4];
+        self.read(va, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    pub fn write_u32(&mut self, va: usize, v: u32) -> SysResult<()> {
+        self.write(va, &v.to_le_bytes())
+    }
+
+    pub fn write_u64(&mut self, va: usize, v: u64) -> SysResult<()> {
+        self.write(va, &v.to_le_bytes())
+    }
+
+    /// The shared-memory object and offset behind `va`, for shared futex keys.
+    pub fn shared_key(&self, va: usize) -> Option<(usize, usize)> {
+        let v = self.find_vma(va)?;
+        match &v.backing {
+            Backing::Shared(obj, off) => Some((Arc::as_ptr(obj) as usize, va - v.start + off)),
+            Backing::Anon => None,
+        }
+    }
+
+    pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
+        self.vmas.values()
+    }
+}
+
+impl SharedMem {
+    pub fn new() -> Arc<SharedMem> {
+        Arc::new(SharedMem {
+            pages: Mutex::new(BTreeMap::new()),
+        })
+    }
+}
+
+impl Drop for AddrSpace {
+    fn drop(&mut self) {
+        let vmas: Vec<Vma> = self.vmas.values().cloned().collect();
+        for v in &vmas {
+            self.clear_ptes(v);
+        }
+        self.vmas.clear();
+        free_tables(self.root, 0);
+        free_asid(self.asid);
+    }
+}
+
+/// The next address a missing last-level table could cover (the next 2 MiB boundary).
+fn skip_missing_table(va: usize) -> usize {
+    (va | 0x1f_ffff) + 1
+}
+
+/// Frees a table and the tables below it (leaf frames were freed with their VMAs).
+fn free_tables(pa: u64, level: usize) {
+    if level < 3 {
+        for i in 0..512 {
+            // SAFETY: pa is a table frame of a dying address space; i < 512.
+            let e = unsafe { ptr::read_volatile(table(pa).add(i)) };
+            if e & mmu::DESC_VALID != 0 {
+                free_tables(e & PTE_ADDR, level + 1);
+            }
+        }
+    }
+    frame::free(pa, 1);
+}

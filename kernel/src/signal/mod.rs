@@ -1,0 +1,444 @@
+//! Signals: generation (kill, faults, children, timers), the pending sets, default actions
+//! (terminate, core, stop, continue, ignore), and delivery through Linux's rt_sigframe
+//! (frame.rs). Syscall restart decisions happen here too.
+
+pub mod frame;
+
+use crate::arch::aarch64::exception::TrapFrame;
+use crate::task::exit;
+use crate::task::{self, sched, Process, Task};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::sched::wstatus;
+use svelt_abi::signal::{self as sig, DefaultAction};
+
+pub const NSIG: u32 = 64;
+
+fn bit(signo: u32) -> u64 {
+    1u64 << (signo - 1)
+}
+
+/// Signals that can be neither blocked nor caught.
+const UNBLOCKABLE: u64 = sig::Sigset::UNBLOCKABLE.0;
+
+pub use sig::Siginfo as SigInfo;
+
+/// SIGCHLD's siginfo for a child's wait status.
+pub fn child_info(pid: u32, status: i32) -> SigInfo {
+    let (code, st) = if wstatus::wifexited(status) {
+        (sig::CLD_EXITED, wstatus::wexitstatus(status))
+    } else if wstatus::wifcontinued(status) {
+        (sig::CLD_CONTINUED, sig::SIGCONT as i32)
+    } else if wstatus::wifstopped(status) {
+        (sig::CLD_STOPPED, wstatus::wstopsig(status))
+    } else if wstatus::wcoredump(status) {
+        (sig::CLD_DUMPED, wstatus::wtermsig(status))
+    } else {
+        (sig::CLD_KILLED, wstatus::wtermsig(status))
+    };
+    SigInfo::chld(code, pid as i32, 0, st, 0, 0)
+}
+
+pub use sig::Sigaction as SigAction;
+
+#[derive(Clone)]
+pub struct SigHandlers {
+    actions: [SigAction; NSIG as usize],
+}
+
+impl Default for SigHandlers {
+    fn default() -> Self {
+        SigHandlers {
+            actions: [SigAction::default(); NSIG as usize],
+        }
+    }
+}
+
+impl SigHandlers {
+    pub fn get(&self, signo: u32) -> SigAction {
+        self.actions[signo as usize - 1]
+    }
+    pub fn set(&mut self, signo: u32, a: SigAction) {
+        self.actions[signo as usize - 1] = a;
+    }
+    /// Handlers after execve: caught signals revert to their default; ignored stay ignored.
+    pub fn for_exec(&self) -> SigHandlers {
+        let mut h = SigHandlers::default();
+        for (i, a) in self.actions.iter().enumerate() {
+            if a.sa_handler == sig::SIG_IGN {
+                h.actions[i].sa_handler = sig::SIG_IGN;
+            }
+        }
+        h
+    }
+}
+
+/// Pending signals with their siginfo (standard signals at most once, real-time ones queued).
+#[derive(Default)]
+pub struct Pending {
+    mask: u64,
+    queue: Vec<SigInfo>,
+}
+
+impl Pending {
+    fn add(&mut self, info: SigInfo) {
+        let s = info.signo();
+        if s < sig::SIGRTMIN && self.mask & bit(s) != 0 {
+            return;
+        }
+        self.mask |= bit(s);
+        self.queue.push(info);
+    }
+    /// Drops a pending signal (its handler now ignores it).
+    pub fn discard(&mut self, signo: u32) {
+        self.remove(signo);
+    }
+
+    fn remove(&mut self, signo: u32) {
+        self.mask &= !bit(signo);
+        self.queue.retain(|i| i.signo() != signo);
+    }
+    /// Takes the lowest-numbered signal not in `blocked`.
+    fn take(&mut self, blocked: u64) -> Option<SigInfo> {
+        let ready = self.mask & !blocked;
+        if ready == 0 {
+            return None;
+        }
+        let signo = ready.trailing_zeros() + 1;
+        let i = self.queue.iter().position(|q| q.signo() == signo)?;
+        let info = self.queue.remove(i);
+        if !self.queue.iter().any(|q| q.signo() == signo) {
+            self.mask &= !bit(signo);
+        }
+        Some(info)
+    }
+    pub fn pending_mask(&self) -> u64 {
+        self.mask
+    }
+}
+
+pub type SharedPending = Pending;
+
+pub use sig::AltStack;
+
+#[derive(Default)]
+pub struct SigState {
+    pub blocked: u64,
+    pub pending: Pending,
+    pub altstack: AltStack,
+    /// The mask to restore after a temporary one (sigsuspend, ppoll, pselect, epoll_pwait).
+    pub saved_mask: Option<u64>,
+}
+
+impl SigState {
+    pub fn pending_mask(&self) -> u64 {
+        self.pending.mask
+    }
+}
+
+fn is_ignored(handlers: &SigHandlers, signo: u32) -> bool {
+    handlers.get(signo).ignores(signo)
+}
+
+/// Stop/continue side effects at generation time. Returns false if the signal is dropped.
+fn prepare(p: &Arc<Process>, signo: u32) -> bool {
+    if p.exiting.load(Ordering::Acquire) {
+        return signo == sig::SIGKILL;
+    }
+    let stop_mask = bit(sig::SIGSTOP) | bit(sig::SIGTSTP) | bit(sig::SIGTTIN) | bit(sig::SIGTTOU);
+    if signo == sig::SIGCONT || signo == sig::SIGKILL {
+        for t in p.live_threads() {
+            for s in [sig::SIGSTOP, sig::SIGTSTP, sig::SIGTTIN, sig::SIGTTOU] {
+                t.sig.lock().pending.remove(s);
+            }
+        }
+        {
+            let mut sh = p.shared_sig.lock();
+            for s in [sig::SIGSTOP, sig::SIGTSTP, sig::SIGTTIN, sig::SIGTTOU] {
+                sh.remove(s);
+            }
+        }
+        if p.stopped.swap(false, Ordering::AcqRel) && signo == sig::SIGCONT {
+            *p.stop_event.lock() = Some((wstatus::continued(), false));
+            notify_parent_stop(p, wstatus::continued());
+        }
+        p.stop_wait.wake_all();
+    } else if stop_mask & bit(signo) != 0 {
+        for t in p.live_threads() {
+            t.sig.lock().pending.remove(sig::SIGCONT);
+        }
+        p.shared_sig.lock().remove(sig::SIGCONT);
+    }
+    let ignored = p.live_threads().first().is_some_and(|t| {
+        let blocked = t.sig.lock().blocked & bit(signo) != 0;
+        !blocked && is_ignored(&t.sighand().lock(), signo)
+    });
+    !ignored || signo == sig::SIGKILL
+}
+
+/// Pokes a thread so it notices a new signal: wakes it if sleeping, interrupts its CPU if it
+/// runs user code.
+fn kick(t: &Arc<Task>) {
+    sched::wake(t);
+    let cpu = t.cpu.load(Ordering::Relaxed);
+    if t.on_cpu.load(Ordering::Acquire) && cpu != crate::percpu::cpu_id() {
+        crate::irq::send_reschedule(cpu);
+    }
+}
+
+/// A signal to one thread.
+pub fn send_to_task(t: &Arc<Task>, signo: u32, info: SigInfo) {
+    let p = t.process();
+    if !prepare(&p, signo) {
+        return;
+    }
+    t.sig.lock().pending.add(info);
+    kick(t);
+}
+
+/// A signal to a process: any thread not blocking it takes it.
+pub fn send_to_process(p: &Arc<Process>, signo: u32, info: SigInfo) {
+    if !prepare(p, signo) {
+        return;
+    }
+    p.shared_sig.lock().add(info);
+    let threads = p.live_threads();
+    let target = threads
+        .iter()
+        .find(|t| t.sig.lock().blocked & bit(signo) == 0)
+        .or(threads.first());
+    if let Some(t) = target {
+        kick(t);
+    }
+    if signo == sig::SIGKILL {
+        for t in &threads {
+            kick(t);
+        }
+    }
+}
+
+/// A synchronous fault signal: delivered even if blocked or ignored (then with the default
+/// action), as Linux's force_sig does.
+pub fn force(t: &Task, signo: u32, info: SigInfo) {
+    {
+        let h = t.sighand();
+        let mut h = h.lock();
+        let mut s = t.sig.lock();
+        let a = h.get(signo);
+        if s.blocked & bit(signo) != 0 || a.sa_handler == sig::SIG_IGN {
+            s.blocked &= !bit(signo);
+            if a.sa_handler == sig::SIG_IGN {
+                h.set(signo, SigAction::default());
+            }
+        }
+        s.pending.add(info);
+    }
+}
+
+/// A signal (or a kill) that should end an interruptible wait is pending for `t`.
+pub fn interrupted(t: &Task) -> bool {
+    if t.killed.load(Ordering::Acquire) {
+        return true;
+    }
+    let s = t.sig.lock();
+    let shared = t.process().shared_sig.lock().mask;
+    (s.pending.mask | shared) & !s.blocked != 0
+}
+
+/// Work for the return-to-user path: a deliverable signal or a stop.
+pub fn has_work(t: &Task) -> bool {
+    interrupted(t) || t.process().stopped.load(Ordering::Acquire)
+}
+
+fn notify_parent_stop(p: &Arc<Process>, status: i32) {
+    let Some(parent) = p.parent() else { return };
+    let flags = parent
+        .live_threads()
+        .first()
+        .map_or(0, |t| t.sighand().lock().get(sig::SIGCHLD).sa_flags);
+    if flags & sig::SA_NOCLDSTOP == 0 {
+        send_to_process(&parent, sig::SIGCHLD, child_info(p.pid, status));
+    }
+    parent.child_wait.wake_all();
+}
+
+fn do_stop(p: &Arc<Process>, signo: u32) {
+    if !p.stopped.swap(true, Ordering::AcqRel) {
+        *p.stop_event.lock() = Some((wstatus::stopped(signo), false));
+        notify_parent_stop(p, wstatus::stopped(signo));
+        for t in p.live_threads() {
+            kick(&t);
+        }
+    }
+}
+
+/// Applies the syscall-restart rules once we know whether a handler runs.
+fn restart(tf: &mut TrapFrame, handler: Option<u64>) {
+    // SAFETY: the current task's own locals.
+    let l = unsafe { task::current().local() };
+    if l.in_syscall < 0 {
+        return;
+    }
+    l.in_syscall = -1;
+    let err = -(tf.x[0] as i64);
+    let restart_it = match err {
+        e if e == Errno::ERESTARTNOINTR as i64 => true,
+        e if e == Errno::ERESTARTSYS as i64 => {
+            handler.is_none_or(|flags| flags & sig::SA_RESTART != 0)
+        }
+        e if e == Errno::ERESTARTNOHAND as i64 || e == Errno::ERESTART_RESTARTBLOCK as i64 => {
+            handler.is_none()
+        }
+        _ => return,
+    };
+    if restart_it {
+        tf.x[0] = l.orig_x0;
+        tf.elr -= 4;
+    } else {
+        tf.x[0] = (-(Errno::EINTR as i64)) as u64;
+    }
+}
+
+/// After the return-to-user work: restart a syscall no handler interrupted, drop a temporary
+/// mask nothing used.
+pub fn finish_syscall(tf: &mut TrapFrame) {
+    restart(tf, None);
+    let t = task::current();
+    let mut s = t.sig.lock();
+    if let Some(m) = s.saved_mask.take() {
+        s.blocked = m;
+    }
+}
+
+/// Takes a pending signal in `want` even if blocked (sigtimedwait).
+pub fn take_wanted(t: &Task, want: u64) -> Option<SigInfo> {
+    let mut s = t.sig.lock();
+    s.pending
+        .take(!want)
+        .or_else(|| t.process().shared_sig.lock().take(!want))
+}
+
+/// Takes the next deliverable signal.
+fn dequeue(t: &Task) -> Option<SigInfo> {
+    let mut s = t.sig.lock();
+    let blocked = s.blocked;
+    s.pending
+        .take(blocked)
+        .or_else(|| t.process().shared_sig.lock().take(blocked))
+}
+
+/// Delivers pending signals (from the return-to-user path).
+pub fn do_signal(tf: &mut TrapFrame) {
+    let t = task::current_arc();
+    let p = t.process();
+    loop {
+        if p.stopped.load(Ordering::Acquire) && !t.killed.load(Ordering::Acquire) {
+            let pending_kill = {
+                let s = t.sig.lock();
+                (s.pending.mask | p.shared_sig.lock().mask) & bit(sig::SIGKILL) != 0
+            };
+            if !pending_kill {
+                p.stop_wait.wait_uninterruptible(|| {
+                    let go = !p.stopped.load(Ordering::Acquire) || t.killed.load(Ordering::Acquire);
+                    go.then_some(())
+                });
+                continue;
+            }
+        }
+        let Some(info) = dequeue(&t) else { break };
+        let signo = info.signo();
+        let action = t.sighand().lock().get(signo);
+        match action.sa_handler {
+            sig::SIG_IGN => continue,
+            sig::SIG_DFL => match sig::default_action(signo) {
+                Some(DefaultAction::Ign | DefaultAction::Cont) | None => continue,
+                Some(DefaultAction::Stop) => {
+                    do_stop(&p, signo);
+                    continue;
+                }
+                Some(DefaultAction::Term) => exit::do_group_exit(wstatus::signaled(signo, false)),
+                Some(DefaultAction::Core) => exit::do_group_exit(wstatus::signaled(signo, true)),
+            },
+            _ => {
+                restart(tf, Some(action.sa_flags));
+                deliver(&t, tf, &info, &action);
+                return;
+            }
+        }
+    }
+}
+
+/// Builds the frame and points the user registers at the handler.
+fn deliver(t: &Arc<Task>, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) {
+    let signo = info.signo();
+    let (mask_to_save, altstack) = {
+        let mut s = t.sig.lock();
+        let m = s.saved_mask.take().unwrap_or(s.blocked);
+        (m, s.altstack)
+    };
+    if frame::setup(t, tf, info, a, mask_to_save, altstack).is_err() {
+        // The frame could not be written (bad stack): the task dies of SIGSEGV.
+        exit::do_group_exit(wstatus::signaled(sig::SIGSEGV, true));
+    }
+    {
+        let mut s = t.sig.lock();
+        s.blocked = a.handler_mask(signo, sig::Sigset(s.blocked)).0;
+    }
+    if a.sa_flags & sig::SA_RESETHAND != 0 {
+        let h = t.sighand();
+        let mut h = h.lock();
+        let mut cur = h.get(signo);
+        cur.sa_handler = sig::SIG_DFL;
+        cur.sa_flags &= !sig::SA_SIGINFO;
+        h.set(signo, cur);
+    }
+}
+
+// ---- syscall helpers ------------------------------------------------------------------------
+
+pub fn valid_signo(s: i32) -> SysResult<u32> {
+    if (1..=NSIG as i32).contains(&s) {
+        Ok(s as u32)
+    } else {
+        Err(Errno::EINVAL)
+    }
+}
+
+pub fn unblockable() -> u64 {
+    UNBLOCKABLE
+}
+
+/// Installs a temporary signal mask for the rest of a syscall (ppoll, pselect6, epoll_pwait);
+/// the previous one comes back after the syscall, or after the handler it lets through.
+pub struct TempMask;
+
+impl TempMask {
+    pub fn from_user(set: usize, size: usize) -> SysResult<TempMask> {
+        if set == 0 {
+            return Ok(TempMask);
+        }
+        if size != 8 {
+            return Err(Errno::EINVAL);
+        }
+        let m = task::with_mm(|mm| mm.read_u64(set))?;
+        set_temp_mask(m);
+        Ok(TempMask)
+    }
+}
+
+pub fn set_temp_mask(m: u64) {
+    let t = task::current();
+    let mut s = t.sig.lock();
+    if s.saved_mask.is_none() {
+        s.saved_mask = Some(s.blocked);
+    }
+    s.blocked = m & !UNBLOCKABLE;
+}
+
+/// AT_MINSIGSTKSZ: the largest frame this system can deliver, plus the frame record and
+/// alignment slack.
+pub fn min_sigstksz() -> usize {
+    frame::max_frame_size() + 32
+}

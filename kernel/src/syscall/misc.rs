@@ -1,0 +1,88 @@
+//! uname, getrandom, reboot, sysinfo, getcpu.
+
+use crate::task::with_mm;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::sys;
+
+/// The release Svelt reports: a Linux version new enough for glibc and for the SVE/SME ABI it
+/// implements (6.16 semantics), marked as Svelt.
+pub const RELEASE: &str = "6.16.0-svelt";
+
+pub fn uname(buf: usize) -> SysResult<usize> {
+    let u = sys::Utsname {
+        sysname: b"Linux",
+        nodename: b"svelt",
+        release: RELEASE.as_bytes(),
+        version: b"#1 SMP Svelt",
+        machine: b"aarch64",
+        domainname: b"(none)",
+    };
+    with_mm(|mm| mm.write(buf, &u.to_bytes()))?;
+    Ok(0)
+}
+
+pub fn getrandom(buf: usize, len: usize, flags: u32) -> SysResult<usize> {
+    const GRND_NONBLOCK: u32 = 1;
+    const GRND_RANDOM: u32 = 2;
+    const GRND_INSECURE: u32 = 4;
+    if flags & !(GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE) != 0
+        || flags & (GRND_RANDOM | GRND_INSECURE) == (GRND_RANDOM | GRND_INSECURE)
+    {
+        return Err(Errno::EINVAL);
+    }
+    let len = len.min(32 << 20);
+    let mut done = 0;
+    let mut chunk = [0u8; 256];
+    while done < len {
+        let n = chunk.len().min(len - done);
+        crate::fs::dev::fill_random(&mut chunk[..n]);
+        with_mm(|mm| mm.write(buf + done, &chunk[..n]))?;
+        done += n;
+    }
+    Ok(len)
+}
+
+pub fn reboot(magic1: u32, magic2: u32, cmd: u32) -> SysResult<usize> {
+    sys::reboot_check_magic(magic1, magic2)?;
+    match cmd {
+        sys::LINUX_REBOOT_CMD_POWER_OFF
+        | sys::LINUX_REBOOT_CMD_HALT
+        | sys::LINUX_REBOOT_CMD_RESTART
+        | sys::LINUX_REBOOT_CMD_RESTART2 => {
+            log::info!(
+                "reboot({cmd:#x}) from pid {}: powering off",
+                crate::task::current().pid()
+            );
+            crate::power::exit(0)
+        }
+        sys::LINUX_REBOOT_CMD_CAD_ON | sys::LINUX_REBOOT_CMD_CAD_OFF => Ok(0),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+pub fn sysinfo(buf: usize) -> SysResult<usize> {
+    let info = sys::Sysinfo {
+        uptime: (crate::time::now_ns() / 1_000_000_000) as i64,
+        totalram: (crate::mm::frame::total() * 4096) as u64,
+        freeram: (crate::mm::frame::free_count() * 4096) as u64,
+        procs: crate::task::all_processes().len() as u16,
+        mem_unit: 1,
+        ..Default::default()
+    };
+    with_mm(|mm| mm.write(buf, &info.to_bytes()))?;
+    Ok(0)
+}
+
+pub fn getcpu(cpu: usize, node: usize) -> SysResult<usize> {
+    let id = crate::percpu::cpu_id() as u32;
+    with_mm(|mm| {
+        if cpu != 0 {
+            mm.write_u32(cpu, id)?;
+        }
+        if node != 0 {
+            mm.write_u32(node, 0)?;
+        }
+        Ok(())
+    })?;
+    Ok(0)
+}

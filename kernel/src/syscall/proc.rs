@@ -1,0 +1,251 @@
+//! Process and thread syscalls.
+
+use crate::arch::aarch64::exception::TrapFrame;
+use crate::task::exit::{self, Which};
+use crate::task::{self, with_mm};
+use core::sync::atomic::Ordering;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::sched::{self as s, wstatus, CloneArgs};
+use svelt_abi::sys;
+
+pub fn clone(
+    flags: u64,
+    newsp: usize,
+    parent_tid: usize,
+    tls: u64,
+    child_tid: usize,
+    tf: &TrapFrame,
+) -> SysResult<usize> {
+    let args = CloneArgs::from_legacy(
+        flags,
+        newsp as u64,
+        parent_tid as u64,
+        tls,
+        child_tid as u64,
+    );
+    task::fork::do_clone(&args, tf).map(|t| t as usize)
+}
+
+pub fn execve(path: usize, argv: usize, envp: usize, tf: &mut TrapFrame) -> SysResult<usize> {
+    task::exec::do_execve(path, argv, envp, tf)?;
+    Ok(0)
+}
+
+pub fn exit(code: i32) -> SysResult<usize> {
+    exit::do_exit(wstatus::exited(code))
+}
+
+pub fn exit_group(code: i32) -> SysResult<usize> {
+    exit::do_group_exit(wstatus::exited(code))
+}
+
+fn which_from_wait4(pid: i32) -> Which {
+    match pid {
+        -1 => Which::Any,
+        0 => Which::Pgid(task::current().process().pgid.load(Ordering::Relaxed)),
+        p if p < -1 => Which::Pgid(p.unsigned_abs()),
+        p => Which::Pid(p as u32),
+    }
+}
+
+pub fn wait4(pid: i32, status: usize, options: u32, rusage: usize) -> SysResult<usize> {
+    let options = s::wait4_options(options)?;
+    if pid == i32::MIN {
+        return Err(Errno::ESRCH);
+    }
+    match exit::do_wait(which_from_wait4(pid), options | s::WEXITED)? {
+        Some((pid, st)) => {
+            with_mm(|mm| {
+                if status != 0 {
+                    mm.write_u32(status, st as u32)?;
+                }
+                if rusage != 0 {
+                    mm.write(rusage, &[0u8; sys::Rusage::SIZE])?;
+                }
+                Ok(())
+            })?;
+            Ok(pid as usize)
+        }
+        None => Ok(0),
+    }
+}
+
+pub fn waitid(idtype: u32, id: i32, infop: usize, options: u32, rusage: usize) -> SysResult<usize> {
+    let options = s::waitid_options(options)?;
+    let which = match idtype {
+        s::P_ALL => Which::Any,
+        s::P_PID if id > 0 => Which::Pid(id as u32),
+        s::P_PGID if id >= 0 => Which::Pgid(if id == 0 {
+            task::current().process().pgid.load(Ordering::Relaxed)
+        } else {
+            id as u32
+        }),
+        _ => return Err(Errno::EINVAL),
+    };
+    // waitid reports stops with WSTOPPED (same bit as WUNTRACED).
+    let r = exit::do_wait(which, options)?;
+    with_mm(|mm| {
+        if infop != 0 {
+            let info = match r {
+                Some((pid, st)) => crate::signal::child_info(pid, st).0,
+                None => [0u8; 128],
+            };
+            mm.write(infop, &info)?;
+        }
+        if rusage != 0 {
+            mm.write(rusage, &[0u8; sys::Rusage::SIZE])?;
+        }
+        Ok(())
+    })?;
+    Ok(0)
+}
+
+pub fn getres(a: usize, b: usize, c: usize) -> SysResult<usize> {
+    with_mm(|mm| {
+        for p in [a, b, c] {
+            mm.write_u32(p, 0)?;
+        }
+        Ok(0)
+    })
+}
+
+pub fn setpgid(pid: i32, pgid: i32) -> SysResult<usize> {
+    if pgid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let me = task::current().process();
+    let target = if pid == 0 || pid as u32 == me.pid {
+        me.clone()
+    } else {
+        let t = task::find_process(pid as u32).ok_or(Errno::ESRCH)?;
+        if t.parent().is_none_or(|p| p.pid != me.pid) {
+            return Err(Errno::ESRCH);
+        }
+        t
+    };
+    let g = if pgid == 0 { target.pid } else { pgid as u32 };
+    target.pgid.store(g, Ordering::Relaxed);
+    Ok(0)
+}
+
+pub fn getpgid(pid: i32) -> SysResult<usize> {
+    let p = if pid == 0 {
+        task::current().process()
+    } else {
+        task::find_process(pid as u32).ok_or(Errno::ESRCH)?
+    };
+    Ok(p.pgid.load(Ordering::Relaxed) as usize)
+}
+
+pub fn getsid(pid: i32) -> SysResult<usize> {
+    let p = if pid == 0 {
+        task::current().process()
+    } else {
+        task::find_process(pid as u32).ok_or(Errno::ESRCH)?
+    };
+    Ok(p.sid.load(Ordering::Relaxed) as usize)
+}
+
+pub fn setsid() -> SysResult<usize> {
+    let p = task::current().process();
+    if p.pgid.load(Ordering::Relaxed) == p.pid {
+        return Err(Errno::EPERM);
+    }
+    p.sid.store(p.pid, Ordering::Relaxed);
+    p.pgid.store(p.pid, Ordering::Relaxed);
+    Ok(p.pid as usize)
+}
+
+pub fn set_tid_address(addr: usize) -> SysResult<usize> {
+    let t = task::current();
+    t.clear_child_tid.store(addr, Ordering::Relaxed);
+    Ok(t.tid as usize)
+}
+
+pub fn set_robust_list(head: usize, len: usize) -> SysResult<usize> {
+    if len != 24 {
+        return Err(Errno::EINVAL);
+    }
+    task::current().robust_list.store(head, Ordering::Relaxed);
+    Ok(0)
+}
+
+pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> {
+    if pid != 0 && task::find_task(pid as u32).is_none() {
+        return Err(Errno::ESRCH);
+    }
+    // The kernel's cpumask is a multiple of 8 bytes; the user buffer must hold it.
+    let bytes = crate::percpu::MAX_CPUS.div_ceil(64) * 8;
+    if len < bytes || len % 8 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut m = alloc::vec![0u8; bytes];
+    for c in crate::percpu::all()
+        .iter()
+        .filter(|c| c.online.load(Ordering::Acquire))
+    {
+        m[c.id / 8] |= 1 << (c.id % 8);
+    }
+    with_mm(|mm| mm.write(mask, &m))?;
+    Ok(bytes)
+}
+
+pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<usize> {
+    if pid != 0 && task::find_process(pid as u32).is_none() {
+        return Err(Errno::ESRCH);
+    }
+    if resource >= sys::RLIM_NLIMITS {
+        return Err(Errno::EINVAL);
+    }
+    if new != 0 {
+        let mut b = [0u8; sys::Rlimit64::SIZE];
+        with_mm(|mm| mm.read(new, &mut b))?;
+        sys::Rlimit64::from_bytes(&b).validate()?;
+    }
+    if old != 0 {
+        let v = match resource {
+            sys::RLIMIT_STACK => sys::Rlimit64 {
+                rlim_cur: sys::STK_LIM,
+                rlim_max: sys::RLIM_INFINITY,
+            },
+            sys::RLIMIT_NOFILE => sys::Rlimit64 {
+                rlim_cur: sys::INR_OPEN_CUR,
+                rlim_max: sys::INR_OPEN_MAX,
+            },
+            sys::RLIMIT_CORE => sys::Rlimit64 {
+                rlim_cur: 0,
+                rlim_max: sys::RLIM_INFINITY,
+            },
+            _ => sys::Rlimit64::INFINITY,
+        };
+        with_mm(|mm| mm.write(old, &v.to_bytes()))?;
+    }
+    Ok(0)
+}
+
+pub fn getrusage(who: i32, buf: usize) -> SysResult<usize> {
+    match who {
+        sys::RUSAGE_SELF | sys::RUSAGE_CHILDREN | sys::RUSAGE_THREAD => {}
+        _ => return Err(Errno::EINVAL),
+    }
+    with_mm(|mm| mm.write(buf, &[0u8; sys::Rusage::SIZE]))?;
+    Ok(0)
+}
+
+pub fn prctl(option: u32, a2: usize, _a3: usize, _a4: usize, _a5: usize) -> SysResult<usize> {
+    match option {
+        sys::PR_SET_NAME | sys::PR_SET_DUMPABLE | sys::PR_SET_PDEATHSIG => Ok(0),
+        sys::PR_GET_DUMPABLE => Ok(1),
+        sys::PR_GET_NAME => {
+            let exe = task::current().process().exe.lock().clone();
+            let base = exe.rsplit('/').next().unwrap_or("");
+            let mut name = [0u8; 16];
+            let n = base.len().min(15);
+            name[..n].copy_from_slice(&base.as_bytes()[..n]);
+            with_mm(|mm| mm.write(a2, &name))?;
+            Ok(0)
+        }
+        // PR_SVE_* and PR_SME_* arrive with the SVE and SME work.
+        _ => Err(Errno::EINVAL),
+    }
+}

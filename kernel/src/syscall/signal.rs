@@ -1,0 +1,207 @@
+//! Signal syscalls.
+
+use crate::arch::aarch64::exception::TrapFrame;
+use crate::signal::{self, SigInfo};
+use crate::task::{self, with_mm};
+use core::sync::atomic::Ordering;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::signal::{self as sig, Sigaction, Sigset, StackT};
+
+pub fn rt_sigaction(signo: i32, act: usize, oact: usize, size: usize) -> SysResult<usize> {
+    let signo = u32::try_from(signo).map_err(|_| Errno::EINVAL)?;
+    let new = if act != 0 {
+        let mut b = [0u8; Sigaction::SIZE];
+        with_mm(|mm| mm.read(act, &mut b))?;
+        Some(Sigaction::from_bytes(&b))
+    } else {
+        None
+    };
+    let new = sig::sigaction_check(signo, new, size)?;
+    let t = task::current();
+    let h = t.sighand();
+    let old = h.lock().get(signo);
+    if oact != 0 {
+        with_mm(|mm| mm.write(oact, &sig::sigaction_report(&old).to_bytes()))?;
+    }
+    if let Some(a) = new {
+        h.lock().set(signo, a);
+        // A signal that is now ignored is discarded from every pending set.
+        if a.ignores(signo) {
+            let p = t.process();
+            p.shared_sig.lock().discard(signo);
+            for th in p.live_threads() {
+                th.sig.lock().pending.discard(signo);
+            }
+        }
+    }
+    Ok(0)
+}
+
+pub fn rt_sigprocmask(how: u32, set: usize, oset: usize, size: usize) -> SysResult<usize> {
+    if size != Sigset::SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let t = task::current();
+    let old = t.sig.lock().blocked;
+    let new = if set != 0 {
+        let m = with_mm(|mm| mm.read_u64(set))?;
+        Some(sig::sigprocmask(Sigset(old), how, Sigset(m))?)
+    } else {
+        None
+    };
+    if oset != 0 {
+        with_mm(|mm| mm.write_u64(oset, old))?;
+    }
+    if let Some(n) = new {
+        t.sig.lock().blocked = n.0;
+    }
+    Ok(0)
+}
+
+pub fn rt_sigpending(set: usize, size: usize) -> SysResult<usize> {
+    if size > Sigset::SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let t = task::current();
+    let (blocked, mine) = {
+        let s = t.sig.lock();
+        (s.blocked, s.pending_mask())
+    };
+    let shared = t.process().shared_sig.lock().pending_mask();
+    let v = (mine | shared) & blocked;
+    with_mm(|mm| mm.write(set, &v.to_le_bytes()[..size]))?;
+    Ok(0)
+}
+
+pub fn rt_sigsuspend(set: usize, size: usize) -> SysResult<usize> {
+    if size != Sigset::SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let m = with_mm(|mm| mm.read_u64(set))?;
+    signal::set_temp_mask(m);
+    let me = task::current_arc();
+    let _ = crate::task::wait::sleep_forever_interruptible(&me);
+    Err(Errno::ERESTARTNOHAND)
+}
+
+pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> SysResult<usize> {
+    if size != Sigset::SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let want = with_mm(|mm| mm.read_u64(set))? & !signal::unblockable();
+    let deadline = if timeout != 0 {
+        let mut b = [0u8; svelt_abi::time::Timespec::SIZE];
+        with_mm(|mm| mm.read(timeout, &mut b))?;
+        let ts = svelt_abi::time::Timespec::from_bytes(&b).validate()?;
+        Some(crate::time::deadline_after_ns(
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
+        ))
+    } else {
+        None
+    };
+    let me = task::current_arc();
+    let r = crate::task::wait::wait_for_signal(&me, want, deadline)?;
+    match r {
+        Some(i) => {
+            if info != 0 {
+                with_mm(|mm| mm.write(info, &i.0))?;
+            }
+            Ok(i.signo() as usize)
+        }
+        None => Err(Errno::EAGAIN),
+    }
+}
+
+pub fn rt_sigreturn(tf: &mut TrapFrame) -> SysResult<usize> {
+    signal::frame::sigreturn(tf);
+    Ok(tf.x[0] as usize)
+}
+
+pub fn sigaltstack(ss: usize, old: usize, tf: &TrapFrame) -> SysResult<usize> {
+    let t = task::current();
+    let sp = tf.sp_el0;
+    let cur = t.sig.lock().altstack;
+    if old != 0 {
+        with_mm(|mm| mm.write(old, &cur.report(sp).to_bytes()))?;
+    }
+    if ss != 0 {
+        let mut b = [0u8; StackT::SIZE];
+        with_mm(|mm| mm.read(ss, &mut b))?;
+        let new = StackT::from_bytes(&b);
+        let mut a = cur;
+        a.set(new, sp, sig::MINSIGSTKSZ)?;
+        t.sig.lock().altstack = a;
+    }
+    Ok(0)
+}
+
+fn me_info(signo: u32, code: i32) -> SigInfo {
+    let pid = task::current().pid() as i32;
+    if code == sig::SI_TKILL {
+        SigInfo::tkill(signo, pid, 0)
+    } else {
+        SigInfo::kill(signo, pid, 0)
+    }
+}
+
+pub fn kill(pid: i32, signo: i32) -> SysResult<usize> {
+    let s = if signo == 0 {
+        0
+    } else {
+        signal::valid_signo(signo)?
+    };
+    let me = task::current().process();
+    let targets: alloc::vec::Vec<_> = match pid {
+        p if p > 0 => alloc::vec![task::find_process(p as u32).ok_or(Errno::ESRCH)?],
+        0 => {
+            let g = me.pgid.load(Ordering::Relaxed);
+            task::all_processes()
+                .into_iter()
+                .filter(|p| p.pgid.load(Ordering::Relaxed) == g)
+                .collect()
+        }
+        -1 => task::all_processes()
+            .into_iter()
+            .filter(|p| p.pid > 1 && p.pid != me.pid)
+            .collect(),
+        p => {
+            let g = p.unsigned_abs();
+            task::all_processes()
+                .into_iter()
+                .filter(|p| p.pgid.load(Ordering::Relaxed) == g)
+                .collect()
+        }
+    };
+    let targets: alloc::vec::Vec<_> = targets
+        .into_iter()
+        .filter(|p| p.pid != 0 && !matches!(*p.state.lock(), task::ProcState::Zombie(_)))
+        .collect();
+    if targets.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    if s != 0 {
+        for p in &targets {
+            signal::send_to_process(p, s, me_info(s, sig::SI_USER));
+        }
+    }
+    Ok(0)
+}
+
+pub fn tgkill(tgid: i32, tid: i32, signo: i32) -> SysResult<usize> {
+    if tid <= 0 || (tgid != -1 && tgid <= 0) {
+        return Err(Errno::EINVAL);
+    }
+    let s = if signo == 0 {
+        0
+    } else {
+        signal::valid_signo(signo)?
+    };
+    let t = task::find_task(tid as u32).ok_or(Errno::ESRCH)?;
+    if tgid != -1 && t.pid() != tgid as u32 {
+        return Err(Errno::ESRCH);
+    }
+    if s != 0 {
+        signal::send_to_task(&t, s, me_info(s, sig::SI_TKILL));
+    }
+    Ok(0)
+}

@@ -1,0 +1,181 @@
+//! Clocks, sleeps and interval timers.
+
+use crate::task::{self, wait, with_mm};
+use crate::time as t;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::time::{self as abi, Itimerval, Timespec, Timeval};
+
+fn ns_to_timespec(ns: u64) -> Timespec {
+    Timespec {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_nsec: (ns % 1_000_000_000) as i64,
+    }
+}
+
+fn timespec_ns(ts: &Timespec) -> u64 {
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+fn clock_ns(clock: u32) -> SysResult<u64> {
+    match clock {
+        abi::CLOCK_REALTIME
+        | abi::CLOCK_REALTIME_COARSE
+        | abi::CLOCK_TAI
+        | abi::CLOCK_REALTIME_ALARM => Ok(t::realtime_ns()),
+        abi::CLOCK_MONOTONIC
+        | abi::CLOCK_MONOTONIC_RAW
+        | abi::CLOCK_MONOTONIC_COARSE
+        | abi::CLOCK_BOOTTIME
+        | abi::CLOCK_BOOTTIME_ALARM
+        | abi::CLOCK_PROCESS_CPUTIME_ID
+        | abi::CLOCK_THREAD_CPUTIME_ID => Ok(t::now_ns()),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+fn read_timespec(va: usize) -> SysResult<Timespec> {
+    let mut b = [0u8; Timespec::SIZE];
+    with_mm(|mm| mm.read(va, &mut b))?;
+    Ok(Timespec::from_bytes(&b))
+}
+
+fn write_timespec(va: usize, ts: Timespec) -> SysResult<()> {
+    with_mm(|mm| mm.write(va, &ts.to_bytes()))
+}
+
+pub fn clock_gettime(clock: u32, tp: usize) -> SysResult<usize> {
+    let ns = clock_ns(clock)?;
+    write_timespec(tp, ns_to_timespec(ns))?;
+    Ok(0)
+}
+
+pub fn clock_getres(clock: u32, tp: usize) -> SysResult<usize> {
+    clock_ns(clock)?;
+    if tp != 0 {
+        let res = t::counter_to_ns(1).max(1);
+        write_timespec(tp, ns_to_timespec(res))?;
+    }
+    Ok(0)
+}
+
+pub fn gettimeofday(tv: usize) -> SysResult<usize> {
+    if tv != 0 {
+        let ns = t::realtime_ns();
+        let v = Timeval {
+            tv_sec: (ns / 1_000_000_000) as i64,
+            tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
+        };
+        with_mm(|mm| mm.write(tv, &v.to_bytes()))?;
+    }
+    Ok(0)
+}
+
+/// Sleeps until `deadline` (counter); on a signal writes the time left to `rem` and returns
+/// EINTR (Linux restarts nanosleep only when no handler ran, which the restart logic handles
+/// via ERESTARTNOHAND).
+fn sleep(deadline: u64, rem: usize) -> SysResult<usize> {
+    match wait::sleep_until(deadline) {
+        Ok(()) => Ok(0),
+        Err(_) => {
+            if rem != 0 {
+                let left = deadline.saturating_sub(crate::arch::aarch64::cpu::counter());
+                write_timespec(rem, ns_to_timespec(t::counter_to_ns(left)))?;
+            }
+            Err(Errno::EINTR)
+        }
+    }
+}
+
+pub fn nanosleep(req: usize, rem: usize) -> SysResult<usize> {
+    let ts = read_timespec(req)?.validate()?;
+    sleep(t::deadline_after_ns(timespec_ns(&ts)), rem)
+}
+
+pub fn clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> SysResult<usize> {
+    let now = clock_ns(clock).map_err(|_| Errno::EINVAL)?;
+    if matches!(clock, abi::CLOCK_THREAD_CPUTIME_ID) {
+        return Err(Errno::EINVAL);
+    }
+    let ts = read_timespec(req)?.validate()?;
+    let ns = timespec_ns(&ts);
+    let rel = if flags & abi::TIMER_ABSTIME != 0 {
+        ns.saturating_sub(now)
+    } else {
+        ns
+    };
+    // An absolute sleep does not report the time left.
+    sleep(
+        t::deadline_after_ns(rel),
+        if flags & abi::TIMER_ABSTIME != 0 {
+            0
+        } else {
+            rem
+        },
+    )
+}
+
+fn tv_ns(tv: &Timeval) -> u64 {
+    (tv.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(tv.tv_usec as u64 * 1000)
+}
+
+fn ns_tv(ns: u64) -> Timeval {
+    Timeval {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
+    }
+}
+
+fn current_itimer() -> Itimerval {
+    let (left, interval) = t::itimer_remaining(&task::current().process());
+    Itimerval {
+        it_interval: ns_tv(interval),
+        it_value: ns_tv(left),
+    }
+}
+
+pub fn setitimer(which: u32, new: usize, old: usize) -> SysResult<usize> {
+    match which {
+        abi::ITIMER_REAL => {}
+        abi::ITIMER_VIRTUAL | abi::ITIMER_PROF => return Err(Errno::EINVAL),
+        _ => return Err(Errno::EINVAL),
+    }
+    let value = if new != 0 {
+        let mut b = [0u8; Itimerval::SIZE];
+        with_mm(|mm| mm.read(new, &mut b))?;
+        Some(Itimerval::from_bytes(&b).validate()?)
+    } else {
+        None
+    };
+    if old != 0 {
+        let cur = current_itimer();
+        with_mm(|mm| mm.write(old, &cur.to_bytes()))?;
+    }
+    let v = value.unwrap_or_default();
+    t::arm_itimer(
+        &task::current().process(),
+        tv_ns(&v.it_value),
+        tv_ns(&v.it_interval),
+    );
+    Ok(0)
+}
+
+pub fn getitimer(which: u32, cur: usize) -> SysResult<usize> {
+    if which != abi::ITIMER_REAL {
+        return Err(Errno::EINVAL);
+    }
+    let v = current_itimer();
+    with_mm(|mm| mm.write(cur, &v.to_bytes()))?;
+    Ok(0)
+}
+
+pub fn times(buf: usize) -> SysResult<usize> {
+    let ticks = t::now_ns() / (1_000_000_000 / abi::USER_HZ);
+    if buf != 0 {
+        with_mm(|mm| mm.write(buf, &[0u8; 32]))?;
+    }
+    Ok(ticks as usize)
+}

@@ -1,0 +1,264 @@
+//! execve: replace the current program with an ELF executable from the file tree.
+
+use super::{current_arc, fork, sched, Mm};
+use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::aarch64::fpsimd::fpsimd::FpsimdState;
+use crate::fs::{self, Kind};
+use crate::mm::aspace::{AddrSpace, Backing, Prot, STACK_SIZE, STACK_TOP, USER_END};
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use spin::Mutex;
+use svelt_abi::auxv::*;
+use svelt_abi::elf::ElfFile;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::stack::{StackLayout, StackParams};
+
+const PAGE: u64 = 4096;
+/// Where static-PIE executables are placed (as Linux's ELF_ET_DYN_BASE, 2/3 of the space).
+const ET_DYN_BASE: u64 = 0x0000_aaaa_aaaa_0000;
+/// Total size of argv and envp strings accepted (Linux allows a quarter of the stack limit).
+const ARG_MAX: usize = STACK_SIZE / 4;
+
+/// Reads a whole regular file that may be executed.
+fn read_executable(path: &str) -> SysResult<(Vec<u8>, String)> {
+    let r = fs::resolve(svelt_abi::fs::AT_FDCWD, path, true)?;
+    match r.node.kind() {
+        Kind::File => {}
+        Kind::Dir => return Err(Errno::EACCES),
+        _ => return Err(Errno::EACCES),
+    }
+    if r.node.perm() & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    let size = r.node.size() as usize;
+    let mut data = vec![0u8; size];
+    let n = r.node.read_at(0, &mut data)?;
+    data.truncate(n);
+    Ok((data, r.path))
+}
+
+/// Builds the new address space and initial stack; returns (mm, entry, sp).
+fn load(
+    data: &[u8],
+    argv: &[Vec<u8>],
+    envp: &[Vec<u8>],
+    execfn: &[u8],
+) -> SysResult<(AddrSpace, u64, u64)> {
+    let elf = ElfFile::parse(data, PAGE)?;
+    if elf.interp().is_some() {
+        // Dynamically linked programs need their interpreter mapped; Svelt runs static ones.
+        return Err(Errno::ENOEXEC);
+    }
+    let bias = if elf.is_dyn() {
+        ET_DYN_BASE.next_multiple_of(elf.max_align().max(PAGE))
+    } else {
+        0
+    };
+    let plan = elf.plan(bias, STACK_TOP as u64 - STACK_SIZE as u64)?;
+    let mut mm = AddrSpace::new()?;
+    for seg in plan.segments() {
+        let (s, e) = (seg.map_start as usize, seg.map_end as usize);
+        if seg.shares_first_page {
+            // The page is already mapped by the previous segment; widen its rights.
+            let start = s + 4096;
+            if start < e {
+                mm.map(start, e, Prot(seg.prot), Backing::Anon);
+            }
+            let old = mm.find_vma(s).map(|v| v.prot.0).unwrap_or(0);
+            mm.protect(s, s + 4096, Prot(old | seg.prot))?;
+        } else {
+            mm.map(s, e, Prot(seg.prot), Backing::Anon);
+        }
+        let off = seg.file_offset as usize;
+        let len = seg.file_len as usize;
+        mm.write_kernel(seg.copy_dst as usize, &data[off..off + len])?;
+    }
+    let brk = plan.brk.next_multiple_of(PAGE) as usize;
+    mm.brk_start = brk;
+    mm.brk = brk;
+
+    mm.map(
+        STACK_TOP - STACK_SIZE,
+        STACK_TOP,
+        Prot(Prot::READ | Prot::WRITE),
+        Backing::Anon,
+    );
+    let (hwcap, hwcap2) = crate::cpufeature::hwcaps();
+    let auxv = [
+        (AT_HWCAP, hwcap),
+        (AT_PAGESZ, PAGE),
+        (AT_CLKTCK, 100),
+        (AT_PHDR, plan.phdr),
+        (AT_PHENT, plan.phent),
+        (AT_PHNUM, plan.phnum),
+        (AT_BASE, 0),
+        (AT_FLAGS, 0),
+        (AT_ENTRY, plan.entry),
+        (AT_UID, 0),
+        (AT_EUID, 0),
+        (AT_GID, 0),
+        (AT_EGID, 0),
+        (AT_SECURE, 0),
+        (AT_HWCAP2, hwcap2),
+        (AT_MINSIGSTKSZ, crate::signal::min_sigstksz() as u64),
+    ];
+    let mut random = [0u8; 16];
+    crate::fs::dev::fill_random(&mut random);
+    let argv_refs: Vec<&[u8]> = argv.iter().map(|a| &a[..]).collect();
+    let envp_refs: Vec<&[u8]> = envp.iter().map(|a| &a[..]).collect();
+    let params = StackParams {
+        stack_top: STACK_TOP as u64,
+        argv: &argv_refs,
+        envp: &envp_refs,
+        execfn,
+        platform: Some(ELF_PLATFORM),
+        random,
+        auxv: &auxv,
+        arg_limit: ARG_MAX,
+    };
+    let layout = StackLayout::plan(&params)?;
+    let mut img = vec![0u8; layout.size];
+    layout.write(&params, &mut img)?;
+    mm.write(layout.sp as usize, &img)?;
+    Ok((mm, plan.entry, layout.sp))
+}
+
+/// Reads a NULL-terminated array of string pointers.
+fn read_strings(va: usize, total: &mut usize) -> SysResult<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    if va == 0 {
+        return Ok(out);
+    }
+    loop {
+        let p = super::with_mm(|mm| mm.read_u64(va + out.len() * 8))? as usize;
+        if p == 0 {
+            return Ok(out);
+        }
+        let s = super::with_mm(|mm| mm.read_cstr(p, ARG_MAX))?;
+        *total += s.len() + 1 + 8;
+        if *total > ARG_MAX || out.len() >= 0x7fff_ffff {
+            return Err(Errno::E2BIG);
+        }
+        out.push(s);
+    }
+}
+
+pub fn do_execve(
+    path_va: usize,
+    argv_va: usize,
+    envp_va: usize,
+    tf: &mut TrapFrame,
+) -> SysResult<()> {
+    let path = crate::syscall::fs::read_path(path_va)?;
+    let mut total = 0;
+    let argv = read_strings(argv_va, &mut total)?;
+    let envp = read_strings(envp_va, &mut total)?;
+    let (data, canonical) = read_executable(&path)?;
+    let (mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
+    drop(data);
+
+    // Past this point the old program is gone.
+    let me = current_arc();
+    let p = me.process();
+    de_thread(&me);
+    let new_mm: Mm = Arc::new(Mutex::new(mm));
+    new_mm.lock().activate();
+    let old = me.mm.lock().replace(new_mm);
+    drop(old);
+    // Files shared with another process are unshared first; close-on-exec descriptors go.
+    let files = Arc::new(Mutex::new(me.files().lock().clone()));
+    files.lock().close_on_exec();
+    *me.files.lock() = files;
+    let handlers = me.sighand().lock().for_exec();
+    *me.sighand.lock() = Arc::new(Mutex::new(handlers));
+    me.sig.lock().altstack = Default::default();
+    *p.exe.lock() = canonical;
+    // SAFETY: the current task's own locals.
+    unsafe {
+        let l = me.local();
+        l.fp = FpsimdState::default();
+        crate::arch::aarch64::fpsimd::fpsimd::load(&l.fp);
+        l.tpidrro_el0 = 0;
+    }
+    sched::set_current_tpidr_el0(0);
+    *tf = TrapFrame {
+        x: [0; 31],
+        sp_el0: sp,
+        elr: entry,
+        spsr: 0,
+        esr: 0,
+        far: 0,
+    };
+    fork::release_vfork(&me);
+    debug_assert!((sp as usize) < USER_END);
+    Ok(())
+}
+
+/// Makes the caller the only thread of its process (other threads exit).
+fn de_thread(me: &Arc<super::Task>) {
+    let p = me.process();
+    let others: Vec<_> = p
+        .live_threads()
+        .into_iter()
+        .filter(|t| !Arc::ptr_eq(t, me))
+        .collect();
+    if others.is_empty() {
+        return;
+    }
+    for t in &others {
+        t.exit_code.store(0, Ordering::Relaxed);
+        t.killed.store(true, Ordering::Release);
+        sched::wake(t);
+    }
+    // Wait for them to leave (they exit on their way back to user mode).
+    while p.live_threads().len() > 1 {
+        sched::yield_now();
+    }
+}
+
+/// Starts PID 1 running `path`, with /dev/console on descriptors 0, 1 and 2.
+pub fn spawn_init(path: &str) -> SysResult<()> {
+    use super::{register, KernelStack, Process, Task};
+    let (data, canonical) = read_executable(path)?;
+    let argv = [path.as_bytes().to_vec()];
+    let envp = [b"HOME=/".to_vec(), b"TERM=linux".to_vec()];
+    let (mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
+    let process = Process::new(super::alloc_pid(), alloc::sync::Weak::new());
+    *process.exe.lock() = canonical;
+    let mut files = crate::fs::FdTable::new();
+    if let Ok(r) = fs::resolve(svelt_abi::fs::AT_FDCWD, "/dev/console", true) {
+        let f = fs::open_node(r.node, svelt_abi::fs::O_RDWR, r.path)?;
+        for _ in 0..3 {
+            files.install(f.clone(), false)?;
+        }
+    }
+    let t = Arc::new(Task::new(
+        process.pid,
+        process.clone(),
+        Some(KernelStack::new()?),
+        Some(Arc::new(Mutex::new(mm))),
+        Arc::new(Mutex::new(files)),
+        Arc::new(Mutex::new(fs::FsContext::root())),
+        Arc::new(Mutex::new(crate::signal::SigHandlers::default())),
+    ));
+    let tf = t.trap_frame();
+    // SAFETY: tf is the top of the new task's kernel stack; the task has not run.
+    unsafe {
+        tf.write(TrapFrame {
+            x: [0; 31],
+            sp_el0: sp,
+            elr: entry,
+            spsr: 0,
+            esr: 0,
+            far: 0,
+        });
+        *t.ctx.get() = crate::arch::aarch64::context::new_task_context(tf as usize);
+    }
+    process.threads.lock().push(Arc::downgrade(&t));
+    register(&t);
+    sched::enqueue_new(&t);
+    Ok(())
+}

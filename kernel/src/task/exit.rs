@@ -1,0 +1,191 @@
+//! Thread and process exit, and wait.
+
+use super::{current_arc, futex, sched, unregister, ProcState, Process, State};
+use crate::signal;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::sched::{self as s, wstatus};
+use svelt_abi::signal as sig;
+
+/// Ends the current thread; `status` (a wait status) becomes the process's if it is the last.
+pub fn do_exit(status: i32) -> ! {
+    let t = current_arc();
+    let p = t.process();
+    let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
+    if ctid != 0 {
+        if let Some(mm) = t.mm() {
+            let ok = mm.lock().write_u32(ctid, 0).is_ok();
+            if ok {
+                let _ = futex::wake_addr(&t, ctid, 1);
+            }
+        }
+    }
+    super::fork::release_vfork(&t);
+    let last = {
+        let mut th = p.threads.lock();
+        th.retain(|w| w.upgrade().is_some_and(|x| !Arc::ptr_eq(&x, &t)));
+        th.is_empty()
+    };
+    // Drop this thread's resources. TTBR0 leaves the address space before its last reference
+    // can go.
+    crate::arch::aarch64::mmu::clear_user_table();
+    *t.mm.lock() = None;
+    let files = core::mem::replace(
+        &mut *t.files.lock(),
+        Arc::new(spin::Mutex::new(crate::fs::FdTable::new())),
+    );
+    drop(files);
+    if last {
+        let status = if p.exiting.load(Ordering::Acquire) {
+            p.group_status.load(Ordering::Acquire)
+        } else {
+            status
+        };
+        process_exit(&p, status);
+    }
+    unregister(t.tid);
+    t.set_state(State::Dead);
+    drop(p);
+    drop(t);
+    sched::schedule();
+    unreachable!("a dead task was scheduled");
+}
+
+/// Ends the whole thread group with `status`.
+pub fn do_group_exit(status: i32) -> ! {
+    let t = current_arc();
+    let p = t.process();
+    kill_group(&p, status, Some(t.tid));
+    drop(p);
+    drop(t);
+    do_exit(status)
+}
+
+/// Makes every thread of `p` (but `except`) exit with `status`.
+pub fn kill_group(p: &Arc<Process>, status: i32, except: Option<u32>) {
+    if !p.exiting.swap(true, Ordering::AcqRel) {
+        p.group_status.store(status, Ordering::Release);
+    }
+    for th in p.live_threads() {
+        if Some(th.tid) != except {
+            th.exit_code.store(status, Ordering::Relaxed);
+            th.killed.store(true, Ordering::Release);
+            sched::wake(&th);
+        }
+    }
+    p.stopped.store(false, Ordering::Release);
+    p.stop_wait.wake_all();
+}
+
+fn process_exit(p: &Arc<Process>, status: i32) {
+    crate::time::arm_itimer(p, 0, 0);
+    // Orphans go to init.
+    let children: Vec<Arc<Process>> = core::mem::take(&mut *p.children.lock());
+    if !children.is_empty() {
+        if let Some(init) = super::find_process(1).filter(|i| !Arc::ptr_eq(i, p)) {
+            for c in &children {
+                *c.parent.lock() = Arc::downgrade(&init);
+            }
+            let zombies = children
+                .iter()
+                .any(|c| matches!(*c.state.lock(), ProcState::Zombie(_)));
+            init.children.lock().extend(children);
+            if zombies {
+                init.child_wait.wake_all();
+            }
+        }
+    }
+    *p.state.lock() = ProcState::Zombie(status);
+    if p.pid == 1 {
+        let code = if wstatus::wifexited(status) {
+            wstatus::wexitstatus(status)
+        } else {
+            128 + wstatus::wtermsig(status)
+        };
+        log::info!("init exited with status {status:#x}");
+        crate::power::exit(code as u32);
+    }
+    let Some(parent) = p.parent() else { return };
+    let exit_signal = p.exit_signal.load(Ordering::Relaxed);
+    let (handler, flags) = parent.live_threads().first().map_or((0, 0), |t| {
+        let h = t.sighand();
+        let a = h.lock().get(sig::SIGCHLD);
+        (a.sa_handler, a.sa_flags)
+    });
+    // A parent that ignores SIGCHLD (or asks SA_NOCLDWAIT) does not get zombies.
+    if exit_signal == sig::SIGCHLD && (handler == sig::SIG_IGN || flags & sig::SA_NOCLDWAIT != 0) {
+        parent.children.lock().retain(|c| !Arc::ptr_eq(c, p));
+    } else if exit_signal != 0 {
+        signal::send_to_process(&parent, exit_signal, signal::child_info(p.pid, status));
+    }
+    parent.child_wait.wake_all();
+}
+
+/// What wait4/waitid select.
+#[derive(Clone, Copy)]
+pub enum Which {
+    Any,
+    Pid(u32),
+    Pgid(u32),
+}
+
+/// A reported child event: (pid, wait status).
+pub fn do_wait(which: Which, options: u32) -> SysResult<Option<(u32, i32)>> {
+    let me = current_arc().process();
+    let matches = |c: &Arc<Process>| match which {
+        Which::Any => true,
+        Which::Pid(pid) => c.pid == pid,
+        Which::Pgid(g) => c.pgid.load(Ordering::Relaxed) == g,
+    };
+    let r = me.child_wait.wait(|| {
+        let mut children = me.children.lock();
+        if !children.iter().any(matches) {
+            return Some(Err(Errno::ECHILD));
+        }
+        let mut reaped = None;
+        for (i, c) in children.iter().enumerate().filter(|(_, c)| matches(c)) {
+            let zombie = match *c.state.lock() {
+                ProcState::Zombie(status) => Some(status),
+                ProcState::Alive => None,
+            };
+            if let Some(status) = zombie {
+                if options & s::WEXITED != 0
+                    || options & (s::WEXITED | s::WSTOPPED | s::WCONTINUED) == 0
+                {
+                    reaped = Some((i, c.pid, status));
+                    break;
+                }
+            }
+            let mut ev = c.stop_event.lock();
+            if let Some((st, reported)) = ev.as_mut() {
+                let wanted = if wstatus::wifcontinued(*st) {
+                    options & s::WCONTINUED != 0
+                } else {
+                    options & s::WUNTRACED != 0
+                };
+                if wanted && !*reported {
+                    if options & s::WNOWAIT == 0 {
+                        *reported = true;
+                    }
+                    return Some(Ok(Some((c.pid, *st))));
+                }
+            }
+        }
+        if let Some((i, pid, status)) = reaped {
+            if options & s::WNOWAIT == 0 {
+                children.remove(i);
+            }
+            return Some(Ok(Some((pid, status))));
+        }
+        if options & s::WNOHANG != 0 {
+            return Some(Ok(None));
+        }
+        None
+    });
+    match r {
+        Ok(v) => v,
+        Err(_) => Err(Errno::ERESTARTSYS),
+    }
+}

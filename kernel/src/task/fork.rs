@@ -1,0 +1,139 @@
+//! clone: new threads and processes.
+
+use super::{alloc_pid, register, sched, KernelStack, Process, Task};
+use crate::arch::aarch64::context;
+use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::aarch64::fpsimd;
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering;
+use spin::Mutex;
+use svelt_abi::errno::SysResult;
+use svelt_abi::sched::{self as s, CloneArgs};
+
+/// Creates a task from the current one as `clone` describes; returns the child's tid.
+pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
+    args.check_flags(true)?;
+    let flags = args.flags;
+    let parent = super::current_arc();
+    let parent_proc = parent.process();
+
+    let mm = match parent.mm() {
+        Some(mm) if flags & s::CLONE_VM != 0 => Some(mm),
+        Some(mm) => Some(Arc::new(Mutex::new(mm.lock().fork()?))),
+        None => None,
+    };
+    let files = if flags & s::CLONE_FILES != 0 {
+        parent.files()
+    } else {
+        Arc::new(Mutex::new(parent.files().lock().clone()))
+    };
+    let fs = if flags & s::CLONE_FS != 0 {
+        parent.fs()
+    } else {
+        Arc::new(Mutex::new(parent.fs().lock().clone()))
+    };
+    let sighand = if flags & s::CLONE_SIGHAND != 0 {
+        parent.sighand()
+    } else {
+        Arc::new(Mutex::new(parent.sighand().lock().clone()))
+    };
+
+    let tid = alloc_pid();
+    let process = if flags & s::CLONE_THREAD != 0 {
+        parent_proc.clone()
+    } else {
+        let up = if flags & s::CLONE_PARENT != 0 {
+            parent_proc.parent().unwrap_or(parent_proc.clone())
+        } else {
+            parent_proc.clone()
+        };
+        let p = Process::new(tid, Arc::downgrade(&up));
+        p.pgid
+            .store(parent_proc.pgid.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.sid
+            .store(parent_proc.sid.load(Ordering::Relaxed), Ordering::Relaxed);
+        *p.exe.lock() = parent_proc.exe.lock().clone();
+        p.exit_signal
+            .store(args.exit_signal as u32, Ordering::Relaxed);
+        up.children.lock().push(p.clone());
+        p
+    };
+
+    let child = Arc::new(Task::new(
+        tid,
+        process.clone(),
+        Some(KernelStack::new()?),
+        mm,
+        files,
+        fs,
+        sighand,
+    ));
+    // The child's user registers: the parent's, returning 0, on a new stack if one was given.
+    let ctf = child.trap_frame();
+    // SAFETY: ctf is the top of the child's fresh kernel stack, which nothing else uses yet.
+    unsafe {
+        ctf.write(*tf);
+        (*ctf).x[0] = 0;
+        if let Some(sp) = args.child_sp() {
+            (*ctf).sp_el0 = sp;
+        }
+    }
+    // SAFETY: the parent is the running task (its locals are ours); the child has not run.
+    unsafe {
+        let pl = parent.local();
+        fpsimd::fpsimd::save(&mut pl.fp);
+        pl.tpidr_el0 = sched::current_tpidr_el0();
+        let cl = child.local();
+        cl.fp = pl.fp;
+        cl.tpidr_el0 = if flags & s::CLONE_SETTLS != 0 {
+            args.tls
+        } else {
+            pl.tpidr_el0
+        };
+        cl.tpidrro_el0 = pl.tpidrro_el0;
+        *child.ctx.get() = context::new_task_context(ctf as usize);
+    }
+    {
+        let ps = parent.sig.lock();
+        let mut cs = child.sig.lock();
+        cs.blocked = ps.blocked;
+        if flags & s::CLONE_VM == 0 || flags & s::CLONE_VFORK != 0 {
+            cs.altstack = ps.altstack;
+        }
+    }
+    if flags & s::CLONE_CHILD_CLEARTID != 0 {
+        child
+            .clear_child_tid
+            .store(args.child_tid as usize, Ordering::Relaxed);
+    }
+    if flags & s::CLONE_PARENT_SETTID != 0 {
+        super::with_mm(|mm| mm.write_u32(args.parent_tid as usize, tid))?;
+    }
+    if flags & s::CLONE_CHILD_SETTID != 0 {
+        if let Some(mm) = child.mm() {
+            mm.lock().write_u32(args.child_tid as usize, tid)?;
+        }
+    }
+    let vfork = (flags & s::CLONE_VFORK != 0).then(|| Arc::new(super::wait::WaitQueue::new()));
+    *child.vfork_done.lock() = vfork.clone();
+
+    process.threads.lock().push(Arc::downgrade(&child));
+    register(&child);
+    sched::enqueue_new(&child);
+
+    if let Some(wq) = vfork {
+        // The parent sleeps, not interruptibly (as Linux's vfork does for all but fatal
+        // signals), until the child has exec'd or exited.
+        let c = child.clone();
+        wq.wait_uninterruptible(|| c.vfork_released.load(Ordering::Acquire).then_some(()));
+    }
+    Ok(tid)
+}
+
+/// Lets a vfork parent go (on exec or exit of the child).
+pub fn release_vfork(t: &Task) {
+    if let Some(wq) = t.vfork_done.lock().take() {
+        t.vfork_released.store(true, Ordering::Release);
+        wq.wake_all();
+    }
+}

@@ -1,0 +1,210 @@
+//! Futexes: sleep while a user word holds an expected value; wake sleepers on an address.
+//!
+//! A key is (address space, address) for private futexes and private memory, or (shared
+//! object, offset) for MAP_SHARED memory, so processes sharing memory meet on the same key.
+
+use super::{current_arc, sched, with_mm, State, Task};
+use crate::sync::IrqLock;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use spin::Mutex;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::sched as s;
+use svelt_abi::time::Timespec;
+
+type Key = (u64, usize);
+
+struct Waiter {
+    key: Key,
+    bitset: u32,
+    task: Arc<Task>,
+}
+
+/// Held while a waiter compares the word and queues itself, and while a waker dequeues, so no
+/// wake-up falls between the two.
+static FUTEX_LOCK: Mutex<()> = Mutex::new(());
+static WAITERS: IrqLock<Vec<Waiter>> = IrqLock::new(Vec::new());
+
+fn key_of(t: &Task, uaddr: usize, private: bool) -> SysResult<Key> {
+    if uaddr % 4 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mm = t.mm().ok_or(Errno::EFAULT)?;
+    let g = mm.lock();
+    if !private {
+        if let Some((obj, off)) = g.shared_key(uaddr) {
+            return Ok((obj as u64 | 1 << 63, off));
+        }
+    }
+    Ok((g.id, uaddr))
+}
+
+pub fn futex(
+    uaddr: usize,
+    op: u32,
+    val: u32,
+    timeout: usize,
+    uaddr2: usize,
+    val3: u32,
+) -> SysResult<usize> {
+    let private = op & s::FUTEX_PRIVATE_FLAG != 0;
+    let cmd = op & s::FUTEX_CMD_MASK;
+    match cmd {
+        s::FUTEX_WAIT => wait(
+            uaddr,
+            val,
+            read_timeout(timeout, false, op)?,
+            u32::MAX,
+            private,
+        ),
+        s::FUTEX_WAIT_BITSET => {
+            if val3 == 0 {
+                return Err(Errno::EINVAL);
+            }
+            wait(uaddr, val, read_timeout(timeout, true, op)?, val3, private)
+        }
+        s::FUTEX_WAKE => wake(uaddr, val as usize, u32::MAX, private),
+        s::FUTEX_WAKE_BITSET => {
+            if val3 == 0 {
+                return Err(Errno::EINVAL);
+            }
+            wake(uaddr, val as usize, val3, private)
+        }
+        s::FUTEX_REQUEUE | s::FUTEX_CMP_REQUEUE => requeue(
+            uaddr,
+            uaddr2,
+            val as usize,
+            timeout,
+            (cmd == s::FUTEX_CMP_REQUEUE).then_some(val3),
+            private,
+        ),
+        _ => Err(Errno::ENOSYS),
+    }
+}
+
+/// The deadline (counter) from a FUTEX_WAIT (relative) or WAIT_BITSET (absolute) timeout.
+fn read_timeout(va: usize, absolute: bool, op: u32) -> SysResult<Option<u64>> {
+    if va == 0 {
+        return Ok(None);
+    }
+    let mut b = [0u8; Timespec::SIZE];
+    with_mm(|mm| mm.read(va, &mut b))?;
+    let ts = Timespec::from_bytes(&b).validate()?;
+    let ns = (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64);
+    let rel = if absolute {
+        let now = if op & s::FUTEX_CLOCK_REALTIME != 0 {
+            crate::time::realtime_ns()
+        } else {
+            crate::time::now_ns()
+        };
+        ns.saturating_sub(now)
+    } else {
+        ns
+    };
+    Ok(Some(crate::time::deadline_after_ns(rel)))
+}
+
+fn wait(
+    uaddr: usize,
+    val: u32,
+    deadline: Option<u64>,
+    bitset: u32,
+    private: bool,
+) -> SysResult<usize> {
+    let me = current_arc();
+    let key = key_of(&me, uaddr, private)?;
+    {
+        let _g = FUTEX_LOCK.lock();
+        let cur = with_mm(|mm| mm.read_u32(uaddr))?;
+        if cur != val {
+            return Err(Errno::EAGAIN);
+        }
+        me.set_state(State::Sleeping);
+        WAITERS.lock().push(Waiter {
+            key,
+            bitset,
+            task: me.clone(),
+        });
+    }
+    if let Some(d) = deadline {
+        crate::time::wake_at(d, &me);
+    }
+    sched::schedule();
+    let _g = FUTEX_LOCK.lock();
+    let mut w = WAITERS.lock();
+    match w.iter().position(|x| Arc::ptr_eq(&x.task, &me)) {
+        None => Ok(0),
+        Some(i) => {
+            w.remove(i);
+            if deadline.is_some_and(|d| crate::arch::aarch64::cpu::counter() >= d) {
+                Err(Errno::ETIMEDOUT)
+            } else {
+                Err(Errno::ERESTARTSYS)
+            }
+        }
+    }
+}
+
+fn wake_key(key: Key, n: usize, bitset: u32) -> usize {
+    let woken: Vec<Arc<Task>> = {
+        let mut w = WAITERS.lock();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < w.len() && out.len() < n {
+            if w[i].key == key && w[i].bitset & bitset != 0 {
+                out.push(w.remove(i).task);
+            } else {
+                i += 1;
+            }
+        }
+        out
+    };
+    let n = woken.len();
+    for t in woken {
+        sched::wake(&t);
+    }
+    n
+}
+
+fn wake(uaddr: usize, n: usize, bitset: u32, private: bool) -> SysResult<usize> {
+    let key = key_of(&current_arc(), uaddr, private)?;
+    let _g = FUTEX_LOCK.lock();
+    Ok(wake_key(key, n, bitset))
+}
+
+/// Wakes waiters on `uaddr` in `t`'s address space (thread exit with CLONE_CHILD_CLEARTID).
+pub fn wake_addr(t: &Task, uaddr: usize, n: usize) -> SysResult<usize> {
+    let key = key_of(t, uaddr, false)?;
+    let _g = FUTEX_LOCK.lock();
+    Ok(wake_key(key, n, u32::MAX))
+}
+
+fn requeue(
+    uaddr: usize,
+    uaddr2: usize,
+    nwake: usize,
+    nreq: usize,
+    cmp: Option<u32>,
+    private: bool,
+) -> SysResult<usize> {
+    let me = current_arc();
+    let (k1, k2) = (key_of(&me, uaddr, private)?, key_of(&me, uaddr2, private)?);
+    let _g = FUTEX_LOCK.lock();
+    if let Some(v) = cmp {
+        if with_mm(|mm| mm.read_u32(uaddr))? != v {
+            return Err(Errno::EAGAIN);
+        }
+    }
+    let woken = wake_key(k1, nwake, u32::MAX);
+    let mut moved = 0;
+    for w in WAITERS.lock().iter_mut().filter(|w| w.key == k1) {
+        if moved == nreq {
+            break;
+        }
+        w.key = k2;
+        moved += 1;
+    }
+    Ok(woken + moved)
+}

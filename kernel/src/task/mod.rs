@@ -1,0 +1,374 @@
+//! Tasks and processes.
+//!
+//! A `Task` is a schedulable thread with its own kernel stack, saved kernel context, user
+//! registers (the trap frame at the top of its kernel stack), FP state and signal state. What
+//! clone can share is held through `Arc`s: the address space (CLONE_VM), the file table
+//! (CLONE_FILES), cwd (CLONE_FS) and signal handlers (CLONE_SIGHAND). A `Process` is a thread
+//! group: pid, parent and children, exit status, process-wide pending signals.
+
+pub mod exec;
+pub mod exit;
+pub mod fork;
+pub mod futex;
+pub mod sched;
+pub mod wait;
+
+use crate::arch::aarch64::context::Context;
+use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::aarch64::fpsimd::fpsimd::FpsimdState;
+use crate::arch::aarch64::mmu::{phys_to_virt, PAGE_SIZE};
+use crate::fs::{FdTable, FsContext};
+use crate::mm::aspace::AddrSpace;
+use crate::mm::frame;
+use crate::signal::{SigHandlers, SigState};
+use crate::sync::IrqLock;
+use alloc::collections::BTreeMap;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::cell::UnsafeCell;
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use spin::Mutex;
+use svelt_abi::errno::{Errno, SysResult};
+use wait::WaitQueue;
+
+pub type Pid = u32;
+
+pub const KSTACK_PAGES: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum State {
+    Running = 0,
+    Runnable = 1,
+    /// Blocked; a wake-up or a signal makes it runnable.
+    Sleeping = 2,
+    /// Exited; waiting to be switched away from for the last time.
+    Dead = 3,
+}
+
+pub type Mm = Arc<Mutex<AddrSpace>>;
+
+pub struct KernelStack {
+    pa: u64,
+}
+
+impl KernelStack {
+    pub(crate) fn new() -> SysResult<KernelStack> {
+        Ok(KernelStack {
+            pa: frame::alloc_zeroed(KSTACK_PAGES).ok_or(Errno::ENOMEM)?,
+        })
+    }
+    pub fn top(&self) -> usize {
+        phys_to_virt(self.pa) + KSTACK_PAGES * PAGE_SIZE
+    }
+    pub fn bottom(&self) -> usize {
+        phys_to_virt(self.pa)
+    }
+}
+
+impl Drop for KernelStack {
+    fn drop(&mut self) {
+        frame::free(self.pa, KSTACK_PAGES);
+    }
+}
+
+/// Per-task state only the task itself (or its creator before it runs) touches.
+pub struct TaskLocal {
+    pub fp: FpsimdState,
+    pub tpidr_el0: u64,
+    pub tpidrro_el0: u64,
+    /// x0 at syscall entry, for restarting an interrupted syscall.
+    pub orig_x0: u64,
+    /// Syscall number being executed (-1 outside syscalls).
+    pub in_syscall: i64,
+    /// ESR of the fault behind the signal being delivered (esr_context), 0 if none.
+    pub fault_esr: u64,
+    pub fault_address: u64,
+}
+
+pub struct Task {
+    pub tid: Pid,
+    pub process: Mutex<Arc<Process>>,
+    pub kstack: Option<KernelStack>,
+    /// Kernel context while switched out.
+    pub ctx: UnsafeCell<Context>,
+    pub state: AtomicU8,
+    /// In a run queue.
+    pub on_rq: AtomicBool,
+    /// Running on a CPU, or still being switched away from.
+    pub on_cpu: AtomicBool,
+    /// CPU it last ran on.
+    pub cpu: AtomicUsize,
+    pub local: UnsafeCell<TaskLocal>,
+    pub mm: Mutex<Option<Mm>>,
+    pub files: Mutex<Arc<Mutex<FdTable>>>,
+    pub fs: Mutex<Arc<Mutex<FsContext>>>,
+    pub sighand: Mutex<Arc<Mutex<SigHandlers>>>,
+    pub sig: IrqLock<SigState>,
+    /// CLONE_CHILD_CLEARTID / set_tid_address.
+    pub clear_child_tid: AtomicUsize,
+    pub robust_list: AtomicUsize,
+    /// Set when the task must stop running user code (exit_group, exec from another thread).
+    pub killed: AtomicBool,
+    pub exit_code: AtomicI32,
+    pub vfork_done: Mutex<Option<Arc<WaitQueue>>>,
+    /// Whether `vfork_done` has been signalled.
+    pub vfork_released: AtomicBool,
+}
+
+// SAFETY: the UnsafeCell fields (ctx, local) are touched only by the CPU running the task or
+// switching it, which the scheduler serialises with on_cpu; everything else is atomic or locked.
+unsafe impl Sync for Task {}
+// SAFETY: as above.
+unsafe impl Send for Task {}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcState {
+    Alive,
+    /// All threads exited; the status for wait.
+    Zombie(i32),
+}
+
+pub struct Process {
+    pub pid: Pid,
+    pub pgid: AtomicU32,
+    pub sid: AtomicU32,
+    pub parent: Mutex<Weak<Process>>,
+    pub children: Mutex<Vec<Arc<Process>>>,
+    pub threads: Mutex<Vec<Weak<Task>>>,
+    pub state: Mutex<ProcState>,
+    /// Stop/continue events for wait(WUNTRACED/WCONTINUED): (status, reported).
+    pub stop_event: Mutex<Option<(i32, bool)>>,
+    /// Parent waits here for this process's children.
+    pub child_wait: WaitQueue,
+    pub shared_sig: IrqLock<crate::signal::SharedPending>,
+    /// Group exit in progress (exit_group / fatal signal).
+    pub exiting: AtomicBool,
+    pub exe: Mutex<alloc::string::String>,
+    pub itimer: IrqLock<crate::time::ITimer>,
+    pub stopped: AtomicBool,
+    pub stop_wait: WaitQueue,
+    /// Signal sent to the parent when this process exits (clone's CSIGNAL bits).
+    pub exit_signal: AtomicU32,
+    /// Wait status of a group exit in progress.
+    pub group_status: AtomicI32,
+}
+
+static TASKS: Mutex<BTreeMap<Pid, Weak<Task>>> = Mutex::new(BTreeMap::new());
+static NEXT_PID: AtomicU32 = AtomicU32::new(1);
+
+pub(crate) fn alloc_pid() -> Pid {
+    NEXT_PID.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Process {
+    pub fn new(pid: Pid, parent: Weak<Process>) -> Arc<Process> {
+        Arc::new(Process {
+            pid,
+            pgid: AtomicU32::new(pid),
+            sid: AtomicU32::new(pid),
+            parent: Mutex::new(parent),
+            children: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
+            state: Mutex::new(ProcState::Alive),
+            stop_event: Mutex::new(None),
+            child_wait: WaitQueue::new(),
+            shared_sig: IrqLock::new(Default::default()),
+            exiting: AtomicBool::new(false),
+            exe: Mutex::new(alloc::string::String::new()),
+            itimer: IrqLock::new(Default::default()),
+            stopped: AtomicBool::new(false),
+            stop_wait: WaitQueue::new(),
+            exit_signal: AtomicU32::new(svelt_abi::signal::SIGCHLD),
+            group_status: AtomicI32::new(0),
+        })
+    }
+
+    pub fn parent(&self) -> Option<Arc<Process>> {
+        self.parent.lock().upgrade()
+    }
+
+    pub fn ppid(&self) -> Pid {
+        self.parent().map_or(0, |p| p.pid)
+    }
+
+    pub fn live_threads(&self) -> Vec<Arc<Task>> {
+        self.threads
+            .lock()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+}
+
+impl Task {
+    pub(crate) fn new(
+        tid: Pid,
+        process: Arc<Process>,
+        kstack: Option<KernelStack>,
+        mm: Option<Mm>,
+        files: Arc<Mutex<FdTable>>,
+        fs: Arc<Mutex<FsContext>>,
+        sighand: Arc<Mutex<SigHandlers>>,
+    ) -> Task {
+        Task {
+            tid,
+            process: Mutex::new(process),
+            kstack,
+            ctx: UnsafeCell::new(Context::default()),
+            state: AtomicU8::new(State::Runnable as u8),
+            on_rq: AtomicBool::new(false),
+            on_cpu: AtomicBool::new(false),
+            cpu: AtomicUsize::new(0),
+            local: UnsafeCell::new(TaskLocal {
+                fp: FpsimdState::default(),
+                tpidr_el0: 0,
+                tpidrro_el0: 0,
+                orig_x0: 0,
+                in_syscall: -1,
+                fault_esr: 0,
+                fault_address: 0,
+            }),
+            mm: Mutex::new(mm),
+            files: Mutex::new(files),
+            fs: Mutex::new(fs),
+            sighand: Mutex::new(sighand),
+            sig: IrqLock::new(SigState::default()),
+            clear_child_tid: AtomicUsize::new(0),
+            robust_list: AtomicUsize::new(0),
+            killed: AtomicBool::new(false),
+            exit_code: AtomicI32::new(0),
+            vfork_done: Mutex::new(None),
+            vfork_released: AtomicBool::new(false),
+        }
+    }
+
+    /// The idle task of a CPU: runs on the CPU's boot stack, never in user mode.
+    pub fn new_idle(cpu: usize) -> Arc<Task> {
+        let t = Task::new(
+            0,
+            kernel_process(),
+            None,
+            None,
+            Arc::new(Mutex::new(FdTable::new())),
+            Arc::new(Mutex::new(FsContext::root())),
+            Arc::new(Mutex::new(SigHandlers::default())),
+        );
+        t.state.store(State::Running as u8, Ordering::Relaxed);
+        t.on_cpu.store(true, Ordering::Relaxed);
+        t.cpu.store(cpu, Ordering::Relaxed);
+        Arc::new(t)
+    }
+
+    pub fn state(&self) -> State {
+        match self.state.load(Ordering::Acquire) {
+            0 => State::Running,
+            1 => State::Runnable,
+            2 => State::Sleeping,
+            _ => State::Dead,
+        }
+    }
+
+    pub fn set_state(&self, s: State) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+
+    pub fn process(&self) -> Arc<Process> {
+        self.process.lock().clone()
+    }
+
+    pub fn pid(&self) -> Pid {
+        self.process.lock().pid
+    }
+
+    /// The user trap frame at the top of the kernel stack.
+    pub fn trap_frame(&self) -> *mut TrapFrame {
+        let top = self.kstack.as_ref().map_or(0, KernelStack::top);
+        (top - core::mem::size_of::<TrapFrame>()) as *mut TrapFrame
+    }
+
+    /// This task's private state.
+    ///
+    /// # Safety
+    /// Only the task itself (while running) or the code creating it (before it first runs) may
+    /// call this, and not hold two results at once.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn local(&self) -> &mut TaskLocal {
+        // SAFETY: the caller's contract.
+        unsafe { &mut *self.local.get() }
+    }
+
+    pub fn mm(&self) -> Option<Mm> {
+        self.mm.lock().clone()
+    }
+
+    pub fn files(&self) -> Arc<Mutex<FdTable>> {
+        self.files.lock().clone()
+    }
+
+    pub fn fs(&self) -> Arc<Mutex<FsContext>> {
+        self.fs.lock().clone()
+    }
+
+    pub fn sighand(&self) -> Arc<Mutex<SigHandlers>> {
+        self.sighand.lock().clone()
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.tid == 0
+    }
+}
+
+static KERNEL_PROCESS: spin::Once<Arc<Process>> = spin::Once::new();
+
+fn kernel_process() -> Arc<Process> {
+    KERNEL_PROCESS
+        .call_once(|| Process::new(0, Weak::new()))
+        .clone()
+}
+
+pub fn register(task: &Arc<Task>) {
+    TASKS.lock().insert(task.tid, Arc::downgrade(task));
+}
+
+pub fn unregister(tid: Pid) {
+    TASKS.lock().remove(&tid);
+}
+
+pub fn find_task(tid: Pid) -> Option<Arc<Task>> {
+    TASKS.lock().get(&tid).and_then(Weak::upgrade)
+}
+
+/// Every live process (thread-group leaders' processes, without duplicates).
+pub fn all_processes() -> Vec<Arc<Process>> {
+    let mut v: Vec<Arc<Process>> = Vec::new();
+    for t in TASKS.lock().values().filter_map(Weak::upgrade) {
+        let p = t.process();
+        if !v.iter().any(|q| q.pid == p.pid) {
+            v.push(p);
+        }
+    }
+    v
+}
+
+pub fn find_process(pid: Pid) -> Option<Arc<Process>> {
+    let t = find_task(pid)?;
+    let p = t.process();
+    (p.pid == pid).then_some(p)
+}
+
+/// The running task.
+pub fn current() -> &'static Task {
+    sched::current()
+}
+
+pub fn current_arc() -> Arc<Task> {
+    sched::current_arc()
+}
+
+/// Runs `f` on the current task's address space.
+pub fn with_mm<R>(f: impl FnOnce(&mut AddrSpace) -> SysResult<R>) -> SysResult<R> {
+    let mm = current().mm().ok_or(Errno::EFAULT)?;
+    let mut g = mm.lock();
+    f(&mut g)
+}

@@ -1,0 +1,297 @@
+//! The scheduler: per-CPU run queues, round robin with a one-tick slice, idle CPUs steal work.
+//!
+//! The kernel is not preemptible: a task leaves the CPU only in `schedule()`, which it calls when
+//! it blocks, yields, or on the way back to user mode when its slice is over. A task can be woken
+//! (made runnable, queued on another CPU) while it is still switching away; the CPU that picks it
+//! waits for `on_cpu` to drop before running it.
+
+use super::{State, Task};
+use crate::arch::aarch64::{context, cpu, fpsimd};
+use crate::percpu::{self, MAX_CPUS};
+use crate::sync::IrqLock;
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+
+struct RunQueue {
+    queue: VecDeque<Arc<Task>>,
+    current: Option<Arc<Task>>,
+    idle: Option<Arc<Task>>,
+    /// The task switched away from, until the switch is complete.
+    prev: Option<Arc<Task>>,
+}
+
+impl RunQueue {
+    const fn new() -> RunQueue {
+        RunQueue {
+            queue: VecDeque::new(),
+            current: None,
+            idle: None,
+            prev: None,
+        }
+    }
+}
+
+static RQ: [IrqLock<RunQueue>; MAX_CPUS] = [const { IrqLock::new(RunQueue::new()) }; MAX_CPUS];
+static CURRENT: [AtomicPtr<Task>; MAX_CPUS] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CPUS];
+static NEED_RESCHED: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
+/// Context switches, for /proc and benchmarks.
+pub static SWITCHES: AtomicU64 = AtomicU64::new(0);
+
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether any CPU runs the scheduler yet.
+pub fn started() -> bool {
+    STARTED.load(Ordering::Acquire)
+}
+
+/// Makes the code running on this CPU its idle task.
+pub fn init_cpu() {
+    let id = percpu::cpu_id();
+    let idle = Task::new_idle(id);
+    CURRENT[id].store(Arc::as_ptr(&idle) as *mut Task, Ordering::Release);
+    let mut rq = RQ[id].lock();
+    rq.current = Some(idle.clone());
+    rq.idle = Some(idle);
+    STARTED.store(true, Ordering::Release);
+}
+
+pub fn current() -> &'static Task {
+    let p = CURRENT[percpu::cpu_id()].load(Ordering::Acquire);
+    // SAFETY: CURRENT[cpu] points at the task running on this CPU, which is us; the run queue's
+    // `current` Arc keeps it alive for as long as it runs, and a task only calls this while
+    // running.
+    unsafe { &*p }
+}
+
+pub fn current_arc() -> Arc<Task> {
+    RQ[percpu::cpu_id()]
+        .lock()
+        .current
+        .clone()
+        .expect("scheduler not started on this CPU")
+}
+
+pub fn need_resched() -> bool {
+    NEED_RESCHED[percpu::cpu_id()].load(Ordering::Relaxed)
+}
+
+pub fn set_need_resched() {
+    NEED_RESCHED[percpu::cpu_id()].store(true, Ordering::Relaxed);
+}
+
+/// Timer tick on this CPU: end the slice if someone is waiting.
+pub fn tick() {
+    let id = percpu::cpu_id();
+    if let Some(rq) = RQ[id].try_lock() {
+        if !rq.queue.is_empty() {
+            NEED_RESCHED[id].store(true, Ordering::Relaxed);
+        }
+    } else {
+        NEED_RESCHED[id].store(true, Ordering::Relaxed);
+    }
+}
+
+fn online_cpus() -> impl Iterator<Item = usize> {
+    (0..MAX_CPUS).filter(|&c| percpu::get(c).online.load(Ordering::Acquire))
+}
+
+/// Puts a runnable task on a run queue: its last CPU if online, and pokes that CPU.
+pub fn enqueue(t: &Arc<Task>) {
+    let mut target = t.cpu.load(Ordering::Relaxed);
+    if !percpu::get(target).online.load(Ordering::Acquire) {
+        target = percpu::cpu_id();
+    }
+    enqueue_on(t, target);
+}
+
+fn enqueue_on(t: &Arc<Task>, target: usize) {
+    {
+        let mut rq = RQ[target].lock();
+        if t.on_rq.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        rq.queue.push_back(t.clone());
+    }
+    NEED_RESCHED[target].store(true, Ordering::Release);
+    if target != percpu::cpu_id() {
+        crate::irq::send_reschedule(target);
+    }
+}
+
+/// A new task: placed on the least busy online CPU.
+pub fn enqueue_new(t: &Arc<Task>) {
+    let target = online_cpus()
+        .min_by_key(|&c| {
+            let rq = RQ[c].lock();
+            rq.queue.len() + rq.current.as_ref().is_some_and(|t| !t.is_idle()) as usize
+        })
+        .unwrap_or(0);
+    t.cpu.store(target, Ordering::Relaxed);
+    enqueue_on(t, target);
+}
+
+/// Makes a sleeping task runnable.
+pub fn wake(t: &Arc<Task>) {
+    if t.state
+        .compare_exchange(
+            State::Sleeping as u8,
+            State::Runnable as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_ok()
+    {
+        enqueue(t);
+    }
+}
+
+/// Takes a queued task from a busier CPU, for an idle one.
+fn steal(me: usize) -> Option<Arc<Task>> {
+    for c in online_cpus().filter(|&c| c != me) {
+        if let Some(mut rq) = RQ[c].try_lock() {
+            if rq.queue.len() > usize::from(rq.current.as_ref().is_some_and(|t| t.is_idle())) {
+                if let Some(t) = rq.queue.pop_back() {
+                    return Some(t);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Gives the CPU to the next runnable task. Returns when the caller runs again.
+pub fn schedule() {
+    let daif = cpu::irq_save();
+    let id = percpu::cpu_id();
+    NEED_RESCHED[id].store(false, Ordering::Relaxed);
+    let mut rq = RQ[id].lock();
+    let prev = rq.current.clone().expect("scheduler running");
+    if !prev.is_idle() && prev.state() == State::Running {
+        prev.set_state(State::Runnable);
+        if !prev.on_rq.swap(true, Ordering::AcqRel) {
+            rq.queue.push_back(prev.clone());
+        }
+    }
+    let next = rq
+        .queue
+        .pop_front()
+        .or_else(|| {
+            let idle_now = prev.is_idle() || prev.state() != State::Runnable;
+            if idle_now {
+                steal(id)
+            } else {
+                None
+            }
+        })
+        .or_else(|| rq.idle.clone())
+        .unwrap();
+    next.on_rq.store(false, Ordering::Release);
+    next.set_state(State::Running);
+    if Arc::ptr_eq(&prev, &next) {
+        drop(rq);
+        cpu::irq_restore(daif);
+        return;
+    }
+    rq.current = Some(next.clone());
+    CURRENT[id].store(Arc::as_ptr(&next) as *mut Task, Ordering::Release);
+    rq.prev = Some(prev.clone());
+    drop(rq);
+
+    // The task may still be switching away on the CPU it was woken from.
+    while next.on_cpu.load(Ordering::Acquire) {
+        core::hint::spin_loop();
+    }
+    next.on_cpu.store(true, Ordering::Relaxed);
+    next.cpu.store(id, Ordering::Relaxed);
+    SWITCHES.fetch_add(1, Ordering::Relaxed);
+
+    // User state the kernel switches eagerly for now: FPSIMD registers, TLS, address space.
+    // SAFETY: prev is the task running here (its locals are ours to touch); next is not
+    // running anywhere (on_cpu was clear), so its locals are ours until it runs.
+    unsafe {
+        if !prev.is_idle() {
+            let l = prev.local();
+            fpsimd::fpsimd::save(&mut l.fp);
+            l.tpidr_el0 = read_tpidr_el0();
+        }
+        if !next.is_idle() {
+            let l = next.local();
+            fpsimd::fpsimd::load(&l.fp);
+            write_tpidr_el0(l.tpidr_el0, l.tpidrro_el0);
+        }
+    }
+    match next.mm() {
+        Some(mm) => mm.lock().activate(),
+        None => crate::arch::aarch64::mmu::clear_user_table(),
+    }
+
+    let prev_ctx = prev.ctx.get();
+    let next_ctx = next.ctx.get() as *const _;
+    drop(prev);
+    drop(next);
+    // SAFETY: prev_ctx is the running task's slot (kept alive by rq.prev until finish_switch);
+    // next_ctx belongs to a task no other CPU runs (on_cpu handshake above).
+    unsafe { context::switch_to(prev_ctx, next_ctx) };
+    finish_switch();
+    cpu::irq_restore(daif);
+}
+
+/// Completes a switch on the CPU that made it: the previous task may now run elsewhere.
+fn finish_switch() {
+    let prev = RQ[percpu::cpu_id()].lock().prev.take();
+    if let Some(p) = prev {
+        p.on_cpu.store(false, Ordering::Release);
+    }
+}
+
+/// First Rust code of a new task (from ret_from_fork), then out to user mode.
+pub extern "C" fn ret_from_fork_tail(tf: &mut crate::arch::aarch64::exception::TrapFrame) {
+    finish_switch();
+    crate::arch::aarch64::exception::return_to_user(tf);
+}
+
+pub fn yield_now() {
+    schedule();
+}
+
+/// This CPU's idle loop: run whatever is runnable, else wait for an interrupt.
+pub fn idle_loop() -> ! {
+    loop {
+        cpu::irq_disable();
+        let id = percpu::cpu_id();
+        let runnable = !RQ[id].lock().queue.is_empty() || NEED_RESCHED[id].load(Ordering::Relaxed);
+        if runnable || online_cpus().any(|c| c != id && RQ[c].lock().queue.len() > 1) {
+            schedule();
+        } else {
+            cpu::wait_for_interrupt();
+        }
+        cpu::irq_enable();
+    }
+}
+
+fn read_tpidr_el0() -> u64 {
+    let v;
+    // SAFETY: reads a register.
+    unsafe { core::arch::asm!("mrs {}, tpidr_el0", out(reg) v, options(nomem, nostack)) };
+    v
+}
+
+fn write_tpidr_el0(v: u64, ro: u64) {
+    // SAFETY: user TLS registers; only user code consumes them.
+    unsafe {
+        core::arch::asm!("msr tpidr_el0, {}", "msr tpidrro_el0, {}", in(reg) v, in(reg) ro, options(nomem, nostack))
+    };
+}
+
+/// The current task's TPIDR_EL0 as user mode sees it now.
+pub fn current_tpidr_el0() -> u64 {
+    read_tpidr_el0()
+}
+
+pub fn set_current_tpidr_el0(v: u64) {
+    write_tpidr_el0(v, 0);
+    // SAFETY: the current task's own locals.
+    unsafe { current().local().tpidr_el0 = v };
+}

@@ -1,0 +1,153 @@
+//! Wait queues: a task sleeps until a condition holds, a signal arrives or a deadline passes.
+
+use super::{sched, State, Task};
+use crate::sync::IrqLock;
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use svelt_abi::errno::{Errno, SysResult};
+
+pub struct WaitQueue {
+    waiters: IrqLock<VecDeque<Arc<Task>>>,
+}
+
+impl Default for WaitQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WaitQueue {
+    pub const fn new() -> WaitQueue {
+        WaitQueue {
+            waiters: IrqLock::new(VecDeque::new()),
+        }
+    }
+
+    pub fn wake_all(&self) {
+        let all: VecDeque<Arc<Task>> = core::mem::take(&mut *self.waiters.lock());
+        for t in all {
+            sched::wake(&t);
+        }
+    }
+
+    pub fn wake_one(&self) -> bool {
+        let t = self.waiters.lock().pop_front();
+        match t {
+            Some(t) => {
+                sched::wake(&t);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Wakes up to `n` waiters matching `pred` (futex).
+    pub fn wake_matching(&self, n: usize, mut pred: impl FnMut(&Task) -> bool) -> usize {
+        let mut woken = alloc::vec::Vec::new();
+        {
+            let mut q = self.waiters.lock();
+            let mut i = 0;
+            while i < q.len() && woken.len() < n {
+                if pred(&q[i]) {
+                    woken.push(q.remove(i).unwrap());
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        let n = woken.len();
+        for t in woken {
+            sched::wake(&t);
+        }
+        n
+    }
+
+    fn remove(&self, t: &Task) {
+        self.waiters.lock().retain(|w| !core::ptr::eq(&**w, t));
+    }
+
+    /// Sleeps until `cond` returns `Some`. A pending signal ends the wait with `EINTR`; a
+    /// deadline (counter value) with `Ok(None)`.
+    pub fn wait_deadline<R>(
+        &self,
+        cond: impl FnMut() -> Option<R>,
+        deadline: Option<u64>,
+    ) -> SysResult<Option<R>> {
+        self.wait_inner(cond, deadline, true)
+    }
+
+    /// Sleeps until `cond` holds; signals do not end the wait (only a kill of the task does,
+    /// with `None`).
+    pub fn wait_uninterruptible<R>(&self, cond: impl FnMut() -> Option<R>) -> Option<R> {
+        self.wait_inner(cond, None, false).ok().flatten()
+    }
+
+    fn wait_inner<R>(
+        &self,
+        mut cond: impl FnMut() -> Option<R>,
+        deadline: Option<u64>,
+        interruptible: bool,
+    ) -> SysResult<Option<R>> {
+        let me = super::current_arc();
+        loop {
+            if let Some(r) = cond() {
+                return Ok(Some(r));
+            }
+            let killed = me.killed.load(core::sync::atomic::Ordering::Acquire);
+            if killed || (interruptible && crate::signal::interrupted(&me)) {
+                return Err(Errno::EINTR);
+            }
+            if deadline.is_some_and(|d| crate::arch::aarch64::cpu::counter() >= d) {
+                return Ok(None);
+            }
+            {
+                let mut q = self.waiters.lock();
+                me.set_state(State::Sleeping);
+                q.push_back(me.clone());
+            }
+            // A wake-up between the check above and going to sleep is not lost: it made us
+            // runnable again, so schedule() returns promptly and the loop re-checks.
+            if let Some(r) = cond() {
+                self.remove(&me);
+                me.set_state(State::Running);
+                return Ok(Some(r));
+            }
+            if let Some(d) = deadline {
+                crate::time::wake_at(d, &me);
+            }
+            sched::schedule();
+            self.remove(&me);
+        }
+    }
+
+    pub fn wait<R>(&self, cond: impl FnMut() -> Option<R>) -> SysResult<R> {
+        self.wait_deadline(cond, None).map(|r| r.unwrap())
+    }
+}
+
+/// Sleeps until the deadline or a signal (nanosleep): `Ok(())` when the time has passed.
+pub fn sleep_until(deadline: u64) -> SysResult<()> {
+    static NOBODY: WaitQueue = WaitQueue::new();
+    NOBODY
+        .wait_deadline(|| None::<()>, Some(deadline))
+        .map(|_| ())
+}
+
+/// Sleeps until a signal is pending (rt_sigsuspend).
+pub fn sleep_forever_interruptible(_me: &Arc<Task>) -> SysResult<()> {
+    static NOBODY: WaitQueue = WaitQueue::new();
+    NOBODY.wait(|| None::<()>)
+}
+
+/// Waits for a signal in `want` (blocked ones included) or the deadline (rt_sigtimedwait).
+/// Another, deliverable signal ends the wait with EINTR.
+pub fn wait_for_signal(
+    me: &Arc<Task>,
+    want: u64,
+    deadline: Option<u64>,
+) -> SysResult<Option<crate::signal::SigInfo>> {
+    static SIGWAIT: WaitQueue = WaitQueue::new();
+    SIGWAIT
+        .wait_deadline(|| crate::signal::take_wanted(me, want), deadline)
+        .map_err(|_| Errno::EINTR)
+}

@@ -1,0 +1,98 @@
+//! Exceptions from user mode: syscalls, page faults, undefined instructions, alignment faults,
+//! breakpoints; and the work done on every return to user mode (rescheduling, signals, restarts).
+
+use crate::arch::aarch64::cpu;
+use crate::arch::aarch64::exception::TrapFrame;
+use crate::mm::aspace::{Access, FaultError};
+use crate::signal::{self, SigInfo};
+use crate::task::{self, sched};
+use svelt_abi::esr::{Ec, Esr};
+use svelt_abi::signal as sig;
+
+/// A synchronous exception from EL0 (IRQs masked on entry).
+pub fn el0_sync(tf: &mut TrapFrame) {
+    let esr = Esr(tf.esr);
+    cpu::irq_enable();
+    match esr.ec() {
+        Ec::Svc64 => crate::syscall::dispatch(tf),
+        Ec::DataAbortLower | Ec::InstrAbortLower => user_abort(tf, esr),
+        Ec::PcAlignment => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.far, esr.0),
+        Ec::SpAlignment => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.sp_el0, esr.0),
+        Ec::Brk => fault(sig::SIGTRAP, sig::TRAP_BRKPT, tf.elr, 0),
+        Ec::BreakpointLower | Ec::StepLower | Ec::WatchpointLower => {
+            fault(sig::SIGTRAP, sig::TRAP_HWBKPT, tf.elr, 0)
+        }
+        Ec::FpException => fault(sig::SIGFPE, sig::FPE_FLTUNK, tf.elr, esr.0),
+        // SVE and SME first-use traps and EL0 ID-register emulation arrive with the FP/SVE
+        // work; until then these are undefined instructions, as on a CPU without them.
+        _ => fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, esr.0),
+    }
+}
+
+fn fault(signo: u32, code: i32, addr: u64, esr: u64) {
+    let t = task::current();
+    // SAFETY: the current task's own locals.
+    let l = unsafe { t.local() };
+    l.fault_esr = esr;
+    l.fault_address = if signo == sig::SIGSEGV || signo == sig::SIGBUS {
+        addr
+    } else {
+        0
+    };
+    signal::force(t, signo, SigInfo::fault(signo, code, addr));
+}
+
+fn user_abort(tf: &mut TrapFrame, esr: Esr) {
+    let far = tf.far as usize;
+    let access = if esr.ec() == Ec::InstrAbortLower {
+        Access::Exec
+    } else if esr.wnr() {
+        Access::Write
+    } else {
+        Access::Read
+    };
+    match esr.fsc() {
+        // Translation, access-flag and permission faults: demand paging, or SIGSEGV.
+        0x04..=0x0f => {
+            let r = match task::current().mm() {
+                Some(mm) => mm.lock().handle_fault(far, access),
+                None => Err(FaultError::NoMapping),
+            };
+            match r {
+                Ok(()) => {}
+                Err(FaultError::NoMapping) => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
+                Err(FaultError::Permission) => fault(sig::SIGSEGV, sig::SEGV_ACCERR, tf.far, esr.0),
+                Err(FaultError::NoMemory) => {
+                    signal::force(task::current(), sig::SIGKILL, SigInfo::kernel(sig::SIGKILL))
+                }
+            }
+        }
+        0x21 => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.far, esr.0),
+        0x00..=0x03 => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
+        _ => fault(sig::SIGBUS, sig::BUS_OBJERR, tf.far, esr.0),
+    }
+}
+
+/// Work before returning to user mode. Returns with IRQs masked.
+pub fn return_to_user(tf: &mut TrapFrame) {
+    loop {
+        cpu::irq_disable();
+        let t = task::current();
+        if t.killed.load(core::sync::atomic::Ordering::Acquire) {
+            cpu::irq_enable();
+            crate::task::exit::do_exit(t.exit_code.load(core::sync::atomic::Ordering::Relaxed));
+        }
+        if sched::need_resched() {
+            cpu::irq_enable();
+            sched::schedule();
+            continue;
+        }
+        if signal::has_work(t) {
+            cpu::irq_enable();
+            signal::do_signal(tf);
+            continue;
+        }
+        break;
+    }
+    signal::finish_syscall(tf);
+}

@@ -1,0 +1,59 @@
+//! The userland (user/: init and every test program) booted on Svelt over {EL1, EL2} x {1, 2
+//! CPUs}, and the same initramfs on Debian's Linux (reference mode): every nested KTAP test must
+//! pass on both. A test that fails on Linux is a wrong test.
+
+use svelt_tests::{build, check_userland, Config, Initrd};
+
+fn svelt(el: u8, smp: u32) {
+    check_userland(&Config {
+        el,
+        smp,
+        initrd: Initrd::Default,
+        ..Config::default()
+    });
+}
+
+#[test]
+fn svelt_el1_smp1() {
+    svelt(1, 1);
+}
+
+#[test]
+fn svelt_el1_smp2() {
+    svelt(1, 2);
+}
+
+#[test]
+fn svelt_el2_smp1() {
+    svelt(2, 1);
+}
+
+#[test]
+fn svelt_el2_smp2() {
+    svelt(2, 2);
+}
+
+/// Reference mode. Skipped (with the reason printed) only when Linux cannot be downloaded.
+#[test]
+fn linux_reference() {
+    let cfg = Config {
+        linux: true,
+        initrd: Initrd::Default,
+        sve_max_vq: 4,
+        ..Config::default()
+    };
+    if let Err(why) = build(&cfg) {
+        if why.contains("network") {
+            eprintln!("SKIPPED linux_reference: Debian's Linux could not be fetched:\n{why}");
+            return;
+        }
+        panic!("reference-mode set-up failed: {why}");
+    }
+    for (el, smp) in [(2, 2), (1, 1)] {
+        check_userland(&Config {
+            el,
+            smp,
+            ..cfg.clone()
+        });
+    }
+}

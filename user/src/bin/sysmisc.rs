@@ -1,0 +1,213 @@
+//! Small process-wide calls: ids, process groups, set_tid_address, set_robust_list, prlimit64,
+//! getrandom, uname, sched_yield and sched_getaffinity.
+#![no_std]
+#![no_main]
+
+use svelt_user::ktap::TestResult;
+use svelt_user::proc::*;
+use svelt_user::sys::*;
+use svelt_user::*;
+
+fn ids_are_root() -> TestResult {
+    for n in [nr::GETUID, nr::GETEUID, nr::GETGID, nr::GETEGID] {
+        check_eq!(sys::syscall(n, &[]), Ok(0), "syscall {}", n);
+    }
+    Ok(())
+}
+
+fn process_groups() -> TestResult {
+    let me = sys::getpid();
+    let pg = t!(sys::getpgid(0));
+    check_eq!(sys::getpgid(me), Ok(pg));
+    check_eq!(sys::getpgid(0x3fff_fff0), Err(ESRCH));
+    let shared = Shared::new([0i32; 3]);
+    let child = t!(spawn(|| {
+        let before = sys::getpgid(0).unwrap_or(-1);
+        let r = sys::setpgid(0, 0).map(|_| 0).unwrap_or(-1);
+        shared.set([before, r, sys::getpgid(0).unwrap_or(-1)]);
+        0
+    }));
+    let (_, st) = t!(sys::waitpid(child, 0));
+    check_eq!(st, 0);
+    check_eq!(
+        shared.get(),
+        [pg, 0, child],
+        "child: inherited group, setpgid(0,0), own group"
+    );
+    check_eq!(sys::setpgid(0, -1), Err(EINVAL));
+    Ok(())
+}
+
+fn set_tid_address_returns_tid() -> TestResult {
+    let mut word = 0i32;
+    check_eq!(
+        sys::syscall(nr::SET_TID_ADDRESS, &[&mut word as *mut i32 as usize]),
+        Ok(sys::gettid() as usize)
+    );
+    check_eq!(
+        sys::syscall(nr::SET_TID_ADDRESS, &[0]),
+        Ok(sys::gettid() as usize)
+    );
+    Ok(())
+}
+
+fn robust_list() -> TestResult {
+    // struct robust_list_head is 24 bytes; any other length is EINVAL.
+    let head: [usize; 3] = [0, 0, 0];
+    let mut h = head;
+    h[0] = &h as *const _ as usize; // an empty circular list points at itself
+    check_eq!(
+        sys::syscall(nr::SET_ROBUST_LIST, &[h.as_ptr() as usize, 24]),
+        Ok(0)
+    );
+    check_eq!(
+        sys::syscall(nr::SET_ROBUST_LIST, &[h.as_ptr() as usize, 16]),
+        Err(EINVAL)
+    );
+    let mut got: usize = 0;
+    let mut len: usize = 0;
+    check_eq!(
+        sys::syscall(
+            nr::GET_ROBUST_LIST,
+            &[
+                0,
+                &mut got as *mut usize as usize,
+                &mut len as *mut usize as usize
+            ]
+        ),
+        Ok(0)
+    );
+    check_eq!((got, len), (h.as_ptr() as usize, 24));
+    Ok(())
+}
+
+fn prlimit64() -> TestResult {
+    let mut old = Rlimit::default();
+    let p = &mut old as *mut Rlimit as usize;
+    t!(sys::syscall(
+        nr::PRLIMIT64,
+        &[0, RLIMIT_NOFILE as usize, 0, p]
+    ));
+    check!(old.cur > 0 && old.cur <= old.max, "RLIMIT_NOFILE {old:?}");
+    t!(sys::syscall(
+        nr::PRLIMIT64,
+        &[0, RLIMIT_STACK as usize, 0, p]
+    ));
+    check!(old.cur >= 128 * 1024, "RLIMIT_STACK {old:?}");
+    // Lower the soft file limit and read it back; then restore it.
+    let mut nofile = Rlimit::default();
+    let np = &mut nofile as *mut Rlimit as usize;
+    t!(sys::syscall(
+        nr::PRLIMIT64,
+        &[0, RLIMIT_NOFILE as usize, 0, np]
+    ));
+    let lower = Rlimit {
+        cur: 64,
+        max: nofile.max,
+    };
+    let mut prev = Rlimit::default();
+    t!(sys::syscall(
+        nr::PRLIMIT64,
+        &[
+            0,
+            RLIMIT_NOFILE as usize,
+            &lower as *const Rlimit as usize,
+            &mut prev as *mut Rlimit as usize
+        ]
+    ));
+    check_eq!(prev.cur, nofile.cur);
+    t!(sys::syscall(
+        nr::PRLIMIT64,
+        &[0, RLIMIT_NOFILE as usize, 0, p]
+    ));
+    check_eq!(old.cur, 64);
+    t!(sys::syscall(
+        nr::PRLIMIT64,
+        &[
+            0,
+            RLIMIT_NOFILE as usize,
+            &nofile as *const Rlimit as usize,
+            0
+        ]
+    ));
+    check_eq!(
+        sys::syscall(nr::PRLIMIT64, &[0, 999, 0, p]),
+        Err(EINVAL),
+        "unknown resource"
+    );
+    let bad = Rlimit { cur: 10, max: 5 };
+    check_eq!(
+        sys::syscall(
+            nr::PRLIMIT64,
+            &[0, RLIMIT_NOFILE as usize, &bad as *const Rlimit as usize, 0]
+        ),
+        Err(EINVAL),
+        "cur > max"
+    );
+    Ok(())
+}
+
+fn getrandom() -> TestResult {
+    let mut a = [0u8; 32];
+    let mut b = [0u8; 32];
+    check_eq!(sys::getrandom(&mut a, 0), Ok(32));
+    check_eq!(sys::getrandom(&mut b, 0), Ok(32));
+    check!(a != b, "two getrandom calls returned the same bytes");
+    check!(a.iter().any(|&x| x != 0));
+    check_eq!(sys::getrandom(&mut a[..0], 0), Ok(0));
+    check_eq!(sys::getrandom(&mut a, 0x1000), Err(EINVAL), "unknown flag");
+    const GRND_NONBLOCK: u32 = 1;
+    check_eq!(sys::getrandom(&mut a, GRND_NONBLOCK), Ok(32));
+    Ok(())
+}
+
+fn uname() -> TestResult {
+    let u = sys::uname();
+    check_eq!(sys::field_str(&u.sysname), "Linux");
+    check_eq!(sys::field_str(&u.machine), "aarch64");
+    check!(!sys::field_str(&u.release).is_empty());
+    println!("# release {}", sys::field_str(&u.release));
+    Ok(())
+}
+
+fn sched() -> TestResult {
+    check_eq!(sys::sched_yield(), Ok(0));
+    let mut mask = [0u64; 16];
+    let n = t!(sys::syscall(
+        nr::SCHED_GETAFFINITY,
+        &[0, core::mem::size_of_val(&mask), mask.as_mut_ptr() as usize]
+    ));
+    check!(n >= 8 && n % 8 == 0, "returned size {n}");
+    let cpus: u32 = mask.iter().map(|m| m.count_ones()).sum();
+    check!(cpus >= 1);
+    check!(mask[0] & 1 != 0, "CPU 0 in the mask {:#x}", mask[0]);
+    println!("# {cpus} cpus in the affinity mask");
+    // A buffer smaller than the kernel's cpumask is EINVAL; unaligned size too.
+    check_eq!(
+        sys::syscall(nr::SCHED_GETAFFINITY, &[0, 4, mask.as_mut_ptr() as usize]),
+        Err(EINVAL)
+    );
+    check_eq!(
+        sys::syscall(
+            nr::SCHED_GETAFFINITY,
+            &[0x3fff_fff0, 128, mask.as_mut_ptr() as usize]
+        ),
+        Err(ESRCH)
+    );
+    Ok(())
+}
+
+fn main(_a: &rt::Args) -> i32 {
+    ktap::run(&[
+        ("uid_gid_getters_are_root", ids_are_root),
+        ("setpgid_getpgid", process_groups),
+        ("set_tid_address", set_tid_address_returns_tid),
+        ("set_get_robust_list", robust_list),
+        ("prlimit64", prlimit64),
+        ("getrandom", getrandom),
+        ("uname", uname),
+        ("sched_yield_getaffinity", sched),
+    ])
+}
+
+entry!(main);

@@ -1,0 +1,249 @@
+//! Clocks and timers: clock_gettime (monotonic never goes back), clock_getres, nanosleep and
+//! clock_nanosleep sleep at least as asked (relative and TIMER_ABSTIME), EINTR with the time
+//! left, setitimer/getitimer and SIGALRM (handled, and its default action).
+#![no_std]
+#![no_main]
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use svelt_user::ktap::TestResult;
+use svelt_user::proc::*;
+use svelt_user::sig::*;
+use svelt_user::sys::*;
+use svelt_user::*;
+
+const MS: u64 = 1_000_000;
+
+fn monotonic_increases() -> TestResult {
+    let mut prev = t!(sys::clock_gettime(CLOCK_MONOTONIC));
+    check!(prev.tv_nsec >= 0 && prev.tv_nsec < 1_000_000_000);
+    let start = prev.ns();
+    let mut spins = 0u64;
+    while sys::now_ns() - start < 5 * MS {
+        let now = t!(sys::clock_gettime(CLOCK_MONOTONIC));
+        check!(
+            now.ns() >= prev.ns(),
+            "monotonic went back: {prev:?} -> {now:?}"
+        );
+        prev = now;
+        spins += 1;
+    }
+    check!(prev.ns() > start, "monotonic never moved in {spins} reads");
+    for c in [
+        CLOCK_REALTIME,
+        CLOCK_BOOTTIME,
+        CLOCK_PROCESS_CPUTIME_ID,
+        CLOCK_THREAD_CPUTIME_ID,
+    ] {
+        t!(sys::clock_gettime(c));
+    }
+    let rt = t!(sys::clock_gettime(CLOCK_REALTIME));
+    check!(rt.tv_sec > 0);
+    check_eq!(sys::clock_gettime(99).map(|_| ()), Err(EINVAL));
+    let mut res = Timespec::default();
+    t!(sys::syscall(
+        nr::CLOCK_GETRES,
+        &[CLOCK_MONOTONIC as usize, &mut res as *mut _ as usize]
+    ));
+    check!(
+        res.tv_sec == 0 && res.tv_nsec > 0 && res.tv_nsec <= 10_000_000,
+        "{res:?}"
+    );
+    Ok(())
+}
+
+fn nanosleep_sleeps_enough() -> TestResult {
+    for ms in [1, 20, 60] {
+        let t0 = sys::now_ns();
+        t!(sys::nanosleep(&Timespec::from_ns(ms * MS), None));
+        let slept = sys::now_ns() - t0;
+        check!(slept >= ms * MS, "asked {ms} ms, slept {slept} ns");
+    }
+    check_eq!(
+        sys::nanosleep(
+            &Timespec {
+                tv_sec: 0,
+                tv_nsec: 1_000_000_000
+            },
+            None
+        ),
+        Err(EINVAL)
+    );
+    check_eq!(
+        sys::nanosleep(
+            &Timespec {
+                tv_sec: -1,
+                tv_nsec: 0
+            },
+            None
+        ),
+        Err(EINVAL)
+    );
+    check_eq!(sys::nanosleep(&Timespec::default(), None), Ok(0));
+    Ok(())
+}
+
+fn clock_nanosleep(clock: u32, flags: u32, t: &Timespec) -> SysResult {
+    sys::syscall(
+        nr::CLOCK_NANOSLEEP,
+        &[
+            clock as usize,
+            flags as usize,
+            t as *const Timespec as usize,
+            0,
+        ],
+    )
+}
+
+fn clock_nanosleep_relative_and_absolute() -> TestResult {
+    let t0 = sys::now_ns();
+    t!(clock_nanosleep(
+        CLOCK_MONOTONIC,
+        0,
+        &Timespec::from_ns(30 * MS)
+    ));
+    check!(sys::now_ns() - t0 >= 30 * MS);
+    let target = sys::now_ns() + 40 * MS;
+    t!(clock_nanosleep(
+        CLOCK_MONOTONIC,
+        TIMER_ABSTIME,
+        &Timespec::from_ns(target)
+    ));
+    check!(sys::now_ns() >= target, "woke before the absolute deadline");
+    // A deadline in the past returns at once.
+    t!(clock_nanosleep(
+        CLOCK_MONOTONIC,
+        TIMER_ABSTIME,
+        &Timespec::from_ns(1)
+    ));
+    t!(clock_nanosleep(CLOCK_REALTIME, 0, &Timespec::from_ns(MS)));
+    check_eq!(
+        clock_nanosleep(CLOCK_THREAD_CPUTIME_ID, 0, &Timespec::from_ns(MS)),
+        Err(EOPNOTSUPP),
+        "sleeping on the calling thread's CPU clock"
+    );
+    Ok(())
+}
+
+static ALARMS: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_alarm(sig: i32, info: *mut SigInfo, _uc: *mut u8) {
+    // SAFETY: SA_SIGINFO handler: the kernel passes a valid siginfo.
+    let code = unsafe { (*info).code };
+    if sig == SIGALRM && code == SI_KERNEL {
+        ALARMS.fetch_add(1, Ordering::SeqCst);
+    } else {
+        ALARMS.fetch_add(1000, Ordering::SeqCst);
+    }
+}
+
+fn setitimer(value_ns: u64, interval_ns: u64) -> SysResult<Itimerval> {
+    let tv = |ns: u64| Timeval {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
+    };
+    let new = Itimerval {
+        it_interval: tv(interval_ns),
+        it_value: tv(value_ns),
+    };
+    let mut old = Itimerval::default();
+    sys::syscall(
+        nr::SETITIMER,
+        &[
+            ITIMER_REAL as usize,
+            &new as *const _ as usize,
+            &mut old as *mut _ as usize,
+        ],
+    )
+    .map(|_| old)
+}
+
+fn itimer_real_delivers_sigalrm() -> TestResult {
+    t!(set_handler(SIGALRM, on_alarm, 0, 0));
+    ALARMS.store(0, Ordering::SeqCst);
+    let old_mask = t!(sigprocmask(SIG_BLOCK, Some(bit(SIGALRM))));
+    let t0 = sys::now_ns();
+    t!(setitimer(50 * MS, 0));
+    let mut cur = Itimerval::default();
+    t!(sys::syscall(
+        nr::GETITIMER,
+        &[ITIMER_REAL as usize, &mut cur as *mut _ as usize]
+    ));
+    let left = cur.it_value.tv_sec * 1_000_000 + cur.it_value.tv_usec;
+    check!(left > 0 && left <= 50_000, "getitimer left {left} us");
+    // Wait for it with the signal unblocked only inside sigsuspend.
+    check_eq!(sigsuspend(old_mask & !bit(SIGALRM)), Err(EINTR));
+    let waited = sys::now_ns() - t0;
+    check_eq!(ALARMS.load(Ordering::SeqCst), 1);
+    check!(waited >= 50 * MS, "SIGALRM after {waited} ns");
+    // A periodic timer fires again and again.
+    t!(setitimer(10 * MS, 10 * MS));
+    while ALARMS.load(Ordering::SeqCst) < 4 {
+        let _ = sigsuspend(old_mask & !bit(SIGALRM));
+    }
+    let old = t!(setitimer(0, 0));
+    check_eq!(
+        old.it_interval.tv_usec,
+        10_000,
+        "getting the old interval back"
+    );
+    t!(sigprocmask(SIG_SETMASK, Some(old_mask)));
+    check_eq!(ALARMS.load(Ordering::SeqCst), 4);
+    t!(set_disposition(SIGALRM, SIG_DFL));
+    Ok(())
+}
+
+fn alarm_default_action_terminates() -> TestResult {
+    let st = t!(in_child(|| {
+        if setitimer(20 * MS, 0).is_err() {
+            return 1;
+        }
+        loop {
+            sys::sleep_ns(1_000_000_000);
+        }
+    }));
+    check!(
+        wifsignaled(st) && wtermsig(st) == SIGALRM && !wcoredump(st),
+        "{}",
+        describe(st)
+    );
+    Ok(())
+}
+
+extern "C" fn noop(_sig: i32, _info: *mut SigInfo, _uc: *mut u8) {}
+
+fn nanosleep_interrupted_reports_remaining() -> TestResult {
+    t!(set_handler(SIGALRM, noop, 0, 0));
+    t!(setitimer(30 * MS, 0));
+    let mut rem = Timespec::default();
+    let r = sys::nanosleep(&Timespec::from_ns(2_000 * MS), Some(&mut rem));
+    check_eq!(r, Err(EINTR));
+    check!(
+        rem.ns() > 1_000 * MS && rem.ns() < 2_000 * MS,
+        "remaining {rem:?}"
+    );
+    t!(set_disposition(SIGALRM, SIG_DFL));
+    Ok(())
+}
+
+fn main(_a: &rt::Args) -> i32 {
+    ktap::run(&[
+        ("clock_gettime_monotonic_increases", monotonic_increases),
+        ("nanosleep_sleeps_at_least", nanosleep_sleeps_enough),
+        (
+            "clock_nanosleep_relative_absolute",
+            clock_nanosleep_relative_and_absolute,
+        ),
+        ("setitimer_sigalrm", itimer_real_delivers_sigalrm),
+        (
+            "sigalrm_default_terminates",
+            alarm_default_action_terminates,
+        ),
+        (
+            "nanosleep_eintr_remaining",
+            nanosleep_interrupted_reports_remaining,
+        ),
+    ])
+}
+
+entry!(main);
