@@ -542,7 +542,11 @@ mod tests {
         let mut b = vec![0u8; 0x1100];
         ehdr(&mut b, ET_EXEC, 0x400100, 64, 3);
         phdr(&mut b, 0, load(PF_R | PF_X, 0, 0x400000, 0x200, 0x200));
-        phdr(&mut b, 1, load(PF_R | PF_W, 0x1000, 0x411000, 0x100, 0x2345));
+        phdr(
+            &mut b,
+            1,
+            load(PF_R | PF_W, 0x1000, 0x411000, 0x100, 0x2345),
+        );
         phdr(
             &mut b,
             2,
@@ -667,7 +671,10 @@ mod tests {
         let p = ElfFile::parse(&b, PG).unwrap().plan(0, 1 << 48).unwrap();
         assert_eq!(p.phdr, 0);
         let s = p.segments().next().unwrap();
-        assert_eq!((s.copy_dst, s.file_offset, s.file_len), (0x12000, 0x2000, 0x100));
+        assert_eq!(
+            (s.copy_dst, s.file_offset, s.file_len),
+            (0x12000, 0x2000, 0x100)
+        );
     }
 
     #[test]
@@ -690,11 +697,20 @@ mod tests {
         check(&|b| put_u16(b, 56, 0), ElfError::BadPhnum);
         check(&|b| put_u16(b, 56, 1171), ElfError::BadPhnum);
         check(&|b| put_u64(b, 32, 0x10f0), ElfError::PhdrsOutsideFile);
-        check(&|b| put_u64(b, 32, u64::MAX - 8), ElfError::PhdrsOutsideFile);
+        check(
+            &|b| put_u64(b, 32, u64::MAX - 8),
+            ElfError::PhdrsOutsideFile,
+        );
         // Segment 1 (data) fields: offset @64+56+8, vaddr +16, filesz +32, memsz +40.
         let s1 = 64 + 56;
-        check(&|b| put_u64(b, s1 + 32, 0x101), ElfError::SegmentOutsideFile);
-        check(&|b| put_u64(b, s1 + 8, u64::MAX), ElfError::SegmentOutsideFile);
+        check(
+            &|b| put_u64(b, s1 + 32, 0x101),
+            ElfError::SegmentOutsideFile,
+        );
+        check(
+            &|b| put_u64(b, s1 + 8, u64::MAX),
+            ElfError::SegmentOutsideFile,
+        );
         check(&|b| put_u64(b, s1 + 40, 0x80), ElfError::FileszOverMemsz);
         check(&|b| put_u64(b, s1 + 16, 0x411800), ElfError::Incongruent);
         check(&|b| put_u64(b, s1 + 16, 0x3ff000), ElfError::LoadOverlap);
@@ -784,7 +800,7 @@ mod tests {
         for _ in 0..2000 {
             let n = (rng.next() % 600) as usize;
             let mut b: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
-            if n >= 64 && rng.next() % 2 == 0 {
+            if n >= 64 && rng.next().is_multiple_of(2) {
                 ehdr(&mut b, ET_EXEC, rng.next(), 64, (rng.next() % 8) as u16);
             }
             exercise(&b);

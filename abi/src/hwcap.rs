@@ -34,8 +34,24 @@ enum Gate {
     Sme,
 }
 
-const fn cap(reg: Reg, shift: u32, min: u8, word: u8, bit: u32, name: &'static str, gate: Gate) -> Cap {
-    Cap { reg, shift, min, word, bit, name, gate }
+const fn cap(
+    reg: Reg,
+    shift: u32,
+    min: u8,
+    word: u8,
+    bit: u32,
+    name: &'static str,
+    gate: Gate,
+) -> Cap {
+    Cap {
+        reg,
+        shift,
+        min,
+        word,
+        bit,
+        name,
+        gate,
+    }
 }
 
 use Gate::{None as G, Sme, Sve};
@@ -132,7 +148,11 @@ fn field(r: &IdRegs, reg: Reg, shift: u32) -> u8 {
         Smfr0 => r.smfr0,
     };
     // Single-bit SMFR0 fields (F32F32 and friends, FA64) are read as one bit.
-    let width = if matches!(reg, Smfr0) && !matches!(shift, 36 | 52 | 56 | 60) { 1 } else { 4 };
+    let width = if matches!(reg, Smfr0) && !matches!(shift, 36 | 52 | 56 | 60) {
+        1
+    } else {
+        4
+    };
     ((v >> shift) & ((1 << width) - 1)) as u8
 }
 
@@ -185,12 +205,31 @@ pub fn feature_names(h1: u64, h2: u64) -> impl Iterator<Item = &'static str> {
         (HWCAP_CPUID, "cpuid"),
     ];
     // Linux's order: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid ...
-    let early = FIRST[..3].iter().filter(move |(b, _)| h1 & b != 0).map(|(_, n)| *n);
-    let mid1 = CAPS.iter().filter(|c| c.word == 1 && c.bit < 9).filter(move |c| h1 & (1 << c.bit) != 0);
-    let late = FIRST[3..].iter().filter(move |(b, _)| h1 & b != 0).map(|(_, n)| *n);
-    let rest1 = CAPS.iter().filter(|c| c.word == 1 && c.bit > 11).filter(move |c| h1 & (1 << c.bit) != 0);
-    let rest2 = CAPS.iter().filter(|c| c.word == 2).filter(move |c| h2 & (1 << c.bit) != 0);
-    early.chain(mid1.map(|c| c.name)).chain(late).chain(rest1.map(|c| c.name)).chain(rest2.map(|c| c.name))
+    let early = FIRST[..3]
+        .iter()
+        .filter(move |(b, _)| h1 & b != 0)
+        .map(|(_, n)| *n);
+    let mid1 = CAPS
+        .iter()
+        .filter(|c| c.word == 1 && c.bit < 9)
+        .filter(move |c| h1 & (1 << c.bit) != 0);
+    let late = FIRST[3..]
+        .iter()
+        .filter(move |(b, _)| h1 & b != 0)
+        .map(|(_, n)| *n);
+    let rest1 = CAPS
+        .iter()
+        .filter(|c| c.word == 1 && c.bit > 11)
+        .filter(move |c| h1 & (1 << c.bit) != 0);
+    let rest2 = CAPS
+        .iter()
+        .filter(|c| c.word == 2)
+        .filter(move |c| h2 & (1 << c.bit) != 0);
+    early
+        .chain(mid1.map(|c| c.name))
+        .chain(late)
+        .chain(rest1.map(|c| c.name))
+        .chain(rest2.map(|c| c.name))
 }
 
 #[cfg(test)]
@@ -218,7 +257,14 @@ mod tests {
         assert_eq!(h1 & HWCAP_SVE, 0);
         assert_eq!(h2 & (HWCAP2_SVE2 | HWCAP2_SME | HWCAP2_SME_FA64), 0);
         assert_ne!(h1 & (HWCAP_FP | HWCAP_ASIMD), 0);
-        let (h1, h2) = hwcaps(&r, Offer { sve: true, sme: true, cpuid: true });
+        let (h1, h2) = hwcaps(
+            &r,
+            Offer {
+                sve: true,
+                sme: true,
+                cpuid: true,
+            },
+        );
         assert_ne!(h1 & HWCAP_SVE, 0);
         assert_ne!(h1 & HWCAP_CPUID, 0);
         assert_ne!(h2 & HWCAP2_SVE2, 0);
@@ -229,11 +275,22 @@ mod tests {
 
     #[test]
     fn features_line_order() {
-        let (h1, h2) = hwcaps(&qemu_max(), Offer { sve: true, sme: true, cpuid: true });
+        let (h1, h2) = hwcaps(
+            &qemu_max(),
+            Offer {
+                sve: true,
+                sme: true,
+                cpuid: true,
+            },
+        );
         let names: Vec<&str> = feature_names(h1, h2).collect();
         assert_eq!(&names[..4], ["fp", "asimd", "aes", "pmull"]);
         let pos = |n: &str| names.iter().position(|&x| x == n).unwrap();
-        assert!(pos("atomics") < pos("fphp") && pos("fphp") < pos("cpuid") && pos("cpuid") < pos("asimdrdm"));
+        assert!(
+            pos("atomics") < pos("fphp")
+                && pos("fphp") < pos("cpuid")
+                && pos("cpuid") < pos("asimdrdm")
+        );
         assert!(pos("sve") < pos("sve2") && pos("sve2") < pos("sme"));
     }
 
@@ -242,6 +299,9 @@ mod tests {
         let mut r = qemu_max();
         r.pfr0 |= 0xff << 16;
         let (h1, _) = hwcaps(&r, Offer::default());
-        assert_eq!(h1 & (HWCAP_FP | HWCAP_ASIMD | HWCAP_FPHP | HWCAP_ASIMDHP), 0);
+        assert_eq!(
+            h1 & (HWCAP_FP | HWCAP_ASIMD | HWCAP_FPHP | HWCAP_ASIMDHP),
+            0
+        );
     }
 }

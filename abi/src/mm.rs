@@ -209,11 +209,22 @@ mod tests {
             Err(Errno::EOPNOTSUPP)
         );
         // Unknown flags are ignored with plain MAP_SHARED.
-        assert!(mmap_check(0, PG, 0, MAP_SHARED | 0x200_0000, 0, PG).unwrap().shared);
-        let r = mmap_check(0x5000, PG, PROT_READ, MAP_PRIVATE | MAP_FIXED_NOREPLACE, 0, PG);
+        assert!(
+            mmap_check(0, PG, 0, MAP_SHARED | 0x200_0000, 0, PG)
+                .unwrap()
+                .shared
+        );
+        let r = mmap_check(
+            0x5000,
+            PG,
+            PROT_READ,
+            MAP_PRIVATE | MAP_FIXED_NOREPLACE,
+            0,
+            PG,
+        );
         assert!(r.unwrap().noreplace);
         assert_eq!(
-            mmap_check(0, PG, 0, MAP_PRIVATE, u64::MAX & !0xfff, PG),
+            mmap_check(0, PG, 0, MAP_PRIVATE, !0xfff, PG),
             Err(Errno::EOVERFLOW)
         );
     }

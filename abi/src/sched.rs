@@ -484,11 +484,35 @@ mod tests {
         assert_eq!(CloneArgs::from_clone3(&big), Err(Errno::E2BIG));
         let bad_sig = clone3_bytes(&[0, 0, 0, 0, 65, 0, 0, 0], 0);
         assert_eq!(CloneArgs::from_clone3(&bad_sig), Err(Errno::EINVAL));
-        let thread_sig = clone3_bytes(&[CLONE_THREAD | CLONE_SIGHAND | CLONE_VM, 0, 0, 0, 17, 0, 0, 0], 0);
+        let thread_sig = clone3_bytes(
+            &[
+                CLONE_THREAD | CLONE_SIGHAND | CLONE_VM,
+                0,
+                0,
+                0,
+                17,
+                0,
+                0,
+                0,
+            ],
+            0,
+        );
         assert_eq!(CloneArgs::from_clone3(&thread_sig), Err(Errno::EINVAL));
         let half_stack = clone3_bytes(&[0, 0, 0, 0, 0, 0x1000, 0, 0], 0);
         assert_eq!(CloneArgs::from_clone3(&half_stack), Err(Errno::EINVAL));
-        let both = clone3_bytes(&[CLONE_SIGHAND | CLONE_CLEAR_SIGHAND | CLONE_VM, 0, 0, 0, 0, 0, 0, 0], 0);
+        let both = clone3_bytes(
+            &[
+                CLONE_SIGHAND | CLONE_CLEAR_SIGHAND | CLONE_VM,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ],
+            0,
+        );
         assert_eq!(CloneArgs::from_clone3(&both), Err(Errno::EINVAL));
         let unknown = clone3_bytes(&[1 << 40, 0, 0, 0, 0, 0, 0, 0], 0);
         assert_eq!(CloneArgs::from_clone3(&unknown), Err(Errno::EINVAL));
@@ -522,10 +546,20 @@ mod tests {
     #[test]
     fn futex_ops() {
         let op = FutexOp::decode(FUTEX_WAIT_PRIVATE).unwrap();
-        assert_eq!((op.cmd, op.private, op.clock_realtime), (FUTEX_WAIT, true, false));
+        assert_eq!(
+            (op.cmd, op.private, op.clock_realtime),
+            (FUTEX_WAIT, true, false)
+        );
         assert!(!op.timeout_is_absolute());
-        assert_eq!(FutexOp::decode(FUTEX_WAIT | FUTEX_CLOCK_REALTIME), Err(Errno::ENOSYS));
-        assert!(FutexOp::decode(FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME).unwrap().clock_realtime);
+        assert_eq!(
+            FutexOp::decode(FUTEX_WAIT | FUTEX_CLOCK_REALTIME),
+            Err(Errno::ENOSYS)
+        );
+        assert!(
+            FutexOp::decode(FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME)
+                .unwrap()
+                .clock_realtime
+        );
         assert_eq!(FutexOp::decode(14), Err(Errno::ENOSYS));
         assert_eq!(FutexOp::decode(FUTEX_FD), Err(Errno::ENOSYS));
 
@@ -538,7 +572,13 @@ mod tests {
         assert_eq!(futex_wake_op_apply(add_neg, 5), Ok((4, false)));
         let shift = futex_op(FUTEX_OP_OR | FUTEX_OP_OPARG_SHIFT, 4, FUTEX_OP_CMP_EQ, 0);
         assert_eq!(futex_wake_op_apply(shift, 0), Ok((0x10, true)));
-        assert_eq!(futex_wake_op_apply(futex_op(7, 0, 0, 0), 0), Err(Errno::ENOSYS));
-        assert_eq!(futex_wake_op_apply(futex_op(0, 0, 9, 0), 0), Err(Errno::ENOSYS));
+        assert_eq!(
+            futex_wake_op_apply(futex_op(7, 0, 0, 0), 0),
+            Err(Errno::ENOSYS)
+        );
+        assert_eq!(
+            futex_wake_op_apply(futex_op(0, 0, 9, 0), 0),
+            Err(Errno::ENOSYS)
+        );
     }
 }

@@ -148,21 +148,11 @@ pub struct UserRegs {
 }
 
 /// FPSIMD state as `fpsimd_context` holds it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FpsimdState {
     pub vregs: [u128; 32],
     pub fpsr: u32,
     pub fpcr: u32,
-}
-
-impl Default for FpsimdState {
-    fn default() -> Self {
-        FpsimdState {
-            vregs: [0; 32],
-            fpsr: 0,
-            fpcr: 0,
-        }
-    }
 }
 
 /// A record to place after fpsimd/esr, in the order given (Linux's: gcs, sve, tpidr2, za, zt,
@@ -212,7 +202,8 @@ impl FrameLayout {
             size: 0,
         };
         // Keep room for the terminator and a possible extra_context inside __reserved.
-        let mut limit = RESERVED_OFFSET + RESERVED_SIZE - TERMINATOR_SIZE - EXTRA_CONTEXT_SIZE as usize;
+        let mut limit =
+            RESERVED_OFFSET + RESERVED_SIZE - TERMINATOR_SIZE - EXTRA_CONTEXT_SIZE as usize;
         for (i, &s) in sizes.iter().enumerate() {
             let padded = (s as usize).next_multiple_of(16);
             if padded > limit - l.used && l.extra_offset.is_none() {
@@ -416,7 +407,7 @@ impl SigDelivery<'_> {
         }
         for r in self.records {
             let o = l.offsets[i];
-            let room = r.size as usize - 8;
+            let room = (r.size as usize).saturating_sub(8);
             if r.body.len() > room {
                 return Err(Errno::EINVAL);
             }
@@ -446,6 +437,9 @@ impl SigDelivery<'_> {
 /// The user copy failed (the kernel's uaccess fault fix-up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Efault;
+
+/// Copies user memory at an address into a buffer, or fails with `Efault`.
+pub type ReadUser<'r> = dyn FnMut(u64, &mut [u8]) -> Result<(), Efault> + 'r;
 
 /// What the CPU implements; records of absent features are rejected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -501,7 +495,9 @@ pub enum BadFrame {
     ExtraTooLarge,
     /// The caller's extra buffer is smaller than the extra space (not a Linux rule: retry with
     /// a buffer of `needed` bytes).
-    ExtraBufferTooSmall { needed: usize },
+    ExtraBufferTooSmall {
+        needed: usize,
+    },
     MissingFpsimd,
     /// fpsimd_context head.size ≠ 528.
     BadFpsimdSize,
@@ -554,7 +550,7 @@ pub fn u64_record_value(rec: &[u8]) -> Option<u64> {
 /// copies user memory; `frame` receives the 4688-byte frame and `extra` the extra space.
 pub fn parse_sigreturn<'a>(
     sp: u64,
-    read_user: &mut dyn FnMut(u64, &mut [u8]) -> Result<(), Efault>,
+    read_user: &mut ReadUser<'_>,
     features: &SigFeatures,
     frame: &'a mut [u8; RT_SIGFRAME_SIZE],
     extra: &'a mut [u8],
@@ -586,7 +582,15 @@ pub fn parse_sigreturn<'a>(
 
     let mut extra_len = 0;
     let mut extra_at = None;
-    let locs = match scan_records(sp, frame, read_user, features, extra, &mut extra_len, &mut extra_at) {
+    let locs = match scan_records(
+        sp,
+        frame,
+        read_user,
+        features,
+        extra,
+        &mut extra_len,
+        &mut extra_at,
+    ) {
         Ok(l) => l,
         Err(e) => {
             out.frame = Err(e);
@@ -597,7 +601,11 @@ pub fn parse_sigreturn<'a>(
     let extra: &'a [u8] = &extra[..extra_len];
     let get = |l: Option<RecordLoc>| {
         l.map(|l| {
-            let area = if l.extra { extra } else { &frame[RESERVED_OFFSET..] };
+            let area = if l.extra {
+                extra
+            } else {
+                &frame[RESERVED_OFFSET..]
+            };
             &area[l.offset..l.offset + l.size]
         })
     };
@@ -661,7 +669,7 @@ struct Locs {
 fn scan_records(
     sp: u64,
     frame: &[u8; RT_SIGFRAME_SIZE],
-    read_user: &mut dyn FnMut(u64, &mut [u8]) -> Result<(), Efault>,
+    read_user: &mut ReadUser<'_>,
     f: &SigFeatures,
     extra_buf: &mut [u8],
     extra_len: &mut usize,
@@ -680,7 +688,7 @@ fn scan_records(
         if limit - offset < 8 {
             return Err(BadFrame::NoRoomForHead);
         }
-        if offset % 16 != 0 {
+        if !offset.is_multiple_of(16) {
             return Err(BadFrame::RecordMisaligned);
         }
         let magic = get_u32(area, offset);
@@ -723,7 +731,7 @@ fn scan_records(
                 if get_u32(area, term) != 0 || get_u32(area, term + 4) != 0 {
                     return Err(BadFrame::ExtraNoTerminator);
                 }
-                if datap % 16 != 0 || esize % 16 != 0 {
+                if !datap.is_multiple_of(16) || !esize.is_multiple_of(16) {
                     return Err(BadFrame::ExtraMisaligned);
                 }
                 // Absolute user address just after the terminator.

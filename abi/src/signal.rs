@@ -83,10 +83,38 @@ pub const fn sig_kernel_only(sig: u32) -> bool {
 /// The signal's name ("SIGSEGV"); real-time ones are "SIGRT".
 pub const fn sig_name(sig: u32) -> Option<&'static str> {
     const NAMES: [&str; 32] = [
-        "", "SIGHUP", "SIGINT", "SIGQUIT", "SIGILL", "SIGTRAP", "SIGABRT", "SIGBUS", "SIGFPE",
-        "SIGKILL", "SIGUSR1", "SIGSEGV", "SIGUSR2", "SIGPIPE", "SIGALRM", "SIGTERM", "SIGSTKFLT",
-        "SIGCHLD", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN", "SIGTTOU", "SIGURG", "SIGXCPU",
-        "SIGXFSZ", "SIGVTALRM", "SIGPROF", "SIGWINCH", "SIGIO", "SIGPWR", "SIGSYS",
+        "",
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGILL",
+        "SIGTRAP",
+        "SIGABRT",
+        "SIGBUS",
+        "SIGFPE",
+        "SIGKILL",
+        "SIGUSR1",
+        "SIGSEGV",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTERM",
+        "SIGSTKFLT",
+        "SIGCHLD",
+        "SIGCONT",
+        "SIGSTOP",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+        "SIGURG",
+        "SIGXCPU",
+        "SIGXFSZ",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGWINCH",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSYS",
     ];
     match sig {
         1..=31 => Some(NAMES[sig as usize]),
@@ -693,11 +721,18 @@ mod tests {
         assert_eq!(Sigset::FULL.blockable().0, !((1 << 8) | (1 << 18)));
         let pending = Sigset::of(SIGHUP).union(Sigset::of(SIGSEGV));
         assert_eq!(pending.next(), Some(SIGSEGV));
-        assert_eq!(Sigset::of(SIGUSR1).union(Sigset::of(40)).next(), Some(SIGUSR1));
+        assert_eq!(
+            Sigset::of(SIGUSR1).union(Sigset::of(40)).next(),
+            Some(SIGUSR1)
+        );
         assert_eq!(Sigset::EMPTY.next(), None);
         let old = Sigset::of(SIGUSR1);
         assert_eq!(
-            sigprocmask(old, SIG_BLOCK, Sigset::of(SIGKILL).union(Sigset::of(SIGUSR2))),
+            sigprocmask(
+                old,
+                SIG_BLOCK,
+                Sigset::of(SIGKILL).union(Sigset::of(SIGUSR2))
+            ),
             Ok(Sigset::of(SIGUSR1).union(Sigset::of(SIGUSR2)))
         );
         assert_eq!(sigprocmask(old, SIG_UNBLOCK, old), Ok(Sigset::EMPTY));
@@ -732,7 +767,9 @@ mod tests {
             sa_flags: SA_NODEFER,
             ..Sigaction::default()
         };
-        assert!(!nodefer.handler_mask(SIGUSR1, Sigset::EMPTY).contains(SIGUSR1));
+        assert!(!nodefer
+            .handler_mask(SIGUSR1, Sigset::EMPTY)
+            .contains(SIGUSR1));
         assert!(Sigaction::default().ignores(SIGCHLD));
         assert!(!Sigaction::default().ignores(SIGTERM));
     }
@@ -805,7 +842,10 @@ mod tests {
         let a = Siginfo::kernel(SIGALRM);
         assert_eq!((a.signo(), a.code(), a.pid()), (SIGALRM, 0x80, 0));
         let p = Siginfo::timer(SIGRTMIN, 3, 2, 0xabc);
-        assert_eq!((p.code(), get_i32(&p.0, 16), get_i32(&p.0, 20), p.value()), (-2, 3, 2, 0xabc));
+        assert_eq!(
+            (p.code(), get_i32(&p.0, 16), get_i32(&p.0, 20), p.value()),
+            (-2, 3, 2, 0xabc)
+        );
         let q = Siginfo::queue(SIGUSR2, SI_QUEUE, 9, 0, 77);
         assert_eq!(sigqueueinfo_check(&q, false), Ok(()));
         assert_eq!(sigqueueinfo_check(&k, false), Err(Errno::EPERM));

@@ -108,7 +108,11 @@ impl StackLayout {
         if p.argv.len() > MAX_ARG_STRINGS || p.envp.len() > MAX_ARG_STRINGS {
             return Err(Errno::E2BIG);
         }
-        let argv = if p.argv.is_empty() { &EMPTY_ARGV[..] } else { p.argv };
+        let argv = if p.argv.is_empty() {
+            &EMPTY_ARGV[..]
+        } else {
+            p.argv
+        };
         let argc = argv.len();
         let envc = p.envp.len();
         let ptr_bytes = (argc + envc) * 8;
@@ -177,7 +181,11 @@ impl StackLayout {
         buf.fill(0);
         let sp = self.sp;
         let off = |addr: u64| (addr - sp) as usize;
-        let argv = if p.argv.is_empty() { &EMPTY_ARGV[..] } else { p.argv };
+        let argv = if p.argv.is_empty() {
+            &EMPTY_ARGV[..]
+        } else {
+            p.argv
+        };
 
         let put_str = |buf: &mut [u8], addr: u64, s: &[u8]| {
             let o = off(addr);
@@ -298,8 +306,9 @@ mod tests {
         assert_eq!(cstr_at(&img, l.sp, w(l.envp)), b"HOME=/");
         assert_eq!(w(l.envp + 8), 0);
         assert_eq!(l.auxv, l.sp + 48);
-        let pairs: std::vec::Vec<(u64, u64)> =
-            (0..7).map(|i| (w(l.auxv + i * 16), w(l.auxv + i * 16 + 8))).collect();
+        let pairs: std::vec::Vec<(u64, u64)> = (0..7)
+            .map(|i| (w(l.auxv + i * 16), w(l.auxv + i * 16 + 8)))
+            .collect();
         assert_eq!(
             pairs,
             [
@@ -317,7 +326,9 @@ mod tests {
         let r = (l.random - l.sp) as usize;
         assert_eq!(img[r..r + 16], [0xAB; 16]);
         // Padding between the auxv end and the random bytes, and the top word, are zero.
-        assert!(img[(l.auxv + 7 * 16 - l.sp) as usize..r].iter().all(|&b| b == 0));
+        assert!(img[(l.auxv + 7 * 16 - l.sp) as usize..r]
+            .iter()
+            .all(|&b| b == 0));
         assert!(img[img.len() - 8..].iter().all(|&b| b == 0));
     }
 

@@ -373,7 +373,10 @@ mod tests {
             rlim_max: 0,
         };
         assert_eq!(r.validate(), Err(Errno::EINVAL));
-        assert_eq!(Rlimit64::from_bytes(&Rlimit64::INFINITY.to_bytes()), Rlimit64::INFINITY);
+        assert_eq!(
+            Rlimit64::from_bytes(&Rlimit64::INFINITY.to_bytes()),
+            Rlimit64::INFINITY
+        );
         assert_eq!(init_rlimit(RLIMIT_STACK).rlim_cur, 8 << 20);
         assert_eq!(init_rlimit(RLIMIT_NOFILE).rlim_max, 4096);
         assert_eq!(reboot_check_magic(0xfee1dead, 672274793), Ok(()));
@@ -381,7 +384,10 @@ mod tests {
         assert_eq!(reboot_check_magic(0xfee1dead, 369367448), Ok(()));
         assert_eq!(reboot_check_magic(0xfee1dead, 537993216), Ok(()));
         assert_eq!(reboot_check_magic(0xfee1dead, 1), Err(Errno::EINVAL));
-        assert_eq!(reboot_check_magic(0, LINUX_REBOOT_MAGIC2), Err(Errno::EINVAL));
+        assert_eq!(
+            reboot_check_magic(0, LINUX_REBOOT_MAGIC2),
+            Err(Errno::EINVAL)
+        );
     }
 
     #[test]

@@ -261,7 +261,13 @@ mod tests {
     #[test]
     fn timespec_rules() {
         let t = Timespec::from_nanos(3_000_000_007);
-        assert_eq!(t, Timespec { tv_sec: 3, tv_nsec: 7 });
+        assert_eq!(
+            t,
+            Timespec {
+                tv_sec: 3,
+                tv_nsec: 7
+            }
+        );
         assert_eq!(t.to_nanos(), Some(3_000_000_007));
         assert_eq!(Timespec::from_bytes(&t.to_bytes()), t);
         let bad = Timespec {
@@ -269,7 +275,14 @@ mod tests {
             tv_nsec: NSEC_PER_SEC,
         };
         assert_eq!(bad.validate(), Err(Errno::EINVAL));
-        assert_eq!(Timespec { tv_sec: -1, tv_nsec: 0 }.to_nanos(), None);
+        assert_eq!(
+            Timespec {
+                tv_sec: -1,
+                tv_nsec: 0
+            }
+            .to_nanos(),
+            None
+        );
         assert_eq!(
             Timespec {
                 tv_sec: i64::MAX,
@@ -283,7 +296,13 @@ mod tests {
     #[test]
     fn timeval_itimerval() {
         let v = Timeval::from_nanos(1_500_000_000);
-        assert_eq!(v, Timeval { tv_sec: 1, tv_usec: 500_000 });
+        assert_eq!(
+            v,
+            Timeval {
+                tv_sec: 1,
+                tv_usec: 500_000
+            }
+        );
         let it = Itimerval {
             it_interval: Timeval::default(),
             it_value: v,

@@ -25,12 +25,17 @@ pub fn el0_sync(tf: &mut TrapFrame) {
         Ec::FpException => fault(sig::SIGFPE, sig::FPE_FLTUNK, tf.elr, esr.0),
         // SVE and SME first-use traps and EL0 ID-register emulation arrive with the FP/SVE
         // work; until then these are undefined instructions, as on a CPU without them.
-        _ => fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, esr.0),
+        _ => fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0),
     }
 }
 
 fn fault(signo: u32, code: i32, addr: u64, esr: u64) {
     let t = task::current();
+    log::debug!(
+        "pid {} tid {}: signal {signo} code {code} addr {addr:#x} esr {esr:#x}",
+        t.pid(),
+        t.tid
+    );
     // SAFETY: the current task's own locals.
     let l = unsafe { t.local() };
     l.fault_esr = esr;

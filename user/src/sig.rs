@@ -330,7 +330,7 @@ pub fn parse_records(ucx: Ucontext) -> Records {
             m => r.unknown = Some(m),
         }
         off += size as usize;
-        if off % 16 != 0 {
+        if !off.is_multiple_of(16) {
             r.unknown = Some(magic);
             return r;
         }

@@ -359,7 +359,12 @@ pub fn do_signal(tf: &mut TrapFrame) {
                     continue;
                 }
                 Some(DefaultAction::Term) => exit::do_group_exit(wstatus::signaled(signo, false)),
-                Some(DefaultAction::Core) => exit::do_group_exit(wstatus::signaled(signo, true)),
+                // The core bit follows RLIMIT_CORE, as it would if a core were written (Svelt
+                // writes no core file).
+                Some(DefaultAction::Core) => {
+                    let core = p.rlimits.lock()[svelt_abi::sys::RLIMIT_CORE as usize].rlim_cur != 0;
+                    exit::do_group_exit(wstatus::signaled(signo, core))
+                }
             },
             _ => {
                 restart(tf, Some(action.sa_flags));
@@ -380,7 +385,7 @@ fn deliver(t: &Arc<Task>, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) {
     };
     if frame::setup(t, tf, info, a, mask_to_save, altstack).is_err() {
         // The frame could not be written (bad stack): the task dies of SIGSEGV.
-        exit::do_group_exit(wstatus::signaled(sig::SIGSEGV, true));
+        exit::do_group_exit(wstatus::signaled(sig::SIGSEGV, false));
     }
     {
         let mut s = t.sig.lock();

@@ -2,7 +2,6 @@
 
 use crate::fs::epoll::{self, Epoll};
 use crate::fs::{self as vfs, pipe, File, Kind};
-use crate::mm::aspace::Access;
 use crate::task::{self, with_mm};
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -23,14 +22,13 @@ fn file(fd: i32) -> SysResult<Arc<File>> {
     task::current().files().lock().get(fd)
 }
 
-fn check_user(va: usize, len: usize, access: Access) -> SysResult<()> {
-    with_mm(|mm| {
-        if mm.range_ok(va, len, access) {
-            Ok(())
-        } else {
-            Err(Errno::EFAULT)
-        }
-    })
+/// Linux's access_ok: the range lies in user space (whether it is mapped shows when it is
+/// copied).
+fn check_user(va: usize, len: usize) -> SysResult<()> {
+    match va.checked_add(len) {
+        Some(end) if end <= crate::mm::aspace::USER_END => Ok(()),
+        _ => Err(Errno::EFAULT),
+    }
 }
 
 fn install(file: Arc<File>, cloexec: bool) -> SysResult<usize> {
@@ -115,7 +113,7 @@ fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult
         return Err(Errno::EISDIR);
     }
     let count = count.min(f::MAX_RW_COUNT);
-    check_user(buf, count, Access::Write)?;
+    check_user(buf, count)?;
     let mut kbuf = vec![0u8; count.min(CHUNK)];
     let mut done = 0;
     loop {
@@ -142,7 +140,7 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
         return Err(Errno::EBADF);
     }
     let count = count.min(f::MAX_RW_COUNT);
-    check_user(buf, count, Access::Read)?;
+    check_user(buf, count)?;
     let mut done = 0;
     while done < count {
         let n = (count - done).min(CHUNK);
@@ -331,7 +329,7 @@ pub fn getdents64(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
     if node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
-    check_user(buf, count, Access::Write)?;
+    check_user(buf, count)?;
     let mut list: Vec<(String, u64, Kind)> = vec![
         (".".into(), node.ino(), Kind::Dir),
         ("..".into(), 1, Kind::Dir),
@@ -355,7 +353,7 @@ pub fn getdents64(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
 }
 
 pub fn readlinkat(dirfd: i32, path: usize, buf: usize, size: usize) -> SysResult<usize> {
-    if (size as isize) <= 0 {
+    if (size as i32) <= 0 {
         return Err(Errno::EINVAL);
     }
     let p = read_path(path)?;
@@ -495,7 +493,7 @@ pub fn pipe2(fds: usize, flags: u32) -> SysResult<usize> {
     if flags & !(f::O_CLOEXEC | f::O_NONBLOCK | f::O_DIRECT) != 0 {
         return Err(Errno::EINVAL);
     }
-    check_user(fds, 8, Access::Write)?;
+    check_user(fds, 8)?;
     let (r, w) = pipe::new_pipe();
     let nb = flags & f::O_NONBLOCK;
     let rf = File::new(None, r, f::O_RDONLY | nb, String::from("pipe:"));
@@ -670,7 +668,7 @@ pub fn epoll_pwait(
     }
     let ep_file = file(epfd)?;
     let ep = as_epoll(&ep_file)?;
-    check_user(events, max as usize * f::EpollEvent::SIZE, Access::Write)?;
+    check_user(events, max as usize * f::EpollEvent::SIZE)?;
     let _mask = crate::signal::TempMask::from_user(sigmask, sigsetsize)?;
     let ready = epoll::wait_ready(
         || {
@@ -865,4 +863,53 @@ pub fn umask(mask: u32) -> SysResult<usize> {
     let old = g.umask;
     g.umask = mask & 0o777;
     Ok(old as usize)
+}
+
+/// statfs's f_type for the file systems Svelt presents.
+fn fs_magic(path: &str) -> u64 {
+    const PROC_SUPER_MAGIC: u64 = 0x9fa0;
+    const SYSFS_MAGIC: u64 = 0x6265_6572;
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    const RAMFS_MAGIC: u64 = 0x8584_58f6;
+    let under = |root: &str| path == root || path.starts_with(&alloc::format!("{root}/"));
+    if under("/proc") {
+        PROC_SUPER_MAGIC
+    } else if under("/sys") {
+        SYSFS_MAGIC
+    } else if under("/dev") || under("/tmp") {
+        TMPFS_MAGIC
+    } else {
+        RAMFS_MAGIC
+    }
+}
+
+/// struct statfs (arm64: 64-bit words, 120 bytes).
+fn write_statfs(buf: usize, path: &str) -> SysResult<usize> {
+    let mut w = [0u64; 15];
+    w[0] = fs_magic(path);
+    w[1] = 4096; // f_bsize
+    let total = crate::mm::frame::total() as u64;
+    let free = crate::mm::frame::free_count() as u64;
+    w[2] = total;
+    w[3] = free;
+    w[4] = free;
+    w[8] = 255; // f_namelen
+    w[9] = 4096; // f_frsize
+    let mut b = [0u8; 120];
+    for (i, v) in w.iter().enumerate() {
+        b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    with_mm(|mm| mm.write(buf, &b))?;
+    Ok(0)
+}
+
+pub fn statfs(path: usize, buf: usize) -> SysResult<usize> {
+    let p = read_path(path)?;
+    let r = vfs::resolve(f::AT_FDCWD, &p, true)?;
+    write_statfs(buf, &r.path)
+}
+
+pub fn fstatfs(fd: i32, buf: usize) -> SysResult<usize> {
+    let f = file(fd)?;
+    write_statfs(buf, &f.path)
 }

@@ -94,6 +94,8 @@ fn call(n: usize, a: Args, tf: &mut TrapFrame) -> SysResult<usize> {
         nr::MOUNT => fs::mount(a.u(0), a.u(1), a.u(2)),
         nr::UMOUNT2 => fs::umount2(a.u(0)),
         nr::UMASK => fs::umask(a.u32(0)),
+        nr::STATFS => fs::statfs(a.u(0), a.u(1)),
+        nr::FSTATFS => fs::fstatfs(a.i(0), a.u(1)),
         nr::FCHMOD | nr::FCHMODAT | nr::FCHOWN | nr::FCHOWNAT | nr::UTIMENSAT => Ok(0),
         // memory
         nr::BRK => mm::brk(a.u(0)),
@@ -125,7 +127,7 @@ fn call(n: usize, a: Args, tf: &mut TrapFrame) -> SysResult<usize> {
         nr::SETSID => proc::setsid(),
         nr::SET_TID_ADDRESS => proc::set_tid_address(a.u(0)),
         nr::SET_ROBUST_LIST => proc::set_robust_list(a.u(0), a.u(1)),
-        nr::GET_ROBUST_LIST => Err(Errno::ENOSYS),
+        nr::GET_ROBUST_LIST => proc::get_robust_list(a.i(0), a.u(1), a.u(2)),
         nr::FUTEX => {
             crate::task::futex::futex(a.u(0), a.u32(1), a.u32(2), a.u(3), a.u(4), a.u32(5))
         }

@@ -170,6 +170,20 @@ pub fn set_robust_list(head: usize, len: usize) -> SysResult<usize> {
     Ok(0)
 }
 
+pub fn get_robust_list(pid: i32, head: usize, len: usize) -> SysResult<usize> {
+    let t = if pid == 0 {
+        task::current_arc()
+    } else {
+        task::find_task(pid as u32).ok_or(Errno::ESRCH)?
+    };
+    let h = t.robust_list.load(Ordering::Relaxed);
+    with_mm(|mm| {
+        mm.write_u64(head, h as u64)?;
+        mm.write_u64(len, 24)
+    })?;
+    Ok(0)
+}
+
 pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> {
     if pid != 0 && task::find_task(pid as u32).is_none() {
         return Err(Errno::ESRCH);
@@ -191,34 +205,33 @@ pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> 
 }
 
 pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<usize> {
-    if pid != 0 && task::find_process(pid as u32).is_none() {
-        return Err(Errno::ESRCH);
-    }
+    let p = if pid == 0 {
+        task::current().process()
+    } else {
+        task::find_process(pid as u32).ok_or(Errno::ESRCH)?
+    };
     if resource >= sys::RLIM_NLIMITS {
         return Err(Errno::EINVAL);
     }
-    if new != 0 {
+    let new = if new != 0 {
         let mut b = [0u8; sys::Rlimit64::SIZE];
         with_mm(|mm| mm.read(new, &mut b))?;
-        sys::Rlimit64::from_bytes(&b).validate()?;
+        Some(sys::Rlimit64::from_bytes(&b).validate()?)
+    } else {
+        None
+    };
+    let mut limits = p.rlimits.lock();
+    let cur = limits[resource as usize];
+    if let Some(n) = new {
+        // Everyone is root here, but the open-file limit still has its hard ceiling.
+        if resource == sys::RLIMIT_NOFILE && n.rlim_max > crate::fs::NR_OPEN as u64 * 4 {
+            return Err(Errno::EPERM);
+        }
+        limits[resource as usize] = n;
     }
+    drop(limits);
     if old != 0 {
-        let v = match resource {
-            sys::RLIMIT_STACK => sys::Rlimit64 {
-                rlim_cur: sys::STK_LIM,
-                rlim_max: sys::RLIM_INFINITY,
-            },
-            sys::RLIMIT_NOFILE => sys::Rlimit64 {
-                rlim_cur: sys::INR_OPEN_CUR,
-                rlim_max: sys::INR_OPEN_MAX,
-            },
-            sys::RLIMIT_CORE => sys::Rlimit64 {
-                rlim_cur: 0,
-                rlim_max: sys::RLIM_INFINITY,
-            },
-            _ => sys::Rlimit64::INFINITY,
-        };
-        with_mm(|mm| mm.write(old, &v.to_bytes()))?;
+        with_mm(|mm| mm.write(old, &cur.to_bytes()))?;
     }
     Ok(0)
 }

@@ -94,10 +94,10 @@ pub fn nanosleep(req: usize, rem: usize) -> SysResult<usize> {
 }
 
 pub fn clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> SysResult<usize> {
-    let now = clock_ns(clock).map_err(|_| Errno::EINVAL)?;
-    if matches!(clock, abi::CLOCK_THREAD_CPUTIME_ID) {
-        return Err(Errno::EINVAL);
+    if clock == abi::CLOCK_THREAD_CPUTIME_ID {
+        return Err(Errno::EOPNOTSUPP);
     }
+    let now = clock_ns(clock)?;
     let ts = read_timespec(req)?.validate()?;
     let ns = timespec_ns(&ts);
     let rel = if flags & abi::TIMER_ABSTIME != 0 {

@@ -86,6 +86,7 @@ fn load(
         Prot(Prot::READ | Prot::WRITE),
         Backing::Anon,
     );
+    mm.map_sigpage()?;
     let (hwcap, hwcap2) = crate::cpufeature::hwcaps();
     let auxv = [
         (AT_HWCAP, hwcap),

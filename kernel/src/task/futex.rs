@@ -29,9 +29,15 @@ fn key_of(t: &Task, uaddr: usize, private: bool) -> SysResult<Key> {
     if uaddr % 4 != 0 {
         return Err(Errno::EINVAL);
     }
+    if uaddr >= crate::mm::aspace::USER_END - 4 {
+        return Err(Errno::EFAULT);
+    }
     let mm = t.mm().ok_or(Errno::EFAULT)?;
-    let g = mm.lock();
+    let mut g = mm.lock();
     if !private {
+        // A shared futex is keyed by the memory behind it, so the page must exist.
+        g.translate(uaddr, crate::mm::aspace::Access::Read)
+            .map_err(|_| Errno::EFAULT)?;
         if let Some((obj, off)) = g.shared_key(uaddr) {
             return Ok((obj as u64 | 1 << 63, off));
         }

@@ -152,6 +152,46 @@ pub struct Process {
     pub exit_signal: AtomicU32,
     /// Wait status of a group exit in progress.
     pub group_status: AtomicI32,
+    pub rlimits: Mutex<[svelt_abi::sys::Rlimit64; svelt_abi::sys::RLIM_NLIMITS as usize]>,
+}
+
+/// Resource limits of the first process (Linux's defaults for init).
+pub fn default_rlimits() -> [svelt_abi::sys::Rlimit64; svelt_abi::sys::RLIM_NLIMITS as usize] {
+    use svelt_abi::sys::*;
+    let mut l = [Rlimit64::INFINITY; RLIM_NLIMITS as usize];
+    l[RLIMIT_STACK as usize] = Rlimit64 {
+        rlim_cur: STK_LIM,
+        rlim_max: RLIM_INFINITY,
+    };
+    l[RLIMIT_CORE as usize] = Rlimit64 {
+        rlim_cur: 0,
+        rlim_max: RLIM_INFINITY,
+    };
+    l[RLIMIT_NOFILE as usize] = Rlimit64 {
+        rlim_cur: INR_OPEN_CUR,
+        rlim_max: INR_OPEN_MAX,
+    };
+    l[RLIMIT_MEMLOCK as usize] = Rlimit64 {
+        rlim_cur: 8 << 20,
+        rlim_max: 8 << 20,
+    };
+    l[RLIMIT_SIGPENDING as usize] = Rlimit64 {
+        rlim_cur: 7_000,
+        rlim_max: 7_000,
+    };
+    l[RLIMIT_MSGQUEUE as usize] = Rlimit64 {
+        rlim_cur: 819_200,
+        rlim_max: 819_200,
+    };
+    l[RLIMIT_NICE as usize] = Rlimit64 {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    l[RLIMIT_RTPRIO as usize] = Rlimit64 {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    l
 }
 
 static TASKS: Mutex<BTreeMap<Pid, Weak<Task>>> = Mutex::new(BTreeMap::new());
@@ -181,6 +221,7 @@ impl Process {
             stop_wait: WaitQueue::new(),
             exit_signal: AtomicU32::new(svelt_abi::signal::SIGCHLD),
             group_status: AtomicI32::new(0),
+            rlimits: Mutex::new(default_rlimits()),
         })
     }
 

@@ -56,7 +56,7 @@ fn self_path() -> Result<&'static str, String> {
 
 fn stack_alignment() -> TestResult {
     let sp = rt::INITIAL_SP.load(Ordering::Relaxed);
-    check!(sp % 16 == 0, "initial SP {sp:#x} not 16-aligned");
+    check!(sp.is_multiple_of(16), "initial SP {sp:#x} not 16-aligned");
     check_eq!(sp, rt::args().stack_base());
     // SAFETY: the initial SP points at argc.
     let argc = unsafe { *(sp as *const usize) };
@@ -162,7 +162,7 @@ fn child_checks(a: &rt::Args) -> i32 {
         Some(p) if cstr_at(p) == "/bin/tests/elf_stack" => {}
         _ => return 14,
     }
-    if rt::INITIAL_SP.load(Ordering::Relaxed) % 16 != 0 {
+    if !rt::INITIAL_SP.load(Ordering::Relaxed).is_multiple_of(16) {
         return 15;
     }
     0

@@ -188,7 +188,10 @@ fn getdents64_lists_directory() -> TestResult {
         let mut off = 0;
         while off < n {
             let reclen = u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize;
-            check!(reclen >= 20 && reclen % 8 == 0, "d_reclen {reclen}");
+            check!(
+                reclen >= 20 && reclen.is_multiple_of(8),
+                "d_reclen {reclen}"
+            );
             let dtype = buf[off + 18];
             let name = String::from(sys::field_str(&buf[off + 19..off + reclen]));
             if name == "files" {

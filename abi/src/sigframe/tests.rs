@@ -1,0 +1,774 @@
+use super::*;
+use crate::signal::*;
+use std::vec;
+use std::vec::Vec;
+
+/// A flat piece of user memory at `base`.
+struct Mem {
+    base: u64,
+    bytes: Vec<u8>,
+}
+
+impl Mem {
+    fn new(base: u64, len: usize) -> Mem {
+        Mem {
+            base,
+            bytes: vec![0; len],
+        }
+    }
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), Efault> {
+        let o = addr.checked_sub(self.base).ok_or(Efault)? as usize;
+        let src = self.bytes.get(o..o + buf.len()).ok_or(Efault)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) {
+        let o = (addr - self.base) as usize;
+        self.bytes[o..o + data.len()].copy_from_slice(data);
+    }
+    fn at(&mut self, addr: u64) -> &mut [u8] {
+        let o = (addr - self.base) as usize;
+        &mut self.bytes[o..]
+    }
+}
+
+const ALL: SigFeatures = SigFeatures {
+    fpsimd: true,
+    sve: true,
+    sme: true,
+    sme2: true,
+    fpmr: true,
+    poe: true,
+    gcs: true,
+};
+const FP_ONLY: SigFeatures = SigFeatures {
+    fpsimd: true,
+    sve: false,
+    sme: false,
+    sme2: false,
+    fpmr: false,
+    poe: false,
+    gcs: false,
+};
+
+fn sample_regs() -> UserRegs {
+    let mut r = UserRegs::default();
+    for (i, x) in r.regs.iter_mut().enumerate() {
+        *x = 0x1000 + i as u64;
+    }
+    r.sp = 0x7fff_0000;
+    r.pc = 0x40_1234;
+    r.pstate = 0x6000_0000 | PSR_TCO_BIT; // Z, C, TCO
+    r
+}
+
+fn sample_fp() -> FpsimdState {
+    let mut f = FpsimdState {
+        fpsr: 0x0800_009f,
+        fpcr: 0x0300_0000,
+        ..FpsimdState::default()
+    };
+    for (i, v) in f.vregs.iter_mut().enumerate() {
+        *v = ((i as u128) << 120) | (0xabcd_0000 + i as u128);
+    }
+    f
+}
+
+struct Fixture {
+    regs: UserRegs,
+    fp: FpsimdState,
+    info: Siginfo,
+    act: Sigaction,
+}
+
+fn fixture(flags: u64) -> Fixture {
+    Fixture {
+        regs: sample_regs(),
+        fp: sample_fp(),
+        info: Siginfo::fault(SIGSEGV, SEGV_MAPERR, 0xdead_0000),
+        act: Sigaction {
+            sa_handler: 0x40_2000,
+            sa_flags: flags,
+            sa_restorer: 0x40_3000,
+            sa_mask: Sigset::EMPTY,
+        },
+    }
+}
+
+fn delivery<'a>(
+    f: &'a Fixture,
+    records: &'a [RecordSpec<'a>],
+    esr: Option<u64>,
+) -> SigDelivery<'a> {
+    SigDelivery {
+        sp_top: 0x7fff_0000,
+        signo: SIGSEGV,
+        info: &f.info,
+        action: &f.act,
+        uc_stack: StackT {
+            ss_sp: 0,
+            ss_flags: SS_DISABLE,
+            ss_size: 0,
+        },
+        sigmask: Sigset::of(SIGUSR1),
+        regs: &f.regs,
+        fault_address: 0xdead_0000,
+        esr,
+        fpsimd: Some(&f.fp),
+        records,
+        bti: false,
+        sigtramp: 0xffff_0000_0800,
+    }
+}
+
+#[test]
+fn sigframe_offsets_match_spec() {
+    assert_eq!(RT_SIGFRAME_SIZE, 0x1250);
+    assert_eq!(UC_OFFSET, 128);
+    assert_eq!(UC_STACK_OFFSET, 144);
+    assert_eq!(UC_SIGMASK_OFFSET, 168);
+    assert_eq!(MCONTEXT_OFFSET, 128 + 176);
+    assert_eq!(REGS_OFFSET, 312);
+    assert_eq!(SP_OFFSET, 560);
+    assert_eq!(PC_OFFSET, 568);
+    assert_eq!(PSTATE_OFFSET, 576);
+    assert_eq!(RESERVED_OFFSET, 0x250);
+    assert_eq!(sve_sig_context_size(4), 2200);
+    assert_eq!(sve_sig_context_size(16), 8752);
+    assert_eq!(za_sig_context_size(2), 1040);
+    assert_eq!(za_sig_context_size(16), 65552);
+    assert_eq!(zt_sig_context_size(1), 80);
+}
+
+#[test]
+fn layouts_of_spec_section_4() {
+    // FPSIMD only.
+    let l = FrameLayout::compute(&[528]).unwrap();
+    assert_eq!(
+        (l.record_offset(0), l.end_offset, l.used, l.size),
+        (Some(592), 1120, 1136, 4688)
+    );
+    assert_eq!(l.extra_offset, None);
+    // SVE live at VL64: head.size 2208.
+    let l = FrameLayout::compute(&[528, 2208]).unwrap();
+    assert_eq!(
+        (l.record_offset(1), l.end_offset, l.used, l.size),
+        (Some(1120), 3328, 3344, 4688)
+    );
+    // SVE live at VL256: spills into extra space.
+    let l = FrameLayout::compute(&[528, 8752]).unwrap();
+    assert_eq!(l.extra_offset, Some(1120));
+    assert_eq!(l.extra_area(), Some((1168, 9936 - 1168)));
+    assert_eq!(
+        (l.record_offset(1), l.end_offset, l.used, l.size),
+        (Some(1168), 9920, 9936, 9936)
+    );
+    // SME hardware, nothing live, SVL 32: sve 16, tpidr2, za 16.
+    let l = FrameLayout::compute(&[528, 16, 16, 16]).unwrap();
+    let offs: Vec<_> = (0..4).map(|i| l.record_offset(i).unwrap()).collect();
+    assert_eq!(offs, [592, 1120, 1136, 1152]);
+    assert_eq!((l.end_offset, l.used, l.size), (1168, 1184, 4688));
+    // Too big for any frame.
+    assert_eq!(FrameLayout::compute(&[528, 300_000]), Err(Errno::ENOMEM));
+}
+
+#[test]
+fn minsigstksz_table_of_spec_section_7() {
+    assert_eq!(minsigstksz(&[528, 16]), Ok(4720));
+    assert_eq!(minsigstksz(&[528, 16, sve_sig_context_size(4)]), Ok(4720));
+    assert_eq!(minsigstksz(&[528, 16, sve_sig_context_size(16)]), Ok(9984));
+    let sme256 = [
+        528,
+        16,
+        sve_sig_context_size(16),
+        16,
+        za_sig_context_size(16),
+    ];
+    assert_eq!(minsigstksz(&sme256), Ok(75552));
+    let sme2 = [
+        528,
+        16,
+        sve_sig_context_size(16),
+        16,
+        za_sig_context_size(16),
+        80,
+    ];
+    assert_eq!(minsigstksz(&sme2), Ok(75632));
+}
+
+#[test]
+fn fpsimd_frame_bytes_and_entry_registers() {
+    let f = fixture(SA_SIGINFO | SA_RESTORER);
+    let d = delivery(&f, &[], None);
+    let plan = d.plan().unwrap();
+    assert_eq!(plan.frame_record, 0x7fff_0000 - 16);
+    assert_eq!(plan.base, 0x7fff_0000 - 16 - 4688);
+    assert_eq!(plan.base % 16, 0);
+    assert_eq!(plan.image_len, 4688 + 16);
+    let e = plan.entry;
+    assert_eq!(e.x0, SIGSEGV as u64);
+    assert_eq!(e.x1, Some(plan.base));
+    assert_eq!(e.x2, Some(plan.base + 128));
+    assert_eq!(e.sp, plan.base);
+    assert_eq!(e.x29, plan.frame_record);
+    assert_eq!(e.x30, 0x40_3000);
+    assert_eq!(e.pc, 0x40_2000);
+    assert_eq!(e.pstate, 0x6000_0000); // TCO cleared, no BTI
+
+    let mut img = vec![0xEE; plan.image_len];
+    d.write(&plan, &mut img).unwrap();
+    assert_eq!(&img[0..128], &f.info.0[..]);
+    assert_eq!(get_u64(&img, 128), 0); // uc_flags
+    assert_eq!(get_u64(&img, 136), 0); // uc_link
+    assert_eq!(get_u64(&img, 144), 0); // ss_sp
+    assert_eq!(get_i32(&img, 152), SS_DISABLE);
+    assert_eq!(get_u64(&img, 160), 0); // ss_size
+    assert_eq!(get_u64(&img, 168), 1 << (SIGUSR1 - 1));
+    assert!(img[176..304].iter().all(|&b| b == 0)); // __unused + padding
+    assert_eq!(get_u64(&img, 304), 0xdead_0000);
+    assert_eq!(get_u64(&img, 312), 0x1000);
+    assert_eq!(get_u64(&img, 312 + 30 * 8), 0x1000 + 30);
+    assert_eq!(get_u64(&img, 560), 0x7fff_0000);
+    assert_eq!(get_u64(&img, 568), 0x40_1234);
+    assert_eq!(get_u64(&img, 576), 0x6000_0000 | PSR_TCO_BIT); // saved as interrupted
+    assert_eq!(get_u32(&img, 592), FPSIMD_MAGIC);
+    assert_eq!(get_u32(&img, 596), 528);
+    assert_eq!(get_u32(&img, 600), 0x0800_009f);
+    assert_eq!(get_u32(&img, 604), 0x0300_0000);
+    assert_eq!(get_u128(&img, 608), f.fp.vregs[0]);
+    assert_eq!(get_u128(&img, 608 + 31 * 16), f.fp.vregs[31]);
+    assert_eq!(get_u64(&img, 1120), 0); // terminator
+    assert!(img[1120..4688].iter().all(|&b| b == 0));
+    assert_eq!(get_u64(&img, 4688), 0x1000 + 29); // frame record: x29
+    assert_eq!(get_u64(&img, 4696), 0x1000 + 30); // x30
+}
+
+#[test]
+fn entry_without_siginfo_or_restorer_and_with_bti() {
+    let f = fixture(0);
+    let mut d = delivery(&f, &[], None);
+    d.bti = true;
+    d.sp_top = 0x1_0008; // unaligned top: the record goes at round_down(top - 16, 16)
+    let plan = d.plan().unwrap();
+    assert_eq!(plan.frame_record, 0xfff0);
+    assert_eq!(plan.base, 0xfff0 - 4688);
+    assert_eq!((plan.entry.x1, plan.entry.x2), (None, None));
+    assert_eq!(plan.entry.x30, 0xffff_0000_0800);
+    assert_eq!(plan.entry.pstate, 0x6000_0000 | PSR_BTYPE_C);
+    let mut img = vec![0; plan.image_len];
+    d.write(&plan, &mut img).unwrap();
+    assert!(img[..128].iter().all(|&b| b == 0));
+    d.sp_top = 4000;
+    assert_eq!(d.plan(), Err(Errno::EFAULT));
+    assert_eq!(d.write(&plan, &mut img[..100]), Err(Errno::ENOMEM));
+}
+
+#[test]
+fn esr_record_follows_fpsimd() {
+    let f = fixture(SA_SIGINFO);
+    let d = delivery(&f, &[], Some(0x9200_0046));
+    let plan = d.plan().unwrap();
+    let mut img = vec![0; plan.image_len];
+    d.write(&plan, &mut img).unwrap();
+    assert_eq!(get_u32(&img, 1120), ESR_MAGIC);
+    assert_eq!(get_u32(&img, 1124), 16);
+    assert_eq!(get_u64(&img, 1128), 0x9200_0046);
+    assert_eq!(get_u64(&img, 1136), 0);
+    assert_eq!(plan.layout.end_offset, 1136);
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + 3) as u8).collect()
+}
+
+#[test]
+fn large_record_goes_to_extra_space() {
+    let f = fixture(SA_SIGINFO);
+    let body = pattern(8752 - 8);
+    let recs = [RecordSpec {
+        magic: SVE_MAGIC,
+        size: 8752,
+        body: &body,
+    }];
+    let d = delivery(&f, &recs, None);
+    let plan = d.plan().unwrap();
+    assert_eq!(plan.layout.size, 9936);
+    assert_eq!(plan.base, 0x7fff_0000 - 16 - 9936);
+    let mut img = vec![0xEE; plan.image_len];
+    d.write(&plan, &mut img).unwrap();
+    assert_eq!(get_u32(&img, 1120), EXTRA_MAGIC);
+    assert_eq!(get_u32(&img, 1124), 32);
+    assert_eq!(get_u64(&img, 1128), plan.base + 1168);
+    assert_eq!(get_u32(&img, 1136), 9936 - 1168);
+    assert_eq!(get_u64(&img, 1152), 0);
+    assert_eq!(get_u64(&img, 1160), 0);
+    assert_eq!(get_u32(&img, 1168), SVE_MAGIC);
+    assert_eq!(get_u32(&img, 1172), 8752);
+    assert_eq!(&img[1176..1168 + 8752], &body[..]);
+    assert_eq!(get_u64(&img, 9920), 0);
+    assert_eq!(get_u64(&img, 9936), 0x1000 + 29);
+
+    // And back through rt_sigreturn.
+    let mut mem = Mem::new(plan.base, plan.image_len);
+    mem.write(plan.base, &img);
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let mut extra = vec![0u8; SIGFRAME_MAXSZ];
+    let r = parse_sigreturn(
+        plan.base,
+        &mut |a, b| mem.read(a, b),
+        &ALL,
+        &mut frame,
+        &mut extra,
+    );
+    assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR1)));
+    let s = r.frame.unwrap();
+    assert_eq!(s.extra, Some((plan.base + 1168, 8768)));
+    let sve = s.sve.unwrap();
+    assert_eq!(sve.len(), 8752);
+    assert_eq!(get_u32(sve, 0), SVE_MAGIC);
+    assert_eq!(&sve[8..], &body[..]);
+    assert_eq!(s.fpsimd, f.fp);
+}
+
+#[test]
+fn every_record_kind_round_trips() {
+    let f = fixture(SA_SIGINFO);
+    let tp = 0x1234u64.to_le_bytes();
+    let za_body = [0x16u8, 0, 0, 0, 0, 0, 0, 0];
+    let recs = [
+        RecordSpec {
+            magic: SVE_MAGIC,
+            size: 16,
+            body: &[0x40, 0, 0, 0],
+        },
+        RecordSpec {
+            magic: TPIDR2_MAGIC,
+            size: 16,
+            body: &tp,
+        },
+        RecordSpec {
+            magic: ZA_MAGIC,
+            size: 16,
+            body: &za_body,
+        },
+        RecordSpec {
+            magic: ZT_MAGIC,
+            size: 80,
+            body: &[1, 0],
+        },
+        RecordSpec {
+            magic: FPMR_MAGIC,
+            size: 16,
+            body: &[],
+        },
+        RecordSpec {
+            magic: POE_MAGIC,
+            size: 16,
+            body: &[7],
+        },
+        RecordSpec {
+            magic: GCS_MAGIC,
+            size: 32,
+            body: &[],
+        },
+    ];
+    let d = delivery(&f, &recs, Some(0x5600_0000));
+    let plan = d.plan().unwrap();
+    let mut mem = Mem::new(plan.base, plan.image_len);
+    d.write(&plan, mem.at(plan.base)).unwrap();
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let mut extra = [0u8; 0];
+    let r = parse_sigreturn(
+        plan.base,
+        &mut |a, b| mem.read(a, b),
+        &ALL,
+        &mut frame,
+        &mut extra,
+    );
+    let s = r.frame.unwrap();
+    assert_eq!(s.regs.regs, f.regs.regs);
+    assert_eq!((s.regs.sp, s.regs.pc), (f.regs.sp, f.regs.pc));
+    assert_eq!(s.regs.pstate, f.regs.pstate);
+    assert_eq!(s.fault_address, 0xdead_0000);
+    assert_eq!(get_u16(s.sve.unwrap(), 8), 0x40);
+    assert_eq!(u64_record_value(s.tpidr2.unwrap()), Some(0x1234));
+    assert_eq!(s.za.unwrap().len(), 16);
+    assert_eq!(s.zt.unwrap().len(), 80);
+    assert_eq!(u64_record_value(s.poe.unwrap()), Some(7));
+    assert_eq!(s.fpmr.unwrap().len(), 16);
+    assert_eq!(s.gcs.unwrap().len(), 32);
+    assert_eq!(s.extra, None);
+    assert_eq!(
+        r.uc_stack,
+        Some(StackT {
+            ss_sp: 0,
+            ss_flags: SS_DISABLE,
+            ss_size: 0
+        })
+    );
+    // Same frame on an FPSIMD-only CPU: the first feature record is refused.
+    let r = parse_sigreturn(
+        plan.base,
+        &mut |a, b| mem.read(a, b),
+        &FP_ONLY,
+        &mut frame,
+        &mut extra,
+    );
+    assert_eq!(r.frame.err(), Some(BadFrame::FeatureAbsent(SVE_MAGIC)));
+    assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR1)));
+}
+
+// ---- rejections: build a good FPSIMD frame, then break one thing ----
+
+const SP: u64 = 0x10_0000;
+
+fn good_frame() -> Mem {
+    let f = fixture(SA_SIGINFO);
+    let mut d = delivery(&f, &[], None);
+    d.sp_top = SP + 16 + 4688;
+    let plan = d.plan().unwrap();
+    assert_eq!(plan.base, SP);
+    let mut mem = Mem::new(SP, SIGFRAME_MAXSZ + 4096);
+    d.write(&plan, mem.at(SP)).unwrap();
+    mem
+}
+
+fn parse_with(mem: &Mem, features: &SigFeatures, extra_len: usize) -> Result<(), BadFrame> {
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let mut extra = vec![0u8; extra_len];
+    parse_sigreturn(
+        SP,
+        &mut |a, b| mem.read(a, b),
+        features,
+        &mut frame,
+        &mut extra,
+    )
+    .frame
+    .map(|_| ())
+}
+
+fn reject(edit: impl Fn(&mut Mem), want: BadFrame) {
+    reject_on(edit, &FP_ONLY, want)
+}
+
+fn reject_on(edit: impl Fn(&mut Mem), f: &SigFeatures, want: BadFrame) {
+    let mut m = good_frame();
+    edit(&mut m);
+    assert_eq!(parse_with(&m, f, SIGFRAME_MAXSZ), Err(want));
+}
+
+fn rec(m: &mut Mem, off: usize, magic: u32, size: u32) {
+    let b = m.at(SP + off as u64);
+    put_u32(b, 0, magic);
+    put_u32(b, 4, size);
+}
+
+#[test]
+fn good_frame_parses() {
+    assert_eq!(parse_with(&good_frame(), &FP_ONLY, 0), Ok(()));
+}
+
+#[test]
+fn reject_misaligned_sp_and_fault() {
+    let m = good_frame();
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let r = parse_sigreturn(
+        SP + 8,
+        &mut |a, b| m.read(a, b),
+        &FP_ONLY,
+        &mut frame,
+        &mut [],
+    );
+    assert_eq!(
+        (r.frame.err(), r.sigmask),
+        (Some(BadFrame::SpMisaligned), None)
+    );
+    let r = parse_sigreturn(SP, &mut |_, _| Err(Efault), &FP_ONLY, &mut frame, &mut []);
+    assert_eq!(r.frame.err(), Some(BadFrame::Fault));
+}
+
+#[test]
+fn reject_bad_pstate_but_clear_res0() {
+    for bad in [
+        0x4,
+        0x5,
+        PSR_MODE32_BIT,
+        PSR_D_BIT,
+        PSR_A_BIT,
+        PSR_I_BIT,
+        PSR_F_BIT,
+    ] {
+        reject(
+            |m| put_u64(m.at(SP), PSTATE_OFFSET, bad),
+            BadFrame::BadPstate,
+        );
+    }
+    assert_eq!(
+        valid_user_pstate(0xffff_0000_0000_0020 | (1 << 20) | 0xf000_0000),
+        Some(0xf000_0000)
+    );
+    assert_eq!(
+        valid_user_pstate(PSR_SSBS_BIT | PSR_BTYPE_C | PSR_TCO_BIT),
+        Some(0x200_1800)
+    );
+    // The mask is still reported for a frame refused on its registers.
+    let mut m = good_frame();
+    put_u64(m.at(SP), PSTATE_OFFSET, PSR_I_BIT);
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let r = parse_sigreturn(SP, &mut |a, b| m.read(a, b), &FP_ONLY, &mut frame, &mut []);
+    assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR1)));
+}
+
+#[test]
+fn reject_generic_record_rules() {
+    // A record size that leaves the next offset unaligned.
+    reject(|m| rec(m, 1120, ESR_MAGIC, 24), BadFrame::RecordMisaligned);
+    // Records fill __reserved exactly: no room for the terminator's head.
+    reject(
+        |m| rec(m, 1120, ESR_MAGIC, 4096 - 528),
+        BadFrame::NoRoomForHead,
+    );
+    reject(
+        |m| rec(m, 1120, ESR_MAGIC, 4096 - 528 + 16),
+        BadFrame::RecordOverrun,
+    );
+    reject(|m| rec(m, 1120, 0, 16), BadFrame::BadTerminator);
+    reject(
+        |m| rec(m, 1120, 0x1234_5678, 16),
+        BadFrame::UnknownMagic(0x1234_5678),
+    );
+    reject(
+        |m| rec(m, 1120, ESR_MAGIC, 4),
+        BadFrame::RecordTooSmall(ESR_MAGIC),
+    );
+    reject(
+        |m| rec(m, 1120, ESR_MAGIC, 0),
+        BadFrame::RecordTooSmall(ESR_MAGIC),
+    );
+    reject(
+        |m| rec(m, 1120, FPSIMD_MAGIC, 528),
+        BadFrame::Duplicate(FPSIMD_MAGIC),
+    );
+    let all = ALL;
+    for magic in [
+        SVE_MAGIC,
+        TPIDR2_MAGIC,
+        ZA_MAGIC,
+        ZT_MAGIC,
+        FPMR_MAGIC,
+        POE_MAGIC,
+        GCS_MAGIC,
+    ] {
+        reject(|m| rec(m, 1120, magic, 16), BadFrame::FeatureAbsent(magic));
+        reject_on(
+            |m| {
+                rec(m, 1120, magic, 16);
+                rec(m, 1136, magic, 16);
+            },
+            &all,
+            BadFrame::Duplicate(magic),
+        );
+    }
+    // ZT needs SME2, not just SME; SVE records are fine with SME alone.
+    let sme1 = SigFeatures {
+        sme: true,
+        ..FP_ONLY
+    };
+    reject_on(
+        |m| rec(m, 1120, ZT_MAGIC, 80),
+        &sme1,
+        BadFrame::FeatureAbsent(ZT_MAGIC),
+    );
+    let mut m = good_frame();
+    rec(&mut m, 1120, SVE_MAGIC, 16);
+    assert_eq!(parse_with(&m, &sme1, 0), Ok(()));
+    // Duplicate ESR records are ignored.
+    let mut m = good_frame();
+    rec(&mut m, 1120, ESR_MAGIC, 16);
+    rec(&mut m, 1136, ESR_MAGIC, 16);
+    assert_eq!(parse_with(&m, &FP_ONLY, 0), Ok(()));
+}
+
+#[test]
+fn reject_fpsimd_rules() {
+    // No fpsimd record at all.
+    reject(|m| rec(m, 592, 0, 0), BadFrame::MissingFpsimd);
+    // fpsimd present but of the wrong (aligned) size.
+    reject(
+        |m| {
+            rec(m, 592, FPSIMD_MAGIC, 544);
+            rec(m, 1136, 0, 0);
+        },
+        BadFrame::BadFpsimdSize,
+    );
+    // On a CPU without FP the record is refused and its absence is fine.
+    let nofp = SigFeatures::default();
+    reject_on(|_| {}, &nofp, BadFrame::FeatureAbsent(FPSIMD_MAGIC));
+    let mut m = good_frame();
+    rec(&mut m, 592, 0, 0);
+    assert_eq!(parse_with(&m, &nofp, 0), Ok(()));
+}
+
+/// Put extra_context at 1120 pointing at a correct extra space holding `inner`, a list of
+/// (magic, size) records, then a terminator.
+fn with_extra(m: &mut Mem, inner: &[(u32, u32)]) {
+    let datap = SP + 1168;
+    let mut off = 0usize;
+    for &(magic, size) in inner {
+        rec(m, 1168 + off, magic, size);
+        off += size as usize;
+    }
+    rec(m, 1168 + off, 0, 0);
+    let size = (off + 16) as u32;
+    rec(m, 1120, EXTRA_MAGIC, 32);
+    put_u64(m.at(SP + 1128), 0, datap);
+    put_u32(m.at(SP + 1136), 0, size);
+    rec(m, 1152, 0, 0);
+}
+
+#[test]
+fn extra_context_rules() {
+    let mut m = good_frame();
+    with_extra(&mut m, &[(SVE_MAGIC, 2208)]);
+    assert_eq!(parse_with(&m, &ALL, SIGFRAME_MAXSZ), Ok(()));
+    assert_eq!(
+        parse_with(&m, &ALL, 100),
+        Err(BadFrame::ExtraBufferTooSmall { needed: 2224 })
+    );
+
+    reject_on(
+        |m| with_extra(m, &[(EXTRA_MAGIC, 32)]),
+        &ALL,
+        BadFrame::ExtraDuplicate,
+    );
+    reject(
+        |m| {
+            with_extra(m, &[]);
+            put_u32(m.at(SP + 1124), 0, 16);
+        },
+        BadFrame::ExtraTooSmall,
+    );
+    reject(
+        |m| {
+            with_extra(m, &[]);
+            put_u32(m.at(SP + 1152), 0, ESR_MAGIC);
+        },
+        BadFrame::ExtraNoTerminator,
+    );
+    reject(
+        |m| {
+            with_extra(m, &[]);
+            put_u32(m.at(SP + 1156), 0, 16);
+        },
+        BadFrame::ExtraNoTerminator,
+    );
+    // extra_context as the very last thing in __reserved: no room for the terminator.
+    reject(
+        |m| {
+            rec(m, 1120, ESR_MAGIC, 4096 - 528 - 32);
+            rec(m, 4656, EXTRA_MAGIC, 32);
+        },
+        BadFrame::ExtraNoTerminator,
+    );
+    reject(
+        |m| {
+            with_extra(m, &[]);
+            put_u64(m.at(SP + 1128), 0, SP + 1168 + 8);
+        },
+        BadFrame::ExtraMisaligned,
+    );
+    reject(
+        |m| {
+            with_extra(m, &[]);
+            put_u32(m.at(SP + 1136), 0, 24);
+        },
+        BadFrame::ExtraMisaligned,
+    );
+    reject(
+        |m| {
+            with_extra(m, &[]);
+            put_u64(m.at(SP + 1128), 0, SP + 4096);
+        },
+        BadFrame::ExtraBadDatap,
+    );
+    reject(
+        |m| {
+            with_extra(m, &[]);
+            put_u32(m.at(SP + 1136), 0, (SIGFRAME_MAXSZ - 1168 + 16) as u32);
+        },
+        BadFrame::ExtraTooLarge,
+    );
+    // The largest allowed size is accepted as far as the size rule goes (the area then has no
+    // terminator at its end, which is its own error).
+    reject(
+        |m| {
+            with_extra(m, &[]);
+            rec(m, 1168, ESR_MAGIC, (SIGFRAME_MAXSZ - 1168) as u32);
+            put_u32(m.at(SP + 1136), 0, (SIGFRAME_MAXSZ - 1168) as u32);
+        },
+        BadFrame::NoRoomForHead,
+    );
+    // Extra space without its own terminator.
+    reject(
+        |m| {
+            with_extra(m, &[(ESR_MAGIC, 16)]);
+            put_u32(m.at(SP + 1136), 0, 16);
+        },
+        BadFrame::NoRoomForHead,
+    );
+    // Feature records in the extra space follow the same rules.
+    reject(
+        |m| with_extra(m, &[(SVE_MAGIC, 16)]),
+        BadFrame::FeatureAbsent(SVE_MAGIC),
+    );
+    reject(
+        |m| with_extra(m, &[(FPSIMD_MAGIC, 528)]),
+        BadFrame::Duplicate(FPSIMD_MAGIC),
+    );
+    // The extra space cannot be read.
+    let mut m = good_frame();
+    with_extra(&mut m, &[]);
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let mut extra = vec![0u8; 64];
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| if a == SP { m.read(a, b) } else { Err(Efault) },
+        &FP_ONLY,
+        &mut frame,
+        &mut extra,
+    );
+    assert_eq!(r.frame.err(), Some(BadFrame::Fault));
+}
+
+#[test]
+fn garbage_frames_never_panic() {
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let base = good_frame();
+    for round in 0..3000 {
+        let mut m = Mem {
+            base: base.base,
+            bytes: base.bytes.clone(),
+        };
+        if round % 3 == 0 {
+            with_extra(&mut m, &[(SVE_MAGIC, 32)]);
+        }
+        for _ in 0..1 + next() % 6 {
+            // Mostly hit record heads and extra_context fields.
+            let off = if next() % 2 == 0 {
+                1120 + (next() % 96) as usize
+            } else {
+                592 + (next() % 4096) as usize
+            };
+            m.bytes[off] = next() as u8;
+        }
+        let mut frame = [0u8; RT_SIGFRAME_SIZE];
+        let mut extra = vec![0u8; (next() % 4096) as usize];
+        let _ = parse_sigreturn(SP, &mut |a, b| m.read(a, b), &ALL, &mut frame, &mut extra);
+    }
+}
