@@ -6,7 +6,7 @@
 use crate::vl::VlSet;
 use core::fmt;
 
-/// Raw ID register values as read on one CPU.
+/// Raw ID register values as read on one CPU. Unqualified names are the ID_AA64* registers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IdRegs {
     pub pfr0: u64,
@@ -17,6 +17,21 @@ pub struct IdRegs {
     pub isar1: u64,
     pub isar2: u64,
     pub mmfr0: u64,
+    /// MIDR_EL1 of this CPU (EL0 reads of it are answered with this CPU's value).
+    pub midr: u64,
+    pub pfr2: u64,
+    pub fpfr0: u64,
+    pub isar3: u64,
+    pub mmfr1: u64,
+    pub mmfr2: u64,
+    pub mmfr3: u64,
+    /// AArch32 ID registers with fields Linux shows to EL0. Meaningful (and worth reading) only
+    /// when ID_AA64PFR0_EL1.EL0 == 2 (AArch32 at EL0); `idregs` ignores them otherwise.
+    pub id_isar5: u64,
+    pub id_isar6: u64,
+    pub mvfr0: u64,
+    pub mvfr1: u64,
+    pub id_pfr2: u64,
 }
 
 const fn field(reg: u64, shift: u32) -> u8 {
@@ -118,6 +133,7 @@ mod tests {
             isar1: 0x0011_0000_0000_1010,
             isar2: 0,
             mmfr0: 1 << 56, // FGT=1 (not from the spec's reading; QEMU max has FEAT_FGT)
+            ..IdRegs::default()
         }
     }
 

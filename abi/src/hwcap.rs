@@ -247,6 +247,7 @@ mod tests {
             isar1: 0x0011_1110_0021_1021,
             isar2: 0,
             mmfr0: 0,
+            ..IdRegs::default()
         }
     }
 

@@ -15,6 +15,7 @@ pub mod cpu;
 pub mod elf;
 pub mod errno;
 pub mod esr;
+pub mod fpstate;
 pub mod fs;
 pub mod hwcap;
 pub mod memrange;

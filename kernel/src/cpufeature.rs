@@ -32,19 +32,23 @@ pub fn init_this_cpu() {
     }
 }
 
-/// Vector lengths every online CPU implements: (SVE, SME).
+static SYSTEM_VLS: Once<(VlSet, VlSet)> = Once::new();
+
+/// Vector lengths every online CPU implements: (SVE, SME). Fixed by `finalize` once all CPUs
+/// are up.
 pub fn system_vls() -> (VlSet, VlSet) {
+    if let Some(v) = SYSTEM_VLS.get() {
+        return *v;
+    }
     let mut sve = VlSet::from_bits(u16::MAX);
     let mut sme = VlSet::from_bits(u16::MAX);
     for c in percpu::all()
         .iter()
         .filter(|c| c.online.load(Ordering::Acquire))
     {
-        let (s, m) = (
-            VlSet::from_bits(c.sve_vls.load(Ordering::Relaxed)),
-            VlSet::from_bits(c.sme_vls.load(Ordering::Relaxed)),
-        );
-        if s != sve && sve.bits() != u16::MAX || m != sme && sme.bits() != u16::MAX {
+        let s = VlSet::from_bits(c.sve_vls.load(Ordering::Relaxed));
+        let m = VlSet::from_bits(c.sme_vls.load(Ordering::Relaxed));
+        if (s != sve && sve.bits() != u16::MAX) || (m != sme && sme.bits() != u16::MAX) {
             log::warn!(
                 "cpu{} vector lengths differ from other CPUs: sve {s} sme {m}",
                 c.id
@@ -56,10 +60,41 @@ pub fn system_vls() -> (VlSet, VlSet) {
     (sve, sme)
 }
 
-/// AT_HWCAP and AT_HWCAP2 as user space sees them (SVE and SME are not offered until their
-/// state handling exists).
+/// Fixes the system vector-length sets and the boot default VLs (after SMP bring-up).
+pub fn finalize() {
+    let vls = *SYSTEM_VLS.call_once(system_vls);
+    if let Some(def) = vls.0.round_bytes(64) {
+        crate::fpstate::SVE_DEFAULT_VL.store(def, Ordering::Relaxed);
+    }
+}
+
+/// What the kernel offers user space: SVE (its state is handled), not SME yet, and EL0
+/// ID-register reads only once they are emulated.
+pub fn offer() -> svelt_abi::hwcap::Offer {
+    svelt_abi::hwcap::Offer {
+        sve: features().sve,
+        sme: false,
+        cpuid: false,
+    }
+}
+
+/// AT_HWCAP and AT_HWCAP2 as user space sees them.
 pub fn hwcaps() -> (u64, u64) {
-    svelt_abi::hwcap::hwcaps(&cpu::read_id_regs(), svelt_abi::hwcap::Offer::default())
+    svelt_abi::hwcap::hwcaps(&cpu::read_id_regs(), offer())
+}
+
+/// The system-wide SVE vector lengths (every online CPU has them).
+pub fn sve_vls() -> VlSet {
+    if features().sve {
+        system_vls().0
+    } else {
+        VlSet::EMPTY
+    }
+}
+
+/// The largest SVE vector length, if SVE exists.
+pub fn sve_max_vl() -> Option<u32> {
+    sve_vls().max_bytes()
 }
 
 /// MIDR_EL1 of the boot CPU.

@@ -13,6 +13,7 @@ mod console;
 mod cpufeature;
 mod drivers;
 mod dt;
+mod fpstate;
 mod fs;
 mod irq;
 mod mm;
@@ -131,6 +132,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     }
     smp::start_secondaries(&fdt, image_pa);
 
+    cpufeature::finalize();
     let ticking = wait_for_ticks(3);
     println!("svelt: timer ticking on {ticking} cpus");
     boot_report();

@@ -23,6 +23,9 @@ pub fn el0_sync(tf: &mut TrapFrame) {
             fault(sig::SIGTRAP, sig::TRAP_HWBKPT, tf.elr, 0)
         }
         Ec::FpException => fault(sig::SIGFPE, sig::FPE_FLTUNK, tf.elr, esr.0),
+        Ec::SveAccess if crate::cpufeature::features().sve => {
+            crate::fpstate::sve_trap(task::current())
+        }
         // SVE and SME first-use traps and EL0 ID-register emulation arrive with the FP/SVE
         // work; until then these are undefined instructions, as on a CPU without them.
         _ => fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0),
@@ -100,4 +103,5 @@ pub fn return_to_user(tf: &mut TrapFrame) {
         break;
     }
     signal::finish_syscall(tf);
+    crate::fpstate::return_to_user(task::current());
 }

@@ -3,7 +3,7 @@
 
 use super::{AltStack, SigAction, SigInfo};
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::arch::aarch64::fpsimd::fpsimd::{self, FpsimdState};
+use crate::arch::aarch64::fpsimd::fpsimd::FpsimdState;
 use crate::mm::aspace::Access;
 use crate::task::{self, Task};
 use alloc::sync::Arc;
@@ -32,6 +32,7 @@ fn to_abi(f: &FpsimdState) -> sf::FpsimdState {
 fn features() -> sf::SigFeatures {
     sf::SigFeatures {
         fpsimd: true,
+        sve: crate::cpufeature::features().sve,
         ..Default::default()
     }
 }
@@ -46,10 +47,29 @@ pub fn setup(
     mask: u64,
     alt: AltStack,
 ) -> Result<(), ()> {
+    let (fp, vl, sve_payload) = crate::fpstate::for_signal(t);
+    let fp = to_abi(&fp);
+    // sve_context: the payload when SVE state is live, else just the header with the VL.
+    let mut sve_body = alloc::vec::Vec::new();
+    let mut records = alloc::vec::Vec::new();
+    if crate::cpufeature::features().sve {
+        sve_body.extend_from_slice(&(vl as u16).to_le_bytes());
+        sve_body.extend_from_slice(&[0u8; 6]); // flags, reserved
+        let size = match sve_payload {
+            Some(p) => {
+                sve_body.extend_from_slice(p);
+                sf::sve_sig_context_size(vl / 16).next_multiple_of(16)
+            }
+            None => sf::SVE_CONTEXT_HEAD_SIZE,
+        };
+        records.push(sf::RecordSpec {
+            magic: sf::SVE_MAGIC,
+            size,
+            body: &sve_body,
+        });
+    }
     // SAFETY: the current task's own locals.
     let l = unsafe { t.local() };
-    fpsimd::save(&mut l.fp);
-    let fp = to_abi(&l.fp);
     let esr = core::mem::take(&mut l.fault_esr);
     let fault_address = core::mem::take(&mut l.fault_address);
     let regs = user_regs(tf);
@@ -64,7 +84,7 @@ pub fn setup(
         fault_address,
         esr: (esr != 0).then_some(esr),
         fpsimd: Some(&fp),
-        records: &[],
+        records: &records,
         bti: false,
         sigtramp: crate::mm::aspace::SIGTRAMP as u64,
     };
@@ -127,21 +147,53 @@ pub fn sigreturn(tf: &mut TrapFrame) {
     tf.sp_el0 = restored.regs.sp;
     tf.elr = restored.regs.pc;
     tf.spsr = restored.regs.pstate;
-    // SAFETY: the current task's own locals.
-    let l = unsafe { t.local() };
-    l.fp = FpsimdState {
+    let fp = FpsimdState {
         vregs: restored.fpsimd.vregs,
         fpsr: restored.fpsimd.fpsr,
         fpcr: restored.fpsimd.fpcr,
         _pad: [0; 2],
     };
-    fpsimd::load(&l.fp);
+    match sve_payload(restored.sve, crate::fpstate::sve_vl(&t)) {
+        Ok(payload) => crate::fpstate::from_sigreturn(&t, fp, payload),
+        Err(why) => {
+            log::debug!("pid {}: bad sve_context at {sp:#x}: {why}", t.pid());
+            bad_frame(&t, sp);
+            return;
+        }
+    }
     if let Some(ss) = r.uc_stack {
         let mut alt = t.sig.lock().altstack;
         if alt.set(ss, tf.sp_el0, sig::MINSIGSTKSZ).is_ok() {
             t.sig.lock().altstack = alt;
         }
     }
+}
+
+/// Checks an sve_context record (head included) against the task's VL: `Ok(None)` means an
+/// FPSIMD-only restore, `Ok(Some(payload))` a full SVE one.
+fn sve_payload(rec: Option<&[u8]>, vl: u32) -> Result<Option<&[u8]>, &'static str> {
+    let Some(rec) = rec else { return Ok(None) };
+    if rec.len() < sf::SVE_CONTEXT_HEAD_SIZE as usize {
+        return Err("record smaller than its header");
+    }
+    let rec_vl = u16::from_le_bytes([rec[8], rec[9]]) as u32;
+    let flags = u16::from_le_bytes([rec[10], rec[11]]);
+    if flags & sf::SVE_SIG_FLAG_SM != 0 {
+        return Err("streaming flag without SME");
+    }
+    if rec_vl != vl {
+        return Err("vector length differs from the task's");
+    }
+    if rec.len() == sf::SVE_CONTEXT_HEAD_SIZE as usize {
+        return Ok(None);
+    }
+    let vq = vl / 16;
+    if rec.len() < sf::sve_sig_context_size(vq) as usize {
+        return Err("record too small for its vector length");
+    }
+    Ok(Some(
+        &rec[16..16 + crate::arch::aarch64::fpsimd::sve::state_size(vq as usize)],
+    ))
 }
 
 /// A bad frame: SIGSEGV, SEGV_ACCERR if SP points into a mapping, else SEGV_MAPERR (as Linux's
@@ -158,6 +210,9 @@ fn bad_frame(t: &Arc<Task>, sp: u64) {
 
 /// The largest frame this system delivers (for AT_MINSIGSTKSZ).
 pub fn max_frame_size() -> usize {
-    sf::minsigstksz(&[sf::FPSIMD_CONTEXT_SIZE, sf::ESR_CONTEXT_SIZE])
-        .map_or(sf::RT_SIGFRAME_SIZE, |n| n - 32)
+    let mut sizes = alloc::vec![sf::FPSIMD_CONTEXT_SIZE, sf::ESR_CONTEXT_SIZE];
+    if let Some(vl) = crate::cpufeature::sve_max_vl() {
+        sizes.push(sf::sve_sig_context_size(vl / 16).next_multiple_of(16));
+    }
+    sf::minsigstksz(&sizes).map_or(sf::RT_SIGFRAME_SIZE, |n| n - 32)
 }

@@ -42,7 +42,10 @@ pub fn dispatch(tf: &mut TrapFrame) {
         l.orig_x0 = tf.x[0];
         l.in_syscall = n as i64;
     }
+    let me = task::current();
+    crate::fpstate::syscall_entry(me);
     let r = call(n as usize, a, tf);
+    crate::fpstate::syscall_exit(task::current());
     // rt_sigreturn sets every register itself, x0 included.
     if n as usize != nr::RT_SIGRETURN || r.is_err() {
         tf.x[0] = match r {

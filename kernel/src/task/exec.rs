@@ -2,7 +2,6 @@
 
 use super::{current_arc, fork, sched, Mm};
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::arch::aarch64::fpsimd::fpsimd::FpsimdState;
 use crate::fs::{self, Kind};
 use crate::mm::aspace::{AddrSpace, Backing, Prot, STACK_SIZE, STACK_TOP, USER_END};
 use alloc::string::String;
@@ -179,11 +178,9 @@ pub fn do_execve(
     *p.exe.lock() = canonical;
     // SAFETY: the current task's own locals.
     unsafe {
-        let l = me.local();
-        l.fp = FpsimdState::default();
-        crate::arch::aarch64::fpsimd::fpsimd::load(&l.fp);
-        l.tpidrro_el0 = 0;
+        me.local().tpidrro_el0 = 0;
     }
+    crate::fpstate::exec_reset(&me);
     sched::set_current_tpidr_el0(0);
     *tf = TrapFrame {
         x: [0; 31],

@@ -81,10 +81,9 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
     // SAFETY: the parent is the running task (its locals are ours); the child has not run.
     unsafe {
         let pl = parent.local();
-        fpsimd::fpsimd::save(&mut pl.fp);
         pl.tpidr_el0 = sched::current_tpidr_el0();
         let cl = child.local();
-        cl.fp = pl.fp;
+        cl.fpu = crate::fpstate::fork_state(&parent);
         cl.tpidr_el0 = if flags & s::CLONE_SETTLS != 0 {
             args.tls
         } else {

@@ -15,7 +15,6 @@ pub mod wait;
 
 use crate::arch::aarch64::context::Context;
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::arch::aarch64::fpsimd::fpsimd::FpsimdState;
 use crate::arch::aarch64::mmu::{phys_to_virt, PAGE_SIZE};
 use crate::fs::{FdTable, FsContext};
 use crate::mm::aspace::AddrSpace;
@@ -74,7 +73,7 @@ impl Drop for KernelStack {
 
 /// Per-task state only the task itself (or its creator before it runs) touches.
 pub struct TaskLocal {
-    pub fp: FpsimdState,
+    pub fpu: crate::fpstate::TaskFpState,
     pub tpidr_el0: u64,
     pub tpidrro_el0: u64,
     /// x0 at syscall entry, for restarting an interrupted syscall.
@@ -153,6 +152,8 @@ pub struct Process {
     /// Wait status of a group exit in progress.
     pub group_status: AtomicI32,
     pub rlimits: Mutex<[svelt_abi::sys::Rlimit64; svelt_abi::sys::RLIM_NLIMITS as usize]>,
+    /// Lazy FP counters of this process's threads.
+    pub fpstat: crate::fpstate::Counters,
 }
 
 /// Resource limits of the first process (Linux's defaults for init).
@@ -222,6 +223,7 @@ impl Process {
             exit_signal: AtomicU32::new(svelt_abi::signal::SIGCHLD),
             group_status: AtomicI32::new(0),
             rlimits: Mutex::new(default_rlimits()),
+            fpstat: crate::fpstate::ZERO_COUNTERS,
         })
     }
 
@@ -262,7 +264,9 @@ impl Task {
             on_cpu: AtomicBool::new(false),
             cpu: AtomicUsize::new(0),
             local: UnsafeCell::new(TaskLocal {
-                fp: FpsimdState::default(),
+                fpu: crate::fpstate::TaskFpState::new(
+                    crate::fpstate::SVE_DEFAULT_VL.load(Ordering::Relaxed),
+                ),
                 tpidr_el0: 0,
                 tpidrro_el0: 0,
                 orig_x0: 0,

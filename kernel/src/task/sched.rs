@@ -207,18 +207,19 @@ pub fn schedule() {
     next.cpu.store(id, Ordering::Relaxed);
     SWITCHES.fetch_add(1, Ordering::Relaxed);
 
-    // User state the kernel switches eagerly for now: FPSIMD registers, TLS, address space.
+    // User state: TLS and the address space are switched here; FP/SVE state is saved if the
+    // outgoing task holds the registers, and loaded lazily on the way back to user mode.
     // SAFETY: prev is the task running here (its locals are ours to touch); next is not
     // running anywhere (on_cpu was clear), so its locals are ours until it runs.
     unsafe {
         if !prev.is_idle() {
-            let l = prev.local();
-            fpsimd::fpsimd::save(&mut l.fp);
-            l.tpidr_el0 = read_tpidr_el0();
+            prev.local().tpidr_el0 = read_tpidr_el0();
+            if prev.state() != State::Dead {
+                crate::fpstate::switch_out(&prev);
+            }
         }
         if !next.is_idle() {
             let l = next.local();
-            fpsimd::fpsimd::load(&l.fp);
             write_tpidr_el0(l.tpidr_el0, l.tpidrro_el0);
         }
     }

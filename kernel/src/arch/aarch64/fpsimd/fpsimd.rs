@@ -56,3 +56,19 @@ pub fn load(st: &FpsimdState) {
         )
     };
 }
+
+/// Loads only FPSR and FPCR (after an SVE load brought V0-V31 with Z0-Z31).
+pub fn load_control(st: &FpsimdState) {
+    let (fpsr, fpcr) = (st.fpsr as u64, st.fpcr as u64);
+    // SAFETY: user FP control registers; the kernel itself does not use FP.
+    unsafe {
+        core::arch::asm!(
+            ".arch_extension fp",
+            "msr fpsr, {}",
+            "msr fpcr, {}",
+            in(reg) fpsr,
+            in(reg) fpcr,
+            options(nomem, nostack)
+        )
+    };
+}
