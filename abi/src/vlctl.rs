@@ -336,7 +336,10 @@ mod tests {
     #[test]
     fn lengths_above_the_architecture_clamp_to_256_then_round() {
         assert_eq!(sve(512, all(), &task(64)).unwrap().new.cur, 256);
-        assert_eq!(sve(4096, set(&[16, 32, 64]), &task(16)).unwrap().new.cur, 64);
+        assert_eq!(
+            sve(4096, set(&[16, 32, 64]), &task(16)).unwrap().new.cur,
+            64
+        );
     }
 
     #[test]
@@ -564,7 +567,15 @@ mod tests {
     #[test]
     fn sysctl_write_refuses_invalid_lengths() {
         let w = |t: &[u8]| default_vl_write(VecKind::Sve, t, all());
-        for t in [&b"0"[..], b"-0", b"17", b"8208", b"-16", b"-2", b"-2147483648"] {
+        for t in [
+            &b"0"[..],
+            b"-0",
+            b"17",
+            b"8208",
+            b"-16",
+            b"-2",
+            b"-2147483648",
+        ] {
             assert_eq!(w(t), Err(Errno::EINVAL), "{t:?}");
         }
         assert_eq!(

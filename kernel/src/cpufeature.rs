@@ -63,7 +63,8 @@ pub fn system_vls() -> (VlSet, VlSet) {
 /// Fixes the system vector-length sets and the boot default VLs (after SMP bring-up).
 pub fn finalize() {
     let vls = *SYSTEM_VLS.call_once(system_vls);
-    if let Some(def) = vls.0.round_bytes(64) {
+    if features().sve {
+        let def = svelt_abi::vlctl::boot_default(svelt_abi::vlctl::VecKind::Sve, vls.0);
         crate::fpstate::SVE_DEFAULT_VL.store(def, Ordering::Relaxed);
     }
 }

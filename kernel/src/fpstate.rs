@@ -13,7 +13,9 @@ use crate::task::{Process, Task};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use fpsimd::FpsimdState;
+use svelt_abi::errno::SysResult;
 use svelt_abi::fpstate::{self as fps, CpuFp, Format, Save, TaskFp};
+use svelt_abi::vlctl::{self, TaskVl, VecKind};
 
 static CPU_FP: [IrqLock<CpuFp>; MAX_CPUS] = {
     let mut a = [const { IrqLock::new(CpuFp::new(0)) }; MAX_CPUS];
@@ -81,6 +83,14 @@ pub struct TaskFpState {
     /// VL to take at the next execve (0: none), and whether that survives exec (INHERIT).
     pub sve_onexec: u32,
     pub sve_inherit: bool,
+}
+
+fn vl_ctl(f: &TaskFpState) -> TaskVl {
+    TaskVl {
+        cur: f.st.sve_vl,
+        onexec: f.sve_onexec,
+        inherit: f.sve_inherit,
+    }
 }
 
 impl TaskFpState {
@@ -285,17 +295,12 @@ pub fn fork_state(parent: &Task) -> TaskFpState {
 /// execve: zeroed FPSIMD state; VL from a pending ONEXEC request or the system default.
 pub fn exec_reset(t: &Task) {
     let f = local(t);
-    let vl = if f.sve_onexec != 0 {
-        f.sve_onexec
-    } else {
-        SVE_DEFAULT_VL.load(Ordering::Relaxed)
-    };
-    if !f.sve_inherit {
-        f.sve_onexec = 0;
-    }
+    let v = vlctl::on_exec(&vl_ctl(f), SVE_DEFAULT_VL.load(Ordering::Relaxed));
+    f.sve_onexec = v.onexec;
+    f.sve_inherit = v.inherit;
     f.fp = FpsimdState::default();
     f.sve = Vec::new();
-    fps::exec(&mut f.st, vl);
+    fps::exec(&mut f.st, v.cur);
 }
 
 /// Signal delivery: the FPSIMD view and, if SVE is live, the SVE payload, after saving.
@@ -337,11 +342,54 @@ pub fn sve_vl(t: &Task) -> u32 {
 }
 
 /// Live VL change of the current task: V0-V31 kept, the rest zero.
-pub fn change_sve_vl(t: &Task, vl: u32) {
+fn change_sve_vl(t: &Task, vl: u32) {
     let f = sync_current(t);
     f.to_fpsimd_format();
     f.sve = Vec::new();
     fps::change_vl(&mut f.st, vl);
+}
+
+/// PR_SVE_SET_VL for the current task.
+pub fn prctl_sve_set_vl(t: &Task, arg: u64) -> SysResult<usize> {
+    let f = local(t);
+    let r = vlctl::set_vl(VecKind::Sve, arg, crate::cpufeature::sve_vls(), &vl_ctl(f))?;
+    if let Some(vl) = r.live_change {
+        change_sve_vl(t, vl);
+    }
+    let f = local(t);
+    f.sve_onexec = r.new.onexec;
+    f.sve_inherit = r.new.inherit;
+    Ok(r.ret as usize)
+}
+
+/// PR_SVE_GET_VL for the current task.
+pub fn prctl_sve_get_vl(t: &Task) -> SysResult<usize> {
+    if crate::cpufeature::sve_vls().is_empty() {
+        return Err(svelt_abi::errno::Errno::EINVAL);
+    }
+    Ok(vlctl::get_vl(&vl_ctl(local(t))) as usize)
+}
+
+/// /proc/sys/abi/sve_default_vector_length.
+pub fn sve_default_read(_: Option<u32>) -> alloc::string::String {
+    let mut buf = [0u8; 12];
+    let n = vlctl::default_vl_read(SVE_DEFAULT_VL.load(Ordering::Relaxed), &mut buf);
+    alloc::string::String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+pub fn sve_default_write(text: &[u8]) -> SysResult<()> {
+    let vl = vlctl::default_vl_write(VecKind::Sve, text, crate::cpufeature::sve_vls())?;
+    SVE_DEFAULT_VL.store(vl, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The counters as `key value` lines.
+pub fn format_counters(c: &Counters) -> alloc::string::String {
+    let mut s = alloc::string::String::new();
+    for (name, v) in COUNTER_NAMES.iter().zip(c.iter()) {
+        s += &alloc::format!("{name} {}\n", v.load(Ordering::Relaxed));
+    }
+    s
 }
 
 /// Per-CPU set-up at boot: EL0 SVE access off, ZCR unknown.

@@ -154,7 +154,17 @@ pub fn sys_dir() -> Arc<RamDir> {
     SYS_DIR
         .call_once(|| {
             let d = RamDir::new(0o555);
-            let _ = d.create("abi", Kind::Dir, 0o555);
+            let abi = RamDir::new(0o555);
+            if crate::cpufeature::features().sve {
+                abi.replace(
+                    "sve_default_vector_length",
+                    GenFile::writable(
+                        crate::fpstate::sve_default_read,
+                        crate::fpstate::sve_default_write,
+                    ),
+                );
+            }
+            d.replace("abi", abi);
             let _ = d.create("kernel", Kind::Dir, 0o555);
             d
         })
@@ -177,6 +187,12 @@ impl ProcRoot {
             }),
         );
         fixed.replace("sys", sys_dir());
+        let svelt = RamDir::new(0o555);
+        svelt.replace(
+            "fpstat",
+            GenFile::new(|_| crate::fpstate::format_counters(&crate::fpstate::TOTALS)),
+        );
+        fixed.replace("svelt", svelt);
         fixed.replace(
             "self",
             Arc::new(DynLink {
@@ -258,7 +274,7 @@ impl PidDir {
     }
 }
 
-const PID_ENTRIES: [&str; 4] = ["exe", "status", "cmdline", "stat"];
+const PID_ENTRIES: [&str; 5] = ["exe", "status", "cmdline", "stat", "fpstat"];
 
 impl Inode for PidDir {
     fn ino(&self) -> u64 {
@@ -284,6 +300,11 @@ impl Inode for PidDir {
             "status" => GenFile::for_pid(self.pid, status),
             "cmdline" => GenFile::for_pid(self.pid, |_| String::new()),
             "stat" => GenFile::for_pid(self.pid, stat),
+            "fpstat" => GenFile::for_pid(self.pid, |pid| {
+                task::find_process(pid.unwrap_or(0))
+                    .map(|p| crate::fpstate::format_counters(&p.fpstat))
+                    .unwrap_or_default()
+            }),
             _ => return Err(Errno::ENOENT),
         })
     }

@@ -139,7 +139,7 @@ fn call(n: usize, a: Args, tf: &mut TrapFrame) -> SysResult<usize> {
             Ok(0)
         }
         nr::SCHED_GETAFFINITY => proc::sched_getaffinity(a.i(0), a.u(1), a.u(2)),
-        nr::SCHED_SETAFFINITY => Ok(0),
+        nr::SCHED_SETAFFINITY => proc::sched_setaffinity(a.i(0), a.u(1), a.u(2)),
         nr::PRLIMIT64 => proc::prlimit64(a.i(0), a.u32(1), a.u(2), a.u(3)),
         nr::GETRLIMIT => proc::prlimit64(0, a.u32(0), 0, a.u(1)),
         nr::SETRLIMIT => proc::prlimit64(0, a.u32(0), a.u(1), 0),

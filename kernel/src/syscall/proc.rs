@@ -184,24 +184,48 @@ pub fn get_robust_list(pid: i32, head: usize, len: usize) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> {
-    if pid != 0 && task::find_task(pid as u32).is_none() {
-        return Err(Errno::ESRCH);
+fn online_mask() -> u64 {
+    crate::percpu::all()
+        .iter()
+        .filter(|c| c.online.load(Ordering::Acquire))
+        .fold(0, |m, c| m | 1 << c.id)
+}
+
+fn affinity_target(pid: i32) -> SysResult<alloc::sync::Arc<task::Task>> {
+    if pid == 0 {
+        Ok(task::current_arc())
+    } else {
+        task::find_task(pid as u32).ok_or(Errno::ESRCH)
     }
+}
+
+pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> {
+    let t = affinity_target(pid)?;
     // The kernel's cpumask is a multiple of 8 bytes; the user buffer must hold it.
     let bytes = crate::percpu::MAX_CPUS.div_ceil(64) * 8;
     if len < bytes || len % 8 != 0 {
         return Err(Errno::EINVAL);
     }
-    let mut m = alloc::vec![0u8; bytes];
-    for c in crate::percpu::all()
-        .iter()
-        .filter(|c| c.online.load(Ordering::Acquire))
-    {
-        m[c.id / 8] |= 1 << (c.id % 8);
-    }
-    with_mm(|mm| mm.write(mask, &m))?;
+    let m = t.affinity.load(Ordering::Relaxed) & online_mask();
+    with_mm(|mm| mm.write(mask, &m.to_le_bytes()[..bytes]))?;
     Ok(bytes)
+}
+
+pub fn sched_setaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> {
+    let t = affinity_target(pid)?;
+    let mut b = [0u8; 8];
+    let n = len.min(8);
+    with_mm(|mm| mm.read(mask, &mut b[..n]))?;
+    let m = u64::from_le_bytes(b) & online_mask();
+    if m == 0 {
+        return Err(Errno::EINVAL);
+    }
+    t.affinity.store(m, Ordering::Relaxed);
+    // Leave a CPU the task may no longer use at the next chance.
+    if core::ptr::eq(&*t, task::current()) && m & (1 << crate::percpu::cpu_id()) == 0 {
+        task::sched::set_need_resched();
+    }
+    Ok(0)
 }
 
 pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<usize> {
@@ -258,7 +282,9 @@ pub fn prctl(option: u32, a2: usize, _a3: usize, _a4: usize, _a5: usize) -> SysR
             with_mm(|mm| mm.write(a2, &name))?;
             Ok(0)
         }
-        // PR_SVE_* and PR_SME_* arrive with the SVE and SME work.
+        sys::PR_SVE_SET_VL => crate::fpstate::prctl_sve_set_vl(task::current(), a2 as u64),
+        sys::PR_SVE_GET_VL => crate::fpstate::prctl_sve_get_vl(task::current()),
+        // PR_SME_* arrive with the SME work.
         _ => Err(Errno::EINVAL),
     }
 }

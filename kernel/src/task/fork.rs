@@ -3,7 +3,6 @@
 use super::{alloc_pid, register, sched, KernelStack, Process, Task};
 use crate::arch::aarch64::context;
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::arch::aarch64::fpsimd;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
@@ -100,6 +99,9 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
             cs.altstack = ps.altstack;
         }
     }
+    child
+        .affinity
+        .store(parent.affinity.load(Ordering::Relaxed), Ordering::Relaxed);
     if flags & s::CLONE_CHILD_CLEARTID != 0 {
         child
             .clear_child_tid

@@ -25,7 +25,9 @@ use alloc::collections::BTreeMap;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 use wait::WaitQueue;
@@ -113,6 +115,8 @@ pub struct Task {
     pub vfork_done: Mutex<Option<Arc<WaitQueue>>>,
     /// Whether `vfork_done` has been signalled.
     pub vfork_released: AtomicBool,
+    /// CPUs it may run on (sched_setaffinity), one bit each.
+    pub affinity: AtomicU64,
 }
 
 // SAFETY: the UnsafeCell fields (ctx, local) are touched only by the CPU running the task or
@@ -285,6 +289,7 @@ impl Task {
             exit_code: AtomicI32::new(0),
             vfork_done: Mutex::new(None),
             vfork_released: AtomicBool::new(false),
+            affinity: AtomicU64::new(u64::MAX),
         }
     }
 

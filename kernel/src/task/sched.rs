@@ -6,7 +6,7 @@
 //! waits for `on_cpu` to drop before running it.
 
 use super::{State, Task};
-use crate::arch::aarch64::{context, cpu, fpsimd};
+use crate::arch::aarch64::{context, cpu};
 use crate::percpu::{self, MAX_CPUS};
 use crate::sync::IrqLock;
 use alloc::collections::VecDeque;
@@ -99,11 +99,20 @@ fn online_cpus() -> impl Iterator<Item = usize> {
 
 /// Puts a runnable task on a run queue: its last CPU if online, and pokes that CPU.
 pub fn enqueue(t: &Arc<Task>) {
-    let mut target = t.cpu.load(Ordering::Relaxed);
-    if !percpu::get(target).online.load(Ordering::Acquire) {
-        target = percpu::cpu_id();
-    }
+    let last = t.cpu.load(Ordering::Relaxed);
+    let target = if percpu::get(last).online.load(Ordering::Acquire) && allowed(t, last) {
+        last
+    } else {
+        online_cpus()
+            .find(|&c| allowed(t, c))
+            .unwrap_or(percpu::cpu_id())
+    };
     enqueue_on(t, target);
+}
+
+/// The task's affinity mask lets it run on `cpu`.
+fn allowed(t: &Task, cpu: usize) -> bool {
+    t.affinity.load(Ordering::Relaxed) & (1 << cpu) != 0
 }
 
 fn enqueue_on(t: &Arc<Task>, target: usize) {
@@ -123,6 +132,7 @@ fn enqueue_on(t: &Arc<Task>, target: usize) {
 /// A new task: placed on the least busy online CPU.
 pub fn enqueue_new(t: &Arc<Task>) {
     let target = online_cpus()
+        .filter(|&c| allowed(t, c))
         .min_by_key(|&c| {
             let rq = RQ[c].lock();
             rq.queue.len() + rq.current.as_ref().is_some_and(|t| !t.is_idle()) as usize
@@ -152,8 +162,8 @@ fn steal(me: usize) -> Option<Arc<Task>> {
     for c in online_cpus().filter(|&c| c != me) {
         if let Some(mut rq) = RQ[c].try_lock() {
             if rq.queue.len() > usize::from(rq.current.as_ref().is_some_and(|t| t.is_idle())) {
-                if let Some(t) = rq.queue.pop_back() {
-                    return Some(t);
+                if let Some(i) = rq.queue.iter().rposition(|t| allowed(t, me)) {
+                    return rq.queue.remove(i);
                 }
             }
         }
@@ -168,9 +178,13 @@ pub fn schedule() {
     NEED_RESCHED[id].store(false, Ordering::Relaxed);
     let mut rq = RQ[id].lock();
     let prev = rq.current.clone().expect("scheduler running");
+    // A running task whose affinity no longer includes this CPU goes to one it allows.
+    let mut migrate = false;
     if !prev.is_idle() && prev.state() == State::Running {
         prev.set_state(State::Runnable);
-        if !prev.on_rq.swap(true, Ordering::AcqRel) {
+        if !allowed(&prev, id) {
+            migrate = true;
+        } else if !prev.on_rq.swap(true, Ordering::AcqRel) {
             rq.queue.push_back(prev.clone());
         }
     }
@@ -198,6 +212,9 @@ pub fn schedule() {
     CURRENT[id].store(Arc::as_ptr(&next) as *mut Task, Ordering::Release);
     rq.prev = Some(prev.clone());
     drop(rq);
+    if migrate {
+        enqueue(&prev);
+    }
 
     // The task may still be switching away on the CPU it was woken from.
     while next.on_cpu.load(Ordering::Acquire) {

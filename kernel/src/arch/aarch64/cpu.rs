@@ -100,6 +100,7 @@ pub fn read_id_regs() -> IdRegs {
         isar1: ID_AA64ISAR1_EL1.get(),
         isar2: ID_AA64ISAR2_EL1.get(),
         mmfr0: ID_AA64MMFR0_EL1.get(),
+        ..Default::default()
     }
 }
 
