@@ -392,9 +392,9 @@ mod tests {
         assert_eq!(got.live_change, None);
         assert_eq!(got.new, task(64));
         // Rounding to the current length is not a change either.
-        let got = sve(72, all(), &task(64)).unwrap();
+        let got = sve(48, set(&[16, 32, 64]), &task(32)).unwrap();
         assert_eq!(got.live_change, None);
-        assert_eq!(got.ret, 64);
+        assert_eq!(got.ret, 32);
     }
 
     #[test]
@@ -411,7 +411,7 @@ mod tests {
         );
         // The return value is the deferred length, rounded.
         assert_eq!(got.ret, 128);
-        let got = sve(200 | ONEXEC, set(&[16, 32, 64]), &task(16)).unwrap();
+        let got = sve(208 | ONEXEC, set(&[16, 32, 64]), &task(16)).unwrap();
         assert_eq!(got.ret, 64);
         assert_eq!(got.new.cur, 16);
     }
@@ -625,9 +625,12 @@ mod tests {
     #[test]
     fn dointvec_only_reads_one_page() {
         let mut long = Vec::from(&b"64"[..]);
-        long.resize(5000, b' ');
-        // Bytes past the first 4095 stay unread.
-        assert_eq!(parse_dointvec(&long), Ok((64, 4095)));
+        long.resize(4095, b' ');
+        long.resize(5000, b'x');
+        // Bytes past the first 4095 are never looked at, yet count as written.
+        assert_eq!(parse_dointvec(&long), Ok((64, 5000)));
+        long[4094] = b'x';
+        assert_eq!(parse_dointvec(&long), Ok((64, 5000 - 1)));
     }
 
     #[test]
