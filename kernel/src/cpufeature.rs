@@ -75,7 +75,7 @@ pub fn offer() -> svelt_abi::hwcap::Offer {
     svelt_abi::hwcap::Offer {
         sve: features().sve,
         sme: false,
-        cpuid: false,
+        cpuid: true,
     }
 }
 

@@ -26,6 +26,21 @@ pub fn el0_sync(tf: &mut TrapFrame) {
         Ec::SveAccess if crate::cpufeature::features().sve => {
             crate::fpstate::sve_trap(task::current())
         }
+        Ec::SysReg => {
+            let access = svelt_abi::idregs::SysRegAccess::from_iss(esr.iss());
+            if !emulate_mrs(tf, access) {
+                fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
+            }
+        }
+        Ec::Unknown => {
+            // Without FEAT_IDST an EL0 ID-register read is an undefined instruction: look at
+            // the instruction itself.
+            let insn = task::with_mm(|mm| mm.read_u32(tf.elr as usize)).ok();
+            let access = insn.and_then(svelt_abi::idregs::SysRegAccess::from_mrs_insn);
+            if !access.is_some_and(|a| emulate_mrs(tf, a)) {
+                fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
+            }
+        }
         // SVE and SME first-use traps and EL0 ID-register emulation arrive with the FP/SVE
         // work; until then these are undefined instructions, as on a CPU without them.
         _ => fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0),
@@ -78,6 +93,21 @@ fn user_abort(tf: &mut TrapFrame, esr: Esr) {
         0x21 => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.far, esr.0),
         0x00..=0x03 => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
         _ => fault(sig::SIGBUS, sig::BUS_OBJERR, tf.far, esr.0),
+    }
+}
+
+/// EL0 `MRS Xt, <ID register>`: Linux's sanitised value (HWCAP_CPUID). False: SIGILL.
+fn emulate_mrs(tf: &mut TrapFrame, access: svelt_abi::idregs::SysRegAccess) -> bool {
+    let raw = crate::arch::aarch64::cpu::read_id_regs();
+    match svelt_abi::idregs::emulate(&access, &raw, crate::cpufeature::offer()) {
+        Some(v) => {
+            if access.rt != 31 {
+                tf.x[access.rt as usize] = v;
+            }
+            tf.elr += 4;
+            true
+        }
+        None => false,
     }
 }
 

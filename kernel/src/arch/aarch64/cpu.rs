@@ -88,6 +88,28 @@ pub fn counter_freq() -> u64 {
     CNTFRQ_EL0.get()
 }
 
+/// Reads an ID register by its generic name (ones aarch64-cpu does not declare; all of the ID
+/// space reads as zero where unallocated, so this is safe on any ARMv8 CPU).
+macro_rules! mrs_id {
+    ($enc:literal) => {{
+        let v: u64;
+        // SAFETY: ID register reads have no side effects.
+        unsafe { core::arch::asm!(concat!("mrs {}, ", $enc), out(reg) v, options(nomem, nostack)) };
+        v
+    }};
+}
+
+/// Reads an ID register by its generic name (for ones aarch64-cpu does not declare; the whole
+/// ID space reads as zero where unallocated, so this is safe on any ARMv8 CPU).
+macro_rules! mrs_id {
+    ($enc:literal) => {{
+        let v: u64;
+        // SAFETY: ID register reads have no side effects.
+        unsafe { core::arch::asm!(concat!("mrs {}, ", $enc), out(reg) v, options(nomem, nostack)) };
+        v
+    }};
+}
+
 /// Reads the ID registers Svelt decodes (they are readable at EL1 on every ARMv8 CPU; unallocated
 /// ones read as zero).
 pub fn read_id_regs() -> IdRegs {
@@ -100,6 +122,13 @@ pub fn read_id_regs() -> IdRegs {
         isar1: ID_AA64ISAR1_EL1.get(),
         isar2: ID_AA64ISAR2_EL1.get(),
         mmfr0: ID_AA64MMFR0_EL1.get(),
+        mmfr1: ID_AA64MMFR1_EL1.get(),
+        mmfr2: ID_AA64MMFR2_EL1.get(),
+        midr: MIDR_EL1.get(),
+        pfr2: mrs_id!("S3_0_C0_C4_2"),
+        fpfr0: mrs_id!("S3_0_C0_C4_7"),
+        isar3: mrs_id!("S3_0_C0_C6_3"),
+        mmfr3: mrs_id!("S3_0_C0_C7_3"),
         ..Default::default()
     }
 }
