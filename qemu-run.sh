@@ -10,6 +10,10 @@
 # --linux boots Debian's arm64 Linux (trixie-backports) with the same initramfs instead: the
 # reference the userland tests are checked against. Its status comes from the init's
 # `svelt-init: exit status S` line (missing: 1).
+#
+# --bench boots /bin/bench (user/src/bin/bench.rs) as the first process under
+# `-icount shift=0,sleep=off` and prints its table of guest instructions per operation; with
+# --linux the same benchmark runs on Linux. Its status comes from `svelt-bench: exit status S`.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
@@ -36,17 +40,21 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
   --kernel-elf FILE      boot this kernel ELF (cargo's runner passes it)
   --initrd FILE          boot with this ready-made initramfs (newc cpio, gzip or plain) instead
                          of the userland built here (target/initramfs.cpio.gz)
-  --init PATH            run PATH as the first process (adds init=PATH to the command line)
+  --init PATH            run PATH as the first process (adds init=PATH to the command line;
+                         rdinit=PATH with --linux)
   --no-initrd            boot without an initramfs (the kernel only reports its boot)
   --linux                reference mode: boot Debian's arm64 Linux (the newest
                          linux-binary-*-arm64 in trixie-backports, cached in target/linux/)
                          with the same initramfs and QEMU flags
+  --bench                run the benchmarks (/bin/bench as init) under -icount shift=0,sleep=off:
+                         deterministic guest-instruction counts per operation (with --linux: on
+                         Linux, for comparison)
   -h | --help            this text
 EOF
 }
 
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
-initrd="" init_path="" no_initrd=0 linux=0
+initrd="" init_path="" no_initrd=0 linux=0 bench=0
 extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -67,6 +75,7 @@ while [ $# -gt 0 ]; do
         --init) init_path=$2; shift ;;
         --no-initrd) no_initrd=1 ;;
         --linux) linux=1 ;;
+        --bench) bench=1 ;;
         -h|--help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) echo "qemu-run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -84,6 +93,10 @@ if [ -z "$sme_max" ]; then
 fi
 case "$sme_max" in 16|32|64|128|256) ;; *) die "--sme-max-vl wants 16, 32, 64, 128 or 256" ;; esac
 [ "$no_initrd" = 1 ] && [ -n "$initrd" ] && die "--initrd and --no-initrd contradict each other"
+if [ "$bench" = 1 ]; then
+    [ "$no_initrd" = 0 ] || die "--bench needs the initramfs"
+    [ -n "$init_path" ] || init_path=/bin/bench
+fi
 
 # Installs Debian packages when root (as for QEMU below), otherwise says the exact command.
 apt_install() {
@@ -115,6 +128,7 @@ fi
 
 # The userland: the Rust test programs and init (user/), the glibc C programs (user/c/), packed
 # by mkinitramfs into target/initramfs.cpio and .cpio.gz. Debug info stays in target/user/.
+# Every program goes to /bin/tests (which the init runs) except init and bench (/bin/bench).
 user_dir="$root/target/user"
 user_bin="$user_dir/aarch64-unknown-none/release"
 default_initrd="$root/target/initramfs.cpio.gz"
@@ -135,13 +149,16 @@ build_userland() {
         name=$(basename "$b" .rs)
         if [ "$name" = init ]; then
             "$objcopy" --strip-debug "$user_bin/$name" "$stage/init"
+        elif [ "$name" = bench ]; then
+            "$objcopy" --strip-debug "$user_bin/$name" "$stage/bench"
         else
             "$objcopy" --strip-debug "$user_bin/$name" "$stage/tests/$name"
         fi
     done
     (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
         --out "$root/target/initramfs.cpio" --gzip "$default_initrd" \
-        --init "$stage/init" --add etc/hello.txt="$root/user/data/hello.txt" "$stage"/tests/*)
+        --init "$stage/init" --add etc/hello.txt="$root/user/data/hello.txt" \
+        --add-exec bin/bench="$stage/bench" "$stage"/tests/*)
 }
 default_userland=0
 if [ "$no_initrd" = 0 ] && [ -z "$initrd" ]; then
@@ -219,7 +236,10 @@ else
     cpu="$cpu,sme=off"
 fi
 
-[ -n "$init_path" ] && append="$append init=$init_path"
+# Linux takes an initramfs's first program from rdinit= (init= is for a root file system).
+if [ -n "$init_path" ]; then
+    if [ "$linux" = 1 ]; then append="$append rdinit=$init_path"; else append="$append init=$init_path"; fi
+fi
 args=(-M "$machine" -cpu "$cpu" -smp "$smp" -m "$mem"
       -nographic -nodefaults -serial stdio -monitor none -no-reboot)
 if [ "$linux" = 1 ]; then
@@ -229,6 +249,9 @@ else
            -kernel "$image" -append "svelt.exit=semihosting${append}")
 fi
 [ -n "$initrd" ] && args+=(-initrd "$initrd")
+# One guest instruction = 1 ns of virtual time, idle time skipped: CNTVCT_EL0 (1 GHz) counts
+# instructions and runs are repeatable (spec/qemu.md §6).
+[ "$bench" = 1 ] && args+=(-icount shift=0,sleep=off)
 if [ "$gdb" = 1 ]; then
     echo "qemu-run.sh: waiting for gdb: gdb-multiarch ${elf:-vmlinux} -ex 'target remote :1234'" >&2
     args+=(-s -S)
@@ -247,7 +270,16 @@ set -e
 out=$(tr -d '\r' <"$log")
 totals_failed() { grep -Eq '^# Totals: pass:[0-9]+ fail:[1-9]' <<<"$out"; }
 init_status() { sed -n 's/^svelt-init: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
-if [ "$linux" = 1 ]; then
+bench_status() { sed -n 's/^svelt-bench: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
+if [ "$bench" = 1 ] && [ "$init_path" = /bin/bench ]; then
+    s=$(bench_status)
+    if [ -z "$s" ]; then
+        echo "qemu-run.sh: the benchmark printed no 'svelt-bench: exit status' line" >&2
+        [ "$linux" = 0 ] && [ "$status" != 0 ] || status=1
+    elif [ "$linux" = 1 ] || [ "$status" = 0 ]; then
+        status=$s
+    fi
+elif [ "$linux" = 1 ]; then
     s=$(init_status)
     if [ -n "$s" ]; then
         status=$s

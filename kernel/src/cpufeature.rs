@@ -30,6 +30,7 @@ pub fn init_this_cpu() {
         this.sme_vls
             .store(fpsimd::sme::probe_vls().bits(), Ordering::Relaxed);
     }
+    crate::fpstate::cpu_init();
 }
 
 static SYSTEM_VLS: Once<(VlSet, VlSet)> = Once::new();
@@ -67,6 +68,10 @@ pub fn finalize() {
         let def = svelt_abi::vlctl::boot_default(svelt_abi::vlctl::VecKind::Sve, vls.0);
         crate::fpstate::SVE_DEFAULT_VL.store(def, Ordering::Relaxed);
     }
+    if features().sme != 0 {
+        let def = svelt_abi::vlctl::boot_default(svelt_abi::vlctl::VecKind::Sme, vls.1);
+        crate::fpstate::SME_DEFAULT_VL.store(def, Ordering::Relaxed);
+    }
 }
 
 /// What the kernel offers user space: SVE (its state is handled), not SME yet, and EL0
@@ -74,7 +79,7 @@ pub fn finalize() {
 pub fn offer() -> svelt_abi::hwcap::Offer {
     svelt_abi::hwcap::Offer {
         sve: features().sve,
-        sme: false,
+        sme: features().sme != 0,
         cpuid: true,
     }
 }
@@ -88,6 +93,15 @@ pub fn hwcaps() -> (u64, u64) {
 pub fn sve_vls() -> VlSet {
     if features().sve {
         system_vls().0
+    } else {
+        VlSet::EMPTY
+    }
+}
+
+/// The system-wide SME (streaming) vector lengths.
+pub fn sme_vls() -> VlSet {
+    if features().sme != 0 {
+        system_vls().1
     } else {
         VlSet::EMPTY
     }

@@ -1,27 +1,28 @@
-//! Lazy FPSIMD/SVE state: carries out the decisions of `svelt_abi::fpstate` with the register
-//! primitives, keeps per-CPU ownership, and counts what it moves.
+//! Lazy FPSIMD/SVE/SME state: carries out the decisions of `svelt_abi::fpstate` with the
+//! register primitives, keeps per-CPU ownership, and counts what it moves.
 //!
 //! A task's registers are saved when it is switched out holding them, and loaded on its way
 //! back to user mode only if this CPU's registers are not already its own. Everything here runs
 //! on the task itself (or the CPU switching it) with IRQs masked where ownership changes.
 
 use crate::arch::aarch64::cpu;
-use crate::arch::aarch64::fpsimd::{fpsimd, sve};
+use crate::arch::aarch64::fpsimd::{fpsimd, sme, sve};
 use crate::percpu::{self, MAX_CPUS};
 use crate::sync::IrqLock;
 use crate::task::{Process, Task};
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use fpsimd::FpsimdState;
-use svelt_abi::errno::SysResult;
-use svelt_abi::fpstate::{self as fps, CpuFp, Format, Save, TaskFp};
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fpstate::{self as fps, CpuFp, Format, Regs, Save, SmeTrapError, Svcr, TaskFp};
 use svelt_abi::vlctl::{self, TaskVl, VecKind};
 
 static CPU_FP: [IrqLock<CpuFp>; MAX_CPUS] = {
-    let mut a = [const { IrqLock::new(CpuFp::new(0)) }; MAX_CPUS];
+    let mut a = [const { IrqLock::new(CpuFp::new(0, false)) }; MAX_CPUS];
     let mut i = 0;
     while i < MAX_CPUS {
-        a[i] = IrqLock::new(CpuFp::new(i as u32));
+        a[i] = IrqLock::new(CpuFp::new(i as u32, false));
         i += 1;
     }
     a
@@ -71,21 +72,30 @@ fn count(p: &Process, c: Counter, n: u64) {
     p.fpstat[c as usize].fetch_add(n, Ordering::Relaxed);
 }
 
-/// The system's default SVE vector length for new programs (/proc/sys/abi).
+/// The system's default vector lengths for new programs (/proc/sys/abi).
 pub static SVE_DEFAULT_VL: AtomicU32 = AtomicU32::new(16);
+pub static SME_DEFAULT_VL: AtomicU32 = AtomicU32::new(0);
 
-/// A task's FP state: the bookkeeping, the FPSIMD registers and, once SVE was used, the
-/// SVE registers at the task's VL (signal-frame payload layout).
+/// FPSR after leaving streaming mode (SMSTOP), as the architecture sets it.
+const FPSR_AFTER_SMSTOP: u32 = 0x0800_009f;
+
+/// A task's FP state: the bookkeeping, the FPSIMD registers, once SVE or SME was used the
+/// Z/P/FFR registers (non-streaming at the SVE VL or streaming at the SME VL, signal-payload
+/// layout), ZA (and ZT0), TPIDR2_EL0, and the VL settings.
 pub struct TaskFpState {
     pub st: TaskFp,
     pub fp: FpsimdState,
     pub sve: Vec<u8>,
+    pub za: Vec<u8>,
+    pub tpidr2: u64,
     /// VL to take at the next execve (0: none), and whether that survives exec (INHERIT).
     pub sve_onexec: u32,
     pub sve_inherit: bool,
+    pub sme_onexec: u32,
+    pub sme_inherit: bool,
 }
 
-fn vl_ctl(f: &TaskFpState) -> TaskVl {
+fn sve_ctl(f: &TaskFpState) -> TaskVl {
     TaskVl {
         cur: f.st.sve_vl,
         onexec: f.sve_onexec,
@@ -93,35 +103,78 @@ fn vl_ctl(f: &TaskFpState) -> TaskVl {
     }
 }
 
+fn sme_ctl(f: &TaskFpState) -> TaskVl {
+    TaskVl {
+        cur: f.st.sme_vl,
+        onexec: f.sme_onexec,
+        inherit: f.sme_inherit,
+    }
+}
+
+fn has_sme() -> bool {
+    crate::cpufeature::offer().sme
+}
+
+fn fa64() -> bool {
+    crate::cpufeature::features().sme_fa64
+}
+
+fn sme2() -> bool {
+    crate::cpufeature::features().sme2()
+}
+
 impl TaskFpState {
-    pub fn new(vl: u32) -> TaskFpState {
+    pub fn new() -> TaskFpState {
         TaskFpState {
-            st: TaskFp::new(new_id(), vl),
+            st: TaskFp::new(
+                new_id(),
+                SVE_DEFAULT_VL.load(Ordering::Relaxed),
+                SME_DEFAULT_VL.load(Ordering::Relaxed),
+            ),
             fp: FpsimdState::default(),
             sve: Vec::new(),
+            za: Vec::new(),
+            tpidr2: 0,
             sve_onexec: 0,
             sve_inherit: false,
+            sme_onexec: 0,
+            sme_inherit: false,
         }
     }
 
-    fn vq(&self) -> usize {
-        self.st.sve_vl as usize / 16
+    /// Quadwords of the Z registers in the saved copy's format.
+    fn regs_vq(&self) -> usize {
+        let vl = if self.st.format == Format::Streaming {
+            self.st.sme_vl
+        } else {
+            self.st.sve_vl
+        };
+        vl as usize / 16
     }
 
-    /// Makes the SVE buffer the right size for the current VL.
-    fn sve_buf(&mut self) -> &mut [u8] {
-        let n = sve::state_size(self.vq());
+    /// The Z/P/FFR buffer, sized for the saved copy's format.
+    fn regs_buf(&mut self) -> &mut [u8] {
+        let n = sve::state_size(self.regs_vq());
         if self.sve.len() != n {
             self.sve = alloc::vec![0u8; n];
         }
         &mut self.sve
     }
 
+    /// The ZA (+ZT0) buffer at the SME VL.
+    fn za_buf(&mut self) -> &mut [u8] {
+        let n = sme::za_size(self.st.sme_vl as usize) + if sme2() { 64 } else { 0 };
+        if self.za.len() != n {
+            self.za = alloc::vec![0u8; n];
+        }
+        &mut self.za
+    }
+
     /// The FPSIMD view of the saved state (V0-V31 are the low 128 bits of Z0-Z31).
     pub fn fpsimd_view(&self) -> FpsimdState {
         let mut f = self.fp;
-        if self.st.format == Format::Sve && !self.sve.is_empty() {
-            let zl = 16 * self.vq();
+        if self.st.format != Format::Fpsimd && !self.sve.is_empty() {
+            let zl = 16 * self.regs_vq();
             for (n, v) in f.vregs.iter_mut().enumerate() {
                 *v = u128::from_le_bytes(self.sve[n * zl..n * zl + 16].try_into().unwrap());
             }
@@ -129,22 +182,28 @@ impl TaskFpState {
         f
     }
 
-    /// Rewrites the saved copy as FPSIMD only (SVE extras dropped).
+    /// Rewrites the saved copy as FPSIMD only.
     pub fn to_fpsimd_format(&mut self) {
         self.fp = self.fpsimd_view();
         self.st.format = Format::Fpsimd;
     }
 
-    /// Rewrites the saved copy as SVE: zero everything but the V bits from `fp`.
+    /// Rewrites the saved copy as non-streaming SVE: zero everything but the V bits.
     fn fpsimd_to_sve(&mut self) {
-        let vq = self.vq();
         let fp = self.fp;
-        let buf = self.sve_buf();
+        self.st.format = Format::Sve;
+        let vq = self.regs_vq();
+        let buf = self.regs_buf();
         buf.fill(0);
         for (n, v) in fp.vregs.iter().enumerate() {
             buf[n * 16 * vq..n * 16 * vq + 16].copy_from_slice(&v.to_le_bytes());
         }
-        self.st.format = Format::Sve;
+    }
+}
+
+impl Default for TaskFpState {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -157,32 +216,58 @@ fn this_cpu() -> &'static IrqLock<CpuFp> {
     &CPU_FP[percpu::cpu_id()]
 }
 
+/// PSTATE.SM/ZA from the CPU, for a task that may have changed them (SME enabled).
+fn hw_svcr(f: &TaskFpState) -> Svcr {
+    if f.st.sme {
+        sme::read_svcr()
+    } else {
+        Svcr::default()
+    }
+}
+
 fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
-    match save {
-        Save::Nothing => {}
-        Save::Fpsimd => {
+    match save.regs {
+        Regs::Nothing => {}
+        Regs::Fpsimd => {
             fpsimd::save(&mut f.fp);
             count(p, Counter::FpsimdSaves, 1);
             count(p, Counter::BytesSaved, 528);
         }
-        Save::Sve { .. } => {
-            fpsimd::save(&mut f.fp); // FPSR/FPCR (and V, harmlessly)
-            let vq = f.vq();
-            let buf = f.sve_buf();
-            // SAFETY: ZCR holds the task's VL while its state is live; buf has state_size(vq).
-            unsafe { sve::save(buf.as_mut_ptr(), vq) };
+        Regs::Sve { .. } | Regs::Streaming { .. } => {
+            fpsimd::save_control(&mut f.fp);
+            let streaming = matches!(save.regs, Regs::Streaming { .. });
+            let with_ffr = !streaming || fa64();
+            let vq = f.regs_vq();
+            let buf = f.regs_buf();
+            if !with_ffr {
+                buf[544 * vq..546 * vq].fill(0);
+            }
+            // SAFETY: the CPU's VL (ZCR, or SMCR in streaming mode) is the task's while its
+            // state is live; the buffer is sized for it.
+            unsafe { sve::save(buf.as_mut_ptr(), vq, with_ffr) };
             count(p, Counter::SveSaves, 1);
             count(p, Counter::BytesSaved, 8 + sve::state_size(vq) as u64);
         }
+    }
+    if let Some(svl) = save.za {
+        let buf = f.za_buf();
+        // SAFETY: PSTATE.ZA is set and the streaming VL is svl (saving a live ZA).
+        unsafe { sme::save_za(buf.as_mut_ptr(), svl as usize) };
+        if sme2() {
+            let zt = sme::za_size(svl as usize);
+            // SAFETY: SME2 with EZT0 (set at boot) and ZA on; the buffer has 64 bytes more.
+            unsafe { sme::save_zt0(buf[zt..].as_mut_ptr()) };
+        }
+        count(p, Counter::ZaSaves, 1);
+        count(p, Counter::BytesSaved, buf.len() as u64);
     }
 }
 
 /// Context switch away from `t` (IRQs masked).
 pub fn switch_out(t: &Task) {
     let f = local(t);
-    let mut c = this_cpu().lock();
-    let save = fps::switch_out(&mut c, &mut f.st);
-    drop(c);
+    let hw = hw_svcr(f);
+    let save = fps::switch_out(&mut this_cpu().lock(), &mut f.st, hw);
     do_save(&t.process(), f, save);
 }
 
@@ -190,16 +275,22 @@ pub fn switch_out(t: &Task) {
 /// hold it.
 pub fn return_to_user(t: &Task) {
     let f = local(t);
-    let r = {
-        let mut c = this_cpu().lock();
-        fps::return_to_user(&mut c, &mut f.st)
-    };
+    let r = fps::return_to_user(&mut this_cpu().lock(), &mut f.st);
     let Some(format) = r.load else { return };
     if let Some(len) = r.set_zcr {
         sve::set_len(len);
     }
+    if let Some(len) = r.set_smcr {
+        sme::set_len(len);
+    }
     if let Some(on) = r.set_zen_el0 {
         sve::set_el0_access(on);
+    }
+    if let Some(on) = r.set_smen_el0 {
+        sme::set_el0_access(on);
+    }
+    if let Some(s) = r.svcr {
+        sme::write_svcr(s);
     }
     let p = t.process();
     match format {
@@ -208,15 +299,28 @@ pub fn return_to_user(t: &Task) {
             count(&p, Counter::FpsimdRestores, 1);
             count(&p, Counter::BytesRestored, 528);
         }
-        Format::Sve => {
-            let vq = f.vq();
-            let buf = f.sve_buf();
-            // SAFETY: ZCR was set to the task's VL above (or already was); the buffer is sized.
-            unsafe { sve::load(buf.as_ptr(), vq) };
+        Format::Sve | Format::Streaming => {
+            let with_ffr = format == Format::Sve || fa64();
+            let vq = f.regs_vq();
+            let buf = f.regs_buf();
+            // SAFETY: the VL was set above (or already was) and SVCR.SM matches the format.
+            unsafe { sve::load(buf.as_ptr(), vq, with_ffr) };
             fpsimd::load_control(&f.fp);
             count(&p, Counter::SveRestores, 1);
             count(&p, Counter::BytesRestored, 8 + sve::state_size(vq) as u64);
         }
+    }
+    if r.load_za {
+        let svl = f.st.sme_vl as usize;
+        let buf = f.za_buf();
+        // SAFETY: SVCR.ZA was set above and SMCR gives the task's SVL.
+        unsafe { sme::load_za(buf.as_ptr(), svl) };
+        if sme2() {
+            // SAFETY: as in do_save.
+            unsafe { sme::load_zt0(buf[sme::za_size(svl)..].as_ptr()) };
+        }
+        count(&p, Counter::ZaRestores, 1);
+        count(&p, Counter::BytesRestored, buf.len() as u64);
     }
 }
 
@@ -224,10 +328,7 @@ pub fn return_to_user(t: &Task) {
 pub fn sve_trap(t: &Task) {
     let f = local(t);
     let daif = cpu::irq_save();
-    let plan = {
-        let mut c = this_cpu().lock();
-        fps::sve_trap(&mut c, &mut f.st)
-    };
+    let plan = fps::sve_trap(&mut this_cpu().lock(), &mut f.st);
     match plan {
         Ok(p) => {
             if let Some(len) = p.set_zcr {
@@ -249,20 +350,52 @@ pub fn sve_trap(t: &Task) {
     count(&t.process(), Counter::SveTraps, 1);
 }
 
-/// Syscall entry: SVE state beyond V0-V31 becomes zero.
+/// An SME trap from EL0 (EC 0x1D): first use enables SME; other trap codes are SIGILL
+/// (returns false).
+pub fn sme_trap(t: &Task, smtc: u8) -> bool {
+    let f = local(t);
+    let daif = cpu::irq_save();
+    let plan = fps::sme_trap(&mut this_cpu().lock(), &mut f.st, smtc);
+    let ok = match plan {
+        Ok(p) => {
+            if let Some(len) = p.set_smcr {
+                sme::set_len(len);
+            }
+            if p.enable_smen_el0 {
+                sme::set_el0_access(true);
+            }
+            true
+        }
+        Err(SmeTrapError::Illegal) => false,
+        Err(SmeTrapError::AlreadyEnabled) => {
+            log::error!("SME trap with SME already enabled for tid {}", t.tid);
+            true
+        }
+    };
+    cpu::irq_restore(daif);
+    if ok {
+        count(&t.process(), Counter::SmeTraps, 1);
+    }
+    ok
+}
+
+/// Syscall entry: streaming mode ends; SVE state beyond V0-V31 becomes zero.
 pub fn syscall_entry(t: &Task) {
     let f = local(t);
     let daif = cpu::irq_save();
-    let flush = fps::syscall_entry(&mut this_cpu().lock(), &f.st);
-    if flush {
+    let hw_sm = f.st.sme && sme::read_svcr().sm;
+    let plan = fps::syscall_entry(&mut this_cpu().lock(), &f.st, hw_sm);
+    if plan.smstop_sm {
+        sme::smstop_sm();
+    }
+    if plan.flush_sve {
         sve::flush_live();
     }
     cpu::irq_restore(daif);
 }
 
 pub fn syscall_exit(t: &Task) {
-    let f = local(t);
-    fps::syscall_exit(&mut this_cpu().lock(), &f.st);
+    fps::syscall_exit(&mut this_cpu().lock(), &local(t).st);
 }
 
 /// Saves the running task's live registers to memory, keeping them live (signal delivery,
@@ -270,111 +403,244 @@ pub fn syscall_exit(t: &Task) {
 pub fn sync_current(t: &Task) -> &mut TaskFpState {
     let f = local(t);
     let daif = cpu::irq_save();
-    let save = fps::sync_to_memory(&mut this_cpu().lock(), &mut f.st);
+    let hw = hw_svcr(f);
+    let save = fps::sync_to_memory(&mut this_cpu().lock(), &mut f.st, hw);
     do_save(&t.process(), f, save);
     cpu::irq_restore(daif);
     f
 }
 
-/// The saved state was edited (sigreturn, exec, VL change): load it on return to user.
+/// The saved state was edited (ptrace, VL change): load it on return to user.
 pub fn invalidate(t: &Task) {
     fps::invalidate(&mut local(t).st);
 }
 
-/// A new task's FP state: the parent's V registers, FPSIMD only, same VL and VL settings.
-pub fn fork_state(parent: &Task) -> TaskFpState {
+/// A new task's FP state: the parent's V registers (zero if it was streaming), FPSIMD only,
+/// same VLs and VL settings; ZA and TPIDR2 copied unless the child shares the address space.
+pub fn fork_state(parent: &Task, clone_vm: bool) -> TaskFpState {
     let pf = sync_current(parent);
-    let mut c = TaskFpState::new(pf.st.sve_vl);
-    c.st = fps::fork(&pf.st, c.st.id);
+    let mut c = TaskFpState::new();
+    c.st = fps::fork(&pf.st, c.st.id, clone_vm);
     c.fp = pf.fpsimd_view();
+    if pf.st.svcr.sm {
+        c.fp.vregs = [0; 32];
+        c.fp.fpsr = FPSR_AFTER_SMSTOP;
+    }
+    if c.st.svcr.za {
+        c.za = pf.za.clone();
+    }
+    c.tpidr2 = if clone_vm { 0 } else { pf.tpidr2 };
     c.sve_onexec = pf.sve_onexec;
     c.sve_inherit = pf.sve_inherit;
+    c.sme_onexec = pf.sme_onexec;
+    c.sme_inherit = pf.sme_inherit;
     c
 }
 
-/// execve: zeroed FPSIMD state; VL from a pending ONEXEC request or the system default.
+/// execve: zeroed FPSIMD state; VLs from pending ONEXEC requests or the system defaults.
 pub fn exec_reset(t: &Task) {
     let f = local(t);
-    let v = vlctl::on_exec(&vl_ctl(f), SVE_DEFAULT_VL.load(Ordering::Relaxed));
-    f.sve_onexec = v.onexec;
-    f.sve_inherit = v.inherit;
+    let sv = vlctl::on_exec(&sve_ctl(f), SVE_DEFAULT_VL.load(Ordering::Relaxed));
+    let sm = vlctl::on_exec(&sme_ctl(f), SME_DEFAULT_VL.load(Ordering::Relaxed));
+    f.sve_onexec = sv.onexec;
+    f.sve_inherit = sv.inherit;
+    f.sme_onexec = sm.onexec;
+    f.sme_inherit = sm.inherit;
     f.fp = FpsimdState::default();
     f.sve = Vec::new();
-    fps::exec(&mut f.st, v.cur);
+    f.za = Vec::new();
+    f.tpidr2 = 0;
+    fps::exec(&mut f.st, sv.cur, sm.cur);
+    if has_sme() {
+        sme::write_tpidr2(0);
+    }
 }
 
-/// Signal delivery: the FPSIMD view and, if SVE is live, the SVE payload, after saving.
-pub fn for_signal(t: &Task) -> (FpsimdState, u32, Option<&[u8]>) {
+/// What a signal frame needs from the FP state.
+pub struct SignalState<'a> {
+    pub fpsimd: FpsimdState,
+    /// sve_context: (vl, streaming, payload when live).
+    pub sve: (u32, bool, Option<&'a [u8]>),
+    pub tpidr2: u64,
+    /// za_context: (vl, payload when ZA is on) and ZT0 (SME2 with ZA on).
+    pub za: (u32, Option<&'a [u8]>),
+    pub zt0: Option<&'a [u8]>,
+}
+
+/// Signal delivery: saves the live state and returns what the frame records hold; the caller
+/// then calls `signal_entered` once the frame is written.
+pub fn for_signal(t: &Task) -> SignalState<'_> {
     let f = sync_current(t);
-    let view = f.fpsimd_view();
-    let vl = f.st.sve_vl;
-    let sve = (f.st.sve && f.st.format == Format::Sve).then_some(&f.sve[..]);
-    (view, vl, sve)
+    f.tpidr2 = if has_sme() { sme::read_tpidr2() } else { 0 };
+    let fpsimd = f.fpsimd_view();
+    let streaming = f.st.svcr.sm;
+    let (vl, live) = if streaming {
+        (f.st.sme_vl, true)
+    } else {
+        (f.st.sve_vl, f.st.sve && f.st.format == Format::Sve)
+    };
+    let za_on = f.st.svcr.za;
+    let svl = f.st.sme_vl as usize;
+    let za_len = sme::za_size(svl);
+    SignalState {
+        fpsimd,
+        sve: (vl, streaming, live.then_some(&f.sve[..])),
+        tpidr2: f.tpidr2,
+        za: (f.st.sme_vl, za_on.then(|| &f.za[..za_len])),
+        zt0: (za_on && sme2()).then(|| &f.za[za_len..za_len + 64]),
+    }
 }
 
-/// sigreturn: install the restored state. `sve` is the payload when the frame had one (the
-/// caller checked its VL and size); V0-V31 then come from `fpsimd` on top of it.
-pub fn from_sigreturn(t: &Task, fp: FpsimdState, sve: Option<&[u8]>) {
+/// After the frame is written: the handler runs out of streaming mode with ZA off and TPIDR2
+/// zero (6.16+).
+pub fn signal_entered(t: &Task) {
+    let f = local(t);
+    let e = fps::signal_entry(&mut f.st);
+    if e.left_streaming {
+        f.fp.vregs = [0; 32];
+        f.fp.fpsr = FPSR_AFTER_SMSTOP;
+    }
+    if has_sme() {
+        f.tpidr2 = 0;
+        sme::write_tpidr2(0);
+    }
+}
+
+/// What sigreturn restores beyond FPSIMD (records already validated by the caller).
+pub struct Restored<'a> {
+    /// sve_context payload and whether it is streaming state; None: FPSIMD only.
+    pub sve: Option<(bool, &'a [u8])>,
+    /// za_context: None if absent, Some(None) header only (ZA off), Some(Some(payload)).
+    pub za: Option<Option<&'a [u8]>>,
+    pub zt0: Option<&'a [u8]>,
+    pub tpidr2: Option<u64>,
+}
+
+/// sigreturn: install the restored state; V0-V31 come from `fp` on top of any SVE payload.
+pub fn from_sigreturn(t: &Task, fp: FpsimdState, r: Restored) {
     let f = local(t);
     f.fp = fp;
-    match sve {
-        Some(payload) => {
-            let vq = f.vq();
-            let buf = f.sve_buf();
+    match r.sve {
+        Some((streaming, payload)) => {
+            f.st.format = if streaming {
+                Format::Streaming
+            } else {
+                Format::Sve
+            };
+            f.st.svcr.sm = streaming;
+            if streaming {
+                f.st.sme = true;
+            } else {
+                f.st.sve = true;
+            }
+            let vq = f.regs_vq();
+            let buf = f.regs_buf();
             buf.copy_from_slice(&payload[..sve::state_size(vq)]);
             for (n, v) in fp.vregs.iter().enumerate() {
                 buf[n * 16 * vq..n * 16 * vq + 16].copy_from_slice(&v.to_le_bytes());
             }
-            f.st.format = Format::Sve;
-            f.st.sve = true;
         }
         None => {
             f.st.format = Format::Fpsimd;
             f.st.sve = false;
+            f.st.svcr.sm = false;
         }
+    }
+    match r.za {
+        None => {}
+        Some(None) => f.st.svcr.za = false,
+        Some(Some(payload)) => {
+            f.st.svcr.za = true;
+            f.st.sme = true;
+            let n = payload.len();
+            f.za_buf()[..n].copy_from_slice(payload);
+        }
+    }
+    if let Some(zt) = r.zt0 {
+        let n = sme::za_size(f.st.sme_vl as usize);
+        f.za_buf()[n..n + 64].copy_from_slice(zt);
+    }
+    if let Some(v) = r.tpidr2 {
+        f.tpidr2 = v;
+        sme::write_tpidr2(v);
     }
     fps::invalidate(&mut f.st);
 }
 
-/// The current SVE VL of `t`.
-pub fn sve_vl(t: &Task) -> u32 {
-    local(t).st.sve_vl
-}
-
-/// Live VL change of the current task: V0-V31 kept, the rest zero.
-fn change_sve_vl(t: &Task, vl: u32) {
-    let f = sync_current(t);
-    f.to_fpsimd_format();
-    f.sve = Vec::new();
-    fps::change_vl(&mut f.st, vl);
-}
-
-/// PR_SVE_SET_VL for the current task.
-pub fn prctl_sve_set_vl(t: &Task, arg: u64) -> SysResult<usize> {
+/// The current SVE and SME VLs of `t`, and its saved PSTATE.ZA.
+pub fn vls(t: &Task) -> (u32, u32) {
     let f = local(t);
-    let r = vlctl::set_vl(VecKind::Sve, arg, crate::cpufeature::sve_vls(), &vl_ctl(f))?;
+    (f.st.sve_vl, f.st.sme_vl)
+}
+
+/// PR_SVE_SET_VL / PR_SME_SET_VL for the current task.
+pub fn prctl_set_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
+    let f = local(t);
+    let (ctl, set) = match kind {
+        VecKind::Sve => (sve_ctl(f), crate::cpufeature::sve_vls()),
+        VecKind::Sme => (sme_ctl(f), crate::cpufeature::sme_vls()),
+    };
+    let r = vlctl::set_vl(kind, arg, set, &ctl)?;
     if let Some(vl) = r.live_change {
-        change_sve_vl(t, vl);
+        let f = sync_current(t);
+        match kind {
+            VecKind::Sve => {
+                if f.st.format == Format::Sve {
+                    f.to_fpsimd_format();
+                }
+                fps::change_vl(&mut f.st, vl);
+            }
+            VecKind::Sme => {
+                let streaming = f.st.format == Format::Streaming;
+                if fps::change_sme_vl(&mut f.st, vl) {
+                    // Still streaming: zeroed registers at the new length (V too, as Linux).
+                    let _ = streaming;
+                    f.fp.vregs = [0; 32];
+                    f.st.format = Format::Streaming;
+                    f.regs_buf().fill(0);
+                } else if streaming {
+                    f.to_fpsimd_format();
+                }
+                f.za = Vec::new();
+            }
+        }
     }
     let f = local(t);
-    f.sve_onexec = r.new.onexec;
-    f.sve_inherit = r.new.inherit;
+    match kind {
+        VecKind::Sve => {
+            f.sve_onexec = r.new.onexec;
+            f.sve_inherit = r.new.inherit;
+        }
+        VecKind::Sme => {
+            f.sme_onexec = r.new.onexec;
+            f.sme_inherit = r.new.inherit;
+        }
+    }
     Ok(r.ret as usize)
 }
 
-/// PR_SVE_GET_VL for the current task.
-pub fn prctl_sve_get_vl(t: &Task) -> SysResult<usize> {
-    if crate::cpufeature::sve_vls().is_empty() {
-        return Err(svelt_abi::errno::Errno::EINVAL);
+/// PR_SVE_GET_VL / PR_SME_GET_VL for the current task.
+pub fn prctl_get_vl(t: &Task, kind: VecKind) -> SysResult<usize> {
+    let f = local(t);
+    let (ctl, set) = match kind {
+        VecKind::Sve => (sve_ctl(f), crate::cpufeature::sve_vls()),
+        VecKind::Sme => (sme_ctl(f), crate::cpufeature::sme_vls()),
+    };
+    if set.is_empty() {
+        return Err(Errno::EINVAL);
     }
-    Ok(vlctl::get_vl(&vl_ctl(local(t))) as usize)
+    Ok(vlctl::get_vl(&ctl) as usize)
 }
 
-/// /proc/sys/abi/sve_default_vector_length.
-pub fn sve_default_read(_: Option<u32>) -> alloc::string::String {
+fn default_read(vl: &AtomicU32) -> String {
     let mut buf = [0u8; 12];
-    let n = vlctl::default_vl_read(SVE_DEFAULT_VL.load(Ordering::Relaxed), &mut buf);
-    alloc::string::String::from_utf8_lossy(&buf[..n]).into_owned()
+    let n = vlctl::default_vl_read(vl.load(Ordering::Relaxed), &mut buf);
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// /proc/sys/abi/sve_default_vector_length and sme_default_vector_length.
+pub fn sve_default_read(_: Option<u32>) -> String {
+    default_read(&SVE_DEFAULT_VL)
 }
 
 pub fn sve_default_write(text: &[u8]) -> SysResult<()> {
@@ -383,17 +649,39 @@ pub fn sve_default_write(text: &[u8]) -> SysResult<()> {
     Ok(())
 }
 
+pub fn sme_default_read(_: Option<u32>) -> String {
+    default_read(&SME_DEFAULT_VL)
+}
+
+pub fn sme_default_write(text: &[u8]) -> SysResult<()> {
+    let vl = vlctl::default_vl_write(VecKind::Sme, text, crate::cpufeature::sme_vls())?;
+    SME_DEFAULT_VL.store(vl, Ordering::Relaxed);
+    Ok(())
+}
+
 /// The counters as `key value` lines.
-pub fn format_counters(c: &Counters) -> alloc::string::String {
-    let mut s = alloc::string::String::new();
+pub fn format_counters(c: &Counters) -> String {
+    let mut s = String::new();
     for (name, v) in COUNTER_NAMES.iter().zip(c.iter()) {
         s += &alloc::format!("{name} {}\n", v.load(Ordering::Relaxed));
     }
     s
 }
 
-/// Per-CPU set-up at boot: EL0 SVE access off, ZCR unknown.
+/// Context switch of TPIDR2_EL0 (eager, like TPIDR_EL0), on SME systems.
+pub fn switch_tpidr2(prev: Option<&Task>, next: Option<&Task>) {
+    if !has_sme() {
+        return;
+    }
+    if let Some(p) = prev {
+        local(p).tpidr2 = sme::read_tpidr2();
+    }
+    if let Some(n) = next {
+        sme::write_tpidr2(local(n).tpidr2);
+    }
+}
+
+/// Per-CPU set-up at boot (EL0 SVE/SME access off, lengths unknown).
 pub fn cpu_init() {
-    let mut c = this_cpu().lock();
-    *c = CpuFp::new(percpu::cpu_id() as u32);
+    *this_cpu().lock() = CpuFp::new(percpu::cpu_id() as u32, has_sme());
 }

@@ -26,6 +26,11 @@ pub fn el0_sync(tf: &mut TrapFrame) {
         Ec::SveAccess if crate::cpufeature::features().sve => {
             crate::fpstate::sve_trap(task::current())
         }
+        Ec::SmeAccess if crate::cpufeature::offer().sme => {
+            if !crate::fpstate::sme_trap(task::current(), esr.smtc()) {
+                fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
+            }
+        }
         Ec::SysReg => {
             let access = svelt_abi::idregs::SysRegAccess::from_iss(esr.iss());
             if !emulate_mrs(tf, access) {

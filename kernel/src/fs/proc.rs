@@ -164,6 +164,15 @@ pub fn sys_dir() -> Arc<RamDir> {
                     ),
                 );
             }
+            if crate::cpufeature::offer().sme {
+                abi.replace(
+                    "sme_default_vector_length",
+                    GenFile::writable(
+                        crate::fpstate::sme_default_read,
+                        crate::fpstate::sme_default_write,
+                    ),
+                );
+            }
             d.replace("abi", abi);
             let _ = d.create("kernel", Kind::Dir, 0o555);
             d

@@ -33,6 +33,8 @@ fn features() -> sf::SigFeatures {
     sf::SigFeatures {
         fpsimd: true,
         sve: crate::cpufeature::features().sve,
+        sme: crate::cpufeature::offer().sme,
+        sme2: crate::cpufeature::offer().sme && crate::cpufeature::features().sme2(),
         ..Default::default()
     }
 }
@@ -47,27 +49,65 @@ pub fn setup(
     mask: u64,
     alt: AltStack,
 ) -> Result<(), ()> {
-    let (fp, vl, sve_payload) = crate::fpstate::for_signal(t);
-    let fp = to_abi(&fp);
-    // sve_context: the payload when SVE state is live, else just the header with the VL.
+    let st = crate::fpstate::for_signal(t);
+    let fp = to_abi(&st.fpsimd);
+    let f = crate::cpufeature::features();
+    let sme = crate::cpufeature::offer().sme;
+    // Records after fpsimd (and esr), in Linux's order: sve, tpidr2, za, zt.
     let mut sve_body = alloc::vec::Vec::new();
-    let mut records = alloc::vec::Vec::new();
-    if crate::cpufeature::features().sve {
+    let mut za_body = alloc::vec::Vec::new();
+    let mut zt_body = alloc::vec::Vec::new();
+    let tpidr2_body = st.tpidr2.to_le_bytes();
+    let mut specs: alloc::vec::Vec<(u32, u32, u8)> = alloc::vec::Vec::new();
+    if f.sve || sme {
+        // sve_context: the payload when SVE (or streaming) state is live, else the header.
+        let (vl, streaming, payload) = st.sve;
         sve_body.extend_from_slice(&(vl as u16).to_le_bytes());
-        sve_body.extend_from_slice(&[0u8; 6]); // flags, reserved
-        let size = match sve_payload {
+        let flags = if streaming { sf::SVE_SIG_FLAG_SM } else { 0 };
+        sve_body.extend_from_slice(&flags.to_le_bytes());
+        sve_body.extend_from_slice(&[0u8; 4]);
+        let size = match payload {
             Some(p) => {
                 sve_body.extend_from_slice(p);
                 sf::sve_sig_context_size(vl / 16).next_multiple_of(16)
             }
             None => sf::SVE_CONTEXT_HEAD_SIZE,
         };
-        records.push(sf::RecordSpec {
-            magic: sf::SVE_MAGIC,
-            size,
-            body: &sve_body,
-        });
+        specs.push((sf::SVE_MAGIC, size, 0));
     }
+    if sme {
+        specs.push((sf::TPIDR2_MAGIC, sf::TPIDR2_CONTEXT_SIZE, 1));
+        let (vl, payload) = st.za;
+        za_body.extend_from_slice(&(vl as u16).to_le_bytes());
+        za_body.extend_from_slice(&[0u8; 6]);
+        let size = match payload {
+            Some(p) => {
+                za_body.extend_from_slice(p);
+                sf::za_sig_context_size(vl / 16)
+            }
+            None => sf::ZA_CONTEXT_HEAD_SIZE,
+        };
+        specs.push((sf::ZA_MAGIC, size, 2));
+        if let Some(zt) = st.zt0 {
+            zt_body.extend_from_slice(&1u16.to_le_bytes());
+            zt_body.extend_from_slice(&[0u8; 6]);
+            zt_body.extend_from_slice(zt);
+            specs.push((sf::ZT_MAGIC, sf::zt_sig_context_size(1), 3));
+        }
+    }
+    let records: alloc::vec::Vec<sf::RecordSpec> = specs
+        .iter()
+        .map(|&(magic, size, which)| sf::RecordSpec {
+            magic,
+            size,
+            body: match which {
+                0 => &sve_body[..],
+                1 => &tpidr2_body[..],
+                2 => &za_body[..],
+                _ => &zt_body[..],
+            },
+        })
+        .collect();
     // SAFETY: the current task's own locals.
     let l = unsafe { t.local() };
     let esr = core::mem::take(&mut l.fault_esr);
@@ -98,6 +138,7 @@ pub fn setup(
         mm.write(plan.base as usize, &img)
     })
     .map_err(|_| ())?;
+    crate::fpstate::signal_entered(t);
     if a.sa_flags & sig::SA_ONSTACK != 0 {
         t.sig.lock().altstack.disarm_after_save();
     }
@@ -153,10 +194,36 @@ pub fn sigreturn(tf: &mut TrapFrame) {
         fpcr: restored.fpsimd.fpcr,
         _pad: [0; 2],
     };
-    match sve_payload(restored.sve, crate::fpstate::sve_vl(&t)) {
-        Ok(payload) => crate::fpstate::from_sigreturn(&t, fp, payload),
+    let (sve_vl, sme_vl) = crate::fpstate::vls(&t);
+    let checked = sve_payload(restored.sve, sve_vl, sme_vl).and_then(|sve| {
+        let za = za_payload(restored.za, sme_vl)?;
+        let tpidr2 = match restored.tpidr2 {
+            Some(rec) => Some(sf::u64_record_value(rec).ok_or("tpidr2_context size is not 16")?),
+            None => None,
+        };
+        let zt0 = match restored.zt {
+            Some(rec) => {
+                // ZT0 needs ZA on after the ZA step, exactly one register, size 80.
+                let za_on = matches!(za, Some(Some(_)));
+                let nregs = u16::from_le_bytes([rec[8], rec[9]]);
+                if !za_on || rec.len() != sf::zt_sig_context_size(1) as usize || nregs != 1 {
+                    return Err("bad zt_context");
+                }
+                Some(&rec[16..80])
+            }
+            None => None,
+        };
+        Ok(crate::fpstate::Restored {
+            sve,
+            za,
+            zt0,
+            tpidr2,
+        })
+    });
+    match checked {
+        Ok(r) => crate::fpstate::from_sigreturn(&t, fp, r),
         Err(why) => {
-            log::debug!("pid {}: bad sve_context at {sp:#x}: {why}", t.pid());
+            log::debug!("pid {}: bad signal frame record at {sp:#x}: {why}", t.pid());
             bad_frame(&t, sp);
             return;
         }
@@ -169,31 +236,61 @@ pub fn sigreturn(tf: &mut TrapFrame) {
     }
 }
 
-/// Checks an sve_context record (head included) against the task's VL: `Ok(None)` means an
-/// FPSIMD-only restore, `Ok(Some(payload))` a full SVE one.
-fn sve_payload(rec: Option<&[u8]>, vl: u32) -> Result<Option<&[u8]>, &'static str> {
+/// Checks an sve_context record (head included) against the task's VLs: `Ok(None)` means an
+/// FPSIMD-only restore, `Ok(Some((streaming, payload)))` a full one.
+fn sve_payload(
+    rec: Option<&[u8]>,
+    sve_vl: u32,
+    sme_vl: u32,
+) -> Result<Option<(bool, &[u8])>, &'static str> {
     let Some(rec) = rec else { return Ok(None) };
     if rec.len() < sf::SVE_CONTEXT_HEAD_SIZE as usize {
-        return Err("record smaller than its header");
+        return Err("sve_context smaller than its header");
     }
     let rec_vl = u16::from_le_bytes([rec[8], rec[9]]) as u32;
     let flags = u16::from_le_bytes([rec[10], rec[11]]);
-    if flags & sf::SVE_SIG_FLAG_SM != 0 {
+    let streaming = flags & sf::SVE_SIG_FLAG_SM != 0;
+    if streaming && !crate::cpufeature::offer().sme {
         return Err("streaming flag without SME");
     }
+    let vl = if streaming { sme_vl } else { sve_vl };
     if rec_vl != vl {
-        return Err("vector length differs from the task's");
+        return Err("sve_context vector length differs from the task's");
     }
     if rec.len() == sf::SVE_CONTEXT_HEAD_SIZE as usize {
-        return Ok(None);
+        // Streaming state must come with its registers (6.16+).
+        return if streaming {
+            Err("streaming sve_context without payload")
+        } else {
+            Ok(None)
+        };
     }
     let vq = vl / 16;
     if rec.len() < sf::sve_sig_context_size(vq) as usize {
-        return Err("record too small for its vector length");
+        return Err("sve_context too small for its vector length");
     }
-    Ok(Some(
-        &rec[16..16 + crate::arch::aarch64::fpsimd::sve::state_size(vq as usize)],
-    ))
+    let n = crate::arch::aarch64::fpsimd::sve::state_size(vq as usize);
+    Ok(Some((streaming, &rec[16..16 + n])))
+}
+
+/// Checks a za_context: None if absent, Some(None) for header only (ZA off), else the payload.
+fn za_payload(rec: Option<&[u8]>, sme_vl: u32) -> Result<Option<Option<&[u8]>>, &'static str> {
+    let Some(rec) = rec else { return Ok(None) };
+    if rec.len() < sf::ZA_CONTEXT_HEAD_SIZE as usize {
+        return Err("za_context smaller than its header");
+    }
+    let vl = u16::from_le_bytes([rec[8], rec[9]]) as u32;
+    if vl != sme_vl {
+        return Err("za_context vector length differs from the task's");
+    }
+    if rec.len() == sf::ZA_CONTEXT_HEAD_SIZE as usize {
+        return Ok(Some(None));
+    }
+    if rec.len() < sf::za_sig_context_size(vl / 16) as usize {
+        return Err("za_context too small for its vector length");
+    }
+    let n = (vl * vl) as usize;
+    Ok(Some(Some(&rec[16..16 + n])))
 }
 
 /// A bad frame: SIGSEGV, SEGV_ACCERR if SP points into a mapping, else SEGV_MAPERR (as Linux's
@@ -211,8 +308,17 @@ fn bad_frame(t: &Arc<Task>, sp: u64) {
 /// The largest frame this system delivers (for AT_MINSIGSTKSZ).
 pub fn max_frame_size() -> usize {
     let mut sizes = alloc::vec![sf::FPSIMD_CONTEXT_SIZE, sf::ESR_CONTEXT_SIZE];
-    if let Some(vl) = crate::cpufeature::sve_max_vl() {
-        sizes.push(sf::sve_sig_context_size(vl / 16).next_multiple_of(16));
+    let sve_max = crate::cpufeature::sve_max_vl().unwrap_or(0);
+    let sme_max = crate::cpufeature::sme_vls().max_bytes().unwrap_or(0);
+    let vq = sve_max.max(sme_max) / 16;
+    if vq > 0 {
+        sizes.push(sf::sve_sig_context_size(vq).next_multiple_of(16));
+    }
+    if sme_max > 0 {
+        // Linux 7.3 counts tpidr2 and only the header of za_context here (measured: 10016 at
+        // SVE and SME VL 256), so AT_MINSIGSTKSZ matches it; real frames with ZA on are larger.
+        sizes.push(sf::TPIDR2_CONTEXT_SIZE);
+        sizes.push(sf::ZA_CONTEXT_HEAD_SIZE);
     }
     sf::minsigstksz(&sizes).map_or(sf::RT_SIGFRAME_SIZE, |n| n - 32)
 }

@@ -7,6 +7,7 @@ use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sched::{self as s, wstatus, CloneArgs};
 use svelt_abi::sys;
+use svelt_abi::vlctl::VecKind;
 
 pub fn clone(
     flags: u64,
@@ -282,9 +283,14 @@ pub fn prctl(option: u32, a2: usize, _a3: usize, _a4: usize, _a5: usize) -> SysR
             with_mm(|mm| mm.write(a2, &name))?;
             Ok(0)
         }
-        sys::PR_SVE_SET_VL => crate::fpstate::prctl_sve_set_vl(task::current(), a2 as u64),
-        sys::PR_SVE_GET_VL => crate::fpstate::prctl_sve_get_vl(task::current()),
-        // PR_SME_* arrive with the SME work.
+        sys::PR_SVE_SET_VL => {
+            crate::fpstate::prctl_set_vl(task::current(), VecKind::Sve, a2 as u64)
+        }
+        sys::PR_SVE_GET_VL => crate::fpstate::prctl_get_vl(task::current(), VecKind::Sve),
+        sys::PR_SME_SET_VL => {
+            crate::fpstate::prctl_set_vl(task::current(), VecKind::Sme, a2 as u64)
+        }
+        sys::PR_SME_GET_VL => crate::fpstate::prctl_get_vl(task::current(), VecKind::Sme),
         _ => Err(Errno::EINVAL),
     }
 }

@@ -82,7 +82,7 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
         let pl = parent.local();
         pl.tpidr_el0 = sched::current_tpidr_el0();
         let cl = child.local();
-        cl.fpu = crate::fpstate::fork_state(&parent);
+        cl.fpu = crate::fpstate::fork_state(&parent, flags & s::CLONE_VM != 0);
         cl.tpidr_el0 = if flags & s::CLONE_SETTLS != 0 {
             args.tls
         } else {

@@ -268,9 +268,7 @@ impl Task {
             on_cpu: AtomicBool::new(false),
             cpu: AtomicUsize::new(0),
             local: UnsafeCell::new(TaskLocal {
-                fpu: crate::fpstate::TaskFpState::new(
-                    crate::fpstate::SVE_DEFAULT_VL.load(Ordering::Relaxed),
-                ),
+                fpu: crate::fpstate::TaskFpState::new(),
                 tpidr_el0: 0,
                 tpidrro_el0: 0,
                 orig_x0: 0,

@@ -240,6 +240,10 @@ pub fn schedule() {
             write_tpidr_el0(l.tpidr_el0, l.tpidrro_el0);
         }
     }
+    crate::fpstate::switch_tpidr2(
+        (!prev.is_idle() && prev.state() != State::Dead).then_some(&*prev),
+        (!next.is_idle()).then_some(&*next),
+    );
     match next.mm() {
         Some(mm) => mm.lock().activate(),
         None => crate::arch::aarch64::mmu::clear_user_table(),

@@ -3,11 +3,12 @@
 //!
 //! ```text
 //! mkinitramfs --out target/initramfs.cpio [--gzip target/initramfs.cpio.gz]
-//!             --init FILE [--add DEST=SRC]... TEST...
+//!             --init FILE [--add DEST=SRC]... [--add-exec DEST=SRC]... TEST...
 //! ```
 //!
 //! Contents: `/init`, each TEST as `/bin/tests/<file name>` (mode 0755), every `--add` file at
-//! DEST, the directories `/proc /sys /dev /tmp /etc /bin /bin/tests`, and the device nodes
+//! DEST (mode 0644) and every `--add-exec` program at DEST (mode 0755; e.g. `bin/bench`, which
+//! the test init must not run, so it stays out of `/bin/tests`), the directories `/proc /sys /dev /tmp /etc /bin /bin/tests`, and the device nodes
 //! `/dev/console` (char 5,1) and `/dev/null` (char 1,3) so that Linux gives the init a console.
 
 use std::io::Write;
@@ -18,7 +19,8 @@ use svelt_abi::cpio::{Writer, S_IFCHR};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: mkinitramfs --out FILE [--gzip FILE] --init FILE [--add DEST=SRC]... TEST..."
+        "usage: mkinitramfs --out FILE [--gzip FILE] --init FILE [--add DEST=SRC]... \
+         [--add-exec DEST=SRC]... TEST..."
     );
     exit(2)
 }
@@ -34,7 +36,7 @@ fn main() {
     let mut out = None;
     let mut gz = None;
     let mut init = None;
-    let mut adds: Vec<(String, PathBuf)> = Vec::new();
+    let mut adds: Vec<(String, PathBuf, u32)> = Vec::new();
     let mut tests: Vec<PathBuf> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -43,10 +45,15 @@ fn main() {
             "--out" => out = Some(PathBuf::from(val())),
             "--gzip" => gz = Some(PathBuf::from(val())),
             "--init" => init = Some(PathBuf::from(val())),
-            "--add" => {
+            "--add" | "--add-exec" => {
+                let mode = if a == "--add" { 0o644 } else { 0o755 };
                 let v = val();
                 let (d, s) = v.split_once('=').unwrap_or_else(|| usage());
-                adds.push((d.trim_start_matches('/').to_string(), PathBuf::from(s)));
+                adds.push((
+                    d.trim_start_matches('/').to_string(),
+                    PathBuf::from(s),
+                    mode,
+                ));
             }
             "-h" | "--help" => usage(),
             _ if a.starts_with("--") => usage(),
@@ -73,8 +80,8 @@ fn main() {
             .unwrap_or_else(|| usage());
         w.file(&format!("bin/tests/{name}"), 0o755, &read(t));
     }
-    for (dest, src) in &adds {
-        w.file(dest, 0o644, &read(src));
+    for (dest, src, mode) in &adds {
+        w.file(dest, *mode, &read(src));
     }
     let _sink = w.finish();
 

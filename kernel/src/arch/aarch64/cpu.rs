@@ -99,17 +99,6 @@ macro_rules! mrs_id {
     }};
 }
 
-/// Reads an ID register by its generic name (for ones aarch64-cpu does not declare; the whole
-/// ID space reads as zero where unallocated, so this is safe on any ARMv8 CPU).
-macro_rules! mrs_id {
-    ($enc:literal) => {{
-        let v: u64;
-        // SAFETY: ID register reads have no side effects.
-        unsafe { core::arch::asm!(concat!("mrs {}, ", $enc), out(reg) v, options(nomem, nostack)) };
-        v
-    }};
-}
-
 /// Reads the ID registers Svelt decodes (they are readable at EL1 on every ARMv8 CPU; unallocated
 /// ones read as zero).
 pub fn read_id_regs() -> IdRegs {

@@ -72,3 +72,15 @@ pub fn load_control(st: &FpsimdState) {
         )
     };
 }
+
+/// Stores only FPSR and FPCR (when the vector registers were saved as SVE or streaming SVE;
+/// AdvSIMD stores are not allowed in streaming mode without FA64).
+pub fn save_control(st: &mut FpsimdState) {
+    let (fpsr, fpcr): (u64, u64);
+    // SAFETY: reads the user FP control registers.
+    unsafe {
+        core::arch::asm!(".arch_extension fp", "mrs {}, fpsr", "mrs {}, fpcr", out(reg) fpsr, out(reg) fpcr, options(nomem, nostack))
+    };
+    st.fpsr = fpsr as u32;
+    st.fpcr = fpcr as u32;
+}

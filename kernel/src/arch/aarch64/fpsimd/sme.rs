@@ -21,6 +21,18 @@ pub fn cpu_init(fa64: bool, sme2: bool) {
     SMPRI_EL1.set(0);
     SMCR_EL1
         .write(SMCR::FA64.val(fa64 as u64) + SMCR::EZT0.val(sme2 as u64) + SMCR::LEN.val(0x1ff));
+    // SCTLR_EL1.EnTP2: EL0 may use TPIDR2_EL0.
+    // SAFETY: sets one EL0-access control bit; nothing else in SCTLR_EL1 changes.
+    unsafe {
+        core::arch::asm!(
+            "mrs {t}, sctlr_el1",
+            "orr {t}, {t}, #(1 << 60)",
+            "msr sctlr_el1, {t}",
+            "isb",
+            t = out(reg) _,
+            options(nomem, nostack)
+        )
+    };
 }
 
 /// Every streaming vector length this CPU implements. Leaves SMCR_EL1.LEN at the largest.
@@ -31,4 +43,136 @@ pub fn probe_vls() -> VlSet {
     });
     SMCR_EL1.modify(SMCR::LEN.val(0x1ff));
     set
+}
+
+/// PSTATE.SM and PSTATE.ZA as SVCR holds them.
+pub fn read_svcr() -> svelt_abi::fpstate::Svcr {
+    let v: u64;
+    // SAFETY: reads SVCR (EL1 SME access is enabled at boot).
+    unsafe { core::arch::asm!("mrs {}, S3_3_C4_C2_2", out(reg) v, options(nomem, nostack)) };
+    svelt_abi::fpstate::Svcr {
+        sm: v & 1 != 0,
+        za: v & 2 != 0,
+    }
+}
+
+/// Sets PSTATE.SM and PSTATE.ZA. Entering or leaving streaming mode zeroes Z, P and FFR (and
+/// sets FPSR to 0x0800009F); turning ZA on zeroes ZA.
+pub fn write_svcr(s: svelt_abi::fpstate::Svcr) {
+    let v = s.sm as u64 | (s.za as u64) << 1;
+    // SAFETY: user vector state only; the kernel does not use it.
+    unsafe { core::arch::asm!("msr S3_3_C4_C2_2, {}", "isb", in(reg) v, options(nomem, nostack)) };
+}
+
+/// SMSTOP SM: leave streaming mode, keep ZA.
+pub fn smstop_sm() {
+    // SAFETY: as above.
+    unsafe { core::arch::asm!(".arch_extension sme", "smstop sm", options(nomem, nostack)) };
+}
+
+/// SMCR_EL1.LEN := len (streaming vector length (len + 1) · 16 bytes, rounded down).
+pub fn set_len(len: u32) {
+    SMCR_EL1.modify(SMCR::LEN.val(len as u64));
+}
+
+/// Enables or disables EL0 SME access (EL1 keeps it).
+pub fn set_el0_access(on: bool) {
+    use crate::arch::aarch64::sysreg::{CPACR, CPACR_EL1};
+    CPACR_EL1.modify(if on {
+        CPACR::SMEN::TrapNone
+    } else {
+        CPACR::SMEN::TrapEl0
+    });
+    aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
+}
+
+/// Bytes of ZA for a streaming vector length of `svl` bytes.
+pub const fn za_size(svl: usize) -> usize {
+    svl * svl
+}
+
+/// Stores ZA, row by row, into `buf`.
+///
+/// # Safety
+/// PSTATE.ZA = 1, the streaming VL is `svl`, and `buf` holds `za_size(svl)` bytes.
+pub unsafe fn save_za(buf: *mut u8, svl: usize) {
+    // SAFETY: the caller's contract; w12 walks the rows, the pointer advances one row a time.
+    unsafe {
+        core::arch::asm!(
+            ".arch_extension sme",
+            "mov w12, #0",
+            "2:",
+            "str za[w12, 0], [{p}]",
+            "add {p}, {p}, {svl}",
+            "add w12, w12, #1",
+            "cmp w12, {rows:w}",
+            "b.lo 2b",
+            p = inout(reg) buf => _,
+            svl = in(reg) svl,
+            rows = in(reg) svl,
+            out("x12") _,
+            options(nostack),
+        )
+    };
+}
+
+/// Loads ZA, row by row, from `buf`.
+///
+/// # Safety
+/// As for [`save_za`].
+pub unsafe fn load_za(buf: *const u8, svl: usize) {
+    // SAFETY: as above.
+    unsafe {
+        core::arch::asm!(
+            ".arch_extension sme",
+            "mov w12, #0",
+            "2:",
+            "ldr za[w12, 0], [{p}]",
+            "add {p}, {p}, {svl}",
+            "add w12, w12, #1",
+            "cmp w12, {rows:w}",
+            "b.lo 2b",
+            p = inout(reg) buf => _,
+            svl = in(reg) svl,
+            rows = in(reg) svl,
+            out("x12") _,
+            options(nostack, readonly),
+        )
+    };
+}
+
+/// Stores ZT0 (64 bytes; SME2 only).
+///
+/// # Safety
+/// SME2 is implemented, SMCR_EL1.EZT0 is set, PSTATE.ZA = 1, `buf` holds 64 bytes.
+pub unsafe fn save_zt0(buf: *mut u8) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!(".arch_extension sme2", "str zt0, [{}]", in(reg) buf, options(nostack))
+    };
+}
+
+/// Loads ZT0.
+///
+/// # Safety
+/// As for [`save_zt0`].
+pub unsafe fn load_zt0(buf: *const u8) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!(".arch_extension sme2", "ldr zt0, [{}]", in(reg) buf, options(nostack, readonly))
+    };
+}
+
+/// TPIDR2_EL0 (the SME lazy-save pointer user space keeps), read at EL1.
+pub fn read_tpidr2() -> u64 {
+    let v;
+    // SAFETY: reads TPIDR2_EL0 (SME implemented; EL1 SME access enabled at boot).
+    unsafe { core::arch::asm!("mrs {}, S3_3_C13_C0_5", out(reg) v, options(nomem, nostack)) };
+    v
+}
+
+/// Sets TPIDR2_EL0 (a user TLS value; only user code consumes it).
+pub fn write_tpidr2(v: u64) {
+    // SAFETY: as above.
+    unsafe { core::arch::asm!("msr S3_3_C13_C0_5, {}", in(reg) v, options(nomem, nostack)) };
 }

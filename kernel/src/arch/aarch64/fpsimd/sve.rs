@@ -51,11 +51,13 @@ pub const fn state_size(vq: usize) -> usize {
     546 * vq
 }
 
-/// Stores Z0-Z31, P0-P15 and FFR at the current VL into `buf`.
+/// Stores Z0-Z31, P0-P15 and FFR at the current VL into `buf`. Without `ffr` (streaming mode
+/// without FA64, where FFR does not exist) the FFR slot is left as it is.
 ///
 /// # Safety
-/// ZCR_EL1 gives VL = 16·vq and `buf` holds at least `state_size(vq)` bytes.
-pub unsafe fn save(buf: *mut u8, vq: usize) {
+/// The current VL (ZCR_EL1, or SMCR_EL1 in streaming mode) is 16·vq and `buf` holds at least
+/// `state_size(vq)` bytes.
+pub unsafe fn save(buf: *mut u8, vq: usize, with_ffr: bool) {
     let z = buf;
     // SAFETY: the offsets stay within the buffer by the caller's contract.
     let p = unsafe { buf.add(512 * vq) };
@@ -83,9 +85,12 @@ pub unsafe fn save(buf: *mut u8, vq: usize) {
             "str p9, [{p}, #9, mul vl]", "str p10, [{p}, #10, mul vl]", "str p11, [{p}, #11, mul vl]",
             "str p12, [{p}, #12, mul vl]", "str p13, [{p}, #13, mul vl]", "str p14, [{p}, #14, mul vl]",
             "str p15, [{p}, #15, mul vl]",
+            "cbz {with_ffr}, 2f",
             "rdffr p0.b",
             "str p0, [{ffr}]",
             "ldr p0, [{p}, #0, mul vl]",
+            "2:",
+            with_ffr = in(reg) with_ffr as u64,
             z = in(reg) z,
             p = in(reg) p,
             ffr = in(reg) ffr,
@@ -94,11 +99,11 @@ pub unsafe fn save(buf: *mut u8, vq: usize) {
     };
 }
 
-/// Loads Z0-Z31, P0-P15 and FFR at the current VL from `buf`.
+/// Loads Z0-Z31, P0-P15 and FFR (if `ffr`) at the current VL from `buf`.
 ///
 /// # Safety
 /// As for [`save`].
-pub unsafe fn load(buf: *const u8, vq: usize) {
+pub unsafe fn load(buf: *const u8, vq: usize, with_ffr: bool) {
     let z = buf;
     // SAFETY: the offsets stay within the buffer by the caller's contract.
     let p = unsafe { buf.add(512 * vq) };
@@ -120,14 +125,17 @@ pub unsafe fn load(buf: *const u8, vq: usize) {
             "ldr z24, [{z}, #24, mul vl]", "ldr z25, [{z}, #25, mul vl]", "ldr z26, [{z}, #26, mul vl]",
             "ldr z27, [{z}, #27, mul vl]", "ldr z28, [{z}, #28, mul vl]", "ldr z29, [{z}, #29, mul vl]",
             "ldr z30, [{z}, #30, mul vl]", "ldr z31, [{z}, #31, mul vl]",
+            "cbz {with_ffr}, 2f",
             "ldr p0, [{ffr}]",
             "wrffr p0.b",
+            "2:",
             "ldr p0, [{p}, #0, mul vl]", "ldr p1, [{p}, #1, mul vl]", "ldr p2, [{p}, #2, mul vl]",
             "ldr p3, [{p}, #3, mul vl]", "ldr p4, [{p}, #4, mul vl]", "ldr p5, [{p}, #5, mul vl]",
             "ldr p6, [{p}, #6, mul vl]", "ldr p7, [{p}, #7, mul vl]", "ldr p8, [{p}, #8, mul vl]",
             "ldr p9, [{p}, #9, mul vl]", "ldr p10, [{p}, #10, mul vl]", "ldr p11, [{p}, #11, mul vl]",
             "ldr p12, [{p}, #12, mul vl]", "ldr p13, [{p}, #13, mul vl]", "ldr p14, [{p}, #14, mul vl]",
             "ldr p15, [{p}, #15, mul vl]",
+            with_ffr = in(reg) with_ffr as u64,
             z = in(reg) z,
             p = in(reg) p,
             ffr = in(reg) ffr,
