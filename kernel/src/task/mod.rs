@@ -405,6 +405,14 @@ pub fn find_process(pid: Pid) -> Option<Arc<Process>> {
     (p.pid == pid).then_some(p)
 }
 
+/// The running task's kernel stack bounds (None before the scheduler runs or on an idle task).
+pub fn current_kstack() -> Option<(usize, usize)> {
+    sched::try_current()?
+        .kstack
+        .as_ref()
+        .map(|k| (k.bottom(), k.top()))
+}
+
 /// The running task.
 pub fn current() -> &'static Task {
     sched::current()

@@ -65,6 +65,13 @@ pub fn current() -> &'static Task {
     unsafe { &*p }
 }
 
+/// The running task, if the scheduler runs on this CPU yet.
+pub fn try_current() -> Option<&'static Task> {
+    let p = CURRENT[percpu::cpu_id()].load(Ordering::Acquire);
+    // SAFETY: as in `current`; null before init_cpu.
+    unsafe { p.as_ref() }
+}
+
 pub fn current_arc() -> Arc<Task> {
     RQ[percpu::cpu_id()]
         .lock()

@@ -131,7 +131,11 @@ fn dump_registers(out: &mut impl Write, tf: &TrapFrame) {
 /// `fp`, as long as they stay inside this CPU's stack.
 pub fn backtrace(out: &mut impl Write, pc: usize, mut fp: usize) {
     let _ = writeln!(out, "  backtrace:\n    #0  {pc:#018x}");
-    let (lo, hi) = crate::percpu::stack_range();
+    // The CPU's boot/idle stack, or the running task's kernel stack.
+    let (lo, hi) = match crate::task::current_kstack() {
+        Some(r) if fp >= r.0 && fp < r.1 => r,
+        _ => crate::percpu::stack_range(),
+    };
     for depth in 1..32 {
         if fp < lo || fp + 16 > hi || !fp.is_multiple_of(16) {
             break;
