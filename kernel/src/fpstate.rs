@@ -419,6 +419,9 @@ pub fn invalidate(t: &Task) {
 /// same VLs and VL settings; ZA and TPIDR2 copied unless the child shares the address space.
 pub fn fork_state(parent: &Task, clone_vm: bool) -> TaskFpState {
     let pf = sync_current(parent);
+    if has_sme() {
+        pf.tpidr2 = sme::read_tpidr2();
+    }
     let mut c = TaskFpState::new();
     c.st = fps::fork(&pf.st, c.st.id, clone_vm);
     c.fp = pf.fpsimd_view();

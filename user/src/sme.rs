@@ -646,8 +646,8 @@ pub fn parse_frame(ucp: *mut u8) -> Result<Frame, String> {
     }
 }
 
-/// An owned record for [`write_frame`]: magic and full bytes (header size is recomputed from
-/// the length unless `size_override` is set).
+/// An owned record for [`write_frame`]: magic and full bytes (the header's size is the length
+/// rounded up to 16 unless `size_override` is set).
 #[derive(Clone, Debug)]
 pub struct OwnedRec {
     pub magic: u32,
@@ -720,7 +720,9 @@ pub fn write_frame(f: &Frame, recs: &[OwnedRec]) -> Result<(), String> {
     for (r, &at) in recs.iter().zip(&places) {
         let mut b = r.bytes.clone();
         b.resize(r.bytes.len().next_multiple_of(16), 0);
-        let size = r.size_override.unwrap_or(r.bytes.len() as u32);
+        // Sizes are written padded, as the kernel does: its parser advances by `size` and
+        // insists on 16-byte alignment.
+        let size = r.size_override.unwrap_or(b.len() as u32);
         b[0..4].copy_from_slice(&r.magic.to_ne_bytes());
         b[4..8].copy_from_slice(&size.to_ne_bytes());
         out.push((at, b));
