@@ -144,6 +144,9 @@ build_userland() {
         name=$(basename "$c" .c)
         aarch64-linux-gnu-gcc -static -O2 -g -pthread -Wall -Werror -o "$user_dir/$name" "$c"
         aarch64-linux-gnu-strip --strip-debug -o "$stage/tests/$name" "$user_dir/$name"
+        # The same program as a static PIE (ET_DYN, relocated by itself at start-up).
+        aarch64-linux-gnu-gcc -static-pie -O2 -g -pthread -Wall -Werror -o "$user_dir/${name}_pie" "$c"
+        aarch64-linux-gnu-strip --strip-debug -o "$stage/tests/${name}_pie" "$user_dir/${name}_pie"
     done
     for b in "$root"/user/src/bin/*.rs; do
         name=$(basename "$b" .rs)
