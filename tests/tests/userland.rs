@@ -1,16 +1,42 @@
 //! The userland (user/: init and every test program) booted on Svelt over {EL1, EL2} x {1, 2
-//! CPUs}, and the same initramfs on Debian's Linux (reference mode): every nested KTAP test must
-//! pass on both. A test that fails on Linux is a wrong test.
+//! CPUs} at the default SVE maximum (VQ 16, SME up to 256 bytes), plus SVE maximum VQ 1 and 4
+//! (SME lengths kept within it), and the same initramfs on Debian's Linux (reference mode):
+//! every nested KTAP test must pass on both. A test that fails on Linux is a wrong test.
 
 use svelt_tests::{build, check_userland, Config, Initrd};
 
 fn svelt(el: u8, smp: u32) {
+    svelt_vq(el, smp, 16);
+}
+
+fn svelt_vq(el: u8, smp: u32, sve_max_vq: u32) {
     check_userland(&Config {
         el,
         smp,
+        sve_max_vq,
         initrd: Initrd::Default,
         ..Config::default()
     });
+}
+
+#[test]
+fn svelt_el2_smp2_vq1() {
+    svelt_vq(2, 2, 1);
+}
+
+#[test]
+fn svelt_el1_smp1_vq1() {
+    svelt_vq(1, 1, 1);
+}
+
+#[test]
+fn svelt_el2_smp1_vq4() {
+    svelt_vq(2, 1, 4);
+}
+
+#[test]
+fn svelt_el1_smp2_vq4() {
+    svelt_vq(1, 2, 4);
 }
 
 #[test]
@@ -49,10 +75,11 @@ fn linux_reference() {
         }
         panic!("reference-mode set-up failed: {why}");
     }
-    for (el, smp) in [(2, 2), (1, 1)] {
+    for (el, smp, sve_max_vq) in [(2, 2, 4), (1, 1, 4), (2, 2, 16), (1, 2, 1)] {
         check_userland(&Config {
             el,
             smp,
+            sve_max_vq,
             ..cfg.clone()
         });
     }
