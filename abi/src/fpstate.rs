@@ -220,7 +220,9 @@ pub fn return_to_user(cpu: &mut CpuFp, t: &mut TaskFp) -> Restore {
             r.set_zcr = Some(len);
         }
     }
-    if t.sme && (t.svcr.sm || t.svcr.za) {
+    // With SME enabled the task can enter streaming mode or turn ZA on (and read RDSVL)
+    // without trapping, so SMCR must hold its VL whenever its state is loaded.
+    if t.sme {
         let len = len_for_vl(t.sme_vl);
         if cpu.smcr_len != Some(len) {
             cpu.smcr_len = Some(len);
@@ -825,14 +827,17 @@ mod tests {
                 za: true,
             },
         );
-        let mut b = TaskFp::new(2, 64, 32);
+        let mut b = TaskFp::new(2, 64, 64);
         b.sme = true;
-        assert_eq!(
-            return_to_user(&mut c, &mut b).set_smcr,
-            None,
-            "SM and ZA off: SMCR unused"
-        );
+        // SM and ZA are off, but the task may enter streaming mode without trapping.
+        assert_eq!(return_to_user(&mut c, &mut b).set_smcr, Some(3));
         switch_out(&mut c, &mut b, OFF);
-        assert_eq!(return_to_user(&mut c, &mut a).set_smcr, None, "unchanged");
+        assert_eq!(return_to_user(&mut c, &mut a).set_smcr, Some(1));
+        switch_out(&mut c, &mut a, OFF);
+        let mut d = TaskFp::new(3, 64, 32);
+        d.sme = true;
+        assert_eq!(return_to_user(&mut c, &mut d).set_smcr, None, "unchanged");
+        let mut plain = TaskFp::new(4, 64, 64);
+        assert_eq!(return_to_user(&mut c, &mut plain).set_smcr, None, "no SME: SMCR unused");
     }
 }

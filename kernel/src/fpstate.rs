@@ -250,6 +250,13 @@ fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
         }
     }
     if let Some(svl) = save.za {
+        // The hardware's streaming VL must be the task's (SMCR follows it while the task
+        // owns the registers); anything else is a kernel bug, and saving would overrun.
+        let hw = sme::rdsvl();
+        if hw != svl {
+            log::error!("ZA save skipped: streaming VL {hw} is not the task's {svl}");
+            return;
+        }
         let buf = f.za_buf();
         // SAFETY: PSTATE.ZA is set and the streaming VL is svl (saving a live ZA).
         unsafe { sme::save_za(buf.as_mut_ptr(), svl as usize) };

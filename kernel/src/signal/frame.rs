@@ -168,13 +168,14 @@ pub fn sigreturn(tf: &mut TrapFrame) {
     let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
     // Extra space no larger than the biggest frame this system writes (Linux accepts up to
     // SIGFRAME_MAXSZ; a larger, hand-made one is refused here).
-    let mut extra = vec![0u8; max_frame_size()];
+    let mut extra = vec![0u8; largest_frame()];
     let mut read_user = |addr: u64, buf: &mut [u8]| {
         task::with_mm(|mm| mm.read(addr as usize, buf)).map_err(|_| sf::Efault)
     };
     let r = sf::parse_sigreturn(sp, &mut read_user, &features(), &mut frame, &mut extra);
     if let Some(m) = r.sigmask {
         t.sig.lock().blocked = m.blockable().0;
+        super::hint(&t);
     }
     let restored = match r.frame {
         Ok(f) => f,
@@ -303,6 +304,25 @@ fn bad_frame(t: &Arc<Task>, sp: u64) {
         sig::SEGV_MAPERR
     };
     super::force(t, sig::SIGSEGV, SigInfo::fault(sig::SIGSEGV, code, sp));
+}
+
+/// The largest frame this system can write: every record at its largest, ZA included.
+fn largest_frame() -> usize {
+    let mut sizes = alloc::vec![sf::FPSIMD_CONTEXT_SIZE, sf::ESR_CONTEXT_SIZE];
+    let sve_max = crate::cpufeature::sve_max_vl().unwrap_or(0);
+    let sme_max = crate::cpufeature::sme_vls().max_bytes().unwrap_or(0);
+    let vq = sve_max.max(sme_max) / 16;
+    if vq > 0 {
+        sizes.push(sf::sve_sig_context_size(vq).next_multiple_of(16));
+    }
+    if sme_max > 0 {
+        sizes.push(sf::TPIDR2_CONTEXT_SIZE);
+        sizes.push(sf::za_sig_context_size(sme_max / 16));
+        if crate::cpufeature::features().sme2() {
+            sizes.push(sf::zt_sig_context_size(1));
+        }
+    }
+    sf::minsigstksz(&sizes).unwrap_or(sf::SIGFRAME_MAXSZ)
 }
 
 /// The largest frame this system delivers (for AT_MINSIGSTKSZ).

@@ -181,6 +181,7 @@ fn prepare(p: &Arc<Process>, signo: u32) -> bool {
 /// Pokes a thread so it notices a new signal: wakes it if sleeping, interrupts its CPU if it
 /// runs user code.
 fn kick(t: &Arc<Task>) {
+    hint(t);
     sched::wake(t);
     let cpu = t.cpu.load(Ordering::Relaxed);
     if t.on_cpu.load(Ordering::Acquire) && cpu != crate::percpu::cpu_id() {
@@ -235,6 +236,7 @@ pub fn force(t: &Task, signo: u32, info: SigInfo) {
         }
         s.pending.add(info);
     }
+    hint(t);
 }
 
 /// A signal (or a kill) that should end an interruptible wait is pending for `t`.
@@ -248,8 +250,15 @@ pub fn interrupted(t: &Task) -> bool {
 }
 
 /// Work for the return-to-user path: a deliverable signal or a stop.
+/// Set whenever something may need the return-to-user path's attention (a new signal, a
+/// mask change, a stop), so the common case checks one flag; `do_signal` recomputes it.
 pub fn has_work(t: &Task) -> bool {
-    interrupted(t) || t.process().stopped.load(Ordering::Acquire)
+    t.sig_hint.load(Ordering::Acquire)
+}
+
+/// Marks `t` for a look at its signals on its next return to user mode.
+pub fn hint(t: &Task) {
+    t.sig_hint.store(true, Ordering::Release);
 }
 
 fn notify_parent_stop(p: &Arc<Process>, status: i32) {
@@ -305,11 +314,6 @@ fn restart(tf: &mut TrapFrame, handler: Option<u64>) {
 /// mask nothing used.
 pub fn finish_syscall(tf: &mut TrapFrame) {
     restart(tf, None);
-    let t = task::current();
-    let mut s = t.sig.lock();
-    if let Some(m) = s.saved_mask.take() {
-        s.blocked = m;
-    }
 }
 
 /// Takes a pending signal in `want` even if blocked (sigtimedwait).
@@ -333,6 +337,7 @@ fn dequeue(t: &Task) -> Option<SigInfo> {
 pub fn do_signal(tf: &mut TrapFrame) {
     let t = task::current_arc();
     let p = t.process();
+    t.sig_hint.store(false, Ordering::Release);
     loop {
         if p.stopped.load(Ordering::Acquire) && !t.killed.load(Ordering::Acquire) {
             let pending_kill = {
@@ -369,9 +374,18 @@ pub fn do_signal(tf: &mut TrapFrame) {
             _ => {
                 restart(tf, Some(action.sa_flags));
                 deliver(&t, tf, &info, &action);
+                // More may be pending: look again before returning to user mode.
+                if interrupted(&t) {
+                    hint(&t);
+                }
                 return;
             }
         }
+    }
+    // Nothing was delivered: a temporary mask (sigsuspend, ppoll...) has served its purpose.
+    let mut s = t.sig.lock();
+    if let Some(m) = s.saved_mask.take() {
+        s.blocked = m;
     }
 }
 
@@ -440,6 +454,8 @@ pub fn set_temp_mask(m: u64) {
         s.saved_mask = Some(s.blocked);
     }
     s.blocked = m & !UNBLOCKABLE;
+    drop(s);
+    hint(t);
 }
 
 /// AT_MINSIGSTKSZ: the largest frame this system can deliver, plus the frame record and

@@ -54,6 +54,7 @@ pub fn rt_sigprocmask(how: u32, set: usize, oset: usize, size: usize) -> SysResu
     }
     if let Some(n) = new {
         t.sig.lock().blocked = n.0;
+        signal::hint(t);
     }
     Ok(0)
 }

@@ -117,6 +117,8 @@ pub struct Task {
     pub vfork_released: AtomicBool,
     /// CPUs it may run on (sched_setaffinity), one bit each.
     pub affinity: AtomicU64,
+    /// Signal work may be pending (see signal::has_work).
+    pub sig_hint: AtomicBool,
 }
 
 // SAFETY: the UnsafeCell fields (ctx, local) are touched only by the CPU running the task or
@@ -288,6 +290,7 @@ impl Task {
             vfork_done: Mutex::new(None),
             vfork_released: AtomicBool::new(false),
             affinity: AtomicU64::new(u64::MAX),
+            sig_hint: AtomicBool::new(false),
         }
     }
 
