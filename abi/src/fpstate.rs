@@ -206,6 +206,8 @@ const NO_RESTORE: Restore = Restore {
 /// Return to user mode: reload the task's state if this CPU does not hold it.
 pub fn return_to_user(cpu: &mut CpuFp, t: &mut TaskFp) -> Restore {
     if cpu.holds(t) {
+        // The syscall (if any) is over: what is live counts in full again.
+        cpu.to_save = ToSave::Current;
         return NO_RESTORE;
     }
     // A task whose state was last saved as FPSIMD only stops using SVE until it traps again.
@@ -342,7 +344,9 @@ pub struct SyscallEntry {
 }
 
 /// Syscall entry: streaming mode ends and SVE state beyond V0-V31 is discarded. `hw_sm` is
-/// PSTATE.SM as read from the CPU (only for tasks with `sme`).
+/// PSTATE.SM as read from the CPU (only for tasks with `sme`). Until the task is back in user
+/// mode (`return_to_user`), a save, including one for a signal delivered on the way out, keeps
+/// only FPSIMD (and ZA), as Linux's frames after a syscall show.
 pub fn syscall_entry(cpu: &mut CpuFp, t: &TaskFp, hw_sm: bool) -> SyscallEntry {
     if !cpu.holds(t) {
         return SyscallEntry {
@@ -355,13 +359,6 @@ pub fn syscall_entry(cpu: &mut CpuFp, t: &TaskFp, hw_sm: bool) -> SyscallEntry {
     SyscallEntry {
         smstop_sm,
         flush_sve: t.sve && !smstop_sm,
-    }
-}
-
-/// Syscall exit: anything live again counts in full.
-pub fn syscall_exit(cpu: &mut CpuFp, t: &TaskFp) {
-    if cpu.holds(t) {
-        cpu.to_save = ToSave::Current;
     }
 }
 
@@ -562,9 +559,17 @@ mod tests {
                 flush_sve: true
             }
         );
-        syscall_exit(&mut c, &t);
         assert_eq!(return_to_user(&mut c, &mut t).load, None);
         assert!(t.sve);
+        // A signal delivered on the way out of a syscall sees FPSIMD only (as Linux's frames).
+        syscall_entry(&mut c, &t, false);
+        assert_eq!(sync_to_memory(&mut c, &mut t, OFF).regs, Regs::Fpsimd);
+        assert_eq!(return_to_user(&mut c, &mut t).load, None, "still live");
+        assert_eq!(
+            switch_out(&mut c, &mut t, OFF).regs,
+            Regs::Sve { vl: 64 },
+            "full again after"
+        );
         // Switched out during the syscall: only FPSIMD is saved, and SVE is dropped on reload.
         syscall_entry(&mut c, &t, false);
         assert_eq!(switch_out(&mut c, &mut t, OFF).regs, Regs::Fpsimd);
@@ -838,6 +843,10 @@ mod tests {
         d.sme = true;
         assert_eq!(return_to_user(&mut c, &mut d).set_smcr, None, "unchanged");
         let mut plain = TaskFp::new(4, 64, 64);
-        assert_eq!(return_to_user(&mut c, &mut plain).set_smcr, None, "no SME: SMCR unused");
+        assert_eq!(
+            return_to_user(&mut c, &mut plain).set_smcr,
+            None,
+            "no SME: SMCR unused"
+        );
     }
 }

@@ -8,25 +8,34 @@
 use crate::arch::aarch64::cpu;
 use crate::arch::aarch64::fpsimd::{fpsimd, sme, sve};
 use crate::percpu::{self, MAX_CPUS};
-use crate::sync::IrqLock;
 use crate::task::{Process, Task};
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use fpsimd::FpsimdState;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fpstate::{self as fps, CpuFp, Format, Regs, Save, SmeTrapError, Svcr, TaskFp};
 use svelt_abi::vlctl::{self, TaskVl, VecKind};
 
-static CPU_FP: [IrqLock<CpuFp>; MAX_CPUS] = {
-    let mut a = [const { IrqLock::new(CpuFp::new(0, false)) }; MAX_CPUS];
-    let mut i = 0;
-    while i < MAX_CPUS {
-        a[i] = IrqLock::new(CpuFp::new(i as u32, false));
-        i += 1;
-    }
-    a
-};
+/// Each CPU's record of whose registers it holds. Only that CPU touches it, with IRQs masked,
+/// so it needs no lock.
+struct CpuCell(UnsafeCell<CpuFp>);
+// SAFETY: see `with_cpu`: one CPU, IRQs masked, no reentrancy.
+unsafe impl Sync for CpuCell {}
+
+static CPU_FP: [CpuCell; MAX_CPUS] =
+    [const { CpuCell(UnsafeCell::new(CpuFp::new(0, false))) }; MAX_CPUS];
+
+/// Runs `f` on this CPU's record with IRQs masked.
+fn with_cpu<R>(f: impl FnOnce(&mut CpuFp) -> R) -> R {
+    let daif = cpu::irq_save();
+    // SAFETY: only this CPU accesses its cell, IRQs are masked so no handler interleaves, and
+    // `f` does not call back into this module.
+    let r = f(unsafe { &mut *CPU_FP[percpu::cpu_id()].0.get() });
+    cpu::irq_restore(daif);
+    r
+}
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -212,10 +221,6 @@ fn local(t: &Task) -> &mut TaskFpState {
     unsafe { &mut t.local().fpu }
 }
 
-fn this_cpu() -> &'static IrqLock<CpuFp> {
-    &CPU_FP[percpu::cpu_id()]
-}
-
 /// PSTATE.SM/ZA from the CPU, for a task that may have changed them (SME enabled).
 fn hw_svcr(f: &TaskFpState) -> Svcr {
     if f.st.sme {
@@ -274,7 +279,7 @@ fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
 pub fn switch_out(t: &Task) {
     let f = local(t);
     let hw = hw_svcr(f);
-    let save = fps::switch_out(&mut this_cpu().lock(), &mut f.st, hw);
+    let save = with_cpu(|c| fps::switch_out(c, &mut f.st, hw));
     do_save(&t.process(), f, save);
 }
 
@@ -282,7 +287,7 @@ pub fn switch_out(t: &Task) {
 /// hold it.
 pub fn return_to_user(t: &Task) {
     let f = local(t);
-    let r = fps::return_to_user(&mut this_cpu().lock(), &mut f.st);
+    let r = with_cpu(|c| fps::return_to_user(c, &mut f.st));
     let Some(format) = r.load else { return };
     if let Some(len) = r.set_zcr {
         sve::set_len(len);
@@ -335,7 +340,7 @@ pub fn return_to_user(t: &Task) {
 pub fn sve_trap(t: &Task) {
     let f = local(t);
     let daif = cpu::irq_save();
-    let plan = fps::sve_trap(&mut this_cpu().lock(), &mut f.st);
+    let plan = with_cpu(|c| fps::sve_trap(c, &mut f.st));
     match plan {
         Ok(p) => {
             if let Some(len) = p.set_zcr {
@@ -362,7 +367,7 @@ pub fn sve_trap(t: &Task) {
 pub fn sme_trap(t: &Task, smtc: u8) -> bool {
     let f = local(t);
     let daif = cpu::irq_save();
-    let plan = fps::sme_trap(&mut this_cpu().lock(), &mut f.st, smtc);
+    let plan = with_cpu(|c| fps::sme_trap(c, &mut f.st, smtc));
     let ok = match plan {
         Ok(p) => {
             if let Some(len) = p.set_smcr {
@@ -391,7 +396,7 @@ pub fn syscall_entry(t: &Task) {
     let f = local(t);
     let daif = cpu::irq_save();
     let hw_sm = f.st.sme && sme::read_svcr().sm;
-    let plan = fps::syscall_entry(&mut this_cpu().lock(), &f.st, hw_sm);
+    let plan = with_cpu(|c| fps::syscall_entry(c, &f.st, hw_sm));
     if plan.smstop_sm {
         sme::smstop_sm();
     }
@@ -401,17 +406,13 @@ pub fn syscall_entry(t: &Task) {
     cpu::irq_restore(daif);
 }
 
-pub fn syscall_exit(t: &Task) {
-    fps::syscall_exit(&mut this_cpu().lock(), &local(t).st);
-}
-
 /// Saves the running task's live registers to memory, keeping them live (signal delivery,
 /// fork). Returns the task's FP state for reading.
 pub fn sync_current(t: &Task) -> &mut TaskFpState {
     let f = local(t);
     let daif = cpu::irq_save();
     let hw = hw_svcr(f);
-    let save = fps::sync_to_memory(&mut this_cpu().lock(), &mut f.st, hw);
+    let save = with_cpu(|c| fps::sync_to_memory(c, &mut f.st, hw));
     do_save(&t.process(), f, save);
     cpu::irq_restore(daif);
     f
@@ -693,5 +694,6 @@ pub fn switch_tpidr2(prev: Option<&Task>, next: Option<&Task>) {
 
 /// Per-CPU set-up at boot (EL0 SVE/SME access off, lengths unknown).
 pub fn cpu_init() {
-    *this_cpu().lock() = CpuFp::new(percpu::cpu_id() as u32, has_sme());
+    let fresh = CpuFp::new(percpu::cpu_id() as u32, has_sme());
+    with_cpu(|c| *c = fresh);
 }

@@ -91,6 +91,7 @@ pub fn bring_up_interrupts() {
             return;
         }
         timer::arm_next_tick();
+        timer::enable_el0_counter();
         cpu::irq_enable();
     }
 }

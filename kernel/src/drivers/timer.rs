@@ -9,3 +9,9 @@ pub fn arm_next_tick() {
     CNTV_TVAL_EL0.set(crate::arch::aarch64::cpu::counter_freq() / HZ);
     CNTV_CTL_EL0.write(CNTV_CTL_EL0::ENABLE::SET + CNTV_CTL_EL0::IMASK::CLEAR);
 }
+
+/// Lets EL0 read the virtual counter (CNTKCTL_EL1.EL0VCTEN), as Linux does: user programs
+/// read CNTVCT_EL0 directly.
+pub fn enable_el0_counter() {
+    CNTKCTL_EL1.modify(CNTKCTL_EL1::EL0VCTEN::SET);
+}

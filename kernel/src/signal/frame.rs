@@ -53,61 +53,63 @@ pub fn setup(
     let fp = to_abi(&st.fpsimd);
     let f = crate::cpufeature::features();
     let sme = crate::cpufeature::offer().sme;
-    // Records after fpsimd (and esr), in Linux's order: sve, tpidr2, za, zt.
-    let mut sve_body = alloc::vec::Vec::new();
-    let mut za_body = alloc::vec::Vec::new();
-    let mut zt_body = alloc::vec::Vec::new();
+    // Records after fpsimd (and esr), in Linux's order: sve, tpidr2, za, zt. Each body here is
+    // its 8-byte header; register payloads are copied straight into the frame image below.
+    let mut records: alloc::vec::Vec<sf::RecordSpec> = alloc::vec::Vec::new();
+    let mut payloads: alloc::vec::Vec<(usize, &[u8])> = alloc::vec::Vec::new();
+    let head = |vl: u32, flags: u16| -> [u8; 8] {
+        let mut h = [0u8; 8];
+        h[0..2].copy_from_slice(&(vl as u16).to_le_bytes());
+        h[2..4].copy_from_slice(&flags.to_le_bytes());
+        h
+    };
+    let (sve_vl, streaming, sve_regs) = st.sve;
+    let sve_head = head(sve_vl, if streaming { sf::SVE_SIG_FLAG_SM } else { 0 });
     let tpidr2_body = st.tpidr2.to_le_bytes();
-    let mut specs: alloc::vec::Vec<(u32, u32, u8)> = alloc::vec::Vec::new();
+    let za_head = head(st.za.0, 0);
+    let zt_head = head(1, 0);
     if f.sve || sme {
         // sve_context: the payload when SVE (or streaming) state is live, else the header.
-        let (vl, streaming, payload) = st.sve;
-        sve_body.extend_from_slice(&(vl as u16).to_le_bytes());
-        let flags = if streaming { sf::SVE_SIG_FLAG_SM } else { 0 };
-        sve_body.extend_from_slice(&flags.to_le_bytes());
-        sve_body.extend_from_slice(&[0u8; 4]);
-        let size = match payload {
+        let size = match sve_regs {
             Some(p) => {
-                sve_body.extend_from_slice(p);
-                sf::sve_sig_context_size(vl / 16).next_multiple_of(16)
+                payloads.push((records.len(), p));
+                sf::sve_sig_context_size(sve_vl / 16).next_multiple_of(16)
             }
             None => sf::SVE_CONTEXT_HEAD_SIZE,
         };
-        specs.push((sf::SVE_MAGIC, size, 0));
+        records.push(sf::RecordSpec {
+            magic: sf::SVE_MAGIC,
+            size,
+            body: &sve_head,
+        });
     }
     if sme {
-        specs.push((sf::TPIDR2_MAGIC, sf::TPIDR2_CONTEXT_SIZE, 1));
-        let (vl, payload) = st.za;
-        za_body.extend_from_slice(&(vl as u16).to_le_bytes());
-        za_body.extend_from_slice(&[0u8; 6]);
-        let size = match payload {
+        records.push(sf::RecordSpec {
+            magic: sf::TPIDR2_MAGIC,
+            size: sf::TPIDR2_CONTEXT_SIZE,
+            body: &tpidr2_body,
+        });
+        let size = match st.za.1 {
             Some(p) => {
-                za_body.extend_from_slice(p);
-                sf::za_sig_context_size(vl / 16)
+                payloads.push((records.len(), p));
+                sf::za_sig_context_size(st.za.0 / 16)
             }
             None => sf::ZA_CONTEXT_HEAD_SIZE,
         };
-        specs.push((sf::ZA_MAGIC, size, 2));
+        records.push(sf::RecordSpec {
+            magic: sf::ZA_MAGIC,
+            size,
+            body: &za_head,
+        });
         if let Some(zt) = st.zt0 {
-            zt_body.extend_from_slice(&1u16.to_le_bytes());
-            zt_body.extend_from_slice(&[0u8; 6]);
-            zt_body.extend_from_slice(zt);
-            specs.push((sf::ZT_MAGIC, sf::zt_sig_context_size(1), 3));
+            payloads.push((records.len(), zt));
+            records.push(sf::RecordSpec {
+                magic: sf::ZT_MAGIC,
+                size: sf::zt_sig_context_size(1),
+                body: &zt_head,
+            });
         }
     }
-    let records: alloc::vec::Vec<sf::RecordSpec> = specs
-        .iter()
-        .map(|&(magic, size, which)| sf::RecordSpec {
-            magic,
-            size,
-            body: match which {
-                0 => &sve_body[..],
-                1 => &tpidr2_body[..],
-                2 => &za_body[..],
-                _ => &zt_body[..],
-            },
-        })
-        .collect();
     // SAFETY: the current task's own locals.
     let l = unsafe { t.local() };
     let esr = core::mem::take(&mut l.fault_esr);
@@ -131,6 +133,14 @@ pub fn setup(
     let plan = d.plan().map_err(|_| ())?;
     let mut img = vec![0u8; plan.image_len];
     d.write(&plan, &mut img).map_err(|_| ())?;
+    // Register payloads go right after their record's 16-byte head.
+    let fixed = 1 + usize::from(d.esr.is_some());
+    for (k, p) in payloads {
+        let off = plan.layout.record_offset(fixed + k).ok_or(())? + 16;
+        img.get_mut(off..off + p.len())
+            .ok_or(())?
+            .copy_from_slice(p);
+    }
     task::with_mm(|mm| {
         if !mm.range_ok(plan.base as usize, img.len(), Access::Write) {
             return Err(svelt_abi::errno::Errno::EFAULT);
@@ -166,13 +176,26 @@ pub fn sigreturn(tf: &mut TrapFrame) {
     unsafe { t.local().in_syscall = -1 };
     let sp = tf.sp_el0;
     let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
-    // Extra space no larger than the biggest frame this system writes (Linux accepts up to
-    // SIGFRAME_MAXSZ; a larger, hand-made one is refused here).
-    let mut extra = vec![0u8; largest_frame()];
     let mut read_user = |addr: u64, buf: &mut [u8]| {
         task::with_mm(|mm| mm.read(addr as usize, buf)).map_err(|_| sf::Efault)
     };
-    let r = sf::parse_sigreturn(sp, &mut read_user, &features(), &mut frame, &mut extra);
+    // Most frames have no extra space: parse without a buffer first, and only if the frame has
+    // an extra_context parse again with one of the size it needs (no larger than the biggest
+    // frame this system writes; Linux accepts up to SIGFRAME_MAXSZ).
+    let mut no_extra = [0u8; 0];
+    let r = sf::parse_sigreturn(sp, &mut read_user, &features(), &mut frame, &mut no_extra);
+    if let Err(sf::BadFrame::ExtraBufferTooSmall { needed }) = r.frame {
+        let mut frame2 = [0u8; sf::RT_SIGFRAME_SIZE];
+        let mut extra = vec![0u8; needed.min(largest_frame())];
+        let r2 = sf::parse_sigreturn(sp, &mut read_user, &features(), &mut frame2, &mut extra);
+        return restore(&t, tf, sp, r2);
+    }
+    restore(&t, tf, sp, r);
+}
+
+/// Installs what a parsed frame holds, or kills the task if it is malformed.
+fn restore(t: &Arc<Task>, tf: &mut TrapFrame, sp: u64, r: sf::SigreturnResult) {
+    let t = t.clone();
     if let Some(m) = r.sigmask {
         t.sig.lock().blocked = m.blockable().0;
         super::hint(&t);

@@ -45,7 +45,6 @@ pub fn dispatch(tf: &mut TrapFrame) {
     let me = task::current();
     crate::fpstate::syscall_entry(me);
     let r = call(n as usize, a, tf);
-    crate::fpstate::syscall_exit(task::current());
     // rt_sigreturn sets every register itself, x0 included.
     if n as usize != nr::RT_SIGRETURN || r.is_err() {
         tf.x[0] = match r {

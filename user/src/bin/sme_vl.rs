@@ -1,7 +1,8 @@
 //! SME vector lengths: PR_SME_SET_VL / PR_SME_GET_VL (EINVAL cases, rounding down to a supported
 //! power of two, SVE_VL_MAX, the INHERIT and ONEXEC flags across fork and exec, RDSVL), what a
 //! VL change does to ZA (an SME change discards it, an SVE change does not, a same-VL call is not
-//! a change) and /proc/sys/abi/sme_default_vector_length (boot value, writes, exec'd children).
+//! a change; a change made through NT_ARM_ZA while the task is stopped in streaming mode keeps
+//! PSTATE.SM) and /proc/sys/abi/sme_default_vector_length (boot value, writes, exec'd children).
 #![no_std]
 #![no_main]
 
@@ -309,6 +310,144 @@ fn sve_vl_change_keeps_za() -> TestResult {
     Ok(())
 }
 
+const PTRACE_DETACH: usize = 17;
+const PTRACE_GETREGSET: usize = 0x4204;
+const PTRACE_SETREGSET: usize = 0x4205;
+const PTRACE_SEIZE: usize = 0x4206;
+const PTRACE_INTERRUPT: usize = 0x4207;
+const NT_ARM_ZA: usize = 0x40c;
+
+fn ptrace(req: usize, pid: i32, addr: usize, data: usize) -> sys::SysResult {
+    sys::syscall(117, &[req, pid as usize, addr, data])
+}
+
+#[derive(Clone, Copy, Default)]
+struct Spin {
+    ready: u64,
+    go: u64,
+    svcr_after: u64,
+    svl_after: u64,
+    z_ok: u64,
+}
+
+/// The only way to change the SVL of a task that is in streaming mode (a syscall would leave
+/// it): NT_ARM_ZA written while the task is stopped mid-spin. Linux 6.16+ keeps PSTATE.SM,
+/// turns ZA off, keeps V0-V31 and zeroes the rest of the streaming Z and P registers.
+fn vl_change_in_streaming_mode_keeps_sm() -> TestResult {
+    need_sme()?;
+    let vls = sme_vls();
+    if vls.len() < 2 {
+        return ktap::skip("one SME vector length");
+    }
+    let svl = svl();
+    let other = *vls.iter().find(|&&v| v != svl).unwrap();
+    let sh = proc::Shared::new(Spin::default());
+    let base = sh.addr() as *mut u64;
+    let pid = t!(proc::spawn(|| {
+        let zin = z_pattern(1, svl, has_fa64());
+        let zain = pattern(2, svl * svl);
+        let mut zout = vec![0xaau8; z_image_len(256)];
+        let mut op = Op {
+            flags: F_SM | F_ZA | if has_fa64() { F_FA64 } else { 0 },
+            z_in: zin.as_ptr() as usize,
+            za_in: zain.as_ptr() as usize,
+            action: A_SPIN_FLAG,
+            // SAFETY: `go` is the second word of the shared page.
+            spin: unsafe { base.add(1) } as usize,
+            z_out: zout.as_mut_ptr() as usize,
+            ..Op::default()
+        };
+        let mut s = sh.get();
+        s.ready = 1;
+        sh.set(s);
+        run(&mut op);
+        // V0-V31 (the low 128 bits) survive; the rest of Z and P are zero.
+        let vl = op.vl_after as usize;
+        let mut want = zeros(ffr_off(vl));
+        for r in 0..32 {
+            want[r * vl..r * vl + 16].copy_from_slice(&zin[r * svl..r * svl + 16]);
+        }
+        let mut s = sh.get();
+        s.svcr_after = op.svcr_after;
+        s.svl_after = op.svl_after;
+        s.z_ok = u64::from(zout[..want.len()] == want[..]);
+        sh.set(s);
+        0
+    }));
+    while sh.get().ready == 0 {
+        sys::sleep_ns(1_000_000);
+    }
+    sys::sleep_ns(50_000_000); // well inside the spin by now
+    let r = (|| -> TestResult {
+        match ptrace(PTRACE_SEIZE, pid, 0, 0) {
+            Ok(_) => {}
+            Err(e) if e == sys::ENOSYS || e == sys::EPERM => {
+                return ktap::skip("no ptrace");
+            }
+            Err(e) => return Err(format!("PTRACE_SEIZE: {e:?}")),
+        }
+        t!(ptrace(PTRACE_INTERRUPT, pid, 0, 0));
+        let (_, st) = t!(sys::waitpid(pid, 0));
+        check!(proc::wifstopped(st), "tracee {}", proc::describe(st));
+        // user_za_header, header only: VL change and PSTATE.ZA := 0.
+        let mut hdr = [0u8; 16];
+        hdr[0..4].copy_from_slice(&16u32.to_ne_bytes());
+        hdr[8..10].copy_from_slice(&(other as u16).to_ne_bytes());
+        let iov = sys::Iovec {
+            base: hdr.as_mut_ptr() as usize,
+            len: 16,
+        };
+        t!(ptrace(
+            PTRACE_SETREGSET,
+            pid,
+            NT_ARM_ZA,
+            &iov as *const _ as usize
+        ));
+        let mut back = [0u8; 16];
+        let mut iov = sys::Iovec {
+            base: back.as_mut_ptr() as usize,
+            len: 16,
+        };
+        t!(ptrace(
+            PTRACE_GETREGSET,
+            pid,
+            NT_ARM_ZA,
+            &mut iov as *mut _ as usize
+        ));
+        check_eq!(
+            u16::from_ne_bytes([back[8], back[9]]) as usize,
+            other,
+            "NT_ARM_ZA vl"
+        );
+        check_eq!(
+            u32::from_ne_bytes([back[0], back[1], back[2], back[3]]),
+            16,
+            "ZA off"
+        );
+        Ok(())
+    })();
+    let mut s = sh.get();
+    s.go = 1;
+    sh.set(s);
+    let _ = ptrace(PTRACE_DETACH, pid, 0, 0);
+    let (_, st) = t!(sys::waitpid(pid, 0));
+    r?;
+    check_eq!(st, 0);
+    let s = sh.get();
+    println!(
+        "# SVL {svl} -> {other} while stopped in streaming mode with ZA on: SVCR {:#x}",
+        s.svcr_after
+    );
+    check_eq!(s.svcr_after, SVCR_SM, "PSTATE.SM kept, PSTATE.ZA cleared");
+    check_eq!(s.svl_after as usize, other);
+    check_eq!(
+        s.z_ok,
+        1,
+        "V0-V31 kept, the rest of Z and P zeroed by the change"
+    );
+    Ok(())
+}
+
 fn default_vector_length_sysctl() -> TestResult {
     need_sme()?;
     let vls = sme_vls();
@@ -380,6 +519,10 @@ fn main(args: &rt::Args) -> i32 {
         ("onexec_deferred_vl", onexec_deferred_vl),
         ("sme_vl_change_discards_za", sme_vl_change_discards_za),
         ("sve_vl_change_keeps_za", sve_vl_change_keeps_za),
+        (
+            "vl_change_in_streaming_mode_keeps_sm",
+            vl_change_in_streaming_mode_keeps_sm,
+        ),
         ("default_vector_length_sysctl", default_vector_length_sysctl),
     ])
 }
