@@ -24,6 +24,8 @@ struct Res {
     svl: [u64; TASKS],
     rounds: [u64; TASKS],
     moves: [u64; TASKS],
+    /// nonvoluntary_ctxt_switches (preemptions) where /proc/thread-self/status has it.
+    preempted: [u64; TASKS],
     errors: [u64; TASKS],
     msg: [[u8; 160]; TASKS],
 }
@@ -130,6 +132,16 @@ fn task_body(i: usize) -> Result<(), String> {
         unsafe { (*r).rounds[i] = round };
     }
     t!(sched_setaffinity(0, all));
+    if let Ok(st) = io::read_file("/proc/thread-self/status") {
+        let st = core::str::from_utf8(&st).unwrap_or("");
+        let n = st
+            .lines()
+            .find_map(|l| l.strip_prefix("nonvoluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        // SAFETY: see above.
+        unsafe { (*r).preempted[i] = n };
+    }
     smstop_za();
     set_tpidr2(0);
     Ok(())
@@ -166,6 +178,7 @@ fn four_tasks_two_cpus() -> TestResult {
         svl: [0; TASKS],
         rounds: [0; TASKS],
         moves: [0; TASKS],
+        preempted: [0; TASKS],
         errors: [0; TASKS],
         msg: [[0; 160]; TASKS],
     });
@@ -178,8 +191,8 @@ fn four_tasks_two_cpus() -> TestResult {
     let ms = (sys::now_ns() - start) / 1_000_000;
     let r = shared.get();
     println!(
-        "# {ms} ms; per task: SVL {:?}, rounds {:?}, migrations {:?}",
-        r.svl, r.rounds, r.moves
+        "# {ms} ms; per task: SVL {:?}, rounds {:?}, migrations {:?}, preemptions {:?}",
+        r.svl, r.rounds, r.moves, r.preempted
     );
     for i in 0..TASKS {
         if r.errors[i] != 0 {

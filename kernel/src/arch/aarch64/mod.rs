@@ -12,6 +12,7 @@ pub mod context;
 pub mod cpu;
 pub mod exception;
 pub mod fpsimd;
+pub mod mem;
 pub mod mmu;
 pub mod semihosting;
 pub mod sysreg;
