@@ -6,6 +6,8 @@
 //! - `sig`: signal actions, the SA_RESTORER trampoline, siginfo/ucontext/sigframe-record access
 //! - `ktap`: KTAP output and the test-list runner every program uses
 //! - `proc`: helpers built on the above (run a closure in a child and get its wait status, ...)
+//! - `sve`: SVE helpers (RDVL, PR_SVE_*, routines that load/store all of Z/P/FFR around one
+//!   syscall, `udf` or spin)
 //! - `sme`: SME helpers (hwcaps, PR_SME_*, a streaming/ZA register machine, sigframe records)
 //!
 //! Programs are built for `aarch64-unknown-none` and linked at 0x400000 by `link.ld`.
@@ -20,6 +22,7 @@ pub mod proc;
 pub mod rt;
 pub mod sig;
 pub mod sme;
+pub mod sve;
 pub mod sys;
 
 pub use alloc::{format, string::String, vec, vec::Vec};

@@ -2,6 +2,9 @@
 //! and read access to what a handler receives (siginfo, ucontext, the sigframe records in
 //! `uc_mcontext.__reserved`).
 
+use alloc::string::String;
+use alloc::vec::Vec;
+
 use crate::sys::{self, nr, SysResult};
 
 pub const SIGHUP: i32 = 1;
@@ -246,6 +249,28 @@ impl Ucontext {
         // SAFETY: as in read_u64.
         unsafe { core::ptr::read_unaligned(self.0.add(off) as *const u32) }
     }
+    pub fn write_u32(&self, off: usize, v: u32) {
+        // SAFETY: as in write_u64.
+        unsafe { core::ptr::write_unaligned(self.0.add(off) as *mut u32, v) }
+    }
+    pub fn read_u16(&self, off: usize) -> u16 {
+        // SAFETY: as in read_u64.
+        unsafe { core::ptr::read_unaligned(self.0.add(off) as *const u16) }
+    }
+    pub fn write_u16(&self, off: usize, v: u16) {
+        // SAFETY: as in write_u64.
+        unsafe { core::ptr::write_unaligned(self.0.add(off) as *mut u16, v) }
+    }
+    /// `len` bytes of the frame at `off` (records in the extra space included: the frame is
+    /// one block of user stack).
+    pub fn read_bytes(&self, off: usize, len: usize) -> Vec<u8> {
+        // SAFETY: as in read_u64; the caller stays within the frame.
+        unsafe { core::slice::from_raw_parts(self.0.add(off), len) }.to_vec()
+    }
+    pub fn write_bytes(&self, off: usize, b: &[u8]) {
+        // SAFETY: as in write_u64; the caller stays within the frame.
+        unsafe { core::ptr::copy_nonoverlapping(b.as_ptr(), self.0.add(off), b.len()) }
+    }
     pub fn pc(&self) -> u64 {
         self.read_u64(uc::PC)
     }
@@ -407,4 +432,134 @@ pub fn fault_in_child(f: impl FnOnce()) -> SysResult<(i32, Fault)> {
         100
     })?;
     Ok((st, shared.get()))
+}
+
+/// What `__reserved` may hold before Linux needs an extra_context: 4096 less the terminator (16)
+/// and the extra_context (32) it keeps in reserve (spec/abi-signal.md §4).
+pub const RESERVED_BUDGET: usize = uc::RESERVED_SIZE - 16 - 32;
+
+/// One record of a signal frame, as [`walk_frame`] found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Offset from the ucontext (`__reserved` starts at [`uc::RESERVED`]).
+    pub off: usize,
+    pub magic: u32,
+    pub size: u32,
+    /// In the space an extra_context points to, not in `__reserved`.
+    pub in_extra: bool,
+}
+
+/// An extra_context record: where it is and what it says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extra {
+    pub off: usize,
+    pub datap: u64,
+    pub size: u32,
+}
+
+/// Every record of one signal frame, in order.
+#[derive(Clone, Debug, Default)]
+pub struct Frame {
+    pub records: Vec<Record>,
+    pub extra: Option<Extra>,
+    /// Offset from the ucontext just past the final 16-byte terminator.
+    pub end: usize,
+}
+
+impl Frame {
+    pub fn find(&self, magic: u32) -> Option<Record> {
+        self.records.iter().copied().find(|r| r.magic == magic)
+    }
+    pub fn count(&self, magic: u32) -> usize {
+        self.records.iter().filter(|r| r.magic == magic).count()
+    }
+}
+
+/// Walks the records of a delivered frame, following an extra_context, and checks the layout
+/// Linux produces (spec/abi-signal.md §2, §4): records 16-aligned with sizes that are multiples
+/// of 16 and fit; at most one extra_context, in `__reserved`, 32 bytes, followed by a null
+/// terminator, its `datap` the address just after that terminator and its `size` reaching
+/// exactly past the final terminator; fpsimd_context and esr_context in `__reserved`.
+pub fn walk_frame(ucx: Ucontext) -> Result<Frame, String> {
+    let base = ucx.0 as usize;
+    let mut f = Frame::default();
+    let mut off = uc::RESERVED;
+    let mut limit = uc::RESERVED + uc::RESERVED_SIZE;
+    let mut in_extra = false;
+    loop {
+        if !(off - uc::RESERVED).is_multiple_of(16) {
+            return Err(alloc::format!("record at {off:#x} not 16-aligned"));
+        }
+        if off + 16 > limit {
+            return Err(alloc::format!("no terminator before {limit:#x}"));
+        }
+        let magic = ucx.read_u32(off);
+        let size = ucx.read_u32(off + 4);
+        if magic == 0 {
+            if size != 0 {
+                return Err(alloc::format!("terminator at {off:#x} with size {size}"));
+            }
+            f.end = off + 16;
+            if let Some(x) = f.extra {
+                let datap_off = x.datap as usize - base;
+                if f.end != datap_off + x.size as usize {
+                    return Err(alloc::format!(
+                        "extra_context size {} ends at {:#x}, the final terminator at {off:#x}",
+                        x.size,
+                        datap_off + x.size as usize
+                    ));
+                }
+            }
+            return Ok(f);
+        }
+        let sz = size as usize;
+        if sz < 8 || !sz.is_multiple_of(16) || off + sz > limit {
+            return Err(alloc::format!(
+                "record {magic:#x} at {off:#x}: size {size} (limit {limit:#x})"
+            ));
+        }
+        f.records.push(Record {
+            off,
+            magic,
+            size,
+            in_extra,
+        });
+        if in_extra && matches!(magic, FPSIMD_MAGIC | ESR_MAGIC | EXTRA_MAGIC) {
+            return Err(alloc::format!("record {magic:#x} in the extra space"));
+        }
+        if magic != EXTRA_MAGIC {
+            off += sz;
+            continue;
+        }
+        if sz != 32 {
+            return Err(alloc::format!("extra_context size {size}"));
+        }
+        let datap = ucx.read_u64(off + 8);
+        let esize = ucx.read_u32(off + 16);
+        f.extra = Some(Extra {
+            off,
+            datap,
+            size: esize,
+        });
+        let (tm, ts) = (ucx.read_u32(off + 32), ucx.read_u32(off + 36));
+        if tm != 0 || ts != 0 {
+            return Err(alloc::format!(
+                "extra_context not followed by a terminator: {tm:#x} {ts}"
+            ));
+        }
+        let want = base + off + 48;
+        if datap as usize != want {
+            return Err(alloc::format!(
+                "extra_context datap {datap:#x}, want {want:#x} (just after the terminator)"
+            ));
+        }
+        if !esize.is_multiple_of(16) {
+            return Err(alloc::format!(
+                "extra_context size {esize} not a multiple of 16"
+            ));
+        }
+        off += 48;
+        limit = off + esize as usize;
+        in_extra = true;
+    }
 }

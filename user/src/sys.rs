@@ -619,6 +619,15 @@ pub fn getpgid(pid: i32) -> SysResult<i32> {
 pub fn sched_yield() -> SysResult {
     sc!(nr::SCHED_YIELD)
 }
+/// sched_setaffinity with a mask of the first 64 CPUs.
+pub fn sched_setaffinity(pid: i32, mask: u64) -> SysResult {
+    sc!(nr::SCHED_SETAFFINITY, pid, 8, &mask as *const u64)
+}
+/// sched_getaffinity: the first 64 CPUs of the mask.
+pub fn sched_getaffinity(pid: i32) -> SysResult<u64> {
+    let mut mask = [0u64; 16];
+    sc!(nr::SCHED_GETAFFINITY, pid, 128, mask.as_mut_ptr()).map(|_| mask[0])
+}
 pub fn uname() -> Utsname {
     let mut u = Utsname {
         sysname: [0; 65],

@@ -55,8 +55,13 @@ pub fn setup(
     let sme = crate::cpufeature::offer().sme;
     // Records after fpsimd (and esr), in Linux's order: sve, tpidr2, za, zt. Each body here is
     // its 8-byte header; register payloads are copied straight into the frame image below.
-    let mut records: alloc::vec::Vec<sf::RecordSpec> = alloc::vec::Vec::new();
-    let mut payloads: alloc::vec::Vec<(usize, &[u8])> = alloc::vec::Vec::new();
+    // At most four records and three payloads: fixed arrays, no allocation.
+    let mut records = Fixed::<sf::RecordSpec, 4>::new(sf::RecordSpec {
+        magic: 0,
+        size: 0,
+        body: &[],
+    });
+    let mut payloads = Fixed::<(usize, &[u8]), 3>::new((0, &[]));
     let head = |vl: u32, flags: u16| -> [u8; 8] {
         let mut h = [0u8; 8];
         h[0..2].copy_from_slice(&(vl as u16).to_le_bytes());
@@ -126,16 +131,24 @@ pub fn setup(
         fault_address,
         esr: (esr != 0).then_some(esr),
         fpsimd: Some(&fp),
-        records: &records,
+        records: records.as_slice(),
         bti: false,
         sigtramp: crate::mm::aspace::SIGTRAMP as u64,
     };
     let plan = d.plan().map_err(|_| ())?;
-    let mut img = vec![0u8; plan.image_len];
-    d.write(&plan, &mut img).map_err(|_| ())?;
+    // Frames without extra space fit a stack buffer; larger ones go to the heap.
+    let mut small = [0u8; sf::RT_SIGFRAME_SIZE + sf::FRAME_RECORD_SIZE];
+    let mut big = alloc::vec::Vec::new();
+    let img: &mut [u8] = if plan.image_len <= small.len() {
+        &mut small[..plan.image_len]
+    } else {
+        big.resize(plan.image_len, 0);
+        &mut big
+    };
+    d.write(&plan, img).map_err(|_| ())?;
     // Register payloads go right after their record's 16-byte head.
     let fixed = 1 + usize::from(d.esr.is_some());
-    for (k, p) in payloads {
+    for &(k, p) in payloads.as_slice() {
         let off = plan.layout.record_offset(fixed + k).ok_or(())? + 16;
         img.get_mut(off..off + p.len())
             .ok_or(())?
@@ -145,7 +158,7 @@ pub fn setup(
         if !mm.range_ok(plan.base as usize, img.len(), Access::Write) {
             return Err(svelt_abi::errno::Errno::EFAULT);
         }
-        mm.write(plan.base as usize, &img)
+        mm.write(plan.base as usize, img)
     })
     .map_err(|_| ())?;
     crate::fpstate::signal_entered(t);
@@ -364,4 +377,29 @@ pub fn max_frame_size() -> usize {
         sizes.push(sf::ZA_CONTEXT_HEAD_SIZE);
     }
     sf::minsigstksz(&sizes).map_or(sf::RT_SIGFRAME_SIZE, |n| n - 32)
+}
+
+/// A few values without a heap allocation (signal delivery is a hot path).
+struct Fixed<T: Copy, const N: usize> {
+    items: [T; N],
+    len: usize,
+}
+
+impl<T: Copy, const N: usize> Fixed<T, N> {
+    fn new(fill: T) -> Self {
+        Fixed {
+            items: [fill; N],
+            len: 0,
+        }
+    }
+    fn push(&mut self, v: T) {
+        self.items[self.len] = v;
+        self.len += 1;
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn as_slice(&self) -> &[T] {
+        &self.items[..self.len]
+    }
 }

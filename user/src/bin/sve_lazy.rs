@@ -1,0 +1,328 @@
+//! Svelt's lazy FP/SVE switching, proved with its counters (/proc/svelt/fpstat for the system,
+//! /proc/self/fpstat for this process: `key value` lines, keys sve_traps, sme_traps,
+//! fpsimd_saves, fpsimd_restores, sve_saves, sve_restores, za_saves, za_restores, bytes_saved,
+//! bytes_restored). Linux has no such counters: every test skips there.
+//!
+//! - A process that never uses SVE, sharing a CPU with an SVE user, never has SVE state saved
+//!   and never takes an SVE trap (but its FPSIMD state is saved when the other one runs).
+//! - The first SVE use traps exactly once; later uses, across syscalls too, do not.
+//! - Two processes ping-ponging through pipes, each alone on its CPU, reload nothing.
+//! - A process alone on its CPU making syscalls reloads nothing.
+#![no_std]
+#![no_main]
+
+use svelt_user::io::read_file;
+use svelt_user::ktap::{skip, TestResult};
+use svelt_user::proc::*;
+use svelt_user::sve::{self, SveRegs};
+use svelt_user::sys::*;
+use svelt_user::*;
+
+const SYSTEM: &str = "/proc/svelt/fpstat";
+const SELF: &str = "/proc/self/fpstat";
+const KEYS: [&str; 10] = [
+    "sve_traps",
+    "sme_traps",
+    "fpsimd_saves",
+    "fpsimd_restores",
+    "sve_saves",
+    "sve_restores",
+    "za_saves",
+    "za_restores",
+    "bytes_saved",
+    "bytes_restored",
+];
+
+/// One reading of an fpstat file, values in KEYS order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Stat([u64; 10]);
+
+impl Stat {
+    fn get(&self, key: &str) -> u64 {
+        KEYS.iter().position(|k| *k == key).map_or(0, |i| self.0[i])
+    }
+    fn restores(&self) -> u64 {
+        self.get("fpsimd_restores") + self.get("sve_restores")
+    }
+}
+
+fn read_stat(path: &str) -> Result<Stat, String> {
+    let b = read_file(path).map_err(|e| format!("{path}: {e:?}"))?;
+    let s = core::str::from_utf8(&b).map_err(|_| format!("{path}: not UTF-8"))?;
+    let mut st = Stat::default();
+    let mut seen = [false; 10];
+    for line in s.lines() {
+        let mut w = line.split_whitespace();
+        let (Some(k), Some(v), None) = (w.next(), w.next(), w.next()) else {
+            return Err(format!("{path}: bad line {line:?}"));
+        };
+        let v: u64 = v
+            .parse()
+            .map_err(|_| format!("{path}: bad value in {line:?}"))?;
+        if let Some(i) = KEYS.iter().position(|x| *x == k) {
+            st.0[i] = v;
+            seen[i] = true;
+        }
+    }
+    if let Some(i) = seen.iter().position(|s| !s) {
+        return Err(format!("{path}: no {} line in\n{s}", KEYS[i]));
+    }
+    Ok(st)
+}
+
+/// Skips unless the counters exist (Svelt) and SVE is there.
+fn need_counters() -> TestResult {
+    if sys::stat(SYSTEM).is_err() {
+        return skip("no /proc/svelt/fpstat (Svelt's FP counters; Linux has none)");
+    }
+    if !sve::has_sve() {
+        return skip("no SVE (AT_HWCAP lacks HWCAP_SVE)");
+    }
+    Ok(())
+}
+
+fn cpus() -> Result<Vec<u32>, String> {
+    let m = sys::sched_getaffinity(0).map_err(|e| format!("sched_getaffinity: {e:?}"))?;
+    Ok((0..64).filter(|c| m & (1 << c) != 0).collect())
+}
+
+fn files_are_well_formed() -> TestResult {
+    need_counters()?;
+    let sys_before = read_stat(SYSTEM)?;
+    let me = read_stat(SELF)?;
+    for (i, k) in KEYS.iter().enumerate() {
+        check!(
+            me.0[i] <= sys_before.0[i],
+            "{k}: this process {} > system {}",
+            me.0[i],
+            sys_before.0[i]
+        );
+    }
+    println!("# system: {:?}", sys_before.0);
+    Ok(())
+}
+
+/// Some floating-point work the compiler does with FP/SIMD registers.
+fn fp_work(seed: u64) -> f64 {
+    let mut x = core::hint::black_box(seed as f64 + 0.5);
+    for i in 0..200 {
+        x = x * 1.000_001 + core::hint::black_box(i as f64) / 3.0;
+    }
+    x
+}
+
+fn no_sve_no_sve_cost() -> TestResult {
+    need_counters()?;
+    let cpu = cpus()?[0];
+    let done = Shared::new(0u32);
+    // [sve_saves, sve_traps, fpsimd_saves, ok]
+    let seen = Shared::new([0u64; 4]);
+    // The SVE user sharing the CPU.
+    let busy = t!(spawn(|| {
+        let _ = sys::sched_setaffinity(0, 1 << cpu);
+        let vl = sve::rdvl();
+        let p = SveRegs::pattern(vl, 5);
+        while done.get() == 0 {
+            let _ = sve::load_store(&p);
+            let _ = sys::sched_yield();
+        }
+        0
+    }));
+    let st = t!(in_child(|| {
+        let _ = sys::sched_setaffinity(0, 1 << cpu);
+        let mut acc = 0.0;
+        for i in 0..2000 {
+            acc += fp_work(i);
+            let _ = sys::sched_yield();
+        }
+        core::hint::black_box(acc);
+        match read_stat(SELF) {
+            Ok(s) => {
+                seen.set([
+                    s.get("sve_saves"),
+                    s.get("sve_traps"),
+                    s.get("fpsimd_saves"),
+                    1,
+                ]);
+                0
+            }
+            Err(m) => {
+                println!("# {m}");
+                1
+            }
+        }
+    }));
+    done.set(1);
+    t!(sys::waitpid(busy, 0));
+    check_eq!(describe(st), "exited 0");
+    let [sve_saves, sve_traps, fpsimd_saves, _] = seen.get();
+    check_eq!(sve_saves, 0, "sve_saves of a process that never used SVE");
+    check_eq!(sve_traps, 0, "sve_traps of a process that never used SVE");
+    check!(
+        fpsimd_saves > 0,
+        "its FPSIMD state was never saved, though an SVE user shared its CPU"
+    );
+    Ok(())
+}
+
+fn first_use_traps_once() -> TestResult {
+    need_counters()?;
+    let cpu = cpus()?[0];
+    let out = Shared::new([0u64; 4]);
+    let st = t!(in_child(|| {
+        let _ = sys::sched_setaffinity(0, 1 << cpu);
+        let r = || {
+            read_stat(SELF)
+                .map(|s| s.get("sve_traps"))
+                .unwrap_or(u64::MAX)
+        };
+        let t0 = r();
+        let vl = sve::rdvl(); // the first SVE instruction of this process
+        let t1 = r();
+        let p = SveRegs::pattern(vl, 9);
+        for _ in 0..100 {
+            let _ = sve::load_store(&p);
+        }
+        let t2 = r();
+        // Syscalls in between: SVE stays enabled while the task keeps its CPU.
+        for _ in 0..100 {
+            let _ = sve::load_syscall_store(&p, nr::GETPID, &[]);
+        }
+        let t3 = r();
+        out.set([t0, t1, t2, t3]);
+        0
+    }));
+    check_eq!(describe(st), "exited 0");
+    let [t0, t1, t2, t3] = out.get();
+    check!(t0 != u64::MAX, "reading {SELF} failed");
+    check_eq!(
+        t1,
+        t0 + 1,
+        "sve_traps after the first SVE instruction (before {})",
+        t0
+    );
+    check_eq!(t2, t1, "sve_traps after 100 more uses without syscalls");
+    check_eq!(t3, t1, "sve_traps after 100 uses with a syscall each");
+    Ok(())
+}
+
+fn pipe_ping_pong_reloads_nothing() -> TestResult {
+    need_counters()?;
+    let cpus = cpus()?;
+    if cpus.len() < 2 {
+        return skip("needs two CPUs");
+    }
+    const ROUNDS: usize = 10_000;
+    let [a_r, b_w] = t!(sys::pipe2(0));
+    let [b_r, a_w] = t!(sys::pipe2(0));
+    // [restores before, restores after] for each side.
+    let res = Shared::new([[0u64; 2]; 2]);
+    let side = |i: usize, cpu: u32, rd: i32, wr: i32, first: bool| {
+        let res = &res;
+        move || {
+            let _ = sys::sched_setaffinity(0, 1 << cpu);
+            let vl = sve::rdvl();
+            let p = SveRegs::pattern(vl, i as u64);
+            let _ = sve::load_store(&p);
+            let mut b = [0u8; 1];
+            // Settle: one exchange before counting.
+            if first {
+                let _ = sys::write(wr, b"x");
+            }
+            let _ = sys::read(rd, &mut b);
+            if !first {
+                let _ = sys::write(wr, b"x");
+            }
+            let before = read_stat(SELF).map_or(u64::MAX, |s| s.restores());
+            for _ in 0..ROUNDS {
+                if first {
+                    let _ = sys::write(wr, b"x");
+                    let _ = sys::read(rd, &mut b);
+                } else {
+                    let _ = sys::read(rd, &mut b);
+                    let _ = sys::write(wr, b"x");
+                }
+                let _ = sve::load_store(&p);
+            }
+            let after = read_stat(SELF).map_or(u64::MAX, |s| s.restores());
+            let mut all = res.get();
+            all[i] = [before, after];
+            res.set(all);
+            0
+        }
+    };
+    let a = t!(spawn(side(0, cpus[0], a_r, a_w, true)));
+    let (_, sa) = t!(sys::waitpid(
+        t!(spawn(side(1, cpus[1], b_r, b_w, false))),
+        0
+    ));
+    let (_, sb) = t!(sys::waitpid(a, 0));
+    for fd in [a_r, a_w, b_r, b_w] {
+        let _ = sys::close(fd);
+    }
+    check_eq!(
+        (describe(sa), describe(sb)),
+        ("exited 0".into(), "exited 0".into())
+    );
+    for (i, [before, after]) in res.get().iter().enumerate() {
+        check!(
+            *before != u64::MAX && *after != u64::MAX,
+            "reading {SELF} failed"
+        );
+        check!(
+            after - before <= 2,
+            "side {i}: fpsimd_restores + sve_restores grew by {} over {ROUNDS} round trips",
+            after - before
+        );
+    }
+    Ok(())
+}
+
+fn syscalls_alone_reload_nothing() -> TestResult {
+    need_counters()?;
+    let cpu = cpus()?[0];
+    let out = Shared::new([0u64; 2]);
+    let st = t!(in_child(|| {
+        let _ = sys::sched_setaffinity(0, 1 << cpu);
+        let vl = sve::rdvl();
+        let p = SveRegs::pattern(vl, 11);
+        let before = read_stat(SELF).map_or(u64::MAX, |s| s.restores());
+        let mut o = SveRegs::zeroed(sve::VL_ARCH_MAX);
+        for _ in 0..10_000 {
+            let _ = sve::load_syscall_store_into(&p, &mut o, nr::GETPID, &[]);
+        }
+        let after = read_stat(SELF).map_or(u64::MAX, |s| s.restores());
+        out.set([before, after]);
+        0
+    }));
+    check_eq!(describe(st), "exited 0");
+    let [before, after] = out.get();
+    check!(
+        before != u64::MAX && after != u64::MAX,
+        "reading {SELF} failed"
+    );
+    check!(
+        after - before <= 1,
+        "fpsimd_restores + sve_restores grew by {} over 10000 getpid calls",
+        after - before
+    );
+    Ok(())
+}
+
+fn main(_a: &rt::Args) -> i32 {
+    ktap::run(&[
+        ("fpstat_files_well_formed", files_are_well_formed),
+        ("lazy_no_sve_use_no_sve_cost", no_sve_no_sve_cost),
+        ("lazy_first_sve_use_traps_once", first_use_traps_once),
+        (
+            "lazy_pipe_ping_pong_reloads_nothing",
+            pipe_ping_pong_reloads_nothing,
+        ),
+        (
+            "lazy_syscalls_alone_reload_nothing",
+            syscalls_alone_reload_nothing,
+        ),
+    ])
+}
+
+entry!(main);
