@@ -150,11 +150,19 @@ pub fn build(cfg: &Config) -> Result<(), String> {
             String::from_utf8_lossy(&o.stderr)
         );
     };
+    // One build at a time, and never a rebuild while other tests boot what was built: the
+    // userland (with the kernel) once, Linux's kernel once, without rebuilding the userland.
+    static BUILD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if cfg.linux || cfg.initrd == Initrd::Default {
+        USERLAND.get_or_init(|| check("kernel and userland", run(&["--build-only"])));
+    } else {
+        KERNEL.get_or_init(|| check("kernel", run(&["--build-only", "--no-initrd"])));
+    }
     if cfg.linux {
-        // The userland (without the kernel) and Linux itself.
         return LINUX
             .get_or_init(|| {
-                let o = run(&["--linux", "--build-only"]);
+                let o = run(&["--linux", "--no-build", "--build-only"]);
                 if o.status.success() {
                     Ok(())
                 } else {
@@ -166,11 +174,6 @@ pub fn build(cfg: &Config) -> Result<(), String> {
                 }
             })
             .clone();
-    }
-    if cfg.initrd == Initrd::Default {
-        USERLAND.get_or_init(|| check("kernel and userland", run(&["--build-only"])));
-    } else {
-        KERNEL.get_or_init(|| check("kernel", run(&["--build-only", "--no-initrd"])));
     }
     Ok(())
 }

@@ -15,6 +15,8 @@ fn svelt_vq(el: u8, smp: u32, sve_max_vq: u32) {
         smp,
         sve_max_vq,
         initrd: Initrd::Default,
+        // The whole suite, possibly sharing the host with another QEMU.
+        timeout: std::time::Duration::from_secs(600),
         ..Config::default()
     });
 }
@@ -66,6 +68,7 @@ fn linux_reference() {
         linux: true,
         initrd: Initrd::Default,
         sve_max_vq: 4,
+        timeout: std::time::Duration::from_secs(600),
         ..Config::default()
     };
     if let Err(why) = build(&cfg) {

@@ -134,6 +134,18 @@ fn wait(
             task: me.clone(),
         });
     }
+    // A signal that arrived before we were Sleeping found nothing to wake: look now (one
+    // arriving from here on wakes us).
+    if crate::signal::interrupted(&me) {
+        let _g = FUTEX_LOCK.lock();
+        let mut w = WAITERS.lock();
+        let queued = w.iter().position(|x| Arc::ptr_eq(&x.task, &me));
+        me.set_state(State::Running);
+        // Already taken off the queue by a waker: that wake-up is ours.
+        let Some(i) = queued else { return Ok(0) };
+        w.remove(i);
+        return Err(Errno::ERESTARTSYS);
+    }
     if let Some(d) = deadline {
         crate::time::wake_at(d, &me);
     }

@@ -105,12 +105,19 @@ impl WaitQueue {
                 me.set_state(State::Sleeping);
                 q.push_back(me.clone());
             }
-            // A wake-up between the check above and going to sleep is not lost: it made us
-            // runnable again, so schedule() returns promptly and the loop re-checks.
+            // Re-check now that we are Sleeping: a condition change or a signal that came in
+            // before (while we were still Running, so its wake-up found nothing to wake) would
+            // otherwise be lost. One that comes in from here on makes us runnable again.
             if let Some(r) = cond() {
                 self.remove(&me);
                 me.set_state(State::Running);
                 return Ok(Some(r));
+            }
+            let killed = me.killed.load(core::sync::atomic::Ordering::Acquire);
+            if killed || (interruptible && crate::signal::interrupted(&me)) {
+                self.remove(&me);
+                me.set_state(State::Running);
+                return Err(Errno::EINTR);
             }
             if let Some(d) = deadline {
                 crate::time::wake_at(d, &me);
