@@ -217,7 +217,7 @@ impl<'a> Iterator for Entries<'a> {
                     self.done = true;
                     return None;
                 }
-                if self.pos % 4 != 0 {
+                if !self.pos.is_multiple_of(4) {
                     self.done = true;
                     return Some(Err(CpioError::BadPadding { offset: self.pos }));
                 }
@@ -378,6 +378,7 @@ mod tests {
         let mut out = Vec::new();
         {
             let mut sink = |b: &[u8]| out.extend_from_slice(b);
+            #[allow(clippy::type_complexity)]
             let mut w: Writer<&mut dyn FnMut(&[u8])> = Writer::new(&mut sink);
             f(&mut w);
             w.finish();

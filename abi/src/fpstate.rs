@@ -260,10 +260,14 @@ pub struct SveTrap {
     pub enable_zen_el0: bool,
 }
 
-/// `do_sve_acc`. Err if SVE was already enabled (a kernel bug: the trap should be off).
-pub fn sve_trap(cpu: &mut CpuFp, t: &mut TaskFp) -> Result<SveTrap, ()> {
+/// SVE was already enabled when its access trap fired: a kernel bug (the trap should be off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlreadyEnabled;
+
+/// `do_sve_acc`.
+pub fn sve_trap(cpu: &mut CpuFp, t: &mut TaskFp) -> Result<SveTrap, AlreadyEnabled> {
     if t.sve {
-        return Err(());
+        return Err(AlreadyEnabled);
     }
     t.sve = true;
     if cpu.holds(t) {

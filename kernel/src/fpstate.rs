@@ -73,6 +73,9 @@ pub const COUNTER_NAMES: [&str; 10] = [
 ];
 
 pub type Counters = [AtomicU64; 10];
+/// The initial value of every counter set (a const so static and per-process arrays start
+/// from it; each use is a fresh array).
+#[allow(clippy::declare_interior_mutable_const)]
 pub const ZERO_COUNTERS: Counters = [const { AtomicU64::new(0) }; 10];
 pub static TOTALS: Counters = ZERO_COUNTERS;
 
@@ -192,7 +195,7 @@ impl TaskFpState {
     }
 
     /// Rewrites the saved copy as FPSIMD only.
-    pub fn to_fpsimd_format(&mut self) {
+    pub fn make_fpsimd_format(&mut self) {
         self.fp = self.fpsimd_view();
         self.st.format = Format::Fpsimd;
     }
@@ -216,8 +219,15 @@ impl Default for TaskFpState {
     }
 }
 
-fn local(t: &Task) -> &mut TaskFpState {
-    // SAFETY: callers are the task itself or the CPU switching it (see TaskLocal).
+/// The task's FP state.
+///
+/// # Safety
+/// Only the task itself, or the CPU switching it (which the scheduler's `on_cpu` handshake
+/// makes exclusive), may call this, and not keep two results alive at once (see
+/// `Task::local`). Every caller in this file is one of those.
+#[allow(clippy::mut_from_ref)]
+unsafe fn local(t: &Task) -> &mut TaskFpState {
+    // SAFETY: the caller's contract is Task::local's.
     unsafe { &mut t.local().fpu }
 }
 
@@ -277,7 +287,8 @@ fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
 
 /// Context switch away from `t` (IRQs masked).
 pub fn switch_out(t: &Task) {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     let hw = hw_svcr(f);
     let save = with_cpu(|c| fps::switch_out(c, &mut f.st, hw));
     do_save(&t.process(), f, save);
@@ -286,7 +297,8 @@ pub fn switch_out(t: &Task) {
 /// On the way back to user mode (IRQs masked): load the task's state unless the registers
 /// hold it.
 pub fn return_to_user(t: &Task) {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     let r = with_cpu(|c| fps::return_to_user(c, &mut f.st));
     let Some(format) = r.load else { return };
     if let Some(len) = r.set_zcr {
@@ -338,7 +350,8 @@ pub fn return_to_user(t: &Task) {
 
 /// The first SVE instruction from EL0 trapped (EC 0x19).
 pub fn sve_trap(t: &Task) {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     let daif = cpu::irq_save();
     let plan = with_cpu(|c| fps::sve_trap(c, &mut f.st));
     match plan {
@@ -356,7 +369,9 @@ pub fn sve_trap(t: &Task) {
                 sve::set_el0_access(true);
             }
         }
-        Err(()) => log::error!("SVE trap with SVE already enabled for tid {}", t.tid),
+        Err(fps::AlreadyEnabled) => {
+            log::error!("SVE trap with SVE already enabled for tid {}", t.tid)
+        }
     }
     cpu::irq_restore(daif);
     count(&t.process(), Counter::SveTraps, 1);
@@ -365,7 +380,8 @@ pub fn sve_trap(t: &Task) {
 /// An SME trap from EL0 (EC 0x1D): first use enables SME; other trap codes are SIGILL
 /// (returns false).
 pub fn sme_trap(t: &Task, smtc: u8) -> bool {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     let daif = cpu::irq_save();
     let plan = with_cpu(|c| fps::sme_trap(c, &mut f.st, smtc));
     let ok = match plan {
@@ -393,7 +409,8 @@ pub fn sme_trap(t: &Task, smtc: u8) -> bool {
 
 /// Syscall entry: streaming mode ends; SVE state beyond V0-V31 becomes zero.
 pub fn syscall_entry(t: &Task) {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     let daif = cpu::irq_save();
     let hw_sm = f.st.sme && sme::read_svcr().sm;
     let plan = with_cpu(|c| fps::syscall_entry(c, &f.st, hw_sm));
@@ -408,8 +425,13 @@ pub fn syscall_entry(t: &Task) {
 
 /// Saves the running task's live registers to memory, keeping them live (signal delivery,
 /// fork). Returns the task's FP state for reading.
-pub fn sync_current(t: &Task) -> &mut TaskFpState {
-    let f = local(t);
+///
+/// # Safety
+/// As for `local`: `t` is the running task.
+#[allow(clippy::mut_from_ref)]
+unsafe fn sync_current(t: &Task) -> &mut TaskFpState {
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     let daif = cpu::irq_save();
     let hw = hw_svcr(f);
     let save = with_cpu(|c| fps::sync_to_memory(c, &mut f.st, hw));
@@ -418,15 +440,11 @@ pub fn sync_current(t: &Task) -> &mut TaskFpState {
     f
 }
 
-/// The saved state was edited (ptrace, VL change): load it on return to user.
-pub fn invalidate(t: &Task) {
-    fps::invalidate(&mut local(t).st);
-}
-
 /// A new task's FP state: the parent's V registers (zero if it was streaming), FPSIMD only,
 /// same VLs and VL settings; ZA and TPIDR2 copied unless the child shares the address space.
 pub fn fork_state(parent: &Task, clone_vm: bool) -> TaskFpState {
-    let pf = sync_current(parent);
+    // SAFETY: the parent is the running task (fork runs on it).
+    let pf = unsafe { sync_current(parent) };
     if has_sme() {
         pf.tpidr2 = sme::read_tpidr2();
     }
@@ -450,7 +468,8 @@ pub fn fork_state(parent: &Task, clone_vm: bool) -> TaskFpState {
 
 /// execve: zeroed FPSIMD state; VLs from pending ONEXEC requests or the system defaults.
 pub fn exec_reset(t: &Task) {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     let sv = vlctl::on_exec(&sve_ctl(f), SVE_DEFAULT_VL.load(Ordering::Relaxed));
     let sm = vlctl::on_exec(&sme_ctl(f), SME_DEFAULT_VL.load(Ordering::Relaxed));
     f.sve_onexec = sv.onexec;
@@ -481,7 +500,8 @@ pub struct SignalState<'a> {
 /// Signal delivery: saves the live state and returns what the frame records hold; the caller
 /// then calls `signal_entered` once the frame is written.
 pub fn for_signal(t: &Task) -> SignalState<'_> {
-    let f = sync_current(t);
+    // SAFETY: signal delivery runs on the task itself.
+    let f = unsafe { sync_current(t) };
     f.tpidr2 = if has_sme() { sme::read_tpidr2() } else { 0 };
     let fpsimd = f.fpsimd_view();
     let streaming = f.st.svcr.sm;
@@ -505,7 +525,8 @@ pub fn for_signal(t: &Task) -> SignalState<'_> {
 /// After the frame is written: the handler runs out of streaming mode with ZA off and TPIDR2
 /// zero (6.16+).
 pub fn signal_entered(t: &Task) {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     let e = fps::signal_entry(&mut f.st);
     if e.left_streaming {
         f.fp.vregs = [0; 32];
@@ -529,7 +550,8 @@ pub struct Restored<'a> {
 
 /// sigreturn: install the restored state; V0-V31 come from `fp` on top of any SVE payload.
 pub fn from_sigreturn(t: &Task, fp: FpsimdState, r: Restored) {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     f.fp = fp;
     match r.sve {
         Some((streaming, payload)) => {
@@ -580,24 +602,27 @@ pub fn from_sigreturn(t: &Task, fp: FpsimdState, r: Restored) {
 
 /// The current SVE and SME VLs of `t`, and its saved PSTATE.ZA.
 pub fn vls(t: &Task) -> (u32, u32) {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     (f.st.sve_vl, f.st.sme_vl)
 }
 
 /// PR_SVE_SET_VL / PR_SME_SET_VL for the current task.
 pub fn prctl_set_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     let (ctl, set) = match kind {
         VecKind::Sve => (sve_ctl(f), crate::cpufeature::sve_vls()),
         VecKind::Sme => (sme_ctl(f), crate::cpufeature::sme_vls()),
     };
     let r = vlctl::set_vl(kind, arg, set, &ctl)?;
     if let Some(vl) = r.live_change {
-        let f = sync_current(t);
+        // SAFETY: prctl runs on the task itself.
+        let f = unsafe { sync_current(t) };
         match kind {
             VecKind::Sve => {
                 if f.st.format == Format::Sve {
-                    f.to_fpsimd_format();
+                    f.make_fpsimd_format();
                 }
                 fps::change_vl(&mut f.st, vl);
             }
@@ -610,13 +635,14 @@ pub fn prctl_set_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
                     f.st.format = Format::Streaming;
                     f.regs_buf().fill(0);
                 } else if streaming {
-                    f.to_fpsimd_format();
+                    f.make_fpsimd_format();
                 }
                 f.za = Vec::new();
             }
         }
     }
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     match kind {
         VecKind::Sve => {
             f.sve_onexec = r.new.onexec;
@@ -632,7 +658,8 @@ pub fn prctl_set_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
 
 /// PR_SVE_GET_VL / PR_SME_GET_VL for the current task.
 pub fn prctl_get_vl(t: &Task, kind: VecKind) -> SysResult<usize> {
-    let f = local(t);
+    // SAFETY: `t` is the running task (or being switched by this CPU).
+    let f = unsafe { local(t) };
     let (ctl, set) = match kind {
         VecKind::Sve => (sve_ctl(f), crate::cpufeature::sve_vls()),
         VecKind::Sme => (sme_ctl(f), crate::cpufeature::sme_vls()),
@@ -685,10 +712,12 @@ pub fn switch_tpidr2(prev: Option<&Task>, next: Option<&Task>) {
         return;
     }
     if let Some(p) = prev {
-        local(p).tpidr2 = sme::read_tpidr2();
+        // SAFETY: `p` is the task this CPU is switching away from.
+        unsafe { local(p).tpidr2 = sme::read_tpidr2() };
     }
     if let Some(n) = next {
-        sme::write_tpidr2(local(n).tpidr2);
+        // SAFETY: `n` is the task this CPU is switching to; no other CPU runs it.
+        sme::write_tpidr2(unsafe { local(n).tpidr2 });
     }
 }
 

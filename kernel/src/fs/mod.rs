@@ -26,7 +26,6 @@ pub enum Kind {
     File,
     Symlink,
     CharDev,
-    Fifo,
 }
 
 impl Kind {
@@ -36,7 +35,6 @@ impl Kind {
             Kind::File => f::S_IFREG,
             Kind::Symlink => f::S_IFLNK,
             Kind::CharDev => f::S_IFCHR,
-            Kind::Fifo => f::S_IFIFO,
         }
     }
     pub fn dirent_type(self) -> u8 {
@@ -45,7 +43,6 @@ impl Kind {
             Kind::File => 8,
             Kind::Symlink => 10,
             Kind::CharDev => 2,
-            Kind::Fifo => 1,
         }
     }
 }
@@ -301,17 +298,6 @@ impl FdTable {
                 *e = None;
             }
         }
-    }
-
-    pub fn clear(&mut self) -> Vec<FdEntry> {
-        self.fds.drain(..).flatten().collect()
-    }
-
-    pub fn open_fds(&self) -> impl Iterator<Item = (i32, &FdEntry)> {
-        self.fds
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| e.as_ref().map(|e| (i as i32, e)))
     }
 }
 

@@ -11,17 +11,18 @@ use alloc::vec::Vec;
 use core::any::Any;
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
-use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 
 type Gen = fn(Option<u32>) -> String;
+/// A sysctl-style write handler.
+type WriteFn = fn(&[u8]) -> SysResult<()>;
 
 /// A generated file; `pid` for the per-process ones. `write` handles writes (sysctls).
 pub struct GenFile {
     ino: u64,
     pid: Option<u32>,
     gen: Gen,
-    write: Option<fn(&[u8]) -> SysResult<()>>,
+    write: Option<WriteFn>,
 }
 
 impl GenFile {
@@ -33,7 +34,7 @@ impl GenFile {
             write: None,
         })
     }
-    pub fn writable(gen: Gen, write: fn(&[u8]) -> SysResult<()>) -> Arc<GenFile> {
+    pub fn writable(gen: Gen, write: WriteFn) -> Arc<GenFile> {
         Arc::new(GenFile {
             ino: new_ino(),
             pid: None,
@@ -86,7 +87,7 @@ impl Inode for GenFile {
 
 struct Snapshot {
     text: Vec<u8>,
-    write: Option<fn(&[u8]) -> SysResult<()>>,
+    write: Option<WriteFn>,
 }
 
 impl FileOps for Snapshot {
@@ -228,11 +229,6 @@ impl ProcRoot {
             ino: new_ino(),
             fixed,
         })
-    }
-
-    /// Adds a fixed entry (e.g. /proc/svelt).
-    pub fn fixed(&self) -> &Arc<RamDir> {
-        &self.fixed
     }
 }
 
@@ -454,6 +450,3 @@ fn version(_: Option<u32>) -> String {
 fn mounts(_: Option<u32>) -> String {
     "rootfs / rootfs rw 0 0\nproc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\n".to_string()
 }
-
-/// Registry for files other subsystems add under /proc/svelt.
-pub static SVELT_DIR: Mutex<Option<Arc<RamDir>>> = Mutex::new(None);

@@ -104,11 +104,6 @@ impl RamFile {
             data: Mutex::new(data),
         })
     }
-
-    /// The whole contents (exec reads binaries this way).
-    pub fn contents(&self) -> Vec<u8> {
-        self.data.lock().clone()
-    }
 }
 
 impl Inode for RamFile {

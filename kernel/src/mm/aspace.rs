@@ -532,13 +532,6 @@ impl AddrSpace {
         true
     }
 
-    pub fn zero(&mut self, va: usize, len: usize) -> SysResult<()> {
-        self.for_each_chunk(va, len, Access::Write, |dst, _, n| {
-            // SAFETY: dst is n writable bytes of a user frame.
-            unsafe { ptr::write_bytes(dst, 0, n) }
-        })
-    }
-
     /// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG beyond).
     pub fn read_cstr(&mut self, va: usize, max: usize) -> SysResult<Vec<u8>> {
         let mut out = Vec::new();
@@ -563,15 +556,6 @@ impl AddrSpace {
             }
             cur += n;
         }
-    }
-
-    /// Writes `v`'s bytes; for plain-old-data values.
-    pub fn write_val<T: Copy>(&mut self, va: usize, v: &T) -> SysResult<()> {
-        // SAFETY: T is Copy plain data; we view its bytes.
-        let bytes = unsafe {
-            core::slice::from_raw_parts(v as *const T as *const u8, core::mem::size_of::<T>())
-        };
-        self.write(va, bytes)
     }
 
     pub fn read_u64(&mut self, va: usize) -> SysResult<u64> {

@@ -46,7 +46,7 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
     let p = Prot(prot & (m::PROT_READ | m::PROT_WRITE | m::PROT_EXEC));
     with_mm(|mm| {
         let start = if req.fixed || req.noreplace {
-            if addr % PAGE != 0 {
+            if !addr.is_multiple_of(PAGE) {
                 return Err(Errno::EINVAL);
             }
             let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
@@ -75,7 +75,7 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
 }
 
 pub fn munmap(addr: usize, len: usize) -> SysResult<usize> {
-    if addr % PAGE != 0 || len == 0 {
+    if !addr.is_multiple_of(PAGE) || len == 0 {
         return Err(Errno::EINVAL);
     }
     let end = addr
@@ -92,7 +92,7 @@ pub fn munmap(addr: usize, len: usize) -> SysResult<usize> {
 
 pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult<usize> {
     let prot = m::mprotect_prot_check(prot)?;
-    if addr % PAGE != 0 {
+    if !addr.is_multiple_of(PAGE) {
         return Err(Errno::EINVAL);
     }
     if len == 0 {
@@ -108,7 +108,7 @@ pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult<usize> {
 }
 
 pub fn madvise(addr: usize, len: usize, advice: u32) -> SysResult<usize> {
-    if addr % PAGE != 0 {
+    if !addr.is_multiple_of(PAGE) {
         return Err(Errno::EINVAL);
     }
     match advice {

@@ -204,7 +204,7 @@ pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> 
     let t = affinity_target(pid)?;
     // The kernel's cpumask is a multiple of 8 bytes; the user buffer must hold it.
     let bytes = crate::percpu::MAX_CPUS.div_ceil(64) * 8;
-    if len < bytes || len % 8 != 0 {
+    if len < bytes || !len.is_multiple_of(8) {
         return Err(Errno::EINVAL);
     }
     let m = t.affinity.load(Ordering::Relaxed) & online_mask();

@@ -26,7 +26,7 @@ static FUTEX_LOCK: Mutex<()> = Mutex::new(());
 static WAITERS: IrqLock<Vec<Waiter>> = IrqLock::new(Vec::new());
 
 fn key_of(t: &Task, uaddr: usize, private: bool) -> SysResult<Key> {
-    if uaddr % 4 != 0 {
+    if !uaddr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
     if uaddr >= crate::mm::aspace::USER_END - 4 {

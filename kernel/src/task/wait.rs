@@ -30,38 +30,6 @@ impl WaitQueue {
         }
     }
 
-    pub fn wake_one(&self) -> bool {
-        let t = self.waiters.lock().pop_front();
-        match t {
-            Some(t) => {
-                sched::wake(&t);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Wakes up to `n` waiters matching `pred` (futex).
-    pub fn wake_matching(&self, n: usize, mut pred: impl FnMut(&Task) -> bool) -> usize {
-        let mut woken = alloc::vec::Vec::new();
-        {
-            let mut q = self.waiters.lock();
-            let mut i = 0;
-            while i < q.len() && woken.len() < n {
-                if pred(&q[i]) {
-                    woken.push(q.remove(i).unwrap());
-                } else {
-                    i += 1;
-                }
-            }
-        }
-        let n = woken.len();
-        for t in woken {
-            sched::wake(&t);
-        }
-        n
-    }
-
     fn remove(&self, t: &Task) {
         self.waiters.lock().retain(|w| !core::ptr::eq(&**w, t));
     }

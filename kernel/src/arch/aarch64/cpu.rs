@@ -44,13 +44,6 @@ pub fn irq_restore(daif: u64) {
     unsafe { core::arch::asm!("msr daif, {}", in(reg) daif, options(nomem, nostack)) };
 }
 
-pub fn irqs_enabled() -> bool {
-    let daif: u64;
-    // SAFETY: reads DAIF.
-    unsafe { core::arch::asm!("mrs {}, daif", out(reg) daif, options(nomem, nostack)) };
-    daif & (1 << 7) == 0
-}
-
 pub fn wait_for_interrupt() {
     aarch64_cpu::asm::wfi();
 }

@@ -2,6 +2,8 @@
 //! One file per extension. The lazy state machine that decides when to use them arrives with the
 //! SVE issue; for now they configure access and find the implemented vector lengths.
 
+// One file per extension: fpsimd, sve, sme.
+#[allow(clippy::module_inception)]
 pub mod fpsimd;
 pub mod sme;
 pub mod sve;
