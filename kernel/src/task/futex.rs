@@ -140,11 +140,18 @@ fn wait(
         let _g = FUTEX_LOCK.lock();
         let mut w = WAITERS.lock();
         let queued = w.iter().position(|x| Arc::ptr_eq(&x.task, &me));
-        me.set_state(State::Running);
+        if let Some(i) = queued {
+            w.remove(i);
+        }
+        drop(w);
+        drop(_g);
+        sched::cancel_sleep(&me);
         // Already taken off the queue by a waker: that wake-up is ours.
-        let Some(i) = queued else { return Ok(0) };
-        w.remove(i);
-        return Err(Errno::ERESTARTSYS);
+        return if queued.is_some() {
+            Err(Errno::ERESTARTSYS)
+        } else {
+            Ok(0)
+        };
     }
     if let Some(d) = deadline {
         crate::time::wake_at(d, &me);

@@ -164,6 +164,24 @@ pub fn wake(t: &Arc<Task>) {
     }
 }
 
+/// Undoes a `Sleeping` the current task set before it decided not to block after all. If a
+/// waker got in first, the task is already Runnable and on (or about to be on) a run queue; it
+/// then gives up the CPU so that queued entry is what runs it next, never a second copy of it.
+pub fn cancel_sleep(t: &Arc<Task>) {
+    let woken = t
+        .state
+        .compare_exchange(
+            State::Sleeping as u8,
+            State::Running as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_err();
+    if woken {
+        schedule();
+    }
+}
+
 /// Takes a queued task from a busier CPU, for an idle one.
 fn steal(me: usize) -> Option<Arc<Task>> {
     for c in online_cpus().filter(|&c| c != me) {
@@ -195,9 +213,12 @@ pub fn schedule() {
             rq.queue.push_back(prev.clone());
         }
     }
-    let next = rq
-        .queue
-        .pop_front()
+    // Only Runnable tasks are queued; a dead one here would be a bug elsewhere, never run it.
+    let mut queued = rq.queue.pop_front();
+    while queued.as_ref().is_some_and(|t| t.state() == State::Dead) {
+        queued = rq.queue.pop_front();
+    }
+    let next = queued
         .or_else(|| {
             let idle_now = prev.is_idle() || prev.state() != State::Runnable;
             if idle_now {

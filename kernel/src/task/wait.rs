@@ -78,13 +78,13 @@ impl WaitQueue {
             // otherwise be lost. One that comes in from here on makes us runnable again.
             if let Some(r) = cond() {
                 self.remove(&me);
-                me.set_state(State::Running);
+                sched::cancel_sleep(&me);
                 return Ok(Some(r));
             }
             let killed = me.killed.load(core::sync::atomic::Ordering::Acquire);
             if killed || (interruptible && crate::signal::interrupted(&me)) {
                 self.remove(&me);
-                me.set_state(State::Running);
+                sched::cancel_sleep(&me);
                 return Err(Errno::EINTR);
             }
             if let Some(d) = deadline {
