@@ -230,8 +230,8 @@ pub fn schedule() {
         .or_else(|| rq.idle.clone())
         .unwrap();
     next.on_rq.store(false, Ordering::Release);
-    next.set_state(State::Running);
     if Arc::ptr_eq(&prev, &next) {
+        next.set_state(State::Running);
         drop(rq);
         cpu::irq_restore(daif);
         return;
@@ -248,6 +248,9 @@ pub fn schedule() {
     while next.on_cpu.load(Ordering::Acquire) {
         core::hint::spin_loop();
     }
+    // Running only now: until it has left its old CPU, that CPU's schedule() must see it as
+    // Runnable (already queued), or it would queue it a second time and run on.
+    next.set_state(State::Running);
     next.on_cpu.store(true, Ordering::Relaxed);
     next.cpu.store(id, Ordering::Relaxed);
     SWITCHES.fetch_add(1, Ordering::Relaxed);
