@@ -156,6 +156,14 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
                 if w < n {
                     break;
                 }
+                // A long write to a device or pipe stops at a chunk boundary for a signal (as
+                // a terminal's does on Linux), so a killed writer does not hold on for minutes.
+                if done < count
+                    && !file.ops.seekable()
+                    && crate::signal::interrupted(task::current())
+                {
+                    break;
+                }
             }
             Err(_) if done > 0 => break,
             Err(e) => return Err(e),

@@ -122,6 +122,13 @@ fn arg(r: &mut Rng, buf: usize) -> usize {
 /// One child: `count` random syscalls with junk arguments.
 fn storm(seed: u64, count: u32) -> i32 {
     let mut r = Rng(seed | 1);
+    // Random writes to fds 0-2 would flood the console (megabytes of whatever memory they point
+    // at): send them to /dev/null.
+    if let Ok(null) = sys::open("/dev/null", 2 /* O_RDWR */) {
+        for fd in 0..3 {
+            let _ = sys::dup3(null, fd, 0);
+        }
+    }
     // A scratch buffer some arguments point into (its last bytes run into a guard page).
     let buf = match sys::mmap(0, 8192, 3, 0x22, -1, 0) {
         Ok(p) => p,
