@@ -173,7 +173,7 @@ pub fn do_execve(
     files.lock().close_on_exec();
     *me.files.lock() = files;
     let handlers = me.sighand().lock().for_exec();
-    *me.sighand.lock() = Arc::new(Mutex::new(handlers));
+    *me.sighand.lock() = Arc::new(crate::sync::IrqLock::new(handlers));
     me.sig.lock().altstack = Default::default();
     *p.exe.lock() = canonical;
     // SAFETY: the current task's own locals.
@@ -240,7 +240,7 @@ pub fn spawn_init(path: &str) -> SysResult<()> {
         Some(Arc::new(Mutex::new(mm))),
         Arc::new(Mutex::new(files)),
         Arc::new(Mutex::new(fs::FsContext::root())),
-        Arc::new(Mutex::new(crate::signal::SigHandlers::default())),
+        Arc::new(crate::sync::IrqLock::new(crate::signal::SigHandlers::default())),
     ));
     let tf = t.trap_frame();
     // SAFETY: tf is the top of the new task's kernel stack; the task has not run.

@@ -34,7 +34,7 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
     let sighand = if flags & s::CLONE_SIGHAND != 0 {
         parent.sighand()
     } else {
-        Arc::new(Mutex::new(parent.sighand().lock().clone()))
+        Arc::new(crate::sync::IrqLock::new(parent.sighand().lock().clone()))
     };
 
     let tid = alloc_pid();

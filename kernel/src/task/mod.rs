@@ -104,7 +104,7 @@ pub struct Task {
     pub mm: Mutex<Option<Mm>>,
     pub files: Mutex<Arc<Mutex<FdTable>>>,
     pub fs: Mutex<Arc<Mutex<FsContext>>>,
-    pub sighand: Mutex<Arc<Mutex<SigHandlers>>>,
+    pub sighand: IrqLock<Arc<IrqLock<SigHandlers>>>,
     pub sig: IrqLock<SigState>,
     /// CLONE_CHILD_CLEARTID / set_tid_address.
     pub clear_child_tid: AtomicUsize,
@@ -140,7 +140,7 @@ pub struct Process {
     pub sid: AtomicU32,
     pub parent: Mutex<Weak<Process>>,
     pub children: Mutex<Vec<Arc<Process>>>,
-    pub threads: Mutex<Vec<Weak<Task>>>,
+    pub threads: IrqLock<Vec<Weak<Task>>>,
     pub state: Mutex<ProcState>,
     /// Stop/continue events for wait(WUNTRACED/WCONTINUED): (status, reported).
     pub stop_event: Mutex<Option<(i32, bool)>>,
@@ -216,7 +216,7 @@ impl Process {
             sid: AtomicU32::new(pid),
             parent: Mutex::new(parent),
             children: Mutex::new(Vec::new()),
-            threads: Mutex::new(Vec::new()),
+            threads: IrqLock::new(Vec::new()),
             state: Mutex::new(ProcState::Alive),
             stop_event: Mutex::new(None),
             child_wait: WaitQueue::new(),
@@ -258,7 +258,7 @@ impl Task {
         mm: Option<Mm>,
         files: Arc<Mutex<FdTable>>,
         fs: Arc<Mutex<FsContext>>,
-        sighand: Arc<Mutex<SigHandlers>>,
+        sighand: Arc<IrqLock<SigHandlers>>,
     ) -> Task {
         Task {
             tid,
@@ -281,7 +281,7 @@ impl Task {
             mm: Mutex::new(mm),
             files: Mutex::new(files),
             fs: Mutex::new(fs),
-            sighand: Mutex::new(sighand),
+            sighand: IrqLock::new(sighand),
             sig: IrqLock::new(SigState::default()),
             clear_child_tid: AtomicUsize::new(0),
             robust_list: AtomicUsize::new(0),
@@ -303,7 +303,7 @@ impl Task {
             None,
             Arc::new(Mutex::new(FdTable::new())),
             Arc::new(Mutex::new(FsContext::root())),
-            Arc::new(Mutex::new(SigHandlers::default())),
+            Arc::new(IrqLock::new(SigHandlers::default())),
         );
         t.state.store(State::Running as u8, Ordering::Relaxed);
         t.on_cpu.store(true, Ordering::Relaxed);
@@ -361,7 +361,7 @@ impl Task {
         self.fs.lock().clone()
     }
 
-    pub fn sighand(&self) -> Arc<Mutex<SigHandlers>> {
+    pub fn sighand(&self) -> Arc<IrqLock<SigHandlers>> {
         self.sighand.lock().clone()
     }
 
