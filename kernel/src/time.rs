@@ -58,6 +58,13 @@ pub fn wake_at(deadline: u64, t: &Arc<Task>) {
     SLEEPERS.lock().push((deadline, Arc::downgrade(t)));
 }
 
+/// Forgets `t`'s pending wake-ups (its sleep ended first), so none reaches a later sleep.
+pub fn cancel_wake(t: &Task) {
+    SLEEPERS
+        .lock()
+        .retain(|(_, w)| !core::ptr::eq(w.as_ptr(), t));
+}
+
 /// Real-interval timer of a process (setitimer ITIMER_REAL, alarm).
 #[derive(Default, Clone, Copy)]
 pub struct ITimer {

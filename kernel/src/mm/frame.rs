@@ -1,15 +1,15 @@
 //! Physical page frames: a buddy allocator over every free RAM range.
 
 use crate::arch::aarch64::mmu::{phys_to_virt, PAGE_SIZE};
+use crate::sync::IrqLock;
 use buddy_system_allocator::FrameAllocator;
 use core::sync::atomic::{AtomicUsize, Ordering};
-use spin::Mutex;
 use svelt_abi::memrange::Range;
 
 const PAGE: u64 = PAGE_SIZE as u64;
 
-static FRAMES: Mutex<FrameAllocator<32>> = Mutex::new(FrameAllocator::new());
-static TOTAL: Mutex<usize> = Mutex::new(0);
+static FRAMES: IrqLock<FrameAllocator<32>> = IrqLock::new(FrameAllocator::new());
+static TOTAL: IrqLock<usize> = IrqLock::new(0);
 /// Frames handed out (counting the buddy allocator's power-of-two rounding).
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
 

@@ -240,7 +240,9 @@ pub fn spawn_init(path: &str) -> SysResult<()> {
         Some(Arc::new(Mutex::new(mm))),
         Arc::new(Mutex::new(files)),
         Arc::new(Mutex::new(fs::FsContext::root())),
-        Arc::new(crate::sync::IrqLock::new(crate::signal::SigHandlers::default())),
+        Arc::new(crate::sync::IrqLock::new(
+            crate::signal::SigHandlers::default(),
+        )),
     ));
     let tf = t.trap_frame();
     // SAFETY: tf is the top of the new task's kernel stack; the task has not run.

@@ -157,6 +157,9 @@ fn wait(
         crate::time::wake_at(d, &me);
     }
     sched::schedule();
+    if deadline.is_some() {
+        crate::time::cancel_wake(&me);
+    }
     let _g = FUTEX_LOCK.lock();
     let mut w = WAITERS.lock();
     match w.iter().position(|x| Arc::ptr_eq(&x.task, &me)) {

@@ -89,7 +89,7 @@ pub struct TaskLocal {
 
 pub struct Task {
     pub tid: Pid,
-    pub process: Mutex<Arc<Process>>,
+    pub process: IrqLock<Arc<Process>>,
     pub kstack: Option<KernelStack>,
     /// Kernel context while switched out.
     pub ctx: UnsafeCell<Context>,
@@ -262,7 +262,7 @@ impl Task {
     ) -> Task {
         Task {
             tid,
-            process: Mutex::new(process),
+            process: IrqLock::new(process),
             kstack,
             ctx: UnsafeCell::new(Context::default()),
             state: AtomicU8::new(State::Runnable as u8),

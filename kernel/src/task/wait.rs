@@ -92,6 +92,9 @@ impl WaitQueue {
             }
             sched::schedule();
             self.remove(&me);
+            if deadline.is_some() {
+                crate::time::cancel_wake(&me);
+            }
         }
     }
 
