@@ -134,14 +134,22 @@ impl Inode for RamFile {
         }
         let mut d = self.data.lock();
         if d.len() < end {
-            d.resize(end, 0);
+            grow(&mut d, end)?;
         }
         d[off..end].copy_from_slice(buf);
         Ok(buf.len())
     }
     fn truncate(&self, len: u64) -> SysResult<()> {
         let len = usize::try_from(len).map_err(|_| Errno::EFBIG)?;
-        self.data.lock().resize(len, 0);
+        if len > 1 << 30 {
+            return Err(Errno::EFBIG);
+        }
+        let mut d = self.data.lock();
+        if d.len() < len {
+            grow(&mut d, len)?;
+        } else {
+            d.truncate(len);
+        }
         Ok(())
     }
     fn as_any(&self) -> &dyn Any {
@@ -222,4 +230,12 @@ impl Inode for DevNode {
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// Extends a file's bytes to `len` with zeroes; a full kernel heap is ENOSPC (as a full tmpfs
+/// is on Linux), never an allocation failure.
+fn grow(d: &mut alloc::vec::Vec<u8>, len: usize) -> SysResult<()> {
+    d.try_reserve(len - d.len()).map_err(|_| Errno::ENOSPC)?;
+    d.resize(len, 0);
+    Ok(())
 }

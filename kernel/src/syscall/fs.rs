@@ -235,20 +235,47 @@ pub fn readv(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
 pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     let file = file(fd)?;
     let vs = read_iovecs(iov, cnt)?;
-    // Gather into one write so a writev to a pipe or the console is one piece.
-    let mut kbuf = Vec::new();
-    for v in &vs {
-        let start = kbuf.len();
-        kbuf.resize(start + v.iov_len as usize, 0);
-        with_mm(|mm| mm.read(v.iov_base as usize, &mut kbuf[start..]))?;
-    }
     if !file.writable() {
         return Err(Errno::EBADF);
     }
-    if kbuf.is_empty() {
+    // As Linux: the lengths add up to at most MAX_RW_COUNT (later segments are cut short), and
+    // every segment must lie in user space.
+    let mut segs = Vec::with_capacity(vs.len());
+    let mut total = 0usize;
+    for v in &vs {
+        let len = (v.iov_len as usize).min(f::MAX_RW_COUNT - total);
+        check_user(v.iov_base as usize, len)?;
+        total += len;
+        segs.push((v.iov_base as usize, len));
+    }
+    if total == 0 {
         return Ok(0);
     }
-    file.ops.write(&file, &kbuf)
+    // A small writev is gathered into one write, so it reaches a pipe or the console as one
+    // piece; a large one goes segment by segment.
+    if total <= CHUNK {
+        let mut kbuf = vec![0u8; total];
+        let mut at = 0;
+        for &(base, len) in &segs {
+            with_mm(|mm| mm.read(base, &mut kbuf[at..at + len]))?;
+            at += len;
+        }
+        return file.ops.write(&file, &kbuf);
+    }
+    let mut done = 0;
+    for &(base, len) in segs.iter().filter(|s| s.1 > 0) {
+        match do_write(&file, base, len, None) {
+            Ok(n) => {
+                done += n;
+                if n < len {
+                    break;
+                }
+            }
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 pub fn lseek(fd: i32, off: i64, whence: u32) -> SysResult<usize> {
