@@ -89,7 +89,7 @@ pub struct TaskLocal {
 
 pub struct Task {
     pub tid: Pid,
-    pub process: IrqLock<Arc<Process>>,
+    pub process: Arc<Process>,
     pub kstack: Option<KernelStack>,
     /// Kernel context while switched out.
     pub ctx: UnsafeCell<Context>,
@@ -262,7 +262,7 @@ impl Task {
     ) -> Task {
         Task {
             tid,
-            process: IrqLock::new(process),
+            process,
             kstack,
             ctx: UnsafeCell::new(Context::default()),
             state: AtomicU8::new(State::Runnable as u8),
@@ -325,11 +325,11 @@ impl Task {
     }
 
     pub fn process(&self) -> Arc<Process> {
-        self.process.lock().clone()
+        self.process.clone()
     }
 
     pub fn pid(&self) -> Pid {
-        self.process.lock().pid
+        self.process.pid
     }
 
     /// The user trap frame at the top of the kernel stack.
