@@ -171,15 +171,10 @@ impl Itimerval {
         b
     }
     pub fn from_bytes(b: &[u8; Self::SIZE]) -> Itimerval {
+        let (interval, value) = b.split_at(16);
         Itimerval {
-            it_interval: Timeval {
-                tv_sec: get_i64(b, 0),
-                tv_usec: get_i64(b, 8),
-            },
-            it_value: Timeval {
-                tv_sec: get_i64(b, 16),
-                tv_usec: get_i64(b, 24),
-            },
+            it_interval: Timeval::from_bytes(interval.try_into().unwrap()),
+            it_value: Timeval::from_bytes(value.try_into().unwrap()),
         }
     }
 }
@@ -212,15 +207,10 @@ impl Itimerspec {
         b
     }
     pub fn from_bytes(b: &[u8; Self::SIZE]) -> Itimerspec {
+        let (interval, value) = b.split_at(16);
         Itimerspec {
-            it_interval: Timespec {
-                tv_sec: get_i64(b, 0),
-                tv_nsec: get_i64(b, 8),
-            },
-            it_value: Timespec {
-                tv_sec: get_i64(b, 16),
-                tv_nsec: get_i64(b, 24),
-            },
+            it_interval: Timespec::from_bytes(interval.try_into().unwrap()),
+            it_value: Timespec::from_bytes(value.try_into().unwrap()),
         }
     }
 }

@@ -291,7 +291,7 @@ pub fn switch_out(t: &Task) {
     let f = unsafe { local(t) };
     let hw = hw_svcr(f);
     let save = with_cpu(|c| fps::switch_out(c, &mut f.st, hw));
-    do_save(&t.process(), f, save);
+    do_save(&t.process, f, save);
 }
 
 /// On the way back to user mode (IRQs masked): load the task's state unless the registers
@@ -316,7 +316,7 @@ pub fn return_to_user(t: &Task) {
     if let Some(s) = r.svcr {
         sme::write_svcr(s);
     }
-    let p = t.process();
+    let p = &t.process;
     match format {
         Format::Fpsimd => {
             fpsimd::load(&f.fp);
@@ -374,7 +374,7 @@ pub fn sve_trap(t: &Task) {
         }
     }
     cpu::irq_restore(daif);
-    count(&t.process(), Counter::SveTraps, 1);
+    count(&t.process, Counter::SveTraps, 1);
 }
 
 /// An SME trap from EL0 (EC 0x1D): first use enables SME; other trap codes are SIGILL
@@ -402,7 +402,7 @@ pub fn sme_trap(t: &Task, smtc: u8) -> bool {
     };
     cpu::irq_restore(daif);
     if ok {
-        count(&t.process(), Counter::SmeTraps, 1);
+        count(&t.process, Counter::SmeTraps, 1);
     }
     ok
 }
@@ -435,7 +435,7 @@ unsafe fn sync_current(t: &Task) -> &mut TaskFpState {
     let daif = cpu::irq_save();
     let hw = hw_svcr(f);
     let save = with_cpu(|c| fps::sync_to_memory(c, &mut f.st, hw));
-    do_save(&t.process(), f, save);
+    do_save(&t.process, f, save);
     cpu::irq_restore(daif);
     f
 }

@@ -213,12 +213,9 @@ pub fn schedule() {
             rq.queue.push_back(prev.clone());
         }
     }
-    // Only Runnable tasks are queued; a dead one here would be a bug elsewhere, never run it.
-    let mut queued = rq.queue.pop_front();
-    while queued.as_ref().is_some_and(|t| t.state() == State::Dead) {
-        queued = rq.queue.pop_front();
-    }
-    let next = queued
+    let next = rq
+        .queue
+        .pop_front()
         .or_else(|| {
             let idle_now = prev.is_idle() || prev.state() != State::Runnable;
             if idle_now {

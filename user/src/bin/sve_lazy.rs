@@ -165,6 +165,13 @@ fn no_sve_no_sve_cost() -> TestResult {
     Ok(())
 }
 
+/// This process's FPSIMD + SVE saves so far: a change means it was switched out.
+fn saves() -> u64 {
+    read_stat(SELF)
+        .map(|s| s.get("fpsimd_saves") + s.get("sve_saves"))
+        .unwrap_or(u64::MAX)
+}
+
 fn first_use_traps_once() -> TestResult {
     need_counters()?;
     let cpu = cpus()?[0];
@@ -184,11 +191,6 @@ fn first_use_traps_once() -> TestResult {
         // syscall (only FPSIMD is live then) rightly costs a trap, and a busy host can make that
         // happen, so a round in which this process's state was saved is retried. The result is
         // the number of traps in a round with no switch (u64::MAX: none was quiet).
-        let saves = || {
-            read_stat(SELF)
-                .map(|s| s.get("fpsimd_saves") + s.get("sve_saves"))
-                .unwrap_or(u64::MAX)
-        };
         let quiet_round = |body: &dyn Fn()| {
             for _ in 0..10 {
                 let (s0, before) = (saves(), r());
@@ -313,11 +315,6 @@ fn syscalls_alone_reload_nothing() -> TestResult {
         let vl = sve::rdvl();
         let p = SveRegs::pattern(vl, 11);
         let mut o = SveRegs::zeroed(sve::VL_ARCH_MAX);
-        let saves = || {
-            read_stat(SELF)
-                .map(|s| s.get("fpsimd_saves") + s.get("sve_saves"))
-                .unwrap_or(u64::MAX)
-        };
         // A round in which the process was switched out (a busy host) is retried: reloading
         // after that is right; only a round that kept the CPU must reload nothing.
         for _ in 0..10 {
