@@ -191,30 +191,33 @@ fn init_memory(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) {
     let page = mmu::PAGE_SIZE as u64;
     let mut total = 0;
     memrange::free_ranges(ram, reserved, page, |r| total += r.end - r.start);
-    // The heap (1/16 of free memory, within 1..=32 MiB) comes from the first free range big
-    // enough; the frame allocator, which needs the heap, gets everything else.
-    let heap = (total / 16).clamp(1 << 20, 32 << 20);
-    let mut heap_done = false;
+    // The frame descriptors (one per frame of the span of RAM) come from the first free range
+    // big enough; the buddy allocator gets everything else, and the heap grows from it.
+    let lo = ram.iter().map(|r| r.start).min().unwrap_or(0);
+    let hi = ram.iter().map(|r| r.end).max().unwrap_or(0);
+    let need = mm::frame::descriptors_size(lo, hi);
+    let mut placed = false;
     memrange::free_ranges(ram, reserved, page, |mut r| {
-        if !heap_done && r.end - r.start >= heap {
-            // SAFETY: a free RAM range (linear-mapped by build_kernel_map) given to the heap only.
-            unsafe { mm::heap::init(r.start, heap as usize) };
-            heap_done = true;
-            r.start += heap;
+        if !placed && r.end - r.start >= need {
+            // SAFETY: a free RAM range (linear-mapped by build_kernel_map) used only for the
+            // descriptors; this runs once on the boot CPU before any allocation.
+            unsafe { mm::frame::init(lo, hi, r.start) };
+            placed = true;
+            r.start += need;
         }
-        if heap_done {
+        if placed {
             mm::frame::add(r);
         }
     });
-    if !heap_done {
-        panic!("no free range of {heap} bytes for the kernel heap ({total} bytes free)");
+    if !placed {
+        panic!("no free range of {need} bytes for the frame descriptors ({total} bytes free)");
     }
     let (used, size) = mmu::pool_usage();
     log::info!(
-        "memory: {} MiB free in {} RAM region(s), heap {} KiB, kernel map {used}/{size} table pages",
+        "memory: {} MiB free in {} RAM region(s), frame descriptors {} KiB, kernel map {used}/{size} table pages",
         (mm::frame::total() * mmu::PAGE_SIZE) >> 20,
         ram.len(),
-        heap >> 10
+        need >> 10
     );
 }
 

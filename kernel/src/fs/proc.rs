@@ -424,11 +424,40 @@ fn cpuinfo(_: Option<u32>) -> String {
 }
 
 fn meminfo(_: Option<u32>) -> String {
-    let total = crate::mm::frame::total() * 4;
-    let free = crate::mm::frame::free_count() * 4;
-    format!(
-        "MemTotal:       {total:8} kB\nMemFree:        {free:8} kB\nMemAvailable:   {free:8} kB\n"
-    )
+    use crate::mm::frame::{self, ANON_PAGES, CACHE_PAGES, HEAP_LARGE_PAGES, KSTACK_PAGES};
+    use crate::mm::frame::{SLAB_PAGES, TABLE_PAGES};
+    use core::sync::atomic::Ordering::Relaxed;
+    let kb = |pages: usize| pages * (crate::arch::aarch64::mmu::PAGE_SIZE / 1024);
+    let total = kb(frame::total());
+    let free = kb(frame::free_count());
+    let cached = kb(CACHE_PAGES.load(Relaxed));
+    let slab = kb(SLAB_PAGES.load(Relaxed));
+    let heap_large = kb(HEAP_LARGE_PAGES.load(Relaxed));
+    let heap_used = crate::mm::heap::IN_USE.load(Relaxed) / 1024;
+    let anon = kb(ANON_PAGES.load(Relaxed));
+    let tables = kb(TABLE_PAGES.load(Relaxed));
+    let kstack = kb(KSTACK_PAGES.load(Relaxed));
+    // File pages are in RAM only (tmpfs-like): not reclaimable, so "available" is what is free.
+    let lines: [(&str, usize); 13] = [
+        ("MemTotal", total),
+        ("MemFree", free),
+        ("MemAvailable", free),
+        ("Buffers", 0),
+        ("Cached", cached),
+        ("Shmem", cached),
+        ("AnonPages", anon),
+        ("Slab", slab + heap_large),
+        ("SReclaimable", 0),
+        ("SUnreclaim", slab + heap_large),
+        ("KernelStack", kstack),
+        ("PageTables", tables),
+        ("SveltHeapInUse", heap_used),
+    ];
+    let mut out = String::new();
+    for (name, v) in lines {
+        let _ = writeln!(out, "{:<16}{v:8} kB", alloc::format!("{name}:"));
+    }
+    out
 }
 
 fn uptime(_: Option<u32>) -> String {

@@ -300,3 +300,8 @@ pub fn activate() {
 pub const fn phys_to_virt(pa: u64) -> usize {
     LINEAR_BASE + pa as usize
 }
+
+/// The physical address behind a linear-map address.
+pub const fn virt_to_phys(va: usize) -> u64 {
+    (va - LINEAR_BASE) as u64
+}
