@@ -90,15 +90,28 @@ fn user_abort(tf: &mut TrapFrame, esr: Esr) {
                 Ok(()) => {}
                 Err(FaultError::NoMapping) => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
                 Err(FaultError::Permission) => fault(sig::SIGSEGV, sig::SEGV_ACCERR, tf.far, esr.0),
-                Err(FaultError::NoMemory) => {
-                    signal::force(task::current(), sig::SIGKILL, SigInfo::kernel(sig::SIGKILL))
-                }
+                Err(FaultError::Bus) => fault(sig::SIGBUS, sig::BUS_ADRERR, tf.far, esr.0),
+                Err(FaultError::NoMemory) => oom_kill(),
             }
         }
         0x21 => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.far, esr.0),
         0x00..=0x03 => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
         _ => fault(sig::SIGBUS, sig::BUS_OBJERR, tf.far, esr.0),
     }
+}
+
+/// A page fault that cannot get a frame: the faulting process dies (SIGKILL), the kernel goes
+/// on. Logged like Linux's out-of-memory killer, naming the victim.
+pub fn oom_kill() {
+    let t = task::current();
+    let p = t.process();
+    log::warn!(
+        "Out of memory: Killed process {} ({}) total-vm:{}kB",
+        p.pid,
+        p.exe.lock().rsplit('/').next().unwrap_or(""),
+        t.mm().map_or(0, |mm| mm.lock().total_vm() / 1024)
+    );
+    signal::force(t, sig::SIGKILL, SigInfo::kernel(sig::SIGKILL));
 }
 
 /// EL0 `MRS Xt, <ID register>`: Linux's sanitised value (HWCAP_CPUID). False: SIGILL.

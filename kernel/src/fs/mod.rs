@@ -114,6 +114,12 @@ pub trait Inode: Send + Sync + Any {
     fn readlink(&self) -> SysResult<String> {
         Err(Errno::EINVAL)
     }
+    /// The page-cache frame holding bytes `[index * 4096, (index + 1) * 4096)` of the file,
+    /// for mmap: EFAULT beyond the end of the file (the fault becomes SIGBUS), ENODEV for
+    /// nodes that cannot be mapped.
+    fn mmap_page(&self, _index: u64) -> SysResult<crate::mm::frame::Page> {
+        Err(Errno::ENODEV)
+    }
     /// File operations for an open of this node, when it is not a plain ramfs file.
     fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
         Ok(None)

@@ -3,16 +3,21 @@
 //! software and go through the linear map, so a bad user pointer is an `EFAULT`, never a kernel
 //! fault.
 //!
-//! Anonymous private pages belong to the address space; `MAP_SHARED` anonymous pages belong to a
-//! [`SharedMem`] object that forked address spaces share.
+//! Every present user PTE holds one reference on its frame (`frame::get`/`put`). Private pages
+//! are copy-on-write: fork maps them read-only in both address spaces, and a write fault copies
+//! a frame that someone else still references (or reuses it when it is the last reference).
+//! Reads of untouched private anonymous memory map one shared zero page. `MAP_SHARED`
+//! anonymous pages belong to a [`SharedMem`] object that forked address spaces share; file
+//! mappings map the file's page-cache frames (shared) or copy them on the first write (private).
 
-use super::frame;
+use super::frame::{self, Page};
 use crate::arch::aarch64::mmu::{self, phys_to_virt, PAGE_SIZE};
+use crate::fs::Inode;
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ptr;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 
@@ -58,17 +63,12 @@ pub enum Access {
     Kernel,
 }
 
+/// vm.max_map_count: the most VMAs one address space may have (/proc/sys/vm/max_map_count).
+pub static MAX_MAP_COUNT: AtomicUsize = AtomicUsize::new(65530);
+
 /// Frames of a `MAP_SHARED | MAP_ANONYMOUS` mapping, shared across fork.
 pub struct SharedMem {
-    pages: Mutex<BTreeMap<usize, u64>>,
-}
-
-impl Drop for SharedMem {
-    fn drop(&mut self) {
-        for (_, pa) in self.pages.get_mut().iter() {
-            frame::free(*pa, 1);
-        }
-    }
+    pages: Mutex<BTreeMap<usize, Page>>,
 }
 
 #[derive(Clone)]
@@ -77,6 +77,37 @@ pub enum Backing {
     Anon,
     /// Shared anonymous memory; the offset of the VMA's start within the object.
     Shared(Arc<SharedMem>, usize),
+    /// A file's pages; the file offset of the VMA's start (page-aligned). Shared mappings map
+    /// the page-cache frames themselves, private ones copy them on the first write.
+    File {
+        node: Arc<dyn Inode>,
+        off: u64,
+        shared: bool,
+    },
+}
+
+impl Backing {
+    /// Whether writes go to memory others see (no copy-on-write).
+    pub fn is_shared(&self) -> bool {
+        match self {
+            Backing::Anon => false,
+            Backing::Shared(..) => true,
+            Backing::File { shared, .. } => *shared,
+        }
+    }
+
+    /// The backing of the part of a VMA starting `delta` bytes further on.
+    pub fn advanced_by(&self, delta: usize) -> Backing {
+        match self {
+            Backing::Anon => Backing::Anon,
+            Backing::Shared(obj, off) => Backing::Shared(obj.clone(), off + delta),
+            Backing::File { node, off, shared } => Backing::File {
+                node: node.clone(),
+                off: off + delta as u64,
+                shared: *shared,
+            },
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -96,6 +127,18 @@ pub enum FaultError {
     Permission,
     /// Out of memory.
     NoMemory,
+    /// A file mapping beyond the end of its file (SIGBUS, BUS_ADRERR).
+    Bus,
+}
+
+/// The zero page: mapped read-only wherever private anonymous memory is read before it is
+/// written. Holds a permanent reference, so it is never freed.
+static ZERO_PAGE: spin::Once<u64> = spin::Once::new();
+
+fn zero_page() -> u64 {
+    *ZERO_PAGE.call_once(|| {
+        frame::alloc_zeroed(1).expect("a frame for the zero page at the first user fault")
+    })
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -144,10 +187,12 @@ fn table(pa: u64) -> *mut u64 {
 
 impl AddrSpace {
     pub fn new() -> SysResult<AddrSpace> {
-        let root = frame::alloc_zeroed(1).ok_or(Errno::ENOMEM)?;
+        let root = frame::alloc_user(1).ok_or(Errno::ENOMEM)?;
+        frame::TABLE_PAGES.fetch_add(1, Ordering::Relaxed);
         let asid = match alloc_asid() {
             Ok(a) => a,
             Err(e) => {
+                frame::TABLE_PAGES.fetch_sub(1, Ordering::Relaxed);
                 frame::free(root, 1);
                 return Err(e);
             }
@@ -184,7 +229,8 @@ impl AddrSpace {
             t = if e & mmu::DESC_VALID != 0 {
                 e & PTE_ADDR
             } else if create {
-                let new = frame::alloc_zeroed(1)?;
+                let new = frame::alloc_user(1)?;
+                frame::TABLE_PAGES.fetch_add(1, Ordering::Relaxed);
                 // SAFETY: linking a zeroed table into an invalid slot of our own table.
                 unsafe {
                     ptr::write_volatile(slot, new | mmu::DESC_TABLE_OR_PAGE | mmu::DESC_VALID)
@@ -196,6 +242,22 @@ impl AddrSpace {
         }
         // SAFETY: t is a level-3 table frame of this address space.
         Some(unsafe { table(t).add((va >> 12) & 511) })
+    }
+
+    /// Entry bits for a page of a mapping with `prot`; `exclusive` is false where a private
+    /// mapping's frame is shared (copy-on-write): such entries stay read-only.
+    fn pte_bits_for(prot: Prot, exclusive: bool) -> u64 {
+        let p = if exclusive {
+            prot
+        } else {
+            Prot(prot.0 & !Prot::WRITE)
+        };
+        let mut bits = Self::pte_bits(p);
+        if prot.0 != 0 && !p.r() && !p.x() && prot.w() {
+            // PROT_WRITE alone implies read on arm64; kept readable while copy-on-write.
+            bits |= mmu::AP_EL0;
+        }
+        bits
     }
 
     fn pte_bits(prot: Prot) -> u64 {
@@ -240,47 +302,105 @@ impl AddrSpace {
     }
 
     /// Resolves a user access to `va` to a physical address, faulting the page in if the
-    /// mapping allows `access`.
+    /// mapping allows `access` (and breaking copy-on-write sharing for writes).
     pub fn translate(&mut self, va: usize, access: Access) -> Result<u64, FaultError> {
         if va >= USER_END {
             return Err(FaultError::NoMapping);
         }
-        let vma = self.find_vma(va).ok_or(FaultError::NoMapping)?.clone();
+        let vma = self.find_vma(va).ok_or(FaultError::NoMapping)?;
         if !Self::allows(vma.prot, access) {
             return Err(FaultError::Permission);
         }
+        let (prot, shared, vstart) = (vma.prot, vma.backing.is_shared(), vma.start);
+        let write = matches!(access, Access::Write | Access::Kernel);
         let page_va = va & !(PAGE - 1);
         let slot = self.pte_slot(page_va, true).ok_or(FaultError::NoMemory)?;
         // SAFETY: slot is a leaf entry of this address space's tables.
         let e = unsafe { ptr::read_volatile(slot) };
-        let pa = if e & mmu::DESC_VALID != 0 {
-            e & PTE_ADDR
-        } else {
-            let pa = match &vma.backing {
-                Backing::Anon => {
-                    let pa = frame::alloc_zeroed(1).ok_or(FaultError::NoMemory)?;
-                    self.pages += 1;
-                    pa
-                }
-                Backing::Shared(obj, off) => {
-                    let index = (page_va - vma.start + off) / PAGE;
-                    let mut pages = obj.pages.lock();
-                    match pages.get(&index) {
-                        Some(&pa) => pa,
-                        None => {
-                            let pa = frame::alloc_zeroed(1).ok_or(FaultError::NoMemory)?;
-                            pages.insert(index, pa);
-                            pa
-                        }
-                    }
-                }
-            };
-            // SAFETY: as above; the slot was invalid, so no TLB entry exists for it.
-            unsafe { ptr::write_volatile(slot, pa | Self::pte_bits(vma.prot)) };
+        let off = (va & (PAGE - 1)) as u64;
+        if e & mmu::DESC_VALID != 0 {
+            let pa = e & PTE_ADDR;
+            if !write || e & mmu::AP_RO == 0 || shared {
+                return Ok(pa + off);
+            }
+            // A write to a read-only entry of a private mapping: copy-on-write.
+            if pa != zero_page() && frame::refs(pa) == 1 {
+                // The last reference: the frame is ours alone, make it writable in place.
+                // SAFETY: as above; only the permission bits change.
+                unsafe { ptr::write_volatile(slot, pa | Self::pte_bits_for(prot, true)) };
+                mmu::flush_tlb_user_page(self.asid, page_va);
+                return Ok(pa + off);
+            }
+            let new = frame::alloc_user(1).ok_or(FaultError::NoMemory)?;
+            if pa != zero_page() {
+                // SAFETY: both frames are linear-mapped and page-sized; `new` is ours alone.
+                unsafe {
+                    ptr::copy_nonoverlapping(
+                        phys_to_virt(pa) as *const u8,
+                        phys_to_virt(new) as *mut u8,
+                        PAGE,
+                    )
+                };
+            }
+            // Break before make: the old entry goes (and its TLB entries) before the new one.
+            // SAFETY: as above.
+            unsafe { ptr::write_volatile(slot, 0) };
+            mmu::flush_tlb_user_page(self.asid, page_va);
+            // SAFETY: as above.
+            unsafe { ptr::write_volatile(slot, new | Self::pte_bits_for(prot, true)) };
             crate::arch::aarch64::cpu::barrier_after_table_write();
-            pa
+            frame::put(pa);
+            return Ok(new + off);
+        }
+        let vma = self.find_vma(va).ok_or(FaultError::NoMapping)?;
+        let (pa, exclusive) = match &vma.backing {
+            Backing::Anon if write => (frame::alloc_user(1).ok_or(FaultError::NoMemory)?, true),
+            Backing::Anon => {
+                let z = zero_page();
+                frame::get(z);
+                (z, false)
+            }
+            Backing::Shared(obj, o) => {
+                let index = (page_va - vstart + o) / PAGE;
+                let mut pages = obj.pages.lock();
+                let page = match pages.get(&index) {
+                    Some(p) => p.clone(),
+                    None => {
+                        let p = Page::new_user().ok_or(FaultError::NoMemory)?;
+                        pages.insert(index, p.clone());
+                        p
+                    }
+                };
+                (page.into_raw(), true)
+            }
+            Backing::File {
+                node,
+                off: foff,
+                shared,
+            } => {
+                let index = (foff + (page_va - vstart) as u64) / PAGE as u64;
+                let page = node.mmap_page(index).map_err(|e| match e {
+                    Errno::EFAULT => FaultError::Bus,
+                    _ => FaultError::NoMemory,
+                })?;
+                if *shared || !write {
+                    (page.into_raw(), *shared)
+                } else {
+                    let new = frame::alloc_user(1).ok_or(FaultError::NoMemory)?;
+                    // SAFETY: the cache page and the new frame are linear-mapped page-sized
+                    // frames; `new` is ours alone.
+                    unsafe {
+                        ptr::copy_nonoverlapping(page.ptr(), phys_to_virt(new) as *mut u8, PAGE)
+                    };
+                    (new, true)
+                }
+            }
         };
-        Ok(pa + (va & (PAGE - 1)) as u64)
+        self.pages += 1;
+        // SAFETY: as above; the slot was invalid, so no TLB entry exists for it.
+        unsafe { ptr::write_volatile(slot, pa | Self::pte_bits_for(prot, exclusive)) };
+        crate::arch::aarch64::cpu::barrier_after_table_write();
+        Ok(pa + off)
     }
 
     /// Handles a user page fault at `va`.
@@ -288,9 +408,16 @@ impl AddrSpace {
         self.translate(va, access).map(|_| ())
     }
 
-    /// Adds a mapping over `[start, end)` (page-aligned), replacing whatever was there.
-    pub fn map(&mut self, start: usize, end: usize, prot: Prot, backing: Backing) {
-        self.unmap(start, end);
+    /// Adds a mapping over `[start, end)` (page-aligned), replacing whatever was there; ENOMEM
+    /// when the address space would have more than vm.max_map_count mappings.
+    pub fn map(&mut self, start: usize, end: usize, prot: Prot, backing: Backing) -> SysResult<()> {
+        // Room for the new VMA and for splits of the ones it cuts into.
+        let cut = self.find_vma(start).is_some_and(|v| v.start < start) as usize
+            + self.find_vma(end).is_some_and(|v| v.start < end) as usize;
+        if self.vmas.len() + 1 + cut > MAX_MAP_COUNT.load(Ordering::Relaxed) {
+            return Err(Errno::ENOMEM);
+        }
+        self.unmap(start, end)?;
         self.vmas.insert(
             start,
             Vma {
@@ -300,17 +427,91 @@ impl AddrSpace {
                 backing,
             },
         );
+        self.try_merge(end);
+        self.try_merge(start);
+        Ok(())
     }
 
-    /// Removes mappings (and frees private frames) in `[start, end)`.
-    pub fn unmap(&mut self, start: usize, end: usize) {
+    /// Joins the VMA ending at `at` with the one starting there when both are private
+    /// anonymous memory with the same rights (as Linux merges neighbours).
+    fn try_merge(&mut self, at: usize) {
+        let Some(hi) = self.vmas.get(&at) else {
+            return;
+        };
+        let Some(lo) = self.vmas.range(..at).next_back().map(|(_, v)| v) else {
+            return;
+        };
+        if lo.end == at
+            && lo.prot == hi.prot
+            && matches!((&lo.backing, &hi.backing), (Backing::Anon, Backing::Anon))
+        {
+            let (lo_start, hi_end) = (lo.start, hi.end);
+            self.vmas.remove(&at);
+            if let Some(lo) = self.vmas.get_mut(&lo_start) {
+                lo.end = hi_end;
+            }
+        }
+    }
+
+    /// Removes mappings (and drops their frames) in `[start, end)`; ENOMEM when splitting a
+    /// mapping would exceed vm.max_map_count.
+    pub fn unmap(&mut self, start: usize, end: usize) -> SysResult<()> {
+        if self.find_vma(start).is_some_and(|v| v.start < start && v.end > end)
+            && self.vmas.len() >= MAX_MAP_COUNT.load(Ordering::Relaxed)
+        {
+            return Err(Errno::ENOMEM);
+        }
         self.split_at(start);
         self.split_at(end);
         let doomed: Vec<usize> = self.vmas.range(start..end).map(|(&s, _)| s).collect();
         for s in doomed {
             let vma = self.vmas.remove(&s).unwrap();
-            self.clear_ptes(&vma);
+            self.clear_ptes(vma.start, vma.end, true);
         }
+        Ok(())
+    }
+
+    /// Drops the frames mapped in `[start, end)` but keeps the mappings: they read back as
+    /// zero (private anonymous) or as the file/shared object again (MADV_DONTNEED).
+    pub fn zap(&mut self, start: usize, end: usize) {
+        self.clear_ptes(start, end, true);
+    }
+
+    /// Moves the entries of `len` bytes at `old` to `new` (mremap; the mapping at `new`
+    /// exists and has no entries).
+    pub fn move_ptes(&mut self, old: usize, new: usize, len: usize) -> SysResult<()> {
+        let mut off = 0;
+        while off < len {
+            let Some(slot) = self.pte_slot(old + off, false) else {
+                off = skip_missing_table(old + off) - old;
+                continue;
+            };
+            // SAFETY: a leaf entry of this address space.
+            let e = unsafe { ptr::read_volatile(slot) };
+            if e & mmu::DESC_VALID != 0 {
+                let nslot = self.pte_slot(new + off, true).ok_or(Errno::ENOMEM)?;
+                // SAFETY: leaf entries of this address space; the old one is invalidated and
+                // flushed before the new one is written (the frame keeps its reference).
+                unsafe {
+                    ptr::write_volatile(slot, 0);
+                    mmu::flush_tlb_user_page(self.asid, old + off);
+                    ptr::write_volatile(nslot, e);
+                }
+            }
+            off += PAGE;
+        }
+        crate::arch::aarch64::cpu::barrier_after_table_write();
+        Ok(())
+    }
+
+    /// Number of mappings.
+    pub fn map_count(&self) -> usize {
+        self.vmas.len()
+    }
+
+    /// Bytes mapped, in total.
+    pub fn total_vm(&self) -> usize {
+        self.vmas.values().map(|v| v.end - v.start).sum()
     }
 
     /// Splits the VMA containing `at` (if any) so that a VMA boundary falls at `at`.
@@ -324,17 +525,17 @@ impl AddrSpace {
         let mut lo = v.clone();
         lo.end = at;
         let mut hi = v;
-        if let Backing::Shared(obj, off) = &hi.backing {
-            hi.backing = Backing::Shared(obj.clone(), off + (at - hi.start));
-        }
+        hi.backing = hi.backing.advanced_by(at - hi.start);
         hi.start = at;
         self.vmas.insert(lo.start, lo);
         self.vmas.insert(hi.start, hi);
     }
 
-    fn clear_ptes(&mut self, vma: &Vma) {
-        let mut va = vma.start;
-        while va < vma.end {
+    /// Clears the entries of `[start, end)` and drops their frame references (`flush`: also
+    /// their TLB entries; a dying address space flushes its whole ASID instead).
+    fn clear_ptes(&mut self, start: usize, end: usize, flush: bool) {
+        let mut va = start;
+        while va < end {
             let Some(slot) = self.pte_slot(va, false) else {
                 va = skip_missing_table(va);
                 continue;
@@ -344,11 +545,11 @@ impl AddrSpace {
             if e & mmu::DESC_VALID != 0 {
                 // SAFETY: as above.
                 unsafe { ptr::write_volatile(slot, 0) };
-                mmu::flush_tlb_user_page(self.asid, va);
-                if matches!(vma.backing, Backing::Anon) {
-                    frame::free(e & PTE_ADDR, 1);
-                    self.pages -= 1;
+                if flush {
+                    mmu::flush_tlb_user_page(self.asid, va);
                 }
+                frame::put(e & PTE_ADDR);
+                self.pages -= 1;
             }
             va += PAGE;
         }
@@ -361,12 +562,18 @@ impl AddrSpace {
             let v = self.find_vma(va).ok_or(Errno::ENOMEM)?;
             va = v.end;
         }
+        let splits = self.find_vma(start).is_some_and(|v| v.start < start) as usize
+            + self.find_vma(end).is_some_and(|v| v.start < end && v.end > end) as usize;
+        if splits > 0 && self.vmas.len() + splits > MAX_MAP_COUNT.load(Ordering::Relaxed) {
+            return Err(Errno::ENOMEM);
+        }
         self.split_at(start);
         self.split_at(end);
         let keys: Vec<usize> = self.vmas.range(start..end).map(|(&s, _)| s).collect();
         for k in keys {
             let v = self.vmas.get_mut(&k).unwrap();
             v.prot = prot;
+            let shared = v.backing.is_shared();
             let (s, e) = (v.start, v.end);
             let mut va = s;
             while va < e {
@@ -382,9 +589,12 @@ impl AddrSpace {
                         // SAFETY: as above.
                         unsafe { ptr::write_volatile(slot, 0) };
                         mmu::flush_tlb_user_page(self.asid, va);
+                        // A private frame stays read-only while it is shared (copy-on-write).
+                        let pa = pte & PTE_ADDR;
+                        let exclusive = shared || (pa != zero_page() && frame::refs(pa) == 1);
                         // SAFETY: as above.
                         unsafe {
-                            ptr::write_volatile(slot, (pte & PTE_ADDR) | Self::pte_bits(prot))
+                            ptr::write_volatile(slot, pa | Self::pte_bits_for(prot, exclusive))
                         };
                     }
                 }
@@ -392,6 +602,8 @@ impl AddrSpace {
             }
         }
         crate::arch::aarch64::cpu::barrier_after_table_write();
+        self.try_merge(end);
+        self.try_merge(start);
         Ok(())
     }
 
@@ -419,47 +631,52 @@ impl AddrSpace {
         (top >= MMAP_MIN + len).then(|| top - len)
     }
 
-    /// A copy for fork: private pages are copied, shared ones shared.
+    /// A copy for fork: every frame is shared; private ones become copy-on-write in both.
     pub fn fork(&mut self) -> SysResult<AddrSpace> {
         let mut child = AddrSpace::new()?;
         child.brk_start = self.brk_start;
         child.brk = self.brk;
-        let vmas: Vec<Vma> = self.vmas.values().cloned().collect();
-        for vma in vmas {
-            child.vmas.insert(vma.start, vma.clone());
-            let mut va = vma.start;
-            while va < vma.end {
+        let vmas: Vec<(usize, usize, bool)> = self
+            .vmas
+            .values()
+            .map(|v| (v.start, v.end, v.backing.is_shared()))
+            .collect();
+        child.vmas = self.vmas.clone();
+        let mut write_protected = false;
+        for (start, end, shared) in vmas {
+            let mut va = start;
+            while va < end {
                 let Some(slot) = self.pte_slot(va, false) else {
                     va = skip_missing_table(va);
                     continue;
                 };
-                {
-                    // SAFETY: a leaf entry of the parent's tables.
-                    let e = unsafe { ptr::read_volatile(slot) };
-                    if e & mmu::DESC_VALID != 0 {
-                        let pa = match vma.backing {
-                            Backing::Anon => {
-                                let new = frame::alloc_zeroed(1).ok_or(Errno::ENOMEM)?;
-                                // SAFETY: both frames are linear-mapped, distinct, page-sized.
-                                unsafe {
-                                    ptr::copy_nonoverlapping(
-                                        phys_to_virt(e & PTE_ADDR) as *const u8,
-                                        phys_to_virt(new) as *mut u8,
-                                        PAGE,
-                                    )
-                                };
-                                child.pages += 1;
-                                new
-                            }
-                            Backing::Shared(..) => e & PTE_ADDR,
-                        };
-                        let cslot = child.pte_slot(va, true).ok_or(Errno::ENOMEM)?;
-                        // SAFETY: a fresh leaf slot of the child's tables.
-                        unsafe { ptr::write_volatile(cslot, pa | (e & !PTE_ADDR)) };
+                // SAFETY: a leaf entry of the parent's tables.
+                let mut e = unsafe { ptr::read_volatile(slot) };
+                if e & mmu::DESC_VALID != 0 {
+                    if !shared && e & mmu::AP_RO == 0 {
+                        e |= mmu::AP_RO;
+                        // Only the permission changes, so no break-before-make; the parent's
+                        // ASID is flushed once at the end.
+                        // SAFETY: as above.
+                        unsafe { ptr::write_volatile(slot, e) };
+                        write_protected = true;
                     }
+                    let Some(cslot) = child.pte_slot(va, true) else {
+                        if write_protected {
+                            mmu::flush_tlb_asid(self.asid);
+                        }
+                        return Err(Errno::ENOMEM);
+                    };
+                    frame::get(e & PTE_ADDR);
+                    child.pages += 1;
+                    // SAFETY: a fresh leaf slot of the child's tables.
+                    unsafe { ptr::write_volatile(cslot, e) };
                 }
                 va += PAGE;
             }
+        }
+        if write_protected {
+            mmu::flush_tlb_asid(self.asid);
         }
         Ok(child)
     }
@@ -583,7 +800,15 @@ impl AddrSpace {
         let v = self.find_vma(va)?;
         match &v.backing {
             Backing::Shared(obj, off) => Some((Arc::as_ptr(obj) as usize, va - v.start + off)),
-            Backing::Anon => None,
+            Backing::File {
+                node,
+                off,
+                shared: true,
+            } => Some((
+                Arc::as_ptr(node) as *const u8 as usize,
+                va - v.start + *off as usize,
+            )),
+            _ => None,
         }
     }
 
@@ -612,14 +837,15 @@ fn sigpage_obj() -> SysResult<Arc<SharedMem>> {
     if let Some(o) = SIGPAGE_OBJ.get() {
         return Ok(o.clone());
     }
-    let pa = frame::alloc_zeroed(1).ok_or(Errno::ENOMEM)?;
+    let page = Page::new_user().ok_or(Errno::ENOMEM)?;
+    let pa = page.pa();
     // nop (so unwinders looking one instruction back stay inside); mov x8, #__NR_rt_sigreturn;
     // svc #0.
     let code: [u32; 3] = [0xd503_201f, 0xd280_1168, 0xd400_0001];
     // SAFETY: a fresh, linear-mapped frame owned here.
     unsafe { ptr::copy_nonoverlapping(code.as_ptr(), phys_to_virt(pa) as *mut u32, code.len()) };
     let obj = Arc::new(SharedMem {
-        pages: Mutex::new(BTreeMap::from([(0, pa)])),
+        pages: Mutex::new(BTreeMap::from([(0, page)])),
     });
     Ok(SIGPAGE_OBJ.call_once(|| obj).clone())
 }
@@ -633,16 +859,15 @@ impl AddrSpace {
             SIGPAGE + PAGE,
             Prot(Prot::READ | Prot::EXEC),
             Backing::Shared(obj, 0),
-        );
-        Ok(())
+        )
     }
 }
 
 impl Drop for AddrSpace {
     fn drop(&mut self) {
-        let vmas: Vec<Vma> = self.vmas.values().cloned().collect();
-        for v in &vmas {
-            self.clear_ptes(v);
+        let ranges: Vec<(usize, usize)> = self.vmas.values().map(|v| (v.start, v.end)).collect();
+        for (s, e) in ranges {
+            self.clear_ptes(s, e, false);
         }
         self.vmas.clear();
         free_tables(self.root, 0);
@@ -666,5 +891,6 @@ fn free_tables(pa: u64, level: usize) {
             }
         }
     }
+    frame::TABLE_PAGES.fetch_sub(1, Ordering::Relaxed);
     frame::free(pa, 1);
 }

@@ -1,12 +1,42 @@
-//! brk, mmap, munmap, mprotect, madvise.
+//! brk, mmap, munmap, mprotect, mremap, msync, madvise.
+//!
+//! Limits as Linux applies them: vm.max_map_count (in the address space), RLIMIT_AS on the
+//! total mapped, RLIMIT_DATA on private writable memory (brk and mmap).
 
 use crate::arch::aarch64::mmu::PAGE_SIZE;
-use crate::mm::aspace::{Backing, Prot, SharedMem, MMAP_MIN, USER_END};
-use crate::task::with_mm;
+use crate::fs::Kind;
+use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, STACK_TOP, USER_END};
+use crate::task::{self, with_mm};
 use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fs as f;
 use svelt_abi::mm as m;
+use svelt_abi::sys::{RLIMIT_AS, RLIMIT_DATA};
 
 const PAGE: usize = PAGE_SIZE;
+
+fn rlimit(resource: u32) -> u64 {
+    task::current().process().rlimits.lock()[resource as usize].rlim_cur
+}
+
+/// Private writable memory other than the main stack (what RLIMIT_DATA limits).
+fn data_vm(mm: &AddrSpace) -> usize {
+    mm.vmas()
+        .filter(|v| v.prot.w() && !v.backing.is_shared() && v.end != STACK_TOP)
+        .map(|v| v.end - v.start)
+        .sum()
+}
+
+/// ENOMEM when `more` bytes of new mappings (`data`: private writable ones) would pass
+/// RLIMIT_AS or RLIMIT_DATA.
+fn check_limits(mm: &AddrSpace, more: usize, data: bool) -> SysResult<()> {
+    if (mm.total_vm() + more) as u64 > rlimit(RLIMIT_AS) {
+        return Err(Errno::ENOMEM);
+    }
+    if data && (data_vm(mm) + more) as u64 > rlimit(RLIMIT_DATA) {
+        return Err(Errno::ENOMEM);
+    }
+    Ok(())
+}
 
 pub fn brk(addr: usize) -> SysResult<usize> {
     with_mm(|mm| {
@@ -17,17 +47,21 @@ pub fn brk(addr: usize) -> SysResult<usize> {
         let old_end = cur.next_multiple_of(PAGE);
         let new_end = addr.next_multiple_of(PAGE);
         if new_end > old_end {
-            if !mm.is_free(old_end, new_end) {
+            if !mm.is_free(old_end, new_end)
+                || check_limits(mm, new_end - old_end, true).is_err()
+                || mm
+                    .map(
+                        old_end,
+                        new_end,
+                        Prot(Prot::READ | Prot::WRITE),
+                        Backing::Anon,
+                    )
+                    .is_err()
+            {
                 return Ok(cur);
             }
-            mm.map(
-                old_end,
-                new_end,
-                Prot(Prot::READ | Prot::WRITE),
-                Backing::Anon,
-            );
-        } else if new_end < old_end {
-            mm.unmap(new_end, old_end);
+        } else if new_end < old_end && mm.unmap(new_end, old_end).is_err() {
+            return Ok(cur);
         }
         mm.brk = addr;
         Ok(addr)
@@ -36,19 +70,49 @@ pub fn brk(addr: usize) -> SysResult<usize> {
 
 pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -> SysResult<usize> {
     let req = m::mmap_check(addr, len, prot, flags, off, PAGE)?;
-    if !req.anonymous {
-        // File mappings: only what the initramfs files need could be supported by copying;
-        // not implemented yet.
-        let _ = crate::task::current().files().lock().get(fd)?;
-        return Err(Errno::ENODEV);
-    }
-    let len = req.len;
     let p = Prot(prot & (m::PROT_READ | m::PROT_WRITE | m::PROT_EXEC));
+    let backing = if req.anonymous {
+        if req.shared {
+            Backing::Shared(SharedMem::new(), 0)
+        } else {
+            Backing::Anon
+        }
+    } else {
+        let file = task::current().files().lock().get(fd)?;
+        let node = file.node.clone().ok_or(Errno::ENODEV)?;
+        match node.kind() {
+            Kind::File => {}
+            // /dev/zero maps as anonymous memory.
+            Kind::CharDev if node.rdev() == (1, 5) => {}
+            Kind::Dir | Kind::Symlink | Kind::CharDev => return Err(Errno::ENODEV),
+        }
+        if !file.readable() || file.flags() & f::O_PATH != 0 {
+            return Err(if file.flags() & f::O_PATH != 0 {
+                Errno::EBADF
+            } else {
+                Errno::EACCES
+            });
+        }
+        if req.shared && p.w() && (!file.writable() || file.flags() & f::O_APPEND != 0) {
+            return Err(Errno::EACCES);
+        }
+        if node.kind() == Kind::CharDev {
+            if req.shared {
+                Backing::Shared(SharedMem::new(), 0)
+            } else {
+                Backing::Anon
+            }
+        } else {
+            Backing::File {
+                node,
+                off: req.offset,
+                shared: req.shared,
+            }
+        }
+    };
+    let len = req.len;
     with_mm(|mm| {
         let start = if req.fixed || req.noreplace {
-            if !addr.is_multiple_of(PAGE) {
-                return Err(Errno::EINVAL);
-            }
             let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
             if end > USER_END || addr < MMAP_MIN {
                 return Err(if req.noreplace {
@@ -64,47 +128,147 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
         } else {
             mm.find_free(len, addr & !(PAGE - 1)).ok_or(Errno::ENOMEM)?
         };
-        let backing = if req.shared {
-            Backing::Shared(SharedMem::new(), 0)
-        } else {
-            Backing::Anon
-        };
-        mm.map(start, start + len, p, backing);
+        check_limits(mm, len, p.w() && !backing.is_shared())?;
+        mm.map(start, start + len, p, backing)?;
         Ok(start)
     })
 }
 
-pub fn munmap(addr: usize, len: usize) -> SysResult<usize> {
-    if !addr.is_multiple_of(PAGE) || len == 0 {
+/// The page-aligned range `[addr, addr + len)` (len rounded up), or `err`.
+fn user_range(addr: usize, len: usize, err: Errno) -> SysResult<usize> {
+    if !addr.is_multiple_of(PAGE) {
         return Err(Errno::EINVAL);
     }
-    let end = addr
-        .checked_add(len.next_multiple_of(PAGE))
-        .ok_or(Errno::EINVAL)?;
+    let end = len
+        .checked_next_multiple_of(PAGE)
+        .and_then(|l| addr.checked_add(l))
+        .ok_or(err)?;
     if end > USER_END {
+        return Err(err);
+    }
+    Ok(end)
+}
+
+pub fn munmap(addr: usize, len: usize) -> SysResult<usize> {
+    if len == 0 {
         return Err(Errno::EINVAL);
     }
-    with_mm(|mm| {
-        mm.unmap(addr, end);
-        Ok(0)
-    })
+    let end = user_range(addr, len, Errno::EINVAL)?;
+    with_mm(|mm| mm.unmap(addr, end).map(|()| 0))
 }
 
 pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult<usize> {
     let prot = m::mprotect_prot_check(prot)?;
-    if !addr.is_multiple_of(PAGE) {
-        return Err(Errno::EINVAL);
-    }
+    let end = user_range(addr, len, Errno::ENOMEM)?;
     if len == 0 {
         return Ok(0);
     }
-    let end = addr
-        .checked_add(len.next_multiple_of(PAGE))
-        .ok_or(Errno::ENOMEM)?;
-    if end > USER_END {
-        return Err(Errno::ENOMEM);
-    }
     with_mm(|mm| mm.protect(addr, end, Prot(prot & 7)).map(|()| 0))
+}
+
+/// Whether `[start, end)` is mapped without holes.
+fn fully_mapped(mm: &AddrSpace, start: usize, end: usize) -> bool {
+    let mut va = start;
+    while va < end {
+        match mm.find_vma(va) {
+            Some(v) => va = v.end,
+            None => return false,
+        }
+    }
+    true
+}
+
+pub fn msync(addr: usize, len: usize, flags: u32) -> SysResult<usize> {
+    if flags & !(m::MS_ASYNC | m::MS_INVALIDATE | m::MS_SYNC) != 0
+        || flags & (m::MS_ASYNC | m::MS_SYNC) == (m::MS_ASYNC | m::MS_SYNC)
+    {
+        return Err(Errno::EINVAL);
+    }
+    let end = user_range(addr, len, Errno::ENOMEM)?;
+    // File pages are the page cache itself: there is nothing to write back.
+    with_mm(|mm| {
+        if fully_mapped(mm, addr, end) {
+            Ok(0)
+        } else {
+            Err(Errno::ENOMEM)
+        }
+    })
+}
+
+pub fn mremap(old: usize, old_len: usize, new_len: usize, flags: u32, new: usize) -> SysResult<usize> {
+    if flags & !(m::MREMAP_MAYMOVE | m::MREMAP_FIXED | m::MREMAP_DONTUNMAP) != 0
+        || (flags & m::MREMAP_FIXED != 0 && flags & m::MREMAP_MAYMOVE == 0)
+        || !old.is_multiple_of(PAGE)
+        || new_len == 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    if flags & m::MREMAP_DONTUNMAP != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let old_len = old_len.checked_next_multiple_of(PAGE).ok_or(Errno::EINVAL)?;
+    let new_len = new_len.checked_next_multiple_of(PAGE).ok_or(Errno::ENOMEM)?;
+    if old_len == 0 {
+        // Duplicating a shared mapping: not supported.
+        return Err(Errno::EINVAL);
+    }
+    let old_end = old.checked_add(old_len).ok_or(Errno::EFAULT)?;
+    with_mm(|mm| {
+        let v = mm.find_vma(old).ok_or(Errno::EFAULT)?;
+        if old_end > v.end {
+            return Err(Errno::EFAULT);
+        }
+        let (prot, backing, vstart, vend) = (v.prot, v.backing.clone(), v.start, v.end);
+        let data = prot.w() && !backing.is_shared();
+        if flags & m::MREMAP_FIXED != 0 {
+            if !new.is_multiple_of(PAGE) {
+                return Err(Errno::EINVAL);
+            }
+            let new_end = new.checked_add(new_len).ok_or(Errno::EINVAL)?;
+            if new_end > USER_END || new < MMAP_MIN {
+                return Err(Errno::EINVAL);
+            }
+            if new < old_end && old < new_end {
+                return Err(Errno::EINVAL);
+            }
+            check_limits(mm, new_len.saturating_sub(old_len), data)?;
+            mm.unmap(new, new_end)?;
+            return move_range(mm, old, old_len, new, new_len, prot, &backing, vstart);
+        }
+        if new_len <= old_len {
+            mm.unmap(old + new_len, old_end)?;
+            return Ok(old);
+        }
+        let grow = new_len - old_len;
+        check_limits(mm, grow, data)?;
+        if old_end == vend && old_end + grow <= USER_END && mm.is_free(old_end, old_end + grow) {
+            mm.map(old_end, old_end + grow, prot, backing.advanced_by(old_end - vstart))?;
+            return Ok(old);
+        }
+        if flags & m::MREMAP_MAYMOVE == 0 {
+            return Err(Errno::ENOMEM);
+        }
+        let new = mm.find_free(new_len, 0).ok_or(Errno::ENOMEM)?;
+        move_range(mm, old, old_len, new, new_len, prot, &backing, vstart)
+    })
+}
+
+/// Moves the pages of `[old, old + old_len)` to a new mapping at `new` of `new_len` bytes.
+#[allow(clippy::too_many_arguments)]
+fn move_range(
+    mm: &mut AddrSpace,
+    old: usize,
+    old_len: usize,
+    new: usize,
+    new_len: usize,
+    prot: Prot,
+    backing: &Backing,
+    vstart: usize,
+) -> SysResult<usize> {
+    mm.map(new, new + new_len, prot, backing.advanced_by(old - vstart))?;
+    mm.move_ptes(old, new, old_len.min(new_len))?;
+    mm.unmap(old, old + old_len)?;
+    Ok(new)
 }
 
 pub fn madvise(addr: usize, len: usize, advice: u32) -> SysResult<usize> {
@@ -112,24 +276,25 @@ pub fn madvise(addr: usize, len: usize, advice: u32) -> SysResult<usize> {
         return Err(Errno::EINVAL);
     }
     match advice {
-        m::MADV_DONTNEED => {
-            // Private anonymous pages read back as zero afterwards: drop them.
-            let end = addr
-                .checked_add(len.next_multiple_of(PAGE))
-                .ok_or(Errno::EINVAL)?;
+        m::MADV_DONTNEED | m::MADV_FREE => {
+            let end = user_range(addr, len, Errno::EINVAL)?;
             with_mm(|mm| {
-                let vmas: alloc::vec::Vec<_> = mm
+                // Private anonymous pages read back as zero, file and shared pages as what
+                // the object holds: drop this address space's references.
+                let hole = !fully_mapped(mm, addr, end);
+                let ranges: alloc::vec::Vec<(usize, usize)> = mm
                     .vmas()
                     .filter(|v| v.start < end && v.end > addr)
-                    .cloned()
+                    .map(|v| (v.start.max(addr), v.end.min(end)))
                     .collect();
-                for v in vmas {
-                    let (s, e) = (v.start.max(addr), v.end.min(end));
-                    if matches!(v.backing, Backing::Anon) {
-                        mm.map(s, e, v.prot, Backing::Anon);
-                    }
+                for (s, e) in ranges {
+                    mm.zap(s, e);
                 }
-                Ok(0)
+                if hole {
+                    Err(Errno::ENOMEM)
+                } else {
+                    Ok(0)
+                }
             })
         }
         _ => Ok(0),

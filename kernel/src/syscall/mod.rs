@@ -105,7 +105,8 @@ fn call(n: usize, a: Args, tf: &mut TrapFrame) -> SysResult<usize> {
         nr::MUNMAP => mm::munmap(a.u(0), a.u(1)),
         nr::MPROTECT => mm::mprotect(a.u(0), a.u(1), a.u32(2)),
         nr::MADVISE => mm::madvise(a.u(0), a.u(1), a.u32(2)),
-        nr::MREMAP => Err(Errno::ENOMEM),
+        nr::MREMAP => mm::mremap(a.u(0), a.u(1), a.u(2), a.u32(3), a.u(4)),
+        nr::MSYNC => mm::msync(a.u(0), a.u(1), a.u32(2)),
         // processes
         nr::CLONE => proc::clone(a.0[0], a.u(1), a.u(2), a.0[3], a.u(4), tf),
         nr::CLONE3 => Err(Errno::ENOSYS),

@@ -64,12 +64,12 @@ fn load(
             // The page is already mapped by the previous segment; widen its rights.
             let start = s + 4096;
             if start < e {
-                mm.map(start, e, Prot(seg.prot), Backing::Anon);
+                mm.map(start, e, Prot(seg.prot), Backing::Anon)?;
             }
             let old = mm.find_vma(s).map(|v| v.prot.0).unwrap_or(0);
             mm.protect(s, s + 4096, Prot(old | seg.prot))?;
         } else {
-            mm.map(s, e, Prot(seg.prot), Backing::Anon);
+            mm.map(s, e, Prot(seg.prot), Backing::Anon)?;
         }
         let off = seg.file_offset as usize;
         let len = seg.file_len as usize;
@@ -84,7 +84,7 @@ fn load(
         STACK_TOP,
         Prot(Prot::READ | Prot::WRITE),
         Backing::Anon,
-    );
+    )?;
     mm.map_sigpage()?;
     let (hwcap, hwcap2) = crate::cpufeature::hwcaps();
     let auxv = [
