@@ -223,7 +223,15 @@ impl FileOps for NodeOps {
 
 // ---- file descriptor tables -----------------------------------------------------------------
 
-pub const NR_OPEN: usize = 1024;
+/// fs.nr_open: no descriptor table grows beyond this (RLIMIT_NOFILE's ceiling).
+pub const NR_OPEN: usize = 1 << 20;
+
+/// RLIMIT_NOFILE of the current process: descriptors it may have are below this.
+pub fn nofile_limit() -> usize {
+    let l = crate::task::current().process().rlimits.lock()[svelt_abi::sys::RLIMIT_NOFILE as usize]
+        .rlim_cur;
+    (l.min(NR_OPEN as u64)) as usize
+}
 
 #[derive(Clone)]
 pub struct FdEntry {
@@ -260,10 +268,13 @@ impl FdTable {
 
     /// Installs at the lowest free descriptor >= `min`.
     pub fn install_from(&mut self, min: usize, file: Arc<File>, cloexec: bool) -> SysResult<i32> {
-        let idx = (min..NR_OPEN)
+        let idx = (min..nofile_limit())
             .find(|&i| self.fds.get(i).is_none_or(Option::is_none))
             .ok_or(Errno::EMFILE)?;
         if idx >= self.fds.len() {
+            self.fds
+                .try_reserve(idx + 1 - self.fds.len())
+                .map_err(|_| Errno::ENOMEM)?;
             self.fds.resize(idx + 1, None);
         }
         self.fds[idx] = Some(FdEntry { file, cloexec });
@@ -281,10 +292,13 @@ impl FdTable {
         file: Arc<File>,
         cloexec: bool,
     ) -> SysResult<Option<FdEntry>> {
-        if fd >= NR_OPEN {
+        if fd >= nofile_limit() {
             return Err(Errno::EBADF);
         }
         if fd >= self.fds.len() {
+            self.fds
+                .try_reserve(fd + 1 - self.fds.len())
+                .map_err(|_| Errno::ENOMEM)?;
             self.fds.resize(fd + 1, None);
         }
         Ok(self.fds[fd].replace(FdEntry { file, cloexec }))

@@ -5,15 +5,31 @@ use crate::task::wait::WaitQueue;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use core::any::Any;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs as f;
 
 pub const PIPE_SIZE: usize = 65536;
 pub const PIPE_BUF: usize = 4096;
+/// fs.pipe-max-size: the most an unprivileged F_SETPIPE_SZ may ask for.
+pub static PIPE_MAX_SIZE: AtomicUsize = AtomicUsize::new(1 << 20);
+
+/// A pipe size as F_SETPIPE_SZ rounds it: at least a page, a power of two of pages; None
+/// beyond 2 GiB.
+pub fn round_size(size: usize) -> Option<usize> {
+    if size > 1 << 31 {
+        return None;
+    }
+    Some(size.max(PAGE).next_power_of_two())
+}
+
+const PAGE: usize = 4096;
 
 struct Ring {
     data: VecDeque<u8>,
+    /// Bytes the pipe holds at most (F_SETPIPE_SZ).
+    capacity: usize,
     readers: usize,
     writers: usize,
 }
@@ -34,6 +50,7 @@ pub fn new_pipe() -> (Arc<PipeEnd>, Arc<PipeEnd>) {
     let pipe = Arc::new(Pipe {
         ring: Mutex::new(Ring {
             data: VecDeque::new(),
+            capacity: PIPE_SIZE,
             readers: 1,
             writers: 1,
         }),
@@ -47,6 +64,29 @@ pub fn new_pipe() -> (Arc<PipeEnd>, Arc<PipeEnd>) {
         }),
         Arc::new(PipeEnd { pipe, write: true }),
     )
+}
+
+impl PipeEnd {
+    pub fn capacity(&self) -> usize {
+        self.pipe.ring.lock().capacity
+    }
+
+    /// F_SETPIPE_SZ: the new capacity (rounded), EBUSY if the pipe holds more than that,
+    /// EPERM beyond fs.pipe-max-size for users other than root.
+    pub fn set_capacity(&self, size: usize, privileged: bool) -> SysResult<usize> {
+        let size = round_size(size).ok_or(Errno::EINVAL)?;
+        if size > PIPE_MAX_SIZE.load(Ordering::Relaxed) && !privileged {
+            return Err(Errno::EPERM);
+        }
+        let mut r = self.pipe.ring.lock();
+        if r.data.len() > size {
+            return Err(Errno::EBUSY);
+        }
+        r.capacity = size;
+        drop(r);
+        self.pipe.changed();
+        Ok(size)
+    }
 }
 
 impl Pipe {
@@ -118,7 +158,7 @@ impl FileOps for PipeEnd {
                 if r.readers == 0 {
                     return Some(Err(Errno::EPIPE));
                 }
-                let space = PIPE_SIZE - r.data.len();
+                let space = r.capacity.saturating_sub(r.data.len());
                 // Writes of up to PIPE_BUF bytes are atomic: all or wait.
                 let want = if left.len() <= PIPE_BUF {
                     left.len()
@@ -127,6 +167,10 @@ impl FileOps for PipeEnd {
                 };
                 if space >= want {
                     let n = space.min(left.len());
+                    if r.data.try_reserve(n).is_err() {
+                        // No memory for the bytes: a short write, or ENOMEM if none went in.
+                        return Some(Err(Errno::ENOMEM));
+                    }
                     r.data.extend(&left[..n]);
                     Some(Ok(n))
                 } else if file.nonblocking() {
@@ -171,7 +215,7 @@ impl FileOps for PipeEnd {
         if self.write {
             if r.readers == 0 {
                 ev |= f::POLLERR as u32;
-            } else if r.data.len() < PIPE_SIZE {
+            } else if r.data.len() < r.capacity {
                 ev |= (f::POLLOUT | f::POLLWRNORM) as u32;
             }
         } else {

@@ -175,7 +175,43 @@ pub fn sys_dir() -> Arc<RamDir> {
                 );
             }
             d.replace("abi", abi);
-            let _ = d.create("kernel", Kind::Dir, 0o555);
+            let kernel = RamDir::new(0o555);
+            kernel.replace(
+                "threads-max",
+                GenFile::writable(
+                    |_| int_read(&crate::task::MAX_THREADS),
+                    |t| int_write(&crate::task::MAX_THREADS, t, 20, 0x3fff_ffff),
+                ),
+            );
+            d.replace("kernel", kernel);
+            let vm = RamDir::new(0o555);
+            vm.replace(
+                "max_map_count",
+                GenFile::writable(
+                    |_| int_read(&crate::mm::aspace::MAX_MAP_COUNT),
+                    |t| int_write(&crate::mm::aspace::MAX_MAP_COUNT, t, 0, i32::MAX as usize),
+                ),
+            );
+            d.replace("vm", vm);
+            let fsd = RamDir::new(0o555);
+            fsd.replace(
+                "pipe-max-size",
+                GenFile::writable(
+                    |_| int_read(&super::pipe::PIPE_MAX_SIZE),
+                    |t| {
+                        // Stored rounded as a pipe's size would be (Linux does the same).
+                        let v = parse_int(t)?;
+                        let r = super::pipe::round_size(v).ok_or(Errno::EINVAL)?;
+                        super::pipe::PIPE_MAX_SIZE.store(r, Ordering::Relaxed);
+                        Ok(())
+                    },
+                ),
+            );
+            fsd.replace(
+                "nr_open",
+                GenFile::new(|_| format!("{}\n", super::NR_OPEN)),
+            );
+            d.replace("fs", fsd);
             d
         })
         .clone()
@@ -421,6 +457,31 @@ fn cpuinfo(_: Option<u32>) -> String {
         );
     }
     s
+}
+
+fn int_read(v: &core::sync::atomic::AtomicUsize) -> String {
+    format!("{}\n", v.load(Ordering::Relaxed))
+}
+
+/// An integer as sysctl writes take it: blanks around an optionally signed decimal number.
+fn parse_int(text: &[u8]) -> SysResult<usize> {
+    let t = core::str::from_utf8(text).map_err(|_| Errno::EINVAL)?.trim();
+    let t = t.strip_prefix('+').unwrap_or(t);
+    t.parse::<usize>().map_err(|_| Errno::EINVAL)
+}
+
+fn int_write(
+    v: &core::sync::atomic::AtomicUsize,
+    text: &[u8],
+    min: usize,
+    max: usize,
+) -> SysResult<()> {
+    let n = parse_int(text)?;
+    if !(min..=max).contains(&n) {
+        return Err(Errno::EINVAL);
+    }
+    v.store(n, Ordering::Relaxed);
+    Ok(())
 }
 
 fn meminfo(_: Option<u32>) -> String {

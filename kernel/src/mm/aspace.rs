@@ -504,11 +504,6 @@ impl AddrSpace {
         Ok(())
     }
 
-    /// Number of mappings.
-    pub fn map_count(&self) -> usize {
-        self.vmas.len()
-    }
-
     /// Bytes mapped, in total.
     pub fn total_vm(&self) -> usize {
         self.vmas.values().map(|v| v.end - v.start).sum()

@@ -231,11 +231,6 @@ pub fn alloc_user(count: usize) -> Option<u64> {
     alloc_zeroed(count)
 }
 
-/// Whether a user request for `count` more frames could be met now.
-pub fn user_can_alloc(count: usize) -> bool {
-    FREE.load(Ordering::Relaxed) >= count + RESERVE.load(Ordering::Relaxed)
-}
-
 fn zero(pa: u64, count: usize) {
     // SAFETY: the frames were just taken from the free lists and belong to the caller; they are
     // linear-mapped read-write.
@@ -297,11 +292,6 @@ impl Page {
         Some(Page(pa))
     }
 
-    /// Wraps a reference the caller already holds (from a page-table entry, say).
-    pub fn from_raw(pa: u64) -> Page {
-        Page(pa)
-    }
-
     /// Gives up the handle without releasing its reference.
     pub fn into_raw(self) -> u64 {
         let pa = self.0;
@@ -316,10 +306,6 @@ impl Page {
     /// The frame through the linear map.
     pub fn ptr(&self) -> *mut u8 {
         phys_to_virt(self.0) as *mut u8
-    }
-
-    pub fn refs(&self) -> u32 {
-        refs(self.0)
     }
 }
 

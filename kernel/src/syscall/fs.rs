@@ -586,7 +586,7 @@ pub fn fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
     let file = t.get(fd)?;
     match cmd {
         f::F_DUPFD | f::F_DUPFD_CLOEXEC => {
-            if arg >= vfs::NR_OPEN {
+            if arg >= vfs::nofile_limit() {
                 return Err(Errno::EINVAL);
             }
             t.install_from(arg, file, cmd == f::F_DUPFD_CLOEXEC)
@@ -613,7 +613,19 @@ pub fn fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
         | f::F_OFD_GETLK
         | f::F_OFD_SETLK
         | f::F_OFD_SETLKW => Ok(0),
-        f::F_GETPIPE_SZ if file.ops.as_any().is::<pipe::PipeEnd>() => Ok(pipe::PIPE_SIZE),
+        f::F_GETPIPE_SZ | f::F_SETPIPE_SZ => {
+            let end = file
+                .ops
+                .as_any()
+                .downcast_ref::<pipe::PipeEnd>()
+                .ok_or(Errno::EBADF)?;
+            if cmd == f::F_GETPIPE_SZ {
+                Ok(end.capacity())
+            } else {
+                let euid = task::current().process().euid.load(core::sync::atomic::Ordering::Relaxed);
+                end.set_capacity(arg, euid == 0)
+            }
+        }
         f::F_GETOWN | f::F_SETOWN => Ok(0),
         _ => Err(Errno::EINVAL),
     }
@@ -746,7 +758,7 @@ pub fn ppoll(
     sigmask: usize,
     sigsetsize: usize,
 ) -> SysResult<usize> {
-    if nfds > vfs::NR_OPEN {
+    if nfds > vfs::nofile_limit() {
         return Err(Errno::EINVAL);
     }
     let mut raw = vec![0u8; nfds * f::PollFd::SIZE];

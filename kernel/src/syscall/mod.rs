@@ -3,6 +3,7 @@
 
 pub mod fs;
 pub mod misc;
+pub mod cred;
 pub mod mm;
 pub mod proc;
 pub mod signal;
@@ -118,9 +119,12 @@ fn call(n: usize, a: Args, tf: &mut TrapFrame) -> SysResult<usize> {
         nr::GETPID => Ok(task::current().pid() as usize),
         nr::GETTID => Ok(task::current().tid as usize),
         nr::GETPPID => Ok(task::current().process().ppid() as usize),
-        nr::GETUID | nr::GETEUID | nr::GETGID | nr::GETEGID => Ok(0),
+        nr::GETUID => Ok(cred::getuid(false)),
+        nr::GETEUID => Ok(cred::getuid(true)),
+        nr::GETGID | nr::GETEGID => Ok(0),
+        nr::SETUID => cred::setuid(a.u32(0)),
         nr::GETRESUID | nr::GETRESGID => proc::getres(a.u(0), a.u(1), a.u(2)),
-        nr::SETUID | nr::SETGID | nr::SETRESUID | nr::SETRESGID | nr::SETREUID | nr::SETREGID => {
+        nr::SETGID | nr::SETRESUID | nr::SETRESGID | nr::SETREUID | nr::SETREGID => {
             Ok(0)
         }
         nr::GETGROUPS => Ok(0),

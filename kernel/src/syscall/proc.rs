@@ -249,7 +249,7 @@ pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<u
     let cur = limits[resource as usize];
     if let Some(n) = new {
         // Everyone is root here, but the open-file limit still has its hard ceiling.
-        if resource == sys::RLIMIT_NOFILE && n.rlim_max > crate::fs::NR_OPEN as u64 * 4 {
+        if resource == sys::RLIMIT_NOFILE && n.rlim_max > crate::fs::NR_OPEN as u64 {
             return Err(Errno::EPERM);
         }
         limits[resource as usize] = n;

@@ -236,7 +236,7 @@ pub fn spawn_init(path: &str) -> SysResult<()> {
     let t = Arc::new(Task::new(
         process.pid,
         process.clone(),
-        Some(KernelStack::new()?),
+        Some(KernelStack::new(0, u64::MAX)?),
         Some(Arc::new(Mutex::new(mm))),
         Arc::new(Mutex::new(files)),
         Arc::new(Mutex::new(fs::FsContext::root())),

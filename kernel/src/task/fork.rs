@@ -37,6 +37,11 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
         Arc::new(crate::sync::IrqLock::new(parent.sighand().lock().clone()))
     };
 
+    // Limits first (EAGAIN), before anything is linked anywhere.
+    let kstack = KernelStack::new(
+        parent_proc.uid.load(Ordering::Relaxed),
+        parent_proc.rlimits.lock()[svelt_abi::sys::RLIMIT_NPROC as usize].rlim_cur,
+    )?;
     let tid = alloc_pid();
     let process = if flags & s::CLONE_THREAD != 0 {
         parent_proc.clone()
@@ -52,6 +57,14 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
         p.sid
             .store(parent_proc.sid.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.exe.lock() = parent_proc.exe.lock().clone();
+        *p.rlimits.lock() = *parent_proc.rlimits.lock();
+        for (dst, src) in [
+            (&p.uid, &parent_proc.uid),
+            (&p.euid, &parent_proc.euid),
+            (&p.suid, &parent_proc.suid),
+        ] {
+            dst.store(src.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
         p.exit_signal
             .store(args.exit_signal as u32, Ordering::Relaxed);
         up.children.lock().push(p.clone());
@@ -61,7 +74,7 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
     let child = Arc::new(Task::new(
         tid,
         process.clone(),
-        Some(KernelStack::new()?),
+        Some(kstack),
         mm,
         files,
         fs,

@@ -49,15 +49,69 @@ pub enum State {
 
 pub type Mm = Arc<Mutex<AddrSpace>>;
 
+/// kernel.threads-max (/proc/sys/kernel/threads-max): set at boot from RAM as Linux does.
+pub static MAX_THREADS: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// User threads in existence (each has a kernel stack).
+pub static NR_THREADS: AtomicUsize = AtomicUsize::new(0);
+/// Threads per real user ID, for RLIMIT_NPROC.
+static UID_THREADS: IrqLock<BTreeMap<u32, usize>> = IrqLock::new(BTreeMap::new());
+
+/// Linux's default: as many threads as kernel stacks would fill an eighth of RAM, with its
+/// 16 KiB stacks (RLIMIT_NPROC defaults to half of it).
+pub fn init_limits() {
+    let max = (frame::total() / 32).clamp(20, 0x3fff_ffff);
+    MAX_THREADS.store(max, Ordering::Relaxed);
+}
+
+fn uid_charge(uid: u32, delta: isize) {
+    let mut m = UID_THREADS.lock();
+    let e = m.entry(uid).or_insert(0);
+    *e = e.saturating_add_signed(delta);
+    if *e == 0 {
+        m.remove(&uid);
+    }
+}
+
+/// Moves a thread's RLIMIT_NPROC charge to another user (setuid).
+pub fn recharge_thread(old: u32, new: u32) {
+    if old != new {
+        uid_charge(new, 1);
+        uid_charge(old, -1);
+    }
+}
+
 pub struct KernelStack {
     pa: u64,
+    /// The real user ID this thread counts against.
+    uid: AtomicU32,
 }
 
 impl KernelStack {
-    pub(crate) fn new() -> SysResult<KernelStack> {
+    /// A kernel stack for a new user thread of user `uid`: EAGAIN beyond threads-max or, for
+    /// users other than root, beyond RLIMIT_NPROC `nproc` (as Linux's fork).
+    pub(crate) fn new(uid: u32, nproc: u64) -> SysResult<KernelStack> {
+        if NR_THREADS.load(Ordering::Relaxed) >= MAX_THREADS.load(Ordering::Relaxed) {
+            return Err(Errno::EAGAIN);
+        }
+        if uid != 0 {
+            let n = UID_THREADS.lock().get(&uid).copied().unwrap_or(0);
+            if n as u64 >= nproc {
+                return Err(Errno::EAGAIN);
+            }
+        }
+        let pa = frame::alloc_user(KSTACK_PAGES).ok_or(Errno::ENOMEM)?;
+        frame::KSTACK_PAGES.fetch_add(KSTACK_PAGES, Ordering::Relaxed);
+        NR_THREADS.fetch_add(1, Ordering::Relaxed);
+        uid_charge(uid, 1);
         Ok(KernelStack {
-            pa: frame::alloc_zeroed(KSTACK_PAGES).ok_or(Errno::ENOMEM)?,
+            pa,
+            uid: AtomicU32::new(uid),
         })
+    }
+
+    pub fn set_uid(&self, uid: u32) {
+        let old = self.uid.swap(uid, Ordering::Relaxed);
+        recharge_thread(old, uid);
     }
     pub fn top(&self) -> usize {
         phys_to_virt(self.pa) + KSTACK_PAGES * PAGE_SIZE
@@ -69,6 +123,9 @@ impl KernelStack {
 
 impl Drop for KernelStack {
     fn drop(&mut self) {
+        uid_charge(self.uid.load(Ordering::Relaxed), -1);
+        NR_THREADS.fetch_sub(1, Ordering::Relaxed);
+        frame::KSTACK_PAGES.fetch_sub(KSTACK_PAGES, Ordering::Relaxed);
         frame::free(self.pa, KSTACK_PAGES);
     }
 }
@@ -160,6 +217,10 @@ pub struct Process {
     pub rlimits: Mutex<[svelt_abi::sys::Rlimit64; svelt_abi::sys::RLIM_NLIMITS as usize]>,
     /// Lazy FP counters of this process's threads.
     pub fpstat: crate::fpstate::Counters,
+    /// Real, effective and saved user IDs (no capabilities beyond "uid 0 may do anything").
+    pub uid: AtomicU32,
+    pub euid: AtomicU32,
+    pub suid: AtomicU32,
 }
 
 /// Resource limits of the first process (Linux's defaults for init).
@@ -198,6 +259,11 @@ pub fn default_rlimits() -> [svelt_abi::sys::Rlimit64; svelt_abi::sys::RLIM_NLIM
         rlim_cur: 0,
         rlim_max: 0,
     };
+    let nproc = (MAX_THREADS.load(Ordering::Relaxed) / 2) as u64;
+    l[RLIMIT_NPROC as usize] = Rlimit64 {
+        rlim_cur: nproc,
+        rlim_max: nproc,
+    };
     l
 }
 
@@ -230,6 +296,9 @@ impl Process {
             group_status: AtomicI32::new(0),
             rlimits: Mutex::new(default_rlimits()),
             fpstat: crate::fpstate::ZERO_COUNTERS,
+            uid: AtomicU32::new(0),
+            euid: AtomicU32::new(0),
+            suid: AtomicU32::new(0),
         })
     }
 

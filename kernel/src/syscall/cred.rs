@@ -1,0 +1,38 @@
+//! User IDs: enough of Linux's credentials for RLIMIT_NPROC to mean what it does there (root is
+//! exempt; other users are counted per real user ID). Groups and capabilities are not modelled:
+//! user ID 0 may do anything, others nothing privileged.
+
+use crate::task;
+use core::sync::atomic::Ordering::Relaxed;
+use svelt_abi::errno::{Errno, SysResult};
+
+pub fn getuid(effective: bool) -> usize {
+    let p = task::current().process();
+    (if effective { &p.euid } else { &p.uid }).load(Relaxed) as usize
+}
+
+/// setuid: root sets all three IDs; others may only set the effective ID to the real or
+/// saved one.
+pub fn setuid(uid: u32) -> SysResult<usize> {
+    if uid == u32::MAX {
+        return Err(Errno::EINVAL);
+    }
+    let t = task::current();
+    let p = t.process();
+    if p.euid.load(Relaxed) == 0 {
+        let old = p.uid.swap(uid, Relaxed);
+        p.euid.store(uid, Relaxed);
+        p.suid.store(uid, Relaxed);
+        if old != uid {
+            if let Some(k) = &t.kstack {
+                k.set_uid(uid);
+            }
+        }
+        Ok(0)
+    } else if uid == p.uid.load(Relaxed) || uid == p.suid.load(Relaxed) {
+        p.euid.store(uid, Relaxed);
+        Ok(0)
+    } else {
+        Err(Errno::EPERM)
+    }
+}
