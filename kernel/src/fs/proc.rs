@@ -207,10 +207,7 @@ pub fn sys_dir() -> Arc<RamDir> {
                     },
                 ),
             );
-            fsd.replace(
-                "nr_open",
-                GenFile::new(|_| format!("{}\n", super::NR_OPEN)),
-            );
+            fsd.replace("nr_open", GenFile::new(|_| format!("{}\n", super::NR_OPEN)));
             d.replace("fs", fsd);
             d
         })
@@ -315,7 +312,7 @@ impl PidDir {
     }
 }
 
-const PID_ENTRIES: [&str; 5] = ["exe", "status", "cmdline", "stat", "fpstat"];
+const PID_ENTRIES: [&str; 6] = ["exe", "status", "cmdline", "stat", "fpstat", "maps"];
 
 impl Inode for PidDir {
     fn ino(&self) -> u64 {
@@ -341,6 +338,7 @@ impl Inode for PidDir {
             "status" => GenFile::for_pid(self.pid, status),
             "cmdline" => GenFile::for_pid(self.pid, |_| String::new()),
             "stat" => GenFile::for_pid(self.pid, stat),
+            "maps" => GenFile::for_pid(self.pid, maps),
             "fpstat" => GenFile::for_pid(self.pid, |pid| {
                 task::find_process(pid.unwrap_or(0))
                     .map(|p| crate::fpstate::format_counters(&p.fpstat))
@@ -369,6 +367,58 @@ impl Inode for PidDir {
     fn as_any(&self) -> &dyn Any {
         self
     }
+}
+
+/// /proc/<pid>/maps in Linux's format (file mappings without their path: the mapping keeps
+/// the inode, not the name).
+fn maps(pid: Option<u32>) -> String {
+    use crate::mm::aspace::{Backing, SIGPAGE, STACK_TOP};
+    let Some(mm) = pid
+        .and_then(task::find_process)
+        .and_then(|p| p.live_threads().first().and_then(|t| t.mm()))
+    else {
+        return String::new();
+    };
+    let mm = mm.lock();
+    let mut s = String::new();
+    for v in mm.vmas() {
+        let (off, ino, shared) = match &v.backing {
+            Backing::Anon => (0, 0, false),
+            Backing::Shared(_, o) => (*o as u64, 0, true),
+            Backing::File { node, off, shared } => (*off, node.ino(), *shared),
+        };
+        let name = if v.end == STACK_TOP {
+            "[stack]"
+        } else if v.start == SIGPAGE {
+            "[sigpage]"
+        } else if v.start >= mm.brk_start
+            && v.end <= mm.brk.next_multiple_of(4096)
+            && v.start < v.end
+            && mm.brk > mm.brk_start
+        {
+            "[heap]"
+        } else {
+            ""
+        };
+        let line = format!(
+            "{:08x}-{:08x} {}{}{}{} {:08x} 00:{:02x} {}",
+            v.start,
+            v.end,
+            if v.prot.r() { 'r' } else { '-' },
+            if v.prot.w() { 'w' } else { '-' },
+            if v.prot.x() { 'x' } else { '-' },
+            if shared { 's' } else { 'p' },
+            off,
+            if ino != 0 { 1 } else { 0 },
+            ino
+        );
+        if name.is_empty() {
+            let _ = writeln!(s, "{line}");
+        } else {
+            let _ = writeln!(s, "{line:<72} {name}");
+        }
+    }
+    s
 }
 
 fn comm(exe: &str) -> &str {
@@ -400,13 +450,17 @@ fn status(pid: Option<u32>) -> String {
     let _ = write!(
         s,
         "Name:\t{}\nUmask:\t0022\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
-         Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nGroups:\t\nVmRSS:\t{} kB\nThreads:\t{}\n\
+         Uid:\t{}\t{}\t{}\t{}\nGid:\t0\t0\t0\t0\nFDSize:\t64\nGroups:\t\nVmRSS:\t{} kB\nThreads:\t{}\n\
          SigPnd:\t{:016x}\nShdPnd:\t{:016x}\nSigBlk:\t{:016x}\n",
         comm(&exe),
         state,
         p.pid,
         p.pid,
         p.ppid(),
+        p.uid.load(Ordering::Relaxed),
+        p.euid.load(Ordering::Relaxed),
+        p.suid.load(Ordering::Relaxed),
+        p.euid.load(Ordering::Relaxed),
         rss,
         threads.len(),
         pending,
@@ -465,7 +519,9 @@ fn int_read(v: &core::sync::atomic::AtomicUsize) -> String {
 
 /// An integer as sysctl writes take it: blanks around an optionally signed decimal number.
 fn parse_int(text: &[u8]) -> SysResult<usize> {
-    let t = core::str::from_utf8(text).map_err(|_| Errno::EINVAL)?.trim();
+    let t = core::str::from_utf8(text)
+        .map_err(|_| Errno::EINVAL)?
+        .trim();
     let t = t.strip_prefix('+').unwrap_or(t);
     t.parse::<usize>().map_err(|_| Errno::EINVAL)
 }

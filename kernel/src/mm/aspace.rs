@@ -456,7 +456,9 @@ impl AddrSpace {
     /// Removes mappings (and drops their frames) in `[start, end)`; ENOMEM when splitting a
     /// mapping would exceed vm.max_map_count.
     pub fn unmap(&mut self, start: usize, end: usize) -> SysResult<()> {
-        if self.find_vma(start).is_some_and(|v| v.start < start && v.end > end)
+        if self
+            .find_vma(start)
+            .is_some_and(|v| v.start < start && v.end > end)
             && self.vmas.len() >= MAX_MAP_COUNT.load(Ordering::Relaxed)
         {
             return Err(Errno::ENOMEM);
@@ -558,7 +560,9 @@ impl AddrSpace {
             va = v.end;
         }
         let splits = self.find_vma(start).is_some_and(|v| v.start < start) as usize
-            + self.find_vma(end).is_some_and(|v| v.start < end && v.end > end) as usize;
+            + self
+                .find_vma(end)
+                .is_some_and(|v| v.start < end && v.end > end) as usize;
         if splits > 0 && self.vmas.len() + splits > MAX_MAP_COUNT.load(Ordering::Relaxed) {
             return Err(Errno::ENOMEM);
         }

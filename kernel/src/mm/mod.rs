@@ -4,6 +4,15 @@ pub mod aspace;
 pub mod frame;
 pub mod heap;
 
+/// `n` zero bytes on the heap, or ENOMEM: for buffers whose size a user program chooses.
+pub fn try_zeroed_vec(n: usize) -> svelt_abi::errno::SysResult<alloc::vec::Vec<u8>> {
+    let mut v = alloc::vec::Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| svelt_abi::errno::Errno::ENOMEM)?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
 use crate::arch::aarch64::mmu::{self, Prot, KIMAGE_VADDR, LINEAR_BASE};
 use core::sync::atomic::{AtomicU64, Ordering};
 use svelt_abi::memrange::Range;

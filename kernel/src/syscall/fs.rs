@@ -622,7 +622,10 @@ pub fn fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
             if cmd == f::F_GETPIPE_SZ {
                 Ok(end.capacity())
             } else {
-                let euid = task::current().process().euid.load(core::sync::atomic::Ordering::Relaxed);
+                let euid = task::current()
+                    .process()
+                    .euid
+                    .load(core::sync::atomic::Ordering::Relaxed);
                 end.set_capacity(arg, euid == 0)
             }
         }

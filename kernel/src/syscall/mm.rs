@@ -195,7 +195,13 @@ pub fn msync(addr: usize, len: usize, flags: u32) -> SysResult<usize> {
     })
 }
 
-pub fn mremap(old: usize, old_len: usize, new_len: usize, flags: u32, new: usize) -> SysResult<usize> {
+pub fn mremap(
+    old: usize,
+    old_len: usize,
+    new_len: usize,
+    flags: u32,
+    new: usize,
+) -> SysResult<usize> {
     if flags & !(m::MREMAP_MAYMOVE | m::MREMAP_FIXED | m::MREMAP_DONTUNMAP) != 0
         || (flags & m::MREMAP_FIXED != 0 && flags & m::MREMAP_MAYMOVE == 0)
         || !old.is_multiple_of(PAGE)
@@ -206,8 +212,12 @@ pub fn mremap(old: usize, old_len: usize, new_len: usize, flags: u32, new: usize
     if flags & m::MREMAP_DONTUNMAP != 0 {
         return Err(Errno::EINVAL);
     }
-    let old_len = old_len.checked_next_multiple_of(PAGE).ok_or(Errno::EINVAL)?;
-    let new_len = new_len.checked_next_multiple_of(PAGE).ok_or(Errno::ENOMEM)?;
+    let old_len = old_len
+        .checked_next_multiple_of(PAGE)
+        .ok_or(Errno::EINVAL)?;
+    let new_len = new_len
+        .checked_next_multiple_of(PAGE)
+        .ok_or(Errno::ENOMEM)?;
     if old_len == 0 {
         // Duplicating a shared mapping: not supported.
         return Err(Errno::EINVAL);
@@ -242,7 +252,12 @@ pub fn mremap(old: usize, old_len: usize, new_len: usize, flags: u32, new: usize
         let grow = new_len - old_len;
         check_limits(mm, grow, data)?;
         if old_end == vend && old_end + grow <= USER_END && mm.is_free(old_end, old_end + grow) {
-            mm.map(old_end, old_end + grow, prot, backing.advanced_by(old_end - vstart))?;
+            mm.map(
+                old_end,
+                old_end + grow,
+                prot,
+                backing.advanced_by(old_end - vstart),
+            )?;
             return Ok(old);
         }
         if flags & m::MREMAP_MAYMOVE == 0 {

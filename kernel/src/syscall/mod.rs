@@ -1,9 +1,9 @@
 //! System calls: one dispatch table, one file per area. Handlers return `SysResult<usize>`; the
 //! dispatcher turns errors into `-errno` in x0.
 
+pub mod cred;
 pub mod fs;
 pub mod misc;
-pub mod cred;
 pub mod mm;
 pub mod proc;
 pub mod signal;
@@ -124,9 +124,7 @@ fn call(n: usize, a: Args, tf: &mut TrapFrame) -> SysResult<usize> {
         nr::GETGID | nr::GETEGID => Ok(0),
         nr::SETUID => cred::setuid(a.u32(0)),
         nr::GETRESUID | nr::GETRESGID => proc::getres(a.u(0), a.u(1), a.u(2)),
-        nr::SETGID | nr::SETRESUID | nr::SETRESGID | nr::SETREUID | nr::SETREGID => {
-            Ok(0)
-        }
+        nr::SETGID | nr::SETRESUID | nr::SETRESGID | nr::SETREUID | nr::SETREGID => Ok(0),
         nr::GETGROUPS => Ok(0),
         nr::SETPGID => proc::setpgid(a.i(0), a.i(1)),
         nr::GETPGID => proc::getpgid(a.i(0)),

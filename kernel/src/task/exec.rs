@@ -32,8 +32,8 @@ fn read_executable(path: &str) -> SysResult<(Vec<u8>, String)> {
     if r.node.perm() & 0o111 == 0 {
         return Err(Errno::EACCES);
     }
-    let size = r.node.size() as usize;
-    let mut data = vec![0u8; size];
+    let size = usize::try_from(r.node.size()).map_err(|_| Errno::ENOMEM)?;
+    let mut data = crate::mm::try_zeroed_vec(size)?;
     let n = r.node.read_at(0, &mut data)?;
     data.truncate(n);
     Ok((data, r.path))
