@@ -152,6 +152,23 @@ pub struct AddrSpace {
     pub brk: usize,
     /// Private frames mapped, for /proc.
     pages: usize,
+    /// `[packed_below, MMAP_TOP)` is known to be mapped without a gap, so the top-down search
+    /// for free space starts here (without it, a program that maps page after page makes
+    /// every mmap walk every mapping).
+    packed_below: core::cell::Cell<usize>,
+    /// Bytes mapped, and bytes of private writable mappings other than the main stack (what
+    /// RLIMIT_AS and RLIMIT_DATA limit), kept as VMAs come and go.
+    total_vm: usize,
+    data_vm: usize,
+}
+
+/// A VMA's share of RLIMIT_DATA's count.
+fn data_bytes(v: &Vma) -> usize {
+    if v.prot.w() && !v.backing.is_shared() && v.end != STACK_TOP {
+        v.end - v.start
+    } else {
+        0
+    }
 }
 
 /// ASIDs in use (bit set); ASID 0 is the empty table's.
@@ -205,6 +222,9 @@ impl AddrSpace {
             brk_start: 0,
             brk: 0,
             pages: 0,
+            packed_below: core::cell::Cell::new(MMAP_TOP),
+            total_vm: 0,
+            data_vm: 0,
         })
     }
 
@@ -331,7 +351,7 @@ impl AddrSpace {
                 mmu::flush_tlb_user_page(self.asid, page_va);
                 return Ok(pa + off);
             }
-            let new = frame::alloc_user(1).ok_or(FaultError::NoMemory)?;
+            let new = frame::alloc_anon().ok_or(FaultError::NoMemory)?;
             if pa != zero_page() {
                 // SAFETY: both frames are linear-mapped and page-sized; `new` is ours alone.
                 unsafe {
@@ -354,7 +374,7 @@ impl AddrSpace {
         }
         let vma = self.find_vma(va).ok_or(FaultError::NoMapping)?;
         let (pa, exclusive) = match &vma.backing {
-            Backing::Anon if write => (frame::alloc_user(1).ok_or(FaultError::NoMemory)?, true),
+            Backing::Anon if write => (frame::alloc_anon().ok_or(FaultError::NoMemory)?, true),
             Backing::Anon => {
                 let z = zero_page();
                 frame::get(z);
@@ -386,7 +406,7 @@ impl AddrSpace {
                 if *shared || !write {
                     (page.into_raw(), *shared)
                 } else {
-                    let new = frame::alloc_user(1).ok_or(FaultError::NoMemory)?;
+                    let new = frame::alloc_anon().ok_or(FaultError::NoMemory)?;
                     // SAFETY: the cache page and the new frame are linear-mapped page-sized
                     // frames; `new` is ours alone.
                     unsafe {
@@ -418,15 +438,15 @@ impl AddrSpace {
             return Err(Errno::ENOMEM);
         }
         self.unmap(start, end)?;
-        self.vmas.insert(
+        let v = Vma {
             start,
-            Vma {
-                start,
-                end,
-                prot,
-                backing,
-            },
-        );
+            end,
+            prot,
+            backing,
+        };
+        self.total_vm += end - start;
+        self.data_vm += data_bytes(&v);
+        self.vmas.insert(start, v);
         self.try_merge(end);
         self.try_merge(start);
         Ok(())
@@ -463,11 +483,17 @@ impl AddrSpace {
         {
             return Err(Errno::ENOMEM);
         }
+        if end > self.packed_below.get() {
+            self.packed_below
+                .set(end.clamp(self.packed_below.get(), MMAP_TOP));
+        }
         self.split_at(start);
         self.split_at(end);
         let doomed: Vec<usize> = self.vmas.range(start..end).map(|(&s, _)| s).collect();
         for s in doomed {
             let vma = self.vmas.remove(&s).unwrap();
+            self.total_vm -= vma.end - vma.start;
+            self.data_vm -= data_bytes(&vma);
             self.clear_ptes(vma.start, vma.end, true);
         }
         Ok(())
@@ -508,7 +534,12 @@ impl AddrSpace {
 
     /// Bytes mapped, in total.
     pub fn total_vm(&self) -> usize {
-        self.vmas.values().map(|v| v.end - v.start).sum()
+        self.total_vm
+    }
+
+    /// Bytes of private writable memory other than the main stack (RLIMIT_DATA's count).
+    pub fn data_vm(&self) -> usize {
+        self.data_vm
     }
 
     /// Splits the VMA containing `at` (if any) so that a VMA boundary falls at `at`.
@@ -571,7 +602,9 @@ impl AddrSpace {
         let keys: Vec<usize> = self.vmas.range(start..end).map(|(&s, _)| s).collect();
         for k in keys {
             let v = self.vmas.get_mut(&k).unwrap();
+            self.data_vm -= data_bytes(v);
             v.prot = prot;
+            self.data_vm += data_bytes(v);
             let shared = v.backing.is_shared();
             let (s, e) = (v.start, v.end);
             let mut va = s;
@@ -620,12 +653,19 @@ impl AddrSpace {
         {
             return Some(hint);
         }
-        let mut top = MMAP_TOP;
-        for (_, v) in self.vmas.range(..MMAP_TOP).rev() {
+        let mut top = self.packed_below.get();
+        let mut packed = true;
+        for (_, v) in self.vmas.range(..top).rev() {
+            if v.end < top {
+                packed = false;
+            }
             if v.end <= top && top - v.end >= len {
                 return Some(top - len);
             }
             top = top.min(v.start);
+            if packed {
+                self.packed_below.set(top);
+            }
         }
         (top >= MMAP_MIN + len).then(|| top - len)
     }
@@ -641,6 +681,8 @@ impl AddrSpace {
             .map(|v| (v.start, v.end, v.backing.is_shared()))
             .collect();
         child.vmas = self.vmas.clone();
+        child.total_vm = self.total_vm;
+        child.data_vm = self.data_vm;
         let mut write_protected = false;
         for (start, end, shared) in vmas {
             let mut va = start;

@@ -41,6 +41,8 @@ const _: () = assert!(core::mem::size_of::<PageInfo>() == 24);
 
 pub const KIND_FREE: u32 = 1 << 31;
 pub const KIND_SLAB: u32 = 1 << 30;
+/// A private anonymous page of some process (counted as AnonPages).
+pub const KIND_ANON: u32 = 1 << 29;
 
 /// The descriptors, one per frame from `BASE_PFN`, in a region carved from RAM at boot.
 static MAP: AtomicUsize = AtomicUsize::new(0);
@@ -231,6 +233,14 @@ pub fn alloc_user(count: usize) -> Option<u64> {
     alloc_zeroed(count)
 }
 
+/// A zeroed frame for a process's private anonymous memory (counted as AnonPages).
+pub fn alloc_anon() -> Option<u64> {
+    let pa = alloc_user(1)?;
+    info(pa).kind.store(KIND_ANON, Ordering::Relaxed);
+    ANON_PAGES.fetch_add(1, Ordering::Relaxed);
+    Some(pa)
+}
+
 fn zero(pa: u64, count: usize) {
     // SAFETY: the frames were just taken from the free lists and belong to the caller; they are
     // linear-mapped read-write.
@@ -245,7 +255,9 @@ pub fn free(pa: u64, count: usize) {
 pub fn free_order(pa: u64, order: usize) {
     let pi = info(pa);
     pi.refs.store(0, Ordering::Relaxed);
-    pi.kind.store(0, Ordering::Relaxed);
+    if pi.kind.swap(0, Ordering::Relaxed) & KIND_ANON != 0 {
+        ANON_PAGES.fetch_sub(1, Ordering::Relaxed);
+    }
     BUDDY.lock().free(pa / PAGE, order);
     FREE.fetch_add(1 << order, Ordering::Relaxed);
 }

@@ -5,7 +5,7 @@
 
 use crate::arch::aarch64::mmu::PAGE_SIZE;
 use crate::fs::Kind;
-use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, STACK_TOP, USER_END};
+use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, USER_END};
 use crate::task::{self, with_mm};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs as f;
@@ -18,21 +18,13 @@ fn rlimit(resource: u32) -> u64 {
     task::current().process().rlimits.lock()[resource as usize].rlim_cur
 }
 
-/// Private writable memory other than the main stack (what RLIMIT_DATA limits).
-fn data_vm(mm: &AddrSpace) -> usize {
-    mm.vmas()
-        .filter(|v| v.prot.w() && !v.backing.is_shared() && v.end != STACK_TOP)
-        .map(|v| v.end - v.start)
-        .sum()
-}
-
 /// ENOMEM when `more` bytes of new mappings (`data`: private writable ones) would pass
 /// RLIMIT_AS or RLIMIT_DATA.
 fn check_limits(mm: &AddrSpace, more: usize, data: bool) -> SysResult<()> {
     if (mm.total_vm() + more) as u64 > rlimit(RLIMIT_AS) {
         return Err(Errno::ENOMEM);
     }
-    if data && (data_vm(mm) + more) as u64 > rlimit(RLIMIT_DATA) {
+    if data && (mm.data_vm() + more) as u64 > rlimit(RLIMIT_DATA) {
         return Err(Errno::ENOMEM);
     }
     Ok(())
