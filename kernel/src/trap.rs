@@ -40,7 +40,7 @@ pub fn el0_sync(tf: &mut TrapFrame) {
         Ec::Unknown => {
             // Without FEAT_IDST an EL0 ID-register read is an undefined instruction: look at
             // the instruction itself.
-            let insn = task::with_mm(|mm| mm.read_u32(tf.elr as usize)).ok();
+            let insn = crate::mm::uaccess::read_u32(tf.elr as usize).ok();
             let access = insn.and_then(svelt_abi::idregs::SysRegAccess::from_mrs_insn);
             if !access.is_some_and(|a| emulate_mrs(tf, a)) {
                 fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
@@ -82,11 +82,7 @@ fn user_abort(tf: &mut TrapFrame, esr: Esr) {
     match esr.fsc() {
         // Translation, access-flag and permission faults: demand paging, or SIGSEGV.
         0x04..=0x0f => {
-            let r = match task::current().mm() {
-                Some(mm) => mm.lock().handle_fault(far, access),
-                None => Err(FaultError::NoMapping),
-            };
-            match r {
+            match resolve_fault(far, access) {
                 Ok(()) => {}
                 Err(FaultError::NoMapping) => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
                 Err(FaultError::Permission) => fault(sig::SIGSEGV, sig::SEGV_ACCERR, tf.far, esr.0),
@@ -99,6 +95,24 @@ fn user_abort(tf: &mut TrapFrame, esr: Esr) {
         0x00..=0x03 => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
         _ => fault(sig::SIGBUS, sig::BUS_OBJERR, tf.far, esr.0),
     }
+}
+
+/// Demand paging for the current task: maps the page behind `va` if its mapping allows
+/// `access`.
+fn resolve_fault(va: usize, access: Access) -> Result<(), FaultError> {
+    match task::current().mm() {
+        Some(mm) => mm.lock().handle_fault(va, access),
+        None => Err(FaultError::NoMapping),
+    }
+}
+
+/// A kernel user-access instruction faulted on `va` (arch::aarch64::uaccess): true if the page
+/// is now there and the access may be retried. Never called with the address-space lock held:
+/// user copies run outside `with_mm`.
+#[no_mangle]
+fn svelt_resolve_user_fault(va: usize, write: bool) -> bool {
+    let access = if write { Access::Write } else { Access::Read };
+    resolve_fault(va, access).is_ok()
 }
 
 /// EL0 `MRS Xt, <ID register>`: Linux's sanitised value (HWCAP_CPUID). False: SIGILL.

@@ -3,6 +3,7 @@
 pub mod aspace;
 pub mod frame;
 pub mod heap;
+pub mod uaccess;
 
 use crate::arch::aarch64::mmu::{self, Prot, KIMAGE_VADDR, LINEAR_BASE};
 use core::sync::atomic::{AtomicU64, Ordering};

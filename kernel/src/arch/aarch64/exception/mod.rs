@@ -65,6 +65,8 @@ extern "C" fn exception_entry(kind: u64, tf: &mut TrapFrame) {
     let kind = Kind::from_index(kind);
     match (kind.source, kind.ty) {
         (Source::El1, Type::Irq) => crate::irq::handle(),
+        // A user access that faulted: resolved and retried, or sent to its fixup.
+        (Source::El1, Type::Sync) if super::uaccess::handle_kernel_abort(tf) => {}
         (Source::El0Aarch64, Type::Irq) => {
             crate::irq::handle();
             return_to_user(tf);
