@@ -11,13 +11,13 @@
 //! No FP/SIMD register is used.
 //!
 //! The fixup table holds (first instruction, end, landing) triples, one per loop that may
-//! fault, rather than one `__uaccess_start..__uaccess_end` range with a shared landing: each
-//! primitive keeps its own "how much is left" register, and a fault in a word loop lands in
-//! the same primitive's byte loop, which copies up to the exact faulting byte, so partial
-//! counts are byte-exact. The EL1 data-abort path (`exception::exception_entry`) calls
-//! [`handle_kernel_abort`]: a fault on a user address at an instruction the table covers is
-//! first resolved like an EL0 fault (demand paging) and retried, and otherwise resumes at the
-//! landing.
+//! fault (64-byte, 8-byte and byte loops), rather than one `__uaccess_start..__uaccess_end`
+//! range with a shared landing: each primitive keeps its own "how much is left" register, and a
+//! fault in a word loop lands in the same primitive's byte loop, which copies up to the exact
+//! faulting byte, so partial counts are byte-exact. The EL1 data-abort path
+//! (`exception::exception_entry`) calls [`handle_kernel_abort`]: a fault on a user address at
+//! an instruction the table covers is first resolved like an EL0 fault (demand paging) and
+//! retried, and otherwise resumes at the landing.
 
 use super::exception::TrapFrame;
 use svelt_abi::esr::{Ec, Esr};
@@ -31,21 +31,31 @@ core::arch::global_asm!(
 .global __uaccess_start
 __uaccess_start:
 
-// __copy_from_user(dst x0, usrc x1, n x2) -> x0 = bytes not copied
+// __copy_from_user(dst x0, usrc x1, n x2) -> x0 = bytes not copied. The 64-byte loop runs
+// with x2 = bytes left - 64; its fixup adds the 64 back.
 .global __copy_from_user
 __copy_from_user:
-.Lcfu_32:
-    cmp     x2, #32
-    b.lo    .Lcfu_8
+    subs    x2, x2, #64
+    b.lo    .Lcfu_64_done
+.Lcfu_64:
     ldtr    x3, [x1]
     ldtr    x4, [x1, #8]
     ldtr    x5, [x1, #16]
     ldtr    x6, [x1, #24]
-    add     x1, x1, #32
+    ldtr    x7, [x1, #32]
+    ldtr    x8, [x1, #40]
+    ldtr    x9, [x1, #48]
+    ldtr    x10, [x1, #56]
+    add     x1, x1, #64
     stp     x3, x4, [x0], #16
     stp     x5, x6, [x0], #16
-    sub     x2, x2, #32
-    b       .Lcfu_32
+    stp     x7, x8, [x0], #16
+    stp     x9, x10, [x0], #16
+    subs    x2, x2, #64
+    b.hs    .Lcfu_64
+.Lcfu_64_end:
+.Lcfu_64_done:
+    add     x2, x2, #64
 .Lcfu_8:
     cmp     x2, #8
     b.lo    .Lcfu_1
@@ -64,25 +74,37 @@ __copy_from_user:
 .Lcfu_out:
     mov     x0, x2
     ret
+.Lcfu_64_fault:
+    add     x2, x2, #64
+    b       .Lcfu_1
 
 // __copy_to_user(udst x0, src x1, n x2) -> x0 = bytes not copied. A fault part-way through a
-// 32-byte step leaves the pointers where the step began, so the byte loop rewrites the same
-// bytes before reaching the faulting one.
+// 64-byte step leaves the pointers where the step began (x2 = bytes left - 64), so the byte loop
+// rewrites the same bytes before reaching the faulting one.
 .global __copy_to_user
 __copy_to_user:
-.Lctu_32:
-    cmp     x2, #32
-    b.lo    .Lctu_8
+    subs    x2, x2, #64
+    b.lo    .Lctu_64_done
+.Lctu_64:
     ldp     x3, x4, [x1]
     ldp     x5, x6, [x1, #16]
+    ldp     x7, x8, [x1, #32]
+    ldp     x9, x10, [x1, #48]
     sttr    x3, [x0]
     sttr    x4, [x0, #8]
     sttr    x5, [x0, #16]
     sttr    x6, [x0, #24]
-    add     x0, x0, #32
-    add     x1, x1, #32
-    sub     x2, x2, #32
-    b       .Lctu_32
+    sttr    x7, [x0, #32]
+    sttr    x8, [x0, #40]
+    sttr    x9, [x0, #48]
+    sttr    x10, [x0, #56]
+    add     x0, x0, #64
+    add     x1, x1, #64
+    subs    x2, x2, #64
+    b.hs    .Lctu_64
+.Lctu_64_end:
+.Lctu_64_done:
+    add     x2, x2, #64
 .Lctu_8:
     cmp     x2, #8
     b.lo    .Lctu_1
@@ -102,6 +124,9 @@ __copy_to_user:
 .Lctu_out:
     mov     x0, x2
     ret
+.Lctu_64_fault:
+    add     x2, x2, #64
+    b       .Lctu_1
 
 // __clear_user(udst x0, n x1) -> x0 = bytes not cleared
 .global __clear_user
@@ -162,9 +187,11 @@ __uaccess_end:
 .balign 8
 .global __uaccess_fixups
 __uaccess_fixups:
-    .quad   .Lcfu_32, .Lcfu_1, .Lcfu_1
+    .quad   .Lcfu_64, .Lcfu_64_end, .Lcfu_64_fault
+    .quad   .Lcfu_8, .Lcfu_1, .Lcfu_1
     .quad   .Lcfu_1, .Lcfu_out, .Lcfu_out
-    .quad   .Lctu_32, .Lctu_1, .Lctu_1
+    .quad   .Lctu_64, .Lctu_64_end, .Lctu_64_fault
+    .quad   .Lctu_8, .Lctu_1, .Lctu_1
     .quad   .Lctu_1, .Lctu_out, .Lctu_out
     .quad   .Lclr_32, .Lclr_1, .Lclr_1
     .quad   .Lclr_1, .Lclr_out, .Lclr_out
