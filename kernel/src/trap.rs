@@ -81,16 +81,14 @@ fn user_abort(tf: &mut TrapFrame, esr: Esr) {
     };
     match esr.fsc() {
         // Translation, access-flag and permission faults: demand paging, or SIGSEGV.
-        0x04..=0x0f => {
-            match resolve_fault(far, access) {
-                Ok(()) => {}
-                Err(FaultError::NoMapping) => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
-                Err(FaultError::Permission) => fault(sig::SIGSEGV, sig::SEGV_ACCERR, tf.far, esr.0),
-                Err(FaultError::NoMemory) => {
-                    signal::force(task::current(), sig::SIGKILL, SigInfo::kernel(sig::SIGKILL))
-                }
+        0x04..=0x0f => match resolve_fault(far, access) {
+            Ok(()) => {}
+            Err(FaultError::NoMapping) => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
+            Err(FaultError::Permission) => fault(sig::SIGSEGV, sig::SEGV_ACCERR, tf.far, esr.0),
+            Err(FaultError::NoMemory) => {
+                signal::force(task::current(), sig::SIGKILL, SigInfo::kernel(sig::SIGKILL))
             }
-        }
+        },
         0x21 => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.far, esr.0),
         0x00..=0x03 => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
         _ => fault(sig::SIGBUS, sig::BUS_OBJERR, tf.far, esr.0),

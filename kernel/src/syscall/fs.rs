@@ -831,7 +831,10 @@ pub fn pselect6(
     let deadline = read_timeout(tmo)?;
     // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
     let _mask = if sig != 0 {
-        let (p, len) = (uaccess::read_u64(sig)?, uaccess::read_u64(sig.wrapping_add(8))?);
+        let (p, len) = (
+            uaccess::read_u64(sig)?,
+            uaccess::read_u64(sig.wrapping_add(8))?,
+        );
         crate::signal::TempMask::from_user(p as usize, len as usize)?
     } else {
         crate::signal::TempMask::from_user(0, 8)?

@@ -1,9 +1,9 @@
 //! Process and thread syscalls.
 
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::task::exit::{self, Which};
 use crate::mm::uaccess;
 use crate::task;
+use crate::task::exit::{self, Which};
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sched::{self as s, wstatus, CloneArgs};

@@ -1,8 +1,8 @@
 //! Signal syscalls.
 
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::signal::{self, SigInfo};
 use crate::mm::uaccess;
+use crate::signal::{self, SigInfo};
 use crate::task;
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};

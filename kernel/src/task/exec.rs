@@ -3,8 +3,8 @@
 use super::{current_arc, fork, sched, Mm};
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::fs::{self, Kind};
-use crate::mm::uaccess;
 use crate::mm::aspace::{AddrSpace, Backing, Prot, STACK_SIZE, STACK_TOP, USER_END};
+use crate::mm::uaccess;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec;
