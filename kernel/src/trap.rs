@@ -40,7 +40,7 @@ pub fn el0_sync(tf: &mut TrapFrame) {
         Ec::Unknown => {
             // Without FEAT_IDST an EL0 ID-register read is an undefined instruction: look at
             // the instruction itself.
-            let insn = task::with_mm(|mm| mm.read_u32(tf.elr as usize)).ok();
+            let insn = crate::mm::uaccess::read_u32(tf.elr as usize).ok();
             let access = insn.and_then(svelt_abi::idregs::SysRegAccess::from_mrs_insn);
             if !access.is_some_and(|a| emulate_mrs(tf, a)) {
                 fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
@@ -81,19 +81,15 @@ fn user_abort(tf: &mut TrapFrame, esr: Esr) {
     };
     match esr.fsc() {
         // Translation, access-flag and permission faults: demand paging, or SIGSEGV.
-        0x04..=0x0f => {
-            let r = match task::current().mm() {
-                Some(mm) => mm.lock().handle_fault(far, access),
-                None => Err(FaultError::NoMapping),
-            };
-            match r {
-                Ok(()) => {}
-                Err(FaultError::NoMapping) => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
-                Err(FaultError::Permission) => fault(sig::SIGSEGV, sig::SEGV_ACCERR, tf.far, esr.0),
-                Err(FaultError::Bus) => fault(sig::SIGBUS, sig::BUS_ADRERR, tf.far, esr.0),
-                Err(FaultError::NoMemory) => oom_kill(),
+        0x04..=0x0f => match resolve_fault(far, access) {
+            Ok(()) => {}
+            Err(FaultError::NoMapping) => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
+            Err(FaultError::Permission) => fault(sig::SIGSEGV, sig::SEGV_ACCERR, tf.far, esr.0),
+            Err(FaultError::Bus) => fault(sig::SIGBUS, sig::BUS_ADRERR, tf.far, esr.0),
+            Err(FaultError::NoMemory) => {
+                oom_kill();
             }
-        }
+        },
         0x21 => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.far, esr.0),
         0x00..=0x03 => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
         _ => fault(sig::SIGBUS, sig::BUS_OBJERR, tf.far, esr.0),
@@ -112,6 +108,32 @@ pub fn oom_kill() {
         t.mm().map_or(0, |mm| mm.lock().total_vm() / 1024)
     );
     signal::force(t, sig::SIGKILL, SigInfo::kernel(sig::SIGKILL));
+}
+
+/// Demand paging for the current task: maps the page behind `va` if its mapping allows
+/// `access`.
+fn resolve_fault(va: usize, access: Access) -> Result<(), FaultError> {
+    match task::current().mm() {
+        Some(mm) => mm.lock().handle_fault(va, access),
+        None => Err(FaultError::NoMapping),
+    }
+}
+
+/// A kernel user-access instruction faulted on `va` (arch::aarch64::uaccess): true if the page
+/// is now there and the access may be retried. Never called with the address-space lock held:
+/// user copies run outside `with_mm`.
+#[no_mangle]
+fn svelt_resolve_user_fault(va: usize, write: bool) -> bool {
+    let access = if write { Access::Write } else { Access::Read };
+    match resolve_fault(va, access) {
+        Ok(()) => true,
+        // The copy fails with EFAULT, and the process is killed as a user fault would be.
+        Err(FaultError::NoMemory) => {
+            oom_kill();
+            false
+        }
+        Err(_) => false,
+    }
 }
 
 /// EL0 `MRS Xt, <ID register>`: Linux's sanitised value (HWCAP_CPUID). False: SIGILL.

@@ -2,6 +2,7 @@
 
 use super::ramfs::DevNode;
 use super::{File, FileOps, Inode};
+use crate::mm::uaccess;
 use alloc::sync::Arc;
 use core::any::Any;
 use spin::Mutex;
@@ -55,18 +56,16 @@ impl FileOps for Console {
     fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         match cmd {
             tty::TCGETS => {
-                crate::task::with_mm(|mm| {
-                    mm.write(arg, &tty::Termios::console_default().to_bytes())
-                })?;
+                uaccess::copy_to_user(arg, &tty::Termios::console_default().to_bytes())?;
                 Ok(0)
             }
             tty::TCSETS | tty::TCSETSW | tty::TCSETSF => {
                 let mut b = [0u8; tty::Termios::SIZE];
-                crate::task::with_mm(|mm| mm.read(arg, &mut b))?;
+                uaccess::copy_from_user(&mut b, arg)?;
                 Ok(0)
             }
             tty::TIOCGWINSZ => {
-                crate::task::with_mm(|mm| mm.write(arg, &[0u8; 8]))?;
+                uaccess::clear_user(arg, 8)?;
                 Ok(0)
             }
             tty::TIOCGPGRP => {
@@ -74,7 +73,7 @@ impl FileOps for Console {
                     .process()
                     .pgid
                     .load(core::sync::atomic::Ordering::Relaxed);
-                crate::task::with_mm(|mm| mm.write_u32(arg, pgid))?;
+                uaccess::write_u32(arg, pgid)?;
                 Ok(0)
             }
             tty::TIOCSPGRP | tty::TIOCSCTTY => Ok(0),

@@ -1,6 +1,7 @@
 //! Pipes: a 64 KiB ring shared by a read end and a write end.
 
 use super::{epoll, File, FileOps};
+use crate::mm::uaccess;
 use crate::task::wait::WaitQueue;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -232,7 +233,7 @@ impl FileOps for PipeEnd {
     fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         if cmd == svelt_abi::tty::FIONREAD {
             let n = self.pipe.ring.lock().data.len() as u32;
-            crate::task::with_mm(|mm| mm.write_u32(arg, n))?;
+            uaccess::write_u32(arg, n)?;
             return Ok(0);
         }
         Err(Errno::ENOTTY)

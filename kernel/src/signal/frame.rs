@@ -4,7 +4,7 @@
 use super::{AltStack, SigAction, SigInfo};
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::arch::aarch64::fpsimd::fpsimd::FpsimdState;
-use crate::mm::aspace::Access;
+use crate::mm::uaccess;
 use crate::task::{self, Task};
 use alloc::sync::Arc;
 use alloc::vec;
@@ -146,21 +146,22 @@ pub fn setup(
         &mut big
     };
     d.write(&plan, img).map_err(|_| ())?;
-    // Register payloads go right after their record's 16-byte head.
+    // The frame goes out in pieces: the image between the register payloads, and each payload
+    // (right after its record's 16-byte head) straight from the saved state.
     let fixed = 1 + usize::from(d.esr.is_some());
+    let base = plan.base as usize;
+    let mut at = 0;
     for &(k, p) in payloads.as_slice() {
         let off = plan.layout.record_offset(fixed + k).ok_or(())? + 16;
-        img.get_mut(off..off + p.len())
-            .ok_or(())?
-            .copy_from_slice(p);
-    }
-    task::with_mm(|mm| {
-        if !mm.range_ok(plan.base as usize, img.len(), Access::Write) {
-            return Err(svelt_abi::errno::Errno::EFAULT);
+        let end = off + p.len();
+        if off < at || end > img.len() {
+            return Err(());
         }
-        mm.write(plan.base as usize, img)
-    })
-    .map_err(|_| ())?;
+        uaccess::copy_to_user(base + at, &img[at..off]).map_err(|_| ())?;
+        uaccess::copy_to_user(base + off, p).map_err(|_| ())?;
+        at = end;
+    }
+    uaccess::copy_to_user(base + at, &img[at..]).map_err(|_| ())?;
     crate::fpstate::signal_entered(t);
     if a.sa_flags & sig::SA_ONSTACK != 0 {
         t.sig.lock().altstack.disarm_after_save();
@@ -190,7 +191,7 @@ pub fn sigreturn(tf: &mut TrapFrame) {
     let sp = tf.sp_el0;
     let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
     let mut read_user = |addr: u64, buf: &mut [u8]| {
-        task::with_mm(|mm| mm.read(addr as usize, buf)).map_err(|_| sf::Efault)
+        uaccess::copy_from_user(buf, addr as usize).map_err(|_| sf::Efault)
     };
     // Most frames have no extra space: parse without a buffer first, and only if the frame has
     // an extra_context parse again with one of the size it needs (no larger than the biggest

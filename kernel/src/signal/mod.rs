@@ -5,6 +5,7 @@
 pub mod frame;
 
 use crate::arch::aarch64::exception::TrapFrame;
+use crate::mm::uaccess;
 use crate::task::exit;
 use crate::task::{self, sched, Process, Task};
 use alloc::sync::Arc;
@@ -441,7 +442,7 @@ impl TempMask {
         if size != 8 {
             return Err(Errno::EINVAL);
         }
-        let m = task::with_mm(|mm| mm.read_u64(set))?;
+        let m = uaccess::read_u64(set)?;
         set_temp_mask(m);
         Ok(TempMask)
     }

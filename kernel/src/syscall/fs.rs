@@ -2,7 +2,8 @@
 
 use crate::fs::epoll::{self, Epoll};
 use crate::fs::{self as vfs, pipe, File, Kind};
-use crate::task::{self, with_mm};
+use crate::mm::uaccess;
+use crate::task;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec;
@@ -14,7 +15,7 @@ const CHUNK: usize = 64 * 1024;
 
 /// Reads a user path (at most PATH_MAX bytes with its NUL).
 pub fn read_path(va: usize) -> SysResult<String> {
-    let bytes = with_mm(|mm| mm.read_cstr(va, 4095))?;
+    let bytes = uaccess::read_cstr(va, 4095)?;
     String::from_utf8(bytes).map_err(|_| Errno::ENOENT)
 }
 
@@ -126,7 +127,15 @@ fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult
                 Err(e) => return Err(e),
             },
         };
-        with_mm(|mm| mm.write(buf + done, &kbuf[..n]))?;
+        if let Err((e, copied)) = uaccess::copy_to_user_partial(buf + done, &kbuf[..n]) {
+            // As Linux: what reached the buffer counts, and a file's offset covers only that.
+            if off.is_none() && file.ops.seekable() {
+                let mut pos = file.pos.lock();
+                *pos = pos.saturating_sub((n - copied) as u64);
+            }
+            done += copied;
+            return if done > 0 { Ok(done) } else { Err(e) };
+        }
         done += n;
         // Only regular files fill the whole request in several pieces.
         if n < want || done == count || !file.ops.seekable() {
@@ -145,15 +154,21 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
     while done < count {
         let n = (count - done).min(CHUNK);
         let mut kbuf = vec![0u8; n];
-        with_mm(|mm| mm.read(buf + done, &mut kbuf))?;
+        // A fault part-way writes what came before it (a short count, as on Linux).
+        let (n, fault) = match uaccess::copy_from_user_partial(&mut kbuf, buf + done) {
+            Ok(()) => (n, None),
+            Err((_, 0)) if done > 0 => break,
+            Err((e, 0)) => return Err(e),
+            Err((e, copied)) => (copied, Some(e)),
+        };
         let w = match off {
-            Some(o) => file.ops.pwrite(file, &kbuf, o + done as u64),
-            None => file.ops.write(file, &kbuf),
+            Some(o) => file.ops.pwrite(file, &kbuf[..n], o + done as u64),
+            None => file.ops.write(file, &kbuf[..n]),
         };
         match w {
             Ok(w) => {
                 done += w;
-                if w < n {
+                if w < n || fault.is_some() {
                     break;
                 }
                 // A long write to a device or pipe stops at a chunk boundary for a signal (as
@@ -203,7 +218,7 @@ fn read_iovecs(iov: usize, cnt: usize) -> SysResult<Vec<f::Iovec>> {
         return Err(Errno::EINVAL);
     }
     let mut raw = vec![0u8; cnt * f::Iovec::SIZE];
-    with_mm(|mm| mm.read(iov, &mut raw))?;
+    uaccess::copy_from_user(&mut raw, iov)?;
     let v: Vec<f::Iovec> = raw
         .chunks_exact(f::Iovec::SIZE)
         .map(|c| f::Iovec::from_bytes(c.try_into().unwrap()))
@@ -257,7 +272,7 @@ pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
         let mut kbuf = vec![0u8; total];
         let mut at = 0;
         for &(base, len) in &segs {
-            with_mm(|mm| mm.read(base, &mut kbuf[at..at + len]))?;
+            uaccess::copy_from_user(&mut kbuf[at..at + len], base)?;
             at += len;
         }
         return file.ops.write(&file, &kbuf);
@@ -340,21 +355,21 @@ fn stat_at(dirfd: i32, path: usize, flags: u32) -> SysResult<f::Stat> {
 
 pub fn newfstatat(dirfd: i32, path: usize, buf: usize, flags: u32) -> SysResult<usize> {
     let st = stat_at(dirfd, path, flags)?;
-    with_mm(|mm| mm.write(buf, &st.to_bytes()))?;
+    uaccess::copy_to_user(buf, &st.to_bytes())?;
     Ok(0)
 }
 
 pub fn fstat(fd: i32, buf: usize) -> SysResult<usize> {
     let f = file(fd)?;
     let st = stat_file(&f);
-    with_mm(|mm| mm.write(buf, &st.to_bytes()))?;
+    uaccess::copy_to_user(buf, &st.to_bytes())?;
     Ok(0)
 }
 
 pub fn statx(dirfd: i32, path: usize, flags: u32, mask: u32, buf: usize) -> SysResult<usize> {
     let st = stat_at(dirfd, path, flags)?;
     let sx = f::Statx::from_stat(&st, mask | f::STATX_BASIC_STATS);
-    with_mm(|mm| mm.write(buf, &sx.to_bytes()))?;
+    uaccess::copy_to_user(buf, &sx.to_bytes())?;
     Ok(0)
 }
 
@@ -382,7 +397,7 @@ pub fn getdents64(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
         next = i + 1;
     }
     let n = w.finish()?;
-    with_mm(|mm| mm.write(buf, &kbuf[..n]))?;
+    uaccess::copy_to_user(buf, &kbuf[..n])?;
     *pos = next as u64;
     Ok(n)
 }
@@ -395,7 +410,7 @@ pub fn readlinkat(dirfd: i32, path: usize, buf: usize, size: usize) -> SysResult
     let r = vfs::resolve(dirfd, &p, false)?;
     let target = r.node.readlink()?;
     let n = target.len().min(size);
-    with_mm(|mm| mm.write(buf, &target.as_bytes()[..n]))?;
+    uaccess::copy_to_user(buf, &target.as_bytes()[..n])?;
     Ok(n)
 }
 
@@ -444,10 +459,8 @@ pub fn getcwd(buf: usize, size: usize) -> SysResult<usize> {
     if size < len {
         return Err(Errno::ERANGE);
     }
-    with_mm(|mm| {
-        mm.write(buf, cwd.as_bytes())?;
-        mm.write(buf + cwd.len(), &[0])
-    })?;
+    uaccess::copy_to_user(buf, cwd.as_bytes())?;
+    uaccess::copy_to_user(buf + cwd.len(), &[0])?;
     Ok(len)
 }
 
@@ -548,7 +561,7 @@ pub fn pipe2(fds: usize, flags: u32) -> SysResult<usize> {
     let mut out = [0u8; 8];
     out[..4].copy_from_slice(&a.to_le_bytes());
     out[4..].copy_from_slice(&b.to_le_bytes());
-    if let Err(e) = with_mm(|mm| mm.write(fds, &out)) {
+    if let Err(e) = uaccess::copy_to_user(fds, &out) {
         let mut t = files.lock();
         let _ = t.close(a);
         let _ = t.close(b);
@@ -643,7 +656,7 @@ pub fn ioctl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
             Ok(0)
         }
         svelt_abi::tty::FIONBIO => {
-            let on = with_mm(|mm| mm.read_u32(arg))? != 0;
+            let on = uaccess::read_u32(arg)? != 0;
             let fl = file.flags() & !f::O_NONBLOCK;
             file.flags.store(
                 fl | if on { f::O_NONBLOCK } else { 0 },
@@ -693,7 +706,7 @@ pub fn epoll_ctl(epfd: i32, op: u32, fd: i32, event: usize) -> SysResult<usize> 
         f::EpollEvent::default()
     } else {
         let mut b = [0u8; f::EpollEvent::SIZE];
-        with_mm(|mm| mm.read(event, &mut b))?;
+        uaccess::copy_from_user(&mut b, event)?;
         f::EpollEvent::from_bytes(&b)
     };
     ep.ctl(op, fd, &target, ev)?;
@@ -737,7 +750,7 @@ pub fn epoll_pwait(
     for e in &ready {
         out.extend_from_slice(&e.to_bytes());
     }
-    with_mm(|mm| mm.write(events, &out))?;
+    uaccess::copy_to_user(events, &out)?;
     Ok(ready.len())
 }
 
@@ -746,7 +759,7 @@ fn read_timeout(ts: usize) -> SysResult<Option<u64>> {
         return Ok(None);
     }
     let mut b = [0u8; svelt_abi::time::Timespec::SIZE];
-    with_mm(|mm| mm.read(ts, &mut b))?;
+    uaccess::copy_from_user(&mut b, ts)?;
     let t = svelt_abi::time::Timespec::from_bytes(&b).validate()?;
     let ns = (t.tv_sec as u64)
         .saturating_mul(1_000_000_000)
@@ -765,7 +778,7 @@ pub fn ppoll(
         return Err(Errno::EINVAL);
     }
     let mut raw = vec![0u8; nfds * f::PollFd::SIZE];
-    with_mm(|mm| mm.read(fds, &mut raw))?;
+    uaccess::copy_from_user(&mut raw, fds)?;
     let mut pfds: Vec<f::PollFd> = raw
         .chunks_exact(f::PollFd::SIZE)
         .map(|c| f::PollFd::from_bytes(c.try_into().unwrap()))
@@ -806,7 +819,7 @@ pub fn ppoll(
     for p in &pfds {
         out.extend_from_slice(&p.to_bytes());
     }
-    with_mm(|mm| mm.write(fds, &out))?;
+    uaccess::copy_to_user(fds, &out)?;
     Ok(n)
 }
 
@@ -825,7 +838,7 @@ pub fn pselect6(
     let read_set = |va: usize| -> SysResult<Vec<u8>> {
         let mut b = vec![0u8; bytes];
         if va != 0 {
-            with_mm(|mm| mm.read(va, &mut b))?;
+            uaccess::copy_from_user(&mut b, va)?;
         }
         Ok(b)
     };
@@ -833,7 +846,10 @@ pub fn pselect6(
     let deadline = read_timeout(tmo)?;
     // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
     let _mask = if sig != 0 {
-        let (p, len) = with_mm(|mm| Ok((mm.read_u64(sig)?, mm.read_u64(sig + 8)?)))?;
+        let (p, len) = (
+            uaccess::read_u64(sig)?,
+            uaccess::read_u64(sig.wrapping_add(8))?,
+        );
         crate::signal::TempMask::from_user(p as usize, len as usize)?
     } else {
         crate::signal::TempMask::from_user(0, 8)?
@@ -872,14 +888,11 @@ pub fn pselect6(
         Ok(None) => 0,
         Err(_) => return Err(Errno::ERESTARTNOHAND),
     };
-    with_mm(|mm| {
-        for (va, s) in [(rd, &out.0), (wr, &out.1), (ex, &out.2)] {
-            if va != 0 {
-                mm.write(va, s)?;
-            }
+    for (va, s) in [(rd, &out.0), (wr, &out.1), (ex, &out.2)] {
+        if va != 0 {
+            uaccess::copy_to_user(va, s)?;
         }
-        Ok(())
-    })?;
+    }
     Ok(n)
 }
 
@@ -949,7 +962,7 @@ fn write_statfs(buf: usize, path: &str) -> SysResult<usize> {
     for (i, v) in w.iter().enumerate() {
         b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
     }
-    with_mm(|mm| mm.write(buf, &b))?;
+    uaccess::copy_to_user(buf, &b)?;
     Ok(0)
 }
 

@@ -1,6 +1,6 @@
 //! uname, getrandom, reboot, sysinfo, getcpu.
 
-use crate::task::with_mm;
+use crate::mm::uaccess;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sys;
 
@@ -17,7 +17,7 @@ pub fn uname(buf: usize) -> SysResult<usize> {
         machine: b"aarch64",
         domainname: b"(none)",
     };
-    with_mm(|mm| mm.write(buf, &u.to_bytes()))?;
+    uaccess::copy_to_user(buf, &u.to_bytes())?;
     Ok(0)
 }
 
@@ -36,7 +36,7 @@ pub fn getrandom(buf: usize, len: usize, flags: u32) -> SysResult<usize> {
     while done < len {
         let n = chunk.len().min(len - done);
         crate::fs::dev::fill_random(&mut chunk[..n]);
-        with_mm(|mm| mm.write(buf + done, &chunk[..n]))?;
+        uaccess::copy_to_user(buf + done, &chunk[..n])?;
         done += n;
     }
     Ok(len)
@@ -69,20 +69,17 @@ pub fn sysinfo(buf: usize) -> SysResult<usize> {
         mem_unit: 1,
         ..Default::default()
     };
-    with_mm(|mm| mm.write(buf, &info.to_bytes()))?;
+    uaccess::copy_to_user(buf, &info.to_bytes())?;
     Ok(0)
 }
 
 pub fn getcpu(cpu: usize, node: usize) -> SysResult<usize> {
     let id = crate::percpu::cpu_id() as u32;
-    with_mm(|mm| {
-        if cpu != 0 {
-            mm.write_u32(cpu, id)?;
-        }
-        if node != 0 {
-            mm.write_u32(node, 0)?;
-        }
-        Ok(())
-    })?;
+    if cpu != 0 {
+        uaccess::write_u32(cpu, id)?;
+    }
+    if node != 0 {
+        uaccess::write_u32(node, 0)?;
+    }
     Ok(0)
 }

@@ -1,8 +1,9 @@
 //! Process and thread syscalls.
 
 use crate::arch::aarch64::exception::TrapFrame;
+use crate::mm::uaccess;
+use crate::task;
 use crate::task::exit::{self, Which};
-use crate::task::{self, with_mm};
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sched::{self as s, wstatus, CloneArgs};
@@ -56,15 +57,12 @@ pub fn wait4(pid: i32, status: usize, options: u32, rusage: usize) -> SysResult<
     }
     match exit::do_wait(which_from_wait4(pid), options | s::WEXITED)? {
         Some((pid, st)) => {
-            with_mm(|mm| {
-                if status != 0 {
-                    mm.write_u32(status, st as u32)?;
-                }
-                if rusage != 0 {
-                    mm.write(rusage, &[0u8; sys::Rusage::SIZE])?;
-                }
-                Ok(())
-            })?;
+            if status != 0 {
+                uaccess::write_u32(status, st as u32)?;
+            }
+            if rusage != 0 {
+                uaccess::clear_user(rusage, sys::Rusage::SIZE)?;
+            }
             Ok(pid as usize)
         }
         None => Ok(0),
@@ -85,29 +83,24 @@ pub fn waitid(idtype: u32, id: i32, infop: usize, options: u32, rusage: usize) -
     };
     // waitid reports stops with WSTOPPED (same bit as WUNTRACED).
     let r = exit::do_wait(which, options)?;
-    with_mm(|mm| {
-        if infop != 0 {
-            let info = match r {
-                Some((pid, st)) => crate::signal::child_info(pid, st).0,
-                None => [0u8; 128],
-            };
-            mm.write(infop, &info)?;
-        }
-        if rusage != 0 {
-            mm.write(rusage, &[0u8; sys::Rusage::SIZE])?;
-        }
-        Ok(())
-    })?;
+    if infop != 0 {
+        let info = match r {
+            Some((pid, st)) => crate::signal::child_info(pid, st).0,
+            None => [0u8; 128],
+        };
+        uaccess::copy_to_user(infop, &info)?;
+    }
+    if rusage != 0 {
+        uaccess::clear_user(rusage, sys::Rusage::SIZE)?;
+    }
     Ok(0)
 }
 
 pub fn getres(a: usize, b: usize, c: usize) -> SysResult<usize> {
-    with_mm(|mm| {
-        for p in [a, b, c] {
-            mm.write_u32(p, 0)?;
-        }
-        Ok(0)
-    })
+    for p in [a, b, c] {
+        uaccess::write_u32(p, 0)?;
+    }
+    Ok(0)
 }
 
 pub fn setpgid(pid: i32, pgid: i32) -> SysResult<usize> {
@@ -178,10 +171,8 @@ pub fn get_robust_list(pid: i32, head: usize, len: usize) -> SysResult<usize> {
         task::find_task(pid as u32).ok_or(Errno::ESRCH)?
     };
     let h = t.robust_list.load(Ordering::Relaxed);
-    with_mm(|mm| {
-        mm.write_u64(head, h as u64)?;
-        mm.write_u64(len, 24)
-    })?;
+    uaccess::write_u64(head, h as u64)?;
+    uaccess::write_u64(len, 24)?;
     Ok(0)
 }
 
@@ -208,7 +199,7 @@ pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> 
         return Err(Errno::EINVAL);
     }
     let m = t.affinity.load(Ordering::Relaxed) & online_mask();
-    with_mm(|mm| mm.write(mask, &m.to_le_bytes()[..bytes]))?;
+    uaccess::copy_to_user(mask, &m.to_le_bytes()[..bytes])?;
     Ok(bytes)
 }
 
@@ -216,7 +207,7 @@ pub fn sched_setaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> 
     let t = affinity_target(pid)?;
     let mut b = [0u8; 8];
     let n = len.min(8);
-    with_mm(|mm| mm.read(mask, &mut b[..n]))?;
+    uaccess::copy_from_user(&mut b[..n], mask)?;
     let m = u64::from_le_bytes(b) & online_mask();
     if m == 0 {
         return Err(Errno::EINVAL);
@@ -240,7 +231,7 @@ pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<u
     }
     let new = if new != 0 {
         let mut b = [0u8; sys::Rlimit64::SIZE];
-        with_mm(|mm| mm.read(new, &mut b))?;
+        uaccess::copy_from_user(&mut b, new)?;
         Some(sys::Rlimit64::from_bytes(&b).validate()?)
     } else {
         None
@@ -256,7 +247,7 @@ pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<u
     }
     drop(limits);
     if old != 0 {
-        with_mm(|mm| mm.write(old, &cur.to_bytes()))?;
+        uaccess::copy_to_user(old, &cur.to_bytes())?;
     }
     Ok(0)
 }
@@ -266,7 +257,7 @@ pub fn getrusage(who: i32, buf: usize) -> SysResult<usize> {
         sys::RUSAGE_SELF | sys::RUSAGE_CHILDREN | sys::RUSAGE_THREAD => {}
         _ => return Err(Errno::EINVAL),
     }
-    with_mm(|mm| mm.write(buf, &[0u8; sys::Rusage::SIZE]))?;
+    uaccess::clear_user(buf, sys::Rusage::SIZE)?;
     Ok(0)
 }
 
@@ -280,7 +271,7 @@ pub fn prctl(option: u32, a2: usize, _a3: usize, _a4: usize, _a5: usize) -> SysR
             let mut name = [0u8; 16];
             let n = base.len().min(15);
             name[..n].copy_from_slice(&base.as_bytes()[..n]);
-            with_mm(|mm| mm.write(a2, &name))?;
+            uaccess::copy_to_user(a2, &name)?;
             Ok(0)
         }
         sys::PR_SVE_SET_VL => {

@@ -1,8 +1,9 @@
 //! Signal syscalls.
 
 use crate::arch::aarch64::exception::TrapFrame;
+use crate::mm::uaccess;
 use crate::signal::{self, SigInfo};
-use crate::task::{self, with_mm};
+use crate::task;
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::signal::{self as sig, Sigaction, Sigset, StackT};
@@ -11,7 +12,7 @@ pub fn rt_sigaction(signo: i32, act: usize, oact: usize, size: usize) -> SysResu
     let signo = u32::try_from(signo).map_err(|_| Errno::EINVAL)?;
     let new = if act != 0 {
         let mut b = [0u8; Sigaction::SIZE];
-        with_mm(|mm| mm.read(act, &mut b))?;
+        uaccess::copy_from_user(&mut b, act)?;
         Some(Sigaction::from_bytes(&b))
     } else {
         None
@@ -21,7 +22,7 @@ pub fn rt_sigaction(signo: i32, act: usize, oact: usize, size: usize) -> SysResu
     let h = t.sighand();
     let old = h.lock().get(signo);
     if oact != 0 {
-        with_mm(|mm| mm.write(oact, &sig::sigaction_report(&old).to_bytes()))?;
+        uaccess::copy_to_user(oact, &sig::sigaction_report(&old).to_bytes())?;
     }
     if let Some(a) = new {
         h.lock().set(signo, a);
@@ -44,13 +45,13 @@ pub fn rt_sigprocmask(how: u32, set: usize, oset: usize, size: usize) -> SysResu
     let t = task::current();
     let old = t.sig.lock().blocked;
     let new = if set != 0 {
-        let m = with_mm(|mm| mm.read_u64(set))?;
+        let m = uaccess::read_u64(set)?;
         Some(sig::sigprocmask(Sigset(old), how, Sigset(m))?)
     } else {
         None
     };
     if oset != 0 {
-        with_mm(|mm| mm.write_u64(oset, old))?;
+        uaccess::write_u64(oset, old)?;
     }
     if let Some(n) = new {
         t.sig.lock().blocked = n.0;
@@ -70,7 +71,7 @@ pub fn rt_sigpending(set: usize, size: usize) -> SysResult<usize> {
     };
     let shared = t.process().shared_sig.lock().pending_mask();
     let v = (mine | shared) & blocked;
-    with_mm(|mm| mm.write(set, &v.to_le_bytes()[..size]))?;
+    uaccess::copy_to_user(set, &v.to_le_bytes()[..size])?;
     Ok(0)
 }
 
@@ -78,7 +79,7 @@ pub fn rt_sigsuspend(set: usize, size: usize) -> SysResult<usize> {
     if size != Sigset::SIZE {
         return Err(Errno::EINVAL);
     }
-    let m = with_mm(|mm| mm.read_u64(set))?;
+    let m = uaccess::read_u64(set)?;
     signal::set_temp_mask(m);
     let me = task::current_arc();
     let _ = crate::task::wait::sleep_forever_interruptible(&me);
@@ -89,10 +90,10 @@ pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> 
     if size != Sigset::SIZE {
         return Err(Errno::EINVAL);
     }
-    let want = with_mm(|mm| mm.read_u64(set))? & !signal::unblockable();
+    let want = uaccess::read_u64(set)? & !signal::unblockable();
     let deadline = if timeout != 0 {
         let mut b = [0u8; svelt_abi::time::Timespec::SIZE];
-        with_mm(|mm| mm.read(timeout, &mut b))?;
+        uaccess::copy_from_user(&mut b, timeout)?;
         let ts = svelt_abi::time::Timespec::from_bytes(&b).validate()?;
         Some(crate::time::deadline_after_ns(
             ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
@@ -105,7 +106,7 @@ pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> 
     match r {
         Some(i) => {
             if info != 0 {
-                with_mm(|mm| mm.write(info, &i.0))?;
+                uaccess::copy_to_user(info, &i.0)?;
             }
             Ok(i.signo() as usize)
         }
@@ -123,11 +124,11 @@ pub fn sigaltstack(ss: usize, old: usize, tf: &TrapFrame) -> SysResult<usize> {
     let sp = tf.sp_el0;
     let cur = t.sig.lock().altstack;
     if old != 0 {
-        with_mm(|mm| mm.write(old, &cur.report(sp).to_bytes()))?;
+        uaccess::copy_to_user(old, &cur.report(sp).to_bytes())?;
     }
     if ss != 0 {
         let mut b = [0u8; StackT::SIZE];
-        with_mm(|mm| mm.read(ss, &mut b))?;
+        uaccess::copy_from_user(&mut b, ss)?;
         let new = StackT::from_bytes(&b);
         let mut a = cur;
         a.set(new, sp, sig::MINSIGSTKSZ)?;

@@ -1,6 +1,7 @@
 //! Clocks, sleeps and interval timers.
 
-use crate::task::{self, wait, with_mm};
+use crate::mm::uaccess;
+use crate::task::{self, wait};
 use crate::time as t;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::time::{self as abi, Itimerval, Timespec, Timeval};
@@ -37,12 +38,12 @@ fn clock_ns(clock: u32) -> SysResult<u64> {
 
 fn read_timespec(va: usize) -> SysResult<Timespec> {
     let mut b = [0u8; Timespec::SIZE];
-    with_mm(|mm| mm.read(va, &mut b))?;
+    uaccess::copy_from_user(&mut b, va)?;
     Ok(Timespec::from_bytes(&b))
 }
 
 fn write_timespec(va: usize, ts: Timespec) -> SysResult<()> {
-    with_mm(|mm| mm.write(va, &ts.to_bytes()))
+    uaccess::copy_to_user(va, &ts.to_bytes())
 }
 
 pub fn clock_gettime(clock: u32, tp: usize) -> SysResult<usize> {
@@ -67,7 +68,7 @@ pub fn gettimeofday(tv: usize) -> SysResult<usize> {
             tv_sec: (ns / 1_000_000_000) as i64,
             tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
         };
-        with_mm(|mm| mm.write(tv, &v.to_bytes()))?;
+        uaccess::copy_to_user(tv, &v.to_bytes())?;
     }
     Ok(0)
 }
@@ -145,14 +146,14 @@ pub fn setitimer(which: u32, new: usize, old: usize) -> SysResult<usize> {
     }
     let value = if new != 0 {
         let mut b = [0u8; Itimerval::SIZE];
-        with_mm(|mm| mm.read(new, &mut b))?;
+        uaccess::copy_from_user(&mut b, new)?;
         Some(Itimerval::from_bytes(&b).validate()?)
     } else {
         None
     };
     if old != 0 {
         let cur = current_itimer();
-        with_mm(|mm| mm.write(old, &cur.to_bytes()))?;
+        uaccess::copy_to_user(old, &cur.to_bytes())?;
     }
     let v = value.unwrap_or_default();
     t::arm_itimer(
@@ -168,14 +169,14 @@ pub fn getitimer(which: u32, cur: usize) -> SysResult<usize> {
         return Err(Errno::EINVAL);
     }
     let v = current_itimer();
-    with_mm(|mm| mm.write(cur, &v.to_bytes()))?;
+    uaccess::copy_to_user(cur, &v.to_bytes())?;
     Ok(0)
 }
 
 pub fn times(buf: usize) -> SysResult<usize> {
     let ticks = t::now_ns() / (1_000_000_000 / abi::USER_HZ);
     if buf != 0 {
-        with_mm(|mm| mm.write(buf, &[0u8; 32]))?;
+        uaccess::clear_user(buf, 32)?;
     }
     Ok(ticks as usize)
 }

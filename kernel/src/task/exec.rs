@@ -4,6 +4,7 @@ use super::{current_arc, fork, sched, Mm};
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::fs::{self, Kind};
 use crate::mm::aspace::{AddrSpace, Backing, Prot, STACK_SIZE, STACK_TOP, USER_END};
+use crate::mm::uaccess;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec;
@@ -133,11 +134,11 @@ fn read_strings(va: usize, total: &mut usize) -> SysResult<Vec<Vec<u8>>> {
         return Ok(out);
     }
     loop {
-        let p = super::with_mm(|mm| mm.read_u64(va + out.len() * 8))? as usize;
+        let p = uaccess::read_u64(va + out.len() * 8)? as usize;
         if p == 0 {
             return Ok(out);
         }
-        let s = super::with_mm(|mm| mm.read_cstr(p, ARG_MAX))?;
+        let s = uaccess::read_cstr(p, ARG_MAX)?;
         *total += s.len() + 1 + 8;
         if *total > ARG_MAX || out.len() >= 0x7fff_ffff {
             return Err(Errno::E2BIG);

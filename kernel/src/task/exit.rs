@@ -14,13 +14,8 @@ pub fn do_exit(status: i32) -> ! {
     let t = current_arc();
     let p = t.process();
     let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
-    if ctid != 0 {
-        if let Some(mm) = t.mm() {
-            let ok = mm.lock().write_u32(ctid, 0).is_ok();
-            if ok {
-                let _ = futex::wake_addr(&t, ctid, 1);
-            }
-        }
+    if ctid != 0 && t.mm().is_some() && crate::mm::uaccess::write_u32(ctid, 0).is_ok() {
+        let _ = futex::wake_addr(&t, ctid, 1);
     }
     super::fork::release_vfork(&t);
     let last = {

@@ -3,6 +3,7 @@
 use super::{alloc_pid, register, sched, KernelStack, Process, Task};
 use crate::arch::aarch64::context;
 use crate::arch::aarch64::exception::TrapFrame;
+use crate::mm::uaccess;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
@@ -121,9 +122,10 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
             .store(args.child_tid as usize, Ordering::Relaxed);
     }
     if flags & s::CLONE_PARENT_SETTID != 0 {
-        super::with_mm(|mm| mm.write_u32(args.parent_tid as usize, tid))?;
+        uaccess::write_u32(args.parent_tid as usize, tid)?;
     }
     if flags & s::CLONE_CHILD_SETTID != 0 {
+        // The child's address space (this one only with CLONE_VM): the software walk.
         if let Some(mm) = child.mm() {
             mm.lock().write_u32(args.child_tid as usize, tid)?;
         }

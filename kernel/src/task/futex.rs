@@ -3,7 +3,8 @@
 //! A key is (address space, address) for private futexes and private memory, or (shared
 //! object, offset) for MAP_SHARED memory, so processes sharing memory meet on the same key.
 
-use super::{current_arc, sched, with_mm, State, Task};
+use super::{current_arc, sched, State, Task};
+use crate::mm::uaccess;
 use crate::sync::IrqLock;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -94,7 +95,7 @@ fn read_timeout(va: usize, absolute: bool, op: u32) -> SysResult<Option<u64>> {
         return Ok(None);
     }
     let mut b = [0u8; Timespec::SIZE];
-    with_mm(|mm| mm.read(va, &mut b))?;
+    uaccess::copy_from_user(&mut b, va)?;
     let ts = Timespec::from_bytes(&b).validate()?;
     let ns = (ts.tv_sec as u64)
         .saturating_mul(1_000_000_000)
@@ -123,7 +124,7 @@ fn wait(
     let key = key_of(&me, uaddr, private)?;
     {
         let _g = FUTEX_LOCK.lock();
-        let cur = with_mm(|mm| mm.read_u32(uaddr))?;
+        let cur = uaccess::read_u32(uaddr)?;
         if cur != val {
             return Err(Errno::EAGAIN);
         }
@@ -221,7 +222,7 @@ fn requeue(
     let (k1, k2) = (key_of(&me, uaddr, private)?, key_of(&me, uaddr2, private)?);
     let _g = FUTEX_LOCK.lock();
     if let Some(v) = cmp {
-        if with_mm(|mm| mm.read_u32(uaddr))? != v {
+        if uaccess::read_u32(uaddr)? != v {
             return Err(Errno::EAGAIN);
         }
     }

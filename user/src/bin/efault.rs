@@ -237,6 +237,44 @@ fn bad_pointers_give_efault() -> TestResult {
     Ok(())
 }
 
+/// A buffer that runs into an unmapped page: read and write of a regular file move the bytes
+/// before the hole and return that short count, and the file offset covers only those bytes.
+fn partial_copies_short_count() -> TestResult {
+    const PAGE: usize = 4096;
+    let base = t!(sys::mmap(
+        0,
+        2 * PAGE,
+        PROT_READ | PROT_WRITE,
+        MAP_PRIVATE | MAP_ANONYMOUS,
+        -1,
+        0
+    ));
+    t!(sys::munmap(base + PAGE, PAGE));
+    let buf = base + PAGE - 40;
+    let fd = t!(sys::open(
+        "/tmp/efault_partial",
+        O_RDWR | O_CREAT | O_TRUNC
+    ));
+    let _ = sys::unlinkat(AT_FDCWD, "/tmp/efault_partial", 0);
+    check_eq!(sys::write(fd, &[7u8; 200]), Ok(200), "filling the file");
+    check_eq!(sys::lseek(fd, 0, SEEK_SET), Ok(0), "rewinding");
+    check_eq!(
+        s(nr::READ, &[fd as usize, buf, 100]),
+        Ok(40),
+        "read into a buffer ending 40 bytes before a hole"
+    );
+    check_eq!(sys::lseek(fd, 0, SEEK_CUR), Ok(40), "offset after the short read");
+    check_eq!(
+        s(nr::WRITE, &[fd as usize, buf - 24, 100]),
+        Ok(64),
+        "write from a buffer ending 64 bytes before a hole"
+    );
+    check_eq!(sys::lseek(fd, 0, SEEK_CUR), Ok(104), "offset after the short write");
+    let _ = sys::close(fd);
+    let _ = sys::munmap(base, PAGE);
+    Ok(())
+}
+
 fn unknown_syscalls_enosys() -> TestResult {
     for n in [1000usize, 2000, 4000, 0xffff, usize::MAX] {
         check_eq!(sys::syscall(n, &[]), Err(ENOSYS), "syscall {:#x}", n);
@@ -247,6 +285,7 @@ fn unknown_syscalls_enosys() -> TestResult {
 fn main(_a: &rt::Args) -> i32 {
     ktap::run(&[
         ("bad_pointers", bad_pointers_give_efault),
+        ("partial_copies_short_count", partial_copies_short_count),
         ("unknown_syscalls_enosys", unknown_syscalls_enosys),
     ])
 }

@@ -7,6 +7,7 @@
 //! - `mmu`: the kernel's page tables.
 //! - `semihosting`: the Arm semihosting calls QEMU's harness uses.
 //! - `sysreg`: system registers aarch64-cpu lacks.
+//! - `uaccess`: loads and stores to user memory (LDTR/STTR) with their exception fixups.
 pub mod boot;
 pub mod context;
 pub mod cpu;
@@ -16,3 +17,4 @@ pub mod mem;
 pub mod mmu;
 pub mod semihosting;
 pub mod sysreg;
+pub mod uaccess;

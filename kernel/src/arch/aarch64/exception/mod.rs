@@ -73,8 +73,20 @@ extern "C" fn exception_entry(kind: u64, tf: &mut TrapFrame) {
             crate::trap::el0_sync(tf);
             return_to_user(tf);
         }
-        _ => fatal(kind, tf),
+        _ => el1_sync_or_fatal(kind, tf),
     }
+}
+
+/// A user access that faulted is resolved and retried, or sent to its fixup; anything else is
+/// a kernel bug. Kept out of `exception_entry` so the syscall path does not pay for it.
+#[inline(never)]
+fn el1_sync_or_fatal(kind: Kind, tf: &mut TrapFrame) {
+    if (kind.source, kind.ty) == (Source::El1, Type::Sync)
+        && super::uaccess::handle_kernel_abort(tf)
+    {
+        return;
+    }
+    fatal(kind, tf)
 }
 
 /// The last step before ERET to user mode.

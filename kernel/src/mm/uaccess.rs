@@ -1,0 +1,151 @@
+//! The running task's user memory, reached through the MMU: fallible copies in and out that
+//! never hand out a reference into user memory. Each checks the range first (Linux's
+//! access_ok: no overflow, below `USER_END`), so a kernel address is an `EFAULT` and never a
+//! kernel read; a missing or forbidden page shows up as a fault the fixup table turns into a
+//! short count (`arch::aarch64::uaccess`).
+//!
+//! A fault may take the address-space lock to page memory in, so none of these may be called
+//! inside `task::with_mm` (or with the lock held any other way).
+//!
+//! Another process's memory (exec, ptrace, process_vm_*) still goes through `AddrSpace`'s
+//! software walk.
+
+use crate::arch::aarch64::uaccess as arch;
+use alloc::vec::Vec;
+use svelt_abi::errno::{Errno, SysResult};
+
+pub use arch::USER_END;
+const _: () = assert!(USER_END == super::aspace::USER_END);
+
+/// Whether `[va, va + len)` lies in user space (whether it is mapped shows when it is touched).
+pub fn access_ok(va: usize, len: usize) -> SysResult<()> {
+    match va.checked_add(len) {
+        Some(end) if end <= USER_END => Ok(()),
+        _ => Err(Errno::EFAULT),
+    }
+}
+
+/// Fills `dst` from user address `va`.
+pub fn copy_from_user(dst: &mut [u8], va: usize) -> SysResult<()> {
+    copy_from_user_partial(dst, va).map_err(|(e, _)| e)
+}
+
+/// Fills `dst` from user address `va`; on a fault, the error and how many bytes were copied.
+pub fn copy_from_user_partial(dst: &mut [u8], va: usize) -> Result<(), (Errno, usize)> {
+    access_ok(va, dst.len()).map_err(|e| (e, 0))?;
+    // SAFETY: dst is a writable slice of dst.len() bytes; the user range was checked above.
+    let left = unsafe { arch::copy_from_user(dst.as_mut_ptr(), va, dst.len()) };
+    match left {
+        0 => Ok(()),
+        n => Err((Errno::EFAULT, dst.len() - n)),
+    }
+}
+
+/// Copies `src` to user address `va`.
+pub fn copy_to_user(va: usize, src: &[u8]) -> SysResult<()> {
+    copy_to_user_partial(va, src).map_err(|(e, _)| e)
+}
+
+/// Copies `src` to user address `va`; on a fault, the error and how many bytes were copied.
+pub fn copy_to_user_partial(va: usize, src: &[u8]) -> Result<(), (Errno, usize)> {
+    access_ok(va, src.len()).map_err(|e| (e, 0))?;
+    // SAFETY: src is a readable slice of src.len() bytes; the user range was checked above.
+    let left = unsafe { arch::copy_to_user(va, src.as_ptr(), src.len()) };
+    match left {
+        0 => Ok(()),
+        n => Err((Errno::EFAULT, src.len() - n)),
+    }
+}
+
+/// Zeroes `len` bytes at user address `va`.
+pub fn clear_user(va: usize, len: usize) -> SysResult<()> {
+    access_ok(va, len)?;
+    // SAFETY: the user range was checked above.
+    match unsafe { arch::clear_user(va, len) } {
+        0 => Ok(()),
+        _ => Err(Errno::EFAULT),
+    }
+}
+
+/// Reads a NUL-terminated string of at most `max` bytes (without the NUL): ENAMETOOLONG when
+/// none of the first `max + 1` bytes is a NUL, EFAULT when a byte before the NUL is unreadable.
+pub fn read_cstr(va: usize, max: usize) -> SysResult<Vec<u8>> {
+    let limit = max.saturating_add(1);
+    let mut out: Vec<u8> = Vec::new();
+    // Most strings are short: look at a small piece first, then at doubling ones.
+    let mut step = 128;
+    loop {
+        let at = out.len();
+        let start = va.checked_add(at).ok_or(Errno::EFAULT)?;
+        let want = step.min(limit - at).min(USER_END.saturating_sub(start));
+        if want == 0 {
+            return Err(Errno::EFAULT);
+        }
+        out.try_reserve(want).map_err(|_| Errno::ENOMEM)?;
+        out.resize(at + want, 0);
+        // SAFETY: out[at..at + want] is writable; [start, start + want) is below USER_END.
+        let got = unsafe { arch::strncpy_from_user(out.as_mut_ptr().add(at), start, want) }
+            .ok_or(Errno::EFAULT)?;
+        if got < want {
+            out.truncate(at + got);
+            return Ok(out);
+        }
+        if out.len() >= limit {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        step = step.saturating_mul(2);
+    }
+}
+
+/// Plain-data values that user memory holds as little-endian bytes.
+pub trait UserValue: Copy {
+    const SIZE: usize;
+    fn from_user_bytes(b: &[u8]) -> Self;
+    fn with_user_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> R;
+}
+
+macro_rules! user_value {
+    ($($t:ty),*) => {$(
+        impl UserValue for $t {
+            const SIZE: usize = core::mem::size_of::<$t>();
+            fn from_user_bytes(b: &[u8]) -> Self {
+                let mut a = [0u8; core::mem::size_of::<$t>()];
+                a.copy_from_slice(b);
+                <$t>::from_le_bytes(a)
+            }
+            fn with_user_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> R {
+                f(&self.to_le_bytes())
+            }
+        }
+    )*};
+}
+user_value!(u8, u16, u32, u64, i32, i64, usize);
+
+/// Reads one value from user address `va`.
+pub fn get_user<T: UserValue>(va: usize) -> SysResult<T> {
+    let mut b = [0u8; 16];
+    let b = &mut b[..T::SIZE];
+    copy_from_user(b, va)?;
+    Ok(T::from_user_bytes(b))
+}
+
+/// Writes one value to user address `va`.
+pub fn put_user<T: UserValue>(va: usize, v: T) -> SysResult<()> {
+    v.with_user_bytes(|b| copy_to_user(va, b))
+}
+
+pub fn read_u32(va: usize) -> SysResult<u32> {
+    get_user(va)
+}
+
+pub fn read_u64(va: usize) -> SysResult<u64> {
+    get_user(va)
+}
+
+pub fn write_u32(va: usize, v: u32) -> SysResult<()> {
+    put_user(va, v)
+}
+
+pub fn write_u64(va: usize, v: u64) -> SysResult<()> {
+    put_user(va, v)
+}
