@@ -74,11 +74,11 @@ fn map_pages_until_failure(cap: usize) -> Result<MapRun, String> {
             if addrs.len() >= cap {
                 break;
             }
-            if addrs.len() % 256 == 0 && sys::now_ns() > deadline {
+            if addrs.len().is_multiple_of(256) && sys::now_ns() > deadline {
                 run.timed_out = true;
                 break;
             }
-            let prot = if addrs.len() % 2 == 0 {
+            let prot = if addrs.len().is_multiple_of(2) {
                 PROT_READ
             } else {
                 PROT_READ | PROT_WRITE
@@ -212,7 +212,7 @@ fn fork_until_failure(cap: usize, res: &Shared<ForkRun>) -> i32 {
         if pids.len() >= cap {
             break;
         }
-        if pids.len() % 64 == 0 && sys::now_ns() > deadline {
+        if pids.len().is_multiple_of(64) && sys::now_ns() > deadline {
             run.timed_out = true;
             break;
         }
