@@ -545,7 +545,12 @@ pub fn mount(src: &str, target: &str, fstype: &str, flags: usize) -> SysResult {
 }
 /// mount(2) with a file-system-specific option string (`size=8m` for tmpfs).
 pub fn mount_data(src: &str, target: &str, fstype: &str, flags: usize, data: &str) -> SysResult {
-    let (s, t, f, d) = (CPath::new(src), CPath::new(target), CPath::new(fstype), CPath::new(data));
+    let (s, t, f, d) = (
+        CPath::new(src),
+        CPath::new(target),
+        CPath::new(fstype),
+        CPath::new(data),
+    );
     sc!(nr::MOUNT, s.ptr(), t.ptr(), f.ptr(), flags, d.ptr())
 }
 pub fn umount2(target: &str, flags: u32) -> SysResult {
@@ -689,7 +694,13 @@ pub fn munmap(addr: usize, len: usize) -> SysResult {
 pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult {
     sc!(nr::MPROTECT, addr, len, prot)
 }
-pub fn mremap(old: usize, old_len: usize, new_len: usize, flags: u32, new_addr: usize) -> SysResult {
+pub fn mremap(
+    old: usize,
+    old_len: usize,
+    new_len: usize,
+    flags: u32,
+    new_addr: usize,
+) -> SysResult {
     sc!(nr::MREMAP, old, old_len, new_len, flags, new_addr)
 }
 pub fn msync(addr: usize, len: usize, flags: u32) -> SysResult {

@@ -77,7 +77,11 @@ fn converse(addr: usize, shared: bool) -> TestResult {
     }
     check!(!timed_out, "the child hung");
     let want = if shared { 2 } else { 1 };
-    check_eq!(seen, Some(want), "the parent's word after the child's store");
+    check_eq!(
+        seen,
+        Some(want),
+        "the parent's word after the child's store"
+    );
     let why = match proc::wexitstatus(st) {
         10 => "the child did not see the parent's word from before the fork",
         11 => "the conversation broke",
@@ -148,7 +152,12 @@ fn untouched_pages_stay_private() -> TestResult {
     signal(w);
     let st = t!(wait_bounded(pid, 20 * SEC));
     let _ = (sys::close(r), sys::close(w));
-    check_eq!(st, (0, false), "child saw the parent's stores: {}", describe(st.0));
+    check_eq!(
+        st,
+        (0, false),
+        "child saw the parent's stores: {}",
+        describe(st.0)
+    );
     t!(sys::munmap(p, 16 * PAGE));
     t!(sys::munmap(q, 16 * PAGE));
     Ok(())
@@ -221,7 +230,11 @@ fn whole_region_copy() -> TestResult {
     signal(w);
     let st = t!(wait_bounded(pid, 60 * SEC));
     let _ = (sys::close(r), sys::close(w));
-    check_eq!(st, (0, false), "child (1: saw a wrong value, 3: its values changed)");
+    check_eq!(
+        st,
+        (0, false),
+        "child (1: saw a wrong value, 3: its values changed)"
+    );
     for (i, a) in (p..p + len).step_by(PAGE).enumerate() {
         check_eq!(get(a), i as u64, "page {i}: the child's store leaked");
         check_eq!(get(a + 8), i as u64 * 3, "page {i}: the parent's own store");
@@ -256,7 +269,11 @@ fn grandchildren() -> TestResult {
         },
         20 * SEC
     ));
-    check_eq!(st, (0, false), "child (3: grandchild failed, 4: its store leaked)");
+    check_eq!(
+        st,
+        (0, false),
+        "child (3: grandchild failed, 4: its store leaked)"
+    );
     check_eq!(get(p), 1);
     t!(sys::munmap(p, PAGE));
     Ok(())
@@ -391,7 +408,10 @@ fn main(_a: &rt::Args) -> i32 {
         ("brk_memory", brk_memory),
         ("stack_word", stack_word),
         ("data_and_bss", data_and_bss),
-        ("shared_anonymous_seen_by_both", shared_anonymous_seen_by_both),
+        (
+            "shared_anonymous_seen_by_both",
+            shared_anonymous_seen_by_both,
+        ),
         ("whole_region_copy", whole_region_copy),
         ("grandchildren", grandchildren),
         ("child_mprotect_is_its_own", child_mprotect_is_its_own),

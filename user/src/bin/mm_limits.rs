@@ -266,8 +266,16 @@ fn fork_until_eagain() -> TestResult {
         Errno(run.err),
         run.threads_before
     );
-    check!(!run.timed_out, "only {} forks within the time limit", run.count);
-    check!(run.err != 0, "fork still worked after {} children", run.count);
+    check!(
+        !run.timed_out,
+        "only {} forks within the time limit",
+        run.count
+    );
+    check!(
+        run.err != 0,
+        "fork still worked after {} children",
+        run.count
+    );
     check_eq!(Errno(run.err), EAGAIN, "fork after {} children", run.count);
     check!(run.count > 100, "only {} forks", run.count);
     check_eq!(run.reaped, run.count, "children reaped");

@@ -191,7 +191,11 @@ fn tmpfs_size_limit_enospc() -> TestResult {
 }
 
 fn small_tmpfs_fills() -> TestResult {
-    check_eq!(free_bytes(SMALL_DIR), Ok(SMALL), "statfs of a size=8m tmpfs");
+    check_eq!(
+        free_bytes(SMALL_DIR),
+        Ok(SMALL),
+        "statfs of a size=8m tmpfs"
+    );
     // 3000-byte writes do not divide the size: the last one is short.
     let f = fill("/tmp/mm_oom_small/f", 3000, 2 * SMALL)?;
     println!(
@@ -237,14 +241,22 @@ fn tmp_fills_up_enospc() -> TestResult {
     check!(!f.timed_out, "only {} bytes written in time", f.written);
     check_eq!(f.err, Some(ENOSPC), "after {} bytes", f.written);
     let free = t!(free);
-    check_eq!(f.written, free, "bytes written into /tmp, want its free space");
+    check_eq!(
+        f.written,
+        free,
+        "bytes written into /tmp, want its free space"
+    );
     check_eq!(free_full, Ok(0), "statfs of the full /tmp");
     check_eq!(free_bytes("/tmp"), Ok(free), "statfs after the unlink");
     // And the space is usable again.
     let f = fill(TMP_FILE, MIB, 16 * MIB);
     let _ = sys::unlinkat(AT_FDCWD, TMP_FILE, 0);
     let f = f?;
-    check_eq!((f.written, f.err), (16 * MIB, None), "16 MiB after the unlink");
+    check_eq!(
+        (f.written, f.err),
+        (16 * MIB, None),
+        "16 MiB after the unlink"
+    );
     Ok(())
 }
 
