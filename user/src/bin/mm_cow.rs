@@ -364,6 +364,11 @@ fn fork_shares_until_written() -> TestResult {
                     Ok(pid) => pids.push(pid),
                     Err(e) => {
                         res.set(e.0 as u64);
+                        // The ones made wait on the pipe, which this process keeps open.
+                        for &pid in &pids {
+                            let _ = sys::kill(pid, svelt_user::sig::SIGKILL);
+                            let _ = sys::waitpid(pid, 0);
+                        }
                         return 3;
                     }
                 }
