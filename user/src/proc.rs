@@ -62,6 +62,32 @@ pub fn in_child(f: impl FnOnce() -> i32) -> SysResult<i32> {
     Ok(st)
 }
 
+/// Waits at most `timeout_ns` for child `pid`. Past the deadline the child and its process group
+/// (if it made one) get SIGKILL and are reaped. Returns the wait status and whether it timed out:
+/// a test whose kernel misbehaves fails instead of hanging.
+pub fn wait_bounded(pid: i32, timeout_ns: u64) -> SysResult<(i32, bool)> {
+    let deadline = sys::now_ns() + timeout_ns;
+    loop {
+        match sys::waitpid(pid, sys::WNOHANG)? {
+            (0, _) => {}
+            (_, st) => return Ok((st, false)),
+        }
+        if sys::now_ns() >= deadline {
+            let _ = sys::kill(-pid, crate::sig::SIGKILL);
+            let _ = sys::kill(pid, crate::sig::SIGKILL);
+            let (_, st) = sys::waitpid(pid, 0)?;
+            return Ok((st, true));
+        }
+        sys::sleep_ns(5_000_000);
+    }
+}
+
+/// Runs `f` in a forked child for at most `timeout_ns` (see [`wait_bounded`]).
+pub fn in_child_bounded(f: impl FnOnce() -> i32, timeout_ns: u64) -> SysResult<(i32, bool)> {
+    let pid = spawn(f)?;
+    wait_bounded(pid, timeout_ns)
+}
+
 /// Anonymous shared memory holding a `T`, visible to the children forked after it is made.
 pub struct Shared<T: Copy> {
     ptr: *mut T,

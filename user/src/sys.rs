@@ -56,6 +56,7 @@ pub mod nr {
     pub const UMOUNT2: usize = 39;
     pub const MOUNT: usize = 40;
     pub const STATFS: usize = 43;
+    pub const FTRUNCATE: usize = 46;
     pub const FACCESSAT: usize = 48;
     pub const CHDIR: usize = 49;
     pub const FCHDIR: usize = 50;
@@ -102,11 +103,13 @@ pub mod nr {
     pub const RT_SIGTIMEDWAIT: usize = 137;
     pub const RT_SIGRETURN: usize = 139;
     pub const REBOOT: usize = 142;
+    pub const SETUID: usize = 146;
     pub const SETPGID: usize = 154;
     pub const GETPGID: usize = 155;
     pub const SETSID: usize = 157;
     pub const UNAME: usize = 160;
     pub const GETRLIMIT: usize = 163;
+    pub const SETRLIMIT: usize = 164;
     pub const UMASK: usize = 166;
     pub const PRCTL: usize = 167;
     pub const GETTIMEOFDAY: usize = 169;
@@ -120,10 +123,12 @@ pub mod nr {
     pub const SYSINFO: usize = 179;
     pub const BRK: usize = 214;
     pub const MUNMAP: usize = 215;
+    pub const MREMAP: usize = 216;
     pub const CLONE: usize = 220;
     pub const EXECVE: usize = 221;
     pub const MMAP: usize = 222;
     pub const MPROTECT: usize = 226;
+    pub const MSYNC: usize = 227;
     pub const WAIT4: usize = 260;
     pub const PRLIMIT64: usize = 261;
     pub const GETRANDOM: usize = 278;
@@ -219,7 +224,13 @@ pub const MAP_SHARED: u32 = 1;
 pub const MAP_PRIVATE: u32 = 2;
 pub const MAP_FIXED: u32 = 0x10;
 pub const MAP_ANONYMOUS: u32 = 0x20;
+pub const MAP_NORESERVE: u32 = 0x4000;
 pub const MAP_FIXED_NOREPLACE: u32 = 0x100000;
+pub const MREMAP_MAYMOVE: u32 = 1;
+pub const MREMAP_FIXED: u32 = 2;
+pub const MS_ASYNC: u32 = 1;
+pub const MS_INVALIDATE: u32 = 2;
+pub const MS_SYNC: u32 = 4;
 
 pub const CLONE_VM: usize = 0x100;
 pub const CLONE_FS: usize = 0x200;
@@ -284,6 +295,7 @@ pub const POLLHUP: i16 = 0x10;
 pub const POLLNVAL: i16 = 0x20;
 
 pub const RLIMIT_STACK: u32 = 3;
+pub const RLIMIT_NPROC: u32 = 6;
 pub const RLIMIT_NOFILE: u32 = 7;
 pub const RLIM_INFINITY: u64 = !0;
 
@@ -531,6 +543,23 @@ pub fn mount(src: &str, target: &str, fstype: &str, flags: usize) -> SysResult {
     let (s, t, f) = (CPath::new(src), CPath::new(target), CPath::new(fstype));
     sc!(nr::MOUNT, s.ptr(), t.ptr(), f.ptr(), flags, 0)
 }
+/// mount(2) with a file-system-specific option string (`size=8m` for tmpfs).
+pub fn mount_data(src: &str, target: &str, fstype: &str, flags: usize, data: &str) -> SysResult {
+    let (s, t, f, d) = (
+        CPath::new(src),
+        CPath::new(target),
+        CPath::new(fstype),
+        CPath::new(data),
+    );
+    sc!(nr::MOUNT, s.ptr(), t.ptr(), f.ptr(), flags, d.ptr())
+}
+pub fn umount2(target: &str, flags: u32) -> SysResult {
+    let t = CPath::new(target);
+    sc!(nr::UMOUNT2, t.ptr(), flags)
+}
+pub fn ftruncate(fd: i32, len: u64) -> SysResult {
+    sc!(nr::FTRUNCATE, fd, len)
+}
 pub fn sync() {
     let _ = sc!(nr::SYNC);
 }
@@ -610,6 +639,19 @@ pub fn tkill(tid: i32, sig: i32) -> SysResult {
 pub fn tgkill(tgid: i32, tid: i32, sig: i32) -> SysResult {
     sc!(nr::TGKILL, tgid, tid, sig)
 }
+pub fn setuid(uid: u32) -> SysResult {
+    sc!(nr::SETUID, uid)
+}
+pub fn getuid() -> u32 {
+    raw6(nr::GETUID, 0, 0, 0, 0, 0, 0) as u32
+}
+pub fn setrlimit(res: u32, lim: &Rlimit) -> SysResult {
+    sc!(nr::SETRLIMIT, res, lim as *const Rlimit)
+}
+pub fn getrlimit(res: u32) -> SysResult<Rlimit> {
+    let mut lim = Rlimit::default();
+    sc!(nr::GETRLIMIT, res, &mut lim as *mut Rlimit).map(|_| lim)
+}
 pub fn setpgid(pid: i32, pgid: i32) -> SysResult {
     sc!(nr::SETPGID, pid, pgid)
 }
@@ -651,6 +693,18 @@ pub fn munmap(addr: usize, len: usize) -> SysResult {
 }
 pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult {
     sc!(nr::MPROTECT, addr, len, prot)
+}
+pub fn mremap(
+    old: usize,
+    old_len: usize,
+    new_len: usize,
+    flags: u32,
+    new_addr: usize,
+) -> SysResult {
+    sc!(nr::MREMAP, old, old_len, new_len, flags, new_addr)
+}
+pub fn msync(addr: usize, len: usize, flags: u32) -> SysResult {
+    sc!(nr::MSYNC, addr, len, flags)
 }
 /// An anonymous private read/write mapping.
 pub fn mmap_anon(len: usize) -> SysResult {

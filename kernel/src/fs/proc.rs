@@ -220,6 +220,17 @@ impl ProcRoot {
         fixed.replace("cpuinfo", GenFile::new(cpuinfo));
         fixed.replace("meminfo", GenFile::new(meminfo));
         fixed.replace("uptime", GenFile::new(uptime));
+        fixed.replace(
+            "loadavg",
+            GenFile::new(|_| {
+                // No load average is kept; the task counts are real (running/total, last pid).
+                format!(
+                    "0.00 0.00 0.00 1/{} {}\n",
+                    task::NR_THREADS.load(Ordering::Relaxed),
+                    task::last_pid()
+                )
+            }),
+        );
         fixed.replace("version", GenFile::new(version));
         fixed.replace("mounts", GenFile::new(mounts));
         fixed.replace(

@@ -400,8 +400,8 @@ impl AddrSpace {
             } => {
                 let index = (foff + (page_va - vstart) as u64) / PAGE as u64;
                 let page = node.mmap_page(index).map_err(|e| match e {
-                    Errno::EFAULT => FaultError::Bus,
-                    _ => FaultError::NoMemory,
+                    Errno::ENOMEM | Errno::ENOSPC => FaultError::NoMemory,
+                    _ => FaultError::Bus,
                 })?;
                 if *shared || !write {
                     (page.into_raw(), *shared)

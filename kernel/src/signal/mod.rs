@@ -336,6 +336,16 @@ fn dequeue(t: &Task) -> Option<SigInfo> {
 
 /// Delivers pending signals (from the return-to-user path).
 pub fn do_signal(tf: &mut TrapFrame) {
+    // The exit happens here, once this function's references to the task and its process
+    // are gone: do_group_exit never returns, so anything still held would never be freed
+    // (the task's kernel stack and its place in threads-max with it).
+    if let Some(status) = signal_work(tf) {
+        exit::do_group_exit(status);
+    }
+}
+
+/// Delivers or acts on pending signals; `Some(status)` when the process must exit.
+fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
     let t = task::current_arc();
     let p = t.process();
     t.sig_hint.store(false, Ordering::Release);
@@ -364,22 +374,25 @@ pub fn do_signal(tf: &mut TrapFrame) {
                     do_stop(&p, signo);
                     continue;
                 }
-                Some(DefaultAction::Term) => exit::do_group_exit(wstatus::signaled(signo, false)),
+                Some(DefaultAction::Term) => return Some(wstatus::signaled(signo, false)),
                 // The core bit follows RLIMIT_CORE, as it would if a core were written (Svelt
                 // writes no core file).
                 Some(DefaultAction::Core) => {
                     let core = p.rlimits.lock()[svelt_abi::sys::RLIMIT_CORE as usize].rlim_cur != 0;
-                    exit::do_group_exit(wstatus::signaled(signo, core))
+                    return Some(wstatus::signaled(signo, core));
                 }
             },
             _ => {
                 restart(tf, Some(action.sa_flags));
-                deliver(&t, tf, &info, &action);
+                if deliver(&t, tf, &info, &action).is_err() {
+                    // The frame could not be written (bad stack): the task dies of SIGSEGV.
+                    return Some(wstatus::signaled(sig::SIGSEGV, false));
+                }
                 // More may be pending: look again before returning to user mode.
                 if interrupted(&t) {
                     hint(&t);
                 }
-                return;
+                return None;
             }
         }
     }
@@ -388,10 +401,12 @@ pub fn do_signal(tf: &mut TrapFrame) {
     if let Some(m) = s.saved_mask.take() {
         s.blocked = m;
     }
+    None
 }
 
-/// Builds the frame and points the user registers at the handler.
-fn deliver(t: &Arc<Task>, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) {
+/// Builds the frame and points the user registers at the handler; Err when the frame cannot
+/// be written.
+fn deliver(t: &Arc<Task>, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -> Result<(), ()> {
     let signo = info.signo();
     let (mask_to_save, altstack) = {
         let mut s = t.sig.lock();
@@ -399,8 +414,7 @@ fn deliver(t: &Arc<Task>, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) {
         (m, s.altstack)
     };
     if frame::setup(t, tf, info, a, mask_to_save, altstack).is_err() {
-        // The frame could not be written (bad stack): the task dies of SIGSEGV.
-        exit::do_group_exit(wstatus::signaled(sig::SIGSEGV, false));
+        return Err(());
     }
     {
         let mut s = t.sig.lock();
@@ -414,6 +428,7 @@ fn deliver(t: &Arc<Task>, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) {
         cur.sa_flags &= !sig::SA_SIGINFO;
         h.set(signo, cur);
     }
+    Ok(())
 }
 
 // ---- syscall helpers ------------------------------------------------------------------------

@@ -270,6 +270,11 @@ pub fn default_rlimits() -> [svelt_abi::sys::Rlimit64; svelt_abi::sys::RLIM_NLIM
 static TASKS: Mutex<BTreeMap<Pid, Weak<Task>>> = Mutex::new(BTreeMap::new());
 static NEXT_PID: AtomicU32 = AtomicU32::new(1);
 
+/// The most recently allocated process/thread ID.
+pub fn last_pid() -> Pid {
+    NEXT_PID.load(Ordering::Relaxed) - 1
+}
+
 pub(crate) fn alloc_pid() -> Pid {
     NEXT_PID.fetch_add(1, Ordering::Relaxed)
 }
