@@ -444,7 +444,7 @@ pub struct BigSpec {
 /// The content of extra file `i` (deterministic).
 fn big_content(spec: &BigSpec, i: usize, size: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(size + 8);
-    if spec.text && i % 3 == 0 {
+    if spec.text && i.is_multiple_of(3) {
         let mut n = i as u64;
         while out.len() < size {
             n += 1;

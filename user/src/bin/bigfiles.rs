@@ -23,7 +23,10 @@ fn buffer() -> &'static mut [u8] {
     unsafe { &mut *core::ptr::addr_of_mut!(BUF) }
 }
 
-fn manifest() -> Result<Option<Vec<(u64, u64, String)>>, String> {
+/// One manifest line: size, checksum, path.
+type Listed = (u64, u64, String);
+
+fn manifest() -> Result<Option<Vec<Listed>>, String> {
     let text = match io::read_file(MANIFEST) {
         Ok(t) => t,
         Err(ENOENT) => return Ok(None),
