@@ -1,6 +1,8 @@
 //! cpio "newc" archives (magic `070701`, and `070702` with a checksum field): the format of a
-//! Linux initramfs. The reader borrows from the archive and never allocates; the writer pushes
-//! bytes into a caller-supplied sink.
+//! Linux initramfs. The reader is a push parser: bytes go in as they arrive (from a
+//! decompressor, say) in pieces of any size, members come out as events with the file data
+//! borrowed from the input, and nothing is allocated. The writer pushes bytes into a
+//! caller-supplied sink.
 //!
 //! Layout of one entry: a 110-byte ASCII header (the magic, then 13 fields of 8 hex digits), the
 //! NUL-terminated name, zero padding so that header + name end on a 4-byte boundary, the data,
@@ -39,10 +41,9 @@ pub enum CpioError {
     BadPadding { offset: usize },
 }
 
-/// One archive member. `data` is a regular file's contents or a symlink's target; empty for
-/// other types (and for all but the last of a set of hard links, as newc stores the data once).
+/// A member's header, reported before its data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry<'a> {
+pub struct Header<'a> {
     /// The path without a leading `./` or `/`; the archive's root (`.`) is the empty string.
     pub name: &'a str,
     pub ino: u32,
@@ -51,14 +52,17 @@ pub struct Entry<'a> {
     pub gid: u32,
     pub nlink: u32,
     pub mtime: u32,
+    /// Bytes of data that follow: a regular file's contents or a symlink's target (0 for the
+    /// other types, and for all but the last of a set of hard links, as newc stores the data
+    /// once).
+    pub size: u32,
     pub dev_major: u32,
     pub dev_minor: u32,
     pub rdev_major: u32,
     pub rdev_minor: u32,
-    pub data: &'a [u8],
 }
 
-impl Entry<'_> {
+impl Header<'_> {
     pub fn file_type(&self) -> u32 {
         self.mode & S_IFMT
     }
@@ -77,27 +81,59 @@ impl Entry<'_> {
     }
 }
 
-/// Iterates over the members of `archive` (trailers excluded). After the first error the
-/// iterator yields nothing more.
-pub fn entries(archive: &[u8]) -> Entries<'_> {
-    Entries {
-        buf: archive,
-        pos: 0,
-        done: false,
-    }
+/// What the parser found. Trailers are not reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// A member begins.
+    Begin(Header<'a>),
+    /// The next piece of the member's data (pieces come in order, of any size).
+    Data(&'a [u8]),
+    /// The member's data is complete.
+    End,
 }
 
-pub struct Entries<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    done: bool,
+/// Longest name kept, NUL included (PATH_MAX); a member with a longer one is skipped, as
+/// Linux's unpacker does.
+pub const NAME_MAX: usize = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Between members: zero padding, or the `0` that starts a header.
+    Idle,
+    Header,
+    Name,
+    /// Padding after the name, then the data.
+    NamePad,
+    Data,
+    /// Padding after the data, then `Idle`.
+    DataPad,
+    Failed(CpioError),
+}
+
+/// A push parser for newc archives, one after another.
+pub struct Parser {
+    state: State,
+    /// Bytes consumed, counted from where the caller says the input starts: alignment is
+    /// relative to it, and error offsets are given in it.
+    pos: u64,
+    /// Where the part being read (header, name, data) started, for `Truncated`.
+    part: u64,
+    hdr: [u8; HEADER_LEN],
+    name: [u8; NAME_MAX],
+    /// Bytes of the header or name collected.
+    have: usize,
+    fields: [u32; 13],
+    /// Data bytes left in the member.
+    left: u64,
+    /// The member is reported (not a trailer, its name fits).
+    report: bool,
 }
 
 const fn align4(n: usize) -> usize {
     (n + 3) & !3
 }
 
-fn hex_field(h: &[u8], index: usize, base: usize) -> Result<u32, CpioError> {
+fn hex_field(h: &[u8], index: usize, base: u64) -> Result<u32, CpioError> {
     let start = 6 + 8 * index;
     let mut v: u32 = 0;
     for &c in &h[start..start + 8] {
@@ -107,7 +143,7 @@ fn hex_field(h: &[u8], index: usize, base: usize) -> Result<u32, CpioError> {
             b'A'..=b'F' => c - b'A' + 10,
             _ => {
                 return Err(CpioError::BadField {
-                    offset: base + start,
+                    offset: base as usize + start,
                 })
             }
         };
@@ -134,109 +170,235 @@ fn strip_name(name: &str) -> &str {
     }
 }
 
-impl<'a> Entries<'a> {
-    /// Parses the entry at `self.pos` (which is 4-aligned and not past the end).
-    /// Returns `None` for a trailer.
-    fn parse_one(&mut self) -> Result<Option<Entry<'a>>, CpioError> {
-        let base = self.pos;
-        let buf = self.buf;
-        if let Some(magic) = buf.get(base..base + 6) {
-            if magic != b"070701" && magic != b"070702" {
-                return Err(CpioError::BadMagic { offset: base });
-            }
-        }
-        let h = buf
-            .get(base..base + HEADER_LEN)
-            .ok_or(CpioError::Truncated { offset: base })?;
-        if &h[..6] != b"070701" && &h[..6] != b"070702" {
-            return Err(CpioError::BadMagic { offset: base });
-        }
-        let f = |i| hex_field(h, i, base);
-        let (ino, mode, uid, gid, nlink, mtime) = (f(0)?, f(1)?, f(2)?, f(3)?, f(4)?, f(5)?);
-        let filesize = f(6)? as usize;
-        let (dev_major, dev_minor, rdev_major, rdev_minor) = (f(7)?, f(8)?, f(9)?, f(10)?);
-        let namesize = f(11)? as usize;
-        f(12)?; // check: a checksum for 070702, zero for 070701; not verified (Linux does not).
+fn is_magic(m: &[u8]) -> bool {
+    m == b"070701" || m == b"070702"
+}
 
-        let name_start = base + HEADER_LEN;
-        let name_end = name_start
-            .checked_add(namesize)
-            .ok_or(CpioError::Truncated { offset: name_start })?;
-        let raw = buf
-            .get(name_start..name_end)
-            .ok_or(CpioError::Truncated { offset: name_start })?;
-        let bad_name = CpioError::BadName { offset: name_start };
-        let (&last, text) = raw.split_last().ok_or(bad_name)?;
-        if last != 0 || text.is_empty() || text.contains(&0) {
-            return Err(bad_name);
-        }
-        let name = core::str::from_utf8(text).map_err(|_| bad_name)?;
-
-        let data_start = align4(name_end);
-        let data_end = data_start
-            .checked_add(filesize)
-            .ok_or(CpioError::Truncated { offset: data_start })?;
-        if data_start > buf.len() {
-            return Err(CpioError::Truncated { offset: name_end });
-        }
-        let data = buf
-            .get(data_start..data_end)
-            .ok_or(CpioError::Truncated { offset: data_start })?;
-        // The final padding may be missing at the very end of the input.
-        self.pos = align4(data_end).min(buf.len().max(data_end));
-        if name == TRAILER {
-            return Ok(None);
-        }
-        Ok(Some(Entry {
-            name: strip_name(name),
-            ino,
-            mode,
-            uid,
-            gid,
-            nlink,
-            mtime,
-            dev_major,
-            dev_minor,
-            rdev_major,
-            rdev_minor,
-            data,
-        }))
+impl Default for Parser {
+    fn default() -> Self {
+        Parser::new()
     }
 }
 
-impl<'a> Iterator for Entries<'a> {
-    type Item = Result<Entry<'a>, CpioError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        while !self.done {
-            // Zero padding between archives (and after the last one) is skipped.
-            let skipped = self.buf[self.pos..].iter().take_while(|&&b| b == 0).count();
-            if skipped > 0 {
-                self.pos += skipped;
-                if self.pos == self.buf.len() {
-                    self.done = true;
-                    return None;
-                }
-                if !self.pos.is_multiple_of(4) {
-                    self.done = true;
-                    return Some(Err(CpioError::BadPadding { offset: self.pos }));
-                }
-            }
-            if self.pos >= self.buf.len() {
-                self.done = true;
-                return None;
-            }
-            match self.parse_one() {
-                Ok(Some(e)) => return Some(Ok(e)),
-                Ok(None) => continue, // a trailer: another archive may follow
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-            }
-        }
-        None
+impl Parser {
+    pub fn new() -> Parser {
+        Parser::starting_at(0)
     }
+
+    /// A parser whose input starts at offset `pos` of something larger (archives start
+    /// 4-aligned in it).
+    pub fn starting_at(pos: u64) -> Parser {
+        Parser {
+            state: State::Idle,
+            pos,
+            part: pos,
+            hdr: [0; HEADER_LEN],
+            name: [0; NAME_MAX],
+            have: 0,
+            fields: [0; 13],
+            left: 0,
+            report: false,
+        }
+    }
+
+    /// Offset of the next byte to be consumed.
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    fn fail(&mut self, e: CpioError) -> Result<usize, CpioError> {
+        self.state = State::Failed(e);
+        Err(e)
+    }
+
+    /// Parses `input`, reporting members to `sink`. Consumes all of it, except when, between
+    /// members, a byte that is neither zero padding nor the start of a header comes: then it
+    /// stops there and returns how much it consumed, for the caller to look at what follows
+    /// (a compressed archive, say). After an error every call returns that error.
+    pub fn push(
+        &mut self,
+        input: &[u8],
+        sink: &mut impl FnMut(Event<'_>),
+    ) -> Result<usize, CpioError> {
+        let mut i = 0;
+        loop {
+            // Steps that need no input.
+            match self.state {
+                State::Failed(e) => return Err(e),
+                State::NamePad if self.pos.is_multiple_of(4) => {
+                    if self.report {
+                        let name = self.name_str();
+                        let f = &self.fields;
+                        sink(Event::Begin(Header {
+                            name,
+                            ino: f[0],
+                            mode: f[1],
+                            uid: f[2],
+                            gid: f[3],
+                            nlink: f[4],
+                            mtime: f[5],
+                            size: f[6],
+                            dev_major: f[7],
+                            dev_minor: f[8],
+                            rdev_major: f[9],
+                            rdev_minor: f[10],
+                        }));
+                    }
+                    self.left = u64::from(self.fields[6]);
+                    self.part = self.pos;
+                    self.state = State::Data;
+                    continue;
+                }
+                State::Data if self.left == 0 => {
+                    if self.report {
+                        sink(Event::End);
+                    }
+                    self.state = State::DataPad;
+                    continue;
+                }
+                State::DataPad if self.pos.is_multiple_of(4) => {
+                    self.state = State::Idle;
+                    continue;
+                }
+                _ => {}
+            }
+            let rest = &input[i..];
+            if rest.is_empty() {
+                return Ok(i);
+            }
+            let took = match self.state {
+                State::Idle => match rest[0] {
+                    0 => rest.iter().take_while(|&&b| b == 0).count(),
+                    b'0' if self.pos.is_multiple_of(4) => {
+                        self.state = State::Header;
+                        self.part = self.pos;
+                        self.have = 0;
+                        0
+                    }
+                    b'0' => {
+                        return self.fail(CpioError::BadPadding {
+                            offset: self.pos as usize,
+                        })
+                    }
+                    _ => return Ok(i),
+                },
+                State::Header => {
+                    let n = rest.len().min(HEADER_LEN - self.have);
+                    self.hdr[self.have..self.have + n].copy_from_slice(&rest[..n]);
+                    let before = self.have;
+                    self.have += n;
+                    if before < 6 && self.have >= 6 && !is_magic(&self.hdr[..6]) {
+                        return self.fail(CpioError::BadMagic {
+                            offset: self.part as usize,
+                        });
+                    }
+                    if self.have == HEADER_LEN {
+                        if let Err(e) = self.parse_header() {
+                            return self.fail(e);
+                        }
+                    }
+                    n
+                }
+                State::Name => {
+                    let namesize = self.fields[11] as usize;
+                    let n = rest.len().min(namesize - self.have);
+                    if self.have < NAME_MAX {
+                        let keep = n.min(NAME_MAX - self.have);
+                        self.name[self.have..self.have + keep].copy_from_slice(&rest[..keep]);
+                    }
+                    self.have += n;
+                    self.pos += n as u64;
+                    if self.have == namesize {
+                        if let Err(e) = self.check_name() {
+                            return self.fail(e);
+                        }
+                        self.state = State::NamePad;
+                    }
+                    i += n;
+                    continue;
+                }
+                State::NamePad | State::DataPad => 1,
+                State::Data => {
+                    let n = rest.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+                    if self.report {
+                        sink(Event::Data(&rest[..n]));
+                    }
+                    self.left -= n as u64;
+                    n
+                }
+                State::Failed(e) => return Err(e),
+            };
+            i += took;
+            self.pos += took as u64;
+        }
+    }
+
+    /// The header is complete: check and decode it.
+    fn parse_header(&mut self) -> Result<(), CpioError> {
+        let base = self.part;
+        for (k, v) in self.fields.iter_mut().enumerate() {
+            // The 13th is the checksum (070702) or zero; not verified, as Linux does not.
+            *v = hex_field(&self.hdr, k, base)?;
+        }
+        if self.fields[11] == 0 {
+            return Err(CpioError::BadName {
+                offset: base as usize + HEADER_LEN,
+            });
+        }
+        self.state = State::Name;
+        self.part = base + HEADER_LEN as u64;
+        self.have = 0;
+        Ok(())
+    }
+
+    fn name_str(&self) -> &str {
+        let n = self.fields[11] as usize - 1;
+        // check_name made sure.
+        strip_name(core::str::from_utf8(&self.name[..n]).unwrap_or(""))
+    }
+
+    /// The name is complete: a long one makes the member skipped, a trailer is not reported.
+    fn check_name(&mut self) -> Result<(), CpioError> {
+        let namesize = self.fields[11] as usize;
+        if namesize > NAME_MAX {
+            self.report = false;
+            return Ok(());
+        }
+        let bad = CpioError::BadName {
+            offset: self.part as usize,
+        };
+        let (&last, text) = self.name[..namesize].split_last().ok_or(bad)?;
+        if last != 0 || text.is_empty() || text.contains(&0) {
+            return Err(bad);
+        }
+        let name = core::str::from_utf8(text).map_err(|_| bad)?;
+        self.report = name != TRAILER;
+        Ok(())
+    }
+
+    /// The input has ended: fine between members (the last padding may be missing), an error
+    /// inside one.
+    pub fn finish(&self) -> Result<(), CpioError> {
+        match self.state {
+            State::Idle | State::DataPad => Ok(()),
+            State::Failed(e) => Err(e),
+            // NamePad: the data (even if empty) has not been reached.
+            _ => Err(CpioError::Truncated {
+                offset: self.part as usize,
+            }),
+        }
+    }
+}
+
+/// Parses one complete input: every member to `sink`; anything but archives and zero padding
+/// in it is an error.
+pub fn parse_all(input: &[u8], sink: &mut impl FnMut(Event<'_>)) -> Result<(), CpioError> {
+    let mut p = Parser::new();
+    let n = p.push(input, sink)?;
+    if n < input.len() {
+        return Err(CpioError::BadMagic { offset: n });
+    }
+    p.finish()
 }
 
 /// What the writer puts in a header besides the name and the data size.
@@ -371,6 +533,7 @@ fn meta(mode: u32) -> Meta {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::{String, ToString};
     use std::vec;
     use std::vec::Vec;
 
@@ -397,24 +560,136 @@ mod tests {
         })
     }
 
+    /// One member as the parser reported it, owned.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct Got {
+        name: String,
+        mode: u32,
+        ino: u32,
+        nlink: u32,
+        rdev: (u32, u32),
+        size: u32,
+        data: Vec<u8>,
+        ended: bool,
+    }
+
+    /// Pushes `input` in pieces cut at `cuts` (offsets, ascending); returns the members and
+    /// the first error, with whatever `push` left unconsumed counted as an error.
+    fn parse_cut(input: &[u8], cuts: &[usize]) -> (Vec<Got>, Result<(), CpioError>) {
+        let mut got: Vec<Got> = Vec::new();
+        let mut p = Parser::new();
+        let mut sink = |e: Event<'_>| match e {
+            Event::Begin(h) => got.push(Got {
+                name: h.name.to_string(),
+                mode: h.mode,
+                ino: h.ino,
+                nlink: h.nlink,
+                rdev: (h.rdev_major, h.rdev_minor),
+                size: h.size,
+                data: Vec::new(),
+                ended: false,
+            }),
+            Event::Data(d) => {
+                let g = got.last_mut().unwrap();
+                assert!(!g.ended);
+                g.data.extend_from_slice(d)
+            }
+            Event::End => {
+                let g = got.last_mut().unwrap();
+                assert_eq!(g.data.len(), g.size as usize);
+                g.ended = true
+            }
+        };
+        let mut start = 0;
+        let mut r = Ok(());
+        for &c in cuts.iter().chain([input.len()].iter()) {
+            match p.push(&input[start..c], &mut sink) {
+                Ok(n) if n < c - start => {
+                    r = Err(CpioError::BadMagic { offset: start + n });
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    r = Err(e);
+                    break;
+                }
+            }
+            start = c;
+        }
+        if r.is_ok() {
+            r = p.finish();
+        }
+        (got, r)
+    }
+
+    fn parse(input: &[u8]) -> (Vec<Got>, Result<(), CpioError>) {
+        parse_cut(input, &[])
+    }
+
+    fn names(input: &[u8]) -> Vec<String> {
+        let (g, r) = parse(input);
+        r.unwrap();
+        g.into_iter().map(|g| g.name).collect()
+    }
+
+    fn first_err(input: &[u8]) -> CpioError {
+        parse(input).1.unwrap_err()
+    }
+
     #[test]
     fn round_trip() {
         let a = sample();
         assert_eq!(a.len() % 512, 0);
-        let es: Vec<_> = entries(&a).map(|e| e.unwrap()).collect();
-        let names: Vec<_> = es.iter().map(|e| e.name).collect();
+        let (es, r) = parse(&a);
+        r.unwrap();
+        let names: Vec<_> = es.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["dev", "dev/console", "init", "a", "bc", "bin/sh"]);
-        assert!(es[0].is_dir() && es[0].perm() == 0o755 && es[0].nlink == 2);
-        assert_eq!(es[1].file_type(), S_IFCHR);
-        assert_eq!((es[1].rdev_major, es[1].rdev_minor), (5, 1));
-        assert!(es[2].is_file());
+        assert!(es.iter().all(|e| e.ended));
+        assert!(es[0].mode & S_IFMT == S_IFDIR && es[0].mode & 0o7777 == 0o755 && es[0].nlink == 2);
+        assert_eq!(es[1].mode & S_IFMT, S_IFCHR);
+        assert_eq!(es[1].rdev, (5, 1));
+        assert_eq!(es[2].mode & S_IFMT, S_IFREG);
         assert_eq!(es[2].data, b"\x7fELF....");
         assert_eq!(es[3].data, b"");
         assert_eq!(es[4].data, b"x");
-        assert!(es[5].is_symlink());
+        assert_eq!(es[5].mode & S_IFMT, S_IFLNK);
         assert_eq!(es[5].data, b"/init");
         let inos: Vec<_> = es.iter().map(|e| e.ino).collect();
         assert_eq!(inos, [1, 2, 3, 4, 5, 6]);
+    }
+
+    /// Headers, names, data and padding split across pushes at every point, in two and in
+    /// three pieces, and one byte at a time: the same members.
+    #[test]
+    fn any_split_gives_the_same_members() {
+        let mut a = sample();
+        a.extend_from_slice(&build(|w| {
+            w.file("big", 0o600, &[7u8; 1000]);
+            w.file("odd", 0o600, b"12345");
+        }));
+        let whole = parse(&a);
+        whole.1.unwrap();
+        assert_eq!(whole.0.len(), 8);
+        for c in 0..=a.len() {
+            assert_eq!(parse_cut(&a, &[c]), whole, "cut at {c}");
+        }
+        for c in (0..a.len()).step_by(7) {
+            for d in (c..a.len()).step_by(13) {
+                assert_eq!(parse_cut(&a, &[c, d]), whole, "cuts at {c}, {d}");
+            }
+        }
+        let bytes: Vec<usize> = (1..a.len()).collect();
+        assert_eq!(parse_cut(&a, &bytes), whole);
+    }
+
+    #[test]
+    fn events_come_as_soon_as_possible() {
+        // An empty file's Begin and End arrive with its name, before any padding.
+        let a = build(|w| w.file("e", 0o644, b""));
+        let mut ev = 0;
+        let mut p = Parser::new();
+        p.push(&a[..HEADER_LEN + 2], &mut |_| ev += 1).unwrap();
+        assert_eq!(ev, 2);
     }
 
     #[test]
@@ -439,8 +714,7 @@ mod tests {
             w.file("./etc/x", 0o644, b"1");
             w.file("/abs", 0o644, b"2");
         });
-        let names: Vec<_> = entries(&a).map(|e| e.unwrap().name).collect();
-        assert_eq!(names, ["", "etc/x", "abs"]);
+        assert_eq!(names(&a), ["", "etc/x", "abs"]);
     }
 
     #[test]
@@ -453,8 +727,47 @@ mod tests {
         b.truncate(116 + 4 + 124);
         a.extend_from_slice(&b);
         a.extend_from_slice(&build(|w| w.file("three", 0o644, b"333")));
-        let names: Vec<_> = entries(&a).map(|e| e.unwrap().name).collect();
-        assert_eq!(names, ["one", "two", "three"]);
+        assert_eq!(names(&a), ["one", "two", "three"]);
+        // parse_all agrees.
+        let mut n = 0;
+        parse_all(&a, &mut |e| n += matches!(e, Event::Begin(_)) as usize).unwrap();
+        assert_eq!(n, 3);
+    }
+
+    /// Between archives, a byte that is not padding or a header is the caller's: push stops
+    /// before it (a compressed archive may follow), at any split.
+    #[test]
+    fn push_stops_at_foreign_data_between_archives() {
+        let mut a = build(|w| w.file("one", 0o644, b"1"));
+        let end = a.len();
+        a.extend_from_slice(&[0, 0, 0, 0, 0x1f, 0x8b, 8, 0]);
+        for c in 0..a.len() {
+            let mut p = Parser::new();
+            let mut n = 0;
+            let first = p.push(&a[..c], &mut |_| ()).unwrap();
+            assert_eq!(first, c.min(end + 4));
+            if first == c {
+                n = p.push(&a[c..], &mut |_| ()).unwrap();
+            }
+            assert_eq!(first + n, end + 4, "cut {c}");
+            p.finish().unwrap();
+        }
+        // Inside a member the same bytes are data or an error, never a stop.
+        let (_, r) = parse(&a);
+        assert_eq!(r, Err(CpioError::BadMagic { offset: end + 4 }));
+    }
+
+    #[test]
+    fn starting_offset_sets_alignment_and_error_offsets() {
+        let a = build(|w| w.file("f", 0o644, b"abc"));
+        let mut p = Parser::starting_at(1000);
+        assert_eq!(p.push(&a, &mut |_| ()), Ok(a.len()));
+        assert_eq!(p.pos(), 1000 + a.len() as u64);
+        let mut p = Parser::starting_at(1001);
+        assert_eq!(
+            p.push(&a, &mut |_| ()),
+            Err(CpioError::BadPadding { offset: 1001 })
+        );
     }
 
     #[test]
@@ -463,84 +776,90 @@ mod tests {
         a[5] = b'2';
         // mode 0o100644 = 0x81a4 -> "000081A4"
         a[6 + 8..6 + 16].copy_from_slice(b"000081A4");
-        let e = entries(&a).next().unwrap().unwrap();
-        assert_eq!(e.mode, 0o100644);
-        assert_eq!(e.data, b"abc");
+        let (g, r) = parse(&a);
+        r.unwrap();
+        assert_eq!(g[0].mode, 0o100644);
+        assert_eq!(g[0].data, b"abc");
     }
 
     #[test]
     fn archive_without_trailer_ends_cleanly() {
         let a = build(|w| w.file("f", 0o644, b"abcd"));
         let end = 110 + 2 + 4; // header, "f\0" (already aligned), 4 data bytes
-        let names: Vec<_> = entries(&a[..end]).map(|e| e.unwrap().name).collect();
-        assert_eq!(names, ["f"]);
-        assert_eq!(entries(&[]).count(), 0);
+        assert_eq!(names(&a[..end]), ["f"]);
+        // Without the final padding too.
+        let a = build(|w| w.file("f", 0o644, b"abc"));
+        assert_eq!(names(&a[..110 + 2 + 3]), ["f"]);
+        assert!(names(&[]).is_empty());
+        assert!(names(&[0; 64]).is_empty());
+    }
+
+    #[test]
+    fn long_names_are_skipped() {
+        let long = "d/".repeat(NAME_MAX);
+        let a = build(|w| {
+            w.file(&long, 0o644, b"skipped data");
+            w.file("after", 0o644, b"kept");
+        });
+        let (g, r) = parse(&a);
+        r.unwrap();
+        assert_eq!(g.len(), 1);
+        assert_eq!((g[0].name.as_str(), &g[0].data[..]), ("after", &b"kept"[..]));
+        // The longest name that fits is kept.
+        let fits = "x".repeat(NAME_MAX - 1);
+        assert_eq!(names(&build(|w| w.file(&fits, 0o644, b""))), [fits]);
     }
 
     #[test]
     fn errors() {
         let a = sample();
-        assert_eq!(
-            entries(b"070707xxxx").next(),
-            Some(Err(CpioError::BadMagic { offset: 0 }))
-        );
+        assert_eq!(first_err(b"070707xxxx"), CpioError::BadMagic { offset: 0 });
         let mut bad = a.clone();
         bad[6 + 3] = b'g';
-        assert_eq!(
-            entries(&bad).next(),
-            Some(Err(CpioError::BadField { offset: 6 }))
-        );
+        assert_eq!(first_err(&bad), CpioError::BadField { offset: 6 });
         // Truncated in the header, the name and the data.
-        assert!(matches!(
-            entries(&a[..50]).next(),
-            Some(Err(CpioError::Truncated { .. }))
-        ));
+        assert_eq!(first_err(&a[..50]), CpioError::Truncated { offset: 0 });
+        assert_eq!(first_err(&a[..112]), CpioError::Truncated { offset: 110 });
         let mut bad = a.clone();
         bad[6 + 8 * 11..6 + 8 * 12].copy_from_slice(b"0000ffff");
-        assert!(matches!(
-            entries(&bad).next(),
-            Some(Err(CpioError::Truncated { .. }))
-        ));
+        assert!(matches!(first_err(&bad), CpioError::Truncated { .. }));
         let mut bad = a.clone();
         bad[6 + 8 * 6..6 + 8 * 7].copy_from_slice(b"ffffffff");
-        assert!(matches!(
-            entries(&bad).next(),
-            Some(Err(CpioError::Truncated { .. }))
-        ));
+        assert!(matches!(first_err(&bad), CpioError::Truncated { .. }));
+        let f = build(|w| w.file("f", 0o644, b"abcdef"));
+        assert_eq!(first_err(&f[..114]), CpioError::Truncated { offset: 112 });
         // A name without its NUL, and an empty name.
         let mut bad = a.clone();
         bad[6 + 8 * 11..6 + 8 * 12].copy_from_slice(b"00000002");
-        assert!(matches!(
-            entries(&bad).next(),
-            Some(Err(CpioError::BadName { .. }))
-        ));
+        assert!(matches!(first_err(&bad), CpioError::BadName { .. }));
         let mut bad = a.clone();
         bad[6 + 8 * 11..6 + 8 * 12].copy_from_slice(b"00000000");
-        assert!(matches!(
-            entries(&bad).next(),
-            Some(Err(CpioError::BadName { .. }))
-        ));
+        assert!(matches!(first_err(&bad), CpioError::BadName { .. }));
         // Zero padding that leaves the next header unaligned.
         let mut bad = build(|w| w.file("f", 0o644, b""));
         let mut tail = vec![0u8; 2];
         tail.extend_from_slice(&a);
         bad.extend_from_slice(&tail);
-        let r: Vec<_> = entries(&bad).collect();
-        assert!(matches!(r.last(), Some(Err(CpioError::BadPadding { .. }))));
-        // After an error, nothing more.
-        let mut it = entries(b"garbage!");
-        assert!(it.next().unwrap().is_err());
-        assert!(it.next().is_none());
+        assert!(matches!(first_err(&bad), CpioError::BadPadding { .. }));
+        // After an error, the same error.
+        let mut p = Parser::new();
+        let e = p.push(b"0garbage!", &mut |_| ()).unwrap_err();
+        assert_eq!(p.push(&a, &mut |_| ()), Err(e));
+        assert_eq!(p.finish(), Err(e));
+        // Plain junk is the caller's; parse_all calls it bad magic.
+        assert_eq!(
+            parse_all(b"garbage!", &mut |_| ()),
+            Err(CpioError::BadMagic { offset: 0 })
+        );
     }
 
-    /// Every prefix and many corruptions of a valid archive: no panic, and the iterator ends.
+    /// Every prefix and many corruptions of a valid archive, pushed whole and in pieces: no
+    /// panic, and Begin/Data/End stay well formed (checked in `parse_cut`).
     #[test]
     fn truncated_and_garbage_input_never_panics() {
         let a = sample();
         for n in 0..a.len() {
-            for e in entries(&a[..n]).take(100) {
-                let _ = e;
-            }
+            let _ = parse(&a[..n]);
         }
         let mut seed: u32 = 0x1234_5678;
         let mut rnd = || {
@@ -561,14 +880,15 @@ mod tests {
                 };
             }
             let cut = rnd() as usize % (b.len() + 1);
-            assert!(entries(&b[..cut]).take(1000).count() < 1000);
+            let piece = rnd() as usize % (cut + 1);
+            let _ = parse_cut(&b[..cut], &[piece]);
         }
         let mut junk = std::vec![0u8; 4096];
         for x in junk.iter_mut() {
             *x = rnd() as u8;
         }
         for n in [0, 1, 109, 110, 111, 500, 4096] {
-            let _ = entries(&junk[..n]).take(10).count();
+            let _ = parse(&junk[..n]);
         }
     }
 }

@@ -149,20 +149,28 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     {
         fs::dev::seed_random(seed.value);
     }
-    let initrd = dt::initrd(&fdt).map(|r| {
-        // SAFETY: the initrd lies in RAM (linear-mapped) and the frame allocator never hands
-        // out its range, so it stays intact for as long as the kernel runs.
-        unsafe {
-            core::slice::from_raw_parts(
-                mmu::phys_to_virt(r.start) as *const u8,
-                (r.end - r.start) as usize,
-            )
+    let initrd = dt::initrd(&fdt);
+    match initrd {
+        Some(r) => {
+            {
+                // SAFETY: the initrd lies in RAM (linear-mapped) that init_memory kept from the
+                // frame allocator; the slice lives only in this block, and the frames go to
+                // the allocator only after it.
+                let archive = unsafe {
+                    core::slice::from_raw_parts(
+                        mmu::phys_to_virt(r.start) as *const u8,
+                        (r.end - r.start) as usize,
+                    )
+                };
+                fs::init(Some(archive));
+            }
+            release_initrd(&fdt, dtb_pa, image_pa, ram, r);
         }
-    });
-    fs::init(initrd);
-    if initrd.is_none() {
-        println!("svelt: no initramfs, nothing to run");
-        power::exit(0);
+        None => {
+            fs::init(None);
+            println!("svelt: no initramfs, nothing to run");
+            power::exit(0);
+        }
     }
     let init = cmdline.init.unwrap_or("/init");
     if let Err(e) = task::exec::spawn_init(init) {
@@ -172,8 +180,14 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     task::sched::idle_loop()
 }
 
-/// Reserved ranges out, the rest to the frame allocator; then the heap.
-fn init_memory(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) {
+/// Ranges the frame allocator must not hand out: the image, the DTB, the initrd (unless
+/// `initrd` is false) and the DTB's reservations.
+fn reserved_ranges(
+    fdt: &fdt::Fdt,
+    dtb_pa: u64,
+    image_pa: u64,
+    initrd: bool,
+) -> ([Range; 32], usize) {
     let mut reserved = [Range::new(0, 0); 32];
     let mut n = 0;
     let mut reserve = |r: Range| {
@@ -184,10 +198,38 @@ fn init_memory(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) {
     };
     reserve(mm::image_phys_range(image_pa));
     reserve(Range::from_base_size(dtb_pa, fdt.total_size() as u64));
-    if let Some(r) = dt::initrd(fdt) {
-        reserve(r);
+    if initrd {
+        if let Some(r) = dt::initrd(fdt) {
+            reserve(r);
+        }
     }
     dt::for_each_reserved(fdt, &mut reserve);
+    (reserved, n)
+}
+
+/// Gives the initrd's frames (the whole pages of it that are RAM and nothing else's) to the
+/// frame allocator once it has been unpacked.
+fn release_initrd(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range], initrd: Range) {
+    let (reserved, n) = reserved_ranges(fdt, dtb_pa, image_pa, false);
+    let before = mm::frame::total();
+    for r in ram {
+        let piece = Range::new(r.start.max(initrd.start), r.end.min(initrd.end));
+        if !piece.is_empty() {
+            memrange::free_ranges(&[piece], &reserved[..n], mmu::PAGE_SIZE as u64, |f| {
+                mm::frame::add(f)
+            });
+        }
+    }
+    let back = mm::frame::total() - before;
+    log::info!(
+        "initramfs: {back} pages ({} KiB) of the archive given back to the frame allocator",
+        back * mmu::PAGE_SIZE / 1024
+    );
+}
+
+/// Reserved ranges out, the rest to the frame allocator; then the heap.
+fn init_memory(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) {
+    let (reserved, n) = reserved_ranges(fdt, dtb_pa, image_pa, true);
     let reserved = &reserved[..n];
     let page = mmu::PAGE_SIZE as u64;
     let mut total = 0;

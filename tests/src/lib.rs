@@ -36,6 +36,8 @@ pub struct Config {
     pub init: Option<String>,
     /// `--linux`: reference mode, Debian's Linux instead of Svelt.
     pub linux: bool,
+    /// `--mem SIZE` (QEMU -m syntax); `None`: qemu-run.sh's default.
+    pub mem: Option<String>,
 }
 
 impl Default for Config {
@@ -51,6 +53,7 @@ impl Default for Config {
             initrd: Initrd::None,
             init: None,
             linux: false,
+            mem: None,
         }
     }
 }
@@ -108,6 +111,9 @@ impl Config {
         }
         if self.linux {
             a.push("--linux".into());
+        }
+        if let Some(m) = &self.mem {
+            a.extend(["--mem".into(), m.clone()]);
         }
         a
     }
@@ -422,6 +428,109 @@ pub fn check_userland(cfg: &Config) -> Run {
     assert_eq!(k.init_status, Some(0), "init's status; {}", ctx());
     assert_eq!(run.status, Some(0), "run status; {}", ctx());
     run
+}
+
+/// Extra files for a big initramfs: `files` pseudo-random files of `size` bytes each (every
+/// third one compressible text instead, when `text` is set), spread over subdirectories of
+/// `big/`, plus a few small ones of awkward sizes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BigSpec {
+    pub files: usize,
+    pub size: usize,
+    pub text: bool,
+    pub gzip: bool,
+}
+
+/// The content of extra file `i` (deterministic).
+fn big_content(spec: &BigSpec, i: usize, size: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size + 8);
+    if spec.text && i.is_multiple_of(3) {
+        let mut n = i as u64;
+        while out.len() < size {
+            n += 1;
+            out.extend_from_slice(format!("line {n} of file {i}: the quick brown fox\n").as_bytes());
+        }
+    } else {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (i as u64 + 1).wrapping_mul(0xd134_2543_de82_ef95);
+        while out.len() < size {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+    out.truncate(size);
+    out
+}
+
+/// Builds (once; cached in target/bigfiles/ by the userland archive's content and `spec`) an
+/// initramfs of the default userland (target/initramfs.cpio, which must be built) followed by
+/// a second archive with the extra files and /etc/bigfiles.manifest for
+/// `/bin/tests/bigfiles`. Plain: the two newc archives concatenated; gzip: the userland's
+/// gzip member (target/initramfs.cpio.gz) and one for the extra archive, concatenated.
+pub fn big_initramfs(spec: &BigSpec) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let base = std::fs::read(root().join("target/initramfs.cpio")).expect("the userland's initramfs");
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    base.hash(&mut h);
+    spec.hash(&mut h);
+    let dir = root().join("target/bigfiles");
+    let ext = if spec.gzip { "cpio.gz" } else { "cpio" };
+    let prefix = format!("big-{}x{}-", spec.files, spec.size);
+    let path = dir.join(format!("{prefix}{:016x}.{ext}", h.finish()));
+    if path.exists() {
+        return path;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut extra = Vec::new();
+    let mut manifest = String::new();
+    {
+        let mut w = svelt_abi::cpio::Writer::new(|b: &[u8]| extra.extend_from_slice(b));
+        let mut add = |w: &mut svelt_abi::cpio::Writer<_>, name: String, data: Vec<u8>| {
+            let mut c = svelt_abi::bytes::Checksum::new();
+            c.update(&data);
+            manifest += &format!("{} {:016x} /{name}\n", data.len(), c.finish());
+            w.file(&name, 0o644, &data);
+        };
+        w.dir("big", 0o755);
+        for d in 0..4 {
+            w.dir(&format!("big/d{d}"), 0o755);
+        }
+        for i in 0..spec.files {
+            let data = big_content(spec, i, spec.size);
+            add(&mut w, format!("big/d{}/f{i:03}", i % 4), data);
+        }
+        for (k, size) in [0usize, 1, 4095, 4096, 4097, 12345, 65537].into_iter().enumerate() {
+            let data = big_content(spec, 1000 + k, size);
+            add(&mut w, format!("big/small{k}"), data);
+        }
+        w.file("etc/bigfiles.manifest", 0o644, manifest.as_bytes());
+        let _sink = w.finish();
+    }
+    let mut out = if spec.gzip {
+        let mut out = std::fs::read(root().join("target/initramfs.cpio.gz")).unwrap();
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, &extra).unwrap();
+        out.extend_from_slice(&e.finish().unwrap());
+        out
+    } else {
+        let mut out = base;
+        out.extend_from_slice(&extra);
+        out
+    };
+    // Zero padding after the archive, as boot loaders leave it.
+    out.extend_from_slice(&[0; 512]);
+    // Older versions of this archive go; the new one appears whole.
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with(&prefix) && name.ends_with(ext) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, &out).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    path
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 pub mod dev;
 pub mod epoll;
 pub mod initramfs;
+pub mod pagecache;
 pub mod pipe;
 pub mod proc;
 pub mod ramfs;
@@ -114,9 +115,10 @@ pub trait Inode: Send + Sync + Any {
     fn readlink(&self) -> SysResult<String> {
         Err(Errno::EINVAL)
     }
-    /// The page-cache frame holding bytes `[index * 4096, (index + 1) * 4096)` of the file,
-    /// for mmap: EFAULT beyond the end of the file (the fault becomes SIGBUS), ENODEV for
-    /// nodes that cannot be mapped.
+    /// The frame holding page `index` of the file's data, for a mapping of it: the same frame
+    /// `read_at`/`write_at` use, so a shared mapping and the file stay one. EFAULT at or past
+    /// the end of the file (the fault becomes SIGBUS), ENOMEM when no page can be had, ENODEV
+    /// for nodes that cannot be mapped.
     fn mmap_page(&self, _index: u64) -> SysResult<crate::mm::frame::Page> {
         Err(Errno::ENODEV)
     }
@@ -544,10 +546,22 @@ pub fn stat_of(node: &dyn Inode) -> f::Stat {
 pub fn init(initrd: Option<&[u8]>) {
     let root = ramfs::RamDir::new(0o755);
     if let Some(archive) = initrd {
-        match initramfs::unpack(archive, &root) {
-            Ok(n) => log::info!("initramfs: {n} entries"),
-            Err(e) => log::error!("initramfs: {e}"),
+        let t0 = crate::time::now_ns();
+        let mut st = initramfs::Stats::default();
+        if let Err(e) = initramfs::unpack(archive, &root, &mut st) {
+            log::error!("initramfs: {e}; keeping what was unpacked before it");
         }
+        if let Some((path, e)) = &st.write_error {
+            log::error!("initramfs: {path} and later files cut short: {e:?}");
+        }
+        log::info!(
+            "initramfs: {} entries, {} KiB of file data from {} KiB of cpio ({} KiB archive) in {} ms",
+            st.entries,
+            st.file_bytes >> 10,
+            st.cpio_bytes >> 10,
+            archive.len() >> 10,
+            (crate::time::now_ns() - t0) / 1_000_000
+        );
     }
     for d in ["proc", "sys", "dev", "tmp"] {
         if root.lookup(d).is_err() {

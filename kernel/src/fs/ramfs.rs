@@ -1,6 +1,8 @@
 //! In-memory files and directories: the root file system.
 
+use super::pagecache::PageCache;
 use super::{new_ino, Inode, Kind};
+use crate::mm::frame::Page;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
@@ -59,7 +61,7 @@ impl Inode for RamDir {
         }
         let node: Arc<dyn Inode> = match kind {
             Kind::Dir => RamDir::new(perm),
-            Kind::File => RamFile::new(perm, Vec::new()),
+            Kind::File => RamFile::new(perm),
             _ => return Err(Errno::EPERM),
         };
         e.insert(name.to_string(), node.clone());
@@ -93,15 +95,16 @@ impl Inode for RamDir {
 pub struct RamFile {
     ino: u64,
     perm: u32,
-    data: Mutex<Vec<u8>>,
+    data: Mutex<PageCache>,
 }
 
 impl RamFile {
-    pub fn new(perm: u32, data: Vec<u8>) -> Arc<RamFile> {
+    /// An empty file.
+    pub fn new(perm: u32) -> Arc<RamFile> {
         Arc::new(RamFile {
             ino: new_ino(),
             perm,
-            data: Mutex::new(data),
+            data: Mutex::new(PageCache::new()),
         })
     }
 }
@@ -117,40 +120,19 @@ impl Inode for RamFile {
         self.perm
     }
     fn size(&self) -> u64 {
-        self.data.lock().len() as u64
+        self.data.lock().size()
     }
     fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<usize> {
-        let d = self.data.lock();
-        let off = usize::try_from(off).unwrap_or(usize::MAX).min(d.len());
-        let n = buf.len().min(d.len() - off);
-        buf[..n].copy_from_slice(&d[off..off + n]);
-        Ok(n)
+        Ok(self.data.lock().read(off, buf))
     }
     fn write_at(&self, off: u64, buf: &[u8]) -> SysResult<usize> {
-        let off = usize::try_from(off).map_err(|_| Errno::EFBIG)?;
-        let end = off.checked_add(buf.len()).ok_or(Errno::EFBIG)?;
-        if end > 1 << 30 {
-            return Err(Errno::EFBIG);
-        }
-        let mut d = self.data.lock();
-        if d.len() < end {
-            grow(&mut d, end)?;
-        }
-        d[off..end].copy_from_slice(buf);
-        Ok(buf.len())
+        self.data.lock().write(off, buf)
     }
     fn truncate(&self, len: u64) -> SysResult<()> {
-        let len = usize::try_from(len).map_err(|_| Errno::EFBIG)?;
-        if len > 1 << 30 {
-            return Err(Errno::EFBIG);
-        }
-        let mut d = self.data.lock();
-        if d.len() < len {
-            grow(&mut d, len)?;
-        } else {
-            d.truncate(len);
-        }
-        Ok(())
+        self.data.lock().truncate(len)
+    }
+    fn mmap_page(&self, index: u64) -> SysResult<Page> {
+        self.data.lock().mmap_page(index)
     }
     fn as_any(&self) -> &dyn Any {
         self
@@ -230,12 +212,4 @@ impl Inode for DevNode {
     fn as_any(&self) -> &dyn Any {
         self
     }
-}
-
-/// Extends a file's bytes to `len` with zeroes; a full kernel heap is ENOSPC (as a full tmpfs
-/// is on Linux), never an allocation failure.
-fn grow(d: &mut alloc::vec::Vec<u8>, len: usize) -> SysResult<()> {
-    d.try_reserve(len - d.len()).map_err(|_| Errno::ENOSPC)?;
-    d.resize(len, 0);
-    Ok(())
 }

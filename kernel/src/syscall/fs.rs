@@ -928,21 +928,19 @@ pub fn umask(mask: u32) -> SysResult<usize> {
     Ok(old as usize)
 }
 
-/// statfs's f_type for the file systems Svelt presents.
+/// statfs's f_type for the file systems Svelt presents; the root (with /dev and /tmp in it) is
+/// a tmpfs, as Linux's rootfs is.
 fn fs_magic(path: &str) -> u64 {
     const PROC_SUPER_MAGIC: u64 = 0x9fa0;
     const SYSFS_MAGIC: u64 = 0x6265_6572;
     const TMPFS_MAGIC: u64 = 0x0102_1994;
-    const RAMFS_MAGIC: u64 = 0x8584_58f6;
     let under = |root: &str| path == root || path.starts_with(&alloc::format!("{root}/"));
     if under("/proc") {
         PROC_SUPER_MAGIC
     } else if under("/sys") {
         SYSFS_MAGIC
-    } else if under("/dev") || under("/tmp") {
-        TMPFS_MAGIC
     } else {
-        RAMFS_MAGIC
+        TMPFS_MAGIC
     }
 }
 
@@ -951,11 +949,13 @@ fn write_statfs(buf: usize, path: &str) -> SysResult<usize> {
     let mut w = [0u64; 15];
     w[0] = fs_magic(path);
     w[1] = 4096; // f_bsize
-    let total = crate::mm::frame::total() as u64;
-    let free = crate::mm::frame::free_count() as u64;
-    w[2] = total;
-    w[3] = free;
-    w[4] = free;
+    if w[0] == 0x0102_1994 {
+        // The tmpfs size limit in pages, and what is left of it (f_blocks, f_bfree, f_bavail).
+        let (limit, used) = (vfs::pagecache::limit(), vfs::pagecache::used());
+        w[2] = limit as u64;
+        w[3] = limit.saturating_sub(used) as u64;
+        w[4] = w[3];
+    }
     w[8] = 255; // f_namelen
     w[9] = 4096; // f_frsize
     let mut b = [0u8; 120];

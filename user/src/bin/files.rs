@@ -328,6 +328,37 @@ fn dev_null_and_console() -> TestResult {
     Ok(())
 }
 
+/// Holes read as zeros; truncating down and up again leaves zeros past the cut, also inside
+/// the page it falls in; huge sparse sizes are fine, up to MAX_LFS_FILESIZE.
+fn holes_and_truncate() -> TestResult {
+    let path = "/tmp/files-holes";
+    let _ = sys::unlinkat(AT_FDCWD, path, 0);
+    let fd = t!(sys::openat(AT_FDCWD, path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600));
+    let ftruncate = |len: usize| sys::syscall(nr::FTRUNCATE, &[fd as usize, len]);
+    check_eq!(sys::pwrite(fd, b"tail", 3 * 4096 + 10), Ok(4));
+    check_eq!(t!(sys::fstat(fd)).st_size, 3 * 4096 + 14);
+    let mut buf = [1u8; 64];
+    check_eq!(sys::pread(fd, &mut buf, 4096 + 5), Ok(64));
+    check!(buf.iter().all(|&b| b == 0), "a hole reads as zeros");
+    let data = [0xabu8; 6000];
+    check_eq!(sys::pwrite(fd, &data, 0), Ok(6000));
+    t!(ftruncate(5000));
+    t!(ftruncate(9000));
+    check_eq!(t!(sys::fstat(fd)).st_size, 9000);
+    let mut back = [0u8; 9000];
+    check_eq!(sys::pread(fd, &mut back, 0), Ok(9000));
+    check!(back[..5000].iter().all(|&b| b == 0xab), "kept below the cut");
+    check!(back[5000..].iter().all(|&b| b == 0), "zeros past the cut");
+    t!(ftruncate(1 << 40));
+    check_eq!(sys::pread(fd, &mut buf[..8], (1 << 40) - 8), Ok(8));
+    check_eq!(&buf[..8], &[0; 8]);
+    check_eq!(ftruncate(usize::MAX >> 1), Ok(0), "MAX_LFS_FILESIZE itself");
+    check_eq!(ftruncate(usize::MAX), Err(EINVAL), "a negative length");
+    t!(sys::close(fd));
+    t!(sys::unlinkat(AT_FDCWD, path, 0));
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     ktap::run(&[
         ("read_lseek_pread_readv", read_initramfs_file),
@@ -340,6 +371,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("chdir_getcwd", chdir_getcwd),
         ("mkdirat_unlinkat", mkdirat_and_unlinkat),
         ("dev_null_and_console", dev_null_and_console),
+        ("holes_and_truncate", holes_and_truncate),
     ])
 }
 

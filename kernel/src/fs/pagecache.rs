@@ -1,0 +1,187 @@
+//! A file's data as page frames, and the size limit of the root file system (a tmpfs).
+//!
+//! A `PageCache` holds the pages of one file by page index plus the file's size; a missing page
+//! is a hole (reads as zeros, costs nothing). The bytes of the last page beyond the size are
+//! always zero, so extending a file (truncate up, a write past the end) never shows old data.
+//!
+//! Every page counts against one limit shared by all the root's files, half of RAM as Linux's
+//! rootfs/tmpfs has it; a page that would exceed it, or that the frame allocator cannot give,
+//! is ENOSPC. The same frames back `mmap` of the file (`Inode::mmap_page`), so a shared mapping
+//! and read()/write() see each other's bytes.
+
+use crate::mm::frame::{self, Page, CACHE_PAGES};
+use alloc::collections::btree_map::{BTreeMap, Entry};
+use core::sync::atomic::{AtomicUsize, Ordering};
+use svelt_abi::errno::{Errno, SysResult};
+
+pub const PAGE: u64 = 4096;
+/// Largest file size (Linux's MAX_LFS_FILESIZE on 64-bit).
+pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
+
+/// Pages held by the root file system's files.
+static USED: AtomicUsize = AtomicUsize::new(0);
+
+/// The root file system's size limit in pages: half of RAM.
+pub fn limit() -> usize {
+    frame::total() / 2
+}
+
+/// Pages in use against `limit`.
+pub fn used() -> usize {
+    USED.load(Ordering::Relaxed)
+}
+
+/// A zeroed page charged to the root file system, or ENOSPC.
+fn charge() -> SysResult<Page> {
+    let limit = limit();
+    USED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+        (u < limit).then_some(u + 1)
+    })
+    .map_err(|_| Errno::ENOSPC)?;
+    match Page::new_user() {
+        Some(p) => {
+            CACHE_PAGES.fetch_add(1, Ordering::Relaxed);
+            Ok(p)
+        }
+        None => {
+            USED.fetch_sub(1, Ordering::Relaxed);
+            Err(Errno::ENOSPC)
+        }
+    }
+}
+
+fn uncharge(n: usize) {
+    USED.fetch_sub(n, Ordering::Relaxed);
+    CACHE_PAGES.fetch_sub(n, Ordering::Relaxed);
+}
+
+/// Where byte `pos` is: page index and offset in it.
+fn split(pos: u64) -> (u64, usize) {
+    (pos / PAGE, (pos % PAGE) as usize)
+}
+
+#[derive(Default)]
+pub struct PageCache {
+    pages: BTreeMap<u64, Page>,
+    size: u64,
+}
+
+impl PageCache {
+    pub fn new() -> PageCache {
+        PageCache::default()
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    pub fn read(&self, off: u64, buf: &mut [u8]) -> usize {
+        if off >= self.size {
+            return 0;
+        }
+        let n = buf.len().min(usize::try_from(self.size - off).unwrap_or(usize::MAX));
+        let mut done = 0;
+        while done < n {
+            let (idx, at) = split(off + done as u64);
+            let chunk = (PAGE as usize - at).min(n - done);
+            let dst = &mut buf[done..done + chunk];
+            match self.pages.get(&idx) {
+                // SAFETY: the cache holds a reference to the frame, which is linear-mapped and
+                // PAGE bytes long; at + chunk <= PAGE. A shared mapping may write it at the
+                // same time (as on any kernel), so it is copied, never borrowed.
+                Some(p) => unsafe {
+                    core::ptr::copy_nonoverlapping(p.ptr().add(at), dst.as_mut_ptr(), chunk)
+                },
+                None => dst.fill(0),
+            }
+            done += chunk;
+        }
+        n
+    }
+
+    /// Writes `buf` at `off`, allocating pages for holes. Returns the bytes written: fewer than
+    /// asked when the file system filled up part way (the error only when nothing went in).
+    pub fn write(&mut self, off: u64, buf: &[u8]) -> SysResult<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if off >= MAX_FILE_SIZE {
+            return Err(Errno::EFBIG);
+        }
+        let n = buf
+            .len()
+            .min(usize::try_from(MAX_FILE_SIZE - off).unwrap_or(usize::MAX));
+        let mut done = 0;
+        let mut err = None;
+        while done < n {
+            let (idx, at) = split(off + done as u64);
+            let chunk = (PAGE as usize - at).min(n - done);
+            let page = match self.pages.entry(idx) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(v) => match charge() {
+                    Ok(p) => v.insert(p),
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
+                },
+            };
+            // SAFETY: as in `read`: our reference keeps the linear-mapped frame; at + chunk <=
+            // PAGE; the source is a kernel buffer that cannot overlap a page-cache frame.
+            unsafe {
+                core::ptr::copy_nonoverlapping(buf[done..].as_ptr(), page.ptr().add(at), chunk)
+            };
+            done += chunk;
+        }
+        if done == 0 {
+            return Err(err.unwrap_or(Errno::ENOSPC));
+        }
+        self.size = self.size.max(off + done as u64);
+        Ok(done)
+    }
+
+    /// Sets the size: pages past it are freed and the rest of a partial last page zeroed;
+    /// growing leaves a hole (no pages, no charge), as on Linux's tmpfs.
+    pub fn truncate(&mut self, len: u64) -> SysResult<()> {
+        if len > MAX_FILE_SIZE {
+            return Err(Errno::EFBIG);
+        }
+        // The invariant "zero beyond the size" makes the old tail of the last page zero already
+        // when growing; shrinking cuts pages and zeroes the new tail.
+        if len < self.size {
+            let gone = self.pages.split_off(&len.div_ceil(PAGE));
+            uncharge(gone.len());
+            drop(gone);
+            let (idx, at) = split(len);
+            if at != 0 {
+                if let Some(p) = self.pages.get(&idx) {
+                    // SAFETY: as in `read`; at < PAGE.
+                    unsafe { core::ptr::write_bytes(p.ptr().add(at), 0, PAGE as usize - at) };
+                }
+            }
+        }
+        self.size = len;
+        Ok(())
+    }
+
+    /// The page at `index` for a mapping of the file, allocated (charged) if it is a hole.
+    /// EFAULT past the end of the file (the fault becomes SIGBUS), ENOMEM without a page.
+    pub fn mmap_page(&mut self, index: u64) -> SysResult<Page> {
+        if index >= self.size.div_ceil(PAGE) {
+            return Err(Errno::EFAULT);
+        }
+        match self.pages.entry(index) {
+            Entry::Occupied(e) => Ok(e.get().clone()),
+            Entry::Vacant(v) => {
+                let p = charge().map_err(|_| Errno::ENOMEM)?;
+                Ok(v.insert(p).clone())
+            }
+        }
+    }
+}
+
+impl Drop for PageCache {
+    fn drop(&mut self) {
+        uncharge(self.pages.len());
+    }
+}
