@@ -68,6 +68,50 @@ pub fn new_pipe() -> (Arc<PipeEnd>, Arc<PipeEnd>) {
 }
 
 impl PipeEnd {
+    /// read(2) into user memory at `va`: copies from the ring before taking the bytes out, so
+    /// a fault leaves them in the pipe (EFAULT).
+    pub fn read_to_user(&self, file: &File, va: usize, count: usize) -> SysResult<usize> {
+        if self.write {
+            return Err(Errno::EBADF);
+        }
+        if count == 0 {
+            return Ok(0);
+        }
+        let p = &self.pipe;
+        let n = p
+            .readable
+            .wait(|| {
+                let mut r = p.ring.lock();
+                if !r.data.is_empty() {
+                    let n = count.min(r.data.len());
+                    let (a, b) = r.data.as_slices();
+                    let (a, b) = if n <= a.len() {
+                        (&a[..n], &b[..0])
+                    } else {
+                        (a, &b[..n - a.len()])
+                    };
+                    let copied = crate::mm::uaccess::copy_to_user(va, a)
+                        .and_then(|()| crate::mm::uaccess::copy_to_user(va + a.len(), b));
+                    if let Err(e) = copied {
+                        return Some(Err(e));
+                    }
+                    r.data.drain(..n);
+                    Some(Ok(n))
+                } else if r.writers == 0 {
+                    Some(Ok(0))
+                } else if file.nonblocking() {
+                    Some(Err(Errno::EAGAIN))
+                } else {
+                    None
+                }
+            })
+            .map_err(|_| Errno::ERESTARTSYS)??;
+        if n > 0 {
+            p.changed();
+        }
+        Ok(n)
+    }
+
     pub fn capacity(&self) -> usize {
         self.pipe.ring.lock().capacity
     }

@@ -115,6 +115,11 @@ fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult
     }
     let count = count.min(f::MAX_RW_COUNT);
     check_user(buf, count)?;
+    if let Some(end) = file.ops.as_any().downcast_ref::<pipe::PipeEnd>() {
+        // Straight from the pipe into the buffer: bytes leave the pipe only once they have
+        // reached it (a fault is EFAULT with nothing consumed, as on Linux).
+        return end.read_to_user(file, buf, count);
+    }
     let mut kbuf = vec![0u8; count.min(CHUNK)];
     let mut done = 0;
     loop {
@@ -157,6 +162,13 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
         // A fault part-way writes what came before it (a short count, as on Linux).
         let (n, fault) = match uaccess::copy_from_user_partial(&mut kbuf, buf + done) {
             Ok(()) => (n, None),
+            // A pipe takes a chunk whole or not at all.
+            Err((e, _)) if file.ops.as_any().is::<pipe::PipeEnd>() => {
+                if done > 0 {
+                    break;
+                }
+                return Err(e);
+            }
             Err((_, 0)) if done > 0 => break,
             Err((e, 0)) => return Err(e),
             Err((e, copied)) => (copied, Some(e)),
