@@ -396,7 +396,9 @@ fn maps(pid: Option<u32>) -> String {
         let (off, ino, shared) = match &v.backing {
             Backing::Anon => (0, 0, false),
             Backing::Shared(_, o) => (*o as u64, 0, true),
-            Backing::File { node, off, shared } => (*off, node.ino(), *shared),
+            Backing::File {
+                node, off, shared, ..
+            } => (*off, node.ino(), *shared),
         };
         let name = if v.end == STACK_TOP {
             "[stack]"

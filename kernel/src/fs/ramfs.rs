@@ -129,7 +129,18 @@ impl Inode for RamFile {
         self.data.lock().write(off, buf)
     }
     fn truncate(&self, len: u64) -> SysResult<()> {
-        self.data.lock().truncate(len)
+        let shrank = {
+            let mut d = self.data.lock();
+            let old = d.size();
+            d.truncate(len)?;
+            len < old
+        };
+        if shrank {
+            // Mappings lose the pages past the new end (the cache lock is not held here: the
+            // fault path takes an address space's lock, then this file's).
+            crate::mm::aspace::file_truncated(self as *const RamFile as usize, len);
+        }
+        Ok(())
     }
     fn mmap_page(&self, index: u64) -> SysResult<Page> {
         self.data.lock().mmap_page(index)

@@ -83,6 +83,8 @@ pub enum Backing {
         node: Arc<dyn Inode>,
         off: u64,
         shared: bool,
+        /// Whether the file was open for writing (a shared mapping may become writable).
+        maywrite: bool,
     },
 }
 
@@ -101,10 +103,16 @@ impl Backing {
         match self {
             Backing::Anon => Backing::Anon,
             Backing::Shared(obj, off) => Backing::Shared(obj.clone(), off + delta),
-            Backing::File { node, off, shared } => Backing::File {
+            Backing::File {
+                node,
+                off,
+                shared,
+                maywrite,
+            } => Backing::File {
                 node: node.clone(),
                 off: off + delta as u64,
                 shared: *shared,
+                maywrite: *maywrite,
             },
         }
     }
@@ -129,6 +137,77 @@ pub enum FaultError {
     NoMemory,
     /// A file mapping beyond the end of its file (SIGBUS, BUS_ADRERR).
     Bus,
+}
+
+/// Which address spaces map each file (by the inode's address), so that truncating a file
+/// can take its vanished pages out of every mapping. Entries of dead address spaces are pruned
+/// as they are met.
+type MmRef = alloc::sync::Weak<Mutex<AddrSpace>>;
+static FILE_MAPS: Mutex<BTreeMap<usize, Vec<MmRef>>> = Mutex::new(BTreeMap::new());
+
+fn node_key(node: &Arc<dyn Inode>) -> usize {
+    Arc::as_ptr(node) as *const u8 as usize
+}
+
+/// Records that `mm` maps the files of its file-backed VMAs (after mmap or fork).
+pub fn register_file_maps(mm: &Arc<Mutex<AddrSpace>>) {
+    let keys: Vec<usize> = mm
+        .lock()
+        .vmas
+        .values()
+        .filter_map(|v| match &v.backing {
+            Backing::File { node, .. } => Some(node_key(node)),
+            _ => None,
+        })
+        .collect();
+    if keys.is_empty() {
+        return;
+    }
+    let mut maps = FILE_MAPS.lock();
+    for k in keys {
+        let list = maps.entry(k).or_default();
+        list.retain(|w| w.strong_count() > 0);
+        if !list.iter().any(|w| core::ptr::eq(w.as_ptr(), Arc::as_ptr(mm))) {
+            list.push(Arc::downgrade(mm));
+        }
+    }
+}
+
+/// A file (the inode at `key`, see `Inode` implementors' `self` address) shrank to `size`
+/// bytes: every page of it past the end leaves every mapping, private copies included, so
+/// later accesses there fault (SIGBUS).
+pub fn file_truncated(key: usize, size: u64) {
+    let mms: Vec<Arc<Mutex<AddrSpace>>> = {
+        let mut maps = FILE_MAPS.lock();
+        let Some(list) = maps.get_mut(&key) else {
+            return;
+        };
+        list.retain(|w| w.strong_count() > 0);
+        let live = list.iter().filter_map(|w| w.upgrade()).collect();
+        if list.is_empty() {
+            maps.remove(&key);
+        }
+        live
+    };
+    let first = size.div_ceil(PAGE as u64) * PAGE as u64;
+    for mm in mms {
+        let mut g = mm.lock();
+        let ranges: Vec<(usize, usize)> = g
+            .vmas
+            .values()
+            .filter_map(|v| match &v.backing {
+                Backing::File { node, off, .. } if node_key(node) == key => {
+                    let skip = first.saturating_sub(*off) as usize;
+                    let start = v.start.saturating_add(skip);
+                    (start < v.end).then_some((start, v.end))
+                }
+                _ => None,
+            })
+            .collect();
+        for (s, e) in ranges {
+            g.zap(s, e);
+        }
+    }
 }
 
 /// The zero page: mapped read-only wherever private anonymous memory is read before it is
@@ -397,6 +476,7 @@ impl AddrSpace {
                 node,
                 off: foff,
                 shared,
+                ..
             } => {
                 let index = (foff + (page_va - vstart) as u64) / PAGE as u64;
                 let page = node.mmap_page(index).map_err(|e| match e {
@@ -845,6 +925,7 @@ impl AddrSpace {
                 node,
                 off,
                 shared: true,
+                ..
             } => Some((
                 Arc::as_ptr(node) as *const u8 as usize,
                 va - v.start + *off as usize,

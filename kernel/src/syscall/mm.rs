@@ -99,11 +99,13 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
                 node,
                 off: req.offset,
                 shared: req.shared,
+                maywrite: !req.shared || (file.writable() && file.flags() & f::O_APPEND == 0),
             }
         }
     };
     let len = req.len;
-    with_mm(|mm| {
+    let file_backed = matches!(backing, Backing::File { .. });
+    let r = with_mm(|mm| {
         let start = if req.fixed || req.noreplace {
             let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
             if end > USER_END || addr < MMAP_MIN {
@@ -123,7 +125,13 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
         check_limits(mm, len, p.w() && !backing.is_shared())?;
         mm.map(start, start + len, p, backing)?;
         Ok(start)
-    })
+    })?;
+    if file_backed {
+        if let Some(mm) = task::current().mm() {
+            crate::mm::aspace::register_file_maps(&mm);
+        }
+    }
+    Ok(r)
 }
 
 /// The page-aligned range `[addr, addr + len)` (len rounded up), or `err`.
@@ -155,7 +163,19 @@ pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult<usize> {
     if len == 0 {
         return Ok(0);
     }
-    with_mm(|mm| mm.protect(addr, end, Prot(prot & 7)).map(|()| 0))
+    with_mm(|mm| {
+        // A shared mapping of a file not open for writing never becomes writable.
+        if prot & m::PROT_WRITE != 0
+            && mm.vmas().any(|v| {
+                v.start < end
+                    && v.end > addr
+                    && matches!(v.backing, Backing::File { shared: true, maywrite: false, .. })
+            })
+        {
+            return Err(Errno::EACCES);
+        }
+        mm.protect(addr, end, Prot(prot & 7)).map(|()| 0)
+    })
 }
 
 /// Whether `[start, end)` is mapped without holes.

@@ -19,7 +19,11 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
 
     let mm = match parent.mm() {
         Some(mm) if flags & s::CLONE_VM != 0 => Some(mm),
-        Some(mm) => Some(Arc::new(Mutex::new(mm.lock().fork()?))),
+        Some(mm) => {
+            let child = Arc::new(Mutex::new(mm.lock().fork()?));
+            crate::mm::aspace::register_file_maps(&child);
+            Some(child)
+        }
         None => None,
     };
     let files = if flags & s::CLONE_FILES != 0 {
