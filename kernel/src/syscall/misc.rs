@@ -36,7 +36,11 @@ pub fn getrandom(buf: usize, len: usize, flags: u32) -> SysResult<usize> {
     while done < len {
         let n = chunk.len().min(len - done);
         crate::fs::dev::fill_random(&mut chunk[..n]);
-        uaccess::copy_to_user(buf + done, &chunk[..n])?;
+        // A fault part-way is a short count (EFAULT only when nothing was written).
+        if let Err((e, copied)) = uaccess::copy_to_user_partial(buf + done, &chunk[..n]) {
+            done += copied;
+            return if done > 0 { Ok(done) } else { Err(e) };
+        }
         done += n;
     }
     Ok(len)
