@@ -167,7 +167,10 @@ pub fn register_file_maps(mm: &Arc<Mutex<AddrSpace>>) {
     for k in keys {
         let list = maps.entry(k).or_default();
         list.retain(|w| w.strong_count() > 0);
-        if !list.iter().any(|w| core::ptr::eq(w.as_ptr(), Arc::as_ptr(mm))) {
+        if !list
+            .iter()
+            .any(|w| core::ptr::eq(w.as_ptr(), Arc::as_ptr(mm)))
+        {
             list.push(Arc::downgrade(mm));
         }
     }

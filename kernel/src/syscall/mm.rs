@@ -169,7 +169,14 @@ pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult<usize> {
             && mm.vmas().any(|v| {
                 v.start < end
                     && v.end > addr
-                    && matches!(v.backing, Backing::File { shared: true, maywrite: false, .. })
+                    && matches!(
+                        v.backing,
+                        Backing::File {
+                            shared: true,
+                            maywrite: false,
+                            ..
+                        }
+                    )
             })
         {
             return Err(Errno::EACCES);

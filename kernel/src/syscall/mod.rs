@@ -55,134 +55,161 @@ pub fn dispatch(tf: &mut TrapFrame) {
     }
 }
 
+/// A system call's handler: the arguments, and the trap frame for the few that need it.
+type Handler = fn(Args, &mut TrapFrame) -> SysResult<usize>;
+
+/// Handlers by syscall number (arm64's asm-generic numbering). A table rather than one large
+/// `match`: each handler is its own function, so every syscall pays the same small dispatch
+/// (an indexed indirect call), not the register saves of a function holding them all.
+static TABLE: [Option<Handler>; 512] = {
+    let mut t: [Option<Handler>; 512] = [None; 512];
+    // files
+    t[nr::OPENAT] = Some(|a, _| fs::openat(a.i(0), a.u(1), a.u32(2), a.u32(3)));
+    t[nr::CLOSE] = Some(|a, _| fs::close(a.i(0)));
+    t[nr::READ] = Some(|a, _| fs::read(a.i(0), a.u(1), a.u(2)));
+    t[nr::WRITE] = Some(|a, _| fs::write(a.i(0), a.u(1), a.u(2)));
+    t[nr::READV] = Some(|a, _| fs::readv(a.i(0), a.u(1), a.u(2)));
+    t[nr::WRITEV] = Some(|a, _| fs::writev(a.i(0), a.u(1), a.u(2)));
+    t[nr::PREAD64] = Some(|a, _| fs::pread64(a.i(0), a.u(1), a.u(2), a.0[3] as i64));
+    t[nr::PWRITE64] = Some(|a, _| fs::pwrite64(a.i(0), a.u(1), a.u(2), a.0[3] as i64));
+    t[nr::LSEEK] = Some(|a, _| fs::lseek(a.i(0), a.0[1] as i64, a.u32(2)));
+    t[nr::NEWFSTATAT] = Some(|a, _| fs::newfstatat(a.i(0), a.u(1), a.u(2), a.u32(3)));
+    t[nr::FSTAT] = Some(|a, _| fs::fstat(a.i(0), a.u(1)));
+    t[nr::STATX] = Some(|a, _| fs::statx(a.i(0), a.u(1), a.u32(2), a.u32(3), a.u(4)));
+    t[nr::GETDENTS64] = Some(|a, _| fs::getdents64(a.i(0), a.u(1), a.u(2)));
+    t[nr::READLINKAT] = Some(|a, _| fs::readlinkat(a.i(0), a.u(1), a.u(2), a.u(3)));
+    t[nr::FACCESSAT] = Some(|a, _| fs::faccessat(a.i(0), a.u(1), a.u32(2), 0));
+    t[nr::FACCESSAT2] = Some(|a, _| fs::faccessat(a.i(0), a.u(1), a.u32(2), a.u32(3)));
+    t[nr::CHDIR] = Some(|a, _| fs::chdir(a.u(0)));
+    t[nr::FCHDIR] = Some(|a, _| fs::fchdir(a.i(0)));
+    t[nr::GETCWD] = Some(|a, _| fs::getcwd(a.u(0), a.u(1)));
+    t[nr::MKDIRAT] = Some(|a, _| fs::mkdirat(a.i(0), a.u(1), a.u32(2)));
+    t[nr::UNLINKAT] = Some(|a, _| fs::unlinkat(a.i(0), a.u(1), a.u32(2)));
+    t[nr::SYMLINKAT] = Some(|a, _| fs::symlinkat(a.u(0), a.i(1), a.u(2)));
+    t[nr::MKNODAT] = Some(|a, _| fs::mknodat(a.i(0), a.u(1), a.u32(2), a.0[3]));
+    t[nr::FTRUNCATE] = Some(|a, _| fs::ftruncate(a.i(0), a.0[1] as i64));
+    t[nr::FSYNC] = Some(|a, _| fs::fsync(a.i(0)));
+    t[nr::FDATASYNC] = Some(|a, _| fs::fsync(a.i(0)));
+    t[nr::SYNC] = Some(|_, _| Ok(0));
+    t[nr::PIPE2] = Some(|a, _| fs::pipe2(a.u(0), a.u32(1)));
+    t[nr::DUP] = Some(|a, _| fs::dup(a.i(0)));
+    t[nr::DUP3] = Some(|a, _| fs::dup3(a.i(0), a.i(1), a.u32(2)));
+    t[nr::FCNTL] = Some(|a, _| fs::fcntl(a.i(0), a.u32(1), a.u(2)));
+    t[nr::IOCTL] = Some(|a, _| fs::ioctl(a.i(0), a.u32(1), a.u(2)));
+    t[nr::EPOLL_CREATE1] = Some(|a, _| fs::epoll_create1(a.u32(0)));
+    t[nr::EPOLL_CTL] = Some(|a, _| fs::epoll_ctl(a.i(0), a.u32(1), a.i(2), a.u(3)));
+    t[nr::EPOLL_PWAIT] =
+        Some(|a, _| fs::epoll_pwait(a.i(0), a.u(1), a.i(2), a.i(3), a.u(4), a.u(5)));
+    t[nr::PPOLL] = Some(|a, _| fs::ppoll(a.u(0), a.u(1), a.u(2), a.u(3), a.u(4)));
+    t[nr::PSELECT6] = Some(|a, _| fs::pselect6(a.i(0), a.u(1), a.u(2), a.u(3), a.u(4), a.u(5)));
+    t[nr::MOUNT] = Some(|a, _| fs::mount(a.u(0), a.u(1), a.u(2)));
+    t[nr::UMOUNT2] = Some(|a, _| fs::umount2(a.u(0)));
+    t[nr::UMASK] = Some(|a, _| fs::umask(a.u32(0)));
+    t[nr::STATFS] = Some(|a, _| fs::statfs(a.u(0), a.u(1)));
+    t[nr::FSTATFS] = Some(|a, _| fs::fstatfs(a.i(0), a.u(1)));
+    t[nr::FCHMOD] = Some(|_, _| Ok(0));
+    t[nr::FCHMODAT] = Some(|_, _| Ok(0));
+    t[nr::FCHOWN] = Some(|_, _| Ok(0));
+    t[nr::FCHOWNAT] = Some(|_, _| Ok(0));
+    t[nr::UTIMENSAT] = Some(|_, _| Ok(0));
+    // memory
+    t[nr::BRK] = Some(|a, _| mm::brk(a.u(0)));
+    t[nr::MMAP] = Some(|a, _| mm::mmap(a.u(0), a.u(1), a.u32(2), a.u32(3), a.i(4), a.0[5]));
+    t[nr::MUNMAP] = Some(|a, _| mm::munmap(a.u(0), a.u(1)));
+    t[nr::MPROTECT] = Some(|a, _| mm::mprotect(a.u(0), a.u(1), a.u32(2)));
+    t[nr::MADVISE] = Some(|a, _| mm::madvise(a.u(0), a.u(1), a.u32(2)));
+    t[nr::MREMAP] = Some(|a, _| mm::mremap(a.u(0), a.u(1), a.u(2), a.u32(3), a.u(4)));
+    t[nr::MSYNC] = Some(|a, _| mm::msync(a.u(0), a.u(1), a.u32(2)));
+    // processes
+    t[nr::CLONE] = Some(|a, tf| proc::clone(a.0[0], a.u(1), a.u(2), a.0[3], a.u(4), tf));
+    t[nr::CLONE3] = Some(|_, _| Err(Errno::ENOSYS));
+    t[nr::EXECVE] = Some(|a, tf| proc::execve(a.u(0), a.u(1), a.u(2), tf));
+    t[nr::EXIT] = Some(|a, _| proc::exit(a.i(0)));
+    t[nr::EXIT_GROUP] = Some(|a, _| proc::exit_group(a.i(0)));
+    t[nr::WAIT4] = Some(|a, _| proc::wait4(a.i(0), a.u(1), a.u32(2), a.u(3)));
+    t[nr::WAITID] = Some(|a, _| proc::waitid(a.u32(0), a.i(1), a.u(2), a.u32(3), a.u(4)));
+    t[nr::GETPID] = Some(|_, _| Ok(task::current().pid() as usize));
+    t[nr::GETTID] = Some(|_, _| Ok(task::current().tid as usize));
+    t[nr::GETPPID] = Some(|_, _| Ok(task::current().process().ppid() as usize));
+    t[nr::GETUID] = Some(|_, _| Ok(cred::getuid(false)));
+    t[nr::GETEUID] = Some(|_, _| Ok(cred::getuid(true)));
+    t[nr::GETGID] = Some(|_, _| Ok(0));
+    t[nr::GETEGID] = Some(|_, _| Ok(0));
+    t[nr::SETUID] = Some(|a, _| cred::setuid(a.u32(0)));
+    t[nr::GETRESUID] = Some(|a, _| proc::getres(a.u(0), a.u(1), a.u(2)));
+    t[nr::GETRESGID] = Some(|a, _| proc::getres(a.u(0), a.u(1), a.u(2)));
+    t[nr::SETGID] = Some(|_, _| Ok(0));
+    t[nr::SETRESUID] = Some(|_, _| Ok(0));
+    t[nr::SETRESGID] = Some(|_, _| Ok(0));
+    t[nr::SETREUID] = Some(|_, _| Ok(0));
+    t[nr::SETREGID] = Some(|_, _| Ok(0));
+    t[nr::GETGROUPS] = Some(|_, _| Ok(0));
+    t[nr::SETPGID] = Some(|a, _| proc::setpgid(a.i(0), a.i(1)));
+    t[nr::GETPGID] = Some(|a, _| proc::getpgid(a.i(0)));
+    t[nr::GETSID] = Some(|a, _| proc::getsid(a.i(0)));
+    t[nr::SETSID] = Some(|_, _| proc::setsid());
+    t[nr::SET_TID_ADDRESS] = Some(|a, _| proc::set_tid_address(a.u(0)));
+    t[nr::SET_ROBUST_LIST] = Some(|a, _| proc::set_robust_list(a.u(0), a.u(1)));
+    t[nr::GET_ROBUST_LIST] = Some(|a, _| proc::get_robust_list(a.i(0), a.u(1), a.u(2)));
+    t[nr::FUTEX] = Some(|a, _| {
+        crate::task::futex::futex(a.u(0), a.u32(1), a.u32(2), a.u(3), a.u(4), a.u32(5))
+    });
+    t[nr::SCHED_YIELD] = Some(|_, _| {
+        task::sched::yield_now();
+        Ok(0)
+    });
+    t[nr::SCHED_GETAFFINITY] = Some(|a, _| proc::sched_getaffinity(a.i(0), a.u(1), a.u(2)));
+    t[nr::SCHED_SETAFFINITY] = Some(|a, _| proc::sched_setaffinity(a.i(0), a.u(1), a.u(2)));
+    t[nr::PRLIMIT64] = Some(|a, _| proc::prlimit64(a.i(0), a.u32(1), a.u(2), a.u(3)));
+    t[nr::GETRLIMIT] = Some(|a, _| proc::prlimit64(0, a.u32(0), 0, a.u(1)));
+    t[nr::SETRLIMIT] = Some(|a, _| proc::prlimit64(0, a.u32(0), a.u(1), 0));
+    t[nr::GETRUSAGE] = Some(|a, _| proc::getrusage(a.i(0), a.u(1)));
+    t[nr::PRCTL] = Some(|a, _| proc::prctl(a.u32(0), a.u(1), a.u(2), a.u(3), a.u(4)));
+    t[nr::RSEQ] = Some(|_, _| Err(Errno::ENOSYS));
+    // signals
+    t[nr::RT_SIGACTION] = Some(|a, _| signal::rt_sigaction(a.i(0), a.u(1), a.u(2), a.u(3)));
+    t[nr::RT_SIGPROCMASK] = Some(|a, _| signal::rt_sigprocmask(a.u32(0), a.u(1), a.u(2), a.u(3)));
+    t[nr::RT_SIGPENDING] = Some(|a, _| signal::rt_sigpending(a.u(0), a.u(1)));
+    t[nr::RT_SIGSUSPEND] = Some(|a, _| signal::rt_sigsuspend(a.u(0), a.u(1)));
+    t[nr::RT_SIGRETURN] = Some(|_, tf| signal::rt_sigreturn(tf));
+    t[nr::RT_SIGTIMEDWAIT] = Some(|a, _| signal::rt_sigtimedwait(a.u(0), a.u(1), a.u(2), a.u(3)));
+    t[nr::SIGALTSTACK] = Some(|a, tf| signal::sigaltstack(a.u(0), a.u(1), tf));
+    t[nr::KILL] = Some(|a, _| signal::kill(a.i(0), a.i(1)));
+    t[nr::TKILL] = Some(|a, _| signal::tgkill(-1, a.i(0), a.i(1)));
+    t[nr::TGKILL] = Some(|a, _| signal::tgkill(a.i(0), a.i(1), a.i(2)));
+    // time
+    t[nr::CLOCK_GETTIME] = Some(|a, _| time::clock_gettime(a.u32(0), a.u(1)));
+    t[nr::CLOCK_GETRES] = Some(|a, _| time::clock_getres(a.u32(0), a.u(1)));
+    t[nr::GETTIMEOFDAY] = Some(|a, _| time::gettimeofday(a.u(0)));
+    t[nr::NANOSLEEP] = Some(|a, _| time::nanosleep(a.u(0), a.u(1)));
+    t[nr::CLOCK_NANOSLEEP] = Some(|a, _| time::clock_nanosleep(a.u32(0), a.u32(1), a.u(2), a.u(3)));
+    t[nr::SETITIMER] = Some(|a, _| time::setitimer(a.u32(0), a.u(1), a.u(2)));
+    t[nr::GETITIMER] = Some(|a, _| time::getitimer(a.u32(0), a.u(1)));
+    t[nr::TIMES] = Some(|a, _| time::times(a.u(0)));
+    // system
+    t[nr::UNAME] = Some(|a, _| misc::uname(a.u(0)));
+    t[nr::GETRANDOM] = Some(|a, _| misc::getrandom(a.u(0), a.u(1), a.u32(2)));
+    t[nr::REBOOT] = Some(|a, _| misc::reboot(a.u32(0), a.u32(1), a.u32(2)));
+    t[nr::SYSINFO] = Some(|a, _| misc::sysinfo(a.u(0)));
+    t[nr::GETCPU] = Some(|a, _| misc::getcpu(a.u(0), a.u(1)));
+    t
+};
+
 fn call(n: usize, a: Args, tf: &mut TrapFrame) -> SysResult<usize> {
-    match n {
-        // files
-        nr::OPENAT => fs::openat(a.i(0), a.u(1), a.u32(2), a.u32(3)),
-        nr::CLOSE => fs::close(a.i(0)),
-        nr::READ => fs::read(a.i(0), a.u(1), a.u(2)),
-        nr::WRITE => fs::write(a.i(0), a.u(1), a.u(2)),
-        nr::READV => fs::readv(a.i(0), a.u(1), a.u(2)),
-        nr::WRITEV => fs::writev(a.i(0), a.u(1), a.u(2)),
-        nr::PREAD64 => fs::pread64(a.i(0), a.u(1), a.u(2), a.0[3] as i64),
-        nr::PWRITE64 => fs::pwrite64(a.i(0), a.u(1), a.u(2), a.0[3] as i64),
-        nr::LSEEK => fs::lseek(a.i(0), a.0[1] as i64, a.u32(2)),
-        nr::NEWFSTATAT => fs::newfstatat(a.i(0), a.u(1), a.u(2), a.u32(3)),
-        nr::FSTAT => fs::fstat(a.i(0), a.u(1)),
-        nr::STATX => fs::statx(a.i(0), a.u(1), a.u32(2), a.u32(3), a.u(4)),
-        nr::GETDENTS64 => fs::getdents64(a.i(0), a.u(1), a.u(2)),
-        nr::READLINKAT => fs::readlinkat(a.i(0), a.u(1), a.u(2), a.u(3)),
-        nr::FACCESSAT => fs::faccessat(a.i(0), a.u(1), a.u32(2), 0),
-        nr::FACCESSAT2 => fs::faccessat(a.i(0), a.u(1), a.u32(2), a.u32(3)),
-        nr::CHDIR => fs::chdir(a.u(0)),
-        nr::FCHDIR => fs::fchdir(a.i(0)),
-        nr::GETCWD => fs::getcwd(a.u(0), a.u(1)),
-        nr::MKDIRAT => fs::mkdirat(a.i(0), a.u(1), a.u32(2)),
-        nr::UNLINKAT => fs::unlinkat(a.i(0), a.u(1), a.u32(2)),
-        nr::SYMLINKAT => fs::symlinkat(a.u(0), a.i(1), a.u(2)),
-        nr::MKNODAT => fs::mknodat(a.i(0), a.u(1), a.u32(2), a.0[3]),
-        nr::FTRUNCATE => fs::ftruncate(a.i(0), a.0[1] as i64),
-        nr::FSYNC | nr::FDATASYNC => fs::fsync(a.i(0)),
-        nr::SYNC => Ok(0),
-        nr::PIPE2 => fs::pipe2(a.u(0), a.u32(1)),
-        nr::DUP => fs::dup(a.i(0)),
-        nr::DUP3 => fs::dup3(a.i(0), a.i(1), a.u32(2)),
-        nr::FCNTL => fs::fcntl(a.i(0), a.u32(1), a.u(2)),
-        nr::IOCTL => fs::ioctl(a.i(0), a.u32(1), a.u(2)),
-        nr::EPOLL_CREATE1 => fs::epoll_create1(a.u32(0)),
-        nr::EPOLL_CTL => fs::epoll_ctl(a.i(0), a.u32(1), a.i(2), a.u(3)),
-        nr::EPOLL_PWAIT => fs::epoll_pwait(a.i(0), a.u(1), a.i(2), a.i(3), a.u(4), a.u(5)),
-        nr::PPOLL => fs::ppoll(a.u(0), a.u(1), a.u(2), a.u(3), a.u(4)),
-        nr::PSELECT6 => fs::pselect6(a.i(0), a.u(1), a.u(2), a.u(3), a.u(4), a.u(5)),
-        nr::MOUNT => fs::mount(a.u(0), a.u(1), a.u(2)),
-        nr::UMOUNT2 => fs::umount2(a.u(0)),
-        nr::UMASK => fs::umask(a.u32(0)),
-        nr::STATFS => fs::statfs(a.u(0), a.u(1)),
-        nr::FSTATFS => fs::fstatfs(a.i(0), a.u(1)),
-        nr::FCHMOD | nr::FCHMODAT | nr::FCHOWN | nr::FCHOWNAT | nr::UTIMENSAT => Ok(0),
-        // memory
-        nr::BRK => mm::brk(a.u(0)),
-        nr::MMAP => mm::mmap(a.u(0), a.u(1), a.u32(2), a.u32(3), a.i(4), a.0[5]),
-        nr::MUNMAP => mm::munmap(a.u(0), a.u(1)),
-        nr::MPROTECT => mm::mprotect(a.u(0), a.u(1), a.u32(2)),
-        nr::MADVISE => mm::madvise(a.u(0), a.u(1), a.u32(2)),
-        nr::MREMAP => mm::mremap(a.u(0), a.u(1), a.u(2), a.u32(3), a.u(4)),
-        nr::MSYNC => mm::msync(a.u(0), a.u(1), a.u32(2)),
-        // processes
-        nr::CLONE => proc::clone(a.0[0], a.u(1), a.u(2), a.0[3], a.u(4), tf),
-        nr::CLONE3 => Err(Errno::ENOSYS),
-        nr::EXECVE => proc::execve(a.u(0), a.u(1), a.u(2), tf),
-        nr::EXIT => proc::exit(a.i(0)),
-        nr::EXIT_GROUP => proc::exit_group(a.i(0)),
-        nr::WAIT4 => proc::wait4(a.i(0), a.u(1), a.u32(2), a.u(3)),
-        nr::WAITID => proc::waitid(a.u32(0), a.i(1), a.u(2), a.u32(3), a.u(4)),
-        nr::GETPID => Ok(task::current().pid() as usize),
-        nr::GETTID => Ok(task::current().tid as usize),
-        nr::GETPPID => Ok(task::current().process().ppid() as usize),
-        nr::GETUID => Ok(cred::getuid(false)),
-        nr::GETEUID => Ok(cred::getuid(true)),
-        nr::GETGID | nr::GETEGID => Ok(0),
-        nr::SETUID => cred::setuid(a.u32(0)),
-        nr::GETRESUID | nr::GETRESGID => proc::getres(a.u(0), a.u(1), a.u(2)),
-        nr::SETGID | nr::SETRESUID | nr::SETRESGID | nr::SETREUID | nr::SETREGID => Ok(0),
-        nr::GETGROUPS => Ok(0),
-        nr::SETPGID => proc::setpgid(a.i(0), a.i(1)),
-        nr::GETPGID => proc::getpgid(a.i(0)),
-        nr::GETSID => proc::getsid(a.i(0)),
-        nr::SETSID => proc::setsid(),
-        nr::SET_TID_ADDRESS => proc::set_tid_address(a.u(0)),
-        nr::SET_ROBUST_LIST => proc::set_robust_list(a.u(0), a.u(1)),
-        nr::GET_ROBUST_LIST => proc::get_robust_list(a.i(0), a.u(1), a.u(2)),
-        nr::FUTEX => {
-            crate::task::futex::futex(a.u(0), a.u32(1), a.u32(2), a.u(3), a.u(4), a.u32(5))
-        }
-        nr::SCHED_YIELD => {
-            task::sched::yield_now();
-            Ok(0)
-        }
-        nr::SCHED_GETAFFINITY => proc::sched_getaffinity(a.i(0), a.u(1), a.u(2)),
-        nr::SCHED_SETAFFINITY => proc::sched_setaffinity(a.i(0), a.u(1), a.u(2)),
-        nr::PRLIMIT64 => proc::prlimit64(a.i(0), a.u32(1), a.u(2), a.u(3)),
-        nr::GETRLIMIT => proc::prlimit64(0, a.u32(0), 0, a.u(1)),
-        nr::SETRLIMIT => proc::prlimit64(0, a.u32(0), a.u(1), 0),
-        nr::GETRUSAGE => proc::getrusage(a.i(0), a.u(1)),
-        nr::PRCTL => proc::prctl(a.u32(0), a.u(1), a.u(2), a.u(3), a.u(4)),
-        nr::RSEQ => Err(Errno::ENOSYS),
-        // signals
-        nr::RT_SIGACTION => signal::rt_sigaction(a.i(0), a.u(1), a.u(2), a.u(3)),
-        nr::RT_SIGPROCMASK => signal::rt_sigprocmask(a.u32(0), a.u(1), a.u(2), a.u(3)),
-        nr::RT_SIGPENDING => signal::rt_sigpending(a.u(0), a.u(1)),
-        nr::RT_SIGSUSPEND => signal::rt_sigsuspend(a.u(0), a.u(1)),
-        nr::RT_SIGRETURN => signal::rt_sigreturn(tf),
-        nr::RT_SIGTIMEDWAIT => signal::rt_sigtimedwait(a.u(0), a.u(1), a.u(2), a.u(3)),
-        nr::SIGALTSTACK => signal::sigaltstack(a.u(0), a.u(1), tf),
-        nr::KILL => signal::kill(a.i(0), a.i(1)),
-        nr::TKILL => signal::tgkill(-1, a.i(0), a.i(1)),
-        nr::TGKILL => signal::tgkill(a.i(0), a.i(1), a.i(2)),
-        // time
-        nr::CLOCK_GETTIME => time::clock_gettime(a.u32(0), a.u(1)),
-        nr::CLOCK_GETRES => time::clock_getres(a.u32(0), a.u(1)),
-        nr::GETTIMEOFDAY => time::gettimeofday(a.u(0)),
-        nr::NANOSLEEP => time::nanosleep(a.u(0), a.u(1)),
-        nr::CLOCK_NANOSLEEP => time::clock_nanosleep(a.u32(0), a.u32(1), a.u(2), a.u(3)),
-        nr::SETITIMER => time::setitimer(a.u32(0), a.u(1), a.u(2)),
-        nr::GETITIMER => time::getitimer(a.u32(0), a.u(1)),
-        nr::TIMES => time::times(a.u(0)),
-        // system
-        nr::UNAME => misc::uname(a.u(0)),
-        nr::GETRANDOM => misc::getrandom(a.u(0), a.u(1), a.u32(2)),
-        nr::REBOOT => misc::reboot(a.u32(0), a.u32(1), a.u32(2)),
-        nr::SYSINFO => misc::sysinfo(a.u(0)),
-        nr::GETCPU => misc::getcpu(a.u(0), a.u(1)),
-        _ => {
-            if UNKNOWN_LOGGED.lock().insert(n as u64) {
-                log::warn!(
-                    "unknown syscall {n} ({}) from pid {}",
-                    nr::name(n).unwrap_or("?"),
-                    task::current().pid()
-                );
-            }
-            Err(Errno::ENOSYS)
-        }
+    match TABLE.get(n).copied().flatten() {
+        Some(h) => h(a, tf),
+        None => unknown(n),
     }
+}
+
+#[cold]
+fn unknown(n: usize) -> SysResult<usize> {
+    if UNKNOWN_LOGGED.lock().insert(n as u64) {
+        log::warn!(
+            "unknown syscall {n} ({}) from pid {}",
+            nr::name(n).unwrap_or("?"),
+            task::current().pid()
+        );
+    }
+    Err(Errno::ENOSYS)
 }
