@@ -122,6 +122,10 @@ pub trait Inode: Send + Sync + Any {
     fn mmap_page(&self, _index: u64) -> SysResult<crate::mm::frame::Page> {
         Err(Errno::ENODEV)
     }
+    /// The tmpfs/ramfs instance the node belongs to (for statfs); `None` for generated nodes.
+    fn superblock(&self) -> Option<Arc<pagecache::TmpfsSb>> {
+        None
+    }
     /// File operations for an open of this node, when it is not a plain ramfs file.
     fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
         Ok(None)

@@ -1,6 +1,8 @@
-//! In-memory files and directories: the root file system.
+//! In-memory files and directories: the root file system and tmpfs/ramfs mounts. Each node
+//! belongs to one instance (`TmpfsSb`) that its files' pages are charged to; what a directory
+//! creates belongs to the directory's instance.
 
-use super::pagecache::PageCache;
+use super::pagecache::{PageCache, TmpfsSb};
 use super::{new_ino, Inode, Kind};
 use crate::mm::frame::Page;
 use alloc::collections::BTreeMap;
@@ -16,14 +18,22 @@ pub struct RamDir {
     ino: u64,
     perm: AtomicU32,
     entries: Mutex<BTreeMap<String, Arc<dyn Inode>>>,
+    sb: Arc<TmpfsSb>,
 }
 
 impl RamDir {
+    /// An empty directory on the root file system.
     pub fn new(perm: u32) -> Arc<RamDir> {
+        RamDir::with_sb(perm, TmpfsSb::root())
+    }
+
+    /// An empty directory of the file system `sb` (the root of a new mount, or a subdirectory).
+    pub fn with_sb(perm: u32, sb: Arc<TmpfsSb>) -> Arc<RamDir> {
         Arc::new(RamDir {
             ino: new_ino(),
             perm: AtomicU32::new(perm),
             entries: Mutex::new(BTreeMap::new()),
+            sb,
         })
     }
 
@@ -60,8 +70,8 @@ impl Inode for RamDir {
             return Err(Errno::EEXIST);
         }
         let node: Arc<dyn Inode> = match kind {
-            Kind::Dir => RamDir::new(perm),
-            Kind::File => RamFile::new(perm),
+            Kind::Dir => RamDir::with_sb(perm, self.sb.clone()),
+            Kind::File => RamFile::with_sb(perm, self.sb.clone()),
             _ => return Err(Errno::EPERM),
         };
         e.insert(name.to_string(), node.clone());
@@ -87,6 +97,9 @@ impl Inode for RamDir {
         e.remove(name);
         Ok(())
     }
+    fn superblock(&self) -> Option<Arc<TmpfsSb>> {
+        Some(self.sb.clone())
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -99,12 +112,17 @@ pub struct RamFile {
 }
 
 impl RamFile {
-    /// An empty file.
+    /// An empty file on the root file system.
     pub fn new(perm: u32) -> Arc<RamFile> {
+        RamFile::with_sb(perm, TmpfsSb::root())
+    }
+
+    /// An empty file whose pages are charged to `sb`.
+    pub fn with_sb(perm: u32, sb: Arc<TmpfsSb>) -> Arc<RamFile> {
         Arc::new(RamFile {
             ino: new_ino(),
             perm,
-            data: Mutex::new(PageCache::new()),
+            data: Mutex::new(PageCache::with_sb(sb)),
         })
     }
 }
@@ -133,6 +151,9 @@ impl Inode for RamFile {
     }
     fn mmap_page(&self, index: u64) -> SysResult<Page> {
         self.data.lock().mmap_page(index)
+    }
+    fn superblock(&self) -> Option<Arc<TmpfsSb>> {
+        Some(self.data.lock().sb().clone())
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -940,34 +940,31 @@ pub fn umask(mask: u32) -> SysResult<usize> {
     Ok(old as usize)
 }
 
-/// statfs's f_type for the file systems Svelt presents; the root (with /dev and /tmp in it) is
-/// a tmpfs, as Linux's rootfs is.
-fn fs_magic(path: &str) -> u64 {
+/// struct statfs (arm64: 64-bit words, 120 bytes). /proc and /sys go by their place; every
+/// other node reports its tmpfs/ramfs instance (the root's when it has none: devices, pipes).
+fn write_statfs(buf: usize, node: Option<&dyn vfs::Inode>, path: &str) -> SysResult<usize> {
     const PROC_SUPER_MAGIC: u64 = 0x9fa0;
     const SYSFS_MAGIC: u64 = 0x6265_6572;
-    const TMPFS_MAGIC: u64 = 0x0102_1994;
     let under = |root: &str| path == root || path.starts_with(&alloc::format!("{root}/"));
-    if under("/proc") {
-        PROC_SUPER_MAGIC
-    } else if under("/sys") {
-        SYSFS_MAGIC
-    } else {
-        TMPFS_MAGIC
-    }
-}
-
-/// struct statfs (arm64: 64-bit words, 120 bytes).
-fn write_statfs(buf: usize, path: &str) -> SysResult<usize> {
     let mut w = [0u64; 15];
-    w[0] = fs_magic(path);
-    w[1] = 4096; // f_bsize
-    if w[0] == 0x0102_1994 {
-        // The tmpfs size limit in pages, and what is left of it (f_blocks, f_bfree, f_bavail).
-        let (limit, used) = (vfs::pagecache::limit(), vfs::pagecache::used());
-        w[2] = limit as u64;
-        w[3] = limit.saturating_sub(used) as u64;
-        w[4] = w[3];
+    if under("/proc") {
+        w[0] = PROC_SUPER_MAGIC;
+    } else if under("/sys") {
+        w[0] = SYSFS_MAGIC;
+    } else {
+        let sb = node
+            .and_then(|n| n.superblock())
+            .unwrap_or_else(vfs::pagecache::TmpfsSb::root);
+        w[0] = sb.magic;
+        // The size limit in pages and what is left of it (f_blocks, f_bfree, f_bavail); zero
+        // without a limit.
+        if let Some(limit) = sb.limit() {
+            w[2] = limit as u64;
+            w[3] = limit.saturating_sub(sb.used()) as u64;
+            w[4] = w[3];
+        }
     }
+    w[1] = 4096; // f_bsize
     w[8] = 255; // f_namelen
     w[9] = 4096; // f_frsize
     let mut b = [0u8; 120];
@@ -981,10 +978,10 @@ fn write_statfs(buf: usize, path: &str) -> SysResult<usize> {
 pub fn statfs(path: usize, buf: usize) -> SysResult<usize> {
     let p = read_path(path)?;
     let r = vfs::resolve(f::AT_FDCWD, &p, true)?;
-    write_statfs(buf, &r.path)
+    write_statfs(buf, Some(&*r.node), &r.path)
 }
 
 pub fn fstatfs(fd: i32, buf: usize) -> SysResult<usize> {
     let f = file(fd)?;
-    write_statfs(buf, &f.path)
+    write_statfs(buf, f.node.as_deref(), &f.path)
 }
