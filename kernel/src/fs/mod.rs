@@ -633,11 +633,8 @@ pub fn mount_fresh(target: &Resolved, m: NewMount) -> SysResult<()> {
     let root: Arc<dyn Inode> =
         ramfs::RamDir::with_sb(m.mode, pagecache::TmpfsSb::new(m.limit, m.magic));
     let mut mounts = MOUNTS.lock();
-    let dir = as_ramdir(&parent)?;
-    // The target may have gone between the walk and now: put it back then.
-    let hidden = dir.replace(name, root.clone()).ok_or(Errno::ENOENT)?;
-    if !Arc::ptr_eq(&hidden, &target.node) {
-        dir.replace(name, hidden);
+    // The target may have gone since the walk.
+    if !as_ramdir(&parent)?.replace_if(name, &target.node, root.clone()) {
         return Err(Errno::ENOENT);
     }
     mounts.push(Mount {
@@ -649,7 +646,7 @@ pub fn mount_fresh(target: &Resolved, m: NewMount) -> SysResult<()> {
         parent: parent.clone(),
         name: name.to_string(),
         root,
-        hidden,
+        hidden: target.node.clone(),
     });
     Ok(())
 }
@@ -663,10 +660,9 @@ pub fn umount(target: &Resolved) -> SysResult<()> {
         .rposition(|m| Arc::ptr_eq(&m.root, &target.node))
         .ok_or(Errno::EINVAL)?;
     let m = mounts.remove(i);
-    let dir = as_ramdir(&m.parent)?;
     // Unless the mount point was removed or replaced meanwhile.
-    if dir.lookup(&m.name).is_ok_and(|n| Arc::ptr_eq(&n, &m.root)) {
-        dir.replace(&m.name, m.hidden.clone());
+    if let Ok(dir) = as_ramdir(&m.parent) {
+        dir.replace_if(&m.name, &m.root, m.hidden.clone());
     }
     let inside = alloc::format!("{}/", m.path);
     let mut k = i;

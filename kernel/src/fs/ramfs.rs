@@ -41,6 +41,18 @@ impl RamDir {
     pub fn replace(&self, name: &str, node: Arc<dyn Inode>) -> Option<Arc<dyn Inode>> {
         self.entries.lock().insert(name.to_string(), node)
     }
+
+    /// Puts `node` at `name` only if `name` holds `expected` now (mount and umount: the entry
+    /// may have been removed or replaced since it was looked up).
+    pub fn replace_if(&self, name: &str, expected: &Arc<dyn Inode>, node: Arc<dyn Inode>) -> bool {
+        match self.entries.lock().get_mut(name) {
+            Some(e) if Arc::ptr_eq(e, expected) => {
+                *e = node;
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 impl Inode for RamDir {
