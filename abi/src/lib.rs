@@ -21,6 +21,7 @@ pub mod hwcap;
 pub mod idregs;
 pub mod memrange;
 pub mod mm;
+pub mod mount;
 pub mod nr;
 pub mod path;
 pub mod sched;

@@ -73,8 +73,17 @@ fn cpio_error(e: cpio::CpioError) -> String {
 /// The member being unpacked.
 enum Current {
     None,
-    File { node: Arc<RamFile>, path: String, off: u64, failed: bool },
-    Symlink { dir: Arc<dyn Inode>, leaf: String, target: Vec<u8> },
+    File {
+        node: Arc<RamFile>,
+        path: String,
+        off: u64,
+        failed: bool,
+    },
+    Symlink {
+        dir: Arc<dyn Inode>,
+        leaf: String,
+        target: Vec<u8>,
+    },
 }
 
 struct Unpacker<'a> {
@@ -210,7 +219,13 @@ fn gzip_header_len(data: &[u8]) -> Result<usize, &'static str> {
     }
     for bit in [8u8, 16] {
         if flg & bit != 0 {
-            pos += data.get(pos..).ok_or(short)?.iter().position(|&b| b == 0).ok_or(short)? + 1;
+            pos += data
+                .get(pos..)
+                .ok_or(short)?
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or(short)?
+                + 1;
         }
     }
     if flg & 2 != 0 {
@@ -261,9 +276,7 @@ fn gunzip_member(data: &[u8], u: &mut Unpacker<'_>) -> Result<usize, String> {
     parser.finish().map_err(cpio_error)?;
     u.stats.cpio_bytes += total;
     // The trailer: CRC-32 (not checked) and the length modulo 2^32.
-    let t = data
-        .get(inpos..inpos + 8)
-        .ok_or("truncated gzip trailer")?;
+    let t = data.get(inpos..inpos + 8).ok_or("truncated gzip trailer")?;
     if u32::from_le_bytes([t[4], t[5], t[6], t[7]]) != total as u32 {
         return Err(format!("gzip length mismatch ({total} bytes inflated)"));
     }

@@ -1,58 +1,103 @@
-//! A file's data as page frames, and the size limit of the root file system (a tmpfs).
+//! A file's data as page frames, and the size limit of the tmpfs it is on.
 //!
 //! A `PageCache` holds the pages of one file by page index plus the file's size; a missing page
 //! is a hole (reads as zeros, costs nothing). The bytes of the last page beyond the size are
 //! always zero, so extending a file (truncate up, a write past the end) never shows old data.
 //!
-//! Every page counts against one limit shared by all the root's files, half of RAM as Linux's
-//! rootfs/tmpfs has it; a page that would exceed it, or that the frame allocator cannot give,
-//! is ENOSPC. The same frames back `mmap` of the file (`Inode::mmap_page`), so a shared mapping
-//! and read()/write() see each other's bytes.
+//! Every page counts against the limit of its file system instance (`TmpfsSb`): half of RAM
+//! for the root, as Linux's rootfs/tmpfs has it, or a mount's `size=`; a page that would exceed
+//! it, or that the frame allocator cannot give, is ENOSPC. The same frames back `mmap` of the
+//! file (`Inode::mmap_page`), so a shared mapping and read()/write() see each other's bytes.
 
 use crate::mm::frame::{self, Page, CACHE_PAGES};
 use alloc::collections::btree_map::{BTreeMap, Entry};
+use alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize, Ordering};
+use spin::Once;
 use svelt_abi::errno::{Errno, SysResult};
 
 pub const PAGE: u64 = 4096;
 /// Largest file size (Linux's MAX_LFS_FILESIZE on 64-bit).
 pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
-/// Pages held by the root file system's files.
-static USED: AtomicUsize = AtomicUsize::new(0);
-
-/// The root file system's size limit in pages: half of RAM.
-pub fn limit() -> usize {
-    frame::total() / 2
+/// How big a file system instance may grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// Half of RAM as it is now (the root, and a tmpfs mounted without `size=`).
+    HalfOfRam,
+    Pages(usize),
+    /// ramfs, or tmpfs with `size=0`.
+    None,
 }
 
-/// Pages in use against `limit`.
-pub fn used() -> usize {
-    USED.load(Ordering::Relaxed)
+/// One tmpfs (or ramfs) instance: every page of its files' data is charged here.
+pub struct TmpfsSb {
+    limit: Limit,
+    used: AtomicUsize,
+    /// statfs's f_type.
+    pub magic: u64,
 }
 
-/// A zeroed page charged to the root file system, or ENOSPC.
-fn charge() -> SysResult<Page> {
-    let limit = limit();
-    USED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-        (u < limit).then_some(u + 1)
-    })
-    .map_err(|_| Errno::ENOSPC)?;
-    match Page::new_user() {
-        Some(p) => {
-            CACHE_PAGES.fetch_add(1, Ordering::Relaxed);
-            Ok(p)
-        }
-        None => {
-            USED.fetch_sub(1, Ordering::Relaxed);
-            Err(Errno::ENOSPC)
+pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+pub const RAMFS_MAGIC: u64 = 0x8584_58f6;
+
+static ROOT_SB: Once<Arc<TmpfsSb>> = Once::new();
+
+impl TmpfsSb {
+    pub fn new(limit: Limit, magic: u64) -> Arc<TmpfsSb> {
+        Arc::new(TmpfsSb {
+            limit,
+            used: AtomicUsize::new(0),
+            magic,
+        })
+    }
+
+    /// The root file system's: a tmpfs of half of RAM, as Linux's rootfs.
+    pub fn root() -> Arc<TmpfsSb> {
+        ROOT_SB
+            .call_once(|| TmpfsSb::new(Limit::HalfOfRam, TMPFS_MAGIC))
+            .clone()
+    }
+
+    /// The size limit in pages; `None` without one.
+    pub fn limit(&self) -> Option<usize> {
+        match self.limit {
+            // Computed each time: frames handed back after boot (the archive's) count too.
+            Limit::HalfOfRam => Some(frame::total() / 2),
+            Limit::Pages(n) => Some(n),
+            Limit::None => None,
         }
     }
-}
 
-fn uncharge(n: usize) {
-    USED.fetch_sub(n, Ordering::Relaxed);
-    CACHE_PAGES.fetch_sub(n, Ordering::Relaxed);
+    /// Pages in use against `limit`.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// A zeroed page charged to this file system, or ENOSPC.
+    fn charge(&self) -> SysResult<Page> {
+        let limit = self.limit().unwrap_or(usize::MAX);
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                (u < limit).then_some(u + 1)
+            })
+            .map_err(|_| Errno::ENOSPC)?;
+        match Page::new_user() {
+            Some(p) => {
+                CACHE_PAGES.fetch_add(1, Ordering::Relaxed);
+                Ok(p)
+            }
+            None => {
+                self.used.fetch_sub(1, Ordering::Relaxed);
+                Err(Errno::ENOSPC)
+            }
+        }
+    }
+
+    fn uncharge(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::Relaxed);
+        CACHE_PAGES.fetch_sub(n, Ordering::Relaxed);
+    }
 }
 
 /// Where byte `pos` is: page index and offset in it.
@@ -60,15 +105,35 @@ fn split(pos: u64) -> (u64, usize) {
     (pos / PAGE, (pos % PAGE) as usize)
 }
 
-#[derive(Default)]
 pub struct PageCache {
     pages: BTreeMap<u64, Page>,
     size: u64,
+    sb: Arc<TmpfsSb>,
+}
+
+impl Default for PageCache {
+    fn default() -> PageCache {
+        PageCache::new()
+    }
 }
 
 impl PageCache {
+    /// An empty file on the root file system.
     pub fn new() -> PageCache {
-        PageCache::default()
+        PageCache::with_sb(TmpfsSb::root())
+    }
+
+    /// An empty file charging its pages to `sb`.
+    pub fn with_sb(sb: Arc<TmpfsSb>) -> PageCache {
+        PageCache {
+            pages: BTreeMap::new(),
+            size: 0,
+            sb,
+        }
+    }
+
+    pub fn sb(&self) -> &Arc<TmpfsSb> {
+        &self.sb
     }
 
     pub fn size(&self) -> u64 {
@@ -79,7 +144,9 @@ impl PageCache {
         if off >= self.size {
             return 0;
         }
-        let n = buf.len().min(usize::try_from(self.size - off).unwrap_or(usize::MAX));
+        let n = buf
+            .len()
+            .min(usize::try_from(self.size - off).unwrap_or(usize::MAX));
         let mut done = 0;
         while done < n {
             let (idx, at) = split(off + done as u64);
@@ -118,7 +185,7 @@ impl PageCache {
             let chunk = (PAGE as usize - at).min(n - done);
             let page = match self.pages.entry(idx) {
                 Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(v) => match charge() {
+                Entry::Vacant(v) => match self.sb.charge() {
                     Ok(p) => v.insert(p),
                     Err(e) => {
                         err = Some(e);
@@ -150,7 +217,7 @@ impl PageCache {
         // when growing; shrinking cuts pages and zeroes the new tail.
         if len < self.size {
             let gone = self.pages.split_off(&len.div_ceil(PAGE));
-            uncharge(gone.len());
+            self.sb.uncharge(gone.len());
             drop(gone);
             let (idx, at) = split(len);
             if at != 0 {
@@ -173,7 +240,7 @@ impl PageCache {
         match self.pages.entry(index) {
             Entry::Occupied(e) => Ok(e.get().clone()),
             Entry::Vacant(v) => {
-                let p = charge().map_err(|_| Errno::ENOMEM)?;
+                let p = self.sb.charge().map_err(|_| Errno::ENOMEM)?;
                 Ok(v.insert(p).clone())
             }
         }
@@ -182,6 +249,6 @@ impl PageCache {
 
 impl Drop for PageCache {
     fn drop(&mut self) {
-        uncharge(self.pages.len());
+        self.sb.uncharge(self.pages.len());
     }
 }

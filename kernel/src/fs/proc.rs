@@ -608,4 +608,5 @@ fn version(_: Option<u32>) -> String {
 
 fn mounts(_: Option<u32>) -> String {
     "rootfs / rootfs rw 0 0\nproc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\n".to_string()
+        + &super::mounts_text()
 }

@@ -1,6 +1,8 @@
-//! In-memory files and directories: the root file system.
+//! In-memory files and directories: the root file system and tmpfs/ramfs mounts. Each node
+//! belongs to one instance (`TmpfsSb`) that its files' pages are charged to; what a directory
+//! creates belongs to the directory's instance.
 
-use super::pagecache::PageCache;
+use super::pagecache::{PageCache, TmpfsSb};
 use super::{new_ino, Inode, Kind};
 use crate::mm::frame::Page;
 use alloc::collections::BTreeMap;
@@ -16,20 +18,40 @@ pub struct RamDir {
     ino: u64,
     perm: AtomicU32,
     entries: Mutex<BTreeMap<String, Arc<dyn Inode>>>,
+    sb: Arc<TmpfsSb>,
 }
 
 impl RamDir {
+    /// An empty directory on the root file system.
     pub fn new(perm: u32) -> Arc<RamDir> {
+        RamDir::with_sb(perm, TmpfsSb::root())
+    }
+
+    /// An empty directory of the file system `sb` (the root of a new mount, or a subdirectory).
+    pub fn with_sb(perm: u32, sb: Arc<TmpfsSb>) -> Arc<RamDir> {
         Arc::new(RamDir {
             ino: new_ino(),
             perm: AtomicU32::new(perm),
             entries: Mutex::new(BTreeMap::new()),
+            sb,
         })
     }
 
     /// Puts `node` at `name`, replacing any entry (mount points).
     pub fn replace(&self, name: &str, node: Arc<dyn Inode>) -> Option<Arc<dyn Inode>> {
         self.entries.lock().insert(name.to_string(), node)
+    }
+
+    /// Puts `node` at `name` only if `name` holds `expected` now (mount and umount: the entry
+    /// may have been removed or replaced since it was looked up).
+    pub fn replace_if(&self, name: &str, expected: &Arc<dyn Inode>, node: Arc<dyn Inode>) -> bool {
+        match self.entries.lock().get_mut(name) {
+            Some(e) if Arc::ptr_eq(e, expected) => {
+                *e = node;
+                true
+            }
+            _ => false,
+        }
     }
 }
 
@@ -60,8 +82,8 @@ impl Inode for RamDir {
             return Err(Errno::EEXIST);
         }
         let node: Arc<dyn Inode> = match kind {
-            Kind::Dir => RamDir::new(perm),
-            Kind::File => RamFile::new(perm),
+            Kind::Dir => RamDir::with_sb(perm, self.sb.clone()),
+            Kind::File => RamFile::with_sb(perm, self.sb.clone()),
             _ => return Err(Errno::EPERM),
         };
         e.insert(name.to_string(), node.clone());
@@ -87,6 +109,9 @@ impl Inode for RamDir {
         e.remove(name);
         Ok(())
     }
+    fn superblock(&self) -> Option<Arc<TmpfsSb>> {
+        Some(self.sb.clone())
+    }
     fn as_any(&self) -> &dyn Any {
         self
     }
@@ -99,12 +124,17 @@ pub struct RamFile {
 }
 
 impl RamFile {
-    /// An empty file.
+    /// An empty file on the root file system.
     pub fn new(perm: u32) -> Arc<RamFile> {
+        RamFile::with_sb(perm, TmpfsSb::root())
+    }
+
+    /// An empty file whose pages are charged to `sb`.
+    pub fn with_sb(perm: u32, sb: Arc<TmpfsSb>) -> Arc<RamFile> {
         Arc::new(RamFile {
             ino: new_ino(),
             perm,
-            data: Mutex::new(PageCache::new()),
+            data: Mutex::new(PageCache::with_sb(sb)),
         })
     }
 }
@@ -144,6 +174,9 @@ impl Inode for RamFile {
     }
     fn mmap_page(&self, index: u64) -> SysResult<Page> {
         self.data.lock().mmap_page(index)
+    }
+    fn superblock(&self) -> Option<Arc<TmpfsSb>> {
+        Some(self.data.lock().sb().clone())
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -908,27 +908,103 @@ pub fn pselect6(
     Ok(n)
 }
 
-pub fn mount(_source: usize, target: usize, fstype: usize) -> SysResult<usize> {
+/// mount(2): tmpfs and ramfs are real, empty instances grafted over the target; proc, sysfs,
+/// devtmpfs and devpts are built in at their usual places, so mounting them changes nothing.
+/// Remounts, binds, moves and propagation changes are accepted and do nothing.
+pub fn mount(
+    source: usize,
+    target: usize,
+    fstype: usize,
+    flags: u64,
+    data: usize,
+) -> SysResult<usize> {
+    use svelt_abi::mount as m;
+    use vfs::pagecache::{Limit, RAMFS_MAGIC, TMPFS_MAGIC};
+    const NOT_NEW: u64 = m::MS_REMOUNT
+        | m::MS_BIND
+        | m::MS_MOVE
+        | m::MS_SHARED
+        | m::MS_PRIVATE
+        | m::MS_SLAVE
+        | m::MS_UNBINDABLE;
     let t = read_path(target)?;
     let r = vfs::resolve(f::AT_FDCWD, &t, true)?;
     if r.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
-    if fstype == 0 {
+    if fstype == 0 || flags & NOT_NEW != 0 {
         return Ok(0);
     }
     let ty = read_path(fstype)?;
-    // proc, sysfs and devtmpfs are built in at their usual places; tmpfs and ramfs directories
-    // are already writable memory.
-    match ty.as_str() {
-        "proc" | "sysfs" | "devtmpfs" | "tmpfs" | "ramfs" | "devpts" => Ok(0),
-        _ => Err(Errno::ENODEV),
-    }
+    let (fstype, magic) = match ty.as_str() {
+        "proc" | "sysfs" | "devtmpfs" | "devpts" => return Ok(0),
+        "tmpfs" => ("tmpfs", TMPFS_MAGIC),
+        "ramfs" => ("ramfs", RAMFS_MAGIC),
+        _ => return Err(Errno::ENODEV),
+    };
+    // At most a page of options, as Linux copies.
+    let data = match data {
+        0 => String::new(),
+        va => match uaccess::read_cstr(va, 4095) {
+            Ok(b) => String::from_utf8(b).map_err(|_| Errno::EINVAL)?,
+            Err(Errno::EFAULT) => return Err(Errno::EFAULT),
+            Err(_) => return Err(Errno::EINVAL),
+        },
+    };
+    let source = match source {
+        0 => String::from("none"),
+        va => read_path(va)?,
+    };
+    let total = crate::mm::frame::total() as u64;
+    let new = if fstype == "tmpfs" {
+        let opts = m::parse_tmpfs(&data, total)?;
+        let limit = match opts.blocks {
+            None => Limit::HalfOfRam,
+            Some(0) => Limit::None,
+            Some(n) => Limit::Pages(usize::try_from(n).unwrap_or(usize::MAX)),
+        };
+        let mode = opts.mode.unwrap_or(0o1777);
+        vfs::NewMount {
+            source,
+            fstype,
+            flags,
+            opts,
+            limit,
+            magic,
+            mode,
+        }
+    } else {
+        // ramfs takes mode= and ignores every other option.
+        let mut mode = 0o755;
+        for w in data.split(',').filter(|w| w.starts_with("mode=")) {
+            mode = m::parse_tmpfs(w, total)?.mode.unwrap_or(mode);
+        }
+        vfs::NewMount {
+            source,
+            fstype,
+            flags,
+            opts: m::TmpfsOptions::default(),
+            limit: Limit::None,
+            magic,
+            mode,
+        }
+    };
+    vfs::mount_fresh(&r, new)?;
+    Ok(0)
 }
 
-pub fn umount2(target: usize) -> SysResult<usize> {
+/// umount2(2): tmpfs and ramfs mounts go away (busy or not); anything else is EINVAL.
+pub fn umount2(target: usize, flags: u32) -> SysResult<usize> {
+    use svelt_abi::mount as m;
+    let known = m::MNT_FORCE | m::MNT_DETACH | m::MNT_EXPIRE | m::UMOUNT_NOFOLLOW;
+    let expire_with_force =
+        flags & m::MNT_EXPIRE != 0 && flags & (m::MNT_FORCE | m::MNT_DETACH) != 0;
+    if flags & !known != 0 || expire_with_force {
+        return Err(Errno::EINVAL);
+    }
     let t = read_path(target)?;
-    vfs::resolve(f::AT_FDCWD, &t, true)?;
+    let r = vfs::resolve(f::AT_FDCWD, &t, flags & m::UMOUNT_NOFOLLOW == 0)?;
+    vfs::umount(&r)?;
     Ok(0)
 }
 
@@ -940,34 +1016,31 @@ pub fn umask(mask: u32) -> SysResult<usize> {
     Ok(old as usize)
 }
 
-/// statfs's f_type for the file systems Svelt presents; the root (with /dev and /tmp in it) is
-/// a tmpfs, as Linux's rootfs is.
-fn fs_magic(path: &str) -> u64 {
+/// struct statfs (arm64: 64-bit words, 120 bytes). /proc and /sys go by their place; every
+/// other node reports its tmpfs/ramfs instance (the root's when it has none: devices, pipes).
+fn write_statfs(buf: usize, node: Option<&dyn vfs::Inode>, path: &str) -> SysResult<usize> {
     const PROC_SUPER_MAGIC: u64 = 0x9fa0;
     const SYSFS_MAGIC: u64 = 0x6265_6572;
-    const TMPFS_MAGIC: u64 = 0x0102_1994;
     let under = |root: &str| path == root || path.starts_with(&alloc::format!("{root}/"));
-    if under("/proc") {
-        PROC_SUPER_MAGIC
-    } else if under("/sys") {
-        SYSFS_MAGIC
-    } else {
-        TMPFS_MAGIC
-    }
-}
-
-/// struct statfs (arm64: 64-bit words, 120 bytes).
-fn write_statfs(buf: usize, path: &str) -> SysResult<usize> {
     let mut w = [0u64; 15];
-    w[0] = fs_magic(path);
-    w[1] = 4096; // f_bsize
-    if w[0] == 0x0102_1994 {
-        // The tmpfs size limit in pages, and what is left of it (f_blocks, f_bfree, f_bavail).
-        let (limit, used) = (vfs::pagecache::limit(), vfs::pagecache::used());
-        w[2] = limit as u64;
-        w[3] = limit.saturating_sub(used) as u64;
-        w[4] = w[3];
+    if under("/proc") {
+        w[0] = PROC_SUPER_MAGIC;
+    } else if under("/sys") {
+        w[0] = SYSFS_MAGIC;
+    } else {
+        let sb = node
+            .and_then(|n| n.superblock())
+            .unwrap_or_else(vfs::pagecache::TmpfsSb::root);
+        w[0] = sb.magic;
+        // The size limit in pages and what is left of it (f_blocks, f_bfree, f_bavail); zero
+        // without a limit.
+        if let Some(limit) = sb.limit() {
+            w[2] = limit as u64;
+            w[3] = limit.saturating_sub(sb.used()) as u64;
+            w[4] = w[3];
+        }
     }
+    w[1] = 4096; // f_bsize
     w[8] = 255; // f_namelen
     w[9] = 4096; // f_frsize
     let mut b = [0u8; 120];
@@ -981,10 +1054,10 @@ fn write_statfs(buf: usize, path: &str) -> SysResult<usize> {
 pub fn statfs(path: usize, buf: usize) -> SysResult<usize> {
     let p = read_path(path)?;
     let r = vfs::resolve(f::AT_FDCWD, &p, true)?;
-    write_statfs(buf, &r.path)
+    write_statfs(buf, Some(&*r.node), &r.path)
 }
 
 pub fn fstatfs(fd: i32, buf: usize) -> SysResult<usize> {
     let f = file(fd)?;
-    write_statfs(buf, &f.path)
+    write_statfs(buf, f.node.as_deref(), &f.path)
 }

@@ -102,8 +102,8 @@ static TABLE: [Option<Handler>; 512] = {
         Some(|a, _| fs::epoll_pwait(a.i(0), a.u(1), a.i(2), a.i(3), a.u(4), a.u(5)));
     t[nr::PPOLL] = Some(|a, _| fs::ppoll(a.u(0), a.u(1), a.u(2), a.u(3), a.u(4)));
     t[nr::PSELECT6] = Some(|a, _| fs::pselect6(a.i(0), a.u(1), a.u(2), a.u(3), a.u(4), a.u(5)));
-    t[nr::MOUNT] = Some(|a, _| fs::mount(a.u(0), a.u(1), a.u(2)));
-    t[nr::UMOUNT2] = Some(|a, _| fs::umount2(a.u(0)));
+    t[nr::MOUNT] = Some(|a, _| fs::mount(a.u(0), a.u(1), a.u(2), a.u(3) as u64, a.u(4)));
+    t[nr::UMOUNT2] = Some(|a, _| fs::umount2(a.u(0), a.u32(1)));
     t[nr::UMASK] = Some(|a, _| fs::umask(a.u32(0)));
     t[nr::STATFS] = Some(|a, _| fs::statfs(a.u(0), a.u(1)));
     t[nr::FSTATFS] = Some(|a, _| fs::fstatfs(a.i(0), a.u(1)));
