@@ -106,6 +106,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
 
     init_memory(&fdt, dtb_pa, image_pa, ram);
     task::init_limits();
+    mm::aspace::init();
     cpufeature::init_this_cpu();
 
     if let (Some(g), Some((dist, second, size))) = (&gic_info, gic_vas) {

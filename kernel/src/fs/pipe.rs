@@ -212,7 +212,8 @@ impl FileOps for PipeEnd {
                 };
                 if space >= want {
                     let n = space.min(left.len());
-                    if r.data.try_reserve(n).is_err() {
+                    let pages = n.div_ceil(PAGE);
+                    if !crate::mm::frame::user_can_alloc(pages) || r.data.try_reserve(n).is_err() {
                         // No memory for the bytes: a short write, or ENOMEM if none went in.
                         return Some(Err(Errno::ENOMEM));
                     }

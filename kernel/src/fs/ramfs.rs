@@ -77,6 +77,10 @@ impl Inode for RamDir {
             .collect())
     }
     fn create(&self, name: &str, kind: Kind, perm: u32) -> SysResult<Arc<dyn Inode>> {
+        // A new node is kernel memory a program asked for: not from the kernel's reserve.
+        if !crate::mm::frame::user_can_alloc(1) {
+            return Err(Errno::ENOSPC);
+        }
         let mut e = self.entries.lock();
         if e.contains_key(name) {
             return Err(Errno::EEXIST);

@@ -218,9 +218,12 @@ pub fn file_truncated(key: usize, size: u64) {
 static ZERO_PAGE: spin::Once<u64> = spin::Once::new();
 
 fn zero_page() -> u64 {
-    *ZERO_PAGE.call_once(|| {
-        frame::alloc_zeroed(1).expect("a frame for the zero page at the first user fault")
-    })
+    *ZERO_PAGE.call_once(|| frame::alloc_zeroed(1).expect("a frame for the zero page at boot"))
+}
+
+/// Sets the zero page aside at boot (so no user fault is ever the first to need it).
+pub fn init() {
+    zero_page();
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -517,7 +520,9 @@ impl AddrSpace {
         // Room for the new VMA and for splits of the ones it cuts into.
         let cut = self.find_vma(start).is_some_and(|v| v.start < start) as usize
             + self.find_vma(end).is_some_and(|v| v.start < end) as usize;
-        if self.vmas.len() + 1 + cut > MAX_MAP_COUNT.load(Ordering::Relaxed) {
+        if self.vmas.len() + 1 + cut > MAX_MAP_COUNT.load(Ordering::Relaxed)
+            || !frame::user_can_alloc(1)
+        {
             return Err(Errno::ENOMEM);
         }
         self.unmap(start, end)?;

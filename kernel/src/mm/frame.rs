@@ -241,6 +241,20 @@ pub fn alloc_anon() -> Option<u64> {
     Some(pa)
 }
 
+/// Whether a program may cause `count` more frames to be used now (kernel objects it creates:
+/// mappings, files, pipe contents) without eating into the kernel's reserve.
+pub fn user_can_alloc(count: usize) -> bool {
+    FREE.load(Ordering::Relaxed) >= count + RESERVE.load(Ordering::Relaxed)
+}
+
+/// Like `alloc_order`, but failing while the reserve would be touched.
+pub fn alloc_order_user(order: usize) -> Option<u64> {
+    if !user_can_alloc(1 << order) {
+        return None;
+    }
+    alloc_order(order)
+}
+
 fn zero(pa: u64, count: usize) {
     // SAFETY: the frames were just taken from the free lists and belong to the caller; they are
     // linear-mapped read-write.

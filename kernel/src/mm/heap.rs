@@ -31,6 +31,9 @@ static SLABS: IrqLock<Slabs> = IrqLock::new(Slabs {
     empty: [0; CLASSES],
 });
 
+/// Blocks from this order up (128 KiB) keep out of the frame reserve.
+const LARGE_ORDER: usize = 5;
+
 /// Bytes handed out (requested sizes), for /proc/meminfo.
 pub static IN_USE: AtomicUsize = AtomicUsize::new(0);
 
@@ -190,7 +193,15 @@ unsafe impl GlobalAlloc for Heap {
                 let pages = layout.size().div_ceil(PAGE_SIZE);
                 let order = frame::order_for(pages)
                     .max(frame::order_for(layout.align().div_ceil(PAGE_SIZE)));
-                match frame::alloc_order(order) {
+                // Blocks this large are buffers sized by what a program asked for (executable
+                // images, pipe contents, descriptor tables): they do not touch the reserve
+                // kept for the kernel's small objects, and failing is ENOMEM to the caller.
+                let got = if order >= LARGE_ORDER {
+                    frame::alloc_order_user(order)
+                } else {
+                    frame::alloc_order(order)
+                };
+                match got {
                     Some(pa) => {
                         frame::HEAP_LARGE_PAGES.fetch_add(1 << order, Ordering::Relaxed);
                         phys_to_virt(pa) as *mut u8

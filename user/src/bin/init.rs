@@ -13,7 +13,7 @@ use svelt_user::*;
 
 const TEST_DIR: &str = "/bin/tests";
 /// Per-program time limit, generous for QEMU's emulation of the slowest configurations.
-const TIMEOUT_NS: u64 = 120_000_000_000;
+const TIMEOUT_NS: u64 = 300_000_000_000;
 const ENV: &[&str] = &["PATH=/bin/tests:/bin", "HOME=/", "TERM=linux"];
 
 fn ensure_console() {

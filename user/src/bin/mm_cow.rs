@@ -71,7 +71,7 @@ fn converse(addr: usize, shared: bool) -> TestResult {
     };
     set(addr, 3);
     signal(to_child_w);
-    let (st, timed_out) = t!(wait_bounded(pid, 20 * SEC));
+    let (st, timed_out) = t!(wait_bounded(pid, 60 * SEC));
     for fd in [to_parent_r, to_parent_w, to_child_r, to_child_w] {
         let _ = sys::close(fd);
     }
@@ -126,7 +126,7 @@ fn untouched_pages_stay_private() -> TestResult {
             }
             0
         },
-        20 * SEC
+        60 * SEC
     ));
     check_eq!(st, (0, false), "child");
     for a in (p..p + 16 * PAGE).step_by(PAGE) {
@@ -150,7 +150,7 @@ fn untouched_pages_stay_private() -> TestResult {
         set(a, 5);
     }
     signal(w);
-    let st = t!(wait_bounded(pid, 20 * SEC));
+    let st = t!(wait_bounded(pid, 60 * SEC));
     let _ = (sys::close(r), sys::close(w));
     check_eq!(
         st,
@@ -267,7 +267,7 @@ fn grandchildren() -> TestResult {
             }
             0
         },
-        20 * SEC
+        60 * SEC
     ));
     check_eq!(
         st,
@@ -289,7 +289,7 @@ fn child_mprotect_is_its_own() -> TestResult {
             }
             0
         },
-        20 * SEC
+        60 * SEC
     ));
     check_eq!(st, (0, false));
     // Still writable here, and the second page still mapped.
@@ -304,7 +304,7 @@ fn vfork_shares_memory() -> TestResult {
     let p = t!(sys::mmap_anon(PAGE));
     set(p, 1);
     let pid = t!(proc::vfork_store(p as *mut u64, 0xabcd, 0));
-    let st = t!(wait_bounded(pid, 20 * SEC));
+    let st = t!(wait_bounded(pid, 60 * SEC));
     check_eq!(st, (0, false));
     check_eq!(get(p), 0xabcd, "the vfork child's store");
     t!(sys::munmap(p, PAGE));
@@ -323,7 +323,7 @@ fn threads_share_memory() -> TestResult {
     th.join();
     check_eq!(get(p), 0x7777, "the thread's store");
     // A fork after the thread's store copies what the thread wrote.
-    let st = t!(in_child_bounded(|| i32::from(get(p) != 0x7777), 20 * SEC));
+    let st = t!(in_child_bounded(|| i32::from(get(p) != 0x7777), 60 * SEC));
     check_eq!(st, (0, false), "the child's view of the thread's store");
     t!(sys::munmap(p, PAGE));
     Ok(())

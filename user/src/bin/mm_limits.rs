@@ -69,7 +69,7 @@ fn map_pages_until_failure(cap: usize) -> Result<MapRun, String> {
         let mut run = MapRun::default();
         let mut addrs: Vec<usize> = Vec::with_capacity(cap);
         run.before = own_maps().map_or(-1, |n| n as isize);
-        let deadline = sys::now_ns() + 25 * SEC;
+        let deadline = sys::now_ns() + 100 * SEC;
         loop {
             if addrs.len() >= cap {
                 break;
@@ -105,7 +105,7 @@ fn map_pages_until_failure(cap: usize) -> Result<MapRun, String> {
         res.set(run);
         0
     }));
-    let (st, timed_out) = t!(wait_bounded(pid, 60 * SEC));
+    let (st, timed_out) = t!(wait_bounded(pid, 150 * SEC));
     check!(!timed_out, "the mapping child hung: {}", describe(st));
     let run = res.get();
     check!(
@@ -207,7 +207,7 @@ fn fork_until_failure(cap: usize, res: &Shared<ForkRun>) -> i32 {
         return 2;
     };
     let mut pids: Vec<i32> = Vec::with_capacity(cap);
-    let deadline = sys::now_ns() + 25 * SEC;
+    let deadline = sys::now_ns() + 100 * SEC;
     loop {
         if pids.len() >= cap {
             break;
@@ -252,7 +252,7 @@ fn fork_until_eagain() -> TestResult {
         let _ = sys::setpgid(0, 0);
         fork_until_failure(cap, &res)
     }));
-    let (st, timed_out) = t!(wait_bounded(pid, 90 * SEC));
+    let (st, timed_out) = t!(wait_bounded(pid, 150 * SEC));
     let run = res.get();
     check!(
         !timed_out && run.done && wifexited(st) && wexitstatus(st) == 0,

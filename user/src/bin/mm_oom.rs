@@ -76,7 +76,7 @@ fn oom_kills_the_toucher() -> TestResult {
         }
         3
     }));
-    let (st, timed_out) = t!(wait_bounded(pid, 60 * SEC));
+    let (st, timed_out) = t!(wait_bounded(pid, 120 * SEC));
     if let Some(old) = printk {
         let _ = write_text(PRINTK, core::str::from_utf8(&old).unwrap_or("4\n"));
     }
@@ -148,7 +148,7 @@ fn fill(path: &str, chunk: usize, bound: usize) -> Result<Fill, String> {
         0o644
     ));
     let buf = vec![0x5au8; chunk];
-    let deadline = sys::now_ns() + 30 * SEC;
+    let deadline = sys::now_ns() + 60 * SEC;
     let mut f = Fill {
         written: 0,
         err: None,
