@@ -212,8 +212,11 @@ impl FileOps for PipeEnd {
                 };
                 if space >= want {
                     let n = space.min(left.len());
-                    let pages = n.div_ceil(PAGE);
-                    if !crate::mm::frame::user_can_alloc(pages) || r.data.try_reserve(n).is_err() {
+                    // Growing the ring is memory the writer asked for: not from the kernel's
+                    // reserve (small growth rides on the slabs like any small object).
+                    let grow = n.saturating_sub(r.data.capacity() - r.data.len());
+                    let fits = grow < PAGE || crate::mm::frame::user_can_alloc(grow.div_ceil(PAGE));
+                    if !fits || r.data.try_reserve(n).is_err() {
                         // No memory for the bytes: a short write, or ENOMEM if none went in.
                         return Some(Err(Errno::ENOMEM));
                     }
