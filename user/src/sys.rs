@@ -123,6 +123,10 @@ pub mod nr {
     pub const SYSINFO: usize = 179;
     pub const BRK: usize = 214;
     pub const MUNMAP: usize = 215;
+    pub const MLOCK: usize = 228;
+    pub const MUNLOCK: usize = 229;
+    pub const MLOCKALL: usize = 230;
+    pub const MUNLOCKALL: usize = 231;
     pub const MREMAP: usize = 216;
     pub const CLONE: usize = 220;
     pub const EXECVE: usize = 221;
@@ -295,6 +299,7 @@ pub const POLLHUP: i16 = 0x10;
 pub const POLLNVAL: i16 = 0x20;
 
 pub const RLIMIT_STACK: u32 = 3;
+pub const RLIMIT_MEMLOCK: u32 = 8;
 pub const RLIMIT_NPROC: u32 = 6;
 pub const RLIMIT_NOFILE: u32 = 7;
 pub const RLIM_INFINITY: u64 = !0;
@@ -638,6 +643,18 @@ pub fn tkill(tid: i32, sig: i32) -> SysResult {
 }
 pub fn tgkill(tgid: i32, tid: i32, sig: i32) -> SysResult {
     sc!(nr::TGKILL, tgid, tid, sig)
+}
+pub fn mlock(addr: usize, len: usize) -> SysResult {
+    sc!(nr::MLOCK, addr, len)
+}
+pub fn munlock(addr: usize, len: usize) -> SysResult {
+    sc!(nr::MUNLOCK, addr, len)
+}
+pub fn mlockall(flags: u32) -> SysResult {
+    sc!(nr::MLOCKALL, flags)
+}
+pub fn munlockall() -> SysResult {
+    sc!(nr::MUNLOCKALL)
 }
 pub fn setuid(uid: u32) -> SysResult {
     sc!(nr::SETUID, uid)

@@ -450,10 +450,10 @@ fn status(pid: Option<u32>) -> String {
         (s.blocked, s.pending_mask())
     });
     let shared = p.shared_sig.lock().pending_mask();
-    let rss = threads
-        .first()
-        .and_then(|t| t.mm())
-        .map_or(0, |mm| mm.lock().resident_pages() * 4);
+    let (vm, lck, rss) = threads.first().and_then(|t| t.mm()).map_or((0, 0, 0), |mm| {
+        let g = mm.lock();
+        (g.total_vm() / 1024, g.locked_vm() / 1024, g.resident_pages() * 4)
+    });
     let state = if p.stopped.load(Ordering::Relaxed) {
         "T (stopped)"
     } else {
@@ -463,7 +463,7 @@ fn status(pid: Option<u32>) -> String {
     let _ = write!(
         s,
         "Name:\t{}\nUmask:\t0022\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
-         Uid:\t{}\t{}\t{}\t{}\nGid:\t0\t0\t0\t0\nFDSize:\t64\nGroups:\t\nVmRSS:\t{} kB\nThreads:\t{}\n\
+         Uid:\t{}\t{}\t{}\t{}\nGid:\t0\t0\t0\t0\nFDSize:\t64\nGroups:\t\nVmSize:\t{vm:8} kB\nVmLck:\t{lck:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
          SigPnd:\t{:016x}\nShdPnd:\t{:016x}\nSigBlk:\t{:016x}\n",
         comm(&exe),
         state,

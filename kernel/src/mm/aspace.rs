@@ -124,6 +124,8 @@ pub struct Vma {
     pub end: usize,
     pub prot: Prot,
     pub backing: Backing,
+    /// mlock'ed (VM_LOCKED): counted against RLIMIT_MEMLOCK.
+    pub locked: bool,
 }
 
 /// Why a user access failed (for si_code).
@@ -245,6 +247,9 @@ pub struct AddrSpace {
     /// RLIMIT_AS and RLIMIT_DATA limit), kept as VMAs come and go.
     total_vm: usize,
     data_vm: usize,
+    /// Bytes of mlock'ed mappings, and whether new mappings are locked (mlockall MCL_FUTURE).
+    locked_vm: usize,
+    lock_future: bool,
 }
 
 /// A VMA's share of RLIMIT_DATA's count.
@@ -310,6 +315,8 @@ impl AddrSpace {
             packed_below: core::cell::Cell::new(MMAP_TOP),
             total_vm: 0,
             data_vm: 0,
+            locked_vm: 0,
+            lock_future: false,
         })
     }
 
@@ -528,7 +535,9 @@ impl AddrSpace {
             end,
             prot,
             backing,
+            locked: self.lock_future,
         };
+        self.locked_vm += if v.locked { end - start } else { 0 };
         self.total_vm += end - start;
         self.data_vm += data_bytes(&v);
         self.vmas.insert(start, v);
@@ -548,6 +557,7 @@ impl AddrSpace {
         };
         if lo.end == at
             && lo.prot == hi.prot
+            && lo.locked == hi.locked
             && matches!((&lo.backing, &hi.backing), (Backing::Anon, Backing::Anon))
         {
             let (lo_start, hi_end) = (lo.start, hi.end);
@@ -578,6 +588,9 @@ impl AddrSpace {
         for s in doomed {
             let vma = self.vmas.remove(&s).unwrap();
             self.total_vm -= vma.end - vma.start;
+            if vma.locked {
+                self.locked_vm -= vma.end - vma.start;
+            }
             self.data_vm -= data_bytes(&vma);
             self.clear_ptes(vma.start, vma.end, true);
         }
@@ -620,6 +633,85 @@ impl AddrSpace {
     /// Bytes mapped, in total.
     pub fn total_vm(&self) -> usize {
         self.total_vm
+    }
+
+    /// Bytes of mlock'ed memory (RLIMIT_MEMLOCK's count, VmLck).
+    pub fn locked_vm(&self) -> usize {
+        self.locked_vm
+    }
+
+    /// Bytes of `[start, end)` not locked yet (what an mlock of it would add).
+    pub fn unlocked_in(&self, start: usize, end: usize) -> usize {
+        self.vmas
+            .range(..end)
+            .rev()
+            .take_while(|(_, v)| v.end > start)
+            .filter(|(_, v)| !v.locked)
+            .map(|(_, v)| v.end.min(end) - v.start.max(start))
+            .sum()
+    }
+
+    /// mlock/munlock of `[start, end)` (mapped without holes: the caller checked). Locking
+    /// faults every page in (there is no swap: that is all locking means here); ENOMEM if that
+    /// runs out of memory part-way (the range stays locked, as Linux leaves it).
+    pub fn set_locked(
+        &mut self,
+        start: usize,
+        end: usize,
+        lock: bool,
+        populate: bool,
+    ) -> SysResult<()> {
+        self.split_at(start);
+        self.split_at(end);
+        let keys: Vec<usize> = self.vmas.range(start..end).map(|(&s, _)| s).collect();
+        for k in &keys {
+            let v = self.vmas.get_mut(k).unwrap();
+            if v.locked != lock {
+                v.locked = lock;
+                if lock {
+                    self.locked_vm += v.end - v.start;
+                } else {
+                    self.locked_vm -= v.end - v.start;
+                }
+            }
+        }
+        for k in keys {
+            self.try_merge(k);
+        }
+        self.try_merge(end);
+        if lock && populate {
+            let mut va = start;
+            while va < end {
+                let Some(v) = self.find_vma(va) else { break };
+                let (vend, access) = (
+                    v.end.min(end),
+                    if v.prot.w() && !v.backing.is_shared() {
+                        Access::Write
+                    } else {
+                        Access::Read
+                    },
+                );
+                if v.prot.0 == 0 {
+                    va = vend;
+                    continue;
+                }
+                while va < vend {
+                    match self.translate(va, access) {
+                        Ok(_) => {}
+                        Err(FaultError::NoMemory) => return Err(Errno::ENOMEM),
+                        // Beyond the end of a mapped file: nothing to bring in.
+                        Err(_) => {}
+                    }
+                    va += PAGE;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// mlockall(MCL_FUTURE) on or off.
+    pub fn set_lock_future(&mut self, on: bool) {
+        self.lock_future = on;
     }
 
     /// Bytes of private writable memory other than the main stack (RLIMIT_DATA's count).
@@ -768,6 +860,10 @@ impl AddrSpace {
         child.vmas = self.vmas.clone();
         child.total_vm = self.total_vm;
         child.data_vm = self.data_vm;
+        // Locks are not inherited across fork (as Linux: the child's mappings are unlocked).
+        for v in child.vmas.values_mut() {
+            v.locked = false;
+        }
         let mut write_protected = false;
         for (start, end, shared) in vmas {
             let mut va = start;

@@ -334,3 +334,92 @@ pub fn madvise(addr: usize, len: usize, advice: u32) -> SysResult<usize> {
         _ => Ok(0),
     }
 }
+
+/// Whether the caller may lock memory beyond RLIMIT_MEMLOCK (root's CAP_IPC_LOCK).
+fn may_lock_any() -> bool {
+    task::current()
+        .process()
+        .euid
+        .load(core::sync::atomic::Ordering::Relaxed)
+        == 0
+}
+
+/// ENOMEM/EPERM when `more` locked bytes would pass RLIMIT_MEMLOCK for an unprivileged caller.
+fn check_memlock(mm: &AddrSpace, more: usize) -> SysResult<()> {
+    if may_lock_any() {
+        return Ok(());
+    }
+    let limit = rlimit(svelt_abi::sys::RLIMIT_MEMLOCK);
+    if limit == 0 {
+        return Err(Errno::EPERM);
+    }
+    if (mm.locked_vm() + more) as u64 > limit {
+        return Err(Errno::ENOMEM);
+    }
+    Ok(())
+}
+
+/// mlock/mlock2 (`onfault`: MLOCK_ONFAULT, lock without faulting in) and munlock.
+pub fn mlock(addr: usize, len: usize, lock: bool, flags: u32) -> SysResult<usize> {
+    const MLOCK_ONFAULT: u32 = 1;
+    if flags & !MLOCK_ONFAULT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // The range is widened to whole pages (the start rounded down, as Linux does).
+    let start = addr & !(PAGE - 1);
+    let end = addr
+        .checked_add(len)
+        .and_then(|e| e.checked_next_multiple_of(PAGE))
+        .ok_or(Errno::EINVAL)?;
+    if end > USER_END {
+        return Err(Errno::ENOMEM);
+    }
+    if start == end {
+        return Ok(0);
+    }
+    with_mm(|mm| {
+        if !fully_mapped(mm, start, end) {
+            return Err(Errno::ENOMEM);
+        }
+        if lock {
+            check_memlock(mm, mm.unlocked_in(start, end))?;
+        }
+        mm.set_locked(start, end, lock, flags & MLOCK_ONFAULT == 0)
+            .map(|()| 0)
+    })
+}
+
+pub fn mlockall(flags: u32) -> SysResult<usize> {
+    if flags == 0
+        || flags & !(m::MCL_CURRENT | m::MCL_FUTURE | m::MCL_ONFAULT) != 0
+        || flags == m::MCL_ONFAULT
+    {
+        return Err(Errno::EINVAL);
+    }
+    with_mm(|mm| {
+        if flags & m::MCL_CURRENT != 0 {
+            let all: alloc::vec::Vec<(usize, usize)> =
+                mm.vmas().map(|v| (v.start, v.end)).collect();
+            check_memlock(
+                mm,
+                all.iter().map(|(s, e)| e - s).sum::<usize>() - mm.locked_vm(),
+            )?;
+            for (s, e) in all {
+                mm.set_locked(s, e, true, flags & m::MCL_ONFAULT == 0)?;
+            }
+        }
+        mm.set_lock_future(flags & m::MCL_FUTURE != 0);
+        Ok(0)
+    })
+}
+
+pub fn munlockall() -> SysResult<usize> {
+    with_mm(|mm| {
+        let all: alloc::vec::Vec<(usize, usize)> = mm.vmas().map(|v| (v.start, v.end)).collect();
+        for (s, e) in all {
+            mm.set_locked(s, e, false, false)?;
+        }
+        mm.set_lock_future(false);
+        Ok(0)
+    })
+}

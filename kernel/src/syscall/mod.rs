@@ -119,6 +119,11 @@ static TABLE: [Option<Handler>; 512] = {
     t[nr::MPROTECT] = Some(|a, _| mm::mprotect(a.u(0), a.u(1), a.u32(2)));
     t[nr::MADVISE] = Some(|a, _| mm::madvise(a.u(0), a.u(1), a.u32(2)));
     t[nr::MREMAP] = Some(|a, _| mm::mremap(a.u(0), a.u(1), a.u(2), a.u32(3), a.u(4)));
+    t[nr::MLOCK] = Some(|a, _| mm::mlock(a.u(0), a.u(1), true, 0));
+    t[nr::MLOCK2] = Some(|a, _| mm::mlock(a.u(0), a.u(1), true, a.u32(2)));
+    t[nr::MUNLOCK] = Some(|a, _| mm::mlock(a.u(0), a.u(1), false, 0));
+    t[nr::MLOCKALL] = Some(|a, _| mm::mlockall(a.u32(0)));
+    t[nr::MUNLOCKALL] = Some(|_, _| mm::munlockall());
     t[nr::MSYNC] = Some(|a, _| mm::msync(a.u(0), a.u(1), a.u32(2)));
     // processes
     t[nr::CLONE] = Some(|a, tf| proc::clone(a.0[0], a.u(1), a.u(2), a.0[3], a.u(4), tf));

@@ -40,6 +40,20 @@ fn read_executable(path: &str) -> SysResult<(Vec<u8>, String)> {
     Ok((data, r.path))
 }
 
+/// The main thread's stack: RLIMIT_STACK (the soft limit in force at exec, as Linux's stack
+/// may grow to), at least 128 KiB and at most what fits above the mmap area.
+fn stack_size() -> usize {
+    let limit = super::current()
+        .process()
+        .rlimits
+        .lock()[svelt_abi::sys::RLIMIT_STACK as usize]
+        .rlim_cur;
+    let max = STACK_TOP - crate::mm::aspace::MMAP_TOP - (1 << 20);
+    (usize::try_from(limit).unwrap_or(usize::MAX))
+        .clamp(128 << 10, max)
+        .next_multiple_of(PAGE as usize)
+}
+
 /// Builds the new address space and initial stack; returns (mm, entry, sp).
 fn load(
     data: &[u8],
@@ -81,7 +95,7 @@ fn load(
     mm.brk = brk;
 
     mm.map(
-        STACK_TOP - STACK_SIZE,
+        STACK_TOP - stack_size(),
         STACK_TOP,
         Prot(Prot::READ | Prot::WRITE),
         Backing::Anon,

@@ -49,7 +49,10 @@ fn manifest() -> Result<Option<Vec<Listed>>, String> {
 fn statfs(path: &str) -> Result<[u64; 15], String> {
     let mut buf = [0u64; 15];
     let p = CPath::new(path);
-    t!(sys::syscall(nr::STATFS, &[p.ptr(), buf.as_mut_ptr() as usize]));
+    t!(sys::syscall(
+        nr::STATFS,
+        &[p.ptr(), buf.as_mut_ptr() as usize]
+    ));
     Ok(buf)
 }
 
@@ -58,9 +61,19 @@ fn meminfo(what: &str) {
         let m = String::from_utf8(m).unwrap_or_default();
         let pick: Vec<&str> = m
             .lines()
-            .filter(|l| ["MemTotal:", "MemFree:", "Cached:", "Shmem:"].iter().any(|k| l.starts_with(k)))
+            .filter(|l| {
+                ["MemTotal:", "MemFree:", "Cached:", "Shmem:"]
+                    .iter()
+                    .any(|k| l.starts_with(k))
+            })
             .collect();
-        println!("# meminfo {what}: {}", pick.join(", ").split_whitespace().collect::<Vec<_>>().join(" "));
+        println!(
+            "# meminfo {what}: {}",
+            pick.join(", ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
     }
 }
 
@@ -118,9 +131,16 @@ fn root_is_a_tmpfs() -> TestResult {
     println!("# statfs /: f_blocks {blocks} f_bfree {bfree} f_bavail {bavail}");
     check_eq!(s[0], TMPFS_MAGIC, "f_type");
     check_eq!(s[1], 4096, "f_bsize");
-    check!(bfree <= blocks && bavail == bfree, "{bfree} free of {blocks}");
+    check!(
+        bfree <= blocks && bavail == bfree,
+        "{bfree} free of {blocks}"
+    );
     let pages: u64 = files.iter().map(|f| f.0.div_ceil(4096)).sum();
-    check!(blocks - bfree >= pages, "{} pages used, the files take {pages}", blocks - bfree);
+    check!(
+        blocks - bfree >= pages,
+        "{} pages used, the files take {pages}",
+        blocks - bfree
+    );
     Ok(())
 }
 
@@ -132,7 +152,12 @@ fn fill_to_enospc() -> TestResult {
     }
     let path = "/bigfiles-fill";
     let before = statfs("/")?[3];
-    let fd = t!(sys::openat(AT_FDCWD, path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600));
+    let fd = t!(sys::openat(
+        AT_FDCWD,
+        path,
+        O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+        0o600
+    ));
     let buf = buffer();
     buf.fill(0x5a);
     let mut written = 0u64;
@@ -149,15 +174,26 @@ fn fill_to_enospc() -> TestResult {
     };
     meminfo("full");
     let full = statfs("/")?;
-    println!("# wrote {} MiB before {err:?}; f_bfree then {}", written >> 20, full[3]);
+    println!(
+        "# wrote {} MiB before {err:?}; f_bfree then {}",
+        written >> 20,
+        full[3]
+    );
     check_eq!(err, ENOSPC);
     check!(short, "a short write before ENOSPC");
     check_eq!(full[3], 0, "f_bfree when full");
-    check!(written.div_ceil(4096) >= before.saturating_sub(1), "{written} bytes for {before} free pages");
+    check!(
+        written.div_ceil(4096) >= before.saturating_sub(1),
+        "{written} bytes for {before} free pages"
+    );
     // A hole costs nothing: extending far beyond the limit is fine.
     t!(sys::syscall(nr::FTRUNCATE, &[fd as usize, 1 << 40]));
     check_eq!(t!(sys::fstat(fd)).st_size, 1 << 40);
-    check_eq!(sys::pwrite(fd, b"x", (1 << 40) - 1), Err(ENOSPC), "a write into a hole when full");
+    check_eq!(
+        sys::pwrite(fd, b"x", (1 << 40) - 1),
+        Err(ENOSPC),
+        "a write into a hole when full"
+    );
     t!(sys::close(fd));
     t!(sys::unlinkat(AT_FDCWD, path, 0));
     let after = statfs("/")?[3];

@@ -256,10 +256,7 @@ fn partial_copies_short_count() -> TestResult {
     ));
     t!(sys::munmap(base + PAGE, PAGE));
     let buf = base + PAGE - 40;
-    let fd = t!(sys::open(
-        "/tmp/efault_partial",
-        O_RDWR | O_CREAT | O_TRUNC
-    ));
+    let fd = t!(sys::open("/tmp/efault_partial", O_RDWR | O_CREAT | O_TRUNC));
     let _ = sys::unlinkat(AT_FDCWD, "/tmp/efault_partial", 0);
     check_eq!(sys::write(fd, &[7u8; 200]), Ok(200), "filling the file");
     check_eq!(sys::lseek(fd, 0, SEEK_SET), Ok(0), "rewinding");
@@ -268,13 +265,21 @@ fn partial_copies_short_count() -> TestResult {
         Ok(40),
         "read into a buffer ending 40 bytes before a hole"
     );
-    check_eq!(sys::lseek(fd, 0, SEEK_CUR), Ok(40), "offset after the short read");
+    check_eq!(
+        sys::lseek(fd, 0, SEEK_CUR),
+        Ok(40),
+        "offset after the short read"
+    );
     check_eq!(
         s(nr::WRITE, &[fd as usize, buf - 24, 100]),
         Ok(64),
         "write from a buffer ending 64 bytes before a hole"
     );
-    check_eq!(sys::lseek(fd, 0, SEEK_CUR), Ok(104), "offset after the short write");
+    check_eq!(
+        sys::lseek(fd, 0, SEEK_CUR),
+        Ok(104),
+        "offset after the short write"
+    );
     let _ = sys::close(fd);
     let _ = sys::munmap(base, PAGE);
     Ok(())

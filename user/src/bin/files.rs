@@ -333,7 +333,12 @@ fn dev_null_and_console() -> TestResult {
 fn holes_and_truncate() -> TestResult {
     let path = "/tmp/files-holes";
     let _ = sys::unlinkat(AT_FDCWD, path, 0);
-    let fd = t!(sys::openat(AT_FDCWD, path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600));
+    let fd = t!(sys::openat(
+        AT_FDCWD,
+        path,
+        O_RDWR | O_CREAT | O_CLOEXEC,
+        0o600
+    ));
     let ftruncate = |len: usize| sys::syscall(nr::FTRUNCATE, &[fd as usize, len]);
     check_eq!(sys::pwrite(fd, b"tail", 3 * 4096 + 10), Ok(4));
     check_eq!(t!(sys::fstat(fd)).st_size, 3 * 4096 + 14);
@@ -347,7 +352,10 @@ fn holes_and_truncate() -> TestResult {
     check_eq!(t!(sys::fstat(fd)).st_size, 9000);
     let mut back = [0u8; 9000];
     check_eq!(sys::pread(fd, &mut back, 0), Ok(9000));
-    check!(back[..5000].iter().all(|&b| b == 0xab), "kept below the cut");
+    check!(
+        back[..5000].iter().all(|&b| b == 0xab),
+        "kept below the cut"
+    );
     check!(back[5000..].iter().all(|&b| b == 0), "zeros past the cut");
     t!(ftruncate(1 << 40));
     check_eq!(sys::pread(fd, &mut buf[..8], (1 << 40) - 8), Ok(8));

@@ -1,6 +1,7 @@
 //! Linux's limits on address spaces and processes, reached on purpose: mapping one page at a time
 //! ends in ENOMEM at vm.max_map_count (also after lowering it), forking without end ends in
-//! EAGAIN at kernel.threads-max, and a non-root user stops at its RLIMIT_NPROC. Every case runs
+//! EAGAIN at kernel.threads-max, a non-root user stops at its RLIMIT_NPROC and RLIMIT_MEMLOCK,
+//! and the main stack ends at RLIMIT_STACK. Every case runs
 //! in a child with a deadline, so a kernel without the limit fails the case instead of hanging.
 #![no_std]
 #![no_main]
@@ -369,8 +370,110 @@ fn rlimit_nproc_per_user() -> TestResult {
     Ok(())
 }
 
-fn main(_a: &rt::Args) -> i32 {
+/// The "VmLck:" figure of /proc/self/status, in kB.
+fn vmlck_kb() -> Option<usize> {
+    let text = io::read_file("/proc/self/status").ok()?;
+    let text = core::str::from_utf8(&text).ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmLck:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// mlock as Linux has it: root locks what it likes; another user within RLIMIT_MEMLOCK
+/// (ENOMEM beyond it, EPERM when it is 0); the locked amount shows as VmLck.
+fn rlimit_memlock() -> TestResult {
+    let st = t!(proc::in_child(|| {
+        let run = || -> Result<(), String> {
+            let a = t!(sys::mmap_anon(64 * PAGE));
+            t!(sys::mlock(a, 16 * PAGE));
+            check_eq!(vmlck_kb(), Some(64), "VmLck after locking 64 KiB");
+            // Locking again what is locked adds nothing; munlock gives it back.
+            t!(sys::mlock(a, 16 * PAGE));
+            check_eq!(vmlck_kb(), Some(64), "VmLck after locking it twice");
+            t!(sys::munlock(a, 16 * PAGE));
+            check_eq!(vmlck_kb(), Some(0), "VmLck after munlock");
+            check_eq!(sys::mlockall(0), Err(EINVAL), "mlockall(0)");
+            let hole = t!(sys::mmap_anon(2 * PAGE));
+            t!(sys::munmap(hole + PAGE, PAGE));
+            check_eq!(sys::mlock(hole, 2 * PAGE), Err(ENOMEM), "mlock over a hole");
+            let lim = Rlimit {
+                cur: 8 * PAGE as u64,
+                max: 8 * PAGE as u64,
+            };
+            t!(sys::setrlimit(RLIMIT_MEMLOCK, &lim));
+            t!(sys::setuid(NOBODY));
+            check_eq!(
+                sys::mlock(a, 16 * PAGE),
+                Err(ENOMEM),
+                "beyond RLIMIT_MEMLOCK"
+            );
+            t!(sys::mlock(a, 8 * PAGE));
+            check_eq!(sys::mlock(a + 8 * PAGE, PAGE), Err(ENOMEM), "one page more");
+            t!(sys::munlock(a, 8 * PAGE));
+            let zero = Rlimit { cur: 0, max: 0 };
+            t!(sys::setrlimit(RLIMIT_MEMLOCK, &zero));
+            check_eq!(sys::mlock(a, PAGE), Err(EPERM), "with RLIMIT_MEMLOCK 0");
+            Ok(())
+        };
+        match run() {
+            Ok(()) => 0,
+            Err(e) => {
+                println!("# {e}");
+                1
+            }
+        }
+    }));
+    check_eq!(st, 0, "the locking child: {}", describe(st));
+    Ok(())
+}
+
+/// The main thread's stack may grow to RLIMIT_STACK and no further: with a 1 MiB limit set
+/// before exec, touching 512 KiB below the stack pointer works and 4 MiB below is SIGSEGV.
+fn rlimit_stack() -> TestResult {
+    for (depth, want) in [("512", "exited 0"), ("4096", "killed by signal 11")] {
+        let st = t!(proc::in_child(|| {
+            let lim = Rlimit {
+                cur: 1 << 20,
+                max: u64::MAX,
+            };
+            if sys::setrlimit(RLIMIT_STACK, &lim).is_err() {
+                return 98;
+            }
+            let e = sys::execve(
+                "/bin/tests/mm_limits",
+                &["mm_limits", "--stack-probe", depth],
+                &[],
+            );
+            println!("# execve: {e:?}");
+            99
+        }));
+        check_eq!(
+            describe(st),
+            want,
+            "a touch {depth} KiB below the stack pointer"
+        );
+    }
+    Ok(())
+}
+
+/// `--stack-probe KIB`: touch the byte KIB KiB below the stack pointer.
+fn stack_probe(kib: usize) -> i32 {
+    let sp: usize;
+    // SAFETY: reads the stack pointer only.
+    unsafe { core::arch::asm!("mov {}, sp", out(reg) sp) };
+    let p = (sp - (kib << 10)) as *mut u8;
+    // SAFETY: deliberately probing below the stack; a fault is the expected outcome for
+    // addresses beyond RLIMIT_STACK.
+    unsafe { core::ptr::write_volatile(p, 1) };
+    0
+}
+
+fn main(a: &rt::Args) -> i32 {
+    if a.arg(1) == Some("--stack-probe") {
+        return stack_probe(a.arg(2).and_then(|s| s.parse().ok()).unwrap_or(0));
+    }
     ktap::run(&[
+        ("rlimit_memlock", rlimit_memlock),
+        ("rlimit_stack", rlimit_stack),
         ("mmap_until_max_map_count", mmap_until_max_map_count),
         (
             "mmap_until_lowered_max_map_count",
