@@ -157,14 +157,15 @@ pub struct FpsimdState {
 
 /// A record to place after fpsimd/esr, in the order given (Linux's: gcs, sve, tpidr2, za, zt,
 /// fpmr, poe). `size` is the head.size written (the 8-byte head included) and the record takes
-/// `size` rounded up to 16. `body` is written right after the head; the rest is zero. When it
-/// is more convenient to fill a large payload in place, pass a short body and write the rest
-/// at `FrameLayout::record_offset` afterwards.
+/// `size` rounded up to 16. `body` is written right after the head, then `payload` (register
+/// contents, handed to the writer without a copy). Without a payload the rest of the record is
+/// zero; with one, the bytes after it are left alone (Linux copies exactly the register bytes).
 #[derive(Clone, Copy, Debug)]
 pub struct RecordSpec<'a> {
     pub magic: u32,
     pub size: u32,
     pub body: &'a [u8],
+    pub payload: &'a [u8],
 }
 
 /// The most records one frame holds (fpsimd, esr and the eight feature records, with room).
@@ -366,68 +367,192 @@ impl SigDelivery<'_> {
     }
 
     /// Write the image of [plan.base, plan.base + plan.image_len) into `buf` (at least
-    /// `image_len` bytes; ENOMEM otherwise). Bytes Linux leaves unwritten are zero here.
+    /// `image_len` bytes; ENOMEM otherwise). Bytes `emit` leaves unwritten are zero here.
     pub fn write(&self, plan: &DeliveryPlan, buf: &mut [u8]) -> Result<(), Errno> {
         let buf = buf.get_mut(..plan.image_len).ok_or(Errno::ENOMEM)?;
         buf.fill(0);
+        self.emit(plan, &mut |off, bytes| {
+            let dst = buf.get_mut(off..off + bytes.len()).ok_or(Efault)?;
+            dst.copy_from_slice(bytes);
+            Ok(())
+        })
+    }
+
+    /// Write the frame as `out(offset from plan.base, bytes)` calls in ascending, non-overlapping
+    /// order, touching only what Linux's setup_rt_frame writes, give or take a few padding bytes:
+    /// the header up to `__reserved` (siginfo zero without SA_SIGINFO, padding zero), every
+    /// record (payload-less ones in full; a payload's tail padding is left alone), extra_context
+    /// and its terminator, a 16-byte final terminator, and the frame record. The rest of
+    /// `__reserved` and of the extra space keeps whatever the stack held, as on Linux. Small
+    /// pieces are gathered so that a typical frame takes two `out` calls; payloads go out as
+    /// given. EFAULT when `out` fails, EINVAL when a record's body and payload overflow it.
+    pub fn emit(&self, plan: &DeliveryPlan, out: &mut WriteUser<'_>) -> Result<(), Errno> {
         let l = &plan.layout;
+        let mut w = Stage::new(out);
+        // The header: fields at fixed offsets, the rest (padding, uc_flags, uc_link, siginfo
+        // without SA_SIGINFO) zero.
+        let h = w.take(RESERVED_OFFSET)?;
         if self.action.sa_flags & SA_SIGINFO != 0 {
-            buf[INFO_OFFSET..INFO_OFFSET + Siginfo::SIZE].copy_from_slice(&self.info.0);
+            h[INFO_OFFSET..INFO_OFFSET + Siginfo::SIZE].copy_from_slice(&self.info.0);
+        } else {
+            h[INFO_OFFSET..INFO_OFFSET + Siginfo::SIZE].fill(0);
         }
-        // uc_flags and uc_link stay 0.
-        buf[UC_STACK_OFFSET..UC_STACK_OFFSET + StackT::SIZE]
+        put_u64(h, UC_FLAGS_OFFSET, 0);
+        put_u64(h, UC_LINK_OFFSET, 0);
+        h[UC_STACK_OFFSET..UC_STACK_OFFSET + StackT::SIZE]
             .copy_from_slice(&self.uc_stack.to_bytes());
-        put_u64(buf, UC_SIGMASK_OFFSET, self.sigmask.0);
-        put_u64(buf, FAULT_ADDRESS_OFFSET, self.fault_address);
+        put_u64(h, UC_SIGMASK_OFFSET, self.sigmask.0);
+        h[UC_SIGMASK_OFFSET + 8..MCONTEXT_OFFSET].fill(0);
+        put_u64(h, FAULT_ADDRESS_OFFSET, self.fault_address);
         for (i, r) in self.regs.regs.iter().enumerate() {
-            put_u64(buf, REGS_OFFSET + 8 * i, *r);
+            put_u64(h, REGS_OFFSET + 8 * i, *r);
         }
-        put_u64(buf, SP_OFFSET, self.regs.sp);
-        put_u64(buf, PC_OFFSET, self.regs.pc);
-        put_u64(buf, PSTATE_OFFSET, self.regs.pstate);
+        put_u64(h, SP_OFFSET, self.regs.sp);
+        put_u64(h, PC_OFFSET, self.regs.pc);
+        put_u64(h, PSTATE_OFFSET, self.regs.pstate);
+        put_u64(h, PSTATE_OFFSET + 8, 0);
 
         let mut i = 0;
         if let Some(fp) = self.fpsimd {
-            let o = l.offsets[i];
-            put_u32(buf, o, FPSIMD_MAGIC);
-            put_u32(buf, o + 4, FPSIMD_CONTEXT_SIZE);
-            put_u32(buf, o + 8, fp.fpsr);
-            put_u32(buf, o + 12, fp.fpcr);
+            w.at(l.offsets[i])?;
+            let r = w.take(FPSIMD_CONTEXT_SIZE as usize)?;
+            put_u32(r, 0, FPSIMD_MAGIC);
+            put_u32(r, 4, FPSIMD_CONTEXT_SIZE);
+            put_u32(r, 8, fp.fpsr);
+            put_u32(r, 12, fp.fpcr);
             for (n, v) in fp.vregs.iter().enumerate() {
-                put_u128(buf, o + 16 + 16 * n, *v);
+                put_u128(r, 16 + 16 * n, *v);
             }
             i += 1;
         }
         if let Some(esr) = self.esr {
-            let o = l.offsets[i];
-            put_u32(buf, o, ESR_MAGIC);
-            put_u32(buf, o + 4, ESR_CONTEXT_SIZE);
-            put_u64(buf, o + 8, esr);
+            w.at(l.offsets[i])?;
+            let r = w.take(ESR_CONTEXT_SIZE as usize)?;
+            put_u32(r, 0, ESR_MAGIC);
+            put_u32(r, 4, ESR_CONTEXT_SIZE);
+            put_u64(r, 8, esr);
             i += 1;
         }
+        let mut extra = l.extra_offset.zip(l.extra_area());
         for r in self.records {
             let o = l.offsets[i];
+            if let Some((e, (start, size))) = extra.filter(|&(e, _)| e < o) {
+                w.at(e)?;
+                let r = w.take(EXTRA_CONTEXT_SIZE as usize + TERMINATOR_SIZE)?;
+                r.fill(0);
+                put_u32(r, 0, EXTRA_MAGIC);
+                put_u32(r, 4, EXTRA_CONTEXT_SIZE);
+                put_u64(r, 8, plan.base + start as u64);
+                put_u32(r, 16, size as u32);
+                extra = None;
+            }
             let room = (r.size as usize).saturating_sub(8);
-            if r.body.len() > room {
+            if r.body.len() + r.payload.len() > room {
                 return Err(Errno::EINVAL);
             }
-            put_u32(buf, o, r.magic);
-            put_u32(buf, o + 4, r.size);
-            buf[o + 8..o + 8 + r.body.len()].copy_from_slice(r.body);
+            w.at(o)?;
+            let h = w.take(8)?;
+            put_u32(h, 0, r.magic);
+            put_u32(h, 4, r.size);
+            w.bytes(r.body)?;
+            if r.payload.is_empty() {
+                w.zeros((r.size as usize).next_multiple_of(16) - 8 - r.body.len())?;
+            } else {
+                w.direct(o + 8 + r.body.len(), r.payload)?;
+            }
             i += 1;
         }
-        if let (Some(e), Some((start, size))) = (l.extra_offset, l.extra_area()) {
-            put_u32(buf, e, EXTRA_MAGIC);
-            put_u32(buf, e + 4, EXTRA_CONTEXT_SIZE);
-            put_u64(buf, e + 8, plan.base + start as u64);
-            put_u32(buf, e + 16, size as u32);
-            // The terminator after it is already zero.
-        }
-        // The final terminator at end_offset is already zero.
+        w.at(l.end_offset)?;
+        w.take(TERMINATOR_SIZE)?.fill(0);
+        w.at(l.size)?;
+        let r = w.take(FRAME_RECORD_SIZE)?;
+        put_u64(r, 0, self.regs.regs[29]);
+        put_u64(r, 8, self.regs.regs[30]);
+        w.flush()
+    }
+}
 
-        let fr = l.size;
-        put_u64(buf, fr, self.regs.regs[29]);
-        put_u64(buf, fr + 8, self.regs.regs[30]);
+/// Copies bytes to the frame at an offset from its base, or fails with `Efault`.
+pub type WriteUser<'w> = dyn FnMut(usize, &[u8]) -> Result<(), Efault> + 'w;
+
+/// Bytes of the frame gathered before they go out: the header, fpsimd, esr, the small records
+/// and the terminator of a frame without payloads fit in one piece.
+const STAGE_SIZE: usize = 1280;
+
+/// Gathers consecutive frame bytes and hands them to the writer in as few pieces as it can.
+struct Stage<'o, 'w> {
+    out: &'o mut WriteUser<'w>,
+    buf: [u8; STAGE_SIZE],
+    /// Frame offset of buf[0].
+    start: usize,
+    len: usize,
+}
+
+impl<'o, 'w> Stage<'o, 'w> {
+    fn new(out: &'o mut WriteUser<'w>) -> Self {
+        Stage {
+            out,
+            buf: [0; STAGE_SIZE],
+            start: 0,
+            len: 0,
+        }
+    }
+    fn flush(&mut self) -> Result<(), Errno> {
+        if self.len > 0 {
+            (self.out)(self.start, &self.buf[..self.len]).map_err(|_| Errno::EFAULT)?;
+            self.start += self.len;
+            self.len = 0;
+        }
+        Ok(())
+    }
+    /// Continue at frame offset `off`: a gap (or a step back) starts a new piece.
+    fn at(&mut self, off: usize) -> Result<(), Errno> {
+        if off != self.start + self.len {
+            self.flush()?;
+            self.start = off;
+        }
+        Ok(())
+    }
+    fn bytes(&mut self, mut b: &[u8]) -> Result<(), Errno> {
+        while !b.is_empty() {
+            if self.len == STAGE_SIZE {
+                self.flush()?;
+            }
+            let n = b.len().min(STAGE_SIZE - self.len);
+            self.buf[self.len..self.len + n].copy_from_slice(&b[..n]);
+            self.len += n;
+            b = &b[n..];
+        }
+        Ok(())
+    }
+    fn zeros(&mut self, mut n: usize) -> Result<(), Errno> {
+        while n > 0 {
+            if self.len == STAGE_SIZE {
+                self.flush()?;
+            }
+            let k = n.min(STAGE_SIZE - self.len);
+            self.buf[self.len..self.len + k].fill(0);
+            self.len += k;
+            n -= k;
+        }
+        Ok(())
+    }
+    /// The next `n` (≤ STAGE_SIZE) bytes, to be filled in by the caller.
+    fn take(&mut self, n: usize) -> Result<&mut [u8], Errno> {
+        if n > STAGE_SIZE - self.len {
+            self.flush()?;
+        }
+        let at = self.len;
+        let b = self.buf.get_mut(at..at + n).ok_or(Errno::EINVAL)?;
+        self.len += n;
+        Ok(b)
+    }
+    /// `b` at frame offset `off`, straight from the caller's memory.
+    fn direct(&mut self, off: usize, b: &[u8]) -> Result<(), Errno> {
+        self.at(off)?;
+        self.flush()?;
+        (self.out)(off, b).map_err(|_| Errno::EFAULT)?;
+        self.start = off + b.len();
         Ok(())
     }
 }
@@ -546,14 +671,46 @@ pub fn u64_record_value(rec: &[u8]) -> Option<u64> {
     (rec.len() == 16).then(|| get_u64(rec, 8))
 }
 
+/// Reads the extra space an extra_context describes: (user address, size) -> its bytes. The
+/// caller finds the memory (allocation failure: `ExtraBufferTooSmall`) and copies the bytes in
+/// (a fault: `Fault`). Called at most once per frame.
+pub type ReadExtra<'a, 'r> = dyn FnMut(u64, usize) -> Result<&'a [u8], BadFrame> + 'r;
+
+/// A `ReadExtra` over a caller's buffer: the extra space must fit in `buf`.
+pub fn extra_in<'a, 'r, 'u: 'r>(
+    buf: &'a mut [u8],
+    read_user: &'r mut ReadUser<'u>,
+) -> impl FnMut(u64, usize) -> Result<&'a [u8], BadFrame> + use<'a, 'r, 'u>
+where
+    'a: 'r,
+{
+    let mut buf = Some(buf);
+    move |addr, len| {
+        let b = buf.take().ok_or(BadFrame::ExtraDuplicate)?;
+        if len > b.len() {
+            return Err(BadFrame::ExtraBufferTooSmall { needed: len });
+        }
+        let b = &mut b[..len];
+        read_user(addr, b).map_err(|_| BadFrame::Fault)?;
+        Ok(b)
+    }
+}
+
+/// Bytes read with the header on every sigreturn: the header and the start of `__reserved`,
+/// enough for fpsimd, esr, the small SVE/SME records and the terminator of a frame without
+/// payloads. Further record bytes are read as the walk reaches them.
+const FIRST_READ: usize = RESERVED_OFFSET + 640;
+
 /// rt_sigreturn's frame checks. `sp` is the user SP at the syscall; `read_user(addr, buf)`
-/// copies user memory; `frame` receives the 4688-byte frame and `extra` the extra space.
+/// copies user memory; `frame` receives the bytes of the 4688-byte frame that are looked at
+/// (the header, then `__reserved` up to the last record found there; the rest of it is not
+/// read) and `read_extra` supplies the extra space.
 pub fn parse_sigreturn<'a>(
     sp: u64,
     read_user: &mut ReadUser<'_>,
     features: &SigFeatures,
     frame: &'a mut [u8; RT_SIGFRAME_SIZE],
-    extra: &'a mut [u8],
+    read_extra: &mut ReadExtra<'a, '_>,
 ) -> SigreturnResult<'a> {
     let mut out = SigreturnResult {
         sigmask: None,
@@ -563,7 +720,8 @@ pub fn parse_sigreturn<'a>(
     if sp & 15 != 0 {
         return out;
     }
-    if read_user(sp, frame).is_err() {
+    let mut have = FIRST_READ;
+    if read_user(sp, &mut frame[..have]).is_err() {
         out.frame = Err(BadFrame::Fault);
         return out;
     }
@@ -580,17 +738,13 @@ pub fn parse_sigreturn<'a>(
     };
     regs.pstate = pstate;
 
-    let mut extra_len = 0;
-    let mut extra_at = None;
-    let locs = match scan_records(
+    let mut reserved = Reserved {
         sp,
         frame,
+        have: &mut have,
         read_user,
-        features,
-        extra,
-        &mut extra_len,
-        &mut extra_at,
-    ) {
+    };
+    let (locs, extra) = match scan_records(sp, &mut reserved, features, read_extra) {
         Ok(l) => l,
         Err(e) => {
             out.frame = Err(e);
@@ -598,13 +752,11 @@ pub fn parse_sigreturn<'a>(
         }
     };
     let frame: &'a [u8] = frame;
-    let extra: &'a [u8] = &extra[..extra_len];
     let get = |l: Option<RecordLoc>| {
         l.map(|l| {
-            let area = if l.extra {
-                extra
-            } else {
-                &frame[RESERVED_OFFSET..]
+            let area = match (l.extra, extra) {
+                (true, Some((_, bytes))) => bytes,
+                _ => &frame[RESERVED_OFFSET..],
             };
             &area[l.offset..l.offset + l.size]
         })
@@ -648,10 +800,39 @@ pub fn parse_sigreturn<'a>(
         fpmr: get(locs.fpmr),
         poe: get(locs.poe),
         gcs: get(locs.gcs),
-        extra: extra_at,
+        extra: extra.map(|(addr, bytes)| (addr, bytes.len())),
     });
     out
 }
+
+/// `__reserved`, read from user memory as far as the record walk needs it.
+struct Reserved<'f, 'u, 'r> {
+    sp: u64,
+    frame: &'f mut [u8; RT_SIGFRAME_SIZE],
+    /// frame[..have] holds the user's bytes.
+    have: &'f mut usize,
+    read_user: &'u mut ReadUser<'r>,
+}
+
+impl Reserved<'_, '_, '_> {
+    /// Make sure `__reserved[..end]` has been read (`end` ≤ RESERVED_SIZE).
+    fn need(&mut self, end: usize) -> Result<(), BadFrame> {
+        let end = RESERVED_OFFSET + end;
+        let have = *self.have;
+        if end > have {
+            (self.read_user)(self.sp + have as u64, &mut self.frame[have..end])
+                .map_err(|_| BadFrame::Fault)?;
+            *self.have = end;
+        }
+        Ok(())
+    }
+    fn area(&self) -> &[u8] {
+        &self.frame[RESERVED_OFFSET..]
+    }
+}
+
+/// The extra space, once read: its user address and bytes.
+type ExtraSpace<'a> = Option<(u64, &'a [u8])>;
 
 #[derive(Default)]
 struct Locs {
@@ -666,31 +847,32 @@ struct Locs {
 }
 
 /// `parse_user_sigframe`: walk __reserved, then the extra space if an extra_context says so.
-fn scan_records(
+/// Returns where each record is and the extra space (user address, bytes) if there is one.
+fn scan_records<'a>(
     sp: u64,
-    frame: &[u8; RT_SIGFRAME_SIZE],
-    read_user: &mut ReadUser<'_>,
+    reserved: &mut Reserved<'_, '_, '_>,
     f: &SigFeatures,
-    extra_buf: &mut [u8],
-    extra_len: &mut usize,
-    extra_at: &mut Option<(u64, usize)>,
-) -> Result<Locs, BadFrame> {
+    read_extra: &mut ReadExtra<'a, '_>,
+) -> Result<(Locs, ExtraSpace<'a>), BadFrame> {
     let mut locs = Locs::default();
-    let mut in_extra = false;
+    let mut extra: ExtraSpace<'a> = None;
     let mut offset = 0usize;
     let mut limit = RESERVED_SIZE;
     loop {
-        let area: &[u8] = if in_extra {
-            &extra_buf[..limit]
-        } else {
-            &frame[RESERVED_OFFSET..]
-        };
         if limit - offset < 8 {
             return Err(BadFrame::NoRoomForHead);
         }
         if !offset.is_multiple_of(16) {
             return Err(BadFrame::RecordMisaligned);
         }
+        let in_extra = extra.is_some();
+        if !in_extra {
+            reserved.need(offset + 8)?;
+        }
+        let area: &[u8] = match extra {
+            Some((_, bytes)) => bytes,
+            None => reserved.area(),
+        };
         let magic = get_u32(area, offset);
         let size = get_u32(area, offset + 4) as usize;
         if limit - offset < size {
@@ -703,7 +885,7 @@ fn scan_records(
         });
         let slot = match magic {
             0 if size != 0 => return Err(BadFrame::BadTerminator),
-            0 => return Ok(locs),
+            0 => return Ok((locs, extra)),
             ESR_MAGIC => None,
             FPSIMD_MAGIC if f.fpsimd => Some(&mut locs.fpsimd),
             SVE_MAGIC if f.sve || f.sme => Some(&mut locs.sve),
@@ -716,18 +898,20 @@ fn scan_records(
             FPSIMD_MAGIC | SVE_MAGIC | TPIDR2_MAGIC | ZA_MAGIC | ZT_MAGIC | FPMR_MAGIC
             | POE_MAGIC | GCS_MAGIC => return Err(BadFrame::FeatureAbsent(magic)),
             EXTRA_MAGIC => {
-                if in_extra || extra_at.is_some() {
+                if in_extra {
                     return Err(BadFrame::ExtraDuplicate);
                 }
                 if size < EXTRA_CONTEXT_SIZE as usize {
                     return Err(BadFrame::ExtraTooSmall);
                 }
-                let datap = get_u64(area, offset + 8);
-                let esize = get_u32(area, offset + 16) as usize;
                 if limit - offset - size < TERMINATOR_SIZE {
                     return Err(BadFrame::ExtraNoTerminator);
                 }
                 let term = offset + size;
+                reserved.need(term + 8)?;
+                let area = reserved.area();
+                let datap = get_u64(area, offset + 8);
+                let esize = get_u32(area, offset + 16) as usize;
                 if get_u32(area, term) != 0 || get_u32(area, term + 4) != 0 {
                     return Err(BadFrame::ExtraNoTerminator);
                 }
@@ -742,13 +926,11 @@ fn scan_records(
                 if esize > SIGFRAME_MAXSZ - after {
                     return Err(BadFrame::ExtraTooLarge);
                 }
-                if esize > extra_buf.len() {
+                let bytes = read_extra(datap, esize)?;
+                if bytes.len() != esize {
                     return Err(BadFrame::ExtraBufferTooSmall { needed: esize });
                 }
-                read_user(datap, &mut extra_buf[..esize]).map_err(|_| BadFrame::Fault)?;
-                *extra_len = esize;
-                *extra_at = Some((datap, esize));
-                in_extra = true;
+                extra = Some((datap, bytes));
                 offset = 0;
                 limit = esize;
                 continue;
@@ -760,6 +942,10 @@ fn scan_records(
                 return Err(BadFrame::Duplicate(magic));
             }
             *slot = loc;
+            if !in_extra {
+                // The record, and the next head with it when there is room for one.
+                reserved.need((offset + size + 8).min(limit))?;
+            }
         }
         if size < 8 {
             return Err(BadFrame::RecordTooSmall(magic));

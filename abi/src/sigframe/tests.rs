@@ -289,6 +289,7 @@ fn large_record_goes_to_extra_space() {
         magic: SVE_MAGIC,
         size: 8752,
         body: &body,
+        payload: &[],
     }];
     let d = delivery(&f, &recs, None);
     let plan = d.plan().unwrap();
@@ -318,7 +319,7 @@ fn large_record_goes_to_extra_space() {
         &mut |a, b| mem.read(a, b),
         &ALL,
         &mut frame,
-        &mut extra,
+        &mut extra_in(&mut extra, &mut |a, b| mem.read(a, b)),
     );
     assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR1)));
     let s = r.frame.unwrap();
@@ -340,36 +341,43 @@ fn every_record_kind_round_trips() {
             magic: SVE_MAGIC,
             size: 16,
             body: &[0x40, 0, 0, 0],
+            payload: &[],
         },
         RecordSpec {
             magic: TPIDR2_MAGIC,
             size: 16,
             body: &tp,
+            payload: &[],
         },
         RecordSpec {
             magic: ZA_MAGIC,
             size: 16,
             body: &za_body,
+            payload: &[],
         },
         RecordSpec {
             magic: ZT_MAGIC,
             size: 80,
             body: &[1, 0],
+            payload: &[],
         },
         RecordSpec {
             magic: FPMR_MAGIC,
             size: 16,
             body: &[],
+            payload: &[],
         },
         RecordSpec {
             magic: POE_MAGIC,
             size: 16,
             body: &[7],
+            payload: &[],
         },
         RecordSpec {
             magic: GCS_MAGIC,
             size: 32,
             body: &[],
+            payload: &[],
         },
     ];
     let d = delivery(&f, &recs, Some(0x5600_0000));
@@ -383,7 +391,7 @@ fn every_record_kind_round_trips() {
         &mut |a, b| mem.read(a, b),
         &ALL,
         &mut frame,
-        &mut extra,
+        &mut extra_in(&mut extra, &mut |a, b| mem.read(a, b)),
     );
     let s = r.frame.unwrap();
     assert_eq!(s.regs.regs, f.regs.regs);
@@ -412,7 +420,7 @@ fn every_record_kind_round_trips() {
         &mut |a, b| mem.read(a, b),
         &FP_ONLY,
         &mut frame,
-        &mut extra,
+        &mut extra_in(&mut extra, &mut |a, b| mem.read(a, b)),
     );
     assert_eq!(r.frame.err(), Some(BadFrame::FeatureAbsent(SVE_MAGIC)));
     assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR1)));
@@ -436,15 +444,21 @@ fn good_frame() -> Mem {
 fn parse_with(mem: &Mem, features: &SigFeatures, extra_len: usize) -> Result<(), BadFrame> {
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
     let mut extra = vec![0u8; extra_len];
-    parse_sigreturn(
+    let r = parse_sigreturn(
         SP,
         &mut |a, b| mem.read(a, b),
         features,
         &mut frame,
-        &mut extra,
+        &mut extra_in(&mut extra, &mut |a, b| mem.read(a, b)),
     )
     .frame
-    .map(|_| ())
+    .map(|_| ());
+    r
+}
+
+/// For frames without an extra_context: the extra space is never asked for.
+fn no_extra<'a>(_: u64, _: usize) -> Result<&'a [u8], BadFrame> {
+    Err(BadFrame::Fault)
 }
 
 fn reject(edit: impl Fn(&mut Mem), want: BadFrame) {
@@ -477,13 +491,13 @@ fn reject_misaligned_sp_and_fault() {
         &mut |a, b| m.read(a, b),
         &FP_ONLY,
         &mut frame,
-        &mut [],
+        &mut |_, _| Err(BadFrame::Fault),
     );
     assert_eq!(
         (r.frame.err(), r.sigmask),
         (Some(BadFrame::SpMisaligned), None)
     );
-    let r = parse_sigreturn(SP, &mut |_, _| Err(Efault), &FP_ONLY, &mut frame, &mut []);
+    let r = parse_sigreturn(SP, &mut |_, _| Err(Efault), &FP_ONLY, &mut frame, &mut no_extra);
     assert_eq!(r.frame.err(), Some(BadFrame::Fault));
 }
 
@@ -515,7 +529,7 @@ fn reject_bad_pstate_but_clear_res0() {
     let mut m = good_frame();
     put_u64(m.at(SP), PSTATE_OFFSET, PSR_I_BIT);
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
-    let r = parse_sigreturn(SP, &mut |a, b| m.read(a, b), &FP_ONLY, &mut frame, &mut []);
+    let r = parse_sigreturn(SP, &mut |a, b| m.read(a, b), &FP_ONLY, &mut frame, &mut no_extra);
     assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR1)));
 }
 
@@ -735,7 +749,7 @@ fn extra_context_rules() {
         &mut |a, b| if a == SP { m.read(a, b) } else { Err(Efault) },
         &FP_ONLY,
         &mut frame,
-        &mut extra,
+        &mut extra_in(&mut extra, &mut |_, _| Err(Efault)),
     );
     assert_eq!(r.frame.err(), Some(BadFrame::Fault));
 }
@@ -769,6 +783,181 @@ fn garbage_frames_never_panic() {
         }
         let mut frame = [0u8; RT_SIGFRAME_SIZE];
         let mut extra = vec![0u8; (next() % 4096) as usize];
-        let _ = parse_sigreturn(SP, &mut |a, b| m.read(a, b), &ALL, &mut frame, &mut extra);
+        let _ = parse_sigreturn(
+            SP,
+            &mut |a, b| m.read(a, b),
+            &ALL,
+            &mut frame,
+            &mut extra_in(&mut extra, &mut |a, b| m.read(a, b)),
+        );
     }
+}
+
+/// Every `emit` call: (offset, length).
+fn emit_calls(d: &SigDelivery, plan: &DeliveryPlan, mem: &mut Mem) -> Vec<(usize, usize)> {
+    let mut calls = Vec::new();
+    let base = plan.base;
+    d.emit(plan, &mut |off, b| {
+        calls.push((off, b.len()));
+        mem.write(base + off as u64, b);
+        Ok(())
+    })
+    .unwrap();
+    calls
+}
+
+#[test]
+fn emit_writes_only_what_linux_writes() {
+    let f = fixture(SA_SIGINFO);
+    let d = delivery(&f, &[], None);
+    let plan = d.plan().unwrap();
+    let mut mem = Mem::new(plan.base, plan.image_len);
+    mem.bytes.fill(0xEE);
+    // Header, fpsimd and terminator in one piece; the frame record in another.
+    assert_eq!(emit_calls(&d, &plan, &mut mem), [(0, 1136), (4688, 16)]);
+    // The unused rest of __reserved keeps what the stack held.
+    assert!(mem.bytes[1136..4688].iter().all(|&b| b == 0xEE));
+    // What was written matches the zero-filled image.
+    let mut img = vec![0; plan.image_len];
+    d.write(&plan, &mut img).unwrap();
+    assert_eq!(&mem.bytes[..1136], &img[..1136]);
+    assert_eq!(&mem.bytes[4688..], &img[4688..]);
+    // A failing writer is EFAULT.
+    assert_eq!(d.emit(&plan, &mut |_, _| Err(Efault)), Err(Errno::EFAULT));
+}
+
+#[test]
+fn payloads_go_out_in_place_and_their_padding_is_left_alone() {
+    let f = fixture(SA_SIGINFO);
+    // SVE live at VL 16: 562 bytes, 576 with padding; then tpidr2.
+    let head = [16u8, 0, 0, 0, 0, 0, 0, 0];
+    let regs = pattern(546);
+    let tp = 0x77u64.to_le_bytes();
+    let recs = [
+        RecordSpec {
+            magic: SVE_MAGIC,
+            size: 576,
+            body: &head,
+            payload: &regs,
+        },
+        RecordSpec {
+            magic: TPIDR2_MAGIC,
+            size: 16,
+            body: &tp,
+            payload: &[],
+        },
+    ];
+    let d = delivery(&f, &recs, Some(0x9200_0046));
+    let plan = d.plan().unwrap();
+    let mut mem = Mem::new(plan.base, plan.image_len);
+    mem.bytes.fill(0xEE);
+    // Header + fpsimd + esr + sve head, the payload, tpidr2 + terminator, frame record.
+    assert_eq!(
+        emit_calls(&d, &plan, &mut mem),
+        [(0, 1152), (1152, 546), (1712, 32), (4688, 16)]
+    );
+    assert_eq!(get_u32(&mem.bytes, 1136), SVE_MAGIC);
+    assert_eq!(get_u32(&mem.bytes, 1140), 576);
+    assert_eq!(get_u16(&mem.bytes, 1144), 16);
+    assert_eq!(&mem.bytes[1152..1698], &regs[..]);
+    assert!(mem.bytes[1698..1712].iter().all(|&b| b == 0xEE));
+    assert_eq!(get_u32(&mem.bytes, 1712), TPIDR2_MAGIC);
+    assert_eq!(get_u64(&mem.bytes, 1720), 0x77);
+    assert_eq!(get_u64(&mem.bytes, 1728), 0);
+    // A body and payload larger than the record are refused.
+    let big = [RecordSpec {
+        magic: SVE_MAGIC,
+        size: 32,
+        body: &head,
+        payload: &regs,
+    }];
+    let d = delivery(&f, &big, None);
+    let plan = d.plan().unwrap();
+    assert_eq!(d.emit(&plan, &mut |_, _| Ok(())), Err(Errno::EINVAL));
+}
+
+#[test]
+fn sigreturn_reads_only_the_records_present() {
+    // A frame whose memory ends after its last record still parses: the unused rest of
+    // __reserved is never read.
+    let full = good_frame();
+    let short = Mem {
+        base: SP,
+        bytes: full.bytes[..1136].to_vec(),
+    };
+    let mut reads = Vec::new();
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| {
+            reads.push((a - SP, b.len()));
+            let end = (a - SP) as usize + b.len();
+            // Bytes past the frame's end read as zero, as a fresh stack page would.
+            let avail = short.bytes.len().saturating_sub((a - SP) as usize).min(b.len());
+            b[..avail].copy_from_slice(&short.bytes[(a - SP) as usize..(a - SP) as usize + avail]);
+            b[avail..].fill(0);
+            assert!(end <= 1232, "read past the first piece: {end}");
+            Ok(())
+        },
+        &FP_ONLY,
+        &mut frame,
+        &mut no_extra,
+    );
+    assert!(r.frame.is_ok());
+    assert_eq!(reads, [(0, 1232)]);
+
+    // A record reaching further in __reserved is read when the walk reaches it.
+    let mut m = good_frame();
+    rec(&mut m, 1120, ESR_MAGIC, 16);
+    rec(&mut m, 1136, SVE_MAGIC, 2208);
+    rec(&mut m, 3344, 0, 0);
+    let mut reads = Vec::new();
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| {
+            reads.push((a - SP, b.len()));
+            m.read(a, b)
+        },
+        &ALL,
+        &mut frame,
+        &mut no_extra,
+    );
+    assert_eq!(r.frame.unwrap().sve.unwrap().len(), 2208);
+    assert_eq!(reads, [(0, 1232), (1232, 592 + 3344 + 8 - 1232 - 592)]);
+}
+
+#[test]
+fn extra_space_is_asked_for_once_with_its_size() {
+    let mut m = good_frame();
+    with_extra(&mut m, &[(SVE_MAGIC, 2208)]);
+    let mut asked = Vec::new();
+    let mut store = vec![0u8; 4096];
+    let mut slot = Some(&mut store[..]);
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| m.read(a, b),
+        &ALL,
+        &mut frame,
+        &mut |a, len| {
+            asked.push((a, len));
+            let b = &mut slot.take().unwrap()[..len];
+            m.read(a, b).map_err(|_| BadFrame::Fault)?;
+            Ok(b)
+        },
+    );
+    assert_eq!(r.frame.unwrap().extra, Some((SP + 1168, 2224)));
+    assert_eq!(asked, [(SP + 1168, 2224)]);
+    // When the memory cannot be had, the frame is refused.
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| m.read(a, b),
+        &ALL,
+        &mut frame,
+        &mut |_, len| Err(BadFrame::ExtraBufferTooSmall { needed: len }),
+    );
+    assert_eq!(
+        r.frame.err(),
+        Some(BadFrame::ExtraBufferTooSmall { needed: 2224 })
+    );
 }

@@ -41,6 +41,22 @@ pub fn copy_from_user_partial(dst: &mut [u8], va: usize) -> Result<(), (Errno, u
     }
 }
 
+/// Reads `len` bytes at user address `va` into a new vector, without zero-filling it first:
+/// ENOMEM when the memory cannot be had, EFAULT on a fault.
+pub fn read_vec(va: usize, len: usize) -> SysResult<Vec<u8>> {
+    access_ok(va, len)?;
+    let mut v: Vec<u8> = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
+    // SAFETY: the vector has room for `len` bytes; the user range was checked above.
+    let left = unsafe { arch::copy_from_user(v.as_mut_ptr(), va, len) };
+    if left != 0 {
+        return Err(Errno::EFAULT);
+    }
+    // SAFETY: the copy initialised all `len` bytes (nothing was left over).
+    unsafe { v.set_len(len) };
+    Ok(v)
+}
+
 /// Copies `src` to user address `va`.
 pub fn copy_to_user(va: usize, src: &[u8]) -> SysResult<()> {
     copy_to_user_partial(va, src).map_err(|(e, _)| e)

@@ -7,7 +7,7 @@ use crate::arch::aarch64::fpsimd::fpsimd::FpsimdState;
 use crate::mm::uaccess;
 use crate::task::{self, Task};
 use alloc::sync::Arc;
-use alloc::vec;
+use svelt_abi::errno::Errno;
 use svelt_abi::sigframe as sf;
 use svelt_abi::signal::{self as sig, Sigset};
 
@@ -53,15 +53,15 @@ pub fn setup(
     let fp = to_abi(&st.fpsimd);
     let f = crate::cpufeature::features();
     let sme = crate::cpufeature::offer().sme;
-    // Records after fpsimd (and esr), in Linux's order: sve, tpidr2, za, zt. Each body here is
-    // its 8-byte header; register payloads are copied straight into the frame image below.
-    // At most four records and three payloads: fixed arrays, no allocation.
+    // Records after fpsimd (and esr), in Linux's order: sve, tpidr2, za, zt. Register payloads
+    // go to the user stack straight from the saved state. At most four records: a fixed
+    // array, no allocation.
     let mut records = Fixed::<sf::RecordSpec, 4>::new(sf::RecordSpec {
         magic: 0,
         size: 0,
         body: &[],
+        payload: &[],
     });
-    let mut payloads = Fixed::<(usize, &[u8]), 3>::new((0, &[]));
     let head = |vl: u32, flags: u16| -> [u8; 8] {
         let mut h = [0u8; 8];
         h[0..2].copy_from_slice(&(vl as u16).to_le_bytes());
@@ -75,17 +75,18 @@ pub fn setup(
     let zt_head = head(1, 0);
     if f.sve || sme {
         // sve_context: the payload when SVE (or streaming) state is live, else the header.
-        let size = match sve_regs {
-            Some(p) => {
-                payloads.push((records.len(), p));
-                sf::sve_sig_context_size(sve_vl / 16).next_multiple_of(16)
-            }
-            None => sf::SVE_CONTEXT_HEAD_SIZE,
+        let (size, payload) = match sve_regs {
+            Some(p) => (
+                sf::sve_sig_context_size(sve_vl / 16).next_multiple_of(16),
+                p,
+            ),
+            None => (sf::SVE_CONTEXT_HEAD_SIZE, &[][..]),
         };
         records.push(sf::RecordSpec {
             magic: sf::SVE_MAGIC,
             size,
             body: &sve_head,
+            payload,
         });
     }
     if sme {
@@ -93,25 +94,24 @@ pub fn setup(
             magic: sf::TPIDR2_MAGIC,
             size: sf::TPIDR2_CONTEXT_SIZE,
             body: &tpidr2_body,
+            payload: &[],
         });
-        let size = match st.za.1 {
-            Some(p) => {
-                payloads.push((records.len(), p));
-                sf::za_sig_context_size(st.za.0 / 16)
-            }
-            None => sf::ZA_CONTEXT_HEAD_SIZE,
+        let (size, payload) = match st.za.1 {
+            Some(p) => (sf::za_sig_context_size(st.za.0 / 16), p),
+            None => (sf::ZA_CONTEXT_HEAD_SIZE, &[][..]),
         };
         records.push(sf::RecordSpec {
             magic: sf::ZA_MAGIC,
             size,
             body: &za_head,
+            payload,
         });
         if let Some(zt) = st.zt0 {
-            payloads.push((records.len(), zt));
             records.push(sf::RecordSpec {
                 magic: sf::ZT_MAGIC,
                 size: sf::zt_sig_context_size(1),
                 body: &zt_head,
+                payload: zt,
             });
         }
     }
@@ -136,32 +136,13 @@ pub fn setup(
         sigtramp: crate::mm::aspace::SIGTRAMP as u64,
     };
     let plan = d.plan().map_err(|_| ())?;
-    // Frames without extra space fit a stack buffer; larger ones go to the heap.
-    let mut small = [0u8; sf::RT_SIGFRAME_SIZE + sf::FRAME_RECORD_SIZE];
-    let mut big = alloc::vec::Vec::new();
-    let img: &mut [u8] = if plan.image_len <= small.len() {
-        &mut small[..plan.image_len]
-    } else {
-        big.resize(plan.image_len, 0);
-        &mut big
-    };
-    d.write(&plan, img).map_err(|_| ())?;
-    // The frame goes out in pieces: the image between the register payloads, and each payload
-    // (right after its record's 16-byte head) straight from the saved state.
-    let fixed = 1 + usize::from(d.esr.is_some());
+    // Only the bytes Linux writes go out (the unused rest of __reserved is left as it was), in
+    // a few pieces, the payloads straight from the saved state.
     let base = plan.base as usize;
-    let mut at = 0;
-    for &(k, p) in payloads.as_slice() {
-        let off = plan.layout.record_offset(fixed + k).ok_or(())? + 16;
-        let end = off + p.len();
-        if off < at || end > img.len() {
-            return Err(());
-        }
-        uaccess::copy_to_user(base + at, &img[at..off]).map_err(|_| ())?;
-        uaccess::copy_to_user(base + off, p).map_err(|_| ())?;
-        at = end;
-    }
-    uaccess::copy_to_user(base + at, &img[at..]).map_err(|_| ())?;
+    d.emit(&plan, &mut |off, bytes| {
+        uaccess::copy_to_user(base + off, bytes).map_err(|_| sf::Efault)
+    })
+    .map_err(|_| ())?;
     crate::fpstate::signal_entered(t);
     if a.sa_flags & sig::SA_ONSTACK != 0 {
         t.sig.lock().altstack.disarm_after_save();
@@ -189,21 +170,30 @@ pub fn sigreturn(tf: &mut TrapFrame) {
     // SAFETY: the current task's own locals.
     unsafe { t.local().in_syscall = -1 };
     let sp = tf.sp_el0;
+    // Only the header and the records present are read; the extra space, if any, once, into
+    // memory of its size that is not zeroed first (it is refused beyond the largest frame this
+    // system writes; Linux accepts up to SIGFRAME_MAXSZ).
     let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
-    let mut read_user = |addr: u64, buf: &mut [u8]| {
-        uaccess::copy_from_user(buf, addr as usize).map_err(|_| sf::Efault)
+    let mut extra_store: Option<alloc::vec::Vec<u8>> = None;
+    let mut extra_slot = Some(&mut extra_store);
+    let mut read_extra = |addr: u64, len: usize| {
+        let slot = extra_slot.take().ok_or(sf::BadFrame::ExtraDuplicate)?;
+        if len > largest_frame() {
+            return Err(sf::BadFrame::ExtraBufferTooSmall { needed: len });
+        }
+        let v = uaccess::read_vec(addr as usize, len).map_err(|e| match e {
+            Errno::ENOMEM => sf::BadFrame::ExtraBufferTooSmall { needed: len },
+            _ => sf::BadFrame::Fault,
+        })?;
+        Ok(&slot.insert(v)[..])
     };
-    // Most frames have no extra space: parse without a buffer first, and only if the frame has
-    // an extra_context parse again with one of the size it needs (no larger than the biggest
-    // frame this system writes; Linux accepts up to SIGFRAME_MAXSZ).
-    let mut no_extra = [0u8; 0];
-    let r = sf::parse_sigreturn(sp, &mut read_user, &features(), &mut frame, &mut no_extra);
-    if let Err(sf::BadFrame::ExtraBufferTooSmall { needed }) = r.frame {
-        let mut frame2 = [0u8; sf::RT_SIGFRAME_SIZE];
-        let mut extra = vec![0u8; needed.min(largest_frame())];
-        let r2 = sf::parse_sigreturn(sp, &mut read_user, &features(), &mut frame2, &mut extra);
-        return restore(&t, tf, sp, r2);
-    }
+    let r = sf::parse_sigreturn(
+        sp,
+        &mut |addr, buf| uaccess::copy_from_user(buf, addr as usize).map_err(|_| sf::Efault),
+        &features(),
+        &mut frame,
+        &mut read_extra,
+    );
     restore(&t, tf, sp, r);
 }
 
@@ -345,7 +335,9 @@ fn bad_frame(t: &Arc<Task>, sp: u64) {
 
 /// The largest frame this system can write: every record at its largest, ZA included.
 fn largest_frame() -> usize {
-    let mut sizes = alloc::vec![sf::FPSIMD_CONTEXT_SIZE, sf::ESR_CONTEXT_SIZE];
+    let mut sizes = Fixed::<u32, 6>::new(0);
+    sizes.push(sf::FPSIMD_CONTEXT_SIZE);
+    sizes.push(sf::ESR_CONTEXT_SIZE);
     let sve_max = crate::cpufeature::sve_max_vl().unwrap_or(0);
     let sme_max = crate::cpufeature::sme_vls().max_bytes().unwrap_or(0);
     let vq = sve_max.max(sme_max) / 16;
@@ -359,7 +351,7 @@ fn largest_frame() -> usize {
             sizes.push(sf::zt_sig_context_size(1));
         }
     }
-    sf::minsigstksz(&sizes).unwrap_or(sf::SIGFRAME_MAXSZ)
+    sf::minsigstksz(sizes.as_slice()).unwrap_or(sf::SIGFRAME_MAXSZ)
 }
 
 /// The largest frame this system delivers (for AT_MINSIGSTKSZ).
@@ -396,9 +388,6 @@ impl<T: Copy, const N: usize> Fixed<T, N> {
     fn push(&mut self, v: T) {
         self.items[self.len] = v;
         self.len += 1;
-    }
-    fn len(&self) -> usize {
-        self.len
     }
     fn as_slice(&self) -> &[T] {
         &self.items[..self.len]
