@@ -12,14 +12,30 @@ core::arch::global_asm!(
 // memcpy(dst x0, src x1, n x2) -> dst
 memcpy:
     mov     x3, x0
-1:  cmp     x2, #32
+    // 64 bytes a step, then 32, 8 and single bytes.
+    subs    x2, x2, #64
+    b.lo    14f
+1:  ldp     x4, x5, [x1]
+    ldp     x6, x7, [x1, #16]
+    ldp     x8, x9, [x1, #32]
+    ldp     x10, x11, [x1, #48]
+    stp     x4, x5, [x3]
+    stp     x6, x7, [x3, #16]
+    stp     x8, x9, [x3, #32]
+    stp     x10, x11, [x3, #48]
+    add     x1, x1, #64
+    add     x3, x3, #64
+    subs    x2, x2, #64
+    b.hs    1b
+14: add     x2, x2, #64
+15: cmp     x2, #32
     b.lo    2f
     ldp     x4, x5, [x1], #16
     ldp     x6, x7, [x1], #16
     stp     x4, x5, [x3], #16
     stp     x6, x7, [x3], #16
     sub     x2, x2, #32
-    b       1b
+    b       15b
 2:  cmp     x2, #8
     b.lo    3f
     ldr     x4, [x1], #8
@@ -59,12 +75,22 @@ memset:
     and     x4, x1, #0xff
     mov     x5, #0x0101010101010101
     mul     x4, x4, x5
-8:  cmp     x2, #32
+    // 64 bytes a step (one compare-and-branch per four pairs), then 16, 8 and single bytes.
+    subs    x2, x2, #64
+    b.lo    12f
+8:  stp     x4, x4, [x3]
+    stp     x4, x4, [x3, #16]
+    stp     x4, x4, [x3, #32]
+    stp     x4, x4, [x3, #48]
+    add     x3, x3, #64
+    subs    x2, x2, #64
+    b.hs    8b
+12: add     x2, x2, #64
+13: cmp     x2, #16
     b.lo    9f
     stp     x4, x4, [x3], #16
-    stp     x4, x4, [x3], #16
-    sub     x2, x2, #32
-    b       8b
+    sub     x2, x2, #16
+    b       13b
 9:  cmp     x2, #8
     b.lo    10f
     str     x4, [x3], #8
