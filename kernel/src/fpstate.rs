@@ -320,8 +320,8 @@ pub fn return_to_user(t: &Task) {
     match format {
         Format::Fpsimd => {
             fpsimd::load(&f.fp);
-            count(&p, Counter::FpsimdRestores, 1);
-            count(&p, Counter::BytesRestored, 528);
+            count(p, Counter::FpsimdRestores, 1);
+            count(p, Counter::BytesRestored, 528);
         }
         Format::Sve | Format::Streaming => {
             let with_ffr = format == Format::Sve || fa64();
@@ -330,8 +330,8 @@ pub fn return_to_user(t: &Task) {
             // SAFETY: the VL was set above (or already was) and SVCR.SM matches the format.
             unsafe { sve::load(buf.as_ptr(), vq, with_ffr) };
             fpsimd::load_control(&f.fp);
-            count(&p, Counter::SveRestores, 1);
-            count(&p, Counter::BytesRestored, 8 + sve::state_size(vq) as u64);
+            count(p, Counter::SveRestores, 1);
+            count(p, Counter::BytesRestored, 8 + sve::state_size(vq) as u64);
         }
     }
     if r.load_za {
@@ -343,8 +343,8 @@ pub fn return_to_user(t: &Task) {
             // SAFETY: as in do_save.
             unsafe { sme::load_zt0(buf[sme::za_size(svl)..].as_ptr()) };
         }
-        count(&p, Counter::ZaRestores, 1);
-        count(&p, Counter::BytesRestored, buf.len() as u64);
+        count(p, Counter::ZaRestores, 1);
+        count(p, Counter::BytesRestored, buf.len() as u64);
     }
 }
 

@@ -378,11 +378,23 @@ pub fn mlock(addr: usize, len: usize, lock: bool, flags: u32) -> SysResult<usize
         return Ok(0);
     }
     with_mm(|mm| {
-        if !fully_mapped(mm, start, end) {
-            return Err(Errno::ENOMEM);
-        }
         if lock {
             check_memlock(mm, mm.unlocked_in(start, end))?;
+        }
+        // As Linux: the mappings before a hole are (un)locked, then the hole is ENOMEM (and
+        // nothing is faulted in).
+        let mut covered = start;
+        while covered < end {
+            match mm.find_vma(covered) {
+                Some(v) => covered = v.end.min(end),
+                None => break,
+            }
+        }
+        if covered < end {
+            if covered > start {
+                mm.set_locked(start, covered, lock, false)?;
+            }
+            return Err(Errno::ENOMEM);
         }
         mm.set_locked(start, end, lock, flags & MLOCK_ONFAULT == 0)
             .map(|()| 0)

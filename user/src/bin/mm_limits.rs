@@ -394,7 +394,11 @@ fn rlimit_memlock() -> TestResult {
             check_eq!(sys::mlockall(0), Err(EINVAL), "mlockall(0)");
             let hole = t!(sys::mmap_anon(2 * PAGE));
             t!(sys::munmap(hole + PAGE, PAGE));
+            // Linux locks the mapping before the hole, then fails.
             check_eq!(sys::mlock(hole, 2 * PAGE), Err(ENOMEM), "mlock over a hole");
+            check_eq!(vmlck_kb(), Some(4), "VmLck after mlock up to a hole");
+            t!(sys::munmap(hole, PAGE));
+            check_eq!(vmlck_kb(), Some(0), "VmLck after unmapping the locked page");
             let lim = Rlimit {
                 cur: 8 * PAGE as u64,
                 max: 8 * PAGE as u64,
