@@ -3,12 +3,14 @@
 //!
 //! ```text
 //! mkinitramfs --out target/initramfs.cpio [--gzip target/initramfs.cpio.gz]
-//!             --init FILE [--add DEST=SRC]... [--add-exec DEST=SRC]... TEST...
+//!             --init FILE [--dir DEST]... [--add DEST=SRC]... [--add-exec DEST=SRC]... TEST...
 //! ```
 //!
 //! Contents: `/init`, each TEST as `/bin/tests/<file name>` (mode 0755), every `--add` file at
 //! DEST (mode 0644) and every `--add-exec` program at DEST (mode 0755; e.g. `bin/bench`, which
-//! the test init must not run, so it stays out of `/bin/tests`), the directories `/proc /sys /dev /tmp /etc /bin /bin/tests`, and the device nodes
+//! the test init must not run, so it stays out of `/bin/tests`), every `--dir` directory (mode
+//! 0755, before the files; list parents first, as the unpackers create no directory implicitly),
+//! the directories `/proc /sys /dev /tmp /etc /bin /bin/tests`, and the device nodes
 //! `/dev/console` (char 5,1) and `/dev/null` (char 1,3) so that Linux gives the init a console.
 
 use std::io::Write;
@@ -19,8 +21,8 @@ use svelt_abi::cpio::{Writer, S_IFCHR};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: mkinitramfs --out FILE [--gzip FILE] --init FILE [--add DEST=SRC]... \
-         [--add-exec DEST=SRC]... TEST..."
+        "usage: mkinitramfs --out FILE [--gzip FILE] --init FILE [--dir DEST]... \
+         [--add DEST=SRC]... [--add-exec DEST=SRC]... TEST..."
     );
     exit(2)
 }
@@ -38,6 +40,7 @@ fn main() {
     let mut init = None;
     let mut adds: Vec<(String, PathBuf, u32)> = Vec::new();
     let mut tests: Vec<PathBuf> = Vec::new();
+    let mut dirs: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| usage());
@@ -45,6 +48,7 @@ fn main() {
             "--out" => out = Some(PathBuf::from(val())),
             "--gzip" => gz = Some(PathBuf::from(val())),
             "--init" => init = Some(PathBuf::from(val())),
+            "--dir" => dirs.push(val().trim_matches('/').to_string()),
             "--add" | "--add-exec" => {
                 let mode = if a == "--add" { 0o644 } else { 0o755 };
                 let v = val();
@@ -69,6 +73,9 @@ fn main() {
     let mut w = Writer::new(|b: &[u8]| archive.extend_from_slice(b));
     for d in ["bin", "bin/tests", "dev", "etc", "proc", "sys", "tmp"] {
         w.dir(d, if d == "tmp" { 0o1777 } else { 0o755 });
+    }
+    for d in &dirs {
+        w.dir(d, 0o755);
     }
     w.device("dev/console", S_IFCHR, 0o600, 5, 1);
     w.device("dev/null", S_IFCHR, 0o666, 1, 3);

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Builds Linux's own arm64 selftests (tools/testing/selftests/arm64) as static arm64 programs and
+# packs them, with a static runner as /init (tests/selftests/runner.c), into
+# target/selftests/selftests.cpio.gz (newc, gzip):
+#
+#   tests/selftests/build.sh            # prints the archive's path on the last line of stdout
+#   ./qemu-run.sh --initrd target/selftests/selftests.cpio.gz [--linux]
+#
+# The source comes from Debian's linux-source-7.3 package (trixie-backports), fetched with a
+# private apt configuration under target/selftests/apt (the host's own apt sources and package
+# state are not touched; the mirror is the one the host's sources name; the index is checked
+# against debian-archive-keyring, as qemu-run.sh does for --linux). Everything is cached under
+# target/selftests/: delete a step's output (or the whole directory) to redo it.
+#
+# Environment: SELFTESTS_SUBTARGETS (default below) picks the arm64 sub-directories to build;
+# SELFTESTS_SKIP lists programs packed but reported as skipped by the runner; SELFTESTS_ONLY
+# lists the only programs to run; SELFTESTS_TIMEOUT is the runner's limit per program in
+# seconds (default 60), SELFTESTS_LONG ("NAME=SECONDS ...") the exceptions. The archive is
+# always repacked (a few seconds).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+here="$root/tests/selftests"
+out="$root/target/selftests"
+src_pkg=linux-source-7.3
+# Upstream's whole list (ARM64_SUBTARGETS); every one builds static with Debian's gcc 12.
+subtargets=${SELFTESTS_SUBTARGETS:-"tags signal pauth fp mte bti abi gcs"}
+skip=${SELFTESTS_SKIP-}
+only=${SELFTESTS_ONLY-}
+timeout=${SELFTESTS_TIMEOUT:-60}
+# Programs allowed longer: fp-stress runs 34 busy processes (FPSIMD, SVE, SSVE, ZA at each
+# vector length, on each CPU) and signals them every 25 ms for 400 rounds; under TCG that takes
+# ~27 s on Linux and 50-65 s on Svelt.
+long=${SELFTESTS_LONG-"fp-stress=180"}
+
+log() { echo "selftests: $*" >&2; }
+die() { echo "selftests: $*" >&2; exit 2; }
+
+apt_install() {
+    local cmd="apt-get install -y --no-install-recommends $*"
+    if [ "$(id -u)" = 0 ]; then
+        log "installing $* ($cmd)"
+        apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive $cmd >&2
+    else
+        die "$1 is missing; install it with: sudo $cmd"
+    fi
+}
+
+need() { # need COMMAND PACKAGE
+    command -v "$1" >/dev/null || apt_install "$2"
+}
+
+# The Debian mirror the host's own apt sources name (never a hard-coded host).
+host_mirror() {
+    local m=""
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+        m=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' \
+            /etc/apt/sources.list.d/debian.sources)
+    fi
+    if [ -z "$m" ] && [ -f /etc/apt/sources.list ]; then
+        m=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z+]+:\/\//) { if ($i !~ /security/) { print $i; exit } else break } }' \
+            /etc/apt/sources.list)
+    fi
+    [ -n "$m" ] || die "no Debian mirror found in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list"
+    echo "${m%/}"
+}
+
+# 1. The kernel source tarball, from linux-source-7.3 (trixie-backports).
+fetch_source() {
+    local apt="$out/apt" deb mirror
+    if [ -f "$out/source.tar.xz" ] && [ -f "$out/source-version" ]; then
+        log "$(cat "$out/source-version") (cached in target/selftests/)"
+        return
+    fi
+    command -v dpkg-deb >/dev/null || die "needs apt-get and dpkg-deb (a Debian host)"
+    [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring
+    mirror=$(host_mirror)
+    rm -rf "$apt"
+    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$apt/deb"
+    touch "$apt/status"
+    echo "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie-backports main" \
+        >"$apt/sources.list"
+    printf '%s\n' \
+        "Dir::Etc::SourceList \"$apt/sources.list\";" \
+        "Dir::Etc::SourceParts \"$apt/parts\";" \
+        "Dir::Etc::Preferences \"$apt/preferences\";" \
+        "Dir::Etc::PreferencesParts \"$apt/parts\";" \
+        "Dir::State \"$apt\";" \
+        "Dir::State::Lists \"$apt/lists\";" \
+        "Dir::State::status \"$apt/status\";" \
+        "Dir::Cache \"$apt/cache\";" \
+        'APT::Architecture "arm64";' \
+        'APT::Architectures { "arm64"; };' \
+        'APT::Sandbox::User "root";' >"$apt/apt.conf"
+    log "fetching the trixie-backports package index from $mirror"
+    APT_CONFIG="$apt/apt.conf" apt-get update -qq >&2 ||
+        die "apt-get update of trixie-backports failed (network?)"
+    log "downloading $src_pkg"
+    (cd "$apt/deb" && APT_CONFIG="$apt/apt.conf" apt-get download -qq "$src_pkg" >&2) ||
+        die "apt-get download $src_pkg failed (network?)"
+    deb=$(ls "$apt"/deb/*.deb)
+    rm -rf "$apt/x"
+    dpkg-deb -x "$deb" "$apt/x"
+    mv "$apt/x/usr/src/$src_pkg.tar.xz" "$out/source.tar.xz" || die "no $src_pkg.tar.xz in $deb"
+    echo "$src_pkg $(dpkg-deb -f "$deb" Version)" >"$out/source-version"
+    rm -rf "$apt/x" "$deb"
+    log "$(cat "$out/source-version")"
+}
+
+# 2. The source tree, unpacked (without what the headers and selftests never read).
+unpack_source() {
+    if [ -f "$out/linux/.unpacked" ]; then return; fi
+    need xz xz-utils
+    log "unpacking the kernel source"
+    rm -rf "$out/linux" "$out/linux.tmp"
+    mkdir -p "$out/linux.tmp"
+    tar -xJf "$out/source.tar.xz" -C "$out/linux.tmp" --strip-components=1 \
+        --exclude="$src_pkg/Documentation" --exclude="$src_pkg/drivers" --exclude="$src_pkg/sound" \
+        --exclude="$src_pkg/net" --exclude="$src_pkg/fs" --exclude="$src_pkg/rust" \
+        --exclude="$src_pkg/samples"
+    touch "$out/linux.tmp/.unpacked"
+    mv "$out/linux.tmp" "$out/linux"
+}
+
+# 3. The uapi headers for arm64.
+install_headers() {
+    if [ -f "$out/headers/.installed" ]; then return; fi
+    need make make
+    need rsync rsync # headers_install copies with it
+    log "make headers_install ARCH=arm64"
+    rm -rf "$out/headers"
+    make -s -C "$out/linux" ARCH=arm64 O="$out/hdr-build" headers_install \
+        INSTALL_HDR_PATH="$out/headers" >&2
+    touch "$out/headers/.installed"
+}
+
+# 4. The selftests, static, installed into target/selftests/install/arm64/<subtarget>/.
+build_selftests() {
+    local stamp="$out/install/.built-$(echo "$subtargets" | tr ' ' '-')"
+    if [ -f "$stamp" ]; then return; fi
+    if ! command -v aarch64-linux-gnu-gcc >/dev/null || [ ! -f /usr/aarch64-linux-gnu/lib/libc.a ]; then
+        apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+    fi
+    log "building tools/testing/selftests/arm64 ($subtargets), static"
+    rm -rf "$out/install" "$out/kselftest-build"
+    make -s -C "$out/linux/tools/testing/selftests" -j"$(nproc)" \
+        ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="aarch64-linux-gnu-gcc -static" \
+        TARGETS=arm64 ARM64_SUBTARGETS="$subtargets" \
+        KHDR_INCLUDES="-isystem $out/headers/include" \
+        O="$out/kselftest-build" INSTALL_PATH="$out/install" install >&2
+    touch "$stamp"
+}
+
+# 5. The archive: /init (the runner), /selftests/list, /selftests/arm64/* stripped.
+pack() {
+    local stage="$out/stage" f name list
+    log "packing target/selftests/selftests.cpio.gz"
+    rm -rf "$stage" && mkdir -p "$stage/arm64"
+    aarch64-linux-gnu-gcc -static -O2 -g -Wall -Wextra -Werror -o "$out/runner" "$here/runner.c"
+    aarch64-linux-gnu-strip -o "$stage/init" "$out/runner"
+    # Every installed executable (the listed programs and the helpers they start, such as
+    # fp-stress's ./sve-test); not the objects and not the shell scripts (no shell here).
+    for f in "$out"/install/arm64/*; do
+        [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" | grep -q ELF || continue
+        aarch64-linux-gnu-strip -o "$stage/arm64/$(basename "$f")" "$f"
+    done
+    # The programs to run, in kselftest-list.txt's order.
+    list="$stage/list"
+    echo "timeout=$timeout" >"$list"
+    sed -n 's/^arm64://p' "$out/install/kselftest-list.txt" | while read -r name; do
+        if [ -n "$only" ] && ! grep -qw -- "$name" <<<"$only"; then continue; fi
+        if grep -qw -- "$name" <<<"$skip"; then
+            echo "arm64/$name # SKIP by build.sh (SELFTESTS_SKIP)"
+        else
+            limit=$(tr ' ' '\n' <<<"$long" | sed -n "s/^$name=//p")
+            echo "arm64/$name${limit:+ timeout=$limit}"
+        fi
+    done >>"$list"
+    local args=(--dir selftests --dir selftests/arm64 --add selftests/list="$list")
+    for f in "$stage"/arm64/*; do
+        args+=(--add-exec "selftests/arm64/$(basename "$f")=$f")
+    done
+    (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
+        --out "$out/selftests.cpio" --gzip "$out/selftests.cpio.gz" --init "$stage/init" "${args[@]}")
+    log "$(grep -c '^arm64/' "$list") programs ($(grep -c SKIP "$list") skipped); $(du -sh --apparent-size "$stage" | cut -f1) unpacked, $(du -h --apparent-size "$out/selftests.cpio.gz" | cut -f1) gzip"
+}
+
+t0=$(date +%s)
+fetch_source
+unpack_source
+install_headers
+build_selftests
+pack
+log "done in $(($(date +%s) - t0)) s"
+echo "$out/selftests.cpio.gz"
