@@ -17,6 +17,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
+. "$root/tests/host-mirror.sh"
 target=aarch64-unknown-none-softfloat
 target_dir="$root/target/kernel"
 
@@ -187,7 +188,9 @@ linux_kernel() {
     rm -rf "$apt"
     mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$apt/deb"
     touch "$apt/status"
-    echo "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main" \
+    local mirror
+    mirror=$(host_mirror) || die "--linux needs a Debian mirror in the host's apt sources"
+    echo "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie-backports main" \
         >"$apt/sources.list"
     printf '%s\n' \
         "Dir::Etc::SourceList \"$apt/sources.list\";" \

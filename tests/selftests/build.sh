@@ -50,20 +50,8 @@ need() { # need COMMAND PACKAGE
     command -v "$1" >/dev/null || apt_install "$2"
 }
 
-# The Debian mirror the host's own apt sources name (never a hard-coded host).
-host_mirror() {
-    local m=""
-    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-        m=$(awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }' \
-            /etc/apt/sources.list.d/debian.sources)
-    fi
-    if [ -z "$m" ] && [ -f /etc/apt/sources.list ]; then
-        m=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z+]+:\/\//) { if ($i !~ /security/) { print $i; exit } else break } }' \
-            /etc/apt/sources.list)
-    fi
-    [ -n "$m" ] || die "no Debian mirror found in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list"
-    echo "${m%/}"
-}
+# host_mirror: the Debian mirror the host's own apt sources name (never a hard-coded host).
+. "$(dirname "${BASH_SOURCE[0]}")/../host-mirror.sh"
 
 # 1. The kernel source tarball, from linux-source-7.3 (trixie-backports).
 fetch_source() {
@@ -74,7 +62,7 @@ fetch_source() {
     fi
     command -v dpkg-deb >/dev/null || die "needs apt-get and dpkg-deb (a Debian host)"
     [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring
-    mirror=$(host_mirror)
+    mirror=$(host_mirror) || die "no Debian mirror in the host's apt sources"
     rm -rf "$apt"
     mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$apt/deb"
     touch "$apt/status"
