@@ -1,9 +1,5 @@
 //! Memory: the kernel map (built from the DTB), the physical frame allocator and the kernel heap.
 
-// The running task's memory goes through `uaccess`; aspace's software-walk copies (read,
-// read_cstr, read_u32/u64, write_u64, range_ok) stay for other address spaces (ptrace,
-// process_vm_*), which have no caller yet: drop this allow when they do.
-#[allow(dead_code)]
 pub mod aspace;
 pub mod frame;
 pub mod heap;
