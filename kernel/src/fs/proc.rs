@@ -450,10 +450,17 @@ fn status(pid: Option<u32>) -> String {
         (s.blocked, s.pending_mask())
     });
     let shared = p.shared_sig.lock().pending_mask();
-    let (vm, lck, rss) = threads.first().and_then(|t| t.mm()).map_or((0, 0, 0), |mm| {
-        let g = mm.lock();
-        (g.total_vm() / 1024, g.locked_vm() / 1024, g.resident_pages() * 4)
-    });
+    let (vm, lck, rss) = threads
+        .first()
+        .and_then(|t| t.mm())
+        .map_or((0, 0, 0), |mm| {
+            let g = mm.lock();
+            (
+                g.total_vm() / 1024,
+                g.locked_vm() / 1024,
+                g.resident_pages() * 4,
+            )
+        });
     let state = if p.stopped.load(Ordering::Relaxed) {
         "T (stopped)"
     } else {

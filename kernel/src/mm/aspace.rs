@@ -153,7 +153,7 @@ fn node_key(node: &Arc<dyn Inode>) -> usize {
 
 /// Records that `mm` maps the files of its file-backed VMAs (after mmap or fork).
 pub fn register_file_maps(mm: &Arc<Mutex<AddrSpace>>) {
-    let keys: Vec<usize> = mm
+    let mut keys: Vec<usize> = mm
         .lock()
         .vmas
         .values()
@@ -162,19 +162,27 @@ pub fn register_file_maps(mm: &Arc<Mutex<AddrSpace>>) {
             _ => None,
         })
         .collect();
-    if keys.is_empty() {
-        return;
-    }
-    let mut maps = FILE_MAPS.lock();
+    keys.sort_unstable();
+    keys.dedup();
     for k in keys {
-        let list = maps.entry(k).or_default();
-        list.retain(|w| w.strong_count() > 0);
-        if !list
-            .iter()
-            .any(|w| core::ptr::eq(w.as_ptr(), Arc::as_ptr(mm)))
-        {
-            list.push(Arc::downgrade(mm));
-        }
+        register(k, mm);
+    }
+}
+
+/// Records that `mm` maps `node` (after an mmap of it).
+pub fn register_file_map(mm: &Arc<Mutex<AddrSpace>>, node: &Arc<dyn Inode>) {
+    register(node_key(node), mm);
+}
+
+fn register(key: usize, mm: &Arc<Mutex<AddrSpace>>) {
+    let mut maps = FILE_MAPS.lock();
+    let list = maps.entry(key).or_default();
+    list.retain(|w| w.strong_count() > 0);
+    if !list
+        .iter()
+        .any(|w| core::ptr::eq(w.as_ptr(), Arc::as_ptr(mm)))
+    {
+        list.push(Arc::downgrade(mm));
     }
 }
 
@@ -954,7 +962,10 @@ impl AddrSpace {
     }
 
     /// Whether `[va, va + len)` is covered by mappings allowing `access` (no page is touched).
-    #[expect(dead_code, reason = "for other address spaces: ptrace and process_vm_* (next)")]
+    #[expect(
+        dead_code,
+        reason = "for other address spaces: ptrace and process_vm_* (next)"
+    )]
     pub fn range_ok(&self, va: usize, len: usize, access: Access) -> bool {
         let Some(end) = va.checked_add(len) else {
             return false;
@@ -973,7 +984,10 @@ impl AddrSpace {
     }
 
     /// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG beyond).
-    #[expect(dead_code, reason = "for other address spaces: ptrace and process_vm_* (next)")]
+    #[expect(
+        dead_code,
+        reason = "for other address spaces: ptrace and process_vm_* (next)"
+    )]
     pub fn read_cstr(&mut self, va: usize, max: usize) -> SysResult<Vec<u8>> {
         let mut out = Vec::new();
         let mut cur = va;
@@ -999,14 +1013,20 @@ impl AddrSpace {
         }
     }
 
-    #[expect(dead_code, reason = "for other address spaces: ptrace and process_vm_* (next)")]
+    #[expect(
+        dead_code,
+        reason = "for other address spaces: ptrace and process_vm_* (next)"
+    )]
     pub fn read_u64(&mut self, va: usize) -> SysResult<u64> {
         let mut b = [0u8; 8];
         self.read(va, &mut b)?;
         Ok(u64::from_le_bytes(b))
     }
 
-    #[expect(dead_code, reason = "for other address spaces: ptrace and process_vm_* (next)")]
+    #[expect(
+        dead_code,
+        reason = "for other address spaces: ptrace and process_vm_* (next)"
+    )]
     pub fn read_u32(&mut self, va: usize) -> SysResult<u32> {
         let mut b = [0u8; 4];
         self.read(va, &mut b)?;
@@ -1017,7 +1037,10 @@ impl AddrSpace {
         self.write(va, &v.to_le_bytes())
     }
 
-    #[expect(dead_code, reason = "for other address spaces: ptrace and process_vm_* (next)")]
+    #[expect(
+        dead_code,
+        reason = "for other address spaces: ptrace and process_vm_* (next)"
+    )]
     pub fn write_u64(&mut self, va: usize, v: u64) -> SysResult<()> {
         self.write(va, &v.to_le_bytes())
     }

@@ -104,7 +104,10 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
         }
     };
     let len = req.len;
-    let file_backed = matches!(backing, Backing::File { .. });
+    let file_node = match &backing {
+        Backing::File { node, .. } => Some(node.clone()),
+        _ => None,
+    };
     let r = with_mm(|mm| {
         let start = if req.fixed || req.noreplace {
             let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
@@ -126,10 +129,8 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
         mm.map(start, start + len, p, backing)?;
         Ok(start)
     })?;
-    if file_backed {
-        if let Some(mm) = task::current().mm() {
-            crate::mm::aspace::register_file_maps(&mm);
-        }
+    if let (Some(node), Some(mm)) = (file_node, task::current().mm()) {
+        crate::mm::aspace::register_file_map(&mm, &node);
     }
     Ok(r)
 }
