@@ -100,7 +100,9 @@ impl Checksum {
     pub fn update(&mut self, data: &[u8]) {
         let mut words = data.chunks_exact(8);
         for w in &mut words {
-            self.word(u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]));
+            self.word(u64::from_le_bytes([
+                w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7],
+            ]));
         }
         let tail = words.remainder();
         if !tail.is_empty() {
@@ -132,7 +134,10 @@ mod checksum_tests {
     #[test]
     fn pieces_of_whole_words_agree_and_length_counts() {
         let data: std::vec::Vec<u8> = (0..100u8).collect();
-        assert_eq!(sum(&[&data]), sum(&[&data[..16], &data[16..64], &data[64..]]));
+        assert_eq!(
+            sum(&[&data]),
+            sum(&[&data[..16], &data[16..64], &data[64..]])
+        );
         assert_ne!(sum(&[&data[..9]]), sum(&[&data[..9], &[0]]));
         assert_ne!(sum(&[b""]), sum(&[&[0]]));
         let mut flipped = data.clone();

@@ -319,7 +319,9 @@ impl Parser {
                 }
                 State::NamePad | State::DataPad => 1,
                 State::Data => {
-                    let n = rest.len().min(usize::try_from(self.left).unwrap_or(usize::MAX));
+                    let n = rest
+                        .len()
+                        .min(usize::try_from(self.left).unwrap_or(usize::MAX));
                     if self.report {
                         sink(Event::Data(&rest[..n]));
                     }
@@ -804,7 +806,10 @@ mod tests {
         let (g, r) = parse(&a);
         r.unwrap();
         assert_eq!(g.len(), 1);
-        assert_eq!((g[0].name.as_str(), &g[0].data[..]), ("after", &b"kept"[..]));
+        assert_eq!(
+            (g[0].name.as_str(), &g[0].data[..]),
+            ("after", &b"kept"[..])
+        );
         // The longest name that fits is kept.
         let fits = "x".repeat(NAME_MAX - 1);
         assert_eq!(names(&build(|w| w.file(&fits, 0o644, b""))), [fits]);

@@ -448,7 +448,9 @@ fn big_content(spec: &BigSpec, i: usize, size: usize) -> Vec<u8> {
         let mut n = i as u64;
         while out.len() < size {
             n += 1;
-            out.extend_from_slice(format!("line {n} of file {i}: the quick brown fox\n").as_bytes());
+            out.extend_from_slice(
+                format!("line {n} of file {i}: the quick brown fox\n").as_bytes(),
+            );
         }
     } else {
         let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (i as u64 + 1).wrapping_mul(0xd134_2543_de82_ef95);
@@ -470,7 +472,8 @@ fn big_content(spec: &BigSpec, i: usize, size: usize) -> Vec<u8> {
 /// gzip member (target/initramfs.cpio.gz) and one for the extra archive, concatenated.
 pub fn big_initramfs(spec: &BigSpec) -> PathBuf {
     use std::hash::{Hash, Hasher};
-    let base = std::fs::read(root().join("target/initramfs.cpio")).expect("the userland's initramfs");
+    let base =
+        std::fs::read(root().join("target/initramfs.cpio")).expect("the userland's initramfs");
     let mut h = std::collections::hash_map::DefaultHasher::new();
     base.hash(&mut h);
     spec.hash(&mut h);
@@ -500,7 +503,10 @@ pub fn big_initramfs(spec: &BigSpec) -> PathBuf {
             let data = big_content(spec, i, spec.size);
             add(&mut w, format!("big/d{}/f{i:03}", i % 4), data);
         }
-        for (k, size) in [0usize, 1, 4095, 4096, 4097, 12345, 65537].into_iter().enumerate() {
+        for (k, size) in [0usize, 1, 4095, 4096, 4097, 12345, 65537]
+            .into_iter()
+            .enumerate()
+        {
             let data = big_content(spec, 1000 + k, size);
             add(&mut w, format!("big/small{k}"), data);
         }

@@ -15,9 +15,11 @@ fn check(cfg: &Config) {
     let k = parse_ktap(&run.output);
     let ctx = || format!("config {cfg:?}\n--- output ---\n{}", run.output);
     eprintln!("boot took {:.1} s", t0.elapsed().as_secs_f64());
-    for line in run.output.lines().filter(|l| {
-        l.contains("initramfs") || l.starts_with("# ") || l.contains("bigfiles")
-    }) {
+    for line in run
+        .output
+        .lines()
+        .filter(|l| l.contains("initramfs") || l.starts_with("# ") || l.contains("bigfiles"))
+    {
         eprintln!("{line}");
     }
     // The program's own KTAP is at the top level (it is the init).

@@ -497,7 +497,13 @@ fn reject_misaligned_sp_and_fault() {
         (r.frame.err(), r.sigmask),
         (Some(BadFrame::SpMisaligned), None)
     );
-    let r = parse_sigreturn(SP, &mut |_, _| Err(Efault), &FP_ONLY, &mut frame, &mut no_extra);
+    let r = parse_sigreturn(
+        SP,
+        &mut |_, _| Err(Efault),
+        &FP_ONLY,
+        &mut frame,
+        &mut no_extra,
+    );
     assert_eq!(r.frame.err(), Some(BadFrame::Fault));
 }
 
@@ -529,7 +535,13 @@ fn reject_bad_pstate_but_clear_res0() {
     let mut m = good_frame();
     put_u64(m.at(SP), PSTATE_OFFSET, PSR_I_BIT);
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
-    let r = parse_sigreturn(SP, &mut |a, b| m.read(a, b), &FP_ONLY, &mut frame, &mut no_extra);
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| m.read(a, b),
+        &FP_ONLY,
+        &mut frame,
+        &mut no_extra,
+    );
     assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR1)));
 }
 
@@ -893,7 +905,11 @@ fn sigreturn_reads_only_the_records_present() {
             reads.push((a - SP, b.len()));
             let end = (a - SP) as usize + b.len();
             // Bytes past the frame's end read as zero, as a fresh stack page would.
-            let avail = short.bytes.len().saturating_sub((a - SP) as usize).min(b.len());
+            let avail = short
+                .bytes
+                .len()
+                .saturating_sub((a - SP) as usize)
+                .min(b.len());
             b[..avail].copy_from_slice(&short.bytes[(a - SP) as usize..(a - SP) as usize + avail]);
             b[avail..].fill(0);
             assert!(end <= 1232, "read past the first piece: {end}");
