@@ -17,7 +17,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
-. "$root/tests/host-mirror.sh"
+. "$root/tests/debian-apt.sh"
 target=aarch64-unknown-none-softfloat
 target_dir="$root/target/kernel"
 
@@ -185,25 +185,7 @@ linux_kernel() {
     fi
     command -v dpkg-deb >/dev/null || die "--linux needs apt-get and dpkg-deb (a Debian host)"
     [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring
-    rm -rf "$apt"
-    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$apt/deb"
-    touch "$apt/status"
-    local mirror
-    mirror=$(host_mirror) || die "--linux needs a Debian mirror in the host's apt sources"
-    echo "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie-backports main" \
-        >"$apt/sources.list"
-    printf '%s\n' \
-        "Dir::Etc::SourceList \"$apt/sources.list\";" \
-        "Dir::Etc::SourceParts \"$apt/parts\";" \
-        "Dir::Etc::Preferences \"$apt/preferences\";" \
-        "Dir::Etc::PreferencesParts \"$apt/parts\";" \
-        "Dir::State \"$apt\";" \
-        "Dir::State::Lists \"$apt/lists\";" \
-        "Dir::State::status \"$apt/status\";" \
-        "Dir::Cache \"$apt/cache\";" \
-        'APT::Architecture "arm64";' \
-        'APT::Architectures { "arm64"; };' \
-        'APT::Sandbox::User "root";' >"$apt/apt.conf"
+    trixie_backports_apt "$apt" || die "--linux needs a Debian mirror in the host's apt sources"
     echo "qemu-run.sh: fetching the trixie-backports arm64 package index" >&2
     APT_CONFIG="$apt/apt.conf" apt-get update -qq >&2 ||
         die "apt-get update of trixie-backports failed (network?)"

@@ -50,37 +50,20 @@ need() { # need COMMAND PACKAGE
     command -v "$1" >/dev/null || apt_install "$2"
 }
 
-# host_mirror: the Debian mirror the host's own apt sources name (never a hard-coded host).
-. "$(dirname "${BASH_SOURCE[0]}")/../host-mirror.sh"
+# host_mirror, trixie_backports_apt: the host's mirror and a private apt configuration on it.
+. "$(dirname "${BASH_SOURCE[0]}")/../debian-apt.sh"
 
 # 1. The kernel source tarball, from linux-source-7.3 (trixie-backports).
 fetch_source() {
-    local apt="$out/apt" deb mirror
+    local apt="$out/apt" deb
     if [ -f "$out/source.tar.xz" ] && [ -f "$out/source-version" ]; then
         log "$(cat "$out/source-version") (cached in target/selftests/)"
         return
     fi
     command -v dpkg-deb >/dev/null || die "needs apt-get and dpkg-deb (a Debian host)"
     [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || apt_install debian-archive-keyring
-    mirror=$(host_mirror) || die "no Debian mirror in the host's apt sources"
-    rm -rf "$apt"
-    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$apt/deb"
-    touch "$apt/status"
-    echo "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie-backports main" \
-        >"$apt/sources.list"
-    printf '%s\n' \
-        "Dir::Etc::SourceList \"$apt/sources.list\";" \
-        "Dir::Etc::SourceParts \"$apt/parts\";" \
-        "Dir::Etc::Preferences \"$apt/preferences\";" \
-        "Dir::Etc::PreferencesParts \"$apt/parts\";" \
-        "Dir::State \"$apt\";" \
-        "Dir::State::Lists \"$apt/lists\";" \
-        "Dir::State::status \"$apt/status\";" \
-        "Dir::Cache \"$apt/cache\";" \
-        'APT::Architecture "arm64";' \
-        'APT::Architectures { "arm64"; };' \
-        'APT::Sandbox::User "root";' >"$apt/apt.conf"
-    log "fetching the trixie-backports package index from $mirror"
+    trixie_backports_apt "$apt" || die "no Debian mirror in the host's apt sources"
+    log "fetching the trixie-backports package index from $(host_mirror)"
     APT_CONFIG="$apt/apt.conf" apt-get update -qq >&2 ||
         die "apt-get update of trixie-backports failed (network?)"
     log "downloading $src_pkg"

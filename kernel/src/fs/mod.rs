@@ -146,6 +146,16 @@ pub trait FileOps: Send + Sync + Any {
     fn seekable(&self) -> bool {
         false
     }
+    /// read(2) straight into user memory at `va`, for files that must not lose bytes when the
+    /// copy faults (pipes); `None`: read into a kernel buffer, then copy.
+    fn read_to_user(&self, _file: &File, _va: usize, _count: usize) -> Option<SysResult<usize>> {
+        None
+    }
+    /// Whether write(2) hands over each chunk whole or not at all when the user buffer faults
+    /// part-way (pipes: EFAULT, nothing written), instead of the bytes before the fault.
+    fn whole_chunks(&self) -> bool {
+        false
+    }
     /// POLLIN/POLLOUT/POLLHUP/POLLERR readiness now.
     fn poll(&self) -> u32 {
         (f::POLLIN | f::POLLOUT) as u32

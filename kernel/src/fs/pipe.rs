@@ -68,9 +68,15 @@ pub fn new_pipe() -> (Arc<PipeEnd>, Arc<PipeEnd>) {
 }
 
 impl PipeEnd {
-    /// read(2) into user memory at `va`: copies from the ring before taking the bytes out, so
-    /// a fault leaves them in the pipe (EFAULT).
-    pub fn read_to_user(&self, file: &File, va: usize, count: usize) -> SysResult<usize> {
+    /// Waits for bytes (or EOF, or EAGAIN) and hands up to `count` of them, as the ring's two
+    /// contiguous pieces, to `copy`; they leave the pipe only if `copy` succeeds, so a fault
+    /// while copying to user memory is EFAULT with nothing consumed (as on Linux).
+    fn take(
+        &self,
+        file: &File,
+        count: usize,
+        mut copy: impl FnMut(&[u8], &[u8]) -> SysResult<()>,
+    ) -> SysResult<usize> {
         if self.write {
             return Err(Errno::EBADF);
         }
@@ -90,9 +96,7 @@ impl PipeEnd {
                     } else {
                         (a, &b[..n - a.len()])
                     };
-                    let copied = crate::mm::uaccess::copy_to_user(va, a)
-                        .and_then(|()| crate::mm::uaccess::copy_to_user(va + a.len(), b));
-                    if let Err(e) = copied {
+                    if let Err(e) = copy(a, b) {
                         return Some(Err(e));
                     }
                     r.data.drain(..n);
@@ -158,36 +162,22 @@ impl Drop for PipeEnd {
 
 impl FileOps for PipeEnd {
     fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
-        if self.write {
-            return Err(Errno::EBADF);
-        }
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        let p = &self.pipe;
-        let n = p
-            .readable
-            .wait(|| {
-                let mut r = p.ring.lock();
-                if !r.data.is_empty() {
-                    let n = buf.len().min(r.data.len());
-                    for (dst, src) in buf.iter_mut().zip(r.data.drain(..n)) {
-                        *dst = src;
-                    }
-                    Some(Ok(n))
-                } else if r.writers == 0 {
-                    Some(Ok(0))
-                } else if file.nonblocking() {
-                    Some(Err(Errno::EAGAIN))
-                } else {
-                    None
-                }
-            })
-            .map_err(|_| Errno::ERESTARTSYS)??;
-        if n > 0 {
-            p.changed();
-        }
-        Ok(n)
+        self.take(file, buf.len(), |a, b| {
+            buf[..a.len()].copy_from_slice(a);
+            buf[a.len()..a.len() + b.len()].copy_from_slice(b);
+            Ok(())
+        })
+    }
+
+    fn read_to_user(&self, file: &File, va: usize, count: usize) -> Option<SysResult<usize>> {
+        Some(self.take(file, count, |a, b| {
+            crate::mm::uaccess::copy_to_user(va, a)?;
+            crate::mm::uaccess::copy_to_user(va + a.len(), b)
+        }))
+    }
+
+    fn whole_chunks(&self) -> bool {
+        true
     }
 
     fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {

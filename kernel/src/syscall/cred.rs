@@ -6,6 +6,12 @@ use crate::task;
 use core::sync::atomic::Ordering::Relaxed;
 use svelt_abi::errno::{Errno, SysResult};
 
+/// Whether the caller has the capabilities Linux gives root (CAP_IPC_LOCK, CAP_SYS_RESOURCE):
+/// effective user ID 0.
+pub fn privileged() -> bool {
+    task::current().process().euid.load(Relaxed) == 0
+}
+
 pub fn getuid(effective: bool) -> usize {
     let p = task::current().process();
     (if effective { &p.euid } else { &p.uid }).load(Relaxed) as usize
@@ -19,7 +25,7 @@ pub fn setuid(uid: u32) -> SysResult<usize> {
     }
     let t = task::current();
     let p = t.process();
-    if p.euid.load(Relaxed) == 0 {
+    if privileged() {
         let old = p.uid.swap(uid, Relaxed);
         p.euid.store(uid, Relaxed);
         p.suid.store(uid, Relaxed);

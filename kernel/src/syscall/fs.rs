@@ -115,10 +115,8 @@ fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult
     }
     let count = count.min(f::MAX_RW_COUNT);
     check_user(buf, count)?;
-    if let Some(end) = file.ops.as_any().downcast_ref::<pipe::PipeEnd>() {
-        // Straight from the pipe into the buffer: bytes leave the pipe only once they have
-        // reached it (a fault is EFAULT with nothing consumed, as on Linux).
-        return end.read_to_user(file, buf, count);
+    if let Some(r) = file.ops.read_to_user(file, buf, count) {
+        return r;
     }
     let mut kbuf = vec![0u8; count.min(CHUNK)];
     let mut done = 0;
@@ -163,7 +161,7 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
         let (n, fault) = match uaccess::copy_from_user_partial(&mut kbuf, buf + done) {
             Ok(()) => (n, None),
             // A pipe takes a chunk whole or not at all.
-            Err((e, _)) if file.ops.as_any().is::<pipe::PipeEnd>() => {
+            Err((e, _)) if file.ops.whole_chunks() => {
                 if done > 0 {
                     break;
                 }
@@ -647,11 +645,7 @@ pub fn fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
             if cmd == f::F_GETPIPE_SZ {
                 Ok(end.capacity())
             } else {
-                let euid = task::current()
-                    .process()
-                    .euid
-                    .load(core::sync::atomic::Ordering::Relaxed);
-                end.set_capacity(arg, euid == 0)
+                end.set_capacity(arg, super::cred::privileged())
             }
         }
         f::F_GETOWN | f::F_SETOWN => Ok(0),

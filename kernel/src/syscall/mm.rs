@@ -186,16 +186,21 @@ pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult<usize> {
     })
 }
 
-/// Whether `[start, end)` is mapped without holes.
-fn fully_mapped(mm: &AddrSpace, start: usize, end: usize) -> bool {
+/// Where the mappings that run without a hole from `start` stop (at most `end`).
+fn mapped_until(mm: &AddrSpace, start: usize, end: usize) -> usize {
     let mut va = start;
     while va < end {
         match mm.find_vma(va) {
             Some(v) => va = v.end,
-            None => return false,
+            None => return va,
         }
     }
-    true
+    end
+}
+
+/// Whether `[start, end)` is mapped without holes.
+fn fully_mapped(mm: &AddrSpace, start: usize, end: usize) -> bool {
+    mapped_until(mm, start, end) == end
 }
 
 pub fn msync(addr: usize, len: usize, flags: u32) -> SysResult<usize> {
@@ -336,18 +341,9 @@ pub fn madvise(addr: usize, len: usize, advice: u32) -> SysResult<usize> {
     }
 }
 
-/// Whether the caller may lock memory beyond RLIMIT_MEMLOCK (root's CAP_IPC_LOCK).
-fn may_lock_any() -> bool {
-    task::current()
-        .process()
-        .euid
-        .load(core::sync::atomic::Ordering::Relaxed)
-        == 0
-}
-
 /// ENOMEM/EPERM when `more` locked bytes would pass RLIMIT_MEMLOCK for an unprivileged caller.
 fn check_memlock(mm: &AddrSpace, more: usize) -> SysResult<()> {
-    if may_lock_any() {
+    if super::cred::privileged() {
         return Ok(());
     }
     let limit = rlimit(svelt_abi::sys::RLIMIT_MEMLOCK);
@@ -384,13 +380,7 @@ pub fn mlock(addr: usize, len: usize, lock: bool, flags: u32) -> SysResult<usize
         }
         // As Linux: the mappings before a hole are (un)locked, then the hole is ENOMEM (and
         // nothing is faulted in).
-        let mut covered = start;
-        while covered < end {
-            match mm.find_vma(covered) {
-                Some(v) => covered = v.end.min(end),
-                None => break,
-            }
-        }
+        let covered = mapped_until(mm, start, end);
         if covered < end {
             if covered > start {
                 mm.set_locked(start, covered, lock, false)?;
