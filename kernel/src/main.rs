@@ -19,6 +19,7 @@ mod irq;
 mod mm;
 mod percpu;
 mod power;
+mod ptrace;
 mod selftest;
 mod signal;
 mod smp;
