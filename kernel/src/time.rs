@@ -3,7 +3,7 @@
 
 use crate::arch::aarch64::cpu;
 use crate::sync::IrqLock;
-use crate::task::{sched, Process, Task};
+use crate::task::{Process, Task};
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -127,7 +127,7 @@ pub fn tick() {
         due
     };
     for t in due {
-        sched::wake(&t);
+        crate::ptrace::wake_unless_frozen(&t);
     }
     let fired: Vec<Arc<Process>> = {
         let Some(l) = ITIMERS.try_lock() else { return };

@@ -117,6 +117,95 @@ impl FileOps for Snapshot {
     }
 }
 
+/// /proc/<pid>/mem: the process's memory at the file offset, for those who may trace it.
+struct MemFile {
+    ino: u64,
+    pid: u32,
+}
+
+impl Inode for MemFile {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::File
+    }
+    fn perm(&self) -> u32 {
+        0o600
+    }
+    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+        let p = task::find_process(self.pid).ok_or(Errno::ENOENT)?;
+        if !crate::ptrace::may_access(&p) {
+            return Err(Errno::EACCES);
+        }
+        Ok(Some(Arc::new(MemOps { pid: self.pid })))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct MemOps {
+    pid: u32,
+}
+
+impl MemOps {
+    fn access(&self, off: u64, buf: &mut [u8], write: bool) -> SysResult<usize> {
+        let t = task::find_process(self.pid)
+            .and_then(|p| p.live_threads().into_iter().next())
+            .ok_or(Errno::EIO)?;
+        crate::ptrace::access_mem(&t, off as usize, buf, write)
+    }
+
+    /// Writes through a small bounce buffer (the memory writer takes a mutable slice).
+    fn write_from(&self, off: u64, buf: &[u8]) -> SysResult<usize> {
+        let mut chunk = [0u8; 512];
+        let mut done = 0;
+        while done < buf.len() {
+            let n = (buf.len() - done).min(chunk.len());
+            chunk[..n].copy_from_slice(&buf[done..done + n]);
+            match self.access(off + done as u64, &mut chunk[..n], true) {
+                Ok(k) => {
+                    done += k;
+                    if k < n {
+                        break;
+                    }
+                }
+                Err(e) if done == 0 => return Err(e),
+                Err(_) => break,
+            }
+        }
+        Ok(done)
+    }
+}
+
+impl FileOps for MemOps {
+    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        let mut pos = file.pos.lock();
+        let n = self.access(*pos, buf, false)?;
+        *pos += n as u64;
+        Ok(n)
+    }
+    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
+        let mut pos = file.pos.lock();
+        let n = self.write_from(*pos, buf)?;
+        *pos += n as u64;
+        Ok(n)
+    }
+    fn pread(&self, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
+        self.access(off, buf, false)
+    }
+    fn pwrite(&self, _file: &File, buf: &[u8], off: u64) -> SysResult<usize> {
+        self.write_from(off, buf)
+    }
+    fn seekable(&self) -> bool {
+        true
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 /// A symlink whose target is computed at lookup time.
 struct DynLink {
     ino: u64,
@@ -323,7 +412,7 @@ impl PidDir {
     }
 }
 
-const PID_ENTRIES: [&str; 6] = ["exe", "status", "cmdline", "stat", "fpstat", "maps"];
+const PID_ENTRIES: [&str; 7] = ["exe", "status", "cmdline", "stat", "fpstat", "maps", "mem"];
 
 impl Inode for PidDir {
     fn ino(&self) -> u64 {
@@ -350,6 +439,10 @@ impl Inode for PidDir {
             "cmdline" => GenFile::for_pid(self.pid, |_| String::new()),
             "stat" => GenFile::for_pid(self.pid, stat),
             "maps" => GenFile::for_pid(self.pid, maps),
+            "mem" => Arc::new(MemFile {
+                ino: self.ino * 16 + 6,
+                pid: self.pid,
+            }),
             "fpstat" => GenFile::for_pid(self.pid, |pid| {
                 task::find_process(pid.unwrap_or(0))
                     .map(|p| crate::fpstate::format_counters(&p.fpstat))
@@ -469,7 +562,7 @@ fn status(pid: Option<u32>) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "Name:\t{}\nUmask:\t0022\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
+        "Name:\t{}\nUmask:\t0022\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t{}\n\
          Uid:\t{}\t{}\t{}\t{}\nGid:\t0\t0\t0\t0\nFDSize:\t64\nGroups:\t\nVmSize:\t{vm:8} kB\nVmLck:\t{lck:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
          SigPnd:\t{:016x}\nShdPnd:\t{:016x}\nSigBlk:\t{:016x}\n",
         comm(&exe),
@@ -477,6 +570,9 @@ fn status(pid: Option<u32>) -> String {
         p.pid,
         p.pid,
         p.ppid(),
+        p.live_threads()
+            .first()
+            .map_or(0, |t| crate::ptrace::tracer_pid(t)),
         p.uid.load(Ordering::Relaxed),
         p.euid.load(Ordering::Relaxed),
         p.suid.load(Ordering::Relaxed),

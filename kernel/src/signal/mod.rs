@@ -7,7 +7,7 @@ pub mod frame;
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::mm::uaccess;
 use crate::task::exit;
-use crate::task::{self, sched, Process, Task};
+use crate::task::{self, Process, Task};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
@@ -84,7 +84,7 @@ pub struct Pending {
 }
 
 impl Pending {
-    fn add(&mut self, info: SigInfo) {
+    pub(crate) fn add(&mut self, info: SigInfo) {
         let s = info.signo();
         if s < sig::SIGRTMIN && self.mask & bit(s) != 0 {
             return;
@@ -183,7 +183,7 @@ fn prepare(p: &Arc<Process>, signo: u32) -> bool {
 /// runs user code.
 fn kick(t: &Arc<Task>) {
     hint(t);
-    sched::wake(t);
+    crate::ptrace::wake_unless_frozen(t);
     let cpu = t.cpu.load(Ordering::Relaxed);
     if t.on_cpu.load(Ordering::Acquire) && cpu != crate::percpu::cpu_id() {
         crate::irq::send_reschedule(cpu);
@@ -245,6 +245,9 @@ pub fn interrupted(t: &Task) -> bool {
     if t.killed.load(Ordering::Acquire) {
         return true;
     }
+    if t.traced.load(Ordering::Acquire) && t.ptrace.lock().interrupt {
+        return true;
+    }
     let s = t.sig.lock();
     let shared = t.process().shared_sig.lock().mask;
     (s.pending.mask | shared) & !s.blocked != 0
@@ -276,6 +279,7 @@ fn notify_parent_stop(p: &Arc<Process>, status: i32) {
 
 fn do_stop(p: &Arc<Process>, signo: u32) {
     if !p.stopped.swap(true, Ordering::AcqRel) {
+        p.stop_gen.fetch_add(1, Ordering::AcqRel);
         *p.stop_event.lock() = Some((wstatus::stopped(signo), false));
         notify_parent_stop(p, wstatus::stopped(signo));
         for t in p.live_threads() {
@@ -349,8 +353,14 @@ fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
     let t = task::current_arc();
     let p = t.process();
     t.sig_hint.store(false, Ordering::Release);
+    let traced = t.traced.load(Ordering::Acquire);
     loop {
-        if p.stopped.load(Ordering::Acquire) && !t.killed.load(Ordering::Acquire) {
+        // A traced thread reports a group stop (or PTRACE_INTERRUPT) to its tracer and runs
+        // on when the tracer says so, even while its group stays stopped.
+        if traced && crate::ptrace::pending_stops(&t) {
+            continue;
+        }
+        if !traced && p.stopped.load(Ordering::Acquire) && !t.killed.load(Ordering::Acquire) {
             let pending_kill = {
                 let s = t.sig.lock();
                 (s.pending.mask | p.shared_sig.lock().mask) & bit(sig::SIGKILL) != 0
@@ -363,7 +373,18 @@ fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
                 continue;
             }
         }
-        let Some(info) = dequeue(&t) else { break };
+        let Some(mut info) = dequeue(&t) else { break };
+        if traced && info.signo() != sig::SIGKILL {
+            match crate::ptrace::signal_stop(info) {
+                None => continue,
+                Some(i) => info = i,
+            }
+            // The tracer may have turned it into a signal the thread blocks: it waits.
+            if t.sig.lock().blocked & bit(info.signo()) != 0 {
+                t.sig.lock().pending.add(info);
+                continue;
+            }
+        }
         let signo = info.signo();
         let action = t.sighand().lock().get(signo);
         match action.sa_handler {

@@ -6,6 +6,7 @@ pub mod fs;
 pub mod misc;
 pub mod mm;
 pub mod proc;
+pub mod ptrace;
 pub mod signal;
 pub mod time;
 
@@ -36,7 +37,6 @@ static UNKNOWN_LOGGED: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
 
 pub fn dispatch(tf: &mut TrapFrame) {
     let n = tf.x[8];
-    let a = Args([tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]]);
     {
         // SAFETY: the current task's own locals.
         let l = unsafe { task::current().local() };
@@ -45,13 +45,44 @@ pub fn dispatch(tf: &mut TrapFrame) {
     }
     let me = task::current();
     crate::fpstate::syscall_entry(me);
+    if me.syscall_trace.load(core::sync::atomic::Ordering::Relaxed) {
+        return dispatch_traced(tf);
+    }
+    let a = Args([tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]]);
     let r = call(n as usize, a, tf);
+    set_return(n, r, tf);
+}
+
+fn set_return(n: u64, r: SysResult<usize>, tf: &mut TrapFrame) {
     // rt_sigreturn sets every register itself, x0 included.
     if n as usize != nr::RT_SIGRETURN || r.is_err() {
         tf.x[0] = match r {
             Ok(v) => v as u64,
             Err(e) => (-(e as i64)) as u64,
         };
+    }
+}
+
+/// A syscall under PTRACE_SYSCALL: entry and exit stops around it. At the entry stop the
+/// tracer may change x0-x5 and the number (NT_ARM_SYSTEM_CALL); number -1 skips the call,
+/// leaving x0 as the tracer set it (-ENOSYS for a user's own syscall(-1)).
+#[cold]
+fn dispatch_traced(tf: &mut TrapFrame) {
+    use core::sync::atomic::Ordering::Relaxed;
+    let me = task::current();
+    if tf.x[8] as i64 == -1 {
+        tf.x[0] = (-(Errno::ENOSYS as i64)) as u64;
+    }
+    crate::ptrace::syscall_entry(tf);
+    // SAFETY: the current task's own locals.
+    let n = unsafe { me.local() }.in_syscall;
+    if n != -1 && !me.killed.load(Relaxed) {
+        let a = Args([tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]]);
+        let r = call(n as usize, a, tf);
+        set_return(n as u64, r, tf);
+    }
+    if me.syscall_trace.load(Relaxed) {
+        crate::ptrace::syscall_exit(tf);
     }
 }
 
@@ -171,6 +202,12 @@ static TABLE: [Option<Handler>; 512] = {
     t[nr::GETRUSAGE] = Some(|a, _| proc::getrusage(a.i(0), a.u(1)));
     t[nr::PRCTL] = Some(|a, _| proc::prctl(a.u32(0), a.u(1), a.u(2), a.u(3), a.u(4)));
     t[nr::RSEQ] = Some(|_, _| Err(Errno::ENOSYS));
+    // tracing
+    t[nr::PTRACE] = Some(|a, _| ptrace::ptrace(a.0[0], a.i(1), a.u(2), a.u(3)));
+    t[nr::PROCESS_VM_READV] =
+        Some(|a, _| ptrace::process_vm(a.i(0), a.u(1), a.u(2), a.u(3), a.u(4), a.0[5], false));
+    t[nr::PROCESS_VM_WRITEV] =
+        Some(|a, _| ptrace::process_vm(a.i(0), a.u(1), a.u(2), a.u(3), a.u(4), a.0[5], true));
     // signals
     t[nr::RT_SIGACTION] = Some(|a, _| signal::rt_sigaction(a.i(0), a.u(1), a.u(2), a.u(3)));
     t[nr::RT_SIGPROCMASK] = Some(|a, _| signal::rt_sigprocmask(a.u32(0), a.u(1), a.u(2), a.u(3)));

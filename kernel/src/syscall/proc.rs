@@ -30,6 +30,7 @@ pub fn clone(
 
 pub fn execve(path: usize, argv: usize, envp: usize, tf: &mut TrapFrame) -> SysResult<usize> {
     task::exec::do_execve(path, argv, envp, tf)?;
+    crate::ptrace::exec_done(task::current().tid);
     Ok(0)
 }
 
@@ -56,7 +57,9 @@ pub fn wait4(pid: i32, status: usize, options: u32, rusage: usize) -> SysResult<
         return Err(Errno::ESRCH);
     }
     match exit::do_wait(which_from_wait4(pid), options | s::WEXITED)? {
-        Some((pid, st)) => {
+        Some(exit::Reported {
+            pid, status: st, ..
+        }) => {
             if status != 0 {
                 uaccess::write_u32(status, st as u32)?;
             }
@@ -85,7 +88,18 @@ pub fn waitid(idtype: u32, id: i32, infop: usize, options: u32, rusage: usize) -
     let r = exit::do_wait(which, options)?;
     if infop != 0 {
         let info = match r {
-            Some((pid, st)) => crate::signal::child_info(pid, st).0,
+            Some(r) if r.trapped => {
+                crate::signal::SigInfo::chld(
+                    svelt_abi::signal::CLD_TRAPPED,
+                    r.pid as i32,
+                    0,
+                    (r.status >> 8) & 0xffff,
+                    0,
+                    0,
+                )
+                .0
+            }
+            Some(r) => crate::signal::child_info(r.pid, r.status).0,
             None => [0u8; 128],
         };
         uaccess::copy_to_user(infop, &info)?;

@@ -18,6 +18,15 @@ pub fn do_exit(status: i32) -> ! {
         let _ = futex::wake_addr(&t, ctid, 1);
     }
     super::fork::release_vfork(&t);
+    if t.traced.load(Ordering::Acquire) {
+        let st = if p.exiting.load(Ordering::Acquire) {
+            p.group_status.load(Ordering::Acquire)
+        } else {
+            status
+        };
+        crate::ptrace::event(svelt_abi::ptrace::PTRACE_EVENT_EXIT, st as u32 as u64);
+        crate::ptrace::tracee_exit(&t, st);
+    }
     let last = {
         let mut th = p.threads.lock();
         th.retain(|w| w.upgrade().is_some_and(|x| !Arc::ptr_eq(&x, &t)));
@@ -67,7 +76,7 @@ pub fn kill_group(p: &Arc<Process>, status: i32, except: Option<u32>) {
         if Some(th.tid) != except {
             th.exit_code.store(status, Ordering::Relaxed);
             th.killed.store(true, Ordering::Release);
-            sched::wake(&th);
+            crate::ptrace::wake_unless_frozen(&th);
         }
     }
     p.stopped.store(false, Ordering::Release);
@@ -76,6 +85,7 @@ pub fn kill_group(p: &Arc<Process>, status: i32, except: Option<u32>) {
 
 fn process_exit(p: &Arc<Process>, status: i32) {
     crate::time::arm_itimer(p, 0, 0);
+    crate::ptrace::tracer_exit(p);
     // Orphans go to init.
     let children: Vec<Arc<Process>> = core::mem::take(&mut *p.children.lock());
     if !children.is_empty() {
@@ -126,8 +136,84 @@ pub enum Which {
     Pgid(u32),
 }
 
-/// A reported child event: (pid, wait status).
-pub fn do_wait(which: Which, options: u32) -> SysResult<Option<(u32, i32)>> {
+/// A child event wait reports.
+#[derive(Clone, Copy, Debug)]
+pub struct Reported {
+    pub pid: u32,
+    /// The wait4 status word.
+    pub status: i32,
+    /// A ptrace stop (waitid's CLD_TRAPPED).
+    pub trapped: bool,
+}
+
+/// A tracee's stop or exit for its tracer's wait. `Err(())`: none, but some tracee matches.
+fn tracee_event(me: &Arc<Process>, which: Which, options: u32) -> Result<Option<Reported>, ()> {
+    let mut tracees = me.tracees.lock();
+    if tracees.is_empty() {
+        return Ok(None);
+    }
+    let mut any = false;
+    let mut i = 0;
+    while i < tracees.len() {
+        let t = tracees[i].clone();
+        let p = t.process();
+        let m = match which {
+            Which::Any => true,
+            Which::Pid(pid) => t.tid == pid,
+            Which::Pgid(g) => p.pgid.load(Ordering::Relaxed) == g,
+        };
+        let leader = t.tid == p.pid;
+        if !m || (!leader && options & (s::__WALL | s::__WCLONE) == 0) {
+            i += 1;
+            continue;
+        }
+        let mut l = t.ptrace.lock();
+        if let Some(st) = l.stop.as_mut() {
+            any = true;
+            if !st.reported {
+                if options & s::WNOWAIT == 0 {
+                    st.reported = true;
+                }
+                let status = svelt_abi::ptrace::stop_status(st.exit_code);
+                return Ok(Some(Reported {
+                    pid: t.tid,
+                    status,
+                    trapped: true,
+                }));
+            }
+        } else if let Some(status) = l.exit_status {
+            let my_child = p.parent().is_some_and(|pp| Arc::ptr_eq(&pp, me));
+            if leader && my_child {
+                // The child's own exit is reported through the children list.
+                drop(l);
+                tracees.remove(i);
+                continue;
+            }
+            if options & s::WEXITED != 0 {
+                if options & s::WNOWAIT == 0 {
+                    drop(l);
+                    tracees.remove(i);
+                }
+                return Ok(Some(Reported {
+                    pid: t.tid,
+                    status,
+                    trapped: false,
+                }));
+            }
+        } else {
+            any = true;
+        }
+        i += 1;
+    }
+    if any {
+        Err(())
+    } else {
+        Ok(None)
+    }
+}
+
+/// A reported child event.
+pub fn do_wait(which: Which, options: u32) -> SysResult<Option<Reported>> {
     let me = current_arc().process();
     let matches = |c: &Arc<Process>| match which {
         Which::Any => true,
@@ -135,8 +221,13 @@ pub fn do_wait(which: Which, options: u32) -> SysResult<Option<(u32, i32)>> {
         Which::Pgid(g) => c.pgid.load(Ordering::Relaxed) == g,
     };
     let r = me.child_wait.wait(|| {
+        let traced = match tracee_event(&me, which, options) {
+            Ok(Some(r)) => return Some(Ok(Some(r))),
+            Ok(None) => false,
+            Err(()) => true,
+        };
         let mut children = me.children.lock();
-        if !children.iter().any(matches) {
+        if !traced && !children.iter().any(matches) {
             return Some(Err(Errno::ECHILD));
         }
         let mut reaped = None;
@@ -164,7 +255,11 @@ pub fn do_wait(which: Which, options: u32) -> SysResult<Option<(u32, i32)>> {
                     if options & s::WNOWAIT == 0 {
                         *reported = true;
                     }
-                    return Some(Ok(Some((c.pid, *st))));
+                    return Some(Ok(Some(Reported {
+                        pid: c.pid,
+                        status: *st,
+                        trapped: false,
+                    })));
                 }
             }
         }
@@ -172,7 +267,11 @@ pub fn do_wait(which: Which, options: u32) -> SysResult<Option<(u32, i32)>> {
             if options & s::WNOWAIT == 0 {
                 children.remove(i);
             }
-            return Some(Ok(Some((pid, status))));
+            return Some(Ok(Some(Reported {
+                pid,
+                status,
+                trapped: false,
+            })));
         }
         if options & s::WNOHANG != 0 {
             return Some(Ok(None));

@@ -139,13 +139,22 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
 
     process.threads.lock().push(Arc::downgrade(&child));
     register(&child);
+    // A traced parent's child starts traced, before it can run, if the tracer asked.
+    let event = crate::ptrace::clone_event(flags);
+    if event.is_some() {
+        crate::ptrace::trace_child(&child);
+    }
     sched::enqueue_new(&child);
+    if let Some(e) = event {
+        crate::ptrace::event(e, tid as u64);
+    }
 
     if let Some(wq) = vfork {
         // The parent sleeps, not interruptibly (as Linux's vfork does for all but fatal
         // signals), until the child has exec'd or exited.
         let c = child.clone();
         wq.wait_uninterruptible(|| c.vfork_released.load(Ordering::Acquire).then_some(()));
+        crate::ptrace::event(svelt_abi::ptrace::PTRACE_EVENT_VFORK_DONE, tid as u64);
     }
     Ok(tid)
 }

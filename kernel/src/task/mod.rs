@@ -176,6 +176,12 @@ pub struct Task {
     pub affinity: AtomicU64,
     /// Signal work may be pending (see signal::has_work).
     pub sig_hint: AtomicBool,
+    /// Traced (a fast check before taking `ptrace`).
+    pub traced: AtomicBool,
+    /// Syscall-entry/exit stops asked for (PTRACE_SYSCALL): the syscall path's one check.
+    pub syscall_trace: AtomicBool,
+    /// The tracer link and stop state (ptrace/mod.rs).
+    pub ptrace: IrqLock<crate::ptrace::Link>,
 }
 
 // SAFETY: the UnsafeCell fields (ctx, local) are touched only by the CPU running the task or
@@ -221,6 +227,10 @@ pub struct Process {
     pub uid: AtomicU32,
     pub euid: AtomicU32,
     pub suid: AtomicU32,
+    /// Threads this process traces (any of its threads may wait for them and command them).
+    pub tracees: Mutex<Vec<Arc<Task>>>,
+    /// Bumped at each group stop, so a traced thread reports each one once.
+    pub stop_gen: AtomicU32,
 }
 
 /// Resource limits of the first process (Linux's defaults for init).
@@ -304,6 +314,8 @@ impl Process {
             uid: AtomicU32::new(0),
             euid: AtomicU32::new(0),
             suid: AtomicU32::new(0),
+            tracees: Mutex::new(Vec::new()),
+            stop_gen: AtomicU32::new(0),
         })
     }
 
@@ -365,6 +377,9 @@ impl Task {
             vfork_released: AtomicBool::new(false),
             affinity: AtomicU64::new(u64::MAX),
             sig_hint: AtomicBool::new(false),
+            traced: AtomicBool::new(false),
+            syscall_trace: AtomicBool::new(false),
+            ptrace: IrqLock::new(crate::ptrace::Link::default()),
         }
     }
 

@@ -26,7 +26,7 @@ impl WaitQueue {
     pub fn wake_all(&self) {
         let all: VecDeque<Arc<Task>> = core::mem::take(&mut *self.waiters.lock());
         for t in all {
-            sched::wake(&t);
+            crate::ptrace::wake_unless_frozen(&t);
         }
     }
 

@@ -71,6 +71,14 @@ pub fn clean_dcache_to_poc(va: usize, len: usize) {
     unsafe { core::arch::asm!("dsb sy", options(nostack)) };
 }
 
+/// Makes instructions written through the data side (a debugger's breakpoint) visible to
+/// instruction fetch on every CPU.
+pub fn sync_icache() {
+    // SAFETY: cache maintenance and barriers only: the D side is made coherent to the point of
+    // unification (DSB), then every I-cache in the Inner Shareable domain is invalidated.
+    unsafe { core::arch::asm!("dsb ish", "ic ialluis", "dsb ish", "isb", options(nostack)) };
+}
+
 /// The virtual counter (CNTVCT_EL0) and its frequency.
 pub fn counter() -> u64 {
     aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);

@@ -1,0 +1,344 @@
+//! ptrace(2), process_vm_readv/writev, and the permission rule they and /proc/PID/mem share.
+
+use crate::mm::uaccess;
+use crate::ptrace::{self, may_access, regset, Frozen, StopKind};
+use crate::signal::{self, SigInfo};
+use crate::task::{self, Process, Task};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::ptrace::*;
+use svelt_abi::signal as sig;
+
+pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usize> {
+    let me = task::current().process();
+    match request {
+        PTRACE_TRACEME => return traceme(&me),
+        PTRACE_ATTACH | PTRACE_SEIZE => return attach(&me, request, pid, addr, data),
+        _ => {}
+    }
+    let t = tracee(&me, pid)?;
+    match request {
+        PTRACE_KILL => {
+            signal::send_to_task(&t, sig::SIGKILL, SigInfo::kernel(sig::SIGKILL));
+            return Ok(0);
+        }
+        PTRACE_INTERRUPT => {
+            if !t.ptrace.lock().seized {
+                return Err(Errno::EIO);
+            }
+            {
+                let mut l = t.ptrace.lock();
+                if l.stop.is_none() {
+                    l.interrupt = true;
+                }
+            }
+            signal::hint(&t);
+            kick(&t);
+            return Ok(0);
+        }
+        _ => {}
+    }
+    let f = Frozen::new(t, &me).ok_or(Errno::ESRCH)?;
+    match request {
+        PTRACE_PEEKTEXT | PTRACE_PEEKDATA => {
+            let mut b = [0u8; 8];
+            remote_access(&f.task, addr, &mut b, false).map_err(|_| Errno::EIO)?;
+            uaccess::copy_to_user(data, &b)?;
+            Ok(0)
+        }
+        PTRACE_POKETEXT | PTRACE_POKEDATA => {
+            let mut b = (data as u64).to_le_bytes();
+            remote_access(&f.task, addr, &mut b, true).map_err(|_| Errno::EIO)?;
+            Ok(0)
+        }
+        // arm64 Linux has no USER area to peek at.
+        PTRACE_PEEKUSR | PTRACE_POKEUSR => Err(Errno::EIO),
+        PTRACE_CONT | PTRACE_SYSCALL | PTRACE_SINGLESTEP => {
+            let signo = resume_signal(data)?;
+            f.task
+                .syscall_trace
+                .store(request == PTRACE_SYSCALL, Ordering::Release);
+            resume(f, signo, request == PTRACE_SINGLESTEP);
+            Ok(0)
+        }
+        PTRACE_DETACH => {
+            let signo = resume_signal(data)?;
+            let t = f.task.clone();
+            drop(f);
+            ptrace::unlink(&t, signo);
+            Ok(0)
+        }
+        PTRACE_LISTEN => {
+            let mut l = f.task.ptrace.lock();
+            let group = l.stop.is_some_and(|s| s.kind == StopKind::Group);
+            if !l.seized || !group {
+                return Err(Errno::EIO);
+            }
+            l.listening = true;
+            l.resume = Some(0);
+            Ok(0)
+        }
+        PTRACE_SETOPTIONS => {
+            let opts = u32::try_from(data).map_err(|_| Errno::EINVAL)?;
+            if opts & !PTRACE_O_MASK != 0 || opts & PTRACE_O_SUSPEND_SECCOMP != 0 {
+                return Err(Errno::EINVAL);
+            }
+            f.task.ptrace.lock().options = opts;
+            Ok(0)
+        }
+        PTRACE_GETEVENTMSG => {
+            let m = f.task.ptrace.lock().event_msg;
+            uaccess::write_u64(data, m)?;
+            Ok(0)
+        }
+        PTRACE_GETSIGINFO => {
+            let i = f.task.ptrace.lock().siginfo.ok_or(Errno::EINVAL)?;
+            uaccess::copy_to_user(data, &i.0)?;
+            Ok(0)
+        }
+        PTRACE_SETSIGINFO => {
+            let mut b = [0u8; SigInfo::SIZE];
+            uaccess::copy_from_user(&mut b, data)?;
+            let mut l = f.task.ptrace.lock();
+            if l.siginfo.is_none() {
+                return Err(Errno::EINVAL);
+            }
+            l.siginfo = Some(SigInfo(b));
+            Ok(0)
+        }
+        PTRACE_GETSIGMASK => {
+            if addr != 8 {
+                return Err(Errno::EINVAL);
+            }
+            let m = f.task.sig.lock().blocked;
+            uaccess::write_u64(data, m)?;
+            Ok(0)
+        }
+        PTRACE_SETSIGMASK => {
+            if addr != 8 {
+                return Err(Errno::EINVAL);
+            }
+            let m = uaccess::read_u64(data)?;
+            f.task.sig.lock().blocked = m & !signal::unblockable();
+            signal::hint(&f.task);
+            Ok(0)
+        }
+        PTRACE_GETREGSET | PTRACE_SETREGSET => {
+            regset_request(&f.task, request == PTRACE_SETREGSET, addr as u32, data)
+        }
+        PTRACE_GET_SYSCALL_INFO => {
+            let stop = f.task.ptrace.lock().syscall_stop;
+            // SAFETY: the tracee is frozen in a stop, off its CPU.
+            let tf = unsafe { &*f.task.trap_frame() };
+            let (bytes, len) = syscall_info(stop, tf.elr, tf.sp_el0);
+            uaccess::copy_to_user(data, &bytes[..addr.min(len)])?;
+            Ok(len)
+        }
+        _ => Err(Errno::EIO),
+    }
+}
+
+fn traceme(me: &Arc<Process>) -> SysResult<usize> {
+    let t = task::current_arc();
+    let parent = me.parent().ok_or(Errno::EPERM)?;
+    if t.traced.load(Ordering::Acquire) {
+        return Err(Errno::EPERM);
+    }
+    ptrace::link(&t, &parent, 0, false);
+    Ok(0)
+}
+
+fn attach(me: &Arc<Process>, request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usize> {
+    let seize = request == PTRACE_SEIZE;
+    let options = if seize {
+        if addr != 0 {
+            return Err(Errno::EIO);
+        }
+        let o = u32::try_from(data).map_err(|_| Errno::EINVAL)?;
+        if o & !PTRACE_O_MASK != 0 || o & PTRACE_O_SUSPEND_SECCOMP != 0 {
+            return Err(Errno::EINVAL);
+        }
+        o
+    } else {
+        0
+    };
+    let t = find(pid)?;
+    let p = t.process();
+    if Arc::ptr_eq(&p, me) || t.kstack.is_none() {
+        return Err(Errno::EPERM);
+    }
+    if !may_access(&p) {
+        return Err(Errno::EPERM);
+    }
+    if t.traced.load(Ordering::Acquire) || p.exiting.load(Ordering::Acquire) {
+        return Err(Errno::EPERM);
+    }
+    ptrace::link(&t, me, options, seize);
+    if !seize {
+        let uid = me.uid.load(Ordering::Relaxed);
+        signal::send_to_task(
+            &t,
+            sig::SIGSTOP,
+            SigInfo::kill(sig::SIGSTOP, me.pid as i32, uid),
+        );
+    } else if p.stopped.load(Ordering::Acquire) {
+        // Already group-stopped: the new tracer hears of it as a stop.
+        t.ptrace.lock().group_gen = p.stop_gen.load(Ordering::Acquire).wrapping_sub(1);
+        signal::hint(&t);
+        kick(&t);
+    }
+    Ok(0)
+}
+
+fn find(pid: i32) -> SysResult<Arc<Task>> {
+    if pid <= 0 {
+        return Err(Errno::ESRCH);
+    }
+    task::find_task(pid as u32).ok_or(Errno::ESRCH)
+}
+
+/// A task `me` traces (ESRCH otherwise, as Linux).
+fn tracee(me: &Arc<Process>, pid: i32) -> SysResult<Arc<Task>> {
+    let t = find(pid)?;
+    if ptrace::is_tracer_of(me, &t) {
+        Ok(t)
+    } else {
+        Err(Errno::ESRCH)
+    }
+}
+
+fn kick(t: &Arc<Task>) {
+    ptrace::wake_unless_frozen(t);
+    let cpu = t.cpu.load(Ordering::Relaxed);
+    if t.on_cpu.load(Ordering::Acquire) && cpu != crate::percpu::cpu_id() {
+        crate::irq::send_reschedule(cpu);
+    }
+}
+
+fn resume_signal(data: usize) -> SysResult<u32> {
+    if data > signal::NSIG as usize {
+        return Err(Errno::EIO);
+    }
+    Ok(data as u32)
+}
+
+fn resume(f: Frozen, signo: u32, step: bool) {
+    {
+        let mut l = f.task.ptrace.lock();
+        l.resume = Some(signo);
+        l.singlestep = step;
+        l.listening = false;
+    }
+    drop(f);
+}
+
+/// Reads (`write` false) or writes `buf` at `addr` in a tracee's address space; a write goes
+/// through read-only mappings (breakpoints in text), copying private pages first.
+fn remote_access(t: &Task, addr: usize, buf: &mut [u8], write: bool) -> SysResult<()> {
+    let mm = t.mm().ok_or(Errno::EIO)?;
+    let mut a = mm.lock();
+    if write {
+        a.write_kernel(addr, buf)?;
+        crate::arch::aarch64::cpu::sync_icache();
+        Ok(())
+    } else {
+        a.read(addr, buf)
+    }
+}
+
+fn regset_request(t: &Task, set: bool, nt: u32, iov: usize) -> SysResult<usize> {
+    let base = uaccess::read_u64(iov)? as usize;
+    let len = uaccess::read_u64(iov + 8)? as usize;
+    let (unit, max) = regset::info(nt).ok_or(Errno::EINVAL)?;
+    if len % unit != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let n = len.min(max);
+    if set {
+        let mut data = Vec::new();
+        data.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+        data.resize(n, 0);
+        uaccess::copy_from_user(&mut data, base)?;
+        regset::set(t, nt, &data)?;
+    } else {
+        let mut data = regset::get(t, nt)?;
+        data.resize(n, 0);
+        uaccess::copy_to_user(base, &data)?;
+    }
+    uaccess::write_u64(iov + 8, n as u64)?;
+    Ok(0)
+}
+
+/// process_vm_readv / process_vm_writev.
+pub fn process_vm(
+    pid: i32,
+    local: usize,
+    liovcnt: usize,
+    remote: usize,
+    riovcnt: usize,
+    flags: u64,
+    write: bool,
+) -> SysResult<usize> {
+    const UIO_MAXIOV: usize = 1024;
+    if flags != 0 || liovcnt > UIO_MAXIOV || riovcnt > UIO_MAXIOV {
+        return Err(Errno::EINVAL);
+    }
+    let read_iov = |base: usize, n: usize| -> SysResult<Vec<(usize, usize)>> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+        for i in 0..n {
+            let b = uaccess::read_u64(base + 16 * i)? as usize;
+            let l = uaccess::read_u64(base + 16 * i + 8)? as usize;
+            if l > isize::MAX as usize {
+                return Err(Errno::EINVAL);
+            }
+            v.push((b, l));
+        }
+        Ok(v)
+    };
+    let lv = read_iov(local, liovcnt)?;
+    let rv = read_iov(remote, riovcnt)?;
+    let t = find(pid)?;
+    let p = t.process();
+    if !may_access(&p) {
+        return Err(Errno::EPERM);
+    }
+    let mm = t.mm().ok_or(Errno::ESRCH)?;
+    let mut buf = [0u8; 512];
+    let mut done = 0usize;
+    let (mut li, mut loff) = (0usize, 0usize);
+    'remote: for &(rb, rl) in &rv {
+        let mut roff = 0;
+        while roff < rl {
+            while li < lv.len() && loff == lv[li].1 {
+                li += 1;
+                loff = 0;
+            }
+            if li == lv.len() {
+                break 'remote;
+            }
+            let n = (rl - roff).min(lv[li].1 - loff).min(buf.len());
+            let chunk = &mut buf[..n];
+            // The remote address space is locked only around its own copy: a local copy may
+            // fault and take this process's lock, which may be the same one.
+            let r = if write {
+                match uaccess::copy_from_user(chunk, lv[li].0 + loff) {
+                    Ok(()) => mm.lock().write(rb + roff, chunk),
+                    Err(e) => Err(e),
+                }
+            } else {
+                let r = mm.lock().read(rb + roff, chunk);
+                r.and_then(|()| uaccess::copy_to_user(lv[li].0 + loff, chunk))
+            };
+            if let Err(e) = r {
+                return if done > 0 { Ok(done) } else { Err(e) };
+            }
+            done += n;
+            roff += n;
+            loff += n;
+        }
+    }
+    Ok(done)
+}
