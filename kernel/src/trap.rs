@@ -19,7 +19,16 @@ pub fn el0_sync(tf: &mut TrapFrame) {
         Ec::PcAlignment => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.far, esr.0),
         Ec::SpAlignment => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.sp_el0, esr.0),
         Ec::Brk => fault(sig::SIGTRAP, sig::TRAP_BRKPT, tf.elr, 0),
-        Ec::BreakpointLower | Ec::StepLower | Ec::WatchpointLower => {
+        Ec::StepLower => {
+            // A step armed for another task (MDSCR_EL1.SS is per CPU) fires at once in the
+            // next task to reach EL0: disarm and go on.
+            if crate::ptrace::stepping(task::current()) {
+                fault(sig::SIGTRAP, sig::TRAP_TRACE, tf.elr, 0)
+            } else {
+                cpu::set_single_step(false);
+            }
+        }
+        Ec::BreakpointLower | Ec::WatchpointLower => {
             fault(sig::SIGTRAP, sig::TRAP_HWBKPT, tf.elr, 0)
         }
         Ec::FpException => fault(sig::SIGFPE, sig::FPE_FLTUNK, tf.elr, esr.0),
@@ -173,5 +182,9 @@ pub fn return_to_user(tf: &mut TrapFrame) {
         break;
     }
     signal::finish_syscall(tf);
-    crate::fpstate::return_to_user(task::current());
+    let t = task::current();
+    if t.traced.load(core::sync::atomic::Ordering::Relaxed) {
+        crate::ptrace::prepare_return(t, tf);
+    }
+    crate::fpstate::return_to_user(t);
 }

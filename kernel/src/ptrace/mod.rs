@@ -457,6 +457,24 @@ pub fn tracee_exit(t: &Arc<Task>, status: i32) {
     }
 }
 
+/// PSTATE.SS: software step.
+const SPSR_SS: u64 = 1 << 21;
+
+/// Whether `t` is being single-stepped.
+pub fn stepping(t: &Task) -> bool {
+    t.traced.load(Ordering::Acquire) && t.ptrace.lock().singlestep
+}
+
+/// On the way out to user mode of a traced task: arm or disarm single-stepping.
+pub fn prepare_return(t: &Task, tf: &mut TrapFrame) {
+    if stepping(t) {
+        tf.spsr |= SPSR_SS;
+        crate::arch::aarch64::cpu::set_single_step(true);
+    } else if tf.spsr & SPSR_SS != 0 {
+        tf.spsr &= !SPSR_SS;
+    }
+}
+
 /// A tracee in a stop whose state the tracer may touch until this is dropped.
 pub struct Frozen {
     pub task: Arc<Task>,
