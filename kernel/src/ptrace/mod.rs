@@ -287,7 +287,7 @@ pub fn exec_done(old_tid: u32) {
 
 /// fork/vfork/clone: the event a traced parent reports for this kind of child, if its tracer
 /// asked for it (or CLONE_PTRACE). The child must not have run yet.
-pub fn clone_event(flags: u64) -> Option<u32> {
+pub fn clone_event(flags: u64, exit_signal: u64) -> Option<u32> {
     use svelt_abi::sched as s;
     let t = task::current();
     if !t.traced.load(Ordering::Acquire) || flags & s::CLONE_UNTRACED != 0 {
@@ -295,7 +295,7 @@ pub fn clone_event(flags: u64) -> Option<u32> {
     }
     let event = if flags & s::CLONE_VFORK != 0 {
         PTRACE_EVENT_VFORK
-    } else if flags & 0xff == sig::SIGCHLD as u64 {
+    } else if exit_signal == sig::SIGCHLD as u64 {
         PTRACE_EVENT_FORK
     } else {
         PTRACE_EVENT_CLONE

@@ -140,7 +140,7 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
     process.threads.lock().push(Arc::downgrade(&child));
     register(&child);
     // A traced parent's child starts traced, before it can run, if the tracer asked.
-    let event = crate::ptrace::clone_event(flags);
+    let event = crate::ptrace::clone_event(flags, args.exit_signal);
     if event.is_some() {
         crate::ptrace::trace_child(&child);
     }

@@ -84,7 +84,14 @@ pub fn sync_icache() {
 pub fn debug_init() {
     // SAFETY: OSLAR_EL1 and MDSCR_EL1 only control debug exceptions, which the kernel does not
     // take at EL1 (MDSCR_EL1.KDE stays 0).
-    unsafe { core::arch::asm!("msr oslar_el1, xzr", "msr mdscr_el1, xzr", "isb", options(nostack)) };
+    unsafe {
+        core::arch::asm!(
+            "msr oslar_el1, xzr",
+            "msr mdscr_el1, xzr",
+            "isb",
+            options(nostack)
+        )
+    };
 }
 
 /// MDSCR_EL1.SS: with it set, a return to EL0 with SPSR.SS set executes one instruction and
