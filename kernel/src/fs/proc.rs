@@ -554,7 +554,12 @@ fn status(pid: Option<u32>) -> String {
                 g.resident_pages() * 4,
             )
         });
-    let state = if p.stopped.load(Ordering::Relaxed) {
+    let tracing_stop = threads
+        .iter()
+        .any(|t| t.traced.load(Ordering::Relaxed) && t.ptrace.lock().stop.is_some());
+    let state = if tracing_stop {
+        "t (tracing stop)"
+    } else if p.stopped.load(Ordering::Relaxed) {
         "T (stopped)"
     } else {
         "R (running)"

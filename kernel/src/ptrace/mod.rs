@@ -155,7 +155,7 @@ pub fn tracer_exit(p: &Arc<Process>) {
 }
 
 /// A fatal signal or a kill is pending: a stop would not be reported.
-fn fatal_pending(t: &Task) -> bool {
+pub fn fatal_pending(t: &Task) -> bool {
     if t.killed.load(Ordering::Acquire) {
         return true;
     }
@@ -257,6 +257,14 @@ pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<
     resumed
 }
 
+/// The siginfo a tracer reads at a syscall or event stop (Linux's ptrace_notify): SIGTRAP
+/// with the stop's exit code as si_code, and the tracee's thread and user IDs.
+fn trap_info(exit_code: u32) -> SigInfo {
+    let t = task::current();
+    let uid = t.process.uid.load(Ordering::Relaxed);
+    SigInfo::queue(sig::SIGTRAP, exit_code as i32, t.tid as i32, uid, 0)
+}
+
 /// An event stop (PTRACE_EVENT_*) if the tracer asked for `event`; true if it stopped.
 pub fn event(event: u32, msg: u64) -> bool {
     let t = task::current();
@@ -270,7 +278,8 @@ pub fn event(event: u32, msg: u64) -> bool {
         }
         l.event_msg = msg;
     }
-    stop(event_code(sig::SIGTRAP, event), StopKind::Event, None);
+    let code = event_code(sig::SIGTRAP, event);
+    stop(code, StopKind::Event, Some(trap_info(code)));
     true
 }
 
@@ -337,8 +346,9 @@ pub fn signal_stop(info: SigInfo) -> Option<SigInfo> {
         // The tracer's SETSIGINFO for the same signal, or the original.
         Some(i) if i.signo() == resumed => Some(i),
         _ => {
-            let tracer = t.ptrace.lock().tracer().map_or(0, |p| p.pid);
-            Some(SigInfo::kill(resumed, tracer as i32, 0))
+            let tracer = t.ptrace.lock().tracer();
+            let (pid, uid) = tracer.map_or((0, 0), |p| (p.pid, p.uid.load(Ordering::Relaxed)));
+            Some(SigInfo::kill(resumed, pid as i32, uid))
         }
     }
 }

@@ -172,9 +172,10 @@ fn prepare(p: &Arc<Process>, signo: u32) -> bool {
         }
         p.shared_sig.lock().remove(sig::SIGCONT);
     }
+    // A traced thread keeps even ignored signals: its tracer sees them (Linux's sig_ignored).
     let ignored = p.live_threads().first().is_some_and(|t| {
         let blocked = t.sig.lock().blocked & bit(signo) != 0;
-        !blocked && is_ignored(&t.sighand().lock(), signo)
+        !blocked && !t.traced.load(Ordering::Acquire) && is_ignored(&t.sighand().lock(), signo)
     });
     !ignored || signo == sig::SIGKILL
 }

@@ -76,7 +76,8 @@ fn dispatch_traced(tf: &mut TrapFrame) {
     crate::ptrace::syscall_entry(tf);
     // SAFETY: the current task's own locals.
     let n = unsafe { me.local() }.in_syscall;
-    if n != -1 && !me.killed.load(Relaxed) {
+    // A kill during the stop: the syscall does not run (the exit follows on the way out).
+    if n != -1 && !crate::ptrace::fatal_pending(me) {
         let a = Args([tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]]);
         let r = call(n as usize, a, tf);
         set_return(n as u64, r, tf);

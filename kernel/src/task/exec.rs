@@ -221,7 +221,7 @@ fn de_thread(me: &Arc<super::Task>) {
     for t in &others {
         t.exit_code.store(0, Ordering::Relaxed);
         t.killed.store(true, Ordering::Release);
-        sched::wake(t);
+        crate::ptrace::wake_unless_frozen(t);
     }
     // Wait for them to leave (they exit on their way back to user mode).
     while p.live_threads().len() > 1 {

@@ -192,7 +192,7 @@ fn wake_key(key: Key, n: usize, bitset: u32) -> usize {
     };
     let n = woken.len();
     for t in woken {
-        sched::wake(&t);
+        crate::ptrace::wake_unless_frozen(&t);
     }
     n
 }
