@@ -24,6 +24,7 @@ pub mod mm;
 pub mod mount;
 pub mod nr;
 pub mod path;
+pub mod regset;
 pub mod sched;
 pub mod sigframe;
 pub mod signal;
