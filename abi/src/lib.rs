@@ -25,6 +25,7 @@ pub mod mount;
 pub mod nr;
 pub mod path;
 pub mod ptrace;
+pub mod regset;
 pub mod sched;
 pub mod sigframe;
 pub mod signal;

@@ -607,6 +607,44 @@ pub fn vls(t: &Task) -> (u32, u32) {
     (f.st.sve_vl, f.st.sme_vl)
 }
 
+/// A live VL change on a state already in memory: SVE keeps V0-V31 (FPSIMD format); SME drops
+/// ZA and, if streaming, keeps streaming mode with zeroed registers (V too, as Linux).
+fn change_live_vl(f: &mut TaskFpState, kind: VecKind, vl: u32) {
+    match kind {
+        VecKind::Sve => {
+            if f.st.format == Format::Sve {
+                f.make_fpsimd_format();
+            }
+            fps::change_vl(&mut f.st, vl);
+        }
+        VecKind::Sme => {
+            let streaming = f.st.format == Format::Streaming;
+            if fps::change_sme_vl(&mut f.st, vl) {
+                f.fp.vregs = [0; 32];
+                f.st.format = Format::Streaming;
+                f.regs_buf().fill(0);
+            } else if streaming {
+                f.make_fpsimd_format();
+            }
+            f.za = Vec::new();
+        }
+    }
+}
+
+/// Records the deferred (ONEXEC) VL and INHERIT flag a SET_VL request decided.
+fn commit_vl_settings(f: &mut TaskFpState, kind: VecKind, new: TaskVl) {
+    match kind {
+        VecKind::Sve => {
+            f.sve_onexec = new.onexec;
+            f.sve_inherit = new.inherit;
+        }
+        VecKind::Sme => {
+            f.sme_onexec = new.onexec;
+            f.sme_inherit = new.inherit;
+        }
+    }
+}
+
 /// PR_SVE_SET_VL / PR_SME_SET_VL for the current task.
 pub fn prctl_set_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
     // SAFETY: `t` is the running task (or being switched by this CPU).
@@ -619,40 +657,10 @@ pub fn prctl_set_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
     if let Some(vl) = r.live_change {
         // SAFETY: prctl runs on the task itself.
         let f = unsafe { sync_current(t) };
-        match kind {
-            VecKind::Sve => {
-                if f.st.format == Format::Sve {
-                    f.make_fpsimd_format();
-                }
-                fps::change_vl(&mut f.st, vl);
-            }
-            VecKind::Sme => {
-                let streaming = f.st.format == Format::Streaming;
-                if fps::change_sme_vl(&mut f.st, vl) {
-                    // Still streaming: zeroed registers at the new length (V too, as Linux).
-                    let _ = streaming;
-                    f.fp.vregs = [0; 32];
-                    f.st.format = Format::Streaming;
-                    f.regs_buf().fill(0);
-                } else if streaming {
-                    f.make_fpsimd_format();
-                }
-                f.za = Vec::new();
-            }
-        }
+        change_live_vl(f, kind, vl);
     }
     // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
-    match kind {
-        VecKind::Sve => {
-            f.sve_onexec = r.new.onexec;
-            f.sve_inherit = r.new.inherit;
-        }
-        VecKind::Sme => {
-            f.sme_onexec = r.new.onexec;
-            f.sme_inherit = r.new.inherit;
-        }
-    }
+    commit_vl_settings(unsafe { local(t) }, kind, r.new);
     Ok(r.ret as usize)
 }
 
@@ -725,4 +733,357 @@ pub fn switch_tpidr2(prev: Option<&Task>, next: Option<&Task>) {
 pub fn cpu_init() {
     let fresh = CpuFp::new(percpu::cpu_id() as u32, has_sme());
     with_cpu(|c| *c = fresh);
+}
+
+// ---- ptrace and core dumps ----
+//
+// The register-set side of PTRACE_GETREGSET/SETREGSET and of core-file notes
+// (`ptrace::regset`). `t` is the current task (a core dump: its live registers are saved
+// first, and stay live) or a task off its CPU that cannot run until the caller lets it (a
+// tracee in a ptrace stop, a thread of a process dumping core): `switch_out` saved its
+// registers, so memory is authoritative. Every write ends with `fps::invalidate`, so the task
+// reloads exactly what was written when it next returns to user mode, on whichever CPU.
+
+use svelt_abi::regset::{self as rs, VecMode};
+
+fn is_current(t: &Task) -> bool {
+    core::ptr::eq(t, crate::task::sched::current())
+}
+
+/// The FP state of `t`, in memory.
+///
+/// # Safety
+/// `t` is the current task, or a task off its CPU that nothing else touches until the caller
+/// is done (the ptrace layer's guarantee); the result is not held twice.
+#[allow(clippy::mut_from_ref)]
+unsafe fn regset_state(t: &Task) -> &mut TaskFpState {
+    if is_current(t) {
+        // SAFETY: the caller's contract; `t` is the running task.
+        let f = unsafe { sync_current(t) };
+        if has_sme() {
+            f.tpidr2 = sme::read_tpidr2();
+        }
+        f
+    } else {
+        // SAFETY: the caller's contract: `t` is off its CPU and ours until it runs again.
+        unsafe { local(t) }
+    }
+}
+
+/// Brings `t`'s FP state (and TPIDR2) into memory for reading: saves the current task's live
+/// registers (they stay live); nothing to do for a task off its CPU, whose `switch_out`
+/// already saved them. The regset functions below do this themselves; a core dump may call it
+/// once per thread before writing notes.
+#[allow(dead_code)] // for the core-dump writer
+pub fn regset_sync(t: &Task) {
+    // SAFETY: the contract of this section (current task, or one off its CPU).
+    let _ = unsafe { regset_state(t) };
+}
+
+/// A zeroed buffer of `n` bytes; ENOMEM instead of aborting.
+fn try_zeroed(n: usize) -> SysResult<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
+impl TaskFpState {
+    /// `regs_buf`, failing with ENOMEM rather than aborting.
+    fn try_regs_buf(&mut self) -> SysResult<&mut [u8]> {
+        let n = sve::state_size(self.regs_vq());
+        if self.sve.len() != n {
+            self.sve = try_zeroed(n)?;
+        }
+        Ok(&mut self.sve)
+    }
+
+    /// `za_buf`, failing with ENOMEM rather than aborting.
+    fn try_za_buf(&mut self) -> SysResult<&mut [u8]> {
+        let n = sme::za_size(self.st.sme_vl as usize) + if sme2() { 64 } else { 0 };
+        if self.za.len() != n {
+            self.za = try_zeroed(n)?;
+        }
+        Ok(&mut self.za)
+    }
+}
+
+fn to_abi(f: &FpsimdState) -> svelt_abi::sigframe::FpsimdState {
+    svelt_abi::sigframe::FpsimdState {
+        vregs: f.vregs,
+        fpsr: f.fpsr,
+        fpcr: f.fpcr,
+    }
+}
+
+/// NT_PRFPREG: V0-V31 (the low 128 bits of the Z registers when SVE state is held), FPSR,
+/// FPCR.
+pub fn regset_fpsimd(t: &Task) -> svelt_abi::sigframe::FpsimdState {
+    // SAFETY: the contract of this section.
+    let f = unsafe { regset_state(t) };
+    to_abi(&f.fpsimd_view())
+}
+
+/// NT_PRFPREG write: with SVE (or streaming) state held, the Z registers become V0-V31 with
+/// everything else zero (Linux's `fpsimd_sync_to_effective_state_zeropad`).
+pub fn regset_set_fpsimd(t: &Task, new: &svelt_abi::sigframe::FpsimdState) -> SysResult<()> {
+    // SAFETY: the contract of this section.
+    let f = unsafe { regset_state(t) };
+    f.fp.vregs = new.vregs;
+    f.fp.fpsr = new.fpsr;
+    f.fp.fpcr = new.fpcr;
+    let r = if f.st.format != Format::Fpsimd {
+        let vq = f.regs_vq();
+        f.try_regs_buf().map(|buf| {
+            buf.fill(0);
+            for (n, v) in new.vregs.iter().enumerate() {
+                buf[n * 16 * vq..n * 16 * vq + 16].copy_from_slice(&v.to_le_bytes());
+            }
+        })
+    } else {
+        Ok(())
+    };
+    fps::invalidate(&mut f.st);
+    r
+}
+
+/// TPIDR2_EL0 (0 without SME).
+pub fn regset_tpidr2(t: &Task) -> u64 {
+    if !has_sme() {
+        return 0;
+    }
+    // SAFETY: the contract of this section.
+    unsafe { regset_state(t) }.tpidr2
+}
+
+/// Sets TPIDR2_EL0 (ignored without SME); a switched-out task loads it when switched in.
+pub fn regset_set_tpidr2(t: &Task, v: u64) {
+    if !has_sme() {
+        return;
+    }
+    // SAFETY: the contract of this section.
+    unsafe { regset_state(t) }.tpidr2 = v;
+    if is_current(t) {
+        sme::write_tpidr2(v);
+    }
+}
+
+fn vec_kind(mode: VecMode) -> VecKind {
+    match mode {
+        VecMode::Sve => VecKind::Sve,
+        VecMode::Streaming => VecKind::Sme,
+    }
+}
+
+fn vls_of(kind: VecKind) -> svelt_abi::vl::VlSet {
+    match kind {
+        VecKind::Sve => crate::cpufeature::sve_vls(),
+        VecKind::Sme => crate::cpufeature::sme_vls(),
+    }
+}
+
+/// (current VL, system maximum, INHERIT) for one kind.
+fn vl_info(f: &TaskFpState, kind: VecKind) -> (u32, u32, bool) {
+    let max = vlctl::max_vl(kind, vls_of(kind)).unwrap_or(0);
+    match kind {
+        VecKind::Sve => (f.st.sve_vl, max, f.sve_inherit),
+        VecKind::Sme => (f.st.sme_vl, max, f.sme_inherit),
+    }
+}
+
+/// A regset's VL request (`vl | flags << 16`), carried out exactly as PR_*_SET_VL.
+fn regset_set_vl(f: &mut TaskFpState, kind: VecKind, arg: u64) -> SysResult<()> {
+    let ctl = match kind {
+        VecKind::Sve => sve_ctl(f),
+        VecKind::Sme => sme_ctl(f),
+    };
+    let r = vlctl::set_vl(kind, arg, vls_of(kind), &ctl)?;
+    if let Some(vl) = r.live_change {
+        change_live_vl(f, kind, vl);
+    }
+    commit_vl_settings(f, kind, r.new);
+    Ok(())
+}
+
+/// NT_ARM_SVE / NT_ARM_SSVE read: the header, then FPSIMD or SVE-format registers when that
+/// mode is the active one (header only otherwise).
+pub fn regset_sve_get(t: &Task, mode: VecMode) -> SysResult<Vec<u8>> {
+    let ok = match mode {
+        VecMode::Sve => crate::cpufeature::features().sve,
+        VecMode::Streaming => has_sme(),
+    };
+    if !ok {
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: the contract of this section.
+    let f = unsafe { regset_state(t) };
+    let (vl, max_vl, inherit) = vl_info(f, vec_kind(mode));
+    let task = rs::VecTask {
+        streaming: f.st.svcr.sm,
+        sve_format: f.st.format != Format::Fpsimd,
+        vl,
+        max_vl,
+        inherit,
+    };
+    let (h, payload) = rs::sve_header(mode, &task);
+    let mut out = try_zeroed(h.size as usize)?;
+    out[..rs::HEADER_SIZE].copy_from_slice(&h.encode());
+    match payload {
+        rs::SvePayload::None => {}
+        rs::SvePayload::Fpsimd => {
+            let enc = rs::fpsimd_encode(&to_abi(&f.fpsimd_view()));
+            out[rs::HEADER_SIZE..rs::HEADER_SIZE + enc.len()].copy_from_slice(&enc);
+        }
+        rs::SvePayload::Sve => {
+            let (fpsr, fpcr) = (f.fp.fpsr, f.fp.fpcr);
+            let regs = f.try_regs_buf()?;
+            rs::sve_payload_encode(&mut out, vl / 16, regs, fpsr, fpcr);
+        }
+    }
+    Ok(out)
+}
+
+/// NT_ARM_SVE / NT_ARM_SSVE write (Linux 7.3's `sve_set_common`).
+pub fn regset_sve_set(t: &Task, mode: VecMode, data: &[u8]) -> SysResult<()> {
+    // SAFETY: the contract of this section.
+    let f = unsafe { regset_state(t) };
+    let r = sve_set(f, mode, data);
+    fps::invalidate(&mut f.st);
+    r
+}
+
+fn sve_set(f: &mut TaskFpState, mode: VecMode, data: &[u8]) -> SysResult<()> {
+    let s = rs::sve_set_parse(mode, data, crate::cpufeature::features().sve)?;
+    let kind = vec_kind(mode);
+    if let Some(arg) = s.vl_arg {
+        regset_set_vl(f, kind, arg)?;
+    }
+    // The VL in force now: smaller than asked if rounded, unchanged with ONEXEC.
+    let vq = vl_info(f, kind).0 / 16;
+    // Writing NT_ARM_SVE leaves streaming mode; NT_ARM_SSVE enters it (ZA untouched).
+    match mode {
+        VecMode::Sve => {
+            f.st.svcr.sm = false;
+            f.st.sve = true;
+        }
+        VecMode::Streaming => {
+            f.st.svcr.sm = true;
+            f.st.sme = true;
+        }
+    }
+    // V0-V31, FPSR and FPCR start from zero whatever the write covers.
+    f.fp = FpsimdState::default();
+    if s.fpsimd {
+        f.st.sve = false;
+        f.st.format = Format::Fpsimd;
+        let new = rs::fpsimd_set(&to_abi(&f.fp), data, rs::HEADER_SIZE);
+        f.fp.vregs = new.vregs;
+        f.fp.fpsr = new.fpsr;
+        f.fp.fpcr = new.fpcr;
+        return Ok(());
+    }
+    // SVE layout (or header only): zeroed registers in the new mode at its VL.
+    f.st.format = match mode {
+        VecMode::Sve => Format::Sve,
+        VecMode::Streaming => Format::Streaming,
+    };
+    let (mut fpsr, mut fpcr) = (0, 0);
+    let regs = f.try_regs_buf()?;
+    regs.fill(0);
+    rs::payload_vl_check(data, s.header.vl, vq)?;
+    rs::sve_payload_decode(data, vq, regs, &mut fpsr, &mut fpcr);
+    f.fp.fpsr = fpsr;
+    f.fp.fpcr = fpcr;
+    Ok(())
+}
+
+/// NT_ARM_ZA read: the header, then ZA's rows while PSTATE.ZA is set.
+pub fn regset_za_get(t: &Task) -> SysResult<Vec<u8>> {
+    if !has_sme() {
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: the contract of this section.
+    let f = unsafe { regset_state(t) };
+    let (vl, max_vl, inherit) = vl_info(f, VecKind::Sme);
+    let za_on = f.st.svcr.za;
+    let h = rs::za_header(vl, max_vl, inherit, za_on);
+    let mut out = try_zeroed(h.size as usize)?;
+    out[..rs::HEADER_SIZE].copy_from_slice(&h.encode());
+    if za_on {
+        let n = sme::za_size(vl as usize);
+        let za = f.try_za_buf()?;
+        out[rs::HEADER_SIZE..rs::HEADER_SIZE + n].copy_from_slice(&za[..n]);
+    }
+    Ok(out)
+}
+
+/// NT_ARM_ZA write: VL as PR_SME_SET_VL; header only turns ZA off; rows turn it on (the
+/// storage is zeroed first unless ZA was already on).
+pub fn regset_za_set(t: &Task, data: &[u8]) -> SysResult<()> {
+    if !has_sme() {
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: the contract of this section.
+    let f = unsafe { regset_state(t) };
+    let r = za_set(f, data);
+    fps::invalidate(&mut f.st);
+    r
+}
+
+fn za_set(f: &mut TaskFpState, data: &[u8]) -> SysResult<()> {
+    let (h, arg) = rs::za_set_parse(data)?;
+    regset_set_vl(f, VecKind::Sme, arg)?;
+    let vl = f.st.sme_vl as usize;
+    let za_on = f.st.svcr.za;
+    let action = rs::za_set_action(data, h.vl, vl as u32 / 16);
+    let buf = f.try_za_buf()?;
+    if !za_on {
+        buf.fill(0);
+    }
+    let load = action? == rs::ZaSet::Load;
+    if load {
+        rs::copyin(&mut buf[..sme::za_size(vl)], data, rs::HEADER_SIZE);
+        f.st.sme = true;
+    }
+    f.st.svcr.za = load;
+    Ok(())
+}
+
+/// NT_ARM_ZT read (SME2): ZT0, or zeros while ZA is off (it is zeroed when ZA is turned on).
+pub fn regset_zt_get(t: &Task) -> SysResult<[u8; 64]> {
+    if !(has_sme() && sme2()) {
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: the contract of this section.
+    let f = unsafe { regset_state(t) };
+    let mut zt = [0u8; 64];
+    if f.st.svcr.za {
+        let n = sme::za_size(f.st.sme_vl as usize);
+        zt.copy_from_slice(&f.try_za_buf()?[n..n + 64]);
+    }
+    Ok(zt)
+}
+
+/// NT_ARM_ZT write (SME2): ZT0 takes what `data` covers and PSTATE.ZA is set, ZA zeroed if it
+/// was off.
+pub fn regset_zt_set(t: &Task, data: &[u8]) -> SysResult<()> {
+    if !(has_sme() && sme2()) {
+        return Err(Errno::EINVAL);
+    }
+    // SAFETY: the contract of this section.
+    let f = unsafe { regset_state(t) };
+    let n = sme::za_size(f.st.sme_vl as usize);
+    let za_on = f.st.svcr.za;
+    let r = f.try_za_buf().map(|buf| {
+        if !za_on {
+            buf.fill(0);
+        }
+        rs::copyin(&mut buf[n..n + 64], data, 0);
+    });
+    if r.is_ok() {
+        f.st.sme = true;
+        f.st.svcr.za = true;
+    }
+    fps::invalidate(&mut f.st);
+    r
 }

@@ -191,6 +191,8 @@ pub fn do_execve(
     // SAFETY: the current task's own locals.
     unsafe {
         me.local().tpidrro_el0 = 0;
+        // ptrace breakpoints and watchpoints do not survive exec.
+        me.local().hw_debug = Default::default();
     }
     crate::fpstate::exec_reset(&me);
     sched::set_current_tpidr_el0(0);

@@ -142,6 +142,8 @@ pub struct TaskLocal {
     /// ESR of the fault behind the signal being delivered (esr_context), 0 if none.
     pub fault_esr: u64,
     pub fault_address: u64,
+    /// Breakpoints and watchpoints a tracer set (NT_ARM_HW_BREAK / NT_ARM_HW_WATCH).
+    pub hw_debug: svelt_abi::regset::HwDebug,
 }
 
 pub struct Task {
@@ -363,6 +365,7 @@ impl Task {
                 in_syscall: -1,
                 fault_esr: 0,
                 fault_address: 0,
+                hw_debug: Default::default(),
             }),
             mm: Mutex::new(mm),
             files: Mutex::new(files),
