@@ -257,6 +257,21 @@ pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<
     resumed
 }
 
+/// `stop` for a caller holding the tracee's trap frame: the tracer reads and writes that
+/// frame through its own pointer during the stop, so the frame is handed to an opaque
+/// `black_box` on both sides (stores done before, loads redone after).
+pub fn stop_with_frame(
+    tf: &mut TrapFrame,
+    exit_code: u32,
+    kind: StopKind,
+    info: Option<SigInfo>,
+) -> Option<u32> {
+    core::hint::black_box(&mut *tf);
+    let r = stop(exit_code, kind, info);
+    core::hint::black_box(&mut *tf);
+    r
+}
+
 /// The siginfo a tracer reads at a syscall or event stop (Linux's ptrace_notify): SIGTRAP
 /// with the stop's exit code as si_code, and the tracee's thread and user IDs.
 fn trap_info(exit_code: u32) -> SigInfo {
@@ -403,11 +418,8 @@ pub fn syscall_entry(tf: &mut TrapFrame) {
     };
     let saved = tf.x[7];
     tf.x[7] = 0;
-    stop(
-        sig::SIGTRAP | if good { 0x80 } else { 0 },
-        StopKind::Syscall,
-        None,
-    );
+    let code = sig::SIGTRAP | if good { 0x80 } else { 0 };
+    stop_with_frame(tf, code, StopKind::Syscall, Some(trap_info(code)));
     tf.x[7] = saved;
 }
 
@@ -423,11 +435,8 @@ pub fn syscall_exit(tf: &mut TrapFrame) {
     };
     let saved = tf.x[7];
     tf.x[7] = 1;
-    stop(
-        sig::SIGTRAP | if good { 0x80 } else { 0 },
-        StopKind::Syscall,
-        None,
-    );
+    let code = sig::SIGTRAP | if good { 0x80 } else { 0 };
+    stop_with_frame(tf, code, StopKind::Syscall, Some(trap_info(code)));
     tf.x[7] = saved;
     t.ptrace.lock().syscall_stop = SyscallStop::None;
 }
@@ -448,7 +457,10 @@ pub fn seccomp_event(tf: &mut TrapFrame, data: u16) -> bool {
         args: [tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]],
         ret_data: data as u32,
     };
-    event(PTRACE_EVENT_SECCOMP, data as u64)
+    core::hint::black_box(&mut *tf);
+    let stopped = event(PTRACE_EVENT_SECCOMP, data as u64);
+    core::hint::black_box(&mut *tf);
+    stopped
 }
 
 /// The tracee `t` is exiting with `status`: a tracer that is not its parent learns it through

@@ -359,6 +359,8 @@ fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
         // A traced thread reports a group stop (or PTRACE_INTERRUPT) to its tracer and runs
         // on when the tracer says so, even while its group stays stopped.
         if traced && crate::ptrace::pending_stops(&t) {
+            // The tracer may have rewritten the registers during the stop.
+            core::hint::black_box(&mut *tf);
             continue;
         }
         if !traced && p.stopped.load(Ordering::Acquire) && !t.killed.load(Ordering::Acquire) {
@@ -376,7 +378,9 @@ fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
         }
         let Some(mut info) = dequeue(&t) else { break };
         if traced && info.signo() != sig::SIGKILL {
-            match crate::ptrace::signal_stop(info) {
+            let r = crate::ptrace::signal_stop(info);
+            core::hint::black_box(&mut *tf);
+            match r {
                 None => continue,
                 Some(i) => info = i,
             }
