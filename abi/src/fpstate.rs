@@ -440,9 +440,9 @@ pub fn change_vl(t: &mut TaskFp, new_vl: u32) {
     t.last_cpu = None;
 }
 
-/// A live change of the SME vector length (6.16+): ZA is discarded, PSTATE.SM is kept with
-/// zeroed streaming registers at the new length. Returns whether the task is streaming (the
-/// caller provides a zeroed streaming copy then).
+/// A live change of the SME vector length (7.3): ZA is discarded, PSTATE.SM is kept with
+/// streaming registers holding only V0-V31 at the new length. Returns whether the task is
+/// streaming (the caller then provides that copy).
 pub fn change_sme_vl(t: &mut TaskFp, new_vl: u32) -> bool {
     t.sme_vl = new_vl;
     t.svcr.za = false;

@@ -610,24 +610,28 @@ pub fn vls(t: &Task) -> (u32, u32) {
 /// A live VL change on a state already in memory: SVE keeps V0-V31 (FPSIMD format); SME drops
 /// ZA and, if streaming, keeps streaming mode with zeroed registers (V too, as Linux).
 fn change_live_vl(f: &mut TaskFpState, kind: VecKind, vl: u32) {
+    // Linux 7.3 (change_live_vector_length): PSTATE.SM and the effective V0-V31 survive any
+    // VL change; every other Z, P and FFR bit becomes zero; an SME change also turns ZA off.
+    let v = f.fpsimd_view();
+    let streaming = f.st.format == Format::Streaming;
     match kind {
-        VecKind::Sve => {
-            if f.st.format == Format::Sve {
-                f.make_fpsimd_format();
-            }
-            fps::change_vl(&mut f.st, vl);
-        }
+        VecKind::Sve => fps::change_vl(&mut f.st, vl),
         VecKind::Sme => {
-            let streaming = f.st.format == Format::Streaming;
-            if fps::change_sme_vl(&mut f.st, vl) {
-                f.fp.vregs = [0; 32];
-                f.st.format = Format::Streaming;
-                f.regs_buf().fill(0);
-            } else if streaming {
-                f.make_fpsimd_format();
-            }
+            fps::change_sme_vl(&mut f.st, vl);
             f.za = Vec::new();
         }
+    }
+    f.fp = v;
+    if streaming {
+        f.st.format = Format::Streaming;
+        let vq = f.regs_vq();
+        let buf = f.regs_buf();
+        buf.fill(0);
+        for (n, x) in v.vregs.iter().enumerate() {
+            buf[n * 16 * vq..n * 16 * vq + 16].copy_from_slice(&x.to_le_bytes());
+        }
+    } else {
+        f.st.format = Format::Fpsimd;
     }
 }
 

@@ -263,9 +263,10 @@ fn regset_request(t: &Task, set: bool, nt: u32, iov: usize) -> SysResult<usize> 
         uaccess::copy_from_user(&mut data, base)?;
         regset::set(t, nt, &data)?;
     } else {
-        let mut data = regset::get(t, nt)?;
-        data.resize(n, 0);
-        uaccess::copy_to_user(base, &data)?;
+        // Only what the regset produced is copied (the rest of the buffer is untouched, as
+        // Linux's copy_regset_to_user); iov_len still becomes min(iov_len, maximum).
+        let data = regset::get(t, nt)?;
+        uaccess::copy_to_user(base, &data[..n.min(data.len())])?;
     }
     uaccess::write_u64(iov + 8, n as u64)?;
     Ok(0)
