@@ -31,7 +31,7 @@ pub fn init_this_cpu() {
             .store(fpsimd::sme::probe_vls().bits(), Ordering::Relaxed);
     }
     crate::fpstate::cpu_init();
-    crate::arch::aarch64::cpu::debug_init();
+    crate::arch::aarch64::debug::init();
 }
 
 static SYSTEM_VLS: Once<(VlSet, VlSet)> = Once::new();

@@ -25,11 +25,15 @@ pub fn el0_sync(tf: &mut TrapFrame) {
             if crate::ptrace::stepping(task::current()) {
                 fault(sig::SIGTRAP, sig::TRAP_TRACE, tf.elr, 0)
             } else {
-                cpu::set_single_step(false);
+                crate::arch::aarch64::debug::set_single_step(false);
             }
         }
         Ec::BreakpointLower | Ec::WatchpointLower => {
-            fault(sig::SIGTRAP, sig::TRAP_HWBKPT, tf.elr, 0)
+            let t = task::current();
+            let watch = esr.ec() == Ec::WatchpointLower;
+            if let Some(info) = crate::ptrace::hw_debug_trap(t, watch, tf.elr, tf.far) {
+                signal::force(t, sig::SIGTRAP, info);
+            }
         }
         Ec::FpException => fault(sig::SIGFPE, sig::FPE_FLTUNK, tf.elr, esr.0),
         Ec::SveAccess if crate::cpufeature::features().sve => {

@@ -487,14 +487,104 @@ pub fn stepping(t: &Task) -> bool {
     t.traced.load(Ordering::Acquire) && t.ptrace.lock().singlestep
 }
 
-/// On the way out to user mode of a traced task: arm or disarm single-stepping.
+/// On the way out to user mode of a traced task: arm or disarm single-stepping, and load its
+/// hardware breakpoints and watchpoints into this CPU's debug registers.
 pub fn prepare_return(t: &Task, tf: &mut TrapFrame) {
     if stepping(t) {
         tf.spsr |= SPSR_SS;
-        crate::arch::aarch64::cpu::set_single_step(true);
+        crate::arch::aarch64::debug::set_single_step(true);
     } else if tf.spsr & SPSR_SS != 0 {
         tf.spsr &= !SPSR_SS;
     }
+    arm_hw_debug(t);
+}
+
+/// CPUs whose debug registers hold some task's breakpoints or watchpoints.
+static HW_ARMED: [core::sync::atomic::AtomicBool; crate::percpu::MAX_CPUS] =
+    [const { core::sync::atomic::AtomicBool::new(false) }; crate::percpu::MAX_CPUS];
+
+fn arm_hw_debug(t: &Task) {
+    use crate::arch::aarch64::debug;
+    // SAFETY: the current task's own locals.
+    let d = unsafe { &t.local().hw_debug };
+    let enabled = |s: &Option<svelt_abi::regset::HwSlot>| s.is_some_and(|s| s.ctrl.enabled);
+    let any = d.brk.iter().chain(d.wpt.iter()).any(enabled);
+    let cpu = crate::percpu::cpu_id();
+    if !any {
+        if HW_ARMED[cpu].load(Ordering::Relaxed) {
+            disarm_hw_debug();
+        }
+        return;
+    }
+    let info = regset::hw_info();
+    for (i, s) in d.brk.iter().enumerate().take(info.brps as usize) {
+        match s {
+            Some(s) if s.ctrl.enabled => {
+                debug::write_breakpoint(i, s.address, s.ctrl.encode() as u64)
+            }
+            _ => debug::write_breakpoint(i, 0, 0),
+        }
+    }
+    for (i, s) in d.wpt.iter().enumerate().take(info.wrps as usize) {
+        match s {
+            Some(s) if s.ctrl.enabled => {
+                debug::write_watchpoint(i, s.address, s.ctrl.encode() as u64)
+            }
+            _ => debug::write_watchpoint(i, 0, 0),
+        }
+    }
+    debug::set_monitor(true);
+    debug::sync();
+    HW_ARMED[cpu].store(true, Ordering::Relaxed);
+}
+
+/// Clears this CPU's breakpoints and watchpoints.
+fn disarm_hw_debug() {
+    use crate::arch::aarch64::debug;
+    let info = regset::hw_info();
+    for i in 0..info.brps as usize {
+        debug::write_breakpoint(i, 0, 0);
+    }
+    for i in 0..info.wrps as usize {
+        debug::write_watchpoint(i, 0, 0);
+    }
+    debug::set_monitor(false);
+    debug::sync();
+    HW_ARMED[crate::percpu::cpu_id()].store(false, Ordering::Relaxed);
+}
+
+/// A hardware breakpoint (`watch` false, at `pc`) or watchpoint (data address `far`) fired in
+/// EL0. The SIGTRAP a tracer sees, as Linux's ptrace_hbptriggered makes it for a native task:
+/// TRAP_HWBKPT with the trigger address (the slot-numbering si_errno is AArch32's only).
+/// None: the registers held another task's slots (the debug registers are per CPU and armed
+/// lazily): they are cleared and the instruction runs again.
+pub fn hw_debug_trap(t: &Task, watch: bool, pc: u64, far: u64) -> Option<SigInfo> {
+    // SAFETY: the current task's own locals.
+    let d = unsafe { &t.local().hw_debug };
+    let slots = if watch { &d.wpt } else { &d.brk };
+    let hit = slots.iter().enumerate().find_map(|(i, s)| {
+        let s = (*s)?;
+        if !s.ctrl.enabled {
+            return None;
+        }
+        // A watchpoint's slot is the doubleword it watches (the reported address may be any
+        // byte of the access).
+        let covers = if watch {
+            far & !7 == s.address
+        } else {
+            pc == s.address
+        };
+        covers.then_some(i)
+    });
+    let traced = t.traced.load(Ordering::Acquire);
+    let first_enabled = slots.iter().position(|s| s.is_some_and(|s| s.ctrl.enabled));
+    if hit.or(first_enabled).filter(|_| traced).is_none() {
+        disarm_hw_debug();
+        return None;
+    }
+    let addr = if watch { far } else { pc };
+    let info = SigInfo::fault(sig::SIGTRAP, sig::TRAP_HWBKPT, addr);
+    Some(info)
 }
 
 /// A tracee in a stop whose state the tracer may touch until this is dropped.

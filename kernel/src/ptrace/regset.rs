@@ -36,7 +36,7 @@ fn caps() -> Caps {
 }
 
 /// The debug resources, from the boot CPU's ID_AA64DFR0_EL1.
-fn hw_info() -> HwDebugInfo {
+pub(crate) fn hw_info() -> HwDebugInfo {
     static INFO: Once<HwDebugInfo> = Once::new();
     *INFO.call_once(|| {
         let dfr0: u64;

@@ -79,32 +79,6 @@ pub fn sync_icache() {
     unsafe { core::arch::asm!("dsb ish", "ic ialluis", "dsb ish", "isb", options(nostack)) };
 }
 
-/// Lets EL0 be single-stepped: the OS lock (set at reset) is released and MDSCR_EL1 starts
-/// clear (no kernel debug, no monitor debug, stepping off).
-pub fn debug_init() {
-    // SAFETY: OSLAR_EL1 and MDSCR_EL1 only control debug exceptions, which the kernel does not
-    // take at EL1 (MDSCR_EL1.KDE stays 0).
-    unsafe {
-        core::arch::asm!(
-            "msr oslar_el1, xzr",
-            "msr mdscr_el1, xzr",
-            "isb",
-            options(nostack)
-        )
-    };
-}
-
-/// MDSCR_EL1.SS: with it set, a return to EL0 with SPSR.SS set executes one instruction and
-/// takes a software-step exception (with SPSR.SS clear: the exception comes at once).
-pub fn set_single_step(on: bool) {
-    let mut v: u64;
-    // SAFETY: reading MDSCR_EL1 has no side effects.
-    unsafe { core::arch::asm!("mrs {}, mdscr_el1", out(reg) v, options(nomem, nostack)) };
-    v = if on { v | 1 } else { v & !1 };
-    // SAFETY: only the SS bit changes; it affects EL0 only (KDE is 0).
-    unsafe { core::arch::asm!("msr mdscr_el1, {}", "isb", in(reg) v, options(nostack)) };
-}
-
 /// The virtual counter (CNTVCT_EL0) and its frequency.
 pub fn counter() -> u64 {
     aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);

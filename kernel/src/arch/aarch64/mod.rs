@@ -2,6 +2,7 @@
 //!
 //! - `boot`: the Image header, EL2 set-up, early page tables (boot/head.s) and the stacks.
 //! - `cpu`: per-CPU identity, interrupt masking, idle, cache maintenance.
+//! - `debug`: single step, hardware breakpoints and watchpoints for EL0.
 //! - `exception`: vectors, trap frame, dispatch, fault reports and backtraces.
 //! - `fpsimd`: FP/SVE/SME primitives, one file per extension.
 //! - `mmu`: the kernel's page tables.
@@ -11,6 +12,7 @@
 pub mod boot;
 pub mod context;
 pub mod cpu;
+pub mod debug;
 pub mod exception;
 pub mod fpsimd;
 pub mod mem;
