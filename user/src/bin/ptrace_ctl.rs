@@ -512,10 +512,20 @@ fn seize_interrupt_listen() -> TestResult {
     check_eq!(st >> 8, SIGCONT, "SIGCONT's delivery stop {st:#x}");
     t!(pt::cont(pid, 0));
     check!(moving(&c));
-    // LISTEN on a stop that is not a group-stop: EIO.
+    // LISTEN also works on INTERRUPT's stop (an EVENT_STOP), not on a signal-delivery-stop.
     t!(pt::interrupt(pid));
     wait_stop(pid)?;
-    check_eq!(pt::listen(pid), Err(EIO));
+    t!(pt::listen(pid));
+    no_report(pid)?;
+    check!(!moving(&c), "LISTEN resumed an interrupted tracee");
+    check_eq!(pt::cont(pid, 0), Err(ESRCH), "CONT of a LISTENing tracee");
+    t!(pt::interrupt(pid));
+    let st = wait_stop(pid)?;
+    check_eq!(st >> 8, pt::event_status(pt::PTRACE_EVENT_STOP), "INTERRUPT of a LISTENing tracee {st:#x}");
+    t!(pt::cont(pid, 0));
+    t!(sys::kill(pid, SIGUSR1));
+    wait_stop_sig(pid, SIGUSR1)?;
+    check_eq!(pt::listen(pid), Err(EIO), "LISTEN at a signal-delivery-stop");
     t!(sys::kill(pid, SIGKILL));
     check_eq!(describe(wait_end(pid)?), "killed by signal 9");
     Ok(())
@@ -605,29 +615,35 @@ extern "C" fn counting_thread(addr: usize) -> i32 {
     }
 }
 
-fn threads_per_thread_stops() -> TestResult {
-    let c = Shared::new([0u64; 3]);
+/// A process whose main thread counts in c[0] and whose second thread counts in c[1] (its tid
+/// in c[2]); returns (pid, tid).
+fn two_thread_counter(c: &Shared<[u64; 3]>) -> Result<(i32, i32), String> {
     let ca = c.addr();
     let pid = spawn(move || {
         let _ = spawn_thread(counting_thread, ca, 0);
         let p = ca as *mut u64;
         for _ in 0..20_000 {
-            // SAFETY: the shared mapping.
+            // SAFETY: the shared mapping made before the fork.
             unsafe { p.write_volatile(p.read_volatile() + 1) };
             sys::sleep_ns(1_000_000);
         }
         0
     })
     .map_err(|e| format!("fork: {e:?}"))?;
-    let mut tid = 0;
     for _ in 0..1000 {
-        tid = c.get()[2] as i32;
+        let tid = c.get()[2] as i32;
         if tid != 0 {
-            break;
+            return Ok((pid, tid));
         }
         sys::sleep_ns(1_000_000);
     }
-    check!(tid != 0 && tid != pid, "thread tid {tid}");
+    Err("the thread never ran".into())
+}
+
+fn threads_per_thread_stops() -> TestResult {
+    let c = Shared::new([0u64; 3]);
+    let (pid, tid) = two_thread_counter(&c)?;
+    check!(tid != pid, "thread tid {tid}");
     let moved = |i: usize| {
         let a = c.get()[i];
         (0..100).any(|_| {
@@ -635,17 +651,21 @@ fn threads_per_thread_stops() -> TestResult {
             c.get()[i] != a
         })
     };
-    // Attach to the thread alone: it stops, the main thread runs on.
-    t!(pt::attach(tid));
-    wait_stop_sig(tid, SIGSTOP)?;
-    check!(!moved(1), "the attached thread runs");
+    // SEIZE + INTERRUPT of the thread alone: it stops, the main thread runs on.
+    t!(pt::seize(tid, 0));
+    t!(pt::interrupt(tid));
+    let st = wait_stop(tid).map_err(|e| format!("thread's INTERRUPT stop: {e}"))?;
+    check_eq!(st >> 8, pt::event_status(pt::PTRACE_EVENT_STOP));
+    check!(!moved(1), "the interrupted thread runs");
     check!(moved(0), "the main thread stopped too");
     let r = t!(pt::get_regs(tid));
     check!(r.pc != 0);
     check_eq!(pt::get_regs(pid), Err(ESRCH), "the main thread is not traced");
-    // Attach to the main thread too: both stopped, each reported once.
-    t!(pt::attach(pid));
-    wait_stop_sig(pid, SIGSTOP)?;
+    // The main thread too: both stopped, each reported on its own.
+    t!(pt::seize(pid, 0));
+    t!(pt::interrupt(pid));
+    let st = wait_stop(pid).map_err(|e| format!("main thread's INTERRUPT stop: {e}"))?;
+    check_eq!(st >> 8, pt::event_status(pt::PTRACE_EVENT_STOP));
     check!(!moved(0));
     t!(pt::cont(tid, 0));
     check!(moved(1), "CONT of the thread");
@@ -653,8 +673,18 @@ fn threads_per_thread_stops() -> TestResult {
     t!(pt::detach(pid, 0));
     check!(moved(0));
     t!(sys::kill(pid, SIGKILL));
+    // The traced thread's end is ours to reap; the leader's exit is reported after it.
+    let (p, st) = pt::wait_for(tid, pt::WALL, pt::WAIT_NS)?;
+    check_eq!((p, describe(st)), (tid, "killed by signal 9".into()), "the traced thread");
     let (p, st) = pt::wait_for(pid, pt::WALL, pt::WAIT_NS)?;
     check_eq!((p, describe(st)), (pid, "killed by signal 9".into()));
+    // PTRACE_ATTACH by tid: that thread reports the SIGSTOP stop.
+    let c = Shared::new([0u64; 3]);
+    let (pid, tid) = two_thread_counter(&c)?;
+    t!(pt::attach(tid));
+    wait_stop_sig(tid, SIGSTOP).map_err(|e| format!("ATTACH to a thread: {e}"))?;
+    check_eq!(pt::attach(tid), Err(EPERM), "attach twice");
+    t!(sys::kill(pid, SIGKILL));
     Ok(())
 }
 
