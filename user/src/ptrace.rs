@@ -402,8 +402,7 @@ pub fn build_sve(vl: usize, flags: u16, zpf: &[u8], fpsr: u32, fpcr: u32) -> Vec
     let vq = vl / 16;
     let size = sve_pt_size(vq, SVE_PT_REGS_SVE);
     let mut b = alloc::vec![0u8; size];
-    b[..HEADER_SIZE]
-        .copy_from_slice(&VecHeader::new(size, vl, flags | SVE_PT_REGS_SVE).to_bytes());
+    b[..HEADER_SIZE].copy_from_slice(&VecHeader::new(size, vl, flags | SVE_PT_REGS_SVE).to_bytes());
     let n = zpf.len().min(546 * vq);
     b[HEADER_SIZE..HEADER_SIZE + n].copy_from_slice(&zpf[..n]);
     let o = sve_pt_fpsr_offset(vq);
@@ -613,8 +612,8 @@ pub fn need_ptrace() -> Result<(), String> {
 /// it made is killed afterwards. The child's verdict (and message) comes back through a pipe.
 pub fn isolated(f: fn() -> crate::ktap::TestResult, timeout_ns: u64) -> crate::ktap::TestResult {
     need_ptrace()?;
-    let [r, w] = sys::pipe2(sys::O_NONBLOCK | sys::O_CLOEXEC)
-        .map_err(|e| alloc::format!("pipe2: {e:?}"))?;
+    let [r, w] =
+        sys::pipe2(sys::O_NONBLOCK | sys::O_CLOEXEC).map_err(|e| alloc::format!("pipe2: {e:?}"))?;
     let pid = crate::proc::spawn(|| {
         let _ = sys::close(r);
         let _ = sys::setpgid(0, 0);

@@ -11,7 +11,10 @@ use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::*;
 use svelt_user::ptrace::{self as pt, wait_end, wait_stop, wait_stop_sig};
-use svelt_user::sig::{self, SigInfo, SIGCHLD, SIGCONT, SIG_BLOCK, SIG_SETMASK, SI_USER, SIGKILL, SIGSTOP, SIGTRAP, SIGUSR1, SIGUSR2};
+use svelt_user::sig::{
+    self, SigInfo, SIGCHLD, SIGCONT, SIGKILL, SIGSTOP, SIGTRAP, SIGUSR1, SIGUSR2, SIG_BLOCK,
+    SIG_SETMASK, SI_USER,
+};
 use svelt_user::sys::{self, *};
 use svelt_user::*;
 
@@ -74,7 +77,12 @@ fn peek_poke() -> TestResult {
     let a = VAR.as_ptr() as usize;
     check_eq!(t!(pt::peekdata(pid, a)), 0x1122_3344_5566_7788);
     check_eq!(
-        t!(pt::ptrace(pt::PTRACE_PEEKTEXT, pid, a, &mut 0u64 as *mut u64 as usize)),
+        t!(pt::ptrace(
+            pt::PTRACE_PEEKTEXT,
+            pid,
+            a,
+            &mut 0u64 as *mut u64 as usize
+        )),
         0
     );
     t!(pt::pokedata(pid, a, 0xdead_beef_0bad_f00d));
@@ -109,7 +117,11 @@ fn vm_rw_and_proc_mem() -> TestResult {
     check_eq!(t!(pt::process_vm_readv(pid, a, &mut b)), 8);
     check_eq!(u64::from_le_bytes(b), 0x1122_3344_5566_7788);
     check_eq!(
-        t!(pt::process_vm_writev(pid, a, &0xaaaa_bbbb_cccc_ddddu64.to_le_bytes())),
+        t!(pt::process_vm_writev(
+            pid,
+            a,
+            &0xaaaa_bbbb_cccc_ddddu64.to_le_bytes()
+        )),
         8
     );
     check_eq!(t!(pt::peekdata(pid, a)), 0xaaaa_bbbb_cccc_dddd);
@@ -120,7 +132,11 @@ fn vm_rw_and_proc_mem() -> TestResult {
     check_eq!(t!(sys::pread(fd, &mut b, a as u64)), 8);
     check_eq!(u64::from_le_bytes(b), 0xaaaa_bbbb_cccc_dddd);
     check_eq!(
-        t!(sys::pwrite(fd, &0x0102_0304_0506_0708u64.to_le_bytes(), a as u64)),
+        t!(sys::pwrite(
+            fd,
+            &0x0102_0304_0506_0708u64.to_le_bytes(),
+            a as u64
+        )),
         8
     );
     check_eq!(sys::pread(fd, &mut b, 8), Err(EIO));
@@ -157,15 +173,32 @@ fn signal_delivery_stops() -> TestResult {
         t!(pt::traceme());
         // 1: suppressed by the tracer.
         t!(sys::kill(sys::getpid(), SIGUSR1));
-        check_eq!((USR1.load(Ordering::SeqCst), USR2.load(Ordering::SeqCst)), (0, 0));
+        check_eq!(
+            (USR1.load(Ordering::SeqCst), USR2.load(Ordering::SeqCst)),
+            (0, 0)
+        );
         // 2: replaced with SIGUSR2.
         t!(sys::kill(sys::getpid(), SIGUSR1));
-        check_eq!((USR1.load(Ordering::SeqCst), USR2.load(Ordering::SeqCst)), (0, 1));
+        check_eq!(
+            (USR1.load(Ordering::SeqCst), USR2.load(Ordering::SeqCst)),
+            (0, 1)
+        );
         // 3: delivered with the siginfo the tracer set.
         t!(sys::kill(sys::getpid(), SIGUSR1));
-        check_eq!((USR1.load(Ordering::SeqCst), USR2.load(Ordering::SeqCst)), (1, 1));
-        check_eq!(LAST_CODE.load(Ordering::SeqCst), -1, "si_code set by the tracer");
-        check_eq!(LAST_VALUE.load(Ordering::SeqCst), 0x5eed, "si_value set by the tracer");
+        check_eq!(
+            (USR1.load(Ordering::SeqCst), USR2.load(Ordering::SeqCst)),
+            (1, 1)
+        );
+        check_eq!(
+            LAST_CODE.load(Ordering::SeqCst),
+            -1,
+            "si_code set by the tracer"
+        );
+        check_eq!(
+            LAST_VALUE.load(Ordering::SeqCst),
+            0x5eed,
+            "si_value set by the tracer"
+        );
         // 4: the mask the tracer set.
         let m = t!(sig::sigprocmask(SIG_BLOCK, None));
         check_eq!(m, sig::bit(sig::SIGWINCH) | sig::bit(sig::SIGURG));
@@ -174,10 +207,18 @@ fn signal_delivery_stops() -> TestResult {
     let me = pid;
     wait_stop_sig(pid, SIGUSR1)?;
     let si = t!(pt::getsiginfo(pid));
-    check_eq!((si.signo, si.code, si.pid()), (SIGUSR1, SI_USER, me), "siginfo");
+    check_eq!(
+        (si.signo, si.code, si.pid()),
+        (SIGUSR1, SI_USER, me),
+        "siginfo"
+    );
     check_eq!(si.uid(), 0);
     let gi = t!(pt::get_syscall_info(pid));
-    check_eq!(gi.op, pt::PTRACE_SYSCALL_INFO_NONE, "syscall info at a signal stop");
+    check_eq!(
+        gi.op,
+        pt::PTRACE_SYSCALL_INFO_NONE,
+        "syscall info at a signal stop"
+    );
     t!(pt::cont(pid, 0));
     wait_stop_sig(pid, SIGUSR1)?;
     t!(pt::cont(pid, SIGUSR2));
@@ -193,7 +234,11 @@ fn signal_delivery_stops() -> TestResult {
     check_eq!(pt::getsigmask(pid, 16), Err(EINVAL));
     check_eq!(pt::setsigmask(pid, 4, 0), Err(EINVAL));
     let want = sig::bit(sig::SIGWINCH) | sig::bit(sig::SIGURG);
-    t!(pt::setsigmask(pid, 8, want | sig::bit(SIGKILL) | sig::bit(SIGSTOP)));
+    t!(pt::setsigmask(
+        pid,
+        8,
+        want | sig::bit(SIGKILL) | sig::bit(SIGSTOP)
+    ));
     check_eq!(t!(pt::getsigmask(pid, 8)), want);
     t!(pt::cont(pid, SIGUSR1));
     expect_exit(pid, 0)
@@ -231,14 +276,26 @@ fn syscall_stop(pid: i32, entry: bool) -> Result<(pt::UserPtRegs, i32), String> 
     let st = wait_stop(pid)?;
     check_eq!(st >> 8, SIGTRAP | 0x80, "TRACESYSGOOD syscall stop");
     let r = t!(pt::get_regs(pid));
-    check_eq!(r.regs[7], u64::from(!entry), "x7 at the syscall {}", if entry { "entry" } else { "exit" });
+    check_eq!(
+        r.regs[7],
+        u64::from(!entry),
+        "x7 at the syscall {}",
+        if entry { "entry" } else { "exit" }
+    );
     let mut nr = [0u8; 4];
     check_eq!(t!(pt::getregset(pid, pt::NT_ARM_SYSTEM_CALL, &mut nr)), 4);
     Ok((r, i32::from_le_bytes(nr)))
 }
 
 fn set_syscallno(pid: i32, nr: i32) -> TestResult {
-    check_eq!(t!(pt::setregset(pid, pt::NT_ARM_SYSTEM_CALL, &nr.to_le_bytes())), 4);
+    check_eq!(
+        t!(pt::setregset(
+            pid,
+            pt::NT_ARM_SYSTEM_CALL,
+            &nr.to_le_bytes()
+        )),
+        4
+    );
     Ok(())
 }
 
@@ -256,8 +313,16 @@ fn syscall_stops() -> TestResult {
         check_eq!(r2, 0x5151, "getppid skipped with -1: x0 kept");
         check_eq!(r3, -1, "getppid skipped with -1, x0 set at exit");
         check_eq!(r4, sys::getppid() as isize, "getuid turned into getppid");
-        check_eq!(r5, 0, "kill(bad pid, 0) with x0 rewritten at entry to our pid");
-        check_eq!(r6, sys::getpid() as isize, "x8 rewritten at entry does not change the call");
+        check_eq!(
+            r5,
+            0,
+            "kill(bad pid, 0) with x0 rewritten at entry to our pid"
+        );
+        check_eq!(
+            r6,
+            sys::getpid() as isize,
+            "x8 rewritten at entry does not change the call"
+        );
         Ok(())
     })?;
     wait_stop_sig(pid, SIGSTOP)?;
@@ -266,7 +331,10 @@ fn syscall_stops() -> TestResult {
     let (r, nr) = syscall_stop(pid, true)?;
     check_eq!((r.regs[8], nr), (nr::GETPID as u64, nr::GETPID as i32));
     let si = t!(pt::get_syscall_info(pid));
-    check_eq!((si.op, si.arch), (pt::PTRACE_SYSCALL_INFO_ENTRY, pt::AUDIT_ARCH_AARCH64));
+    check_eq!(
+        (si.op, si.arch),
+        (pt::PTRACE_SYSCALL_INFO_ENTRY, pt::AUDIT_ARCH_AARCH64)
+    );
     check_eq!(si.words[0], nr::GETPID as u64);
     check_eq!(si.instruction_pointer, r.pc);
     check_eq!(si.stack_pointer, r.sp);
@@ -276,7 +344,11 @@ fn syscall_stops() -> TestResult {
     check_eq!(r.regs[0], pid as u64);
     let si = t!(pt::get_syscall_info(pid));
     check_eq!(si.op, pt::PTRACE_SYSCALL_INFO_EXIT);
-    check_eq!((si.words[0], si.words[1] & 0xff), (pid as u64, 0), "rval, is_error");
+    check_eq!(
+        (si.words[0], si.words[1] & 0xff),
+        (pid as u64, 0),
+        "rval, is_error"
+    );
     check_eq!(si.len, 33, "bytes of syscall info at exit");
     r.regs[0] = 12345;
     t!(pt::set_regs(pid, &r));
@@ -392,7 +464,10 @@ fn events() -> TestResult {
         if s != SIGCHLD {
             rec(p, format!("s{s}"));
         }
-        t!(pt::cont(p, if s == SIGSTOP || s == SIGTRAP { 0 } else { s }));
+        t!(pt::cont(
+            p,
+            if s == SIGSTOP || s == SIGTRAP { 0 } else { s }
+        ));
     }
     let seq = |p: i32| -> String {
         log.iter()
@@ -408,7 +483,11 @@ fn events() -> TestResult {
     let role = |ev: i32| roles.iter().find(|(e, _)| *e == ev).map(|(_, p)| *p);
     let fork = role(pt::PTRACE_EVENT_FORK).ok_or("no fork pid")?;
     let vfork = role(pt::PTRACE_EVENT_VFORK).ok_or("no vfork pid")?;
-    check_eq!(role(pt::PTRACE_EVENT_VFORK_DONE), Some(vfork), "VFORK_DONE's message");
+    check_eq!(
+        role(pt::PTRACE_EVENT_VFORK_DONE),
+        Some(vfork),
+        "VFORK_DONE's message"
+    );
     let thread = role(pt::PTRACE_EVENT_CLONE).ok_or("no clone tid")?;
     check_eq!(seq(fork), "s19,e6,m0x300,xexited 3", "the forked child");
     check_eq!(seq(vfork), "s19,e6,m0x400,xexited 4", "the vforked child");
@@ -489,7 +568,11 @@ fn seize_interrupt_listen() -> TestResult {
     check!(moving(&c), "SEIZE stopped the tracee");
     t!(pt::interrupt(pid));
     let st = wait_stop(pid)?;
-    check_eq!(st >> 8, pt::event_status(pt::PTRACE_EVENT_STOP), "INTERRUPT's stop {st:#x}");
+    check_eq!(
+        st >> 8,
+        pt::event_status(pt::PTRACE_EVENT_STOP),
+        "INTERRUPT's stop {st:#x}"
+    );
     check!(!moving(&c));
     t!(pt::cont(pid, 0));
     check!(moving(&c));
@@ -498,7 +581,11 @@ fn seize_interrupt_listen() -> TestResult {
     wait_stop_sig(pid, SIGSTOP)?;
     t!(pt::cont(pid, SIGSTOP));
     let st = wait_stop(pid)?;
-    check_eq!(st >> 8, SIGSTOP | pt::PTRACE_EVENT_STOP << 8, "group-stop {st:#x}");
+    check_eq!(
+        st >> 8,
+        SIGSTOP | pt::PTRACE_EVENT_STOP << 8,
+        "group-stop {st:#x}"
+    );
     let si = t!(pt::getsiginfo(pid));
     check_eq!(si.signo, SIGSTOP);
     t!(pt::listen(pid));
@@ -506,7 +593,11 @@ fn seize_interrupt_listen() -> TestResult {
     check!(!moving(&c), "LISTEN resumed a group-stopped tracee");
     t!(sys::kill(pid, SIGCONT));
     let st = wait_stop(pid)?;
-    check_eq!(st >> 8, pt::event_status(pt::PTRACE_EVENT_STOP), "stop after SIGCONT {st:#x}");
+    check_eq!(
+        st >> 8,
+        pt::event_status(pt::PTRACE_EVENT_STOP),
+        "stop after SIGCONT {st:#x}"
+    );
     t!(pt::cont(pid, 0));
     let st = wait_stop(pid)?;
     check_eq!(st >> 8, SIGCONT, "SIGCONT's delivery stop {st:#x}");
@@ -521,11 +612,19 @@ fn seize_interrupt_listen() -> TestResult {
     check_eq!(pt::cont(pid, 0), Err(ESRCH), "CONT of a LISTENing tracee");
     t!(pt::interrupt(pid));
     let st = wait_stop(pid)?;
-    check_eq!(st >> 8, pt::event_status(pt::PTRACE_EVENT_STOP), "INTERRUPT of a LISTENing tracee {st:#x}");
+    check_eq!(
+        st >> 8,
+        pt::event_status(pt::PTRACE_EVENT_STOP),
+        "INTERRUPT of a LISTENing tracee {st:#x}"
+    );
     t!(pt::cont(pid, 0));
     t!(sys::kill(pid, SIGUSR1));
     wait_stop_sig(pid, SIGUSR1)?;
-    check_eq!(pt::listen(pid), Err(EIO), "LISTEN at a signal-delivery-stop");
+    check_eq!(
+        pt::listen(pid),
+        Err(EIO),
+        "LISTEN at a signal-delivery-stop"
+    );
     t!(sys::kill(pid, SIGKILL));
     check_eq!(describe(wait_end(pid)?), "killed by signal 9");
     Ok(())
@@ -552,7 +651,11 @@ fn seize_fork_child_event_stop() -> TestResult {
     check_eq!(st >> 8, pt::event_status(pt::PTRACE_EVENT_FORK));
     let child = t!(pt::geteventmsg(pid)) as i32;
     let st = wait_stop(child)?;
-    check_eq!(st >> 8, pt::event_status(pt::PTRACE_EVENT_STOP), "a SEIZEd tracee's new child {st:#x}");
+    check_eq!(
+        st >> 8,
+        pt::event_status(pt::PTRACE_EVENT_STOP),
+        "a SEIZEd tracee's new child {st:#x}"
+    );
     t!(pt::cont(child, 0));
     t!(pt::cont(pid, 0));
     check_eq!(describe(wait_end(child)?), "exited 6");
@@ -561,7 +664,10 @@ fn seize_fork_child_event_stop() -> TestResult {
         if st == 0 {
             break;
         }
-        t!(pt::cont(pid, if wstopsig(st) == SIGCHLD { SIGCHLD } else { 0 }));
+        t!(pt::cont(
+            pid,
+            if wstopsig(st) == SIGCHLD { SIGCHLD } else { 0 }
+        ));
     }
     Ok(())
 }
@@ -588,7 +694,10 @@ fn tracer_exit(exitkill: bool) -> TestResult {
         check!(!moving(&c), "the EXITKILL tracee still runs");
         let _ = sys::kill(pid, SIGKILL);
     } else {
-        check!(moving(&c), "the tracee did not run on after its tracer exited");
+        check!(
+            moving(&c),
+            "the tracee did not run on after its tracer exited"
+        );
         check_eq!(pt::attach(pid), Ok(0), "attach after the old tracer's exit");
         let _ = sys::kill(pid, SIGKILL);
     }
@@ -660,7 +769,11 @@ fn threads_per_thread_stops() -> TestResult {
     check!(moved(0), "the main thread stopped too");
     let r = t!(pt::get_regs(tid));
     check!(r.pc != 0);
-    check_eq!(pt::get_regs(pid), Err(ESRCH), "the main thread is not traced");
+    check_eq!(
+        pt::get_regs(pid),
+        Err(ESRCH),
+        "the main thread is not traced"
+    );
     // The main thread too: both stopped, each reported on its own.
     t!(pt::seize(pid, 0));
     t!(pt::interrupt(pid));
@@ -675,7 +788,11 @@ fn threads_per_thread_stops() -> TestResult {
     t!(sys::kill(pid, SIGKILL));
     // The traced thread's end is ours to reap; the leader's exit is reported after it.
     let (p, st) = pt::wait_for(tid, pt::WALL, pt::WAIT_NS)?;
-    check_eq!((p, describe(st)), (tid, "killed by signal 9".into()), "the traced thread");
+    check_eq!(
+        (p, describe(st)),
+        (tid, "killed by signal 9".into()),
+        "the traced thread"
+    );
     let (p, st) = pt::wait_for(pid, pt::WALL, pt::WAIT_NS)?;
     check_eq!((p, describe(st)), (pid, "killed by signal 9".into()));
     // PTRACE_ATTACH by tid: that thread reports the SIGSTOP stop.
@@ -709,7 +826,11 @@ fn errors() -> TestResult {
     t!(pt::seize(pid, 0));
     check_eq!(pt::seize(pid, 0), Err(EPERM), "seize twice");
     check_eq!(pt::cont(pid, 0), Err(ESRCH), "CONT of a running tracee");
-    check_eq!(pt::get_regs(pid), Err(ESRCH), "GETREGSET of a running tracee");
+    check_eq!(
+        pt::get_regs(pid),
+        Err(ESRCH),
+        "GETREGSET of a running tracee"
+    );
     check_eq!(pt::peekdata(pid, VAR.as_ptr() as usize), Err(ESRCH));
     t!(pt::interrupt(pid));
     wait_stop(pid)?;
@@ -717,17 +838,41 @@ fn errors() -> TestResult {
     check_eq!(pt::setoptions(pid, 1 << 30), Err(EINVAL), "unknown option");
     // GETREGSET argument checks.
     let mut buf = [0u8; 512];
-    check_eq!(pt::ptrace(pt::PTRACE_GETREGSET, pid, pt::NT_PRSTATUS, 8), Err(EFAULT), "bad iovec pointer");
+    check_eq!(
+        pt::ptrace(pt::PTRACE_GETREGSET, pid, pt::NT_PRSTATUS, 8),
+        Err(EFAULT),
+        "bad iovec pointer"
+    );
     let bad = Iovec { base: 8, len: 272 };
     check_eq!(
-        pt::ptrace(pt::PTRACE_GETREGSET, pid, pt::NT_PRSTATUS, &bad as *const Iovec as usize),
+        pt::ptrace(
+            pt::PTRACE_GETREGSET,
+            pid,
+            pt::NT_PRSTATUS,
+            &bad as *const Iovec as usize
+        ),
         Err(EFAULT),
         "bad iov_base"
     );
-    check_eq!(pt::getregset(pid, 0x7ff, &mut buf), Err(EINVAL), "unknown note type");
-    check_eq!(pt::getregset(pid, pt::NT_PRSTATUS, &mut buf[..7]), Err(EINVAL), "iov_len 7");
-    check_eq!(pt::getregset(pid, pt::NT_PRFPREG, &mut buf[..6]), Err(EINVAL), "iov_len 6 of PRFPREG");
-    check_eq!(pt::getregset(pid, pt::NT_ARM_SYSTEM_CALL, &mut buf[..2]), Err(EINVAL));
+    check_eq!(
+        pt::getregset(pid, 0x7ff, &mut buf),
+        Err(EINVAL),
+        "unknown note type"
+    );
+    check_eq!(
+        pt::getregset(pid, pt::NT_PRSTATUS, &mut buf[..7]),
+        Err(EINVAL),
+        "iov_len 7"
+    );
+    check_eq!(
+        pt::getregset(pid, pt::NT_PRFPREG, &mut buf[..6]),
+        Err(EINVAL),
+        "iov_len 6 of PRFPREG"
+    );
+    check_eq!(
+        pt::getregset(pid, pt::NT_ARM_SYSTEM_CALL, &mut buf[..2]),
+        Err(EINVAL)
+    );
     // Another uid.
     let other = t!(spawn(|| {
         let _ = sys::setuid(2000);
@@ -747,7 +892,11 @@ fn errors() -> TestResult {
             }
         }
     }));
-    check_eq!(describe(wait_end(me)?), "exited 0", "non-root attach to another uid");
+    check_eq!(
+        describe(wait_end(me)?),
+        "exited 0",
+        "non-root attach to another uid"
+    );
     let _ = sys::kill(other, SIGKILL);
     t!(sys::kill(pid, SIGKILL));
     Ok(())

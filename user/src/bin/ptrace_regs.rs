@@ -205,18 +205,33 @@ fn prstatus() -> TestResult {
         for (i, (g, w)) in out.iter().zip(want.iter()).enumerate() {
             check_eq!(*g, *w, "x{i} as the tracer wrote it");
         }
-        check_eq!(out[29] & pt::PSR_NZCV, 0xa000_0000, "NZCV as the tracer wrote it");
+        check_eq!(
+            out[29] & pt::PSR_NZCV,
+            0xa000_0000,
+            "NZCV as the tracer wrote it"
+        );
         Ok(())
     })?;
     stop_sig(pid, SIGTRAP)?;
     let brk_at = svelt_pt_gpr_brk_insn as *const () as u64;
     let si = t!(pt::getsiginfo(pid));
-    check_eq!((si.signo, si.code, si.addr()), (SIGTRAP, sig::TRAP_BRKPT, brk_at));
+    check_eq!(
+        (si.signo, si.code, si.addr()),
+        (SIGTRAP, sig::TRAP_BRKPT, brk_at)
+    );
     let r = t!(pt::get_regs(pid));
     check_eq!(r.pc, brk_at);
-    check_eq!(&r.regs[..29], &gpr_pattern(1)[..], "x0-x28 loaded by the tracee");
+    check_eq!(
+        &r.regs[..29],
+        &gpr_pattern(1)[..],
+        "x0-x28 loaded by the tracee"
+    );
     check!(r.sp & 15 == 0 && r.sp != 0, "sp {:#x}", r.sp);
-    check_eq!(r.pstate & (pt::PSR_MODE_MASK | pt::PSR_MODE32_BIT), 0, "EL0t, AArch64");
+    check_eq!(
+        r.pstate & (pt::PSR_MODE_MASK | pt::PSR_MODE32_BIT),
+        0,
+        "EL0t, AArch64"
+    );
     // Short reads: the leading bytes, iov_len updated; a long buffer is cut to 272.
     let mut b = [0u8; 16];
     check_eq!(t!(pt::getregset(pid, pt::NT_PRSTATUS, &mut b)), 16);
@@ -237,10 +252,17 @@ fn prstatus() -> TestResult {
         bad.regs[0] = 0x666;
         bad.pstate |= bits;
         check_eq!(pt::set_regs(pid, &bad), Err(EINVAL), "pstate with {what}");
-        check_eq!(t!(pt::get_regs(pid)), r, "registers after a refused write ({what})");
+        check_eq!(
+            t!(pt::get_regs(pid)),
+            r,
+            "registers after a refused write ({what})"
+        );
     }
     // A short write changes only the leading registers.
-    check_eq!(t!(pt::setregset(pid, pt::NT_PRSTATUS, &0x77u64.to_le_bytes())), 8);
+    check_eq!(
+        t!(pt::setregset(pid, pt::NT_PRSTATUS, &0x77u64.to_le_bytes())),
+        8
+    );
     check_eq!(t!(pt::get_regs(pid)).regs[0], 0x77);
     check_eq!(t!(pt::get_regs(pid)).regs[1], r.regs[1]);
     let mut w = r;
@@ -296,8 +318,14 @@ fn prfpreg() -> TestResult {
     let mut nf = pt::UserFpsimd::from_bytes(&fp_image(2, 0));
     nf.fpsr = 0x0800_0010;
     nf.fpcr = 0x0040_0000;
-    check_eq!(t!(pt::setregset(pid, pt::NT_PRFPREG, nf.as_bytes())), pt::FPSIMD_SIZE);
-    check_eq!(t!(pt::getregset_vec(pid, pt::NT_PRFPREG, 528)), nf.as_bytes());
+    check_eq!(
+        t!(pt::setregset(pid, pt::NT_PRFPREG, nf.as_bytes())),
+        pt::FPSIMD_SIZE
+    );
+    check_eq!(
+        t!(pt::getregset_vec(pid, pt::NT_PRFPREG, 528)),
+        nf.as_bytes()
+    );
     step_cont(pid)?;
     expect_exit(pid, 0)
 }
@@ -310,12 +338,25 @@ fn sve_fpsimd_format() -> TestResult {
     let fp = t!(pt::getregset_vec(pid, pt::NT_PRFPREG, 528));
     let b = t!(pt::getregset_vec(pid, pt::NT_ARM_SVE, pt::SVE_PT_MAX + 64));
     let h = VecHeader::parse(&b).ok_or("short NT_ARM_SVE")?;
-    check_eq!(h.flags & pt::SVE_PT_REGS_MASK, pt::SVE_PT_REGS_FPSIMD, "flags {:#x}", h.flags);
+    check_eq!(
+        h.flags & pt::SVE_PT_REGS_MASK,
+        pt::SVE_PT_REGS_FPSIMD,
+        "flags {:#x}",
+        h.flags
+    );
     check_eq!(h.size as usize, 544);
-    check_eq!(b.len(), 544, "iov_len returned");
+    check_eq!(
+        b.len(),
+        pt::SVE_PT_MAX,
+        "iov_len returned (the regset's size)"
+    );
     check_eq!(h.vl as usize, sve::get_vl().unwrap_or(0) & 0xffff, "vl");
     check_eq!(h.max_vl as usize, max, "max_vl");
-    check_eq!(h.max_size as usize, pt::sve_pt_size(max / 16, pt::SVE_PT_REGS_SVE), "max_size");
+    check_eq!(
+        h.max_size as usize,
+        pt::sve_pt_size(max / 16, pt::SVE_PT_REGS_SVE),
+        "max_size"
+    );
     check_eq!(&b[16..544], &fp[..], "the FPSIMD payload is NT_PRFPREG");
     // Short read: the header alone.
     let mut hb = [0u8; 16];
@@ -325,8 +366,15 @@ fn sve_fpsimd_format() -> TestResult {
     let mut nf = pt::UserFpsimd::from_bytes(&fp_image(3, 0));
     nf.fpsr = 0x0800_0002;
     nf.fpcr = 0x0080_0000;
-    t!(pt::setregset(pid, pt::NT_ARM_SVE, &pt::build_fpsimd(h.vl as usize, 0, &nf)));
-    check_eq!(t!(pt::getregset_vec(pid, pt::NT_PRFPREG, 528)), nf.as_bytes());
+    t!(pt::setregset(
+        pid,
+        pt::NT_ARM_SVE,
+        &pt::build_fpsimd(h.vl as usize, 0, &nf)
+    ));
+    check_eq!(
+        t!(pt::getregset_vec(pid, pt::NT_PRFPREG, 528)),
+        nf.as_bytes()
+    );
     step_cont(pid)?;
     expect_exit(pid, 0)
 }
@@ -354,7 +402,10 @@ fn tls() -> TestResult {
     })?;
     stop_sig(pid, SIGTRAP)?;
     let b = t!(pt::getregset_vec(pid, pt::NT_ARM_TLS, 64));
-    let words: Vec<u64> = b.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let words: Vec<u64> = b
+        .chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     if has_sme {
         check_eq!(words, vec![0x1111_2222_3333_4444, 0x5555_6666]);
     } else {
@@ -373,12 +424,23 @@ fn tls() -> TestResult {
 
 /// Reads NT_ARM_SVE (or SSVE) and checks the header's SVE format at `vl`.
 fn read_sve(pid: i32, nt: usize, vl: usize) -> Result<Vec<u8>, String> {
-    let b = t!(pt::getregset_vec(pid, nt, pt::SVE_PT_MAX + 64));
+    let mut b = t!(pt::getregset_vec(pid, nt, pt::SVE_PT_MAX + 64));
+    // iov_len comes back clamped to the regset's size, not cut to the data.
+    check_eq!(b.len(), pt::SVE_PT_MAX, "iov_len returned");
     let h = VecHeader::parse(&b).ok_or("short read")?;
-    check_eq!(h.flags & pt::SVE_PT_REGS_MASK, pt::SVE_PT_REGS_SVE, "flags {:#x}", h.flags);
+    check_eq!(
+        h.flags & pt::SVE_PT_REGS_MASK,
+        pt::SVE_PT_REGS_SVE,
+        "flags {:#x}",
+        h.flags
+    );
     check_eq!(h.vl as usize, vl, "vl");
-    check_eq!(h.size as usize, pt::sve_pt_size(vl / 16, pt::SVE_PT_REGS_SVE), "size");
-    check_eq!(b.len(), h.size as usize, "iov_len");
+    check_eq!(
+        h.size as usize,
+        pt::sve_pt_size(vl / 16, pt::SVE_PT_REGS_SVE),
+        "size"
+    );
+    b.truncate(h.size as usize);
     Ok(b)
 }
 
@@ -402,7 +464,11 @@ fn sve_every_vl() -> TestResult {
             return Err(format!("registers after a header-only write: {d}"));
         }
         let g = t!(sve::get_vl());
-        check_eq!(g, hi | sve::PR_SVE_VL_INHERIT, "PR_SVE_GET_VL after the write");
+        check_eq!(
+            g,
+            hi | sve::PR_SVE_VL_INHERIT,
+            "PR_SVE_GET_VL after the write"
+        );
         // ONEXEC: the VL for the next exec; the current one stays.
         brk();
         check_eq!(sve::rdvl(), hi, "VL after an ONEXEC write");
@@ -419,7 +485,17 @@ fn sve_every_vl() -> TestResult {
         let (fpsr, fpcr) = pt::sve_fpsr_fpcr(&b, vl).unwrap();
         let w = pt::build_sve(vl, 0, &SveRegs::pattern(vl, 2).bytes, fpsr, fpcr);
         check_eq!(t!(pt::setregset(pid, pt::NT_ARM_SVE, &w)), w.len());
-        check_eq!(t!(pt::getregset_vec(pid, pt::NT_ARM_SVE, w.len())), w, "read back at vl {vl}");
+        let rb = t!(pt::getregset_vec(pid, pt::NT_ARM_SVE, w.len()));
+        let rh = VecHeader::parse(&rb).ok_or("short")?;
+        check_eq!(
+            (rh.size as usize, rh.vl as usize, rh.flags),
+            (w.len(), vl, 1),
+            "read back at vl {vl}"
+        );
+        check!(
+            rb[16..] == w[16..],
+            "read back at vl {vl}: the payload differs"
+        );
         step_cont(pid)?;
     }
     let (lo, hi) = (vls[0], *vls.last().unwrap());
@@ -429,7 +505,10 @@ fn sve_every_vl() -> TestResult {
     check_eq!(t!(pt::setregset(pid, pt::NT_ARM_SVE, &h.to_bytes())), 16);
     let b = t!(pt::getregset_vec(pid, pt::NT_ARM_SVE, pt::SVE_PT_MAX));
     let rh = VecHeader::parse(&b).ok_or("short")?;
-    check_eq!((rh.vl as usize, rh.flags), (hi, pt::SVE_PT_REGS_SVE | pt::SVE_PT_VL_INHERIT));
+    check_eq!(
+        (rh.vl as usize, rh.flags),
+        (hi, pt::SVE_PT_REGS_SVE | pt::SVE_PT_VL_INHERIT)
+    );
     step_cont(pid)?;
     stop_sig(pid, SIGTRAP)?;
     let h = VecHeader::new(16, lo, pt::SVE_PT_VL_ONEXEC);
@@ -448,36 +527,88 @@ fn sve_errors() -> TestResult {
     })?;
     stop_sig(pid, SIGTRAP)?;
     let vl = vls[0];
-    check_eq!(pt::setregset(pid, pt::NT_ARM_SVE, &[]), Err(EINVAL), "empty write");
-    check_eq!(pt::setregset(pid, pt::NT_ARM_SVE, &[0u8; 8]), Err(EINVAL), "8 bytes");
+    check_eq!(
+        pt::setregset(pid, pt::NT_ARM_SVE, &[]),
+        Err(EINVAL),
+        "empty write"
+    );
+    check_eq!(
+        pt::setregset(pid, pt::NT_ARM_SVE, &[0u8; 8]),
+        Err(EINVAL),
+        "8 bytes"
+    );
     let h = VecHeader::new(16, 17, pt::SVE_PT_REGS_SVE);
-    check_eq!(pt::setregset(pid, pt::NT_ARM_SVE, &h.to_bytes()), Err(EINVAL), "vl 17");
+    check_eq!(
+        pt::setregset(pid, pt::NT_ARM_SVE, &h.to_bytes()),
+        Err(EINVAL),
+        "vl 17"
+    );
     let mut b = [0u8; 64];
-    check_eq!(pt::getregset(pid, pt::NT_ARM_SVE, &mut b[..8]), Err(EINVAL), "iov_len 8");
+    check_eq!(
+        pt::getregset(pid, pt::NT_ARM_SVE, &mut b[..8]),
+        Err(EINVAL),
+        "iov_len 8"
+    );
     // A payload at a VL the system cannot give: EIO.
     let bad = pt::build_sve(512, 0, &[], 0, 0);
-    check_eq!(pt::setregset(pid, pt::NT_ARM_SVE, &bad), Err(EIO), "payload at vl 512");
+    check_eq!(
+        pt::setregset(pid, pt::NT_ARM_SVE, &bad),
+        Err(EIO),
+        "payload at vl 512"
+    );
     if let Some(&odd) = (16..=256).step_by(16).find(|v| !vls.contains(v)).as_ref() {
         let bad = pt::build_sve(odd, 0, &[], 0, 0);
-        check_eq!(pt::setregset(pid, pt::NT_ARM_SVE, &bad), Err(EIO), "payload at vl {odd}");
+        check_eq!(
+            pt::setregset(pid, pt::NT_ARM_SVE, &bad),
+            Err(EIO),
+            "payload at vl {odd}"
+        );
     }
     let ok = pt::build_sve(vl, 0, &SveRegs::pattern(vl, 5).bytes, 0, 0);
     t!(pt::setregset(pid, pt::NT_ARM_SVE, &ok));
     if sme::has_sme() {
         let svl = sme::sme_vls()[0];
         let f = pt::build_fpsimd(svl, 0, &pt::UserFpsimd::from_bytes(&[]));
-        check_eq!(pt::setregset(pid, pt::NT_ARM_SSVE, &f), Err(EINVAL), "SSVE in FPSIMD format");
-        check_eq!(pt::setregset(pid, pt::NT_ARM_ZA, &[0u8; 8]), Err(EINVAL), "ZA: 8 bytes");
+        check_eq!(
+            pt::setregset(pid, pt::NT_ARM_SSVE, &f),
+            Err(EINVAL),
+            "SSVE in FPSIMD format"
+        );
+        check_eq!(
+            pt::setregset(pid, pt::NT_ARM_ZA, &[0u8; 8]),
+            Err(EINVAL),
+            "ZA: 8 bytes"
+        );
         let bad = pt::build_za(512, 0, &[]);
-        check_eq!(pt::setregset(pid, pt::NT_ARM_ZA, &bad), Err(EIO), "ZA payload at vl 512");
+        check_eq!(
+            pt::setregset(pid, pt::NT_ARM_ZA, &bad),
+            Err(EIO),
+            "ZA payload at vl 512"
+        );
         if !sme::has_sme2() {
-            check_eq!(pt::getregset(pid, pt::NT_ARM_ZT, &mut b), Err(EINVAL), "ZT without SME2");
+            check_eq!(
+                pt::getregset(pid, pt::NT_ARM_ZT, &mut b),
+                Err(EINVAL),
+                "ZT without SME2"
+            );
         } else {
-            check_eq!(pt::getregset(pid, pt::NT_ARM_ZT, &mut b[..32]), Err(EINVAL), "ZT iov_len 32");
+            check_eq!(
+                pt::getregset(pid, pt::NT_ARM_ZT, &mut b[..32]),
+                Err(EINVAL),
+                "ZT iov_len 32"
+            );
         }
     } else {
-        check_eq!(pt::getregset(pid, pt::NT_ARM_ZA, &mut b), Err(EINVAL), "ZA without SME");
-        check_eq!(pt::getregset(pid, pt::NT_ARM_SSVE, &mut b), Err(EINVAL), "SSVE without SME");
+        check_eq!(
+            pt::getregset(pid, pt::NT_ARM_ZA, &mut b),
+            Err(EINVAL),
+            "ZA without SME"
+        );
+        check_eq!(
+            pt::getregset(pid, pt::NT_ARM_SSVE, &mut b),
+            Err(EINVAL),
+            "SSVE without SME"
+        );
     }
     step_cont(pid)?;
     expect_exit(pid, 0)
@@ -517,7 +648,10 @@ fn sme_ssve_za() -> TestResult {
             let zl = sme::z_image_len(svl);
             // 1: streaming, the tracer rewrites Z/P(/FFR).
             let (o, z, _) = run_op(
-                Op { flags: sme::F_SM | fa64(), ..Op::default() },
+                Op {
+                    flags: sme::F_SM | fa64(),
+                    ..Op::default()
+                },
                 Some(&sme::z_pattern(1, svl, fa)),
                 None,
             );
@@ -526,28 +660,62 @@ fn sme_ssve_za() -> TestResult {
                 return Err(format!("svl {svl}: {d}"));
             }
             // 2: not streaming; the tracer's NT_ARM_SSVE write enters streaming mode.
-            let (o, z, _) = run_op(Op { flags: fa64(), ..Op::default() }, None, None);
-            check_eq!(o.svcr_after & sme::SVCR_SM, 1, "svl {svl}: SSVE write entered streaming");
+            let (o, z, _) = run_op(
+                Op {
+                    flags: fa64(),
+                    ..Op::default()
+                },
+                None,
+                None,
+            );
+            check_eq!(
+                o.svcr_after & sme::SVCR_SM,
+                1,
+                "svl {svl}: SSVE write entered streaming"
+            );
             check_eq!(o.vl_after as usize, svl);
-            if let Some(d) = sme::z_diff("ssve entered", svl, &z[..zl], &sme::z_pattern(3, svl, fa)) {
+            if let Some(d) = sme::z_diff("ssve entered", svl, &z[..zl], &sme::z_pattern(3, svl, fa))
+            {
                 return Err(format!("svl {svl}: {d}"));
             }
             // 3: ZA on, rewritten.
             let za = sme::pattern(4, svl * svl);
-            let (o, _, zo) = run_op(Op { flags: sme::F_ZA, ..Op::default() }, None, Some(&za));
+            let (o, _, zo) = run_op(
+                Op {
+                    flags: sme::F_ZA,
+                    ..Op::default()
+                },
+                None,
+                Some(&za),
+            );
             check_eq!(o.out_flags & sme::O_ZA, sme::O_ZA, "svl {svl}: ZA on");
             if let Some(d) = sme::diff("ZA", &zo[..svl * svl], &sme::pattern(5, svl * svl)) {
                 return Err(format!("svl {svl}: {d}"));
             }
             // 4: ZA off; the tracer's write turns it on.
             let (o, _, zo) = run_op(Op::default(), None, None);
-            check_eq!(o.svcr_after & sme::SVCR_ZA, sme::SVCR_ZA, "svl {svl}: ZA write enabled ZA");
+            check_eq!(
+                o.svcr_after & sme::SVCR_ZA,
+                sme::SVCR_ZA,
+                "svl {svl}: ZA write enabled ZA"
+            );
             if let Some(d) = sme::diff("ZA", &zo[..svl * svl], &sme::pattern(6, svl * svl)) {
                 return Err(format!("svl {svl}: {d}"));
             }
             // 5: ZA on; a header-only write turns it off.
-            let (o, _, _) = run_op(Op { flags: sme::F_ZA, ..Op::default() }, None, Some(&za));
-            check_eq!(o.svcr_after & sme::SVCR_ZA, 0, "svl {svl}: header-only ZA write");
+            let (o, _, _) = run_op(
+                Op {
+                    flags: sme::F_ZA,
+                    ..Op::default()
+                },
+                None,
+                Some(&za),
+            );
+            check_eq!(
+                o.svcr_after & sme::SVCR_ZA,
+                0,
+                "svl {svl}: header-only ZA write"
+            );
         }
         Ok(())
     })?;
@@ -558,13 +726,22 @@ fn sme_ssve_za() -> TestResult {
         stop_sig(pid, SIGTRAP)?;
         check_eq!(t!(pt::get_regs(pid)).pc, brk_at);
         let b = read_sve(pid, pt::NT_ARM_SSVE, svl)?;
-        if let Some(d) = sme::z_diff("ssve read", svl, pt::sve_zpf(&b, svl).unwrap(), &sme::z_pattern(1, svl, fa)) {
+        if let Some(d) = sme::z_diff(
+            "ssve read",
+            svl,
+            pt::sve_zpf(&b, svl).unwrap(),
+            &sme::z_pattern(1, svl, fa),
+        ) {
             return Err(format!("svl {svl}: {d}"));
         }
         let s = t!(pt::getregset_vec(pid, pt::NT_ARM_SVE, pt::SVE_PT_MAX));
         let h = VecHeader::parse(&s).ok_or("short")?;
-        check_eq!(h.flags & pt::SVE_PT_REGS_MASK, pt::SVE_PT_REGS_FPSIMD, "NT_ARM_SVE while streaming");
-        check_eq!((h.size, s.len()), (16, 16), "NT_ARM_SVE while streaming: header only");
+        check_eq!(
+            h.flags & pt::SVE_PT_REGS_MASK,
+            pt::SVE_PT_REGS_FPSIMD,
+            "NT_ARM_SVE while streaming"
+        );
+        check_eq!(h.size, 16, "NT_ARM_SVE while streaming: header only");
         let w = pt::build_sve(svl, 0, &sme::z_pattern(2, svl, fa), 0, 0);
         t!(pt::setregset(pid, pt::NT_ARM_SSVE, &w));
         step_cont(pid)?;
@@ -572,7 +749,11 @@ fn sme_ssve_za() -> TestResult {
         stop_sig(pid, SIGTRAP)?;
         let s = t!(pt::getregset_vec(pid, pt::NT_ARM_SSVE, pt::SVE_PT_MAX));
         let h = VecHeader::parse(&s).ok_or("short")?;
-        check_eq!((h.flags & pt::SVE_PT_REGS_MASK, h.vl as usize), (0, svl), "SSVE when not streaming");
+        check_eq!(
+            (h.flags & pt::SVE_PT_REGS_MASK, h.vl as usize),
+            (0, svl),
+            "SSVE when not streaming"
+        );
         let w = pt::build_sve(svl, 0, &sme::z_pattern(3, svl, fa), 0, 0);
         t!(pt::setregset(pid, pt::NT_ARM_SSVE, &w));
         read_sve(pid, pt::NT_ARM_SSVE, svl)?;
@@ -581,24 +762,47 @@ fn sme_ssve_za() -> TestResult {
         stop_sig(pid, SIGTRAP)?;
         let z = t!(pt::getregset_vec(pid, pt::NT_ARM_ZA, pt::ZA_PT_MAX));
         let h = VecHeader::parse(&z).ok_or("short")?;
-        check_eq!((h.size as usize, h.vl as usize, z.len()), (pt::za_pt_size(vq), svl, pt::za_pt_size(vq)));
-        if let Some(d) = sme::diff("ZA read", &z[16..], &sme::pattern(4, svl * svl)) {
+        check_eq!(
+            (h.size as usize, h.vl as usize, z.len()),
+            (pt::za_pt_size(vq), svl, pt::ZA_PT_MAX)
+        );
+        if let Some(d) = sme::diff(
+            "ZA read",
+            &z[16..h.size as usize],
+            &sme::pattern(4, svl * svl),
+        ) {
             return Err(format!("svl {svl}: {d}"));
         }
-        t!(pt::setregset(pid, pt::NT_ARM_ZA, &pt::build_za(svl, 0, &sme::pattern(5, svl * svl))));
+        t!(pt::setregset(
+            pid,
+            pt::NT_ARM_ZA,
+            &pt::build_za(svl, 0, &sme::pattern(5, svl * svl))
+        ));
         step_cont(pid)?;
         // 4
         stop_sig(pid, SIGTRAP)?;
         let z = t!(pt::getregset_vec(pid, pt::NT_ARM_ZA, pt::ZA_PT_MAX));
         let h = VecHeader::parse(&z).ok_or("short")?;
-        check_eq!((h.size, h.vl as usize, z.len()), (16, svl, 16), "ZA read with ZA off");
-        t!(pt::setregset(pid, pt::NT_ARM_ZA, &pt::build_za(svl, 0, &sme::pattern(6, svl * svl))));
+        check_eq!((h.size, h.vl as usize), (16, svl), "ZA read with ZA off");
+        t!(pt::setregset(
+            pid,
+            pt::NT_ARM_ZA,
+            &pt::build_za(svl, 0, &sme::pattern(6, svl * svl))
+        ));
         step_cont(pid)?;
         // 5
         stop_sig(pid, SIGTRAP)?;
-        t!(pt::setregset(pid, pt::NT_ARM_ZA, &VecHeader::new(16, svl, 0).to_bytes()));
+        t!(pt::setregset(
+            pid,
+            pt::NT_ARM_ZA,
+            &VecHeader::new(16, svl, 0).to_bytes()
+        ));
         let z = t!(pt::getregset_vec(pid, pt::NT_ARM_ZA, pt::ZA_PT_MAX));
-        check_eq!(z.len(), 16, "ZA after a header-only write");
+        check_eq!(
+            VecHeader::parse(&z).map(|h| h.size),
+            Some(16),
+            "ZA after a header-only write"
+        );
         step_cont(pid)?;
     }
     expect_exit(pid, 0)
@@ -615,7 +819,11 @@ fn sme2_zt() -> TestResult {
         // SAFETY: 64-byte buffers; the routine leaves ZA off.
         let svcr = unsafe { svelt_pt_zt_brk(input.as_ptr(), out.as_mut_ptr()) };
         check_eq!(svcr & sme::SVCR_ZA, sme::SVCR_ZA);
-        check_eq!(&out[..], &sme::pattern(8, 64)[..], "ZT0 as the tracer wrote it");
+        check_eq!(
+            &out[..],
+            &sme::pattern(8, 64)[..],
+            "ZT0 as the tracer wrote it"
+        );
         // ZA off: the tracer reads zeros, then its write turns ZA on.
         // SAFETY: as above.
         let svcr = unsafe { svelt_pt_zt_brk(core::ptr::null(), out.as_mut_ptr()) };
@@ -624,17 +832,37 @@ fn sme2_zt() -> TestResult {
         Ok(())
     })?;
     stop_sig(pid, SIGTRAP)?;
-    check_eq!(t!(pt::getregset_vec(pid, pt::NT_ARM_ZT, 128)), sme::pattern(7, 64));
-    check_eq!(t!(pt::setregset(pid, pt::NT_ARM_ZT, &sme::pattern(8, 64))), 64);
+    check_eq!(
+        t!(pt::getregset_vec(pid, pt::NT_ARM_ZT, 128)),
+        sme::pattern(7, 64)
+    );
+    check_eq!(
+        t!(pt::setregset(pid, pt::NT_ARM_ZT, &sme::pattern(8, 64))),
+        64
+    );
     step_cont(pid)?;
     stop_sig(pid, SIGTRAP)?;
-    check_eq!(t!(pt::getregset_vec(pid, pt::NT_ARM_ZT, 64)), vec![0u8; 64], "ZT0 with ZA off");
-    check_eq!(t!(pt::getregset_vec(pid, pt::NT_ARM_ZA, 64)).len(), 16);
+    check_eq!(
+        t!(pt::getregset_vec(pid, pt::NT_ARM_ZT, 64)),
+        vec![0u8; 64],
+        "ZT0 with ZA off"
+    );
+    check_eq!(
+        VecHeader::parse(&t!(pt::getregset_vec(pid, pt::NT_ARM_ZA, 64))).map(|h| h.size),
+        Some(16)
+    );
     t!(pt::setregset(pid, pt::NT_ARM_ZT, &sme::pattern(9, 64)));
     let svl = sme::svl();
     let z = t!(pt::getregset_vec(pid, pt::NT_ARM_ZA, pt::ZA_PT_MAX));
-    check_eq!(z.len(), pt::za_pt_size(svl / 16), "ZA is on after a ZT write");
-    check!(z[16..].iter().all(|&b| b == 0), "ZA zeroed by the ZT write");
+    check_eq!(
+        VecHeader::parse(&z).map(|h| h.size as usize),
+        Some(pt::za_pt_size(svl / 16)),
+        "ZA is on after a ZT write"
+    );
+    check!(
+        z[16..pt::za_pt_size(svl / 16)].iter().all(|&b| b == 0),
+        "ZA zeroed by the ZT write"
+    );
     step_cont(pid)?;
     expect_exit(pid, 0)
 }
@@ -702,7 +930,11 @@ fn fuzz_setregset() -> TestResult {
             // SAFETY: the shared mapping is big enough for any VL.
             unsafe {
                 (shared as *mut u64).write_volatile(out.vl as u64);
-                core::ptr::copy_nonoverlapping(out.bytes.as_ptr(), (shared + 8) as *mut u8, out.bytes.len());
+                core::ptr::copy_nonoverlapping(
+                    out.bytes.as_ptr(),
+                    (shared + 8) as *mut u8,
+                    out.bytes.len(),
+                );
             }
         }
         Ok(())
@@ -721,11 +953,18 @@ fn fuzz_setregset() -> TestResult {
             // SAFETY: the shared mapping, written by the tracee before this stop.
             let vl = unsafe { (shared as *const u64).read_volatile() } as usize;
             // SAFETY: as above; vl is at most 256.
-            let bytes = unsafe { core::slice::from_raw_parts((shared + 8) as *const u8, SveRegs::size(vl.min(256))) };
+            let bytes = unsafe {
+                core::slice::from_raw_parts((shared + 8) as *const u8, SveRegs::size(vl.min(256)))
+            };
             if wifstopped(st) && wstopsig(st) == SIGILL {
-                let got = SveRegs { vl, bytes: bytes.to_vec() };
+                let got = SveRegs {
+                    vl,
+                    bytes: bytes.to_vec(),
+                };
                 if let Some(d) = got.diff(&want) {
-                    return Err(format!("tracee registers differ from the last GETREGSET: {d}"));
+                    return Err(format!(
+                        "tracee registers differ from the last GETREGSET: {d}"
+                    ));
                 }
                 checked += 1;
             }
@@ -744,8 +983,15 @@ fn fuzz_setregset() -> TestResult {
         }
         for _ in 0..(1 + rnd() % 4) {
             let types = [
-                pt::NT_ARM_SVE, pt::NT_ARM_SVE, pt::NT_ARM_SVE, pt::NT_PRFPREG, pt::NT_ARM_TLS,
-                pt::NT_ARM_SYSTEM_CALL, pt::NT_ARM_SSVE, pt::NT_ARM_ZA, pt::NT_ARM_ZT,
+                pt::NT_ARM_SVE,
+                pt::NT_ARM_SVE,
+                pt::NT_ARM_SVE,
+                pt::NT_PRFPREG,
+                pt::NT_ARM_TLS,
+                pt::NT_ARM_SYSTEM_CALL,
+                pt::NT_ARM_SSVE,
+                pt::NT_ARM_ZA,
+                pt::NT_ARM_ZT,
                 0x400 + (rnd() % 32) as usize,
             ];
             let nt = types[(rnd() % types.len() as u64) as usize];
@@ -755,11 +1001,23 @@ fn fuzz_setregset() -> TestResult {
             }
             let mut buf: Vec<u8> = (0..len).map(|_| rnd() as u8).collect();
             if len >= 16 && rnd() % 4 != 0 {
-                let vl = if rnd() % 4 == 0 { (rnd() % 300) as usize } else { vls[(rnd() % vls.len() as u64) as usize] };
+                let vl = if rnd() % 4 == 0 {
+                    (rnd() % 300) as usize
+                } else {
+                    vls[(rnd() % vls.len() as u64) as usize]
+                };
                 let flags = (rnd() % 8) as u16;
-                let size = if rnd() % 3 == 0 { rnd() as u32 % 4096 } else { len as u32 };
+                let size = if rnd() % 3 == 0 {
+                    rnd() as u32 % 4096
+                } else {
+                    len as u32
+                };
                 buf[..16].copy_from_slice(&VecHeader::new(size as usize, vl, flags).to_bytes());
-                if nt == pt::NT_ARM_SVE && flags & 1 == 1 && len >= pt::sve_pt_size(vl / 16, 1) && vl >= 16 {
+                if nt == pt::NT_ARM_SVE
+                    && flags & 1 == 1
+                    && len >= pt::sve_pt_size(vl / 16, 1)
+                    && vl >= 16
+                {
                     // Keep FFR valid-looking and FPCR sane most of the time.
                     let o = pt::sve_pt_fpsr_offset(vl / 16);
                     buf[o..o + 8].fill(0);
@@ -775,16 +1033,26 @@ fn fuzz_setregset() -> TestResult {
             let s = t!(pt::getregset_vec(pid, pt::NT_ARM_SSVE, 64));
             if VecHeader::parse(&s).is_some_and(|h| h.flags & 1 == 1) {
                 let vl = sve::rdvl();
-                t!(pt::setregset(pid, pt::NT_ARM_SVE, &VecHeader::new(16, vl, 1).to_bytes()));
+                t!(pt::setregset(
+                    pid,
+                    pt::NT_ARM_SVE,
+                    &VecHeader::new(16, vl, 1).to_bytes()
+                ));
             }
         }
         // What the tracee must see: this read.
         let b = t!(pt::getregset_vec(pid, pt::NT_ARM_SVE, pt::SVE_PT_MAX));
         let h = VecHeader::parse(&b).ok_or("short NT_ARM_SVE")?;
         let vl = h.vl as usize;
-        check!(vls.contains(&vl), "NT_ARM_SVE vl {vl} is not a supported VL");
+        check!(
+            vls.contains(&vl),
+            "NT_ARM_SVE vl {vl} is not a supported VL"
+        );
         let want = if h.flags & 1 == 1 {
-            SveRegs { vl, bytes: pt::sve_zpf(&b, vl).ok_or("short SVE read")?.to_vec() }
+            SveRegs {
+                vl,
+                bytes: pt::sve_zpf(&b, vl).ok_or("short SVE read")?.to_vec(),
+            }
         } else {
             let f = pt::UserFpsimd::from_bytes(&b[16..]);
             let mut w = SveRegs::zeroed(vl);
@@ -803,7 +1071,10 @@ fn fuzz_setregset() -> TestResult {
         check!(wifexited(st) || wifsignaled(st));
     }
     check!(sys::getpid() > 0);
-    println!("# fuzz: {checked} rounds checked{}", if killed { ", tracee died" } else { "" });
+    println!(
+        "# fuzz: {checked} rounds checked{}",
+        if killed { ", tracee died" } else { "" }
+    );
     Ok(())
 }
 
