@@ -307,7 +307,7 @@ fn syscall_stops() -> TestResult {
         let r2 = sys::raw6(nr::GETPPID, 0x5151, 0, 0, 0, 0, 0);
         let r3 = sys::raw6(nr::GETPPID, 0x5252, 0, 0, 0, 0, 0);
         let r4 = sys::raw6(nr::GETUID, 0, 0, 0, 0, 0, 0);
-        let r5 = sys::raw6(nr::KILL, 0x3fff_0000, 0, 0, 0, 0, 0);
+        let r5 = sys::raw6(nr::KILL, 0x3fff_0000, 0x7f, 0, 0, 0, 0);
         let r6 = sys::raw6(nr::GETPID, 0, 0, 0, 0, 0, 0);
         check_eq!(r1, 12345, "getpid with x0 rewritten at exit");
         check_eq!(r2, 0x5151, "getppid skipped with -1: x0 kept");
@@ -316,7 +316,7 @@ fn syscall_stops() -> TestResult {
         check_eq!(
             r5,
             0,
-            "kill(bad pid, 0) with x0 rewritten at entry to our pid"
+            "kill(bad pid, bad signal) with x0, x1 rewritten at entry to (our pid, 0)"
         );
         check_eq!(
             r6,
@@ -373,11 +373,25 @@ fn syscall_stops() -> TestResult {
     check_eq!(nr, nr::GETPPID as i32);
     // kill's first argument rewritten.
     let (mut r, nr) = syscall_stop(pid, true)?;
-    check_eq!((nr, r.regs[0]), (nr::KILL as i32, 0x3fff_0000));
+    check_eq!(
+        (nr, r.regs[0], r.regs[1]),
+        (nr::KILL as i32, 0x3fff_0000, 0x7f)
+    );
+    let si = t!(pt::get_syscall_info(pid));
+    check_eq!(
+        &si.words[..3],
+        &[nr::KILL as u64, 0x3fff_0000, 0x7f][..],
+        "nr, args[0..2]"
+    );
     r.regs[0] = pid as u64;
+    r.regs[1] = 0;
     t!(pt::set_regs(pid, &r));
     let si = t!(pt::get_syscall_info(pid));
-    check_eq!(si.words[1], pid as u64, "args[0] after the rewrite");
+    check_eq!(
+        &si.words[1..3],
+        &[pid as u64, 0][..],
+        "args after the rewrite"
+    );
     syscall_stop(pid, false)?;
     // Writing x8 is not writing the syscall number.
     let (mut r, _) = syscall_stop(pid, true)?;
@@ -690,8 +704,28 @@ fn tracer_exit(exitkill: bool) -> TestResult {
     check_eq!(describe(wait_end(mid)?), "exited 0", "the tracer");
     let pid = tracee_pid.get();
     if exitkill {
-        // Reparented to init: watch the counter stop and the pid die (or be a zombie).
+        // Reparented to init: the counter stops and the pid is dead (gone or a zombie).
         check!(!moving(&c), "the EXITKILL tracee still runs");
+        if sys::stat("/proc/self").is_err() {
+            let _ = sys::mount("proc", "/proc", "proc", 0);
+        }
+        let mut st = [0u8; 256];
+        let state = match sys::open(&format!("/proc/{pid}/stat"), O_RDONLY) {
+            Err(_) => 'X',
+            Ok(fd) => {
+                let n = sys::read(fd, &mut st).unwrap_or(0);
+                let _ = sys::close(fd);
+                let txt = core::str::from_utf8(&st[..n]).unwrap_or("");
+                txt.rsplit(") ")
+                    .next()
+                    .and_then(|t| t.chars().next())
+                    .unwrap_or('?')
+            }
+        };
+        check!(
+            state == 'Z' || state == 'X',
+            "the EXITKILL tracee is in state {state}"
+        );
         let _ = sys::kill(pid, SIGKILL);
     } else {
         check!(
