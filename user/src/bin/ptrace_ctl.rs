@@ -673,17 +673,17 @@ fn seize_fork_child_event_stop() -> TestResult {
     t!(pt::cont(child, 0));
     t!(pt::cont(pid, 0));
     check_eq!(describe(wait_end(child)?), "exited 6");
-    loop {
-        let st = wait_stop(pid).or_else(|_| Ok::<i32, String>(0))?;
-        if st == 0 {
-            break;
+    // The tracee reaps its child (SIGCHLD's delivery stop on the way) and exits 0.
+    for _ in 0..10 {
+        let (_, st) = pt::wait_for(pid, pt::WALL, pt::WAIT_NS)?;
+        if !wifstopped(st) {
+            check_eq!(describe(st), "exited 0", "the tracee");
+            return Ok(());
         }
-        t!(pt::cont(
-            pid,
-            if wstopsig(st) == SIGCHLD { SIGCHLD } else { 0 }
-        ));
+        let s = wstopsig(st);
+        t!(pt::cont(pid, if s == SIGCHLD { s } else { 0 }));
     }
-    Ok(())
+    Err("the tracee never ended".into())
 }
 
 /// A tracer that exits: its tracees are detached (they run on), or with EXITKILL killed.
