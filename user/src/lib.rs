@@ -19,6 +19,7 @@ extern crate alloc;
 pub mod io;
 pub mod ktap;
 pub mod proc;
+pub mod ptrace;
 pub mod rt;
 pub mod sig;
 pub mod sme;
