@@ -53,6 +53,8 @@ pub struct Link {
     pub frozen: bool,
     /// PTRACE_LISTEN: stay stopped, but let a new event end the stop.
     pub listening: bool,
+    /// An event for a listening tracee: report a new PTRACE_EVENT_STOP.
+    pub notify: bool,
     /// The signal of a signal-delivery-stop (GETSIGINFO/SETSIGINFO).
     pub siginfo: Option<SigInfo>,
     pub event_msg: u64,
@@ -100,6 +102,22 @@ pub fn wake_unless_frozen(t: &Arc<Task>) {
     } else {
         sched::wake(t);
     }
+}
+
+/// An event a listening tracee reports (SIGCONT, PTRACE_INTERRUPT): true if it was listening.
+pub fn trap_notify(t: &Arc<Task>) -> bool {
+    if !t.traced.load(Ordering::Acquire) {
+        return false;
+    }
+    let mut l = t.ptrace.lock();
+    if !l.listening {
+        return false;
+    }
+    l.notify = true;
+    if !l.frozen {
+        sched::wake(t);
+    }
+    true
 }
 
 /// Makes `tracer` trace `t`.
@@ -211,17 +229,27 @@ pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<
     let resumed = loop {
         {
             let mut l = t.ptrace.lock();
-            // PTRACE_LISTEN: the group stop ended (SIGCONT): the tracer hears of it through a
-            // new PTRACE_EVENT_STOP report, and the tracee stays stopped.
-            if l.listening && !l.frozen && !p.stopped.load(Ordering::Acquire) {
+            // PTRACE_LISTEN: an event (SIGCONT, PTRACE_INTERRUPT) ends the listening; the
+            // tracer hears of it through a new PTRACE_EVENT_STOP report, and the tracee stays
+            // stopped.
+            if l.listening && l.notify && !l.frozen {
                 l.listening = false;
+                l.notify = false;
                 l.resume = None;
-                let code = event_code(sig::SIGTRAP, PTRACE_EVENT_STOP);
+                let signo = if p.stopped.load(Ordering::Acquire) {
+                    p.stop_event
+                        .lock()
+                        .map_or(sig::SIGSTOP, |(st, _)| ((st >> 8) & 0xff) as u32)
+                } else {
+                    sig::SIGTRAP
+                };
+                let code = event_code(signo, PTRACE_EVENT_STOP);
                 l.stop = Some(Stop {
                     exit_code: code,
                     kind: StopKind::Group,
                     reported: false,
                 });
+                l.siginfo = Some(notify_info(signo, code));
                 if let Some(tr) = l.tracer() {
                     drop(l);
                     notify_tracer(&tr, &t, code);
@@ -275,9 +303,13 @@ pub fn stop_with_frame(
 /// The siginfo a tracer reads at a syscall or event stop (Linux's ptrace_notify): SIGTRAP
 /// with the stop's exit code as si_code, and the tracee's thread and user IDs.
 fn trap_info(exit_code: u32) -> SigInfo {
+    notify_info(sig::SIGTRAP, exit_code)
+}
+
+fn notify_info(signo: u32, exit_code: u32) -> SigInfo {
     let t = task::current();
     let uid = t.process.uid.load(Ordering::Relaxed);
-    SigInfo::queue(sig::SIGTRAP, exit_code as i32, t.tid as i32, uid, 0)
+    SigInfo::queue(signo, exit_code as i32, t.tid as i32, uid, 0)
 }
 
 /// An event stop (PTRACE_EVENT_*) if the tracer asked for `event`; true if it stopped.
@@ -395,12 +427,14 @@ pub fn pending_stops(t: &Arc<Task>) -> bool {
     } else {
         sig::SIGTRAP
     };
-    let code = if seized {
-        event_code(stopsig, PTRACE_EVENT_STOP)
+    // Under SEIZE the stop is a PTRACE_EVENT_STOP with a siginfo (the stop signal, the code
+    // in si_code); a plain group-stop has none (GETSIGINFO: EINVAL).
+    if seized {
+        let code = event_code(stopsig, PTRACE_EVENT_STOP);
+        stop(code, StopKind::Group, Some(notify_info(stopsig, code)));
     } else {
-        stopsig
-    };
-    stop(code, StopKind::Group, None);
+        stop(stopsig, StopKind::Group, None);
+    }
     true
 }
 

@@ -161,7 +161,14 @@ fn prepare(p: &Arc<Process>, signo: u32) -> bool {
                 sh.remove(s);
             }
         }
-        if p.stopped.swap(false, Ordering::AcqRel) && signo == sig::SIGCONT {
+        let was_stopped = p.stopped.swap(false, Ordering::AcqRel);
+        if signo == sig::SIGCONT {
+            // A tracee in PTRACE_LISTEN reports the continue (after `stopped` is clear).
+            for t in p.live_threads() {
+                crate::ptrace::trap_notify(&t);
+            }
+        }
+        if was_stopped && signo == sig::SIGCONT {
             *p.stop_event.lock() = Some((wstatus::continued(), false));
             notify_parent_stop(p, wstatus::continued());
         }

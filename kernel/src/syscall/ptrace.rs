@@ -28,6 +28,9 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
             if !t.ptrace.lock().seized {
                 return Err(Errno::EIO);
             }
+            if ptrace::trap_notify(&t) {
+                return Ok(0);
+            }
             {
                 let mut l = t.ptrace.lock();
                 if l.stop.is_none() {
@@ -129,9 +132,22 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
             regset_request(&f.task, request == PTRACE_SETREGSET, addr as u32, data)
         }
         PTRACE_GET_SYSCALL_INFO => {
-            let stop = f.task.ptrace.lock().syscall_stop;
             // SAFETY: the tracee is frozen in a stop, off its CPU.
             let tf = unsafe { &*f.task.trap_frame() };
+            // SAFETY: as above.
+            let nr = unsafe { f.task.local() }.in_syscall as u64;
+            let args = [tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]];
+            // The number and arguments as they are now (the tracer may have changed them).
+            let stop = match f.task.ptrace.lock().syscall_stop {
+                SyscallStop::Entry { .. } => SyscallStop::Entry { nr, args },
+                SyscallStop::Exit { .. } => SyscallStop::Exit {
+                    rval: tf.x[0] as i64,
+                },
+                SyscallStop::Seccomp { ret_data, .. } => {
+                    SyscallStop::Seccomp { nr, args, ret_data }
+                }
+                SyscallStop::None => SyscallStop::None,
+            };
             let (bytes, len) = syscall_info(stop, tf.elr, tf.sp_el0);
             uaccess::copy_to_user(data, &bytes[..addr.min(len)])?;
             Ok(len)

@@ -13,11 +13,8 @@ use svelt_abi::signal as sig;
 pub fn do_exit(status: i32) -> ! {
     let t = current_arc();
     let p = t.process();
-    let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
-    if ctid != 0 && t.mm().is_some() && crate::mm::uaccess::write_u32(ctid, 0).is_ok() {
-        let _ = futex::wake_addr(&t, ctid, 1);
-    }
-    super::fork::release_vfork(&t);
+    // The tracer's exit event comes first, before anything of the thread is torn down (a
+    // joining thread must not be woken through clear_child_tid before it).
     if t.traced.load(Ordering::Acquire) {
         let st = if p.exiting.load(Ordering::Acquire) {
             p.group_status.load(Ordering::Acquire)
@@ -27,6 +24,11 @@ pub fn do_exit(status: i32) -> ! {
         crate::ptrace::event(svelt_abi::ptrace::PTRACE_EVENT_EXIT, st as u32 as u64);
         crate::ptrace::tracee_exit(&t, st);
     }
+    let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
+    if ctid != 0 && t.mm().is_some() && crate::mm::uaccess::write_u32(ctid, 0).is_ok() {
+        let _ = futex::wake_addr(&t, ctid, 1);
+    }
+    super::fork::release_vfork(&t);
     let last = {
         let mut th = p.threads.lock();
         th.retain(|w| w.upgrade().is_some_and(|x| !Arc::ptr_eq(&x, &t)));

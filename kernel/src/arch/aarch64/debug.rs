@@ -50,18 +50,18 @@ macro_rules! write_dbg {
     ($n:expr, $op2:literal, $v:expr) => {{
         let v: u64 = $v;
         macro_rules! arm {
-                ($crm:literal) => {
-                    // SAFETY: a debug register of an implemented slot (the caller checks the
-                    // count); its value arms an EL0-only match or disarms it.
-                    unsafe {
-                        core::arch::asm!(
-                            concat!("msr S2_0_C0_C", $crm, "_", $op2, ", {}"),
-                            in(reg) v,
-                            options(nomem, nostack)
-                        )
-                    }
-                };
-            }
+                    ($crm:literal) => {
+                        // SAFETY: a debug register of an implemented slot (the caller checks the
+                        // count); its value arms an EL0-only match or disarms it.
+                        unsafe {
+                            core::arch::asm!(
+                                concat!("msr S2_0_C0_C", $crm, "_", $op2, ", {}"),
+                                in(reg) v,
+                                options(nomem, nostack)
+                            )
+                        }
+                    };
+                }
         match $n {
             0 => arm!(0),
             1 => arm!(1),
