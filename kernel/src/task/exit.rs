@@ -12,6 +12,7 @@ use svelt_abi::signal as sig;
 /// Ends the current thread; `status` (a wait status) becomes the process's if it is the last.
 pub fn do_exit(status: i32) -> ! {
     let t = current_arc();
+    crate::coredump::task_exit(&t);
     let p = t.process();
     let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
     if ctid != 0 && t.mm().is_some() && crate::mm::uaccess::write_u32(ctid, 0).is_ok() {

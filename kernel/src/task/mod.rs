@@ -221,6 +221,8 @@ pub struct Process {
     pub uid: AtomicU32,
     pub euid: AtomicU32,
     pub suid: AtomicU32,
+    /// A core dump in progress: the other threads wait in it (see coredump::task_exit).
+    pub core_state: Mutex<Option<Arc<crate::coredump::CoreState>>>,
 }
 
 /// Resource limits of the first process (Linux's defaults for init).
@@ -304,6 +306,7 @@ impl Process {
             uid: AtomicU32::new(0),
             euid: AtomicU32::new(0),
             suid: AtomicU32::new(0),
+            core_state: Mutex::new(None),
         })
     }
 
