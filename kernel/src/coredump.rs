@@ -272,10 +272,15 @@ fn write_core(
             // Private memory the process wrote (Linux: the mapping has an anon_vma): any page
             // of its own (a file mapping's: a copied, writable one).
             if !f.shared && !f.special {
-                f.anon_pages = (f.start..f.end).step_by(PAGE as usize).any(|va| {
-                    m.dump_frame(va as usize)
-                        .is_some_and(|(_, writable)| !f.file || writable)
-                });
+                let (start, end) = (f.start as usize, f.end as usize);
+                let mut va = start;
+                while let Some(at) = m.next_mapped(va, end) {
+                    if m.dump_frame(at).is_some_and(|(_, w)| !f.file || w) {
+                        f.anon_pages = true;
+                        break;
+                    }
+                    va = at + PAGE as usize;
+                }
             }
             let first = m.dump_frame(f.start as usize);
             s.dump = cd::vma_dump_size(f, cd::DEFAULT_FILTER, || {
@@ -379,9 +384,21 @@ fn write_core(
         page.resize(PAGE as usize, 0);
         for s in &segs {
             let mut va = s.facts.start;
-            while va < s.facts.start + s.dump {
+            let end = s.facts.start + s.dump;
+            while va < end {
                 let present = {
                     let mut m = mm.lock();
+                    // Holes in bulk: up to the next mapped page.
+                    let next = m
+                        .next_mapped(va as usize, end as usize)
+                        .map_or(end, |a| a as u64);
+                    if next > va {
+                        out.skip(next - va);
+                        va = next;
+                        if va >= end {
+                            break;
+                        }
+                    }
                     match m.dump_frame(va as usize) {
                         Some((pa, _)) => {
                             // SAFETY: a user frame of this address space, linear-mapped, one

@@ -1082,6 +1082,31 @@ impl AddrSpace {
         self.vmas.values()
     }
 
+    /// The first page at or after `va` and below `end` with a valid leaf entry; whole missing
+    /// tables are stepped over, so sparse giant mappings cost little. For core dumps.
+    pub fn next_mapped(&self, va: usize, end: usize) -> Option<usize> {
+        let mut va = va & !(PAGE - 1);
+        'outer: while va < end {
+            let mut t = self.root;
+            for level in 0..4 {
+                let shift = 39 - 9 * level;
+                let idx = (va >> shift) & 511;
+                // SAFETY: t is a table frame of this address space (linear-mapped); idx < 512.
+                let e = unsafe { ptr::read_volatile(table(t).add(idx)) };
+                if e & mmu::DESC_VALID == 0 {
+                    // Nothing mapped in this entry's span: go to the next one.
+                    va = ((va >> shift) + 1) << shift;
+                    continue 'outer;
+                }
+                if level == 3 {
+                    return Some(va);
+                }
+                t = e & PTE_ADDR;
+            }
+        }
+        None
+    }
+
     /// The frame mapped at `va` if the process has a page of its own there (not the shared
     /// zero page), and whether its entry is writable; nothing is faulted in. For core dumps,
     /// where a page never touched reads as zero.
