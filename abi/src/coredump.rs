@@ -318,10 +318,8 @@ pub fn vma_dump_size(v: &VmaFacts, filter: u32, elf_magic: impl FnOnce() -> bool
     if filter & FILTER_MAPPED_PRIVATE != 0 {
         return whole;
     }
-    if filter & FILTER_ELF_HEADERS != 0 && v.offset == 0 && v.read {
-        if v.file_exec || elf_magic() {
-            return whole.min(4096);
-        }
+    if filter & FILTER_ELF_HEADERS != 0 && v.offset == 0 && v.read && (v.file_exec || elf_magic()) {
+        return whole.min(4096);
     }
     0
 }
