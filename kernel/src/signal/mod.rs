@@ -375,7 +375,7 @@ fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
                     continue;
                 }
                 Some(DefaultAction::Term) => return Some(wstatus::signaled(signo, false)),
-                // The core bit only if a core file was written.
+                // The core bit when a core file was made (see coredump::do_coredump).
                 Some(DefaultAction::Core) => {
                     return Some(crate::coredump::do_coredump(tf, &info));
                 }

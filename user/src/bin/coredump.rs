@@ -323,6 +323,58 @@ fn no_core_abort() -> TestResult {
     no_core("nocore-abrt", SIGABRT)
 }
 
+/// RLIMIT_CORE below a page: no core at all. Of two pages: the core is cut short at the first
+/// write past the limit, but counts as dumped (core bit), as on Linux, and what was written
+/// stays.
+fn small_limits() -> TestResult {
+    for (limit, dumped) in [(4095u64, false), (8192, true)] {
+        let dir = test_dir(&format!("limit-{limit}"))?;
+        let pid = t!(spawn(|| {
+            child_setup(&dir, limit);
+            let Ok(m) = sys::mmap_anon(PATTERN_LEN) else {
+                return 102;
+            };
+            for i in (0..PATTERN_LEN).step_by(4096) {
+                // SAFETY: inside the fresh read/write mapping.
+                unsafe { ((m + i) as *mut u8).write_volatile(1) };
+            }
+            // SAFETY: never returns: the store faults.
+            unsafe { coredump_fault(X[0], 0, X[2], X[3], X[4], X[5], X[6], X[7]) }
+        }));
+        let st = wait_child(pid)?;
+        let path = format!("{dir}/core");
+        let size = sys::stat(&path).map(|s| s.st_size);
+        check!(
+            wifsignaled(st) && wtermsig(st) == SIGSEGV && wcoredump(st) == dumped,
+            "RLIMIT_CORE {limit}: status {}, want SIGSEGV {} a core (core file: {size:?})",
+            describe(st),
+            if dumped { "with" } else { "without" }
+        );
+        if !dumped {
+            check_eq!(
+                size.map(|_| ()),
+                Err(ENOENT),
+                "RLIMIT_CORE {limit}: core file"
+            );
+            continue;
+        }
+        let fd = t!(sys::open(&path, O_RDONLY | O_CLOEXEC));
+        let mut eh = [0u8; 4];
+        let n = sys::pread(fd, &mut eh, 0);
+        let _ = sys::close(fd);
+        check_eq!(n, Ok(4), "cut core's first bytes");
+        check_eq!(&eh, b"\x7fELF", "cut core's magic");
+        // The anonymous mapping alone holds three written pages: not all of them fit.
+        let size = t!(size) as u64;
+        check!(
+            size < limit + PATTERN_LEN as u64,
+            "RLIMIT_CORE {limit}: a core of {size} bytes"
+        );
+        t!(sys::unlinkat(AT_FDCWD, &path, 0));
+    }
+    Ok(())
+}
+
 const PATTERN_LEN: usize = 3 * 4096;
 
 fn pattern(i: usize) -> u8 {
@@ -502,6 +554,7 @@ fn main(_a: &rt::Args) -> i32 {
     ktap::run(&[
         ("no_core_rlimit_zero_segv", no_core_segv),
         ("no_core_rlimit_zero_abort", no_core_abort),
+        ("small_rlimit_core_skips_or_cuts", small_limits),
         ("segv_core_registers_and_memory", segv_core),
         ("abort_core_siginfo", abort_core),
         ("threads_one_prstatus_each", threads_core),
