@@ -11,6 +11,12 @@
 # reference the userland tests are checked against. Its status comes from the init's
 # `svelt-init: exit status S` line (missing: 1).
 #
+# --core-dir DIR makes Svelt also write every core file it dumps onto the host, as
+# DIR/core.COMM.PID, through Arm semihosting: the kernel gets `svelt.coredump=semihosting
+# svelt.coredump_dir=ABS` (ABS: DIR made absolute, created if missing; it may not contain white
+# space), so the host paths do not depend on QEMU's working directory. Not with --linux (whose
+# cores stay inside the guest).
+#
 # --bench boots /bin/bench (user/src/bin/bench.rs) as the first process under
 # `-icount shift=0,sleep=off` and prints its table of guest instructions per operation; with
 # --linux the same benchmark runs on Linux. Its status comes from `svelt-bench: exit status S`.
@@ -43,6 +49,8 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          of the userland built here (target/initramfs.cpio.gz)
   --init PATH            run PATH as the first process (adds init=PATH to the command line;
                          rdinit=PATH with --linux)
+  --core-dir DIR         also write each core file Svelt dumps to the host, as
+                         DIR/core.COMM.PID (semihosting; not with --linux)
   --no-initrd            boot without an initramfs (the kernel only reports its boot)
   --linux                reference mode: boot Debian's arm64 Linux (the newest
                          linux-binary-*-arm64 in trixie-backports, cached in target/linux/)
@@ -55,7 +63,7 @@ EOF
 }
 
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
-initrd="" init_path="" no_initrd=0 linux=0 bench=0
+initrd="" init_path="" no_initrd=0 linux=0 bench=0 core_dir=""
 extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -74,6 +82,7 @@ while [ $# -gt 0 ]; do
         --kernel-elf) elf=$2; build=0; shift ;;
         --initrd) initrd=$2; shift ;;
         --init) init_path=$2; shift ;;
+        --core-dir) core_dir=$2; shift ;;
         --no-initrd) no_initrd=1 ;;
         --linux) linux=1 ;;
         --bench) bench=1 ;;
@@ -93,6 +102,13 @@ if [ -z "$sme_max" ]; then
     while [ $((sme_max * 2)) -le $((vq * 16)) ] && [ $((sme_max * 2)) -le 256 ]; do sme_max=$((sme_max * 2)); done
 fi
 case "$sme_max" in 16|32|64|128|256) ;; *) die "--sme-max-vl wants 16, 32, 64, 128 or 256" ;; esac
+if [ -n "$core_dir" ]; then
+    [ "$linux" = 0 ] || die "--core-dir is for Svelt (Linux keeps its cores in the guest)"
+    mkdir -p "$core_dir" || die "cannot create $core_dir"
+    core_dir=$(cd "$core_dir" && pwd)
+    [[ "$core_dir" =~ [[:space:]] ]] && die "--core-dir: no white space in the path, please"
+    append="$append svelt.coredump=semihosting svelt.coredump_dir=$core_dir"
+fi
 [ "$no_initrd" = 1 ] && [ -n "$initrd" ] && die "--initrd and --no-initrd contradict each other"
 if [ "$bench" = 1 ]; then
     [ "$no_initrd" = 0 ] || die "--bench needs the initramfs"

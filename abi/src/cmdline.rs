@@ -57,6 +57,11 @@ pub struct Cmdline<'a> {
     pub exit: ExitVia,
     /// `svelt.selftest=`: a boot-time self test (e.g. `fault`, `panic`), for the harness.
     pub selftest: Option<&'a str>,
+    /// `svelt.coredump=semihosting`: each core file is also written on the host through Arm
+    /// semihosting, as `DIR/core.COMM.PID` with DIR from `svelt.coredump_dir=` (default: QEMU's
+    /// working directory).
+    pub coredump_semihosting: bool,
+    pub coredump_dir: Option<&'a str>,
     raw: &'a str,
 }
 
@@ -67,6 +72,8 @@ impl<'a> Cmdline<'a> {
             init: None,
             exit: ExitVia::Psci,
             selftest: None,
+            coredump_semihosting: false,
+            coredump_dir: None,
             raw,
         };
         for word in raw.split_ascii_whitespace() {
@@ -86,6 +93,8 @@ impl<'a> Cmdline<'a> {
                     _ => {}
                 },
                 "svelt.selftest" if !value.is_empty() => c.selftest = Some(value),
+                "svelt.coredump" => c.coredump_semihosting = value == "semihosting",
+                "svelt.coredump_dir" if !value.is_empty() => c.coredump_dir = Some(value),
                 _ => {}
             }
         }
@@ -119,6 +128,11 @@ mod tests {
         assert_eq!(c.exit, ExitVia::Semihosting);
         assert_eq!(c.selftest, Some("fault"));
         assert!(c.raw().contains("console=ttyAMA0"));
+        assert!(!c.coredump_semihosting);
+        let c = Cmdline::parse("svelt.coredump=semihosting svelt.coredump_dir=/tmp/x");
+        assert!(c.coredump_semihosting);
+        assert_eq!(c.coredump_dir, Some("/tmp/x"));
+        assert!(!Cmdline::parse("svelt.coredump=none").coredump_semihosting);
     }
 
     #[test]

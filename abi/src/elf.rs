@@ -8,7 +8,7 @@
 //! PT_LOAD entries must be sorted by p_vaddr and must not overlap, and each must have
 //! p_vaddr ≡ p_offset modulo the page size (Linux only finds out when mmap fails).
 
-use crate::bytes::{read_u16, read_u32, read_u64};
+use crate::bytes::{put_u16, put_u32, put_u64, read_u16, read_u32, read_u64};
 use crate::errno::Errno;
 
 pub const ELFMAG: [u8; 4] = [0x7f, b'E', b'L', b'F'];
@@ -17,6 +17,7 @@ pub const ELFDATA2LSB: u8 = 1;
 pub const EV_CURRENT: u8 = 1;
 pub const ET_EXEC: u16 = 2;
 pub const ET_DYN: u16 = 3;
+pub const ET_CORE: u16 = 4;
 pub const EM_AARCH64: u16 = 183;
 
 pub const PT_NULL: u32 = 0;
@@ -126,7 +127,43 @@ pub struct Phdr {
     pub p_align: u64,
 }
 
+impl Ehdr {
+    /// The 64 bytes of this header (ELFCLASS64, little-endian, EV_CURRENT, ELFOSABI_NONE).
+    pub fn to_bytes(&self) -> [u8; EHDR_SIZE] {
+        let mut b = [0u8; EHDR_SIZE];
+        b[..4].copy_from_slice(&ELFMAG);
+        b[4] = ELFCLASS64;
+        b[5] = ELFDATA2LSB;
+        b[6] = EV_CURRENT;
+        put_u16(&mut b, 16, self.e_type);
+        put_u16(&mut b, 18, self.e_machine);
+        put_u32(&mut b, 20, self.e_version);
+        put_u64(&mut b, 24, self.e_entry);
+        put_u64(&mut b, 32, self.e_phoff);
+        put_u64(&mut b, 40, self.e_shoff);
+        put_u32(&mut b, 48, self.e_flags);
+        put_u16(&mut b, 52, self.e_ehsize);
+        put_u16(&mut b, 54, self.e_phentsize);
+        put_u16(&mut b, 56, self.e_phnum);
+        b
+    }
+}
+
 impl Phdr {
+    /// The 56 bytes of this program header.
+    pub fn to_bytes(&self) -> [u8; PHDR_SIZE] {
+        let mut b = [0u8; PHDR_SIZE];
+        put_u32(&mut b, 0, self.p_type);
+        put_u32(&mut b, 4, self.p_flags);
+        put_u64(&mut b, 8, self.p_offset);
+        put_u64(&mut b, 16, self.p_vaddr);
+        put_u64(&mut b, 24, self.p_paddr);
+        put_u64(&mut b, 32, self.p_filesz);
+        put_u64(&mut b, 40, self.p_memsz);
+        put_u64(&mut b, 48, self.p_align);
+        b
+    }
+
     fn parse(b: &[u8], off: usize) -> Option<Phdr> {
         Some(Phdr {
             p_type: read_u32(b, off)?,

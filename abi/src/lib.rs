@@ -10,6 +10,7 @@ extern crate std;
 pub mod auxv;
 pub mod bytes;
 pub mod cmdline;
+pub mod coredump;
 pub mod cpio;
 pub mod cpu;
 pub mod elf;

@@ -194,11 +194,6 @@ impl TaskFpState {
         f
     }
 
-    /// Rewrites the saved copy as FPSIMD only.
-    pub fn make_fpsimd_format(&mut self) {
-        self.fp = self.fpsimd_view();
-        self.st.format = Format::Fpsimd;
-    }
 
     /// Rewrites the saved copy as non-streaming SVE: zero everything but the V bits.
     fn fpsimd_to_sve(&mut self) {

@@ -10,6 +10,7 @@ extern crate alloc;
 
 mod arch;
 mod console;
+mod coredump;
 mod cpufeature;
 mod drivers;
 mod dt;
@@ -106,6 +107,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     }
 
     init_memory(&fdt, dtb_pa, image_pa, ram);
+    coredump::configure(cmdline.coredump_semihosting, cmdline.coredump_dir);
     task::init_limits();
     mm::aspace::init();
     cpufeature::init_this_cpu();

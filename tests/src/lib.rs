@@ -38,6 +38,8 @@ pub struct Config {
     pub linux: bool,
     /// `--mem SIZE` (QEMU -m syntax); `None`: qemu-run.sh's default.
     pub mem: Option<String>,
+    /// `--core-dir DIR`: Svelt also writes its core files there (semihosting).
+    pub core_dir: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -54,6 +56,7 @@ impl Default for Config {
             init: None,
             linux: false,
             mem: None,
+            core_dir: None,
         }
     }
 }
@@ -114,6 +117,9 @@ impl Config {
         }
         if let Some(m) = &self.mem {
             a.extend(["--mem".into(), m.clone()]);
+        }
+        if let Some(d) = &self.core_dir {
+            a.extend(["--core-dir".into(), d.display().to_string()]);
         }
         a
     }

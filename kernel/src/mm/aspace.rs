@@ -258,6 +258,11 @@ pub struct AddrSpace {
     /// Bytes of mlock'ed mappings, and whether new mappings are locked (mlockall MCL_FUTURE).
     locked_vm: usize,
     lock_future: bool,
+    /// The auxv exec gave the program (its pairs up to and with AT_NULL), for NT_AUXV.
+    pub saved_auxv: Vec<u8>,
+    /// Where the argument strings lie on the initial stack, for a core's pr_psargs.
+    pub arg_start: usize,
+    pub arg_end: usize,
 }
 
 /// A VMA's share of RLIMIT_DATA's count.
@@ -325,6 +330,9 @@ impl AddrSpace {
             data_vm: 0,
             locked_vm: 0,
             lock_future: false,
+            saved_auxv: Vec::new(),
+            arg_start: 0,
+            arg_end: 0,
         })
     }
 
@@ -860,6 +868,13 @@ impl AddrSpace {
         let mut child = AddrSpace::new()?;
         child.brk_start = self.brk_start;
         child.brk = self.brk;
+        child
+            .saved_auxv
+            .try_reserve_exact(self.saved_auxv.len())
+            .map_err(|_| Errno::ENOMEM)?;
+        child.saved_auxv.extend_from_slice(&self.saved_auxv);
+        child.arg_start = self.arg_start;
+        child.arg_end = self.arg_end;
         let vmas: Vec<(usize, usize, bool)> = self
             .vmas
             .values()
@@ -1065,6 +1080,45 @@ impl AddrSpace {
 
     pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
         self.vmas.values()
+    }
+
+    /// The first page at or after `va` and below `end` with a valid leaf entry; whole missing
+    /// tables are stepped over, so sparse giant mappings cost little. For core dumps.
+    pub fn next_mapped(&self, va: usize, end: usize) -> Option<usize> {
+        let mut va = va & !(PAGE - 1);
+        'outer: while va < end {
+            let mut t = self.root;
+            for level in 0..4 {
+                let shift = 39 - 9 * level;
+                let idx = (va >> shift) & 511;
+                // SAFETY: t is a table frame of this address space (linear-mapped); idx < 512.
+                let e = unsafe { ptr::read_volatile(table(t).add(idx)) };
+                if e & mmu::DESC_VALID == 0 {
+                    // Nothing mapped in this entry's span: go to the next one.
+                    va = ((va >> shift) + 1) << shift;
+                    continue 'outer;
+                }
+                if level == 3 {
+                    return Some(va);
+                }
+                t = e & PTE_ADDR;
+            }
+        }
+        None
+    }
+
+    /// The frame mapped at `va` if the process has a page of its own there (not the shared
+    /// zero page), and whether its entry is writable; nothing is faulted in. For core dumps,
+    /// where a page never touched reads as zero.
+    pub fn dump_frame(&mut self, va: usize) -> Option<(u64, bool)> {
+        let slot = self.pte_slot(va & !(PAGE - 1), false)?;
+        // SAFETY: slot is a leaf entry of this address space's tables.
+        let e = unsafe { ptr::read_volatile(slot) };
+        if e & mmu::DESC_VALID == 0 {
+            return None;
+        }
+        let pa = e & PTE_ADDR;
+        (pa != zero_page()).then_some((pa, e & mmu::AP_RO == 0))
     }
 }
 

@@ -408,11 +408,9 @@ fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
                     continue;
                 }
                 Some(DefaultAction::Term) => return Some(wstatus::signaled(signo, false)),
-                // The core bit follows RLIMIT_CORE, as it would if a core were written (Svelt
-                // writes no core file).
+                // The core bit when a core file was made (see coredump::do_coredump).
                 Some(DefaultAction::Core) => {
-                    let core = p.rlimits.lock()[svelt_abi::sys::RLIMIT_CORE as usize].rlim_cur != 0;
-                    return Some(wstatus::signaled(signo, core));
+                    return Some(crate::coredump::do_coredump(tf, &info));
                 }
             },
             _ => {

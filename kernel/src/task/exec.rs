@@ -135,6 +135,18 @@ fn load(
     let mut img = vec![0u8; layout.size];
     layout.write(&params, &mut img)?;
     mm.write(layout.sp as usize, &img)?;
+    // A copy of the auxv for core dumps (the stack's may be overwritten by then).
+    let a = (layout.auxv - layout.sp) as usize;
+    let mut end = a;
+    while let Some(key) = img.get(end..end + 8) {
+        end += 16;
+        if key == [0u8; 8] {
+            break;
+        }
+    }
+    mm.saved_auxv = img.get(a..end).unwrap_or_default().to_vec();
+    mm.arg_start = layout.arg_start as usize;
+    mm.arg_end = layout.arg_end as usize;
     Ok((mm, plan.entry, layout.sp))
 }
 

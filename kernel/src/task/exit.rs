@@ -12,6 +12,7 @@ use svelt_abi::signal as sig;
 /// Ends the current thread; `status` (a wait status) becomes the process's if it is the last.
 pub fn do_exit(status: i32) -> ! {
     let t = current_arc();
+    crate::coredump::task_exit(&t);
     let p = t.process();
     // The tracer's exit event comes first, before anything of the thread is torn down (a
     // joining thread must not be woken through clear_child_tid before it).

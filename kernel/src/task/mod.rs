@@ -233,6 +233,8 @@ pub struct Process {
     pub tracees: Mutex<Vec<Arc<Task>>>,
     /// Bumped at each group stop, so a traced thread reports each one once.
     pub stop_gen: AtomicU32,
+    /// A core dump in progress: the other threads wait in it (see coredump::task_exit).
+    pub core_state: Mutex<Option<Arc<crate::coredump::CoreState>>>,
 }
 
 /// Resource limits of the first process (Linux's defaults for init).
@@ -318,6 +320,7 @@ impl Process {
             suid: AtomicU32::new(0),
             tracees: Mutex::new(Vec::new()),
             stop_gen: AtomicU32::new(0),
+            core_state: Mutex::new(None),
         })
     }
 
