@@ -378,8 +378,7 @@ fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
                 // The core bit follows RLIMIT_CORE, as it would if a core were written (Svelt
                 // writes no core file).
                 Some(DefaultAction::Core) => {
-                    let core = p.rlimits.lock()[svelt_abi::sys::RLIMIT_CORE as usize].rlim_cur != 0;
-                    return Some(wstatus::signaled(signo, core));
+                    return Some(wstatus::signaled(signo, dumps_core(&p)));
                 }
             },
             _ => {
@@ -402,6 +401,12 @@ fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
         s.blocked = m;
     }
     None
+}
+
+/// Whether a core-dumping death of `p` sets the wait status's core bit: when RLIMIT_CORE would
+/// let a core be written (Svelt writes none).
+pub fn dumps_core(p: &Process) -> bool {
+    p.rlimits.lock()[svelt_abi::sys::RLIMIT_CORE as usize].rlim_cur != 0
 }
 
 /// Builds the frame and points the user registers at the handler; Err when the frame cannot

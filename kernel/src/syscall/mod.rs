@@ -35,8 +35,7 @@ impl Args {
 static UNKNOWN_LOGGED: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
 
 pub fn dispatch(tf: &mut TrapFrame) {
-    let n = tf.x[8];
-    let a = Args([tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]]);
+    let mut n = tf.x[8];
     {
         // SAFETY: the current task's own locals.
         let l = unsafe { task::current().local() };
@@ -45,6 +44,14 @@ pub fn dispatch(tf: &mut TrapFrame) {
     }
     let me = task::current();
     crate::fpstate::syscall_entry(me);
+    // One load and one branch unless the task is under seccomp.
+    if me.seccomp.mode.load(core::sync::atomic::Ordering::Relaxed) != 0 {
+        match crate::seccomp::check(tf) {
+            crate::seccomp::Verdict::Run(nr) => n = nr,
+            crate::seccomp::Verdict::Skip => return,
+        }
+    }
+    let a = Args([tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]]);
     let r = call(n as usize, a, tf);
     // rt_sigreturn sets every register itself, x0 included.
     if n as usize != nr::RT_SIGRETURN || r.is_err() {
@@ -170,6 +177,7 @@ static TABLE: [Option<Handler>; 512] = {
     t[nr::SETRLIMIT] = Some(|a, _| proc::prlimit64(0, a.u32(0), a.u(1), 0));
     t[nr::GETRUSAGE] = Some(|a, _| proc::getrusage(a.i(0), a.u(1)));
     t[nr::PRCTL] = Some(|a, _| proc::prctl(a.u32(0), a.u(1), a.u(2), a.u(3), a.u(4)));
+    t[nr::SECCOMP] = Some(|a, _| crate::seccomp::seccomp(a.u32(0), a.u32(1), a.u(2)));
     t[nr::RSEQ] = Some(|_, _| Err(Errno::ENOSYS));
     // signals
     t[nr::RT_SIGACTION] = Some(|a, _| signal::rt_sigaction(a.i(0), a.u(1), a.u(2), a.u(3)));

@@ -176,6 +176,8 @@ pub struct Task {
     pub affinity: AtomicU64,
     /// Signal work may be pending (see signal::has_work).
     pub sig_hint: AtomicBool,
+    /// Seccomp mode, filters and no_new_privs.
+    pub seccomp: crate::seccomp::Seccomp,
 }
 
 // SAFETY: the UnsafeCell fields (ctx, local) are touched only by the CPU running the task or
@@ -365,6 +367,7 @@ impl Task {
             vfork_released: AtomicBool::new(false),
             affinity: AtomicU64::new(u64::MAX),
             sig_hint: AtomicBool::new(false),
+            seccomp: crate::seccomp::Seccomp::new(),
         }
     }
 
