@@ -263,6 +263,30 @@ fn check_loads_after_stores(prog: &[SockFilter], masks: &mut [u16]) -> SysResult
     Ok(())
 }
 
+/// What a checked program counts for against `MAX_INSNS_PER_PATH`: Linux charges the length
+/// of the eBPF program it translates the filter into (`bpf_convert_filter`), not the classic
+/// length. Three prologue instructions (clear A and X, keep the context pointer); RET K is two
+/// (set the result, exit); division by X adds four (the zero test returning 0); a conditional
+/// jump adds one for a K that is negative as an s32 (loaded into a register first) and one
+/// more unless one of its targets is the next instruction (JEQ, JGT and JGE only invert to
+/// fall through on the true side; JSET does not).
+pub fn translated_len(prog: &[SockFilter]) -> usize {
+    3 + prog
+        .iter()
+        .map(|f| match f.code {
+            c if c == BPF_RET | BPF_K => 2,
+            c if c == BPF_ALU | BPF_DIV | BPF_X => 5,
+            c if is_cond_jump(c) => {
+                let tmp = (c & BPF_X == 0 && (f.k as i32) < 0) as usize;
+                let invertible = c & 0xf0 != BPF_JSET;
+                let one = f.jf == 0 || (f.jt == 0 && invertible);
+                tmp + if one { 1 } else { 2 }
+            }
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
 // ---- interpretation ----
 
 /// Runs a program `check_seccomp_filter` accepted; returns its RET value. Division by a zero
@@ -559,6 +583,26 @@ mod tests {
             RET_ALLOW,
         ];
         assert!(check(&both).is_ok());
+    }
+
+    #[test]
+    fn translated_lengths() {
+        let ret = SockFilter::stmt(BPF_RET | BPF_K, 0);
+        let jeq = |k, jt, jf| SockFilter::jump(BPF_JMP | BPF_JEQ | BPF_K, k, jt, jf);
+        let jset = |jt, jf| SockFilter::jump(BPF_JMP | BPF_JSET | BPF_X, 0, jt, jf);
+        assert_eq!(translated_len(&[ret]), 5);
+        assert_eq!(translated_len(&[SockFilter::stmt(BPF_RET | BPF_A, 0)]), 4);
+        let mut big = std::vec![LD_NR; 4096];
+        big[4095] = RET_ALLOW;
+        assert_eq!(translated_len(&big), 4100);
+        assert_eq!(translated_len(&[jeq(1, 0, 0)]), 4);
+        assert_eq!(translated_len(&[jeq(1, 0, 1)]), 4);
+        assert_eq!(translated_len(&[jeq(1, 1, 1)]), 5);
+        assert_eq!(translated_len(&[jeq(0x8000_0000, 1, 0)]), 5);
+        assert_eq!(translated_len(&[jset(0, 1)]), 5);
+        assert_eq!(translated_len(&[jset(1, 0)]), 4);
+        let divx = SockFilter::stmt(BPF_ALU | BPF_DIV | BPF_X, 0);
+        assert_eq!(translated_len(&[divx]), 8);
     }
 
     #[test]

@@ -26,6 +26,8 @@ const MAX_ERRNO: u32 = 4095;
 /// One installed program and the chain it was stacked on.
 pub struct Filter {
     prog: Vec<SockFilter>,
+    /// What it counts for against MAX_INSNS_PER_PATH (its eBPF length on Linux).
+    cost: usize,
     /// SECCOMP_FILTER_FLAG_LOG.
     log: bool,
     prev: Option<Arc<Filter>>,
@@ -397,10 +399,11 @@ fn set_mode_filter(flags: u32, uargs: usize) -> SysResult<usize> {
         return Err(Errno::EINVAL);
     }
     let cur = t.seccomp.filter();
-    let installed: usize = cur.as_deref().map_or(0, |f| {
-        f.chain().map(|f| f.prog.len() + FILTER_PATH_PENALTY).sum()
-    });
-    if prog.len() + installed > MAX_INSNS_PER_PATH {
+    let installed: usize = cur
+        .as_deref()
+        .map_or(0, |f| f.chain().map(|f| f.cost + FILTER_PATH_PENALTY).sum());
+    let cost = translated_len(&prog);
+    if cost + installed > MAX_INSNS_PER_PATH {
         return Err(Errno::ENOMEM);
     }
     let tsync = flags & SECCOMP_FILTER_FLAG_TSYNC != 0;
@@ -430,6 +433,7 @@ fn set_mode_filter(flags: u32, uargs: usize) -> SysResult<usize> {
     }
     let f = Arc::new(Filter {
         prog,
+        cost,
         log: flags & SECCOMP_FILTER_FLAG_LOG != 0,
         prev: cur,
     });
