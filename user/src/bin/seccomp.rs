@@ -124,6 +124,31 @@ fn prctl_values() -> TestResult {
     Ok(())
 }
 
+/// /proc/self/status reports the state (with /proc mounted here if the init did not).
+fn proc_status() -> TestResult {
+    if sys::stat("/proc/self/status").is_err() {
+        t!(sys::mount("proc", "/proc", "proc", 0));
+    }
+    child_ok!(|| {
+        let before = t!(io::read_file("/proc/self/status"));
+        let before = alloc::string::String::from_utf8_lossy(&before).into_owned();
+        check!(
+            before.contains("NoNewPrivs:\t0\n") && before.contains("Seccomp:\t0\n"),
+            "{before}"
+        );
+        t!(no_new_privs());
+        t!(install(&always(SECCOMP_RET_ALLOW), 0));
+        t!(install(&always(SECCOMP_RET_LOG), 0));
+        let after = t!(io::read_file("/proc/self/status"));
+        let after = alloc::string::String::from_utf8_lossy(&after).into_owned();
+        for line in ["NoNewPrivs:\t1\n", "Seccomp:\t2\n", "Seccomp_filters:\t2\n"] {
+            check!(after.contains(line), "no {line:?} in {after}");
+        }
+        Ok(())
+    });
+    Ok(())
+}
+
 fn strict_mode() -> TestResult {
     check_eq!(seccomp(SECCOMP_SET_MODE_STRICT, 1, 0), Err(EINVAL));
     check_eq!(seccomp(SECCOMP_SET_MODE_STRICT, 0, 8), Err(EINVAL));
@@ -770,6 +795,7 @@ fn main(a: &rt::Args) -> i32 {
     }
     let status = ktap::run(&[
         ("prctl_values", prctl_values),
+        ("proc_status", proc_status),
         ("strict_mode", strict_mode),
         ("errno_action", errno_action),
         ("trap_action", trap_action),
