@@ -158,12 +158,54 @@ impl SeccompData {
 
 // ---- validation ----
 
-/// Is `code` one of the conditional jumps (which take jt/jf)?
+// Whole opcodes the validator and interpreter name.
+const LD_ABS: u16 = BPF_LD | BPF_W | BPF_ABS;
+const LD_LEN: u16 = BPF_LD | BPF_W | BPF_LEN;
+const LDX_LEN: u16 = BPF_LDX | BPF_W | BPF_LEN;
+const LD_IMM: u16 = BPF_LD | BPF_IMM;
+const LDX_IMM: u16 = BPF_LDX | BPF_IMM;
+const LD_MEM: u16 = BPF_LD | BPF_MEM;
+const LDX_MEM: u16 = BPF_LDX | BPF_MEM;
+const DIV_K: u16 = BPF_ALU | BPF_DIV | BPF_K;
+const DIV_X: u16 = BPF_ALU | BPF_DIV | BPF_X;
+const LSH_K: u16 = BPF_ALU | BPF_LSH | BPF_K;
+const RSH_K: u16 = BPF_ALU | BPF_RSH | BPF_K;
+const JA: u16 = BPF_JMP | BPF_JA;
+const RET_K: u16 = BPF_RET | BPF_K;
+const RET_A: u16 = BPF_RET | BPF_A;
+
+/// Is `code` one of the conditional jumps (JEQ, JGT, JGE, JSET; K or X), which take jt/jf?
 const fn is_cond_jump(code: u16) -> bool {
-    matches!(
-        code,
-        0x15 | 0x1d | 0x25 | 0x2d | 0x35 | 0x3d | 0x45 | 0x4d // JEQ/JGT/JGE/JSET, K and X
-    )
+    code & !0xf8 == BPF_JMP && matches!(code & 0xf0, BPF_JEQ | BPF_JGT | BPF_JGE | BPF_JSET)
+}
+
+/// The opcodes seccomp admits: `bpf_check_classic`'s set narrowed by `seccomp_check_filter`
+/// (no packet loads, no MOD, no ancillary data).
+const fn seccomp_allows(code: u16) -> bool {
+    let alu = code & !0xf8 == BPF_ALU
+        && matches!(
+            code & 0xf0,
+            BPF_ADD | BPF_SUB | BPF_MUL | BPF_DIV | BPF_OR | BPF_AND | BPF_XOR | BPF_LSH | BPF_RSH
+        );
+    alu || is_cond_jump(code)
+        || matches!(
+            code,
+            LD_ABS
+                | LD_LEN
+                | LDX_LEN
+                | LD_IMM
+                | LDX_IMM
+                | LD_MEM
+                | LDX_MEM
+                | BPF_ST
+                | BPF_STX
+                | JA
+                | RET_K
+                | RET_A
+        )
+        || code == BPF_ALU | BPF_NEG
+        || code == BPF_MISC | BPF_TAX
+        || code == BPF_MISC | BPF_TXA
 }
 
 /// Checks a seccomp filter as Linux does on SECCOMP_SET_MODE_FILTER (every failure is
@@ -175,60 +217,31 @@ pub fn check_seccomp_filter(prog: &mut [SockFilter], scratch: &mut [u16]) -> Sys
     if len == 0 || len > BPF_MAXINSNS || scratch.len() < len {
         return Err(Errno::EINVAL);
     }
-    for pc in 0..len {
-        let f = prog[pc];
+    for (pc, f) in prog.iter_mut().enumerate() {
         let k = f.k;
+        let bad = !seccomp_allows(f.code)
+            || match f.code {
+                // Aligned words inside seccomp_data.
+                LD_ABS => k >= SeccompData::SIZE || k & 3 != 0,
+                DIV_K => k == 0,
+                LSH_K | RSH_K => k >= 32,
+                LD_MEM | LDX_MEM | BPF_ST | BPF_STX => k >= BPF_MEMWORDS,
+                JA => k as usize >= len - pc - 1,
+                c if is_cond_jump(c) => {
+                    pc + f.jt as usize + 1 >= len || pc + f.jf as usize + 1 >= len
+                }
+                _ => false,
+            };
+        if bad {
+            return Err(Errno::EINVAL);
+        }
         match f.code {
-            c if c == BPF_LD | BPF_W | BPF_ABS => {
-                // Aligned words inside seccomp_data; no packet or ancillary loads.
-                if k >= SeccompData::SIZE || k & 3 != 0 {
-                    return Err(Errno::EINVAL);
-                }
-            }
-            c if c == BPF_LD | BPF_W | BPF_LEN => {
-                prog[pc] = SockFilter::stmt(BPF_LD | BPF_IMM, SeccompData::SIZE);
-            }
-            c if c == BPF_LDX | BPF_W | BPF_LEN => {
-                prog[pc] = SockFilter::stmt(BPF_LDX | BPF_IMM, SeccompData::SIZE);
-            }
-            c if c == BPF_ALU | BPF_DIV | BPF_K => {
-                if k == 0 {
-                    return Err(Errno::EINVAL);
-                }
-            }
-            c if c == BPF_ALU | BPF_LSH | BPF_K || c == BPF_ALU | BPF_RSH | BPF_K => {
-                if k >= 32 {
-                    return Err(Errno::EINVAL);
-                }
-            }
-            c if c == BPF_LD | BPF_MEM || c == BPF_LDX | BPF_MEM || c == BPF_ST || c == BPF_STX => {
-                if k >= BPF_MEMWORDS {
-                    return Err(Errno::EINVAL);
-                }
-            }
-            c if c == BPF_JMP | BPF_JA => {
-                if k as usize >= len - pc - 1 {
-                    return Err(Errno::EINVAL);
-                }
-            }
-            c if is_cond_jump(c) => {
-                if pc + f.jt as usize + 1 >= len || pc + f.jf as usize + 1 >= len {
-                    return Err(Errno::EINVAL);
-                }
-            }
-            c if matches!(
-                c,
-                0x06 | 0x16 // RET K, RET A
-                | 0x04 | 0x0c | 0x14 | 0x1c | 0x24 | 0x2c | 0x3c // ADD SUB MUL, DIV X
-                | 0x44 | 0x4c | 0x54 | 0x5c | 0xa4 | 0xac // OR AND XOR
-                | 0x6c | 0x7c | 0x84 // LSH X, RSH X, NEG
-                | 0x00 | 0x01 // LD IMM, LDX IMM
-                | 0x07 | 0x87 // TAX, TXA
-            ) => {}
-            _ => return Err(Errno::EINVAL),
+            LD_LEN => *f = SockFilter::stmt(LD_IMM, SeccompData::SIZE),
+            LDX_LEN => *f = SockFilter::stmt(LDX_IMM, SeccompData::SIZE),
+            _ => {}
         }
     }
-    if !matches!(prog[len - 1].code, 0x06 | 0x16) {
+    if !matches!(prog[len - 1].code, RET_K | RET_A) {
         return Err(Errno::EINVAL);
     }
     check_loads_after_stores(prog, &mut scratch[..len])
@@ -242,13 +255,9 @@ fn check_loads_after_stores(prog: &[SockFilter], masks: &mut [u16]) -> SysResult
     for (pc, f) in prog.iter().enumerate() {
         valid &= masks[pc];
         match f.code {
-            c if c == BPF_ST || c == BPF_STX => valid |= 1 << f.k,
-            c if c == BPF_LD | BPF_MEM || c == BPF_LDX | BPF_MEM => {
-                if valid & (1 << f.k) == 0 {
-                    return Err(Errno::EINVAL);
-                }
-            }
-            c if c == BPF_JMP | BPF_JA => {
+            BPF_ST | BPF_STX => valid |= 1 << f.k,
+            LD_MEM | LDX_MEM if valid & (1 << f.k) == 0 => return Err(Errno::EINVAL),
+            JA => {
                 masks[pc + 1 + f.k as usize] &= valid;
                 valid = 0xffff;
             }
@@ -274,8 +283,8 @@ pub fn translated_len(prog: &[SockFilter]) -> usize {
     3 + prog
         .iter()
         .map(|f| match f.code {
-            c if c == BPF_RET | BPF_K => 2,
-            c if c == BPF_ALU | BPF_DIV | BPF_X => 5,
+            RET_K => 2,
+            DIV_X => 5,
             c if is_cond_jump(c) => {
                 let tmp = (c & BPF_X == 0 && (f.k as i32) < 0) as usize;
                 let invertible = c & 0xf0 != BPF_JSET;
