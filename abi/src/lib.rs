@@ -8,6 +8,7 @@
 extern crate std;
 
 pub mod auxv;
+pub mod bpf;
 pub mod bytes;
 pub mod cmdline;
 pub mod coredump;

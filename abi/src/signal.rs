@@ -555,6 +555,7 @@ pub const SYS_SECCOMP: i32 = 1;
 /// POSIX timer     : si_tid i32 @16, si_overrun i32 @20, si_value u64 @24
 /// SIGCHLD         : si_pid @16, si_uid @20, si_status i32 @24, si_utime i64 @32, si_stime i64 @40
 /// fault           : si_addr u64 @16
+/// SIGSYS (seccomp): si_call_addr u64 @16, si_syscall i32 @24, si_arch u32 @28
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Siginfo(pub [u8; 128]);
@@ -627,6 +628,17 @@ impl Siginfo {
     pub fn fault(signo: u32, code: i32, addr: u64) -> Siginfo {
         let mut s = Self::head(signo, code);
         put_u64(&mut s.0, 16, addr);
+        s
+    }
+
+    /// seccomp's SECCOMP_RET_TRAP (and its kill actions): SYS_SECCOMP, the action's data in
+    /// si_errno, the address after the `svc`, the syscall number and the audit arch.
+    pub fn sigsys(call_addr: u64, syscall: i32, arch: u32, data: i32) -> Siginfo {
+        let mut s = Self::head(SIGSYS, SYS_SECCOMP);
+        put_i32(&mut s.0, 4, data);
+        put_u64(&mut s.0, 16, call_addr);
+        put_i32(&mut s.0, 24, syscall);
+        put_u32(&mut s.0, 28, arch);
         s
     }
 
@@ -852,5 +864,9 @@ mod tests {
         assert_eq!(sigqueueinfo_check(&t, false), Err(Errno::EPERM));
         assert_eq!(sigqueueinfo_check(&k, true), Ok(()));
         assert_eq!(q.with_signo(SIGUSR1).signo(), SIGUSR1);
+        let y = Siginfo::sigsys(0x40_1004, 172, 0xC000_00B7, 7);
+        assert_eq!((y.signo(), y.errno(), y.code()), (SIGSYS, 7, SYS_SECCOMP));
+        assert_eq!(y.addr(), 0x40_1004);
+        assert_eq!((get_i32(&y.0, 24), get_u32(&y.0, 28)), (172, 0xC000_00B7));
     }
 }

@@ -194,7 +194,6 @@ impl TaskFpState {
         f
     }
 
-
     /// Rewrites the saved copy as non-streaming SVE: zero everything but the V bits.
     fn fpsimd_to_sve(&mut self) {
         let fp = self.fp;

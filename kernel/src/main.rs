@@ -21,6 +21,7 @@ mod mm;
 mod percpu;
 mod power;
 mod ptrace;
+mod seccomp;
 mod selftest;
 mod signal;
 mod smp;

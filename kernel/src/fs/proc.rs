@@ -588,6 +588,16 @@ fn status(pid: Option<u32>) -> String {
         shared,
         blocked
     );
+    if let Some(t) = threads.first() {
+        let sc = &t.seccomp;
+        let _ = write!(
+            s,
+            "NoNewPrivs:\t{}\nSeccomp:\t{}\nSeccomp_filters:\t{}\n",
+            sc.no_new_privs.load(Ordering::Relaxed) as u8,
+            sc.mode.load(Ordering::Relaxed).min(2),
+            sc.filter_count()
+        );
+    }
     s
 }
 

@@ -477,8 +477,10 @@ pub fn syscall_exit(tf: &mut TrapFrame) {
 
 /// SECCOMP_RET_TRACE: a PTRACE_EVENT_SECCOMP stop with `data` as the event message, if a
 /// tracer asked for it (PTRACE_O_TRACESECCOMP). False when there is none: the syscall then
-/// fails with ENOSYS. After the stop the tracer may have changed the syscall (x0-x5 in `tf`,
-/// the number through NT_ARM_SYSTEM_CALL) or skipped it (number -1).
+/// fails with ENOSYS. After the stop the tracer may have changed the call: its number is the
+/// task's `local().in_syscall` (arm64's `syscallno`, what NT_ARM_SYSTEM_CALL writes; -1 skips
+/// the call), its arguments x0-x5 in `tf`. seccomp then runs the filters again on the new call
+/// (a TRACE result then allows it) and the dispatcher runs that number.
 pub fn seccomp_event(tf: &mut TrapFrame, data: u16) -> bool {
     let t = task::current();
     if !t.traced.load(Ordering::Acquire) || t.ptrace.lock().options & PTRACE_O_TRACESECCOMP == 0 {

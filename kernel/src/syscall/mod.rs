@@ -36,7 +36,7 @@ impl Args {
 static UNKNOWN_LOGGED: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
 
 pub fn dispatch(tf: &mut TrapFrame) {
-    let n = tf.x[8];
+    let mut n = tf.x[8];
     {
         // SAFETY: the current task's own locals.
         let l = unsafe { task::current().local() };
@@ -47,6 +47,13 @@ pub fn dispatch(tf: &mut TrapFrame) {
     crate::fpstate::syscall_entry(me);
     if me.syscall_trace.load(core::sync::atomic::Ordering::Relaxed) {
         return dispatch_traced(tf);
+    }
+    // One load and one branch unless the task is under seccomp.
+    if me.seccomp.mode.load(core::sync::atomic::Ordering::Relaxed) != 0 {
+        match crate::seccomp::check(tf) {
+            crate::seccomp::Verdict::Run(nr) => n = nr,
+            crate::seccomp::Verdict::Skip => return,
+        }
     }
     let a = Args([tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]]);
     let r = call(n as usize, a, tf);
@@ -74,13 +81,26 @@ fn dispatch_traced(tf: &mut TrapFrame) {
         tf.x[0] = (-(Errno::ENOSYS as i64)) as u64;
     }
     crate::ptrace::syscall_entry(tf);
-    // SAFETY: the current task's own locals.
-    let n = unsafe { me.local() }.in_syscall;
+    let n = {
+        // SAFETY: the current task's own locals.
+        let l = unsafe { me.local() };
+        // The tracer's x0 is the first argument from here on (seccomp's and a restart's).
+        l.orig_x0 = tf.x[0];
+        l.in_syscall
+    };
     // A kill during the stop: the syscall does not run (the exit follows on the way out).
-    if n != -1 && !crate::ptrace::fatal_pending(me) {
+    let mut run = (n != -1 && !crate::ptrace::fatal_pending(me)).then_some(n as u64);
+    // seccomp sees the call as the tracer left it (Linux: ptrace first, then seccomp).
+    if run.is_some() && me.seccomp.mode.load(Relaxed) != 0 {
+        run = match crate::seccomp::check(tf) {
+            crate::seccomp::Verdict::Run(nr) => Some(nr),
+            crate::seccomp::Verdict::Skip => None,
+        };
+    }
+    if let Some(n) = run {
         let a = Args([tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]]);
         let r = call(n as usize, a, tf);
-        set_return(n as u64, r, tf);
+        set_return(n, r, tf);
     }
     if me.syscall_trace.load(Relaxed) {
         crate::ptrace::syscall_exit(tf);
@@ -202,6 +222,7 @@ static TABLE: [Option<Handler>; 512] = {
     t[nr::SETRLIMIT] = Some(|a, _| proc::prlimit64(0, a.u32(0), a.u(1), 0));
     t[nr::GETRUSAGE] = Some(|a, _| proc::getrusage(a.i(0), a.u(1)));
     t[nr::PRCTL] = Some(|a, _| proc::prctl(a.u32(0), a.u(1), a.u(2), a.u(3), a.u(4)));
+    t[nr::SECCOMP] = Some(|a, _| crate::seccomp::seccomp(a.u32(0), a.u32(1), a.u(2)));
     t[nr::RSEQ] = Some(|_, _| Err(Errno::ENOSYS));
     // tracing
     t[nr::PTRACE] = Some(|a, _| ptrace::ptrace(a.0[0], a.i(1), a.u(2), a.u(3)));

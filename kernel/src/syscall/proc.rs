@@ -275,8 +275,13 @@ pub fn getrusage(who: i32, buf: usize) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn prctl(option: u32, a2: usize, _a3: usize, _a4: usize, _a5: usize) -> SysResult<usize> {
+pub fn prctl(option: u32, a2: usize, a3: usize, a4: usize, a5: usize) -> SysResult<usize> {
+    use crate::seccomp;
     match option {
+        sys::PR_GET_SECCOMP => seccomp::prctl_get_seccomp(),
+        sys::PR_SET_SECCOMP => seccomp::prctl_set_seccomp(a2, a3),
+        sys::PR_SET_NO_NEW_PRIVS => seccomp::prctl_no_new_privs(true, a2, [a3, a4, a5]),
+        sys::PR_GET_NO_NEW_PRIVS => seccomp::prctl_no_new_privs(false, a2, [a3, a4, a5]),
         sys::PR_SET_NAME | sys::PR_SET_DUMPABLE | sys::PR_SET_PDEATHSIG => Ok(0),
         sys::PR_GET_DUMPABLE => Ok(1),
         sys::PR_GET_NAME => {

@@ -137,7 +137,12 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
     let vfork = (flags & s::CLONE_VFORK != 0).then(|| Arc::new(super::wait::WaitQueue::new()));
     *child.vfork_done.lock() = vfork.clone();
 
-    process.threads.lock().push(Arc::downgrade(&child));
+    {
+        // Under the seccomp lock until the child is listed, so a TSYNC reaches it.
+        let _g = crate::seccomp::attach_lock();
+        child.seccomp.inherit(&parent.seccomp);
+        process.threads.lock().push(Arc::downgrade(&child));
+    }
     register(&child);
     // A traced parent's child starts traced, before it can run, if the tracer asked.
     let event = crate::ptrace::clone_event(flags, args.exit_signal);

@@ -184,6 +184,8 @@ pub struct Task {
     pub syscall_trace: AtomicBool,
     /// The tracer link and stop state (ptrace/mod.rs).
     pub ptrace: IrqLock<crate::ptrace::Link>,
+    /// Seccomp mode, filters and no_new_privs.
+    pub seccomp: crate::seccomp::Seccomp,
 }
 
 // SAFETY: the UnsafeCell fields (ctx, local) are touched only by the CPU running the task or
@@ -386,6 +388,7 @@ impl Task {
             traced: AtomicBool::new(false),
             syscall_trace: AtomicBool::new(false),
             ptrace: IrqLock::new(crate::ptrace::Link::default()),
+            seccomp: crate::seccomp::Seccomp::new(),
         }
     }
 

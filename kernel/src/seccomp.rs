@@ -1,0 +1,455 @@
+//! seccomp: strict mode and BPF filters checked at syscall entry, the seccomp(2) call, and the
+//! per-task state (mode, filter chain, no_new_privs) that fork copies and execve keeps.
+//!
+//! Filters form a chain, newest first, shared through `Arc`s: fork gives the child the parent's
+//! chain, a new filter points at the chain it was added to, and TSYNC points every thread of
+//! the process at the caller's. The syscall path reads only `mode`; everything else is behind
+//! the `#[cold]` `check`.
+
+use crate::arch::aarch64::exception::TrapFrame;
+use crate::mm::uaccess;
+use crate::signal;
+use crate::task::{self, exit, Task};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
+use spin::{Mutex, MutexGuard};
+use svelt_abi::bpf::{self, *};
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::nr;
+use svelt_abi::sched::wstatus;
+use svelt_abi::signal::{Siginfo, SIGKILL, SIGSYS};
+
+/// Largest errno SECCOMP_RET_ERRNO passes on (Linux's MAX_ERRNO).
+const MAX_ERRNO: u32 = 4095;
+
+/// One installed program and the chain it was stacked on.
+pub struct Filter {
+    prog: Vec<SockFilter>,
+    /// What it counts for against MAX_INSNS_PER_PATH (its eBPF length on Linux).
+    cost: usize,
+    /// SECCOMP_FILTER_FLAG_LOG.
+    log: bool,
+    prev: Option<Arc<Filter>>,
+}
+
+impl Filter {
+    /// This filter and those under it, newest first.
+    fn chain(&self) -> impl Iterator<Item = &Filter> {
+        core::iter::successors(Some(self), |f| f.prev.as_deref())
+    }
+}
+
+impl Drop for Filter {
+    /// Frees a chain no one else holds one link at a time: thousands of one-instruction
+    /// filters would overflow a kernel stack dropped recursively.
+    fn drop(&mut self) {
+        let mut next = self.prev.take();
+        while let Some(f) = next {
+            next = match Arc::try_unwrap(f) {
+                Ok(mut f) => f.prev.take(),
+                Err(_) => None,
+            };
+        }
+    }
+}
+
+/// A task's seccomp state.
+pub struct Seccomp {
+    /// SECCOMP_MODE_*: the one thing the syscall path reads. Stored (Release) after `filter`.
+    pub mode: AtomicU8,
+    filter: Mutex<Option<Arc<Filter>>>,
+    /// PR_SET_NO_NEW_PRIVS: set once, kept across fork and execve.
+    pub no_new_privs: AtomicBool,
+}
+
+impl Default for Seccomp {
+    fn default() -> Self {
+        Seccomp::new()
+    }
+}
+
+impl Seccomp {
+    pub const fn new() -> Seccomp {
+        Seccomp {
+            mode: AtomicU8::new(SECCOMP_MODE_DISABLED),
+            filter: Mutex::new(None),
+            no_new_privs: AtomicBool::new(false),
+        }
+    }
+
+    fn filter(&self) -> Option<Arc<Filter>> {
+        self.filter.lock().clone()
+    }
+
+    /// How many filters are stacked (/proc's Seccomp_filters).
+    pub fn filter_count(&self) -> usize {
+        self.filter().map_or(0, |f| f.chain().count())
+    }
+
+    /// A new task's state from its creator's (clone, fork). Call with `attach_lock` held until
+    /// the new task is in its process's thread list, so a TSYNC cannot miss it.
+    pub fn inherit(&self, parent: &Seccomp) {
+        *self.filter.lock() = parent.filter();
+        self.no_new_privs.store(
+            parent.no_new_privs.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        self.mode
+            .store(parent.mode.load(Ordering::Relaxed), Ordering::Release);
+    }
+}
+
+/// Serialises mode changes, filter attachment and TSYNC against each other and against
+/// thread creation.
+static ATTACH: Mutex<()> = Mutex::new(());
+
+pub fn attach_lock() -> MutexGuard<'static, ()> {
+    ATTACH.lock()
+}
+
+/// What the syscall path does after `check`.
+pub enum Verdict {
+    /// Run the syscall with this number (a tracer may have changed it).
+    Run(u64),
+    /// Do not run it: x0 already holds its result, or the task is about to die.
+    Skip,
+}
+
+/// The syscall-entry check, for a task whose mode is not DISABLED (the caller tests `mode`).
+/// The syscall number is the task's `in_syscall` (arm64's `syscallno`), its arguments the
+/// trap frame's x0-x5 with the entry x0 (`orig_x0`) as the first.
+#[cold]
+#[inline(never)]
+pub fn check(tf: &mut TrapFrame) -> Verdict {
+    // Pairs with the Release store of `mode` (by this task or a TSYNC): the filter is visible.
+    fence(Ordering::Acquire);
+    let t = task::current();
+    // SAFETY: the current task's own locals.
+    let nr = unsafe { t.local().in_syscall };
+    match t.seccomp.mode.load(Ordering::Relaxed) {
+        SECCOMP_MODE_STRICT => {
+            let allowed = [nr::READ, nr::WRITE, nr::EXIT, nr::RT_SIGRETURN];
+            if allowed.iter().any(|&a| a as i64 == nr) {
+                return Verdict::Run(nr as u64);
+            }
+            // Only this thread goes, as if killed by SIGKILL.
+            kill_thread(t, wstatus::signaled(SIGKILL, false));
+            Verdict::Skip
+        }
+        SECCOMP_MODE_FILTER => match run_filter(t, tf, nr as i32, false) {
+            true => {
+                // SAFETY: as above.
+                Verdict::Run(unsafe { t.local().in_syscall } as u64)
+            }
+            false => Verdict::Skip,
+        },
+        _ => {
+            kill_thread(t, wstatus::signaled(SIGKILL, false));
+            Verdict::Skip
+        }
+    }
+}
+
+/// Ends the current thread on its way out of the kernel, with wait status `status`.
+fn kill_thread(t: &Task, status: i32) {
+    t.seccomp.mode.store(SECCOMP_MODE_DEAD, Ordering::Relaxed);
+    t.exit_code.store(status, Ordering::Relaxed);
+    t.killed.store(true, Ordering::Release);
+}
+
+/// The filters' verdict on syscall `nr`: true to run it, false to skip it (`__seccomp_filter`).
+fn run_filter(t: &Task, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bool {
+    // SAFETY: the current task's own locals.
+    let orig_x0 = unsafe { t.local().orig_x0 };
+    let data = SeccompData {
+        nr,
+        arch: AUDIT_ARCH_AARCH64,
+        instruction_pointer: tf.elr,
+        args: [orig_x0, tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]],
+    };
+    // No chain in FILTER mode cannot happen; fail closed if it does.
+    let (ret, log) = match t.seccomp.filter() {
+        Some(f) => {
+            let mut ret = SECCOMP_RET_ALLOW;
+            let mut log = false;
+            for f in f.chain() {
+                let r = bpf::run(&f.prog, &data);
+                if action_rank(r) < action_rank(ret) {
+                    ret = r;
+                    log = f.log;
+                }
+            }
+            (ret, log)
+        }
+        None => (SECCOMP_RET_KILL_PROCESS, false),
+    };
+    let data_bits = ret & SECCOMP_RET_DATA;
+    let action = ret & SECCOMP_RET_ACTION_FULL;
+    if log || action == SECCOMP_RET_LOG {
+        log::debug!(
+            "seccomp: pid {} tid {} syscall {nr} action {action:#x}",
+            t.pid(),
+            t.tid
+        );
+    }
+    match action {
+        SECCOMP_RET_ERRNO => {
+            tf.x[0] = (-(data_bits.min(MAX_ERRNO) as i64)) as u64;
+            false
+        }
+        SECCOMP_RET_TRAP => {
+            // The handler sees the registers of the call.
+            tf.x[0] = orig_x0;
+            let info = Siginfo::sigsys(tf.elr, nr, AUDIT_ARCH_AARCH64, data_bits as i32);
+            signal::force(t, SIGSYS, info);
+            false
+        }
+        SECCOMP_RET_TRACE => {
+            if recheck {
+                return true;
+            }
+            if !crate::ptrace::seccomp_event(tf, data_bits as u16) {
+                tf.x[0] = (-(Errno::ENOSYS as i64)) as u64;
+                return false;
+            }
+            // A fatal signal during the stop: skip the call and let the task die.
+            if fatal_signal_pending(t) {
+                return false;
+            }
+            // The tracer may have changed the call (or skipped it with -1): check it again.
+            // SAFETY: as above.
+            let nr = unsafe { t.local().in_syscall };
+            nr >= 0 && run_filter(t, tf, nr as i32, true)
+        }
+        // No listener can exist here (NEW_LISTENER is refused), so the call fails as on Linux
+        // when the filter has none.
+        SECCOMP_RET_USER_NOTIF => {
+            tf.x[0] = (-(Errno::ENOSYS as i64)) as u64;
+            false
+        }
+        SECCOMP_RET_LOG | SECCOMP_RET_ALLOW => true,
+        _ => {
+            // KILL_THREAD, KILL_PROCESS and anything unknown. A lone thread takes its process
+            // with it, as KILL_PROCESS does: SIGSYS, with a core if one would be written.
+            tf.x[0] = orig_x0;
+            let p = t.process();
+            if action == SECCOMP_RET_KILL_THREAD && p.live_threads().len() > 1 {
+                kill_thread(t, wstatus::signaled(SIGSYS, false));
+            } else {
+                // SIGSYS's default action: a core file where RLIMIT_CORE allows one.
+                let info = Siginfo::sigsys(tf.elr, nr, AUDIT_ARCH_AARCH64, data_bits as i32);
+                let status = crate::coredump::do_coredump(tf, &info);
+                exit::kill_group(&p, status, Some(t.tid));
+                kill_thread(t, status);
+            }
+            false
+        }
+    }
+}
+
+fn fatal_signal_pending(t: &Task) -> bool {
+    if t.killed.load(Ordering::Acquire) {
+        return true;
+    }
+    let own = t.sig.lock().pending_mask();
+    let shared = t.process().shared_sig.lock().pending_mask();
+    (own | shared) & (1 << (SIGKILL - 1)) != 0
+}
+
+// ---- seccomp(2) and prctl ----
+
+/// seccomp(op, flags, args).
+pub fn seccomp(op: u32, flags: u32, uargs: usize) -> SysResult<usize> {
+    match op {
+        SECCOMP_SET_MODE_STRICT => {
+            if flags != 0 || uargs != 0 {
+                return Err(Errno::EINVAL);
+            }
+            set_mode_strict()
+        }
+        SECCOMP_SET_MODE_FILTER => set_mode_filter(flags, uargs),
+        SECCOMP_GET_ACTION_AVAIL => {
+            if flags != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let action = uaccess::read_u32(uargs)?;
+            if action_available(action) {
+                Ok(0)
+            } else {
+                Err(Errno::EOPNOTSUPP)
+            }
+        }
+        SECCOMP_GET_NOTIF_SIZES => {
+            if flags != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let mut b = [0u8; 6];
+            for (i, s) in NOTIF_SIZES.iter().enumerate() {
+                b[i * 2..i * 2 + 2].copy_from_slice(&s.to_le_bytes());
+            }
+            uaccess::copy_to_user(uargs, &b)?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// PR_SET_SECCOMP: the mode with the filter pointer, no flags.
+pub fn prctl_set_seccomp(mode: usize, filter: usize) -> SysResult<usize> {
+    match mode {
+        m if m == SECCOMP_MODE_STRICT as usize => seccomp(SECCOMP_SET_MODE_STRICT, 0, 0),
+        m if m == SECCOMP_MODE_FILTER as usize => seccomp(SECCOMP_SET_MODE_FILTER, 0, filter),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// PR_GET_SECCOMP.
+pub fn prctl_get_seccomp() -> SysResult<usize> {
+    Ok(task::current().seccomp.mode.load(Ordering::Relaxed) as usize)
+}
+
+/// PR_SET_NO_NEW_PRIVS / PR_GET_NO_NEW_PRIVS (every other argument must be zero).
+pub fn prctl_no_new_privs(set: bool, a2: usize, rest: [usize; 3]) -> SysResult<usize> {
+    let nnp = &task::current().seccomp.no_new_privs;
+    if rest != [0; 3] {
+        return Err(Errno::EINVAL);
+    }
+    if set {
+        if a2 != 1 {
+            return Err(Errno::EINVAL);
+        }
+        nnp.store(true, Ordering::Relaxed);
+        Ok(0)
+    } else if a2 != 0 {
+        Err(Errno::EINVAL)
+    } else {
+        Ok(nnp.load(Ordering::Relaxed) as usize)
+    }
+}
+
+/// A mode may be entered from DISABLED or from itself (filters stack); never changed.
+fn may_assign(t: &Task, mode: u8) -> bool {
+    let cur = t.seccomp.mode.load(Ordering::Relaxed);
+    cur == SECCOMP_MODE_DISABLED || cur == mode
+}
+
+fn set_mode_strict() -> SysResult<usize> {
+    let t = task::current();
+    let _g = attach_lock();
+    if !may_assign(t, SECCOMP_MODE_STRICT) {
+        return Err(Errno::EINVAL);
+    }
+    t.seccomp.mode.store(SECCOMP_MODE_STRICT, Ordering::Release);
+    Ok(0)
+}
+
+/// Copies in and validates a user `sock_fprog` (`seccomp_prepare_user_filter`): EFAULT for
+/// unreadable memory, EINVAL for a bad program, EACCES without no_new_privs or root, ENOMEM
+/// when the program cannot be stored.
+fn prepare(uargs: usize) -> SysResult<Vec<SockFilter>> {
+    let mut b = [0u8; SockFprog::SIZE];
+    uaccess::copy_from_user(&mut b, uargs)?;
+    let fprog = SockFprog::from_bytes(&b);
+    let len = fprog.len as usize;
+    if len == 0 || len > BPF_MAXINSNS {
+        return Err(Errno::EINVAL);
+    }
+    if !task::current().seccomp.no_new_privs.load(Ordering::Relaxed)
+        && !crate::syscall::cred::privileged()
+    {
+        return Err(Errno::EACCES);
+    }
+    if fprog.filter == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let raw = uaccess::read_vec(fprog.filter as usize, len * SockFilter::SIZE)?;
+    let mut prog = Vec::new();
+    prog.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
+    prog.extend(raw.chunks_exact(SockFilter::SIZE).map(|c| {
+        let mut a = [0u8; SockFilter::SIZE];
+        a.copy_from_slice(c);
+        SockFilter::from_bytes(&a)
+    }));
+    drop(raw);
+    let mut scratch: Vec<u16> = Vec::new();
+    scratch.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
+    scratch.resize(len, 0);
+    check_seccomp_filter(&mut prog, &mut scratch)?;
+    Ok(prog)
+}
+
+/// Is `old` (None: no filter) part of the chain `new`?
+fn is_ancestor(old: &Option<Arc<Filter>>, new: &Option<Arc<Filter>>) -> bool {
+    let Some(old) = old else { return true };
+    new.as_deref()
+        .is_some_and(|n| n.chain().any(|f| core::ptr::eq(f, &**old)))
+}
+
+fn set_mode_filter(flags: u32, uargs: usize) -> SysResult<usize> {
+    // User notification is not implemented: NEW_LISTENER (and what only makes sense with it)
+    // is refused as an unknown flag.
+    let supported = SECCOMP_FILTER_FLAG_MASK
+        & !(SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV);
+    if flags & !supported != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let prog = prepare(uargs)?;
+    let t = task::current();
+    let _g = attach_lock();
+    if !may_assign(t, SECCOMP_MODE_FILTER) {
+        return Err(Errno::EINVAL);
+    }
+    let cur = t.seccomp.filter();
+    let installed: usize = cur
+        .as_deref()
+        .map_or(0, |f| f.chain().map(|f| f.cost + FILTER_PATH_PENALTY).sum());
+    let cost = translated_len(&prog);
+    if cost + installed > MAX_INSNS_PER_PATH {
+        return Err(Errno::ENOMEM);
+    }
+    let tsync = flags & SECCOMP_FILTER_FLAG_TSYNC != 0;
+    let others: Vec<Arc<Task>> = if tsync {
+        t.process()
+            .live_threads()
+            .into_iter()
+            .filter(|o| o.tid != t.tid && !o.killed.load(Ordering::Acquire))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    // TSYNC: every other thread must be unfiltered or on an ancestor of our chain; else the
+    // first that is not is named (or ESRCH with TSYNC_ESRCH).
+    for o in &others {
+        let ok = match o.seccomp.mode.load(Ordering::Relaxed) {
+            SECCOMP_MODE_DISABLED => true,
+            SECCOMP_MODE_FILTER => is_ancestor(&o.seccomp.filter(), &cur),
+            _ => false,
+        };
+        if !ok {
+            if flags & SECCOMP_FILTER_FLAG_TSYNC_ESRCH != 0 {
+                return Err(Errno::ESRCH);
+            }
+            return Ok(o.tid as usize);
+        }
+    }
+    let f = Arc::new(Filter {
+        prog,
+        cost,
+        log: flags & SECCOMP_FILTER_FLAG_LOG != 0,
+        prev: cur,
+    });
+    *t.seccomp.filter.lock() = Some(f.clone());
+    t.seccomp.mode.store(SECCOMP_MODE_FILTER, Ordering::Release);
+    let nnp = t.seccomp.no_new_privs.load(Ordering::Relaxed);
+    for o in &others {
+        // The old chain is dropped outside the other thread's lock.
+        let old = o.seccomp.filter.lock().replace(f.clone());
+        drop(old);
+        if nnp {
+            o.seccomp.no_new_privs.store(true, Ordering::Relaxed);
+        }
+        o.seccomp.mode.store(SECCOMP_MODE_FILTER, Ordering::Release);
+    }
+    Ok(0)
+}
