@@ -496,6 +496,9 @@ pub fn seccomp_event(tf: &mut TrapFrame, data: u16) -> bool {
     core::hint::black_box(&mut *tf);
     let stopped = event(PTRACE_EVENT_SECCOMP, data as u64);
     core::hint::black_box(&mut *tf);
+    // The filters' re-check (and a restart) see the tracer's x0 as the first argument.
+    // SAFETY: the current task's own locals.
+    unsafe { t.local() }.orig_x0 = tf.x[0];
     stopped
 }
 
