@@ -209,3 +209,69 @@ fn gdb_reads_sve_and_za() {
         );
     }
 }
+
+/// The notes of an ELF64 little-endian core: (name, type, descriptor).
+fn notes(core: &[u8]) -> Vec<(String, u32, Vec<u8>)> {
+    let u16_at = |o: usize| u16::from_le_bytes(core[o..o + 2].try_into().unwrap()) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(core[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(core[o..o + 8].try_into().unwrap()) as usize;
+    assert_eq!(&core[..4], b"\x7fELF", "not an ELF file");
+    assert_eq!(u16_at(16), 4, "e_type is not ET_CORE");
+    let (phoff, phentsize, phnum) = (u64_at(32), u16_at(54), u16_at(56));
+    let mut out = Vec::new();
+    for i in 0..phnum {
+        let ph = phoff + i * phentsize;
+        if u32_at(ph) != 4 {
+            continue; // not PT_NOTE
+        }
+        let (off, size) = (u64_at(ph + 8), u64_at(ph + 32));
+        let mut p = off;
+        while p + 12 <= off + size {
+            let (namesz, descsz, ty) = (u32_at(p) as usize, u32_at(p + 4) as usize, u32_at(p + 8));
+            let name = &core[p + 12..p + 12 + namesz];
+            let name =
+                String::from_utf8_lossy(name.strip_suffix(b"\0").unwrap_or(name)).into_owned();
+            let d = p + 12 + namesz.next_multiple_of(4);
+            out.push((name, ty, core[d..d + descsz].to_vec()));
+            p = d + descsz.next_multiple_of(4);
+        }
+    }
+    out
+}
+
+/// What gdb 13 cannot show: the NT_ARM_ZA note itself holds the pattern the program put in ZA
+/// (user_za_header with the streaming VL, then SVL rows of 0x5a), and NT_ARM_SVE its Z0.
+#[test]
+fn za_and_sve_notes_hold_the_patterns() {
+    let d = dumped();
+    let core = std::fs::read(&d.core).expect("read the core");
+    let notes = notes(&core);
+    let find = |ty: u32| {
+        notes
+            .iter()
+            .find(|(n, t, _)| n == "LINUX" && *t == ty)
+            .map(|(_, _, b)| b.clone())
+    };
+    let sve = find(0x405).expect("no NT_ARM_SVE note");
+    let vl = u16::from_le_bytes([sve[8], sve[9]]) as u64;
+    assert_eq!(vl, d.vl, "NT_ARM_SVE vl");
+    assert_eq!(sve[12] & 1, 1, "NT_ARM_SVE flags: SVE_PT_REGS_SVE");
+    let z0 = &sve[16..16 + vl as usize];
+    let lane = u64::from_str_radix(Z0_LANE.trim_start_matches("0x"), 16).unwrap();
+    assert!(
+        z0.chunks(8)
+            .all(|c| u64::from_le_bytes(c.try_into().unwrap()) == lane),
+        "Z0 in NT_ARM_SVE: {z0:02x?}"
+    );
+    if d.svl == 0 {
+        eprintln!("SKIP (ZA): no SME");
+        return;
+    }
+    let za = find(0x40c).expect("no NT_ARM_ZA note");
+    let svl = u16::from_le_bytes([za[8], za[9]]) as u64;
+    let size = u32::from_le_bytes(za[0..4].try_into().unwrap()) as u64;
+    assert_eq!(svl, d.svl, "NT_ARM_ZA vl");
+    assert_eq!(size, 16 + svl * svl, "NT_ARM_ZA size (ZA on)");
+    let rows = &za[16..(16 + svl * svl) as usize];
+    assert!(rows.iter().all(|b| *b == 0x5a), "ZA rows not all 0x5a");
+}
