@@ -1,7 +1,7 @@
 //! ptrace(2) process control: TRACEME/ATTACH/SEIZE, stops and how they are reported to wait4,
 //! memory access (PEEK/POKE, process_vm_*, /proc/PID/mem), signal injection, syscall stops and
 //! their register conventions (x7, NT_ARM_SYSTEM_CALL, skipping with -1), events, detach and
-//! kill rules, and the errors. Each test runs in its own process group (ptrace::isolated) and
+//! kill rules, the errors, single-stepping and hardware breakpoints and watchpoints. Each test runs in its own process group (ptrace::isolated) and
 //! every wait is bounded: a kernel that never reports a stop fails, it does not hang.
 #![no_std]
 #![no_main]
@@ -936,6 +936,119 @@ fn errors() -> TestResult {
     Ok(())
 }
 
+// ---- single step, hardware breakpoints and watchpoints ----
+
+/// Four instructions the tracer steps through: x9 counts them.
+#[inline(never)]
+extern "C" fn step_body() -> u64 {
+    let r: u64;
+    // SAFETY: plain register arithmetic.
+    unsafe {
+        core::arch::asm!(
+            "mov x9, #1",
+            "add x9, x9, #1",
+            "add x9, x9, #1",
+            "add x9, x9, #1",
+            out("x9") r,
+            options(nomem, nostack)
+        )
+    };
+    r
+}
+
+fn single_step() -> TestResult {
+    let pid = tracee(|| {
+        t!(pt::traceme());
+        stop_self();
+        check_eq!(step_body(), 4);
+        Ok(())
+    })?;
+    wait_stop_sig(pid, SIGSTOP)?;
+    // Step until the pc reaches step_body, then through its four instructions one by one.
+    let entry = step_body as usize as u64;
+    let mut r = t!(pt::get_regs(pid));
+    let mut steps = 0;
+    while r.pc != entry {
+        t!(pt::ptrace(pt::PTRACE_SINGLESTEP, pid, 0, 0));
+        wait_stop_sig(pid, SIGTRAP)?;
+        r = t!(pt::get_regs(pid));
+        steps += 1;
+        check!(steps < 10_000, "never reached step_body at {entry:#x}");
+    }
+    for i in 1..=4u64 {
+        let pc = r.pc;
+        t!(pt::ptrace(pt::PTRACE_SINGLESTEP, pid, 0, 0));
+        wait_stop_sig(pid, SIGTRAP)?;
+        let si = t!(pt::getsiginfo(pid));
+        check_eq!((si.signo, si.code), (SIGTRAP, 2), "TRAP_TRACE after a step");
+        r = t!(pt::get_regs(pid));
+        check_eq!(r.pc, pc + 4, "one instruction per step");
+        check_eq!(r.regs[9], i, "x9 after step {i}");
+    }
+    t!(pt::cont(pid, 0));
+    expect_exit(pid, 0)
+}
+
+static WATCHED: AtomicU64 = AtomicU64::new(0);
+
+#[inline(never)]
+extern "C" fn breakpoint_target(x: u64) -> u64 {
+    x.wrapping_mul(3)
+}
+
+/// user_hwdebug_state with slot 0 set (8 + 16 bytes).
+fn hw_slot(addr: u64, ctrl: u32) -> [u8; 24] {
+    let mut b = [0u8; 24];
+    b[8..16].copy_from_slice(&addr.to_le_bytes());
+    b[16..20].copy_from_slice(&ctrl.to_le_bytes());
+    b
+}
+
+fn hw_breakpoints() -> TestResult {
+    let pid = tracee(|| {
+        t!(pt::traceme());
+        stop_self();
+        WATCHED.store(0x77, Ordering::SeqCst);
+        check_eq!(core::hint::black_box(breakpoint_target)(5), 15);
+        Ok(())
+    })?;
+    wait_stop_sig(pid, SIGSTOP)?;
+    let mut info = [0u8; 8];
+    check_eq!(t!(pt::getregset(pid, pt::NT_ARM_HW_WATCH, &mut info)), 8);
+    let watch_slots = info[0];
+    check_eq!(t!(pt::getregset(pid, pt::NT_ARM_HW_BREAK, &mut info)), 8);
+    let brk_slots = info[0];
+    if watch_slots == 0 || brk_slots == 0 {
+        return ktap::skip("no hardware breakpoint or watchpoint slots");
+    }
+    // A store watchpoint on WATCHED (8 bytes, EL0, enabled): ctrl = BAS << 5 | store << 3 |
+    // EL0 << 1 | enable.
+    let w = WATCHED.as_ptr() as u64;
+    t!(pt::setregset(pid, pt::NT_ARM_HW_WATCH, &hw_slot(w, 0xff << 5 | 2 << 3 | 2 << 1 | 1)));
+    let b = breakpoint_target as usize as u64;
+    t!(pt::setregset(pid, pt::NT_ARM_HW_BREAK, &hw_slot(b, 0xf << 5 | 2 << 1 | 1)));
+    t!(pt::cont(pid, 0));
+    wait_stop_sig(pid, SIGTRAP)?;
+    let si = t!(pt::getsiginfo(pid));
+    check_eq!(
+        (si.code, si.addr(), si.errno),
+        (4, w, 0),
+        "watchpoint: TRAP_HWBKPT at the watched address"
+    );
+    check_eq!(t!(pt::peekdata(pid, w as usize)), 0, "the store has not happened yet");
+    // The debugger's way past a watchpoint: disable it, step, go on.
+    t!(pt::setregset(pid, pt::NT_ARM_HW_WATCH, &hw_slot(w, 0)));
+    t!(pt::cont(pid, 0));
+    wait_stop_sig(pid, SIGTRAP)?;
+    let si = t!(pt::getsiginfo(pid));
+    check_eq!((si.code, si.addr()), (4, b), "breakpoint: TRAP_HWBKPT at its pc");
+    check_eq!(t!(pt::get_regs(pid)).pc, b);
+    check_eq!(t!(pt::peekdata(pid, w as usize)), 0x77);
+    t!(pt::setregset(pid, pt::NT_ARM_HW_BREAK, &hw_slot(b, 0)));
+    t!(pt::cont(pid, 0));
+    expect_exit(pid, 0)
+}
+
 fn main(a: &rt::Args) -> i32 {
     if a.arg(1) == Some("--exit") {
         return a.arg(2).and_then(|s| s.parse().ok()).unwrap_or(1);
@@ -963,6 +1076,8 @@ fn main(a: &rt::Args) -> i32 {
         iso!(tracer_exit_exitkill),
         iso!(threads_per_thread_stops),
         iso!(errors),
+        iso!(single_step),
+        iso!(hw_breakpoints),
     ])
 }
 

@@ -201,9 +201,14 @@ fn first_use_traps_once() -> TestResult {
         // (a switch inside the first counter read is saved before the read and reloaded, as
         // FPSIMD only, after it). The result is
         // the number of traps in a round with no switch (u64::MAX: none was quiet).
+        // A reload just before a round (the previous round's last counter read can be switched
+        // out and reloaded as FPSIMD only) rightly leaves SVE off: one SVE instruction after
+        // the first counter read takes that trap before the round is measured.
         let quiet_round = |body: &dyn Fn()| {
             for _ in 0..10 {
-                let (s0, before) = (saves_and_restores(), r());
+                let s0 = saves_and_restores();
+                let _ = sve::rdvl();
+                let before = r();
                 body();
                 let after = r();
                 if saves_and_restores() == s0 {
