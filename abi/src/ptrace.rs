@@ -122,7 +122,7 @@ pub fn syscall_info(stop: SyscallStop, pc: u64, sp: u64) -> ([u8; 88], usize) {
         }
         SyscallStop::Exit { rval } => {
             b[24..32].copy_from_slice(&rval.to_le_bytes());
-            b[32] = (rval < 0 && rval >= -4095) as u8;
+            b[32] = (-4095..0).contains(&rval) as u8;
             33
         }
         SyscallStop::Seccomp { nr, args, ret_data } => {

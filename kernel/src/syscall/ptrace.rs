@@ -268,7 +268,7 @@ fn regset_request(t: &Task, set: bool, nt: u32, iov: usize) -> SysResult<usize> 
     let base = uaccess::read_u64(iov)? as usize;
     let len = uaccess::read_u64(iov + 8)? as usize;
     let (unit, max) = regset::info(nt).ok_or(Errno::EINVAL)?;
-    if len % unit != 0 {
+    if !len.is_multiple_of(unit) {
         return Err(Errno::EINVAL);
     }
     let n = len.min(max);
