@@ -9,6 +9,8 @@ use crate::cpu::IdRegs;
 enum Reg {
     Isar0,
     Isar1,
+    Isar2,
+    Mmfr2,
     Pfr0,
     Pfr1,
     Zfr0,
@@ -77,6 +79,7 @@ const CAPS: &[Cap] = &[
     cap(Pfr0, 32, 1, 1, 22, "sve", Sve),
     cap(Isar0, 48, 1, 1, 23, "asimdfhm", G),
     cap(Pfr0, 48, 1, 1, 24, "dit", G),
+    cap(Mmfr2, 32, 1, 1, 25, "uscat", G),
     cap(Isar1, 20, 2, 1, 26, "ilrcpc", G),
     cap(Isar0, 52, 1, 1, 27, "flagm", G),
     cap(Pfr1, 4, 2, 1, 28, "ssbs", G),
@@ -111,9 +114,11 @@ const CAPS: &[Cap] = &[
     cap(Smfr0, 63, 1, 2, 30, "smefa64", Sme),
     cap(Isar1, 44, 2, 2, 32, "ebf16", G),
     cap(Zfr0, 20, 2, 2, 33, "sveebf16", Sve),
-    cap(Zfr0, 0, 2, 2, 35, "sve2p1", Sve),
+    cap(Isar2, 48, 1, 2, 35, "rprfm", G),
+    cap(Zfr0, 0, 2, 2, 36, "sve2p1", Sve),
     cap(Smfr0, 56, 1, 2, 37, "sme2", Sme),
     cap(Smfr0, 56, 2, 2, 38, "sme2p1", Sme),
+    cap(Isar2, 20, 1, 2, 44, "hbc", G),
 ];
 
 pub const HWCAP_FP: u64 = 1 << 0;
@@ -142,6 +147,8 @@ fn field(r: &IdRegs, reg: Reg, shift: u32) -> u8 {
     let v = match reg {
         Isar0 => r.isar0,
         Isar1 => r.isar1,
+        Isar2 => r.isar2,
+        Mmfr2 => r.mmfr2,
         Pfr0 => r.pfr0,
         Pfr1 => r.pfr1,
         Zfr0 => r.zfr0,

@@ -196,6 +196,49 @@ fn non_id_register_sigill() -> TestResult {
     Ok(())
 }
 
+/// Capabilities Linux 7.3 derives from one ID-register field each (uapi asm/hwcap.h bits,
+/// cpuinfo.c names): (name, AT_HWCAP word, bit, register read at EL0, shift, minimum, needs SVE).
+fn field_caps() -> [(&'static str, u8, u32, u64, u32, u64, bool); 4] {
+    let mmfr2 = mrs!("S3_0_C0_C7_2"); // ID_AA64MMFR2_EL1
+    let isar2 = mrs!("S3_0_C0_C6_2"); // ID_AA64ISAR2_EL1
+    let zfr0 = if hwcap() & HWCAP_SVE != 0 {
+        mrs!("S3_0_C0_C4_4") // ID_AA64ZFR0_EL1
+    } else {
+        0
+    };
+    [
+        ("uscat", 1, 25, mmfr2, 32, 1, false), // FEAT_LSE2 (MMFR2.AT)
+        ("rprfm", 2, 35, isar2, 48, 1, false),
+        ("sve2p1", 2, 36, zfr0, 0, 2, true), // SVEver >= SVE2p1
+        ("hbc", 2, 44, isar2, 20, 1, false), // ISAR2.BC
+    ]
+}
+
+/// Each of those hwcaps is reported exactly when its ID field (as EL0 reads it) says so, and
+/// /proc/cpuinfo names it exactly then.
+fn hwcaps_follow_id_fields() -> TestResult {
+    if hwcap() & HWCAP_CPUID == 0 {
+        return skip("no HWCAP_CPUID: EL0 cannot read the ID registers");
+    }
+    let b = t!(read_file("/proc/cpuinfo"));
+    let s = String::from_utf8(b).map_err(|_| "not UTF-8")?;
+    let feats = s
+        .lines()
+        .find(|l| l.starts_with("Features"))
+        .and_then(|l| l.split_once(':'))
+        .map_or("", |(_, r)| r);
+    for (name, word, bit, reg, shift, min, sve) in field_caps() {
+        let words = [hwcap(), hwcap2()];
+        let reported = words[word as usize - 1] >> bit & 1 == 1;
+        let want = field(reg, shift) >= min && (!sve || hwcap() & HWCAP_SVE != 0);
+        println!("# {name}: field {} -> {want}", field(reg, shift));
+        check_eq!(reported, want, "AT_HWCAP{word} bit {bit} ({name})");
+        let named = feats.split_whitespace().any(|f| f == name);
+        check_eq!(named, want, "\"{name}\" in /proc/cpuinfo");
+    }
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     ktap::run(&[
         ("sve_hwcap_sve_and_cpuid", hwcaps),
@@ -205,6 +248,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("sve_midr_and_unallocated_id_regs", other_id_registers),
         ("sve_cpuinfo_features", cpuinfo_features),
         ("sve_non_id_sysreg_sigill", non_id_register_sigill),
+        ("hwcaps_follow_id_fields", hwcaps_follow_id_fields),
     ])
 }
 
