@@ -310,6 +310,25 @@ pub const PR_SET_SPECULATION_CTRL: u32 = 53;
 pub const PR_PAC_RESET_KEYS: u32 = 54;
 pub const PR_SET_TAGGED_ADDR_CTRL: u32 = 55;
 pub const PR_GET_TAGGED_ADDR_CTRL: u32 = 56;
+/// PR_SET_TAGGED_ADDR_CTRL's one flag without MTE: syscalls take pointers with a tag in bits
+/// 56-63 (arm64's tagged address ABI).
+pub const PR_TAGGED_ADDR_ENABLE: usize = 1;
+
+/// An address without its top-byte tag (TCR_EL1.TBI0 makes EL0 accesses ignore it): bits
+/// 56-63 become copies of bit 55, as Linux's untagged_addr (a kernel address stays one).
+pub const fn untagged_addr(va: usize) -> usize {
+    (((va << 8) as isize) >> 8) as usize
+}
+
+#[cfg(test)]
+mod tag_tests {
+    #[test]
+    fn untagging_keeps_the_half() {
+        assert_eq!(super::untagged_addr(0x2a00_0000_1234_5678), 0x1234_5678);
+        assert_eq!(super::untagged_addr(0xffff_0000_0000_1000), 0xffff_0000_0000_1000);
+        assert_eq!(super::untagged_addr(0x00ff_ff00_0000_0000), 0xffff_ff00_0000_0000);
+    }
+}
 pub const PR_SET_IO_FLUSHER: u32 = 57;
 pub const PR_GET_IO_FLUSHER: u32 = 58;
 pub const PR_SET_SYSCALL_USER_DISPATCH: u32 = 59;

@@ -84,7 +84,10 @@ fn fault(signo: u32, code: i32, addr: u64, esr: u64) {
 }
 
 fn user_abort(tf: &mut TrapFrame, esr: Esr) {
-    let far = tf.far as usize;
+    // A tagged pointer (top byte, ignored by the MMU with TBI0) faults at its untagged page;
+    // si_addr drops the tag too, as Linux's does without SA_EXPOSE_TAGBITS.
+    let far = svelt_abi::sys::untagged_addr(tf.far as usize);
+    let addr = far as u64;
     let access = if esr.ec() == Ec::InstrAbortLower {
         Access::Exec
     } else if esr.wnr() {
@@ -96,16 +99,16 @@ fn user_abort(tf: &mut TrapFrame, esr: Esr) {
         // Translation, access-flag and permission faults: demand paging, or SIGSEGV.
         0x04..=0x0f => match resolve_fault(far, access) {
             Ok(()) => {}
-            Err(FaultError::NoMapping) => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
-            Err(FaultError::Permission) => fault(sig::SIGSEGV, sig::SEGV_ACCERR, tf.far, esr.0),
-            Err(FaultError::Bus) => fault(sig::SIGBUS, sig::BUS_ADRERR, tf.far, esr.0),
+            Err(FaultError::NoMapping) => fault(sig::SIGSEGV, sig::SEGV_MAPERR, addr, esr.0),
+            Err(FaultError::Permission) => fault(sig::SIGSEGV, sig::SEGV_ACCERR, addr, esr.0),
+            Err(FaultError::Bus) => fault(sig::SIGBUS, sig::BUS_ADRERR, addr, esr.0),
             Err(FaultError::NoMemory) => {
                 oom_kill();
             }
         },
-        0x21 => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.far, esr.0),
-        0x00..=0x03 => fault(sig::SIGSEGV, sig::SEGV_MAPERR, tf.far, esr.0),
-        _ => fault(sig::SIGBUS, sig::BUS_OBJERR, tf.far, esr.0),
+        0x21 => fault(sig::SIGBUS, sig::BUS_ADRALN, addr, esr.0),
+        0x00..=0x03 => fault(sig::SIGSEGV, sig::SEGV_MAPERR, addr, esr.0),
+        _ => fault(sig::SIGBUS, sig::BUS_OBJERR, addr, esr.0),
     }
 }
 
@@ -138,7 +141,7 @@ fn resolve_fault(va: usize, access: Access) -> Result<(), FaultError> {
 #[no_mangle]
 fn svelt_resolve_user_fault(va: usize, write: bool) -> bool {
     let access = if write { Access::Write } else { Access::Read };
-    match resolve_fault(va, access) {
+    match resolve_fault(svelt_abi::sys::untagged_addr(va), access) {
         Ok(()) => true,
         // The copy fails with EFAULT, and the process is killed as a user fault would be.
         Err(FaultError::NoMemory) => {

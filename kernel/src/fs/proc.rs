@@ -66,6 +66,11 @@ impl Inode for GenFile {
             0o444
         }
     }
+    /// Linux's proc files take a truncation (open with O_TRUNC, ftruncate) and ignore it:
+    /// `fopen(path, "w")` on a sysctl works.
+    fn truncate(&self, _len: u64) -> SysResult<()> {
+        Ok(())
+    }
     fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<usize> {
         let text = (self.gen)(self.pid);
         let b = text.as_bytes();

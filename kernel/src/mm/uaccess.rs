@@ -17,10 +17,26 @@ use svelt_abi::errno::{Errno, SysResult};
 pub use arch::USER_END;
 const _: () = assert!(USER_END == super::aspace::USER_END);
 
-/// Whether `[va, va + len)` lies in user space (whether it is mapped shows when it is touched).
-pub fn access_ok(va: usize, len: usize) -> SysResult<()> {
+/// Whether `[va, va + len)` lies in user space (whether it is mapped shows when it is touched):
+/// the address to reach it at (the same one, or without its tag under the tagged address ABI).
+pub fn access_ok(va: usize, len: usize) -> SysResult<usize> {
     match va.checked_add(len) {
-        Some(end) if end <= USER_END => Ok(()),
+        Some(end) if end <= USER_END => Ok(va),
+        _ => tagged_access_ok(va, len),
+    }
+}
+
+/// A pointer with a top-byte tag, from a task that enabled the tagged address ABI: the
+/// untagged range must be user space (the MMU ignores the tag too: TCR_EL1.TBI0).
+#[cold]
+fn tagged_access_ok(va: usize, len: usize) -> SysResult<usize> {
+    let t = crate::task::current();
+    if !t.tagged_addr.load(core::sync::atomic::Ordering::Relaxed) {
+        return Err(Errno::EFAULT);
+    }
+    let va = svelt_abi::sys::untagged_addr(va);
+    match va.checked_add(len) {
+        Some(end) if end <= USER_END => Ok(va),
         _ => Err(Errno::EFAULT),
     }
 }
@@ -32,7 +48,7 @@ pub fn copy_from_user(dst: &mut [u8], va: usize) -> SysResult<()> {
 
 /// Fills `dst` from user address `va`; on a fault, the error and how many bytes were copied.
 pub fn copy_from_user_partial(dst: &mut [u8], va: usize) -> Result<(), (Errno, usize)> {
-    access_ok(va, dst.len()).map_err(|e| (e, 0))?;
+    let va = access_ok(va, dst.len()).map_err(|e| (e, 0))?;
     // SAFETY: dst is a writable slice of dst.len() bytes; the user range was checked above.
     let left = unsafe { arch::copy_from_user(dst.as_mut_ptr(), va, dst.len()) };
     match left {
@@ -44,7 +60,7 @@ pub fn copy_from_user_partial(dst: &mut [u8], va: usize) -> Result<(), (Errno, u
 /// Reads `len` bytes at user address `va` into a new vector, without zero-filling it first:
 /// ENOMEM when the memory cannot be had, EFAULT on a fault.
 pub fn read_vec(va: usize, len: usize) -> SysResult<Vec<u8>> {
-    access_ok(va, len)?;
+    let va = access_ok(va, len)?;
     let mut v: Vec<u8> = Vec::new();
     v.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
     // SAFETY: the vector has room for `len` bytes; the user range was checked above.
@@ -64,7 +80,7 @@ pub fn copy_to_user(va: usize, src: &[u8]) -> SysResult<()> {
 
 /// Copies `src` to user address `va`; on a fault, the error and how many bytes were copied.
 pub fn copy_to_user_partial(va: usize, src: &[u8]) -> Result<(), (Errno, usize)> {
-    access_ok(va, src.len()).map_err(|e| (e, 0))?;
+    let va = access_ok(va, src.len()).map_err(|e| (e, 0))?;
     // SAFETY: src is a readable slice of src.len() bytes; the user range was checked above.
     let left = unsafe { arch::copy_to_user(va, src.as_ptr(), src.len()) };
     match left {
@@ -75,7 +91,7 @@ pub fn copy_to_user_partial(va: usize, src: &[u8]) -> Result<(), (Errno, usize)>
 
 /// Zeroes `len` bytes at user address `va`.
 pub fn clear_user(va: usize, len: usize) -> SysResult<()> {
-    access_ok(va, len)?;
+    let va = access_ok(va, len)?;
     // SAFETY: the user range was checked above.
     match unsafe { arch::clear_user(va, len) } {
         0 => Ok(()),
@@ -86,6 +102,7 @@ pub fn clear_user(va: usize, len: usize) -> SysResult<()> {
 /// Reads a NUL-terminated string of at most `max` bytes (without the NUL): ENAMETOOLONG when
 /// none of the first `max + 1` bytes is a NUL, EFAULT when a byte before the NUL is unreadable.
 pub fn read_cstr(va: usize, max: usize) -> SysResult<Vec<u8>> {
+    let va = access_ok(va, 0)?;
     let limit = max.saturating_add(1);
     let mut out: Vec<u8> = Vec::new();
     // Most strings are short: look at a small piece first, then at doubling ones.

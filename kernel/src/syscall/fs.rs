@@ -24,12 +24,9 @@ fn file(fd: i32) -> SysResult<Arc<File>> {
 }
 
 /// Linux's access_ok: the range lies in user space (whether it is mapped shows when it is
-/// copied).
+/// copied; a tagged pointer is one under the tagged address ABI).
 fn check_user(va: usize, len: usize) -> SysResult<()> {
-    match va.checked_add(len) {
-        Some(end) if end <= crate::mm::aspace::USER_END => Ok(()),
-        _ => Err(Errno::EFAULT),
-    }
+    uaccess::access_ok(va, len).map(|_| ())
 }
 
 fn install(file: Arc<File>, cloexec: bool) -> SysResult<usize> {

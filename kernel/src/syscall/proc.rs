@@ -282,6 +282,21 @@ pub fn prctl(option: u32, a2: usize, a3: usize, a4: usize, a5: usize) -> SysResu
         sys::PR_SET_SECCOMP => seccomp::prctl_set_seccomp(a2, a3),
         sys::PR_SET_NO_NEW_PRIVS => seccomp::prctl_no_new_privs(true, a2, [a3, a4, a5]),
         sys::PR_GET_NO_NEW_PRIVS => seccomp::prctl_no_new_privs(false, a2, [a3, a4, a5]),
+        // The tagged address ABI, as arm64 Linux without MTE: only PR_TAGGED_ADDR_ENABLE.
+        sys::PR_SET_TAGGED_ADDR_CTRL => {
+            if a3 != 0 || a4 != 0 || a5 != 0 || a2 & !sys::PR_TAGGED_ADDR_ENABLE != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let on = a2 & sys::PR_TAGGED_ADDR_ENABLE != 0;
+            task::current().tagged_addr.store(on, Ordering::Relaxed);
+            Ok(0)
+        }
+        sys::PR_GET_TAGGED_ADDR_CTRL => {
+            if a2 != 0 || a3 != 0 || a4 != 0 || a5 != 0 {
+                return Err(Errno::EINVAL);
+            }
+            Ok(usize::from(task::current().tagged_addr.load(Ordering::Relaxed)))
+        }
         sys::PR_SET_NAME | sys::PR_SET_DUMPABLE | sys::PR_SET_PDEATHSIG => Ok(0),
         sys::PR_GET_DUMPABLE => Ok(1),
         sys::PR_GET_NAME => {

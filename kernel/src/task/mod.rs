@@ -178,6 +178,8 @@ pub struct Task {
     pub affinity: AtomicU64,
     /// Signal work may be pending (see signal::has_work).
     pub sig_hint: AtomicBool,
+    /// PR_SET_TAGGED_ADDR_CTRL's PR_TAGGED_ADDR_ENABLE: syscalls accept tagged user pointers.
+    pub tagged_addr: AtomicBool,
     /// Traced (a fast check before taking `ptrace`).
     pub traced: AtomicBool,
     /// Syscall-entry/exit stops asked for (PTRACE_SYSCALL): the syscall path's one check.
@@ -385,6 +387,7 @@ impl Task {
             vfork_released: AtomicBool::new(false),
             affinity: AtomicU64::new(u64::MAX),
             sig_hint: AtomicBool::new(false),
+            tagged_addr: AtomicBool::new(false),
             traced: AtomicBool::new(false),
             syscall_trace: AtomicBool::new(false),
             ptrace: IrqLock::new(crate::ptrace::Link::default()),

@@ -45,13 +45,16 @@ const SCTLR_EL1_MMU_ON: u64 = 0x30d0_0800
     | (1 << 18)
     | (1 << 26);
 
-/// TCR_EL1: 48-bit VAs in both halves, 4 KiB granules, inner-shareable write-back walks.
+/// TCR_EL1: 48-bit VAs in both halves, 4 KiB granules, inner-shareable write-back walks, and
+/// TBI0: EL0 addresses may carry a tag in their top byte, which translation ignores (as on
+/// Linux; the tagged address ABI extends it to syscall arguments).
 /// IPS and AS are filled in by head.s from ID_AA64MMFR0_EL1.
 const TCR_EL1: u64 = 16 // T0SZ
     | (1 << 8) | (1 << 10) | (3 << 12) // IRGN0, ORGN0, SH0; TG0 = 4 KiB
     | (16 << 16) // T1SZ
     | (1 << 24) | (1 << 26) | (3 << 28) // IRGN1, ORGN1, SH1
-    | (2 << 30); // TG1 = 4 KiB
+    | (2 << 30) // TG1 = 4 KiB
+    | (1 << 37); // TBI0
 
 /// The early map's 2 MiB blocks: normal write-back memory, inner shareable, accessed.
 const EARLY_BLOCK: u64 =
