@@ -325,8 +325,14 @@ mod tag_tests {
     #[test]
     fn untagging_keeps_the_half() {
         assert_eq!(super::untagged_addr(0x2a00_0000_1234_5678), 0x1234_5678);
-        assert_eq!(super::untagged_addr(0xffff_0000_0000_1000), 0xffff_0000_0000_1000);
-        assert_eq!(super::untagged_addr(0x00ff_ff00_0000_0000), 0xffff_ff00_0000_0000);
+        assert_eq!(
+            super::untagged_addr(0xffff_0000_0000_1000),
+            0xffff_0000_0000_1000
+        );
+        assert_eq!(
+            super::untagged_addr(0x00ff_ff00_0000_0000),
+            0xffff_ff00_0000_0000
+        );
     }
 }
 pub const PR_SET_IO_FLUSHER: u32 = 57;

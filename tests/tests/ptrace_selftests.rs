@@ -1,12 +1,14 @@
 //! Linux's own arm64 ptrace and seccomp selftests (fp/sve-ptrace, za-ptrace, fp-ptrace,
 //! abi/ptrace, abi/seccomp_ptrace_x0_bypass, abi/seccomp_ret_trace_x0_bypass; zt-ptrace is an
-//! "extended" program upstream's list does not run, and needs SME2, which QEMU 10 lacks), built
+//! "extended" program upstream's list does not run, and needs SME2, which QEMU 10 lacks), and
+//! the fp/abi/mte programs that once differed and now match (vec-syscfg, hwcap, check_prctl)
+//! or that guard the same ground (syscall-abi, tpidr2, za-fork, sve-probe-vls), built
 //! by tests/selftests/build.sh from Debian's linux-source-7.3, booted on Svelt and on Linux
 //! 7.3.4 under the same QEMU flags. Every subtest must end the same way on both: the same
 //! ones pass, the same ones skip, none fails.
 //!
 //! This is part of the ordinary `cargo test` (the first run on a machine downloads a 160 MB
-//! package and builds two selftest directories, about two minutes; cached in target/selftests/
+//! package and builds three selftest directories, about two minutes; cached in target/selftests/
 //! afterwards). It is skipped, with a message, only when the package cannot be fetched.
 
 use std::collections::BTreeMap;
@@ -15,13 +17,14 @@ use std::time::Duration;
 use svelt_tests::{boot, build, parse_ktap, root, Config, Initrd, Run};
 
 const PROGRAMS: &str = "sve-ptrace za-ptrace fp-ptrace ptrace \
-                        seccomp_ptrace_x0_bypass seccomp_ret_trace_x0_bypass";
+                        seccomp_ptrace_x0_bypass seccomp_ret_trace_x0_bypass \
+                        vec-syscfg hwcap check_prctl syscall-abi tpidr2 za-fork sve-probe-vls";
 
 /// Builds the archive with only the ptrace and seccomp programs; None when the source
 /// package cannot be fetched.
 fn archive() -> Option<std::path::PathBuf> {
     let o = Command::new(root().join("tests/selftests/build.sh"))
-        .env("SELFTESTS_SUBTARGETS", "fp abi")
+        .env("SELFTESTS_SUBTARGETS", "fp abi mte")
         .env("SELFTESTS_ONLY", PROGRAMS)
         .env("SELFTESTS_SKIP", "")
         .stdin(std::process::Stdio::null())

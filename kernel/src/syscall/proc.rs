@@ -295,7 +295,9 @@ pub fn prctl(option: u32, a2: usize, a3: usize, a4: usize, a5: usize) -> SysResu
             if a2 != 0 || a3 != 0 || a4 != 0 || a5 != 0 {
                 return Err(Errno::EINVAL);
             }
-            Ok(usize::from(task::current().tagged_addr.load(Ordering::Relaxed)))
+            Ok(usize::from(
+                task::current().tagged_addr.load(Ordering::Relaxed),
+            ))
         }
         sys::PR_SET_NAME | sys::PR_SET_DUMPABLE | sys::PR_SET_PDEATHSIG => Ok(0),
         sys::PR_GET_DUMPABLE => Ok(1),

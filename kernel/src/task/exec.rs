@@ -207,7 +207,8 @@ pub fn do_execve(
         me.local().hw_debug = Default::default();
     }
     // Nor does the tagged address ABI (Linux's flush_tagged_addr_state).
-    me.tagged_addr.store(false, core::sync::atomic::Ordering::Relaxed);
+    me.tagged_addr
+        .store(false, core::sync::atomic::Ordering::Relaxed);
     crate::fpstate::exec_reset(&me);
     sched::set_current_tpidr_el0(0);
     *tf = TrapFrame {

@@ -120,9 +120,10 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
     child
         .affinity
         .store(parent.affinity.load(Ordering::Relaxed), Ordering::Relaxed);
-    child
-        .tagged_addr
-        .store(parent.tagged_addr.load(Ordering::Relaxed), Ordering::Relaxed);
+    child.tagged_addr.store(
+        parent.tagged_addr.load(Ordering::Relaxed),
+        Ordering::Relaxed,
+    );
     if flags & s::CLONE_CHILD_CLEARTID != 0 {
         child
             .clear_child_tid

@@ -1024,9 +1024,17 @@ fn hw_breakpoints() -> TestResult {
     // A store watchpoint on WATCHED (8 bytes, EL0, enabled): ctrl = BAS << 5 | store << 3 |
     // EL0 << 1 | enable.
     let w = WATCHED.as_ptr() as u64;
-    t!(pt::setregset(pid, pt::NT_ARM_HW_WATCH, &hw_slot(w, 0xff << 5 | 2 << 3 | 2 << 1 | 1)));
+    t!(pt::setregset(
+        pid,
+        pt::NT_ARM_HW_WATCH,
+        &hw_slot(w, 0xff << 5 | 2 << 3 | 2 << 1 | 1)
+    ));
     let b = breakpoint_target as usize as u64;
-    t!(pt::setregset(pid, pt::NT_ARM_HW_BREAK, &hw_slot(b, 0xf << 5 | 2 << 1 | 1)));
+    t!(pt::setregset(
+        pid,
+        pt::NT_ARM_HW_BREAK,
+        &hw_slot(b, 0xf << 5 | 2 << 1 | 1)
+    ));
     t!(pt::cont(pid, 0));
     wait_stop_sig(pid, SIGTRAP)?;
     let si = t!(pt::getsiginfo(pid));
@@ -1035,13 +1043,21 @@ fn hw_breakpoints() -> TestResult {
         (4, w, 0),
         "watchpoint: TRAP_HWBKPT at the watched address"
     );
-    check_eq!(t!(pt::peekdata(pid, w as usize)), 0, "the store has not happened yet");
+    check_eq!(
+        t!(pt::peekdata(pid, w as usize)),
+        0,
+        "the store has not happened yet"
+    );
     // The debugger's way past a watchpoint: disable it, step, go on.
     t!(pt::setregset(pid, pt::NT_ARM_HW_WATCH, &hw_slot(w, 0)));
     t!(pt::cont(pid, 0));
     wait_stop_sig(pid, SIGTRAP)?;
     let si = t!(pt::getsiginfo(pid));
-    check_eq!((si.code, si.addr()), (4, b), "breakpoint: TRAP_HWBKPT at its pc");
+    check_eq!(
+        (si.code, si.addr()),
+        (4, b),
+        "breakpoint: TRAP_HWBKPT at its pc"
+    );
     check_eq!(t!(pt::get_regs(pid)).pc, b);
     check_eq!(t!(pt::peekdata(pid, w as usize)), 0x77);
     t!(pt::setregset(pid, pt::NT_ARM_HW_BREAK, &hw_slot(b, 0)));

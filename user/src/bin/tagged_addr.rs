@@ -27,15 +27,29 @@ fn prctl_rules() -> TestResult {
     let st = t!(in_child(|| {
         let r = (|| -> TestResult {
             check_eq!(prctl(PR_GET_TAGGED_ADDR_CTRL, 0, 0), Ok(0));
-            check_eq!(prctl(PR_SET_TAGGED_ADDR_CTRL, 2, 0), Err(EINVAL), "unknown flag");
+            check_eq!(
+                prctl(PR_SET_TAGGED_ADDR_CTRL, 2, 0),
+                Err(EINVAL),
+                "unknown flag"
+            );
             check_eq!(
                 prctl(PR_SET_TAGGED_ADDR_CTRL, PR_TAGGED_ADDR_ENABLE, 1),
                 Err(EINVAL),
                 "arg3 set"
             );
-            check_eq!(prctl(PR_GET_TAGGED_ADDR_CTRL, 1, 0), Err(EINVAL), "arg2 set");
-            check_eq!(prctl(PR_SET_TAGGED_ADDR_CTRL, PR_TAGGED_ADDR_ENABLE, 0), Ok(0));
-            check_eq!(prctl(PR_GET_TAGGED_ADDR_CTRL, 0, 0), Ok(PR_TAGGED_ADDR_ENABLE));
+            check_eq!(
+                prctl(PR_GET_TAGGED_ADDR_CTRL, 1, 0),
+                Err(EINVAL),
+                "arg2 set"
+            );
+            check_eq!(
+                prctl(PR_SET_TAGGED_ADDR_CTRL, PR_TAGGED_ADDR_ENABLE, 0),
+                Ok(0)
+            );
+            check_eq!(
+                prctl(PR_GET_TAGGED_ADDR_CTRL, 0, 0),
+                Ok(PR_TAGGED_ADDR_ENABLE)
+            );
             // A fork keeps it; an execve drops it.
             let st = t!(in_child(|| match prctl(PR_GET_TAGGED_ADDR_CTRL, 0, 0) {
                 Ok(1) => 0,
@@ -47,7 +61,11 @@ fn prctl_rules() -> TestResult {
                 println!("# execve: {e:?}");
                 9
             }));
-            check_eq!(describe(st), "exited 0", "setting after execve (exit 0: off)");
+            check_eq!(
+                describe(st),
+                "exited 0",
+                "setting after execve (exit 0: off)"
+            );
             check_eq!(prctl(PR_SET_TAGGED_ADDR_CTRL, 0, 0), Ok(0));
             check_eq!(prctl(PR_GET_TAGGED_ADDR_CTRL, 0, 0), Ok(0));
             Ok(())
@@ -124,7 +142,10 @@ fn main(a: &rt::Args) -> i32 {
     }
     ktap::run(&[
         ("prctl_rules", prctl_rules),
-        ("syscalls_take_tagged_pointers", syscalls_take_tagged_pointers),
+        (
+            "syscalls_take_tagged_pointers",
+            syscalls_take_tagged_pointers,
+        ),
         ("el0_access_through_a_tag", el0_access_through_a_tag),
     ])
 }
