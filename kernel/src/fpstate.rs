@@ -194,16 +194,22 @@ impl TaskFpState {
         f
     }
 
-    /// Rewrites the saved copy as non-streaming SVE: zero everything but the V bits.
-    fn fpsimd_to_sve(&mut self) {
+    /// Rewrites the saved copy in `format` (SVE or streaming) from the FPSIMD registers: V0-V31
+    /// in the low bits of Z0-Z31, everything else zero.
+    fn fpsimd_to_regs(&mut self, format: Format) {
         let fp = self.fp;
-        self.st.format = Format::Sve;
+        self.st.format = format;
         let vq = self.regs_vq();
         let buf = self.regs_buf();
         buf.fill(0);
-        for (n, v) in fp.vregs.iter().enumerate() {
-            buf[n * 16 * vq..n * 16 * vq + 16].copy_from_slice(&v.to_le_bytes());
-        }
+        put_vregs(buf, vq, &fp.vregs);
+    }
+}
+
+/// Writes V0-V31 into the low 128 bits of Z0-Z31 of a Z/P/FFR buffer of `vq` quadwords.
+fn put_vregs(buf: &mut [u8], vq: usize, vregs: &[u128; 32]) {
+    for (n, v) in vregs.iter().enumerate() {
+        buf[n * 16 * vq..n * 16 * vq + 16].copy_from_slice(&v.to_le_bytes());
     }
 }
 
@@ -357,7 +363,7 @@ pub fn sve_trap(t: &Task) {
                 sve::flush_live();
             }
             if p.convert_saved {
-                f.fpsimd_to_sve();
+                f.fpsimd_to_regs(Format::Sve);
             }
             if p.enable_zen_el0 {
                 sve::set_el0_access(true);
@@ -563,9 +569,7 @@ pub fn from_sigreturn(t: &Task, fp: FpsimdState, r: Restored) {
             let vq = f.regs_vq();
             let buf = f.regs_buf();
             buf.copy_from_slice(&payload[..sve::state_size(vq)]);
-            for (n, v) in fp.vregs.iter().enumerate() {
-                buf[n * 16 * vq..n * 16 * vq + 16].copy_from_slice(&v.to_le_bytes());
-            }
+            put_vregs(buf, vq, &fp.vregs);
         }
         None => {
             f.st.format = Format::Fpsimd;
@@ -601,8 +605,7 @@ pub fn vls(t: &Task) -> (u32, u32) {
     (f.st.sve_vl, f.st.sme_vl)
 }
 
-/// A live VL change on a state already in memory: SVE keeps V0-V31 (FPSIMD format); SME drops
-/// ZA and, if streaming, keeps streaming mode with zeroed registers (V too, as Linux).
+/// A live VL change on a state already in memory.
 fn change_live_vl(f: &mut TaskFpState, kind: VecKind, vl: u32) {
     // Linux 7.3 (change_live_vector_length): PSTATE.SM and the effective V0-V31 survive any
     // VL change; every other Z, P and FFR bit becomes zero; an SME change also turns ZA off.
@@ -617,13 +620,7 @@ fn change_live_vl(f: &mut TaskFpState, kind: VecKind, vl: u32) {
     }
     f.fp = v;
     if streaming {
-        f.st.format = Format::Streaming;
-        let vq = f.regs_vq();
-        let buf = f.regs_buf();
-        buf.fill(0);
-        for (n, x) in v.vregs.iter().enumerate() {
-            buf[n * 16 * vq..n * 16 * vq + 16].copy_from_slice(&x.to_le_bytes());
-        }
+        f.fpsimd_to_regs(Format::Streaming);
     } else {
         f.st.format = Format::Fpsimd;
     }
@@ -834,9 +831,7 @@ pub fn regset_set_fpsimd(t: &Task, new: &svelt_abi::sigframe::FpsimdState) -> Sy
         let vq = f.regs_vq();
         f.try_regs_buf().map(|buf| {
             buf.fill(0);
-            for (n, v) in new.vregs.iter().enumerate() {
-                buf[n * 16 * vq..n * 16 * vq + 16].copy_from_slice(&v.to_le_bytes());
-            }
+            put_vregs(buf, vq, &new.vregs);
         })
     } else {
         Ok(())

@@ -214,7 +214,7 @@ fn run_filter(t: &Task, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bool {
                 return false;
             }
             // A fatal signal during the stop: skip the call and let the task die.
-            if fatal_signal_pending(t) {
+            if signal::fatal_pending(t) {
                 return false;
             }
             // The tracer may have changed the call (or skipped it with -1): check it again.
@@ -246,15 +246,6 @@ fn run_filter(t: &Task, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bool {
             false
         }
     }
-}
-
-fn fatal_signal_pending(t: &Task) -> bool {
-    if t.killed.load(Ordering::Acquire) {
-        return true;
-    }
-    let own = t.sig.lock().pending_mask();
-    let shared = t.process().shared_sig.lock().pending_mask();
-    (own | shared) & (1 << (SIGKILL - 1)) != 0
 }
 
 // ---- seccomp(2) and prctl ----

@@ -70,6 +70,20 @@ pub fn report(totals: &mut Totals, n: usize, name: &str, r: &TestResult) {
     }
 }
 
+/// A child process's exit status for its test result: 0, or 1 after printing the message as
+/// `# who: line` diagnostics.
+pub fn child_status(who: &str, r: TestResult) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(m) => {
+            for line in m.lines() {
+                println!("# {who}: {line}");
+            }
+            1
+        }
+    }
+}
+
 /// Runs `tests` in order and returns the exit status (1 if any failed).
 pub fn run(tests: &[Test]) -> i32 {
     header(tests.len());

@@ -608,6 +608,17 @@ pub fn need_ptrace() -> Result<(), String> {
     }
 }
 
+/// Waits for the tracee to end and requires exit status `code`.
+pub fn expect_exit(pid: i32, code: i32) -> crate::ktap::TestResult {
+    let st = wait_end(pid)?;
+    crate::check_eq!(
+        crate::proc::describe(st),
+        alloc::format!("exited {code}"),
+        "tracee {pid}"
+    );
+    Ok(())
+}
+
 /// Runs test `f` in its own process group, in a child, for at most `timeout_ns`; every process
 /// it made is killed afterwards. The child's verdict (and message) comes back through a pipe.
 pub fn isolated(f: fn() -> crate::ktap::TestResult, timeout_ns: u64) -> crate::ktap::TestResult {

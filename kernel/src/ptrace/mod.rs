@@ -172,16 +172,6 @@ pub fn tracer_exit(p: &Arc<Process>) {
     }
 }
 
-/// A fatal signal or a kill is pending: a stop would not be reported.
-pub fn fatal_pending(t: &Task) -> bool {
-    if t.killed.load(Ordering::Acquire) {
-        return true;
-    }
-    let bit = 1u64 << (sig::SIGKILL - 1);
-    let own = t.sig.lock().pending_mask();
-    (own | t.process.shared_sig.lock().pending_mask()) & bit != 0
-}
-
 /// Tells the tracer about a stop (SIGCHLD with CLD_TRAPPED, and its wait).
 fn notify_tracer(tracer: &Arc<Process>, t: &Task, exit_code: u32) {
     let nocldstop = tracer
@@ -207,7 +197,7 @@ fn notify_tracer(tracer: &Arc<Process>, t: &Task, exit_code: u32) {
 /// signal is pending) or is leaving the stop because of a kill or a detach.
 pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<u32> {
     let t = task::current_arc();
-    if !t.traced.load(Ordering::Acquire) || fatal_pending(&t) {
+    if !t.traced.load(Ordering::Acquire) || signal::fatal_pending(&t) {
         return None;
     }
     let tracer = {
@@ -236,13 +226,7 @@ pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<
                 l.listening = false;
                 l.notify = false;
                 l.resume = None;
-                let signo = if p.stopped.load(Ordering::Acquire) {
-                    p.stop_event
-                        .lock()
-                        .map_or(sig::SIGSTOP, |(st, _)| ((st >> 8) & 0xff) as u32)
-                } else {
-                    sig::SIGTRAP
-                };
+                let signo = stop_signal(&p);
                 let code = event_code(signo, PTRACE_EVENT_STOP);
                 l.stop = Some(Stop {
                     exit_code: code,
@@ -265,7 +249,7 @@ pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<
                 if l.tracer.is_none() {
                     break l.resume;
                 }
-                if fatal_pending(&t) {
+                if signal::fatal_pending(&t) {
                     break None;
                 }
             }
@@ -400,6 +384,17 @@ pub fn signal_stop(info: SigInfo) -> Option<SigInfo> {
     }
 }
 
+/// The signal a PTRACE_EVENT_STOP reports: the one that stopped the group, or SIGTRAP when
+/// the group is not stopped (Linux's do_jobctl_trap).
+fn stop_signal(p: &Process) -> u32 {
+    if !p.stopped.load(Ordering::Acquire) {
+        return sig::SIGTRAP;
+    }
+    p.stop_event
+        .lock()
+        .map_or(sig::SIGSTOP, |(st, _)| ((st >> 8) & 0xff) as u32)
+}
+
 /// Stops the return-to-user path may owe a tracer: PTRACE_INTERRUPT, a group stop not yet
 /// reported. True if a stop happened (the caller looks at its signals again).
 pub fn pending_stops(t: &Arc<Task>) -> bool {
@@ -420,13 +415,7 @@ pub fn pending_stops(t: &Arc<Task>) -> bool {
     if !interrupt && !group {
         return false;
     }
-    let stopsig = if p.stopped.load(Ordering::Acquire) {
-        p.stop_event
-            .lock()
-            .map_or(sig::SIGSTOP, |(st, _)| ((st >> 8) & 0xff) as u32)
-    } else {
-        sig::SIGTRAP
-    };
+    let stopsig = stop_signal(&p);
     // Under SEIZE the stop is a PTRACE_EVENT_STOP with a siginfo (the stop signal, the code
     // in si_code); a plain group-stop has none (GETSIGINFO: EINVAL).
     if seized {
@@ -438,41 +427,35 @@ pub fn pending_stops(t: &Arc<Task>) -> bool {
     true
 }
 
-/// Syscall-entry stop (PTRACE_SYSCALL). x7 reads 0 during the stop (1 at exit), as arm64
-/// Linux reports the direction; the tracer's changes to x7 do not survive the stop.
+/// Syscall-entry stop (PTRACE_SYSCALL).
 pub fn syscall_entry(tf: &mut TrapFrame) {
-    let t = task::current();
-    let good = {
-        let mut l = t.ptrace.lock();
-        l.syscall_stop = SyscallStop::Entry {
-            nr: tf.x[8],
-            args: [tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]],
-        };
-        l.options & PTRACE_O_TRACESYSGOOD != 0
+    let stop = SyscallStop::Entry {
+        nr: tf.x[8],
+        args: [tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]],
     };
-    let saved = tf.x[7];
-    tf.x[7] = 0;
-    let code = sig::SIGTRAP | if good { 0x80 } else { 0 };
-    stop_with_frame(tf, code, StopKind::Syscall, Some(trap_info(code)));
-    tf.x[7] = saved;
+    syscall_stop(tf, stop, 0);
 }
 
 /// Syscall-exit stop.
 pub fn syscall_exit(tf: &mut TrapFrame) {
-    let t = task::current();
+    let rval = tf.x[0] as i64;
+    syscall_stop(tf, SyscallStop::Exit { rval }, 1);
+    task::current().ptrace.lock().syscall_stop = SyscallStop::None;
+}
+
+/// A syscall stop. x7 reads `dir` (0 entry, 1 exit) during the stop, as arm64 Linux reports
+/// the direction; the tracer's changes to x7 do not survive it.
+fn syscall_stop(tf: &mut TrapFrame, stop: SyscallStop, dir: u64) {
     let good = {
-        let mut l = t.ptrace.lock();
-        l.syscall_stop = SyscallStop::Exit {
-            rval: tf.x[0] as i64,
-        };
+        let mut l = task::current().ptrace.lock();
+        l.syscall_stop = stop;
         l.options & PTRACE_O_TRACESYSGOOD != 0
     };
     let saved = tf.x[7];
-    tf.x[7] = 1;
+    tf.x[7] = dir;
     let code = sig::SIGTRAP | if good { 0x80 } else { 0 };
     stop_with_frame(tf, code, StopKind::Syscall, Some(trap_info(code)));
     tf.x[7] = saved;
-    t.ptrace.lock().syscall_stop = SyscallStop::None;
 }
 
 /// SECCOMP_RET_TRACE: a PTRACE_EVENT_SECCOMP stop with `data` as the event message, if a
@@ -542,12 +525,15 @@ pub fn prepare_return(t: &Task, tf: &mut TrapFrame) {
 static HW_ARMED: [core::sync::atomic::AtomicBool; crate::percpu::MAX_CPUS] =
     [const { core::sync::atomic::AtomicBool::new(false) }; crate::percpu::MAX_CPUS];
 
+fn slot_enabled(s: &Option<svelt_abi::regset::HwSlot>) -> bool {
+    s.is_some_and(|s| s.ctrl.enabled)
+}
+
 fn arm_hw_debug(t: &Task) {
     use crate::arch::aarch64::debug;
     // SAFETY: the current task's own locals.
     let d = unsafe { &t.local().hw_debug };
-    let enabled = |s: &Option<svelt_abi::regset::HwSlot>| s.is_some_and(|s| s.ctrl.enabled);
-    let any = d.brk.iter().chain(d.wpt.iter()).any(enabled);
+    let any = d.brk.iter().chain(d.wpt.iter()).any(slot_enabled);
     let cpu = crate::percpu::cpu_id();
     if !any {
         if HW_ARMED[cpu].load(Ordering::Relaxed) {
@@ -559,7 +545,7 @@ fn arm_hw_debug(t: &Task) {
     for (i, s) in d.brk.iter().enumerate().take(info.brps as usize) {
         match s {
             Some(s) if s.ctrl.enabled => {
-                debug::write_breakpoint(i, s.address, s.ctrl.encode() as u64)
+                debug::write_breakpoint(i, s.address, s.ctrl.encode().into())
             }
             _ => debug::write_breakpoint(i, 0, 0),
         }
@@ -567,7 +553,7 @@ fn arm_hw_debug(t: &Task) {
     for (i, s) in d.wpt.iter().enumerate().take(info.wrps as usize) {
         match s {
             Some(s) if s.ctrl.enabled => {
-                debug::write_watchpoint(i, s.address, s.ctrl.encode() as u64)
+                debug::write_watchpoint(i, s.address, s.ctrl.encode().into())
             }
             _ => debug::write_watchpoint(i, 0, 0),
         }
@@ -601,29 +587,13 @@ pub fn hw_debug_trap(t: &Task, watch: bool, pc: u64, far: u64) -> Option<SigInfo
     // SAFETY: the current task's own locals.
     let d = unsafe { &t.local().hw_debug };
     let slots = if watch { &d.wpt } else { &d.brk };
-    let hit = slots.iter().enumerate().find_map(|(i, s)| {
-        let s = (*s)?;
-        if !s.ctrl.enabled {
-            return None;
-        }
-        // A watchpoint's slot is the doubleword it watches (the reported address may be any
-        // byte of the access).
-        let covers = if watch {
-            far & !7 == s.address
-        } else {
-            pc == s.address
-        };
-        covers.then_some(i)
-    });
-    let traced = t.traced.load(Ordering::Acquire);
-    let first_enabled = slots.iter().position(|s| s.is_some_and(|s| s.ctrl.enabled));
-    if hit.or(first_enabled).filter(|_| traced).is_none() {
+    let armed = slots.iter().any(slot_enabled);
+    if !armed || !t.traced.load(Ordering::Acquire) {
         disarm_hw_debug();
         return None;
     }
     let addr = if watch { far } else { pc };
-    let info = SigInfo::fault(sig::SIGTRAP, sig::TRAP_HWBKPT, addr);
-    Some(info)
+    Some(SigInfo::fault(sig::SIGTRAP, sig::TRAP_HWBKPT, addr))
 }
 
 /// A tracee in a stop whose state the tracer may touch until this is dropped.

@@ -187,9 +187,19 @@ fn prepare(p: &Arc<Process>, signo: u32) -> bool {
     !ignored || signo == sig::SIGKILL
 }
 
-/// Pokes a thread so it notices a new signal: wakes it if sleeping, interrupts its CPU if it
-/// runs user code.
-fn kick(t: &Arc<Task>) {
+/// A SIGKILL is pending for `t`, or it is being killed (exit_group, exec): a ptrace stop is
+/// not entered, a traced syscall not run.
+pub fn fatal_pending(t: &Task) -> bool {
+    if t.killed.load(Ordering::Acquire) {
+        return true;
+    }
+    let own = t.sig.lock().pending.mask;
+    (own | t.process().shared_sig.lock().mask) & bit(sig::SIGKILL) != 0
+}
+
+/// Pokes a thread so it notices a new signal (or a ptrace request): wakes it if sleeping,
+/// interrupts its CPU if it runs user code.
+pub fn kick(t: &Arc<Task>) {
     hint(t);
     crate::ptrace::wake_unless_frozen(t);
     let cpu = t.cpu.load(Ordering::Relaxed);

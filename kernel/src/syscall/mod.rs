@@ -89,7 +89,7 @@ fn dispatch_traced(tf: &mut TrapFrame) {
         l.in_syscall
     };
     // A kill during the stop: the syscall does not run (the exit follows on the way out).
-    let mut run = (n != -1 && !crate::ptrace::fatal_pending(me)).then_some(n as u64);
+    let mut run = (n != -1 && !crate::signal::fatal_pending(me)).then_some(n as u64);
     // seccomp sees the call as the tracer left it (Linux: ptrace first, then seccomp).
     if run.is_some() && me.seccomp.mode.load(Relaxed) != 0 {
         run = match crate::seccomp::check(tf) {

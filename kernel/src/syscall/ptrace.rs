@@ -37,8 +37,7 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
                     l.interrupt = true;
                 }
             }
-            signal::hint(&t);
-            kick(&t);
+            signal::kick(&t);
             return Ok(0);
         }
         _ => {}
@@ -84,11 +83,7 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
             Ok(0)
         }
         PTRACE_SETOPTIONS => {
-            let opts = u32::try_from(data).map_err(|_| Errno::EINVAL)?;
-            if opts & !PTRACE_O_MASK != 0 || opts & PTRACE_O_SUSPEND_SECCOMP != 0 {
-                return Err(Errno::EINVAL);
-            }
-            f.task.ptrace.lock().options = opts;
+            f.task.ptrace.lock().options = options(data)?;
             Ok(0)
         }
         PTRACE_GETEVENTMSG => {
@@ -172,11 +167,7 @@ fn attach(me: &Arc<Process>, request: u64, pid: i32, addr: usize, data: usize) -
         if addr != 0 {
             return Err(Errno::EIO);
         }
-        let o = u32::try_from(data).map_err(|_| Errno::EINVAL)?;
-        if o & !PTRACE_O_MASK != 0 || o & PTRACE_O_SUSPEND_SECCOMP != 0 {
-            return Err(Errno::EINVAL);
-        }
-        o
+        options(data)?
     } else {
         0
     };
@@ -202,10 +193,19 @@ fn attach(me: &Arc<Process>, request: u64, pid: i32, addr: usize, data: usize) -
     } else if p.stopped.load(Ordering::Acquire) {
         // Already group-stopped: the new tracer hears of it as a stop.
         t.ptrace.lock().group_gen = p.stop_gen.load(Ordering::Acquire).wrapping_sub(1);
-        signal::hint(&t);
-        kick(&t);
+        signal::kick(&t);
     }
     Ok(0)
+}
+
+/// PTRACE_O_* bits a tracer may set (SUSPEND_SECCOMP needs CAP_SYS_ADMIN and a checkpoint
+/// use Svelt does not have: EINVAL, as for unknown bits).
+fn options(data: usize) -> SysResult<u32> {
+    let o = u32::try_from(data).map_err(|_| Errno::EINVAL)?;
+    if o & !PTRACE_O_MASK != 0 || o & PTRACE_O_SUSPEND_SECCOMP != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(o)
 }
 
 fn find(pid: i32) -> SysResult<Arc<Task>> {
@@ -222,14 +222,6 @@ fn tracee(me: &Arc<Process>, pid: i32) -> SysResult<Arc<Task>> {
         Ok(t)
     } else {
         Err(Errno::ESRCH)
-    }
-}
-
-fn kick(t: &Arc<Task>) {
-    ptrace::wake_unless_frozen(t);
-    let cpu = t.cpu.load(Ordering::Relaxed);
-    if t.on_cpu.load(Ordering::Acquire) && cpu != crate::percpu::cpu_id() {
-        crate::irq::send_reschedule(cpu);
     }
 }
 

@@ -10,7 +10,7 @@ use core::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::*;
-use svelt_user::ptrace::{self as pt, wait_end, wait_stop, wait_stop_sig};
+use svelt_user::ptrace::{self as pt, expect_exit, wait_end, wait_stop, wait_stop_sig};
 use svelt_user::sig::{
     self, SigInfo, SIGCHLD, SIGCONT, SIGKILL, SIGSTOP, SIGTRAP, SIGUSR1, SIGUSR2, SIG_BLOCK,
     SIG_SETMASK, SI_USER,
@@ -23,23 +23,7 @@ const TEST_NS: u64 = 15_000_000_000;
 
 /// Forks a tracee that runs `f`; it exits 0 if `f` succeeded, else prints why and exits 1.
 fn tracee(f: impl FnOnce() -> TestResult) -> Result<i32, String> {
-    spawn(|| match f() {
-        Ok(()) => 0,
-        Err(m) => {
-            for l in m.lines() {
-                println!("# tracee: {l}");
-            }
-            1
-        }
-    })
-    .map_err(|e| format!("fork: {e:?}"))
-}
-
-/// Waits for the tracee to end and requires exit status `code`.
-fn expect_exit(pid: i32, code: i32) -> TestResult {
-    let st = wait_end(pid)?;
-    check_eq!(describe(st), format!("exited {code}"), "tracee {pid}");
-    Ok(())
+    spawn(|| ktap::child_status("tracee", f())).map_err(|e| format!("fork: {e:?}"))
 }
 
 fn stop_self() {
@@ -965,7 +949,7 @@ fn single_step() -> TestResult {
     })?;
     wait_stop_sig(pid, SIGSTOP)?;
     // Step until the pc reaches step_body, then through its four instructions one by one.
-    let entry = step_body as usize as u64;
+    let entry = step_body as *const () as u64;
     let mut r = t!(pt::get_regs(pid));
     let mut steps = 0;
     while r.pc != entry {
@@ -1029,7 +1013,7 @@ fn hw_breakpoints() -> TestResult {
         pt::NT_ARM_HW_WATCH,
         &hw_slot(w, 0xff << 5 | 2 << 3 | 2 << 1 | 1)
     ));
-    let b = breakpoint_target as usize as u64;
+    let b = breakpoint_target as *const () as u64;
     t!(pt::setregset(
         pid,
         pt::NT_ARM_HW_BREAK,

@@ -10,7 +10,7 @@
 
 use svelt_user::ktap::{skip, TestResult};
 use svelt_user::proc::*;
-use svelt_user::ptrace::{self as pt, wait_end, wait_stop, VecHeader};
+use svelt_user::ptrace::{self as pt, expect_exit, wait_end, wait_stop, VecHeader};
 use svelt_user::sig::{SIGILL, SIGTRAP};
 use svelt_user::sme::{self, Op};
 use svelt_user::sve::{self, SveRegs};
@@ -149,23 +149,9 @@ fn tracee(f: impl FnOnce() -> TestResult) -> Result<i32, String> {
         if pt::traceme().is_err() {
             return 2;
         }
-        match f() {
-            Ok(()) => 0,
-            Err(m) => {
-                for l in m.lines() {
-                    println!("# tracee: {l}");
-                }
-                1
-            }
-        }
+        ktap::child_status("tracee", f())
     })
     .map_err(|e| format!("fork: {e:?}"))
-}
-
-fn expect_exit(pid: i32, code: i32) -> TestResult {
-    let st = wait_end(pid)?;
-    check_eq!(describe(st), format!("exited {code}"), "tracee {pid}");
-    Ok(())
 }
 
 /// Waits for a stop with `sig`, failing with the status otherwise.

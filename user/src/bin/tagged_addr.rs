@@ -70,22 +70,10 @@ fn prctl_rules() -> TestResult {
             check_eq!(prctl(PR_GET_TAGGED_ADDR_CTRL, 0, 0), Ok(0));
             Ok(())
         })();
-        report(r)
+        ktap::child_status("child", r)
     }));
     check_eq!(describe(st), "exited 0");
     Ok(())
-}
-
-fn report(r: TestResult) -> i32 {
-    match r {
-        Ok(()) => 0,
-        Err(m) => {
-            for l in m.lines() {
-                println!("# child: {l}");
-            }
-            1
-        }
-    }
 }
 
 fn syscalls_take_tagged_pointers() -> TestResult {
@@ -110,7 +98,7 @@ fn syscalls_take_tagged_pointers() -> TestResult {
             check_eq!(r, Err(EFAULT), "kernel address");
             Ok(())
         })();
-        report(r)
+        ktap::child_status("child", r)
     }));
     check_eq!(describe(st), "exited 0");
     Ok(())
