@@ -8,28 +8,12 @@ use crate::bytes::{put_i16, put_i32, put_u32, put_u64};
 use crate::elf::{Ehdr, Phdr, EHDR_SIZE, EM_AARCH64, ET_CORE, EV_CURRENT, PF_R, PF_W, PF_X};
 use crate::elf::{PHDR_SIZE, PT_LOAD, PT_NOTE};
 
-pub const NT_PRSTATUS: u32 = 1;
-pub const NT_PRFPREG: u32 = 2;
-pub const NT_PRPSINFO: u32 = 3;
-pub const NT_AUXV: u32 = 6;
-pub const NT_SIGINFO: u32 = 0x5349_4749;
-pub const NT_FILE: u32 = 0x4649_4c45;
-pub const NT_ARM_TLS: u32 = 0x401;
-pub const NT_ARM_HW_BREAK: u32 = 0x402;
-pub const NT_ARM_HW_WATCH: u32 = 0x403;
-pub const NT_ARM_SYSTEM_CALL: u32 = 0x404;
-pub const NT_ARM_SVE: u32 = 0x405;
-pub const NT_ARM_PAC_MASK: u32 = 0x406;
-pub const NT_ARM_PACA_KEYS: u32 = 0x407;
-pub const NT_ARM_PACG_KEYS: u32 = 0x408;
-pub const NT_ARM_TAGGED_ADDR_CTRL: u32 = 0x409;
-pub const NT_ARM_PAC_ENABLED_KEYS: u32 = 0x40a;
-pub const NT_ARM_SSVE: u32 = 0x40b;
-pub const NT_ARM_ZA: u32 = 0x40c;
-pub const NT_ARM_ZT: u32 = 0x40d;
-pub const NT_ARM_FPMR: u32 = 0x40e;
-pub const NT_ARM_POE: u32 = 0x40f;
-pub const NT_ARM_GCS: u32 = 0x410;
+pub use crate::elf::{
+    NT_ARM_FPMR, NT_ARM_GCS, NT_ARM_HW_BREAK, NT_ARM_HW_WATCH, NT_ARM_PACA_KEYS, NT_ARM_PACG_KEYS,
+    NT_ARM_PAC_ENABLED_KEYS, NT_ARM_PAC_MASK, NT_ARM_POE, NT_ARM_SSVE, NT_ARM_SVE,
+    NT_ARM_SYSTEM_CALL, NT_ARM_TAGGED_ADDR_CTRL, NT_ARM_TLS, NT_ARM_ZA, NT_ARM_ZT, NT_AUXV,
+    NT_FILE, NT_PRFPREG, NT_PRPSINFO, NT_PRSTATUS, NT_SIGINFO,
+};
 
 /// The regsets after NT_PRSTATUS in arm64's regset table order, which is the order of each
 /// thread's notes in a core. A regset the CPU lacks (its read fails) has no note.

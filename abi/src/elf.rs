@@ -33,6 +33,31 @@ pub const PT_GNU_STACK: u32 = 0x6474_e551;
 pub const PT_GNU_RELRO: u32 = 0x6474_e552;
 pub const PT_GNU_PROPERTY: u32 = 0x6474_e553;
 
+// ---- note types (include/uapi/linux/elf.h): core-file notes and ptrace regsets ----
+
+pub const NT_PRSTATUS: u32 = 1;
+pub const NT_PRFPREG: u32 = 2;
+pub const NT_PRPSINFO: u32 = 3;
+pub const NT_AUXV: u32 = 6;
+pub const NT_SIGINFO: u32 = 0x5349_4749;
+pub const NT_FILE: u32 = 0x4649_4c45;
+pub const NT_ARM_TLS: u32 = 0x401;
+pub const NT_ARM_HW_BREAK: u32 = 0x402;
+pub const NT_ARM_HW_WATCH: u32 = 0x403;
+pub const NT_ARM_SYSTEM_CALL: u32 = 0x404;
+pub const NT_ARM_SVE: u32 = 0x405;
+pub const NT_ARM_PAC_MASK: u32 = 0x406;
+pub const NT_ARM_PACA_KEYS: u32 = 0x407;
+pub const NT_ARM_PACG_KEYS: u32 = 0x408;
+pub const NT_ARM_TAGGED_ADDR_CTRL: u32 = 0x409;
+pub const NT_ARM_PAC_ENABLED_KEYS: u32 = 0x40a;
+pub const NT_ARM_SSVE: u32 = 0x40b;
+pub const NT_ARM_ZA: u32 = 0x40c;
+pub const NT_ARM_ZT: u32 = 0x40d;
+pub const NT_ARM_FPMR: u32 = 0x40e;
+pub const NT_ARM_POE: u32 = 0x40f;
+pub const NT_ARM_GCS: u32 = 0x410;
+
 pub const PF_X: u32 = 1;
 pub const PF_W: u32 = 2;
 pub const PF_R: u32 = 4;

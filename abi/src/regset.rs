@@ -15,18 +15,10 @@ use crate::sys::{PR_SVE_SET_VL_ONEXEC, PR_SVE_VL_INHERIT};
 
 // ---- note types (elf.h) ----
 
-pub const NT_PRSTATUS: u32 = 1;
-pub const NT_PRFPREG: u32 = 2;
-pub const NT_ARM_TLS: u32 = 0x401;
-pub const NT_ARM_HW_BREAK: u32 = 0x402;
-pub const NT_ARM_HW_WATCH: u32 = 0x403;
-pub const NT_ARM_SYSTEM_CALL: u32 = 0x404;
-pub const NT_ARM_SVE: u32 = 0x405;
-pub const NT_ARM_PAC_MASK: u32 = 0x406;
-pub const NT_ARM_SSVE: u32 = 0x40b;
-pub const NT_ARM_ZA: u32 = 0x40c;
-pub const NT_ARM_ZT: u32 = 0x40d;
-pub const NT_ARM_FPMR: u32 = 0x40e;
+pub use crate::elf::{
+    NT_ARM_FPMR, NT_ARM_HW_BREAK, NT_ARM_HW_WATCH, NT_ARM_PAC_MASK, NT_ARM_SSVE, NT_ARM_SVE,
+    NT_ARM_SYSTEM_CALL, NT_ARM_TLS, NT_ARM_ZA, NT_ARM_ZT, NT_PRFPREG, NT_PRSTATUS,
+};
 
 // ---- sizes ----
 
