@@ -1,5 +1,6 @@
 //! CPU features: ID registers decoded once on the boot CPU, vector lengths probed on every CPU,
-//! and the system-wide sets (the intersection, as Linux uses) for the boot report.
+//! and the system-wide sets (the intersection, as Linux uses) for the boot report. This module
+//! only reports; the vector-length defaults tasks get are fpstate's.
 
 use crate::arch::aarch64::{cpu, fpsimd};
 use crate::percpu;
@@ -30,7 +31,6 @@ pub fn init_this_cpu() {
         this.sme_vls
             .store(fpsimd::sme::probe_vls().bits(), Ordering::Relaxed);
     }
-    crate::fpstate::cpu_init();
     crate::arch::aarch64::debug::init();
 }
 
@@ -62,17 +62,9 @@ pub fn system_vls() -> (VlSet, VlSet) {
     (sve, sme)
 }
 
-/// Fixes the system vector-length sets and the boot default VLs (after SMP bring-up).
+/// Fixes the system vector-length sets (after SMP bring-up).
 pub fn finalize() {
-    let vls = *SYSTEM_VLS.call_once(system_vls);
-    if features().sve {
-        let def = svelt_abi::vlctl::boot_default(svelt_abi::vlctl::VecKind::Sve, vls.0);
-        crate::fpstate::SVE_DEFAULT_VL.store(def, Ordering::Relaxed);
-    }
-    if features().sme != 0 {
-        let def = svelt_abi::vlctl::boot_default(svelt_abi::vlctl::VecKind::Sme, vls.1);
-        crate::fpstate::SME_DEFAULT_VL.store(def, Ordering::Relaxed);
-    }
+    SYSTEM_VLS.call_once(system_vls);
 }
 
 /// What the kernel offers user space: SVE (its state is handled), not SME yet, and EL0

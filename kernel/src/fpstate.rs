@@ -27,14 +27,12 @@ unsafe impl Sync for CpuCell {}
 static CPU_FP: [CpuCell; MAX_CPUS] =
     [const { CpuCell(UnsafeCell::new(CpuFp::new(0, false))) }; MAX_CPUS];
 
-/// Runs `f` on this CPU's record with IRQs masked.
-fn with_cpu<R>(f: impl FnOnce(&mut CpuFp) -> R) -> R {
-    let daif = cpu::irq_save();
+/// Runs `f` on this CPU's record; `_irqs` proves IRQs are masked, so neither a handler nor a
+/// switch to another task (which would use the record) can come between.
+fn with_cpu<R>(_irqs: &cpu::IrqGuard, f: impl FnOnce(&mut CpuFp) -> R) -> R {
     // SAFETY: only this CPU accesses its cell, IRQs are masked so no handler interleaves, and
     // `f` does not call back into this module.
-    let r = f(unsafe { &mut *CPU_FP[percpu::cpu_id()].0.get() });
-    cpu::irq_restore(daif);
-    r
+    f(unsafe { &mut *CPU_FP[percpu::cpu_id()].0.get() })
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -257,28 +255,38 @@ fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
             if !with_ffr {
                 buf[544 * vq..546 * vq].fill(0);
             }
-            // SAFETY: the CPU's VL (ZCR, or SMCR in streaming mode) is the task's while its
-            // state is live; the buffer is sized for it.
-            unsafe { sve::save(buf.as_mut_ptr(), vq, with_ffr) };
+            // The CPU's VL (ZCR, or SMCR in streaming mode) follows the task's while its state
+            // is live; anything else is a kernel bug, and the save refuses to run past buf.
+            if let Err(e) = sve::save(buf, vq, with_ffr) {
+                log::error!(
+                    "SVE save skipped: VL {} is not the task's {}",
+                    e.hw,
+                    e.expected
+                );
+                return;
+            }
             count(p, Counter::SveSaves, 1);
             count(p, Counter::BytesSaved, 8 + sve::state_size(vq) as u64);
         }
     }
     if let Some(svl) = save.za {
         // The hardware's streaming VL must be the task's (SMCR follows it while the task
-        // owns the registers); anything else is a kernel bug, and saving would overrun.
-        let hw = sme::rdsvl();
-        if hw != svl {
-            log::error!("ZA save skipped: streaming VL {hw} is not the task's {svl}");
+        // owns the registers); anything else is a kernel bug, and the save refuses to overrun.
+        let buf = f.za_buf();
+        if let Err(e) = sme::save_za(buf, svl as usize) {
+            log::error!(
+                "ZA save skipped: streaming VL {} is not the task's {}",
+                e.hw,
+                e.expected
+            );
             return;
         }
-        let buf = f.za_buf();
-        // SAFETY: PSTATE.ZA is set and the streaming VL is svl (saving a live ZA).
-        unsafe { sme::save_za(buf.as_mut_ptr(), svl as usize) };
         if sme2() {
+            // SME2 (EZT0 set at boot) with ZA on; ZT0's 64 bytes follow ZA.
             let zt = sme::za_size(svl as usize);
-            // SAFETY: SME2 with EZT0 (set at boot) and ZA on; the buffer has 64 bytes more.
-            unsafe { sme::save_zt0(buf[zt..].as_mut_ptr()) };
+            if let Some(zt0) = buf.get_mut(zt..zt + 64) {
+                sme::save_zt0(zt0.try_into().expect("64 bytes"));
+            }
         }
         count(p, Counter::ZaSaves, 1);
         count(p, Counter::BytesSaved, buf.len() as u64);
@@ -290,7 +298,7 @@ pub fn switch_out(t: &Task) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let hw = hw_svcr(f);
-    let save = with_cpu(|c| fps::switch_out(c, &mut f.st, hw));
+    let save = with_cpu(&cpu::IrqGuard::new(), |c| fps::switch_out(c, &mut f.st, hw));
     do_save(&t.process, f, save);
 }
 
@@ -299,7 +307,7 @@ pub fn switch_out(t: &Task) {
 pub fn return_to_user(t: &Task) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
-    let r = with_cpu(|c| fps::return_to_user(c, &mut f.st));
+    let r = with_cpu(&cpu::IrqGuard::new(), |c| fps::return_to_user(c, &mut f.st));
     let Some(format) = r.load else { return };
     if let Some(len) = r.set_zcr {
         sve::set_len(len);
@@ -327,8 +335,14 @@ pub fn return_to_user(t: &Task) {
             let with_ffr = format == Format::Sve || fa64();
             let vq = f.regs_vq();
             let buf = f.regs_buf();
-            // SAFETY: the VL was set above (or already was) and SVCR.SM matches the format.
-            unsafe { sve::load(buf.as_ptr(), vq, with_ffr) };
+            // The VL was set above (or already was) and SVCR.SM matches the format.
+            if let Err(e) = sve::load(buf, vq, with_ffr) {
+                log::error!(
+                    "SVE load skipped: VL {} is not the task's {}",
+                    e.hw,
+                    e.expected
+                );
+            }
             fpsimd::load_control(&f.fp);
             count(p, Counter::SveRestores, 1);
             count(p, Counter::BytesRestored, 8 + sve::state_size(vq) as u64);
@@ -337,11 +351,19 @@ pub fn return_to_user(t: &Task) {
     if r.load_za {
         let svl = f.st.sme_vl as usize;
         let buf = f.za_buf();
-        // SAFETY: SVCR.ZA was set above and SMCR gives the task's SVL.
-        unsafe { sme::load_za(buf.as_ptr(), svl) };
+        // SVCR.ZA was set above and SMCR gives the task's SVL.
+        if let Err(e) = sme::load_za(buf, svl) {
+            log::error!(
+                "ZA load skipped: streaming VL {} is not the task's {}",
+                e.hw,
+                e.expected
+            );
+        }
         if sme2() {
-            // SAFETY: as in do_save.
-            unsafe { sme::load_zt0(buf[sme::za_size(svl)..].as_ptr()) };
+            let zt = sme::za_size(svl);
+            if let Some(zt0) = buf.get(zt..zt + 64) {
+                sme::load_zt0(zt0.try_into().expect("64 bytes"));
+            }
         }
         count(p, Counter::ZaRestores, 1);
         count(p, Counter::BytesRestored, buf.len() as u64);
@@ -352,8 +374,8 @@ pub fn return_to_user(t: &Task) {
 pub fn sve_trap(t: &Task) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
-    let daif = cpu::irq_save();
-    let plan = with_cpu(|c| fps::sve_trap(c, &mut f.st));
+    let irqs = cpu::IrqGuard::new();
+    let plan = with_cpu(&irqs, |c| fps::sve_trap(c, &mut f.st));
     match plan {
         Ok(p) => {
             if let Some(len) = p.set_zcr {
@@ -373,7 +395,7 @@ pub fn sve_trap(t: &Task) {
             log::error!("SVE trap with SVE already enabled for tid {}", t.tid)
         }
     }
-    cpu::irq_restore(daif);
+    drop(irqs);
     count(&t.process, Counter::SveTraps, 1);
 }
 
@@ -382,8 +404,8 @@ pub fn sve_trap(t: &Task) {
 pub fn sme_trap(t: &Task, smtc: u8) -> bool {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
-    let daif = cpu::irq_save();
-    let plan = with_cpu(|c| fps::sme_trap(c, &mut f.st, smtc));
+    let irqs = cpu::IrqGuard::new();
+    let plan = with_cpu(&irqs, |c| fps::sme_trap(c, &mut f.st, smtc));
     let ok = match plan {
         Ok(p) => {
             if let Some(len) = p.set_smcr {
@@ -400,7 +422,7 @@ pub fn sme_trap(t: &Task, smtc: u8) -> bool {
             true
         }
     };
-    cpu::irq_restore(daif);
+    drop(irqs);
     if ok {
         count(&t.process, Counter::SmeTraps, 1);
     }
@@ -411,16 +433,16 @@ pub fn sme_trap(t: &Task, smtc: u8) -> bool {
 pub fn syscall_entry(t: &Task) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
-    let daif = cpu::irq_save();
+    let irqs = cpu::IrqGuard::new();
     let hw_sm = f.st.sme && sme::read_svcr().sm;
-    let plan = with_cpu(|c| fps::syscall_entry(c, &f.st, hw_sm));
+    let plan = with_cpu(&irqs, |c| fps::syscall_entry(c, &f.st, hw_sm));
     if plan.smstop_sm {
         sme::smstop_sm();
     }
     if plan.flush_sve {
         sve::flush_live();
     }
-    cpu::irq_restore(daif);
+    drop(irqs);
 }
 
 /// Saves the running task's live registers to memory, keeping them live (signal delivery,
@@ -432,11 +454,11 @@ pub fn syscall_entry(t: &Task) {
 unsafe fn sync_current(t: &Task) -> &mut TaskFpState {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
-    let daif = cpu::irq_save();
+    let irqs = cpu::IrqGuard::new();
     let hw = hw_svcr(f);
-    let save = with_cpu(|c| fps::sync_to_memory(c, &mut f.st, hw));
+    let save = with_cpu(&irqs, |c| fps::sync_to_memory(c, &mut f.st, hw));
     do_save(&t.process, f, save);
-    cpu::irq_restore(daif);
+    drop(irqs);
     f
 }
 
@@ -725,9 +747,22 @@ pub fn switch_tpidr2(prev: Option<&Task>, next: Option<&Task>) {
 }
 
 /// Per-CPU set-up at boot (EL0 SVE/SME access off, lengths unknown).
+/// The boot default vector lengths (/proc/sys/abi/*_default_vector_length), from the lengths
+/// every CPU has; after `cpufeature::finalize`.
+pub fn init_default_vls() {
+    let (sve, sme) = crate::cpufeature::system_vls();
+    if crate::cpufeature::features().sve {
+        SVE_DEFAULT_VL.store(vlctl::boot_default(VecKind::Sve, sve), Ordering::Relaxed);
+    }
+    if has_sme() {
+        SME_DEFAULT_VL.store(vlctl::boot_default(VecKind::Sme, sme), Ordering::Relaxed);
+    }
+}
+
+/// This CPU's FP ownership record, empty (at bring-up, after `cpufeature::init_this_cpu`).
 pub fn cpu_init() {
     let fresh = CpuFp::new(percpu::cpu_id() as u32, has_sme());
-    with_cpu(|c| *c = fresh);
+    with_cpu(&cpu::IrqGuard::new(), |c| *c = fresh);
 }
 
 // ---- ptrace and core dumps ----

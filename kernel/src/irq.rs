@@ -25,7 +25,7 @@ pub fn handle() {
         if id == timer_intid() {
             timer::arm_next_tick();
             crate::percpu::this().ticks.fetch_add(1, Ordering::Relaxed);
-            crate::time::tick();
+            crate::task::timer::tick();
             if crate::task::sched::started() {
                 crate::task::sched::tick();
             }
@@ -41,6 +41,7 @@ pub fn handle() {
 /// Asks CPU `cpu` to look at its run queue.
 pub fn send_reschedule(cpu: usize) {
     if let Some(g) = gic::get() {
-        g.send_sgi(SGI_RESCHEDULE, cpu);
+        let mpidr = crate::percpu::get(cpu).mpidr.load(Ordering::Relaxed);
+        g.send_sgi(SGI_RESCHEDULE, cpu, mpidr);
     }
 }

@@ -14,6 +14,7 @@ mod coredump;
 mod cpufeature;
 mod drivers;
 mod dt;
+mod entry;
 mod fpstate;
 mod fs;
 mod irq;
@@ -53,6 +54,7 @@ static mut el2_report: El2Report = El2Report {
 };
 
 /// Primary CPU entry from head.s: MMU on with the early map, on the boot stack, IRQs masked.
+#[unsafe(no_mangle)]
 pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     percpu::prepare(0, cpu::mpidr(), boot::boot_stack_range());
     percpu::enter(0);
@@ -112,6 +114,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     task::init_limits();
     mm::aspace::init();
     cpufeature::init_this_cpu();
+    fpstate::cpu_init();
 
     if let (Some(g), Some((dist, second, size))) = (&gic_info, gic_vas) {
         if let Some(id) = dt::virtual_timer_intid(&fdt) {
@@ -139,6 +142,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     smp::start_secondaries(&fdt, image_pa);
 
     cpufeature::finalize();
+    fpstate::init_default_vls();
     let ticking = wait_for_ticks(3);
     println!("svelt: timer ticking on {ticking} cpus");
     boot_report();
@@ -322,9 +326,6 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
         percpu::cpu_id(),
         info
     );
-    // BRK #0x800 goes through the exception path, which dumps this CPU's registers and a
-    // backtrace from here and ends the run with the kernel-bug status.
-    // SAFETY: the exception vectors are installed before any Rust code runs.
-    unsafe { core::arch::asm!("brk #0x800", options(nostack)) };
+    arch::aarch64::exception::provoke::report_here();
     power::exit_from_fatal(&mut out)
 }

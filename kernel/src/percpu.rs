@@ -14,6 +14,9 @@ pub struct PerCpu {
     /// Implemented SVE / SME vector lengths on this CPU (svelt_abi::vl::VlSet bits).
     pub sve_vls: AtomicU16,
     pub sme_vls: AtomicU16,
+    /// Whether the task running here may pass tagged user pointers (PR_SET_TAGGED_ADDR_CTRL):
+    /// set when a task is switched in or changes its own setting, read by `mm::uaccess`.
+    pub user_tagged_addr: AtomicBool,
     stack_lo: AtomicUsize,
     stack_hi: AtomicUsize,
 }
@@ -27,6 +30,7 @@ impl PerCpu {
             ticks: AtomicU64::new(0),
             sve_vls: AtomicU16::new(0),
             sme_vls: AtomicU16::new(0),
+            user_tagged_addr: AtomicBool::new(false),
             stack_lo: AtomicUsize::new(0),
             stack_hi: AtomicUsize::new(0),
         }
@@ -56,11 +60,10 @@ pub fn enter(id: usize) {
     cpu::set_percpu_ptr(&CPUS[id] as *const PerCpu as usize);
 }
 
-/// This CPU's area. Valid once `enter` has run on it.
+/// This CPU's area. Valid once `enter` has run on it (CPU 0's before that).
 pub fn this() -> &'static PerCpu {
-    let p = cpu::percpu_ptr();
-    CPUS.iter()
-        .find(|c| core::ptr::from_ref::<PerCpu>(c) as usize == p)
+    let offset = cpu::percpu_ptr().wrapping_sub(CPUS.as_ptr() as usize);
+    CPUS.get(offset / core::mem::size_of::<PerCpu>())
         .unwrap_or(&CPUS[0])
 }
 

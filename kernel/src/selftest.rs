@@ -1,6 +1,8 @@
 //! Boot-time self tests the harness asks for with `svelt.selftest=NAME`: each provokes one of the
 //! kernel's failure reports so the tests can check what it prints and the status it ends with.
 
+use crate::arch::aarch64::exception::provoke;
+
 pub fn run(name: &str, entry_el: u64) {
     match name {
         "fault" => {
@@ -12,8 +14,7 @@ pub fn run(name: &str, entry_el: u64) {
         }
         "panic" => panic!("selftest panic"),
         "undef" => {
-            // SAFETY: deliberately undefined; the exception does not return.
-            unsafe { core::arch::asm!("udf #0x5e1f", options(nostack)) };
+            provoke::undefined_instruction();
         }
         "write-text" => {
             // Kernel text is mapped read-only.
@@ -37,13 +38,12 @@ pub fn run(name: &str, entry_el: u64) {
             let va = crate::arch::aarch64::mmu::phys_to_virt(pa);
             // SAFETY: deliberately not safe; the instruction abort is the point (the page holds
             // zeroes, an undefined instruction, should it ever execute).
-            unsafe { core::arch::asm!("blr {}", in(reg) va, out("x30") _, options(nostack)) };
+            unsafe { provoke::branch_to(va) };
             crate::println!("svelt: selftest exec-linear: linear map was executable!");
         }
         "el2" if entry_el == 2 => {
             // Nothing runs at EL2, so this HVC lands in the report-and-halt vectors.
-            // SAFETY: does not return (EL2 stops the machine).
-            unsafe { core::arch::asm!("hvc #0x5e1f", options(nostack)) };
+            provoke::hvc_to_el2();
         }
         "el2" => crate::println!("svelt: selftest el2 skipped: entered at EL{entry_el}"),
         other => crate::println!("svelt: unknown selftest {other}"),

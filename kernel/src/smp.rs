@@ -72,10 +72,12 @@ pub fn start_secondaries(fdt: &fdt::Fdt, image_pa: u64) -> usize {
 }
 
 /// Rust entry of a secondary CPU (from head.s, MMU on, on its own stack).
+#[unsafe(no_mangle)]
 pub extern "C" fn secondary_main(id: u64, _entry_el: u64) -> ! {
     percpu::enter(id as usize);
     mmu::activate();
     cpufeature::init_this_cpu();
+    crate::fpstate::cpu_init();
     bring_up_interrupts();
     crate::task::sched::init_cpu();
     log::debug!("online, mpidr {:#x}", cpu::mpidr());

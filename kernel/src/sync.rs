@@ -2,6 +2,7 @@
 //! interrupt handlers also touch (run queues, wait queues, timers) and so for anything taken
 //! under those. Lock order, outermost first: task tables → process state → wait queue → run queue.
 
+use crate::arch::aarch64::cpu;
 use core::ops::{Deref, DerefMut};
 use spin::{Mutex, MutexGuard};
 
@@ -9,9 +10,11 @@ pub struct IrqLock<T> {
     inner: Mutex<T>,
 }
 
+/// The lock held and IRQs masked. Fields drop in order: the lock is released before the
+/// interrupt mask is restored.
 pub struct IrqGuard<'a, T> {
-    guard: Option<MutexGuard<'a, T>>,
-    daif: u64,
+    guard: MutexGuard<'a, T>,
+    _irqs: cpu::IrqGuard,
 }
 
 impl<T> IrqLock<T> {
@@ -22,24 +25,16 @@ impl<T> IrqLock<T> {
     }
 
     pub fn try_lock(&self) -> Option<IrqGuard<'_, T>> {
-        let daif = crate::arch::aarch64::cpu::irq_save();
-        match self.inner.try_lock() {
-            Some(g) => Some(IrqGuard {
-                guard: Some(g),
-                daif,
-            }),
-            None => {
-                crate::arch::aarch64::cpu::irq_restore(daif);
-                None
-            }
-        }
+        let irqs = cpu::IrqGuard::new();
+        let guard = self.inner.try_lock()?;
+        Some(IrqGuard { guard, _irqs: irqs })
     }
 
     pub fn lock(&self) -> IrqGuard<'_, T> {
-        let daif = crate::arch::aarch64::cpu::irq_save();
+        let irqs = cpu::IrqGuard::new();
         IrqGuard {
-            guard: Some(self.inner.lock()),
-            daif,
+            guard: self.inner.lock(),
+            _irqs: irqs,
         }
     }
 }
@@ -47,19 +42,12 @@ impl<T> IrqLock<T> {
 impl<T> Deref for IrqGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        self.guard.as_ref().unwrap()
+        &self.guard
     }
 }
 
 impl<T> DerefMut for IrqGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        self.guard.as_mut().unwrap()
-    }
-}
-
-impl<T> Drop for IrqGuard<'_, T> {
-    fn drop(&mut self) {
-        self.guard = None;
-        crate::arch::aarch64::cpu::irq_restore(self.daif);
+        &mut self.guard
     }
 }

@@ -182,19 +182,17 @@ impl Gic {
     /// Acknowledges the highest-priority pending interrupt, if any.
     pub fn ack(&self) -> Option<u32> {
         let id = match self {
-            Gic::V3 { .. } => ICC_IAR1_EL1.get() as u32 & 0xff_ffff,
+            Gic::V3 { .. } => ICC_IAR1_EL1.read_with_effects() as u32 & 0xff_ffff,
             Gic::V2 { cpu, .. } => cpu.iar.get() & 0x3ff,
         };
         (id < SPURIOUS).then_some(id)
     }
 
-    /// Sends software-generated interrupt `id` (0..16) to CPU `cpu` (a Svelt CPU number).
-    pub fn send_sgi(&self, id: u32, cpu: usize) {
+    /// Sends software-generated interrupt `id` (0..16) to CPU `cpu` (a Svelt CPU number: its
+    /// GICv2 CPU interface) whose MPIDR affinity is `m` (what GICv3 routes by).
+    pub fn send_sgi(&self, id: u32, cpu: usize, m: u64) {
         match self {
             Gic::V3 { .. } => {
-                let m = crate::percpu::get(cpu)
-                    .mpidr
-                    .load(core::sync::atomic::Ordering::Relaxed);
                 let (aff3, aff2, aff1, aff0) =
                     ((m >> 32) & 0xff, (m >> 16) & 0xff, (m >> 8) & 0xff, m & 0xf);
                 let v = aff3 << 48 | aff2 << 32 | (id as u64) << 24 | aff1 << 16 | 1 << aff0;

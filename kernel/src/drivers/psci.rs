@@ -1,5 +1,6 @@
 //! PSCI (Power State Coordination Interface) calls through the conduit the DTB names.
 
+use crate::arch::aarch64::smccc;
 use core::sync::atomic::{AtomicU8, Ordering};
 
 const CPU_ON: u64 = 0xc400_0003;
@@ -33,26 +34,14 @@ pub fn conduit() -> Conduit {
 }
 
 fn call(fid: u64, a1: u64, a2: u64, a3: u64) -> Option<i64> {
-    let mut r0 = fid;
-    match conduit() {
-        // SAFETY: an SMCCC call into firmware (or QEMU's PSCI emulation); x0-x3 are the
-        // arguments, x0 the result, and SMCCC 1.0 lets the callee clobber x0-x17.
-        Conduit::Hvc => unsafe {
-            core::arch::asm!("hvc #0", inout("x0") r0, inout("x1") a1 => _, inout("x2") a2 => _,
-                inout("x3") a3 => _, out("x4") _, out("x5") _, out("x6") _, out("x7") _,
-                out("x8") _, out("x9") _, out("x10") _, out("x11") _, out("x12") _, out("x13") _,
-                out("x14") _, out("x15") _, out("x16") _, out("x17") _, options(nostack))
-        },
-        // SAFETY: as above.
-        Conduit::Smc => unsafe {
-            core::arch::asm!("smc #0", inout("x0") r0, inout("x1") a1 => _, inout("x2") a2 => _,
-                inout("x3") a3 => _, out("x4") _, out("x5") _, out("x6") _, out("x7") _,
-                out("x8") _, out("x9") _, out("x10") _, out("x11") _, out("x12") _, out("x13") _,
-                out("x14") _, out("x15") _, out("x16") _, out("x17") _, options(nostack))
-        },
+    let c = match conduit() {
+        Conduit::Hvc => smccc::Conduit::Hvc,
+        Conduit::Smc => smccc::Conduit::Smc,
         Conduit::None => return None,
-    }
-    Some(r0 as i64)
+    };
+    // SAFETY: only PSCI functions come here: VERSION has no effect, CPU_ON starts a CPU at an
+    // entry point prepared for it, SYSTEM_OFF ends the run.
+    Some(unsafe { smccc::call(c, fid, a1, a2, a3) } as i64)
 }
 
 /// PSCI version as (major, minor).

@@ -30,8 +30,13 @@ pub fn access_ok(va: usize, len: usize) -> SysResult<usize> {
 /// untagged range must be user space (the MMU ignores the tag too: TCR_EL1.TBI0).
 #[cold]
 fn tagged_access_ok(va: usize, len: usize) -> SysResult<usize> {
-    let t = crate::task::current();
-    if !t.tagged_addr.load(core::sync::atomic::Ordering::Relaxed) {
+    // IRQs masked: the flag read is this CPU's and the running task's.
+    let irqs = crate::arch::aarch64::cpu::IrqGuard::new();
+    let tagged = crate::percpu::this()
+        .user_tagged_addr
+        .load(core::sync::atomic::Ordering::Relaxed);
+    drop(irqs);
+    if !tagged {
         return Err(Errno::EFAULT);
     }
     let va = svelt_abi::sys::untagged_addr(va);
@@ -101,6 +106,12 @@ pub fn clear_user(va: usize, len: usize) -> SysResult<()> {
 
 /// Reads a NUL-terminated string of at most `max` bytes (without the NUL): ENAMETOOLONG when
 /// none of the first `max + 1` bytes is a NUL, EFAULT when a byte before the NUL is unreadable.
+/// Reads a user path (at most PATH_MAX bytes with its NUL).
+pub fn read_path(va: usize) -> SysResult<alloc::string::String> {
+    let bytes = read_cstr(va, 4095)?;
+    alloc::string::String::from_utf8(bytes).map_err(|_| Errno::ENOENT)
+}
+
 pub fn read_cstr(va: usize, max: usize) -> SysResult<Vec<u8>> {
     let va = access_ok(va, 0)?;
     let limit = max.saturating_add(1);

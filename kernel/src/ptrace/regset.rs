@@ -39,11 +39,7 @@ fn caps() -> Caps {
 pub(crate) fn hw_info() -> HwDebugInfo {
     static INFO: Once<HwDebugInfo> = Once::new();
     *INFO.call_once(|| {
-        let dfr0: u64;
-        // SAFETY: reading an ID register at EL1 has no side effects.
-        unsafe {
-            core::arch::asm!("mrs {}, id_aa64dfr0_el1", out(reg) dfr0, options(nomem, nostack))
-        };
+        let dfr0 = crate::arch::aarch64::debug::id_aa64dfr0();
         HwDebugInfo::from_dfr0(dfr0, USER_VA_BITS)
     })
 }

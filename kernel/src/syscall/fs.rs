@@ -13,11 +13,7 @@ use svelt_abi::fs as f;
 
 const CHUNK: usize = 64 * 1024;
 
-/// Reads a user path (at most PATH_MAX bytes with its NUL).
-pub fn read_path(va: usize) -> SysResult<String> {
-    let bytes = uaccess::read_cstr(va, 4095)?;
-    String::from_utf8(bytes).map_err(|_| Errno::ENOENT)
-}
+use uaccess::read_path;
 
 fn file(fd: i32) -> SysResult<Arc<File>> {
     task::current().files().lock().get(fd)

@@ -288,7 +288,7 @@ pub fn prctl(option: u32, a2: usize, a3: usize, a4: usize, a5: usize) -> SysResu
                 return Err(Errno::EINVAL);
             }
             let on = a2 & sys::PR_TAGGED_ADDR_ENABLE != 0;
-            task::current().tagged_addr.store(on, Ordering::Relaxed);
+            task::sched::set_current_tagged_addr(on);
             Ok(0)
         }
         sys::PR_GET_TAGGED_ADDR_CTRL => {

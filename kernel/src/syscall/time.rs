@@ -2,7 +2,7 @@
 
 use crate::mm::uaccess;
 use crate::task::{self, wait};
-use crate::time as t;
+use crate::time;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::time::{self as abi, Itimerval, Timespec, Timeval};
 
@@ -24,14 +24,14 @@ fn clock_ns(clock: u32) -> SysResult<u64> {
         abi::CLOCK_REALTIME
         | abi::CLOCK_REALTIME_COARSE
         | abi::CLOCK_TAI
-        | abi::CLOCK_REALTIME_ALARM => Ok(t::realtime_ns()),
+        | abi::CLOCK_REALTIME_ALARM => Ok(time::realtime_ns()),
         abi::CLOCK_MONOTONIC
         | abi::CLOCK_MONOTONIC_RAW
         | abi::CLOCK_MONOTONIC_COARSE
         | abi::CLOCK_BOOTTIME
         | abi::CLOCK_BOOTTIME_ALARM
         | abi::CLOCK_PROCESS_CPUTIME_ID
-        | abi::CLOCK_THREAD_CPUTIME_ID => Ok(t::now_ns()),
+        | abi::CLOCK_THREAD_CPUTIME_ID => Ok(time::now_ns()),
         _ => Err(Errno::EINVAL),
     }
 }
@@ -55,7 +55,7 @@ pub fn clock_gettime(clock: u32, tp: usize) -> SysResult<usize> {
 pub fn clock_getres(clock: u32, tp: usize) -> SysResult<usize> {
     clock_ns(clock)?;
     if tp != 0 {
-        let res = t::counter_to_ns(1).max(1);
+        let res = time::counter_to_ns(1).max(1);
         write_timespec(tp, ns_to_timespec(res))?;
     }
     Ok(0)
@@ -63,7 +63,7 @@ pub fn clock_getres(clock: u32, tp: usize) -> SysResult<usize> {
 
 pub fn gettimeofday(tv: usize) -> SysResult<usize> {
     if tv != 0 {
-        let ns = t::realtime_ns();
+        let ns = time::realtime_ns();
         let v = Timeval {
             tv_sec: (ns / 1_000_000_000) as i64,
             tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
@@ -81,8 +81,7 @@ fn sleep(deadline: u64, rem: usize) -> SysResult<usize> {
         Ok(()) => Ok(0),
         Err(_) => {
             if rem != 0 {
-                let left = deadline.saturating_sub(crate::arch::aarch64::cpu::counter());
-                write_timespec(rem, ns_to_timespec(t::counter_to_ns(left)))?;
+                write_timespec(rem, ns_to_timespec(time::ns_until(deadline)))?;
             }
             Err(Errno::EINTR)
         }
@@ -91,7 +90,7 @@ fn sleep(deadline: u64, rem: usize) -> SysResult<usize> {
 
 pub fn nanosleep(req: usize, rem: usize) -> SysResult<usize> {
     let ts = read_timespec(req)?.validate()?;
-    sleep(t::deadline_after_ns(timespec_ns(&ts)), rem)
+    sleep(time::deadline_after_ns(timespec_ns(&ts)), rem)
 }
 
 pub fn clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> SysResult<usize> {
@@ -108,7 +107,7 @@ pub fn clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> SysRes
     };
     // An absolute sleep does not report the time left.
     sleep(
-        t::deadline_after_ns(rel),
+        time::deadline_after_ns(rel),
         if flags & abi::TIMER_ABSTIME != 0 {
             0
         } else {
@@ -131,7 +130,7 @@ fn ns_tv(ns: u64) -> Timeval {
 }
 
 fn current_itimer() -> Itimerval {
-    let (left, interval) = t::itimer_remaining(&task::current().process());
+    let (left, interval) = task::timer::itimer_remaining(&task::current().process());
     Itimerval {
         it_interval: ns_tv(interval),
         it_value: ns_tv(left),
@@ -156,7 +155,7 @@ pub fn setitimer(which: u32, new: usize, old: usize) -> SysResult<usize> {
         uaccess::copy_to_user(old, &cur.to_bytes())?;
     }
     let v = value.unwrap_or_default();
-    t::arm_itimer(
+    task::timer::arm_itimer(
         &task::current().process(),
         tv_ns(&v.it_value),
         tv_ns(&v.it_interval),
@@ -174,7 +173,7 @@ pub fn getitimer(which: u32, cur: usize) -> SysResult<usize> {
 }
 
 pub fn times(buf: usize) -> SysResult<usize> {
-    let ticks = t::now_ns() / (1_000_000_000 / abi::USER_HZ);
+    let ticks = time::now_ns() / (1_000_000_000 / abi::USER_HZ);
     if buf != 0 {
         uaccess::clear_user(buf, 32)?;
     }

@@ -176,7 +176,7 @@ pub fn do_execve(
     envp_va: usize,
     tf: &mut TrapFrame,
 ) -> SysResult<()> {
-    let path = crate::syscall::fs::read_path(path_va)?;
+    let path = crate::mm::uaccess::read_path(path_va)?;
     let mut total = 0;
     let argv = read_strings(argv_va, &mut total)?;
     let envp = read_strings(envp_va, &mut total)?;
@@ -207,8 +207,7 @@ pub fn do_execve(
         me.local().hw_debug = Default::default();
     }
     // Nor does the tagged address ABI (Linux's flush_tagged_addr_state).
-    me.tagged_addr
-        .store(false, core::sync::atomic::Ordering::Relaxed);
+    sched::set_current_tagged_addr(false);
     crate::fpstate::exec_reset(&me);
     sched::set_current_tpidr_el0(0);
     *tf = TrapFrame {

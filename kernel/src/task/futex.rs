@@ -155,11 +155,11 @@ fn wait(
         };
     }
     if let Some(d) = deadline {
-        crate::time::wake_at(d, &me);
+        super::timer::wake_at(d, &me);
     }
     sched::schedule();
     if deadline.is_some() {
-        crate::time::cancel_wake(&me);
+        super::timer::cancel_wake(&me);
     }
     let _g = FUTEX_LOCK.lock();
     let mut w = WAITERS.lock();

@@ -11,6 +11,7 @@ pub mod exit;
 pub mod fork;
 pub mod futex;
 pub mod sched;
+pub mod timer;
 pub mod wait;
 
 use crate::arch::aarch64::context::Context;
@@ -219,7 +220,7 @@ pub struct Process {
     /// Group exit in progress (exit_group / fatal signal).
     pub exiting: AtomicBool,
     pub exe: Mutex<alloc::string::String>,
-    pub itimer: IrqLock<crate::time::ITimer>,
+    pub itimer: IrqLock<timer::ITimer>,
     pub stopped: AtomicBool,
     pub stop_wait: WaitQueue,
     /// Signal sent to the parent when this process exits (clone's CSIGNAL bits).

@@ -198,7 +198,9 @@ fn steal(me: usize) -> Option<Arc<Task>> {
 
 /// Gives the CPU to the next runnable task. Returns when the caller runs again.
 pub fn schedule() {
-    let daif = cpu::irq_save();
+    // Held across the switch: this task's stack keeps it, and it unmasks when the task is
+    // scheduled back in and returns from here.
+    let irqs = cpu::IrqGuard::new();
     let id = percpu::cpu_id();
     NEED_RESCHED[id].store(false, Ordering::Relaxed);
     let mut rq = RQ[id].lock();
@@ -230,7 +232,6 @@ pub fn schedule() {
     if Arc::ptr_eq(&prev, &next) {
         next.set_state(State::Running);
         drop(rq);
-        cpu::irq_restore(daif);
         return;
     }
     rq.current = Some(next.clone());
@@ -258,16 +259,19 @@ pub fn schedule() {
     // running anywhere (on_cpu was clear), so its locals are ours until it runs.
     unsafe {
         if !prev.is_idle() {
-            prev.local().tpidr_el0 = read_tpidr_el0();
+            prev.local().tpidr_el0 = cpu::tpidr_el0();
             if prev.state() != State::Dead {
                 crate::fpstate::switch_out(&prev);
             }
         }
         if !next.is_idle() {
             let l = next.local();
-            write_tpidr_el0(l.tpidr_el0, l.tpidrro_el0);
+            cpu::set_user_tls(l.tpidr_el0, l.tpidrro_el0);
         }
     }
+    percpu::this()
+        .user_tagged_addr
+        .store(next.tagged_addr.load(Ordering::Relaxed), Ordering::Relaxed);
     crate::fpstate::switch_tpidr2(
         (!prev.is_idle() && prev.state() != State::Dead).then_some(&*prev),
         (!next.is_idle()).then_some(&*next),
@@ -285,21 +289,15 @@ pub fn schedule() {
     // next_ctx belongs to a task no other CPU runs (on_cpu handshake above).
     unsafe { context::switch_to(prev_ctx, next_ctx) };
     finish_switch();
-    cpu::irq_restore(daif);
+    drop(irqs);
 }
 
 /// Completes a switch on the CPU that made it: the previous task may now run elsewhere.
-fn finish_switch() {
+pub fn finish_switch() {
     let prev = RQ[percpu::cpu_id()].lock().prev.take();
     if let Some(p) = prev {
         p.on_cpu.store(false, Ordering::Release);
     }
-}
-
-/// First Rust code of a new task (from ret_from_fork), then out to user mode.
-pub extern "C" fn ret_from_fork_tail(tf: &mut crate::arch::aarch64::exception::TrapFrame) {
-    finish_switch();
-    crate::arch::aarch64::exception::return_to_user(tf);
 }
 
 pub fn yield_now() {
@@ -321,27 +319,20 @@ pub fn idle_loop() -> ! {
     }
 }
 
-fn read_tpidr_el0() -> u64 {
-    let v;
-    // SAFETY: reads a register.
-    unsafe { core::arch::asm!("mrs {}, tpidr_el0", out(reg) v, options(nomem, nostack)) };
-    v
-}
-
-fn write_tpidr_el0(v: u64, ro: u64) {
-    // SAFETY: user TLS registers; only user code consumes them.
-    unsafe {
-        core::arch::asm!("msr tpidr_el0, {}", "msr tpidrro_el0, {}", in(reg) v, in(reg) ro, options(nomem, nostack))
-    };
-}
-
 /// The current task's TPIDR_EL0 as user mode sees it now.
 pub fn current_tpidr_el0() -> u64 {
-    read_tpidr_el0()
+    cpu::tpidr_el0()
+}
+
+/// Turns the tagged address ABI on or off for the running task (PR_SET_TAGGED_ADDR_CTRL, exec).
+pub fn set_current_tagged_addr(on: bool) {
+    let _irqs = cpu::IrqGuard::new();
+    current().tagged_addr.store(on, Ordering::Relaxed);
+    percpu::this().user_tagged_addr.store(on, Ordering::Relaxed);
 }
 
 pub fn set_current_tpidr_el0(v: u64) {
-    write_tpidr_el0(v, 0);
+    cpu::set_user_tls(v, 0);
     // SAFETY: the current task's own locals.
     unsafe { current().local().tpidr_el0 = v };
 }

@@ -88,12 +88,12 @@ impl WaitQueue {
                 return Err(Errno::EINTR);
             }
             if let Some(d) = deadline {
-                crate::time::wake_at(d, &me);
+                super::timer::wake_at(d, &me);
             }
             sched::schedule();
             self.remove(&me);
             if deadline.is_some() {
-                crate::time::cancel_wake(&me);
+                super::timer::cancel_wake(&me);
             }
         }
     }

@@ -46,7 +46,7 @@ ret_from_fork:
     bl      {tail}
     b       exception_return
 "#,
-    tail = sym crate::task::sched::ret_from_fork_tail,
+    tail = sym super::entry::svelt_ret_from_fork,
 );
 
 unsafe extern "C" {

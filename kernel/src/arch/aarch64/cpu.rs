@@ -18,30 +18,61 @@ pub fn percpu_ptr() -> usize {
     TPIDR_EL1.get() as usize
 }
 
+/// TPIDR_EL0, the user thread pointer, as the running task left it.
+pub fn tpidr_el0() -> u64 {
+    TPIDR_EL0.get()
+}
+
+/// Loads a task's user thread pointers: TPIDR_EL0 and TPIDRRO_EL0.
+pub fn set_user_tls(tpidr: u64, tpidrro: u64) {
+    TPIDR_EL0.set(tpidr);
+    TPIDRRO_EL0.set(tpidrro);
+}
+
+// The interrupt mask is changed without `options(nomem)`: the compiler must treat each change
+// as touching memory, so no load or store of data an interrupt handler shares moves across it.
+
 pub fn irq_enable() {
     // SAFETY: unmasking IRQs is the caller's decision; the vectors are installed before any CPU
     // calls this.
-    unsafe { core::arch::asm!("msr daifclr, #2", options(nomem, nostack)) };
+    unsafe { core::arch::asm!("msr daifclr, #2", options(nostack)) };
 }
 
 pub fn irq_disable() {
-    // SAFETY: masking IRQs has no memory effects.
-    unsafe { core::arch::asm!("msr daifset, #2", options(nomem, nostack)) };
+    // SAFETY: masking IRQs only delays interrupts.
+    unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
 }
 
-/// Masks IRQs and returns the previous DAIF for `irq_restore`.
-pub fn irq_save() -> u64 {
-    let daif: u64;
-    // SAFETY: reads DAIF and masks IRQs; no memory effects.
-    unsafe {
-        core::arch::asm!("mrs {}, daif", "msr daifset, #2", out(reg) daif, options(nomem, nostack))
-    };
-    daif
+/// IRQs masked on this CPU for as long as the guard lives; dropping it restores the mask as it
+/// was. Not `Send`: it is a fact about the CPU that made it. Per-CPU data that handlers also
+/// touch is reached only with one in hand.
+pub struct IrqGuard {
+    daif: u64,
+    _this_cpu: core::marker::PhantomData<*const ()>,
 }
 
-pub fn irq_restore(daif: u64) {
-    // SAFETY: restores a DAIF value read by irq_save on this CPU.
-    unsafe { core::arch::asm!("msr daif, {}", in(reg) daif, options(nomem, nostack)) };
+impl IrqGuard {
+    #[inline(always)]
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> IrqGuard {
+        let daif: u64;
+        // SAFETY: reads DAIF and masks IRQs; the previous mask comes back on drop.
+        unsafe {
+            core::arch::asm!("mrs {}, daif", "msr daifset, #2", out(reg) daif, options(nostack))
+        };
+        IrqGuard {
+            daif,
+            _this_cpu: core::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for IrqGuard {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: restores the DAIF value this guard read on this CPU (it cannot have moved).
+        unsafe { core::arch::asm!("msr daif, {}", in(reg) self.daif, options(nostack)) };
+    }
 }
 
 pub fn wait_for_interrupt() {

@@ -7,6 +7,14 @@
 const MDSCR_SS: u64 = 1 << 0;
 const MDSCR_MDE: u64 = 1 << 15;
 
+/// ID_AA64DFR0_EL1: how many breakpoints and watchpoints this CPU has.
+pub fn id_aa64dfr0() -> u64 {
+    let dfr0: u64;
+    // SAFETY: reading an ID register at EL1 has no side effects.
+    unsafe { core::arch::asm!("mrs {}, id_aa64dfr0_el1", out(reg) dfr0, options(nomem, nostack)) };
+    dfr0
+}
+
 /// Releases the OS lock (set at reset) and starts with MDSCR_EL1 clear.
 pub fn init() {
     // SAFETY: OSLAR_EL1 and MDSCR_EL1 only control debug exceptions, which the kernel does not

@@ -3,20 +3,25 @@
 //! - `boot`: the Image header, EL2 set-up, early page tables (boot/head.s) and the stacks.
 //! - `cpu`: per-CPU identity, interrupt masking, idle, cache maintenance.
 //! - `debug`: single step, hardware breakpoints and watchpoints for EL0.
+//! - `entry`: the kernel functions this floor calls (boot, exceptions, new tasks): its only
+//!   way up.
 //! - `exception`: vectors, trap frame, dispatch, fault reports and backtraces.
 //! - `fpsimd`: FP/SVE/SME primitives, one file per extension.
 //! - `mmu`: the kernel's page tables.
 //! - `semihosting`: the Arm semihosting calls QEMU's harness uses.
+//! - `smccc`: calls into firmware (PSCI) through HVC or SMC.
 //! - `sysreg`: system registers aarch64-cpu lacks.
 //! - `uaccess`: loads and stores to user memory (LDTR/STTR) with their exception fixups.
 pub mod boot;
 pub mod context;
 pub mod cpu;
 pub mod debug;
+pub mod entry;
 pub mod exception;
 pub mod fpsimd;
 pub mod mem;
 pub mod mmu;
 pub mod semihosting;
+pub mod smccc;
 pub mod sysreg;
 pub mod uaccess;

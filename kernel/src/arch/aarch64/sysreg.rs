@@ -6,7 +6,26 @@ use tock_registers::interfaces::{Readable, Writeable};
 use tock_registers::register_bitfields;
 
 /// Declares a system register type with `get`/`set` through MRS/MSR on its generic encoding.
+/// `ro`/`rw` registers read without side effects (`Readable::get`, so fields can be extracted
+/// from one read); an `effects` register is one whose read changes state (acknowledging an
+/// interrupt) and has only `read_with_effects`, so no field accessor can read it twice.
 macro_rules! sys_reg {
+    ($(#[$doc:meta])* $ty:ident, $reg:ident, $enc:literal, effects) => {
+        $(#[$doc])*
+        pub struct $ty;
+        impl $ty {
+            /// Reads the register once; the read itself has the effect its doc describes.
+            #[inline]
+            pub fn read_with_effects(&self) -> u64 {
+                let v;
+                // SAFETY: the read changes only the state its doc names (no memory, no
+                // translation); not `pure`, so the compiler neither repeats nor drops it.
+                unsafe { core::arch::asm!(concat!("mrs {}, ", $enc), out(reg) v, options(nostack)) };
+                v
+            }
+        }
+        pub const $reg: $ty = $ty;
+    };
     ($(#[$doc:meta])* $ty:ident, $reg:ident, $enc:literal, $bits:ty, ro) => {
         $(#[$doc])*
         pub struct $ty;
@@ -122,11 +141,12 @@ sys_reg!(
     rw
 );
 sys_reg!(
+    /// Reading it acknowledges the highest-priority pending Group 1 interrupt (it becomes
+    /// active) and returns its INTID.
     IccIar1El1,
     ICC_IAR1_EL1,
     "S3_0_C12_C12_0",
-    NOFIELDS::Register,
-    ro
+    effects
 );
 sys_reg!(
     IccEoir1El1,

@@ -2,8 +2,9 @@
 //! kernel bug ends with (register dump, decoded ESR, backtrace, failure status).
 
 use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, Ordering};
 use svelt_abi::esr::{Ec, Esr};
+
+pub mod provoke;
 
 core::arch::global_asm!(include_str!("vectors.s"));
 
@@ -64,15 +65,9 @@ impl Kind {
 extern "C" fn exception_entry(kind: u64, tf: &mut TrapFrame) {
     let kind = Kind::from_index(kind);
     match (kind.source, kind.ty) {
-        (Source::El1, Type::Irq) => crate::irq::handle(),
-        (Source::El0Aarch64, Type::Irq) => {
-            crate::irq::handle();
-            return_to_user(tf);
-        }
-        (Source::El0Aarch64, Type::Sync) => {
-            crate::trap::el0_sync(tf);
-            return_to_user(tf);
-        }
+        (Source::El1, Type::Irq) => super::entry::irq(),
+        (Source::El0Aarch64, Type::Irq) => super::entry::el0_irq(tf),
+        (Source::El0Aarch64, Type::Sync) => super::entry::el0_sync(tf),
         _ => el1_sync_or_fatal(kind, tf),
     }
 }
@@ -86,37 +81,35 @@ fn el1_sync_or_fatal(kind: Kind, tf: &mut TrapFrame) {
     {
         return;
     }
-    fatal(kind, tf)
+    super::entry::fatal(kind, tf)
 }
 
-/// The last step before ERET to user mode.
-pub fn return_to_user(tf: &mut TrapFrame) {
-    crate::trap::return_to_user(tf);
-}
-
-static DYING: AtomicBool = AtomicBool::new(false);
-
-/// Reports an exception the kernel cannot handle and stops the machine with a failure status.
-fn fatal(kind: Kind, tf: &TrapFrame) -> ! {
-    if DYING.swap(true, Ordering::AcqRel) {
-        super::cpu::halt();
-    }
-    let mut out = crate::console::emergency();
+/// Writes the report of an exception the kernel cannot handle, taken on CPU `cpu`: the
+/// exception, the decoded ESR (and FAR for aborts), the registers, and a backtrace through the
+/// frame records that lie in `stack` (the bounds of the stack the exception was taken on).
+///
+/// # Safety
+/// `stack` is mapped and readable.
+pub unsafe fn report(
+    out: &mut impl Write,
+    cpu: usize,
+    kind: Kind,
+    tf: &TrapFrame,
+    stack: (usize, usize),
+) {
     let esr = Esr(tf.esr);
     let _ = writeln!(
         out,
-        "\nsvelt: unexpected exception on cpu {}: {:?} {:?}",
-        crate::percpu::cpu_id(),
-        kind.source,
-        kind.ty
+        "\nsvelt: unexpected exception on cpu {cpu}: {:?} {:?}",
+        kind.source, kind.ty
     );
     let _ = writeln!(out, "  ESR {:#018x}: {}", tf.esr, esr);
     if esr.ec().is_abort() || matches!(esr.ec(), Ec::PcAlignment | Ec::Unknown) {
         let _ = writeln!(out, "  FAR {:#018x}", tf.far);
     }
-    dump_registers(&mut out, tf);
-    backtrace(&mut out, tf.elr as usize, tf.x[29] as usize);
-    crate::power::exit_from_fatal(&mut out)
+    dump_registers(out, tf);
+    // SAFETY: the caller's promise that `stack` is mapped.
+    unsafe { backtrace(out, tf.elr as usize, tf.x[29] as usize, stack) };
 }
 
 fn dump_registers(out: &mut impl Write, tf: &TrapFrame) {
@@ -140,19 +133,19 @@ fn dump_registers(out: &mut impl Write, tf: &TrapFrame) {
 }
 
 /// Prints `pc` and then the return addresses found by walking frame records (x29 chain) from
-/// `fp`, as long as they stay inside this CPU's stack.
-pub fn backtrace(out: &mut impl Write, pc: usize, mut fp: usize) {
+/// `fp`, as long as they stay inside `stack`.
+///
+/// # Safety
+/// `stack` is mapped and readable.
+pub unsafe fn backtrace(out: &mut impl Write, pc: usize, mut fp: usize, stack: (usize, usize)) {
     let _ = writeln!(out, "  backtrace:\n    #0  {pc:#018x}");
-    // The CPU's boot/idle stack, or the running task's kernel stack.
-    let (lo, hi) = match crate::task::current_kstack() {
-        Some(r) if fp >= r.0 && fp < r.1 => r,
-        _ => crate::percpu::stack_range(),
-    };
+    let (lo, hi) = stack;
     for depth in 1..32 {
         if fp < lo || fp + 16 > hi || !fp.is_multiple_of(16) {
             break;
         }
-        // SAFETY: fp is 16-aligned and lies within this CPU's stack, which is mapped.
+        // SAFETY: fp is 16-aligned and the record lies within `stack`, which the caller promises
+        // is mapped.
         let (next, lr) = unsafe { (*(fp as *const usize), *((fp + 8) as *const usize)) };
         if lr == 0 {
             break;

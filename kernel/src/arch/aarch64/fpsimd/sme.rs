@@ -1,5 +1,6 @@
 //! SME: streaming vector-length control (SMCR_EL1) and discovery.
 
+use super::sve::VlMismatch;
 use crate::arch::aarch64::sysreg::{SMCR, SMCR_EL1, SMPRI_EL1};
 use svelt_abi::vl::{self, VlSet};
 use tock_registers::interfaces::{ReadWriteable, Writeable};
@@ -91,11 +92,38 @@ pub const fn za_size(svl: usize) -> usize {
     svl * svl
 }
 
-/// Stores ZA, row by row, into `buf`.
-///
+/// Checks that the streaming VL is `svl` bytes and that `len` bytes hold ZA at that length.
+fn check_za(len: usize, svl: usize) -> Result<(), VlMismatch> {
+    let hw = rdsvl();
+    if hw as usize != svl || len < za_size(svl) {
+        return Err(VlMismatch {
+            hw,
+            expected: svl as u32,
+        });
+    }
+    Ok(())
+}
+
+/// Stores ZA, row by row, into `buf`; the streaming VL must be `svl`. (With PSTATE.ZA clear
+/// the access traps: a kernel bug, reported as such.)
+pub fn save_za(buf: &mut [u8], svl: usize) -> Result<(), VlMismatch> {
+    check_za(buf.len(), svl)?;
+    // SAFETY: just checked: svl rows of svl bytes fit in buf.
+    unsafe { save_za_raw(buf.as_mut_ptr(), svl) };
+    Ok(())
+}
+
+/// Loads ZA, row by row, from `buf`; the streaming VL must be `svl`.
+pub fn load_za(buf: &[u8], svl: usize) -> Result<(), VlMismatch> {
+    check_za(buf.len(), svl)?;
+    // SAFETY: just checked, as in save_za.
+    unsafe { load_za_raw(buf.as_ptr(), svl) };
+    Ok(())
+}
+
 /// # Safety
-/// PSTATE.ZA = 1, the streaming VL is `svl`, and `buf` holds `za_size(svl)` bytes.
-pub unsafe fn save_za(buf: *mut u8, svl: usize) {
+/// The streaming VL is `svl`, and `buf` holds `za_size(svl)` bytes.
+unsafe fn save_za_raw(buf: *mut u8, svl: usize) {
     // SAFETY: the caller's contract; w12 walks the rows, the pointer advances one row a time.
     unsafe {
         core::arch::asm!(
@@ -116,11 +144,9 @@ pub unsafe fn save_za(buf: *mut u8, svl: usize) {
     };
 }
 
-/// Loads ZA, row by row, from `buf`.
-///
 /// # Safety
-/// As for [`save_za`].
-pub unsafe fn load_za(buf: *const u8, svl: usize) {
+/// As for [`save_za_raw`].
+unsafe fn load_za_raw(buf: *const u8, svl: usize) {
     // SAFETY: as above.
     unsafe {
         core::arch::asm!(
@@ -141,25 +167,20 @@ pub unsafe fn load_za(buf: *const u8, svl: usize) {
     };
 }
 
-/// Stores ZT0 (64 bytes; SME2 only).
-///
-/// # Safety
-/// SME2 is implemented, SMCR_EL1.EZT0 is set, PSTATE.ZA = 1, `buf` holds 64 bytes.
-pub unsafe fn save_zt0(buf: *mut u8) {
-    // SAFETY: the caller's contract.
+/// Stores ZT0 (SME2 with SMCR_EL1.EZT0 and PSTATE.ZA set; otherwise the access traps, a
+/// kernel bug reported as such).
+pub fn save_zt0(buf: &mut [u8; 64]) {
+    // SAFETY: STR ZT0 writes exactly 64 bytes, the size of buf.
     unsafe {
-        core::arch::asm!(".arch_extension sme2", "str zt0, [{}]", in(reg) buf, options(nostack))
+        core::arch::asm!(".arch_extension sme2", "str zt0, [{}]", in(reg) buf.as_mut_ptr(), options(nostack))
     };
 }
 
-/// Loads ZT0.
-///
-/// # Safety
-/// As for [`save_zt0`].
-pub unsafe fn load_zt0(buf: *const u8) {
-    // SAFETY: the caller's contract.
+/// Loads ZT0 (as for `save_zt0`).
+pub fn load_zt0(buf: &[u8; 64]) {
+    // SAFETY: LDR ZT0 reads exactly 64 bytes, the size of buf.
     unsafe {
-        core::arch::asm!(".arch_extension sme2", "ldr zt0, [{}]", in(reg) buf, options(nostack, readonly))
+        core::arch::asm!(".arch_extension sme2", "ldr zt0, [{}]", in(reg) buf.as_ptr(), options(nostack, readonly))
     };
 }
 

@@ -51,13 +51,49 @@ pub const fn state_size(vq: usize) -> usize {
     546 * vq
 }
 
-/// Stores Z0-Z31, P0-P15 and FFR at the current VL into `buf`. Without `ffr` (streaming mode
-/// without FA64, where FFR does not exist) the FFR slot is left as it is.
-///
+/// The vector length the registers have is not the one the caller's buffer was sized for: a
+/// kernel bug, caught before a save or load runs past the buffer (Linux makes the same check).
+#[derive(Clone, Copy, Debug)]
+pub struct VlMismatch {
+    pub hw: u32,
+    pub expected: u32,
+}
+
+/// Checks that the current VL (RDVL: ZCR_EL1's, or SMCR_EL1's in streaming mode) is 16·vq and
+/// that `len` bytes hold a state of that size.
+fn check(len: usize, vq: usize) -> Result<(), VlMismatch> {
+    let hw = rdvl();
+    if hw as usize != 16 * vq || len < state_size(vq) {
+        return Err(VlMismatch {
+            hw,
+            expected: 16 * vq as u32,
+        });
+    }
+    Ok(())
+}
+
+/// Stores Z0-Z31, P0-P15 and FFR at the current VL, which must be 16·vq, into `buf`. Without
+/// `with_ffr` (streaming mode without FA64, where FFR does not exist) the FFR slot is left as
+/// it is.
+pub fn save(buf: &mut [u8], vq: usize, with_ffr: bool) -> Result<(), VlMismatch> {
+    check(buf.len(), vq)?;
+    // SAFETY: just checked: the VL is 16·vq and buf holds state_size(vq) bytes.
+    unsafe { save_raw(buf.as_mut_ptr(), vq, with_ffr) };
+    Ok(())
+}
+
+/// Loads Z0-Z31, P0-P15 and FFR (if `with_ffr`) at the current VL, which must be 16·vq, from
+/// `buf`.
+pub fn load(buf: &[u8], vq: usize, with_ffr: bool) -> Result<(), VlMismatch> {
+    check(buf.len(), vq)?;
+    // SAFETY: just checked, as in save.
+    unsafe { load_raw(buf.as_ptr(), vq, with_ffr) };
+    Ok(())
+}
+
 /// # Safety
-/// The current VL (ZCR_EL1, or SMCR_EL1 in streaming mode) is 16·vq and `buf` holds at least
-/// `state_size(vq)` bytes.
-pub unsafe fn save(buf: *mut u8, vq: usize, with_ffr: bool) {
+/// The current VL is 16·vq and `buf` holds at least `state_size(vq)` bytes.
+unsafe fn save_raw(buf: *mut u8, vq: usize, with_ffr: bool) {
     let z = buf;
     // SAFETY: the offsets stay within the buffer by the caller's contract.
     let p = unsafe { buf.add(512 * vq) };
@@ -99,11 +135,9 @@ pub unsafe fn save(buf: *mut u8, vq: usize, with_ffr: bool) {
     };
 }
 
-/// Loads Z0-Z31, P0-P15 and FFR (if `ffr`) at the current VL from `buf`.
-///
 /// # Safety
-/// As for [`save`].
-pub unsafe fn load(buf: *const u8, vq: usize, with_ffr: bool) {
+/// As for [`save_raw`].
+unsafe fn load_raw(buf: *const u8, vq: usize, with_ffr: bool) {
     let z = buf;
     // SAFETY: the offsets stay within the buffer by the caller's contract.
     let p = unsafe { buf.add(512 * vq) };

@@ -1,0 +1,51 @@
+//! The kernel as the hardware floor sees it: the functions that head.s, the exception vectors
+//! and a new task's first instructions call. arch/ names no module above it; these are defined,
+//! with exactly these signatures and `#[unsafe(no_mangle)]`, in kernel/src/entry.rs, and a
+//! missing one is a link error.
+
+use super::exception::{Kind, TrapFrame};
+
+unsafe extern "C" {
+    /// The boot CPU, from head.s: MMU on with the early map, on the boot stack, IRQs masked.
+    pub fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> !;
+    /// A secondary CPU, from head.s: MMU on, on its own stack, IRQs masked.
+    pub fn secondary_main(id: u64, entry_el: u64) -> !;
+    /// A new task's first Rust code (from `ret_from_fork`), with its user trap frame; returns
+    /// ready for the exception return.
+    pub fn svelt_ret_from_fork(tf: &mut TrapFrame);
+}
+
+unsafe extern "Rust" {
+    fn svelt_irq();
+    fn svelt_el0_irq(tf: &mut TrapFrame);
+    fn svelt_el0_sync(tf: &mut TrapFrame);
+    fn svelt_fatal(kind: Kind, tf: &TrapFrame) -> !;
+}
+
+/// An IRQ taken from EL1 (IRQs masked).
+#[inline(always)]
+pub(super) fn irq() {
+    // SAFETY: kernel/src/entry.rs defines svelt_irq with this signature.
+    unsafe { svelt_irq() }
+}
+
+/// An IRQ taken from EL0; returns ready for the exception return to `tf`.
+#[inline(always)]
+pub(super) fn el0_irq(tf: &mut TrapFrame) {
+    // SAFETY: kernel/src/entry.rs defines svelt_el0_irq with this signature.
+    unsafe { svelt_el0_irq(tf) }
+}
+
+/// A synchronous exception from EL0 (syscall, fault, trap); returns ready for the exception
+/// return to `tf`.
+#[inline(always)]
+pub(super) fn el0_sync(tf: &mut TrapFrame) {
+    // SAFETY: kernel/src/entry.rs defines svelt_el0_sync with this signature.
+    unsafe { svelt_el0_sync(tf) }
+}
+
+/// An exception the kernel cannot handle: report it and end the run.
+pub(super) fn fatal(kind: Kind, tf: &TrapFrame) -> ! {
+    // SAFETY: kernel/src/entry.rs defines svelt_fatal with this signature.
+    unsafe { svelt_fatal(kind, tf) }
+}

@@ -1,0 +1,51 @@
+//! Where the hardware floor's calls land (arch/aarch64/entry.rs declares them): exceptions from
+//! EL0 and EL1, a new task's first step, and the report of an exception nothing handles. The
+//! boot entries `kernel_main` (main.rs) and `secondary_main` (smp.rs) are the other two.
+
+use crate::arch::aarch64::cpu;
+use crate::arch::aarch64::exception::{self, Kind, TrapFrame};
+use core::sync::atomic::{AtomicBool, Ordering};
+
+#[unsafe(no_mangle)]
+fn svelt_irq() {
+    crate::irq::handle();
+}
+
+#[unsafe(no_mangle)]
+fn svelt_el0_irq(tf: &mut TrapFrame) {
+    crate::irq::handle();
+    crate::trap::return_to_user(tf);
+}
+
+#[unsafe(no_mangle)]
+fn svelt_el0_sync(tf: &mut TrapFrame) {
+    crate::trap::el0_sync(tf);
+    crate::trap::return_to_user(tf);
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn svelt_ret_from_fork(tf: &mut TrapFrame) {
+    crate::task::sched::finish_switch();
+    crate::trap::return_to_user(tf);
+}
+
+static DYING: AtomicBool = AtomicBool::new(false);
+
+/// Reports an exception the kernel cannot handle and ends the run with the kernel-bug status.
+#[unsafe(no_mangle)]
+fn svelt_fatal(kind: Kind, tf: &TrapFrame) -> ! {
+    if DYING.swap(true, Ordering::AcqRel) {
+        cpu::halt();
+    }
+    let mut out = crate::console::emergency();
+    // The running task's kernel stack if the frame pointer is on it, else this CPU's boot/idle
+    // stack: both mapped.
+    let fp = tf.x[29] as usize;
+    let stack = match crate::task::current_kstack() {
+        Some(r) if fp >= r.0 && fp < r.1 => r,
+        _ => crate::percpu::stack_range(),
+    };
+    // SAFETY: both candidate stacks are mapped for as long as this CPU runs on them.
+    unsafe { exception::report(&mut out, crate::percpu::cpu_id(), kind, tf, stack) };
+    crate::power::exit_from_fatal(&mut out)
+}

@@ -1,0 +1,116 @@
+//! Timers that act on tasks: sleepers woken at their deadline (nanosleep, futex and poll
+//! timeouts) and each process's ITIMER_REAL (setitimer, alarm), driven by the tick.
+
+use super::{Process, Task};
+use crate::arch::aarch64::cpu;
+use crate::sync::IrqLock;
+use crate::time::{counter_to_ns, deadline_after_ns, ns_to_counter};
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+
+static SLEEPERS: IrqLock<Vec<(u64, Weak<Task>)>> = IrqLock::new(Vec::new());
+static ITIMERS: IrqLock<Vec<Weak<Process>>> = IrqLock::new(Vec::new());
+
+/// Wakes `t` once the counter reaches `deadline`.
+pub fn wake_at(deadline: u64, t: &Arc<Task>) {
+    SLEEPERS.lock().push((deadline, Arc::downgrade(t)));
+}
+
+/// Forgets `t`'s pending wake-ups (its sleep ended first), so none reaches a later sleep.
+pub fn cancel_wake(t: &Task) {
+    SLEEPERS
+        .lock()
+        .retain(|(_, w)| !core::ptr::eq(w.as_ptr(), t));
+}
+
+/// Real-interval timer of a process (setitimer ITIMER_REAL, alarm).
+#[derive(Default, Clone, Copy)]
+pub struct ITimer {
+    /// Counter value of the next expiry (0: disarmed).
+    pub deadline: u64,
+    pub interval_ns: u64,
+}
+
+pub fn arm_itimer(p: &Arc<Process>, value_ns: u64, interval_ns: u64) {
+    *p.itimer.lock() = ITimer {
+        deadline: if value_ns == 0 {
+            0
+        } else {
+            deadline_after_ns(value_ns)
+        },
+        interval_ns,
+    };
+    if value_ns != 0 {
+        let mut l = ITIMERS.lock();
+        l.retain(|w| w.strong_count() > 0);
+        if !l
+            .iter()
+            .any(|w| w.upgrade().is_some_and(|q| Arc::ptr_eq(&q, p)))
+        {
+            l.push(Arc::downgrade(p));
+        }
+    }
+}
+
+/// Remaining (value, interval) in ns.
+pub fn itimer_remaining(p: &Process) -> (u64, u64) {
+    let t = *p.itimer.lock();
+    let now = cpu::counter();
+    let left = if t.deadline == 0 {
+        0
+    } else {
+        counter_to_ns(t.deadline.saturating_sub(now)).max(1)
+    };
+    (left, t.interval_ns)
+}
+
+/// Timer tick on any CPU.
+pub fn tick() {
+    let now = cpu::counter();
+    let due: Vec<Arc<Task>> = {
+        let Some(mut l) = SLEEPERS.try_lock() else {
+            return;
+        };
+        let mut due = Vec::new();
+        l.retain(|(d, w)| {
+            if *d <= now {
+                if let Some(t) = w.upgrade() {
+                    due.push(t);
+                }
+                false
+            } else {
+                w.strong_count() > 0
+            }
+        });
+        due
+    };
+    for t in due {
+        crate::ptrace::wake_unless_frozen(&t);
+    }
+    let fired: Vec<Arc<Process>> = {
+        let Some(l) = ITIMERS.try_lock() else { return };
+        l.iter()
+            .filter_map(Weak::upgrade)
+            .filter(|p| {
+                let mut it = p.itimer.lock();
+                if it.deadline != 0 && it.deadline <= now {
+                    it.deadline = if it.interval_ns == 0 {
+                        0
+                    } else {
+                        now + ns_to_counter(it.interval_ns)
+                    };
+                    true
+                } else {
+                    false
+                }
+            })
+            .collect()
+    };
+    for p in fired {
+        crate::signal::send_to_process(
+            &p,
+            svelt_abi::signal::SIGALRM,
+            crate::signal::SigInfo::kernel(svelt_abi::signal::SIGALRM),
+        );
+    }
+}
