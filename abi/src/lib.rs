@@ -3,6 +3,8 @@
 //! Nothing here touches a register or a device: the kernel reads the hardware and hands the raw
 //! values to these functions, which are unit-tested on the host.
 #![no_std]
+// Pure logic: nothing here needs unsafe, and the compiler holds it to that.
+#![forbid(unsafe_code)]
 
 #[cfg(test)]
 extern crate std;

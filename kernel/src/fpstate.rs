@@ -294,7 +294,7 @@ fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
 }
 
 /// Context switch away from `t` (IRQs masked).
-pub fn switch_out(t: &Task) {
+pub fn fpsimd_thread_switch(t: &Task) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let hw = hw_svcr(f);
@@ -304,7 +304,7 @@ pub fn switch_out(t: &Task) {
 
 /// On the way back to user mode (IRQs masked): load the task's state unless the registers
 /// hold it.
-pub fn return_to_user(t: &Task) {
+pub fn fpsimd_restore_current_state(t: &Task) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let r = with_cpu(&cpu::IrqGuard::new(), |c| fps::return_to_user(c, &mut f.st));
@@ -371,7 +371,7 @@ pub fn return_to_user(t: &Task) {
 }
 
 /// The first SVE instruction from EL0 trapped (EC 0x19).
-pub fn sve_trap(t: &Task) {
+pub fn do_sve_acc(t: &Task) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let irqs = cpu::IrqGuard::new();
@@ -401,7 +401,7 @@ pub fn sve_trap(t: &Task) {
 
 /// An SME trap from EL0 (EC 0x1D): first use enables SME; other trap codes are SIGILL
 /// (returns false).
-pub fn sme_trap(t: &Task, smtc: u8) -> bool {
+pub fn do_sme_acc(t: &Task, smtc: u8) -> bool {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let irqs = cpu::IrqGuard::new();
@@ -430,7 +430,7 @@ pub fn sme_trap(t: &Task, smtc: u8) -> bool {
 }
 
 /// Syscall entry: streaming mode ends; SVE state beyond V0-V31 becomes zero.
-pub fn syscall_entry(t: &Task) {
+pub fn fp_user_discard(t: &Task) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let irqs = cpu::IrqGuard::new();
@@ -451,7 +451,7 @@ pub fn syscall_entry(t: &Task) {
 /// # Safety
 /// As for `local`: `t` is the running task.
 #[allow(clippy::mut_from_ref)]
-unsafe fn sync_current(t: &Task) -> &mut TaskFpState {
+unsafe fn fpsimd_preserve_current_state(t: &Task) -> &mut TaskFpState {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let irqs = cpu::IrqGuard::new();
@@ -466,7 +466,7 @@ unsafe fn sync_current(t: &Task) -> &mut TaskFpState {
 /// same VLs and VL settings; ZA and TPIDR2 copied unless the child shares the address space.
 pub fn fork_state(parent: &Task, clone_vm: bool) -> TaskFpState {
     // SAFETY: the parent is the running task (fork runs on it).
-    let pf = unsafe { sync_current(parent) };
+    let pf = unsafe { fpsimd_preserve_current_state(parent) };
     if has_sme() {
         pf.tpidr2 = sme::read_tpidr2();
     }
@@ -489,7 +489,7 @@ pub fn fork_state(parent: &Task, clone_vm: bool) -> TaskFpState {
 }
 
 /// execve: zeroed FPSIMD state; VLs from pending ONEXEC requests or the system defaults.
-pub fn exec_reset(t: &Task) {
+pub fn fpsimd_flush_thread(t: &Task) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let sv = vlctl::on_exec(&sve_ctl(f), SVE_DEFAULT_VL.load(Ordering::Relaxed));
@@ -523,7 +523,7 @@ pub struct SignalState<'a> {
 /// then calls `signal_entered` once the frame is written.
 pub fn for_signal(t: &Task) -> SignalState<'_> {
     // SAFETY: signal delivery runs on the task itself.
-    let f = unsafe { sync_current(t) };
+    let f = unsafe { fpsimd_preserve_current_state(t) };
     f.tpidr2 = if has_sme() { sme::read_tpidr2() } else { 0 };
     let fpsimd = f.fpsimd_view();
     let streaming = f.st.svcr.sm;
@@ -663,7 +663,7 @@ fn commit_vl_settings(f: &mut TaskFpState, kind: VecKind, new: TaskVl) {
 }
 
 /// PR_SVE_SET_VL / PR_SME_SET_VL for the current task.
-pub fn prctl_set_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
+pub fn vec_set_current_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let (ctl, set) = match kind {
@@ -673,7 +673,7 @@ pub fn prctl_set_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
     let r = vlctl::set_vl(kind, arg, set, &ctl)?;
     if let Some(vl) = r.live_change {
         // SAFETY: prctl runs on the task itself.
-        let f = unsafe { sync_current(t) };
+        let f = unsafe { fpsimd_preserve_current_state(t) };
         change_live_vl(f, kind, vl);
     }
     // SAFETY: `t` is the running task (or being switched by this CPU).
@@ -682,7 +682,7 @@ pub fn prctl_set_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
 }
 
 /// PR_SVE_GET_VL / PR_SME_GET_VL for the current task.
-pub fn prctl_get_vl(t: &Task, kind: VecKind) -> SysResult<usize> {
+pub fn vec_get_current_vl(t: &Task, kind: VecKind) -> SysResult<usize> {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let (ctl, set) = match kind {
@@ -770,7 +770,7 @@ pub fn cpu_init() {
 // The register-set side of PTRACE_GETREGSET/SETREGSET and of core-file notes
 // (`ptrace::regset`). `t` is the current task (a core dump: its live registers are saved
 // first, and stay live) or a task off its CPU that cannot run until the caller lets it (a
-// tracee in a ptrace stop, a thread of a process dumping core): `switch_out` saved its
+// tracee in a ptrace stop, a thread of a process dumping core): `fpsimd_thread_switch` saved its
 // registers, so memory is authoritative. Every write ends with `fps::invalidate`, so the task
 // reloads exactly what was written when it next returns to user mode, on whichever CPU.
 
@@ -789,7 +789,7 @@ fn is_current(t: &Task) -> bool {
 unsafe fn regset_state(t: &Task) -> &mut TaskFpState {
     if is_current(t) {
         // SAFETY: the caller's contract; `t` is the running task.
-        let f = unsafe { sync_current(t) };
+        let f = unsafe { fpsimd_preserve_current_state(t) };
         if has_sme() {
             f.tpidr2 = sme::read_tpidr2();
         }
@@ -801,7 +801,7 @@ unsafe fn regset_state(t: &Task) -> &mut TaskFpState {
 }
 
 /// Brings `t`'s FP state (and TPIDR2) into memory for reading: saves the current task's live
-/// registers (they stay live); nothing to do for a task off its CPU, whose `switch_out`
+/// registers (they stay live); nothing to do for a task off its CPU, whose `fpsimd_thread_switch`
 /// already saved them. The regset functions below do this themselves; a core dump may call it
 /// once per thread before writing notes.
 #[allow(dead_code)] // for the core-dump writer

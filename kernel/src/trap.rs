@@ -37,10 +37,10 @@ pub fn el0_sync(tf: &mut TrapFrame) {
         }
         Ec::FpException => fault(sig::SIGFPE, sig::FPE_FLTUNK, tf.elr, esr.0),
         Ec::SveAccess if crate::cpufeature::features().sve => {
-            crate::fpstate::sve_trap(task::current())
+            crate::fpstate::do_sve_acc(task::current())
         }
         Ec::SmeAccess if crate::cpufeature::offer().sme => {
-            if !crate::fpstate::sme_trap(task::current(), esr.smtc()) {
+            if !crate::fpstate::do_sme_acc(task::current(), esr.smtc()) {
                 fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
             }
         }
@@ -59,8 +59,8 @@ pub fn el0_sync(tf: &mut TrapFrame) {
                 fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
             }
         }
-        // SVE and SME first-use traps and EL0 ID-register emulation arrive with the FP/SVE
-        // work; until then these are undefined instructions, as on a CPU without them.
+        // Anything else from EL0 (SVE/SME traps on a CPU without them included) is an
+        // undefined instruction, as Linux reports it.
         _ => fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0),
     }
 }
@@ -193,5 +193,5 @@ pub fn return_to_user(tf: &mut TrapFrame) {
     if t.traced.load(core::sync::atomic::Ordering::Relaxed) {
         crate::ptrace::prepare_return(t, tf);
     }
-    crate::fpstate::return_to_user(t);
+    crate::fpstate::fpsimd_restore_current_state(t);
 }

@@ -7,7 +7,7 @@ use alloc::sync::Arc;
 use core::any::Any;
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs as f;
+use svelt_abi::fs::POLLOUT;
 use svelt_abi::tty;
 
 /// (name, major, minor, mode) of the nodes /dev always has (devtmpfs-like).
@@ -51,7 +51,7 @@ impl FileOps for Console {
         Ok(buf.len())
     }
     fn poll(&self) -> u32 {
-        f::POLLOUT as u32
+        POLLOUT as u32
     }
     fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         match cmd {

@@ -9,7 +9,10 @@ use alloc::vec::Vec;
 use core::any::Any;
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs as f;
+use svelt_abi::fs::{
+    EpollEvent, EPOLLERR, EPOLLHUP, EPOLLONESHOT, EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD,
+    POLLIN,
+};
 
 static POLL_WQ: WaitQueue = WaitQueue::new();
 
@@ -45,11 +48,11 @@ impl Epoll {
         })
     }
 
-    pub fn ctl(&self, op: u32, fd: i32, file: &Arc<File>, ev: f::EpollEvent) -> SysResult<()> {
+    pub fn ctl(&self, op: u32, fd: i32, file: &Arc<File>, ev: EpollEvent) -> SysResult<()> {
         let key = (fd, Arc::as_ptr(file) as *const u8 as usize);
         let mut m = self.interest.lock();
         match op {
-            f::EPOLL_CTL_ADD => {
+            EPOLL_CTL_ADD => {
                 if m.contains_key(&key) {
                     return Err(Errno::EEXIST);
                 }
@@ -63,13 +66,13 @@ impl Epoll {
                     },
                 );
             }
-            f::EPOLL_CTL_MOD => {
+            EPOLL_CTL_MOD => {
                 let i = m.get_mut(&key).ok_or(Errno::ENOENT)?;
                 i.events = ev.events;
                 i.data = ev.data;
                 i.disabled = false;
             }
-            f::EPOLL_CTL_DEL => {
+            EPOLL_CTL_DEL => {
                 m.remove(&key).ok_or(Errno::ENOENT)?;
             }
             _ => return Err(Errno::EINVAL),
@@ -80,7 +83,7 @@ impl Epoll {
     }
 
     /// Ready events now (level-triggered), at most `max`.
-    pub fn collect(&self, max: usize) -> Vec<f::EpollEvent> {
+    pub fn collect(&self, max: usize) -> Vec<EpollEvent> {
         let mut out = Vec::new();
         let mut m = self.interest.lock();
         m.retain(|_, i| i.file.strong_count() > 0);
@@ -91,13 +94,13 @@ impl Epoll {
             let Some(file) = i.file.upgrade() else {
                 continue;
             };
-            let ready = file.ops.poll() & (i.events | f::EPOLLERR | f::EPOLLHUP);
+            let ready = file.ops.poll() & (i.events | EPOLLERR | EPOLLHUP);
             if ready != 0 {
-                out.push(f::EpollEvent {
+                out.push(EpollEvent {
                     events: ready,
                     data: i.data,
                 });
-                if i.events & f::EPOLLONESHOT != 0 {
+                if i.events & EPOLLONESHOT != 0 {
                     i.disabled = true;
                 }
             }
@@ -117,7 +120,7 @@ impl FileOps for Epoll {
         if self.collect(1).is_empty() {
             0
         } else {
-            f::POLLIN as u32
+            POLLIN as u32
         }
     }
     fn as_any(&self) -> &dyn Any {

@@ -17,7 +17,7 @@ use miniz_oxide::inflate::core::{decompress, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
 use svelt_abi::cpio::{self, Event, Parser};
 use svelt_abi::errno::Errno;
-use svelt_abi::fs as f;
+use svelt_abi::fs::{S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG};
 
 /// What was unpacked.
 #[derive(Default)]
@@ -121,12 +121,12 @@ impl Unpacker<'_> {
         let dir = mkdir_p(self.root, dir_path);
         let perm = h.perm();
         match h.file_type() {
-            f::S_IFDIR => {
+            S_IFDIR => {
                 if !dir.lookup(leaf).is_ok_and(|d| d.kind() == Kind::Dir) {
                     put(&dir, leaf, RamDir::new(perm));
                 }
             }
-            f::S_IFREG => {
+            S_IFREG => {
                 let node = RamFile::new(perm);
                 put(&dir, leaf, node.clone());
                 self.cur = Current::File {
@@ -136,14 +136,14 @@ impl Unpacker<'_> {
                     failed: false,
                 };
             }
-            f::S_IFLNK => {
+            S_IFLNK => {
                 self.cur = Current::Symlink {
                     dir,
                     leaf: String::from(leaf),
                     target: Vec::new(),
                 }
             }
-            f::S_IFCHR => put(&dir, leaf, DevNode::new(perm, h.rdev_major, h.rdev_minor)),
+            S_IFCHR => put(&dir, leaf, DevNode::new(perm, h.rdev_major, h.rdev_minor)),
             _ => return,
         }
         self.stats.entries += 1;

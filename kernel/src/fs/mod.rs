@@ -19,7 +19,10 @@ use core::any::Any;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use spin::{Mutex, Once};
 use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs as f;
+use svelt_abi::fs::{
+    Stat, AT_FDCWD, O_ACCMODE, O_APPEND, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, POLLIN, POLLOUT,
+    S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -32,10 +35,10 @@ pub enum Kind {
 impl Kind {
     pub fn mode_bits(self) -> u32 {
         match self {
-            Kind::Dir => f::S_IFDIR,
-            Kind::File => f::S_IFREG,
-            Kind::Symlink => f::S_IFLNK,
-            Kind::CharDev => f::S_IFCHR,
+            Kind::Dir => S_IFDIR,
+            Kind::File => S_IFREG,
+            Kind::Symlink => S_IFLNK,
+            Kind::CharDev => S_IFCHR,
         }
     }
     pub fn dirent_type(self) -> u8 {
@@ -158,7 +161,7 @@ pub trait FileOps: Send + Sync + Any {
     }
     /// POLLIN/POLLOUT/POLLHUP/POLLERR readiness now.
     fn poll(&self) -> u32 {
-        (f::POLLIN | f::POLLOUT) as u32
+        (POLLIN | POLLOUT) as u32
     }
     fn ioctl(&self, _file: &File, _cmd: u32, _arg: usize) -> SysResult<usize> {
         Err(Errno::ENOTTY)
@@ -194,13 +197,13 @@ impl File {
         self.flags.load(Ordering::Relaxed)
     }
     pub fn nonblocking(&self) -> bool {
-        self.flags() & f::O_NONBLOCK != 0
+        self.flags() & O_NONBLOCK != 0
     }
     pub fn readable(&self) -> bool {
-        self.flags() & f::O_ACCMODE != f::O_WRONLY && self.flags() & f::O_PATH == 0
+        self.flags() & O_ACCMODE != O_WRONLY && self.flags() & O_PATH == 0
     }
     pub fn writable(&self) -> bool {
-        self.flags() & f::O_ACCMODE != f::O_RDONLY && self.flags() & f::O_PATH == 0
+        self.flags() & O_ACCMODE != O_RDONLY && self.flags() & O_PATH == 0
     }
 }
 
@@ -216,7 +219,7 @@ impl FileOps for NodeOps {
     }
     fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
         let mut pos = file.pos.lock();
-        if file.flags() & f::O_APPEND != 0 {
+        if file.flags() & O_APPEND != 0 {
             *pos = self.0.size();
         }
         let n = self.0.write_at(*pos, buf)?;
@@ -461,7 +464,7 @@ fn start_stack(dirfd: i32, path: &str) -> SysResult<Vec<(String, Arc<dyn Inode>)
     if path.starts_with('/') {
         return Ok(alloc::vec![("/".to_string(), root())]);
     }
-    let base = if dirfd == f::AT_FDCWD {
+    let base = if dirfd == AT_FDCWD {
         crate::task::current().fs().lock().cwd.clone()
     } else {
         let file = crate::task::current().files().lock().get(dirfd)?;
@@ -540,10 +543,10 @@ pub fn open_node(node: Arc<dyn Inode>, flags: u32, path: String) -> SysResult<Ar
 }
 
 /// Fills a `struct stat` for a node.
-pub fn stat_of(node: &dyn Inode) -> f::Stat {
+pub fn stat_of(node: &dyn Inode) -> Stat {
     let (maj, min) = node.rdev();
     let size = node.size();
-    f::Stat {
+    Stat {
         st_dev: 1,
         st_ino: node.ino(),
         st_mode: node.kind().mode_bits() | node.perm(),

@@ -9,7 +9,7 @@ use core::any::Any;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs as f;
+use svelt_abi::fs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 
 pub const PIPE_SIZE: usize = 65536;
 pub const PIPE_BUF: usize = 4096;
@@ -253,16 +253,16 @@ impl FileOps for PipeEnd {
         let mut ev = 0u32;
         if self.write {
             if r.readers == 0 {
-                ev |= f::POLLERR as u32;
+                ev |= POLLERR as u32;
             } else if r.data.len() < r.capacity {
-                ev |= (f::POLLOUT | f::POLLWRNORM) as u32;
+                ev |= (POLLOUT | POLLWRNORM) as u32;
             }
         } else {
             if !r.data.is_empty() {
-                ev |= (f::POLLIN | f::POLLRDNORM) as u32;
+                ev |= (POLLIN | POLLRDNORM) as u32;
             }
             if r.writers == 0 {
-                ev |= f::POLLHUP as u32;
+                ev |= POLLHUP as u32;
             }
         }
         ev

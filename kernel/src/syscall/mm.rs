@@ -8,7 +8,7 @@ use crate::fs::Kind;
 use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, USER_END};
 use crate::task::{self, with_mm};
 use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs as f;
+use svelt_abi::fs::{O_APPEND, O_PATH};
 use svelt_abi::mm as m;
 use svelt_abi::sys::{RLIMIT_AS, RLIMIT_DATA};
 
@@ -78,14 +78,14 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
             Kind::CharDev if node.rdev() == (1, 5) => {}
             Kind::Dir | Kind::Symlink | Kind::CharDev => return Err(Errno::ENODEV),
         }
-        if !file.readable() || file.flags() & f::O_PATH != 0 {
-            return Err(if file.flags() & f::O_PATH != 0 {
+        if !file.readable() || file.flags() & O_PATH != 0 {
+            return Err(if file.flags() & O_PATH != 0 {
                 Errno::EBADF
             } else {
                 Errno::EACCES
             });
         }
-        if req.shared && p.w() && (!file.writable() || file.flags() & f::O_APPEND != 0) {
+        if req.shared && p.w() && (!file.writable() || file.flags() & O_APPEND != 0) {
             return Err(Errno::EACCES);
         }
         if node.kind() == Kind::CharDev {
@@ -99,7 +99,7 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
                 node,
                 off: req.offset,
                 shared: req.shared,
-                maywrite: !req.shared || (file.writable() && file.flags() & f::O_APPEND == 0),
+                maywrite: !req.shared || (file.writable() && file.flags() & O_APPEND == 0),
             }
         }
     };

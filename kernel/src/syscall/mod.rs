@@ -2,12 +2,15 @@
 //! dispatcher turns errors into `-errno` in x0.
 
 pub mod cred;
-pub mod fs;
+pub mod file;
 pub mod misc;
 pub mod mm;
+pub mod namei;
+pub mod poll;
 pub mod proc;
 pub mod ptrace;
 pub mod signal;
+pub mod stat;
 pub mod time;
 
 use crate::arch::aarch64::exception::TrapFrame;
@@ -44,7 +47,7 @@ pub fn dispatch(tf: &mut TrapFrame) {
         l.in_syscall = n as i64;
     }
     let me = task::current();
-    crate::fpstate::syscall_entry(me);
+    crate::fpstate::fp_user_discard(me);
     if me.syscall_trace.load(core::sync::atomic::Ordering::Relaxed) {
         return dispatch_traced(tf);
     }
@@ -116,49 +119,49 @@ type Handler = fn(Args, &mut TrapFrame) -> SysResult<usize>;
 static TABLE: [Option<Handler>; 512] = {
     let mut t: [Option<Handler>; 512] = [None; 512];
     // files
-    t[nr::OPENAT] = Some(|a, _| fs::openat(a.i(0), a.u(1), a.u32(2), a.u32(3)));
-    t[nr::CLOSE] = Some(|a, _| fs::close(a.i(0)));
-    t[nr::READ] = Some(|a, _| fs::read(a.i(0), a.u(1), a.u(2)));
-    t[nr::WRITE] = Some(|a, _| fs::write(a.i(0), a.u(1), a.u(2)));
-    t[nr::READV] = Some(|a, _| fs::readv(a.i(0), a.u(1), a.u(2)));
-    t[nr::WRITEV] = Some(|a, _| fs::writev(a.i(0), a.u(1), a.u(2)));
-    t[nr::PREAD64] = Some(|a, _| fs::pread64(a.i(0), a.u(1), a.u(2), a.0[3] as i64));
-    t[nr::PWRITE64] = Some(|a, _| fs::pwrite64(a.i(0), a.u(1), a.u(2), a.0[3] as i64));
-    t[nr::LSEEK] = Some(|a, _| fs::lseek(a.i(0), a.0[1] as i64, a.u32(2)));
-    t[nr::NEWFSTATAT] = Some(|a, _| fs::newfstatat(a.i(0), a.u(1), a.u(2), a.u32(3)));
-    t[nr::FSTAT] = Some(|a, _| fs::fstat(a.i(0), a.u(1)));
-    t[nr::STATX] = Some(|a, _| fs::statx(a.i(0), a.u(1), a.u32(2), a.u32(3), a.u(4)));
-    t[nr::GETDENTS64] = Some(|a, _| fs::getdents64(a.i(0), a.u(1), a.u(2)));
-    t[nr::READLINKAT] = Some(|a, _| fs::readlinkat(a.i(0), a.u(1), a.u(2), a.u(3)));
-    t[nr::FACCESSAT] = Some(|a, _| fs::faccessat(a.i(0), a.u(1), a.u32(2), 0));
-    t[nr::FACCESSAT2] = Some(|a, _| fs::faccessat(a.i(0), a.u(1), a.u32(2), a.u32(3)));
-    t[nr::CHDIR] = Some(|a, _| fs::chdir(a.u(0)));
-    t[nr::FCHDIR] = Some(|a, _| fs::fchdir(a.i(0)));
-    t[nr::GETCWD] = Some(|a, _| fs::getcwd(a.u(0), a.u(1)));
-    t[nr::MKDIRAT] = Some(|a, _| fs::mkdirat(a.i(0), a.u(1), a.u32(2)));
-    t[nr::UNLINKAT] = Some(|a, _| fs::unlinkat(a.i(0), a.u(1), a.u32(2)));
-    t[nr::SYMLINKAT] = Some(|a, _| fs::symlinkat(a.u(0), a.i(1), a.u(2)));
-    t[nr::MKNODAT] = Some(|a, _| fs::mknodat(a.i(0), a.u(1), a.u32(2), a.0[3]));
-    t[nr::FTRUNCATE] = Some(|a, _| fs::ftruncate(a.i(0), a.0[1] as i64));
-    t[nr::FSYNC] = Some(|a, _| fs::fsync(a.i(0)));
-    t[nr::FDATASYNC] = Some(|a, _| fs::fsync(a.i(0)));
+    t[nr::OPENAT] = Some(|a, _| file::openat(a.i(0), a.u(1), a.u32(2), a.u32(3)));
+    t[nr::CLOSE] = Some(|a, _| file::close(a.i(0)));
+    t[nr::READ] = Some(|a, _| file::read(a.i(0), a.u(1), a.u(2)));
+    t[nr::WRITE] = Some(|a, _| file::write(a.i(0), a.u(1), a.u(2)));
+    t[nr::READV] = Some(|a, _| file::readv(a.i(0), a.u(1), a.u(2)));
+    t[nr::WRITEV] = Some(|a, _| file::writev(a.i(0), a.u(1), a.u(2)));
+    t[nr::PREAD64] = Some(|a, _| file::pread64(a.i(0), a.u(1), a.u(2), a.0[3] as i64));
+    t[nr::PWRITE64] = Some(|a, _| file::pwrite64(a.i(0), a.u(1), a.u(2), a.0[3] as i64));
+    t[nr::LSEEK] = Some(|a, _| file::lseek(a.i(0), a.0[1] as i64, a.u32(2)));
+    t[nr::NEWFSTATAT] = Some(|a, _| stat::newfstatat(a.i(0), a.u(1), a.u(2), a.u32(3)));
+    t[nr::FSTAT] = Some(|a, _| stat::fstat(a.i(0), a.u(1)));
+    t[nr::STATX] = Some(|a, _| stat::statx(a.i(0), a.u(1), a.u32(2), a.u32(3), a.u(4)));
+    t[nr::GETDENTS64] = Some(|a, _| stat::getdents64(a.i(0), a.u(1), a.u(2)));
+    t[nr::READLINKAT] = Some(|a, _| stat::readlinkat(a.i(0), a.u(1), a.u(2), a.u(3)));
+    t[nr::FACCESSAT] = Some(|a, _| stat::faccessat(a.i(0), a.u(1), a.u32(2), 0));
+    t[nr::FACCESSAT2] = Some(|a, _| stat::faccessat(a.i(0), a.u(1), a.u32(2), a.u32(3)));
+    t[nr::CHDIR] = Some(|a, _| namei::chdir(a.u(0)));
+    t[nr::FCHDIR] = Some(|a, _| namei::fchdir(a.i(0)));
+    t[nr::GETCWD] = Some(|a, _| namei::getcwd(a.u(0), a.u(1)));
+    t[nr::MKDIRAT] = Some(|a, _| namei::mkdirat(a.i(0), a.u(1), a.u32(2)));
+    t[nr::UNLINKAT] = Some(|a, _| namei::unlinkat(a.i(0), a.u(1), a.u32(2)));
+    t[nr::SYMLINKAT] = Some(|a, _| namei::symlinkat(a.u(0), a.i(1), a.u(2)));
+    t[nr::MKNODAT] = Some(|a, _| namei::mknodat(a.i(0), a.u(1), a.u32(2), a.0[3]));
+    t[nr::FTRUNCATE] = Some(|a, _| file::ftruncate(a.i(0), a.0[1] as i64));
+    t[nr::FSYNC] = Some(|a, _| file::fsync(a.i(0)));
+    t[nr::FDATASYNC] = Some(|a, _| file::fsync(a.i(0)));
     t[nr::SYNC] = Some(|_, _| Ok(0));
-    t[nr::PIPE2] = Some(|a, _| fs::pipe2(a.u(0), a.u32(1)));
-    t[nr::DUP] = Some(|a, _| fs::dup(a.i(0)));
-    t[nr::DUP3] = Some(|a, _| fs::dup3(a.i(0), a.i(1), a.u32(2)));
-    t[nr::FCNTL] = Some(|a, _| fs::fcntl(a.i(0), a.u32(1), a.u(2)));
-    t[nr::IOCTL] = Some(|a, _| fs::ioctl(a.i(0), a.u32(1), a.u(2)));
-    t[nr::EPOLL_CREATE1] = Some(|a, _| fs::epoll_create1(a.u32(0)));
-    t[nr::EPOLL_CTL] = Some(|a, _| fs::epoll_ctl(a.i(0), a.u32(1), a.i(2), a.u(3)));
+    t[nr::PIPE2] = Some(|a, _| file::pipe2(a.u(0), a.u32(1)));
+    t[nr::DUP] = Some(|a, _| file::dup(a.i(0)));
+    t[nr::DUP3] = Some(|a, _| file::dup3(a.i(0), a.i(1), a.u32(2)));
+    t[nr::FCNTL] = Some(|a, _| file::fcntl(a.i(0), a.u32(1), a.u(2)));
+    t[nr::IOCTL] = Some(|a, _| file::ioctl(a.i(0), a.u32(1), a.u(2)));
+    t[nr::EPOLL_CREATE1] = Some(|a, _| poll::epoll_create1(a.u32(0)));
+    t[nr::EPOLL_CTL] = Some(|a, _| poll::epoll_ctl(a.i(0), a.u32(1), a.i(2), a.u(3)));
     t[nr::EPOLL_PWAIT] =
-        Some(|a, _| fs::epoll_pwait(a.i(0), a.u(1), a.i(2), a.i(3), a.u(4), a.u(5)));
-    t[nr::PPOLL] = Some(|a, _| fs::ppoll(a.u(0), a.u(1), a.u(2), a.u(3), a.u(4)));
-    t[nr::PSELECT6] = Some(|a, _| fs::pselect6(a.i(0), a.u(1), a.u(2), a.u(3), a.u(4), a.u(5)));
-    t[nr::MOUNT] = Some(|a, _| fs::mount(a.u(0), a.u(1), a.u(2), a.u(3) as u64, a.u(4)));
-    t[nr::UMOUNT2] = Some(|a, _| fs::umount2(a.u(0), a.u32(1)));
-    t[nr::UMASK] = Some(|a, _| fs::umask(a.u32(0)));
-    t[nr::STATFS] = Some(|a, _| fs::statfs(a.u(0), a.u(1)));
-    t[nr::FSTATFS] = Some(|a, _| fs::fstatfs(a.i(0), a.u(1)));
+        Some(|a, _| poll::epoll_pwait(a.i(0), a.u(1), a.i(2), a.i(3), a.u(4), a.u(5)));
+    t[nr::PPOLL] = Some(|a, _| poll::ppoll(a.u(0), a.u(1), a.u(2), a.u(3), a.u(4)));
+    t[nr::PSELECT6] = Some(|a, _| poll::pselect6(a.i(0), a.u(1), a.u(2), a.u(3), a.u(4), a.u(5)));
+    t[nr::MOUNT] = Some(|a, _| namei::mount(a.u(0), a.u(1), a.u(2), a.u(3) as u64, a.u(4)));
+    t[nr::UMOUNT2] = Some(|a, _| namei::umount2(a.u(0), a.u32(1)));
+    t[nr::UMASK] = Some(|a, _| namei::umask(a.u32(0)));
+    t[nr::STATFS] = Some(|a, _| stat::statfs(a.u(0), a.u(1)));
+    t[nr::FSTATFS] = Some(|a, _| stat::fstatfs(a.i(0), a.u(1)));
     t[nr::FCHMOD] = Some(|_, _| Ok(0));
     t[nr::FCHMODAT] = Some(|_, _| Ok(0));
     t[nr::FCHOWN] = Some(|_, _| Ok(0));

@@ -311,13 +311,13 @@ pub fn prctl(option: u32, a2: usize, a3: usize, a4: usize, a5: usize) -> SysResu
             Ok(0)
         }
         sys::PR_SVE_SET_VL => {
-            crate::fpstate::prctl_set_vl(task::current(), VecKind::Sve, a2 as u64)
+            crate::fpstate::vec_set_current_vl(task::current(), VecKind::Sve, a2 as u64)
         }
-        sys::PR_SVE_GET_VL => crate::fpstate::prctl_get_vl(task::current(), VecKind::Sve),
+        sys::PR_SVE_GET_VL => crate::fpstate::vec_get_current_vl(task::current(), VecKind::Sve),
         sys::PR_SME_SET_VL => {
-            crate::fpstate::prctl_set_vl(task::current(), VecKind::Sme, a2 as u64)
+            crate::fpstate::vec_set_current_vl(task::current(), VecKind::Sme, a2 as u64)
         }
-        sys::PR_SME_GET_VL => crate::fpstate::prctl_get_vl(task::current(), VecKind::Sme),
+        sys::PR_SME_GET_VL => crate::fpstate::vec_get_current_vl(task::current(), VecKind::Sme),
         _ => Err(Errno::EINVAL),
     }
 }

@@ -208,7 +208,7 @@ pub fn do_execve(
     }
     // Nor does the tagged address ABI (Linux's flush_tagged_addr_state).
     sched::set_current_tagged_addr(false);
-    crate::fpstate::exec_reset(&me);
+    crate::fpstate::fpsimd_flush_thread(&me);
     sched::set_current_tpidr_el0(0);
     *tf = TrapFrame {
         x: [0; 31],

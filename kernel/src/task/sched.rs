@@ -261,7 +261,7 @@ pub fn schedule() {
         if !prev.is_idle() {
             prev.local().tpidr_el0 = cpu::tpidr_el0();
             if prev.state() != State::Dead {
-                crate::fpstate::switch_out(&prev);
+                crate::fpstate::fpsimd_thread_switch(&prev);
             }
         }
         if !next.is_idle() {

@@ -1,4 +1,5 @@
-//! AArch64: the only home of `asm!`, system registers and exception vectors.
+//! AArch64: the only home of `asm!`, system registers and exception vectors. Nothing here names
+//! a module above arch/: the way up is `entry`.
 //!
 //! - `boot`: the Image header, EL2 set-up, early page tables (boot/head.s) and the stacks.
 //! - `cpu`: per-CPU identity, interrupt masking, idle, cache maintenance.

@@ -1,6 +1,7 @@
 //! FP/SIMD, SVE and SME primitives: the only kernel code that touches vector state.
-//! One file per extension. The lazy state machine that decides when to use them arrives with the
-//! SVE issue; for now they configure access and find the implemented vector lengths.
+//! One file per extension. They configure access, find the implemented vector lengths and save
+//! and load registers; when to do which is decided by abi::fpstate and carried out by
+//! kernel/src/fpstate.rs.
 
 // One file per extension: fpsimd, sve, sme.
 #[allow(clippy::module_inception)]

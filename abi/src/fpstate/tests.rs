@@ -1,0 +1,401 @@
+use super::*;
+
+const OFF: Svcr = Svcr {
+    sm: false,
+    za: false,
+};
+
+fn live(cpu: u32, id: u64) -> (CpuFp, TaskFp) {
+    let mut c = CpuFp::new(cpu, false);
+    let mut t = TaskFp::new(id, 64, 0);
+    let r = return_to_user(&mut c, &mut t);
+    assert_eq!(r.load, Some(Format::Fpsimd));
+    (c, t)
+}
+
+fn live_sme(cpu: u32, id: u64) -> (CpuFp, TaskFp) {
+    let mut c = CpuFp::new(cpu, true);
+    let mut t = TaskFp::new(id, 64, 32);
+    return_to_user(&mut c, &mut t);
+    (c, t)
+}
+
+#[test]
+fn first_return_loads_then_nothing_while_live() {
+    let (mut c, mut t) = live(0, 1);
+    assert!(c.holds(&t));
+    assert_eq!(return_to_user(&mut c, &mut t), NO_RESTORE);
+}
+
+#[test]
+fn same_cpu_nobody_else_reloads_nothing() {
+    let (mut c, mut t) = live(0, 1);
+    assert_eq!(switch_out(&mut c, &mut t, OFF).regs, Regs::Fpsimd);
+    // Idle in between: nobody touched the registers.
+    assert_eq!(return_to_user(&mut c, &mut t).load, None);
+}
+
+#[test]
+fn another_task_on_the_cpu_makes_it_foreign() {
+    let (mut c, mut a) = live(0, 1);
+    switch_out(&mut c, &mut a, OFF);
+    let mut b = TaskFp::new(2, 64, 0);
+    assert_eq!(return_to_user(&mut c, &mut b).load, Some(Format::Fpsimd));
+    assert_eq!(switch_out(&mut c, &mut b, OFF).regs, Regs::Fpsimd);
+    assert_eq!(return_to_user(&mut c, &mut a).load, Some(Format::Fpsimd));
+}
+
+#[test]
+fn migration_back_and_forth_reloads() {
+    let mut c0 = CpuFp::new(0, false);
+    let mut c1 = CpuFp::new(1, false);
+    let mut t = TaskFp::new(7, 64, 0);
+    return_to_user(&mut c0, &mut t);
+    switch_out(&mut c0, &mut t, OFF);
+    assert_eq!(return_to_user(&mut c1, &mut t).load, Some(Format::Fpsimd));
+    assert_eq!(switch_out(&mut c1, &mut t, OFF).regs, Regs::Fpsimd);
+    // CPU 0 still names the task as owner, but the task ran on CPU 1 since.
+    assert_eq!(c0.owner, 7);
+    assert_eq!(return_to_user(&mut c0, &mut t).load, Some(Format::Fpsimd));
+}
+
+#[test]
+fn not_live_saves_nothing() {
+    let mut c = CpuFp::new(0, false);
+    let mut t = TaskFp::new(3, 64, 0);
+    assert_eq!(switch_out(&mut c, &mut t, OFF), Save::NOTHING);
+}
+
+#[test]
+fn sve_trap_live_zeroes_in_registers_once() {
+    let (mut c, mut t) = live(0, 1);
+    let p = sve_trap(&mut c, &mut t).unwrap();
+    assert_eq!(
+        p,
+        SveTrap {
+            set_zcr: Some(3),
+            flush_live: true,
+            convert_saved: false,
+            enable_zen_el0: true
+        }
+    );
+    assert!(t.sve);
+    assert!(sve_trap(&mut c, &mut t).is_err(), "a second trap is a bug");
+    // Saved as SVE from now on.
+    assert_eq!(switch_out(&mut c, &mut t, OFF).regs, Regs::Sve { vl: 64 });
+    assert_eq!(t.format, Format::Sve);
+}
+
+#[test]
+fn sve_trap_not_live_converts_in_memory() {
+    let mut c = CpuFp::new(0, false);
+    let mut t = TaskFp::new(1, 32, 0);
+    let p = sve_trap(&mut c, &mut t).unwrap();
+    assert!(p.convert_saved && !p.flush_live);
+    let r = return_to_user(&mut c, &mut t);
+    assert_eq!(r.load, Some(Format::Sve));
+    assert_eq!((r.set_zcr, r.set_zen_el0), (Some(1), Some(true)));
+}
+
+#[test]
+fn syscall_discards_sve_only_if_switched_out() {
+    let (mut c, mut t) = live(0, 1);
+    sve_trap(&mut c, &mut t).unwrap();
+    // Not switched out: zero the upper bits live, SVE stays enabled.
+    assert_eq!(
+        syscall_entry(&mut c, &t, false),
+        SyscallEntry {
+            smstop_sm: false,
+            flush_sve: true
+        }
+    );
+    assert_eq!(return_to_user(&mut c, &mut t).load, None);
+    assert!(t.sve);
+    // A signal delivered on the way out of a syscall sees FPSIMD only (as Linux's frames).
+    syscall_entry(&mut c, &t, false);
+    assert_eq!(sync_to_memory(&mut c, &mut t, OFF).regs, Regs::Fpsimd);
+    assert_eq!(return_to_user(&mut c, &mut t).load, None, "still live");
+    assert_eq!(
+        switch_out(&mut c, &mut t, OFF).regs,
+        Regs::Sve { vl: 64 },
+        "full again after"
+    );
+    // Switched out during the syscall: only FPSIMD is saved, and SVE is dropped on reload.
+    syscall_entry(&mut c, &t, false);
+    assert_eq!(switch_out(&mut c, &mut t, OFF).regs, Regs::Fpsimd);
+    let mut other = TaskFp::new(2, 16, 0);
+    return_to_user(&mut c, &mut other);
+    switch_out(&mut c, &mut other, OFF);
+    let r = return_to_user(&mut c, &mut t);
+    assert_eq!(r.load, Some(Format::Fpsimd));
+    // EL0 SVE access is off (the other task already turned it off on this CPU).
+    assert!(!c.zen_el0);
+    assert!(!t.sve);
+}
+
+#[test]
+fn zcr_written_only_when_it_changes() {
+    let mut c = CpuFp::new(0, false);
+    let mut a = TaskFp::new(1, 64, 0);
+    let mut b = TaskFp::new(2, 64, 0);
+    let mut d = TaskFp::new(3, 32, 0);
+    for t in [&mut a, &mut b, &mut d] {
+        t.sve = true;
+        t.format = Format::Sve;
+    }
+    assert_eq!(return_to_user(&mut c, &mut a).set_zcr, Some(3));
+    switch_out(&mut c, &mut a, OFF);
+    assert_eq!(return_to_user(&mut c, &mut b).set_zcr, None);
+    switch_out(&mut c, &mut b, OFF);
+    assert_eq!(return_to_user(&mut c, &mut d).set_zcr, Some(1));
+}
+
+#[test]
+fn exec_fork_vl_change_and_edits_invalidate() {
+    let (mut c, mut t) = live(0, 1);
+    sve_trap(&mut c, &mut t).unwrap();
+    let child = fork(&t, 9, false);
+    assert_eq!(
+        (child.format, child.sve, child.last_cpu, child.sve_vl),
+        (Format::Fpsimd, false, None, 64)
+    );
+    switch_out(&mut c, &mut t, OFF);
+    return_to_user(&mut c, &mut t);
+    change_vl(&mut t, 32);
+    assert!(!c.holds(&t));
+    assert_eq!(return_to_user(&mut c, &mut t).load, Some(Format::Fpsimd));
+    invalidate(&mut t);
+    assert!(!c.holds(&t));
+    exec(&mut t, 64, 0);
+    assert!(!t.sve && t.format == Format::Fpsimd);
+}
+
+#[test]
+fn sync_to_memory_keeps_the_state_live() {
+    let (mut c, mut t) = live(0, 1);
+    sve_trap(&mut c, &mut t).unwrap();
+    assert_eq!(
+        sync_to_memory(&mut c, &mut t, OFF).regs,
+        Regs::Sve { vl: 64 }
+    );
+    assert!(c.holds(&t));
+    assert_eq!(return_to_user(&mut c, &mut t).load, None);
+}
+
+// ---- SME ----
+
+#[test]
+fn sme_trap_codes() {
+    let (mut c, mut t) = live_sme(0, 1);
+    for smtc in 1..=4 {
+        assert_eq!(sme_trap(&mut c, &mut t, smtc), Err(SmeTrapError::Illegal));
+    }
+    assert!(!t.sme);
+    assert_eq!(
+        sme_trap(&mut c, &mut t, 0),
+        Ok(SmeTrap {
+            set_smcr: Some(1),
+            enable_smen_el0: true
+        })
+    );
+    assert_eq!(
+        sme_trap(&mut c, &mut t, 0),
+        Err(SmeTrapError::AlreadyEnabled)
+    );
+}
+
+#[test]
+fn sme_trap_not_live_enables_on_return() {
+    let mut c = CpuFp::new(0, true);
+    let mut t = TaskFp::new(1, 64, 64);
+    assert_eq!(
+        sme_trap(&mut c, &mut t, 0),
+        Ok(SmeTrap {
+            set_smcr: None,
+            enable_smen_el0: false
+        })
+    );
+    let r = return_to_user(&mut c, &mut t);
+    assert_eq!(r.set_smen_el0, Some(true));
+    assert_eq!(r.svcr, Some(OFF));
+}
+
+#[test]
+fn streaming_and_za_are_saved_from_hardware_svcr() {
+    let (mut c, mut t) = live_sme(0, 1);
+    sme_trap(&mut c, &mut t, 0).unwrap();
+    let s = switch_out(&mut c, &mut t, Svcr { sm: true, za: true });
+    assert_eq!(
+        s,
+        Save {
+            regs: Regs::Streaming { vl: 32 },
+            za: Some(32)
+        }
+    );
+    assert_eq!(t.format, Format::Streaming);
+    // Another task runs; coming back sets SVCR before loading, then ZA.
+    let mut o = TaskFp::new(2, 64, 32);
+    let ro = return_to_user(&mut c, &mut o);
+    assert_eq!(ro.svcr, Some(OFF));
+    assert!(!ro.load_za);
+    switch_out(&mut c, &mut o, OFF);
+    let r = return_to_user(&mut c, &mut t);
+    assert_eq!(r.load, Some(Format::Streaming));
+    assert_eq!(r.svcr, Some(Svcr { sm: true, za: true }));
+    assert!(r.load_za);
+}
+
+#[test]
+fn za_alone_survives_syscalls_and_switches() {
+    let (mut c, mut t) = live_sme(0, 1);
+    sme_trap(&mut c, &mut t, 0).unwrap();
+    // In streaming mode at the syscall: SMSTOP SM, no SVE flush needed.
+    assert_eq!(
+        syscall_entry(&mut c, &t, true),
+        SyscallEntry {
+            smstop_sm: true,
+            flush_sve: false
+        }
+    );
+    // Switched out during the syscall with ZA on: FPSIMD + ZA saved.
+    let s = switch_out(
+        &mut c,
+        &mut t,
+        Svcr {
+            sm: false,
+            za: true,
+        },
+    );
+    assert_eq!(
+        s,
+        Save {
+            regs: Regs::Fpsimd,
+            za: Some(32)
+        }
+    );
+    let mut o = TaskFp::new(2, 64, 32);
+    return_to_user(&mut c, &mut o);
+    switch_out(&mut c, &mut o, OFF);
+    let r = return_to_user(&mut c, &mut t);
+    assert_eq!((r.load, r.load_za), (Some(Format::Fpsimd), true));
+    assert_eq!(
+        r.svcr,
+        Some(Svcr {
+            sm: false,
+            za: true
+        })
+    );
+}
+
+#[test]
+fn tasks_without_sme_read_as_zero_svcr() {
+    let (mut c, mut t) = live_sme(0, 1);
+    // Even if the caller passed garbage, a task without SME has SM = ZA = 0.
+    let s = switch_out(&mut c, &mut t, Svcr { sm: true, za: true });
+    assert_eq!(
+        s,
+        Save {
+            regs: Regs::Fpsimd,
+            za: None
+        }
+    );
+}
+
+#[test]
+fn signal_entry_leaves_streaming_and_za_off() {
+    let (mut c, mut t) = live_sme(0, 1);
+    sme_trap(&mut c, &mut t, 0).unwrap();
+    sync_to_memory(&mut c, &mut t, Svcr { sm: true, za: true });
+    assert!(c.holds(&t));
+    assert_eq!(
+        signal_entry(&mut t),
+        SignalEntry {
+            left_streaming: true
+        }
+    );
+    assert_eq!((t.svcr, t.format), (OFF, Format::Fpsimd));
+    assert!(!c.holds(&t), "the registers no longer match");
+    // Nothing streaming or ZA: the state stays live.
+    let (mut c2, mut u) = live_sme(1, 2);
+    sync_to_memory(&mut c2, &mut u, OFF);
+    assert_eq!(
+        signal_entry(&mut u),
+        SignalEntry {
+            left_streaming: false
+        }
+    );
+    assert!(c2.holds(&u));
+}
+
+#[test]
+fn fork_rules_for_za() {
+    let mut p = TaskFp::new(1, 64, 32);
+    p.sme = true;
+    p.svcr = Svcr { sm: true, za: true };
+    let child = fork(&p, 2, false);
+    assert_eq!(
+        (child.sme, child.svcr),
+        (
+            true,
+            Svcr {
+                sm: false,
+                za: true
+            }
+        )
+    );
+    let thread = fork(&p, 3, true);
+    assert_eq!((thread.sme, thread.svcr), (false, OFF));
+}
+
+#[test]
+fn sme_vl_change_drops_za_keeps_sm() {
+    let mut t = TaskFp::new(1, 64, 32);
+    t.sme = true;
+    t.svcr = Svcr { sm: true, za: true };
+    assert!(change_sme_vl(&mut t, 64));
+    assert_eq!(
+        t.svcr,
+        Svcr {
+            sm: true,
+            za: false
+        }
+    );
+    assert_eq!(t.sme_vl, 64);
+    // SVE VL changes leave ZA alone.
+    t.svcr.za = true;
+    change_vl(&mut t, 32);
+    assert!(t.svcr.za);
+}
+
+#[test]
+fn smcr_written_only_for_sme_state_and_on_change() {
+    let mut c = CpuFp::new(0, true);
+    let mut a = TaskFp::new(1, 64, 32);
+    a.sme = true;
+    a.svcr.za = true;
+    assert_eq!(return_to_user(&mut c, &mut a).set_smcr, Some(1));
+    switch_out(
+        &mut c,
+        &mut a,
+        Svcr {
+            sm: false,
+            za: true,
+        },
+    );
+    let mut b = TaskFp::new(2, 64, 64);
+    b.sme = true;
+    // SM and ZA are off, but the task may enter streaming mode without trapping.
+    assert_eq!(return_to_user(&mut c, &mut b).set_smcr, Some(3));
+    switch_out(&mut c, &mut b, OFF);
+    assert_eq!(return_to_user(&mut c, &mut a).set_smcr, Some(1));
+    switch_out(&mut c, &mut a, OFF);
+    let mut d = TaskFp::new(3, 64, 32);
+    d.sme = true;
+    assert_eq!(return_to_user(&mut c, &mut d).set_smcr, None, "unchanged");
+    let mut plain = TaskFp::new(4, 64, 64);
+    assert_eq!(
+        return_to_user(&mut c, &mut plain).set_smcr,
+        None,
+        "no SME: SMCR unused"
+    );
+}

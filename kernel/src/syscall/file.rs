@@ -1,0 +1,459 @@
+//! File descriptors: open and close, read and write (plain, positioned, vectored), seek,
+//! truncate, pipes, dup, fcntl and ioctl.
+
+use crate::fs::epoll::{self};
+use crate::fs::{self, pipe, File, Kind};
+use crate::mm::uaccess;
+use crate::mm::uaccess::read_path;
+use crate::task;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fs::{
+    iovec_total, Iovec, FD_CLOEXEC, F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_GETFL, F_GETLK, F_GETOWN,
+    F_GETPIPE_SZ, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETFD, F_SETFL, F_SETLK, F_SETLKW,
+    F_SETOWN, F_SETPIPE_SZ, MAX_RW_COUNT, O_ACCMODE, O_CLOEXEC, O_CREAT, O_DIRECT, O_DIRECTORY,
+    O_EXCL, O_LARGEFILE, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_TRUNC, O_WRONLY, SEEK_CUR,
+    SEEK_END, SEEK_SET, SETFL_MASK, UIO_MAXIOV,
+};
+
+pub(super) const CHUNK: usize = 64 * 1024;
+
+pub(super) fn file(fd: i32) -> SysResult<Arc<File>> {
+    task::current().files().lock().get(fd)
+}
+
+/// Linux's access_ok: the range lies in user space (whether it is mapped shows when it is
+/// copied; a tagged pointer is one under the tagged address ABI).
+pub(super) fn check_user(va: usize, len: usize) -> SysResult<()> {
+    uaccess::access_ok(va, len).map(|_| ())
+}
+
+pub(super) fn install(file: Arc<File>, cloexec: bool) -> SysResult<usize> {
+    task::current()
+        .files()
+        .lock()
+        .install(file, cloexec)
+        .map(|fd| fd as usize)
+}
+
+pub fn openat(dirfd: i32, path: usize, flags: u32, mode: u32) -> SysResult<usize> {
+    let path = read_path(path)?;
+    let follow = flags & O_NOFOLLOW == 0;
+    let node = match fs::resolve(dirfd, &path, follow) {
+        Ok(r) => {
+            if flags & O_CREAT != 0 && flags & O_EXCL != 0 {
+                return Err(Errno::EEXIST);
+            }
+            r
+        }
+        Err(Errno::ENOENT) if flags & O_CREAT != 0 => {
+            let p = fs::resolve_parent(dirfd, &path)?;
+            if p.trailing_slash {
+                return Err(Errno::EISDIR);
+            }
+            let umask = task::current().fs().lock().umask;
+            let node = p.dir.create(&p.name, Kind::File, mode & 0o7777 & !umask)?;
+            let full = if p.dir_path == "/" {
+                alloc::format!("/{}", p.name)
+            } else {
+                alloc::format!("{}/{}", p.dir_path, p.name)
+            };
+            fs::Resolved { node, path: full }
+        }
+        Err(e) => return Err(e),
+    };
+    let kind = node.node.kind();
+    if kind == Kind::Symlink && !follow && flags & O_PATH == 0 {
+        return Err(Errno::ELOOP);
+    }
+    if flags & O_DIRECTORY != 0 && kind != Kind::Dir {
+        return Err(Errno::ENOTDIR);
+    }
+    let acc = flags & O_ACCMODE;
+    if kind == Kind::Dir && (acc != O_RDONLY || flags & O_CREAT != 0) && flags & O_PATH == 0 {
+        return Err(Errno::EISDIR);
+    }
+    if flags & O_TRUNC != 0 && acc != O_RDONLY && kind == Kind::File {
+        node.node.truncate(0)?;
+    }
+    let file = if flags & O_PATH != 0 {
+        File::new(
+            Some(node.node.clone()),
+            Arc::new(fs::NodeOps(node.node)),
+            flags,
+            node.path,
+        )
+    } else {
+        fs::open_node(
+            node.node,
+            flags & !(O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC),
+            node.path,
+        )?
+    };
+    install(file, flags & O_CLOEXEC != 0)
+}
+
+pub fn close(fd: i32) -> SysResult<usize> {
+    let e = task::current().files().lock().close(fd)?;
+    drop(e);
+    Ok(0)
+}
+
+fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult<usize> {
+    if !file.readable() {
+        return Err(Errno::EBADF);
+    }
+    if file.node.as_ref().is_some_and(|n| n.kind() == Kind::Dir) {
+        return Err(Errno::EISDIR);
+    }
+    let count = count.min(MAX_RW_COUNT);
+    check_user(buf, count)?;
+    if let Some(r) = file.ops.read_to_user(file, buf, count) {
+        return r;
+    }
+    let mut kbuf = vec![0u8; count.min(CHUNK)];
+    let mut done = 0;
+    loop {
+        let want = kbuf.len().min(count - done);
+        let n = match off {
+            Some(o) => file.ops.pread(file, &mut kbuf[..want], o + done as u64)?,
+            None => match file.ops.read(file, &mut kbuf[..want]) {
+                Ok(n) => n,
+                Err(e) if done > 0 && matches!(e, Errno::EAGAIN | Errno::ERESTARTSYS) => 0,
+                Err(e) => return Err(e),
+            },
+        };
+        if let Err((e, copied)) = uaccess::copy_to_user_partial(buf + done, &kbuf[..n]) {
+            // As Linux: what reached the buffer counts, and a file's offset covers only that.
+            if off.is_none() && file.ops.seekable() {
+                let mut pos = file.pos.lock();
+                *pos = pos.saturating_sub((n - copied) as u64);
+            }
+            done += copied;
+            return if done > 0 { Ok(done) } else { Err(e) };
+        }
+        done += n;
+        // Only regular files fill the whole request in several pieces.
+        if n < want || done == count || !file.ops.seekable() {
+            return Ok(done);
+        }
+    }
+}
+
+fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult<usize> {
+    if !file.writable() {
+        return Err(Errno::EBADF);
+    }
+    let count = count.min(MAX_RW_COUNT);
+    check_user(buf, count)?;
+    let mut done = 0;
+    while done < count {
+        let n = (count - done).min(CHUNK);
+        let mut kbuf = vec![0u8; n];
+        // A fault part-way writes what came before it (a short count, as on Linux).
+        let (n, fault) = match uaccess::copy_from_user_partial(&mut kbuf, buf + done) {
+            Ok(()) => (n, None),
+            // A pipe takes a chunk whole or not at all.
+            Err((e, _)) if file.ops.whole_chunks() => {
+                if done > 0 {
+                    break;
+                }
+                return Err(e);
+            }
+            Err((_, 0)) if done > 0 => break,
+            Err((e, 0)) => return Err(e),
+            Err((e, copied)) => (copied, Some(e)),
+        };
+        let w = match off {
+            Some(o) => file.ops.pwrite(file, &kbuf[..n], o + done as u64),
+            None => file.ops.write(file, &kbuf[..n]),
+        };
+        match w {
+            Ok(w) => {
+                done += w;
+                if w < n || fault.is_some() {
+                    break;
+                }
+                // A long write to a device or pipe stops at a chunk boundary for a signal (as
+                // a terminal's does on Linux), so a killed writer does not hold on for minutes.
+                if done < count
+                    && !file.ops.seekable()
+                    && crate::signal::interrupted(task::current())
+                {
+                    break;
+                }
+            }
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+pub fn read(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
+    let f = file(fd)?;
+    do_read(&f, buf, count, None)
+}
+
+pub fn write(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
+    let f = file(fd)?;
+    do_write(&f, buf, count, None)
+}
+
+pub fn pread64(fd: i32, buf: usize, count: usize, off: i64) -> SysResult<usize> {
+    let file = file(fd)?;
+    if off < 0 {
+        return Err(Errno::EINVAL);
+    }
+    do_read(&file, buf, count, Some(off as u64))
+}
+
+pub fn pwrite64(fd: i32, buf: usize, count: usize, off: i64) -> SysResult<usize> {
+    let file = file(fd)?;
+    if off < 0 {
+        return Err(Errno::EINVAL);
+    }
+    do_write(&file, buf, count, Some(off as u64))
+}
+
+fn read_iovecs(iov: usize, cnt: usize) -> SysResult<Vec<Iovec>> {
+    if cnt > UIO_MAXIOV {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; cnt * Iovec::SIZE];
+    uaccess::copy_from_user(&mut raw, iov)?;
+    let v: Vec<Iovec> = raw
+        .chunks_exact(Iovec::SIZE)
+        .map(|c| Iovec::from_bytes(c.try_into().unwrap()))
+        .collect();
+    iovec_total(&v)?;
+    Ok(v)
+}
+
+pub fn readv(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
+    let file = file(fd)?;
+    let mut total = 0;
+    for v in read_iovecs(iov, cnt)? {
+        if v.iov_len == 0 {
+            continue;
+        }
+        let n = match do_read(&file, v.iov_base as usize, v.iov_len as usize, None) {
+            Ok(n) => n,
+            Err(_) if total > 0 => break,
+            Err(e) => return Err(e),
+        };
+        total += n;
+        if n < v.iov_len as usize {
+            break;
+        }
+    }
+    Ok(total)
+}
+
+pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
+    let file = file(fd)?;
+    let vs = read_iovecs(iov, cnt)?;
+    if !file.writable() {
+        return Err(Errno::EBADF);
+    }
+    // As Linux: the lengths add up to at most MAX_RW_COUNT (later segments are cut short), and
+    // every segment must lie in user space.
+    let mut segs = Vec::with_capacity(vs.len());
+    let mut total = 0usize;
+    for v in &vs {
+        let len = (v.iov_len as usize).min(MAX_RW_COUNT - total);
+        check_user(v.iov_base as usize, len)?;
+        total += len;
+        segs.push((v.iov_base as usize, len));
+    }
+    if total == 0 {
+        return Ok(0);
+    }
+    // A small writev is gathered into one write, so it reaches a pipe or the console as one
+    // piece; a large one goes segment by segment.
+    if total <= CHUNK {
+        let mut kbuf = vec![0u8; total];
+        let mut at = 0;
+        for &(base, len) in &segs {
+            uaccess::copy_from_user(&mut kbuf[at..at + len], base)?;
+            at += len;
+        }
+        return file.ops.write(&file, &kbuf);
+    }
+    let mut done = 0;
+    for &(base, len) in segs.iter().filter(|s| s.1 > 0) {
+        match do_write(&file, base, len, None) {
+            Ok(n) => {
+                done += n;
+                if n < len {
+                    break;
+                }
+            }
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+pub fn lseek(fd: i32, off: i64, whence: u32) -> SysResult<usize> {
+    let file = file(fd)?;
+    if !file.ops.seekable() {
+        return Err(Errno::ESPIPE);
+    }
+    let mut pos = file.pos.lock();
+    let base = match whence {
+        SEEK_SET => 0,
+        SEEK_CUR => *pos as i64,
+        SEEK_END => file.node.as_ref().map_or(0, |n| n.size() as i64),
+        _ => return Err(Errno::EINVAL),
+    };
+    let new = base.checked_add(off).ok_or(Errno::EOVERFLOW)?;
+    if new < 0 {
+        return Err(Errno::EINVAL);
+    }
+    *pos = new as u64;
+    Ok(new as usize)
+}
+
+pub fn ftruncate(fd: i32, len: i64) -> SysResult<usize> {
+    let file = file(fd)?;
+    if len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !file.writable() {
+        return Err(Errno::EINVAL);
+    }
+    let node = file.node.clone().ok_or(Errno::EINVAL)?;
+    node.truncate(len as u64)?;
+    Ok(0)
+}
+
+pub fn fsync(fd: i32) -> SysResult<usize> {
+    file(fd).map(|_| 0)
+}
+
+pub fn pipe2(fds: usize, flags: u32) -> SysResult<usize> {
+    if flags & !(O_CLOEXEC | O_NONBLOCK | O_DIRECT) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    check_user(fds, 8)?;
+    let (r, w) = pipe::new_pipe();
+    let nb = flags & O_NONBLOCK;
+    let rf = File::new(None, r, O_RDONLY | nb, String::from("pipe:"));
+    let wf = File::new(None, w, O_WRONLY | nb, String::from("pipe:"));
+    let cloexec = flags & O_CLOEXEC != 0;
+    let files = task::current().files();
+    let mut t = files.lock();
+    let a = t.install(rf, cloexec)?;
+    let b = match t.install(wf, cloexec) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = t.close(a);
+            return Err(e);
+        }
+    };
+    drop(t);
+    let mut out = [0u8; 8];
+    out[..4].copy_from_slice(&a.to_le_bytes());
+    out[4..].copy_from_slice(&b.to_le_bytes());
+    if let Err(e) = uaccess::copy_to_user(fds, &out) {
+        let mut t = files.lock();
+        let _ = t.close(a);
+        let _ = t.close(b);
+        return Err(e);
+    }
+    Ok(0)
+}
+
+pub fn dup(fd: i32) -> SysResult<usize> {
+    let files = task::current().files();
+    let mut t = files.lock();
+    let file = t.get(fd)?;
+    t.install(file, false).map(|fd| fd as usize)
+}
+
+pub fn dup3(old: i32, new: i32, flags: u32) -> SysResult<usize> {
+    if flags & !O_CLOEXEC != 0 || old == new {
+        return Err(Errno::EINVAL);
+    }
+    if new < 0 {
+        return Err(Errno::EBADF);
+    }
+    let files = task::current().files();
+    let mut t = files.lock();
+    let file = t.get(old)?;
+    let prev = t.install_at(new as usize, file, flags & O_CLOEXEC != 0)?;
+    drop(t);
+    drop(prev);
+    Ok(new as usize)
+}
+
+pub fn fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
+    let files = task::current().files();
+    let mut t = files.lock();
+    let file = t.get(fd)?;
+    match cmd {
+        F_DUPFD | F_DUPFD_CLOEXEC => {
+            if arg >= fs::nofile_limit() {
+                return Err(Errno::EINVAL);
+            }
+            t.install_from(arg, file, cmd == F_DUPFD_CLOEXEC)
+                .map(|fd| fd as usize)
+        }
+        F_GETFD => Ok(t.entry_mut(fd)?.cloexec as usize),
+        F_SETFD => {
+            t.entry_mut(fd)?.cloexec = arg as u32 & FD_CLOEXEC != 0;
+            Ok(0)
+        }
+        F_GETFL => Ok((file.flags() | O_LARGEFILE) as usize),
+        F_SETFL => {
+            let keep = file.flags() & !SETFL_MASK;
+            file.flags.store(
+                keep | (arg as u32 & SETFL_MASK),
+                core::sync::atomic::Ordering::Relaxed,
+            );
+            epoll::notify();
+            Ok(0)
+        }
+        F_GETLK | F_SETLK | F_SETLKW | F_OFD_GETLK | F_OFD_SETLK | F_OFD_SETLKW => Ok(0),
+        F_GETPIPE_SZ | F_SETPIPE_SZ => {
+            let end = file
+                .ops
+                .as_any()
+                .downcast_ref::<pipe::PipeEnd>()
+                .ok_or(Errno::EBADF)?;
+            if cmd == F_GETPIPE_SZ {
+                Ok(end.capacity())
+            } else {
+                end.set_capacity(arg, super::cred::privileged())
+            }
+        }
+        F_GETOWN | F_SETOWN => Ok(0),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+pub fn ioctl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
+    let files = task::current().files();
+    let file = files.lock().get(fd)?;
+    match cmd {
+        svelt_abi::tty::FIOCLEX | svelt_abi::tty::FIONCLEX => {
+            files.lock().entry_mut(fd)?.cloexec = cmd == svelt_abi::tty::FIOCLEX;
+            Ok(0)
+        }
+        svelt_abi::tty::FIONBIO => {
+            let on = uaccess::read_u32(arg)? != 0;
+            let fl = file.flags() & !O_NONBLOCK;
+            file.flags.store(
+                fl | if on { O_NONBLOCK } else { 0 },
+                core::sync::atomic::Ordering::Relaxed,
+            );
+            Ok(0)
+        }
+        _ => file.ops.ioctl(&file, cmd, arg),
+    }
+}

@@ -1,0 +1,211 @@
+//! The name space: working directory, creating and removing names, mounts, umask.
+
+use super::file::file;
+use crate::fs::{self, Kind};
+use crate::mm::uaccess;
+use crate::mm::uaccess::read_path;
+use crate::task;
+use alloc::string::String;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fs::{AT_FDCWD, AT_REMOVEDIR, S_IFCHR, S_IFMT, S_IFREG};
+
+pub fn chdir(path: usize) -> SysResult<usize> {
+    let p = read_path(path)?;
+    let r = fs::resolve(AT_FDCWD, &p, true)?;
+    if r.node.kind() != Kind::Dir {
+        return Err(Errno::ENOTDIR);
+    }
+    let fs = task::current().fs();
+    let mut g = fs.lock();
+    g.cwd = r.path;
+    g.cwd_node = r.node;
+    Ok(0)
+}
+
+pub fn fchdir(fd: i32) -> SysResult<usize> {
+    let file = file(fd)?;
+    let node = file.node.clone().ok_or(Errno::ENOTDIR)?;
+    if node.kind() != Kind::Dir {
+        return Err(Errno::ENOTDIR);
+    }
+    let fs = task::current().fs();
+    let mut g = fs.lock();
+    g.cwd = file.path.clone();
+    g.cwd_node = node;
+    Ok(0)
+}
+
+pub fn getcwd(buf: usize, size: usize) -> SysResult<usize> {
+    let cwd = task::current().fs().lock().cwd.clone();
+    let len = cwd.len() + 1;
+    if size < len {
+        return Err(Errno::ERANGE);
+    }
+    uaccess::copy_to_user(buf, cwd.as_bytes())?;
+    uaccess::copy_to_user(buf + cwd.len(), &[0])?;
+    Ok(len)
+}
+
+pub fn mkdirat(dirfd: i32, path: usize, mode: u32) -> SysResult<usize> {
+    let p = read_path(path)?;
+    let r = fs::resolve_parent(dirfd, &p)?;
+    if r.name == "." || r.name == ".." {
+        return Err(Errno::EEXIST);
+    }
+    let umask = task::current().fs().lock().umask;
+    r.dir.create(&r.name, Kind::Dir, mode & 0o7777 & !umask)?;
+    Ok(0)
+}
+
+pub fn unlinkat(dirfd: i32, path: usize, flags: u32) -> SysResult<usize> {
+    if flags & !AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let p = read_path(path)?;
+    let r = fs::resolve_parent(dirfd, &p)?;
+    match r.name.as_str() {
+        "." => return Err(Errno::EINVAL),
+        ".." => return Err(Errno::ENOTEMPTY),
+        _ => {}
+    }
+    r.dir.unlink(&r.name, flags & AT_REMOVEDIR != 0)?;
+    Ok(0)
+}
+
+pub fn symlinkat(target: usize, dirfd: i32, path: usize) -> SysResult<usize> {
+    let t = read_path(target)?;
+    let p = read_path(path)?;
+    let r = fs::resolve_parent(dirfd, &p)?;
+    r.dir.link(&r.name, crate::fs::ramfs::RamSymlink::new(t))?;
+    Ok(0)
+}
+
+pub fn mknodat(dirfd: i32, path: usize, mode: u32, dev: u64) -> SysResult<usize> {
+    let p = read_path(path)?;
+    let r = fs::resolve_parent(dirfd, &p)?;
+    match mode & S_IFMT {
+        S_IFCHR => {
+            let (major, minor) = (
+                ((dev >> 8) & 0xfff) as u32,
+                ((dev & 0xff) | ((dev >> 12) & !0xff)) as u32,
+            );
+            r.dir.link(
+                &r.name,
+                crate::fs::ramfs::DevNode::new(mode & 0o7777, major, minor),
+            )?;
+        }
+        0 | S_IFREG => {
+            r.dir.create(&r.name, Kind::File, mode & 0o7777)?;
+        }
+        _ => return Err(Errno::EPERM),
+    }
+    Ok(0)
+}
+
+/// mount(2): tmpfs and ramfs are real, empty instances grafted over the target; proc, sysfs,
+/// devtmpfs and devpts are built in at their usual places, so mounting them changes nothing.
+/// Remounts, binds, moves and propagation changes are accepted and do nothing.
+pub fn mount(
+    source: usize,
+    target: usize,
+    fstype: usize,
+    flags: u64,
+    data: usize,
+) -> SysResult<usize> {
+    use fs::pagecache::{Limit, RAMFS_MAGIC, TMPFS_MAGIC};
+    use svelt_abi::mount as m;
+    const NOT_NEW: u64 = m::MS_REMOUNT
+        | m::MS_BIND
+        | m::MS_MOVE
+        | m::MS_SHARED
+        | m::MS_PRIVATE
+        | m::MS_SLAVE
+        | m::MS_UNBINDABLE;
+    let t = read_path(target)?;
+    let r = fs::resolve(AT_FDCWD, &t, true)?;
+    if r.node.kind() != Kind::Dir {
+        return Err(Errno::ENOTDIR);
+    }
+    if fstype == 0 || flags & NOT_NEW != 0 {
+        return Ok(0);
+    }
+    let ty = read_path(fstype)?;
+    let (fstype, magic) = match ty.as_str() {
+        "proc" | "sysfs" | "devtmpfs" | "devpts" => return Ok(0),
+        "tmpfs" => ("tmpfs", TMPFS_MAGIC),
+        "ramfs" => ("ramfs", RAMFS_MAGIC),
+        _ => return Err(Errno::ENODEV),
+    };
+    // At most a page of options, as Linux copies.
+    let data = match data {
+        0 => String::new(),
+        va => match uaccess::read_cstr(va, 4095) {
+            Ok(b) => String::from_utf8(b).map_err(|_| Errno::EINVAL)?,
+            Err(Errno::EFAULT) => return Err(Errno::EFAULT),
+            Err(_) => return Err(Errno::EINVAL),
+        },
+    };
+    let source = match source {
+        0 => String::from("none"),
+        va => read_path(va)?,
+    };
+    let total = crate::mm::frame::total() as u64;
+    let new = if fstype == "tmpfs" {
+        let opts = m::parse_tmpfs(&data, total)?;
+        let limit = match opts.blocks {
+            None => Limit::HalfOfRam,
+            Some(0) => Limit::None,
+            Some(n) => Limit::Pages(usize::try_from(n).unwrap_or(usize::MAX)),
+        };
+        let mode = opts.mode.unwrap_or(0o1777);
+        fs::NewMount {
+            source,
+            fstype,
+            flags,
+            opts,
+            limit,
+            magic,
+            mode,
+        }
+    } else {
+        // ramfs takes mode= and ignores every other option.
+        let mut mode = 0o755;
+        for w in data.split(',').filter(|w| w.starts_with("mode=")) {
+            mode = m::parse_tmpfs(w, total)?.mode.unwrap_or(mode);
+        }
+        fs::NewMount {
+            source,
+            fstype,
+            flags,
+            opts: m::TmpfsOptions::default(),
+            limit: Limit::None,
+            magic,
+            mode,
+        }
+    };
+    fs::mount_fresh(&r, new)?;
+    Ok(0)
+}
+
+/// umount2(2): tmpfs and ramfs mounts go away (busy or not); anything else is EINVAL.
+pub fn umount2(target: usize, flags: u32) -> SysResult<usize> {
+    use svelt_abi::mount as m;
+    let known = m::MNT_FORCE | m::MNT_DETACH | m::MNT_EXPIRE | m::UMOUNT_NOFOLLOW;
+    let expire_with_force =
+        flags & m::MNT_EXPIRE != 0 && flags & (m::MNT_FORCE | m::MNT_DETACH) != 0;
+    if flags & !known != 0 || expire_with_force {
+        return Err(Errno::EINVAL);
+    }
+    let t = read_path(target)?;
+    let r = fs::resolve(AT_FDCWD, &t, flags & m::UMOUNT_NOFOLLOW == 0)?;
+    fs::umount(&r)?;
+    Ok(0)
+}
+
+pub fn umask(mask: u32) -> SysResult<usize> {
+    let fs = task::current().fs();
+    let mut g = fs.lock();
+    let old = g.umask;
+    g.umask = mask & 0o777;
+    Ok(old as usize)
+}

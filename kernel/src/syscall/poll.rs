@@ -1,0 +1,243 @@
+//! Waiting on many files: epoll, ppoll and pselect6.
+
+use super::file::{check_user, file, install};
+use crate::fs::epoll::{self, Epoll};
+use crate::fs::{self, File, Kind};
+use crate::mm::uaccess;
+use crate::task;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fs::{
+    EpollEvent, PollFd, EPOLL_CLOEXEC, EPOLL_CTL_DEL, O_RDWR, POLLERR, POLLHUP, POLLIN, POLLNVAL,
+    POLLOUT,
+};
+
+pub fn epoll_create1(flags: u32) -> SysResult<usize> {
+    if flags & !EPOLL_CLOEXEC != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let file = File::new(
+        None,
+        Epoll::new(),
+        O_RDWR,
+        String::from("anon_inode:[eventpoll]"),
+    );
+    install(file, flags & EPOLL_CLOEXEC != 0)
+}
+
+fn as_epoll(file: &File) -> SysResult<&Epoll> {
+    file.ops
+        .as_any()
+        .downcast_ref::<Epoll>()
+        .ok_or(Errno::EINVAL)
+}
+
+pub fn epoll_ctl(epfd: i32, op: u32, fd: i32, event: usize) -> SysResult<usize> {
+    let ep_file = file(epfd)?;
+    let target = file(fd)?;
+    let ep = as_epoll(&ep_file)?;
+    if epfd == fd {
+        return Err(Errno::EINVAL);
+    }
+    if target
+        .node
+        .as_ref()
+        .is_some_and(|n| matches!(n.kind(), Kind::File | Kind::Dir))
+    {
+        return Err(Errno::EPERM);
+    }
+    let ev = if op == EPOLL_CTL_DEL {
+        EpollEvent::default()
+    } else {
+        let mut b = [0u8; EpollEvent::SIZE];
+        uaccess::copy_from_user(&mut b, event)?;
+        EpollEvent::from_bytes(&b)
+    };
+    ep.ctl(op, fd, &target, ev)?;
+    Ok(0)
+}
+
+/// Converts a poll timeout in ms (negative: forever) into a deadline.
+fn ms_deadline(ms: i32) -> Option<u64> {
+    (ms >= 0).then(|| crate::time::deadline_after_ns(ms as u64 * 1_000_000))
+}
+
+pub fn epoll_pwait(
+    epfd: i32,
+    events: usize,
+    max: i32,
+    timeout: i32,
+    sigmask: usize,
+    sigsetsize: usize,
+) -> SysResult<usize> {
+    if max <= 0 || max as usize > (i32::MAX as usize) / EpollEvent::SIZE {
+        return Err(Errno::EINVAL);
+    }
+    let ep_file = file(epfd)?;
+    let ep = as_epoll(&ep_file)?;
+    check_user(events, max as usize * EpollEvent::SIZE)?;
+    let _mask = crate::signal::TempMask::from_user(sigmask, sigsetsize)?;
+    let ready = epoll::wait_ready(
+        || {
+            let v = ep.collect(max as usize);
+            (!v.is_empty()).then_some(v)
+        },
+        if timeout == 0 {
+            Some(0)
+        } else {
+            ms_deadline(timeout)
+        },
+    )
+    .map_err(|_| Errno::EINTR)?
+    .unwrap_or_default();
+    let mut out = Vec::with_capacity(ready.len() * EpollEvent::SIZE);
+    for e in &ready {
+        out.extend_from_slice(&e.to_bytes());
+    }
+    uaccess::copy_to_user(events, &out)?;
+    Ok(ready.len())
+}
+
+fn read_timeout(ts: usize) -> SysResult<Option<u64>> {
+    if ts == 0 {
+        return Ok(None);
+    }
+    let mut b = [0u8; svelt_abi::time::Timespec::SIZE];
+    uaccess::copy_from_user(&mut b, ts)?;
+    let t = svelt_abi::time::Timespec::from_bytes(&b).validate()?;
+    let ns = (t.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(t.tv_nsec as u64);
+    Ok(Some(crate::time::deadline_after_ns(ns)))
+}
+
+pub fn ppoll(
+    fds: usize,
+    nfds: usize,
+    tmo: usize,
+    sigmask: usize,
+    sigsetsize: usize,
+) -> SysResult<usize> {
+    if nfds > fs::nofile_limit() {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = vec![0u8; nfds * PollFd::SIZE];
+    uaccess::copy_from_user(&mut raw, fds)?;
+    let mut pfds: Vec<PollFd> = raw
+        .chunks_exact(PollFd::SIZE)
+        .map(|c| PollFd::from_bytes(c.try_into().unwrap()))
+        .collect();
+    let deadline = read_timeout(tmo)?;
+    let _mask = crate::signal::TempMask::from_user(sigmask, sigsetsize)?;
+    let files = task::current().files();
+    let r = epoll::wait_ready(
+        || {
+            let t = files.lock();
+            let mut n = 0;
+            for p in pfds.iter_mut() {
+                p.revents = 0;
+                if p.fd < 0 {
+                    continue;
+                }
+                let ev = match t.get(p.fd) {
+                    Ok(file) => {
+                        let ready = file.ops.poll() as u16;
+                        ready & (p.events as u16 | POLLERR | POLLHUP)
+                    }
+                    Err(_) => POLLNVAL,
+                };
+                if ev != 0 {
+                    p.revents = ev as i16;
+                    n += 1;
+                }
+            }
+            (n > 0).then_some(n)
+        },
+        deadline,
+    );
+    let n = match r {
+        Ok(v) => v.unwrap_or(0),
+        Err(_) => return Err(Errno::ERESTARTNOHAND),
+    };
+    let mut out = Vec::with_capacity(raw.len());
+    for p in &pfds {
+        out.extend_from_slice(&p.to_bytes());
+    }
+    uaccess::copy_to_user(fds, &out)?;
+    Ok(n)
+}
+
+pub fn pselect6(
+    nfds: i32,
+    rd: usize,
+    wr: usize,
+    ex: usize,
+    tmo: usize,
+    sig: usize,
+) -> SysResult<usize> {
+    if !(0..=fs::NR_OPEN as i32).contains(&nfds) {
+        return Err(Errno::EINVAL);
+    }
+    let bytes = (nfds as usize).div_ceil(64) * 8;
+    let read_set = |va: usize| -> SysResult<Vec<u8>> {
+        let mut b = vec![0u8; bytes];
+        if va != 0 {
+            uaccess::copy_from_user(&mut b, va)?;
+        }
+        Ok(b)
+    };
+    let (rs, ws, xs) = (read_set(rd)?, read_set(wr)?, read_set(ex)?);
+    let deadline = read_timeout(tmo)?;
+    // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
+    let _mask = if sig != 0 {
+        let (p, len) = (
+            uaccess::read_u64(sig)?,
+            uaccess::read_u64(sig.wrapping_add(8))?,
+        );
+        crate::signal::TempMask::from_user(p as usize, len as usize)?
+    } else {
+        crate::signal::TempMask::from_user(0, 8)?
+    };
+    let files = task::current().files();
+    let bit = |s: &[u8], i: usize| s[i / 8] & (1 << (i % 8)) != 0;
+    let mut out = (vec![0u8; bytes], vec![0u8; bytes], vec![0u8; bytes]);
+    let r = epoll::wait_ready(
+        || {
+            let t = files.lock();
+            let mut n = 0;
+            out = (vec![0u8; bytes], vec![0u8; bytes], vec![0u8; bytes]);
+            for i in 0..nfds as usize {
+                if !(bit(&rs, i) || bit(&ws, i) || bit(&xs, i)) {
+                    continue;
+                }
+                let Ok(file) = t.get(i as i32) else {
+                    return Some(Err(Errno::EBADF));
+                };
+                let ready = file.ops.poll() as u16;
+                if bit(&rs, i) && ready & (POLLIN | POLLHUP | POLLERR) != 0 {
+                    out.0[i / 8] |= 1 << (i % 8);
+                    n += 1;
+                }
+                if bit(&ws, i) && ready & (POLLOUT | POLLERR) != 0 {
+                    out.1[i / 8] |= 1 << (i % 8);
+                    n += 1;
+                }
+            }
+            (n > 0).then_some(Ok(n))
+        },
+        deadline,
+    );
+    let n = match r {
+        Ok(Some(r)) => r?,
+        Ok(None) => 0,
+        Err(_) => return Err(Errno::ERESTARTNOHAND),
+    };
+    for (va, s) in [(rd, &out.0), (wr, &out.1), (ex, &out.2)] {
+        if va != 0 {
+            uaccess::copy_to_user(va, s)?;
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,173 @@
+//! What a file is: stat, statx, getdents, readlink, access checks, statfs.
+
+use super::file::{check_user, file, CHUNK};
+use crate::fs::{self, pipe, File, Kind};
+use crate::mm::uaccess;
+use crate::mm::uaccess::read_path;
+use crate::task;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fs::{
+    Dirent64Writer, Stat, Statx, AT_EACCESS, AT_EMPTY_PATH, AT_FDCWD, AT_NO_AUTOMOUNT,
+    AT_STATX_SYNC_TYPE, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, S_IFIFO, X_OK,
+};
+
+fn stat_file(file: &File) -> Stat {
+    match &file.node {
+        Some(n) => fs::stat_of(&**n),
+        None => {
+            let is_pipe = file.ops.as_any().is::<pipe::PipeEnd>();
+            Stat {
+                st_dev: 2,
+                st_ino: Arc::as_ptr(&file.ops) as *const u8 as u64 & 0xffff_ffff,
+                st_mode: if is_pipe { S_IFIFO | 0o600 } else { 0o600 },
+                st_nlink: 1,
+                st_blksize: 4096,
+                ..Default::default()
+            }
+        }
+    }
+}
+
+fn stat_at(dirfd: i32, path: usize, flags: u32) -> SysResult<Stat> {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let p = read_path(path)?;
+    if p.is_empty() {
+        if flags & AT_EMPTY_PATH != 0 {
+            if dirfd == AT_FDCWD {
+                let cwd = task::current().fs().lock().cwd_node.clone();
+                return Ok(fs::stat_of(&*cwd));
+            }
+            let f = file(dirfd)?;
+            return Ok(stat_file(&f));
+        }
+        return Err(Errno::ENOENT);
+    }
+    let r = fs::resolve(dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?;
+    Ok(fs::stat_of(&*r.node))
+}
+
+pub fn newfstatat(dirfd: i32, path: usize, buf: usize, flags: u32) -> SysResult<usize> {
+    let st = stat_at(dirfd, path, flags)?;
+    uaccess::copy_to_user(buf, &st.to_bytes())?;
+    Ok(0)
+}
+
+pub fn fstat(fd: i32, buf: usize) -> SysResult<usize> {
+    let f = file(fd)?;
+    let st = stat_file(&f);
+    uaccess::copy_to_user(buf, &st.to_bytes())?;
+    Ok(0)
+}
+
+pub fn statx(dirfd: i32, path: usize, flags: u32, mask: u32, buf: usize) -> SysResult<usize> {
+    let st = stat_at(dirfd, path, flags)?;
+    let sx = Statx::from_stat(&st, mask | STATX_BASIC_STATS);
+    uaccess::copy_to_user(buf, &sx.to_bytes())?;
+    Ok(0)
+}
+
+pub fn getdents64(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
+    let file = file(fd)?;
+    let node = file.node.clone().ok_or(Errno::ENOTDIR)?;
+    if node.kind() != Kind::Dir {
+        return Err(Errno::ENOTDIR);
+    }
+    check_user(buf, count)?;
+    let mut list: Vec<(String, u64, Kind)> = vec![
+        (".".into(), node.ino(), Kind::Dir),
+        ("..".into(), 1, Kind::Dir),
+    ];
+    list.extend(node.entries()?);
+    let mut pos = file.pos.lock();
+    let mut kbuf = vec![0u8; count.min(CHUNK)];
+    let mut w = Dirent64Writer::new(&mut kbuf);
+    let start = *pos as usize;
+    let mut next = start;
+    for (i, (name, ino, kind)) in list.iter().enumerate().skip(start) {
+        if !w.push(*ino, (i + 1) as i64, kind.dirent_type(), name.as_bytes()) {
+            break;
+        }
+        next = i + 1;
+    }
+    let n = w.finish()?;
+    uaccess::copy_to_user(buf, &kbuf[..n])?;
+    *pos = next as u64;
+    Ok(n)
+}
+
+pub fn readlinkat(dirfd: i32, path: usize, buf: usize, size: usize) -> SysResult<usize> {
+    if (size as i32) <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let p = read_path(path)?;
+    let r = fs::resolve(dirfd, &p, false)?;
+    let target = r.node.readlink()?;
+    let n = target.len().min(size);
+    uaccess::copy_to_user(buf, &target.as_bytes()[..n])?;
+    Ok(n)
+}
+
+pub fn faccessat(dirfd: i32, path: usize, mode: u32, flags: u32) -> SysResult<usize> {
+    if mode & !7 != 0 || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let p = read_path(path)?;
+    let r = fs::resolve(dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?;
+    // Everything runs as root: only execute permission needs an x bit (directories always pass).
+    if mode & X_OK != 0 && r.node.kind() != Kind::Dir && r.node.perm() & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    Ok(0)
+}
+
+/// struct statfs (arm64: 64-bit words, 120 bytes). /proc and /sys go by their place; every
+/// other node reports its tmpfs/ramfs instance (the root's when it has none: devices, pipes).
+fn write_statfs(buf: usize, node: Option<&dyn fs::Inode>, path: &str) -> SysResult<usize> {
+    const PROC_SUPER_MAGIC: u64 = 0x9fa0;
+    const SYSFS_MAGIC: u64 = 0x6265_6572;
+    let under = |root: &str| path == root || path.starts_with(&alloc::format!("{root}/"));
+    let mut w = [0u64; 15];
+    if under("/proc") {
+        w[0] = PROC_SUPER_MAGIC;
+    } else if under("/sys") {
+        w[0] = SYSFS_MAGIC;
+    } else {
+        let sb = node
+            .and_then(|n| n.superblock())
+            .unwrap_or_else(fs::pagecache::TmpfsSb::root);
+        w[0] = sb.magic;
+        // The size limit in pages and what is left of it (f_blocks, f_bfree, f_bavail); zero
+        // without a limit.
+        if let Some(limit) = sb.limit() {
+            w[2] = limit as u64;
+            w[3] = limit.saturating_sub(sb.used()) as u64;
+            w[4] = w[3];
+        }
+    }
+    w[1] = 4096; // f_bsize
+    w[8] = 255; // f_namelen
+    w[9] = 4096; // f_frsize
+    let mut b = [0u8; 120];
+    for (i, v) in w.iter().enumerate() {
+        b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+    }
+    uaccess::copy_to_user(buf, &b)?;
+    Ok(0)
+}
+
+pub fn statfs(path: usize, buf: usize) -> SysResult<usize> {
+    let p = read_path(path)?;
+    let r = fs::resolve(AT_FDCWD, &p, true)?;
+    write_statfs(buf, Some(&*r.node), &r.path)
+}
+
+pub fn fstatfs(fd: i32, buf: usize) -> SysResult<usize> {
+    let f = file(fd)?;
+    write_statfs(buf, f.node.as_deref(), &f.path)
+}
