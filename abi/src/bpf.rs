@@ -727,7 +727,7 @@ mod tests {
                     SockFilter::jump(code, k, (r >> 56) as u8 % 6, (r >> 48) as u8 % 6)
                 })
                 .collect();
-            if rng.next() % 2 == 0 {
+            if rng.next().is_multiple_of(2) {
                 p[len - 1] = SockFilter::stmt(BPF_RET | BPF_A, 0);
             }
             let mut s = vec![0u16; len];

@@ -278,7 +278,7 @@ fn check_common(c: &Core, pid: i32, sig: i32) -> TestResult {
     check_eq!(u32_at(si, 0) as i32, sig, "NT_SIGINFO si_signo");
     let auxv = &c.notes[3].desc;
     check!(
-        auxv.len() >= 32 && auxv.len() % 16 == 0,
+        auxv.len() >= 32 && auxv.len().is_multiple_of(16),
         "NT_AUXV of {} bytes",
         auxv.len()
     );

@@ -691,7 +691,7 @@ impl Rng {
                 SockFilter::jump(code, k, (r >> 56) as u8 % 5, (r >> 48) as u8 % 5)
             })
             .collect();
-        if self.next() % 3 != 0 {
+        if !self.next().is_multiple_of(3) {
             p[len - 1] = SockFilter::stmt(BPF_RET | BPF_A, 0);
         }
         p
