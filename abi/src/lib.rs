@@ -28,6 +28,7 @@ pub mod mm;
 pub mod mount;
 pub mod nr;
 pub mod path;
+pub mod prctl;
 pub mod ptrace;
 pub mod regset;
 pub mod sched;

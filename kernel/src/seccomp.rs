@@ -300,23 +300,18 @@ pub fn prctl_get_seccomp() -> SysResult<usize> {
     Ok(task::current().seccomp.mode.load(Ordering::Relaxed) as usize)
 }
 
-/// PR_SET_NO_NEW_PRIVS / PR_GET_NO_NEW_PRIVS (every other argument must be zero).
-pub fn prctl_no_new_privs(set: bool, a2: usize, rest: [usize; 3]) -> SysResult<usize> {
-    let nnp = &task::current().seccomp.no_new_privs;
-    if rest != [0; 3] {
-        return Err(Errno::EINVAL);
-    }
-    if set {
-        if a2 != 1 {
-            return Err(Errno::EINVAL);
-        }
-        nnp.store(true, Ordering::Relaxed);
-        Ok(0)
-    } else if a2 != 0 {
-        Err(Errno::EINVAL)
-    } else {
-        Ok(nnp.load(Ordering::Relaxed) as usize)
-    }
+/// PR_SET_NO_NEW_PRIVS (arguments checked by abi::prctl): once set, never cleared.
+pub fn set_no_new_privs() -> SysResult<usize> {
+    task::current()
+        .seccomp
+        .no_new_privs
+        .store(true, Ordering::Relaxed);
+    Ok(0)
+}
+
+/// PR_GET_NO_NEW_PRIVS.
+pub fn get_no_new_privs() -> SysResult<usize> {
+    Ok(task::current().seccomp.no_new_privs.load(Ordering::Relaxed) as usize)
 }
 
 /// A mode may be entered from DISABLED or from itself (filters stack); never changed.

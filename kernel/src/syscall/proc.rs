@@ -8,7 +8,6 @@ use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sched::{self as s, wstatus, CloneArgs};
 use svelt_abi::sys;
-use svelt_abi::vlctl::VecKind;
 
 pub fn clone(
     flags: u64,
@@ -277,47 +276,36 @@ pub fn getrusage(who: i32, buf: usize) -> SysResult<usize> {
 
 pub fn prctl(option: u32, a2: usize, a3: usize, a4: usize, a5: usize) -> SysResult<usize> {
     use crate::seccomp;
-    match option {
-        sys::PR_GET_SECCOMP => seccomp::prctl_get_seccomp(),
-        sys::PR_SET_SECCOMP => seccomp::prctl_set_seccomp(a2, a3),
-        sys::PR_SET_NO_NEW_PRIVS => seccomp::prctl_no_new_privs(true, a2, [a3, a4, a5]),
-        sys::PR_GET_NO_NEW_PRIVS => seccomp::prctl_no_new_privs(false, a2, [a3, a4, a5]),
-        // The tagged address ABI, as arm64 Linux without MTE: only PR_TAGGED_ADDR_ENABLE.
-        sys::PR_SET_TAGGED_ADDR_CTRL => {
-            if a3 != 0 || a4 != 0 || a5 != 0 || a2 & !sys::PR_TAGGED_ADDR_ENABLE != 0 {
-                return Err(Errno::EINVAL);
-            }
-            let on = a2 & sys::PR_TAGGED_ADDR_ENABLE != 0;
-            task::sched::set_current_tagged_addr(on);
+    use svelt_abi::prctl::PrctlCmd;
+    match PrctlCmd::decode(option, [a2, a3, a4, a5])? {
+        PrctlCmd::GetSeccomp => seccomp::prctl_get_seccomp(),
+        PrctlCmd::SetSeccomp { mode, filter } => seccomp::prctl_set_seccomp(mode, filter),
+        PrctlCmd::SetNoNewPrivs => seccomp::set_no_new_privs(),
+        PrctlCmd::GetNoNewPrivs => seccomp::get_no_new_privs(),
+        // The tagged address ABI, as arm64 Linux without MTE.
+        PrctlCmd::SetTaggedAddr { enable } => {
+            task::sched::set_current_tagged_addr(enable);
             Ok(0)
         }
-        sys::PR_GET_TAGGED_ADDR_CTRL => {
-            if a2 != 0 || a3 != 0 || a4 != 0 || a5 != 0 {
-                return Err(Errno::EINVAL);
-            }
-            Ok(usize::from(
-                task::current().tagged_addr.load(Ordering::Relaxed),
-            ))
+        PrctlCmd::GetTaggedAddr => Ok(usize::from(
+            task::current().tagged_addr.load(Ordering::Relaxed),
+        )),
+        PrctlCmd::SetName { .. } | PrctlCmd::SetDumpable { .. } | PrctlCmd::SetPdeathsig { .. } => {
+            Ok(0)
         }
-        sys::PR_SET_NAME | sys::PR_SET_DUMPABLE | sys::PR_SET_PDEATHSIG => Ok(0),
-        sys::PR_GET_DUMPABLE => Ok(1),
-        sys::PR_GET_NAME => {
+        PrctlCmd::GetDumpable => Ok(1),
+        PrctlCmd::GetName { buf } => {
             let exe = task::current().process().exe.lock().clone();
             let base = exe.rsplit('/').next().unwrap_or("");
             let mut name = [0u8; 16];
             let n = base.len().min(15);
             name[..n].copy_from_slice(&base.as_bytes()[..n]);
-            uaccess::copy_to_user(a2, &name)?;
+            uaccess::copy_to_user(buf, &name)?;
             Ok(0)
         }
-        sys::PR_SVE_SET_VL => {
-            crate::fpstate::vec_set_current_vl(task::current(), VecKind::Sve, a2 as u64)
+        PrctlCmd::SetVl { kind, arg } => {
+            crate::fpstate::vec_set_current_vl(task::current(), kind, arg)
         }
-        sys::PR_SVE_GET_VL => crate::fpstate::vec_get_current_vl(task::current(), VecKind::Sve),
-        sys::PR_SME_SET_VL => {
-            crate::fpstate::vec_set_current_vl(task::current(), VecKind::Sme, a2 as u64)
-        }
-        sys::PR_SME_GET_VL => crate::fpstate::vec_get_current_vl(task::current(), VecKind::Sme),
-        _ => Err(Errno::EINVAL),
+        PrctlCmd::GetVl { kind } => crate::fpstate::vec_get_current_vl(task::current(), kind),
     }
 }
