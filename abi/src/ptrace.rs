@@ -141,7 +141,7 @@ mod tests {
     #[test]
     fn statuses() {
         // SIGTRAP | PTRACE_EVENT_EXEC << 8, as wait4 shows it.
-        assert_eq!(stop_status(event_code(5, PTRACE_EVENT_EXEC)), 0x0405_7f);
+        assert_eq!(stop_status(event_code(5, PTRACE_EVENT_EXEC)), 0x0004_057f);
         assert_eq!(stop_status(5 | 0x80), 0x857f);
         assert_eq!(option_for_event(PTRACE_EVENT_EXIT), PTRACE_O_TRACEEXIT);
         assert_eq!(

@@ -14,6 +14,7 @@
 use crate::bytes::*;
 use crate::errno::Errno;
 use crate::signal::{Sigaction, Siginfo, Sigset, StackT, SA_RESTORER, SA_SIGINFO};
+use zerocopy::{FromBytes, IntoBytes};
 
 // ---- rt_sigframe offsets ----
 
@@ -400,7 +401,7 @@ impl SigDelivery<'_> {
         put_u64(h, UC_FLAGS_OFFSET, 0);
         put_u64(h, UC_LINK_OFFSET, 0);
         h[UC_STACK_OFFSET..UC_STACK_OFFSET + StackT::SIZE]
-            .copy_from_slice(&self.uc_stack.to_bytes());
+            .copy_from_slice(self.uc_stack.as_bytes());
         put_u64(h, UC_SIGMASK_OFFSET, self.sigmask.0);
         h[UC_SIGMASK_OFFSET + 8..MCONTEXT_OFFSET].fill(0);
         put_u64(h, FAULT_ADDRESS_OFFSET, self.fault_address);
@@ -784,11 +785,9 @@ pub fn parse_sigreturn<'a>(
             f
         }
     };
-    out.uc_stack = Some(StackT::from_bytes(
-        frame[UC_STACK_OFFSET..UC_STACK_OFFSET + StackT::SIZE]
-            .try_into()
-            .unwrap_or(&[0; StackT::SIZE]),
-    ));
+    out.uc_stack = StackT::read_from_prefix(&frame[UC_STACK_OFFSET..])
+        .ok()
+        .map(|(ss, _)| ss);
     out.frame = Ok(Sigreturn {
         regs,
         fault_address: get_u64(frame, FAULT_ADDRESS_OFFSET),

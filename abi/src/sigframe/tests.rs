@@ -105,11 +105,7 @@ fn delivery<'a>(
         signo: SIGSEGV,
         info: &f.info,
         action: &f.act,
-        uc_stack: StackT {
-            ss_sp: 0,
-            ss_flags: SS_DISABLE,
-            ss_size: 0,
-        },
+        uc_stack: StackT::new(0, SS_DISABLE, 0),
         sigmask: Sigset::of(SIGUSR1),
         regs: &f.regs,
         fault_address: 0xdead_0000,
@@ -406,14 +402,7 @@ fn every_record_kind_round_trips() {
     assert_eq!(s.fpmr.unwrap().len(), 16);
     assert_eq!(s.gcs.unwrap().len(), 32);
     assert_eq!(s.extra, None);
-    assert_eq!(
-        r.uc_stack,
-        Some(StackT {
-            ss_sp: 0,
-            ss_flags: SS_DISABLE,
-            ss_size: 0
-        })
-    );
+    assert_eq!(r.uc_stack, Some(StackT::new(0, SS_DISABLE, 0)));
     // Same frame on an FPSIMD-only CPU: the first feature record is refused.
     let r = parse_sigreturn(
         plan.base,

@@ -93,10 +93,7 @@ impl Epoll {
             };
             let ready = file.ops.poll() & (i.events | f::EPOLLERR | f::EPOLLHUP);
             if ready != 0 {
-                out.push(f::EpollEvent {
-                    events: ready,
-                    data: i.data,
-                });
+                out.push(f::EpollEvent::new(ready, i.data));
                 if i.events & f::EPOLLONESHOT != 0 {
                     i.disabled = true;
                 }

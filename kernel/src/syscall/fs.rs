@@ -10,6 +10,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs as f;
+use zerocopy::IntoBytes;
 
 const CHUNK: usize = 64 * 1024;
 
@@ -224,12 +225,8 @@ fn read_iovecs(iov: usize, cnt: usize) -> SysResult<Vec<f::Iovec>> {
     if cnt > f::UIO_MAXIOV {
         return Err(Errno::EINVAL);
     }
-    let mut raw = vec![0u8; cnt * f::Iovec::SIZE];
-    uaccess::copy_from_user(&mut raw, iov)?;
-    let v: Vec<f::Iovec> = raw
-        .chunks_exact(f::Iovec::SIZE)
-        .map(|c| f::Iovec::from_bytes(c.try_into().unwrap()))
-        .collect();
+    let mut v = vec![f::Iovec::default(); cnt];
+    uaccess::copy_from_user(v.as_mut_bytes(), iov)?;
     f::iovec_total(&v)?;
     Ok(v)
 }
@@ -362,21 +359,21 @@ fn stat_at(dirfd: i32, path: usize, flags: u32) -> SysResult<f::Stat> {
 
 pub fn newfstatat(dirfd: i32, path: usize, buf: usize, flags: u32) -> SysResult<usize> {
     let st = stat_at(dirfd, path, flags)?;
-    uaccess::copy_to_user(buf, &st.to_bytes())?;
+    uaccess::copy_to_user(buf, st.as_bytes())?;
     Ok(0)
 }
 
 pub fn fstat(fd: i32, buf: usize) -> SysResult<usize> {
     let f = file(fd)?;
     let st = stat_file(&f);
-    uaccess::copy_to_user(buf, &st.to_bytes())?;
+    uaccess::copy_to_user(buf, st.as_bytes())?;
     Ok(0)
 }
 
 pub fn statx(dirfd: i32, path: usize, flags: u32, mask: u32, buf: usize) -> SysResult<usize> {
     let st = stat_at(dirfd, path, flags)?;
     let sx = f::Statx::from_stat(&st, mask | f::STATX_BASIC_STATS);
-    uaccess::copy_to_user(buf, &sx.to_bytes())?;
+    uaccess::copy_to_user(buf, sx.as_bytes())?;
     Ok(0)
 }
 
@@ -708,9 +705,7 @@ pub fn epoll_ctl(epfd: i32, op: u32, fd: i32, event: usize) -> SysResult<usize> 
     let ev = if op == f::EPOLL_CTL_DEL {
         f::EpollEvent::default()
     } else {
-        let mut b = [0u8; f::EpollEvent::SIZE];
-        uaccess::copy_from_user(&mut b, event)?;
-        f::EpollEvent::from_bytes(&b)
+        uaccess::read_struct::<f::EpollEvent>(event)?
     };
     ep.ctl(op, fd, &target, ev)?;
     Ok(0)
@@ -749,11 +744,7 @@ pub fn epoll_pwait(
     )
     .map_err(|_| Errno::EINTR)?
     .unwrap_or_default();
-    let mut out = Vec::with_capacity(ready.len() * f::EpollEvent::SIZE);
-    for e in &ready {
-        out.extend_from_slice(&e.to_bytes());
-    }
-    uaccess::copy_to_user(events, &out)?;
+    uaccess::copy_to_user(events, ready.as_bytes())?;
     Ok(ready.len())
 }
 
@@ -761,9 +752,7 @@ fn read_timeout(ts: usize) -> SysResult<Option<u64>> {
     if ts == 0 {
         return Ok(None);
     }
-    let mut b = [0u8; svelt_abi::time::Timespec::SIZE];
-    uaccess::copy_from_user(&mut b, ts)?;
-    let t = svelt_abi::time::Timespec::from_bytes(&b).validate()?;
+    let t = uaccess::read_struct::<svelt_abi::time::Timespec>(ts)?.validate()?;
     let ns = (t.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(t.tv_nsec as u64);
@@ -780,12 +769,8 @@ pub fn ppoll(
     if nfds > vfs::nofile_limit() {
         return Err(Errno::EINVAL);
     }
-    let mut raw = vec![0u8; nfds * f::PollFd::SIZE];
-    uaccess::copy_from_user(&mut raw, fds)?;
-    let mut pfds: Vec<f::PollFd> = raw
-        .chunks_exact(f::PollFd::SIZE)
-        .map(|c| f::PollFd::from_bytes(c.try_into().unwrap()))
-        .collect();
+    let mut pfds = vec![f::PollFd::default(); nfds];
+    uaccess::copy_from_user(pfds.as_mut_bytes(), fds)?;
     let deadline = read_timeout(tmo)?;
     let _mask = crate::signal::TempMask::from_user(sigmask, sigsetsize)?;
     let files = task::current().files();
@@ -818,11 +803,7 @@ pub fn ppoll(
         Ok(v) => v.unwrap_or(0),
         Err(_) => return Err(Errno::ERESTARTNOHAND),
     };
-    let mut out = Vec::with_capacity(raw.len());
-    for p in &pfds {
-        out.extend_from_slice(&p.to_bytes());
-    }
-    uaccess::copy_to_user(fds, &out)?;
+    uaccess::copy_to_user(fds, pfds.as_bytes())?;
     Ok(n)
 }
 
