@@ -5,8 +5,8 @@
 //! Every jump goes forward and every validated load stays inside `seccomp_data` or the 16
 //! scratch words, so a validated program runs at most `len` instructions and cannot fault.
 
-use crate::bytes::*;
 use crate::errno::{Errno, SysResult};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 // ---- instruction encoding (linux/filter.h, linux/bpf_common.h) ----
 
@@ -63,7 +63,9 @@ pub const BPF_MEMWORDS: u32 = 16;
 
 /// `struct sock_filter`: code u16, jt u8, jf u8, k u32 (8 bytes).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct SockFilter {
     pub code: u16,
     pub jt: u8,
@@ -87,39 +89,24 @@ impl SockFilter {
     pub const fn jump(code: u16, k: u32, jt: u8, jf: u8) -> SockFilter {
         SockFilter { code, jt, jf, k }
     }
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> SockFilter {
-        SockFilter {
-            code: get_u16(b, 0),
-            jt: b[2],
-            jf: b[3],
-            k: get_u32(b, 4),
-        }
-    }
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_u16(&mut b, 0, self.code);
-        b[2] = self.jt;
-        b[3] = self.jf;
-        put_u32(&mut b, 4, self.k);
-        b
-    }
 }
 
-/// `struct sock_fprog` on arm64: len u16 @0, filter pointer @8 (16 bytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `struct sock_fprog` on arm64: len u16 @0, filter pointer @8 (16 bytes). Only ever read from
+/// user space, so the hole after `len` stays implicit (`FromBytes` allows padding).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, Immutable, KnownLayout)]
 pub struct SockFprog {
     pub len: u16,
     pub filter: u64,
 }
 
+const _: () = {
+    assert!(core::mem::size_of::<SockFprog>() == SockFprog::SIZE);
+    assert!(core::mem::offset_of!(SockFprog, filter) == 8);
+};
+
 impl SockFprog {
     pub const SIZE: usize = 16;
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> SockFprog {
-        SockFprog {
-            len: get_u16(b, 0),
-            filter: get_u64(b, 8),
-        }
-    }
 }
 
 // ---- seccomp_data ----
@@ -479,18 +466,18 @@ mod tests {
     #[test]
     fn layouts() {
         let f = SockFilter::jump(0x15, 0xdead_beef, 1, 2);
-        let b = f.to_bytes();
+        let b = f.as_bytes();
         assert_eq!(b, [0x15, 0, 1, 2, 0xef, 0xbe, 0xad, 0xde]);
-        assert_eq!(SockFilter::from_bytes(&b), f);
+        assert_eq!(SockFilter::read_from_bytes(b).ok(), Some(f));
         let mut fp = [0u8; 16];
         fp[0] = 3;
         fp[8..].copy_from_slice(&0x1234u64.to_le_bytes());
         assert_eq!(
-            SockFprog::from_bytes(&fp),
-            SockFprog {
+            SockFprog::read_from_bytes(&fp).ok(),
+            Some(SockFprog {
                 len: 3,
                 filter: 0x1234
-            }
+            })
         );
         let d = data(-7);
         assert_eq!(d.word(0), -7i32 as u32);

@@ -3,6 +3,12 @@
 //! The `put_*`/`get_*` pairs index a buffer whose size the caller controls (a fixed-size array
 //! pinned by a `const` assertion): an out-of-range offset there is a bug in this crate and panics.
 //! Bytes from user space are read with the checked `read_*` forms, which return `None` instead.
+//!
+//! The `#[repr(C)]` uapi structs elsewhere in this crate go through zerocopy's derives instead,
+//! which copy native-endian images: right only because every target Svelt builds for (arm64 and
+//! the test host) is little-endian, as the ABI is.
+
+const _: () = assert!(cfg!(target_endian = "little"));
 
 macro_rules! le_fields {
     ($( $put:ident, $get:ident, $read:ident, $t:ty; )*) => {

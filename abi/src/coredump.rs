@@ -4,9 +4,11 @@
 //! The kernel gathers the facts (registers, IDs, mappings) and hands them here; this module only
 //! encodes them. Every size is checked: a layout that does not fit is `None`, never a panic.
 
-use crate::bytes::{put_i16, put_i32, put_u32, put_u64};
-use crate::elf::{Ehdr, Phdr, EHDR_SIZE, EM_AARCH64, ET_CORE, EV_CURRENT, PF_R, PF_W, PF_X};
-use crate::elf::{PHDR_SIZE, PT_LOAD, PT_NOTE};
+use crate::bytes::{put_u32, put_u64};
+use crate::elf::{Ehdr, Phdr, EHDR_SIZE, ELF64_LE_IDENT, EM_AARCH64, ET_CORE, EV_CURRENT};
+use crate::elf::{PF_R, PF_W, PF_X, PHDR_SIZE, PT_LOAD, PT_NOTE};
+use crate::time;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 pub use crate::elf::{
     NT_ARM_FPMR, NT_ARM_GCS, NT_ARM_HW_BREAK, NT_ARM_HW_WATCH, NT_ARM_PACA_KEYS, NT_ARM_PACG_KEYS,
@@ -137,29 +139,65 @@ impl Default for PrStatus {
 
 impl PrStatus {
     pub fn to_bytes(&self) -> [u8; PRSTATUS_SIZE] {
-        let mut b = [0u8; PRSTATUS_SIZE];
-        put_i32(&mut b, 0, self.signo as i32);
-        put_i16(&mut b, 12, self.signo as i16);
-        put_u64(&mut b, 16, self.sigpend);
-        put_u64(&mut b, 24, self.sighold);
-        put_u32(&mut b, 32, self.pid);
-        put_u32(&mut b, 36, self.ppid);
-        put_u32(&mut b, 40, self.pgrp);
-        put_u32(&mut b, 44, self.sid);
-        for (i, t) in [self.utime, self.stime, self.cutime, self.cstime]
-            .iter()
-            .enumerate()
-        {
-            put_u64(&mut b, 48 + 16 * i, t.sec as u64);
-            put_u64(&mut b, 56 + 16 * i, t.usec as u64);
-        }
-        for (i, r) in self.regs.iter().enumerate() {
-            put_u64(&mut b, 112 + 8 * i, *r);
-        }
-        put_i32(&mut b, 384, self.fpvalid as i32);
-        b
+        let tv = |t: Timeval| time::Timeval {
+            tv_sec: t.sec,
+            tv_usec: t.usec,
+        };
+        zerocopy::transmute!(ElfPrstatus {
+            pr_info: [self.signo as i32, 0, 0],
+            pr_cursig: self.signo as i16,
+            __pad0: 0,
+            pr_sigpend: self.sigpend,
+            pr_sighold: self.sighold,
+            pr_pid: self.pid,
+            pr_ppid: self.ppid,
+            pr_pgrp: self.pgrp,
+            pr_sid: self.sid,
+            pr_utime: tv(self.utime),
+            pr_stime: tv(self.stime),
+            pr_cutime: tv(self.cutime),
+            pr_cstime: tv(self.cstime),
+            pr_reg: self.regs,
+            pr_fpvalid: self.fpvalid as i32,
+            __pad1: 0,
+        })
     }
 }
+
+/// `struct elf_prstatus` as arm64 lays it out: `pr_info` (si_signo, si_code, si_errno), the
+/// current signal, the pending and held masks, the IDs, four timevals, `user_pt_regs` and
+/// `pr_fpvalid`. The C struct's two holes are the explicit `__pad` fields.
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout)]
+struct ElfPrstatus {
+    pr_info: [i32; 3],
+    pr_cursig: i16,
+    __pad0: u16,
+    pr_sigpend: u64,
+    pr_sighold: u64,
+    pr_pid: u32,
+    pr_ppid: u32,
+    pr_pgrp: u32,
+    pr_sid: u32,
+    pr_utime: time::Timeval,
+    pr_stime: time::Timeval,
+    pr_cutime: time::Timeval,
+    pr_cstime: time::Timeval,
+    pr_reg: [u64; 34],
+    pr_fpvalid: i32,
+    __pad1: u32,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<ElfPrstatus>() == PRSTATUS_SIZE);
+    assert!(offset_of!(ElfPrstatus, pr_cursig) == 12);
+    assert!(offset_of!(ElfPrstatus, pr_sigpend) == 16);
+    assert!(offset_of!(ElfPrstatus, pr_pid) == 32);
+    assert!(offset_of!(ElfPrstatus, pr_utime) == 48);
+    assert!(offset_of!(ElfPrstatus, pr_reg) == 112);
+    assert!(offset_of!(ElfPrstatus, pr_fpvalid) == 112 + PR_REG_SIZE);
+};
 
 #[derive(Clone, Copy, Debug)]
 pub struct PrPsInfo {
@@ -201,23 +239,54 @@ impl Default for PrPsInfo {
 
 impl PrPsInfo {
     pub fn to_bytes(&self) -> [u8; PRPSINFO_SIZE] {
-        let mut b = [0u8; PRPSINFO_SIZE];
-        b[0] = self.state;
-        b[1] = self.sname;
-        b[2] = (self.sname == b'Z') as u8;
-        b[3] = self.nice as u8;
-        put_u64(&mut b, 8, self.flag);
-        put_u32(&mut b, 16, self.uid);
-        put_u32(&mut b, 20, self.gid);
-        put_u32(&mut b, 24, self.pid);
-        put_u32(&mut b, 28, self.ppid);
-        put_u32(&mut b, 32, self.pgrp);
-        put_u32(&mut b, 36, self.sid);
-        b[40..56].copy_from_slice(&self.fname);
-        b[56..136].copy_from_slice(&self.psargs);
-        b
+        zerocopy::transmute!(ElfPrpsinfo {
+            pr_state: self.state,
+            pr_sname: self.sname,
+            pr_zomb: (self.sname == b'Z') as u8,
+            pr_nice: self.nice,
+            __pad: 0,
+            pr_flag: self.flag,
+            pr_uid: self.uid,
+            pr_gid: self.gid,
+            pr_pid: self.pid,
+            pr_ppid: self.ppid,
+            pr_pgrp: self.pgrp,
+            pr_sid: self.sid,
+            pr_fname: self.fname,
+            pr_psargs: self.psargs,
+        })
     }
 }
+
+/// `struct elf_prpsinfo` on arm64 (the hole before `pr_flag` made explicit).
+#[repr(C)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout)]
+struct ElfPrpsinfo {
+    pr_state: u8,
+    pr_sname: u8,
+    pr_zomb: u8,
+    pr_nice: i8,
+    __pad: u32,
+    pr_flag: u64,
+    pr_uid: u32,
+    pr_gid: u32,
+    pr_pid: u32,
+    pr_ppid: u32,
+    pr_pgrp: u32,
+    pr_sid: u32,
+    pr_fname: [u8; 16],
+    pr_psargs: [u8; 80],
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<ElfPrpsinfo>() == PRPSINFO_SIZE);
+    assert!(offset_of!(ElfPrpsinfo, pr_flag) == 8);
+    assert!(offset_of!(ElfPrpsinfo, pr_uid) == 16);
+    assert!(offset_of!(ElfPrpsinfo, pr_sid) == 36);
+    assert!(offset_of!(ElfPrpsinfo, pr_fname) == 40);
+    assert!(offset_of!(ElfPrpsinfo, pr_psargs) == 56);
+};
 
 /// pr_fname: the first 15 bytes of the command name.
 pub fn fname(comm: &[u8]) -> [u8; 16] {
@@ -344,7 +413,8 @@ pub fn layout(nvmas: usize, notes_len: usize, page: u64) -> Option<Layout> {
 
 /// The ELF header of a core with `phnum` program headers.
 pub fn core_ehdr(phnum: u16) -> [u8; EHDR_SIZE] {
-    Ehdr {
+    zerocopy::transmute!(Ehdr {
+        e_ident: ELF64_LE_IDENT,
         e_type: ET_CORE,
         e_machine: EM_AARCH64,
         e_version: EV_CURRENT as u32,
@@ -355,25 +425,26 @@ pub fn core_ehdr(phnum: u16) -> [u8; EHDR_SIZE] {
         e_ehsize: EHDR_SIZE as u16,
         e_phentsize: PHDR_SIZE as u16,
         e_phnum: phnum,
-    }
-    .to_bytes()
+        e_shentsize: 0,
+        e_shnum: 0,
+        e_shstrndx: 0,
+    })
 }
 
 /// The PT_NOTE header.
 pub fn note_phdr(off: u64, len: u64) -> [u8; PHDR_SIZE] {
-    Phdr {
+    zerocopy::transmute!(Phdr {
         p_type: PT_NOTE,
         p_offset: off,
         p_filesz: len,
         p_align: 4,
         ..Phdr::default()
-    }
-    .to_bytes()
+    })
 }
 
 /// A mapping's PT_LOAD header: `dump` bytes of it at `off`.
 pub fn load_phdr(v: &VmaFacts, off: u64, dump: u64, page: u64) -> [u8; PHDR_SIZE] {
-    Phdr {
+    zerocopy::transmute!(Phdr {
         p_type: PT_LOAD,
         p_flags: load_flags(v),
         p_offset: off,
@@ -382,8 +453,7 @@ pub fn load_phdr(v: &VmaFacts, off: u64, dump: u64, page: u64) -> [u8; PHDR_SIZE
         p_filesz: dump,
         p_memsz: v.end - v.start,
         p_align: page,
-    }
-    .to_bytes()
+    })
 }
 
 /// One NT_FILE entry: a file mapping and the file's path.

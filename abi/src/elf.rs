@@ -8,13 +8,16 @@
 //! PT_LOAD entries must be sorted by p_vaddr and must not overlap, and each must have
 //! p_vaddr ≡ p_offset modulo the page size (Linux only finds out when mmap fails).
 
-use crate::bytes::{put_u16, put_u32, put_u64, read_u16, read_u32, read_u64};
 use crate::errno::Errno;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 pub const ELFMAG: [u8; 4] = [0x7f, b'E', b'L', b'F'];
 pub const ELFCLASS64: u8 = 2;
 pub const ELFDATA2LSB: u8 = 1;
 pub const EV_CURRENT: u8 = 1;
+/// `e_ident` of an ELF64 little-endian file of the current version, OS ABI none: ELFMAG,
+/// ELFCLASS64, ELFDATA2LSB, EV_CURRENT, then zeros.
+pub const ELF64_LE_IDENT: [u8; 16] = *b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0";
 pub const ET_EXEC: u16 = 2;
 pub const ET_DYN: u16 = 3;
 pub const ET_CORE: u16 = 4;
@@ -124,9 +127,11 @@ impl From<ElfError> for Errno {
     }
 }
 
-/// `Elf64_Ehdr` fields the loader uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `Elf64_Ehdr`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct Ehdr {
+    pub e_ident: [u8; 16],
     pub e_type: u16,
     pub e_machine: u16,
     pub e_version: u32,
@@ -137,10 +142,16 @@ pub struct Ehdr {
     pub e_ehsize: u16,
     pub e_phentsize: u16,
     pub e_phnum: u16,
+    pub e_shentsize: u16,
+    pub e_shnum: u16,
+    pub e_shstrndx: u16,
 }
 
 /// `Elf64_Phdr`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Phdr {
     pub p_type: u32,
     pub p_flags: u32,
@@ -152,54 +163,21 @@ pub struct Phdr {
     pub p_align: u64,
 }
 
-impl Ehdr {
-    /// The 64 bytes of this header (ELFCLASS64, little-endian, EV_CURRENT, ELFOSABI_NONE).
-    pub fn to_bytes(&self) -> [u8; EHDR_SIZE] {
-        let mut b = [0u8; EHDR_SIZE];
-        b[..4].copy_from_slice(&ELFMAG);
-        b[4] = ELFCLASS64;
-        b[5] = ELFDATA2LSB;
-        b[6] = EV_CURRENT;
-        put_u16(&mut b, 16, self.e_type);
-        put_u16(&mut b, 18, self.e_machine);
-        put_u32(&mut b, 20, self.e_version);
-        put_u64(&mut b, 24, self.e_entry);
-        put_u64(&mut b, 32, self.e_phoff);
-        put_u64(&mut b, 40, self.e_shoff);
-        put_u32(&mut b, 48, self.e_flags);
-        put_u16(&mut b, 52, self.e_ehsize);
-        put_u16(&mut b, 54, self.e_phentsize);
-        put_u16(&mut b, 56, self.e_phnum);
-        b
-    }
-}
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<Ehdr>() == EHDR_SIZE);
+    assert!(offset_of!(Ehdr, e_type) == 16);
+    assert!(offset_of!(Ehdr, e_entry) == 24);
+    assert!(offset_of!(Ehdr, e_flags) == 48);
+    assert!(offset_of!(Ehdr, e_phnum) == 56);
+    assert!(size_of::<Phdr>() == PHDR_SIZE);
+    assert!(offset_of!(Phdr, p_offset) == 8);
+    assert!(offset_of!(Phdr, p_align) == 48);
+};
 
 impl Phdr {
-    /// The 56 bytes of this program header.
-    pub fn to_bytes(&self) -> [u8; PHDR_SIZE] {
-        let mut b = [0u8; PHDR_SIZE];
-        put_u32(&mut b, 0, self.p_type);
-        put_u32(&mut b, 4, self.p_flags);
-        put_u64(&mut b, 8, self.p_offset);
-        put_u64(&mut b, 16, self.p_vaddr);
-        put_u64(&mut b, 24, self.p_paddr);
-        put_u64(&mut b, 32, self.p_filesz);
-        put_u64(&mut b, 40, self.p_memsz);
-        put_u64(&mut b, 48, self.p_align);
-        b
-    }
-
     fn parse(b: &[u8], off: usize) -> Option<Phdr> {
-        Some(Phdr {
-            p_type: read_u32(b, off)?,
-            p_flags: read_u32(b, off + 4)?,
-            p_offset: read_u64(b, off + 8)?,
-            p_vaddr: read_u64(b, off + 16)?,
-            p_paddr: read_u64(b, off + 24)?,
-            p_filesz: read_u64(b, off + 32)?,
-            p_memsz: read_u64(b, off + 40)?,
-            p_align: read_u64(b, off + 48)?,
-        })
+        Phdr::read_from_prefix(b.get(off..)?).ok().map(|(p, _)| p)
     }
 
     /// mmap PROT_* bits for p_flags (PF_R→PROT_READ, PF_W→PROT_WRITE, PF_X→PROT_EXEC).
@@ -248,36 +226,22 @@ impl<'a> ElfFile<'a> {
     /// Validate `data` as an AArch64 ELF64 LE executable for a kernel with `page`-byte pages
     /// (a power of two).
     pub fn parse(data: &'a [u8], page: u64) -> Result<ElfFile<'a>, ElfError> {
-        if data.len() < EHDR_SIZE {
+        let Ok((ehdr, _)) = Ehdr::read_from_prefix(data) else {
             return Err(ElfError::Truncated);
-        }
-        if data[..4] != ELFMAG {
+        };
+        let ident = &ehdr.e_ident;
+        if ident[..4] != ELFMAG {
             return Err(ElfError::BadMagic);
         }
-        if data[4] != ELFCLASS64 {
+        if ident[4] != ELFCLASS64 {
             return Err(ElfError::NotElf64);
         }
-        if data[5] != ELFDATA2LSB {
+        if ident[5] != ELFDATA2LSB {
             return Err(ElfError::NotLittleEndian);
         }
-        if data[6] != EV_CURRENT {
+        if ident[6] != EV_CURRENT {
             return Err(ElfError::BadVersion);
         }
-        let h = |o| read_u16(data, o).ok_or(ElfError::Truncated);
-        let w = |o| read_u32(data, o).ok_or(ElfError::Truncated);
-        let d = |o| read_u64(data, o).ok_or(ElfError::Truncated);
-        let ehdr = Ehdr {
-            e_type: h(16)?,
-            e_machine: h(18)?,
-            e_version: w(20)?,
-            e_entry: d(24)?,
-            e_phoff: d(32)?,
-            e_shoff: d(40)?,
-            e_flags: w(48)?,
-            e_ehsize: h(52)?,
-            e_phentsize: h(54)?,
-            e_phnum: h(56)?,
-        };
         if ehdr.e_type != ET_EXEC && ehdr.e_type != ET_DYN {
             return Err(ElfError::NotExecutable);
         }

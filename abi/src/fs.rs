@@ -1,11 +1,13 @@
 //! File-system uapi: open/AT/fcntl flags, `struct stat`, `struct statx`, `linux_dirent64`,
 //! `struct iovec`, `struct pollfd` and `struct epoll_event`, with arm64 values.
 //!
-//! Every struct has a fixed-size byte image (`to_bytes`/`from_bytes`) so the kernel copies bytes
-//! to and from user memory and never casts a user pointer to a Rust type.
+//! Every struct is `#[repr(C)]` with its layout pinned by `const` assertions and derives
+//! zerocopy's traits, so the kernel copies its byte image (`as_bytes`, `read_from_bytes`) to and
+//! from user memory and never casts a user pointer to a Rust type.
 
 use crate::bytes::*;
 use crate::errno::{Errno, SysResult};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 // ---- open(2) flags (octal, as in the headers). arm64 overrides the four marked ones. ----
 
@@ -177,7 +179,9 @@ pub const fn makedev(major: u32, minor: u32) -> u64 {
 
 /// `struct stat` as arm64 `fstat`/`newfstatat` write it (asm-generic layout, 128 bytes).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Stat {
     pub st_dev: u64,
     pub st_ino: u64,
@@ -217,56 +221,6 @@ const _: () = {
 
 impl Stat {
     pub const SIZE: usize = 128;
-
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_u64(&mut b, 0, self.st_dev);
-        put_u64(&mut b, 8, self.st_ino);
-        put_u32(&mut b, 16, self.st_mode);
-        put_u32(&mut b, 20, self.st_nlink);
-        put_u32(&mut b, 24, self.st_uid);
-        put_u32(&mut b, 28, self.st_gid);
-        put_u64(&mut b, 32, self.st_rdev);
-        put_u64(&mut b, 40, self.__pad1);
-        put_i64(&mut b, 48, self.st_size);
-        put_i32(&mut b, 56, self.st_blksize);
-        put_i32(&mut b, 60, self.__pad2);
-        put_i64(&mut b, 64, self.st_blocks);
-        put_i64(&mut b, 72, self.st_atime);
-        put_u64(&mut b, 80, self.st_atime_nsec);
-        put_i64(&mut b, 88, self.st_mtime);
-        put_u64(&mut b, 96, self.st_mtime_nsec);
-        put_i64(&mut b, 104, self.st_ctime);
-        put_u64(&mut b, 112, self.st_ctime_nsec);
-        put_u32(&mut b, 120, self.__unused4);
-        put_u32(&mut b, 124, self.__unused5);
-        b
-    }
-
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Stat {
-        Stat {
-            st_dev: get_u64(b, 0),
-            st_ino: get_u64(b, 8),
-            st_mode: get_u32(b, 16),
-            st_nlink: get_u32(b, 20),
-            st_uid: get_u32(b, 24),
-            st_gid: get_u32(b, 28),
-            st_rdev: get_u64(b, 32),
-            __pad1: get_u64(b, 40),
-            st_size: get_i64(b, 48),
-            st_blksize: get_i32(b, 56),
-            __pad2: get_i32(b, 60),
-            st_blocks: get_i64(b, 64),
-            st_atime: get_i64(b, 72),
-            st_atime_nsec: get_u64(b, 80),
-            st_mtime: get_i64(b, 88),
-            st_mtime_nsec: get_u64(b, 96),
-            st_ctime: get_i64(b, 104),
-            st_ctime_nsec: get_u64(b, 112),
-            __unused4: get_u32(b, 120),
-            __unused5: get_u32(b, 124),
-        }
-    }
 }
 
 // ---- struct statx ----
@@ -291,15 +245,21 @@ pub const STATX__RESERVED: u32 = 0x8000_0000;
 
 /// `struct statx_timestamp` (16 bytes).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct StatxTimestamp {
     pub tv_sec: i64,
     pub tv_nsec: u32,
     pub __reserved: i32,
 }
 
-/// The fields of `struct statx` (256 bytes) Svelt fills; the rest of the image is zero.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `struct statx` (256 bytes). Svelt fills the fields up to `stx_mnt_id`; the later ones
+/// (direct-I/O alignment, subvolume, atomic-write limits) are zero, as `__spare`.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Statx {
     pub stx_mask: u32,
     pub stx_blksize: u32,
@@ -308,6 +268,7 @@ pub struct Statx {
     pub stx_uid: u32,
     pub stx_gid: u32,
     pub stx_mode: u16,
+    pub __spare0: u16,
     pub stx_ino: u64,
     pub stx_size: u64,
     pub stx_blocks: u64,
@@ -321,7 +282,24 @@ pub struct Statx {
     pub stx_dev_major: u32,
     pub stx_dev_minor: u32,
     pub stx_mnt_id: u64,
+    pub __spare: [u64; 13],
 }
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<StatxTimestamp>() == 16);
+    assert!(size_of::<Statx>() == Statx::SIZE);
+    assert!(offset_of!(Statx, stx_mode) == 28);
+    assert!(offset_of!(Statx, stx_ino) == 32);
+    assert!(offset_of!(Statx, stx_attributes_mask) == 56);
+    assert!(offset_of!(Statx, stx_atime) == 64);
+    assert!(offset_of!(Statx, stx_btime) == 80);
+    assert!(offset_of!(Statx, stx_ctime) == 96);
+    assert!(offset_of!(Statx, stx_mtime) == 112);
+    assert!(offset_of!(Statx, stx_rdev_major) == 128);
+    assert!(offset_of!(Statx, stx_dev_minor) == 140);
+    assert!(offset_of!(Statx, stx_mnt_id) == 144);
+};
 
 impl Statx {
     pub const SIZE: usize = 256;
@@ -354,37 +332,6 @@ impl Statx {
             stx_dev_minor: dmi,
             ..Statx::default()
         }
-    }
-
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_u32(&mut b, 0, self.stx_mask);
-        put_u32(&mut b, 4, self.stx_blksize);
-        put_u64(&mut b, 8, self.stx_attributes);
-        put_u32(&mut b, 16, self.stx_nlink);
-        put_u32(&mut b, 20, self.stx_uid);
-        put_u32(&mut b, 24, self.stx_gid);
-        put_u16(&mut b, 28, self.stx_mode);
-        put_u64(&mut b, 32, self.stx_ino);
-        put_u64(&mut b, 40, self.stx_size);
-        put_u64(&mut b, 48, self.stx_blocks);
-        put_u64(&mut b, 56, self.stx_attributes_mask);
-        for (off, t) in [
-            (64, &self.stx_atime),
-            (80, &self.stx_btime),
-            (96, &self.stx_ctime),
-            (112, &self.stx_mtime),
-        ] {
-            put_i64(&mut b, off, t.tv_sec);
-            put_u32(&mut b, off + 8, t.tv_nsec);
-            put_i32(&mut b, off + 12, t.__reserved);
-        }
-        put_u32(&mut b, 128, self.stx_rdev_major);
-        put_u32(&mut b, 132, self.stx_rdev_minor);
-        put_u32(&mut b, 136, self.stx_dev_major);
-        put_u32(&mut b, 140, self.stx_dev_minor);
-        put_u64(&mut b, 144, self.stx_mnt_id);
-        b
     }
 }
 
@@ -498,7 +445,9 @@ pub fn dirent64_parse(b: &[u8]) -> Option<(u64, i64, u8, &[u8], usize)> {
 pub const UIO_MAXIOV: usize = 1024;
 
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Iovec {
     pub iov_base: u64,
     pub iov_len: u64,
@@ -508,18 +457,6 @@ const _: () = assert!(core::mem::size_of::<Iovec>() == 16);
 
 impl Iovec {
     pub const SIZE: usize = 16;
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Iovec {
-        Iovec {
-            iov_base: get_u64(b, 0),
-            iov_len: get_u64(b, 8),
-        }
-    }
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_u64(&mut b, 0, self.iov_base);
-        put_u64(&mut b, 8, self.iov_len);
-        b
-    }
 }
 
 /// Linux's limit on a single read/write transfer (`MAX_RW_COUNT`: INT_MAX rounded down to a page).
@@ -560,7 +497,9 @@ pub const POLLRDHUP: u16 = 0x2000;
 
 /// `struct pollfd` (8 bytes).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct PollFd {
     pub fd: i32,
     pub events: i16,
@@ -571,20 +510,6 @@ const _: () = assert!(core::mem::size_of::<PollFd>() == 8);
 
 impl PollFd {
     pub const SIZE: usize = 8;
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> PollFd {
-        PollFd {
-            fd: get_i32(b, 0),
-            events: get_i16(b, 4),
-            revents: get_i16(b, 6),
-        }
-    }
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_i32(&mut b, 0, self.fd);
-        put_i16(&mut b, 4, self.events);
-        put_i16(&mut b, 6, self.revents);
-        b
-    }
 }
 
 // ---- epoll ----
@@ -611,11 +536,15 @@ pub const EPOLLWAKEUP: u32 = 1 << 29;
 pub const EPOLLONESHOT: u32 = 1 << 30;
 pub const EPOLLET: u32 = 1 << 31;
 
-/// `struct epoll_event`. Only x86-64 packs it; on arm64 `data` is 8-aligned, so 16 bytes.
+/// `struct epoll_event`. Only x86-64 packs it; on arm64 `data` is 8-aligned, so 16 bytes, and
+/// the C struct's hole after `events` is the explicit `__pad` here (zero when written).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct EpollEvent {
     pub events: u32,
+    pub __pad: u32,
     pub data: u64,
 }
 
@@ -626,17 +555,13 @@ const _: () = {
 
 impl EpollEvent {
     pub const SIZE: usize = 16;
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> EpollEvent {
+
+    pub const fn new(events: u32, data: u64) -> EpollEvent {
         EpollEvent {
-            events: get_u32(b, 0),
-            data: get_u64(b, 8),
+            events,
+            __pad: 0,
+            data,
         }
-    }
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_u32(&mut b, 0, self.events);
-        put_u64(&mut b, 8, self.data);
-        b
     }
 }
 
@@ -671,14 +596,15 @@ mod tests {
             st_mtime_nsec: 5,
             ..Stat::default()
         };
-        let b = st.to_bytes();
-        assert_eq!(get_u64(&b, 8), 7);
-        assert_eq!(get_u32(&b, 16), 0o100644);
-        assert_eq!(get_i64(&b, 48), 1234);
-        assert_eq!(get_i32(&b, 56), 4096);
-        assert_eq!(get_i64(&b, 88), 99);
-        assert_eq!(get_u64(&b, 96), 5);
-        assert_eq!(Stat::from_bytes(&b), st);
+        let b = st.as_bytes();
+        assert_eq!(b.len(), Stat::SIZE);
+        assert_eq!(get_u64(b, 8), 7);
+        assert_eq!(get_u32(b, 16), 0o100644);
+        assert_eq!(get_i64(b, 48), 1234);
+        assert_eq!(get_i32(b, 56), 4096);
+        assert_eq!(get_i64(b, 88), 99);
+        assert_eq!(get_u64(b, 96), 5);
+        assert_eq!(Stat::read_from_bytes(b).ok(), Some(st));
         assert_eq!(dt_from_mode(st.st_mode), DT_REG);
         assert_eq!(dt_from_mode(S_IFDIR), DT_DIR);
         assert_eq!(dt_from_mode(S_IFLNK), DT_LNK);
@@ -698,10 +624,12 @@ mod tests {
             STATX_BASIC_STATS | STATX_BTIME,
         );
         assert_eq!(sx.stx_mask, STATX_BASIC_STATS);
-        let b = sx.to_bytes();
-        assert_eq!(get_u32(&b, 128), 5);
-        assert_eq!(get_u32(&b, 132), 1);
-        assert_eq!(get_u16(&b, 28), (S_IFCHR | 0o600) as u16);
+        let b = sx.as_bytes();
+        assert_eq!(b.len(), Statx::SIZE);
+        assert_eq!(get_u32(b, 128), 5);
+        assert_eq!(get_u32(b, 132), 1);
+        assert_eq!(get_u16(b, 28), (S_IFCHR | 0o600) as u16);
+        assert!(b[30..32].iter().chain(&b[152..]).all(|&c| c == 0));
     }
 
     #[test]
@@ -754,24 +682,22 @@ mod tests {
             iov_len: 1 << 40,
         }];
         assert_eq!(iovec_total(&big), Ok(MAX_RW_COUNT));
-        assert_eq!(Iovec::from_bytes(&v[0].to_bytes()), v[0]);
+        assert_eq!(Iovec::read_from_bytes(v[0].as_bytes()).ok(), Some(v[0]));
+        assert_eq!(<[Iovec]>::ref_from_bytes(v.as_bytes()).ok(), Some(&v[..]));
 
         let p = PollFd {
             fd: 3,
             events: POLLIN as i16,
             revents: (POLLIN | POLLHUP) as i16,
         };
-        assert_eq!(p.to_bytes(), [3, 0, 0, 0, 1, 0, 0x11, 0]);
-        assert_eq!(PollFd::from_bytes(&p.to_bytes()), p);
+        assert_eq!(p.as_bytes(), [3, 0, 0, 0, 1, 0, 0x11, 0]);
+        assert_eq!(PollFd::read_from_bytes(p.as_bytes()).ok(), Some(p));
 
-        let e = EpollEvent {
-            events: EPOLLIN | EPOLLET,
-            data: 0x1122_3344_5566_7788,
-        };
-        let b = e.to_bytes();
-        assert_eq!(get_u32(&b, 0), 0x8000_0001);
-        assert_eq!(get_u32(&b, 4), 0);
-        assert_eq!(get_u64(&b, 8), 0x1122_3344_5566_7788);
-        assert_eq!(EpollEvent::from_bytes(&b), e);
+        let e = EpollEvent::new(EPOLLIN | EPOLLET, 0x1122_3344_5566_7788);
+        let b = e.as_bytes();
+        assert_eq!(get_u32(b, 0), 0x8000_0001);
+        assert_eq!(get_u32(b, 4), 0);
+        assert_eq!(get_u64(b, 8), 0x1122_3344_5566_7788);
+        assert_eq!(EpollEvent::read_from_bytes(b).ok(), Some(e));
     }
 }

@@ -8,10 +8,11 @@
 //! of the unit). Like Linux's `user_regset_copyin`, each field takes whatever part of it `data`
 //! covers, and a short write leaves the rest of the field as it was.
 
-use crate::bytes::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
+use crate::bytes::{get_u32, get_u64, put_u32, put_u64};
 use crate::errno::Errno;
 use crate::sigframe::{FpsimdState, UserRegs};
 use crate::sys::{PR_SVE_SET_VL_ONEXEC, PR_SVE_VL_INHERIT};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 // ---- note types (elf.h) ----
 
@@ -53,8 +54,12 @@ pub const ZA_PT_VL_ONEXEC: u16 = SVE_PT_VL_ONEXEC;
 /// Both headers' size, and where the registers start.
 pub const HEADER_SIZE: usize = 16;
 
-/// user_sve_header and user_za_header (same layout).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// user_sve_header and user_za_header (same layout). Written with `as_bytes`; read from the
+/// start of a regset write with `VecHeader::read_from_prefix`.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct VecHeader {
     /// Meaningful bytes, header included.
     pub size: u32,
@@ -65,31 +70,12 @@ pub struct VecHeader {
     pub reserved: u16,
 }
 
-impl VecHeader {
-    pub fn encode(&self) -> [u8; HEADER_SIZE] {
-        let mut b = [0u8; HEADER_SIZE];
-        put_u32(&mut b, 0, self.size);
-        put_u32(&mut b, 4, self.max_size);
-        put_u16(&mut b, 8, self.vl);
-        put_u16(&mut b, 10, self.max_vl);
-        put_u16(&mut b, 12, self.flags);
-        put_u16(&mut b, 14, self.reserved);
-        b
-    }
-
-    /// The header at the start of `data`; None if `data` is shorter than a header.
-    pub fn decode(data: &[u8]) -> Option<VecHeader> {
-        let b = data.get(..HEADER_SIZE)?;
-        Some(VecHeader {
-            size: get_u32(b, 0),
-            max_size: get_u32(b, 4),
-            vl: get_u16(b, 8),
-            max_vl: get_u16(b, 10),
-            flags: get_u16(b, 12),
-            reserved: get_u16(b, 14),
-        })
-    }
-}
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<VecHeader>() == HEADER_SIZE);
+    assert!(offset_of!(VecHeader, vl) == 8);
+    assert!(offset_of!(VecHeader, flags) == 12);
+};
 
 const fn round16(n: u32) -> u32 {
     n.div_ceil(VQ_BYTES) * VQ_BYTES
@@ -385,7 +371,7 @@ pub struct SveSet {
 /// streaming mode, and for a VL of 0 unless the system lacks SVE and the write is a bare
 /// FPSIMD one to NT_ARM_SVE (or a VL given for NT_ARM_SVE without SVE).
 pub fn sve_set_parse(mode: VecMode, data: &[u8], has_sve: bool) -> Result<SveSet, Errno> {
-    let header = VecHeader::decode(data).ok_or(Errno::EINVAL)?;
+    let (header, _) = VecHeader::read_from_prefix(data).map_err(|_| Errno::EINVAL)?;
     let fpsimd = header.flags & SVE_PT_REGS_MASK == SVE_PT_REGS_FPSIMD;
     if fpsimd && mode == VecMode::Streaming {
         return Err(Errno::EINVAL);
@@ -453,7 +439,7 @@ pub fn za_header(vl: u32, max_vl: u32, inherit: bool, za_on: bool) -> VecHeader 
 /// A ZA write's header and the PR_SME_SET_VL argument it asks for (all its flags go to the
 /// VL rule, which rejects unknown ones); EINVAL for a short header.
 pub fn za_set_parse(data: &[u8]) -> Result<(VecHeader, u64), Errno> {
-    let h = VecHeader::decode(data).ok_or(Errno::EINVAL)?;
+    let (h, _) = VecHeader::read_from_prefix(data).map_err(|_| Errno::EINVAL)?;
     Ok((h, u64::from(h.vl) | u64::from(h.flags) << 16))
 }
 

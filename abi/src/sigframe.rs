@@ -9,11 +9,15 @@
 //!
 //! rt_sigreturn is `parse_sigreturn`: it reads the frame and any extra space through a
 //! user-copy callback and applies every generic rule of §6 plus the FPSIMD ones. Feature records
-//! come back raw (whole record, head included) for the per-extension restore code.
+//! come back raw (whole record, head included); `check_records` then applies the SVE, ZA, ZT and
+//! TPIDR2 rules against the task's vector lengths. A frame either of them refuses is answered
+//! with SIGSEGV (`bad_frame_siginfo`). The kernel only copies bytes and installs the result.
 
 use crate::bytes::*;
 use crate::errno::Errno;
 use crate::signal::{Sigaction, Siginfo, Sigset, StackT, SA_RESTORER, SA_SIGINFO};
+use crate::signal::{SEGV_ACCERR, SEGV_MAPERR, SIGSEGV};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 // ---- rt_sigframe offsets ----
 
@@ -400,7 +404,7 @@ impl SigDelivery<'_> {
         put_u64(h, UC_FLAGS_OFFSET, 0);
         put_u64(h, UC_LINK_OFFSET, 0);
         h[UC_STACK_OFFSET..UC_STACK_OFFSET + StackT::SIZE]
-            .copy_from_slice(&self.uc_stack.to_bytes());
+            .copy_from_slice(self.uc_stack.as_bytes());
         put_u64(h, UC_SIGMASK_OFFSET, self.sigmask.0);
         h[UC_SIGMASK_OFFSET + 8..MCONTEXT_OFFSET].fill(0);
         put_u64(h, FAULT_ADDRESS_OFFSET, self.fault_address);
@@ -626,6 +630,30 @@ pub enum BadFrame {
     MissingFpsimd,
     /// fpsimd_context head.size ≠ 528.
     BadFpsimdSize,
+    /// sve_context head.size < 16.
+    SveTooSmall,
+    /// sve_context sets SVE_SIG_FLAG_SM on a system without SME.
+    SveStreamingWithoutSme,
+    /// sve_context.vl is not the task's SVE VL (or SME VL, with SVE_SIG_FLAG_SM).
+    SveVlMismatch,
+    /// Streaming state in an sve_context without register payload.
+    SveStreamingWithoutPayload,
+    /// sve_context has a payload but head.size < SVE_SIG_CONTEXT_SIZE(vq).
+    SvePayloadTooSmall,
+    /// za_context head.size < 16.
+    ZaTooSmall,
+    /// za_context.vl is not the task's SME VL.
+    ZaVlMismatch,
+    /// za_context has a payload but head.size < ZA_SIG_CONTEXT_SIZE(vq).
+    ZaPayloadTooSmall,
+    /// tpidr2_context head.size ≠ 16.
+    BadTpidr2Size,
+    /// zt_context without ZA turned on by this frame's za_context.
+    ZtWithoutZa,
+    /// zt_context head.size ≠ ZT_SIG_CONTEXT_SIZE(1).
+    BadZtSize,
+    /// zt_context.nregs ≠ 1.
+    BadZtNregs,
 }
 
 /// Where a record was found: in the frame (`extra == false`) or the extra space.
@@ -655,10 +683,10 @@ pub struct Sigreturn<'a> {
     pub extra: Option<(u64, usize)>,
 }
 
-/// The outcome of rt_sigreturn. `sigmask` and `uc_stack` are reported whatever happens to
-/// the rest, because Linux installs the mask before it checks the frame (apply
-/// `Sigset::blockable()`), and restores the alternate stack after a good frame (errors
-/// ignored: `AltStack::set(uc_stack, restored sp, MINSIGSTKSZ)`).
+/// The outcome of rt_sigreturn. `sigmask` is reported once the header could be read, whatever
+/// happens to the rest, because Linux installs the mask (SIGKILL and SIGSTOP already removed)
+/// before it checks the frame. `uc_stack` is to be restored only after a good frame, records
+/// included (errors ignored: `AltStack::set(uc_stack, restored sp, MINSIGSTKSZ)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SigreturnResult<'a> {
     pub sigmask: Option<Sigset>,
@@ -669,6 +697,186 @@ pub struct SigreturnResult<'a> {
 /// A 16-byte aligned record value that is one u64 (tpidr2, fpmr, poe): head.size must be 16.
 pub fn u64_record_value(rec: &[u8]) -> Option<u64> {
     (rec.len() == 16).then(|| get_u64(rec, 8))
+}
+
+// ---- rt_sigreturn: the SVE and SME records against the task ----
+
+/// The first 16 bytes of `sve_context`, `za_context` and `zt_context`: the record head, then
+/// the vector length (`nregs` for zt_context), the flags (reserved for za and zt) and reserved
+/// space. What follows is the register payload.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct VecContextHead {
+    pub magic: u32,
+    pub size: u32,
+    pub vl: u16,
+    pub flags: u16,
+    pub __reserved: [u16; 2],
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<VecContextHead>() == SVE_CONTEXT_HEAD_SIZE as usize);
+    assert!(size_of::<VecContextHead>() == ZA_CONTEXT_HEAD_SIZE as usize);
+    assert!(size_of::<VecContextHead>() == ZT_CONTEXT_HEAD_SIZE as usize);
+    assert!(offset_of!(VecContextHead, vl) == 8);
+    assert!(offset_of!(VecContextHead, flags) == 10);
+};
+
+/// The state the checked records restore, on top of fpsimd_context (which `Sigreturn` holds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FpRecords<'a> {
+    /// With an sve_context payload: whether it is streaming state, and Z0-Z31, P0-P15 and FFR
+    /// (`sve_sig_regs_size(vq)` bytes). None: the FPSIMD state alone is restored.
+    pub sve: Option<(bool, &'a [u8])>,
+    /// za_context: None when absent (ZA left as it is), Some(None) for a header alone (ZA off),
+    /// else ZA's vl·vl bytes (ZA on).
+    pub za: Option<Option<&'a [u8]>>,
+    /// zt_context: ZT0's 64 bytes.
+    pub zt0: Option<&'a [u8]>,
+    /// tpidr2_context: the TPIDR2_EL0 value.
+    pub tpidr2: Option<u64>,
+}
+
+/// The per-record rules of Linux's `restore_sigframe` for the records `parse_sigreturn` left
+/// raw, in its order (sve, za, tpidr2, zt): `sve_vl` and `sme_vl` are the task's current vector
+/// lengths in bytes. Any error means the frame is bad (SIGSEGV, nothing restored).
+pub fn check_records<'a>(
+    s: &Sigreturn<'a>,
+    f: &SigFeatures,
+    sve_vl: u32,
+    sme_vl: u32,
+) -> Result<FpRecords<'a>, BadFrame> {
+    let sve = match s.sve {
+        Some(rec) => sve_record(rec, f, sve_vl, sme_vl)?,
+        None => None,
+    };
+    let za = match s.za {
+        Some(rec) => Some(za_record(rec, sme_vl)?),
+        None => None,
+    };
+    let tpidr2 = match s.tpidr2 {
+        Some(rec) => Some(u64_record_value(rec).ok_or(BadFrame::BadTpidr2Size)?),
+        None => None,
+    };
+    let zt0 = match s.zt {
+        Some(rec) => Some(zt_record(rec, matches!(za, Some(Some(_))))?),
+        None => None,
+    };
+    Ok(FpRecords {
+        sve,
+        za,
+        zt0,
+        tpidr2,
+    })
+}
+
+/// `restore_sve_fpsimd_context` on an sve_context (head included): `Ok(None)` for a
+/// non-streaming header without payload (restore from fpsimd_context), else the payload and
+/// whether it is streaming state.
+pub fn sve_record<'a>(
+    rec: &'a [u8],
+    f: &SigFeatures,
+    sve_vl: u32,
+    sme_vl: u32,
+) -> Result<Option<(bool, &'a [u8])>, BadFrame> {
+    let (head, _) = VecContextHead::read_from_prefix(rec).map_err(|_| BadFrame::SveTooSmall)?;
+    let streaming = head.flags & SVE_SIG_FLAG_SM != 0;
+    if streaming && !f.sme {
+        return Err(BadFrame::SveStreamingWithoutSme);
+    }
+    let vl = if streaming { sme_vl } else { sve_vl };
+    if u32::from(head.vl) != vl {
+        return Err(BadFrame::SveVlMismatch);
+    }
+    if rec.len() == SVE_CONTEXT_HEAD_SIZE as usize {
+        // Streaming state always comes with its registers (Linux 6.16 on).
+        return if streaming {
+            Err(BadFrame::SveStreamingWithoutPayload)
+        } else {
+            Ok(None)
+        };
+    }
+    let vq = vl / 16;
+    if rec.len() < sve_sig_context_size(vq) as usize {
+        return Err(BadFrame::SvePayloadTooSmall);
+    }
+    let regs = rec
+        .get(16..16 + sve_sig_regs_size(vq) as usize)
+        .ok_or(BadFrame::SvePayloadTooSmall)?;
+    Ok(Some((streaming, regs)))
+}
+
+/// `restore_za_context` on a za_context (head included): None for a header alone (ZA off),
+/// else ZA's vl·vl bytes.
+pub fn za_record(rec: &[u8], sme_vl: u32) -> Result<Option<&[u8]>, BadFrame> {
+    let (head, _) = VecContextHead::read_from_prefix(rec).map_err(|_| BadFrame::ZaTooSmall)?;
+    let vl = u32::from(head.vl);
+    if vl != sme_vl {
+        return Err(BadFrame::ZaVlMismatch);
+    }
+    if rec.len() == ZA_CONTEXT_HEAD_SIZE as usize {
+        return Ok(None);
+    }
+    if rec.len() < za_sig_context_size(vl / 16) as usize {
+        return Err(BadFrame::ZaPayloadTooSmall);
+    }
+    let za = rec
+        .get(16..16 + (vl * vl) as usize)
+        .ok_or(BadFrame::ZaPayloadTooSmall)?;
+    Ok(Some(za))
+}
+
+/// `restore_zt_context` on a zt_context (head included): ZT0 needs ZA on after this frame's
+/// za_context (`za_on`), a record of exactly one register, and nregs = 1. Returns ZT0's bytes.
+pub fn zt_record(rec: &[u8], za_on: bool) -> Result<&[u8], BadFrame> {
+    if !za_on {
+        return Err(BadFrame::ZtWithoutZa);
+    }
+    if rec.len() != zt_sig_context_size(1) as usize {
+        return Err(BadFrame::BadZtSize);
+    }
+    let (head, zt0) = VecContextHead::read_from_prefix(rec).map_err(|_| BadFrame::BadZtSize)?;
+    if head.vl != 1 {
+        return Err(BadFrame::BadZtNregs);
+    }
+    Ok(zt0)
+}
+
+/// The signal a bad frame gets (`arm64_notify_segfault(sp)`): SIGSEGV at the SP, SEGV_ACCERR
+/// when a mapping covers the SP, else SEGV_MAPERR.
+pub fn bad_frame_siginfo(sp: u64, sp_mapped: bool) -> Siginfo {
+    let code = if sp_mapped { SEGV_ACCERR } else { SEGV_MAPERR };
+    Siginfo::fault(SIGSEGV, code, sp)
+}
+
+/// The largest extra space rt_sigreturn reads for a system whose largest SVE and SME vector
+/// lengths are `sve_max_vl` and `sme_max_vl` (0: absent), with or without SME2: the size of
+/// the largest frame it can deliver, every record at its largest, ZA on (Linux accepts up to
+/// SIGFRAME_MAXSZ; a larger extra space is `ExtraBufferTooSmall` here).
+pub fn sigreturn_extra_limit(sve_max_vl: u32, sme_max_vl: u32, sme2: bool) -> usize {
+    let mut sizes = [0u32; 6];
+    let mut n = 0;
+    let mut push = |s: u32| {
+        sizes[n] = s;
+        n += 1;
+    };
+    push(FPSIMD_CONTEXT_SIZE);
+    push(ESR_CONTEXT_SIZE);
+    let vq = sve_max_vl.max(sme_max_vl) / 16;
+    if vq > 0 {
+        push(sve_sig_context_size(vq).next_multiple_of(16));
+    }
+    if sme_max_vl > 0 {
+        push(TPIDR2_CONTEXT_SIZE);
+        push(za_sig_context_size(sme_max_vl / 16));
+        if sme2 {
+            push(zt_sig_context_size(1));
+        }
+    }
+    minsigstksz(&sizes[..n]).unwrap_or(SIGFRAME_MAXSZ)
 }
 
 /// Reads the extra space an extra_context describes: (user address, size) -> its bytes. The
@@ -725,7 +933,7 @@ pub fn parse_sigreturn<'a>(
         out.frame = Err(BadFrame::Fault);
         return out;
     }
-    out.sigmask = Some(Sigset(get_u64(frame, UC_SIGMASK_OFFSET)));
+    out.sigmask = Some(Sigset(get_u64(frame, UC_SIGMASK_OFFSET)).blockable());
     let mut regs = UserRegs::default();
     for (i, r) in regs.regs.iter_mut().enumerate() {
         *r = get_u64(frame, REGS_OFFSET + 8 * i);
@@ -784,11 +992,9 @@ pub fn parse_sigreturn<'a>(
             f
         }
     };
-    out.uc_stack = Some(StackT::from_bytes(
-        frame[UC_STACK_OFFSET..UC_STACK_OFFSET + StackT::SIZE]
-            .try_into()
-            .unwrap_or(&[0; StackT::SIZE]),
-    ));
+    out.uc_stack = StackT::read_from_prefix(&frame[UC_STACK_OFFSET..])
+        .ok()
+        .map(|(ss, _)| ss);
     out.frame = Ok(Sigreturn {
         regs,
         fault_address: get_u64(frame, FAULT_ADDRESS_OFFSET),

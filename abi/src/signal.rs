@@ -3,6 +3,7 @@
 
 use crate::bytes::*;
 use crate::errno::{Errno, SysResult};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 pub const SIGHUP: u32 = 1;
 pub const SIGINT: u32 = 2;
@@ -126,7 +127,10 @@ pub const fn sig_name(sig: u32) -> Option<&'static str> {
 // ---- sigset ----
 
 /// The kernel's 64-bit `sigset_t`: bit `signo - 1`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Sigset(pub u64);
 
 /// Signals delivered before others when several are pending: the synchronous fault signals.
@@ -192,12 +196,6 @@ impl Sigset {
     pub fn iter(self) -> impl Iterator<Item = u32> {
         (1..=NSIG).filter(move |&s| self.contains(s))
     }
-    pub fn to_bytes(self) -> [u8; 8] {
-        self.0.to_le_bytes()
-    }
-    pub fn from_bytes(b: &[u8; 8]) -> Sigset {
-        Sigset(u64::from_le_bytes(*b))
-    }
 }
 
 pub const SIG_BLOCK: u32 = 0;
@@ -250,7 +248,9 @@ pub const SIG_ERR: u64 = u64::MAX;
 /// The arm64 kernel `struct sigaction` rt_sigaction copies: handler, flags, restorer, mask
 /// (32 bytes; glibc's user struct differs and is translated by libc).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Sigaction {
     pub sa_handler: u64,
     pub sa_flags: u64,
@@ -268,23 +268,6 @@ const _: () = {
 
 impl Sigaction {
     pub const SIZE: usize = 32;
-
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_u64(&mut b, 0, self.sa_handler);
-        put_u64(&mut b, 8, self.sa_flags);
-        put_u64(&mut b, 16, self.sa_restorer);
-        put_u64(&mut b, 24, self.sa_mask.0);
-        b
-    }
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Sigaction {
-        Sigaction {
-            sa_handler: get_u64(b, 0),
-            sa_flags: get_u64(b, 8),
-            sa_restorer: get_u64(b, 16),
-            sa_mask: Sigset(get_u64(b, 24)),
-        }
-    }
 
     /// Is the disposition "ignore", explicitly or by default?
     pub fn ignores(&self, sig: u32) -> bool {
@@ -345,12 +328,16 @@ pub const SS_FLAG_BITS: i32 = SS_AUTODISARM;
 pub const MINSIGSTKSZ: u64 = 5120;
 pub const SIGSTKSZ: u64 = 16384;
 
-/// `stack_t`: ss_sp @0, ss_flags (int) @8, ss_size @16; 24 bytes.
+/// `stack_t`: ss_sp @0, ss_flags (int) @8, ss_size @16; 24 bytes. The C struct's implicit
+/// hole after `ss_flags` is the explicit `__pad` here (zero when written; ignored when read).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct StackT {
     pub ss_sp: u64,
     pub ss_flags: i32,
+    pub __pad: u32,
     pub ss_size: u64,
 }
 
@@ -363,18 +350,13 @@ const _: () = {
 
 impl StackT {
     pub const SIZE: usize = 24;
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_u64(&mut b, 0, self.ss_sp);
-        put_i32(&mut b, 8, self.ss_flags);
-        put_u64(&mut b, 16, self.ss_size);
-        b
-    }
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> StackT {
+
+    pub const fn new(ss_sp: u64, ss_flags: i32, ss_size: u64) -> StackT {
         StackT {
-            ss_sp: get_u64(b, 0),
-            ss_flags: get_i32(b, 8),
-            ss_size: get_u64(b, 16),
+            ss_sp,
+            ss_flags,
+            __pad: 0,
+            ss_size,
         }
     }
 }
@@ -410,11 +392,11 @@ impl AltStack {
 
     /// The `old` value sigaltstack reports for user SP `sp`.
     pub fn report(&self, sp: u64) -> StackT {
-        StackT {
-            ss_sp: self.sp,
-            ss_flags: self.mode_for(sp) | (self.flags & SS_FLAG_BITS),
-            ss_size: self.size,
-        }
+        StackT::new(
+            self.sp,
+            self.mode_for(sp) | (self.flags & SS_FLAG_BITS),
+            self.size,
+        )
     }
 
     /// sigaltstack(new) at user SP `sp`, as `do_sigaltstack` checks it: EPERM while running on
@@ -461,11 +443,7 @@ impl AltStack {
     /// The `uc_stack` a signal frame records (`__save_altstack`): the stored values as they
     /// are. Call `disarm_after_save` next.
     pub fn saved(&self) -> StackT {
-        StackT {
-            ss_sp: self.sp,
-            ss_flags: self.flags,
-            ss_size: self.size,
-        }
+        StackT::new(self.sp, self.flags, self.size)
     }
 
     /// After the frame is written: SS_AUTODISARM resets the alternate stack to none.
@@ -749,7 +727,7 @@ mod tests {
         );
         assert_eq!(sigprocmask(old, SIG_UNBLOCK, old), Ok(Sigset::EMPTY));
         assert_eq!(sigprocmask(old, 3, old), Err(Errno::EINVAL));
-        assert_eq!(Sigset::from_bytes(&s.to_bytes()), s);
+        assert_eq!(Sigset::read_from_bytes(s.as_bytes()).ok(), Some(s));
         assert_eq!(Sigset(0b101).iter().collect::<std::vec::Vec<_>>(), [1, 3]);
     }
 
@@ -761,10 +739,10 @@ mod tests {
             sa_restorer: 0x5678,
             sa_mask: Sigset::FULL,
         };
-        let b = a.to_bytes();
-        assert_eq!(get_u64(&b, 0), 0x1234);
-        assert_eq!(get_u64(&b, 16), 0x5678);
-        assert_eq!(Sigaction::from_bytes(&b), a);
+        let b = a.as_bytes();
+        assert_eq!(get_u64(b, 0), 0x1234);
+        assert_eq!(get_u64(b, 16), 0x5678);
+        assert_eq!(Sigaction::read_from_bytes(b).ok(), Some(a));
         let stored = sigaction_check(SIGUSR1, Some(a), 8).unwrap().unwrap();
         assert_eq!(stored.sa_flags, SA_SIGINFO | SA_RESTORER);
         assert_eq!(stored.sa_mask, Sigset::FULL.blockable());
@@ -790,15 +768,11 @@ mod tests {
     fn sigaltstack_rules() {
         let mut a = AltStack::default();
         assert_eq!(a.report(0x1000).ss_flags, SS_DISABLE);
-        let st = StackT {
-            ss_sp: 0x10000,
-            ss_flags: 0,
-            ss_size: 0x4000,
-        };
-        let b = st.to_bytes();
-        assert_eq!(get_i32(&b, 8), 0);
-        assert_eq!(get_u64(&b, 16), 0x4000);
-        assert_eq!(StackT::from_bytes(&b), st);
+        let st = StackT::new(0x10000, 0, 0x4000);
+        let b = st.as_bytes();
+        assert_eq!(get_i32(b, 8), 0);
+        assert_eq!(get_u64(b, 16), 0x4000);
+        assert_eq!(StackT::read_from_bytes(b).ok(), Some(st));
         let small = StackT {
             ss_size: MINSIGSTKSZ - 1,
             ..st
@@ -815,11 +789,7 @@ mod tests {
         assert_eq!(a.frame_top(0x9000_0000, SA_ONSTACK), 0x14000);
         assert_eq!(a.frame_top(0x9000_0000, 0), 0x9000_0000);
         assert_eq!(a.frame_top(0x12000, SA_ONSTACK), 0x12000);
-        let dis = StackT {
-            ss_flags: SS_DISABLE,
-            ss_sp: 0x777,
-            ss_size: 1,
-        };
+        let dis = StackT::new(0x777, SS_DISABLE, 1);
         a.set(dis, 0x9000_0000, MINSIGSTKSZ).unwrap();
         assert_eq!((a.sp, a.size), (0, 0));
         assert_eq!(a.report(0).ss_flags, SS_DISABLE);

@@ -4,6 +4,7 @@
 use crate::bytes::*;
 use crate::errno::{Errno, SysResult};
 use crate::time::Timeval;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 // ---- uname ----
 
@@ -78,7 +79,7 @@ pub const INR_OPEN_MAX: u64 = 4096;
 
 /// `struct rlimit64` (and `struct rlimit` on 64-bit): 16 bytes.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct Rlimit64 {
     pub rlim_cur: u64,
     pub rlim_max: u64,
@@ -99,18 +100,6 @@ impl Rlimit64 {
             Err(Errno::EINVAL)
         } else {
             Ok(self)
-        }
-    }
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_u64(&mut b, 0, self.rlim_cur);
-        put_u64(&mut b, 8, self.rlim_max);
-        b
-    }
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Rlimit64 {
-        Rlimit64 {
-            rlim_cur: get_u64(b, 0),
-            rlim_max: get_u64(b, 8),
         }
     }
 }
@@ -155,13 +144,23 @@ pub const RUSAGE_THREAD: i32 = 1;
 
 /// `struct rusage` (144 bytes): two timevals and 14 longs. Svelt fills the times and leaves the
 /// counters it does not keep at 0.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Rusage {
     pub ru_utime: Timeval,
     pub ru_stime: Timeval,
     /// ru_maxrss .. ru_nivcsw, in header order.
     pub counters: [i64; 14],
 }
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<Rusage>() == Rusage::SIZE);
+    assert!(offset_of!(Rusage, ru_stime) == 16);
+    assert!(offset_of!(Rusage, counters) == 32);
+};
 
 impl Rusage {
     pub const SIZE: usize = 144;
@@ -170,22 +169,16 @@ impl Rusage {
     pub const MAJFLT: usize = 5;
     pub const NVCSW: usize = 12;
     pub const NIVCSW: usize = 13;
-
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        b[0..16].copy_from_slice(&self.ru_utime.to_bytes());
-        b[16..32].copy_from_slice(&self.ru_stime.to_bytes());
-        for (i, c) in self.counters.iter().enumerate() {
-            put_i64(&mut b, 32 + i * 8, *c);
-        }
-        b
-    }
 }
 
 // ---- sysinfo ----
 
-/// `struct sysinfo` on 64-bit (112 bytes).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// `struct sysinfo` on 64-bit (112 bytes). The C struct's holes after `pad` and at the end are
+/// the explicit `__pad1` and `__pad2` here.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Sysinfo {
     pub uptime: i64,
     /// 1, 5, 15 minute load averages, fixed point with 16 fractional bits.
@@ -197,31 +190,25 @@ pub struct Sysinfo {
     pub totalswap: u64,
     pub freeswap: u64,
     pub procs: u16,
+    pub pad: u16,
+    pub __pad1: u32,
     pub totalhigh: u64,
     pub freehigh: u64,
     pub mem_unit: u32,
+    pub __pad2: u32,
 }
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<Sysinfo>() == Sysinfo::SIZE);
+    assert!(offset_of!(Sysinfo, totalram) == 32);
+    assert!(offset_of!(Sysinfo, procs) == 80);
+    assert!(offset_of!(Sysinfo, totalhigh) == 88);
+    assert!(offset_of!(Sysinfo, mem_unit) == 104);
+};
 
 impl Sysinfo {
     pub const SIZE: usize = 112;
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_i64(&mut b, 0, self.uptime);
-        for (i, l) in self.loads.iter().enumerate() {
-            put_u64(&mut b, 8 + i * 8, *l);
-        }
-        put_u64(&mut b, 32, self.totalram);
-        put_u64(&mut b, 40, self.freeram);
-        put_u64(&mut b, 48, self.sharedram);
-        put_u64(&mut b, 56, self.bufferram);
-        put_u64(&mut b, 64, self.totalswap);
-        put_u64(&mut b, 72, self.freeswap);
-        put_u16(&mut b, 80, self.procs);
-        put_u64(&mut b, 88, self.totalhigh);
-        put_u64(&mut b, 96, self.freehigh);
-        put_u32(&mut b, 104, self.mem_unit);
-        b
-    }
 }
 
 // ---- reboot(2) ----
@@ -399,8 +386,8 @@ mod tests {
         };
         assert_eq!(r.validate(), Err(Errno::EINVAL));
         assert_eq!(
-            Rlimit64::from_bytes(&Rlimit64::INFINITY.to_bytes()),
-            Rlimit64::INFINITY
+            Rlimit64::read_from_bytes(Rlimit64::INFINITY.as_bytes()).ok(),
+            Some(Rlimit64::INFINITY)
         );
         assert_eq!(init_rlimit(RLIMIT_STACK).rlim_cur, 8 << 20);
         assert_eq!(init_rlimit(RLIMIT_NOFILE).rlim_max, 4096);
@@ -425,19 +412,20 @@ mod tests {
             ..Rusage::default()
         };
         r.counters[Rusage::NIVCSW] = 7;
-        let b = r.to_bytes();
-        assert_eq!(get_i64(&b, 16), 2);
-        assert_eq!(get_i64(&b, 136), 7);
+        let b = r.as_bytes();
+        assert_eq!(get_i64(b, 16), 2);
+        assert_eq!(get_i64(b, 136), 7);
         let s = Sysinfo {
             procs: 3,
             mem_unit: 1,
             freehigh: 9,
             ..Sysinfo::default()
         };
-        let b = s.to_bytes();
-        assert_eq!(get_u16(&b, 80), 3);
-        assert_eq!(get_u64(&b, 96), 9);
-        assert_eq!(get_u32(&b, 104), 1);
+        let b = s.as_bytes();
+        assert_eq!(b.len(), Sysinfo::SIZE);
+        assert_eq!(get_u16(b, 80), 3);
+        assert_eq!(get_u64(b, 96), 9);
+        assert_eq!(get_u32(b, 104), 1);
         assert_eq!(PR_SVE_SET_VL, 50);
         assert_eq!(PR_SME_GET_VL, 64);
         assert_eq!(PR_SVE_VL_INHERIT, 0x20000);

@@ -1,8 +1,8 @@
 //! Time uapi: clock ids, `struct timespec`, `struct timeval`, `struct itimerval`,
 //! `struct itimerspec`, `struct tms`, with validation as the syscalls apply it.
 
-use crate::bytes::*;
 use crate::errno::{Errno, SysResult};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 pub const NSEC_PER_SEC: i64 = 1_000_000_000;
 pub const USEC_PER_SEC: i64 = 1_000_000;
@@ -30,7 +30,20 @@ pub const ITIMER_PROF: u32 = 2;
 
 /// `struct timespec` (__kernel_timespec on 64-bit: two 64-bit fields).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    FromBytes,
+    IntoBytes,
+    Immutable,
+    KnownLayout,
+)]
 pub struct Timespec {
     pub tv_sec: i64,
     pub tv_nsec: i64,
@@ -77,24 +90,24 @@ impl Timespec {
                 .saturating_add(self.tv_nsec as u64),
         )
     }
-
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_i64(&mut b, 0, self.tv_sec);
-        put_i64(&mut b, 8, self.tv_nsec);
-        b
-    }
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Timespec {
-        Timespec {
-            tv_sec: get_i64(b, 0),
-            tv_nsec: get_i64(b, 8),
-        }
-    }
 }
 
 /// `struct timeval` (__kernel_old_timeval on 64-bit: 16 bytes).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    FromBytes,
+    IntoBytes,
+    Immutable,
+    KnownLayout,
+)]
 pub struct Timeval {
     pub tv_sec: i64,
     pub tv_usec: i64,
@@ -127,24 +140,13 @@ impl Timeval {
                 .saturating_add(self.tv_usec as u64 * 1000),
         )
     }
-
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_i64(&mut b, 0, self.tv_sec);
-        put_i64(&mut b, 8, self.tv_usec);
-        b
-    }
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Timeval {
-        Timeval {
-            tv_sec: get_i64(b, 0),
-            tv_usec: get_i64(b, 8),
-        }
-    }
 }
 
 /// `struct itimerval` (32 bytes): interval, then current value.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Itimerval {
     pub it_interval: Timeval,
     pub it_value: Timeval,
@@ -163,25 +165,13 @@ impl Itimerval {
             Err(Errno::EINVAL)
         }
     }
-
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        b[..16].copy_from_slice(&self.it_interval.to_bytes());
-        b[16..].copy_from_slice(&self.it_value.to_bytes());
-        b
-    }
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Itimerval {
-        let (interval, value) = b.split_at(16);
-        Itimerval {
-            it_interval: Timeval::from_bytes(interval.try_into().unwrap()),
-            it_value: Timeval::from_bytes(value.try_into().unwrap()),
-        }
-    }
 }
 
 /// `struct itimerspec` (32 bytes): interval, then value.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Itimerspec {
     pub it_interval: Timespec,
     pub it_value: Timespec,
@@ -199,25 +189,13 @@ impl Itimerspec {
             Err(Errno::EINVAL)
         }
     }
-
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        b[..16].copy_from_slice(&self.it_interval.to_bytes());
-        b[16..].copy_from_slice(&self.it_value.to_bytes());
-        b
-    }
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Itimerspec {
-        let (interval, value) = b.split_at(16);
-        Itimerspec {
-            it_interval: Timespec::from_bytes(interval.try_into().unwrap()),
-            it_value: Timespec::from_bytes(value.try_into().unwrap()),
-        }
-    }
 }
 
 /// `struct tms` for times(2): four clock_t (i64) in USER_HZ ticks.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Tms {
     pub tms_utime: i64,
     pub tms_stime: i64,
@@ -229,14 +207,6 @@ const _: () = assert!(core::mem::size_of::<Tms>() == 32);
 
 impl Tms {
     pub const SIZE: usize = 32;
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_i64(&mut b, 0, self.tms_utime);
-        put_i64(&mut b, 8, self.tms_stime);
-        put_i64(&mut b, 16, self.tms_cutime);
-        put_i64(&mut b, 24, self.tms_cstime);
-        b
-    }
 }
 
 /// Nanoseconds to USER_HZ clock ticks.
@@ -247,6 +217,7 @@ pub const fn nanos_to_clock_t(ns: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bytes::get_i64;
 
     #[test]
     fn timespec_rules() {
@@ -259,7 +230,7 @@ mod tests {
             }
         );
         assert_eq!(t.to_nanos(), Some(3_000_000_007));
-        assert_eq!(Timespec::from_bytes(&t.to_bytes()), t);
+        assert_eq!(Timespec::read_from_bytes(t.as_bytes()).ok(), Some(t));
         let bad = Timespec {
             tv_sec: 0,
             tv_nsec: NSEC_PER_SEC,
@@ -297,10 +268,10 @@ mod tests {
             it_interval: Timeval::default(),
             it_value: v,
         };
-        let b = it.to_bytes();
-        assert_eq!(get_i64(&b, 16), 1);
-        assert_eq!(get_i64(&b, 24), 500_000);
-        assert_eq!(Itimerval::from_bytes(&b), it);
+        let b = it.as_bytes();
+        assert_eq!(get_i64(b, 16), 1);
+        assert_eq!(get_i64(b, 24), 500_000);
+        assert_eq!(Itimerval::read_from_bytes(b).ok(), Some(it));
         let bad = Itimerval {
             it_value: Timeval {
                 tv_sec: 0,

@@ -1,7 +1,7 @@
 //! Terminal uapi: the kernel `struct termios` TCGETS fills on arm64, `struct winsize`, and the
 //! ioctl request numbers (asm-generic `ioctls.h`, which arm64 uses).
 
-use crate::bytes::*;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 // ---- _IOC request encoding (asm-generic ioctl.h): nr 8 bits, type 8, size 14, dir 2 ----
 
@@ -188,7 +188,7 @@ pub const N_TTY: u8 = 0;
 
 /// The kernel `struct termios` (asm-generic termbits.h) that TCGETS/TCSETS* copy: 36 bytes.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct Termios {
     pub c_iflag: u32,
     pub c_oflag: u32,
@@ -231,36 +231,14 @@ impl Termios {
             c_cc: INIT_C_CC,
         }
     }
-
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_u32(&mut b, 0, self.c_iflag);
-        put_u32(&mut b, 4, self.c_oflag);
-        put_u32(&mut b, 8, self.c_cflag);
-        put_u32(&mut b, 12, self.c_lflag);
-        b[16] = self.c_line;
-        b[17..].copy_from_slice(&self.c_cc);
-        b
-    }
-
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Termios {
-        let mut c_cc = [0u8; NCCS];
-        c_cc.copy_from_slice(&b[17..]);
-        Termios {
-            c_iflag: get_u32(b, 0),
-            c_oflag: get_u32(b, 4),
-            c_cflag: get_u32(b, 8),
-            c_lflag: get_u32(b, 12),
-            c_line: b[16],
-            c_cc,
-        }
-    }
 }
 
 /// `struct winsize` (8 bytes). A serial console has no size: Linux reports all zeros until
 /// someone sets it with TIOCSWINSZ, and Svelt does the same (`Winsize::default()`).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct Winsize {
     pub ws_row: u16,
     pub ws_col: u16,
@@ -272,27 +250,12 @@ const _: () = assert!(core::mem::size_of::<Winsize>() == 8);
 
 impl Winsize {
     pub const SIZE: usize = 8;
-    pub fn to_bytes(&self) -> [u8; Self::SIZE] {
-        let mut b = [0u8; Self::SIZE];
-        put_u16(&mut b, 0, self.ws_row);
-        put_u16(&mut b, 2, self.ws_col);
-        put_u16(&mut b, 4, self.ws_xpixel);
-        put_u16(&mut b, 6, self.ws_ypixel);
-        b
-    }
-    pub fn from_bytes(b: &[u8; Self::SIZE]) -> Winsize {
-        Winsize {
-            ws_row: get_u16(b, 0),
-            ws_col: get_u16(b, 2),
-            ws_xpixel: get_u16(b, 4),
-            ws_ypixel: get_u16(b, 6),
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bytes::get_u32;
 
     #[test]
     fn ioctl_numbers() {
@@ -308,22 +271,22 @@ mod tests {
     #[test]
     fn console_termios_image() {
         let t = Termios::console_default();
-        let b = t.to_bytes();
-        assert_eq!(get_u32(&b, 0), 0o2400); // ICRNL|IXON
-        assert_eq!(get_u32(&b, 4), 0o5); // OPOST|ONLCR
-        assert_eq!(get_u32(&b, 8), 0o16262); // B115200|CS8|CREAD|HUPCL|CLOCAL
-        assert_eq!(get_u32(&b, 12), 0o105073);
+        let b = t.as_bytes();
+        assert_eq!(get_u32(b, 0), 0o2400); // ICRNL|IXON
+        assert_eq!(get_u32(b, 4), 0o5); // OPOST|ONLCR
+        assert_eq!(get_u32(b, 8), 0o16262); // B115200|CS8|CREAD|HUPCL|CLOCAL
+        assert_eq!(get_u32(b, 12), 0o105073);
         assert_eq!(b[16], 0);
         assert_eq!(b[17 + VINTR], 3);
         assert_eq!(b[17 + VERASE], 0x7f);
         assert_eq!(b[17 + VMIN], 1);
-        assert_eq!(Termios::from_bytes(&b), t);
+        assert_eq!(Termios::read_from_bytes(b).ok(), Some(t));
         let w = Winsize {
             ws_row: 24,
             ws_col: 80,
             ..Winsize::default()
         };
-        assert_eq!(Winsize::from_bytes(&w.to_bytes()), w);
-        assert_eq!(w.to_bytes(), [24, 0, 80, 0, 0, 0, 0, 0]);
+        assert_eq!(Winsize::read_from_bytes(w.as_bytes()).ok(), Some(w));
+        assert_eq!(w.as_bytes(), [24, 0, 80, 0, 0, 0, 0, 0]);
     }
 }

@@ -17,6 +17,7 @@ use fpsimd::FpsimdState;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fpstate::{self as fps, CpuFp, Format, Regs, Save, SmeTrapError, Svcr, TaskFp};
 use svelt_abi::vlctl::{self, TaskVl, VecKind};
+use zerocopy::IntoBytes;
 
 /// Each CPU's record of whose registers it holds. Only that CPU touches it, with IRQs masked,
 /// so it needs no lock.
@@ -955,7 +956,7 @@ pub fn regset_sve_get(t: &Task, mode: VecMode) -> SysResult<Vec<u8>> {
     };
     let (h, payload) = rs::sve_header(mode, &task);
     let mut out = try_zeroed(h.size as usize)?;
-    out[..rs::HEADER_SIZE].copy_from_slice(&h.encode());
+    out[..rs::HEADER_SIZE].copy_from_slice(h.as_bytes());
     match payload {
         rs::SvePayload::None => {}
         rs::SvePayload::Fpsimd => {
@@ -1036,7 +1037,7 @@ pub fn regset_za_get(t: &Task) -> SysResult<Vec<u8>> {
     let za_on = f.st.svcr.za;
     let h = rs::za_header(vl, max_vl, inherit, za_on);
     let mut out = try_zeroed(h.size as usize)?;
-    out[..rs::HEADER_SIZE].copy_from_slice(&h.encode());
+    out[..rs::HEADER_SIZE].copy_from_slice(h.as_bytes());
     if za_on {
         let n = sme::za_size(vl as usize);
         let za = f.try_za_buf()?;

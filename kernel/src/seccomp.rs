@@ -19,6 +19,7 @@ use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::nr;
 use svelt_abi::sched::wstatus;
 use svelt_abi::signal::{Siginfo, SIGKILL, SIGSYS};
+use zerocopy::IntoBytes;
 
 /// Largest errno SECCOMP_RET_ERRNO passes on (Linux's MAX_ERRNO).
 const MAX_ERRNO: u32 = 4095;
@@ -336,7 +337,7 @@ fn set_mode_strict() -> SysResult<usize> {
 fn prepare(uargs: usize) -> SysResult<Vec<SockFilter>> {
     let mut b = [0u8; SockFprog::SIZE];
     uaccess::copy_from_user(&mut b, uargs)?;
-    let fprog = SockFprog::from_bytes(&b);
+    let fprog: SockFprog = zerocopy::transmute!(b);
     let len = fprog.len as usize;
     if len == 0 || len > BPF_MAXINSNS {
         return Err(Errno::EINVAL);
@@ -352,11 +353,8 @@ fn prepare(uargs: usize) -> SysResult<Vec<SockFilter>> {
     let raw = uaccess::read_vec(fprog.filter as usize, len * SockFilter::SIZE)?;
     let mut prog = Vec::new();
     prog.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
-    prog.extend(raw.chunks_exact(SockFilter::SIZE).map(|c| {
-        let mut a = [0u8; SockFilter::SIZE];
-        a.copy_from_slice(c);
-        SockFilter::from_bytes(&a)
-    }));
+    prog.resize(len, SockFilter::default());
+    prog.as_mut_bytes().copy_from_slice(&raw);
     drop(raw);
     let mut scratch: Vec<u16> = Vec::new();
     scratch.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;

@@ -12,6 +12,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::sys::{self, Errno, Iovec, SysResult};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 pub const NR_PTRACE: usize = 117;
 pub const NR_PROCESS_VM_READV: usize = 270;
@@ -227,9 +228,9 @@ pub fn getregset_vec(pid: i32, nt: usize, max: usize) -> SysResult<Vec<u8>> {
     Ok(v)
 }
 
-/// `struct user_pt_regs`.
+/// `struct user_pt_regs` (its bytes: zerocopy's `as_bytes` / `as_mut_bytes`).
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct UserPtRegs {
     pub regs: [u64; 31],
     pub sp: u64,
@@ -247,20 +248,12 @@ impl UserPtRegs {
             pstate: 0,
         }
     }
-    pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: plain integers, no padding (size asserted above).
-        unsafe { core::slice::from_raw_parts(self as *const Self as *const u8, PT_REGS_SIZE) }
-    }
-    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in as_bytes; every bit pattern is a valid value.
-        unsafe { core::slice::from_raw_parts_mut(self as *mut Self as *mut u8, PT_REGS_SIZE) }
-    }
 }
 
 /// NT_PRSTATUS of a stopped tracee.
 pub fn get_regs(pid: i32) -> SysResult<UserPtRegs> {
     let mut r = UserPtRegs::zeroed();
-    let n = getregset(pid, NT_PRSTATUS, r.as_bytes_mut())?;
+    let n = getregset(pid, NT_PRSTATUS, r.as_mut_bytes())?;
     if n != PT_REGS_SIZE {
         return Err(Errno(-2000 - n as i32));
     }
@@ -278,7 +271,7 @@ pub fn advance_pc(pid: i32, delta: u64) -> SysResult {
 
 /// `struct user_fpsimd_state`: V0-V31, FPSR, FPCR, 8 bytes of padding.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
 pub struct UserFpsimd {
     pub vregs: [u128; 32],
     pub fpsr: u32,
@@ -288,29 +281,21 @@ pub struct UserFpsimd {
 const _: () = assert!(core::mem::size_of::<UserFpsimd>() == FPSIMD_SIZE);
 
 impl UserFpsimd {
+    /// The state whose first bytes are `b` (a shorter `b` leaves the rest zero).
     pub fn from_bytes(b: &[u8]) -> UserFpsimd {
-        let mut f = UserFpsimd {
-            vregs: [0; 32],
-            fpsr: 0,
-            fpcr: 0,
-            reserved: [0; 2],
-        };
+        let mut f = UserFpsimd::new_zeroed();
         let n = b.len().min(FPSIMD_SIZE);
-        // SAFETY: f is FPSIMD_SIZE bytes of plain integers; n bytes fit.
-        unsafe {
-            core::ptr::copy_nonoverlapping(b.as_ptr(), &mut f as *mut Self as *mut u8, n);
-        }
+        f.as_mut_bytes()[..n].copy_from_slice(&b[..n]);
         f
-    }
-    pub fn as_bytes(&self) -> &[u8] {
-        // SAFETY: plain integers, no padding (size asserted above).
-        unsafe { core::slice::from_raw_parts(self as *const Self as *const u8, FPSIMD_SIZE) }
     }
 }
 
 /// `struct user_sve_header` (NT_ARM_SVE, NT_ARM_SSVE) and `struct user_za_header` (NT_ARM_ZA):
 /// the same 16-byte layout.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct VecHeader {
     pub size: u32,
     pub max_size: u32,
@@ -320,32 +305,12 @@ pub struct VecHeader {
     pub reserved: u16,
 }
 
+const _: () = assert!(core::mem::size_of::<VecHeader>() == HEADER_SIZE);
+
 impl VecHeader {
     /// The header at the start of `b` (None if `b` is shorter than 16 bytes).
     pub fn parse(b: &[u8]) -> Option<VecHeader> {
-        if b.len() < HEADER_SIZE {
-            return None;
-        }
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
-        Some(VecHeader {
-            size: u32_at(0),
-            max_size: u32_at(4),
-            vl: u16_at(8),
-            max_vl: u16_at(10),
-            flags: u16_at(12),
-            reserved: u16_at(14),
-        })
-    }
-    pub fn to_bytes(&self) -> [u8; HEADER_SIZE] {
-        let mut b = [0u8; HEADER_SIZE];
-        b[0..4].copy_from_slice(&self.size.to_le_bytes());
-        b[4..8].copy_from_slice(&self.max_size.to_le_bytes());
-        b[8..10].copy_from_slice(&self.vl.to_le_bytes());
-        b[10..12].copy_from_slice(&self.max_vl.to_le_bytes());
-        b[12..14].copy_from_slice(&self.flags.to_le_bytes());
-        b[14..16].copy_from_slice(&self.reserved.to_le_bytes());
-        b
+        VecHeader::read_from_prefix(b).ok().map(|(h, _)| h)
     }
     /// A header for a write: size, vl and flags (max_size and max_vl are ignored by SET).
     pub fn new(size: usize, vl: usize, flags: u16) -> VecHeader {
@@ -402,7 +367,7 @@ pub fn build_sve(vl: usize, flags: u16, zpf: &[u8], fpsr: u32, fpcr: u32) -> Vec
     let vq = vl / 16;
     let size = sve_pt_size(vq, SVE_PT_REGS_SVE);
     let mut b = alloc::vec![0u8; size];
-    b[..HEADER_SIZE].copy_from_slice(&VecHeader::new(size, vl, flags | SVE_PT_REGS_SVE).to_bytes());
+    b[..HEADER_SIZE].copy_from_slice(VecHeader::new(size, vl, flags | SVE_PT_REGS_SVE).as_bytes());
     let n = zpf.len().min(546 * vq);
     b[HEADER_SIZE..HEADER_SIZE + n].copy_from_slice(&zpf[..n]);
     let o = sve_pt_fpsr_offset(vq);
@@ -416,7 +381,7 @@ pub fn build_fpsimd(vl: usize, flags: u16, f: &UserFpsimd) -> Vec<u8> {
     let size = sve_pt_size(0, SVE_PT_REGS_FPSIMD);
     let mut b = alloc::vec![0u8; size];
     b[..HEADER_SIZE].copy_from_slice(
-        &VecHeader::new(size, vl, (flags & !SVE_PT_REGS_MASK) | SVE_PT_REGS_FPSIMD).to_bytes(),
+        VecHeader::new(size, vl, (flags & !SVE_PT_REGS_MASK) | SVE_PT_REGS_FPSIMD).as_bytes(),
     );
     b[HEADER_SIZE..].copy_from_slice(f.as_bytes());
     b
@@ -426,7 +391,7 @@ pub fn build_fpsimd(vl: usize, flags: u16, f: &UserFpsimd) -> Vec<u8> {
 pub fn build_za(svl: usize, flags: u16, za: &[u8]) -> Vec<u8> {
     let size = za_pt_size(svl / 16);
     let mut b = alloc::vec![0u8; size];
-    b[..HEADER_SIZE].copy_from_slice(&VecHeader::new(size, svl, flags).to_bytes());
+    b[..HEADER_SIZE].copy_from_slice(VecHeader::new(size, svl, flags).as_bytes());
     let n = za.len().min(svl * svl);
     b[HEADER_SIZE..HEADER_SIZE + n].copy_from_slice(&za[..n]);
     b

@@ -10,19 +10,20 @@ fn header_round_trip_and_layout() {
         flags: 0xddee,
         reserved: 0xff00,
     };
-    let b = h.encode();
+    let b = h.as_bytes();
     assert_eq!(&b[0..4], &0x1122_3344u32.to_le_bytes());
     assert_eq!(&b[4..8], &0x5566_7788u32.to_le_bytes());
     assert_eq!(&b[8..10], &0x99aau16.to_le_bytes());
     assert_eq!(&b[10..12], &0xbbccu16.to_le_bytes());
     assert_eq!(&b[12..14], &0xddeeu16.to_le_bytes());
     assert_eq!(&b[14..16], &0xff00u16.to_le_bytes());
-    assert_eq!(VecHeader::decode(&b), Some(h));
+    let decode = |d: &[u8]| VecHeader::read_from_prefix(d).ok().map(|(h, _)| h);
+    assert_eq!(decode(b), Some(h));
     let mut long = [0u8; 40];
-    long[..16].copy_from_slice(&b);
-    assert_eq!(VecHeader::decode(&long), Some(h));
-    assert_eq!(VecHeader::decode(&b[..15]), None);
-    assert_eq!(VecHeader::decode(&[]), None);
+    long[..16].copy_from_slice(b);
+    assert_eq!(decode(&long), Some(h));
+    assert_eq!(decode(&b[..15]), None);
+    assert_eq!(decode(&[]), None);
 }
 
 #[test]
@@ -325,12 +326,11 @@ fn sve_payload_round_trip() {
 }
 
 fn hdr(vl: u16, flags: u16) -> [u8; 16] {
-    VecHeader {
+    zerocopy::transmute!(VecHeader {
         vl,
         flags,
         ..Default::default()
-    }
-    .encode()
+    })
 }
 
 #[test]

@@ -105,11 +105,7 @@ fn delivery<'a>(
         signo: SIGSEGV,
         info: &f.info,
         action: &f.act,
-        uc_stack: StackT {
-            ss_sp: 0,
-            ss_flags: SS_DISABLE,
-            ss_size: 0,
-        },
+        uc_stack: StackT::new(0, SS_DISABLE, 0),
         sigmask: Sigset::of(SIGUSR1),
         regs: &f.regs,
         fault_address: 0xdead_0000,
@@ -406,14 +402,7 @@ fn every_record_kind_round_trips() {
     assert_eq!(s.fpmr.unwrap().len(), 16);
     assert_eq!(s.gcs.unwrap().len(), 32);
     assert_eq!(s.extra, None);
-    assert_eq!(
-        r.uc_stack,
-        Some(StackT {
-            ss_sp: 0,
-            ss_flags: SS_DISABLE,
-            ss_size: 0
-        })
-    );
+    assert_eq!(r.uc_stack, Some(StackT::new(0, SS_DISABLE, 0)));
     // Same frame on an FPSIMD-only CPU: the first feature record is refused.
     let r = parse_sigreturn(
         plan.base,
@@ -795,13 +784,16 @@ fn garbage_frames_never_panic() {
         }
         let mut frame = [0u8; RT_SIGFRAME_SIZE];
         let mut extra = vec![0u8; (next() % 4096) as usize];
-        let _ = parse_sigreturn(
+        let r = parse_sigreturn(
             SP,
             &mut |a, b| m.read(a, b),
             &ALL,
             &mut frame,
             &mut extra_in(&mut extra, &mut |a, b| m.read(a, b)),
         );
+        if let Ok(s) = r.frame {
+            let _ = check_records(&s, &ALL, 32, 64);
+        }
     }
 }
 
@@ -976,4 +968,399 @@ fn extra_space_is_asked_for_once_with_its_size() {
         r.frame.err(),
         Some(BadFrame::ExtraBufferTooSmall { needed: 2224 })
     );
+}
+
+// ---- the SVE, ZA, ZT and TPIDR2 records against the task (check_records) ----
+
+/// A vector record: head, `vl` (nregs for zt_context) and `flags`, then `size - 16` payload
+/// bytes of a pattern.
+fn vec_rec(magic: u32, size: usize, vl: u16, flags: u16) -> Vec<u8> {
+    let mut r = pattern(size.max(16));
+    r.truncate(size);
+    let head = VecContextHead {
+        magic,
+        size: size as u32,
+        vl,
+        flags,
+        __reserved: [0; 2],
+    };
+    let n = size.min(16);
+    r[..n].copy_from_slice(&head.as_bytes()[..n]);
+    r
+}
+
+const SME_ONLY: SigFeatures = SigFeatures {
+    sme: true,
+    sve: false,
+    ..ALL
+};
+
+#[test]
+fn sve_record_rules() {
+    let (sve_vl, sme_vl) = (32, 64);
+    let full = |vl: u32| sve_sig_context_size(vl / 16) as usize;
+    // A header alone, not streaming, at the task's SVE VL: restore from fpsimd_context.
+    let r = vec_rec(SVE_MAGIC, 16, 32, 0);
+    assert_eq!(sve_record(&r, &ALL, sve_vl, sme_vl), Ok(None));
+    // SVE registers: exactly Z, P and FFR, even from a record padded beyond them.
+    for size in [full(32), full(32).next_multiple_of(16), full(32) + 64] {
+        let r = vec_rec(SVE_MAGIC, size, 32, 0);
+        assert_eq!(
+            sve_record(&r, &ALL, sve_vl, sme_vl),
+            Ok(Some((false, &r[16..16 + 546 * 2])))
+        );
+    }
+    // Streaming state is checked against the SME VL.
+    let r = vec_rec(SVE_MAGIC, full(64), 64, SVE_SIG_FLAG_SM);
+    assert_eq!(
+        sve_record(&r, &ALL, sve_vl, sme_vl),
+        Ok(Some((true, &r[16..16 + 546 * 4])))
+    );
+    assert_eq!(
+        sve_record(&r, &SME_ONLY, 0, sme_vl),
+        Ok(Some((true, &r[16..16 + 546 * 4])))
+    );
+    // An SME-only system writes a zero-VL header for non-streaming state.
+    let r = vec_rec(SVE_MAGIC, 16, 0, 0);
+    assert_eq!(sve_record(&r, &SME_ONLY, 0, sme_vl), Ok(None));
+
+    let reject = |r: &[u8], f: &SigFeatures, want: BadFrame| {
+        assert_eq!(sve_record(r, f, sve_vl, sme_vl), Err(want), "{:?}", &r[..8]);
+    };
+    reject(&vec_rec(SVE_MAGIC, 8, 0, 0), &ALL, BadFrame::SveTooSmall);
+    reject(&vec_rec(SVE_MAGIC, 12, 32, 0), &ALL, BadFrame::SveTooSmall);
+    let sve_only = SigFeatures {
+        sme: false,
+        sme2: false,
+        ..ALL
+    };
+    reject(
+        &vec_rec(SVE_MAGIC, full(64), 64, SVE_SIG_FLAG_SM),
+        &sve_only,
+        BadFrame::SveStreamingWithoutSme,
+    );
+    // Either VL is wrong for the other kind of state, and any other VL too.
+    reject(
+        &vec_rec(SVE_MAGIC, 16, 64, 0),
+        &ALL,
+        BadFrame::SveVlMismatch,
+    );
+    reject(
+        &vec_rec(SVE_MAGIC, full(32), 32, SVE_SIG_FLAG_SM),
+        &ALL,
+        BadFrame::SveVlMismatch,
+    );
+    reject(
+        &vec_rec(SVE_MAGIC, 16, 48, 0),
+        &ALL,
+        BadFrame::SveVlMismatch,
+    );
+    reject(
+        &vec_rec(SVE_MAGIC, 16, 64, SVE_SIG_FLAG_SM),
+        &ALL,
+        BadFrame::SveStreamingWithoutPayload,
+    );
+    for size in [32, full(32) - 1] {
+        reject(
+            &vec_rec(SVE_MAGIC, size, 32, 0),
+            &ALL,
+            BadFrame::SvePayloadTooSmall,
+        );
+    }
+    // Flag bits other than SM are ignored.
+    let r = vec_rec(SVE_MAGIC, 16, 32, 0xfffe);
+    assert_eq!(sve_record(&r, &ALL, sve_vl, sme_vl), Ok(None));
+}
+
+#[test]
+fn za_record_rules() {
+    // A header alone turns ZA off; a payload is ZA's vl x vl bytes.
+    assert_eq!(za_record(&vec_rec(ZA_MAGIC, 16, 32, 0), 32), Ok(None));
+    let size = za_sig_context_size(2) as usize;
+    assert_eq!(size, 16 + 32 * 32);
+    for len in [size, size + 48] {
+        let r = vec_rec(ZA_MAGIC, len, 32, 0);
+        assert_eq!(za_record(&r, 32), Ok(Some(&r[16..16 + 1024])));
+    }
+    assert_eq!(
+        za_record(&vec_rec(ZA_MAGIC, 8, 32, 0), 32),
+        Err(BadFrame::ZaTooSmall)
+    );
+    assert_eq!(
+        za_record(&vec_rec(ZA_MAGIC, 16, 64, 0), 32),
+        Err(BadFrame::ZaVlMismatch)
+    );
+    assert_eq!(
+        za_record(&vec_rec(ZA_MAGIC, size, 32, 0), 64),
+        Err(BadFrame::ZaVlMismatch)
+    );
+    assert_eq!(
+        za_record(&vec_rec(ZA_MAGIC, size - 16, 32, 0), 32),
+        Err(BadFrame::ZaPayloadTooSmall)
+    );
+    assert_eq!(
+        za_record(&vec_rec(ZA_MAGIC, 32, 32, 0), 32),
+        Err(BadFrame::ZaPayloadTooSmall)
+    );
+    // The reserved half-words after vl are not looked at.
+    assert_eq!(za_record(&vec_rec(ZA_MAGIC, 16, 32, 0xffff), 32), Ok(None));
+}
+
+#[test]
+fn zt_record_rules() {
+    let r = vec_rec(ZT_MAGIC, 80, 1, 0);
+    assert_eq!(zt_record(&r, true), Ok(&r[16..80]));
+    assert_eq!(zt_record(&r, false), Err(BadFrame::ZtWithoutZa));
+    for size in [16, 64, 96, 144] {
+        assert_eq!(
+            zt_record(&vec_rec(ZT_MAGIC, size, 1, 0), true),
+            Err(BadFrame::BadZtSize)
+        );
+    }
+    for nregs in [0, 2] {
+        assert_eq!(
+            zt_record(&vec_rec(ZT_MAGIC, 80, nregs, 0), true),
+            Err(BadFrame::BadZtNregs)
+        );
+    }
+}
+
+/// A frame of fpsimd plus these records, delivered and then parsed on a CPU with everything.
+fn parse_records<'a>(recs: &[RecordSpec], frame: &'a mut [u8; RT_SIGFRAME_SIZE]) -> Sigreturn<'a> {
+    let f = fixture(SA_SIGINFO);
+    let d = delivery(&f, recs, None);
+    let plan = d.plan().unwrap();
+    let mut mem = Mem::new(plan.base, plan.image_len);
+    d.write(&plan, mem.at(plan.base)).unwrap();
+    parse_sigreturn(
+        plan.base,
+        &mut |a, b| mem.read(a, b),
+        &ALL,
+        frame,
+        &mut no_extra,
+    )
+    .frame
+    .unwrap()
+}
+
+#[test]
+fn check_records_restores_every_record() {
+    let (sve_vl, sme_vl) = (32u32, 32u32);
+    let sve_regs = pattern(546 * 2);
+    let za_regs = pattern(32 * 32);
+    let zt_regs = pattern(64);
+    let sve_head = [32, 0, 0, 0, 0, 0, 0, 0];
+    let za_head = [32, 0, 0, 0, 0, 0, 0, 0];
+    let zt_head = [1, 0, 0, 0, 0, 0, 0, 0];
+    let tpidr2 = 0x1122_3344_5566_7788u64.to_le_bytes();
+    let recs = [
+        RecordSpec {
+            magic: SVE_MAGIC,
+            size: sve_sig_context_size(2).next_multiple_of(16),
+            body: &sve_head,
+            payload: &sve_regs,
+        },
+        RecordSpec {
+            magic: TPIDR2_MAGIC,
+            size: 16,
+            body: &tpidr2,
+            payload: &[],
+        },
+        RecordSpec {
+            magic: ZA_MAGIC,
+            size: za_sig_context_size(2),
+            body: &za_head,
+            payload: &za_regs,
+        },
+        RecordSpec {
+            magic: ZT_MAGIC,
+            size: zt_sig_context_size(1),
+            body: &zt_head,
+            payload: &zt_regs,
+        },
+    ];
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let s = parse_records(&recs, &mut frame);
+    let r = check_records(&s, &ALL, sve_vl, sme_vl).unwrap();
+    assert_eq!(r.sve, Some((false, &sve_regs[..])));
+    assert_eq!(r.za, Some(Some(&za_regs[..])));
+    assert_eq!(r.zt0, Some(&zt_regs[..]));
+    assert_eq!(r.tpidr2, Some(0x1122_3344_5566_7788));
+
+    // The same frame from a task at other VLs: the first record checked (sve) refuses it.
+    assert_eq!(
+        check_records(&s, &ALL, 64, 64),
+        Err(BadFrame::SveVlMismatch)
+    );
+    // Only the SME VL differs: za refuses it.
+    assert_eq!(
+        check_records(&s, &ALL, sve_vl, 64),
+        Err(BadFrame::ZaVlMismatch)
+    );
+
+    // No records beyond fpsimd: nothing more to restore.
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let s = parse_records(&[], &mut frame);
+    assert_eq!(
+        check_records(&s, &ALL, sve_vl, sme_vl),
+        Ok(FpRecords::default())
+    );
+}
+
+#[test]
+fn check_records_rejects_each_bad_record() {
+    let za_off = [32, 0, 0, 0, 0, 0, 0, 0];
+    let tp = 7u64.to_le_bytes();
+    let spec = |magic, size, body: &'static [u8]| RecordSpec {
+        magic,
+        size,
+        body,
+        payload: &[],
+    };
+    let cases: [(Vec<RecordSpec>, BadFrame); 5] = [
+        // tpidr2_context must be exactly 16 bytes.
+        (vec![spec(TPIDR2_MAGIC, 32, &[])], BadFrame::BadTpidr2Size),
+        // ZT0 without a za_context, or with ZA turned off by it.
+        (vec![spec(ZT_MAGIC, 80, &[1, 0])], BadFrame::ZtWithoutZa),
+        (
+            vec![spec(ZA_MAGIC, 16, &[32, 0]), spec(ZT_MAGIC, 80, &[1, 0])],
+            BadFrame::ZtWithoutZa,
+        ),
+        // A header-only sve_context at the wrong VL.
+        (vec![spec(SVE_MAGIC, 16, &[16, 0])], BadFrame::SveVlMismatch),
+        // A za_context too short for a payload at its VL.
+        (
+            vec![spec(ZA_MAGIC, 48, &[32, 0])],
+            BadFrame::ZaPayloadTooSmall,
+        ),
+    ];
+    for (i, (recs, want)) in cases.into_iter().enumerate() {
+        let mut frame = [0u8; RT_SIGFRAME_SIZE];
+        let s = parse_records(&recs, &mut frame);
+        assert_eq!(check_records(&s, &ALL, 32, 32), Err(want), "case {i}");
+    }
+    // The good forms of the same records pass.
+    let recs = [
+        RecordSpec {
+            magic: TPIDR2_MAGIC,
+            size: 16,
+            body: &tp,
+            payload: &[],
+        },
+        RecordSpec {
+            magic: ZA_MAGIC,
+            size: 16,
+            body: &za_off,
+            payload: &[],
+        },
+    ];
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let s = parse_records(&recs, &mut frame);
+    let r = check_records(&s, &ALL, 32, 32).unwrap();
+    assert_eq!((r.tpidr2, r.za, r.zt0), (Some(7), Some(None), None));
+}
+
+#[test]
+fn garbage_records_never_panic() {
+    let mut seed = 0x0fed_cba9_8765_4321u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let vls = [0u32, 16, 32, 48, 64, 256, 0xffff];
+    for _ in 0..20_000 {
+        let len = (next() % 1200) as usize;
+        let mut r = pattern(len);
+        for b in r.iter_mut().take(16) {
+            *b = next() as u8;
+        }
+        let sve_vl = vls[(next() % 7) as usize];
+        let sme_vl = vls[(next() % 7) as usize];
+        let _ = sve_record(&r, &ALL, sve_vl, sme_vl);
+        let _ = za_record(&r, sme_vl);
+        let _ = zt_record(&r, next() % 2 == 0);
+    }
+}
+
+#[test]
+fn esr_records_are_ignored_on_return() {
+    // Any value, any size, anywhere: rt_sigreturn skips esr_context.
+    let mut m = good_frame();
+    rec(&mut m, 1120, ESR_MAGIC, 32);
+    put_u64(m.at(SP + 1128), 0, u64::MAX);
+    assert_eq!(parse_with(&m, &FP_ONLY, 0), Ok(()));
+    let mut m = good_frame();
+    rec(&mut m, 592, ESR_MAGIC, 16);
+    rec(&mut m, 608, FPSIMD_MAGIC, 528);
+    rec(&mut m, 1136, 0, 0);
+    assert_eq!(parse_with(&m, &FP_ONLY, 0), Ok(()));
+}
+
+#[test]
+fn sigmask_loses_sigkill_and_sigstop_even_for_a_bad_frame() {
+    let mut m = good_frame();
+    let raw = Sigset::of(SIGKILL)
+        .union(Sigset::of(SIGSTOP))
+        .union(Sigset::of(SIGUSR2));
+    put_u64(m.at(SP), UC_SIGMASK_OFFSET, raw.0);
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| m.read(a, b),
+        &FP_ONLY,
+        &mut frame,
+        &mut no_extra,
+    );
+    assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR2)));
+    assert!(r.frame.is_ok());
+    put_u64(m.at(SP), PSTATE_OFFSET, PSR_I_BIT);
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| m.read(a, b),
+        &FP_ONLY,
+        &mut frame,
+        &mut no_extra,
+    );
+    assert_eq!(
+        (r.sigmask, r.uc_stack, r.frame.err()),
+        (Some(Sigset::of(SIGUSR2)), None, Some(BadFrame::BadPstate))
+    );
+}
+
+#[test]
+fn bad_frames_get_sigsegv_at_sp() {
+    assert_eq!(
+        bad_frame_siginfo(0x7fff_1230, true),
+        Siginfo::fault(SIGSEGV, SEGV_ACCERR, 0x7fff_1230)
+    );
+    assert_eq!(
+        bad_frame_siginfo(0x10, false),
+        Siginfo::fault(SIGSEGV, SEGV_MAPERR, 0x10)
+    );
+}
+
+#[test]
+fn extra_space_limit_is_the_largest_frame() {
+    // fpsimd and esr only: the 4688-byte frame, its frame record and 16 bytes of slack.
+    assert_eq!(sigreturn_extra_limit(0, 0, false), 4720);
+    // SVE at 256 bytes: 8752-byte sve_context in the extra space after extra_context (1184),
+    // its terminator, frame record and slack.
+    assert_eq!(sigreturn_extra_limit(256, 0, false), 1184 + 8752 + 16 + 32);
+    // SME at 256 with SME2: then tpidr2 (16), ZA on (65552) and ZT0 (80).
+    assert_eq!(
+        sigreturn_extra_limit(256, 256, true),
+        1184 + 8752 + 16 + 65552 + 80 + 16 + 32
+    );
+    assert_eq!(
+        sigreturn_extra_limit(256, 256, false),
+        1184 + 8752 + 16 + 65552 + 16 + 32
+    );
+    // An SME-only system sizes sve_context by the SME VL.
+    assert_eq!(
+        sigreturn_extra_limit(0, 128, false),
+        sigreturn_extra_limit(128, 128, false)
+    );
+    assert!(sigreturn_extra_limit(256, 256, true) <= SIGFRAME_MAXSZ);
 }

@@ -9,6 +9,7 @@ use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::POLLOUT;
 use svelt_abi::tty;
+use zerocopy::IntoBytes;
 
 /// (name, major, minor, mode) of the nodes /dev always has (devtmpfs-like).
 const NODES: [(&str, u32, u32, u32); 6] = [
@@ -56,7 +57,7 @@ impl FileOps for Console {
     fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         match cmd {
             tty::TCGETS => {
-                uaccess::copy_to_user(arg, &tty::Termios::console_default().to_bytes())?;
+                uaccess::copy_to_user(arg, tty::Termios::console_default().as_bytes())?;
                 Ok(0)
             }
             tty::TCSETS | tty::TCSETSW | tty::TCSETSF => {

@@ -96,10 +96,7 @@ impl Epoll {
             };
             let ready = file.ops.poll() & (i.events | EPOLLERR | EPOLLHUP);
             if ready != 0 {
-                out.push(EpollEvent {
-                    events: ready,
-                    data: i.data,
-                });
+                out.push(EpollEvent::new(ready, i.data));
                 if i.events & EPOLLONESHOT != 0 {
                     i.disabled = true;
                 }

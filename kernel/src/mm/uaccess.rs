@@ -13,6 +13,7 @@
 use crate::arch::aarch64::uaccess as arch;
 use alloc::vec::Vec;
 use svelt_abi::errno::{Errno, SysResult};
+use zerocopy::{FromBytes, IntoBytes};
 
 pub use arch::USER_END;
 const _: () = assert!(USER_END == super::aspace::USER_END);
@@ -139,6 +140,14 @@ pub fn read_cstr(va: usize, max: usize) -> SysResult<Vec<u8>> {
         }
         step = step.saturating_mul(2);
     }
+}
+
+/// Reads a uapi struct (any plain-data type without padding, as svelt_abi lays them out) from
+/// user address `va`. Write one back with `copy_to_user(va, v.as_bytes())`.
+pub fn read_struct<T: FromBytes + IntoBytes>(va: usize) -> SysResult<T> {
+    let mut v = T::new_zeroed();
+    copy_from_user(v.as_mut_bytes(), va)?;
+    Ok(v)
 }
 
 /// Plain-data values that user memory holds as little-endian bytes.

@@ -201,7 +201,7 @@ pub fn sigreturn(tf: &mut TrapFrame) {
 fn restore(t: &Arc<Task>, tf: &mut TrapFrame, sp: u64, r: sf::SigreturnResult) {
     let t = t.clone();
     if let Some(m) = r.sigmask {
-        t.sig.lock().blocked = m.blockable().0;
+        t.sig.lock().blocked = m.0;
         super::hint(&t);
     }
     let restored = match r.frame {
@@ -223,35 +223,19 @@ fn restore(t: &Arc<Task>, tf: &mut TrapFrame, sp: u64, r: sf::SigreturnResult) {
         _pad: [0; 2],
     };
     let (sve_vl, sme_vl) = crate::fpstate::vls(&t);
-    let checked = sve_payload(restored.sve, sve_vl, sme_vl).and_then(|sve| {
-        let za = za_payload(restored.za, sme_vl)?;
-        let tpidr2 = match restored.tpidr2 {
-            Some(rec) => Some(sf::u64_record_value(rec).ok_or("tpidr2_context size is not 16")?),
-            None => None,
-        };
-        let zt0 = match restored.zt {
-            Some(rec) => {
-                // ZT0 needs ZA on after the ZA step, exactly one register, size 80.
-                let za_on = matches!(za, Some(Some(_)));
-                let nregs = u16::from_le_bytes([rec[8], rec[9]]);
-                if !za_on || rec.len() != sf::zt_sig_context_size(1) as usize || nregs != 1 {
-                    return Err("bad zt_context");
-                }
-                Some(&rec[16..80])
-            }
-            None => None,
-        };
-        Ok(crate::fpstate::Restored {
-            sve,
-            za,
-            zt0,
-            tpidr2,
-        })
-    });
-    match checked {
-        Ok(r) => crate::fpstate::from_sigreturn(&t, fp, r),
-        Err(why) => {
-            log::debug!("pid {}: bad signal frame record at {sp:#x}: {why}", t.pid());
+    match sf::check_records(&restored, &features(), sve_vl, sme_vl) {
+        Ok(rec) => crate::fpstate::from_sigreturn(
+            &t,
+            fp,
+            crate::fpstate::Restored {
+                sve: rec.sve,
+                za: rec.za,
+                zt0: rec.zt0,
+                tpidr2: rec.tpidr2,
+            },
+        ),
+        Err(e) => {
+            log::debug!("pid {}: bad signal frame record at {sp:#x}: {e:?}", t.pid());
             bad_frame(&t, sp);
             return;
         }
@@ -264,94 +248,19 @@ fn restore(t: &Arc<Task>, tf: &mut TrapFrame, sp: u64, r: sf::SigreturnResult) {
     }
 }
 
-/// Checks an sve_context record (head included) against the task's VLs: `Ok(None)` means an
-/// FPSIMD-only restore, `Ok(Some((streaming, payload)))` a full one.
-fn sve_payload(
-    rec: Option<&[u8]>,
-    sve_vl: u32,
-    sme_vl: u32,
-) -> Result<Option<(bool, &[u8])>, &'static str> {
-    let Some(rec) = rec else { return Ok(None) };
-    if rec.len() < sf::SVE_CONTEXT_HEAD_SIZE as usize {
-        return Err("sve_context smaller than its header");
-    }
-    let rec_vl = u16::from_le_bytes([rec[8], rec[9]]) as u32;
-    let flags = u16::from_le_bytes([rec[10], rec[11]]);
-    let streaming = flags & sf::SVE_SIG_FLAG_SM != 0;
-    if streaming && !crate::cpufeature::offer().sme {
-        return Err("streaming flag without SME");
-    }
-    let vl = if streaming { sme_vl } else { sve_vl };
-    if rec_vl != vl {
-        return Err("sve_context vector length differs from the task's");
-    }
-    if rec.len() == sf::SVE_CONTEXT_HEAD_SIZE as usize {
-        // Streaming state must come with its registers (6.16+).
-        return if streaming {
-            Err("streaming sve_context without payload")
-        } else {
-            Ok(None)
-        };
-    }
-    let vq = vl / 16;
-    if rec.len() < sf::sve_sig_context_size(vq) as usize {
-        return Err("sve_context too small for its vector length");
-    }
-    let n = crate::arch::aarch64::fpsimd::sve::state_size(vq as usize);
-    Ok(Some((streaming, &rec[16..16 + n])))
-}
-
-/// Checks a za_context: None if absent, Some(None) for header only (ZA off), else the payload.
-fn za_payload(rec: Option<&[u8]>, sme_vl: u32) -> Result<Option<Option<&[u8]>>, &'static str> {
-    let Some(rec) = rec else { return Ok(None) };
-    if rec.len() < sf::ZA_CONTEXT_HEAD_SIZE as usize {
-        return Err("za_context smaller than its header");
-    }
-    let vl = u16::from_le_bytes([rec[8], rec[9]]) as u32;
-    if vl != sme_vl {
-        return Err("za_context vector length differs from the task's");
-    }
-    if rec.len() == sf::ZA_CONTEXT_HEAD_SIZE as usize {
-        return Ok(Some(None));
-    }
-    if rec.len() < sf::za_sig_context_size(vl / 16) as usize {
-        return Err("za_context too small for its vector length");
-    }
-    let n = (vl * vl) as usize;
-    Ok(Some(Some(&rec[16..16 + n])))
-}
-
-/// A bad frame: SIGSEGV, SEGV_ACCERR if SP points into a mapping, else SEGV_MAPERR (as Linux's
-/// arm64_notify_segfault decides).
+/// A bad frame: the SIGSEGV `sf::bad_frame_siginfo` gives for whether SP points into a mapping.
 fn bad_frame(t: &Arc<Task>, sp: u64) {
     let mapped = task::with_mm(|mm| Ok(mm.find_vma(sp as usize).is_some())).unwrap_or(false);
-    let code = if mapped {
-        sig::SEGV_ACCERR
-    } else {
-        sig::SEGV_MAPERR
-    };
-    super::force(t, sig::SIGSEGV, SigInfo::fault(sig::SIGSEGV, code, sp));
+    super::force(t, sig::SIGSEGV, sf::bad_frame_siginfo(sp, mapped));
 }
 
 /// The largest frame this system can write: every record at its largest, ZA included.
 fn largest_frame() -> usize {
-    let mut sizes = Fixed::<u32, 6>::new(0);
-    sizes.push(sf::FPSIMD_CONTEXT_SIZE);
-    sizes.push(sf::ESR_CONTEXT_SIZE);
-    let sve_max = crate::cpufeature::sve_max_vl().unwrap_or(0);
-    let sme_max = crate::cpufeature::sme_vls().max_bytes().unwrap_or(0);
-    let vq = sve_max.max(sme_max) / 16;
-    if vq > 0 {
-        sizes.push(sf::sve_sig_context_size(vq).next_multiple_of(16));
-    }
-    if sme_max > 0 {
-        sizes.push(sf::TPIDR2_CONTEXT_SIZE);
-        sizes.push(sf::za_sig_context_size(sme_max / 16));
-        if crate::cpufeature::features().sme2() {
-            sizes.push(sf::zt_sig_context_size(1));
-        }
-    }
-    sf::minsigstksz(sizes.as_slice()).unwrap_or(sf::SIGFRAME_MAXSZ)
+    sf::sigreturn_extra_limit(
+        crate::cpufeature::sve_max_vl().unwrap_or(0),
+        crate::cpufeature::sme_vls().max_bytes().unwrap_or(0),
+        crate::cpufeature::features().sme2(),
+    )
 }
 
 /// The largest frame this system delivers (for AT_MINSIGSTKSZ).

@@ -18,6 +18,7 @@ use svelt_abi::fs::{
     O_EXCL, O_LARGEFILE, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_TRUNC, O_WRONLY, SEEK_CUR,
     SEEK_END, SEEK_SET, SETFL_MASK, UIO_MAXIOV,
 };
+use zerocopy::IntoBytes;
 
 pub(super) const CHUNK: usize = 64 * 1024;
 
@@ -223,12 +224,8 @@ fn read_iovecs(iov: usize, cnt: usize) -> SysResult<Vec<Iovec>> {
     if cnt > UIO_MAXIOV {
         return Err(Errno::EINVAL);
     }
-    let mut raw = vec![0u8; cnt * Iovec::SIZE];
-    uaccess::copy_from_user(&mut raw, iov)?;
-    let v: Vec<Iovec> = raw
-        .chunks_exact(Iovec::SIZE)
-        .map(|c| Iovec::from_bytes(c.try_into().unwrap()))
-        .collect();
+    let mut v = vec![Iovec::default(); cnt];
+    uaccess::copy_from_user(v.as_mut_bytes(), iov)?;
     iovec_total(&v)?;
     Ok(v)
 }

@@ -3,6 +3,7 @@
 use crate::mm::uaccess;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sys;
+use zerocopy::IntoBytes;
 
 /// The release Svelt reports: a Linux version new enough for glibc and for the SVE/SME ABI it
 /// implements (6.16 semantics), marked as Svelt.
@@ -73,7 +74,7 @@ pub fn sysinfo(buf: usize) -> SysResult<usize> {
         mem_unit: 1,
         ..Default::default()
     };
-    uaccess::copy_to_user(buf, &info.to_bytes())?;
+    uaccess::copy_to_user(buf, info.as_bytes())?;
     Ok(0)
 }
 

@@ -13,6 +13,7 @@ use svelt_abi::fs::{
     EpollEvent, PollFd, EPOLL_CLOEXEC, EPOLL_CTL_DEL, O_RDWR, POLLERR, POLLHUP, POLLIN, POLLNVAL,
     POLLOUT,
 };
+use zerocopy::IntoBytes;
 
 pub fn epoll_create1(flags: u32) -> SysResult<usize> {
     if flags & !EPOLL_CLOEXEC != 0 {
@@ -51,9 +52,7 @@ pub fn epoll_ctl(epfd: i32, op: u32, fd: i32, event: usize) -> SysResult<usize> 
     let ev = if op == EPOLL_CTL_DEL {
         EpollEvent::default()
     } else {
-        let mut b = [0u8; EpollEvent::SIZE];
-        uaccess::copy_from_user(&mut b, event)?;
-        EpollEvent::from_bytes(&b)
+        uaccess::read_struct::<EpollEvent>(event)?
     };
     ep.ctl(op, fd, &target, ev)?;
     Ok(0)
@@ -92,11 +91,7 @@ pub fn epoll_pwait(
     )
     .map_err(|_| Errno::EINTR)?
     .unwrap_or_default();
-    let mut out = Vec::with_capacity(ready.len() * EpollEvent::SIZE);
-    for e in &ready {
-        out.extend_from_slice(&e.to_bytes());
-    }
-    uaccess::copy_to_user(events, &out)?;
+    uaccess::copy_to_user(events, ready.as_bytes())?;
     Ok(ready.len())
 }
 
@@ -104,9 +99,7 @@ fn read_timeout(ts: usize) -> SysResult<Option<u64>> {
     if ts == 0 {
         return Ok(None);
     }
-    let mut b = [0u8; svelt_abi::time::Timespec::SIZE];
-    uaccess::copy_from_user(&mut b, ts)?;
-    let t = svelt_abi::time::Timespec::from_bytes(&b).validate()?;
+    let t = uaccess::read_struct::<svelt_abi::time::Timespec>(ts)?.validate()?;
     let ns = (t.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(t.tv_nsec as u64);
@@ -123,12 +116,8 @@ pub fn ppoll(
     if nfds > fs::nofile_limit() {
         return Err(Errno::EINVAL);
     }
-    let mut raw = vec![0u8; nfds * PollFd::SIZE];
-    uaccess::copy_from_user(&mut raw, fds)?;
-    let mut pfds: Vec<PollFd> = raw
-        .chunks_exact(PollFd::SIZE)
-        .map(|c| PollFd::from_bytes(c.try_into().unwrap()))
-        .collect();
+    let mut pfds = vec![PollFd::default(); nfds];
+    uaccess::copy_from_user(pfds.as_mut_bytes(), fds)?;
     let deadline = read_timeout(tmo)?;
     let _mask = crate::signal::TempMask::from_user(sigmask, sigsetsize)?;
     let files = task::current().files();
@@ -161,11 +150,7 @@ pub fn ppoll(
         Ok(v) => v.unwrap_or(0),
         Err(_) => return Err(Errno::ERESTARTNOHAND),
     };
-    let mut out = Vec::with_capacity(raw.len());
-    for p in &pfds {
-        out.extend_from_slice(&p.to_bytes());
-    }
-    uaccess::copy_to_user(fds, &out)?;
+    uaccess::copy_to_user(fds, pfds.as_bytes())?;
     Ok(n)
 }
 

@@ -8,6 +8,7 @@ use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sched::{self as s, wstatus, CloneArgs};
 use svelt_abi::sys;
+use zerocopy::IntoBytes;
 
 pub fn clone(
     flags: u64,
@@ -243,9 +244,7 @@ pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<u
         return Err(Errno::EINVAL);
     }
     let new = if new != 0 {
-        let mut b = [0u8; sys::Rlimit64::SIZE];
-        uaccess::copy_from_user(&mut b, new)?;
-        Some(sys::Rlimit64::from_bytes(&b).validate()?)
+        Some(uaccess::read_struct::<sys::Rlimit64>(new)?.validate()?)
     } else {
         None
     };
@@ -260,7 +259,7 @@ pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<u
     }
     drop(limits);
     if old != 0 {
-        uaccess::copy_to_user(old, &cur.to_bytes())?;
+        uaccess::copy_to_user(old, cur.as_bytes())?;
     }
     Ok(0)
 }

@@ -7,13 +7,12 @@ use crate::task;
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::signal::{self as sig, Sigaction, Sigset, StackT};
+use zerocopy::IntoBytes;
 
 pub fn rt_sigaction(signo: i32, act: usize, oact: usize, size: usize) -> SysResult<usize> {
     let signo = u32::try_from(signo).map_err(|_| Errno::EINVAL)?;
     let new = if act != 0 {
-        let mut b = [0u8; Sigaction::SIZE];
-        uaccess::copy_from_user(&mut b, act)?;
-        Some(Sigaction::from_bytes(&b))
+        Some(uaccess::read_struct::<Sigaction>(act)?)
     } else {
         None
     };
@@ -22,7 +21,7 @@ pub fn rt_sigaction(signo: i32, act: usize, oact: usize, size: usize) -> SysResu
     let h = t.sighand();
     let old = h.lock().get(signo);
     if oact != 0 {
-        uaccess::copy_to_user(oact, &sig::sigaction_report(&old).to_bytes())?;
+        uaccess::copy_to_user(oact, sig::sigaction_report(&old).as_bytes())?;
     }
     if let Some(a) = new {
         h.lock().set(signo, a);
@@ -92,9 +91,7 @@ pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> 
     }
     let want = uaccess::read_u64(set)? & !signal::unblockable();
     let deadline = if timeout != 0 {
-        let mut b = [0u8; svelt_abi::time::Timespec::SIZE];
-        uaccess::copy_from_user(&mut b, timeout)?;
-        let ts = svelt_abi::time::Timespec::from_bytes(&b).validate()?;
+        let ts = uaccess::read_struct::<svelt_abi::time::Timespec>(timeout)?.validate()?;
         Some(crate::time::deadline_after_ns(
             ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
         ))
@@ -124,12 +121,10 @@ pub fn sigaltstack(ss: usize, old: usize, tf: &TrapFrame) -> SysResult<usize> {
     let sp = tf.sp_el0;
     let cur = t.sig.lock().altstack;
     if old != 0 {
-        uaccess::copy_to_user(old, &cur.report(sp).to_bytes())?;
+        uaccess::copy_to_user(old, cur.report(sp).as_bytes())?;
     }
     if ss != 0 {
-        let mut b = [0u8; StackT::SIZE];
-        uaccess::copy_from_user(&mut b, ss)?;
-        let new = StackT::from_bytes(&b);
+        let new = uaccess::read_struct::<StackT>(ss)?;
         let mut a = cur;
         a.set(new, sp, sig::MINSIGSTKSZ)?;
         t.sig.lock().altstack = a;

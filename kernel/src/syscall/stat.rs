@@ -14,6 +14,7 @@ use svelt_abi::fs::{
     Dirent64Writer, Stat, Statx, AT_EACCESS, AT_EMPTY_PATH, AT_FDCWD, AT_NO_AUTOMOUNT,
     AT_STATX_SYNC_TYPE, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, S_IFIFO, X_OK,
 };
+use zerocopy::IntoBytes;
 
 fn stat_file(file: &File) -> Stat {
     match &file.node {
@@ -54,21 +55,21 @@ fn stat_at(dirfd: i32, path: usize, flags: u32) -> SysResult<Stat> {
 
 pub fn newfstatat(dirfd: i32, path: usize, buf: usize, flags: u32) -> SysResult<usize> {
     let st = stat_at(dirfd, path, flags)?;
-    uaccess::copy_to_user(buf, &st.to_bytes())?;
+    uaccess::copy_to_user(buf, st.as_bytes())?;
     Ok(0)
 }
 
 pub fn fstat(fd: i32, buf: usize) -> SysResult<usize> {
     let f = file(fd)?;
     let st = stat_file(&f);
-    uaccess::copy_to_user(buf, &st.to_bytes())?;
+    uaccess::copy_to_user(buf, st.as_bytes())?;
     Ok(0)
 }
 
 pub fn statx(dirfd: i32, path: usize, flags: u32, mask: u32, buf: usize) -> SysResult<usize> {
     let st = stat_at(dirfd, path, flags)?;
     let sx = Statx::from_stat(&st, mask | STATX_BASIC_STATS);
-    uaccess::copy_to_user(buf, &sx.to_bytes())?;
+    uaccess::copy_to_user(buf, sx.as_bytes())?;
     Ok(0)
 }
 

@@ -5,6 +5,7 @@ use crate::task::{self, wait};
 use crate::time;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::time::{self as abi, Itimerval, Timespec, Timeval};
+use zerocopy::IntoBytes;
 
 fn ns_to_timespec(ns: u64) -> Timespec {
     Timespec {
@@ -37,13 +38,11 @@ fn clock_ns(clock: u32) -> SysResult<u64> {
 }
 
 fn read_timespec(va: usize) -> SysResult<Timespec> {
-    let mut b = [0u8; Timespec::SIZE];
-    uaccess::copy_from_user(&mut b, va)?;
-    Ok(Timespec::from_bytes(&b))
+    uaccess::read_struct(va)
 }
 
 fn write_timespec(va: usize, ts: Timespec) -> SysResult<()> {
-    uaccess::copy_to_user(va, &ts.to_bytes())
+    uaccess::copy_to_user(va, ts.as_bytes())
 }
 
 pub fn clock_gettime(clock: u32, tp: usize) -> SysResult<usize> {
@@ -68,7 +67,7 @@ pub fn gettimeofday(tv: usize) -> SysResult<usize> {
             tv_sec: (ns / 1_000_000_000) as i64,
             tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
         };
-        uaccess::copy_to_user(tv, &v.to_bytes())?;
+        uaccess::copy_to_user(tv, v.as_bytes())?;
     }
     Ok(0)
 }
@@ -144,15 +143,13 @@ pub fn setitimer(which: u32, new: usize, old: usize) -> SysResult<usize> {
         _ => return Err(Errno::EINVAL),
     }
     let value = if new != 0 {
-        let mut b = [0u8; Itimerval::SIZE];
-        uaccess::copy_from_user(&mut b, new)?;
-        Some(Itimerval::from_bytes(&b).validate()?)
+        Some(uaccess::read_struct::<Itimerval>(new)?.validate()?)
     } else {
         None
     };
     if old != 0 {
         let cur = current_itimer();
-        uaccess::copy_to_user(old, &cur.to_bytes())?;
+        uaccess::copy_to_user(old, cur.as_bytes())?;
     }
     let v = value.unwrap_or_default();
     task::timer::arm_itimer(
@@ -168,7 +165,7 @@ pub fn getitimer(which: u32, cur: usize) -> SysResult<usize> {
         return Err(Errno::EINVAL);
     }
     let v = current_itimer();
-    uaccess::copy_to_user(cur, &v.to_bytes())?;
+    uaccess::copy_to_user(cur, v.as_bytes())?;
     Ok(0)
 }
 

@@ -94,9 +94,7 @@ fn read_timeout(va: usize, absolute: bool, op: u32) -> SysResult<Option<u64>> {
     if va == 0 {
         return Ok(None);
     }
-    let mut b = [0u8; Timespec::SIZE];
-    uaccess::copy_from_user(&mut b, va)?;
-    let ts = Timespec::from_bytes(&b).validate()?;
+    let ts = uaccess::read_struct::<Timespec>(va)?.validate()?;
     let ns = (ts.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec as u64);

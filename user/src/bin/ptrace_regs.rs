@@ -16,6 +16,7 @@ use svelt_user::sme::{self, Op};
 use svelt_user::sve::{self, SveRegs};
 use svelt_user::sys::{self, *};
 use svelt_user::*;
+use zerocopy::IntoBytes;
 
 const SELF: &str = "/bin/tests/ptrace_regs";
 const TEST_NS: u64 = 20_000_000_000;
@@ -488,7 +489,7 @@ fn sve_every_vl() -> TestResult {
     stop_sig(pid, SIGILL)?;
     read_sve(pid, pt::NT_ARM_SVE, lo)?;
     let h = VecHeader::new(16, hi, pt::SVE_PT_REGS_SVE | pt::SVE_PT_VL_INHERIT);
-    check_eq!(t!(pt::setregset(pid, pt::NT_ARM_SVE, &h.to_bytes())), 16);
+    check_eq!(t!(pt::setregset(pid, pt::NT_ARM_SVE, h.as_bytes())), 16);
     let b = t!(pt::getregset_vec(pid, pt::NT_ARM_SVE, pt::SVE_PT_MAX));
     let rh = VecHeader::parse(&b).ok_or("short")?;
     check_eq!(
@@ -498,7 +499,7 @@ fn sve_every_vl() -> TestResult {
     step_cont(pid)?;
     stop_sig(pid, SIGTRAP)?;
     let h = VecHeader::new(16, lo, pt::SVE_PT_VL_ONEXEC);
-    t!(pt::setregset(pid, pt::NT_ARM_SVE, &h.to_bytes()));
+    t!(pt::setregset(pid, pt::NT_ARM_SVE, h.as_bytes()));
     step_cont(pid)?;
     stop_sig(pid, SIGTRAP)?; // the legacy post-execve stop
     t!(pt::cont(pid, 0));
@@ -525,7 +526,7 @@ fn sve_errors() -> TestResult {
     );
     let h = VecHeader::new(16, 17, pt::SVE_PT_REGS_SVE);
     check_eq!(
-        pt::setregset(pid, pt::NT_ARM_SVE, &h.to_bytes()),
+        pt::setregset(pid, pt::NT_ARM_SVE, h.as_bytes()),
         Err(EINVAL),
         "vl 17"
     );
@@ -781,7 +782,7 @@ fn sme_ssve_za() -> TestResult {
         t!(pt::setregset(
             pid,
             pt::NT_ARM_ZA,
-            &VecHeader::new(16, svl, 0).to_bytes()
+            VecHeader::new(16, svl, 0).as_bytes()
         ));
         let z = t!(pt::getregset_vec(pid, pt::NT_ARM_ZA, pt::ZA_PT_MAX));
         check_eq!(
@@ -998,7 +999,7 @@ fn fuzz_setregset() -> TestResult {
                 } else {
                     len as u32
                 };
-                buf[..16].copy_from_slice(&VecHeader::new(size as usize, vl, flags).to_bytes());
+                buf[..16].copy_from_slice(VecHeader::new(size as usize, vl, flags).as_bytes());
                 if nt == pt::NT_ARM_SVE
                     && flags & 1 == 1
                     && len >= pt::sve_pt_size(vl / 16, 1)
@@ -1022,7 +1023,7 @@ fn fuzz_setregset() -> TestResult {
                 t!(pt::setregset(
                     pid,
                     pt::NT_ARM_SVE,
-                    &VecHeader::new(16, vl, 1).to_bytes()
+                    VecHeader::new(16, vl, 1).as_bytes()
                 ));
             }
         }
