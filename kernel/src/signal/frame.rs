@@ -41,7 +41,7 @@ fn features() -> sf::SigFeatures {
 
 /// Writes the frame for `info` on the user stack (or the alternate stack) and points the
 /// registers at the handler. Err if the frame cannot be written.
-pub fn setup(
+pub fn setup_rt_frame(
     t: &Arc<Task>,
     tf: &mut TrapFrame,
     info: &SigInfo,
@@ -165,7 +165,7 @@ pub fn setup(
 
 /// rt_sigreturn: restores the interrupted context from the frame at SP, or kills the caller
 /// with SIGSEGV if the frame is malformed.
-pub fn sigreturn(tf: &mut TrapFrame) {
+pub fn sys_rt_sigreturn(tf: &mut TrapFrame) {
     let t = task::current_arc();
     // SAFETY: the current task's own locals.
     unsafe { t.local().in_syscall = -1 };
@@ -194,11 +194,11 @@ pub fn sigreturn(tf: &mut TrapFrame) {
         &mut frame,
         &mut read_extra,
     );
-    restore(&t, tf, sp, r);
+    restore_sigframe(&t, tf, sp, r);
 }
 
 /// Installs what a parsed frame holds, or kills the task if it is malformed.
-fn restore(t: &Arc<Task>, tf: &mut TrapFrame, sp: u64, r: sf::SigreturnResult) {
+fn restore_sigframe(t: &Arc<Task>, tf: &mut TrapFrame, sp: u64, r: sf::SigreturnResult) {
     let t = t.clone();
     if let Some(m) = r.sigmask {
         t.sig.lock().blocked = m.0;

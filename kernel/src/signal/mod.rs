@@ -454,7 +454,7 @@ fn deliver(t: &Arc<Task>, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -> 
         let m = s.saved_mask.take().unwrap_or(s.blocked);
         (m, s.altstack)
     };
-    if frame::setup(t, tf, info, a, mask_to_save, altstack).is_err() {
+    if frame::setup_rt_frame(t, tf, info, a, mask_to_save, altstack).is_err() {
         return Err(());
     }
     {

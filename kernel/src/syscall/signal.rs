@@ -112,7 +112,7 @@ pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> 
 }
 
 pub fn rt_sigreturn(tf: &mut TrapFrame) -> SysResult<usize> {
-    signal::frame::sigreturn(tf);
+    signal::frame::sys_rt_sigreturn(tf);
     Ok(tf.x[0] as usize)
 }
 
