@@ -9,10 +9,11 @@
 //! Reads of untouched private anonymous memory map one shared zero page. `MAP_SHARED`
 //! anonymous pages belong to a [`SharedMem`] object that forked address spaces share; file
 //! mappings map the file's page-cache frames (shared) or copy them on the first write (private).
+//! A file is reached only through [`MappedFile`], which the file system implements: this layer
+//! names no file-system type.
 
 use super::frame::{self, Page};
 use crate::arch::aarch64::mmu::{self, phys_to_virt, PAGE_SIZE};
-use crate::fs::Inode;
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -66,6 +67,25 @@ pub enum Access {
 /// vm.max_map_count: the most VMAs one address space may have (/proc/sys/vm/max_map_count).
 pub static MAX_MAP_COUNT: AtomicUsize = AtomicUsize::new(65530);
 
+/// A file as a mapping sees it. The file system implements it for its nodes; a mapping keeps
+/// the file alive and finds it by the object's address (see [`file_key`]).
+pub trait MappedFile: Send + Sync {
+    /// The page-cache frame holding page `index` of the file, with a reference for the caller:
+    /// the frame read()/write() use, so a shared mapping and the file stay one. EFAULT at or
+    /// past the end of the file (the fault becomes SIGBUS), ENOMEM or ENOSPC when no page can be
+    /// had.
+    fn cache_page(&self, index: u64) -> SysResult<Page>;
+    /// The inode number (/proc/<pid>/maps).
+    fn file_ino(&self) -> u64;
+    /// The permission bits (a core dump notes mappings of executable files).
+    fn file_perm(&self) -> u32;
+}
+
+/// The key a file's mappings are registered under: the address of the file object.
+pub fn file_key(file: &dyn MappedFile) -> usize {
+    file as *const dyn MappedFile as *const u8 as usize
+}
+
 /// Frames of a `MAP_SHARED | MAP_ANONYMOUS` mapping, shared across fork.
 pub struct SharedMem {
     pages: Mutex<BTreeMap<usize, Page>>,
@@ -80,7 +100,7 @@ pub enum Backing {
     /// A file's pages; the file offset of the VMA's start (page-aligned). Shared mappings map
     /// the page-cache frames themselves, private ones copy them on the first write.
     File {
-        node: Arc<dyn Inode>,
+        node: Arc<dyn MappedFile>,
         off: u64,
         shared: bool,
         /// Whether the file was open for writing (a shared mapping may become writable).
@@ -141,15 +161,11 @@ pub enum FaultError {
     Bus,
 }
 
-/// Which address spaces map each file (by the inode's address), so that truncating a file
-/// can take its vanished pages out of every mapping. Entries of dead address spaces are pruned
-/// as they are met.
+/// Which address spaces map each file (by [`file_key`]), so that truncating a file can take
+/// its vanished pages out of every mapping. Entries of dead address spaces are pruned as they
+/// are met.
 type MmRef = alloc::sync::Weak<Mutex<AddrSpace>>;
 static FILE_MAPS: Mutex<BTreeMap<usize, Vec<MmRef>>> = Mutex::new(BTreeMap::new());
-
-fn node_key(node: &Arc<dyn Inode>) -> usize {
-    Arc::as_ptr(node) as *const u8 as usize
-}
 
 /// Records that `mm` maps the files of its file-backed VMAs (after mmap or fork).
 pub fn register_file_maps(mm: &Arc<Mutex<AddrSpace>>) {
@@ -158,7 +174,7 @@ pub fn register_file_maps(mm: &Arc<Mutex<AddrSpace>>) {
         .vmas
         .values()
         .filter_map(|v| match &v.backing {
-            Backing::File { node, .. } => Some(node_key(node)),
+            Backing::File { node, .. } => Some(file_key(&**node)),
             _ => None,
         })
         .collect();
@@ -170,8 +186,8 @@ pub fn register_file_maps(mm: &Arc<Mutex<AddrSpace>>) {
 }
 
 /// Records that `mm` maps `node` (after an mmap of it).
-pub fn register_file_map(mm: &Arc<Mutex<AddrSpace>>, node: &Arc<dyn Inode>) {
-    register(node_key(node), mm);
+pub fn register_file_map(mm: &Arc<Mutex<AddrSpace>>, node: &Arc<dyn MappedFile>) {
+    register(file_key(&**node), mm);
 }
 
 fn register(key: usize, mm: &Arc<Mutex<AddrSpace>>) {
@@ -186,9 +202,8 @@ fn register(key: usize, mm: &Arc<Mutex<AddrSpace>>) {
     }
 }
 
-/// A file (the inode at `key`, see `Inode` implementors' `self` address) shrank to `size`
-/// bytes: every page of it past the end leaves every mapping, private copies included, so
-/// later accesses there fault (SIGBUS).
+/// The file at `key` (see [`file_key`]) shrank to `size` bytes: every page of it past the end
+/// leaves every mapping, private copies included, so later accesses there fault (SIGBUS).
 pub fn file_truncated(key: usize, size: u64) {
     let mms: Vec<Arc<Mutex<AddrSpace>>> = {
         let mut maps = FILE_MAPS.lock();
@@ -209,7 +224,7 @@ pub fn file_truncated(key: usize, size: u64) {
             .vmas
             .values()
             .filter_map(|v| match &v.backing {
-                Backing::File { node, off, .. } if node_key(node) == key => {
+                Backing::File { node, off, .. } if file_key(&**node) == key => {
                     let skip = first.saturating_sub(*off) as usize;
                     let start = v.start.saturating_add(skip);
                     (start < v.end).then_some((start, v.end))
@@ -508,7 +523,7 @@ impl AddrSpace {
                 ..
             } => {
                 let index = (foff + (page_va - vstart) as u64) / PAGE as u64;
-                let page = node.mmap_page(index).map_err(|e| match e {
+                let page = node.cache_page(index).map_err(|e| match e {
                     Errno::ENOMEM | Errno::ENOSPC => FaultError::NoMemory,
                     _ => FaultError::Bus,
                 })?;
@@ -1070,10 +1085,7 @@ impl AddrSpace {
                 off,
                 shared: true,
                 ..
-            } => Some((
-                Arc::as_ptr(node) as *const u8 as usize,
-                va - v.start + *off as usize,
-            )),
+            } => Some((file_key(&**node), va - v.start + *off as usize)),
             _ => None,
         }
     }
