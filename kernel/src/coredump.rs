@@ -261,7 +261,7 @@ fn write_core(
                 Backing::File { node, off, .. } => {
                     f.file = true;
                     f.offset = *off;
-                    f.file_exec = node.perm() & 0o111 != 0;
+                    f.file_exec = node.file_perm() & 0o111 != 0;
                     // Svelt keeps no name with a mapping.
                     files.push((f.start, f.end, f.offset / PAGE, b""));
                 }

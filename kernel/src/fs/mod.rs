@@ -12,6 +12,8 @@ pub mod proc;
 pub mod ramfs;
 pub mod sys;
 
+use crate::mm::aspace::MappedFile;
+use crate::mm::frame::Page;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -57,8 +59,9 @@ pub fn new_ino() -> u64 {
     NEXT_INO.fetch_add(1, Ordering::Relaxed)
 }
 
-/// A node in the file tree.
-pub trait Inode: Send + Sync + Any {
+/// A node in the file tree. Every node is a [`MappedFile`] (see the impl below), so an
+/// `Arc<dyn Inode>` becomes a mapping's `Arc<dyn MappedFile>` as it is.
+pub trait Inode: MappedFile + Send + Sync + Any {
     fn ino(&self) -> u64;
     fn kind(&self) -> Kind;
     /// Permission bits (the file-type bits come from `kind`).
@@ -122,7 +125,7 @@ pub trait Inode: Send + Sync + Any {
     /// `read_at`/`write_at` use, so a shared mapping and the file stay one. EFAULT at or past
     /// the end of the file (the fault becomes SIGBUS), ENOMEM when no page can be had, ENODEV
     /// for nodes that cannot be mapped.
-    fn mmap_page(&self, _index: u64) -> SysResult<crate::mm::frame::Page> {
+    fn mmap_page(&self, _index: u64) -> SysResult<Page> {
         Err(Errno::ENODEV)
     }
     /// The tmpfs/ramfs instance the node belongs to (for statfs); `None` for generated nodes.
@@ -134,6 +137,20 @@ pub trait Inode: Send + Sync + Any {
         Ok(None)
     }
     fn as_any(&self) -> &dyn Any;
+}
+
+/// What a mapping needs of a file, from the node's own operations (nodes that cannot be mapped
+/// answer `cache_page` with ENODEV).
+impl<T: Inode> MappedFile for T {
+    fn cache_page(&self, index: u64) -> SysResult<Page> {
+        self.mmap_page(index)
+    }
+    fn file_ino(&self) -> u64 {
+        self.ino()
+    }
+    fn file_perm(&self) -> u32 {
+        self.perm()
+    }
 }
 
 /// What an open file does.

@@ -496,7 +496,7 @@ fn maps(pid: Option<u32>) -> String {
             Backing::Shared(_, o) => (*o as u64, 0, true),
             Backing::File {
                 node, off, shared, ..
-            } => (*off, node.ino(), *shared),
+            } => (*off, node.file_ino(), *shared),
         };
         let name = if v.end == STACK_TOP {
             "[stack]"

@@ -172,7 +172,7 @@ impl Inode for RamFile {
         if shrank {
             // Mappings lose the pages past the new end (the cache lock is not held here: the
             // fault path takes an address space's lock, then this file's).
-            crate::mm::aspace::file_truncated(self as *const RamFile as usize, len);
+            crate::mm::aspace::file_truncated(crate::mm::aspace::file_key(self), len);
         }
         Ok(())
     }

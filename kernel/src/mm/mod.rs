@@ -1,8 +1,10 @@
-//! Memory: the kernel map (built from the DTB), the physical frame allocator and the kernel heap.
+//! Memory: the kernel map (built from the DTB), the physical frame allocator, the kernel heap
+//! and user address spaces.
 
 pub mod aspace;
 pub mod frame;
 pub mod heap;
+mod pgtable;
 pub mod uaccess;
 
 /// `n` zero bytes on the heap, or ENOMEM: for buffers whose size a user program chooses.
