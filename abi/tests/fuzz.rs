@@ -113,6 +113,26 @@ fn fuzz_every_target() {
     println!("fuzz: {} targets in {:.2?}", TARGETS.len(), total.elapsed());
 }
 
+/// Every target has seeds and runs them clean. With `SVELT_FUZZ_WRITE_CORPUS=DIR` the seeds
+/// are also written to `DIR/<target>/seed-<n>`, the starting corpora for cargo fuzz
+/// (abi/fuzz/README.md).
+#[test]
+fn seeds_run_and_export() {
+    let dir = std::env::var_os("SVELT_FUZZ_WRITE_CORPUS").map(std::path::PathBuf::from);
+    for &(name, target) in TARGETS {
+        let seeds = seeds(name);
+        assert!(!seeds.is_empty(), "{name} has no seed");
+        for (i, s) in seeds.iter().enumerate() {
+            target(s);
+            if let Some(d) = &dir {
+                let d = d.join(name);
+                std::fs::create_dir_all(&d).unwrap();
+                std::fs::write(d.join(format!("seed-{i}")), s).unwrap();
+            }
+        }
+    }
+}
+
 /// Reproducer found by the `mount` target: `nr_blocks=` takes any u64, and the /proc/mounts
 /// text multiplies it by 4 (`size={}k`) without a check, so `nr_blocks=0x4000000000000000`
 /// panics with "attempt to multiply with overflow" in a debug build (and prints `size=0k` in
