@@ -34,10 +34,13 @@ use svelt_abi::time::{Timespec, Timeval};
 /// - getdents64: every record the writer packs parses back, and parsing arbitrary bytes
 ///   stays inside them;
 /// - MRS emulation: only reads of the ID space answer, and the answer does not depend on
-///   the target register.
+///   the target register;
+/// - core-file notes built from user strings (command name, argument block, mapped file
+///   paths): pr_fname/pr_psargs stay NUL-terminated prefixes, and notes and NT_FILE parse
+///   back to what was put in.
 pub fn uapi(data: &[u8]) {
     let mut t = Take::new(data);
-    match t.u8() % 9 {
+    match t.u8() % 10 {
         0 => clone3(t.rest()),
         1 => altstack(&mut t),
         2 => sigaction(&mut t),
@@ -46,7 +49,8 @@ pub fn uapi(data: &[u8]) {
         5 => time(&mut t),
         6 => mmap(&mut t),
         7 => dirent(&mut t),
-        _ => mrs(&mut t),
+        8 => mrs(&mut t),
+        _ => core_notes(&mut t),
     }
 }
 
@@ -444,6 +448,81 @@ fn mrs(t: &mut Take) {
     }
 }
 
+fn core_notes(t: &mut Take) {
+    use svelt_abi::bytes::{get_u32, get_u64};
+    use svelt_abi::coredump::*;
+    let n = usize::from(t.u8() % 32);
+    let comm = t.bytes(n);
+    let f = fname(comm);
+    let n = comm.len().min(15);
+    assert_eq!(&f[..n], &comm[..n]);
+    assert!(f[n..].iter().all(|&c| c == 0));
+    let n = usize::from(t.u8());
+    let args = t.bytes(n);
+    let a = psargs(args);
+    assert_eq!(a[79], 0);
+    let mut k = args.len().min(79);
+    while k > 0 && args[k - 1] == 0 {
+        k -= 1;
+    }
+    for i in 0..79 {
+        let want = if i < k {
+            if args[i] == 0 {
+                b' '
+            } else {
+                args[i]
+            }
+        } else {
+            0
+        };
+        assert_eq!(a[i], want);
+    }
+    // NT_FILE from paths in the input, separated by '\n'.
+    let page = 4096;
+    let names: Vec<&[u8]> = t.rest().split(|&c| c == b'\n').collect();
+    let maps: Vec<FileMap> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| FileMap {
+            start: 0x40_0000 + 0x1000 * i as u64,
+            end: 0x40_1000 + 0x1000 * i as u64,
+            pgoff: i as u64,
+            name: n,
+        })
+        .collect();
+    let len = file_note_len(&maps).unwrap();
+    let mut desc = vec![0u8; len];
+    assert!(put_file_note(&mut desc[..len - 1], &maps, page).is_none());
+    put_file_note(&mut desc, &maps, page).unwrap();
+    assert_eq!(get_u64(&desc, 0), maps.len() as u64);
+    assert_eq!(get_u64(&desc, 8), page);
+    let mut at = 16 + 24 * maps.len();
+    for (i, m) in maps.iter().enumerate() {
+        assert_eq!(get_u64(&desc, 16 + 24 * i), m.start);
+        assert_eq!(get_u64(&desc, 32 + 24 * i), m.pgoff);
+        assert_eq!(&desc[at..at + m.name.len()], m.name);
+        assert_eq!(desc[at + m.name.len()], 0);
+        at += m.name.len() + 1;
+    }
+    assert_eq!(at, len);
+    // The whole note.
+    let nt = NT_FILE;
+    let name = note_name(nt);
+    let size = note_size(name, len).unwrap();
+    assert!(size.is_multiple_of(4));
+    let mut out = vec![0xffu8; size + 4];
+    assert_eq!(put_note(&mut out[..size - 1], name, nt, &desc), None);
+    assert_eq!(put_note(&mut out, name, nt, &desc), Some(size));
+    assert_eq!(get_u32(&out, 0) as usize, name.len() + 1);
+    assert_eq!(get_u32(&out, 4) as usize, len);
+    assert_eq!(get_u32(&out, 8), nt);
+    assert_eq!(&out[12..12 + name.len()], name.as_bytes());
+    let d = 12 + (name.len() + 1).next_multiple_of(4);
+    assert_eq!(&out[d..d + len], &desc[..]);
+    assert!(out[d + len..size].iter().all(|&c| c == 0));
+    assert!(out[size..].iter().all(|&c| c == 0xff));
+}
+
 pub fn seeds() -> Vec<Vec<u8>> {
     let mut clone = vec![0u8];
     let mut args = [0u64; 11];
@@ -519,5 +598,10 @@ pub fn seeds() -> Vec<Vec<u8>> {
     mr.extend_from_slice(&(3u32 << 20 | 1 << 1 | 1).to_le_bytes());
     mr.extend_from_slice(&[0x11; 72]);
     mr.extend_from_slice(&[1, 1, 1]);
-    vec![clone, alt, act, iov, fut, tm, mp, de, mr]
+    let mut core = vec![9u8, 4];
+    core.extend_from_slice(b"init");
+    core.push(12);
+    core.extend_from_slice(b"init\0-v\0arg\0\0");
+    core.extend_from_slice(b"/init\n/lib/libc.so\n");
+    vec![clone, alt, act, iov, fut, tm, mp, de, mr, core]
 }
