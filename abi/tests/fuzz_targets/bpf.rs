@@ -1,5 +1,7 @@
 //! seccomp's classic BPF: the filter check and the interpreter.
 
+#[allow(unused_imports)]
+use super::util::{FromSlice, ToBytes};
 use super::util::{Rng, Take};
 use std::vec;
 use std::vec::Vec;
@@ -139,7 +141,7 @@ pub fn bpf(data: &[u8]) {
     let orig: Vec<SockFilter> = code
         .chunks_exact(8)
         .take(BPF_MAXINSNS + 2)
-        .map(|c| SockFilter::from_bytes(c.try_into().unwrap()))
+        .map(SockFilter::from_bytes)
         .collect();
     for (f, c) in orig.iter().zip(code.chunks_exact(8)) {
         assert_eq!(&f.to_bytes()[..], c);

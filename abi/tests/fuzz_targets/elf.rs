@@ -1,5 +1,7 @@
 //! execve's ELF checks and load plan.
 
+#[allow(unused_imports)]
+use super::util::{FromSlice, ToBytes};
 use std::vec;
 use std::vec::Vec;
 use svelt_abi::elf::*;
@@ -193,6 +195,10 @@ fn check_plan(e: &ElfFile, file: &[u8], page: u64, bias: u64, task_size: u64, ph
 
 fn ehdr(e_type: u16, entry: u64, phnum: u16) -> Ehdr {
     Ehdr {
+        e_ident: ELF64_LE_IDENT,
+        e_shentsize: 0,
+        e_shnum: 0,
+        e_shstrndx: 0,
         e_type,
         e_machine: EM_AARCH64,
         e_version: 1,

@@ -1,5 +1,10 @@
 //! rt_sigreturn over a user-supplied frame, and signal delivery followed by rt_sigreturn.
 
+#[allow(unused_imports)]
+use super::util::{FromSlice, ToBytes};
+
+/// Sigreturn restores the frame's mask without SIGKILL (bit 8) and SIGSTOP (bit 18).
+const UNBLOCKABLE_CLEARED: u64 = !((1 << 8) | (1 << 18));
 use super::util::{offset_in, span, Rng, Take};
 use std::cell::RefCell;
 use std::vec;
@@ -168,13 +173,20 @@ pub fn sigreturn(data: &[u8]) {
         if a.sigmask.is_some() {
             assert_eq!(
                 a.sigmask,
-                Some(Sigset(get_u64(&image_at(&mem, sp), UC_SIGMASK_OFFSET)))
+                Some(Sigset(
+                    get_u64(&image_at(&mem, sp), UC_SIGMASK_OFFSET) & UNBLOCKABLE_CLEARED
+                ))
             );
         }
         return;
     };
     let hdr = mem.expect(sp, RESERVED_OFFSET);
-    assert_eq!(a.sigmask, Some(Sigset(get_u64(&hdr, UC_SIGMASK_OFFSET))));
+    assert_eq!(
+        a.sigmask,
+        Some(Sigset(
+            get_u64(&hdr, UC_SIGMASK_OFFSET) & UNBLOCKABLE_CLEARED
+        ))
+    );
     let ss = StackT::from_bytes(
         hdr[UC_STACK_OFFSET..UC_STACK_OFFSET + 24]
             .try_into()
@@ -429,11 +441,7 @@ pub fn sigdeliver(data: &[u8]) {
     } else {
         SP + u64::from(t.u8())
     };
-    let uc_stack = StackT {
-        ss_sp: t.u64(),
-        ss_flags: t.u32() as i32,
-        ss_size: t.u64(),
-    };
+    let uc_stack = StackT::new(t.u64(), t.u32() as i32, t.u64());
     let sigmask = Sigset(t.u64());
     let with_fp = flags & 32 == 0;
     let bti = flags & 64 != 0;

@@ -3,6 +3,8 @@
 //! arguments, getdents64 records and trapped MRS instructions.
 
 use super::util::{skip_known_bugs, Take};
+#[allow(unused_imports)]
+use super::util::{FromSlice, ToBytes};
 use std::vec;
 use std::vec::Vec;
 use svelt_abi::cpu::IdRegs;
@@ -139,7 +141,7 @@ fn altstack(t: &mut Take) {
     } else {
         t.u64()
     };
-    let new = StackT::from_bytes(t.bytes(24).try_into().unwrap_or(&[0; 24]));
+    let new = StackT::from_bytes(t.bytes(24));
     assert_eq!(StackT::from_bytes(&new.to_bytes()), new);
     let mut a = cur;
     let r = a.set(new, sp, MINSIGSTKSZ);
@@ -179,7 +181,7 @@ fn sigaction(t: &mut Take) {
     let sig = u32::from(t.u8());
     let size = if t.bool() { 8 } else { usize::from(t.u8()) };
     let raw = t.bytes(32);
-    let act = (raw.len() == 32).then(|| Sigaction::from_bytes(raw.try_into().unwrap()));
+    let act = (raw.len() == 32).then(|| Sigaction::from_bytes(raw));
     if let Some(a) = act {
         assert_eq!(&a.to_bytes()[..], raw);
     }
@@ -212,10 +214,7 @@ fn sigaction(t: &mut Take) {
 }
 
 fn iovec(b: &[u8]) {
-    let iov: Vec<Iovec> = b
-        .chunks_exact(16)
-        .map(|c| Iovec::from_bytes(c.try_into().unwrap()))
-        .collect();
+    let iov: Vec<Iovec> = b.chunks_exact(16).map(Iovec::from_bytes).collect();
     for (v, c) in iov.iter().zip(b.chunks_exact(16)) {
         assert_eq!(&v.to_bytes()[..], c);
     }
@@ -293,7 +292,7 @@ fn futex(t: &mut Take) {
 }
 
 fn time(t: &mut Take) {
-    let ts = Timespec::from_bytes(t.bytes(16).try_into().unwrap_or(&[0; 16]));
+    let ts = Timespec::from_bytes(t.bytes(16));
     assert_eq!(Timespec::from_bytes(&ts.to_bytes()), ts);
     let valid = ts.tv_sec >= 0 && (0..1_000_000_000).contains(&ts.tv_nsec);
     assert_eq!(ts.validate().is_ok(), valid);
@@ -308,7 +307,7 @@ fn time(t: &mut Take) {
         }
         None => assert!(!valid),
     }
-    let tv = Timeval::from_bytes(t.bytes(16).try_into().unwrap_or(&[0; 16]));
+    let tv = Timeval::from_bytes(t.bytes(16));
     assert_eq!(Timeval::from_bytes(&tv.to_bytes()), tv);
     let valid = tv.tv_sec >= 0 && (0..1_000_000).contains(&tv.tv_usec);
     assert_eq!(tv.is_valid(), valid);
@@ -535,14 +534,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
     }
     let mut alt = vec![1u8];
     alt.extend_from_slice(&[0; 13]);
-    alt.extend_from_slice(
-        &StackT {
-            ss_sp: 0x7000_0000,
-            ss_flags: 0,
-            ss_size: 0x4000,
-        }
-        .to_bytes(),
-    );
+    alt.extend_from_slice(&StackT::new(0x7000_0000, 0, 0x4000).to_bytes());
     let mut act = vec![2u8, 10, 1];
     act.extend_from_slice(
         &Sigaction {

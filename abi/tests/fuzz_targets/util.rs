@@ -93,3 +93,29 @@ pub fn skip_known_bugs() -> bool {
     static SKIP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SKIP.get_or_init(|| std::env::var_os("SVELT_FUZZ_KNOWN_BUGS").is_none_or(|v| v != "1"))
 }
+
+/// The uapi structs are plain bytes (zerocopy derives): these give the targets one spelling for
+/// "the bytes of a value" and "a value from bytes", so round-trip checks read simply.
+pub trait ToBytes {
+    fn to_bytes(&self) -> Vec<u8>;
+}
+
+impl<T: zerocopy::IntoBytes + zerocopy::Immutable> ToBytes for T {
+    fn to_bytes(&self) -> Vec<u8> {
+        self.as_bytes().to_vec()
+    }
+}
+
+pub trait FromSlice: Sized {
+    /// The value in the first `size_of::<Self>()` bytes of `b`, zeros past its end.
+    fn from_bytes(b: &[u8]) -> Self;
+}
+
+impl<T: zerocopy::FromBytes> FromSlice for T {
+    fn from_bytes(b: &[u8]) -> Self {
+        let mut buf = vec![0u8; core::mem::size_of::<T>()];
+        let n = b.len().min(buf.len());
+        buf[..n].copy_from_slice(&b[..n]);
+        T::read_from_bytes(&buf).expect("sized buffer")
+    }
+}
