@@ -129,7 +129,7 @@ apt_install() {
 # The toolchain rust-toolchain.toml pins may be installed without its targets or llvm-tools
 # (rustup's auto-install off): rustup adds what is missing, and returns at once when nothing is.
 if [ "$build" = 1 ]; then
-    (cd "$root" && rustup toolchain install >/dev/null) || die "rustup could not install the toolchain rust-toolchain.toml names"
+    (cd "$root" && rustup toolchain install >/dev/null 2>&1) || die "rustup could not install the toolchain rust-toolchain.toml names"
 fi
 sysroot=$(rustc --print sysroot)
 host=$(rustc -vV | sed -n 's/^host: //p')
