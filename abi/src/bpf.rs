@@ -673,17 +673,6 @@ mod tests {
         assert!(!action_available(0x7ffe_0000));
     }
 
-    /// A small xorshift, so the fuzz test is reproducible.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-    }
-
     /// Random programs, mostly near-valid: the validator never panics, and what it accepts
     /// runs to a RET in at most `len` steps without indexing out of bounds (the interpreter
     /// would panic in the test build if it did).
@@ -694,7 +683,7 @@ mod tests {
             0x1c, 0x24, 0x2c, 0x34, 0x3c, 0x44, 0x4c, 0x54, 0x5c, 0x64, 0x6c, 0x74, 0x7c, 0x84,
             0x94, 0xa4, 0x05, 0x15, 0x1d, 0x25, 0x2d, 0x35, 0x45, 0x06, 0x16, 0x87,
         ];
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = crate::rng::XorShift64(0x9e37_79b9_7f4a_7c15);
         let mut accepted = 0;
         for _ in 0..200_000 {
             let len = 1 + (rng.next() % 12) as usize;

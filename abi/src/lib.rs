@@ -31,6 +31,7 @@ pub mod path;
 pub mod prctl;
 pub mod ptrace;
 pub mod regset;
+pub mod rng;
 pub mod sched;
 pub mod sigframe;
 pub mod signal;

@@ -284,9 +284,8 @@ fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
         }
         if sme2() {
             // SME2 (EZT0 set at boot) with ZA on; ZT0's 64 bytes follow ZA.
-            let zt = sme::za_size(svl as usize);
-            if let Some(zt0) = buf.get_mut(zt..zt + 64) {
-                sme::save_zt0(zt0.try_into().expect("64 bytes"));
+            if let Some(zt0) = buf[sme::za_size(svl as usize)..].first_chunk_mut() {
+                sme::save_zt0(zt0);
             }
         }
         count(p, Counter::ZaSaves, 1);
@@ -294,12 +293,12 @@ fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
     }
 }
 
-/// Context switch away from `t` (IRQs masked).
-pub fn fpsimd_thread_switch(t: &Task) {
+/// Context switch away from `t`, under the scheduler's interrupt mask.
+pub fn fpsimd_thread_switch(t: &Task, irqs: &cpu::IrqGuard) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     let hw = hw_svcr(f);
-    let save = with_cpu(&cpu::IrqGuard::new(), |c| fps::switch_out(c, &mut f.st, hw));
+    let save = with_cpu(irqs, |c| fps::switch_out(c, &mut f.st, hw));
     do_save(&t.process, f, save);
 }
 
@@ -361,9 +360,8 @@ pub fn fpsimd_restore_current_state(t: &Task) {
             );
         }
         if sme2() {
-            let zt = sme::za_size(svl);
-            if let Some(zt0) = buf.get(zt..zt + 64) {
-                sme::load_zt0(zt0.try_into().expect("64 bytes"));
+            if let Some(zt0) = buf[sme::za_size(svl)..].first_chunk() {
+                sme::load_zt0(zt0);
             }
         }
         count(p, Counter::ZaRestores, 1);
@@ -561,18 +559,9 @@ pub fn signal_entered(t: &Task) {
     }
 }
 
-/// What sigreturn restores beyond FPSIMD (records already validated by the caller).
-pub struct Restored<'a> {
-    /// sve_context payload and whether it is streaming state; None: FPSIMD only.
-    pub sve: Option<(bool, &'a [u8])>,
-    /// za_context: None if absent, Some(None) header only (ZA off), Some(Some(payload)).
-    pub za: Option<Option<&'a [u8]>>,
-    pub zt0: Option<&'a [u8]>,
-    pub tpidr2: Option<u64>,
-}
-
-/// sigreturn: install the restored state; V0-V31 come from `fp` on top of any SVE payload.
-pub fn from_sigreturn(t: &Task, fp: FpsimdState, r: Restored) {
+/// sigreturn: install the restored state (records `abi::sigframe::check_records` accepted); V0-V31
+/// come from `fp` on top of any SVE payload.
+pub fn from_sigreturn(t: &Task, fp: FpsimdState, r: svelt_abi::sigframe::FpRecords) {
     // SAFETY: `t` is the running task (or being switched by this CPU).
     let f = unsafe { local(t) };
     f.fp = fp;

@@ -12,7 +12,7 @@ pub struct IrqLock<T> {
 
 /// The lock held and IRQs masked. Fields drop in order: the lock is released before the
 /// interrupt mask is restored.
-pub struct IrqGuard<'a, T> {
+pub struct IrqLockGuard<'a, T> {
     guard: MutexGuard<'a, T>,
     _irqs: cpu::IrqGuard,
 }
@@ -24,29 +24,29 @@ impl<T> IrqLock<T> {
         }
     }
 
-    pub fn try_lock(&self) -> Option<IrqGuard<'_, T>> {
+    pub fn try_lock(&self) -> Option<IrqLockGuard<'_, T>> {
         let irqs = cpu::IrqGuard::new();
         let guard = self.inner.try_lock()?;
-        Some(IrqGuard { guard, _irqs: irqs })
+        Some(IrqLockGuard { guard, _irqs: irqs })
     }
 
-    pub fn lock(&self) -> IrqGuard<'_, T> {
+    pub fn lock(&self) -> IrqLockGuard<'_, T> {
         let irqs = cpu::IrqGuard::new();
-        IrqGuard {
+        IrqLockGuard {
             guard: self.inner.lock(),
             _irqs: irqs,
         }
     }
 }
 
-impl<T> Deref for IrqGuard<'_, T> {
+impl<T> Deref for IrqLockGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
         &self.guard
     }
 }
 
-impl<T> DerefMut for IrqGuard<'_, T> {
+impl<T> DerefMut for IrqLockGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.guard
     }

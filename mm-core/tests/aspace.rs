@@ -373,20 +373,6 @@ fn find_free_goes_no_lower_than_mmap_min() {
     assert_eq!(mm.vmas().find_free(2 * P, 0), None);
 }
 
-/// A small xorshift generator: the same sequence on every run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 #[test]
 fn find_free_never_overlaps_and_always_finds_the_highest_fit() {
     const LOW: usize = MMAP_TOP - 256 * P;
@@ -394,7 +380,7 @@ fn find_free_never_overlaps_and_always_finds_the_highest_fit() {
     // Keep the search inside a small window: everything below it is taken.
     mm.map(MMAP_MIN, LOW, Prot(0), TestBacking::Anon, MAX)
         .unwrap();
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = svelt_abi::rng::XorShift64(0x9e37_79b9_7f4a_7c15);
     for step in 0..3000 {
         let len = (1 + rng.below(6) as usize) * P;
         match rng.below(4) {

@@ -757,13 +757,8 @@ fn extra_context_rules() {
 
 #[test]
 fn garbage_frames_never_panic() {
-    let mut seed = 0x1234_5678_9abc_def0u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = crate::rng::XorShift64(0x1234_5678_9abc_def0);
+    let mut next = move || rng.next();
     let base = good_frame();
     for round in 0..3000 {
         let mut m = Mem {
@@ -1262,13 +1257,8 @@ fn check_records_rejects_each_bad_record() {
 
 #[test]
 fn garbage_records_never_panic() {
-    let mut seed = 0x0fed_cba9_8765_4321u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = crate::rng::XorShift64(0x0fed_cba9_8765_4321);
+    let mut next = move || rng.next();
     let vls = [0u32, 16, 32, 48, 64, 256, 0xffff];
     for _ in 0..20_000 {
         let len = (next() % 1200) as usize;

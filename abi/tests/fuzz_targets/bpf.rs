@@ -1,6 +1,5 @@
 //! seccomp's classic BPF: the filter check and the interpreter.
 
-#[allow(unused_imports)]
 use super::util::{FromSlice, ToBytes};
 use super::util::{Rng, Take};
 use std::vec;

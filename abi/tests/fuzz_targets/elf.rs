@@ -1,7 +1,6 @@
 //! execve's ELF checks and load plan.
 
-#[allow(unused_imports)]
-use super::util::{FromSlice, ToBytes};
+use super::util::ToBytes;
 use std::vec;
 use std::vec::Vec;
 use svelt_abi::elf::*;

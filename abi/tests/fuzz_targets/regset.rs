@@ -1,7 +1,6 @@
 //! PTRACE_SETREGSET: every regset write, as the kernel's regset_request and regset::set drive
 //! the parsers, over arbitrary payloads, headers, VLs and flags.
 
-#[allow(unused_imports)]
 use super::util::{FromSlice, ToBytes};
 use super::util::{Rng, Take};
 use std::vec;

@@ -1,7 +1,6 @@
 //! rt_sigreturn over a user-supplied frame, and signal delivery followed by rt_sigreturn.
 
-#[allow(unused_imports)]
-use super::util::{FromSlice, ToBytes};
+use super::util::FromSlice;
 
 /// Sigreturn restores the frame's mask without SIGKILL (bit 8) and SIGSTOP (bit 18).
 const UNBLOCKABLE_CLEARED: u64 = !((1 << 8) | (1 << 18));

@@ -3,7 +3,6 @@
 //! arguments, getdents64 records and trapped MRS instructions.
 
 use super::util::{skip_known_bugs, Take};
-#[allow(unused_imports)]
 use super::util::{FromSlice, ToBytes};
 use std::vec;
 use std::vec::Vec;

@@ -289,6 +289,11 @@ impl AddrSpace {
         self.mm.vmas().find(va)
     }
 
+    /// How far from `start` (up to `end`) mappings follow each other without a hole.
+    pub fn mapped_until(&self, start: usize, end: usize) -> usize {
+        self.mm.vmas().mapped_until(start, end)
+    }
+
     /// Resolves a user access to `va` to a physical address, faulting the page in if the
     /// mapping allows `access` (and breaking copy-on-write sharing for writes).
     pub fn translate(&mut self, va: usize, access: Access) -> Result<u64, FaultError> {

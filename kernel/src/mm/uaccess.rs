@@ -142,63 +142,26 @@ pub fn read_cstr(va: usize, max: usize) -> SysResult<Vec<u8>> {
     }
 }
 
-/// Reads a uapi struct (any plain-data type without padding, as svelt_abi lays them out) from
-/// user address `va`. Write one back with `copy_to_user(va, v.as_bytes())`.
+/// Reads a value (an integer, or a uapi struct: any plain-data type without padding, as
+/// svelt_abi lays them out) from user address `va`. Write one back with `copy_to_user(va, v.as_bytes())`.
 pub fn read_struct<T: FromBytes + IntoBytes>(va: usize) -> SysResult<T> {
     let mut v = T::new_zeroed();
     copy_from_user(v.as_mut_bytes(), va)?;
     Ok(v)
 }
 
-/// Plain-data values that user memory holds as little-endian bytes.
-pub trait UserValue: Copy {
-    const SIZE: usize;
-    fn from_user_bytes(b: &[u8]) -> Self;
-    fn with_user_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> R;
-}
-
-macro_rules! user_value {
-    ($($t:ty),*) => {$(
-        impl UserValue for $t {
-            const SIZE: usize = core::mem::size_of::<$t>();
-            fn from_user_bytes(b: &[u8]) -> Self {
-                let mut a = [0u8; core::mem::size_of::<$t>()];
-                a.copy_from_slice(b);
-                <$t>::from_le_bytes(a)
-            }
-            fn with_user_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> R {
-                f(&self.to_le_bytes())
-            }
-        }
-    )*};
-}
-user_value!(u8, u16, u32, u64, i32, i64, usize);
-
-/// Reads one value from user address `va`.
-pub fn get_user<T: UserValue>(va: usize) -> SysResult<T> {
-    let mut b = [0u8; 16];
-    let b = &mut b[..T::SIZE];
-    copy_from_user(b, va)?;
-    Ok(T::from_user_bytes(b))
-}
-
-/// Writes one value to user address `va`.
-pub fn put_user<T: UserValue>(va: usize, v: T) -> SysResult<()> {
-    v.with_user_bytes(|b| copy_to_user(va, b))
-}
-
 pub fn read_u32(va: usize) -> SysResult<u32> {
-    get_user(va)
+    read_struct(va)
 }
 
 pub fn read_u64(va: usize) -> SysResult<u64> {
-    get_user(va)
+    read_struct(va)
 }
 
 pub fn write_u32(va: usize, v: u32) -> SysResult<()> {
-    put_user(va, v)
+    copy_to_user(va, v.as_bytes())
 }
 
 pub fn write_u64(va: usize, v: u64) -> SysResult<()> {
-    put_user(va, v)
+    copy_to_user(va, v.as_bytes())
 }

@@ -224,16 +224,7 @@ fn restore_sigframe(t: &Arc<Task>, tf: &mut TrapFrame, sp: u64, r: sf::Sigreturn
     };
     let (sve_vl, sme_vl) = crate::fpstate::vls(&t);
     match sf::check_records(&restored, &features(), sve_vl, sme_vl) {
-        Ok(rec) => crate::fpstate::from_sigreturn(
-            &t,
-            fp,
-            crate::fpstate::Restored {
-                sve: rec.sve,
-                za: rec.za,
-                zt0: rec.zt0,
-                tpidr2: rec.tpidr2,
-            },
-        ),
+        Ok(rec) => crate::fpstate::from_sigreturn(&t, fp, rec),
         Err(e) => {
             log::debug!("pid {}: bad signal frame record at {sp:#x}: {e:?}", t.pid());
             bad_frame(&t, sp);

@@ -186,21 +186,9 @@ pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult<usize> {
     })
 }
 
-/// Where the mappings that run without a hole from `start` stop (at most `end`).
-fn mapped_until(mm: &AddrSpace, start: usize, end: usize) -> usize {
-    let mut va = start;
-    while va < end {
-        match mm.find_vma(va) {
-            Some(v) => va = v.end,
-            None => return va,
-        }
-    }
-    end
-}
-
 /// Whether `[start, end)` is mapped without holes.
 fn fully_mapped(mm: &AddrSpace, start: usize, end: usize) -> bool {
-    mapped_until(mm, start, end) == end
+    mm.mapped_until(start, end) == end
 }
 
 pub fn msync(addr: usize, len: usize, flags: u32) -> SysResult<usize> {
@@ -380,7 +368,7 @@ pub fn mlock(addr: usize, len: usize, lock: bool, flags: u32) -> SysResult<usize
         }
         // As Linux: the mappings before a hole are (un)locked, then the hole is ENOMEM (and
         // nothing is faulted in).
-        let covered = mapped_until(mm, start, end);
+        let covered = mm.mapped_until(start, end);
         if covered < end {
             if covered > start {
                 mm.set_locked(start, covered, lock, false)?;

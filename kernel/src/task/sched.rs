@@ -261,7 +261,7 @@ pub fn schedule() {
         if !prev.is_idle() {
             prev.local().tpidr_el0 = cpu::tpidr_el0();
             if prev.state() != State::Dead {
-                crate::fpstate::fpsimd_thread_switch(&prev);
+                crate::fpstate::fpsimd_thread_switch(&prev, &irqs);
             }
         }
         if !next.is_idle() {
@@ -269,7 +269,7 @@ pub fn schedule() {
             cpu::set_user_tls(l.tpidr_el0, l.tpidrro_el0);
         }
     }
-    percpu::this()
+    percpu::get(id)
         .user_tagged_addr
         .store(next.tagged_addr.load(Ordering::Relaxed), Ordering::Relaxed);
     crate::fpstate::switch_tpidr2(

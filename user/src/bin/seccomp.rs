@@ -654,13 +654,10 @@ const ACTIONS: [u32; 8] = [
     SECCOMP_RET_ALLOW,
 ];
 
-struct Rng(u64);
+struct Rng(svelt_abi::rng::XorShift64);
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        self.0.next()
     }
     fn program(&mut self) -> Vec<SockFilter> {
         const CODES: [u16; 30] = [
@@ -714,7 +711,7 @@ fn random_programs_validated() -> TestResult {
         let [r, _w] = t!(sys::pipe2(0));
         let th = t!(spawn_thread(strict_sleeper, r as usize, 0));
         wait_step(1);
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut rng = Rng(svelt_abi::rng::XorShift64(0x2545_f491_4f6c_dd1d));
         let (mut valid, mut invalid) = (0, 0);
         for i in 0..4000 {
             let p = rng.program();
@@ -742,7 +739,7 @@ fn random_programs_validated() -> TestResult {
 
 /// Random programs installed for real, then a few calls: whatever they do, the child ends.
 fn random_programs_installed() -> TestResult {
-    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut rng = Rng(svelt_abi::rng::XorShift64(0x1234_5678_9abc_def1));
     let mut installed = 0;
     // Exited, killed by another signal, killed by SIGSYS.
     let mut outcomes = [0; 3];
@@ -751,7 +748,7 @@ fn random_programs_installed() -> TestResult {
         let pid = t!(spawn(|| {
             no_core();
             let _ = no_new_privs();
-            let mut rng = Rng(seed | 1);
+            let mut rng = Rng(svelt_abi::rng::XorShift64(seed | 1));
             for _ in 0..200 {
                 let mut p = rng.program();
                 // Returns of A would mostly be small numbers (KILL_THREAD): return actions.
