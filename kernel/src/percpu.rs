@@ -6,6 +6,8 @@ use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering
 
 pub const MAX_CPUS: usize = 16;
 
+/// One cache line per CPU: no false sharing between CPUs' counters.
+#[repr(align(64))]
 pub struct PerCpu {
     pub id: usize,
     pub mpidr: AtomicU64,
@@ -60,11 +62,13 @@ pub fn enter(id: usize) {
     cpu::set_percpu_ptr(&CPUS[id] as *const PerCpu as usize);
 }
 
-/// This CPU's area. Valid once `enter` has run on it (CPU 0's before that).
+/// This CPU's area. Valid once `enter` has run on it, which is each CPU's first act.
+#[inline(always)]
 pub fn this() -> &'static PerCpu {
-    let offset = cpu::percpu_ptr().wrapping_sub(CPUS.as_ptr() as usize);
-    CPUS.get(offset / core::mem::size_of::<PerCpu>())
-        .unwrap_or(&CPUS[0])
+    let p = cpu::percpu_ptr() as *const PerCpu;
+    // SAFETY: only `enter` writes TPIDR_EL1, with the address of an element of the static
+    // CPUS, and every CPU runs `enter` before anything that reaches here.
+    unsafe { &*p }
 }
 
 pub fn cpu_id() -> usize {
