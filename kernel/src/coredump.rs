@@ -14,7 +14,7 @@ use crate::fs::{Inode, Kind};
 use crate::mm::aspace::{Backing, SIGPAGE};
 use crate::signal::SigInfo;
 use crate::sync::IrqLock;
-use crate::task::{exit, sched, Process, State, Task};
+use crate::task::{exit, sched, CurrentTask, Held, Process, State, Task};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -73,7 +73,7 @@ pub fn task_exit(t: &Arc<Task>) {
 /// wait status the process exits with, already recorded as the group's: the core bit is set
 /// when a core file was created with its notes (as on Linux, also when RLIMIT_CORE or a full
 /// file system then cut it short).
-pub fn do_coredump(tf: &TrapFrame, info: &SigInfo) -> i32 {
+pub fn do_coredump(cur: &CurrentTask, tf: &TrapFrame, info: &SigInfo) -> i32 {
     let me = crate::task::current_arc();
     let p = me.process();
     let signo = info.signo();
@@ -99,7 +99,7 @@ pub fn do_coredump(tf: &TrapFrame, info: &SigInfo) -> i32 {
     }
     exit::kill_group(&p, plain, Some(me.tid));
     let threads = stop_others(&p, &me, &cs);
-    let written = write_core(&me, &p, tf, info, &threads, limit).is_ok();
+    let written = write_core(cur, &p, tf, info, &threads, limit).is_ok();
     drop(threads);
     let status = wstatus::signaled(signo, written);
     p.group_status.store(status, Ordering::Release);
@@ -152,7 +152,8 @@ struct ThreadNotes {
     regsets: Vec<(u32, Vec<u8>)>,
 }
 
-fn thread_notes(t: &Task, regs: &TrapFrame, p: &Process, signo: u32) -> SysResult<ThreadNotes> {
+fn thread_notes(h: &Held, regs: &TrapFrame, p: &Process, signo: u32) -> SysResult<ThreadNotes> {
+    let t = h.task();
     let mut regsets = Vec::new();
     regsets
         .try_reserve_exact(cd::THREAD_REGSETS.len())
@@ -161,7 +162,7 @@ fn thread_notes(t: &Task, regs: &TrapFrame, p: &Process, signo: u32) -> SysResul
         if crate::ptrace::regset::info(nt).is_none() {
             continue;
         }
-        if let Ok(data) = crate::ptrace::regset::get(t, nt) {
+        if let Ok(data) = crate::ptrace::regset::get(h, nt) {
             regsets.push((nt, data));
         }
     }
@@ -205,7 +206,7 @@ fn comm(p: &Process) -> String {
 }
 
 fn write_core(
-    me: &Arc<Task>,
+    me: &CurrentTask,
     p: &Arc<Process>,
     tf: &TrapFrame,
     info: &SigInfo,
@@ -220,12 +221,12 @@ fn write_core(
     threads
         .try_reserve_exact(others.len() + 1)
         .map_err(|_| Errno::ENOMEM)?;
-    threads.push(thread_notes(me, tf, p, signo)?);
+    threads.push(thread_notes(&me.held(), tf, p, signo)?);
     for t in others {
-        // SAFETY: the thread is asleep in task_exit, off its CPU (stop_others), and its kernel
-        // stack lives as long as the Arc: its trap frame is stable and readable.
-        let regs = unsafe { t.trap_frame().read() };
-        threads.push(thread_notes(t, &regs, p, signo)?);
+        // SAFETY: the thread is asleep in task_exit and off its CPU (stop_others), and stays
+        // parked there until the dump is done (`CoreState::done`).
+        let h = unsafe { Held::parked(t) };
+        threads.push(thread_notes(&h, &h.trap_frame(), p, signo)?);
     }
 
     // Mappings, and what the process-wide notes need from the address space.

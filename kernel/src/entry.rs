@@ -4,6 +4,7 @@
 
 use crate::arch::aarch64::cpu;
 use crate::arch::aarch64::exception::{self, Kind, TrapFrame};
+use crate::task::CurrentTask;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 #[unsafe(no_mangle)]
@@ -11,22 +12,30 @@ fn svelt_irq() {
     crate::irq::handle();
 }
 
+// The three entries from EL0 each make the one `CurrentTask` that the code below them uses.
+
 #[unsafe(no_mangle)]
 fn svelt_el0_irq(tf: &mut TrapFrame) {
+    // SAFETY: an IRQ taken from EL0: the running task is the one that was in user mode.
+    let cur = unsafe { CurrentTask::enter() };
     crate::irq::handle();
-    crate::trap::return_to_user(tf);
+    crate::trap::return_to_user(&cur, tf);
 }
 
 #[unsafe(no_mangle)]
 fn svelt_el0_sync(tf: &mut TrapFrame) {
-    crate::trap::el0_sync(tf);
-    crate::trap::return_to_user(tf);
+    // SAFETY: a synchronous exception from EL0: the running task is the one that trapped.
+    let cur = unsafe { CurrentTask::enter() };
+    crate::trap::el0_sync(&cur, tf);
+    crate::trap::return_to_user(&cur, tf);
 }
 
 #[unsafe(no_mangle)]
 extern "C" fn svelt_ret_from_fork(tf: &mut TrapFrame) {
     crate::task::sched::finish_switch();
-    crate::trap::return_to_user(tf);
+    // SAFETY: a new task's first step towards EL0: it is the task running here.
+    let cur = unsafe { CurrentTask::enter() };
+    crate::trap::return_to_user(&cur, tf);
 }
 
 static DYING: AtomicBool = AtomicBool::new(false);

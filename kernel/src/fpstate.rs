@@ -8,10 +8,10 @@
 use crate::arch::aarch64::cpu;
 use crate::arch::aarch64::fpsimd::{fpsimd, sme, sve};
 use crate::percpu::{self, MAX_CPUS};
-use crate::task::{Process, Task};
+use crate::task::{CurrentTask, Held, Process, TaskLocal};
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::cell::UnsafeCell;
+use core::cell::{RefMut, UnsafeCell};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use fpsimd::FpsimdState;
 use svelt_abi::errno::{Errno, SysResult};
@@ -218,18 +218,6 @@ impl Default for TaskFpState {
     }
 }
 
-/// The task's FP state.
-///
-/// # Safety
-/// Only the task itself, or the CPU switching it (which the scheduler's `on_cpu` handshake
-/// makes exclusive), may call this, and not keep two results alive at once (see
-/// `Task::local`). Every caller in this file is one of those.
-#[allow(clippy::mut_from_ref)]
-unsafe fn local(t: &Task) -> &mut TaskFpState {
-    // SAFETY: the caller's contract is Task::local's.
-    unsafe { &mut t.local().fpu }
-}
-
 /// PSTATE.SM/ZA from the CPU, for a task that may have changed them (SME enabled).
 fn hw_svcr(f: &TaskFpState) -> Svcr {
     if f.st.sme {
@@ -293,20 +281,19 @@ fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
     }
 }
 
-/// Context switch away from `t`, under the scheduler's interrupt mask.
-pub fn fpsimd_thread_switch(t: &Task, irqs: &cpu::IrqGuard) {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+/// Context switch away from the task whose process and locals these are, under the
+/// scheduler's interrupt mask.
+pub fn fpsimd_thread_switch(p: &Process, l: &TaskLocal, irqs: &cpu::IrqGuard) {
+    let f = &mut *l.fpu.borrow_mut();
     let hw = hw_svcr(f);
     let save = with_cpu(irqs, |c| fps::switch_out(c, &mut f.st, hw));
-    do_save(&t.process, f, save);
+    do_save(p, f, save);
 }
 
 /// On the way back to user mode (IRQs masked): load the task's state unless the registers
 /// hold it.
-pub fn fpsimd_restore_current_state(t: &Task) {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
+    let f = &mut *cur.local().fpu.borrow_mut();
     let r = with_cpu(&cpu::IrqGuard::new(), |c| fps::return_to_user(c, &mut f.st));
     let Some(format) = r.load else { return };
     if let Some(len) = r.set_zcr {
@@ -324,7 +311,7 @@ pub fn fpsimd_restore_current_state(t: &Task) {
     if let Some(s) = r.svcr {
         sme::write_svcr(s);
     }
-    let p = &t.process;
+    let p = &cur.process;
     match format {
         Format::Fpsimd => {
             fpsimd::load(&f.fp);
@@ -370,9 +357,8 @@ pub fn fpsimd_restore_current_state(t: &Task) {
 }
 
 /// The first SVE instruction from EL0 trapped (EC 0x19).
-pub fn do_sve_acc(t: &Task) {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+pub fn do_sve_acc(cur: &CurrentTask) {
+    let f = &mut *cur.local().fpu.borrow_mut();
     let irqs = cpu::IrqGuard::new();
     let plan = with_cpu(&irqs, |c| fps::sve_trap(c, &mut f.st));
     match plan {
@@ -391,18 +377,17 @@ pub fn do_sve_acc(t: &Task) {
             }
         }
         Err(fps::AlreadyEnabled) => {
-            log::error!("SVE trap with SVE already enabled for tid {}", t.tid)
+            log::error!("SVE trap with SVE already enabled for tid {}", cur.tid)
         }
     }
     drop(irqs);
-    count(&t.process, Counter::SveTraps, 1);
+    count(&cur.process, Counter::SveTraps, 1);
 }
 
 /// An SME trap from EL0 (EC 0x1D): first use enables SME; other trap codes are SIGILL
 /// (returns false).
-pub fn do_sme_acc(t: &Task, smtc: u8) -> bool {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+pub fn do_sme_acc(cur: &CurrentTask, smtc: u8) -> bool {
+    let f = &mut *cur.local().fpu.borrow_mut();
     let irqs = cpu::IrqGuard::new();
     let plan = with_cpu(&irqs, |c| fps::sme_trap(c, &mut f.st, smtc));
     let ok = match plan {
@@ -417,21 +402,20 @@ pub fn do_sme_acc(t: &Task, smtc: u8) -> bool {
         }
         Err(SmeTrapError::Illegal) => false,
         Err(SmeTrapError::AlreadyEnabled) => {
-            log::error!("SME trap with SME already enabled for tid {}", t.tid);
+            log::error!("SME trap with SME already enabled for tid {}", cur.tid);
             true
         }
     };
     drop(irqs);
     if ok {
-        count(&t.process, Counter::SmeTraps, 1);
+        count(&cur.process, Counter::SmeTraps, 1);
     }
     ok
 }
 
 /// Syscall entry: streaming mode ends; SVE state beyond V0-V31 becomes zero.
-pub fn fp_user_discard(t: &Task) {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+pub fn fp_user_discard(cur: &CurrentTask) {
+    let f = cur.local().fpu.borrow();
     let irqs = cpu::IrqGuard::new();
     let hw_sm = f.st.sme && sme::read_svcr().sm;
     let plan = with_cpu(&irqs, |c| fps::syscall_entry(c, &f.st, hw_sm));
@@ -445,27 +429,21 @@ pub fn fp_user_discard(t: &Task) {
 }
 
 /// Saves the running task's live registers to memory, keeping them live (signal delivery,
-/// fork). Returns the task's FP state for reading.
-///
-/// # Safety
-/// As for `local`: `t` is the running task.
-#[allow(clippy::mut_from_ref)]
-unsafe fn fpsimd_preserve_current_state(t: &Task) -> &mut TaskFpState {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+/// fork). Returns the task's FP state.
+fn fpsimd_preserve_current_state<'a>(p: &Process, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
+    let mut f = l.fpu.borrow_mut();
     let irqs = cpu::IrqGuard::new();
-    let hw = hw_svcr(f);
+    let hw = hw_svcr(&f);
     let save = with_cpu(&irqs, |c| fps::sync_to_memory(c, &mut f.st, hw));
-    do_save(&t.process, f, save);
+    do_save(p, &mut f, save);
     drop(irqs);
     f
 }
 
 /// A new task's FP state: the parent's V registers (zero if it was streaming), FPSIMD only,
 /// same VLs and VL settings; ZA and TPIDR2 copied unless the child shares the address space.
-pub fn fork_state(parent: &Task, clone_vm: bool) -> TaskFpState {
-    // SAFETY: the parent is the running task (fork runs on it).
-    let pf = unsafe { fpsimd_preserve_current_state(parent) };
+pub fn fork_state(cur: &CurrentTask, clone_vm: bool) -> TaskFpState {
+    let mut pf = fpsimd_preserve_current_state(&cur.process, cur.local());
     if has_sme() {
         pf.tpidr2 = sme::read_tpidr2();
     }
@@ -488,9 +466,8 @@ pub fn fork_state(parent: &Task, clone_vm: bool) -> TaskFpState {
 }
 
 /// execve: zeroed FPSIMD state; VLs from pending ONEXEC requests or the system defaults.
-pub fn fpsimd_flush_thread(t: &Task) {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+pub fn fpsimd_flush_thread(cur: &CurrentTask) {
+    let f = &mut *cur.local().fpu.borrow_mut();
     let sv = vlctl::on_exec(&sve_ctl(f), SVE_DEFAULT_VL.load(Ordering::Relaxed));
     let sm = vlctl::on_exec(&sme_ctl(f), SME_DEFAULT_VL.load(Ordering::Relaxed));
     f.sve_onexec = sv.onexec;
@@ -507,47 +484,57 @@ pub fn fpsimd_flush_thread(t: &Task) {
     }
 }
 
-/// What a signal frame needs from the FP state.
+/// What a signal frame needs from the FP state: the saved state, borrowed until the frame is
+/// written.
 pub struct SignalState<'a> {
+    f: RefMut<'a, TaskFpState>,
     pub fpsimd: FpsimdState,
-    /// sve_context: (vl, streaming, payload when live).
-    pub sve: (u32, bool, Option<&'a [u8]>),
     pub tpidr2: u64,
-    /// za_context: (vl, payload when ZA is on) and ZT0 (SME2 with ZA on).
-    pub za: (u32, Option<&'a [u8]>),
-    pub zt0: Option<&'a [u8]>,
+}
+
+impl SignalState<'_> {
+    /// sve_context: (vl, streaming, payload when live).
+    pub fn sve(&self) -> (u32, bool, Option<&[u8]>) {
+        let f = &self.f;
+        if f.st.svcr.sm {
+            (f.st.sme_vl, true, Some(&f.sve[..]))
+        } else {
+            let live = f.st.sve && f.st.format == Format::Sve;
+            (f.st.sve_vl, false, live.then_some(&f.sve[..]))
+        }
+    }
+
+    /// za_context: (vl, payload when ZA is on).
+    pub fn za(&self) -> (u32, Option<&[u8]>) {
+        let f = &self.f;
+        let len = sme::za_size(f.st.sme_vl as usize);
+        (f.st.sme_vl, f.st.svcr.za.then(|| &f.za[..len]))
+    }
+
+    /// ZT0 (SME2 with ZA on).
+    pub fn zt0(&self) -> Option<&[u8]> {
+        let f = &self.f;
+        let len = sme::za_size(f.st.sme_vl as usize);
+        (f.st.svcr.za && sme2()).then(|| &f.za[len..len + 64])
+    }
 }
 
 /// Signal delivery: saves the live state and returns what the frame records hold; the caller
-/// then calls `signal_entered` once the frame is written.
-pub fn for_signal(t: &Task) -> SignalState<'_> {
-    // SAFETY: signal delivery runs on the task itself.
-    let f = unsafe { fpsimd_preserve_current_state(t) };
+/// drops it, writes the frame, then calls `signal_entered`.
+pub fn for_signal(cur: &CurrentTask) -> SignalState<'_> {
+    let mut f = fpsimd_preserve_current_state(&cur.process, cur.local());
     f.tpidr2 = if has_sme() { sme::read_tpidr2() } else { 0 };
-    let fpsimd = f.fpsimd_view();
-    let streaming = f.st.svcr.sm;
-    let (vl, live) = if streaming {
-        (f.st.sme_vl, true)
-    } else {
-        (f.st.sve_vl, f.st.sve && f.st.format == Format::Sve)
-    };
-    let za_on = f.st.svcr.za;
-    let svl = f.st.sme_vl as usize;
-    let za_len = sme::za_size(svl);
     SignalState {
-        fpsimd,
-        sve: (vl, streaming, live.then_some(&f.sve[..])),
+        fpsimd: f.fpsimd_view(),
         tpidr2: f.tpidr2,
-        za: (f.st.sme_vl, za_on.then(|| &f.za[..za_len])),
-        zt0: (za_on && sme2()).then(|| &f.za[za_len..za_len + 64]),
+        f,
     }
 }
 
 /// After the frame is written: the handler runs out of streaming mode with ZA off and TPIDR2
 /// zero (6.16+).
-pub fn signal_entered(t: &Task) {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+pub fn signal_entered(cur: &CurrentTask) {
+    let f = &mut *cur.local().fpu.borrow_mut();
     let e = fps::signal_entry(&mut f.st);
     if e.left_streaming {
         f.fp.vregs = [0; 32];
@@ -561,9 +548,8 @@ pub fn signal_entered(t: &Task) {
 
 /// sigreturn: install the restored state (records `abi::sigframe::check_records` accepted); V0-V31
 /// come from `fp` on top of any SVE payload.
-pub fn from_sigreturn(t: &Task, fp: FpsimdState, r: svelt_abi::sigframe::FpRecords) {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+pub fn from_sigreturn(cur: &CurrentTask, fp: FpsimdState, r: svelt_abi::sigframe::FpRecords) {
+    let f = &mut *cur.local().fpu.borrow_mut();
     f.fp = fp;
     match r.sve {
         Some((streaming, payload)) => {
@@ -610,10 +596,9 @@ pub fn from_sigreturn(t: &Task, fp: FpsimdState, r: svelt_abi::sigframe::FpRecor
     fps::invalidate(&mut f.st);
 }
 
-/// The current SVE and SME VLs of `t`, and its saved PSTATE.ZA.
-pub fn vls(t: &Task) -> (u32, u32) {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+/// The current task's SVE and SME VLs.
+pub fn vls(cur: &CurrentTask) -> (u32, u32) {
+    let f = cur.local().fpu.borrow();
     (f.st.sve_vl, f.st.sme_vl)
 }
 
@@ -653,31 +638,33 @@ fn commit_vl_settings(f: &mut TaskFpState, kind: VecKind, new: TaskVl) {
 }
 
 /// PR_SVE_SET_VL / PR_SME_SET_VL for the current task.
-pub fn vec_set_current_vl(t: &Task, kind: VecKind, arg: u64) -> SysResult<usize> {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
-    let (ctl, set) = match kind {
-        VecKind::Sve => (sve_ctl(f), crate::cpufeature::sve_vls()),
-        VecKind::Sme => (sme_ctl(f), crate::cpufeature::sme_vls()),
+pub fn vec_set_current_vl(cur: &CurrentTask, kind: VecKind, arg: u64) -> SysResult<usize> {
+    let (ctl, set) = {
+        let f = cur.local().fpu.borrow();
+        match kind {
+            VecKind::Sve => (sve_ctl(&f), crate::cpufeature::sve_vls()),
+            VecKind::Sme => (sme_ctl(&f), crate::cpufeature::sme_vls()),
+        }
     };
     let r = vlctl::set_vl(kind, arg, set, &ctl)?;
-    if let Some(vl) = r.live_change {
-        // SAFETY: prctl runs on the task itself.
-        let f = unsafe { fpsimd_preserve_current_state(t) };
-        change_live_vl(f, kind, vl);
-    }
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    commit_vl_settings(unsafe { local(t) }, kind, r.new);
+    let mut f = match r.live_change {
+        Some(vl) => {
+            let mut f = fpsimd_preserve_current_state(&cur.process, cur.local());
+            change_live_vl(&mut f, kind, vl);
+            f
+        }
+        None => cur.local().fpu.borrow_mut(),
+    };
+    commit_vl_settings(&mut f, kind, r.new);
     Ok(r.ret as usize)
 }
 
 /// PR_SVE_GET_VL / PR_SME_GET_VL for the current task.
-pub fn vec_get_current_vl(t: &Task, kind: VecKind) -> SysResult<usize> {
-    // SAFETY: `t` is the running task (or being switched by this CPU).
-    let f = unsafe { local(t) };
+pub fn vec_get_current_vl(cur: &CurrentTask, kind: VecKind) -> SysResult<usize> {
+    let f = cur.local().fpu.borrow();
     let (ctl, set) = match kind {
-        VecKind::Sve => (sve_ctl(f), crate::cpufeature::sve_vls()),
-        VecKind::Sme => (sme_ctl(f), crate::cpufeature::sme_vls()),
+        VecKind::Sve => (sve_ctl(&f), crate::cpufeature::sve_vls()),
+        VecKind::Sme => (sme_ctl(&f), crate::cpufeature::sme_vls()),
     };
     if set.is_empty() {
         return Err(Errno::EINVAL);
@@ -722,17 +709,15 @@ pub fn format_counters(c: &Counters) -> String {
 }
 
 /// Context switch of TPIDR2_EL0 (eager, like TPIDR_EL0), on SME systems.
-pub fn switch_tpidr2(prev: Option<&Task>, next: Option<&Task>) {
+pub fn switch_tpidr2(prev: Option<&TaskLocal>, next: Option<&TaskLocal>) {
     if !has_sme() {
         return;
     }
     if let Some(p) = prev {
-        // SAFETY: `p` is the task this CPU is switching away from.
-        unsafe { local(p).tpidr2 = sme::read_tpidr2() };
+        p.fpu.borrow_mut().tpidr2 = sme::read_tpidr2();
     }
     if let Some(n) = next {
-        // SAFETY: `n` is the task this CPU is switching to; no other CPU runs it.
-        sme::write_tpidr2(unsafe { local(n).tpidr2 });
+        sme::write_tpidr2(n.fpu.borrow().tpidr2);
     }
 }
 
@@ -766,38 +751,18 @@ pub fn cpu_init() {
 
 use svelt_abi::regset::{self as rs, VecMode};
 
-fn is_current(t: &Task) -> bool {
-    core::ptr::eq(t, crate::task::sched::current())
-}
-
-/// The FP state of `t`, in memory.
-///
-/// # Safety
-/// `t` is the current task, or a task off its CPU that nothing else touches until the caller
-/// is done (the ptrace layer's guarantee); the result is not held twice.
-#[allow(clippy::mut_from_ref)]
-unsafe fn regset_state(t: &Task) -> &mut TaskFpState {
-    if is_current(t) {
-        // SAFETY: the caller's contract; `t` is the running task.
-        let f = unsafe { fpsimd_preserve_current_state(t) };
+/// The FP state of the held task, in memory: the current task's live registers are saved
+/// first (and stay live); a parked task's `fpsimd_thread_switch` already saved them.
+fn regset_state<'a>(h: &'a Held<'_>) -> RefMut<'a, TaskFpState> {
+    if h.is_current() {
+        let mut f = fpsimd_preserve_current_state(&h.task().process, h.local());
         if has_sme() {
             f.tpidr2 = sme::read_tpidr2();
         }
         f
     } else {
-        // SAFETY: the caller's contract: `t` is off its CPU and ours until it runs again.
-        unsafe { local(t) }
+        h.local().fpu.borrow_mut()
     }
-}
-
-/// Brings `t`'s FP state (and TPIDR2) into memory for reading: saves the current task's live
-/// registers (they stay live); nothing to do for a task off its CPU, whose `fpsimd_thread_switch`
-/// already saved them. The regset functions below do this themselves; a core dump may call it
-/// once per thread before writing notes.
-#[allow(dead_code)] // for the core-dump writer
-pub fn regset_sync(t: &Task) {
-    // SAFETY: the contract of this section (current task, or one off its CPU).
-    let _ = unsafe { regset_state(t) };
 }
 
 /// A zeroed buffer of `n` bytes; ENOMEM instead of aborting.
@@ -838,17 +803,15 @@ fn to_abi(f: &FpsimdState) -> svelt_abi::sigframe::FpsimdState {
 
 /// NT_PRFPREG: V0-V31 (the low 128 bits of the Z registers when SVE state is held), FPSR,
 /// FPCR.
-pub fn regset_fpsimd(t: &Task) -> svelt_abi::sigframe::FpsimdState {
-    // SAFETY: the contract of this section.
-    let f = unsafe { regset_state(t) };
+pub fn regset_fpsimd(h: &Held) -> svelt_abi::sigframe::FpsimdState {
+    let f = &mut *regset_state(h);
     to_abi(&f.fpsimd_view())
 }
 
 /// NT_PRFPREG write: with SVE (or streaming) state held, the Z registers become V0-V31 with
 /// everything else zero (Linux's `fpsimd_sync_to_effective_state_zeropad`).
-pub fn regset_set_fpsimd(t: &Task, new: &svelt_abi::sigframe::FpsimdState) -> SysResult<()> {
-    // SAFETY: the contract of this section.
-    let f = unsafe { regset_state(t) };
+pub fn regset_set_fpsimd(h: &Held, new: &svelt_abi::sigframe::FpsimdState) -> SysResult<()> {
+    let f = &mut *regset_state(h);
     f.fp.vregs = new.vregs;
     f.fp.fpsr = new.fpsr;
     f.fp.fpcr = new.fpcr;
@@ -866,22 +829,20 @@ pub fn regset_set_fpsimd(t: &Task, new: &svelt_abi::sigframe::FpsimdState) -> Sy
 }
 
 /// TPIDR2_EL0 (0 without SME).
-pub fn regset_tpidr2(t: &Task) -> u64 {
+pub fn regset_tpidr2(h: &Held) -> u64 {
     if !has_sme() {
         return 0;
     }
-    // SAFETY: the contract of this section.
-    unsafe { regset_state(t) }.tpidr2
+    regset_state(h).tpidr2
 }
 
 /// Sets TPIDR2_EL0 (ignored without SME); a switched-out task loads it when switched in.
-pub fn regset_set_tpidr2(t: &Task, v: u64) {
+pub fn regset_set_tpidr2(h: &Held, v: u64) {
     if !has_sme() {
         return;
     }
-    // SAFETY: the contract of this section.
-    unsafe { regset_state(t) }.tpidr2 = v;
-    if is_current(t) {
+    regset_state(h).tpidr2 = v;
+    if h.is_current() {
         sme::write_tpidr2(v);
     }
 }
@@ -925,7 +886,7 @@ fn regset_set_vl(f: &mut TaskFpState, kind: VecKind, arg: u64) -> SysResult<()> 
 
 /// NT_ARM_SVE / NT_ARM_SSVE read: the header, then FPSIMD or SVE-format registers when that
 /// mode is the active one (header only otherwise).
-pub fn regset_sve_get(t: &Task, mode: VecMode) -> SysResult<Vec<u8>> {
+pub fn regset_sve_get(h: &Held, mode: VecMode) -> SysResult<Vec<u8>> {
     let ok = match mode {
         VecMode::Sve => crate::cpufeature::features().sve,
         VecMode::Streaming => has_sme(),
@@ -933,8 +894,7 @@ pub fn regset_sve_get(t: &Task, mode: VecMode) -> SysResult<Vec<u8>> {
     if !ok {
         return Err(Errno::EINVAL);
     }
-    // SAFETY: the contract of this section.
-    let f = unsafe { regset_state(t) };
+    let f = &mut *regset_state(h);
     let (vl, max_vl, inherit) = vl_info(f, vec_kind(mode));
     let task = rs::VecTask {
         streaming: f.st.svcr.sm,
@@ -962,9 +922,8 @@ pub fn regset_sve_get(t: &Task, mode: VecMode) -> SysResult<Vec<u8>> {
 }
 
 /// NT_ARM_SVE / NT_ARM_SSVE write (Linux 7.3's `sve_set_common`).
-pub fn regset_sve_set(t: &Task, mode: VecMode, data: &[u8]) -> SysResult<()> {
-    // SAFETY: the contract of this section.
-    let f = unsafe { regset_state(t) };
+pub fn regset_sve_set(h: &Held, mode: VecMode, data: &[u8]) -> SysResult<()> {
+    let f = &mut *regset_state(h);
     let r = sve_set(f, mode, data);
     fps::invalidate(&mut f.st);
     r
@@ -1016,12 +975,11 @@ fn sve_set(f: &mut TaskFpState, mode: VecMode, data: &[u8]) -> SysResult<()> {
 }
 
 /// NT_ARM_ZA read: the header, then ZA's rows while PSTATE.ZA is set.
-pub fn regset_za_get(t: &Task) -> SysResult<Vec<u8>> {
+pub fn regset_za_get(h: &Held) -> SysResult<Vec<u8>> {
     if !has_sme() {
         return Err(Errno::EINVAL);
     }
-    // SAFETY: the contract of this section.
-    let f = unsafe { regset_state(t) };
+    let f = &mut *regset_state(h);
     let (vl, max_vl, inherit) = vl_info(f, VecKind::Sme);
     let za_on = f.st.svcr.za;
     let h = rs::za_header(vl, max_vl, inherit, za_on);
@@ -1037,12 +995,11 @@ pub fn regset_za_get(t: &Task) -> SysResult<Vec<u8>> {
 
 /// NT_ARM_ZA write: VL as PR_SME_SET_VL; header only turns ZA off; rows turn it on (the
 /// storage is zeroed first unless ZA was already on).
-pub fn regset_za_set(t: &Task, data: &[u8]) -> SysResult<()> {
+pub fn regset_za_set(h: &Held, data: &[u8]) -> SysResult<()> {
     if !has_sme() {
         return Err(Errno::EINVAL);
     }
-    // SAFETY: the contract of this section.
-    let f = unsafe { regset_state(t) };
+    let f = &mut *regset_state(h);
     let r = za_set(f, data);
     fps::invalidate(&mut f.st);
     r
@@ -1068,12 +1025,11 @@ fn za_set(f: &mut TaskFpState, data: &[u8]) -> SysResult<()> {
 }
 
 /// NT_ARM_ZT read (SME2): ZT0, or zeros while ZA is off (it is zeroed when ZA is turned on).
-pub fn regset_zt_get(t: &Task) -> SysResult<[u8; 64]> {
+pub fn regset_zt_get(h: &Held) -> SysResult<[u8; 64]> {
     if !(has_sme() && sme2()) {
         return Err(Errno::EINVAL);
     }
-    // SAFETY: the contract of this section.
-    let f = unsafe { regset_state(t) };
+    let f = &mut *regset_state(h);
     let mut zt = [0u8; 64];
     if f.st.svcr.za {
         let n = sme::za_size(f.st.sme_vl as usize);
@@ -1084,12 +1040,11 @@ pub fn regset_zt_get(t: &Task) -> SysResult<[u8; 64]> {
 
 /// NT_ARM_ZT write (SME2): ZT0 takes what `data` covers and PSTATE.ZA is set, ZA zeroed if it
 /// was off.
-pub fn regset_zt_set(t: &Task, data: &[u8]) -> SysResult<()> {
+pub fn regset_zt_set(h: &Held, data: &[u8]) -> SysResult<()> {
     if !(has_sme() && sme2()) {
         return Err(Errno::EINVAL);
     }
-    // SAFETY: the contract of this section.
-    let f = unsafe { regset_state(t) };
+    let f = &mut *regset_state(h);
     let n = sme::za_size(f.st.sme_vl as usize);
     let za_on = f.st.svcr.za;
     let r = f.try_za_buf().map(|buf| {

@@ -9,7 +9,7 @@
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::mm::uaccess;
 use crate::signal;
-use crate::task::{self, exit, Task};
+use crate::task::{self, exit, CurrentTask, Task};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
@@ -122,12 +122,10 @@ pub enum Verdict {
 /// trap frame's x0-x5 with the entry x0 (`orig_x0`) as the first.
 #[cold]
 #[inline(never)]
-pub fn check(tf: &mut TrapFrame) -> Verdict {
+pub fn check(t: &CurrentTask, tf: &mut TrapFrame) -> Verdict {
     // Pairs with the Release store of `mode` (by this task or a TSYNC): the filter is visible.
     fence(Ordering::Acquire);
-    let t = task::current();
-    // SAFETY: the current task's own locals.
-    let nr = unsafe { t.local().in_syscall };
+    let nr = t.local().in_syscall.get();
     match t.seccomp.mode.load(Ordering::Relaxed) {
         SECCOMP_MODE_STRICT => {
             let allowed = [nr::READ, nr::WRITE, nr::EXIT, nr::RT_SIGRETURN];
@@ -139,10 +137,7 @@ pub fn check(tf: &mut TrapFrame) -> Verdict {
             Verdict::Skip
         }
         SECCOMP_MODE_FILTER => match run_filter(t, tf, nr as i32, false) {
-            true => {
-                // SAFETY: as above.
-                Verdict::Run(unsafe { t.local().in_syscall } as u64)
-            }
+            true => Verdict::Run(t.local().in_syscall.get() as u64),
             false => Verdict::Skip,
         },
         _ => {
@@ -160,9 +155,8 @@ fn kill_thread(t: &Task, status: i32) {
 }
 
 /// The filters' verdict on syscall `nr`: true to run it, false to skip it (`__seccomp_filter`).
-fn run_filter(t: &Task, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bool {
-    // SAFETY: the current task's own locals.
-    let orig_x0 = unsafe { t.local().orig_x0 };
+fn run_filter(t: &CurrentTask, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bool {
+    let orig_x0 = t.local().orig_x0.get();
     let data = SeccompData {
         nr,
         arch: AUDIT_ARCH_AARCH64,
@@ -210,7 +204,7 @@ fn run_filter(t: &Task, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bool {
             if recheck {
                 return true;
             }
-            if !crate::ptrace::seccomp_event(tf, data_bits as u16) {
+            if !crate::ptrace::seccomp_event(t, tf, data_bits as u16) {
                 tf.x[0] = (-(Errno::ENOSYS as i64)) as u64;
                 return false;
             }
@@ -219,8 +213,7 @@ fn run_filter(t: &Task, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bool {
                 return false;
             }
             // The tracer may have changed the call (or skipped it with -1): check it again.
-            // SAFETY: as above.
-            let nr = unsafe { t.local().in_syscall };
+            let nr = t.local().in_syscall.get();
             nr >= 0 && run_filter(t, tf, nr as i32, true)
         }
         // No listener can exist here (NEW_LISTENER is refused), so the call fails as on Linux
@@ -240,7 +233,7 @@ fn run_filter(t: &Task, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bool {
             } else {
                 // SIGSYS's default action: a core file where RLIMIT_CORE allows one.
                 let info = Siginfo::sigsys(tf.elr, nr, AUDIT_ARCH_AARCH64, data_bits as i32);
-                let status = crate::coredump::do_coredump(tf, &info);
+                let status = crate::coredump::do_coredump(t, tf, &info);
                 exit::kill_group(&p, status, Some(t.tid));
                 kill_thread(t, status);
             }

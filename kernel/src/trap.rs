@@ -5,42 +5,40 @@ use crate::arch::aarch64::cpu;
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::mm::aspace::{Access, FaultError};
 use crate::signal::{self, SigInfo};
-use crate::task::{self, sched};
+use crate::task::{self, sched, CurrentTask};
 use svelt_abi::esr::{Ec, Esr};
 use svelt_abi::signal as sig;
 
 /// A synchronous exception from EL0 (IRQs masked on entry).
-pub fn el0_sync(tf: &mut TrapFrame) {
+pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
     let esr = Esr(tf.esr);
     cpu::irq_enable();
+    let fault = |signo, code, addr, esr| fault(cur, signo, code, addr, esr);
     match esr.ec() {
-        Ec::Svc64 => crate::syscall::dispatch(tf),
-        Ec::DataAbortLower | Ec::InstrAbortLower => user_abort(tf, esr),
+        Ec::Svc64 => crate::syscall::dispatch(cur, tf),
+        Ec::DataAbortLower | Ec::InstrAbortLower => user_abort(cur, tf, esr),
         Ec::PcAlignment => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.far, esr.0),
         Ec::SpAlignment => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.sp_el0, esr.0),
         Ec::Brk => fault(sig::SIGTRAP, sig::TRAP_BRKPT, tf.elr, 0),
         Ec::StepLower => {
             // A step armed for another task (MDSCR_EL1.SS is per CPU) fires at once in the
             // next task to reach EL0: disarm and go on.
-            if crate::ptrace::stepping(task::current()) {
+            if crate::ptrace::stepping(cur) {
                 fault(sig::SIGTRAP, sig::TRAP_TRACE, tf.elr, 0)
             } else {
                 crate::arch::aarch64::debug::set_single_step(false);
             }
         }
         Ec::BreakpointLower | Ec::WatchpointLower => {
-            let t = task::current();
             let watch = esr.ec() == Ec::WatchpointLower;
-            if let Some(info) = crate::ptrace::hw_debug_trap(t, watch, tf.elr, tf.far) {
-                signal::force(t, sig::SIGTRAP, info);
+            if let Some(info) = crate::ptrace::hw_debug_trap(cur, watch, tf.elr, tf.far) {
+                signal::force(cur, sig::SIGTRAP, info);
             }
         }
         Ec::FpException => fault(sig::SIGFPE, sig::FPE_FLTUNK, tf.elr, esr.0),
-        Ec::SveAccess if crate::cpufeature::features().sve => {
-            crate::fpstate::do_sve_acc(task::current())
-        }
+        Ec::SveAccess if crate::cpufeature::features().sve => crate::fpstate::do_sve_acc(cur),
         Ec::SmeAccess if crate::cpufeature::offer().sme => {
-            if !crate::fpstate::do_sme_acc(task::current(), esr.smtc()) {
+            if !crate::fpstate::do_sme_acc(cur, esr.smtc()) {
                 fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
             }
         }
@@ -65,25 +63,25 @@ pub fn el0_sync(tf: &mut TrapFrame) {
     }
 }
 
-fn fault(signo: u32, code: i32, addr: u64, esr: u64) {
-    let t = task::current();
+fn fault(t: &CurrentTask, signo: u32, code: i32, addr: u64, esr: u64) {
     log::debug!(
         "pid {} tid {}: signal {signo} code {code} addr {addr:#x} esr {esr:#x}",
         t.pid(),
         t.tid
     );
-    // SAFETY: the current task's own locals.
-    let l = unsafe { t.local() };
-    l.fault_esr = esr;
-    l.fault_address = if signo == sig::SIGSEGV || signo == sig::SIGBUS {
-        addr
-    } else {
-        0
-    };
+    let l = t.local();
+    l.fault_esr.set(esr);
+    l.fault_address
+        .set(if signo == sig::SIGSEGV || signo == sig::SIGBUS {
+            addr
+        } else {
+            0
+        });
     signal::force(t, signo, SigInfo::fault(signo, code, addr));
 }
 
-fn user_abort(tf: &mut TrapFrame, esr: Esr) {
+fn user_abort(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {
+    let fault = |signo, code, addr, esr| fault(cur, signo, code, addr, esr);
     // A tagged pointer (top byte, ignored by the MMU with TBI0) faults at its untagged page;
     // si_addr drops the tag too, as Linux's does without SA_EXPOSE_TAGBITS.
     let far = svelt_abi::sys::untagged_addr(tf.far as usize);
@@ -168,10 +166,10 @@ fn emulate_mrs(tf: &mut TrapFrame, access: svelt_abi::idregs::SysRegAccess) -> b
 }
 
 /// Work before returning to user mode. Returns with IRQs masked.
-pub fn return_to_user(tf: &mut TrapFrame) {
+pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
     loop {
         cpu::irq_disable();
-        let t = task::current();
+        let t = cur.task();
         if t.killed.load(core::sync::atomic::Ordering::Acquire) {
             cpu::irq_enable();
             crate::task::exit::do_exit(t.exit_code.load(core::sync::atomic::Ordering::Relaxed));
@@ -183,15 +181,14 @@ pub fn return_to_user(tf: &mut TrapFrame) {
         }
         if signal::has_work(t) {
             cpu::irq_enable();
-            signal::do_signal(tf);
+            signal::do_signal(cur, tf);
             continue;
         }
         break;
     }
-    signal::finish_syscall(tf);
-    let t = task::current();
-    if t.traced.load(core::sync::atomic::Ordering::Relaxed) {
-        crate::ptrace::prepare_return(t, tf);
+    signal::finish_syscall(cur, tf);
+    if cur.traced.load(core::sync::atomic::Ordering::Relaxed) {
+        crate::ptrace::prepare_return(cur, tf);
     }
-    crate::fpstate::fpsimd_restore_current_state(t);
+    crate::fpstate::fpsimd_restore_current_state(cur);
 }

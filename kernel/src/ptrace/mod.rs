@@ -11,7 +11,7 @@ pub mod regset;
 
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::signal::{self, SigInfo};
-use crate::task::{self, sched, Process, State, Task};
+use crate::task::{self, sched, CurrentTask, Held, Process, State, Task};
 use alloc::sync::{Arc, Weak};
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
@@ -428,7 +428,7 @@ pub fn pending_stops(t: &Arc<Task>) -> bool {
 }
 
 /// Syscall-entry stop (PTRACE_SYSCALL).
-pub fn syscall_entry(tf: &mut TrapFrame) {
+pub fn syscall_entry(_cur: &CurrentTask, tf: &mut TrapFrame) {
     let stop = SyscallStop::Entry {
         nr: tf.x[8],
         args: [tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]],
@@ -437,10 +437,10 @@ pub fn syscall_entry(tf: &mut TrapFrame) {
 }
 
 /// Syscall-exit stop.
-pub fn syscall_exit(tf: &mut TrapFrame) {
+pub fn syscall_exit(cur: &CurrentTask, tf: &mut TrapFrame) {
     let rval = tf.x[0] as i64;
     syscall_stop(tf, SyscallStop::Exit { rval }, 1);
-    task::current().ptrace.lock().syscall_stop = SyscallStop::None;
+    cur.ptrace.lock().syscall_stop = SyscallStop::None;
 }
 
 /// A syscall stop. x7 reads `dir` (0 entry, 1 exit) during the stop, as arm64 Linux reports
@@ -464,13 +464,11 @@ fn syscall_stop(tf: &mut TrapFrame, stop: SyscallStop, dir: u64) {
 /// task's `local().in_syscall` (arm64's `syscallno`, what NT_ARM_SYSTEM_CALL writes; -1 skips
 /// the call), its arguments x0-x5 in `tf`. seccomp then runs the filters again on the new call
 /// (a TRACE result then allows it) and the dispatcher runs that number.
-pub fn seccomp_event(tf: &mut TrapFrame, data: u16) -> bool {
-    let t = task::current();
+pub fn seccomp_event(t: &CurrentTask, tf: &mut TrapFrame, data: u16) -> bool {
     if !t.traced.load(Ordering::Acquire) || t.ptrace.lock().options & PTRACE_O_TRACESECCOMP == 0 {
         return false;
     }
-    // SAFETY: the current task's own locals.
-    let nr = unsafe { t.local() }.in_syscall as u64;
+    let nr = t.local().in_syscall.get() as u64;
     t.ptrace.lock().syscall_stop = SyscallStop::Seccomp {
         nr,
         args: [tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]],
@@ -480,8 +478,7 @@ pub fn seccomp_event(tf: &mut TrapFrame, data: u16) -> bool {
     let stopped = event(PTRACE_EVENT_SECCOMP, data as u64);
     core::hint::black_box(&mut *tf);
     // The filters' re-check (and a restart) see the tracer's x0 as the first argument.
-    // SAFETY: the current task's own locals.
-    unsafe { t.local() }.orig_x0 = tf.x[0];
+    t.local().orig_x0.set(tf.x[0]);
     stopped
 }
 
@@ -511,7 +508,7 @@ pub fn stepping(t: &Task) -> bool {
 
 /// On the way out to user mode of a traced task: arm or disarm single-stepping, and load its
 /// hardware breakpoints and watchpoints into this CPU's debug registers.
-pub fn prepare_return(t: &Task, tf: &mut TrapFrame) {
+pub fn prepare_return(t: &CurrentTask, tf: &mut TrapFrame) {
     if stepping(t) {
         tf.spsr |= SPSR_SS;
         crate::arch::aarch64::debug::set_single_step(true);
@@ -529,10 +526,9 @@ fn slot_enabled(s: &Option<svelt_abi::regset::HwSlot>) -> bool {
     s.is_some_and(|s| s.ctrl.enabled)
 }
 
-fn arm_hw_debug(t: &Task) {
+fn arm_hw_debug(t: &CurrentTask) {
     use crate::arch::aarch64::debug;
-    // SAFETY: the current task's own locals.
-    let d = unsafe { &t.local().hw_debug };
+    let d = t.local().hw_debug.borrow();
     let any = d.brk.iter().chain(d.wpt.iter()).any(slot_enabled);
     let cpu = crate::percpu::cpu_id();
     if !any {
@@ -583,9 +579,8 @@ fn disarm_hw_debug() {
 /// TRAP_HWBKPT with the trigger address (the slot-numbering si_errno is AArch32's only).
 /// None: the registers held another task's slots (the debug registers are per CPU and armed
 /// lazily): they are cleared and the instruction runs again.
-pub fn hw_debug_trap(t: &Task, watch: bool, pc: u64, far: u64) -> Option<SigInfo> {
-    // SAFETY: the current task's own locals.
-    let d = unsafe { &t.local().hw_debug };
+pub fn hw_debug_trap(t: &CurrentTask, watch: bool, pc: u64, far: u64) -> Option<SigInfo> {
+    let d = t.local().hw_debug.borrow();
     let slots = if watch { &d.wpt } else { &d.brk };
     let armed = slots.iter().any(slot_enabled);
     if !armed || !t.traced.load(Ordering::Acquire) {
@@ -618,6 +613,13 @@ impl Frozen {
             sched::yield_now();
         }
         Some(Frozen { task: t })
+    }
+
+    /// The tracee's user state, for the tracer to read and write.
+    pub fn held(&self) -> Held<'_> {
+        // SAFETY: frozen in its stop and off its CPU (see `new`): nothing wakes it, not even
+        // SIGKILL, until this is dropped, and only its tracer (us) touches its user state.
+        unsafe { Held::parked(&self.task) }
     }
 }
 

@@ -4,13 +4,12 @@
 //! Svelt does not advertise FPMR). Layouts and rules live in `svelt_abi::regset`; the FP
 //! state is reached through the "ptrace and core dumps" section of `crate::fpstate`.
 //!
-//! Every function here takes a task `t` that is either the current task (a core dump: its
-//! live registers are saved first), or a tracee in a ptrace stop / a thread of a process
-//! dumping core, off its CPU and unable to run until the caller lets it: the caller
-//! guarantees one or the other. Writes to FP state invalidate the task's CPU ownership, so it
-//! reloads what was written on whichever CPU it resumes.
+//! Every function here takes a `Held` task: the current task (a core dump: its live registers
+//! are saved first), or a tracee frozen in a ptrace stop / a thread of a process dumping core,
+//! parked off its CPU. Writes to FP state invalidate the task's CPU ownership, so it reloads
+//! what was written on whichever CPU it resumes.
 
-use crate::task::Task;
+use crate::task::Held;
 use alloc::vec::Vec;
 use spin::Once;
 use svelt_abi::errno::{Errno, SysResult};
@@ -51,10 +50,8 @@ pub fn info(nt: u32) -> Option<(usize, usize)> {
 }
 
 /// The user registers in `t`'s trap frame.
-fn user_regs(t: &Task) -> UserRegs {
-    // SAFETY: the trap frame of the current task, or of a task off its CPU (this module's
-    // contract), which nobody else writes meanwhile.
-    let tf = unsafe { &*t.trap_frame() };
+fn user_regs(t: &Held) -> UserRegs {
+    let tf = t.trap_frame();
     UserRegs {
         regs: tf.x,
         sp: tf.sp_el0,
@@ -70,19 +67,18 @@ fn copy_vec(b: &[u8]) -> SysResult<Vec<u8>> {
     Ok(v)
 }
 
-fn tpidr_el0(t: &Task) -> u64 {
-    if core::ptr::eq(t, crate::task::sched::current()) {
+fn tpidr_el0(t: &Held) -> u64 {
+    if t.is_current() {
         crate::task::sched::current_tpidr_el0()
     } else {
-        // SAFETY: a task off its CPU (this module's contract); its TPIDR_EL0 was saved at
-        // switch-out and is loaded from here at switch-in.
-        unsafe { t.local().tpidr_el0 }
+        // Saved at switch-out, loaded from here at switch-in.
+        t.local().tpidr_el0.get()
     }
 }
 
 /// The regset's contents (its meaningful bytes; the caller pads with zeros up to what it
 /// copies).
-pub fn get(t: &Task, nt: u32) -> SysResult<Vec<u8>> {
+pub fn get(t: &Held, nt: u32) -> SysResult<Vec<u8>> {
     if info(nt).is_none() {
         return Err(Errno::EINVAL);
     }
@@ -94,13 +90,11 @@ pub fn get(t: &Task, nt: u32) -> SysResult<Vec<u8>> {
             crate::fpstate::regset_tpidr2(t),
         )),
         rs::NT_ARM_SYSTEM_CALL => {
-            // SAFETY: this module's contract (current task, or one off its CPU).
-            let nr = unsafe { t.local().in_syscall } as i32;
+            let nr = t.local().in_syscall.get() as i32;
             copy_vec(&nr.to_le_bytes())
         }
         rs::NT_ARM_HW_BREAK | rs::NT_ARM_HW_WATCH => {
-            // SAFETY: as above.
-            let d = unsafe { &t.local().hw_debug };
+            let d = t.local().hw_debug.borrow();
             copy_vec(&d.encode(nt, &hw_info()))
         }
         rs::NT_ARM_PAC_MASK => copy_vec(&rs::pac_mask_encode(USER_VA_BITS)),
@@ -113,7 +107,7 @@ pub fn get(t: &Task, nt: u32) -> SysResult<Vec<u8>> {
 }
 
 /// Writes a regset from `data` (already clamped to the regset's maximum).
-pub fn set(t: &Task, nt: u32, data: &[u8]) -> SysResult<()> {
+pub fn set(t: &Held, nt: u32, data: &[u8]) -> SysResult<()> {
     if info(nt).is_none() {
         return Err(Errno::EINVAL);
     }
@@ -123,12 +117,12 @@ pub fn set(t: &Task, nt: u32, data: &[u8]) -> SysResult<()> {
             // SS stays as the ptrace layer set it (Linux: set exactly while single-stepping).
             let stepping = cur.pstate & rs::DBG_SPSR_SS != 0;
             let new = rs::gpr_set(&cur, data, stepping)?;
-            // SAFETY: as in `user_regs`.
-            let tf = unsafe { &mut *t.trap_frame() };
+            let mut tf = t.trap_frame();
             tf.x = new.regs;
             tf.sp_el0 = new.sp;
             tf.elr = new.pc;
             tf.spsr = new.pstate;
+            t.set_trap_frame(&tf);
             Ok(())
         }
         rs::NT_PRFPREG => {
@@ -138,25 +132,23 @@ pub fn set(t: &Task, nt: u32, data: &[u8]) -> SysResult<()> {
         rs::NT_ARM_TLS => {
             let sme = caps().sme;
             let (tp, tp2) = rs::tls_set(tpidr_el0(t), crate::fpstate::regset_tpidr2(t), data, sme);
-            if core::ptr::eq(t, crate::task::sched::current()) {
-                crate::task::sched::set_current_tpidr_el0(tp);
+            if t.is_current() {
+                crate::task::sched::set_current_tpidr_el0(t.local(), tp);
             } else {
-                // SAFETY: as in `tpidr_el0`.
-                unsafe { t.local().tpidr_el0 = tp };
+                t.local().tpidr_el0.set(tp);
             }
             crate::fpstate::regset_set_tpidr2(t, tp2);
             Ok(())
         }
         rs::NT_ARM_SYSTEM_CALL => {
-            // SAFETY: this module's contract. The syscall path re-reads it after the stop.
-            let l = unsafe { t.local() };
-            l.in_syscall = i64::from(rs::syscall_set(l.in_syscall as i32, data));
+            // The syscall path re-reads it after the stop.
+            let l = t.local();
+            l.in_syscall
+                .set(i64::from(rs::syscall_set(l.in_syscall.get() as i32, data)));
             Ok(())
         }
         rs::NT_ARM_HW_BREAK | rs::NT_ARM_HW_WATCH => {
-            // SAFETY: as above.
-            let d = unsafe { &mut t.local().hw_debug };
-            d.set(nt, data, &hw_info())
+            t.local().hw_debug.borrow_mut().set(nt, data, &hw_info())
         }
         // The mask is fixed by the hardware and the VA size: Linux has no setter.
         rs::NT_ARM_PAC_MASK => Err(Errno::EOPNOTSUPP),

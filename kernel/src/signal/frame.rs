@@ -5,8 +5,7 @@ use super::{AltStack, SigAction, SigInfo};
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::arch::aarch64::fpsimd::fpsimd::FpsimdState;
 use crate::mm::uaccess;
-use crate::task::{self, Task};
-use alloc::sync::Arc;
+use crate::task::{self, CurrentTask, Task};
 use svelt_abi::errno::Errno;
 use svelt_abi::sigframe as sf;
 use svelt_abi::signal::{self as sig, Sigset};
@@ -42,7 +41,7 @@ fn features() -> sf::SigFeatures {
 /// Writes the frame for `info` on the user stack (or the alternate stack) and points the
 /// registers at the handler. Err if the frame cannot be written.
 pub fn setup_rt_frame(
-    t: &Arc<Task>,
+    t: &CurrentTask,
     tf: &mut TrapFrame,
     info: &SigInfo,
     a: &SigAction,
@@ -68,10 +67,11 @@ pub fn setup_rt_frame(
         h[2..4].copy_from_slice(&flags.to_le_bytes());
         h
     };
-    let (sve_vl, streaming, sve_regs) = st.sve;
+    let (sve_vl, streaming, sve_regs) = st.sve();
+    let (za_vl, za_regs) = st.za();
     let sve_head = head(sve_vl, if streaming { sf::SVE_SIG_FLAG_SM } else { 0 });
     let tpidr2_body = st.tpidr2.to_le_bytes();
-    let za_head = head(st.za.0, 0);
+    let za_head = head(za_vl, 0);
     let zt_head = head(1, 0);
     if f.sve || sme {
         // sve_context: the payload when SVE (or streaming) state is live, else the header.
@@ -96,8 +96,8 @@ pub fn setup_rt_frame(
             body: &tpidr2_body,
             payload: &[],
         });
-        let (size, payload) = match st.za.1 {
-            Some(p) => (sf::za_sig_context_size(st.za.0 / 16), p),
+        let (size, payload) = match za_regs {
+            Some(p) => (sf::za_sig_context_size(za_vl / 16), p),
             None => (sf::ZA_CONTEXT_HEAD_SIZE, &[][..]),
         };
         records.push(sf::RecordSpec {
@@ -106,7 +106,7 @@ pub fn setup_rt_frame(
             body: &za_head,
             payload,
         });
-        if let Some(zt) = st.zt0 {
+        if let Some(zt) = st.zt0() {
             records.push(sf::RecordSpec {
                 magic: sf::ZT_MAGIC,
                 size: sf::zt_sig_context_size(1),
@@ -115,10 +115,9 @@ pub fn setup_rt_frame(
             });
         }
     }
-    // SAFETY: the current task's own locals.
-    let l = unsafe { t.local() };
-    let esr = core::mem::take(&mut l.fault_esr);
-    let fault_address = core::mem::take(&mut l.fault_address);
+    let l = t.local();
+    let esr = l.fault_esr.take();
+    let fault_address = l.fault_address.take();
     let regs = user_regs(tf);
     let d = sf::SigDelivery {
         sp_top: alt.frame_top(tf.sp_el0, a.sa_flags),
@@ -143,6 +142,7 @@ pub fn setup_rt_frame(
         uaccess::copy_to_user(base + off, bytes).map_err(|_| sf::Efault)
     })
     .map_err(|_| ())?;
+    drop(st);
     crate::fpstate::signal_entered(t);
     if a.sa_flags & sig::SA_ONSTACK != 0 {
         t.sig.lock().altstack.disarm_after_save();
@@ -165,10 +165,8 @@ pub fn setup_rt_frame(
 
 /// rt_sigreturn: restores the interrupted context from the frame at SP, or kills the caller
 /// with SIGSEGV if the frame is malformed.
-pub fn sys_rt_sigreturn(tf: &mut TrapFrame) {
-    let t = task::current_arc();
-    // SAFETY: the current task's own locals.
-    unsafe { t.local().in_syscall = -1 };
+pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
+    t.local().in_syscall.set(-1);
     let sp = tf.sp_el0;
     // Only the header and the records present are read; the extra space, if any, once, into
     // memory of its size that is not zeroed first (it is refused beyond the largest frame this
@@ -194,21 +192,20 @@ pub fn sys_rt_sigreturn(tf: &mut TrapFrame) {
         &mut frame,
         &mut read_extra,
     );
-    restore_sigframe(&t, tf, sp, r);
+    restore_sigframe(t, tf, sp, r);
 }
 
 /// Installs what a parsed frame holds, or kills the task if it is malformed.
-fn restore_sigframe(t: &Arc<Task>, tf: &mut TrapFrame, sp: u64, r: sf::SigreturnResult) {
-    let t = t.clone();
+fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, sp: u64, r: sf::SigreturnResult) {
     if let Some(m) = r.sigmask {
         t.sig.lock().blocked = m.0;
-        super::hint(&t);
+        super::hint(t);
     }
     let restored = match r.frame {
         Ok(f) => f,
         Err(e) => {
             log::debug!("pid {}: bad signal frame at {sp:#x}: {e:?}", t.pid());
-            bad_frame(&t, sp);
+            bad_frame(t, sp);
             return;
         }
     };
@@ -222,12 +219,12 @@ fn restore_sigframe(t: &Arc<Task>, tf: &mut TrapFrame, sp: u64, r: sf::Sigreturn
         fpcr: restored.fpsimd.fpcr,
         _pad: [0; 2],
     };
-    let (sve_vl, sme_vl) = crate::fpstate::vls(&t);
+    let (sve_vl, sme_vl) = crate::fpstate::vls(t);
     match sf::check_records(&restored, &features(), sve_vl, sme_vl) {
-        Ok(rec) => crate::fpstate::from_sigreturn(&t, fp, rec),
+        Ok(rec) => crate::fpstate::from_sigreturn(t, fp, rec),
         Err(e) => {
             log::debug!("pid {}: bad signal frame record at {sp:#x}: {e:?}", t.pid());
-            bad_frame(&t, sp);
+            bad_frame(t, sp);
             return;
         }
     }
@@ -240,7 +237,7 @@ fn restore_sigframe(t: &Arc<Task>, tf: &mut TrapFrame, sp: u64, r: sf::Sigreturn
 }
 
 /// A bad frame: the SIGSEGV `sf::bad_frame_siginfo` gives for whether SP points into a mapping.
-fn bad_frame(t: &Arc<Task>, sp: u64) {
+fn bad_frame(t: &Task, sp: u64) {
     let mapped = task::with_mm(|mm| Ok(mm.find_vma(sp as usize).is_some())).unwrap_or(false);
     super::force(t, sig::SIGSEGV, sf::bad_frame_siginfo(sp, mapped));
 }

@@ -7,7 +7,7 @@ pub mod frame;
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::mm::uaccess;
 use crate::task::exit;
-use crate::task::{self, Process, Task};
+use crate::task::{self, CurrentTask, Process, Task};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
@@ -307,13 +307,12 @@ fn do_stop(p: &Arc<Process>, signo: u32) {
 }
 
 /// Applies the syscall-restart rules once we know whether a handler runs.
-fn restart(tf: &mut TrapFrame, handler: Option<u64>) {
-    // SAFETY: the current task's own locals.
-    let l = unsafe { task::current().local() };
-    if l.in_syscall < 0 {
+fn restart(cur: &CurrentTask, tf: &mut TrapFrame, handler: Option<u64>) {
+    let l = cur.local();
+    if l.in_syscall.get() < 0 {
         return;
     }
-    l.in_syscall = -1;
+    l.in_syscall.set(-1);
     let err = -(tf.x[0] as i64);
     let restart_it = match err {
         e if e == Errno::ERESTARTNOINTR as i64 => true,
@@ -326,7 +325,7 @@ fn restart(tf: &mut TrapFrame, handler: Option<u64>) {
         _ => return,
     };
     if restart_it {
-        tf.x[0] = l.orig_x0;
+        tf.x[0] = l.orig_x0.get();
         tf.elr -= 4;
     } else {
         tf.x[0] = (-(Errno::EINTR as i64)) as u64;
@@ -335,8 +334,8 @@ fn restart(tf: &mut TrapFrame, handler: Option<u64>) {
 
 /// After the return-to-user work: restart a syscall no handler interrupted, drop a temporary
 /// mask nothing used.
-pub fn finish_syscall(tf: &mut TrapFrame) {
-    restart(tf, None);
+pub fn finish_syscall(cur: &CurrentTask, tf: &mut TrapFrame) {
+    restart(cur, tf, None);
 }
 
 /// Takes a pending signal in `want` even if blocked (sigtimedwait).
@@ -357,17 +356,17 @@ fn dequeue(t: &Task) -> Option<SigInfo> {
 }
 
 /// Delivers pending signals (from the return-to-user path).
-pub fn do_signal(tf: &mut TrapFrame) {
+pub fn do_signal(cur: &CurrentTask, tf: &mut TrapFrame) {
     // The exit happens here, once this function's references to the task and its process
     // are gone: do_group_exit never returns, so anything still held would never be freed
     // (the task's kernel stack and its place in threads-max with it).
-    if let Some(status) = signal_work(tf) {
+    if let Some(status) = signal_work(cur, tf) {
         exit::do_group_exit(status);
     }
 }
 
 /// Delivers or acts on pending signals; `Some(status)` when the process must exit.
-fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
+fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
     let t = task::current_arc();
     let p = t.process();
     t.sig_hint.store(false, Ordering::Release);
@@ -420,12 +419,12 @@ fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
                 Some(DefaultAction::Term) => return Some(wstatus::signaled(signo, false)),
                 // The core bit when a core file was made (see coredump::do_coredump).
                 Some(DefaultAction::Core) => {
-                    return Some(crate::coredump::do_coredump(tf, &info));
+                    return Some(crate::coredump::do_coredump(cur, tf, &info));
                 }
             },
             _ => {
-                restart(tf, Some(action.sa_flags));
-                if deliver(&t, tf, &info, &action).is_err() {
+                restart(cur, tf, Some(action.sa_flags));
+                if deliver(cur, tf, &info, &action).is_err() {
                     // The frame could not be written (bad stack): the task dies of SIGSEGV.
                     return Some(wstatus::signaled(sig::SIGSEGV, false));
                 }
@@ -447,7 +446,7 @@ fn signal_work(tf: &mut TrapFrame) -> Option<i32> {
 
 /// Builds the frame and points the user registers at the handler; Err when the frame cannot
 /// be written.
-fn deliver(t: &Arc<Task>, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -> Result<(), ()> {
+fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -> Result<(), ()> {
     let signo = info.signo();
     let (mask_to_save, altstack) = {
         let mut s = t.sig.lock();

@@ -14,104 +14,145 @@ pub mod stat;
 pub mod time;
 
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::task;
+use crate::task::{self, CurrentTask};
 use alloc::collections::BTreeSet;
+use core::sync::atomic::Ordering::Relaxed;
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::nr;
 
-/// The six argument registers.
-#[derive(Clone, Copy)]
-pub struct Args(pub [u64; 6]);
+/// A system call being made: the task making it, and its registers.
+pub struct Syscall<'a> {
+    pub cur: &'a CurrentTask,
+    pub tf: &'a mut TrapFrame,
+}
 
-impl Args {
-    pub fn u(&self, i: usize) -> usize {
-        self.0[i] as usize
+impl Syscall<'_> {
+    /// Argument `i` (x0-x5) as the type the handler's parameter has: 32-bit types take the
+    /// register's low half, as Linux's syscall wrappers do for `int` arguments.
+    pub fn arg<T: FromArg>(&self, i: usize) -> T {
+        T::from_arg(self.tf.x[i])
     }
-    pub fn i(&self, i: usize) -> i32 {
-        self.0[i] as i32
+}
+
+/// How a syscall argument register becomes a handler's parameter.
+pub trait FromArg {
+    fn from_arg(reg: u64) -> Self;
+}
+
+impl FromArg for u64 {
+    fn from_arg(reg: u64) -> u64 {
+        reg
     }
-    pub fn u32(&self, i: usize) -> u32 {
-        self.0[i] as u32
+}
+impl FromArg for i64 {
+    fn from_arg(reg: u64) -> i64 {
+        reg as i64
     }
+}
+impl FromArg for usize {
+    fn from_arg(reg: u64) -> usize {
+        reg as usize
+    }
+}
+impl FromArg for u32 {
+    fn from_arg(reg: u64) -> u32 {
+        reg as u32
+    }
+}
+impl FromArg for i32 {
+    fn from_arg(reg: u64) -> i32 {
+        reg as i32
+    }
+}
+
+/// A handler's result when it has set the user registers itself (rt_sigreturn, a successful
+/// execve): x0 is left as it made it.
+pub struct NoReturn;
+
+#[derive(Clone, Copy)]
+enum Handler {
+    /// Returns x0.
+    Value(fn(&mut Syscall) -> SysResult<usize>),
+    /// Sets the registers itself on success.
+    NoReturn(fn(&mut Syscall) -> SysResult<NoReturn>),
+}
+
+const fn v(h: fn(&mut Syscall) -> SysResult<usize>) -> Option<Handler> {
+    Some(Handler::Value(h))
+}
+
+const fn regs(h: fn(&mut Syscall) -> SysResult<NoReturn>) -> Option<Handler> {
+    Some(Handler::NoReturn(h))
 }
 
 static UNKNOWN_LOGGED: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
 
-pub fn dispatch(tf: &mut TrapFrame) {
+/// A syscall from EL0 (x8 the number, x0-x5 the arguments, x0 the result).
+pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) {
     let mut n = tf.x[8];
-    {
-        // SAFETY: the current task's own locals.
-        let l = unsafe { task::current().local() };
-        l.orig_x0 = tf.x[0];
-        l.in_syscall = n as i64;
-    }
-    let me = task::current();
-    crate::fpstate::fp_user_discard(me);
-    if me.syscall_trace.load(core::sync::atomic::Ordering::Relaxed) {
-        return dispatch_traced(tf);
+    let l = cur.local();
+    l.orig_x0.set(tf.x[0]);
+    l.in_syscall.set(n as i64);
+    crate::fpstate::fp_user_discard(cur);
+    if cur.syscall_trace.load(Relaxed) {
+        return dispatch_traced(cur, tf);
     }
     // One load and one branch unless the task is under seccomp.
-    if me.seccomp.mode.load(core::sync::atomic::Ordering::Relaxed) != 0 {
-        match crate::seccomp::check(tf) {
+    if cur.seccomp.mode.load(Relaxed) != 0 {
+        match crate::seccomp::check(cur, tf) {
             crate::seccomp::Verdict::Run(nr) => n = nr,
             crate::seccomp::Verdict::Skip => return,
         }
     }
-    let a = Args([tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]]);
-    let r = call(n as usize, a, tf);
-    set_return(n, r, tf);
-}
-
-fn set_return(n: u64, r: SysResult<usize>, tf: &mut TrapFrame) {
-    // rt_sigreturn sets every register itself, x0 included.
-    if n as usize != nr::RT_SIGRETURN || r.is_err() {
-        tf.x[0] = match r {
-            Ok(v) => v as u64,
-            Err(e) => (-(e as i64)) as u64,
-        };
-    }
+    call(n, &mut Syscall { cur, tf });
 }
 
 /// A syscall under PTRACE_SYSCALL: entry and exit stops around it. At the entry stop the
 /// tracer may change x0-x5 and the number (NT_ARM_SYSTEM_CALL); number -1 skips the call,
 /// leaving x0 as the tracer set it (-ENOSYS for a user's own syscall(-1)).
 #[cold]
-fn dispatch_traced(tf: &mut TrapFrame) {
-    use core::sync::atomic::Ordering::Relaxed;
-    let me = task::current();
+fn dispatch_traced(cur: &CurrentTask, tf: &mut TrapFrame) {
     if tf.x[8] as i64 == -1 {
         tf.x[0] = (-(Errno::ENOSYS as i64)) as u64;
     }
-    crate::ptrace::syscall_entry(tf);
-    let n = {
-        // SAFETY: the current task's own locals.
-        let l = unsafe { me.local() };
-        // The tracer's x0 is the first argument from here on (seccomp's and a restart's).
-        l.orig_x0 = tf.x[0];
-        l.in_syscall
-    };
+    crate::ptrace::syscall_entry(cur, tf);
+    let l = cur.local();
+    // The tracer's x0 is the first argument from here on (seccomp's and a restart's).
+    l.orig_x0.set(tf.x[0]);
+    let n = l.in_syscall.get();
     // A kill during the stop: the syscall does not run (the exit follows on the way out).
-    let mut run = (n != -1 && !crate::signal::fatal_pending(me)).then_some(n as u64);
+    let mut run = (n != -1 && !crate::signal::fatal_pending(cur)).then_some(n as u64);
     // seccomp sees the call as the tracer left it (Linux: ptrace first, then seccomp).
-    if run.is_some() && me.seccomp.mode.load(Relaxed) != 0 {
-        run = match crate::seccomp::check(tf) {
+    if run.is_some() && cur.seccomp.mode.load(Relaxed) != 0 {
+        run = match crate::seccomp::check(cur, tf) {
             crate::seccomp::Verdict::Run(nr) => Some(nr),
             crate::seccomp::Verdict::Skip => None,
         };
     }
     if let Some(n) = run {
-        let a = Args([tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]]);
-        let r = call(n as usize, a, tf);
-        set_return(n, r, tf);
+        call(n, &mut Syscall { cur, tf });
     }
-    if me.syscall_trace.load(Relaxed) {
-        crate::ptrace::syscall_exit(tf);
+    if cur.syscall_trace.load(Relaxed) {
+        crate::ptrace::syscall_exit(cur, tf);
     }
 }
 
-/// A system call's handler: the arguments, and the trap frame for the few that need it.
-type Handler = fn(Args, &mut TrapFrame) -> SysResult<usize>;
+/// Runs handler `n` and puts its result (or `-errno`) in x0.
+fn call(n: u64, c: &mut Syscall) {
+    let r = match TABLE.get(n as usize).copied().flatten() {
+        Some(Handler::Value(h)) => h(c),
+        Some(Handler::NoReturn(h)) => match h(c) {
+            Ok(NoReturn) => return,
+            Err(e) => Err(e),
+        },
+        None => unknown(n as usize),
+    };
+    c.tf.x[0] = match r {
+        Ok(v) => v as u64,
+        Err(e) => (-(e as i64)) as u64,
+    };
+}
 
 /// Handlers by syscall number (arm64's asm-generic numbering). A table rather than one large
 /// `match`: each handler is its own function, so every syscall pays the same small dispatch
@@ -119,155 +160,177 @@ type Handler = fn(Args, &mut TrapFrame) -> SysResult<usize>;
 static TABLE: [Option<Handler>; 512] = {
     let mut t: [Option<Handler>; 512] = [None; 512];
     // files
-    t[nr::OPENAT] = Some(|a, _| file::openat(a.i(0), a.u(1), a.u32(2), a.u32(3)));
-    t[nr::CLOSE] = Some(|a, _| file::close(a.i(0)));
-    t[nr::READ] = Some(|a, _| file::read(a.i(0), a.u(1), a.u(2)));
-    t[nr::WRITE] = Some(|a, _| file::write(a.i(0), a.u(1), a.u(2)));
-    t[nr::READV] = Some(|a, _| file::readv(a.i(0), a.u(1), a.u(2)));
-    t[nr::WRITEV] = Some(|a, _| file::writev(a.i(0), a.u(1), a.u(2)));
-    t[nr::PREAD64] = Some(|a, _| file::pread64(a.i(0), a.u(1), a.u(2), a.0[3] as i64));
-    t[nr::PWRITE64] = Some(|a, _| file::pwrite64(a.i(0), a.u(1), a.u(2), a.0[3] as i64));
-    t[nr::LSEEK] = Some(|a, _| file::lseek(a.i(0), a.0[1] as i64, a.u32(2)));
-    t[nr::NEWFSTATAT] = Some(|a, _| stat::newfstatat(a.i(0), a.u(1), a.u(2), a.u32(3)));
-    t[nr::FSTAT] = Some(|a, _| stat::fstat(a.i(0), a.u(1)));
-    t[nr::STATX] = Some(|a, _| stat::statx(a.i(0), a.u(1), a.u32(2), a.u32(3), a.u(4)));
-    t[nr::GETDENTS64] = Some(|a, _| stat::getdents64(a.i(0), a.u(1), a.u(2)));
-    t[nr::READLINKAT] = Some(|a, _| stat::readlinkat(a.i(0), a.u(1), a.u(2), a.u(3)));
-    t[nr::FACCESSAT] = Some(|a, _| stat::faccessat(a.i(0), a.u(1), a.u32(2), 0));
-    t[nr::FACCESSAT2] = Some(|a, _| stat::faccessat(a.i(0), a.u(1), a.u32(2), a.u32(3)));
-    t[nr::CHDIR] = Some(|a, _| namei::chdir(a.u(0)));
-    t[nr::FCHDIR] = Some(|a, _| namei::fchdir(a.i(0)));
-    t[nr::GETCWD] = Some(|a, _| namei::getcwd(a.u(0), a.u(1)));
-    t[nr::MKDIRAT] = Some(|a, _| namei::mkdirat(a.i(0), a.u(1), a.u32(2)));
-    t[nr::UNLINKAT] = Some(|a, _| namei::unlinkat(a.i(0), a.u(1), a.u32(2)));
-    t[nr::SYMLINKAT] = Some(|a, _| namei::symlinkat(a.u(0), a.i(1), a.u(2)));
-    t[nr::MKNODAT] = Some(|a, _| namei::mknodat(a.i(0), a.u(1), a.u32(2), a.0[3]));
-    t[nr::FTRUNCATE] = Some(|a, _| file::ftruncate(a.i(0), a.0[1] as i64));
-    t[nr::FSYNC] = Some(|a, _| file::fsync(a.i(0)));
-    t[nr::FDATASYNC] = Some(|a, _| file::fsync(a.i(0)));
-    t[nr::SYNC] = Some(|_, _| Ok(0));
-    t[nr::PIPE2] = Some(|a, _| file::pipe2(a.u(0), a.u32(1)));
-    t[nr::DUP] = Some(|a, _| file::dup(a.i(0)));
-    t[nr::DUP3] = Some(|a, _| file::dup3(a.i(0), a.i(1), a.u32(2)));
-    t[nr::FCNTL] = Some(|a, _| file::fcntl(a.i(0), a.u32(1), a.u(2)));
-    t[nr::IOCTL] = Some(|a, _| file::ioctl(a.i(0), a.u32(1), a.u(2)));
-    t[nr::EPOLL_CREATE1] = Some(|a, _| poll::epoll_create1(a.u32(0)));
-    t[nr::EPOLL_CTL] = Some(|a, _| poll::epoll_ctl(a.i(0), a.u32(1), a.i(2), a.u(3)));
+    t[nr::OPENAT] = v(|c| file::openat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::CLOSE] = v(|c| file::close(c.arg(0)));
+    t[nr::READ] = v(|c| file::read(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::WRITE] = v(|c| file::write(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::READV] = v(|c| file::readv(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::WRITEV] = v(|c| file::writev(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::PREAD64] = v(|c| file::pread64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::PWRITE64] = v(|c| file::pwrite64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::LSEEK] = v(|c| file::lseek(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::NEWFSTATAT] = v(|c| stat::newfstatat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::FSTAT] = v(|c| stat::fstat(c.arg(0), c.arg(1)));
+    t[nr::STATX] = v(|c| stat::statx(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::GETDENTS64] = v(|c| stat::getdents64(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::READLINKAT] = v(|c| stat::readlinkat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::FACCESSAT] = v(|c| stat::faccessat(c.arg(0), c.arg(1), c.arg(2), 0));
+    t[nr::FACCESSAT2] = v(|c| stat::faccessat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::CHDIR] = v(|c| namei::chdir(c.arg(0)));
+    t[nr::FCHDIR] = v(|c| namei::fchdir(c.arg(0)));
+    t[nr::GETCWD] = v(|c| namei::getcwd(c.arg(0), c.arg(1)));
+    t[nr::MKDIRAT] = v(|c| namei::mkdirat(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::UNLINKAT] = v(|c| namei::unlinkat(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SYMLINKAT] = v(|c| namei::symlinkat(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::MKNODAT] = v(|c| namei::mknodat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::FTRUNCATE] = v(|c| file::ftruncate(c.arg(0), c.arg(1)));
+    t[nr::FSYNC] = v(|c| file::fsync(c.arg(0)));
+    t[nr::FDATASYNC] = v(|c| file::fsync(c.arg(0)));
+    t[nr::SYNC] = v(|_| Ok(0));
+    t[nr::PIPE2] = v(|c| file::pipe2(c.arg(0), c.arg(1)));
+    t[nr::DUP] = v(|c| file::dup(c.arg(0)));
+    t[nr::DUP3] = v(|c| file::dup3(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::FCNTL] = v(|c| file::fcntl(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::IOCTL] = v(|c| file::ioctl(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::EPOLL_CREATE1] = v(|c| poll::epoll_create1(c.arg(0)));
+    t[nr::EPOLL_CTL] = v(|c| poll::epoll_ctl(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::EPOLL_PWAIT] =
-        Some(|a, _| poll::epoll_pwait(a.i(0), a.u(1), a.i(2), a.i(3), a.u(4), a.u(5)));
-    t[nr::PPOLL] = Some(|a, _| poll::ppoll(a.u(0), a.u(1), a.u(2), a.u(3), a.u(4)));
-    t[nr::PSELECT6] = Some(|a, _| poll::pselect6(a.i(0), a.u(1), a.u(2), a.u(3), a.u(4), a.u(5)));
-    t[nr::MOUNT] = Some(|a, _| namei::mount(a.u(0), a.u(1), a.u(2), a.u(3) as u64, a.u(4)));
-    t[nr::UMOUNT2] = Some(|a, _| namei::umount2(a.u(0), a.u32(1)));
-    t[nr::UMASK] = Some(|a, _| namei::umask(a.u32(0)));
-    t[nr::STATFS] = Some(|a, _| stat::statfs(a.u(0), a.u(1)));
-    t[nr::FSTATFS] = Some(|a, _| stat::fstatfs(a.i(0), a.u(1)));
-    t[nr::FCHMOD] = Some(|_, _| Ok(0));
-    t[nr::FCHMODAT] = Some(|_, _| Ok(0));
-    t[nr::FCHOWN] = Some(|_, _| Ok(0));
-    t[nr::FCHOWNAT] = Some(|_, _| Ok(0));
-    t[nr::UTIMENSAT] = Some(|_, _| Ok(0));
+        v(|c| poll::epoll_pwait(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
+    t[nr::PPOLL] = v(|c| poll::ppoll(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::PSELECT6] =
+        v(|c| poll::pselect6(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
+    t[nr::MOUNT] = v(|c| namei::mount(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::UMOUNT2] = v(|c| namei::umount2(c.arg(0), c.arg(1)));
+    t[nr::UMASK] = v(|c| namei::umask(c.arg(0)));
+    t[nr::STATFS] = v(|c| stat::statfs(c.arg(0), c.arg(1)));
+    t[nr::FSTATFS] = v(|c| stat::fstatfs(c.arg(0), c.arg(1)));
+    t[nr::FCHMOD] = v(|_| Ok(0));
+    t[nr::FCHMODAT] = v(|_| Ok(0));
+    t[nr::FCHOWN] = v(|_| Ok(0));
+    t[nr::FCHOWNAT] = v(|_| Ok(0));
+    t[nr::UTIMENSAT] = v(|_| Ok(0));
     // memory
-    t[nr::BRK] = Some(|a, _| mm::brk(a.u(0)));
-    t[nr::MMAP] = Some(|a, _| mm::mmap(a.u(0), a.u(1), a.u32(2), a.u32(3), a.i(4), a.0[5]));
-    t[nr::MUNMAP] = Some(|a, _| mm::munmap(a.u(0), a.u(1)));
-    t[nr::MPROTECT] = Some(|a, _| mm::mprotect(a.u(0), a.u(1), a.u32(2)));
-    t[nr::MADVISE] = Some(|a, _| mm::madvise(a.u(0), a.u(1), a.u32(2)));
-    t[nr::MREMAP] = Some(|a, _| mm::mremap(a.u(0), a.u(1), a.u(2), a.u32(3), a.u(4)));
-    t[nr::MLOCK] = Some(|a, _| mm::mlock(a.u(0), a.u(1), true, 0));
-    t[nr::MLOCK2] = Some(|a, _| mm::mlock(a.u(0), a.u(1), true, a.u32(2)));
-    t[nr::MUNLOCK] = Some(|a, _| mm::mlock(a.u(0), a.u(1), false, 0));
-    t[nr::MLOCKALL] = Some(|a, _| mm::mlockall(a.u32(0)));
-    t[nr::MUNLOCKALL] = Some(|_, _| mm::munlockall());
-    t[nr::MSYNC] = Some(|a, _| mm::msync(a.u(0), a.u(1), a.u32(2)));
+    t[nr::BRK] = v(|c| mm::brk(c.arg(0)));
+    t[nr::MMAP] = v(|c| mm::mmap(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
+    t[nr::MUNMAP] = v(|c| mm::munmap(c.arg(0), c.arg(1)));
+    t[nr::MPROTECT] = v(|c| mm::mprotect(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::MADVISE] = v(|c| mm::madvise(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::MREMAP] = v(|c| mm::mremap(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::MLOCK] = v(|c| mm::mlock(c.arg(0), c.arg(1), true, 0));
+    t[nr::MLOCK2] = v(|c| mm::mlock(c.arg(0), c.arg(1), true, c.arg(2)));
+    t[nr::MUNLOCK] = v(|c| mm::mlock(c.arg(0), c.arg(1), false, 0));
+    t[nr::MLOCKALL] = v(|c| mm::mlockall(c.arg(0)));
+    t[nr::MUNLOCKALL] = v(|_| mm::munlockall());
+    t[nr::MSYNC] = v(|c| mm::msync(c.arg(0), c.arg(1), c.arg(2)));
     // processes
-    t[nr::CLONE] = Some(|a, tf| proc::clone(a.0[0], a.u(1), a.u(2), a.0[3], a.u(4), tf));
-    t[nr::CLONE3] = Some(|_, _| Err(Errno::ENOSYS));
-    t[nr::EXECVE] = Some(|a, tf| proc::execve(a.u(0), a.u(1), a.u(2), tf));
-    t[nr::EXIT] = Some(|a, _| proc::exit(a.i(0)));
-    t[nr::EXIT_GROUP] = Some(|a, _| proc::exit_group(a.i(0)));
-    t[nr::WAIT4] = Some(|a, _| proc::wait4(a.i(0), a.u(1), a.u32(2), a.u(3)));
-    t[nr::WAITID] = Some(|a, _| proc::waitid(a.u32(0), a.i(1), a.u(2), a.u32(3), a.u(4)));
-    t[nr::GETPID] = Some(|_, _| Ok(task::current().pid() as usize));
-    t[nr::GETTID] = Some(|_, _| Ok(task::current().tid as usize));
-    t[nr::GETPPID] = Some(|_, _| Ok(task::current().process().ppid() as usize));
-    t[nr::GETUID] = Some(|_, _| Ok(cred::getuid(false)));
-    t[nr::GETEUID] = Some(|_, _| Ok(cred::getuid(true)));
-    t[nr::GETGID] = Some(|_, _| Ok(0));
-    t[nr::GETEGID] = Some(|_, _| Ok(0));
-    t[nr::SETUID] = Some(|a, _| cred::setuid(a.u32(0)));
-    t[nr::GETRESUID] = Some(|a, _| proc::getres(a.u(0), a.u(1), a.u(2)));
-    t[nr::GETRESGID] = Some(|a, _| proc::getres(a.u(0), a.u(1), a.u(2)));
-    t[nr::SETGID] = Some(|_, _| Ok(0));
-    t[nr::SETRESUID] = Some(|_, _| Ok(0));
-    t[nr::SETRESGID] = Some(|_, _| Ok(0));
-    t[nr::SETREUID] = Some(|_, _| Ok(0));
-    t[nr::SETREGID] = Some(|_, _| Ok(0));
-    t[nr::GETGROUPS] = Some(|_, _| Ok(0));
-    t[nr::SETPGID] = Some(|a, _| proc::setpgid(a.i(0), a.i(1)));
-    t[nr::GETPGID] = Some(|a, _| proc::getpgid(a.i(0)));
-    t[nr::GETSID] = Some(|a, _| proc::getsid(a.i(0)));
-    t[nr::SETSID] = Some(|_, _| proc::setsid());
-    t[nr::SET_TID_ADDRESS] = Some(|a, _| proc::set_tid_address(a.u(0)));
-    t[nr::SET_ROBUST_LIST] = Some(|a, _| proc::set_robust_list(a.u(0), a.u(1)));
-    t[nr::GET_ROBUST_LIST] = Some(|a, _| proc::get_robust_list(a.i(0), a.u(1), a.u(2)));
-    t[nr::FUTEX] = Some(|a, _| {
-        crate::task::futex::futex(a.u(0), a.u32(1), a.u32(2), a.u(3), a.u(4), a.u32(5))
+    t[nr::CLONE] = v(|c| {
+        proc::clone(
+            c.cur,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.tf,
+        )
     });
-    t[nr::SCHED_YIELD] = Some(|_, _| {
+    t[nr::CLONE3] = v(|_| Err(Errno::ENOSYS));
+    t[nr::EXECVE] = regs(|c| proc::execve(c.cur, c.arg(0), c.arg(1), c.arg(2), c.tf));
+    t[nr::EXIT] = v(|c| proc::exit(c.arg(0)));
+    t[nr::EXIT_GROUP] = v(|c| proc::exit_group(c.arg(0)));
+    t[nr::WAIT4] = v(|c| proc::wait4(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::WAITID] = v(|c| proc::waitid(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::GETPID] = v(|_| Ok(task::current().pid() as usize));
+    t[nr::GETTID] = v(|_| Ok(task::current().tid as usize));
+    t[nr::GETPPID] = v(|_| Ok(task::current().process().ppid() as usize));
+    t[nr::GETUID] = v(|_| Ok(cred::getuid(false)));
+    t[nr::GETEUID] = v(|_| Ok(cred::getuid(true)));
+    t[nr::GETGID] = v(|_| Ok(0));
+    t[nr::GETEGID] = v(|_| Ok(0));
+    t[nr::SETUID] = v(|c| cred::setuid(c.arg(0)));
+    t[nr::GETRESUID] = v(|c| proc::getres(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::GETRESGID] = v(|c| proc::getres(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SETGID] = v(|_| Ok(0));
+    t[nr::SETRESUID] = v(|_| Ok(0));
+    t[nr::SETRESGID] = v(|_| Ok(0));
+    t[nr::SETREUID] = v(|_| Ok(0));
+    t[nr::SETREGID] = v(|_| Ok(0));
+    t[nr::GETGROUPS] = v(|_| Ok(0));
+    t[nr::SETPGID] = v(|c| proc::setpgid(c.arg(0), c.arg(1)));
+    t[nr::GETPGID] = v(|c| proc::getpgid(c.arg(0)));
+    t[nr::GETSID] = v(|c| proc::getsid(c.arg(0)));
+    t[nr::SETSID] = v(|_| proc::setsid());
+    t[nr::SET_TID_ADDRESS] = v(|c| proc::set_tid_address(c.arg(0)));
+    t[nr::SET_ROBUST_LIST] = v(|c| proc::set_robust_list(c.arg(0), c.arg(1)));
+    t[nr::GET_ROBUST_LIST] = v(|c| proc::get_robust_list(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::FUTEX] = v(|c| {
+        crate::task::futex::futex(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5))
+    });
+    t[nr::SCHED_YIELD] = v(|_| {
         task::sched::yield_now();
         Ok(0)
     });
-    t[nr::SCHED_GETAFFINITY] = Some(|a, _| proc::sched_getaffinity(a.i(0), a.u(1), a.u(2)));
-    t[nr::SCHED_SETAFFINITY] = Some(|a, _| proc::sched_setaffinity(a.i(0), a.u(1), a.u(2)));
-    t[nr::PRLIMIT64] = Some(|a, _| proc::prlimit64(a.i(0), a.u32(1), a.u(2), a.u(3)));
-    t[nr::GETRLIMIT] = Some(|a, _| proc::prlimit64(0, a.u32(0), 0, a.u(1)));
-    t[nr::SETRLIMIT] = Some(|a, _| proc::prlimit64(0, a.u32(0), a.u(1), 0));
-    t[nr::GETRUSAGE] = Some(|a, _| proc::getrusage(a.i(0), a.u(1)));
-    t[nr::PRCTL] = Some(|a, _| proc::prctl(a.u32(0), a.u(1), a.u(2), a.u(3), a.u(4)));
-    t[nr::SECCOMP] = Some(|a, _| crate::seccomp::seccomp(a.u32(0), a.u32(1), a.u(2)));
-    t[nr::RSEQ] = Some(|_, _| Err(Errno::ENOSYS));
+    t[nr::SCHED_GETAFFINITY] = v(|c| proc::sched_getaffinity(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SCHED_SETAFFINITY] = v(|c| proc::sched_setaffinity(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::PRLIMIT64] = v(|c| proc::prlimit64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::GETRLIMIT] = v(|c| proc::prlimit64(0, c.arg(0), 0, c.arg(1)));
+    t[nr::SETRLIMIT] = v(|c| proc::prlimit64(0, c.arg(0), c.arg(1), 0));
+    t[nr::GETRUSAGE] = v(|c| proc::getrusage(c.arg(0), c.arg(1)));
+    t[nr::PRCTL] = v(|c| proc::prctl(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::SECCOMP] = v(|c| crate::seccomp::seccomp(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::RSEQ] = v(|_| Err(Errno::ENOSYS));
     // tracing
-    t[nr::PTRACE] = Some(|a, _| ptrace::ptrace(a.0[0], a.i(1), a.u(2), a.u(3)));
-    t[nr::PROCESS_VM_READV] =
-        Some(|a, _| ptrace::process_vm(a.i(0), a.u(1), a.u(2), a.u(3), a.u(4), a.0[5], false));
-    t[nr::PROCESS_VM_WRITEV] =
-        Some(|a, _| ptrace::process_vm(a.i(0), a.u(1), a.u(2), a.u(3), a.u(4), a.0[5], true));
+    t[nr::PTRACE] = v(|c| ptrace::ptrace(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::PROCESS_VM_READV] = v(|c| {
+        ptrace::process_vm(
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.arg(5),
+            false,
+        )
+    });
+    t[nr::PROCESS_VM_WRITEV] = v(|c| {
+        ptrace::process_vm(
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.arg(5),
+            true,
+        )
+    });
     // signals
-    t[nr::RT_SIGACTION] = Some(|a, _| signal::rt_sigaction(a.i(0), a.u(1), a.u(2), a.u(3)));
-    t[nr::RT_SIGPROCMASK] = Some(|a, _| signal::rt_sigprocmask(a.u32(0), a.u(1), a.u(2), a.u(3)));
-    t[nr::RT_SIGPENDING] = Some(|a, _| signal::rt_sigpending(a.u(0), a.u(1)));
-    t[nr::RT_SIGSUSPEND] = Some(|a, _| signal::rt_sigsuspend(a.u(0), a.u(1)));
-    t[nr::RT_SIGRETURN] = Some(|_, tf| signal::rt_sigreturn(tf));
-    t[nr::RT_SIGTIMEDWAIT] = Some(|a, _| signal::rt_sigtimedwait(a.u(0), a.u(1), a.u(2), a.u(3)));
-    t[nr::SIGALTSTACK] = Some(|a, tf| signal::sigaltstack(a.u(0), a.u(1), tf));
-    t[nr::KILL] = Some(|a, _| signal::kill(a.i(0), a.i(1)));
-    t[nr::TKILL] = Some(|a, _| signal::tgkill(-1, a.i(0), a.i(1)));
-    t[nr::TGKILL] = Some(|a, _| signal::tgkill(a.i(0), a.i(1), a.i(2)));
+    t[nr::RT_SIGACTION] = v(|c| signal::rt_sigaction(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::RT_SIGPROCMASK] = v(|c| signal::rt_sigprocmask(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::RT_SIGPENDING] = v(|c| signal::rt_sigpending(c.arg(0), c.arg(1)));
+    t[nr::RT_SIGSUSPEND] = v(|c| signal::rt_sigsuspend(c.arg(0), c.arg(1)));
+    t[nr::RT_SIGRETURN] = regs(|c| signal::rt_sigreturn(c.cur, c.tf));
+    t[nr::RT_SIGTIMEDWAIT] = v(|c| signal::rt_sigtimedwait(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::SIGALTSTACK] = v(|c| signal::sigaltstack(c.arg(0), c.arg(1), c.tf));
+    t[nr::KILL] = v(|c| signal::kill(c.arg(0), c.arg(1)));
+    t[nr::TKILL] = v(|c| signal::tgkill(-1, c.arg(0), c.arg(1)));
+    t[nr::TGKILL] = v(|c| signal::tgkill(c.arg(0), c.arg(1), c.arg(2)));
     // time
-    t[nr::CLOCK_GETTIME] = Some(|a, _| time::clock_gettime(a.u32(0), a.u(1)));
-    t[nr::CLOCK_GETRES] = Some(|a, _| time::clock_getres(a.u32(0), a.u(1)));
-    t[nr::GETTIMEOFDAY] = Some(|a, _| time::gettimeofday(a.u(0)));
-    t[nr::NANOSLEEP] = Some(|a, _| time::nanosleep(a.u(0), a.u(1)));
-    t[nr::CLOCK_NANOSLEEP] = Some(|a, _| time::clock_nanosleep(a.u32(0), a.u32(1), a.u(2), a.u(3)));
-    t[nr::SETITIMER] = Some(|a, _| time::setitimer(a.u32(0), a.u(1), a.u(2)));
-    t[nr::GETITIMER] = Some(|a, _| time::getitimer(a.u32(0), a.u(1)));
-    t[nr::TIMES] = Some(|a, _| time::times(a.u(0)));
+    t[nr::CLOCK_GETTIME] = v(|c| time::clock_gettime(c.arg(0), c.arg(1)));
+    t[nr::CLOCK_GETRES] = v(|c| time::clock_getres(c.arg(0), c.arg(1)));
+    t[nr::GETTIMEOFDAY] = v(|c| time::gettimeofday(c.arg(0)));
+    t[nr::NANOSLEEP] = v(|c| time::nanosleep(c.arg(0), c.arg(1)));
+    t[nr::CLOCK_NANOSLEEP] = v(|c| time::clock_nanosleep(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::SETITIMER] = v(|c| time::setitimer(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::GETITIMER] = v(|c| time::getitimer(c.arg(0), c.arg(1)));
+    t[nr::TIMES] = v(|c| time::times(c.arg(0)));
     // system
-    t[nr::UNAME] = Some(|a, _| misc::uname(a.u(0)));
-    t[nr::GETRANDOM] = Some(|a, _| misc::getrandom(a.u(0), a.u(1), a.u32(2)));
-    t[nr::REBOOT] = Some(|a, _| misc::reboot(a.u32(0), a.u32(1), a.u32(2)));
-    t[nr::SYSINFO] = Some(|a, _| misc::sysinfo(a.u(0)));
-    t[nr::GETCPU] = Some(|a, _| misc::getcpu(a.u(0), a.u(1)));
+    t[nr::UNAME] = v(|c| misc::uname(c.arg(0)));
+    t[nr::GETRANDOM] = v(|c| misc::getrandom(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::REBOOT] = v(|c| misc::reboot(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SYSINFO] = v(|c| misc::sysinfo(c.arg(0)));
+    t[nr::GETCPU] = v(|c| misc::getcpu(c.arg(0), c.arg(1)));
     t
 };
-
-fn call(n: usize, a: Args, tf: &mut TrapFrame) -> SysResult<usize> {
-    match TABLE.get(n).copied().flatten() {
-        Some(h) => h(a, tf),
-        None => unknown(n),
-    }
-}
 
 #[cold]
 fn unknown(n: usize) -> SysResult<usize> {

@@ -1,9 +1,10 @@
 //! Process and thread syscalls.
 
+use super::NoReturn;
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::mm::uaccess;
-use crate::task;
 use crate::task::exit::{self, Which};
+use crate::task::{self, CurrentTask};
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sched::{self as s, wstatus, CloneArgs};
@@ -11,6 +12,7 @@ use svelt_abi::sys;
 use zerocopy::IntoBytes;
 
 pub fn clone(
+    cur: &CurrentTask,
     flags: u64,
     newsp: usize,
     parent_tid: usize,
@@ -25,13 +27,20 @@ pub fn clone(
         tls,
         child_tid as u64,
     );
-    task::fork::do_clone(&args, tf).map(|t| t as usize)
+    task::fork::do_clone(cur, &args, tf).map(|t| t as usize)
 }
 
-pub fn execve(path: usize, argv: usize, envp: usize, tf: &mut TrapFrame) -> SysResult<usize> {
-    task::exec::do_execve(path, argv, envp, tf)?;
-    crate::ptrace::exec_done(task::current().tid);
-    Ok(0)
+/// On success the registers are the new program's (x0 zero).
+pub fn execve(
+    cur: &CurrentTask,
+    path: usize,
+    argv: usize,
+    envp: usize,
+    tf: &mut TrapFrame,
+) -> SysResult<NoReturn> {
+    task::exec::do_execve(cur, path, argv, envp, tf)?;
+    crate::ptrace::exec_done(cur.tid);
+    Ok(NoReturn)
 }
 
 pub fn exit(code: i32) -> SysResult<usize> {
@@ -273,7 +282,14 @@ pub fn getrusage(who: i32, buf: usize) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn prctl(option: u32, a2: usize, a3: usize, a4: usize, a5: usize) -> SysResult<usize> {
+pub fn prctl(
+    cur: &CurrentTask,
+    option: u32,
+    a2: usize,
+    a3: usize,
+    a4: usize,
+    a5: usize,
+) -> SysResult<usize> {
     use crate::seccomp;
     use svelt_abi::prctl::PrctlCmd;
     match PrctlCmd::decode(option, [a2, a3, a4, a5])? {
@@ -302,9 +318,7 @@ pub fn prctl(option: u32, a2: usize, a3: usize, a4: usize, a5: usize) -> SysResu
             uaccess::copy_to_user(buf, &name)?;
             Ok(0)
         }
-        PrctlCmd::SetVl { kind, arg } => {
-            crate::fpstate::vec_set_current_vl(task::current(), kind, arg)
-        }
-        PrctlCmd::GetVl { kind } => crate::fpstate::vec_get_current_vl(task::current(), kind),
+        PrctlCmd::SetVl { kind, arg } => crate::fpstate::vec_set_current_vl(cur, kind, arg),
+        PrctlCmd::GetVl { kind } => crate::fpstate::vec_get_current_vl(cur, kind),
     }
 }

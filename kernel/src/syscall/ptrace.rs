@@ -3,7 +3,7 @@
 use crate::mm::uaccess;
 use crate::ptrace::{self, may_access, regset, Frozen, StopKind};
 use crate::signal::{self, SigInfo};
-use crate::task::{self, Process, Task};
+use crate::task::{self, Held, Process, Task};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
@@ -124,13 +124,12 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
             Ok(0)
         }
         PTRACE_GETREGSET | PTRACE_SETREGSET => {
-            regset_request(&f.task, request == PTRACE_SETREGSET, addr as u32, data)
+            regset_request(&f.held(), request == PTRACE_SETREGSET, addr as u32, data)
         }
         PTRACE_GET_SYSCALL_INFO => {
-            // SAFETY: the tracee is frozen in a stop, off its CPU.
-            let tf = unsafe { &*f.task.trap_frame() };
-            // SAFETY: as above.
-            let nr = unsafe { f.task.local() }.in_syscall as u64;
+            let h = f.held();
+            let tf = h.trap_frame();
+            let nr = h.local().in_syscall.get() as u64;
             let args = [tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]];
             // The number and arguments as they are now (the tracer may have changed them).
             let stop = match f.task.ptrace.lock().syscall_stop {
@@ -256,7 +255,7 @@ fn remote_access(t: &Task, addr: usize, buf: &mut [u8], write: bool) -> SysResul
     }
 }
 
-fn regset_request(t: &Task, set: bool, nt: u32, iov: usize) -> SysResult<usize> {
+fn regset_request(t: &Held, set: bool, nt: u32, iov: usize) -> SysResult<usize> {
     let base = uaccess::read_u64(iov)? as usize;
     let len = uaccess::read_u64(iov + 8)? as usize;
     let (unit, max) = regset::info(nt).ok_or(Errno::EINVAL)?;

@@ -1,9 +1,10 @@
 //! Signal syscalls.
 
+use super::NoReturn;
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::mm::uaccess;
 use crate::signal::{self, SigInfo};
-use crate::task;
+use crate::task::{self, CurrentTask};
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::signal::{self as sig, Sigaction, Sigset, StackT};
@@ -111,9 +112,9 @@ pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> 
     }
 }
 
-pub fn rt_sigreturn(tf: &mut TrapFrame) -> SysResult<usize> {
-    signal::frame::sys_rt_sigreturn(tf);
-    Ok(tf.x[0] as usize)
+pub fn rt_sigreturn(cur: &CurrentTask, tf: &mut TrapFrame) -> SysResult<NoReturn> {
+    signal::frame::sys_rt_sigreturn(cur, tf);
+    Ok(NoReturn)
 }
 
 pub fn sigaltstack(ss: usize, old: usize, tf: &TrapFrame) -> SysResult<usize> {

@@ -171,6 +171,7 @@ fn read_strings(va: usize, total: &mut usize) -> SysResult<Vec<Vec<u8>>> {
 }
 
 pub fn do_execve(
+    cur: &super::CurrentTask,
     path_va: usize,
     argv_va: usize,
     envp_va: usize,
@@ -200,16 +201,13 @@ pub fn do_execve(
     *me.sighand.lock() = Arc::new(crate::sync::IrqLock::new(handlers));
     me.sig.lock().altstack = Default::default();
     *p.exe.lock() = canonical;
-    // SAFETY: the current task's own locals.
-    unsafe {
-        me.local().tpidrro_el0 = 0;
-        // ptrace breakpoints and watchpoints do not survive exec.
-        me.local().hw_debug = Default::default();
-    }
+    cur.local().tpidrro_el0.set(0);
+    // ptrace breakpoints and watchpoints do not survive exec.
+    *cur.local().hw_debug.borrow_mut() = Default::default();
     // Nor does the tagged address ABI (Linux's flush_tagged_addr_state).
     sched::set_current_tagged_addr(false);
-    crate::fpstate::fpsimd_flush_thread(&me);
-    sched::set_current_tpidr_el0(0);
+    crate::fpstate::fpsimd_flush_thread(cur);
+    sched::set_current_tpidr_el0(cur.local(), 0);
     *tf = TrapFrame {
         x: [0; 31],
         sp_el0: sp,

@@ -1,6 +1,6 @@
 //! clone: new threads and processes.
 
-use super::{alloc_pid, register, sched, KernelStack, Process, Task};
+use super::{alloc_pid, register, sched, CurrentTask, KernelStack, Process, Task, TaskLocal};
 use crate::arch::aarch64::context;
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::mm::uaccess;
@@ -11,7 +11,7 @@ use svelt_abi::errno::SysResult;
 use svelt_abi::sched::{self as s, CloneArgs};
 
 /// Creates a task from the current one as `clone` describes; returns the child's tid.
-pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
+pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
     args.check_flags(true)?;
     let flags = args.flags;
     let parent = super::current_arc();
@@ -76,15 +76,19 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
         p
     };
 
-    let child = Arc::new(Task::new(
-        tid,
-        process.clone(),
-        Some(kstack),
-        mm,
-        files,
-        fs,
-        sighand,
-    ));
+    // The child's locals: the parent's FP state and TLS (or the TLS it was given).
+    let pl = cur.local();
+    pl.tpidr_el0.set(sched::current_tpidr_el0());
+    let tls = if flags & s::CLONE_SETTLS != 0 {
+        args.tls
+    } else {
+        pl.tpidr_el0.get()
+    };
+    let fpu = crate::fpstate::fork_state(cur, flags & s::CLONE_VM != 0);
+    let child = Arc::new(
+        Task::new(tid, process.clone(), Some(kstack), mm, files, fs, sighand)
+            .with_local(TaskLocal::new(fpu, tls, pl.tpidrro_el0.get())),
+    );
     // The child's user registers: the parent's, returning 0, on a new stack if one was given.
     let ctf = child.trap_frame();
     // SAFETY: ctf is the top of the child's fresh kernel stack, which nothing else uses yet.
@@ -95,20 +99,8 @@ pub fn do_clone(args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
             (*ctf).sp_el0 = sp;
         }
     }
-    // SAFETY: the parent is the running task (its locals are ours); the child has not run.
-    unsafe {
-        let pl = parent.local();
-        pl.tpidr_el0 = sched::current_tpidr_el0();
-        let cl = child.local();
-        cl.fpu = crate::fpstate::fork_state(&parent, flags & s::CLONE_VM != 0);
-        cl.tpidr_el0 = if flags & s::CLONE_SETTLS != 0 {
-            args.tls
-        } else {
-            pl.tpidr_el0
-        };
-        cl.tpidrro_el0 = pl.tpidrro_el0;
-        *child.ctx.get() = context::new_task_context(ctf as usize);
-    }
+    // SAFETY: the child has not run: nothing else reads its saved context yet.
+    unsafe { *child.ctx.get() = context::new_task_context(ctf as usize) };
     {
         let ps = parent.sig.lock();
         let mut cs = child.sig.lock();

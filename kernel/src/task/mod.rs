@@ -10,6 +10,7 @@ pub mod exec;
 pub mod exit;
 pub mod fork;
 pub mod futex;
+pub mod local;
 pub mod sched;
 pub mod timer;
 pub mod wait;
@@ -29,6 +30,7 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{
     AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
+pub use local::{CurrentTask, Held, TaskLocal};
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 use wait::WaitQueue;
@@ -131,22 +133,6 @@ impl Drop for KernelStack {
     }
 }
 
-/// Per-task state only the task itself (or its creator before it runs) touches.
-pub struct TaskLocal {
-    pub fpu: crate::fpstate::TaskFpState,
-    pub tpidr_el0: u64,
-    pub tpidrro_el0: u64,
-    /// x0 at syscall entry, for restarting an interrupted syscall.
-    pub orig_x0: u64,
-    /// Syscall number being executed (-1 outside syscalls).
-    pub in_syscall: i64,
-    /// ESR of the fault behind the signal being delivered (esr_context), 0 if none.
-    pub fault_esr: u64,
-    pub fault_address: u64,
-    /// Breakpoints and watchpoints a tracer set (NT_ARM_HW_BREAK / NT_ARM_HW_WATCH).
-    pub hw_debug: svelt_abi::regset::HwDebug,
-}
-
 pub struct Task {
     pub tid: Pid,
     pub process: Arc<Process>,
@@ -160,7 +146,8 @@ pub struct Task {
     pub on_cpu: AtomicBool,
     /// CPU it last ran on.
     pub cpu: AtomicUsize,
-    pub local: UnsafeCell<TaskLocal>,
+    /// Reached only through `local_unchecked` (task/local.rs says by whom).
+    local: TaskLocal,
     pub mm: Mutex<Option<Mm>>,
     pub files: Mutex<Arc<Mutex<FdTable>>>,
     pub fs: Mutex<Arc<Mutex<FsContext>>>,
@@ -191,8 +178,9 @@ pub struct Task {
     pub seccomp: crate::seccomp::Seccomp,
 }
 
-// SAFETY: the UnsafeCell fields (ctx, local) are touched only by the CPU running the task or
-// switching it, which the scheduler serialises with on_cpu; everything else is atomic or locked.
+// SAFETY: `ctx` and `local` are touched only by the CPU running the task or switching it (the
+// scheduler serialises them with on_cpu) or by a holder that keeps it parked (task/local.rs);
+// everything else is atomic or locked.
 unsafe impl Sync for Task {}
 // SAFETY: as above.
 unsafe impl Send for Task {}
@@ -365,16 +353,7 @@ impl Task {
             on_rq: AtomicBool::new(false),
             on_cpu: AtomicBool::new(false),
             cpu: AtomicUsize::new(0),
-            local: UnsafeCell::new(TaskLocal {
-                fpu: crate::fpstate::TaskFpState::new(),
-                tpidr_el0: 0,
-                tpidrro_el0: 0,
-                orig_x0: 0,
-                in_syscall: -1,
-                fault_esr: 0,
-                fault_address: 0,
-                hw_debug: Default::default(),
-            }),
+            local: TaskLocal::new(crate::fpstate::TaskFpState::new(), 0, 0),
             mm: Mutex::new(mm),
             files: Mutex::new(files),
             fs: Mutex::new(fs),
@@ -440,15 +419,19 @@ impl Task {
         (top - core::mem::size_of::<TrapFrame>()) as *mut TrapFrame
     }
 
-    /// This task's private state.
+    /// The task with `local` as its own state (before it first runs).
+    pub(crate) fn with_local(self, local: TaskLocal) -> Task {
+        Task { local, ..self }
+    }
+
+    /// This task's own state.
     ///
     /// # Safety
-    /// Only the task itself (while running) or the code creating it (before it first runs) may
-    /// call this, and not hold two results at once.
-    #[allow(clippy::mut_from_ref)]
-    pub unsafe fn local(&self) -> &mut TaskLocal {
-        // SAFETY: the caller's contract.
-        unsafe { &mut *self.local.get() }
+    /// Only the CPU that may touch it now: the one running the task, or the one switching it
+    /// in or out, or one holding it parked (task/local.rs). `CurrentTask` and `Held` are the
+    /// safe ways in.
+    pub(crate) unsafe fn local_unchecked(&self) -> &TaskLocal {
+        &self.local
     }
 
     pub fn mm(&self) -> Option<Mm> {

@@ -255,27 +255,23 @@ pub fn schedule() {
 
     // User state: TLS and the address space are switched here; FP/SVE state is saved if the
     // outgoing task holds the registers, and loaded lazily on the way back to user mode.
-    // SAFETY: prev is the task running here (its locals are ours to touch); next is not
-    // running anywhere (on_cpu was clear), so its locals are ours until it runs.
-    unsafe {
-        if !prev.is_idle() {
-            prev.local().tpidr_el0 = cpu::tpidr_el0();
-            if prev.state() != State::Dead {
-                crate::fpstate::fpsimd_thread_switch(&prev, &irqs);
-            }
-        }
-        if !next.is_idle() {
-            let l = next.local();
-            cpu::set_user_tls(l.tpidr_el0, l.tpidrro_el0);
-        }
+    // SAFETY: prev is the task running here, so its locals are this CPU's; next is off every
+    // CPU (on_cpu was clear) and this CPU claimed it, so its locals are ours until it runs.
+    let (pl, nl) = unsafe { (prev.local_unchecked(), next.local_unchecked()) };
+    let prev_user = !prev.is_idle() && prev.state() != State::Dead;
+    if !prev.is_idle() {
+        pl.tpidr_el0.set(cpu::tpidr_el0());
+    }
+    if prev_user {
+        crate::fpstate::fpsimd_thread_switch(&prev.process, pl, &irqs);
+    }
+    if !next.is_idle() {
+        cpu::set_user_tls(nl.tpidr_el0.get(), nl.tpidrro_el0.get());
     }
     percpu::get(id)
         .user_tagged_addr
         .store(next.tagged_addr.load(Ordering::Relaxed), Ordering::Relaxed);
-    crate::fpstate::switch_tpidr2(
-        (!prev.is_idle() && prev.state() != State::Dead).then_some(&*prev),
-        (!next.is_idle()).then_some(&*next),
-    );
+    crate::fpstate::switch_tpidr2(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
     match next.mm() {
         Some(mm) => mm.lock().activate(),
         None => crate::arch::aarch64::mmu::clear_user_table(),
@@ -331,8 +327,8 @@ pub fn set_current_tagged_addr(on: bool) {
     percpu::this().user_tagged_addr.store(on, Ordering::Relaxed);
 }
 
-pub fn set_current_tpidr_el0(v: u64) {
+/// Sets the running task's TPIDR_EL0 (live, and in `l`, its locals).
+pub fn set_current_tpidr_el0(l: &super::TaskLocal, v: u64) {
     cpu::set_user_tls(v, 0);
-    // SAFETY: the current task's own locals.
-    unsafe { current().local().tpidr_el0 = v };
+    l.tpidr_el0.set(v);
 }
