@@ -1,5 +1,7 @@
-//! System calls: one dispatch table, one file per area. Handlers return `SysResult<usize>`; the
-//! dispatcher turns errors into `-errno` in x0.
+//! System calls: one dispatch table, one file per area. A handler gets a `Syscall` (the running
+//! task and its registers) and takes its arguments typed through `Syscall::arg`; it returns
+//! `SysResult<usize>` (the dispatcher puts the value, or `-errno`, in x0), or `NoReturn` when it
+//! has set the registers itself (rt_sigreturn, execve).
 
 pub mod cred;
 pub mod file;
