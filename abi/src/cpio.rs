@@ -16,15 +16,8 @@ pub const HEADER_LEN: usize = 110;
 /// The name of the entry that ends an archive.
 pub const TRAILER: &str = "TRAILER!!!";
 
-/// File-type bits of `mode`, as in Linux's `S_IF*`.
-pub const S_IFMT: u32 = 0o170000;
-pub const S_IFSOCK: u32 = 0o140000;
-pub const S_IFLNK: u32 = 0o120000;
-pub const S_IFREG: u32 = 0o100000;
-pub const S_IFBLK: u32 = 0o060000;
-pub const S_IFDIR: u32 = 0o040000;
-pub const S_IFCHR: u32 = 0o020000;
-pub const S_IFIFO: u32 = 0o010000;
+/// File-type bits of `mode`: Linux's `S_IF*`, as the rest of the ABI has them.
+pub use crate::fs::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG, S_IFSOCK};
 
 /// Why an archive could not be read. `offset` is where in the input the problem is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

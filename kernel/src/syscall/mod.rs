@@ -102,12 +102,21 @@ pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) {
     }
     // One load and one branch unless the task is under seccomp.
     if cur.seccomp.mode.load(Relaxed) != 0 {
-        match crate::seccomp::check(cur, tf) {
-            crate::seccomp::Verdict::Run(nr) => n = nr,
-            crate::seccomp::Verdict::Skip => return,
+        match seccomp_verdict(cur, tf) {
+            Some(nr) => n = nr,
+            None => return,
         }
     }
     call(n, &mut Syscall { cur, tf });
+}
+
+/// The number of the syscall seccomp lets run (it may be another), or None to skip it.
+#[cold]
+fn seccomp_verdict(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<u64> {
+    match crate::seccomp::check(cur, tf) {
+        crate::seccomp::Verdict::Run(nr) => Some(nr),
+        crate::seccomp::Verdict::Skip => None,
+    }
 }
 
 /// A syscall under PTRACE_SYSCALL: entry and exit stops around it. At the entry stop the
@@ -127,10 +136,7 @@ fn dispatch_traced(cur: &CurrentTask, tf: &mut TrapFrame) {
     let mut run = (n != -1 && !crate::signal::fatal_pending(cur)).then_some(n as u64);
     // seccomp sees the call as the tracer left it (Linux: ptrace first, then seccomp).
     if run.is_some() && cur.seccomp.mode.load(Relaxed) != 0 {
-        run = match crate::seccomp::check(cur, tf) {
-            crate::seccomp::Verdict::Run(nr) => Some(nr),
-            crate::seccomp::Verdict::Skip => None,
-        };
+        run = seccomp_verdict(cur, tf);
     }
     if let Some(n) = run {
         call(n, &mut Syscall { cur, tf });

@@ -208,14 +208,7 @@ pub fn do_execve(
     sched::set_current_tagged_addr(false);
     crate::fpstate::fpsimd_flush_thread(cur);
     sched::set_current_tpidr_el0(cur.local(), 0);
-    *tf = TrapFrame {
-        x: [0; 31],
-        sp_el0: sp,
-        elr: entry,
-        spsr: 0,
-        esr: 0,
-        far: 0,
-    };
+    *tf = TrapFrame::program_start(entry, sp);
     fork::release_vfork(&me);
     debug_assert!((sp as usize) < USER_END);
     Ok(())
@@ -273,14 +266,7 @@ pub fn spawn_init(path: &str) -> SysResult<()> {
     let tf = t.trap_frame();
     // SAFETY: tf is the top of the new task's kernel stack; the task has not run.
     unsafe {
-        tf.write(TrapFrame {
-            x: [0; 31],
-            sp_el0: sp,
-            elr: entry,
-            spsr: 0,
-            esr: 0,
-            far: 0,
-        });
+        tf.write(TrapFrame::program_start(entry, sp));
         *t.ctx.get() = crate::arch::aarch64::context::new_task_context(tf as usize);
     }
     process.threads.lock().push(Arc::downgrade(&t));

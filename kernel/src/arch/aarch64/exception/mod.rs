@@ -25,6 +25,21 @@ const _: () = assert!(core::mem::offset_of!(TrapFrame, elr) == 32 * 8);
 const _: () = assert!(core::mem::offset_of!(TrapFrame, esr) == 34 * 8);
 const _: () = assert!(core::mem::size_of::<TrapFrame>().is_multiple_of(16));
 
+impl TrapFrame {
+    /// A program's first user registers: PC at `entry`, SP at `sp`, everything else zero
+    /// (EL0t, interrupts unmasked).
+    pub fn program_start(entry: u64, sp: u64) -> TrapFrame {
+        TrapFrame {
+            x: [0; 31],
+            sp_el0: sp,
+            elr: entry,
+            spsr: 0,
+            esr: 0,
+            far: 0,
+        }
+    }
+}
+
 /// Where an exception came from and what it is, from the vector offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Kind {
