@@ -439,6 +439,54 @@ pub const fn action_available(action: u32) -> bool {
     )
 }
 
+/// Every action a seccomp filter may return, in `ret`'s order of precedence.
+pub const SECCOMP_ACTIONS: [u32; 8] = [
+    SECCOMP_RET_KILL_PROCESS,
+    SECCOMP_RET_KILL_THREAD,
+    SECCOMP_RET_TRAP,
+    SECCOMP_RET_ERRNO,
+    SECCOMP_RET_USER_NOTIF,
+    SECCOMP_RET_TRACE,
+    SECCOMP_RET_LOG,
+    SECCOMP_RET_ALLOW,
+];
+
+/// Fills `p` with a random, mostly near-valid filter for the randomised tests (the host's and
+/// the userland's, which compare the kernel's verdicts with `check_seccomp_filter`): real
+/// opcodes with small jump offsets and constants near `seccomp_data`'s size, now and then a
+/// junk opcode or a known action with data; two times in three it ends with RET A.
+pub fn random_filter(rng: &mut crate::rng::XorShift64, p: &mut [SockFilter]) {
+    const CODES: [u16; 41] = [
+        0x00, 0x01, 0x20, 0x28, 0x30, 0x80, 0x81, 0x60, 0x61, 0x02, 0x03, 0x04, 0x0c, 0x14, 0x1c,
+        0x24, 0x2c, 0x34, 0x3c, 0x44, 0x4c, 0x54, 0x5c, 0x64, 0x6c, 0x74, 0x7c, 0x84, 0x94, 0xa4,
+        0x05, 0x15, 0x1d, 0x25, 0x2d, 0x35, 0x45, 0x06, 0x16, 0x07, 0x87,
+    ];
+    for f in p.iter_mut() {
+        let r = rng.next();
+        let code = if r & 0x3f == 0 {
+            (r >> 8) as u16
+        } else {
+            CODES[(r >> 8) as usize % CODES.len()]
+        };
+        let k = match (r >> 16) % 4 {
+            0 => (r >> 24) as u32,
+            1 => ((r >> 24) % 68) as u32,
+            _ => ((r >> 24) % 20) as u32,
+        };
+        let k = if code == BPF_RET | BPF_K && r & 0x300 != 0 {
+            SECCOMP_ACTIONS[(r >> 40) as usize % SECCOMP_ACTIONS.len()] | (k & 0xff)
+        } else {
+            k
+        };
+        *f = SockFilter::jump(code, k, (r >> 56) as u8 % 6, (r >> 48) as u8 % 6);
+    }
+    if let Some(last) = p.last_mut() {
+        if !rng.next().is_multiple_of(3) {
+            *last = SockFilter::stmt(BPF_RET | BPF_A, 0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -678,34 +726,12 @@ mod tests {
     /// would panic in the test build if it did).
     #[test]
     fn fuzz() {
-        const CODES: [u16; 40] = [
-            0x00, 0x01, 0x20, 0x28, 0x30, 0x80, 0x81, 0x60, 0x61, 0x02, 0x03, 0x04, 0x0c, 0x14,
-            0x1c, 0x24, 0x2c, 0x34, 0x3c, 0x44, 0x4c, 0x54, 0x5c, 0x64, 0x6c, 0x74, 0x7c, 0x84,
-            0x94, 0xa4, 0x05, 0x15, 0x1d, 0x25, 0x2d, 0x35, 0x45, 0x06, 0x16, 0x87,
-        ];
         let mut rng = crate::rng::XorShift64(0x9e37_79b9_7f4a_7c15);
         let mut accepted = 0;
         for _ in 0..200_000 {
             let len = 1 + (rng.next() % 12) as usize;
-            let mut p: Vec<SockFilter> = (0..len)
-                .map(|_| {
-                    let r = rng.next();
-                    let code = if r & 0xff == 0 {
-                        (r >> 8) as u16
-                    } else {
-                        CODES[(r >> 8) as usize % CODES.len()]
-                    };
-                    let k = match (r >> 16) % 4 {
-                        0 => (r >> 24) as u32,
-                        1 => ((r >> 24) % 68) as u32,
-                        _ => ((r >> 24) % 20) as u32,
-                    };
-                    SockFilter::jump(code, k, (r >> 56) as u8 % 6, (r >> 48) as u8 % 6)
-                })
-                .collect();
-            if rng.next().is_multiple_of(2) {
-                p[len - 1] = SockFilter::stmt(BPF_RET | BPF_A, 0);
-            }
+            let mut p = vec![SockFilter::default(); len];
+            random_filter(&mut rng, &mut p);
             let mut s = vec![0u16; len];
             if check_seccomp_filter(&mut p, &mut s).is_ok() {
                 accepted += 1;

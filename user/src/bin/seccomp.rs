@@ -643,56 +643,11 @@ fn tsync() -> TestResult {
     Ok(())
 }
 
-const ACTIONS: [u32; 8] = [
-    SECCOMP_RET_KILL_PROCESS,
-    SECCOMP_RET_KILL_THREAD,
-    SECCOMP_RET_TRAP,
-    SECCOMP_RET_ERRNO,
-    SECCOMP_RET_USER_NOTIF,
-    SECCOMP_RET_TRACE,
-    SECCOMP_RET_LOG,
-    SECCOMP_RET_ALLOW,
-];
-
-struct Rng(svelt_abi::rng::XorShift64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0.next()
-    }
-    fn program(&mut self) -> Vec<SockFilter> {
-        const CODES: [u16; 30] = [
-            0x00, 0x01, 0x20, 0x28, 0x80, 0x81, 0x60, 0x61, 0x02, 0x03, 0x04, 0x0c, 0x34, 0x3c,
-            0x54, 0x64, 0x74, 0x84, 0x94, 0xa4, 0x05, 0x15, 0x1d, 0x25, 0x35, 0x45, 0x06, 0x16,
-            0x07, 0x87,
-        ];
-        let len = 1 + (self.next() % 10) as usize;
-        let mut p: Vec<SockFilter> = (0..len)
-            .map(|_| {
-                let r = self.next();
-                let code = if r & 0x3f == 0 {
-                    (r >> 8) as u16
-                } else {
-                    CODES[(r >> 8) as usize % CODES.len()]
-                };
-                let k = match (r >> 16) % 4 {
-                    0 => (r >> 24) as u32,
-                    1 => ((r >> 24) % 68) as u32,
-                    _ => ((r >> 24) % 20) as u32,
-                };
-                // Returned constants: a known action with some data, now and then.
-                let k = if code == BPF_RET | BPF_K && r & 0x300 != 0 {
-                    ACTIONS[(r >> 40) as usize % ACTIONS.len()] | (k & 0xff)
-                } else {
-                    k
-                };
-                SockFilter::jump(code, k, (r >> 56) as u8 % 5, (r >> 48) as u8 % 5)
-            })
-            .collect();
-        if !self.next().is_multiple_of(3) {
-            p[len - 1] = SockFilter::stmt(BPF_RET | BPF_A, 0);
-        }
-        p
-    }
+/// A random filter of 1 to 10 instructions (`svelt_abi::bpf::random_filter`).
+fn random_program(rng: &mut svelt_abi::rng::XorShift64) -> Vec<SockFilter> {
+    let mut p = vec![SockFilter::default(); 1 + (rng.next() % 10) as usize];
+    random_filter(rng, &mut p);
+    p
 }
 
 extern "C" fn strict_sleeper(fd: usize) -> i32 {
@@ -711,10 +666,10 @@ fn random_programs_validated() -> TestResult {
         let [r, _w] = t!(sys::pipe2(0));
         let th = t!(spawn_thread(strict_sleeper, r as usize, 0));
         wait_step(1);
-        let mut rng = Rng(svelt_abi::rng::XorShift64(0x2545_f491_4f6c_dd1d));
+        let mut rng = svelt_abi::rng::XorShift64(0x2545_f491_4f6c_dd1d);
         let (mut valid, mut invalid) = (0, 0);
         for i in 0..4000 {
-            let p = rng.program();
+            let p = random_program(&mut rng);
             let mut q = p.clone();
             let mut scratch = vec![0u16; q.len()];
             let want = check_seccomp_filter(&mut q, &mut scratch).is_ok();
@@ -739,7 +694,7 @@ fn random_programs_validated() -> TestResult {
 
 /// Random programs installed for real, then a few calls: whatever they do, the child ends.
 fn random_programs_installed() -> TestResult {
-    let mut rng = Rng(svelt_abi::rng::XorShift64(0x1234_5678_9abc_def1));
+    let mut rng = svelt_abi::rng::XorShift64(0x1234_5678_9abc_def1);
     let mut installed = 0;
     // Exited, killed by another signal, killed by SIGSYS.
     let mut outcomes = [0; 3];
@@ -748,15 +703,16 @@ fn random_programs_installed() -> TestResult {
         let pid = t!(spawn(|| {
             no_core();
             let _ = no_new_privs();
-            let mut rng = Rng(svelt_abi::rng::XorShift64(seed | 1));
+            let mut rng = svelt_abi::rng::XorShift64(seed | 1);
             for _ in 0..200 {
-                let mut p = rng.program();
+                let mut p = random_program(&mut rng);
                 // Returns of A would mostly be small numbers (KILL_THREAD): return actions.
                 for f in p.iter_mut().filter(|f| f.code == BPF_RET | BPF_A) {
                     let r = rng.next();
                     *f = SockFilter::stmt(
                         BPF_RET | BPF_K,
-                        ACTIONS[r as usize % ACTIONS.len()] | (r >> 32) as u32 & 0xff,
+                        SECCOMP_ACTIONS[r as usize % SECCOMP_ACTIONS.len()]
+                            | (r >> 32) as u32 & 0xff,
                     );
                 }
                 if install(&p, 0) == Ok(0) {
