@@ -3,6 +3,7 @@
 
 use crate::bytes::*;
 use crate::errno::{Errno, SysResult};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 // ---- clone flags (linux/sched.h) ----
 
@@ -50,7 +51,9 @@ const NSIG: u64 = 64;
 
 /// `struct clone_args` (clone3), every field a u64, 88 bytes in its current version.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct CloneArgs {
     pub flags: u64,
     /// Where to store the pidfd (CLONE_PIDFD).
@@ -94,31 +97,17 @@ impl CloneArgs {
 
     /// Decode clone3's argument block as `copy_clone_args_from_user` does. `bytes` is the
     /// `size` bytes the caller copied from user space (the caller rejects size > page size with
-    /// E2BIG before copying). Sizes below VER0 ⇒ EINVAL; bytes past the known struct must be
-    /// zero ⇒ else E2BIG; then clone3's own rules (`clone3_args_valid`) ⇒ EINVAL.
+    /// E2BIG before copying). Sizes below VER0 (64) ⇒ EINVAL. Any other size is a version of
+    /// the struct, taken as `copy_struct_from_user` takes it: a shorter one (VER0 = 64,
+    /// VER1 = 80, or any size between) is zero-extended, keeping the bytes of a field it
+    /// covers in part; bytes past the known 88 must be zero ⇒ else E2BIG. Then clone3's own
+    /// rules (`clone3_args_valid`) ⇒ EINVAL.
     pub fn from_clone3(bytes: &[u8]) -> SysResult<CloneArgs> {
         if bytes.len() < CLONE_ARGS_SIZE_VER0 {
             return Err(Errno::EINVAL);
         }
-        if bytes.len() > CLONE_ARGS_SIZE_VER2
-            && bytes[CLONE_ARGS_SIZE_VER2..].iter().any(|&b| b != 0)
-        {
-            return Err(Errno::E2BIG);
-        }
-        let f = |i: usize| read_u64(bytes, i * 8).unwrap_or(0);
-        let a = CloneArgs {
-            flags: f(0),
-            pidfd: f(1),
-            child_tid: f(2),
-            parent_tid: f(3),
-            exit_signal: f(4),
-            stack: f(5),
-            stack_size: f(6),
-            tls: f(7),
-            set_tid: f(8),
-            set_tid_size: f(9),
-            cgroup: f(10),
-        };
+        let known = struct_from_user::<CLONE_ARGS_SIZE_VER2>(bytes)?;
+        let a: CloneArgs = zerocopy::transmute!(known);
         if a.set_tid_size > MAX_PID_NS_LEVEL
             || (a.set_tid == 0 && a.set_tid_size != 0)
             || (a.set_tid != 0 && a.set_tid_size == 0)
@@ -134,6 +123,11 @@ impl CloneArgs {
             return Err(Errno::EINVAL);
         }
         if a.flags & !(CLONE_LEGACY_FLAGS | CLONE_CLEAR_SIGHAND | CLONE_INTO_CGROUP) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        // clone3 keeps these bits of the legacy flags for later use: the exit signal has its
+        // own field, and CLONE_DETACHED has long been ignored.
+        if a.flags & (CLONE_DETACHED | (CSIGNAL & !CLONE_NEWTIME)) != 0 {
             return Err(Errno::EINVAL);
         }
         if a.flags & (CLONE_SIGHAND | CLONE_CLEAR_SIGHAND) == CLONE_SIGHAND | CLONE_CLEAR_SIGHAND {
@@ -520,6 +514,32 @@ mod tests {
         assert_eq!(CloneArgs::from_clone3(&set_tid), Err(Errno::EINVAL));
         let cgroup_v1 = clone3_bytes(&[CLONE_INTO_CGROUP, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0);
         assert_eq!(CloneArgs::from_clone3(&cgroup_v1), Err(Errno::EINVAL));
+        for legacy_only in [17, CLONE_DETACHED] {
+            let b = clone3_bytes(&[legacy_only, 0, 0, 0, 0, 0, 0, 0], 0);
+            assert_eq!(CloneArgs::from_clone3(&b), Err(Errno::EINVAL));
+        }
+    }
+
+    /// Every struct size from VER0 up reads as Linux's copy_struct_from_user reads it.
+    #[test]
+    fn clone3_sizes() {
+        let full = clone3_bytes(&[CLONE_VM, 0, 0, 0, 17, 0, 0, 0, 0x7000, 1, 3], 0);
+        assert_eq!(full.len(), CLONE_ARGS_SIZE_VER2);
+        let v1 = CloneArgs::from_clone3(&full[..CLONE_ARGS_SIZE_VER1]).unwrap();
+        assert_eq!((v1.set_tid, v1.set_tid_size, v1.cgroup), (0x7000, 1, 0));
+        let v2 = CloneArgs::from_clone3(&full).unwrap();
+        assert_eq!(v2.cgroup, 3);
+        // A field given in part keeps the bytes given: set_tid_size's low half.
+        let a = CloneArgs::from_clone3(&full[..76]).unwrap();
+        assert_eq!((a.set_tid, a.set_tid_size), (0x7000, 1));
+        // set_tid's low half without any size: refused as Linux refuses it.
+        assert_eq!(CloneArgs::from_clone3(&full[..68]), Err(Errno::EINVAL));
+        // Larger than the kernel knows: zeros are fine, anything else is E2BIG.
+        let mut big = clone3_bytes(&[CLONE_VM, 0, 0, 0, 17, 0, 0, 0, 0x7000, 1, 3], 4000);
+        assert_eq!(CloneArgs::from_clone3(&big), Ok(v2));
+        big[CLONE_ARGS_SIZE_VER2] = 1;
+        assert_eq!(CloneArgs::from_clone3(&big), Err(Errno::E2BIG));
+        assert_eq!(CloneArgs::from_clone3(&full[..63]), Err(Errno::EINVAL));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! sigaltstack's stack_t, rt_sigaction, iovecs, futex operations, timespecs, mmap
 //! arguments, getdents64 records and trapped MRS instructions.
 
-use super::util::{skip_known_bugs, Take};
+use super::util::Take;
 use super::util::{FromSlice, ToBytes};
 use std::vec;
 use std::vec::Vec;
@@ -73,9 +73,6 @@ fn clone3(b: &[u8]) {
         assert_eq!(r, Err(Errno::E2BIG));
         return;
     }
-    if skip_known_bugs() && known_bug_clone3_partial_field(b) {
-        return;
-    }
     let want = CloneArgs {
         flags: f(0),
         pidfd: f(1),
@@ -97,6 +94,7 @@ fn clone3(b: &[u8]) {
         && !(want.flags & sched::CLONE_INTO_CGROUP != 0
             && (want.cgroup > i32::MAX as u64 || b.len() < sched::CLONE_ARGS_SIZE_VER2))
         && want.flags & !(0xffff_ffff | sched::CLONE_CLEAR_SIGHAND | sched::CLONE_INTO_CGROUP) == 0
+        && want.flags & (sched::CLONE_DETACHED | 0x7f) == 0
         && want.flags & (sched::CLONE_SIGHAND | sched::CLONE_CLEAR_SIGHAND)
             != sched::CLONE_SIGHAND | sched::CLONE_CLEAR_SIGHAND
         && !(want.flags & (sched::CLONE_THREAD | sched::CLONE_PARENT) != 0
@@ -117,16 +115,6 @@ fn clone3(b: &[u8]) {
             assert!(!ok, "clone3 refused {want:?}");
         }
     }
-}
-
-/// `from_clone3` reads a field the caller supplied only in part (struct sizes that are not a
-/// multiple of 8, 64 < size < 88) as zero, where Linux keeps the bytes given (see the
-/// ignored test `clone3_partial_field_is_dropped`).
-pub fn known_bug_clone3_partial_field(b: &[u8]) -> bool {
-    let n = b.len();
-    n < sched::CLONE_ARGS_SIZE_VER2
-        && !n.is_multiple_of(8)
-        && b[n - n % 8..].iter().any(|&c| c != 0)
 }
 
 fn altstack(t: &mut Take) {
