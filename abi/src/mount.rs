@@ -85,7 +85,7 @@ fn memparse(s: &str) -> Option<(u64, &str)> {
         Some('e' | 'E') => 60,
         _ => return Some((v, rest)),
     };
-    let scaled = v.checked_mul(1 << shift).unwrap_or(u64::MAX);
+    let scaled = v.saturating_mul(1 << shift);
     Some((scaled, &rest[1..]))
 }
 
