@@ -1,5 +1,5 @@
-//! Process uapi: clone flags and `struct clone_args`, wait options and status words, futex
-//! operations, the robust-list head, rseq sizes and scheduling policies.
+//! Process uapi: clone flags and `struct clone_args`, wait options and status words, rseq
+//! sizes and scheduling policies. Futexes are in `futex`.
 
 use crate::bytes::*;
 use crate::errno::{Errno, SysResult};
@@ -264,136 +264,6 @@ pub mod wstatus {
     }
 }
 
-// ---- futex ----
-
-pub const FUTEX_WAIT: u32 = 0;
-pub const FUTEX_WAKE: u32 = 1;
-pub const FUTEX_FD: u32 = 2;
-pub const FUTEX_REQUEUE: u32 = 3;
-pub const FUTEX_CMP_REQUEUE: u32 = 4;
-pub const FUTEX_WAKE_OP: u32 = 5;
-pub const FUTEX_LOCK_PI: u32 = 6;
-pub const FUTEX_UNLOCK_PI: u32 = 7;
-pub const FUTEX_TRYLOCK_PI: u32 = 8;
-pub const FUTEX_WAIT_BITSET: u32 = 9;
-pub const FUTEX_WAKE_BITSET: u32 = 10;
-pub const FUTEX_WAIT_REQUEUE_PI: u32 = 11;
-pub const FUTEX_CMP_REQUEUE_PI: u32 = 12;
-pub const FUTEX_LOCK_PI2: u32 = 13;
-pub const FUTEX_PRIVATE_FLAG: u32 = 128;
-pub const FUTEX_CLOCK_REALTIME: u32 = 256;
-pub const FUTEX_CMD_MASK: u32 = !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
-pub const FUTEX_WAIT_PRIVATE: u32 = FUTEX_WAIT | FUTEX_PRIVATE_FLAG;
-pub const FUTEX_WAKE_PRIVATE: u32 = FUTEX_WAKE | FUTEX_PRIVATE_FLAG;
-pub const FUTEX_BITSET_MATCH_ANY: u32 = 0xffff_ffff;
-
-/// Bits of a robust/PI futex word.
-pub const FUTEX_WAITERS: u32 = 0x8000_0000;
-pub const FUTEX_OWNER_DIED: u32 = 0x4000_0000;
-pub const FUTEX_TID_MASK: u32 = 0x3fff_ffff;
-
-/// FUTEX_WAKE_OP operations and comparisons.
-pub const FUTEX_OP_SET: u32 = 0;
-pub const FUTEX_OP_ADD: u32 = 1;
-pub const FUTEX_OP_OR: u32 = 2;
-pub const FUTEX_OP_ANDN: u32 = 3;
-pub const FUTEX_OP_XOR: u32 = 4;
-pub const FUTEX_OP_OPARG_SHIFT: u32 = 8;
-pub const FUTEX_OP_CMP_EQ: u32 = 0;
-pub const FUTEX_OP_CMP_NE: u32 = 1;
-pub const FUTEX_OP_CMP_LT: u32 = 2;
-pub const FUTEX_OP_CMP_LE: u32 = 3;
-pub const FUTEX_OP_CMP_GT: u32 = 4;
-pub const FUTEX_OP_CMP_GE: u32 = 5;
-
-/// Encode a FUTEX_WAKE_OP argument (the uapi `FUTEX_OP` macro).
-pub const fn futex_op(op: u32, oparg: u32, cmp: u32, cmparg: u32) -> u32 {
-    ((op & 0xf) << 28) | ((cmp & 0xf) << 24) | ((oparg & 0xfff) << 12) | (cmparg & 0xfff)
-}
-
-/// A futex call's `op` argument split into command and modifiers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FutexOp {
-    pub cmd: u32,
-    pub private: bool,
-    /// Absolute timeouts are on CLOCK_REALTIME instead of CLOCK_MONOTONIC.
-    pub clock_realtime: bool,
-}
-
-impl FutexOp {
-    /// Split `op`. FUTEX_CLOCK_REALTIME is accepted only with WAIT_BITSET, WAIT_REQUEUE_PI and
-    /// LOCK_PI2 (ENOSYS otherwise); unknown commands are ENOSYS.
-    pub fn decode(op: u32) -> SysResult<FutexOp> {
-        let cmd = op & FUTEX_CMD_MASK;
-        let clock_realtime = op & FUTEX_CLOCK_REALTIME != 0;
-        if cmd > FUTEX_LOCK_PI2 || cmd == FUTEX_FD {
-            return Err(Errno::ENOSYS);
-        }
-        if clock_realtime
-            && !matches!(
-                cmd,
-                FUTEX_WAIT_BITSET | FUTEX_WAIT_REQUEUE_PI | FUTEX_LOCK_PI2
-            )
-        {
-            return Err(Errno::ENOSYS);
-        }
-        Ok(FutexOp {
-            cmd,
-            private: op & FUTEX_PRIVATE_FLAG != 0,
-            clock_realtime,
-        })
-    }
-
-    /// Is the timeout argument absolute? FUTEX_WAIT takes a relative one; WAIT_BITSET,
-    /// WAIT_REQUEUE_PI and the PI locks take absolute ones.
-    pub fn timeout_is_absolute(&self) -> bool {
-        self.cmd != FUTEX_WAIT
-    }
-}
-
-/// Apply a FUTEX_WAKE_OP encoded operation to the old value at uaddr2: returns (new value to
-/// store, whether the comparison on the old value holds). Unknown op or cmp ⇒ ENOSYS.
-/// The 12-bit oparg and cmparg are sign-extended; with OPARG_SHIFT the operand is
-/// `1 << (oparg & 31)`.
-pub fn futex_wake_op_apply(encoded: u32, old: u32) -> SysResult<(u32, bool)> {
-    let mut op = encoded >> 28;
-    let cmp = (encoded >> 24) & 0xf;
-    let sext12 = |v: u32| ((v << 20) as i32) >> 20;
-    let mut oparg = sext12((encoded >> 12) & 0xfff);
-    let cmparg = sext12(encoded & 0xfff);
-    if op & FUTEX_OP_OPARG_SHIFT != 0 {
-        oparg = 1i32.wrapping_shl(oparg as u32 & 31);
-        op &= !FUTEX_OP_OPARG_SHIFT;
-    }
-    let arg = oparg as u32;
-    let new = match op {
-        FUTEX_OP_SET => arg,
-        FUTEX_OP_ADD => old.wrapping_add(arg),
-        FUTEX_OP_OR => old | arg,
-        FUTEX_OP_ANDN => old & !arg,
-        FUTEX_OP_XOR => old ^ arg,
-        _ => return Err(Errno::ENOSYS),
-    };
-    let o = old as i32;
-    let hit = match cmp {
-        FUTEX_OP_CMP_EQ => o == cmparg,
-        FUTEX_OP_CMP_NE => o != cmparg,
-        FUTEX_OP_CMP_LT => o < cmparg,
-        FUTEX_OP_CMP_LE => o <= cmparg,
-        FUTEX_OP_CMP_GT => o > cmparg,
-        FUTEX_OP_CMP_GE => o >= cmparg,
-        _ => return Err(Errno::ENOSYS),
-    };
-    Ok((new, hit))
-}
-
-/// `struct robust_list_head`: list.next, futex_offset, list_op_pending (24 bytes).
-/// set_robust_list rejects any other `len` with EINVAL.
-pub const ROBUST_LIST_HEAD_SIZE: usize = 24;
-
-/// Robust futex list walks stop after this many entries (a loop guard).
-pub const ROBUST_LIST_LIMIT: usize = 2048;
-
 // ---- rseq ----
 
 /// The original (and minimum) `struct rseq` size, and its required alignment.
@@ -561,44 +431,5 @@ mod tests {
         assert_eq!(wait4_options(WNOWAIT), Err(Errno::EINVAL));
         assert_eq!(waitid_options(WNOHANG), Err(Errno::EINVAL));
         assert_eq!(waitid_options(WEXITED | WNOWAIT), Ok(WEXITED | WNOWAIT));
-    }
-
-    #[test]
-    fn futex_ops() {
-        let op = FutexOp::decode(FUTEX_WAIT_PRIVATE).unwrap();
-        assert_eq!(
-            (op.cmd, op.private, op.clock_realtime),
-            (FUTEX_WAIT, true, false)
-        );
-        assert!(!op.timeout_is_absolute());
-        assert_eq!(
-            FutexOp::decode(FUTEX_WAIT | FUTEX_CLOCK_REALTIME),
-            Err(Errno::ENOSYS)
-        );
-        assert!(
-            FutexOp::decode(FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME)
-                .unwrap()
-                .clock_realtime
-        );
-        assert_eq!(FutexOp::decode(14), Err(Errno::ENOSYS));
-        assert_eq!(FutexOp::decode(FUTEX_FD), Err(Errno::ENOSYS));
-
-        // glibc's condvar-style op: old += 1, wake uaddr2 waiters if old > 0... here SET 0 / CMP_GT 1.
-        let enc = futex_op(FUTEX_OP_SET, 0, FUTEX_OP_CMP_GT, 1);
-        assert_eq!(enc, 0x0400_0001);
-        assert_eq!(futex_wake_op_apply(enc, 2), Ok((0, true)));
-        assert_eq!(futex_wake_op_apply(enc, 1), Ok((0, false)));
-        let add_neg = futex_op(FUTEX_OP_ADD, 0xfff, FUTEX_OP_CMP_LT, 0);
-        assert_eq!(futex_wake_op_apply(add_neg, 5), Ok((4, false)));
-        let shift = futex_op(FUTEX_OP_OR | FUTEX_OP_OPARG_SHIFT, 4, FUTEX_OP_CMP_EQ, 0);
-        assert_eq!(futex_wake_op_apply(shift, 0), Ok((0x10, true)));
-        assert_eq!(
-            futex_wake_op_apply(futex_op(7, 0, 0, 0), 0),
-            Err(Errno::ENOSYS)
-        );
-        assert_eq!(
-            futex_wake_op_apply(futex_op(0, 0, 9, 0), 0),
-            Err(Errno::ENOSYS)
-        );
     }
 }
