@@ -47,6 +47,20 @@ le_fields! {
     put_u128, get_u128, read_u128, u128;
 }
 
+/// An extensible struct as Linux's `copy_struct_from_user` takes it: `bytes` is the caller's
+/// version of the struct, of any size, returned in the kernel's `N`-byte layout. A shorter
+/// struct is zero-extended (a field it covers only in part keeps the bytes it gives); a longer
+/// one may only add zero bytes, else E2BIG. Minimum sizes are the caller's rule.
+pub fn struct_from_user<const N: usize>(bytes: &[u8]) -> Result<[u8; N], crate::errno::Errno> {
+    let (known, tail) = bytes.split_at(bytes.len().min(N));
+    if tail.iter().any(|&b| b != 0) {
+        return Err(crate::errno::Errno::E2BIG);
+    }
+    let mut out = [0u8; N];
+    out[..known.len()].copy_from_slice(known);
+    Ok(out)
+}
+
 /// Copy `src` into the fixed-size field at `off..off+len`, truncating and NUL-padding.
 /// The last byte of the field is always NUL, as for the kernel's fixed C strings.
 pub fn put_cstr(b: &mut [u8], off: usize, len: usize, src: &[u8]) {
@@ -58,6 +72,20 @@ pub fn put_cstr(b: &mut [u8], off: usize, len: usize, src: &[u8]) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn extensible_structs() {
+        use super::struct_from_user;
+        use crate::errno::Errno;
+        assert_eq!(struct_from_user::<4>(&[1, 2]), Ok([1, 2, 0, 0]));
+        assert_eq!(struct_from_user::<4>(&[1, 2, 3, 4]), Ok([1, 2, 3, 4]));
+        assert_eq!(struct_from_user::<4>(&[1, 2, 3, 4, 0, 0]), Ok([1, 2, 3, 4]));
+        assert_eq!(
+            struct_from_user::<4>(&[1, 2, 3, 4, 0, 9]),
+            Err(Errno::E2BIG)
+        );
+        assert_eq!(struct_from_user::<4>(&[]), Ok([0; 4]));
+    }
+
     use super::*;
 
     #[test]

@@ -43,8 +43,15 @@ pub struct TmpfsOptions {
     pub gid: Option<u32>,
 }
 
-/// A number with an optional binary suffix (K, M, G, T, P, E, either case); the base follows
-/// C's rules (0x hex, leading 0 octal). Returns the value and what follows it.
+/// `nr_blocks=` above this is refused (Linux keeps the page count in a signed long).
+pub const MAX_NR_BLOCKS: u64 = i64::MAX as u64;
+/// `nr_inodes=` above this is refused (Linux reserves 1 KiB of accounting per inode in a u64).
+pub const MAX_NR_INODES: u64 = u64::MAX / 1024;
+
+/// A number with an optional binary suffix (K, M, G, T, P, E, either case), read as Linux's
+/// `memparse` reads it: the base follows C's rules (0x hex, leading 0 octal), and a value too
+/// big for 64 bits, in its digits or once scaled, becomes `u64::MAX` rather than an error.
+/// Returns the value and what follows it.
 fn memparse(s: &str) -> Option<(u64, &str)> {
     let (digits_at, radix) = if s.starts_with("0x") || s.starts_with("0X") {
         (2, 16)
@@ -62,9 +69,11 @@ fn memparse(s: &str) -> Option<(u64, &str)> {
     }
     let mut v: u64 = 0;
     for c in body[..end].chars() {
+        let d = u64::from(c.to_digit(radix)?);
         v = v
-            .checked_mul(radix as u64)?
-            .checked_add(c.to_digit(radix)? as u64)?;
+            .checked_mul(radix.into())
+            .and_then(|v| v.checked_add(d))
+            .unwrap_or(u64::MAX);
     }
     let rest = &body[end..];
     let shift = match rest.chars().next() {
@@ -76,7 +85,7 @@ fn memparse(s: &str) -> Option<(u64, &str)> {
         Some('e' | 'E') => 60,
         _ => return Some((v, rest)),
     };
-    let scaled = v.checked_mul(1 << shift)?;
+    let scaled = v.saturating_mul(1 << shift);
     Some((scaled, &rest[1..]))
 }
 
@@ -99,7 +108,10 @@ fn id(s: &str) -> Result<u32, Errno> {
 }
 
 /// Parses tmpfs's comma-separated `key[=value]` options. `total_pages` is RAM in pages (for
-/// `size=N%`). Unknown keys, bad values, a value on a flag or none on a key are EINVAL.
+/// `size=N%`). Unknown keys, bad values, a value on a flag or none on a key are EINVAL, and
+/// so are `nr_blocks=` and `nr_inodes=` beyond Linux's limits. A `size=` too big for 64 bits
+/// is the largest size (2^52 pages), as on Linux; one given in percent of RAM that overflows
+/// is EINVAL (Linux wraps it).
 pub fn parse_tmpfs(data: &str, total_pages: u64) -> Result<TmpfsOptions, Errno> {
     let mut o = TmpfsOptions::default();
     for word in data.split(',').filter(|w| !w.is_empty()) {
@@ -120,11 +132,11 @@ pub fn parse_tmpfs(data: &str, total_pages: u64) -> Result<TmpfsOptions, Errno> 
                 o.blocks = Some(bytes.div_ceil(PAGE));
             }
             ("nr_blocks", Some(v)) => match memparse(v) {
-                Some((n, "")) => o.blocks = Some(n),
+                Some((n, "")) if n <= MAX_NR_BLOCKS => o.blocks = Some(n),
                 _ => return Err(Errno::EINVAL),
             },
             ("nr_inodes", Some(v)) => match memparse(v) {
-                Some((n, "")) => o.nr_inodes = Some(n),
+                Some((n, "")) if n <= MAX_NR_INODES => o.nr_inodes = Some(n),
                 _ => return Err(Errno::EINVAL),
             },
             ("mode", Some(v)) => o.mode = Some(number(v, 8)? & 0o7777),
@@ -148,7 +160,9 @@ pub fn parse_tmpfs(data: &str, total_pages: u64) -> Result<TmpfsOptions, Errno> 
 
 /// The option field of a /proc/mounts line for a tmpfs (`rw,relatime,size=8192k`):
 /// the mount flags, then the tmpfs options that differ from the defaults.
-/// `default_blocks` is the size a mount without `size=` gets.
+/// `default_blocks` is the size a mount without `size=` gets. A limit whose size in bytes does
+/// not fit 64 bits is shown as `nr_blocks=` (Linux shows a `size=` that overflows), so that
+/// the text always reads back as the same options.
 pub fn write_tmpfs_opts(
     w: &mut impl Write,
     flags: u64,
@@ -157,7 +171,10 @@ pub fn write_tmpfs_opts(
 ) -> fmt::Result {
     write_mount_flags(w, flags)?;
     if let Some(b) = o.blocks.filter(|&b| b != default_blocks) {
-        write!(w, ",size={}k", b * (PAGE / 1024))?;
+        match b.checked_mul(PAGE) {
+            Some(bytes) => write!(w, ",size={}k", bytes / 1024)?,
+            None => write!(w, ",nr_blocks={b}")?,
+        }
     }
     if let Some(n) = o.nr_inodes {
         write!(w, ",nr_inodes={n}")?;
@@ -224,16 +241,71 @@ mod tests {
         assert_eq!(p("size=50%").unwrap().blocks, Some(RAM / 2));
         assert_eq!(p("size=100k").unwrap().blocks, Some(25));
         assert_eq!(p("nr_blocks=10").unwrap().blocks, Some(10));
+        for bad in ["size=", "size=8q", "size=m", "size=8%k", "size"] {
+            assert_eq!(p(bad), Err(Errno::EINVAL), "{bad}");
+        }
+    }
+
+    #[test]
+    fn limits_as_linux() {
+        // Too big for 64 bits: the largest size, in the digits or in the suffix.
+        const MAX_PAGES: u64 = 1 << 52;
+        assert_eq!(
+            p("size=99999999999999999999").unwrap().blocks,
+            Some(MAX_PAGES)
+        );
+        assert_eq!(p("size=16E").unwrap().blocks, Some(MAX_PAGES));
+        assert_eq!(p("size=0x1p").unwrap().blocks, Some(1 << 38));
+        assert_eq!(
+            p("nr_blocks=0x7fffffffffffffff").unwrap().blocks,
+            Some(MAX_NR_BLOCKS)
+        );
+        assert_eq!(
+            p("nr_inodes=0x3fffffffffffff").unwrap().nr_inodes,
+            Some(MAX_NR_INODES)
+        );
+        assert_eq!(p("nr_inodes=15P").unwrap().nr_inodes, Some(15 << 50));
         for bad in [
-            "size=",
-            "size=8q",
-            "size=m",
-            "size=8%k",
-            "size",
-            "size=99999999999999999999",
+            "nr_blocks=0x8000000000000000",
+            "nr_blocks=8E",
+            "nr_blocks=99999999999999999999",
+            "nr_inodes=16P",
+            "nr_inodes=99999999999999999999",
+            "size=99999999999999999999%",
         ] {
             assert_eq!(p(bad), Err(Errno::EINVAL), "{bad}");
         }
+    }
+
+    /// Every limit /proc/mounts shows parses back to itself, including those whose size in
+    /// bytes does not fit 64 bits (found by fuzzing: the text overflowed).
+    #[test]
+    fn proc_mounts_reads_back() {
+        for text in [
+            "nr_blocks=1",
+            "nr_blocks=0xfffffffffffff",
+            "nr_blocks=0x10000000000000",
+            "nr_blocks=1E",
+            "nr_blocks=0x4000000000000000",
+            "nr_blocks=0x7fffffffffffffff",
+            "size=16E",
+            "size=0",
+        ] {
+            let o = p(text).unwrap();
+            let mut s = String::new();
+            write_tmpfs_opts(&mut s, 0, &o, 7).unwrap();
+            let opts = s.strip_prefix("rw,relatime,").unwrap();
+            assert_eq!(p(opts), Ok(o), "{text} shown as {s}");
+        }
+        let mut s = String::new();
+        write_tmpfs_opts(&mut s, 0, &p("nr_blocks=1E").unwrap(), 7).unwrap();
+        assert_eq!(s, "rw,relatime,nr_blocks=1152921504606846976");
+        s.clear();
+        write_tmpfs_opts(&mut s, 0, &p("size=16E").unwrap(), 7).unwrap();
+        assert_eq!(s, "rw,relatime,nr_blocks=4503599627370496");
+        s.clear();
+        write_tmpfs_opts(&mut s, 0, &p("nr_blocks=0xfffffffffffff").unwrap(), 7).unwrap();
+        assert_eq!(s, "rw,relatime,size=18014398509481980k");
     }
 
     #[test]

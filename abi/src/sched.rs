@@ -1,8 +1,9 @@
-//! Process uapi: clone flags and `struct clone_args`, wait options and status words, futex
-//! operations, the robust-list head, rseq sizes and scheduling policies.
+//! Process uapi: clone flags and `struct clone_args`, wait options and status words, rseq
+//! sizes and scheduling policies. Futexes are in `futex`.
 
 use crate::bytes::*;
 use crate::errno::{Errno, SysResult};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 // ---- clone flags (linux/sched.h) ----
 
@@ -50,7 +51,9 @@ const NSIG: u64 = 64;
 
 /// `struct clone_args` (clone3), every field a u64, 88 bytes in its current version.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct CloneArgs {
     pub flags: u64,
     /// Where to store the pidfd (CLONE_PIDFD).
@@ -94,31 +97,17 @@ impl CloneArgs {
 
     /// Decode clone3's argument block as `copy_clone_args_from_user` does. `bytes` is the
     /// `size` bytes the caller copied from user space (the caller rejects size > page size with
-    /// E2BIG before copying). Sizes below VER0 ⇒ EINVAL; bytes past the known struct must be
-    /// zero ⇒ else E2BIG; then clone3's own rules (`clone3_args_valid`) ⇒ EINVAL.
+    /// E2BIG before copying). Sizes below VER0 (64) ⇒ EINVAL. Any other size is a version of
+    /// the struct, taken as `copy_struct_from_user` takes it: a shorter one (VER0 = 64,
+    /// VER1 = 80, or any size between) is zero-extended, keeping the bytes of a field it
+    /// covers in part; bytes past the known 88 must be zero ⇒ else E2BIG. Then clone3's own
+    /// rules (`clone3_args_valid`) ⇒ EINVAL.
     pub fn from_clone3(bytes: &[u8]) -> SysResult<CloneArgs> {
         if bytes.len() < CLONE_ARGS_SIZE_VER0 {
             return Err(Errno::EINVAL);
         }
-        if bytes.len() > CLONE_ARGS_SIZE_VER2
-            && bytes[CLONE_ARGS_SIZE_VER2..].iter().any(|&b| b != 0)
-        {
-            return Err(Errno::E2BIG);
-        }
-        let f = |i: usize| read_u64(bytes, i * 8).unwrap_or(0);
-        let a = CloneArgs {
-            flags: f(0),
-            pidfd: f(1),
-            child_tid: f(2),
-            parent_tid: f(3),
-            exit_signal: f(4),
-            stack: f(5),
-            stack_size: f(6),
-            tls: f(7),
-            set_tid: f(8),
-            set_tid_size: f(9),
-            cgroup: f(10),
-        };
+        let known = struct_from_user::<CLONE_ARGS_SIZE_VER2>(bytes)?;
+        let a: CloneArgs = zerocopy::transmute!(known);
         if a.set_tid_size > MAX_PID_NS_LEVEL
             || (a.set_tid == 0 && a.set_tid_size != 0)
             || (a.set_tid != 0 && a.set_tid_size == 0)
@@ -134,6 +123,11 @@ impl CloneArgs {
             return Err(Errno::EINVAL);
         }
         if a.flags & !(CLONE_LEGACY_FLAGS | CLONE_CLEAR_SIGHAND | CLONE_INTO_CGROUP) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        // clone3 keeps these bits of the legacy flags for later use: the exit signal has its
+        // own field, and CLONE_DETACHED has long been ignored.
+        if a.flags & (CLONE_DETACHED | (CSIGNAL & !CLONE_NEWTIME)) != 0 {
             return Err(Errno::EINVAL);
         }
         if a.flags & (CLONE_SIGHAND | CLONE_CLEAR_SIGHAND) == CLONE_SIGHAND | CLONE_CLEAR_SIGHAND {
@@ -270,136 +264,6 @@ pub mod wstatus {
     }
 }
 
-// ---- futex ----
-
-pub const FUTEX_WAIT: u32 = 0;
-pub const FUTEX_WAKE: u32 = 1;
-pub const FUTEX_FD: u32 = 2;
-pub const FUTEX_REQUEUE: u32 = 3;
-pub const FUTEX_CMP_REQUEUE: u32 = 4;
-pub const FUTEX_WAKE_OP: u32 = 5;
-pub const FUTEX_LOCK_PI: u32 = 6;
-pub const FUTEX_UNLOCK_PI: u32 = 7;
-pub const FUTEX_TRYLOCK_PI: u32 = 8;
-pub const FUTEX_WAIT_BITSET: u32 = 9;
-pub const FUTEX_WAKE_BITSET: u32 = 10;
-pub const FUTEX_WAIT_REQUEUE_PI: u32 = 11;
-pub const FUTEX_CMP_REQUEUE_PI: u32 = 12;
-pub const FUTEX_LOCK_PI2: u32 = 13;
-pub const FUTEX_PRIVATE_FLAG: u32 = 128;
-pub const FUTEX_CLOCK_REALTIME: u32 = 256;
-pub const FUTEX_CMD_MASK: u32 = !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
-pub const FUTEX_WAIT_PRIVATE: u32 = FUTEX_WAIT | FUTEX_PRIVATE_FLAG;
-pub const FUTEX_WAKE_PRIVATE: u32 = FUTEX_WAKE | FUTEX_PRIVATE_FLAG;
-pub const FUTEX_BITSET_MATCH_ANY: u32 = 0xffff_ffff;
-
-/// Bits of a robust/PI futex word.
-pub const FUTEX_WAITERS: u32 = 0x8000_0000;
-pub const FUTEX_OWNER_DIED: u32 = 0x4000_0000;
-pub const FUTEX_TID_MASK: u32 = 0x3fff_ffff;
-
-/// FUTEX_WAKE_OP operations and comparisons.
-pub const FUTEX_OP_SET: u32 = 0;
-pub const FUTEX_OP_ADD: u32 = 1;
-pub const FUTEX_OP_OR: u32 = 2;
-pub const FUTEX_OP_ANDN: u32 = 3;
-pub const FUTEX_OP_XOR: u32 = 4;
-pub const FUTEX_OP_OPARG_SHIFT: u32 = 8;
-pub const FUTEX_OP_CMP_EQ: u32 = 0;
-pub const FUTEX_OP_CMP_NE: u32 = 1;
-pub const FUTEX_OP_CMP_LT: u32 = 2;
-pub const FUTEX_OP_CMP_LE: u32 = 3;
-pub const FUTEX_OP_CMP_GT: u32 = 4;
-pub const FUTEX_OP_CMP_GE: u32 = 5;
-
-/// Encode a FUTEX_WAKE_OP argument (the uapi `FUTEX_OP` macro).
-pub const fn futex_op(op: u32, oparg: u32, cmp: u32, cmparg: u32) -> u32 {
-    ((op & 0xf) << 28) | ((cmp & 0xf) << 24) | ((oparg & 0xfff) << 12) | (cmparg & 0xfff)
-}
-
-/// A futex call's `op` argument split into command and modifiers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FutexOp {
-    pub cmd: u32,
-    pub private: bool,
-    /// Absolute timeouts are on CLOCK_REALTIME instead of CLOCK_MONOTONIC.
-    pub clock_realtime: bool,
-}
-
-impl FutexOp {
-    /// Split `op`. FUTEX_CLOCK_REALTIME is accepted only with WAIT_BITSET, WAIT_REQUEUE_PI and
-    /// LOCK_PI2 (ENOSYS otherwise); unknown commands are ENOSYS.
-    pub fn decode(op: u32) -> SysResult<FutexOp> {
-        let cmd = op & FUTEX_CMD_MASK;
-        let clock_realtime = op & FUTEX_CLOCK_REALTIME != 0;
-        if cmd > FUTEX_LOCK_PI2 || cmd == FUTEX_FD {
-            return Err(Errno::ENOSYS);
-        }
-        if clock_realtime
-            && !matches!(
-                cmd,
-                FUTEX_WAIT_BITSET | FUTEX_WAIT_REQUEUE_PI | FUTEX_LOCK_PI2
-            )
-        {
-            return Err(Errno::ENOSYS);
-        }
-        Ok(FutexOp {
-            cmd,
-            private: op & FUTEX_PRIVATE_FLAG != 0,
-            clock_realtime,
-        })
-    }
-
-    /// Is the timeout argument absolute? FUTEX_WAIT takes a relative one; WAIT_BITSET,
-    /// WAIT_REQUEUE_PI and the PI locks take absolute ones.
-    pub fn timeout_is_absolute(&self) -> bool {
-        self.cmd != FUTEX_WAIT
-    }
-}
-
-/// Apply a FUTEX_WAKE_OP encoded operation to the old value at uaddr2: returns (new value to
-/// store, whether the comparison on the old value holds). Unknown op or cmp ⇒ ENOSYS.
-/// The 12-bit oparg and cmparg are sign-extended; with OPARG_SHIFT the operand is
-/// `1 << (oparg & 31)`.
-pub fn futex_wake_op_apply(encoded: u32, old: u32) -> SysResult<(u32, bool)> {
-    let mut op = encoded >> 28;
-    let cmp = (encoded >> 24) & 0xf;
-    let sext12 = |v: u32| ((v << 20) as i32) >> 20;
-    let mut oparg = sext12((encoded >> 12) & 0xfff);
-    let cmparg = sext12(encoded & 0xfff);
-    if op & FUTEX_OP_OPARG_SHIFT != 0 {
-        oparg = 1i32.wrapping_shl(oparg as u32 & 31);
-        op &= !FUTEX_OP_OPARG_SHIFT;
-    }
-    let arg = oparg as u32;
-    let new = match op {
-        FUTEX_OP_SET => arg,
-        FUTEX_OP_ADD => old.wrapping_add(arg),
-        FUTEX_OP_OR => old | arg,
-        FUTEX_OP_ANDN => old & !arg,
-        FUTEX_OP_XOR => old ^ arg,
-        _ => return Err(Errno::ENOSYS),
-    };
-    let o = old as i32;
-    let hit = match cmp {
-        FUTEX_OP_CMP_EQ => o == cmparg,
-        FUTEX_OP_CMP_NE => o != cmparg,
-        FUTEX_OP_CMP_LT => o < cmparg,
-        FUTEX_OP_CMP_LE => o <= cmparg,
-        FUTEX_OP_CMP_GT => o > cmparg,
-        FUTEX_OP_CMP_GE => o >= cmparg,
-        _ => return Err(Errno::ENOSYS),
-    };
-    Ok((new, hit))
-}
-
-/// `struct robust_list_head`: list.next, futex_offset, list_op_pending (24 bytes).
-/// set_robust_list rejects any other `len` with EINVAL.
-pub const ROBUST_LIST_HEAD_SIZE: usize = 24;
-
-/// Robust futex list walks stop after this many entries (a loop guard).
-pub const ROBUST_LIST_LIMIT: usize = 2048;
-
 // ---- rseq ----
 
 /// The original (and minimum) `struct rseq` size, and its required alignment.
@@ -520,6 +384,32 @@ mod tests {
         assert_eq!(CloneArgs::from_clone3(&set_tid), Err(Errno::EINVAL));
         let cgroup_v1 = clone3_bytes(&[CLONE_INTO_CGROUP, 0, 0, 0, 0, 0, 0, 0, 0, 0], 0);
         assert_eq!(CloneArgs::from_clone3(&cgroup_v1), Err(Errno::EINVAL));
+        for legacy_only in [17, CLONE_DETACHED] {
+            let b = clone3_bytes(&[legacy_only, 0, 0, 0, 0, 0, 0, 0], 0);
+            assert_eq!(CloneArgs::from_clone3(&b), Err(Errno::EINVAL));
+        }
+    }
+
+    /// Every struct size from VER0 up reads as Linux's copy_struct_from_user reads it.
+    #[test]
+    fn clone3_sizes() {
+        let full = clone3_bytes(&[CLONE_VM, 0, 0, 0, 17, 0, 0, 0, 0x7000, 1, 3], 0);
+        assert_eq!(full.len(), CLONE_ARGS_SIZE_VER2);
+        let v1 = CloneArgs::from_clone3(&full[..CLONE_ARGS_SIZE_VER1]).unwrap();
+        assert_eq!((v1.set_tid, v1.set_tid_size, v1.cgroup), (0x7000, 1, 0));
+        let v2 = CloneArgs::from_clone3(&full).unwrap();
+        assert_eq!(v2.cgroup, 3);
+        // A field given in part keeps the bytes given: set_tid_size's low half.
+        let a = CloneArgs::from_clone3(&full[..76]).unwrap();
+        assert_eq!((a.set_tid, a.set_tid_size), (0x7000, 1));
+        // set_tid's low half without any size: refused as Linux refuses it.
+        assert_eq!(CloneArgs::from_clone3(&full[..68]), Err(Errno::EINVAL));
+        // Larger than the kernel knows: zeros are fine, anything else is E2BIG.
+        let mut big = clone3_bytes(&[CLONE_VM, 0, 0, 0, 17, 0, 0, 0, 0x7000, 1, 3], 4000);
+        assert_eq!(CloneArgs::from_clone3(&big), Ok(v2));
+        big[CLONE_ARGS_SIZE_VER2] = 1;
+        assert_eq!(CloneArgs::from_clone3(&big), Err(Errno::E2BIG));
+        assert_eq!(CloneArgs::from_clone3(&full[..63]), Err(Errno::EINVAL));
     }
 
     #[test]
@@ -541,44 +431,5 @@ mod tests {
         assert_eq!(wait4_options(WNOWAIT), Err(Errno::EINVAL));
         assert_eq!(waitid_options(WNOHANG), Err(Errno::EINVAL));
         assert_eq!(waitid_options(WEXITED | WNOWAIT), Ok(WEXITED | WNOWAIT));
-    }
-
-    #[test]
-    fn futex_ops() {
-        let op = FutexOp::decode(FUTEX_WAIT_PRIVATE).unwrap();
-        assert_eq!(
-            (op.cmd, op.private, op.clock_realtime),
-            (FUTEX_WAIT, true, false)
-        );
-        assert!(!op.timeout_is_absolute());
-        assert_eq!(
-            FutexOp::decode(FUTEX_WAIT | FUTEX_CLOCK_REALTIME),
-            Err(Errno::ENOSYS)
-        );
-        assert!(
-            FutexOp::decode(FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME)
-                .unwrap()
-                .clock_realtime
-        );
-        assert_eq!(FutexOp::decode(14), Err(Errno::ENOSYS));
-        assert_eq!(FutexOp::decode(FUTEX_FD), Err(Errno::ENOSYS));
-
-        // glibc's condvar-style op: old += 1, wake uaddr2 waiters if old > 0... here SET 0 / CMP_GT 1.
-        let enc = futex_op(FUTEX_OP_SET, 0, FUTEX_OP_CMP_GT, 1);
-        assert_eq!(enc, 0x0400_0001);
-        assert_eq!(futex_wake_op_apply(enc, 2), Ok((0, true)));
-        assert_eq!(futex_wake_op_apply(enc, 1), Ok((0, false)));
-        let add_neg = futex_op(FUTEX_OP_ADD, 0xfff, FUTEX_OP_CMP_LT, 0);
-        assert_eq!(futex_wake_op_apply(add_neg, 5), Ok((4, false)));
-        let shift = futex_op(FUTEX_OP_OR | FUTEX_OP_OPARG_SHIFT, 4, FUTEX_OP_CMP_EQ, 0);
-        assert_eq!(futex_wake_op_apply(shift, 0), Ok((0x10, true)));
-        assert_eq!(
-            futex_wake_op_apply(futex_op(7, 0, 0, 0), 0),
-            Err(Errno::ENOSYS)
-        );
-        assert_eq!(
-            futex_wake_op_apply(futex_op(0, 0, 9, 0), 0),
-            Err(Errno::ENOSYS)
-        );
     }
 }

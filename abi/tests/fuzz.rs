@@ -133,31 +133,34 @@ fn seeds_run_and_export() {
     }
 }
 
-/// Reproducer found by the `mount` target: `nr_blocks=` takes any u64, and the /proc/mounts
-/// text multiplies it by 4 (`size={}k`) without a check, so `nr_blocks=0x4000000000000000`
-/// panics with "attempt to multiply with overflow" in a debug build (and prints `size=0k` in
-/// a release one). Passes once the printer (or the parser) handles such sizes.
+/// Found by the `mount` target: `nr_blocks=` took any u64 page count and /proc/mounts printed
+/// it as `size={pages * 4}k` unchecked, so `nr_blocks=1E` showed a size tmpfs refused and
+/// `nr_blocks=0x4000000000000000` overflowed. Limits too big for a byte count in 64 bits are
+/// now shown as `nr_blocks=`, and nr_blocks= above Linux's limit (a signed long) is refused.
 #[test]
-#[ignore = "known bug in abi/src/mount.rs write_tmpfs_opts: page count * 4 overflows"]
 fn tmpfs_size_overflow_in_proc_mounts() {
     use svelt_abi::mount::{parse_tmpfs, write_tmpfs_opts};
-    let o = parse_tmpfs("nr_blocks=0x4000000000000000", 1 << 18).unwrap();
-    let mut shown = String::new();
-    write_tmpfs_opts(&mut shown, 0, &o, 0).unwrap();
-    let size = shown.split(',').find_map(|w| w.strip_prefix("size="));
-    let back = parse_tmpfs(&format!("size={}", size.unwrap()), 1 << 18).unwrap();
-    assert_eq!(back.blocks, o.blocks, "/proc/mounts shows {shown}");
+    for text in ["nr_blocks=1E", "nr_blocks=0x4000000000000000", "size=16E"] {
+        let o = parse_tmpfs(text, 1 << 18).unwrap();
+        let mut shown = String::new();
+        write_tmpfs_opts(&mut shown, 0, &o, 0).unwrap();
+        let opts = shown.strip_prefix("rw,relatime,").unwrap();
+        assert_eq!(
+            parse_tmpfs(opts, 1 << 18),
+            Ok(o),
+            "{text}: /proc/mounts shows {shown}"
+        );
+    }
+    assert!(parse_tmpfs("nr_blocks=0x8000000000000000", 1 << 18).is_err());
 }
 
-/// Reproducer found by the `uapi` target: clone_args of 76 bytes (allowed: any size from 64
-/// up) whose set_tid_size is given in its first 4 bytes. Linux's copy_struct_from_user keeps
-/// those bytes (set_tid_size = 1, a valid request); `CloneArgs::from_clone3` reads a field
-/// that is not wholly inside the buffer as 0, and so refuses set_tid without a size (EINVAL).
-/// The reverse happens with a partial set_tid (64 < size < 72): Linux refuses, Svelt
-/// accepts.
+/// Found by the `uapi` target: clone_args of 76 bytes (any size from 64 up is a version of
+/// the struct) whose set_tid_size is given in its first 4 bytes. Linux's
+/// copy_struct_from_user keeps those bytes (set_tid_size = 1, a valid request);
+/// `CloneArgs::from_clone3` read a field not wholly inside the buffer as 0 and refused it. The
+/// reverse with a partial set_tid (64 < size < 72) and no size: Linux refuses, Svelt accepted.
 #[test]
-#[ignore = "known bug in abi/src/sched.rs CloneArgs::from_clone3: partly supplied fields read as 0"]
-fn clone3_partial_field_is_dropped() {
+fn clone3_partial_field_is_kept() {
     use svelt_abi::sched::CloneArgs;
     let mut b = [0u8; 76];
     b[64..72].copy_from_slice(&0x7000_1000u64.to_le_bytes()); // set_tid

@@ -6,6 +6,7 @@
 
 pub mod bpf;
 pub mod cpio;
+pub mod decode;
 pub mod elf;
 pub mod regset;
 pub mod sigframe;
@@ -32,6 +33,7 @@ pub const TARGETS: &[Target] = &[
     ("mount", text::mount),
     ("stack", stack::stack),
     ("uapi", uapi::uapi),
+    ("decode", decode::decode),
 ];
 
 /// Valid inputs to start mutating from, per target.
@@ -50,6 +52,7 @@ pub fn seeds(name: &str) -> std::vec::Vec<std::vec::Vec<u8>> {
         "mount" => text::mount_seeds(),
         "stack" => stack::seeds(),
         "uapi" => uapi::seeds(),
+        "decode" => decode::seeds(),
         _ => vec![],
     }
 }

@@ -1,7 +1,7 @@
 //! Text a user (or the boot loader) hands the kernel: the command line, path names and tmpfs
 //! mount options.
 
-use super::util::{offset_in, skip_known_bugs, span, Take};
+use super::util::{offset_in, span, Take};
 use std::borrow::ToOwned;
 use std::format;
 use std::string::String;
@@ -229,8 +229,9 @@ pub fn path(data: &[u8]) {
 ///
 /// Input: RAM size in pages, a default size in pages, mount flags, then the option text.
 ///
-/// Asserts: an accepted string, printed the way /proc/mounts prints it and parsed again,
-/// gives back the same options (the printer leaves out values equal to the defaults).
+/// Asserts: accepted limits are within Linux's bounds, and an accepted string, printed the
+/// way /proc/mounts prints it and parsed again, gives back the same options (the printer
+/// leaves out values equal to the defaults), whatever the size.
 pub fn mount(data: &[u8]) {
     let mut t = Take::new(data);
     // RAM in pages, as the kernel counts it (up to 4 PiB; `size=N%` multiplies by it).
@@ -245,8 +246,11 @@ pub fn mount(data: &[u8]) {
         assert!(m <= 0o7777);
     }
     assert!(o.uid != Some(u32::MAX) && o.gid != Some(u32::MAX));
-    if skip_known_bugs() && known_bug_tmpfs_size_overflow(&o) {
-        return;
+    if let Some(b) = o.blocks {
+        assert!(b <= mount::MAX_NR_BLOCKS);
+    }
+    if let Some(n) = o.nr_inodes {
+        assert!(n <= mount::MAX_NR_INODES);
     }
     let mut shown = String::new();
     mount::write_tmpfs_opts(&mut shown, flags, &o, default_blocks).unwrap();
@@ -266,13 +270,6 @@ pub fn mount(data: &[u8]) {
         gid: o.gid.filter(|&g| g != 0),
     };
     assert_eq!(back, want, "{text:?} printed as {shown:?}");
-}
-
-/// `write_tmpfs_opts` multiplies the page count by 4 for its `size=...k` text without
-/// checking for overflow (see the ignored test `tmpfs_size_overflow_in_proc_mounts`):
-/// skipped here so the target can look for other problems.
-pub fn known_bug_tmpfs_size_overflow(o: &TmpfsOptions) -> bool {
-    o.blocks.is_some_and(|b| b.checked_mul(4).is_none())
 }
 
 pub fn cmdline_seeds() -> Vec<Vec<u8>> {
@@ -299,6 +296,8 @@ pub fn mount_seeds() -> Vec<Vec<u8>> {
         b"size=50%,huge=never,inode64",
         b"nr_blocks=0x100,mode=01777,rw,noswap",
         b"size=0",
+        b"nr_blocks=1E,nr_inodes=0x3fffffffffffff",
+        b"size=16E",
     ] {
         let mut v = Vec::new();
         v.extend_from_slice(&262_144u64.to_le_bytes());

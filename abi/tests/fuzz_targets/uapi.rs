@@ -2,17 +2,18 @@
 //! sigaltstack's stack_t, rt_sigaction, iovecs, futex operations, timespecs, mmap
 //! arguments, getdents64 records and trapped MRS instructions.
 
-use super::util::{skip_known_bugs, Take};
+use super::util::Take;
 use super::util::{FromSlice, ToBytes};
 use std::vec;
 use std::vec::Vec;
 use svelt_abi::cpu::IdRegs;
 use svelt_abi::errno::Errno;
 use svelt_abi::fs::{self, Dirent64Writer, Iovec};
+use svelt_abi::futex;
 use svelt_abi::hwcap::Offer;
 use svelt_abi::idregs::{self, SysRegAccess};
 use svelt_abi::mm;
-use svelt_abi::sched::{self, CloneArgs, FutexOp};
+use svelt_abi::sched::{self, CloneArgs};
 use svelt_abi::signal::*;
 use svelt_abi::time::{Timespec, Timeval};
 
@@ -28,7 +29,8 @@ use svelt_abi::time::{Timespec, Timeval};
 ///   signals cannot be changed;
 /// - iovec: the total equals a saturating sum clamped to MAX_RW_COUNT, with the count and
 ///   length limits;
-/// - futex: decode accepts exactly the known commands and WAKE_OP computes what the uapi
+/// - futex: decode accepts exactly the known commands with Linux's clock, bitset and count
+///   rules, reads the timeout only where Linux does, and WAKE_OP computes what the uapi
 ///   says;
 /// - timespec/timeval: validation and the nanosecond conversions agree;
 /// - mmap: an accepted request is page-aligned, covers the length, and follows the flags;
@@ -73,9 +75,6 @@ fn clone3(b: &[u8]) {
         assert_eq!(r, Err(Errno::E2BIG));
         return;
     }
-    if skip_known_bugs() && known_bug_clone3_partial_field(b) {
-        return;
-    }
     let want = CloneArgs {
         flags: f(0),
         pidfd: f(1),
@@ -97,6 +96,7 @@ fn clone3(b: &[u8]) {
         && !(want.flags & sched::CLONE_INTO_CGROUP != 0
             && (want.cgroup > i32::MAX as u64 || b.len() < sched::CLONE_ARGS_SIZE_VER2))
         && want.flags & !(0xffff_ffff | sched::CLONE_CLEAR_SIGHAND | sched::CLONE_INTO_CGROUP) == 0
+        && want.flags & (sched::CLONE_DETACHED | 0x7f) == 0
         && want.flags & (sched::CLONE_SIGHAND | sched::CLONE_CLEAR_SIGHAND)
             != sched::CLONE_SIGHAND | sched::CLONE_CLEAR_SIGHAND
         && !(want.flags & (sched::CLONE_THREAD | sched::CLONE_PARENT) != 0
@@ -117,16 +117,6 @@ fn clone3(b: &[u8]) {
             assert!(!ok, "clone3 refused {want:?}");
         }
     }
-}
-
-/// `from_clone3` reads a field the caller supplied only in part (struct sizes that are not a
-/// multiple of 8, 64 < size < 88) as zero, where Linux keeps the bytes given (see the
-/// ignored test `clone3_partial_field_is_dropped`).
-pub fn known_bug_clone3_partial_field(b: &[u8]) -> bool {
-    let n = b.len();
-    n < sched::CLONE_ARGS_SIZE_VER2
-        && !n.is_multiple_of(8)
-        && b[n - n % 8..].iter().any(|&c| c != 0)
 }
 
 fn altstack(t: &mut Take) {
@@ -233,20 +223,66 @@ fn iovec(b: &[u8]) {
 }
 
 fn futex(t: &mut Take) {
+    use futex::*;
     let op = t.u32();
-    let cmd = op & !(sched::FUTEX_PRIVATE_FLAG | sched::FUTEX_CLOCK_REALTIME);
-    match FutexOp::decode(op) {
+    let (val, utime, val3) = (t.u32(), t.u64() as usize, t.u32());
+    let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
+    let realtime = op & FUTEX_CLOCK_REALTIME != 0;
+    let is_int = |v: u32| v <= i32::MAX as u32;
+    match FutexOp::decode(op, val, utime, 0x2000, val3) {
         Ok(f) => {
-            assert!(cmd <= sched::FUTEX_LOCK_PI2 && cmd != 2);
-            assert_eq!(f.cmd, cmd);
-            assert_eq!(f.private, op & sched::FUTEX_PRIVATE_FLAG != 0);
-            assert_eq!(f.clock_realtime, op & sched::FUTEX_CLOCK_REALTIME != 0);
-            if f.clock_realtime {
+            assert!(cmd <= FUTEX_LOCK_PI2 && cmd != FUTEX_FD);
+            assert_eq!(f.private, op & FUTEX_PRIVATE_FLAG != 0);
+            assert_eq!(f.clock_realtime, realtime);
+            if realtime {
                 assert!(matches!(cmd, 9 | 11 | 13));
             }
+            match f.cmd {
+                FutexCmd::Wait { val: v, bitset } => {
+                    assert!(matches!(cmd, FUTEX_WAIT | FUTEX_WAIT_BITSET) && v == val);
+                    assert_eq!(bitset, if cmd == FUTEX_WAIT { u32::MAX } else { val3 });
+                    assert_ne!(bitset, 0);
+                }
+                FutexCmd::Wake { count, bitset } => {
+                    assert!(count >= 1 && is_int(count));
+                    assert_eq!(count, if is_int(val) { val.max(1) } else { 1 });
+                    assert_ne!(bitset, 0);
+                }
+                FutexCmd::Requeue {
+                    wake, requeue, cmp, ..
+                } => {
+                    assert_eq!((wake, requeue), (val, utime as u32));
+                    assert!(is_int(wake) && is_int(requeue));
+                    assert_eq!(cmp, (cmd == FUTEX_CMP_REQUEUE).then_some(val3));
+                }
+                FutexCmd::WakeOp { op: w, .. } => {
+                    assert_eq!(FutexWakeOp::decode(val3), Ok(w));
+                }
+                FutexCmd::CmpRequeuePi { wake, requeue, .. } => {
+                    assert!(is_int(wake) && is_int(requeue));
+                }
+                _ => assert!(matches!(cmd, 6 | 7 | 8 | 11 | 13)),
+            }
         }
-        Err(e) => assert_eq!(e, Errno::ENOSYS),
+        Err(e) => {
+            let enosys = cmd > FUTEX_LOCK_PI2
+                || cmd == FUTEX_FD
+                || (realtime && !matches!(cmd, 9 | 11 | 13))
+                || (cmd == FUTEX_WAKE_OP && FutexWakeOp::decode(val3).is_err());
+            assert_eq!(e, if enosys { Errno::ENOSYS } else { Errno::EINVAL });
+            if !enosys {
+                let bad_bitset = matches!(cmd, 9 | 10) && val3 == 0;
+                let bad_count = matches!(cmd, 3 | 4 | 12) && !(is_int(val) && is_int(utime as u32));
+                assert!(bad_bitset || bad_count, "op {op:#x} refused");
+            }
+        }
     }
+    let timeout = FutexOp::timeout(op, utime);
+    assert_eq!(
+        timeout.is_some(),
+        utime != 0 && matches!(cmd, 0 | 6 | 9 | 11 | 13)
+    );
+
     let enc = t.u32();
     let old = t.u32();
     let opn = enc >> 28;
@@ -285,8 +321,8 @@ fn futex(t: &mut Take) {
         (Some(n), Some(h)) => Ok((n, h)),
         _ => Err(Errno::ENOSYS),
     };
-    assert_eq!(sched::futex_wake_op_apply(enc, old), want);
-    let back = sched::futex_op(opn, (enc >> 12) & 0xfff, cmp, enc & 0xfff);
+    assert_eq!(FutexWakeOp::decode(enc).map(|w| w.apply(old)), want);
+    let back = futex_op(opn, (enc >> 12) & 0xfff, cmp, enc & 0xfff);
     assert_eq!(back, enc);
 }
 
@@ -556,7 +592,10 @@ pub fn seeds() -> Vec<Vec<u8>> {
     }
     let mut fut = vec![4u8];
     fut.extend_from_slice(&(9 | 128 | 256u32).to_le_bytes());
-    fut.extend_from_slice(&sched::futex_op(1 | 8, 5, 2, 0x800).to_le_bytes());
+    fut.extend_from_slice(&1u32.to_le_bytes()); // val
+    fut.extend_from_slice(&0u64.to_le_bytes()); // utime
+    fut.extend_from_slice(&u32::MAX.to_le_bytes()); // val3
+    fut.extend_from_slice(&futex::futex_op(1 | 8, 5, 2, 0x800).to_le_bytes());
     fut.extend_from_slice(&7u32.to_le_bytes());
     let mut tm = vec![5u8];
     tm.extend_from_slice(

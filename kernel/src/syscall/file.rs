@@ -12,11 +12,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{
-    iovec_total, Iovec, FD_CLOEXEC, F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_GETFL, F_GETLK, F_GETOWN,
-    F_GETPIPE_SZ, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETFD, F_SETFL, F_SETLK, F_SETLKW,
-    F_SETOWN, F_SETPIPE_SZ, MAX_RW_COUNT, O_ACCMODE, O_CLOEXEC, O_CREAT, O_DIRECT, O_DIRECTORY,
-    O_EXCL, O_LARGEFILE, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_TRUNC, O_WRONLY, SEEK_CUR,
-    SEEK_END, SEEK_SET, SETFL_MASK, UIO_MAXIOV,
+    iovec_total, Iovec, MAX_RW_COUNT, O_ACCMODE, O_CLOEXEC, O_CREAT, O_DIRECT, O_DIRECTORY, O_EXCL,
+    O_LARGEFILE, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_TRUNC, O_WRONLY, SEEK_CUR, SEEK_END,
+    SEEK_SET, SETFL_MASK, UIO_MAXIOV,
 };
 use zerocopy::IntoBytes;
 
@@ -390,47 +388,53 @@ pub fn dup3(old: i32, new: i32, flags: u32) -> SysResult<usize> {
 }
 
 pub fn fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
+    use svelt_abi::fcntl::FcntlCmd;
     let files = task::current().files();
     let mut t = files.lock();
     let file = t.get(fd)?;
+    let cmd = FcntlCmd::decode(cmd, arg)?;
+    if file.flags() & O_PATH != 0 && !cmd.allowed_on_path_fd() {
+        return Err(Errno::EBADF);
+    }
     match cmd {
-        F_DUPFD | F_DUPFD_CLOEXEC => {
-            if arg >= fs::nofile_limit() {
+        FcntlCmd::DupFd { min, cloexec } => {
+            let min = min as usize;
+            if min >= fs::nofile_limit() {
                 return Err(Errno::EINVAL);
             }
-            t.install_from(arg, file, cmd == F_DUPFD_CLOEXEC)
-                .map(|fd| fd as usize)
+            t.install_from(min, file, cloexec).map(|fd| fd as usize)
         }
-        F_GETFD => Ok(t.entry_mut(fd)?.cloexec as usize),
-        F_SETFD => {
-            t.entry_mut(fd)?.cloexec = arg as u32 & FD_CLOEXEC != 0;
+        FcntlCmd::GetFd => Ok(t.entry_mut(fd)?.cloexec as usize),
+        FcntlCmd::SetFd { cloexec } => {
+            t.entry_mut(fd)?.cloexec = cloexec;
             Ok(0)
         }
-        F_GETFL => Ok((file.flags() | O_LARGEFILE) as usize),
-        F_SETFL => {
+        FcntlCmd::GetFl => Ok((file.flags() | O_LARGEFILE) as usize),
+        FcntlCmd::SetFl { flags } => {
             let keep = file.flags() & !SETFL_MASK;
             file.flags.store(
-                keep | (arg as u32 & SETFL_MASK),
+                keep | (flags & SETFL_MASK),
                 core::sync::atomic::Ordering::Relaxed,
             );
             epoll::notify();
             Ok(0)
         }
-        F_GETLK | F_SETLK | F_SETLKW | F_OFD_GETLK | F_OFD_SETLK | F_OFD_SETLKW => Ok(0),
-        F_GETPIPE_SZ | F_SETPIPE_SZ => {
+        // Record locks always succeed: nothing else can hold one here yet.
+        FcntlCmd::Lock { .. } => Ok(0),
+        FcntlCmd::GetPipeSize | FcntlCmd::SetPipeSize { .. } => {
             let end = file
                 .ops
                 .as_any()
                 .downcast_ref::<pipe::PipeEnd>()
                 .ok_or(Errno::EBADF)?;
-            if cmd == F_GETPIPE_SZ {
-                Ok(end.capacity())
-            } else {
-                end.set_capacity(arg, super::cred::privileged())
+            match cmd {
+                FcntlCmd::SetPipeSize { size } => {
+                    end.set_capacity(size as usize, super::cred::privileged())
+                }
+                _ => Ok(end.capacity()),
             }
         }
-        F_GETOWN | F_SETOWN => Ok(0),
-        _ => Err(Errno::EINVAL),
+        FcntlCmd::GetOwn | FcntlCmd::SetOwn { .. } => Ok(0),
     }
 }
 

@@ -13,18 +13,28 @@ use svelt_abi::signal as sig;
 
 pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usize> {
     let me = task::current().process();
-    match request {
-        PTRACE_TRACEME => return traceme(&me),
-        PTRACE_ATTACH | PTRACE_SEIZE => return attach(&me, request, pid, addr, data),
+    // Linux finds the tracee (ESRCH) before it looks at the arguments, and for requests on a
+    // tracee also waits to see it stopped: a bad argument is reported only after those.
+    let req = PtraceRequest::decode(request, addr, data);
+    if req == Ok(PtraceRequest::TraceMe) {
+        return traceme(&me);
+    }
+    let t = find(pid)?;
+    match req {
+        Ok(PtraceRequest::Attach) => return attach(&me, t, None),
+        Ok(PtraceRequest::Seize { options }) => return attach(&me, t, Some(options)),
+        Err(e) if request == PTRACE_SEIZE => return Err(e),
         _ => {}
     }
-    let t = tracee(&me, pid)?;
-    match request {
-        PTRACE_KILL => {
+    if !ptrace::is_tracer_of(&me, &t) {
+        return Err(Errno::ESRCH);
+    }
+    match req {
+        Ok(PtraceRequest::Kill) => {
             signal::send_to_task(&t, sig::SIGKILL, SigInfo::kernel(sig::SIGKILL));
             return Ok(0);
         }
-        PTRACE_INTERRUPT => {
+        Ok(PtraceRequest::Interrupt) => {
             if !t.ptrace.lock().seized {
                 return Err(Errno::EIO);
             }
@@ -43,36 +53,32 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
         _ => {}
     }
     let f = Frozen::new(t, &me).ok_or(Errno::ESRCH)?;
-    match request {
-        PTRACE_PEEKTEXT | PTRACE_PEEKDATA => {
+    match req? {
+        PtraceRequest::Peek { addr, out } => {
             let mut b = [0u8; 8];
             remote_access(&f.task, addr, &mut b, false).map_err(|_| Errno::EIO)?;
-            uaccess::copy_to_user(data, &b)?;
+            uaccess::copy_to_user(out, &b)?;
             Ok(0)
         }
-        PTRACE_POKETEXT | PTRACE_POKEDATA => {
-            let mut b = (data as u64).to_le_bytes();
+        PtraceRequest::Poke { addr, word } => {
+            let mut b = word.to_le_bytes();
             remote_access(&f.task, addr, &mut b, true).map_err(|_| Errno::EIO)?;
             Ok(0)
         }
-        // arm64 Linux has no USER area to peek at.
-        PTRACE_PEEKUSR | PTRACE_POKEUSR => Err(Errno::EIO),
-        PTRACE_CONT | PTRACE_SYSCALL | PTRACE_SINGLESTEP => {
-            let signo = resume_signal(data)?;
+        PtraceRequest::Resume { how, signal } => {
             f.task
                 .syscall_trace
-                .store(request == PTRACE_SYSCALL, Ordering::Release);
-            resume(f, signo, request == PTRACE_SINGLESTEP);
+                .store(how == Resume::Syscall, Ordering::Release);
+            resume(f, signal, how == Resume::SingleStep);
             Ok(0)
         }
-        PTRACE_DETACH => {
-            let signo = resume_signal(data)?;
+        PtraceRequest::Detach { signal } => {
             let t = f.task.clone();
             drop(f);
-            ptrace::unlink(&t, signo);
+            ptrace::unlink(&t, signal);
             Ok(0)
         }
-        PTRACE_LISTEN => {
+        PtraceRequest::Listen => {
             let mut l = f.task.ptrace.lock();
             let group = l.stop.is_some_and(|s| s.kind == StopKind::Group);
             if !l.seized || !group {
@@ -82,23 +88,23 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
             l.resume = Some(0);
             Ok(0)
         }
-        PTRACE_SETOPTIONS => {
-            f.task.ptrace.lock().options = options(data)?;
+        PtraceRequest::SetOptions { options } => {
+            f.task.ptrace.lock().options = options;
             Ok(0)
         }
-        PTRACE_GETEVENTMSG => {
+        PtraceRequest::GetEventMsg { out } => {
             let m = f.task.ptrace.lock().event_msg;
-            uaccess::write_u64(data, m)?;
+            uaccess::write_u64(out, m)?;
             Ok(0)
         }
-        PTRACE_GETSIGINFO => {
+        PtraceRequest::GetSigInfo { out } => {
             let i = f.task.ptrace.lock().siginfo.ok_or(Errno::EINVAL)?;
-            uaccess::copy_to_user(data, &i.0)?;
+            uaccess::copy_to_user(out, &i.0)?;
             Ok(0)
         }
-        PTRACE_SETSIGINFO => {
+        PtraceRequest::SetSigInfo { from } => {
             let mut b = [0u8; SigInfo::SIZE];
-            uaccess::copy_from_user(&mut b, data)?;
+            uaccess::copy_from_user(&mut b, from)?;
             let mut l = f.task.ptrace.lock();
             if l.siginfo.is_none() {
                 return Err(Errno::EINVAL);
@@ -106,27 +112,22 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
             l.siginfo = Some(SigInfo(b));
             Ok(0)
         }
-        PTRACE_GETSIGMASK => {
-            if addr != 8 {
-                return Err(Errno::EINVAL);
-            }
+        PtraceRequest::GetSigMask { out } => {
             let m = f.task.sig.lock().blocked;
-            uaccess::write_u64(data, m)?;
+            uaccess::write_u64(out, m)?;
             Ok(0)
         }
-        PTRACE_SETSIGMASK => {
-            if addr != 8 {
-                return Err(Errno::EINVAL);
-            }
-            let m = uaccess::read_u64(data)?;
+        PtraceRequest::SetSigMask { from } => {
+            let m = uaccess::read_u64(from)?;
             f.task.sig.lock().blocked = m & !signal::unblockable();
             signal::hint(&f.task);
             Ok(0)
         }
-        PTRACE_GETREGSET | PTRACE_SETREGSET => {
-            regset_request(&f.held(), request == PTRACE_SETREGSET, addr as u32, data)
-        }
-        PTRACE_GET_SYSCALL_INFO => {
+        PtraceRequest::RegSet { set, note, iov } => regset_request(&f.held(), set, note, iov),
+        PtraceRequest::GetSyscallInfo {
+            size: addr,
+            out: data,
+        } => {
             let h = f.held();
             let tf = h.trap_frame();
             let nr = h.local().in_syscall.get() as u64;
@@ -146,7 +147,12 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
             uaccess::copy_to_user(data, &bytes[..addr.min(len)])?;
             Ok(len)
         }
-        _ => Err(Errno::EIO),
+        // Carried out above, without stopping the tracee.
+        PtraceRequest::TraceMe
+        | PtraceRequest::Attach
+        | PtraceRequest::Seize { .. }
+        | PtraceRequest::Kill
+        | PtraceRequest::Interrupt => Err(Errno::EIO),
     }
 }
 
@@ -160,17 +166,8 @@ fn traceme(me: &Arc<Process>) -> SysResult<usize> {
     Ok(0)
 }
 
-fn attach(me: &Arc<Process>, request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usize> {
-    let seize = request == PTRACE_SEIZE;
-    let options = if seize {
-        if addr != 0 {
-            return Err(Errno::EIO);
-        }
-        options(data)?
-    } else {
-        0
-    };
-    let t = find(pid)?;
+/// PTRACE_ATTACH (`seize` None) or PTRACE_SEIZE with its options.
+fn attach(me: &Arc<Process>, t: Arc<Task>, seize: Option<u32>) -> SysResult<usize> {
     let p = t.process();
     if Arc::ptr_eq(&p, me) || t.kstack.is_none() {
         return Err(Errno::EPERM);
@@ -181,8 +178,8 @@ fn attach(me: &Arc<Process>, request: u64, pid: i32, addr: usize, data: usize) -
     if t.traced.load(Ordering::Acquire) || p.exiting.load(Ordering::Acquire) {
         return Err(Errno::EPERM);
     }
-    ptrace::link(&t, me, options, seize);
-    if !seize {
+    ptrace::link(&t, me, seize.unwrap_or(0), seize.is_some());
+    if seize.is_none() {
         let uid = me.uid.load(Ordering::Relaxed);
         signal::send_to_task(
             &t,
@@ -197,38 +194,11 @@ fn attach(me: &Arc<Process>, request: u64, pid: i32, addr: usize, data: usize) -
     Ok(0)
 }
 
-/// PTRACE_O_* bits a tracer may set (SUSPEND_SECCOMP needs CAP_SYS_ADMIN and a checkpoint
-/// use Svelt does not have: EINVAL, as for unknown bits).
-fn options(data: usize) -> SysResult<u32> {
-    let o = u32::try_from(data).map_err(|_| Errno::EINVAL)?;
-    if o & !PTRACE_O_MASK != 0 || o & PTRACE_O_SUSPEND_SECCOMP != 0 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(o)
-}
-
 fn find(pid: i32) -> SysResult<Arc<Task>> {
     if pid <= 0 {
         return Err(Errno::ESRCH);
     }
     task::find_task(pid as u32).ok_or(Errno::ESRCH)
-}
-
-/// A task `me` traces (ESRCH otherwise, as Linux).
-fn tracee(me: &Arc<Process>, pid: i32) -> SysResult<Arc<Task>> {
-    let t = find(pid)?;
-    if ptrace::is_tracer_of(me, &t) {
-        Ok(t)
-    } else {
-        Err(Errno::ESRCH)
-    }
-}
-
-fn resume_signal(data: usize) -> SysResult<u32> {
-    if data > signal::NSIG as usize {
-        return Err(Errno::EIO);
-    }
-    Ok(data as u32)
 }
 
 fn resume(f: Frozen, signo: u32, step: bool) {

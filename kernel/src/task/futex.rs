@@ -10,7 +10,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::sched as s;
+use svelt_abi::futex::{FutexClock, FutexCmd, FutexOp, FutexTimeout};
 use svelt_abi::time::Timespec;
 
 type Key = (u64, usize);
@@ -54,61 +54,44 @@ pub fn futex(
     uaddr2: usize,
     val3: u32,
 ) -> SysResult<usize> {
-    let private = op & s::FUTEX_PRIVATE_FLAG != 0;
-    let cmd = op & s::FUTEX_CMD_MASK;
+    // Linux reads the timeout before it looks at the rest of the call.
+    let deadline = match FutexOp::timeout(op, timeout) {
+        Some(t) => Some(read_deadline(t)?),
+        None => None,
+    };
+    let FutexOp { cmd, private, .. } = FutexOp::decode(op, val, timeout, uaddr2, val3)?;
     match cmd {
-        s::FUTEX_WAIT => wait(
-            uaddr,
-            val,
-            read_timeout(timeout, false, op)?,
-            u32::MAX,
-            private,
-        ),
-        s::FUTEX_WAIT_BITSET => {
-            if val3 == 0 {
-                return Err(Errno::EINVAL);
-            }
-            wait(uaddr, val, read_timeout(timeout, true, op)?, val3, private)
-        }
-        s::FUTEX_WAKE => wake(uaddr, val as usize, u32::MAX, private),
-        s::FUTEX_WAKE_BITSET => {
-            if val3 == 0 {
-                return Err(Errno::EINVAL);
-            }
-            wake(uaddr, val as usize, val3, private)
-        }
-        s::FUTEX_REQUEUE | s::FUTEX_CMP_REQUEUE => requeue(
-            uaddr,
+        FutexCmd::Wait { val, bitset } => wait(uaddr, val, deadline, bitset, private),
+        FutexCmd::Wake { count, bitset } => wake(uaddr, count as usize, bitset, private),
+        FutexCmd::Requeue {
+            wake,
+            requeue: nreq,
             uaddr2,
-            val as usize,
-            timeout,
-            (cmd == s::FUTEX_CMP_REQUEUE).then_some(val3),
-            private,
-        ),
-        _ => Err(Errno::ENOSYS),
+            cmp,
+        } => requeue(uaddr, uaddr2, wake as usize, nreq as usize, cmp, private),
+        // WAKE_OP needs an atomic read-modify-write of user memory, and the PI commands
+        // priority inheritance: neither exists here.
+        FutexCmd::WakeOp { .. }
+        | FutexCmd::LockPi { .. }
+        | FutexCmd::UnlockPi
+        | FutexCmd::TrylockPi
+        | FutexCmd::WaitRequeuePi { .. }
+        | FutexCmd::CmpRequeuePi { .. } => Err(Errno::ENOSYS),
     }
 }
 
-/// The deadline (counter) from a FUTEX_WAIT (relative) or WAIT_BITSET (absolute) timeout.
-fn read_timeout(va: usize, absolute: bool, op: u32) -> SysResult<Option<u64>> {
-    if va == 0 {
-        return Ok(None);
-    }
-    let ts = uaccess::read_struct::<Timespec>(va)?.validate()?;
+/// The deadline (counter) of a futex timeout.
+fn read_deadline(t: FutexTimeout) -> SysResult<u64> {
+    let ts = uaccess::read_struct::<Timespec>(t.addr)?.validate()?;
     let ns = (ts.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec as u64);
-    let rel = if absolute {
-        let now = if op & s::FUTEX_CLOCK_REALTIME != 0 {
-            crate::time::realtime_ns()
-        } else {
-            crate::time::now_ns()
-        };
-        ns.saturating_sub(now)
-    } else {
-        ns
+    let rel = match t.clock {
+        FutexClock::Relative => ns,
+        FutexClock::Monotonic => ns.saturating_sub(crate::time::now_ns()),
+        FutexClock::Realtime => ns.saturating_sub(crate::time::realtime_ns()),
     };
-    Ok(Some(crate::time::deadline_after_ns(rel)))
+    Ok(crate::time::deadline_after_ns(rel))
 }
 
 fn wait(
