@@ -7,7 +7,7 @@
 //! the `#[cold]` `check`.
 
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::mm::uaccess;
+use crate::mm::uaccess::UserPtr;
 use crate::signal;
 use crate::task::{self, exit, CurrentTask, Task};
 use alloc::sync::Arc;
@@ -19,7 +19,6 @@ use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::nr;
 use svelt_abi::sched::wstatus;
 use svelt_abi::signal::{Siginfo, SIGKILL, SIGSYS};
-use zerocopy::IntoBytes;
 
 /// Largest errno SECCOMP_RET_ERRNO passes on (Linux's MAX_ERRNO).
 const MAX_ERRNO: u32 = 4095;
@@ -258,7 +257,7 @@ pub fn seccomp(op: u32, flags: u32, uargs: usize) -> SysResult<usize> {
             if flags != 0 {
                 return Err(Errno::EINVAL);
             }
-            let action = uaccess::read_u32(uargs)?;
+            let action = UserPtr::<u32>::new(uargs).read()?;
             if action_available(action) {
                 Ok(0)
             } else {
@@ -269,11 +268,7 @@ pub fn seccomp(op: u32, flags: u32, uargs: usize) -> SysResult<usize> {
             if flags != 0 {
                 return Err(Errno::EINVAL);
             }
-            let mut b = [0u8; 6];
-            for (i, s) in NOTIF_SIZES.iter().enumerate() {
-                b[i * 2..i * 2 + 2].copy_from_slice(&s.to_le_bytes());
-            }
-            uaccess::copy_to_user(uargs, &b)?;
+            UserPtr::new(uargs).write(&NOTIF_SIZES)?;
             Ok(0)
         }
         _ => Err(Errno::EINVAL),
@@ -328,9 +323,7 @@ fn set_mode_strict() -> SysResult<usize> {
 /// unreadable memory, EINVAL for a bad program, EACCES without no_new_privs or root, ENOMEM
 /// when the program cannot be stored.
 fn prepare(uargs: usize) -> SysResult<Vec<SockFilter>> {
-    let mut b = [0u8; SockFprog::SIZE];
-    uaccess::copy_from_user(&mut b, uargs)?;
-    let fprog: SockFprog = zerocopy::transmute!(b);
+    let fprog = UserPtr::<SockFprog>::new(uargs).read()?;
     let len = fprog.len as usize;
     if len == 0 || len > BPF_MAXINSNS {
         return Err(Errno::EINVAL);
@@ -343,12 +336,10 @@ fn prepare(uargs: usize) -> SysResult<Vec<SockFilter>> {
     if fprog.filter == 0 {
         return Err(Errno::EINVAL);
     }
-    let raw = uaccess::read_vec(fprog.filter as usize, len * SockFilter::SIZE)?;
     let mut prog = Vec::new();
     prog.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
     prog.resize(len, SockFilter::default());
-    prog.as_mut_bytes().copy_from_slice(&raw);
-    drop(raw);
+    UserPtr::new(fprog.filter as usize).read_slice(&mut prog)?;
     let mut scratch: Vec<u16> = Vec::new();
     scratch.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
     scratch.resize(len, 0);

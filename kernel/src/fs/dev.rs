@@ -2,14 +2,13 @@
 
 use super::ramfs::DevNode;
 use super::{File, FileOps, Inode};
-use crate::mm::uaccess;
+use crate::mm::uaccess::{UserPtr, UserSlice};
 use alloc::sync::Arc;
 use core::any::Any;
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::POLLOUT;
 use svelt_abi::tty;
-use zerocopy::IntoBytes;
 
 /// (name, major, minor, mode) of the nodes /dev always has (devtmpfs-like).
 const NODES: [(&str, u32, u32, u32); 6] = [
@@ -57,16 +56,15 @@ impl FileOps for Console {
     fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         match cmd {
             tty::TCGETS => {
-                uaccess::copy_to_user(arg, tty::Termios::console_default().as_bytes())?;
+                UserPtr::new(arg).write(&tty::Termios::console_default())?;
                 Ok(0)
             }
             tty::TCSETS | tty::TCSETSW | tty::TCSETSF => {
-                let mut b = [0u8; tty::Termios::SIZE];
-                uaccess::copy_from_user(&mut b, arg)?;
+                UserPtr::<[u8; tty::Termios::SIZE]>::new(arg).read()?;
                 Ok(0)
             }
             tty::TIOCGWINSZ => {
-                uaccess::clear_user(arg, 8)?;
+                UserSlice::new(arg, 8).clear()?;
                 Ok(0)
             }
             tty::TIOCGPGRP => {
@@ -74,7 +72,7 @@ impl FileOps for Console {
                     .process()
                     .pgid
                     .load(core::sync::atomic::Ordering::Relaxed);
-                uaccess::write_u32(arg, pgid)?;
+                UserPtr::new(arg).write(&pgid)?;
                 Ok(0)
             }
             tty::TIOCSPGRP | tty::TIOCSCTTY => Ok(0),

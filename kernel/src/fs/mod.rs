@@ -14,6 +14,7 @@ pub mod sys;
 
 use crate::mm::aspace::MappedFile;
 use crate::mm::frame::Page;
+use crate::mm::uaccess::UserSlice;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -166,9 +167,9 @@ pub trait FileOps: Send + Sync + Any {
     fn seekable(&self) -> bool {
         false
     }
-    /// read(2) straight into user memory at `va`, for files that must not lose bytes when the
+    /// read(2) straight into the user buffer `dst`, for files that must not lose bytes when the
     /// copy faults (pipes); `None`: read into a kernel buffer, then copy.
-    fn read_to_user(&self, _file: &File, _va: usize, _count: usize) -> Option<SysResult<usize>> {
+    fn read_to_user(&self, _file: &File, _dst: UserSlice) -> Option<SysResult<usize>> {
         None
     }
     /// Whether write(2) hands over each chunk whole or not at all when the user buffer faults

@@ -1,7 +1,7 @@
 //! Pipes: a 64 KiB ring shared by a read end and a write end.
 
 use super::{epoll, File, FileOps};
-use crate::mm::uaccess;
+use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::task::wait::WaitQueue;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -169,10 +169,11 @@ impl FileOps for PipeEnd {
         })
     }
 
-    fn read_to_user(&self, file: &File, va: usize, count: usize) -> Option<SysResult<usize>> {
-        Some(self.take(file, count, |a, b| {
-            crate::mm::uaccess::copy_to_user(va, a)?;
-            crate::mm::uaccess::copy_to_user(va + a.len(), b)
+    fn read_to_user(&self, file: &File, dst: UserSlice) -> Option<SysResult<usize>> {
+        Some(self.take(file, dst.len(), move |a, b| {
+            let mut dst = dst;
+            dst.copy_out(a)?;
+            Ok(dst.copy_out(b)?)
         }))
     }
 
@@ -229,19 +230,19 @@ impl FileOps for PipeEnd {
                         svelt_abi::signal::SIGPIPE,
                         crate::signal::SigInfo::kernel(svelt_abi::signal::SIGPIPE),
                     );
-                    return if done > 0 {
-                        Ok(done)
-                    } else {
-                        Err(Errno::EPIPE)
-                    };
-                }
-                Ok(Err(e)) => return if done > 0 { Ok(done) } else { Err(e) },
-                Err(_) => {
-                    return if done > 0 {
-                        Ok(done)
-                    } else {
-                        Err(Errno::ERESTARTSYS)
+                    return Partial {
+                        done,
+                        err: Errno::EPIPE,
                     }
+                    .short_count();
+                }
+                Ok(Err(err)) => return Partial { done, err }.short_count(),
+                Err(_) => {
+                    return Partial {
+                        done,
+                        err: Errno::ERESTARTSYS,
+                    }
+                    .short_count()
                 }
             }
         }
@@ -271,7 +272,7 @@ impl FileOps for PipeEnd {
     fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         if cmd == svelt_abi::tty::FIONREAD {
             let n = self.pipe.ring.lock().data.len() as u32;
-            uaccess::write_u32(arg, n)?;
+            UserPtr::new(arg).write(&n)?;
             return Ok(0);
         }
         Err(Errno::ENOTTY)

@@ -4,7 +4,7 @@
 use super::{AltStack, SigAction, SigInfo};
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::arch::aarch64::fpsimd::fpsimd::FpsimdState;
-use crate::mm::uaccess;
+use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::{self, CurrentTask, Task};
 use svelt_abi::errno::Errno;
 use svelt_abi::sigframe as sf;
@@ -139,7 +139,9 @@ pub fn setup_rt_frame(
     // a few pieces, the payloads straight from the saved state.
     let base = plan.base as usize;
     d.emit(&plan, &mut |off, bytes| {
-        uaccess::copy_to_user(base + off, bytes).map_err(|_| sf::Efault)
+        UserPtr::new(base + off)
+            .write_slice(bytes)
+            .map_err(|_| sf::Efault)
     })
     .map_err(|_| ())?;
     drop(st);
@@ -179,15 +181,21 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
         if len > largest_frame() {
             return Err(sf::BadFrame::ExtraBufferTooSmall { needed: len });
         }
-        let v = uaccess::read_vec(addr as usize, len).map_err(|e| match e {
-            Errno::ENOMEM => sf::BadFrame::ExtraBufferTooSmall { needed: len },
-            _ => sf::BadFrame::Fault,
-        })?;
+        let v = UserSlice::new(addr as usize, len)
+            .read_vec()
+            .map_err(|e| match e {
+                Errno::ENOMEM => sf::BadFrame::ExtraBufferTooSmall { needed: len },
+                _ => sf::BadFrame::Fault,
+            })?;
         Ok(&slot.insert(v)[..])
     };
     let r = sf::parse_sigreturn(
         sp,
-        &mut |addr, buf| uaccess::copy_from_user(buf, addr as usize).map_err(|_| sf::Efault),
+        &mut |addr, buf| {
+            UserPtr::new(addr as usize)
+                .read_slice(buf)
+                .map_err(|_| sf::Efault)
+        },
         &features(),
         &mut frame,
         &mut read_extra,

@@ -5,7 +5,7 @@
 pub mod frame;
 
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::mm::uaccess;
+use crate::mm::uaccess::UserPtr;
 use crate::task::exit;
 use crate::task::{self, CurrentTask, Process, Task};
 use alloc::sync::Arc;
@@ -497,7 +497,7 @@ impl TempMask {
         if size != 8 {
             return Err(Errno::EINVAL);
         }
-        let m = uaccess::read_u64(set)?;
+        let m = UserPtr::<u64>::new(set).read()?;
         set_temp_mask(m);
         Ok(TempMask)
     }

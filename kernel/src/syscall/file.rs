@@ -3,8 +3,7 @@
 
 use crate::fs::epoll::{self};
 use crate::fs::{self, pipe, File, Kind};
-use crate::mm::uaccess;
-use crate::mm::uaccess::read_path;
+use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::task;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -16,18 +15,11 @@ use svelt_abi::fs::{
     O_LARGEFILE, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_TRUNC, O_WRONLY, SEEK_CUR, SEEK_END,
     SEEK_SET, SETFL_MASK, UIO_MAXIOV,
 };
-use zerocopy::IntoBytes;
 
 pub(super) const CHUNK: usize = 64 * 1024;
 
 pub(super) fn file(fd: i32) -> SysResult<Arc<File>> {
     task::current().files().lock().get(fd)
-}
-
-/// Linux's access_ok: the range lies in user space (whether it is mapped shows when it is
-/// copied; a tagged pointer is one under the tagged address ABI).
-pub(super) fn check_user(va: usize, len: usize) -> SysResult<()> {
-    uaccess::access_ok(va, len).map(|_| ())
 }
 
 pub(super) fn install(file: Arc<File>, cloexec: bool) -> SysResult<usize> {
@@ -39,7 +31,7 @@ pub(super) fn install(file: Arc<File>, cloexec: bool) -> SysResult<usize> {
 }
 
 pub fn openat(dirfd: i32, path: usize, flags: u32, mode: u32) -> SysResult<usize> {
-    let path = read_path(path)?;
+    let path = UserPtr::<u8>::new(path).read_path()?;
     let follow = flags & O_NOFOLLOW == 0;
     let node = match fs::resolve(dirfd, &path, follow) {
         Ok(r) => {
@@ -109,8 +101,9 @@ fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult
         return Err(Errno::EISDIR);
     }
     let count = count.min(MAX_RW_COUNT);
-    check_user(buf, count)?;
-    if let Some(r) = file.ops.read_to_user(file, buf, count) {
+    let mut user = UserSlice::new(buf, count);
+    user.check()?;
+    if let Some(r) = file.ops.read_to_user(file, user) {
         return r;
     }
     let mut kbuf = vec![0u8; count.min(CHUNK)];
@@ -125,14 +118,13 @@ fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult
                 Err(e) => return Err(e),
             },
         };
-        if let Err((e, copied)) = uaccess::copy_to_user_partial(buf + done, &kbuf[..n]) {
+        if let Err(p) = user.copy_out(&kbuf[..n]) {
             // As Linux: what reached the buffer counts, and a file's offset covers only that.
             if off.is_none() && file.ops.seekable() {
                 let mut pos = file.pos.lock();
-                *pos = pos.saturating_sub((n - copied) as u64);
+                *pos = pos.saturating_sub((n - p.done) as u64);
             }
-            done += copied;
-            return if done > 0 { Ok(done) } else { Err(e) };
+            return p.after(done).short_count();
         }
         done += n;
         // Only regular files fill the whole request in several pieces.
@@ -147,24 +139,21 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
         return Err(Errno::EBADF);
     }
     let count = count.min(MAX_RW_COUNT);
-    check_user(buf, count)?;
+    let mut user = UserSlice::new(buf, count);
+    user.check()?;
     let mut done = 0;
     while done < count {
         let n = (count - done).min(CHUNK);
         let mut kbuf = vec![0u8; n];
         // A fault part-way writes what came before it (a short count, as on Linux).
-        let (n, fault) = match uaccess::copy_from_user_partial(&mut kbuf, buf + done) {
+        let (n, fault) = match user.copy_in(&mut kbuf) {
             Ok(()) => (n, None),
             // A pipe takes a chunk whole or not at all.
-            Err((e, _)) if file.ops.whole_chunks() => {
-                if done > 0 {
-                    break;
-                }
-                return Err(e);
+            Err(Partial { err, .. }) if file.ops.whole_chunks() => {
+                return Partial { done, err }.short_count()
             }
-            Err((_, 0)) if done > 0 => break,
-            Err((e, 0)) => return Err(e),
-            Err((e, copied)) => (copied, Some(e)),
+            Err(Partial { done: 0, err }) => return Partial { done, err }.short_count(),
+            Err(p) => (p.done, Some(p.err)),
         };
         let w = match off {
             Some(o) => file.ops.pwrite(file, &kbuf[..n], o + done as u64),
@@ -185,8 +174,7 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
                     break;
                 }
             }
-            Err(_) if done > 0 => break,
-            Err(e) => return Err(e),
+            Err(err) => return Partial { done, err }.short_count(),
         }
     }
     Ok(done)
@@ -223,7 +211,7 @@ fn read_iovecs(iov: usize, cnt: usize) -> SysResult<Vec<Iovec>> {
         return Err(Errno::EINVAL);
     }
     let mut v = vec![Iovec::default(); cnt];
-    uaccess::copy_from_user(v.as_mut_bytes(), iov)?;
+    UserPtr::new(iov).read_slice(&mut v)?;
     iovec_total(&v)?;
     Ok(v)
 }
@@ -237,8 +225,7 @@ pub fn readv(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
         }
         let n = match do_read(&file, v.iov_base as usize, v.iov_len as usize, None) {
             Ok(n) => n,
-            Err(_) if total > 0 => break,
-            Err(e) => return Err(e),
+            Err(err) => return Partial { done: total, err }.short_count(),
         };
         total += n;
         if n < v.iov_len as usize {
@@ -260,9 +247,10 @@ pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     let mut total = 0usize;
     for v in &vs {
         let len = (v.iov_len as usize).min(MAX_RW_COUNT - total);
-        check_user(v.iov_base as usize, len)?;
+        let seg = UserSlice::new(v.iov_base as usize, len);
+        seg.check()?;
         total += len;
-        segs.push((v.iov_base as usize, len));
+        segs.push(seg);
     }
     if total == 0 {
         return Ok(0);
@@ -272,23 +260,23 @@ pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     if total <= CHUNK {
         let mut kbuf = vec![0u8; total];
         let mut at = 0;
-        for &(base, len) in &segs {
-            uaccess::copy_from_user(&mut kbuf[at..at + len], base)?;
+        for mut seg in segs.iter().copied() {
+            let len = seg.len();
+            seg.copy_in(&mut kbuf[at..at + len])?;
             at += len;
         }
         return file.ops.write(&file, &kbuf);
     }
     let mut done = 0;
-    for &(base, len) in segs.iter().filter(|s| s.1 > 0) {
-        match do_write(&file, base, len, None) {
+    for seg in segs.iter().filter(|s| !s.is_empty()) {
+        match do_write(&file, seg.addr(), seg.len(), None) {
             Ok(n) => {
                 done += n;
-                if n < len {
+                if n < seg.len() {
                     break;
                 }
             }
-            Err(_) if done > 0 => break,
-            Err(e) => return Err(e),
+            Err(err) => return Partial { done, err }.short_count(),
         }
     }
     Ok(done)
@@ -335,7 +323,8 @@ pub fn pipe2(fds: usize, flags: u32) -> SysResult<usize> {
     if flags & !(O_CLOEXEC | O_NONBLOCK | O_DIRECT) != 0 {
         return Err(Errno::EINVAL);
     }
-    check_user(fds, 8)?;
+    let fds = UserPtr::<[i32; 2]>::new(fds);
+    UserSlice::new(fds.addr(), 8).check()?;
     let (r, w) = pipe::new_pipe();
     let nb = flags & O_NONBLOCK;
     let rf = File::new(None, r, O_RDONLY | nb, String::from("pipe:"));
@@ -352,10 +341,7 @@ pub fn pipe2(fds: usize, flags: u32) -> SysResult<usize> {
         }
     };
     drop(t);
-    let mut out = [0u8; 8];
-    out[..4].copy_from_slice(&a.to_le_bytes());
-    out[4..].copy_from_slice(&b.to_le_bytes());
-    if let Err(e) = uaccess::copy_to_user(fds, &out) {
+    if let Err(e) = fds.write(&[a, b]) {
         let mut t = files.lock();
         let _ = t.close(a);
         let _ = t.close(b);
@@ -447,7 +433,7 @@ pub fn ioctl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
             Ok(0)
         }
         svelt_abi::tty::FIONBIO => {
-            let on = uaccess::read_u32(arg)? != 0;
+            let on = UserPtr::<u32>::new(arg).read()? != 0;
             let fl = file.flags() & !O_NONBLOCK;
             file.flags.store(
                 fl | if on { O_NONBLOCK } else { 0 },

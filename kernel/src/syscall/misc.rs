@@ -1,9 +1,8 @@
 //! uname, getrandom, reboot, sysinfo, getcpu.
 
-use crate::mm::uaccess;
+use crate::mm::uaccess::{UserPtr, UserSlice};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sys;
-use zerocopy::IntoBytes;
 
 /// The release Svelt reports: a Linux version new enough for glibc and for the SVE/SME ABI it
 /// implements (6.16 semantics), marked as Svelt.
@@ -18,7 +17,7 @@ pub fn uname(buf: usize) -> SysResult<usize> {
         machine: b"aarch64",
         domainname: b"(none)",
     };
-    uaccess::copy_to_user(buf, &u.to_bytes())?;
+    UserPtr::new(buf).write(&u.to_bytes())?;
     Ok(0)
 }
 
@@ -32,15 +31,15 @@ pub fn getrandom(buf: usize, len: usize, flags: u32) -> SysResult<usize> {
         return Err(Errno::EINVAL);
     }
     let len = len.min(32 << 20);
+    let mut user = UserSlice::new(buf, len);
     let mut done = 0;
     let mut chunk = [0u8; 256];
     while done < len {
         let n = chunk.len().min(len - done);
         crate::fs::dev::fill_random(&mut chunk[..n]);
         // A fault part-way is a short count (EFAULT only when nothing was written).
-        if let Err((e, copied)) = uaccess::copy_to_user_partial(buf + done, &chunk[..n]) {
-            done += copied;
-            return if done > 0 { Ok(done) } else { Err(e) };
+        if let Err(p) = user.copy_out(&chunk[..n]) {
+            return p.after(done).short_count();
         }
         done += n;
     }
@@ -74,17 +73,17 @@ pub fn sysinfo(buf: usize) -> SysResult<usize> {
         mem_unit: 1,
         ..Default::default()
     };
-    uaccess::copy_to_user(buf, info.as_bytes())?;
+    UserPtr::new(buf).write(&info)?;
     Ok(0)
 }
 
 pub fn getcpu(cpu: usize, node: usize) -> SysResult<usize> {
     let id = crate::percpu::cpu_id() as u32;
     if cpu != 0 {
-        uaccess::write_u32(cpu, id)?;
+        UserPtr::new(cpu).write(&id)?;
     }
     if node != 0 {
-        uaccess::write_u32(node, 0)?;
+        UserPtr::new(node).write(&0u32)?;
     }
     Ok(0)
 }

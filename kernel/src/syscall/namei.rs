@@ -2,15 +2,14 @@
 
 use super::file::file;
 use crate::fs::{self, Kind};
-use crate::mm::uaccess;
-use crate::mm::uaccess::read_path;
+use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task;
 use alloc::string::String;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{AT_FDCWD, AT_REMOVEDIR, S_IFCHR, S_IFMT, S_IFREG};
 
 pub fn chdir(path: usize) -> SysResult<usize> {
-    let p = read_path(path)?;
+    let p = UserPtr::<u8>::new(path).read_path()?;
     let r = fs::resolve(AT_FDCWD, &p, true)?;
     if r.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
@@ -41,13 +40,14 @@ pub fn getcwd(buf: usize, size: usize) -> SysResult<usize> {
     if size < len {
         return Err(Errno::ERANGE);
     }
-    uaccess::copy_to_user(buf, cwd.as_bytes())?;
-    uaccess::copy_to_user(buf + cwd.len(), &[0])?;
+    let mut out = UserSlice::new(buf, size);
+    out.copy_out(cwd.as_bytes())?;
+    out.copy_out(&[0])?;
     Ok(len)
 }
 
 pub fn mkdirat(dirfd: i32, path: usize, mode: u32) -> SysResult<usize> {
-    let p = read_path(path)?;
+    let p = UserPtr::<u8>::new(path).read_path()?;
     let r = fs::resolve_parent(dirfd, &p)?;
     if r.name == "." || r.name == ".." {
         return Err(Errno::EEXIST);
@@ -61,7 +61,7 @@ pub fn unlinkat(dirfd: i32, path: usize, flags: u32) -> SysResult<usize> {
     if flags & !AT_REMOVEDIR != 0 {
         return Err(Errno::EINVAL);
     }
-    let p = read_path(path)?;
+    let p = UserPtr::<u8>::new(path).read_path()?;
     let r = fs::resolve_parent(dirfd, &p)?;
     match r.name.as_str() {
         "." => return Err(Errno::EINVAL),
@@ -73,15 +73,15 @@ pub fn unlinkat(dirfd: i32, path: usize, flags: u32) -> SysResult<usize> {
 }
 
 pub fn symlinkat(target: usize, dirfd: i32, path: usize) -> SysResult<usize> {
-    let t = read_path(target)?;
-    let p = read_path(path)?;
+    let t = UserPtr::<u8>::new(target).read_path()?;
+    let p = UserPtr::<u8>::new(path).read_path()?;
     let r = fs::resolve_parent(dirfd, &p)?;
     r.dir.link(&r.name, crate::fs::ramfs::RamSymlink::new(t))?;
     Ok(0)
 }
 
 pub fn mknodat(dirfd: i32, path: usize, mode: u32, dev: u64) -> SysResult<usize> {
-    let p = read_path(path)?;
+    let p = UserPtr::<u8>::new(path).read_path()?;
     let r = fs::resolve_parent(dirfd, &p)?;
     match mode & S_IFMT {
         S_IFCHR => {
@@ -121,7 +121,7 @@ pub fn mount(
         | m::MS_PRIVATE
         | m::MS_SLAVE
         | m::MS_UNBINDABLE;
-    let t = read_path(target)?;
+    let t = UserPtr::<u8>::new(target).read_path()?;
     let r = fs::resolve(AT_FDCWD, &t, true)?;
     if r.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
@@ -129,7 +129,7 @@ pub fn mount(
     if fstype == 0 || flags & NOT_NEW != 0 {
         return Ok(0);
     }
-    let ty = read_path(fstype)?;
+    let ty = UserPtr::<u8>::new(fstype).read_path()?;
     let (fstype, magic) = match ty.as_str() {
         "proc" | "sysfs" | "devtmpfs" | "devpts" => return Ok(0),
         "tmpfs" => ("tmpfs", TMPFS_MAGIC),
@@ -139,7 +139,7 @@ pub fn mount(
     // At most a page of options, as Linux copies.
     let data = match data {
         0 => String::new(),
-        va => match uaccess::read_cstr(va, 4095) {
+        va => match UserPtr::<u8>::new(va).read_cstring(4095) {
             Ok(b) => String::from_utf8(b).map_err(|_| Errno::EINVAL)?,
             Err(Errno::EFAULT) => return Err(Errno::EFAULT),
             Err(_) => return Err(Errno::EINVAL),
@@ -147,7 +147,7 @@ pub fn mount(
     };
     let source = match source {
         0 => String::from("none"),
-        va => read_path(va)?,
+        va => UserPtr::<u8>::new(va).read_path()?,
     };
     let total = crate::mm::frame::total() as u64;
     let new = if fstype == "tmpfs" {
@@ -196,7 +196,7 @@ pub fn umount2(target: usize, flags: u32) -> SysResult<usize> {
     if flags & !known != 0 || expire_with_force {
         return Err(Errno::EINVAL);
     }
-    let t = read_path(target)?;
+    let t = UserPtr::<u8>::new(target).read_path()?;
     let r = fs::resolve(AT_FDCWD, &t, flags & m::UMOUNT_NOFOLLOW == 0)?;
     fs::umount(&r)?;
     Ok(0)

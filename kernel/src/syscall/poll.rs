@@ -1,9 +1,9 @@
 //! Waiting on many files: epoll, ppoll and pselect6.
 
-use super::file::{check_user, file, install};
+use super::file::{file, install};
 use crate::fs::epoll::{self, Epoll};
 use crate::fs::{self, File, Kind};
-use crate::mm::uaccess;
+use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task;
 use alloc::string::String;
 use alloc::vec;
@@ -13,7 +13,6 @@ use svelt_abi::fs::{
     EpollEvent, PollFd, EPOLL_CLOEXEC, EPOLL_CTL_DEL, O_RDWR, POLLERR, POLLHUP, POLLIN, POLLNVAL,
     POLLOUT,
 };
-use zerocopy::IntoBytes;
 
 pub fn epoll_create1(flags: u32) -> SysResult<usize> {
     if flags & !EPOLL_CLOEXEC != 0 {
@@ -52,7 +51,7 @@ pub fn epoll_ctl(epfd: i32, op: u32, fd: i32, event: usize) -> SysResult<usize> 
     let ev = if op == EPOLL_CTL_DEL {
         EpollEvent::default()
     } else {
-        uaccess::read_struct::<EpollEvent>(event)?
+        UserPtr::<EpollEvent>::new(event).read()?
     };
     ep.ctl(op, fd, &target, ev)?;
     Ok(0)
@@ -76,7 +75,7 @@ pub fn epoll_pwait(
     }
     let ep_file = file(epfd)?;
     let ep = as_epoll(&ep_file)?;
-    check_user(events, max as usize * EpollEvent::SIZE)?;
+    UserSlice::new(events, max as usize * EpollEvent::SIZE).check()?;
     let _mask = crate::signal::TempMask::from_user(sigmask, sigsetsize)?;
     let ready = epoll::wait_ready(
         || {
@@ -91,7 +90,7 @@ pub fn epoll_pwait(
     )
     .map_err(|_| Errno::EINTR)?
     .unwrap_or_default();
-    uaccess::copy_to_user(events, ready.as_bytes())?;
+    UserPtr::new(events).write_slice(&ready)?;
     Ok(ready.len())
 }
 
@@ -99,7 +98,9 @@ fn read_timeout(ts: usize) -> SysResult<Option<u64>> {
     if ts == 0 {
         return Ok(None);
     }
-    let t = uaccess::read_struct::<svelt_abi::time::Timespec>(ts)?.validate()?;
+    let t = UserPtr::<svelt_abi::time::Timespec>::new(ts)
+        .read()?
+        .validate()?;
     let ns = (t.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(t.tv_nsec as u64);
@@ -117,7 +118,8 @@ pub fn ppoll(
         return Err(Errno::EINVAL);
     }
     let mut pfds = vec![PollFd::default(); nfds];
-    uaccess::copy_from_user(pfds.as_mut_bytes(), fds)?;
+    let fds = UserPtr::new(fds);
+    fds.read_slice(&mut pfds)?;
     let deadline = read_timeout(tmo)?;
     let _mask = crate::signal::TempMask::from_user(sigmask, sigsetsize)?;
     let files = task::current().files();
@@ -150,7 +152,7 @@ pub fn ppoll(
         Ok(v) => v.unwrap_or(0),
         Err(_) => return Err(Errno::ERESTARTNOHAND),
     };
-    uaccess::copy_to_user(fds, pfds.as_bytes())?;
+    fds.write_slice(&pfds)?;
     Ok(n)
 }
 
@@ -169,18 +171,16 @@ pub fn pselect6(
     let read_set = |va: usize| -> SysResult<Vec<u8>> {
         let mut b = vec![0u8; bytes];
         if va != 0 {
-            uaccess::copy_from_user(&mut b, va)?;
+            UserSlice::new(va, bytes).copy_in(&mut b)?;
         }
         Ok(b)
     };
     let (rs, ws, xs) = (read_set(rd)?, read_set(wr)?, read_set(ex)?);
     let deadline = read_timeout(tmo)?;
     // The sixth argument points at { const sigset_t *ss; size_t ss_len; }.
-    let _mask = if sig != 0 {
-        let (p, len) = (
-            uaccess::read_u64(sig)?,
-            uaccess::read_u64(sig.wrapping_add(8))?,
-        );
+    let sig = UserPtr::<u64>::new(sig);
+    let _mask = if !sig.is_null() {
+        let (p, len) = (sig.read()?, sig.add(1).read()?);
         crate::signal::TempMask::from_user(p as usize, len as usize)?
     } else {
         crate::signal::TempMask::from_user(0, 8)?
@@ -221,7 +221,7 @@ pub fn pselect6(
     };
     for (va, s) in [(rd, &out.0), (wr, &out.1), (ex, &out.2)] {
         if va != 0 {
-            uaccess::copy_to_user(va, s)?;
+            UserSlice::new(va, bytes).copy_out(s)?;
         }
     }
     Ok(n)

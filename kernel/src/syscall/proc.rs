@@ -2,14 +2,13 @@
 
 use super::NoReturn;
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::mm::uaccess;
+use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::exit::{self, Which};
 use crate::task::{self, CurrentTask};
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sched::{self as s, wstatus, CloneArgs};
 use svelt_abi::sys;
-use zerocopy::IntoBytes;
 
 pub fn clone(
     cur: &CurrentTask,
@@ -70,10 +69,10 @@ pub fn wait4(pid: i32, status: usize, options: u32, rusage: usize) -> SysResult<
             pid, status: st, ..
         }) => {
             if status != 0 {
-                uaccess::write_u32(status, st as u32)?;
+                UserPtr::new(status).write(&(st as u32))?;
             }
             if rusage != 0 {
-                uaccess::clear_user(rusage, sys::Rusage::SIZE)?;
+                UserSlice::new(rusage, sys::Rusage::SIZE).clear()?;
             }
             Ok(pid as usize)
         }
@@ -111,17 +110,17 @@ pub fn waitid(idtype: u32, id: i32, infop: usize, options: u32, rusage: usize) -
             Some(r) => crate::signal::child_info(r.pid, r.status).0,
             None => [0u8; 128],
         };
-        uaccess::copy_to_user(infop, &info)?;
+        UserPtr::new(infop).write(&info)?;
     }
     if rusage != 0 {
-        uaccess::clear_user(rusage, sys::Rusage::SIZE)?;
+        UserSlice::new(rusage, sys::Rusage::SIZE).clear()?;
     }
     Ok(0)
 }
 
 pub fn getres(a: usize, b: usize, c: usize) -> SysResult<usize> {
     for p in [a, b, c] {
-        uaccess::write_u32(p, 0)?;
+        UserPtr::new(p).write(&0u32)?;
     }
     Ok(0)
 }
@@ -194,8 +193,8 @@ pub fn get_robust_list(pid: i32, head: usize, len: usize) -> SysResult<usize> {
         task::find_task(pid as u32).ok_or(Errno::ESRCH)?
     };
     let h = t.robust_list.load(Ordering::Relaxed);
-    uaccess::write_u64(head, h as u64)?;
-    uaccess::write_u64(len, 24)?;
+    UserPtr::new(head).write(&(h as u64))?;
+    UserPtr::new(len).write(&24u64)?;
     Ok(0)
 }
 
@@ -222,7 +221,7 @@ pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> 
         return Err(Errno::EINVAL);
     }
     let m = t.affinity.load(Ordering::Relaxed) & online_mask();
-    uaccess::copy_to_user(mask, &m.to_le_bytes()[..bytes])?;
+    UserSlice::new(mask, bytes).copy_out(&m.to_le_bytes()[..bytes])?;
     Ok(bytes)
 }
 
@@ -230,7 +229,7 @@ pub fn sched_setaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> 
     let t = affinity_target(pid)?;
     let mut b = [0u8; 8];
     let n = len.min(8);
-    uaccess::copy_from_user(&mut b[..n], mask)?;
+    UserSlice::new(mask, len).copy_in(&mut b[..n])?;
     let m = u64::from_le_bytes(b) & online_mask();
     if m == 0 {
         return Err(Errno::EINVAL);
@@ -253,7 +252,7 @@ pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<u
         return Err(Errno::EINVAL);
     }
     let new = if new != 0 {
-        Some(uaccess::read_struct::<sys::Rlimit64>(new)?.validate()?)
+        Some(UserPtr::<sys::Rlimit64>::new(new).read()?.validate()?)
     } else {
         None
     };
@@ -268,7 +267,7 @@ pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<u
     }
     drop(limits);
     if old != 0 {
-        uaccess::copy_to_user(old, cur.as_bytes())?;
+        UserPtr::new(old).write(&cur)?;
     }
     Ok(0)
 }
@@ -278,7 +277,7 @@ pub fn getrusage(who: i32, buf: usize) -> SysResult<usize> {
         sys::RUSAGE_SELF | sys::RUSAGE_CHILDREN | sys::RUSAGE_THREAD => {}
         _ => return Err(Errno::EINVAL),
     }
-    uaccess::clear_user(buf, sys::Rusage::SIZE)?;
+    UserSlice::new(buf, sys::Rusage::SIZE).clear()?;
     Ok(0)
 }
 
@@ -315,7 +314,7 @@ pub fn prctl(
             let mut name = [0u8; 16];
             let n = base.len().min(15);
             name[..n].copy_from_slice(&base.as_bytes()[..n]);
-            uaccess::copy_to_user(buf, &name)?;
+            UserPtr::new(buf).write(&name)?;
             Ok(0)
         }
         PrctlCmd::SetVl { kind, arg } => crate::fpstate::vec_set_current_vl(cur, kind, arg),

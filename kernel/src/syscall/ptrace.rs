@@ -1,6 +1,6 @@
 //! ptrace(2), process_vm_readv/writev, and the permission rule they and /proc/PID/mem share.
 
-use crate::mm::uaccess;
+use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::ptrace::{self, may_access, regset, Frozen, StopKind};
 use crate::signal::{self, SigInfo};
 use crate::task::{self, Held, Process, Task};
@@ -57,7 +57,7 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
         PtraceRequest::Peek { addr, out } => {
             let mut b = [0u8; 8];
             remote_access(&f.task, addr, &mut b, false).map_err(|_| Errno::EIO)?;
-            uaccess::copy_to_user(out, &b)?;
+            UserPtr::new(out).write(&b)?;
             Ok(0)
         }
         PtraceRequest::Poke { addr, word } => {
@@ -94,17 +94,16 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
         }
         PtraceRequest::GetEventMsg { out } => {
             let m = f.task.ptrace.lock().event_msg;
-            uaccess::write_u64(out, m)?;
+            UserPtr::new(out).write(&m)?;
             Ok(0)
         }
         PtraceRequest::GetSigInfo { out } => {
             let i = f.task.ptrace.lock().siginfo.ok_or(Errno::EINVAL)?;
-            uaccess::copy_to_user(out, &i.0)?;
+            UserPtr::new(out).write(&i.0)?;
             Ok(0)
         }
         PtraceRequest::SetSigInfo { from } => {
-            let mut b = [0u8; SigInfo::SIZE];
-            uaccess::copy_from_user(&mut b, from)?;
+            let b = UserPtr::<[u8; SigInfo::SIZE]>::new(from).read()?;
             let mut l = f.task.ptrace.lock();
             if l.siginfo.is_none() {
                 return Err(Errno::EINVAL);
@@ -114,11 +113,11 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
         }
         PtraceRequest::GetSigMask { out } => {
             let m = f.task.sig.lock().blocked;
-            uaccess::write_u64(out, m)?;
+            UserPtr::new(out).write(&m)?;
             Ok(0)
         }
         PtraceRequest::SetSigMask { from } => {
-            let m = uaccess::read_u64(from)?;
+            let m = UserPtr::<u64>::new(from).read()?;
             f.task.sig.lock().blocked = m & !signal::unblockable();
             signal::hint(&f.task);
             Ok(0)
@@ -144,7 +143,7 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
                 SyscallStop::None => SyscallStop::None,
             };
             let (bytes, len) = syscall_info(stop, tf.elr, tf.sp_el0);
-            uaccess::copy_to_user(data, &bytes[..addr.min(len)])?;
+            UserSlice::new(data, addr).copy_out(&bytes[..addr.min(len)])?;
             Ok(len)
         }
         // Carried out above, without stopping the tracee.
@@ -226,8 +225,9 @@ fn remote_access(t: &Task, addr: usize, buf: &mut [u8], write: bool) -> SysResul
 }
 
 fn regset_request(t: &Held, set: bool, nt: u32, iov: usize) -> SysResult<usize> {
-    let base = uaccess::read_u64(iov)? as usize;
-    let len = uaccess::read_u64(iov + 8)? as usize;
+    let iov = UserPtr::<u64>::new(iov);
+    let base = iov.read()? as usize;
+    let len = iov.add(1).read()? as usize;
     let (unit, max) = regset::info(nt).ok_or(Errno::EINVAL)?;
     if !len.is_multiple_of(unit) {
         return Err(Errno::EINVAL);
@@ -237,15 +237,15 @@ fn regset_request(t: &Held, set: bool, nt: u32, iov: usize) -> SysResult<usize> 
         let mut data = Vec::new();
         data.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
         data.resize(n, 0);
-        uaccess::copy_from_user(&mut data, base)?;
+        UserSlice::new(base, len).copy_in(&mut data)?;
         regset::set(t, nt, &data)?;
     } else {
         // Only what the regset produced is copied (the rest of the buffer is untouched, as
         // Linux's copy_regset_to_user); iov_len still becomes min(iov_len, maximum).
         let data = regset::get(t, nt)?;
-        uaccess::copy_to_user(base, &data[..n.min(data.len())])?;
+        UserSlice::new(base, len).copy_out(&data[..n.min(data.len())])?;
     }
-    uaccess::write_u64(iov + 8, n as u64)?;
+    iov.add(1).write(&(n as u64))?;
     Ok(0)
 }
 
@@ -266,9 +266,10 @@ pub fn process_vm(
     let read_iov = |base: usize, n: usize| -> SysResult<Vec<(usize, usize)>> {
         let mut v = Vec::new();
         v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+        let base = UserPtr::<u64>::new(base);
         for i in 0..n {
-            let b = uaccess::read_u64(base + 16 * i)? as usize;
-            let l = uaccess::read_u64(base + 16 * i + 8)? as usize;
+            let b = base.add(2 * i).read()? as usize;
+            let l = base.add(2 * i + 1).read()? as usize;
             if l > isize::MAX as usize {
                 return Err(Errno::EINVAL);
             }
@@ -301,17 +302,18 @@ pub fn process_vm(
             let chunk = &mut buf[..n];
             // The remote address space is locked only around its own copy: a local copy may
             // fault and take this process's lock, which may be the same one.
+            let mut local = UserSlice::new(lv[li].0, lv[li].1).skip(loff);
             let r = if write {
-                match uaccess::copy_from_user(chunk, lv[li].0 + loff) {
+                match local.copy_in(chunk) {
                     Ok(()) => mm.lock().write(rb + roff, chunk),
-                    Err(e) => Err(e),
+                    Err(p) => Err(p.err),
                 }
             } else {
                 let r = mm.lock().read(rb + roff, chunk);
-                r.and_then(|()| uaccess::copy_to_user(lv[li].0 + loff, chunk))
+                r.and_then(|()| Ok(local.copy_out(chunk)?))
             };
-            if let Err(e) = r {
-                return if done > 0 { Ok(done) } else { Err(e) };
+            if let Err(err) = r {
+                return Partial { done, err }.short_count();
             }
             done += n;
             roff += n;

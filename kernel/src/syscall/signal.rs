@@ -2,18 +2,17 @@
 
 use super::NoReturn;
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::mm::uaccess;
+use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::signal::{self, SigInfo};
 use crate::task::{self, CurrentTask};
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::signal::{self as sig, Sigaction, Sigset, StackT};
-use zerocopy::IntoBytes;
 
 pub fn rt_sigaction(signo: i32, act: usize, oact: usize, size: usize) -> SysResult<usize> {
     let signo = u32::try_from(signo).map_err(|_| Errno::EINVAL)?;
     let new = if act != 0 {
-        Some(uaccess::read_struct::<Sigaction>(act)?)
+        Some(UserPtr::<Sigaction>::new(act).read()?)
     } else {
         None
     };
@@ -22,7 +21,7 @@ pub fn rt_sigaction(signo: i32, act: usize, oact: usize, size: usize) -> SysResu
     let h = t.sighand();
     let old = h.lock().get(signo);
     if oact != 0 {
-        uaccess::copy_to_user(oact, sig::sigaction_report(&old).as_bytes())?;
+        UserPtr::new(oact).write(&sig::sigaction_report(&old))?;
     }
     if let Some(a) = new {
         h.lock().set(signo, a);
@@ -45,13 +44,13 @@ pub fn rt_sigprocmask(how: u32, set: usize, oset: usize, size: usize) -> SysResu
     let t = task::current();
     let old = t.sig.lock().blocked;
     let new = if set != 0 {
-        let m = uaccess::read_u64(set)?;
+        let m = UserPtr::<u64>::new(set).read()?;
         Some(sig::sigprocmask(Sigset(old), how, Sigset(m))?)
     } else {
         None
     };
     if oset != 0 {
-        uaccess::write_u64(oset, old)?;
+        UserPtr::new(oset).write(&old)?;
     }
     if let Some(n) = new {
         t.sig.lock().blocked = n.0;
@@ -71,7 +70,7 @@ pub fn rt_sigpending(set: usize, size: usize) -> SysResult<usize> {
     };
     let shared = t.process().shared_sig.lock().pending_mask();
     let v = (mine | shared) & blocked;
-    uaccess::copy_to_user(set, &v.to_le_bytes()[..size])?;
+    UserSlice::new(set, size).copy_out(&v.to_le_bytes()[..size])?;
     Ok(0)
 }
 
@@ -79,7 +78,7 @@ pub fn rt_sigsuspend(set: usize, size: usize) -> SysResult<usize> {
     if size != Sigset::SIZE {
         return Err(Errno::EINVAL);
     }
-    let m = uaccess::read_u64(set)?;
+    let m = UserPtr::<u64>::new(set).read()?;
     signal::set_temp_mask(m);
     let me = task::current_arc();
     let _ = crate::task::wait::sleep_forever_interruptible(&me);
@@ -90,9 +89,11 @@ pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> 
     if size != Sigset::SIZE {
         return Err(Errno::EINVAL);
     }
-    let want = uaccess::read_u64(set)? & !signal::unblockable();
+    let want = UserPtr::<u64>::new(set).read()? & !signal::unblockable();
     let deadline = if timeout != 0 {
-        let ts = uaccess::read_struct::<svelt_abi::time::Timespec>(timeout)?.validate()?;
+        let ts = UserPtr::<svelt_abi::time::Timespec>::new(timeout)
+            .read()?
+            .validate()?;
         Some(crate::time::deadline_after_ns(
             ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
         ))
@@ -104,7 +105,7 @@ pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> 
     match r {
         Some(i) => {
             if info != 0 {
-                uaccess::copy_to_user(info, &i.0)?;
+                UserPtr::new(info).write(&i.0)?;
             }
             Ok(i.signo() as usize)
         }
@@ -122,10 +123,10 @@ pub fn sigaltstack(ss: usize, old: usize, tf: &TrapFrame) -> SysResult<usize> {
     let sp = tf.sp_el0;
     let cur = t.sig.lock().altstack;
     if old != 0 {
-        uaccess::copy_to_user(old, cur.report(sp).as_bytes())?;
+        UserPtr::new(old).write(&cur.report(sp))?;
     }
     if ss != 0 {
-        let new = uaccess::read_struct::<StackT>(ss)?;
+        let new = UserPtr::<StackT>::new(ss).read()?;
         let mut a = cur;
         a.set(new, sp, sig::MINSIGSTKSZ)?;
         t.sig.lock().altstack = a;

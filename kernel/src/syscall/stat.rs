@@ -1,9 +1,8 @@
 //! What a file is: stat, statx, getdents, readlink, access checks, statfs.
 
-use super::file::{check_user, file, CHUNK};
+use super::file::{file, CHUNK};
 use crate::fs::{self, pipe, File, Kind};
-use crate::mm::uaccess;
-use crate::mm::uaccess::read_path;
+use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -14,7 +13,6 @@ use svelt_abi::fs::{
     Dirent64Writer, Stat, Statx, AT_EACCESS, AT_EMPTY_PATH, AT_FDCWD, AT_NO_AUTOMOUNT,
     AT_STATX_SYNC_TYPE, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, S_IFIFO, X_OK,
 };
-use zerocopy::IntoBytes;
 
 fn stat_file(file: &File) -> Stat {
     match &file.node {
@@ -37,7 +35,7 @@ fn stat_at(dirfd: i32, path: usize, flags: u32) -> SysResult<Stat> {
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE) != 0 {
         return Err(Errno::EINVAL);
     }
-    let p = read_path(path)?;
+    let p = UserPtr::<u8>::new(path).read_path()?;
     if p.is_empty() {
         if flags & AT_EMPTY_PATH != 0 {
             if dirfd == AT_FDCWD {
@@ -55,21 +53,21 @@ fn stat_at(dirfd: i32, path: usize, flags: u32) -> SysResult<Stat> {
 
 pub fn newfstatat(dirfd: i32, path: usize, buf: usize, flags: u32) -> SysResult<usize> {
     let st = stat_at(dirfd, path, flags)?;
-    uaccess::copy_to_user(buf, st.as_bytes())?;
+    UserPtr::new(buf).write(&st)?;
     Ok(0)
 }
 
 pub fn fstat(fd: i32, buf: usize) -> SysResult<usize> {
     let f = file(fd)?;
     let st = stat_file(&f);
-    uaccess::copy_to_user(buf, st.as_bytes())?;
+    UserPtr::new(buf).write(&st)?;
     Ok(0)
 }
 
 pub fn statx(dirfd: i32, path: usize, flags: u32, mask: u32, buf: usize) -> SysResult<usize> {
     let st = stat_at(dirfd, path, flags)?;
     let sx = Statx::from_stat(&st, mask | STATX_BASIC_STATS);
-    uaccess::copy_to_user(buf, sx.as_bytes())?;
+    UserPtr::new(buf).write(&sx)?;
     Ok(0)
 }
 
@@ -79,7 +77,8 @@ pub fn getdents64(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
     if node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
-    check_user(buf, count)?;
+    let mut user = UserSlice::new(buf, count);
+    user.check()?;
     let mut list: Vec<(String, u64, Kind)> = vec![
         (".".into(), node.ino(), Kind::Dir),
         ("..".into(), 1, Kind::Dir),
@@ -97,7 +96,7 @@ pub fn getdents64(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
         next = i + 1;
     }
     let n = w.finish()?;
-    uaccess::copy_to_user(buf, &kbuf[..n])?;
+    user.copy_out(&kbuf[..n])?;
     *pos = next as u64;
     Ok(n)
 }
@@ -106,11 +105,11 @@ pub fn readlinkat(dirfd: i32, path: usize, buf: usize, size: usize) -> SysResult
     if (size as i32) <= 0 {
         return Err(Errno::EINVAL);
     }
-    let p = read_path(path)?;
+    let p = UserPtr::<u8>::new(path).read_path()?;
     let r = fs::resolve(dirfd, &p, false)?;
     let target = r.node.readlink()?;
     let n = target.len().min(size);
-    uaccess::copy_to_user(buf, &target.as_bytes()[..n])?;
+    UserSlice::new(buf, size).copy_out(&target.as_bytes()[..n])?;
     Ok(n)
 }
 
@@ -118,7 +117,7 @@ pub fn faccessat(dirfd: i32, path: usize, mode: u32, flags: u32) -> SysResult<us
     if mode & !7 != 0 || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    let p = read_path(path)?;
+    let p = UserPtr::<u8>::new(path).read_path()?;
     let r = fs::resolve(dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?;
     // Everything runs as root: only execute permission needs an x bit (directories always pass).
     if mode & X_OK != 0 && r.node.kind() != Kind::Dir && r.node.perm() & 0o111 == 0 {
@@ -154,16 +153,12 @@ fn write_statfs(buf: usize, node: Option<&dyn fs::Inode>, path: &str) -> SysResu
     w[1] = 4096; // f_bsize
     w[8] = 255; // f_namelen
     w[9] = 4096; // f_frsize
-    let mut b = [0u8; 120];
-    for (i, v) in w.iter().enumerate() {
-        b[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
-    }
-    uaccess::copy_to_user(buf, &b)?;
+    UserPtr::new(buf).write(&w)?;
     Ok(0)
 }
 
 pub fn statfs(path: usize, buf: usize) -> SysResult<usize> {
-    let p = read_path(path)?;
+    let p = UserPtr::<u8>::new(path).read_path()?;
     let r = fs::resolve(AT_FDCWD, &p, true)?;
     write_statfs(buf, Some(&*r.node), &r.path)
 }

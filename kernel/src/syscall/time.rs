@@ -1,11 +1,10 @@
 //! Clocks, sleeps and interval timers.
 
-use crate::mm::uaccess;
+use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::{self, wait};
 use crate::time;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::time::{self as abi, Itimerval, Timespec, Timeval};
-use zerocopy::IntoBytes;
 
 fn ns_to_timespec(ns: u64) -> Timespec {
     Timespec {
@@ -37,17 +36,9 @@ fn clock_ns(clock: u32) -> SysResult<u64> {
     }
 }
 
-fn read_timespec(va: usize) -> SysResult<Timespec> {
-    uaccess::read_struct(va)
-}
-
-fn write_timespec(va: usize, ts: Timespec) -> SysResult<()> {
-    uaccess::copy_to_user(va, ts.as_bytes())
-}
-
 pub fn clock_gettime(clock: u32, tp: usize) -> SysResult<usize> {
     let ns = clock_ns(clock)?;
-    write_timespec(tp, ns_to_timespec(ns))?;
+    UserPtr::new(tp).write(&ns_to_timespec(ns))?;
     Ok(0)
 }
 
@@ -55,7 +46,7 @@ pub fn clock_getres(clock: u32, tp: usize) -> SysResult<usize> {
     clock_ns(clock)?;
     if tp != 0 {
         let res = time::counter_to_ns(1).max(1);
-        write_timespec(tp, ns_to_timespec(res))?;
+        UserPtr::new(tp).write(&ns_to_timespec(res))?;
     }
     Ok(0)
 }
@@ -67,7 +58,7 @@ pub fn gettimeofday(tv: usize) -> SysResult<usize> {
             tv_sec: (ns / 1_000_000_000) as i64,
             tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
         };
-        uaccess::copy_to_user(tv, v.as_bytes())?;
+        UserPtr::new(tv).write(&v)?;
     }
     Ok(0)
 }
@@ -80,7 +71,7 @@ fn sleep(deadline: u64, rem: usize) -> SysResult<usize> {
         Ok(()) => Ok(0),
         Err(_) => {
             if rem != 0 {
-                write_timespec(rem, ns_to_timespec(time::ns_until(deadline)))?;
+                UserPtr::new(rem).write(&ns_to_timespec(time::ns_until(deadline)))?;
             }
             Err(Errno::EINTR)
         }
@@ -88,7 +79,7 @@ fn sleep(deadline: u64, rem: usize) -> SysResult<usize> {
 }
 
 pub fn nanosleep(req: usize, rem: usize) -> SysResult<usize> {
-    let ts = read_timespec(req)?.validate()?;
+    let ts = UserPtr::<Timespec>::new(req).read()?.validate()?;
     sleep(time::deadline_after_ns(timespec_ns(&ts)), rem)
 }
 
@@ -97,7 +88,7 @@ pub fn clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> SysRes
         return Err(Errno::EOPNOTSUPP);
     }
     let now = clock_ns(clock)?;
-    let ts = read_timespec(req)?.validate()?;
+    let ts = UserPtr::<Timespec>::new(req).read()?.validate()?;
     let ns = timespec_ns(&ts);
     let rel = if flags & abi::TIMER_ABSTIME != 0 {
         ns.saturating_sub(now)
@@ -143,13 +134,13 @@ pub fn setitimer(which: u32, new: usize, old: usize) -> SysResult<usize> {
         _ => return Err(Errno::EINVAL),
     }
     let value = if new != 0 {
-        Some(uaccess::read_struct::<Itimerval>(new)?.validate()?)
+        Some(UserPtr::<Itimerval>::new(new).read()?.validate()?)
     } else {
         None
     };
     if old != 0 {
         let cur = current_itimer();
-        uaccess::copy_to_user(old, cur.as_bytes())?;
+        UserPtr::new(old).write(&cur)?;
     }
     let v = value.unwrap_or_default();
     task::timer::arm_itimer(
@@ -165,14 +156,14 @@ pub fn getitimer(which: u32, cur: usize) -> SysResult<usize> {
         return Err(Errno::EINVAL);
     }
     let v = current_itimer();
-    uaccess::copy_to_user(cur, v.as_bytes())?;
+    UserPtr::new(cur).write(&v)?;
     Ok(0)
 }
 
 pub fn times(buf: usize) -> SysResult<usize> {
     let ticks = time::now_ns() / (1_000_000_000 / abi::USER_HZ);
     if buf != 0 {
-        uaccess::clear_user(buf, 32)?;
+        UserSlice::new(buf, 32).clear()?;
     }
     Ok(ticks as usize)
 }

@@ -4,7 +4,7 @@ use super::{current_arc, fork, sched, Mm};
 use crate::arch::aarch64::exception::TrapFrame;
 use crate::fs::{self, Kind};
 use crate::mm::aspace::{AddrSpace, Backing, Prot, STACK_SIZE, STACK_TOP, USER_END};
-use crate::mm::uaccess;
+use crate::mm::uaccess::UserPtr;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec;
@@ -157,11 +157,11 @@ fn read_strings(va: usize, total: &mut usize) -> SysResult<Vec<Vec<u8>>> {
         return Ok(out);
     }
     loop {
-        let p = uaccess::read_u64(va + out.len() * 8)? as usize;
+        let p = UserPtr::<u64>::new(va).add(out.len()).read()? as usize;
         if p == 0 {
             return Ok(out);
         }
-        let s = uaccess::read_cstr(p, ARG_MAX)?;
+        let s = UserPtr::<u8>::new(p).read_cstring(ARG_MAX)?;
         *total += s.len() + 1 + 8;
         if *total > ARG_MAX || out.len() >= 0x7fff_ffff {
             return Err(Errno::E2BIG);
@@ -177,7 +177,7 @@ pub fn do_execve(
     envp_va: usize,
     tf: &mut TrapFrame,
 ) -> SysResult<()> {
-    let path = crate::mm::uaccess::read_path(path_va)?;
+    let path = UserPtr::<u8>::new(path_va).read_path()?;
     let mut total = 0;
     let argv = read_strings(argv_va, &mut total)?;
     let envp = read_strings(envp_va, &mut total)?;

@@ -26,7 +26,8 @@ pub fn do_exit(status: i32) -> ! {
         crate::ptrace::tracee_exit(&t, st);
     }
     let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
-    if ctid != 0 && t.mm().is_some() && crate::mm::uaccess::write_u32(ctid, 0).is_ok() {
+    if ctid != 0 && t.mm().is_some() && crate::mm::uaccess::UserPtr::new(ctid).write(&0u32).is_ok()
+    {
         let _ = futex::wake_addr(&t, ctid, 1);
     }
     super::fork::release_vfork(&t);

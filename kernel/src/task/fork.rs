@@ -3,7 +3,7 @@
 use super::{alloc_pid, register, sched, CurrentTask, KernelStack, Process, Task, TaskLocal};
 use crate::arch::aarch64::context;
 use crate::arch::aarch64::exception::TrapFrame;
-use crate::mm::uaccess;
+use crate::mm::uaccess::UserPtr;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
@@ -122,7 +122,7 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
             .store(args.child_tid as usize, Ordering::Relaxed);
     }
     if flags & s::CLONE_PARENT_SETTID != 0 {
-        uaccess::write_u32(args.parent_tid as usize, tid)?;
+        UserPtr::new(args.parent_tid as usize).write(&tid)?;
     }
     if flags & s::CLONE_CHILD_SETTID != 0 {
         // The child's address space (this one only with CLONE_VM): the software walk.

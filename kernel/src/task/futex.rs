@@ -4,7 +4,7 @@
 //! object, offset) for MAP_SHARED memory, so processes sharing memory meet on the same key.
 
 use super::{current_arc, sched, State, Task};
-use crate::mm::uaccess;
+use crate::mm::uaccess::UserPtr;
 use crate::sync::IrqLock;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -82,7 +82,7 @@ pub fn futex(
 
 /// The deadline (counter) of a futex timeout.
 fn read_deadline(t: FutexTimeout) -> SysResult<u64> {
-    let ts = uaccess::read_struct::<Timespec>(t.addr)?.validate()?;
+    let ts = UserPtr::<Timespec>::new(t.addr).read()?.validate()?;
     let ns = (ts.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec as u64);
@@ -105,7 +105,7 @@ fn wait(
     let key = key_of(&me, uaddr, private)?;
     {
         let _g = FUTEX_LOCK.lock();
-        let cur = uaccess::read_u32(uaddr)?;
+        let cur = UserPtr::<u32>::new(uaddr).read()?;
         if cur != val {
             return Err(Errno::EAGAIN);
         }
@@ -203,7 +203,7 @@ fn requeue(
     let (k1, k2) = (key_of(&me, uaddr, private)?, key_of(&me, uaddr2, private)?);
     let _g = FUTEX_LOCK.lock();
     if let Some(v) = cmp {
-        if uaccess::read_u32(uaddr)? != v {
+        if UserPtr::<u32>::new(uaddr).read()? != v {
             return Err(Errno::EAGAIN);
         }
     }
