@@ -2,7 +2,7 @@
 //! backend. Lines are written whole under a lock (with IRQs masked, so an interrupt handler that
 //! logs cannot deadlock against the code it interrupted).
 
-use crate::arch::aarch64::cpu;
+use crate::arch::cpu;
 use crate::drivers::pl011::Pl011;
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicUsize, Ordering};

@@ -7,9 +7,9 @@
 //! None of this is on a hot path: it runs once per fatal signal. Nothing here may panic or
 //! abort on a user-sized allocation; any failure just means no core.
 
-use crate::arch::aarch64::exception::TrapFrame;
-use crate::arch::aarch64::mmu::phys_to_virt;
-use crate::arch::aarch64::semihosting;
+use crate::arch::exception::TrapFrame;
+use crate::arch::mmu::phys_to_virt;
+use crate::arch::semihosting;
 use crate::fs::{Inode, Kind};
 use crate::mm::aspace::{Backing, SIGPAGE};
 use crate::signal::SigInfo;

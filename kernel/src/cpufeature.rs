@@ -2,7 +2,7 @@
 //! and the system-wide sets (the intersection, as Linux uses) for the boot report. This module
 //! only reports; the vector-length defaults tasks get are fpstate's.
 
-use crate::arch::aarch64::{cpu, fpsimd};
+use crate::arch::{cpu, fpsimd};
 use crate::percpu;
 use core::sync::atomic::Ordering;
 use spin::Once;
@@ -31,7 +31,7 @@ pub fn init_this_cpu() {
         this.sme_vls
             .store(fpsimd::sme::probe_vls().bits(), Ordering::Relaxed);
     }
-    crate::arch::aarch64::debug::init();
+    crate::arch::debug::init();
 }
 
 static SYSTEM_VLS: Once<(VlSet, VlSet)> = Once::new();

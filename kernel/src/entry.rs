@@ -2,8 +2,8 @@
 //! EL0 and EL1, a new task's first step, and the report of an exception nothing handles. The
 //! boot entries `kernel_main` (main.rs) and `secondary_main` (smp.rs) are the other two.
 
-use crate::arch::aarch64::cpu;
-use crate::arch::aarch64::exception::{self, Kind, TrapFrame};
+use crate::arch::cpu;
+use crate::arch::exception::{self, Kind, TrapFrame};
 use crate::task::CurrentTask;
 use core::sync::atomic::{AtomicBool, Ordering};
 

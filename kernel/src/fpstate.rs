@@ -5,8 +5,8 @@
 //! back to user mode only if this CPU's registers are not already its own. Everything here runs
 //! on the task itself (or the CPU switching it) with IRQs masked where ownership changes.
 
-use crate::arch::aarch64::cpu;
-use crate::arch::aarch64::fpsimd::{fpsimd, sme, sve};
+use crate::arch::cpu;
+use crate::arch::fpsimd::{fpsimd, sme, sve};
 use crate::percpu::{self, MAX_CPUS};
 use crate::task::{CurrentTask, Held, Process, TaskLocal};
 use alloc::string::String;

@@ -32,7 +32,7 @@ mod task;
 mod time;
 mod trap;
 
-use arch::aarch64::{boot, cpu, mmu};
+use arch::{boot, cpu, mmu};
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 use drivers::{gic, psci};
@@ -326,6 +326,6 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
         percpu::cpu_id(),
         info
     );
-    arch::aarch64::exception::provoke::report_here();
+    arch::exception::provoke::report_here();
     power::exit_from_fatal(&mut out)
 }

@@ -1,7 +1,7 @@
 //! Per-CPU data. Each CPU's TPIDR_EL1 points at its `PerCpu`, set once when it comes up; the
 //! fields that other CPUs read (online, ticks, vector lengths) are atomics.
 
-use crate::arch::aarch64::cpu;
+use crate::arch::cpu;
 use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 
 pub const MAX_CPUS: usize = 16;

@@ -1,7 +1,7 @@
 //! Ending a run: `svelt: exit status N` on the console, then semihosting SYS_EXIT (so QEMU exits
 //! with N) when the command line asked for it, else PSCI SYSTEM_OFF.
 
-use crate::arch::aarch64::{cpu, semihosting};
+use crate::arch::{cpu, semihosting};
 use crate::drivers::psci;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, Ordering};

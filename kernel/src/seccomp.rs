@@ -6,7 +6,7 @@
 //! the process at the caller's. The syscall path reads only `mode`; everything else is behind
 //! the `#[cold]` `check`.
 
-use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::UserPtr;
 use crate::signal;
 use crate::task::{self, exit, CurrentTask, Task};

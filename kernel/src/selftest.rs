@@ -1,7 +1,7 @@
 //! Boot-time self tests the harness asks for with `svelt.selftest=NAME`: each provokes one of the
 //! kernel's failure reports so the tests can check what it prints and the status it ends with.
 
-use crate::arch::aarch64::exception::provoke;
+use crate::arch::exception::provoke;
 
 pub fn run(name: &str, entry_el: u64) {
     match name {
@@ -25,7 +25,7 @@ pub fn run(name: &str, entry_el: u64) {
         }
         "write-image-alias" => {
             // The kernel image's alias in the linear map is read-only too.
-            let va = crate::arch::aarch64::mmu::phys_to_virt(crate::mm::image_pa());
+            let va = crate::arch::mmu::phys_to_virt(crate::mm::image_pa());
             // SAFETY: deliberately not safe; the permission fault is the point.
             unsafe { core::ptr::write_volatile(va as *mut u64, 0) };
             crate::println!("svelt: selftest write-image-alias: image alias was writable!");
@@ -35,7 +35,7 @@ pub fn run(name: &str, entry_el: u64) {
             let Some(pa) = crate::mm::frame::alloc_zeroed(1) else {
                 return;
             };
-            let va = crate::arch::aarch64::mmu::phys_to_virt(pa);
+            let va = crate::arch::mmu::phys_to_virt(pa);
             // SAFETY: deliberately not safe; the instruction abort is the point (the page holds
             // zeroes, an undefined instruction, should it ever execute).
             unsafe { provoke::branch_to(va) };

@@ -1,7 +1,7 @@
 //! Secondary CPUs: started with PSCI CPU_ON, each with its own stack and per-CPU area.
 
-use crate::arch::aarch64::boot::SecondaryBoot;
-use crate::arch::aarch64::{cpu, mmu};
+use crate::arch::boot::SecondaryBoot;
+use crate::arch::{cpu, mmu};
 use crate::drivers::{gic, psci, timer};
 use crate::mm::frame;
 use crate::{cpufeature, irq, percpu};

@@ -2,7 +2,7 @@
 //! interrupt handlers also touch (run queues, wait queues, timers) and so for anything taken
 //! under those. Lock order, outermost first: task tables → process state → wait queue → run queue.
 
-use crate::arch::aarch64::cpu;
+use crate::arch::cpu;
 use core::ops::{Deref, DerefMut};
 use spin::{Mutex, MutexGuard};
 

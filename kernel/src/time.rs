@@ -1,7 +1,7 @@
 //! Time: the monotonic clock (the virtual counter) and the real-time clock (PL031 at boot plus
 //! the counter). Sleeping tasks' deadlines and ITIMER_REAL are task/timer.rs.
 
-use crate::arch::aarch64::cpu;
+use crate::arch::cpu;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 static BOOT_REALTIME_NS: AtomicU64 = AtomicU64::new(0);
@@ -14,7 +14,7 @@ pub fn init(fdt: &fdt::Fdt) {
     let Some(r) = node.reg().and_then(|mut r| r.next()) else {
         return;
     };
-    let Ok(va) = crate::arch::aarch64::mmu::ioremap(r.starting_address as u64, 0x1000) else {
+    let Ok(va) = crate::arch::mmu::ioremap(r.starting_address as u64, 0x1000) else {
         return;
     };
     // SAFETY: va maps the PL031; RTCDR (offset 0) is a read-only seconds counter.

@@ -1,8 +1,8 @@
 //! Exceptions from user mode: syscalls, page faults, undefined instructions, alignment faults,
 //! breakpoints; and the work done on every return to user mode (rescheduling, signals, restarts).
 
-use crate::arch::aarch64::cpu;
-use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::cpu;
+use crate::arch::exception::TrapFrame;
 use crate::mm::aspace::{Access, FaultError};
 use crate::signal::{self, SigInfo};
 use crate::task::{self, sched, CurrentTask};
@@ -26,7 +26,7 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
             if crate::ptrace::stepping(cur) {
                 fault(sig::SIGTRAP, sig::TRAP_TRACE, tf.elr, 0)
             } else {
-                crate::arch::aarch64::debug::set_single_step(false);
+                crate::arch::debug::set_single_step(false);
             }
         }
         Ec::BreakpointLower | Ec::WatchpointLower => {
@@ -51,7 +51,9 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
         Ec::Unknown => {
             // Without FEAT_IDST an EL0 ID-register read is an undefined instruction: look at
             // the instruction itself.
-            let insn = crate::mm::uaccess::read_u32(tf.elr as usize).ok();
+            let insn = crate::mm::uaccess::UserPtr::<u32>::new(tf.elr as usize)
+                .read()
+                .ok();
             let access = insn.and_then(svelt_abi::idregs::SysRegAccess::from_mrs_insn);
             if !access.is_some_and(|a| emulate_mrs(tf, a)) {
                 fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
@@ -133,7 +135,7 @@ fn resolve_fault(va: usize, access: Access) -> Result<(), FaultError> {
     }
 }
 
-/// A kernel user-access instruction faulted on `va` (arch::aarch64::uaccess): true if the page
+/// A kernel user-access instruction faulted on `va` (arch::uaccess): true if the page
 /// is now there and the access may be retried. Never called with the address-space lock held:
 /// user copies run outside `with_mm`.
 #[no_mangle]
@@ -152,7 +154,7 @@ fn svelt_resolve_user_fault(va: usize, write: bool) -> bool {
 
 /// EL0 `MRS Xt, <ID register>`: Linux's sanitised value (HWCAP_CPUID). False: SIGILL.
 fn emulate_mrs(tf: &mut TrapFrame, access: svelt_abi::idregs::SysRegAccess) -> bool {
-    let raw = crate::arch::aarch64::cpu::read_id_regs();
+    let raw = crate::arch::cpu::read_id_regs();
     match svelt_abi::idregs::emulate(&access, &raw, crate::cpufeature::offer()) {
         Some(v) => {
             if access.rt != 31 {

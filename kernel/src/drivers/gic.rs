@@ -2,8 +2,8 @@
 //! (memory-mapped CPU interface). Svelt only needs private interrupts (the timer) for now: every
 //! interrupt is group 1, priority 0x80, and routed to the CPU it belongs to.
 
-use crate::arch::aarch64::cpu;
-use crate::arch::aarch64::sysreg::*;
+use crate::arch::cpu;
+use crate::arch::sysreg::*;
 use spin::Once;
 use tock_registers::interfaces::{Readable, Writeable};
 use tock_registers::register_structs;

@@ -1,6 +1,6 @@
 //! PSCI (Power State Coordination Interface) calls through the conduit the DTB names.
 
-use crate::arch::aarch64::smccc;
+use crate::arch::smccc;
 use core::sync::atomic::{AtomicU8, Ordering};
 
 const CPU_ON: u64 = 0xc400_0003;

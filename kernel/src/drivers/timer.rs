@@ -6,7 +6,7 @@ pub const HZ: u64 = 100;
 
 /// Arms this CPU's virtual timer for the next tick.
 pub fn arm_next_tick() {
-    CNTV_TVAL_EL0.set(crate::arch::aarch64::cpu::counter_freq() / HZ);
+    CNTV_TVAL_EL0.set(crate::arch::cpu::counter_freq() / HZ);
     CNTV_CTL_EL0.write(CNTV_CTL_EL0::ENABLE::SET + CNTV_CTL_EL0::IMASK::CLEAR);
 }
 

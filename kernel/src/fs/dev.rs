@@ -156,7 +156,7 @@ pub fn seed_random(seed: &[u8]) {
 
 pub fn fill_random(buf: &mut [u8]) {
     let mut s = RNG.lock();
-    *s ^= crate::arch::aarch64::cpu::counter();
+    *s ^= crate::arch::cpu::counter();
     for chunk in buf.chunks_mut(8) {
         *s ^= *s << 13;
         *s ^= *s >> 7;

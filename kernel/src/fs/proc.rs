@@ -626,7 +626,7 @@ fn cpuinfo(_: Option<u32>) -> String {
     let (h1, h2) = crate::cpufeature::hwcaps();
     let features: Vec<&str> = svelt_abi::hwcap::feature_names(h1, h2).collect();
     let midr = crate::cpufeature::midr();
-    let freq = crate::arch::aarch64::cpu::counter_freq();
+    let freq = crate::arch::cpu::counter_freq();
     let mut s = String::new();
     for c in crate::percpu::all()
         .iter()
@@ -680,7 +680,7 @@ fn meminfo(_: Option<u32>) -> String {
     use crate::mm::frame::{self, ANON_PAGES, CACHE_PAGES, HEAP_LARGE_PAGES, KSTACK_PAGES};
     use crate::mm::frame::{SLAB_PAGES, TABLE_PAGES};
     use core::sync::atomic::Ordering::Relaxed;
-    let kb = |pages: usize| pages * (crate::arch::aarch64::mmu::PAGE_SIZE / 1024);
+    let kb = |pages: usize| pages * (crate::arch::mmu::PAGE_SIZE / 1024);
     let total = kb(frame::total());
     let free = kb(frame::free_count());
     let cached = kb(CACHE_PAGES.load(Relaxed));

@@ -11,7 +11,7 @@
 
 use super::frame::{self, Page};
 use super::pgtable::{zero_page, UserTable};
-use crate::arch::aarch64::mmu::{self, phys_to_virt};
+use crate::arch::mmu::{self, phys_to_virt};
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;

@@ -11,7 +11,7 @@
 //! out-of-memory kill, while the heap can still find the few pages it needs to finish the
 //! work it is doing (an exit, a wait).
 
-use crate::arch::aarch64::mmu::{phys_to_virt, PAGE_SIZE};
+use crate::arch::mmu::{phys_to_virt, PAGE_SIZE};
 use crate::sync::IrqLock;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use svelt_abi::memrange::Range;

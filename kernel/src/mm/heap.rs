@@ -10,7 +10,7 @@
 //! so the heap's lock is only ever taken with IRQs masked. Lock order: heap → frames.
 
 use super::frame::{self, PageInfo, KIND_SLAB};
-use crate::arch::aarch64::mmu::{phys_to_virt, virt_to_phys, PAGE_SIZE};
+use crate::arch::mmu::{phys_to_virt, virt_to_phys, PAGE_SIZE};
 use crate::sync::IrqLock;
 use core::alloc::{GlobalAlloc, Layout};
 use core::sync::atomic::{AtomicUsize, Ordering};

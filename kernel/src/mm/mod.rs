@@ -16,7 +16,7 @@ pub fn try_zeroed_vec(n: usize) -> svelt_abi::errno::SysResult<alloc::vec::Vec<u
     Ok(v)
 }
 
-use crate::arch::aarch64::mmu::{self, Prot, KIMAGE_VADDR, LINEAR_BASE};
+use crate::arch::mmu::{self, Prot, KIMAGE_VADDR, LINEAR_BASE};
 use core::sync::atomic::{AtomicU64, Ordering};
 use svelt_abi::memrange::Range;
 

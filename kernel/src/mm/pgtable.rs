@@ -7,8 +7,8 @@
 //! last reference). Reads of untouched private anonymous memory map one shared zero page.
 
 use super::frame;
-use crate::arch::aarch64::cpu::barrier_after_table_write;
-use crate::arch::aarch64::mmu::{self, phys_to_virt, PAGE_SIZE};
+use crate::arch::cpu::barrier_after_table_write;
+use crate::arch::mmu::{self, phys_to_virt, PAGE_SIZE};
 use alloc::vec::Vec;
 use core::ptr;
 use core::sync::atomic::Ordering;

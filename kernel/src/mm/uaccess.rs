@@ -9,7 +9,7 @@
 //!
 //! Each copy checks its range first (Linux's access_ok: no overflow, below `USER_END`), so a
 //! kernel address is an `EFAULT` and never a kernel read; a missing or forbidden page shows up
-//! as a fault the fixup table turns into a short count (`arch::aarch64::uaccess`). This file
+//! as a fault the fixup table turns into a short count (`arch::uaccess`). This file
 //! holds the only unsafe on the way there.
 //!
 //! A fault may take the address-space lock to page memory in, so none of these may be called
@@ -18,7 +18,7 @@
 //! Another process's memory (exec, ptrace, process_vm_*) still goes through `AddrSpace`'s
 //! software walk.
 
-use crate::arch::aarch64::uaccess as arch;
+use crate::arch::uaccess as arch;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
@@ -48,7 +48,7 @@ fn access_ok(va: usize, len: usize) -> SysResult<usize> {
 #[cold]
 fn tagged_access_ok(va: usize, len: usize) -> SysResult<usize> {
     // IRQs masked: the flag read is this CPU's and the running task's.
-    let irqs = crate::arch::aarch64::cpu::IrqGuard::new();
+    let irqs = crate::arch::cpu::IrqGuard::new();
     let tagged = crate::percpu::this()
         .user_tagged_addr
         .load(core::sync::atomic::Ordering::Relaxed);
@@ -366,10 +366,4 @@ impl UserPtr<u8> {
         let bytes = self.read_cstring(4095)?;
         String::from_utf8(bytes).map_err(|_| Errno::ENOENT)
     }
-}
-
-/// The instruction word trap.rs reads for MRS emulation; it goes when trap.rs moves to
-/// `UserPtr` (no other caller).
-pub fn read_u32(va: usize) -> SysResult<u32> {
-    UserPtr::new(va).read()
 }

@@ -9,7 +9,7 @@
 
 pub mod regset;
 
-use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::exception::TrapFrame;
 use crate::signal::{self, SigInfo};
 use crate::task::{self, sched, CurrentTask, Held, Process, State, Task};
 use alloc::sync::{Arc, Weak};
@@ -511,7 +511,7 @@ pub fn stepping(t: &Task) -> bool {
 pub fn prepare_return(t: &CurrentTask, tf: &mut TrapFrame) {
     if stepping(t) {
         tf.spsr |= SPSR_SS;
-        crate::arch::aarch64::debug::set_single_step(true);
+        crate::arch::debug::set_single_step(true);
     } else if tf.spsr & SPSR_SS != 0 {
         tf.spsr &= !SPSR_SS;
     }
@@ -527,7 +527,7 @@ fn slot_enabled(s: &Option<svelt_abi::regset::HwSlot>) -> bool {
 }
 
 fn arm_hw_debug(t: &CurrentTask) {
-    use crate::arch::aarch64::debug;
+    use crate::arch::debug;
     let d = t.local().hw_debug.borrow();
     let any = d.brk.iter().chain(d.wpt.iter()).any(slot_enabled);
     let cpu = crate::percpu::cpu_id();
@@ -561,7 +561,7 @@ fn arm_hw_debug(t: &CurrentTask) {
 
 /// Clears this CPU's breakpoints and watchpoints.
 fn disarm_hw_debug() {
-    use crate::arch::aarch64::debug;
+    use crate::arch::debug;
     let info = regset::hw_info();
     for i in 0..info.brps as usize {
         debug::write_breakpoint(i, 0, 0);
@@ -657,7 +657,7 @@ pub fn access_mem(t: &Task, addr: usize, buf: &mut [u8], write: bool) -> SysResu
         let chunk = &mut buf[done..done + n];
         let r = if write {
             let r = mm.lock().write_kernel(a, chunk);
-            crate::arch::aarch64::cpu::sync_icache();
+            crate::arch::cpu::sync_icache();
             r
         } else {
             mm.lock().read(a, chunk)

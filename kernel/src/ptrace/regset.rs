@@ -38,7 +38,7 @@ fn caps() -> Caps {
 pub(crate) fn hw_info() -> HwDebugInfo {
     static INFO: Once<HwDebugInfo> = Once::new();
     *INFO.call_once(|| {
-        let dfr0 = crate::arch::aarch64::debug::id_aa64dfr0();
+        let dfr0 = crate::arch::debug::id_aa64dfr0();
         HwDebugInfo::from_dfr0(dfr0, USER_VA_BITS)
     })
 }

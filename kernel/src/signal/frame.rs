@@ -2,8 +2,8 @@
 //! validation are svelt_abi::sigframe's (host-tested); this file moves registers and bytes.
 
 use super::{AltStack, SigAction, SigInfo};
-use crate::arch::aarch64::exception::TrapFrame;
-use crate::arch::aarch64::fpsimd::fpsimd::FpsimdState;
+use crate::arch::exception::TrapFrame;
+use crate::arch::fpsimd::fpsimd::FpsimdState;
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::{self, CurrentTask, Task};
 use svelt_abi::errno::Errno;

@@ -4,7 +4,7 @@
 
 pub mod frame;
 
-use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::UserPtr;
 use crate::task::exit;
 use crate::task::{self, CurrentTask, Process, Task};

@@ -3,7 +3,7 @@
 //! Limits as Linux applies them: vm.max_map_count (in the address space), RLIMIT_AS on the
 //! total mapped, RLIMIT_DATA on private writable memory (brk and mmap).
 
-use crate::arch::aarch64::mmu::PAGE_SIZE;
+use crate::arch::mmu::PAGE_SIZE;
 use crate::fs::Kind;
 use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, USER_END};
 use crate::task::{self, with_mm};

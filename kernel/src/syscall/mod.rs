@@ -15,7 +15,7 @@ pub mod signal;
 pub mod stat;
 pub mod time;
 
-use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::exception::TrapFrame;
 use crate::task::{self, CurrentTask};
 use alloc::collections::BTreeSet;
 use core::sync::atomic::Ordering::Relaxed;

@@ -1,7 +1,7 @@
 //! Process and thread syscalls.
 
 use super::NoReturn;
-use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::exit::{self, Which};
 use crate::task::{self, CurrentTask};

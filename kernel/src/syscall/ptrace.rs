@@ -217,7 +217,7 @@ fn remote_access(t: &Task, addr: usize, buf: &mut [u8], write: bool) -> SysResul
     let mut a = mm.lock();
     if write {
         a.write_kernel(addr, buf)?;
-        crate::arch::aarch64::cpu::sync_icache();
+        crate::arch::cpu::sync_icache();
         Ok(())
     } else {
         a.read(addr, buf)

@@ -1,7 +1,7 @@
 //! Signal syscalls.
 
 use super::NoReturn;
-use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::signal::{self, SigInfo};
 use crate::task::{self, CurrentTask};

@@ -1,7 +1,7 @@
 //! execve: replace the current program with an ELF executable from the file tree.
 
 use super::{current_arc, fork, sched, Mm};
-use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::exception::TrapFrame;
 use crate::fs::{self, Kind};
 use crate::mm::aspace::{AddrSpace, Backing, Prot, STACK_SIZE, STACK_TOP, USER_END};
 use crate::mm::uaccess::UserPtr;
@@ -267,7 +267,7 @@ pub fn spawn_init(path: &str) -> SysResult<()> {
     // SAFETY: tf is the top of the new task's kernel stack; the task has not run.
     unsafe {
         tf.write(TrapFrame::program_start(entry, sp));
-        *t.ctx.get() = crate::arch::aarch64::context::new_task_context(tf as usize);
+        *t.ctx.get() = crate::arch::context::new_task_context(tf as usize);
     }
     process.threads.lock().push(Arc::downgrade(&t));
     register(&t);

@@ -38,7 +38,7 @@ pub fn do_exit(status: i32) -> ! {
     };
     // Drop this thread's resources. TTBR0 leaves the address space before its last reference
     // can go.
-    crate::arch::aarch64::mmu::clear_user_table();
+    crate::arch::mmu::clear_user_table();
     *t.mm.lock() = None;
     let files = core::mem::replace(
         &mut *t.files.lock(),

@@ -1,8 +1,8 @@
 //! clone: new threads and processes.
 
 use super::{alloc_pid, register, sched, CurrentTask, KernelStack, Process, Task, TaskLocal};
-use crate::arch::aarch64::context;
-use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::context;
+use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::UserPtr;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;

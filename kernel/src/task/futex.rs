@@ -148,7 +148,7 @@ fn wait(
         None => Ok(0),
         Some(i) => {
             w.remove(i);
-            if deadline.is_some_and(|d| crate::arch::aarch64::cpu::counter() >= d) {
+            if deadline.is_some_and(|d| crate::arch::cpu::counter() >= d) {
                 Err(Errno::ETIMEDOUT)
             } else {
                 Err(Errno::ERESTARTSYS)

@@ -14,7 +14,7 @@
 //!   (off every CPU until then).
 
 use super::Task;
-use crate::arch::aarch64::exception::TrapFrame;
+use crate::arch::exception::TrapFrame;
 use crate::fpstate::TaskFpState;
 use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;

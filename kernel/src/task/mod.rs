@@ -15,9 +15,9 @@ pub mod sched;
 pub mod timer;
 pub mod wait;
 
-use crate::arch::aarch64::context::Context;
-use crate::arch::aarch64::exception::TrapFrame;
-use crate::arch::aarch64::mmu::{phys_to_virt, PAGE_SIZE};
+use crate::arch::context::Context;
+use crate::arch::exception::TrapFrame;
+use crate::arch::mmu::{phys_to_virt, PAGE_SIZE};
 use crate::fs::{FdTable, FsContext};
 use crate::mm::aspace::AddrSpace;
 use crate::mm::frame;

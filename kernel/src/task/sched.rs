@@ -6,7 +6,7 @@
 //! waits for `on_cpu` to drop before running it.
 
 use super::{State, Task};
-use crate::arch::aarch64::{context, cpu};
+use crate::arch::{context, cpu};
 use crate::percpu::{self, MAX_CPUS};
 use crate::sync::IrqLock;
 use alloc::collections::VecDeque;
@@ -274,7 +274,7 @@ pub fn schedule() {
     crate::fpstate::switch_tpidr2(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
     match next.mm() {
         Some(mm) => mm.lock().activate(),
-        None => crate::arch::aarch64::mmu::clear_user_table(),
+        None => crate::arch::mmu::clear_user_table(),
     }
 
     let prev_ctx = prev.ctx.get();

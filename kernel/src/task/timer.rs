@@ -2,7 +2,7 @@
 //! timeouts) and each process's ITIMER_REAL (setitimer, alarm), driven by the tick.
 
 use super::{Process, Task};
-use crate::arch::aarch64::cpu;
+use crate::arch::cpu;
 use crate::sync::IrqLock;
 use crate::time::{counter_to_ns, deadline_after_ns, ns_to_counter};
 use alloc::sync::{Arc, Weak};

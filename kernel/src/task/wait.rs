@@ -65,7 +65,7 @@ impl WaitQueue {
             if killed || (interruptible && crate::signal::interrupted(&me)) {
                 return Err(Errno::EINTR);
             }
-            if deadline.is_some_and(|d| crate::arch::aarch64::cpu::counter() >= d) {
+            if deadline.is_some_and(|d| crate::arch::cpu::counter() >= d) {
                 return Ok(None);
             }
             {
