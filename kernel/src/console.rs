@@ -16,7 +16,8 @@ static BASE: AtomicUsize = AtomicUsize::new(0);
 /// # Safety
 /// `base` is the virtual address of a PL011, device-mapped for 'static.
 pub unsafe fn init(base: usize) {
-    // SAFETY: the caller's contract; this is the only Pl011 created for the console.
+    // SAFETY: `base` is a PL011 mapped for 'static (this function's contract), and this is the
+    // only `Pl011` made for the console.
     *CONSOLE.lock() = Some(unsafe { Pl011::new(base) });
     BASE.store(base, Ordering::Release);
 }

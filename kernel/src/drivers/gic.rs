@@ -73,7 +73,8 @@ pub enum Gic {
 // SAFETY: Gic holds references to MMIO frames; the distributor is written only by `init` (before
 // it is published) and the per-CPU frames only by their own CPU, all by volatile accesses.
 unsafe impl Send for Gic {}
-// SAFETY: as above.
+// SAFETY: moving a Gic to another CPU moves only references to MMIO frames, which are
+// 'static device mappings.
 unsafe impl Sync for Gic {}
 
 static GIC: Once<Gic> = Once::new();
@@ -82,7 +83,7 @@ static GIC: Once<Gic> = Once::new();
 /// `va` is a device mapping of at least `size_of::<T>()` bytes of T's registers, valid for
 /// 'static.
 unsafe fn regs<T>(va: usize) -> &'static T {
-    // SAFETY: the caller's contract.
+    // SAFETY: `va` maps T's registers for 'static (this function's contract).
     unsafe { &*(va as *const T) }
 }
 
@@ -93,7 +94,7 @@ unsafe fn regs<T>(va: usize) -> &'static T {
 /// `dist` and the whole redistributor region `[redist, redist + redist_size)`; for v2 `dist`
 /// and the CPU interface `cpu_if`.
 pub unsafe fn init(version: u8, dist: usize, second: usize, second_size: usize) -> &'static Gic {
-    // SAFETY: the caller's contract.
+    // SAFETY: `dist` is the distributor's device mapping, valid for 'static (`init`'s contract).
     let d: &'static DistRegs = unsafe { regs(dist) };
     d.ctlr.set(0);
     let gic = if version == 3 {
@@ -108,7 +109,8 @@ pub unsafe fn init(version: u8, dist: usize, second: usize, second_size: usize) 
         }
     } else {
         d.ctlr.set(1);
-        // SAFETY: the caller's contract.
+        // SAFETY: `second` is the v2 CPU interface's device mapping, valid for 'static (`init`'s
+        // contract).
         let cpu = unsafe { regs(second) };
         Gic::V2 { dist: d, cpu }
     };

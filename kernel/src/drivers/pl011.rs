@@ -31,7 +31,8 @@ pub struct Pl011 {
 // SAFETY: a Pl011 is a handle on MMIO registers; every access is a single volatile load or
 // store, so sharing it between CPUs cannot break memory safety (callers serialise for output order).
 unsafe impl Send for Pl011 {}
-// SAFETY: as above.
+// SAFETY: every access through a Pl011 is one volatile load or store of MMIO, so using it
+// from several CPUs at once cannot break memory safety.
 unsafe impl Sync for Pl011 {}
 
 impl Pl011 {
@@ -39,7 +40,8 @@ impl Pl011 {
     /// `base` is the virtual address of a PL011's registers, device-mapped for 'static, and no
     /// other `Pl011` is created for it.
     pub unsafe fn new(base: usize) -> Pl011 {
-        // SAFETY: the caller's contract.
+        // SAFETY: `base` is a PL011's registers, device-mapped for 'static (this function's
+        // contract), so the register block is valid for the reference's lifetime.
         let regs = unsafe { &*(base as *const Pl011Regs) };
         if !regs.cr.is_set(CR::UARTEN) {
             regs.lcr_h.write(LCR_H::WLEN::EightBit + LCR_H::FEN::SET);
@@ -54,7 +56,8 @@ impl Pl011 {
     /// As for `new`, except that other handles may exist; writes through several handles at once
     /// interleave but are otherwise harmless.
     pub unsafe fn attach(base: usize) -> Pl011 {
-        // SAFETY: the caller's contract.
+        // SAFETY: `base` is a PL011's registers, device-mapped for 'static (this function's
+        // contract); other handles only interleave output.
         let regs = unsafe { &*(base as *const Pl011Regs) };
         Pl011 { regs }
     }

@@ -81,8 +81,8 @@ pub unsafe fn init(lo: u64, hi: u64, store: u64) {
     let base = lo / PAGE;
     let n = (hi.div_ceil(PAGE) - base) as usize;
     let va = phys_to_virt(store);
-    // SAFETY: the caller's contract: the store is ours and large enough; all-zero is a valid
-    // PageInfo (no references, not free, not slab).
+    // SAFETY: `init`'s contract: the store is unused RAM of at least `descriptors_size`
+    // bytes, linear-mapped; all-zero is a valid PageInfo (no references, not free, not slab).
     unsafe { core::ptr::write_bytes(va as *mut u8, 0, n * core::mem::size_of::<PageInfo>()) };
     BASE_PFN.store(base, Ordering::Relaxed);
     NPAGES.store(n, Ordering::Relaxed);

@@ -145,7 +145,7 @@ impl UserTable {
             let idx = (va >> (39 - 9 * level)) & 511;
             // SAFETY: t is a table frame of this address space (linear-mapped); idx < 512.
             let slot = unsafe { table(t).add(idx) };
-            // SAFETY: as above.
+            // SAFETY: `slot` points into the same table frame, inside its 512 entries.
             let e = unsafe { ptr::read_volatile(slot) };
             t = if e & mmu::DESC_VALID != 0 {
                 e & PTE_ADDR
@@ -191,7 +191,8 @@ impl UserTable {
             // A write to a read-only entry of a private mapping: copy-on-write.
             if pa != zero_page() && frame::refs(pa) == 1 {
                 // The last reference: the frame is ours alone, make it writable in place.
-                // SAFETY: as above; only the permission bits change.
+                // SAFETY: `slot` is this address space's leaf entry for the page (from `slot`); only
+                // the permission bits change, so no break-before-make is needed.
                 unsafe { ptr::write_volatile(slot, pa | pte_bits_for(prot, true)) };
                 mmu::flush_tlb_user_page(self.asid, page_va);
                 return Ok(pa + off);
@@ -208,10 +209,10 @@ impl UserTable {
                 };
             }
             // Break before make: the old entry goes (and its TLB entries) before the new one.
-            // SAFETY: as above.
+            // SAFETY: `slot` is this address space's leaf entry for the page, in a live table frame.
             unsafe { ptr::write_volatile(slot, 0) };
             mmu::flush_tlb_user_page(self.asid, page_va);
-            // SAFETY: as above.
+            // SAFETY: the same entry, now invalid and flushed; the new frame was just filled.
             unsafe { ptr::write_volatile(slot, new | pte_bits_for(prot, true)) };
             barrier_after_table_write();
             frame::put(pa);
@@ -219,7 +220,8 @@ impl UserTable {
         }
         let (pa, exclusive) = fill()?;
         self.pages += 1;
-        // SAFETY: as above; the slot was invalid, so no TLB entry exists for it.
+        // SAFETY: `slot` is this address space's leaf entry for the page, in a live table frame;
+        // it was invalid, so no TLB entry exists for it.
         unsafe { ptr::write_volatile(slot, pa | pte_bits_for(prot, exclusive)) };
         barrier_after_table_write();
         Ok(pa + off)
@@ -276,7 +278,7 @@ impl PageTable for UserTable {
             // SAFETY: a leaf entry of this address space.
             let e = unsafe { ptr::read_volatile(slot) };
             if e & mmu::DESC_VALID != 0 {
-                // SAFETY: as above.
+                // SAFETY: the leaf entry just read, in a live table frame of this address space.
                 unsafe { ptr::write_volatile(slot, 0) };
                 mmu::flush_tlb_user_page(self.asid, va);
                 frame::put(e & PTE_ADDR);
@@ -297,13 +299,13 @@ impl PageTable for UserTable {
             let pte = unsafe { ptr::read_volatile(slot) };
             if pte & mmu::DESC_VALID != 0 {
                 // Break before make: invalidate, flush, then write the new entry.
-                // SAFETY: as above.
+                // SAFETY: the leaf entry just read, in a live table frame of this address space.
                 unsafe { ptr::write_volatile(slot, 0) };
                 mmu::flush_tlb_user_page(self.asid, va);
                 // A private frame stays read-only while it is shared (copy-on-write).
                 let pa = pte & PTE_ADDR;
                 let exclusive = shared || (pa != zero_page() && frame::refs(pa) == 1);
-                // SAFETY: as above.
+                // SAFETY: the same entry, now invalid and flushed.
                 unsafe { ptr::write_volatile(slot, pa | pte_bits_for(prot, exclusive)) };
             }
             va += PAGE;
@@ -356,7 +358,7 @@ impl PageTable for UserTable {
                         e |= mmu::AP_RO;
                         // Only the permission changes, so no break-before-make; the parent's
                         // ASID is flushed once at the end.
-                        // SAFETY: as above.
+                        // SAFETY: the leaf entry just read, in a live table frame of this address space.
                         unsafe { ptr::write_volatile(slot, e) };
                         write_protected = true;
                     }

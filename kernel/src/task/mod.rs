@@ -182,7 +182,8 @@ pub struct Task {
 // scheduler serialises them with on_cpu) or by a holder that keeps it parked (task/local.rs);
 // everything else is atomic or locked.
 unsafe impl Sync for Task {}
-// SAFETY: as above.
+// SAFETY: sending an Arc<Task> to another CPU is what the scheduler does; the reasoning for
+// Sync above covers every field a task's new CPU touches.
 unsafe impl Send for Task {}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -60,7 +60,8 @@ unsafe extern "C" {
 /// `prev` is the running task's context slot and `next` a context saved by `cpu_switch_to` or
 /// made by [`new_task_context`], whose stack is valid and not in use on another CPU.
 pub unsafe fn switch_to(prev: *mut Context, next: *const Context) {
-    // SAFETY: the caller's contract.
+    // SAFETY: `prev` is the running task's slot and `next` a context made for a stack no
+    // other CPU uses (this function's contract): what cpu_switch_to needs to resume it.
     unsafe { cpu_switch_to(prev, next) }
 }
 

@@ -29,8 +29,8 @@ const OPEN_MODE_WB: u64 = 5;
 /// every buffer it names readable for the call's duration.
 unsafe fn call(op: u64, arg: *const u64) -> i64 {
     let ret: u64;
-    // SAFETY: the caller's contract; the host reads the block and the buffers it names and
-    // writes only x0.
+    // SAFETY: a host is present and `arg` is the block `op` expects with readable buffers (this
+    // function's contract); the host reads them and writes only x0.
     unsafe {
         core::arch::asm!("hlt #0xf000", inlateout("x0") op => ret, in("x1") arg, options(nostack))
     };

@@ -15,8 +15,8 @@ pub enum Conduit {
 pub unsafe fn call(conduit: Conduit, fid: u64, a1: u64, a2: u64, a3: u64) -> u64 {
     let mut r0 = fid;
     match conduit {
-        // SAFETY: the caller's contract for the function; SMCCC 1.0 lets the callee clobber
-        // x0-x17 and nothing else, which the operands declare.
+        // SAFETY: the caller vouches for the function it calls (this function's contract); SMCCC
+        // 1.0 lets the callee clobber x0-x17 and nothing else, which the operands declare.
         Conduit::Hvc => unsafe {
             core::arch::asm!("hvc #0", inout("x0") r0, inout("x1") a1 => _, inout("x2") a2 => _,
                 inout("x3") a3 => _, out("x4") _, out("x5") _, out("x6") _, out("x7") _,

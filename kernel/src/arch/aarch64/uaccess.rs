@@ -225,7 +225,8 @@ extern "C" {
 /// # Safety
 /// `dst` is valid for `n` bytes of writes; `usrc + n <= USER_END` (no overflow).
 pub unsafe fn copy_from_user(dst: *mut u8, usrc: usize, n: usize) -> usize {
-    // SAFETY: the caller's contract; the primitive touches only [dst, dst + n) and user memory.
+    // SAFETY: `dst` is writable for `n` bytes and the user range does not wrap (this function's
+    // contract); the primitive touches only those and recovers from user faults.
     unsafe { __copy_from_user(dst, usrc, n) }
 }
 
@@ -234,7 +235,8 @@ pub unsafe fn copy_from_user(dst: *mut u8, usrc: usize, n: usize) -> usize {
 /// # Safety
 /// `src` is valid for `n` bytes of reads; `udst + n <= USER_END` (no overflow).
 pub unsafe fn copy_to_user(udst: usize, src: *const u8, n: usize) -> usize {
-    // SAFETY: the caller's contract; the primitive touches only [src, src + n) and user memory.
+    // SAFETY: `src` is readable for `n` bytes and the user range does not wrap (this function's
+    // contract); the primitive touches only those and recovers from user faults.
     unsafe { __copy_to_user(udst, src, n) }
 }
 
@@ -243,7 +245,8 @@ pub unsafe fn copy_to_user(udst: usize, src: *const u8, n: usize) -> usize {
 /// # Safety
 /// `udst + n <= USER_END` (no overflow).
 pub unsafe fn clear_user(udst: usize, n: usize) -> usize {
-    // SAFETY: the caller's contract; only user memory is written.
+    // SAFETY: the user range does not wrap (this function's contract); only user memory is
+    // written, and a fault stops the primitive.
     unsafe { __clear_user(udst, n) }
 }
 
@@ -253,7 +256,8 @@ pub unsafe fn clear_user(udst: usize, n: usize) -> usize {
 /// # Safety
 /// `dst` is valid for `n` bytes of writes; `usrc + n <= USER_END` (no overflow).
 pub unsafe fn strncpy_from_user(dst: *mut u8, usrc: usize, n: usize) -> Option<usize> {
-    // SAFETY: the caller's contract; only [dst, dst + n) and user memory are touched.
+    // SAFETY: `dst` is writable for `n` bytes and the user range does not wrap (this function's
+    // contract); only those and user memory are touched.
     let r = unsafe { __strncpy_from_user(dst, usrc, n) };
     usize::try_from(r).ok()
 }

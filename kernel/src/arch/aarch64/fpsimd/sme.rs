@@ -67,7 +67,8 @@ pub fn write_svcr(s: svelt_abi::fpstate::Svcr) {
 
 /// SMSTOP SM: leave streaming mode, keep ZA.
 pub fn smstop_sm() {
-    // SAFETY: as above.
+    // SAFETY: SMSTOP SM changes only user vector state (streaming mode), which the kernel does
+    // not use; ZA is kept.
     unsafe { core::arch::asm!(".arch_extension sme", "smstop sm", options(nomem, nostack)) };
 }
 
@@ -124,7 +125,8 @@ pub fn load_za(buf: &[u8], svl: usize) -> Result<(), VlMismatch> {
 /// # Safety
 /// The streaming VL is `svl`, and `buf` holds `za_size(svl)` bytes.
 unsafe fn save_za_raw(buf: *mut u8, svl: usize) {
-    // SAFETY: the caller's contract; w12 walks the rows, the pointer advances one row a time.
+    // SAFETY: the streaming VL is `svl` and `buf` holds `za_size(svl)` bytes (the contract), so
+    // the svl rows of svl bytes the loop stores fit; w12 walks the rows.
     unsafe {
         core::arch::asm!(
             ".arch_extension sme",
@@ -147,7 +149,8 @@ unsafe fn save_za_raw(buf: *mut u8, svl: usize) {
 /// # Safety
 /// As for [`save_za_raw`].
 unsafe fn load_za_raw(buf: *const u8, svl: usize) {
-    // SAFETY: as above.
+    // SAFETY: the streaming VL is `svl` and `buf` holds `za_size(svl)` bytes (the contract), so
+    // the svl rows the loop loads are inside it; only ZA (user state) is written.
     unsafe {
         core::arch::asm!(
             ".arch_extension sme",
@@ -194,6 +197,6 @@ pub fn read_tpidr2() -> u64 {
 
 /// Sets TPIDR2_EL0 (a user TLS value; only user code consumes it).
 pub fn write_tpidr2(v: u64) {
-    // SAFETY: as above.
+    // SAFETY: TPIDR2_EL0 is user TLS state that no kernel code reads.
     unsafe { core::arch::asm!("msr S3_3_C13_C0_5, {}", in(reg) v, options(nomem, nostack)) };
 }

@@ -95,9 +95,9 @@ pub fn load(buf: &[u8], vq: usize, with_ffr: bool) -> Result<(), VlMismatch> {
 /// The current VL is 16·vq and `buf` holds at least `state_size(vq)` bytes.
 unsafe fn save_raw(buf: *mut u8, vq: usize, with_ffr: bool) {
     let z = buf;
-    // SAFETY: the offsets stay within the buffer by the caller's contract.
+    // SAFETY: `buf` holds `state_size(vq)` bytes (the contract), so Z0-Z31's 512·vq bytes fit.
     let p = unsafe { buf.add(512 * vq) };
-    // SAFETY: as above.
+    // SAFETY: P0-P15 take 32·vq bytes after the Z registers: still inside `state_size(vq)`.
     let ffr = unsafe { buf.add(544 * vq) };
     // SAFETY: stores the vector registers into the caller's buffer; P0 is reused to read FFR
     // and reloaded afterwards so the register file is unchanged.
@@ -139,9 +139,9 @@ unsafe fn save_raw(buf: *mut u8, vq: usize, with_ffr: bool) {
 /// As for [`save_raw`].
 unsafe fn load_raw(buf: *const u8, vq: usize, with_ffr: bool) {
     let z = buf;
-    // SAFETY: the offsets stay within the buffer by the caller's contract.
+    // SAFETY: `buf` holds `state_size(vq)` bytes (the contract), so Z0-Z31's 512·vq bytes fit.
     let p = unsafe { buf.add(512 * vq) };
-    // SAFETY: as above.
+    // SAFETY: P0-P15 take 32·vq bytes after the Z registers: still inside `state_size(vq)`.
     let ffr = unsafe { buf.add(544 * vq) };
     // SAFETY: reads the caller's buffer into the vector registers (user state, which the
     // kernel itself never uses).

@@ -139,7 +139,7 @@ impl KernelMap {
             // SAFETY: `table` is a pool page (the root or a table linked below), mapped in the
             // kernel image; index < 512.
             let slot = unsafe { table.add(index) };
-            // SAFETY: as above.
+            // SAFETY: `slot` is inside the pool page just computed.
             let entry = unsafe { ptr::read_volatile(slot) };
             let fits = level >= 1
                 && va.is_multiple_of(size)
@@ -150,7 +150,8 @@ impl KernelMap {
                     return Err(MapError::Overlap);
                 }
                 let kind = if level == 3 { DESC_TABLE_OR_PAGE } else { 0 };
-                // SAFETY: as above; the slot was invalid, so no TLB entry can exist for it.
+                // SAFETY: `slot` is an entry of a pool table page; it was invalid, so no TLB entry can
+                // exist for it.
                 unsafe { ptr::write_volatile(slot, pa | attrs | kind | DESC_VALID) };
                 return Ok(size);
             }
@@ -159,7 +160,8 @@ impl KernelMap {
             }
             table_pa = if entry & DESC_VALID == 0 {
                 let new = self.alloc_table()?;
-                // SAFETY: as above; a new, zeroed table is linked into an invalid slot.
+                // SAFETY: `slot` is an entry of a pool table page; a new, zeroed table is linked into
+                // an invalid slot.
                 unsafe { ptr::write_volatile(slot, new | DESC_TABLE_OR_PAGE | DESC_VALID) };
                 new
             } else if entry & DESC_TABLE_OR_PAGE != 0 {
@@ -265,7 +267,8 @@ pub fn flush_tlb_user_page(asid: u16, va: usize) {
 /// Invalidates every translation tagged with `asid` on every CPU.
 pub fn flush_tlb_asid(asid: u16) {
     let arg = (asid as u64) << 48;
-    // SAFETY: as above.
+    // SAFETY: TLB maintenance for user translations only; the kernel's global mappings are not
+    // tagged with an ASID, so nothing the kernel uses goes.
     unsafe {
         core::arch::asm!("dsb ishst", "tlbi aside1is, {}", "dsb ish", "isb", in(reg) arg, options(nostack))
     };
