@@ -174,3 +174,14 @@ fn clone3_partial_field_is_kept() {
         "Linux refuses set_tid without a size"
     );
 }
+
+/// Found by the `sigdeliver` target (libFuzzer, 334,742 inputs in): a frame delivered with
+/// every signal blocked came back from sigreturn without SIGKILL and SIGSTOP, as Linux's
+/// sigreturn installs it, but the target expected the mask unchanged. The oracle was wrong,
+/// not the parser; this input keeps it right.
+#[test]
+fn sigdeliver_mask_comes_back_without_kill_and_stop() {
+    fuzz_targets::sigframe::sigdeliver(include_bytes!(
+        "fuzz_regressions/sigdeliver-blocked-kill-stop"
+    ));
+}
