@@ -67,6 +67,12 @@ impl FromArg for i32 {
         reg as i32
     }
 }
+/// A pointer argument, typed by what the handler reads or writes there.
+impl<T> FromArg for crate::mm::uaccess::UserPtr<T> {
+    fn from_arg(reg: u64) -> Self {
+        Self::new(reg as usize)
+    }
+}
 
 /// A handler's result when it has set the user registers itself (rt_sigreturn, a successful
 /// execve): x0 is left as it made it.

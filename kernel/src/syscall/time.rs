@@ -36,29 +36,29 @@ fn clock_ns(clock: u32) -> SysResult<u64> {
     }
 }
 
-pub fn clock_gettime(clock: u32, tp: usize) -> SysResult<usize> {
+pub fn clock_gettime(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
     let ns = clock_ns(clock)?;
-    UserPtr::new(tp).write(&ns_to_timespec(ns))?;
+    tp.write(&ns_to_timespec(ns))?;
     Ok(0)
 }
 
-pub fn clock_getres(clock: u32, tp: usize) -> SysResult<usize> {
+pub fn clock_getres(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
     clock_ns(clock)?;
-    if tp != 0 {
+    if !tp.is_null() {
         let res = time::counter_to_ns(1).max(1);
-        UserPtr::new(tp).write(&ns_to_timespec(res))?;
+        tp.write(&ns_to_timespec(res))?;
     }
     Ok(0)
 }
 
-pub fn gettimeofday(tv: usize) -> SysResult<usize> {
-    if tv != 0 {
+pub fn gettimeofday(tv: UserPtr<Timeval>) -> SysResult<usize> {
+    if !tv.is_null() {
         let ns = time::realtime_ns();
         let v = Timeval {
             tv_sec: (ns / 1_000_000_000) as i64,
             tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
         };
-        UserPtr::new(tv).write(&v)?;
+        tv.write(&v)?;
     }
     Ok(0)
 }
@@ -66,29 +66,34 @@ pub fn gettimeofday(tv: usize) -> SysResult<usize> {
 /// Sleeps until `deadline` (counter); on a signal writes the time left to `rem` and returns
 /// EINTR (Linux restarts nanosleep only when no handler ran, which the restart logic handles
 /// via ERESTARTNOHAND).
-fn sleep(deadline: u64, rem: usize) -> SysResult<usize> {
+fn sleep(deadline: u64, rem: UserPtr<Timespec>) -> SysResult<usize> {
     match wait::sleep_until(deadline) {
         Ok(()) => Ok(0),
         Err(_) => {
-            if rem != 0 {
-                UserPtr::new(rem).write(&ns_to_timespec(time::ns_until(deadline)))?;
+            if !rem.is_null() {
+                rem.write(&ns_to_timespec(time::ns_until(deadline)))?;
             }
             Err(Errno::EINTR)
         }
     }
 }
 
-pub fn nanosleep(req: usize, rem: usize) -> SysResult<usize> {
-    let ts = UserPtr::<Timespec>::new(req).read()?.validate()?;
+pub fn nanosleep(req: UserPtr<Timespec>, rem: UserPtr<Timespec>) -> SysResult<usize> {
+    let ts = req.read()?.validate()?;
     sleep(time::deadline_after_ns(timespec_ns(&ts)), rem)
 }
 
-pub fn clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> SysResult<usize> {
+pub fn clock_nanosleep(
+    clock: u32,
+    flags: u32,
+    req: UserPtr<Timespec>,
+    rem: UserPtr<Timespec>,
+) -> SysResult<usize> {
     if clock == abi::CLOCK_THREAD_CPUTIME_ID {
         return Err(Errno::EOPNOTSUPP);
     }
     let now = clock_ns(clock)?;
-    let ts = UserPtr::<Timespec>::new(req).read()?.validate()?;
+    let ts = req.read()?.validate()?;
     let ns = timespec_ns(&ts);
     let rel = if flags & abi::TIMER_ABSTIME != 0 {
         ns.saturating_sub(now)
@@ -99,7 +104,7 @@ pub fn clock_nanosleep(clock: u32, flags: u32, req: usize, rem: usize) -> SysRes
     sleep(
         time::deadline_after_ns(rel),
         if flags & abi::TIMER_ABSTIME != 0 {
-            0
+            UserPtr::new(0)
         } else {
             rem
         },
@@ -127,20 +132,19 @@ fn current_itimer() -> Itimerval {
     }
 }
 
-pub fn setitimer(which: u32, new: usize, old: usize) -> SysResult<usize> {
+pub fn setitimer(which: u32, new: UserPtr<Itimerval>, old: UserPtr<Itimerval>) -> SysResult<usize> {
     match which {
         abi::ITIMER_REAL => {}
         abi::ITIMER_VIRTUAL | abi::ITIMER_PROF => return Err(Errno::EINVAL),
         _ => return Err(Errno::EINVAL),
     }
-    let value = if new != 0 {
-        Some(UserPtr::<Itimerval>::new(new).read()?.validate()?)
+    let value = if !new.is_null() {
+        Some(new.read()?.validate()?)
     } else {
         None
     };
-    if old != 0 {
-        let cur = current_itimer();
-        UserPtr::new(old).write(&cur)?;
+    if !old.is_null() {
+        old.write(&current_itimer())?;
     }
     let v = value.unwrap_or_default();
     task::timer::arm_itimer(
@@ -151,12 +155,11 @@ pub fn setitimer(which: u32, new: usize, old: usize) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn getitimer(which: u32, cur: usize) -> SysResult<usize> {
+pub fn getitimer(which: u32, cur: UserPtr<Itimerval>) -> SysResult<usize> {
     if which != abi::ITIMER_REAL {
         return Err(Errno::EINVAL);
     }
-    let v = current_itimer();
-    UserPtr::new(cur).write(&v)?;
+    cur.write(&current_itimer())?;
     Ok(0)
 }
 
