@@ -78,3 +78,20 @@ pub fn kernel_offer() -> Offer {
         Offer::LINUX
     }
 }
+
+/// /proc/cpuinfo's text. A program started as the first process (`--init`) finds no /proc yet:
+/// it mounts one.
+pub fn cpuinfo() -> Result<alloc::string::String, alloc::string::String> {
+    use crate::{io, sys};
+    let b = match io::read_file("/proc/cpuinfo") {
+        Err(sys::ENOENT) => {
+            let _ = sys::mkdirat(sys::AT_FDCWD, "/proc", 0o755);
+            sys::mount("proc", "/proc", "proc", 0)
+                .map_err(|e| alloc::format!("mount /proc: {e:?}"))?;
+            io::read_file("/proc/cpuinfo")
+        }
+        r => r,
+    }
+    .map_err(|e| alloc::format!("read /proc/cpuinfo: {e:?}"))?;
+    alloc::string::String::from_utf8(b).map_err(|_| "/proc/cpuinfo is not UTF-8".into())
+}

@@ -464,9 +464,95 @@ pub(crate) const QEMU_10_0: IdRegs = IdRegs {
     id_pfr2: 0,
 };
 
+/// QEMU 11.1.3, same flags: SVE2p1, SME2p1 with the FP8 and SME2 extras, FPMR and FP8, GCS,
+/// LSE128, CMPBR, LUT, FAMINMAX, FPRCVT, MTE_FAR/MTE_STORE_ONLY (MTE itself only at level 1).
+pub(crate) const QEMU_11_1: IdRegs = IdRegs {
+    pfr0: 0x1301_0011_2111_0222,
+    pfr1: 0x0010_1010_1200_0121,
+    pfr2: 0x0000_0001_0000_0111,
+    zfr0: 0x0110_1101_0121_0022,
+    smfr0: 0x92f1_5fff_7180_0001,
+    fpfr0: 0xfc00_0003,
+    isar0: 0x1221_1111_1031_2120,
+    isar1: 0x0111_2111_1021_1502,
+    isar2: 0x1120_0000_0011_0012,
+    isar3: 0x1000_0010,
+    mmfr0: 0x2100_0323_1020_1126,
+    mmfr1: 0x0110_1120_1031_2122,
+    mmfr2: 0x1221_0111_1201_1011,
+    mmfr3: 0x1000_0000_1100_1111,
+    ..QEMU_10_0
+};
+
+/// What Linux 7.3.4 (Debian's arm64 build) reported under those QEMUs: AT_HWCAP, AT_HWCAP2,
+/// AT_HWCAP3 and the EL0 view (user/src/bin/hwcap_idregs.rs prints them).
+pub(crate) const LINUX_ON_QEMU_10_0: Hwcaps = Hwcaps([0xffff_ffff, 0x1803_ffbb_ffff, 0]);
+pub(crate) const LINUX_ON_QEMU_11_1: Hwcaps =
+    Hwcaps([0xb01f_ffff_ffff, 0x7fff_bff7_ffbb_ffff, 0x3]);
+pub(crate) const LINUX_VIEW_QEMU_10_0: IdRegs = IdRegs {
+    pfr0: 0x0001_0001_0011_0011,
+    pfr1: 0x0100_0121,
+    pfr2: 0,
+    zfr0: 0x0110_1101_0021_0021,
+    smfr0: 0x80f1_00fd_0000_0000,
+    fpfr0: 0,
+    isar0: 0x1021_1111_1021_2120,
+    isar1: 0x0011_2011_1021_1502,
+    isar2: 0x0011_0012,
+    isar3: 0,
+    mmfr0: 0x2000_0111_ff00_0000,
+    mmfr1: 0x1000_0000_0000,
+    mmfr2: 0x1_0000_0000,
+    mmfr3: 0,
+    midr: 0xf_0510,
+    id_isar5: 0,
+    id_isar6: 0,
+    mvfr0: 0,
+    mvfr1: 0,
+    id_pfr2: 0,
+};
+pub(crate) const LINUX_VIEW_QEMU_11_1: IdRegs = IdRegs {
+    pfr1: 0x1000_0200_0121,
+    pfr2: 0x1_0000_0110,
+    zfr0: 0x0110_1101_0121_0022,
+    smfr0: 0x92f1_5fff_7180_0001,
+    fpfr0: 0xfc00_0003,
+    isar0: 0x1021_1111_1031_2120,
+    isar2: 0x0120_0000_0011_0012,
+    isar3: 0x1000_0010,
+    ..LINUX_VIEW_QEMU_10_0
+};
+
+#[test]
+fn linux_offer_reproduces_linux_on_qemu() {
+    assert_eq!(hwcaps(&QEMU_10_0, Offer::LINUX), LINUX_ON_QEMU_10_0);
+    assert_eq!(hwcaps(&QEMU_11_1, Offer::LINUX), LINUX_ON_QEMU_11_1);
+    assert_eq!(
+        idregs::user_view(&QEMU_10_0, Offer::LINUX),
+        LINUX_VIEW_QEMU_10_0
+    );
+    assert_eq!(
+        idregs::user_view(&QEMU_11_1, Offer::LINUX),
+        LINUX_VIEW_QEMU_11_1
+    );
+}
+
+/// Svelt reports what Linux does, less what it does not handle.
+fn svelt_less_than_linux(raw: &IdRegs) -> (String, Vec<&'static str>) {
+    let s = hwcaps(raw, svelt());
+    let l = hwcaps(raw, Offer::LINUX);
+    let hidden = HWCAPS
+        .iter()
+        .filter(|c| l.has(c) && !s.has(c))
+        .map(|c| c.name)
+        .collect();
+    assert!(HWCAPS.iter().all(|c| !s.has(c) || l.has(c)));
+    (names(s).join(" "), hidden)
+}
+
 #[test]
 fn qemu_10_0_max() {
-    let svelt_names = names(hwcaps(&QEMU_10_0, svelt())).join(" ");
+    let (svelt_names, hidden) = svelt_less_than_linux(&QEMU_10_0);
     assert_eq!(
         svelt_names,
         "fp asimd aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma \
@@ -475,12 +561,49 @@ fn qemu_10_0_max() {
          svef64mm svebf16 i8mm bf16 dgh rng ecv afp rpres sme smei16i64 smef64f64 smei8i32 \
          smef16f32 smeb16f32 smef32f32 smefa64 wfxt ebf16 sveebf16 hbc"
     );
-    let linux = hwcaps(&QEMU_10_0, Offer::LINUX);
-    let extra: Vec<&str> = linux
-        .names()
-        .filter(|n| !svelt_names.split(' ').any(|s| s == *n))
-        .collect();
-    assert_eq!(extra, ["evtstrm", "paca", "pacg", "bti", "mops"]);
+    assert_eq!(hidden, ["evtstrm", "paca", "pacg", "bti", "mops"]);
+}
+
+#[test]
+fn qemu_11_1_max() {
+    let (svelt_names, hidden) = svelt_less_than_linux(&QEMU_11_1);
+    assert_eq!(
+        svelt_names,
+        "fp asimd aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma \
+         lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs sb \
+         cmpbr fprcvt smeaes smesfexpa smesmop4 dcpodp sve2 sveaes svepmull svebitperm svesha3 \
+         svesm4 flagm2 frint svei8mm svef32mm svef64mm svebf16 i8mm bf16 dgh rng ecv afp rpres \
+         sme smei16i64 smef64f64 smei8i32 smef16f32 smeb16f32 smef32f32 smefa64 wfxt ebf16 \
+         sveebf16 cssc sve2p1 sme2 sme2p1 smei16i32 smebi32i32 smeb16b16 smef16f16 hbc \
+         sveb16b16 lse128 lut faminmax smelutv2"
+    );
+    assert_eq!(
+        hidden,
+        [
+            "evtstrm",
+            "paca",
+            "pacg",
+            "gcs",
+            "f8mm8",
+            "f8mm4",
+            "bti",
+            "mops",
+            "fpmr",
+            "f8cvt",
+            "f8fma",
+            "f8dp4",
+            "f8dp2",
+            "f8e4m3",
+            "f8e5m2",
+            "smef8f16",
+            "smef8f32",
+            "smesf8fma",
+            "smesf8dp4",
+            "smesf8dp2",
+            "mtefar",
+            "mtestoreonly"
+        ]
+    );
 }
 
 #[test]

@@ -91,8 +91,7 @@ fn el0_view_is_the_tables() -> TestResult {
 
 fn cpuinfo_features() -> TestResult {
     need_cpuid()?;
-    let b = t!(io::read_file("/proc/cpuinfo"));
-    let s = core::str::from_utf8(&b).map_err(|_| "cpuinfo not UTF-8")?;
+    let s = cpuid::cpuinfo()?;
     let want: Vec<&str> = cpuid::hwcaps().names().collect();
     let want = want.join(" ");
     println!("# Features: {want}");

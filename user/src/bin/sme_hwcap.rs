@@ -92,8 +92,7 @@ fn feature_hwcaps_match_smfr0() -> TestResult {
 }
 
 fn cpuinfo_names() -> TestResult {
-    let text = t!(io::read_file("/proc/cpuinfo"));
-    let text = core::str::from_utf8(&text).map_err(|_| "cpuinfo not utf-8")?;
+    let text = svelt_user::cpuid::cpuinfo()?;
     let feats: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("Features"))
