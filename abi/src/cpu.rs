@@ -338,9 +338,9 @@ pub mod fields {
     pub const MMFR3_S1POE: Field = Field::new(Mmfr3, 16);
 }
 
-const fn field(reg: u64, shift: u32) -> u8 {
-    ((reg >> shift) & 0xf) as u8
-}
+/// Fields only the kernel itself reads (user space never sees them).
+const PFR0_GIC: Field = Field::new(IdReg::Pfr0, 24);
+const MMFR0_FGT: Field = Field::new(IdReg::Mmfr0, 56);
 
 /// What Svelt cares about, decoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -367,19 +367,24 @@ pub struct Features {
 
 impl Features {
     pub fn decode(r: &IdRegs) -> Features {
-        let sve = field(r.pfr0, 32) != 0;
-        let sme = field(r.pfr1, 24);
+        use fields::*;
+        let get = |f: Field| f.value(r) as u8;
+        let sve = get(PFR0_SVE) != 0;
+        let sme = get(PFR1_SME);
         Features {
             sve,
-            sve_ver: if sve { field(r.zfr0, 0) } else { 0 },
+            sve_ver: if sve { get(ZFR0_SVEVER) } else { 0 },
             sme,
-            sme_fa64: sme != 0 && r.smfr0 >> 63 != 0,
-            sme_ver: if sme != 0 { field(r.smfr0, 56) } else { 0 },
-            gic_sysregs: field(r.pfr0, 24) != 0,
-            pauth: [4, 8, 24, 28].iter().any(|&s| field(r.isar1, s) != 0)
-                || [8, 12].iter().any(|&s| field(r.isar2, s) != 0),
-            mte2: field(r.pfr1, 8) >= 2,
-            fgt: field(r.mmfr0, 56) != 0,
+            sme_fa64: sme != 0 && get(SMFR0_FA64) != 0,
+            sme_ver: if sme != 0 { get(SMFR0_SMEVER) } else { 0 },
+            gic_sysregs: get(PFR0_GIC) != 0,
+            pauth: [
+                ISAR1_APA, ISAR1_API, ISAR1_GPA, ISAR1_GPI, ISAR2_APA3, ISAR2_GPA3,
+            ]
+            .into_iter()
+            .any(|f| get(f) != 0),
+            mte2: get(PFR1_MTE) >= 2,
+            fgt: get(MMFR0_FGT) != 0,
         }
     }
 

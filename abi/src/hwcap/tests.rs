@@ -441,7 +441,7 @@ fn pointer_authentication_any_algorithm() {
 
 /// QEMU 10.0.2 `-M virt,gic-version=3,virtualization=on -cpu
 /// max,pauth-impdef=on,sve=on,sme=on`, as Svelt's boot log prints it (`log=debug`).
-pub(crate) const QEMU_10_0: IdRegs = IdRegs {
+const QEMU_10_0: IdRegs = IdRegs {
     pfr0: 0x1301_0011_2111_0222,
     pfr1: 0x0000_0010_0100_0121,
     pfr2: 0,
@@ -466,7 +466,7 @@ pub(crate) const QEMU_10_0: IdRegs = IdRegs {
 
 /// QEMU 11.1.3, same flags: SVE2p1, SME2p1 with the FP8 and SME2 extras, FPMR and FP8, GCS,
 /// LSE128, CMPBR, LUT, FAMINMAX, FPRCVT, MTE_FAR/MTE_STORE_ONLY (MTE itself only at level 1).
-pub(crate) const QEMU_11_1: IdRegs = IdRegs {
+const QEMU_11_1: IdRegs = IdRegs {
     pfr0: 0x1301_0011_2111_0222,
     pfr1: 0x0010_1010_1200_0121,
     pfr2: 0x0000_0001_0000_0111,
@@ -486,10 +486,9 @@ pub(crate) const QEMU_11_1: IdRegs = IdRegs {
 
 /// What Linux 7.3.4 (Debian's arm64 build) reported under those QEMUs: AT_HWCAP, AT_HWCAP2,
 /// AT_HWCAP3 and the EL0 view (user/src/bin/hwcap_idregs.rs prints them).
-pub(crate) const LINUX_ON_QEMU_10_0: Hwcaps = Hwcaps([0xffff_ffff, 0x1803_ffbb_ffff, 0]);
-pub(crate) const LINUX_ON_QEMU_11_1: Hwcaps =
-    Hwcaps([0xb01f_ffff_ffff, 0x7fff_bff7_ffbb_ffff, 0x3]);
-pub(crate) const LINUX_VIEW_QEMU_10_0: IdRegs = IdRegs {
+const LINUX_ON_QEMU_10_0: Hwcaps = Hwcaps([0xffff_ffff, 0x1803_ffbb_ffff, 0]);
+const LINUX_ON_QEMU_11_1: Hwcaps = Hwcaps([0xb01f_ffff_ffff, 0x7fff_bff7_ffbb_ffff, 0x3]);
+const LINUX_VIEW_QEMU_10_0: IdRegs = IdRegs {
     pfr0: 0x0001_0001_0011_0011,
     pfr1: 0x0100_0121,
     pfr2: 0,
@@ -511,7 +510,7 @@ pub(crate) const LINUX_VIEW_QEMU_10_0: IdRegs = IdRegs {
     mvfr1: 0,
     id_pfr2: 0,
 };
-pub(crate) const LINUX_VIEW_QEMU_11_1: IdRegs = IdRegs {
+const LINUX_VIEW_QEMU_11_1: IdRegs = IdRegs {
     pfr1: 0x1000_0200_0121,
     pfr2: 0x1_0000_0110,
     zfr0: 0x0110_1101_0121_0022,
