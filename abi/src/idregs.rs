@@ -8,19 +8,21 @@
 //! - CRm 0: MIDR_EL1 reads this CPU's MIDR, MPIDR_EL1 reads a fixed 0x8000_0000 (bit 31 is RES1,
 //!   nothing about the topology leaks), REVIDR_EL1 reads 0; other op2 values are refused.
 //! - CRm 1 (AArch32 ID_PFR0.. ID_MMFR3) is refused.
-//! - CRm 2..=7: each register shows only the fields Linux marks visible (cpufeature.c
-//!   `arm64_ftr_bits` FTR_VISIBLE, with the Kconfig-dependent ones taken as enabled). Hidden
-//!   fields read as the safe value Linux forces (for example ID_AA64PFR0_EL1.EL0/EL1 = 1,
-//!   "AArch64 only"), unallocated and untracked registers read as 0, and SVE/SME fields read as
-//!   0 when the kernel does not offer the extension (as with the hwcaps).
+//! - CRm 2..=7: each register shows only the fields Linux 7.3 marks visible (cpufeature.c
+//!   `arm64_ftr_bits` FTR_VISIBLE and FTR_VISIBLE_IF_IS_ENABLED), the optional ones only when
+//!   the kernel handles the feature (`Offer`; SVE, SME, pointer authentication, BTI, MTE, GCS,
+//!   POE, and Svelt's own FPMR, LS64 and MOPS conditions). Hidden fields read as the safe value
+//!   Linux forces (for example ID_AA64PFR0_EL1.EL0/EL1 = 1, "AArch64 only"), unallocated and
+//!   untracked registers read as 0. The hwcaps (`hwcap`) are decided on this same view.
 //!
 //! Linux shows the system-wide safe value of each visible field (the minimum over all CPUs for
 //! most fields); the caller passes registers that are already that, or one CPU's values on a
 //! homogeneous system.
 
-use crate::cpu::IdRegs;
+use crate::cpu::fields::*;
+use crate::cpu::{Field, IdReg, IdRegs};
 use crate::esr::{Ec, Esr};
-use crate::hwcap::Offer;
+use crate::hwcap::{Needs, Offer};
 
 /// A system register encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -165,313 +167,322 @@ pub fn user_value(reg: SysReg, raw: &IdRegs, offer: Offer) -> Option<u64> {
             6 => Some(0),
             _ => None,
         },
-        2..=7 => Some(
-            REGS.iter()
-                .find(|r| r.reg == reg)
-                .map_or(0, |r| r.user_value(raw, offer)),
-        ),
+        2..=7 => Some(if let Some(r) = AA64.iter().find(|r| r.reg == reg) {
+            r.user_value(raw, offer)
+        } else if let Some(r) = AARCH32.iter().find(|r| r.reg == reg) {
+            r.user_value(raw)
+        } else if reg == ID_AA64DFR0_EL1 {
+            DFR0_FIXED
+        } else {
+            0
+        }),
         _ => None,
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Gate {
-    Always,
-    /// Shown only when the kernel offers SVE.
-    Sve,
-    /// Shown only when the kernel offers SME.
-    Sme,
-}
-
-/// A field EL0 sees as the hardware reports it.
-struct Field {
-    shift: u8,
-    width: u8,
-    gate: Gate,
-}
-
-const fn f(shift: u8) -> Field {
-    Field {
-        shift,
-        width: 4,
-        gate: Gate::Always,
+/// The AArch64 ID registers as EL0 reads them (MIDR_EL1 kept; the AArch32 ones left zero).
+/// Taking the view of a view changes nothing, and `hwcap::hwcaps` gives the same answer for
+/// both.
+pub fn user_view(raw: &IdRegs, offer: Offer) -> IdRegs {
+    let mut view = IdRegs {
+        midr: raw.midr,
+        ..IdRegs::default()
+    };
+    for r in AA64 {
+        view.set(r.id, r.user_value(raw, offer));
     }
+    view
 }
 
-const fn bit(shift: u8) -> Field {
-    Field {
-        shift,
-        width: 1,
-        gate: Gate::Always,
-    }
+/// Whether EL0 sees `field` as the hardware reports it (rather than a fixed safe value).
+pub fn visible(field: Field, offer: Offer) -> bool {
+    AA64.iter()
+        .filter(|r| r.id == field.reg)
+        .flat_map(|r| r.shown)
+        .any(|&(f, needs)| f == field && offer.allows(needs))
 }
 
-const fn sve(shift: u8) -> Field {
-    Field {
-        shift,
-        width: 4,
-        gate: Gate::Sve,
-    }
-}
-
-const fn sme(shift: u8) -> Field {
-    Field {
-        shift,
-        width: 4,
-        gate: Gate::Sme,
-    }
-}
-
-const fn sme_bit(shift: u8) -> Field {
-    Field {
-        shift,
-        width: 1,
-        gate: Gate::Sme,
-    }
-}
-
-/// One tracked register: where its raw value comes from, its visible fields, and the safe
-/// values Linux forces into hidden fields.
-struct Reg {
+/// A tracked AArch64 ID register: the fields EL0 sees (each with what the kernel must support
+/// for it to be shown) and the safe values Linux forces into hidden fields.
+struct Aa64 {
+    id: IdReg,
     reg: SysReg,
-    raw: fn(&IdRegs) -> u64,
-    visible: &'static [Field],
+    shown: &'static [(Field, Needs)],
     fixed: u64,
-    /// An AArch32 register: all zero unless AArch32 is implemented at EL0.
-    aarch32: bool,
 }
 
-impl Reg {
+impl Aa64 {
     fn user_value(&self, raw: &IdRegs, offer: Offer) -> u64 {
-        if self.aarch32 && raw.pfr0 & 0xf != 2 {
-            return 0;
-        }
-        let value = (self.raw)(raw);
-        self.visible
+        let value = raw.get(self.id);
+        self.shown
             .iter()
-            .filter(|fld| match fld.gate {
-                Gate::Always => true,
-                Gate::Sve => offer.sve,
-                Gate::Sme => offer.sme,
-            })
-            .fold(self.fixed, |acc, fld| {
-                let mask = ((1u64 << fld.width) - 1) << fld.shift;
-                acc | (value & mask)
-            })
+            .filter(|(_, needs)| offer.allows(*needs))
+            .fold(self.fixed, |acc, (f, _)| acc | (value & f.mask()))
     }
 }
 
-const fn reg(reg: SysReg, raw: fn(&IdRegs) -> u64, visible: &'static [Field]) -> Reg {
-    Reg {
+const fn aa64(id: IdReg, reg: SysReg, shown: &'static [(Field, Needs)]) -> Aa64 {
+    Aa64 {
+        id,
         reg,
-        raw,
-        visible,
+        shown,
         fixed: 0,
-        aarch32: false,
     }
 }
 
-const fn aarch32(reg: SysReg, raw: fn(&IdRegs) -> u64, visible: &'static [Field]) -> Reg {
-    Reg {
-        reg,
-        raw,
-        visible,
-        fixed: 0,
-        aarch32: true,
-    }
-}
+const ALWAYS: Needs = Needs::NOTHING;
 
 /// ID_AA64PFR0_EL1.EL1 and .EL0 (hidden) read as 1: AArch64 only.
 const PFR0_FIXED: u64 = 1 << 4 | 1;
 /// ID_AA64MMFR0_EL1 hidden fields: TGRAN4_2/TGRAN64_2/TGRAN16_2 = 1 ("see TGRANx"),
 /// TGRAN4/TGRAN64 = 0xf (not implemented), TGRAN16 = 0 (not implemented).
 const MMFR0_FIXED: u64 = 1 << 40 | 1 << 36 | 1 << 32 | 0xf << 28 | 0xf << 24;
-/// ID_AA64DFR0_EL1 is all hidden; DebugVer reads as 6 (Armv8 debug).
+/// ID_AA64DFR0_EL1 is all hidden; DebugVer reads as 6 (Armv8 debug). DFR1 reads as 0.
 const DFR0_FIXED: u64 = 6;
 
-/// The tracked registers of CRm 2..=7, after Linux's cpufeature.c tables (2025 tree); any other
-/// encoding in that range reads as 0.
-static REGS: &[Reg] = &[
-    // AArch32 (CRm 2, 3). The other tracked ones have no visible fields and read as 0.
-    // ID_ISAR5_EL1: CRC32, SHA2, SHA1, AES.
-    aarch32(ID_ISAR5_EL1, |r| r.id_isar5, &[f(16), f(12), f(8), f(4)]),
-    // ID_ISAR6_EL1: I8MM, BF16, SB, FHM, DP.
-    aarch32(
-        ID_ISAR6_EL1,
-        |r| r.id_isar6,
-        &[f(24), f(20), f(12), f(8), f(4)],
-    ),
-    // MVFR0_EL1: FPDP.
-    aarch32(MVFR0_EL1, |r| r.mvfr0, &[f(8)]),
-    // MVFR1_EL1: SIMDFMAC, FPHP, SIMDHP, SIMDSP, SIMDInt, SIMDLS.
-    aarch32(
-        MVFR1_EL1,
-        |r| r.mvfr1,
-        &[f(28), f(24), f(20), f(16), f(12), f(8)],
-    ),
-    // ID_PFR2_EL1: SSBS.
-    aarch32(ID_PFR2_EL1, |r| r.id_pfr2, &[f(4)]),
-    // ID_AA64PFR0_EL1: DIT, SVE, AdvSIMD, FP (the last two signed: 0xf = absent).
-    Reg {
+/// What Linux 7.3 shows of each register (cpufeature.c `arm64_ftr_bits` tables, FTR_VISIBLE
+/// and FTR_VISIBLE_IF_IS_ENABLED fields), with each option's field shown only when the kernel
+/// supports the feature; Svelt's own conditions (FPMR for FP8, LS64, MOPS) join them.
+static AA64: &[Aa64] = &[
+    Aa64 {
         fixed: PFR0_FIXED,
-        ..reg(ID_AA64PFR0_EL1, |r| r.pfr0, &[f(48), sve(32), f(20), f(16)])
+        ..aa64(
+            IdReg::Pfr0,
+            ID_AA64PFR0_EL1,
+            &[
+                (PFR0_DIT, ALWAYS),
+                (PFR0_SVE, Needs::SVE),
+                (PFR0_ADVSIMD, ALWAYS),
+                (PFR0_FP, ALWAYS),
+            ],
+        )
     },
-    // ID_AA64PFR1_EL1: GCS, SME, MTE, SSBS, BT.
-    reg(
+    aa64(
+        IdReg::Pfr1,
         ID_AA64PFR1_EL1,
-        |r| r.pfr1,
-        &[f(44), sme(24), f(8), f(4), f(0)],
+        &[
+            (PFR1_GCS, Needs::GCS),
+            (PFR1_SME, Needs::SME),
+            (PFR1_MTE, Needs::MTE),
+            (PFR1_SSBS, ALWAYS),
+            (PFR1_BT, Needs::BTI),
+        ],
     ),
-    // ID_AA64PFR2_EL1: FPMR, MTEFAR, MTESTOREONLY.
-    reg(ID_AA64PFR2_EL1, |r| r.pfr2, &[f(32), f(8), f(4)]),
-    // ID_AA64ZFR0_EL1: F64MM, F32MM, F16MM, I8MM, SM4, SHA3, B16B16, BF16, BitPerm, EltPerm,
-    // AES, SVEver.
-    reg(
+    // MTEFAR and MTESTOREONLY stay visible without MTE support, as in Linux (only their
+    // hwcaps depend on it).
+    aa64(
+        IdReg::Pfr2,
+        ID_AA64PFR2_EL1,
+        &[
+            (PFR2_FPMR, Needs::FPMR),
+            (PFR2_MTEFAR, ALWAYS),
+            (PFR2_MTESTOREONLY, ALWAYS),
+        ],
+    ),
+    aa64(
+        IdReg::Zfr0,
         ID_AA64ZFR0_EL1,
-        |r| r.zfr0,
         &[
-            sve(56),
-            sve(52),
-            sve(48),
-            sve(44),
-            sve(40),
-            sve(32),
-            sve(24),
-            sve(20),
-            sve(16),
-            sve(12),
-            sve(4),
-            sve(0),
+            (ZFR0_F64MM, Needs::SVE),
+            (ZFR0_F32MM, Needs::SVE),
+            (ZFR0_F16MM, Needs::SVE),
+            (ZFR0_I8MM, Needs::SVE),
+            (ZFR0_SM4, Needs::SVE),
+            (ZFR0_SHA3, Needs::SVE),
+            (ZFR0_B16B16, Needs::SVE),
+            (ZFR0_BF16, Needs::SVE),
+            (ZFR0_BITPERM, Needs::SVE),
+            (ZFR0_ELTPERM, Needs::SVE),
+            (ZFR0_AES, Needs::SVE),
+            (ZFR0_SVEVER, Needs::SVE),
         ],
     ),
-    // ID_AA64SMFR0_EL1: FA64, LUTv2, SMEver, I16I64, F64F64, I16I32, B16B16, F16F16, F8F16,
-    // F8F32, I8I32, F16F32, B16F32, BI32I32, F32F32, SF8FMA, SF8DP4, SF8DP2, SBitPerm, AES,
-    // SFEXPA, STMOP, SMOP4.
-    reg(
+    aa64(
+        IdReg::Smfr0,
         ID_AA64SMFR0_EL1,
-        |r| r.smfr0,
         &[
-            sme_bit(63),
-            sme_bit(60),
-            sme(56),
-            sme(52),
-            sme_bit(48),
-            sme(44),
-            sme_bit(43),
-            sme_bit(42),
-            sme_bit(41),
-            sme_bit(40),
-            sme(36),
-            sme_bit(35),
-            sme_bit(34),
-            sme_bit(33),
-            sme_bit(32),
-            sme_bit(30),
-            sme_bit(29),
-            sme_bit(28),
-            sme_bit(25),
-            sme_bit(24),
-            sme_bit(23),
-            sme_bit(16),
-            sme_bit(0),
+            (SMFR0_FA64, Needs::SME),
+            (SMFR0_LUT6, Needs::SME),
+            (SMFR0_LUTV2, Needs::SME),
+            (SMFR0_SMEVER, Needs::SME),
+            (SMFR0_I16I64, Needs::SME),
+            (SMFR0_F64F64, Needs::SME),
+            (SMFR0_I16I32, Needs::SME),
+            (SMFR0_B16B16, Needs::SME),
+            (SMFR0_F16F16, Needs::SME),
+            (SMFR0_F8F16, SME_FP8),
+            (SMFR0_F8F32, SME_FP8),
+            (SMFR0_I8I32, Needs::SME),
+            (SMFR0_F16F32, Needs::SME),
+            (SMFR0_B16F32, Needs::SME),
+            (SMFR0_BI32I32, Needs::SME),
+            (SMFR0_F32F32, Needs::SME),
+            (SMFR0_SF8FMA, SME_FP8),
+            (SMFR0_SF8DP4, SME_FP8),
+            (SMFR0_SF8DP2, SME_FP8),
+            (SMFR0_SBITPERM, Needs::SME),
+            (SMFR0_AES, Needs::SME),
+            (SMFR0_SFEXPA, Needs::SME),
+            (SMFR0_STMOP, Needs::SME),
+            (SMFR0_SMOP4, Needs::SME),
         ],
     ),
-    // ID_AA64FPFR0_EL1: F8CVT, F8FMA, F8DP4, F8DP2, F8MM8, F8MM4, F8E4M3, F8E5M2.
-    reg(
+    // The FP8 fields need FPMR (the instructions read it); F16MM2 does not.
+    aa64(
+        IdReg::Fpfr0,
         ID_AA64FPFR0_EL1,
-        |r| r.fpfr0,
         &[
-            bit(31),
-            bit(30),
-            bit(29),
-            bit(28),
-            bit(27),
-            bit(26),
-            bit(1),
-            bit(0),
+            (FPFR0_F8CVT, Needs::FPMR),
+            (FPFR0_F8FMA, Needs::FPMR),
+            (FPFR0_F8DP4, Needs::FPMR),
+            (FPFR0_F8DP2, Needs::FPMR),
+            (FPFR0_F8MM8, Needs::FPMR),
+            (FPFR0_F8MM4, Needs::FPMR),
+            (FPFR0_F16MM2, ALWAYS),
+            (FPFR0_F8E4M3, Needs::FPMR),
+            (FPFR0_F8E5M2, Needs::FPMR),
         ],
     ),
-    // ID_AA64DFR0_EL1: nothing visible. (DFR1 is tracked with no fields: 0.)
-    Reg {
-        fixed: DFR0_FIXED,
-        ..reg(ID_AA64DFR0_EL1, |_| 0, &[])
-    },
-    // ID_AA64ISAR0_EL1: RNDR, TS, FHM, DP, SM4, SM3, SHA3, RDM, ATOMIC, CRC32, SHA2, SHA1, AES.
-    reg(
+    aa64(
+        IdReg::Isar0,
         ID_AA64ISAR0_EL1,
-        |r| r.isar0,
         &[
-            f(60),
-            f(52),
-            f(48),
-            f(44),
-            f(40),
-            f(36),
-            f(32),
-            f(28),
-            f(20),
-            f(16),
-            f(12),
-            f(8),
-            f(4),
+            (ISAR0_RNDR, ALWAYS),
+            (ISAR0_TS, ALWAYS),
+            (ISAR0_FHM, ALWAYS),
+            (ISAR0_DP, ALWAYS),
+            (ISAR0_SM4, ALWAYS),
+            (ISAR0_SM3, ALWAYS),
+            (ISAR0_SHA3, ALWAYS),
+            (ISAR0_RDM, ALWAYS),
+            (ISAR0_ATOMIC, ALWAYS),
+            (ISAR0_CRC32, ALWAYS),
+            (ISAR0_SHA2, ALWAYS),
+            (ISAR0_SHA1, ALWAYS),
+            (ISAR0_AES, ALWAYS),
         ],
     ),
-    // ID_AA64ISAR1_EL1: I8MM, DGH, BF16, SB, FRINTTS, GPI, GPA, LRCPC, FCMA, JSCVT, API, APA,
-    // DPB.
-    reg(
+    aa64(
+        IdReg::Isar1,
         ID_AA64ISAR1_EL1,
-        |r| r.isar1,
         &[
-            f(52),
-            f(48),
-            f(44),
-            f(36),
-            f(32),
-            f(28),
-            f(24),
-            f(20),
-            f(16),
-            f(12),
-            f(8),
-            f(4),
-            f(0),
+            (ISAR1_LS64, Needs::LS64),
+            (ISAR1_I8MM, ALWAYS),
+            (ISAR1_DGH, ALWAYS),
+            (ISAR1_BF16, ALWAYS),
+            (ISAR1_SB, ALWAYS),
+            (ISAR1_FRINTTS, ALWAYS),
+            (ISAR1_GPI, Needs::PTR_AUTH),
+            (ISAR1_GPA, Needs::PTR_AUTH),
+            (ISAR1_LRCPC, ALWAYS),
+            (ISAR1_FCMA, ALWAYS),
+            (ISAR1_JSCVT, ALWAYS),
+            (ISAR1_API, Needs::PTR_AUTH),
+            (ISAR1_APA, Needs::PTR_AUTH),
+            (ISAR1_DPB, ALWAYS),
         ],
     ),
-    // ID_AA64ISAR2_EL1: LUT, CSSC, RPRFM, BC, MOPS, APA3, GPA3, RPRES, WFxT.
-    reg(
+    aa64(
+        IdReg::Isar2,
         ID_AA64ISAR2_EL1,
-        |r| r.isar2,
-        &[f(56), f(52), f(48), f(20), f(16), f(12), f(8), f(4), f(0)],
+        &[
+            (ISAR2_LUT, ALWAYS),
+            (ISAR2_CSSC, ALWAYS),
+            (ISAR2_RPRFM, ALWAYS),
+            (ISAR2_BC, ALWAYS),
+            (ISAR2_MOPS, Needs::MOPS),
+            (ISAR2_APA3, Needs::PTR_AUTH),
+            (ISAR2_GPA3, Needs::PTR_AUTH),
+            (ISAR2_RPRES, ALWAYS),
+            (ISAR2_WFXT, ALWAYS),
+        ],
     ),
-    // ID_AA64ISAR3_EL1: FPRCVT, LSFE, FAMINMAX.
-    reg(ID_AA64ISAR3_EL1, |r| r.isar3, &[f(28), f(16), f(4)]),
-    // ID_AA64MMFR0_EL1: ECV.
-    Reg {
+    aa64(
+        IdReg::Isar3,
+        ID_AA64ISAR3_EL1,
+        &[
+            (ISAR3_FPRCVT, ALWAYS),
+            (ISAR3_LSFE, ALWAYS),
+            (ISAR3_FAMINMAX, ALWAYS),
+        ],
+    ),
+    Aa64 {
         fixed: MMFR0_FIXED,
-        ..reg(ID_AA64MMFR0_EL1, |r| r.mmfr0, &[f(60)])
+        ..aa64(IdReg::Mmfr0, ID_AA64MMFR0_EL1, &[(MMFR0_ECV, ALWAYS)])
     },
-    // ID_AA64MMFR1_EL1: AFP.
-    reg(ID_AA64MMFR1_EL1, |r| r.mmfr1, &[f(44)]),
-    // ID_AA64MMFR2_EL1: AT.
-    reg(ID_AA64MMFR2_EL1, |r| r.mmfr2, &[f(32)]),
-    // ID_AA64MMFR3_EL1: S1POE.
-    reg(ID_AA64MMFR3_EL1, |r| r.mmfr3, &[f(16)]),
+    aa64(IdReg::Mmfr1, ID_AA64MMFR1_EL1, &[(MMFR1_AFP, ALWAYS)]),
+    aa64(IdReg::Mmfr2, ID_AA64MMFR2_EL1, &[(MMFR2_AT, ALWAYS)]),
+    aa64(IdReg::Mmfr3, ID_AA64MMFR3_EL1, &[(MMFR3_S1POE, Needs::POE)]),
+];
+
+const SME_FP8: Needs = Needs::SME.and(Needs::FPMR);
+
+/// An AArch32 ID register with fields Linux shows: all zero unless AArch32 is implemented at
+/// EL0. The other tracked AArch32 registers have no visible fields and read as 0.
+struct Aarch32 {
+    reg: SysReg,
+    raw: fn(&IdRegs) -> u64,
+    /// Shifts of the visible 4-bit fields.
+    shown: &'static [u8],
+}
+
+impl Aarch32 {
+    fn user_value(&self, raw: &IdRegs) -> u64 {
+        if raw.pfr0 & 0xf != 2 {
+            return 0;
+        }
+        let value = (self.raw)(raw);
+        self.shown
+            .iter()
+            .fold(0, |acc, &shift| acc | (value & 0xf << shift))
+    }
+}
+
+static AARCH32: &[Aarch32] = &[
+    // CRC32, SHA2, SHA1, AES.
+    Aarch32 {
+        reg: ID_ISAR5_EL1,
+        raw: |r| r.id_isar5,
+        shown: &[16, 12, 8, 4],
+    },
+    // I8MM, BF16, SB, FHM, DP.
+    Aarch32 {
+        reg: ID_ISAR6_EL1,
+        raw: |r| r.id_isar6,
+        shown: &[24, 20, 12, 8, 4],
+    },
+    // FPDP.
+    Aarch32 {
+        reg: MVFR0_EL1,
+        raw: |r| r.mvfr0,
+        shown: &[8],
+    },
+    // SIMDFMAC, FPHP, SIMDHP, SIMDSP, SIMDInt, SIMDLS.
+    Aarch32 {
+        reg: MVFR1_EL1,
+        raw: |r| r.mvfr1,
+        shown: &[28, 24, 20, 16, 12, 8],
+    },
+    // SSBS.
+    Aarch32 {
+        reg: ID_PFR2_EL1,
+        raw: |r| r.id_pfr2,
+        shown: &[4],
+    },
 ];
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const ALL: Offer = Offer {
-        sve: true,
-        sme: true,
-        cpuid: true,
-    };
+    /// Linux 7.3 with every option: the view Linux gives.
+    const ALL: Offer = Offer::LINUX;
     const NONE: Offer = Offer {
         sve: false,
         sme: false,
-        cpuid: true,
+        ..Offer::LINUX
     };
+    const SVELT: Offer = Offer::svelt(true, true);
 
     /// QEMU 10.0.2 `-cpu max` (spec/arch-registers.md §4), plus illustrative values for the
     /// registers the spec did not record.
@@ -596,8 +607,13 @@ mod tests {
             smfr0: !0,
             ..qemu_max()
         };
-        // Res0: 62:61, 51:49, 31, 27:26, 22:17, 15:1.
-        assert_eq!(read(ID_AA64SMFR0_EL1, &r, ALL), Some(0x9FF1_FFFF_7381_0001));
+        // Res0: 62, 51:49, 31, 27:26, 22:17, 15:1.
+        assert_eq!(read(ID_AA64SMFR0_EL1, &r, ALL), Some(0xBFF1_FFFF_7381_0001));
+        // Without FPMR support the FP8 fields (F8F16, F8F32, SF8FMA, SF8DP4, SF8DP2) go too.
+        assert_eq!(
+            read(ID_AA64SMFR0_EL1, &r, SVELT),
+            Some(0xBFF1_FCFF_0381_0001)
+        );
     }
 
     #[test]
@@ -668,7 +684,7 @@ mod tests {
         let r = IdRegs {
             // ISAR0: TLB (59:56) hidden, TME (27:24) untracked, 3:0 reserved.
             isar0: !0,
-            // ISAR1: LS64 (63:60), XS (59:56), SPECRES (43:40) hidden.
+            // ISAR1: XS (59:56), SPECRES (43:40) hidden; LS64 (63:60) shown since Linux 7.3.
             isar1: !0,
             // ISAR2: ATS1A, PCDPHINT.. CLRBHB, PAC_frac hidden.
             isar2: !0,
@@ -676,7 +692,7 @@ mod tests {
             ..qemu_max()
         };
         assert_eq!(read(ID_AA64ISAR0_EL1, &r, ALL), Some(0xF0FF_FFFF_F0FF_FFF0));
-        assert_eq!(read(ID_AA64ISAR1_EL1, &r, ALL), Some(0x00FF_F0FF_FFFF_FFFF));
+        assert_eq!(read(ID_AA64ISAR1_EL1, &r, ALL), Some(0xF0FF_F0FF_FFFF_FFFF));
         assert_eq!(read(ID_AA64ISAR2_EL1, &r, ALL), Some(0x0FFF_0000_00FF_FFFF));
         assert_eq!(read(ID_AA64ISAR3_EL1, &r, ALL), Some(0xF00F_00F0));
     }
@@ -692,7 +708,7 @@ mod tests {
             ..qemu_max()
         };
         assert_eq!(read(ID_AA64PFR2_EL1, &r, ALL), Some(0xF_0000_0FF0));
-        assert_eq!(read(ID_AA64FPFR0_EL1, &r, ALL), Some(0xFC00_0003));
+        assert_eq!(read(ID_AA64FPFR0_EL1, &r, ALL), Some(0xFC00_8003));
         assert_eq!(read(ID_AA64MMFR1_EL1, &r, ALL), Some(0xF << 44));
         assert_eq!(read(ID_AA64MMFR2_EL1, &r, ALL), Some(0xF << 32));
         assert_eq!(read(ID_AA64MMFR3_EL1, &r, ALL), Some(0xF << 16));
@@ -702,6 +718,42 @@ mod tests {
             ..qemu_max()
         };
         assert_eq!(read(ID_AA64PFR0_EL1, &no_fp, NONE), Some(0xff0011));
+    }
+
+    /// What Svelt does not handle reads as Linux's safe value (0) when the kernel lacks it.
+    #[test]
+    fn unsupported_features_are_hidden() {
+        let mut r = qemu_max();
+        for reg in IdReg::ALL {
+            r.set(reg, !0);
+        }
+        // GCS, MTE and BT go; SME and SSBS stay.
+        assert_eq!(read(ID_AA64PFR1_EL1, &r, SVELT), Some(0x0F00_00F0));
+        assert_eq!(read(ID_AA64PFR1_EL1, &r, ALL), Some(0xF000_0F00_0FFF));
+        // FPMR goes; MTEFAR and MTESTOREONLY stay, as in Linux without MTE.
+        assert_eq!(read(ID_AA64PFR2_EL1, &r, SVELT), Some(0xFF0));
+        // F16MM2 only.
+        assert_eq!(read(ID_AA64FPFR0_EL1, &r, SVELT), Some(0x8000));
+        // LS64 and the four pointer-authentication fields go.
+        assert_eq!(
+            read(ID_AA64ISAR1_EL1, &r, SVELT),
+            Some(0x00FF_F0FF_00FF_F00F)
+        );
+        // MOPS, APA3 and GPA3 go.
+        assert_eq!(
+            read(ID_AA64ISAR2_EL1, &r, SVELT),
+            Some(0x0FFF_0000_00F0_00FF)
+        );
+        assert_eq!(read(ID_AA64MMFR3_EL1, &r, SVELT), Some(0));
+        // Unconditional registers are the same as Linux's.
+        for reg in [
+            ID_AA64ISAR0_EL1,
+            ID_AA64ISAR3_EL1,
+            ID_AA64MMFR0_EL1,
+            ID_AA64MMFR2_EL1,
+        ] {
+            assert_eq!(read(reg, &r, SVELT), read(reg, &r, ALL), "{reg:?}");
+        }
     }
 
     #[test]
@@ -784,21 +836,25 @@ mod tests {
 
     #[test]
     fn table_is_sane() {
-        for (i, r) in REGS.iter().enumerate() {
-            assert!((2..=7).contains(&r.reg.crm), "{:?}", r.reg);
+        for (i, r) in AA64.iter().enumerate() {
+            assert!((4..=7).contains(&r.reg.crm), "{:?}", r.reg);
             assert!(
-                REGS[i + 1..].iter().all(|o| o.reg != r.reg),
+                AA64[i + 1..].iter().all(|o| o.reg != r.reg && o.id != r.id),
                 "duplicate {:?}",
                 r.reg
             );
             let mut seen = 0u64;
-            for fld in r.visible {
+            for (fld, _) in r.shown {
+                assert_eq!(fld.reg, r.id, "{} field in {:?}", fld.reg.name(), r.reg);
                 assert!(u32::from(fld.shift) + u32::from(fld.width) <= 64);
-                let mask = ((1u64 << fld.width) - 1) << fld.shift;
-                assert_eq!(seen & mask, 0, "overlap in {:?}", r.reg);
-                assert_eq!(r.fixed & mask, 0, "fixed bits in a visible field");
-                seen |= mask;
+                assert_eq!(seen & fld.mask(), 0, "overlap in {:?}", r.reg);
+                assert_eq!(r.fixed & fld.mask(), 0, "fixed bits in a visible field");
+                seen |= fld.mask();
             }
+        }
+        assert_eq!(AA64.len(), IdReg::ALL.len());
+        for r in AARCH32 {
+            assert!((2..=3).contains(&r.reg.crm), "{:?}", r.reg);
         }
     }
 }

@@ -7,13 +7,18 @@ use crate::percpu;
 use core::sync::atomic::Ordering;
 use spin::Once;
 use svelt_abi::cpu::Features;
+use svelt_abi::hwcap::Hwcaps;
 use svelt_abi::vl::VlSet;
 
 static FEATURES: Once<Features> = Once::new();
 
 /// The boot CPU's decoded features.
 pub fn features() -> Features {
-    *FEATURES.call_once(|| Features::decode(&cpu::read_id_regs()))
+    *FEATURES.call_once(|| {
+        let raw = cpu::read_id_regs();
+        log::debug!("{raw}");
+        Features::decode(&raw)
+    })
 }
 
 /// Enables EL1 access to FP/SVE/SME on this CPU, configures SME, and records its vector lengths.
@@ -67,19 +72,19 @@ pub fn finalize() {
     SYSTEM_VLS.call_once(system_vls);
 }
 
-/// What the kernel offers user space: SVE (its state is handled), not SME yet, and EL0
-/// ID-register reads only once they are emulated.
+/// What the kernel offers user space (hwcap::Offer::svelt lists what Svelt leaves out): SVE and
+/// SME when the CPU has them, EL0 ID-register reads emulated.
 pub fn offer() -> svelt_abi::hwcap::Offer {
-    svelt_abi::hwcap::Offer {
-        sve: features().sve,
-        sme: features().sme != 0,
-        cpuid: true,
-    }
+    let f = features();
+    svelt_abi::hwcap::Offer::svelt(f.sve, f.sme != 0)
 }
 
-/// AT_HWCAP and AT_HWCAP2 as user space sees them.
-pub fn hwcaps() -> (u64, u64) {
-    svelt_abi::hwcap::hwcaps(&cpu::read_id_regs(), offer())
+static HWCAPS: Once<Hwcaps> = Once::new();
+
+/// AT_HWCAP, AT_HWCAP2 and AT_HWCAP3 as user space sees them (decided once, on the boot CPU's
+/// ID registers).
+pub fn hwcaps() -> Hwcaps {
+    *HWCAPS.call_once(|| svelt_abi::hwcap::hwcaps(&cpu::read_id_regs(), offer()))
 }
 
 /// The system-wide SVE vector lengths (every online CPU has them).

@@ -9,6 +9,7 @@
 //! - `sve`: SVE helpers (RDVL, PR_SVE_*, routines that load/store all of Z/P/FFR around one
 //!   syscall, `udf` or spin)
 //! - `sme`: SME helpers (hwcaps, PR_SME_*, a streaming/ZA register machine, sigframe records)
+//! - `cpuid`: the hwcap words, the ID registers as EL0 reads them, which kernel this is
 //!
 //! Programs are built for `aarch64-unknown-none` and linked at 0x400000 by `link.ld`.
 #![no_std]
@@ -16,6 +17,7 @@
 
 extern crate alloc;
 
+pub mod cpuid;
 pub mod io;
 pub mod ktap;
 pub mod proc;

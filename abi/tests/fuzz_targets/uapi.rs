@@ -6,11 +6,11 @@ use super::util::Take;
 use super::util::{FromSlice, ToBytes};
 use std::vec;
 use std::vec::Vec;
-use svelt_abi::cpu::IdRegs;
+use svelt_abi::cpu::{IdReg, IdRegs};
 use svelt_abi::errno::Errno;
 use svelt_abi::fs::{self, Dirent64Writer, Iovec};
 use svelt_abi::futex;
-use svelt_abi::hwcap::Offer;
+use svelt_abi::hwcap::{self, Offer};
 use svelt_abi::idregs::{self, SysRegAccess};
 use svelt_abi::mm;
 use svelt_abi::sched::{self, CloneArgs};
@@ -442,25 +442,30 @@ fn dirent(t: &mut Take) {
 fn mrs(t: &mut Take) {
     let insn = t.u32();
     let iss = t.u32();
-    let mut r = IdRegs::default();
-    for f in [
-        &mut r.pfr0,
-        &mut r.pfr1,
-        &mut r.zfr0,
-        &mut r.smfr0,
-        &mut r.isar0,
-        &mut r.isar1,
-        &mut r.isar2,
-        &mut r.mmfr0,
-        &mut r.midr,
-    ] {
-        *f = t.u64();
+    let mut r = IdRegs {
+        midr: t.u64(),
+        ..IdRegs::default()
+    };
+    for reg in IdReg::ALL {
+        r.set(reg, t.u64());
     }
     let offer = Offer {
         sve: t.bool(),
         sme: t.bool(),
         cpuid: t.bool(),
+        evtstrm: t.bool(),
+        ptr_auth: t.bool(),
+        bti: t.bool(),
+        mte: t.bool(),
+        gcs: t.bool(),
+        poe: t.bool(),
+        fpmr: t.bool(),
+        ls64: t.bool(),
+        mops: t.bool(),
     };
+    // The hwcaps are decided on what EL0 sees.
+    let view = idregs::user_view(&r, offer);
+    assert_eq!(hwcap::hwcaps(&view, offer), hwcap::hwcaps(&r, offer));
     let accesses = [
         SysRegAccess::from_mrs_insn(insn),
         Some(SysRegAccess::from_iss(iss & 0x3f_ffff)),

@@ -623,8 +623,7 @@ fn stat(pid: Option<u32>) -> String {
 }
 
 fn cpuinfo(_: Option<u32>) -> String {
-    let (h1, h2) = crate::cpufeature::hwcaps();
-    let features: Vec<&str> = svelt_abi::hwcap::feature_names(h1, h2).collect();
+    let features: Vec<&str> = crate::cpufeature::hwcaps().names().collect();
     let midr = crate::cpufeature::midr();
     let freq = crate::arch::cpu::counter_freq();
     let mut s = String::new();

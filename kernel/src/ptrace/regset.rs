@@ -20,17 +20,15 @@ use svelt_abi::sigframe::UserRegs;
 /// PAC mask follow from it.
 const USER_VA_BITS: u32 = 48;
 
-const HWCAP_PACA: u64 = 1 << 30;
-
 fn caps() -> Caps {
     let f = crate::cpufeature::features();
-    let sme = crate::cpufeature::offer().sme;
+    let offer = crate::cpufeature::offer();
     Caps {
         sve: f.sve,
-        sme,
-        sme2: sme && f.sme2(),
-        pauth: crate::cpufeature::hwcaps().0 & HWCAP_PACA != 0,
-        fpmr: false,
+        sme: offer.sme,
+        sme2: offer.sme && f.sme2(),
+        pauth: crate::cpufeature::hwcaps().0[0] & svelt_abi::hwcap::HWCAP_PACA != 0,
+        fpmr: offer.fpmr,
     }
 }
 

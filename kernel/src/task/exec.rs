@@ -98,7 +98,7 @@ fn load(
         Backing::Anon,
     )?;
     mm.map_sigpage()?;
-    let (hwcap, hwcap2) = crate::cpufeature::hwcaps();
+    let [hwcap, hwcap2, hwcap3] = crate::cpufeature::hwcaps().0;
     let auxv = [
         (AT_HWCAP, hwcap),
         (AT_PAGESZ, PAGE),
@@ -115,6 +115,7 @@ fn load(
         (AT_EGID, 0),
         (AT_SECURE, 0),
         (AT_HWCAP2, hwcap2),
+        (AT_HWCAP3, hwcap3),
         (AT_MINSIGSTKSZ, crate::signal::min_sigstksz() as u64),
     ];
     let mut random = [0u8; 16];

@@ -1,6 +1,7 @@
-//! SME hwcaps: HWCAP2_SME and every SME feature hwcap agree with ID_AA64PFR1_EL1.SME and
-//! ID_AA64SMFR0_EL1 as EL0 reads them (HWCAP_CPUID emulation), and /proc/cpuinfo lists exactly
-//! the SME features the hwcaps have, under Linux's names ("sme", "smefa64", "smei16i64", ...).
+//! SME hwcaps: HWCAP2_SME and every SME feature hwcap (in AT_HWCAP, AT_HWCAP2 and AT_HWCAP3)
+//! agree with ID_AA64PFR1_EL1.SME and ID_AA64SMFR0_EL1 as EL0 reads them (HWCAP_CPUID
+//! emulation), and /proc/cpuinfo lists exactly the SME features the hwcaps have, under Linux's
+//! names ("sme", "smefa64", "smei16i64", ...).
 #![no_std]
 #![no_main]
 
@@ -8,22 +9,42 @@ use svelt_user::ktap::{skip, TestResult};
 use svelt_user::sme::*;
 use svelt_user::*;
 
-/// (cpuinfo name, AT_HWCAP2 bit, ID_AA64SMFR0_EL1 field shift, width, minimum value).
-const FEATURES: &[(&str, u32, u32, u32, u64)] = &[
-    ("smei16i64", 24, 52, 4, 0xf),
-    ("smef64f64", 25, 48, 1, 1),
-    ("smei8i32", 26, 36, 4, 0xf),
-    ("smef16f32", 27, 35, 1, 1),
-    ("smeb16f32", 28, 34, 1, 1),
-    ("smef32f32", 29, 32, 1, 1),
-    ("smefa64", 30, 63, 1, 1),
-    ("sme2", 37, 56, 4, 1),
-    ("sme2p1", 38, 56, 4, 2),
-    ("smei16i32", 39, 44, 4, 5),
-    ("smebi32i32", 40, 33, 1, 1),
-    ("smeb16b16", 41, 43, 1, 1),
-    ("smef16f16", 42, 42, 1, 1),
+/// (cpuinfo name, AT_HWCAP word, bit, ID_AA64SMFR0_EL1 field shift, width, minimum value), from
+/// Linux 7.3's uapi asm/hwcap.h and cpufeature.c.
+const FEATURES: &[(&str, u8, u32, u32, u32, u64)] = &[
+    ("sme2p2", 1, 42, 56, 4, 3),
+    ("smesbitperm", 1, 43, 25, 1, 1),
+    ("smeaes", 1, 44, 24, 1, 1),
+    ("smesfexpa", 1, 45, 23, 1, 1),
+    ("smestmop", 1, 46, 16, 1, 1),
+    ("smesmop4", 1, 47, 0, 1, 1),
+    ("smei16i64", 2, 24, 52, 4, 0xf),
+    ("smef64f64", 2, 25, 48, 1, 1),
+    ("smei8i32", 2, 26, 36, 4, 0xf),
+    ("smef16f32", 2, 27, 35, 1, 1),
+    ("smeb16f32", 2, 28, 34, 1, 1),
+    ("smef32f32", 2, 29, 32, 1, 1),
+    ("smefa64", 2, 30, 63, 1, 1),
+    ("sme2", 2, 37, 56, 4, 1),
+    ("sme2p1", 2, 38, 56, 4, 2),
+    ("smei16i32", 2, 39, 44, 4, 5),
+    ("smebi32i32", 2, 40, 33, 1, 1),
+    ("smeb16b16", 2, 41, 43, 1, 1),
+    ("smef16f16", 2, 42, 42, 1, 1),
+    ("smelutv2", 2, 57, 60, 1, 1),
+    ("smef8f16", 2, 58, 41, 1, 1),
+    ("smef8f32", 2, 59, 40, 1, 1),
+    ("smesf8fma", 2, 60, 30, 1, 1),
+    ("smesf8dp4", 2, 61, 29, 1, 1),
+    ("smesf8dp2", 2, 62, 28, 1, 1),
+    ("smelut6", 3, 6, 61, 1, 1),
+    ("sme2p3", 3, 7, 56, 4, 4),
 ];
+
+/// The hwcap word `word` (1: AT_HWCAP, 2: AT_HWCAP2, 3: AT_HWCAP3).
+fn hwcap_word(word: u8) -> u64 {
+    svelt_user::cpuid::hwcaps().0[usize::from(word) - 1]
+}
 
 fn field(v: u64, shift: u32, width: u32) -> u64 {
     (v >> shift) & ((1 << width) - 1)
@@ -53,23 +74,25 @@ fn feature_hwcaps_match_smfr0() -> TestResult {
     need_cpuid()?;
     let smfr0 = id_aa64smfr0();
     println!("# ID_AA64SMFR0_EL1 {smfr0:#018x}");
-    let h = hwcap2();
     if !has_sme() {
-        for &(name, bit, ..) in FEATURES {
-            check_eq!(h >> bit & 1, 0, "{name} without SME");
+        for &(name, word, bit, ..) in FEATURES {
+            check_eq!(hwcap_word(word) >> bit & 1, 0, "{name} without SME");
         }
         return Ok(());
     }
-    for &(name, bit, shift, width, min) in FEATURES {
+    for &(name, word, bit, shift, width, min) in FEATURES {
         let want = field(smfr0, shift, width) >= min;
-        check_eq!(h >> bit & 1 == 1, want, "HWCAP2 bit {bit} ({name})");
+        check_eq!(
+            hwcap_word(word) >> bit & 1 == 1,
+            want,
+            "AT_HWCAP{word} bit {bit} ({name})"
+        );
     }
     Ok(())
 }
 
 fn cpuinfo_names() -> TestResult {
-    let text = t!(io::read_file("/proc/cpuinfo"));
-    let text = core::str::from_utf8(&text).map_err(|_| "cpuinfo not utf-8")?;
+    let text = svelt_user::cpuid::cpuinfo()?;
     let feats: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("Features"))
@@ -79,12 +102,11 @@ fn cpuinfo_names() -> TestResult {
     let smes: Vec<&&str> = feats.iter().filter(|f| f.starts_with("sme")).collect();
     println!("# cpuinfo SME features (all CPUs): {smes:?}");
     check_eq!(feats.contains(&"sme"), has_sme(), "\"sme\"");
-    let h = hwcap2();
-    for &(name, bit, ..) in FEATURES {
+    for &(name, word, bit, ..) in FEATURES {
         check_eq!(
             feats.contains(&name),
-            h >> bit & 1 == 1,
-            "cpuinfo \"{name}\" <=> HWCAP2 bit {bit}"
+            hwcap_word(word) >> bit & 1 == 1,
+            "cpuinfo \"{name}\" <=> AT_HWCAP{word} bit {bit}"
         );
     }
     check!(!feats.contains(&"sme_fa64"), "FA64 is spelled \"smefa64\"");

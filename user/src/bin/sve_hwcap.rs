@@ -6,7 +6,6 @@
 #![no_std]
 #![no_main]
 
-use svelt_user::io::read_file;
 use svelt_user::ktap::{skip, TestResult};
 use svelt_user::proc::describe;
 use svelt_user::sig::*;
@@ -128,8 +127,7 @@ fn other_id_registers() -> TestResult {
 
 fn cpuinfo_features() -> TestResult {
     need_sve()?;
-    let b = t!(read_file("/proc/cpuinfo"));
-    let s = String::from_utf8(b).map_err(|_| "not UTF-8")?;
+    let s = svelt_user::cpuid::cpuinfo()?;
     let sve2 = hwcap2() & HWCAP2_SVE2 != 0;
     let mut lines = 0;
     for l in s.lines().filter(|l| l.starts_with("Features")) {
@@ -220,8 +218,7 @@ fn hwcaps_follow_id_fields() -> TestResult {
     if hwcap() & HWCAP_CPUID == 0 {
         return skip("no HWCAP_CPUID: EL0 cannot read the ID registers");
     }
-    let b = t!(read_file("/proc/cpuinfo"));
-    let s = String::from_utf8(b).map_err(|_| "not UTF-8")?;
+    let s = svelt_user::cpuid::cpuinfo()?;
     let feats = s
         .lines()
         .find(|l| l.starts_with("Features"))
