@@ -161,7 +161,7 @@ resolve_qemu() {
         fi
     else
         command -v qemu-system-aarch64 >/dev/null || apt_install qemu-system-arm
-        qemu=qemu-system-aarch64
+        qemu="qemu-system-aarch64"
     fi
 }
 if [ "$show_version" = 1 ]; then

@@ -45,8 +45,11 @@ qemu11_apt() {
 # and DIR/version. Progress goes to stderr.
 qemu11_build() {
     local dir=$1 apt="$1/apt" new="$1/root.new" deb loader libdir wrapper="$1/qemu-system-aarch64"
-    command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null ||
-        { echo "qemu11: needs apt-get and dpkg-deb (a Debian host)" >&2; return 1; }
+    local loaders
+    if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
+        echo "qemu11: needs apt-get and dpkg-deb (a Debian host)" >&2
+        return 1
+    fi
     [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] ||
         { echo "qemu11: needs the Debian archive keyring: apt-get install debian-archive-keyring" >&2; return 1; }
     qemu11_apt "$apt" || { echo "qemu11: needs a Debian mirror in the host's apt sources" >&2; return 1; }
@@ -62,8 +65,9 @@ qemu11_build() {
         dpkg-deb -x "$deb" "$new" || { echo "qemu11: cannot unpack $deb" >&2; return 1; }
     done
     # trixie is merged-/usr: the loader and the libraries live in usr/lib/TRIPLET.
-    loader=$(ls "$new"/usr/lib/*-linux-gnu/ld-linux*.so.[0-9] 2>/dev/null | head -n 1)
-    [ -n "$loader" ] || { echo "qemu11: no dynamic loader in the unpacked packages" >&2; return 1; }
+    loaders=("$new"/usr/lib/*-linux-gnu/ld-linux*.so.[0-9])
+    loader=${loaders[0]}
+    [ -f "$loader" ] || { echo "qemu11: no dynamic loader in the unpacked packages" >&2; return 1; }
     libdir=$(dirname "$loader")
     if "$loader" --library-path "$libdir" --list "$new/usr/bin/qemu-system-aarch64" | grep 'not found' >&2; then
         echo "qemu11: libraries missing from the unpacked packages" >&2
@@ -83,8 +87,12 @@ QEMU_MODULE_DIR="\$root/$libdir/qemu" exec "\$root/$loader" --library-path "\$ro
 EOF
     chmod +x "$wrapper.tmp"
     mv "$wrapper.tmp" "$wrapper"
-    "$wrapper" --version | head -n 1 >"$dir/version" && [ -s "$dir/version" ] ||
-        { echo "qemu11: the unpacked QEMU does not run" >&2; rm -f "$dir/version"; return 1; }
+    "$wrapper" --version | head -n 1 >"$dir/version"
+    if [ ! -s "$dir/version" ]; then
+        echo "qemu11: the unpacked QEMU does not run" >&2
+        rm -f "$dir/version"
+        return 1
+    fi
     echo "qemu11: $(cat "$dir/version") in ${dir#"$PWD"/}/ ($(du -sh "$dir/root" | cut -f1))" >&2
 }
 
