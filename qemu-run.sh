@@ -45,7 +45,7 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          aborts under load when SME lengths exceed it)
   --no-fa64              SME without FEAT_SME_FA64 (sme_fa64=off)
   --cpu-opt PROP=VALUE   add a property to the -cpu line (after the ones above, so it wins;
-                         repeatable), e.g. --cpu-opt sve256=off
+                         repeatable), e.g. --cpu-opt sve384=off
   --qemu PATH            the QEMU to run (default: \$QEMU, else qemu-system-aarch64 on PATH)
   --qemu11               QEMU 11.1 from Debian trixie-backports, cached in target/qemu11/
                          (tests/qemu11.sh fetches it when missing)
