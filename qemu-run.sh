@@ -17,6 +17,10 @@
 # space), so the host paths do not depend on QEMU's working directory. Not with --linux (whose
 # cores stay inside the guest).
 #
+# The QEMU binary is --qemu PATH, else $QEMU, else qemu-system-aarch64 from PATH (installed from
+# Debian when missing); PATH may be a wrapper script. --qemu11 takes QEMU 11.1 (SME2, ZT0, GCS)
+# from target/qemu11/, fetching it first if needed (tests/qemu11.sh).
+#
 # --bench boots /bin/bench (user/src/bin/bench.rs) as the first process under
 # `-icount shift=0,sleep=off` and prints its table of guest instructions per operation; with
 # --linux the same benchmark runs on Linux. Its status comes from `svelt-bench: exit status S`.
@@ -24,6 +28,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
 . "$root/tests/debian-apt.sh"
+. "$root/tests/qemu11.sh"
 target=aarch64-unknown-none-softfloat
 target_dir="$root/target/kernel"
 
@@ -38,6 +43,13 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
   --sme-max-vl BYTES     largest SME streaming vector length, a power of two 16..256
                          (default: the largest power of two within the SVE maximum, as QEMU
                          aborts under load when SME lengths exceed it)
+  --no-fa64              SME without FEAT_SME_FA64 (sme_fa64=off)
+  --cpu-opt PROP=VALUE   add a property to the -cpu line (after the ones above, so it wins;
+                         repeatable), e.g. --cpu-opt sve384=off
+  --qemu PATH            the QEMU to run (default: \$QEMU, else qemu-system-aarch64 on PATH)
+  --qemu11               QEMU 11.1 from Debian trixie-backports, cached in target/qemu11/
+                         (tests/qemu11.sh fetches it when missing)
+  --qemu-version         print the chosen QEMU's version line and stop
   --mem SIZE             RAM (QEMU -m syntax, default 1G)
   --gic 2|3              GIC version (default 3)
   --append "ARGS"        extra kernel command-line words (e.g. log=debug, svelt.selftest=fault)
@@ -63,8 +75,9 @@ EOF
 }
 
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
-initrd="" init_path="" no_initrd=0 linux=0 bench=0 core_dir=""
-extra=()
+initrd="" init_path="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
+show_version=0
+extra=() cpu_opts=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --el1) el=1 ;;
@@ -73,6 +86,11 @@ while [ $# -gt 0 ]; do
         --sve-max-vq) vq=$2; shift ;;
         --no-sme) sme=off ;;
         --sme-max-vl) sme_max=$2; shift ;;
+        --no-fa64) fa64=off ;;
+        --cpu-opt) cpu_opts+=("$2"); shift ;;
+        --qemu) qemu=$2; qemu11=0; shift ;;
+        --qemu11) qemu11=1 ;;
+        --qemu-version) show_version=1 ;;
         --mem) mem=$2; shift ;;
         --gic) gic=$2; shift ;;
         --append) append="$append $2"; shift ;;
@@ -109,6 +127,10 @@ if [ -n "$core_dir" ]; then
     [[ "$core_dir" =~ [[:space:]] ]] && die "--core-dir: no white space in the path, please"
     append="$append svelt.coredump=semihosting svelt.coredump_dir=$core_dir"
 fi
+[ "$sme" = off ] && [ "$fa64" = off ] && die "--no-fa64 needs SME (drop --no-sme)"
+for o in "${cpu_opts[@]}"; do
+    [[ "$o" =~ ^[A-Za-z0-9_-]+=[^,]+$ ]] || die "--cpu-opt wants PROP=VALUE (one property, no commas): $o"
+done
 [ "$no_initrd" = 1 ] && [ -n "$initrd" ] && die "--initrd and --no-initrd contradict each other"
 if [ "$bench" = 1 ]; then
     [ "$no_initrd" = 0 ] || die "--bench needs the initramfs"
@@ -125,6 +147,28 @@ apt_install() {
         die "$1 is missing; install it with: sudo $cmd"
     fi
 }
+
+# The QEMU to run, resolved once: --qemu11's cache (fetched when missing), --qemu PATH or $QEMU,
+# or qemu-system-aarch64 from PATH (installed from Debian when missing).
+resolve_qemu() {
+    if [ "$qemu11" = 1 ]; then
+        qemu=$(qemu11_ensure "$root") || die "QEMU 11.1 is not available (see above)"
+    elif [ -n "$qemu" ]; then
+        if [[ "$qemu" == */* ]]; then
+            [ -x "$qemu" ] || die "--qemu/\$QEMU: $qemu is not an executable file"
+        else
+            command -v "$qemu" >/dev/null || die "--qemu/\$QEMU: no $qemu on PATH"
+        fi
+    else
+        command -v qemu-system-aarch64 >/dev/null || apt_install qemu-system-arm
+        qemu="qemu-system-aarch64"
+    fi
+}
+if [ "$show_version" = 1 ]; then
+    resolve_qemu
+    "$qemu" --version | head -n 1
+    exit 0
+fi
 
 # The toolchain rust-toolchain.toml pins may be installed without its targets or llvm-tools
 # (rustup's auto-install off): rustup adds what is missing, and returns at once when nothing is.
@@ -229,9 +273,7 @@ linux_kernel() {
 
 [ "$boot" = 1 ] || exit 0
 
-if ! command -v qemu-system-aarch64 >/dev/null; then
-    apt_install qemu-system-arm
-fi
+resolve_qemu
 
 machine="virt,gic-version=$gic"
 [ "$el" = 2 ] && machine="$machine,virtualization=on"
@@ -241,9 +283,11 @@ if [ "$sme" = on ]; then
     for bits in 128 256 512 1024 2048; do
         if [ $((bits / 8)) -le "$sme_max" ]; then cpu="$cpu,sme$bits=on"; else cpu="$cpu,sme$bits=off"; fi
     done
+    cpu="$cpu,sme_fa64=$fa64"
 else
     cpu="$cpu,sme=off"
 fi
+for o in "${cpu_opts[@]}"; do cpu="$cpu,$o"; done
 
 # Linux takes an initramfs's first program from rdinit= (init= is for a root file system).
 if [ -n "$init_path" ]; then
@@ -266,14 +310,14 @@ if [ "$gdb" = 1 ]; then
     args+=(-s -S)
 fi
 if [ "$linux" = 0 ] && [ -z "$initrd" ]; then
-    exec qemu-system-aarch64 "${args[@]}" "${extra[@]}"
+    exec "$qemu" "${args[@]}" "${extra[@]}"
 fi
 
 # With a userland the output decides too: keep a copy to read the KTAP totals from.
 log=$(mktemp "${TMPDIR:-/tmp}/qemu-run.XXXXXX")
 trap 'rm -f "$log"' EXIT
 set +e
-qemu-system-aarch64 "${args[@]}" "${extra[@]}" | tee "$log"
+"$qemu" "${args[@]}" "${extra[@]}" | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 out=$(tr -d '\r' <"$log")

@@ -20,6 +20,17 @@ pub enum Initrd {
     File(PathBuf),
 }
 
+/// Which QEMU boots a configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Qemu {
+    /// qemu-run.sh's default: `$QEMU`, else `qemu-system-aarch64` on PATH.
+    #[default]
+    Host,
+    /// `--qemu11`: QEMU 11.1 from Debian trixie-backports (SME2, ZT0, GCS), fetched into
+    /// target/qemu11/ by tests/qemu11.sh when missing.
+    V11,
+}
+
 /// One QEMU configuration, in qemu-run.sh's terms.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -28,6 +39,8 @@ pub struct Config {
     pub sve_max_vq: u32,
     /// `None`: `--no-sme`; `Some(None)`: SME with qemu-run.sh's default maximum.
     pub sme: Option<Option<u32>>,
+    /// FEAT_SME_FA64 (with SME); `false`: `--no-fa64`.
+    pub fa64: bool,
     pub gic: u8,
     pub append: Vec<String>,
     pub timeout: Duration,
@@ -40,6 +53,7 @@ pub struct Config {
     pub mem: Option<String>,
     /// `--core-dir DIR`: Svelt also writes its core files there (semihosting).
     pub core_dir: Option<PathBuf>,
+    pub qemu: Qemu,
 }
 
 impl Default for Config {
@@ -49,6 +63,7 @@ impl Default for Config {
             smp: 2,
             sve_max_vq: 16,
             sme: Some(None),
+            fa64: true,
             gic: 3,
             append: vec![],
             timeout: Duration::from_secs(120),
@@ -57,6 +72,7 @@ impl Default for Config {
             linux: false,
             mem: None,
             core_dir: None,
+            qemu: Qemu::Host,
         }
     }
 }
@@ -85,7 +101,8 @@ impl Config {
         )
     }
 
-    fn args(&self) -> Vec<String> {
+    /// qemu-run.sh's arguments for this configuration (also a short way to name it).
+    pub fn args(&self) -> Vec<String> {
         let mut a = vec![
             "--no-build".into(),
             format!("--el{}", self.el),
@@ -100,6 +117,12 @@ impl Config {
             None => a.push("--no-sme".into()),
             Some(Some(max)) => a.extend(["--sme-max-vl".into(), max.to_string()]),
             Some(None) => {}
+        }
+        if !self.fa64 {
+            a.push("--no-fa64".into());
+        }
+        if self.qemu == Qemu::V11 {
+            a.push("--qemu11".into());
         }
         for w in &self.append {
             a.extend(["--append".into(), w.clone()]);
@@ -171,6 +194,9 @@ pub fn build(cfg: &Config) -> Result<(), String> {
     } else {
         KERNEL.get_or_init(|| check("kernel", run(&["--build-only", "--no-initrd"])));
     }
+    if cfg.qemu != Qemu::Host {
+        qemu_version(cfg.qemu)?;
+    }
     if cfg.linux {
         return LINUX
             .get_or_init(|| {
@@ -188,6 +214,53 @@ pub fn build(cfg: &Config) -> Result<(), String> {
             .clone();
     }
     Ok(())
+}
+
+/// Whether what `cfg` boots is ready (built, and fetched: Linux, QEMU 11.1); `false`, with the
+/// reason printed, when a download failed for want of network, so that the caller skips.
+pub fn ready(cfg: &Config) -> bool {
+    match build(cfg) {
+        Ok(()) => true,
+        Err(why) if why.contains("network") => {
+            let args = cfg.args().join(" ");
+            eprintln!("SKIPPED ./qemu-run.sh {args}: a download failed:\n{why}");
+            false
+        }
+        Err(why) => panic!("set-up for {cfg:?} failed: {why}"),
+    }
+}
+
+/// The version (major, minor) of the QEMU `qemu` selects, asked once per test process through
+/// `qemu-run.sh --qemu-version` (which fetches QEMU 11.1 first if needed); returns why if that
+/// failed (a fetch without network: the caller decides whether to skip).
+pub fn qemu_version(qemu: Qemu) -> Result<(u32, u32), String> {
+    static HOST: OnceLock<Result<(u32, u32), String>> = OnceLock::new();
+    static V11: OnceLock<Result<(u32, u32), String>> = OnceLock::new();
+    let (cell, flag) = match qemu {
+        Qemu::Host => (&HOST, None),
+        Qemu::V11 => (&V11, Some("--qemu11")),
+    };
+    cell.get_or_init(|| {
+        let o = Command::new(root().join("qemu-run.sh"))
+            .args(flag)
+            .arg("--qemu-version")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run qemu-run.sh --qemu-version");
+        let out = String::from_utf8_lossy(&o.stdout);
+        if !o.status.success() {
+            return Err(format!("{out}{}", String::from_utf8_lossy(&o.stderr)));
+        }
+        parse_qemu_version(&out).ok_or_else(|| format!("no QEMU version in {out:?}"))
+    })
+    .clone()
+}
+
+/// (major, minor) from `QEMU emulator version 11.1.3 (Debian ...)`.
+fn parse_qemu_version(s: &str) -> Option<(u32, u32)> {
+    let v = s.split("version ").nth(1)?.split_whitespace().next()?;
+    let mut parts = v.split('.').map(|p| p.parse().ok());
+    Some((parts.next()??, parts.next()??))
 }
 
 /// Boots `cfg` and collects the console output and exit status.
@@ -302,9 +375,16 @@ pub fn check_boot_report(cfg: &Config) -> Run {
     assert_eq!(r.sve, Some(cfg.expected_sve()), "SVE VLs; {}", ctx());
     match cfg.expected_sme() {
         Some(sme) => {
+            // SME2 came to -cpu max in QEMU 10.1.
+            let version = qemu_version(cfg.qemu).expect("QEMU's version");
             assert_eq!(r.sme, Some(sme), "SME VLs; {}", ctx());
-            assert_eq!(r.sme_fa64, Some(true), "QEMU max has FA64; {}", ctx());
-            assert_eq!(r.sme2, Some(false), "QEMU 10.0 has no SME2; {}", ctx());
+            assert_eq!(r.sme_fa64, Some(cfg.fa64), "FA64 as asked; {}", ctx());
+            assert_eq!(
+                r.sme2,
+                Some(version >= (10, 1)),
+                "SME2 from QEMU 10.1 (this is {version:?}); {}",
+                ctx()
+            );
         }
         None => assert_eq!(r.sme, Some(vec![]), "SME absent; {}", ctx()),
     }
@@ -596,6 +676,32 @@ mod parse_tests {
             .expected_sme(),
             None
         );
+    }
+
+    #[test]
+    fn qemu_versions() {
+        let v = "QEMU emulator version 11.1.3 (Debian 1:11.1.3+ds-1~bpo13+1)\n";
+        assert_eq!(parse_qemu_version(v), Some((11, 1)));
+        assert_eq!(
+            parse_qemu_version("QEMU emulator version 7.2.15\n"),
+            Some((7, 2))
+        );
+        assert_eq!(parse_qemu_version("qemu: no such file"), None);
+    }
+
+    #[test]
+    fn qemu_flags() {
+        let c = Config {
+            qemu: Qemu::V11,
+            fa64: false,
+            ..Config::default()
+        };
+        let a = c.args();
+        assert!(a.contains(&"--qemu11".to_string()) && a.contains(&"--no-fa64".to_string()));
+        let a = Config::default().args();
+        assert!(!a
+            .iter()
+            .any(|w| w.starts_with("--qemu") || w == "--no-fa64"));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Boots Svelt over the configuration matrix (entry EL × CPUs × SVE maximum × SME) and checks
-//! the boot report against what the QEMU flags imply.
+//! the boot report against what the QEMU flags imply; QEMU 11.1 (SME2) at both entry levels, with
+//! FA64 off and with SME capped below an odd SVE maximum.
 
-use svelt_tests::{check_boot_report, Config};
+use svelt_tests::{check_boot_report, ready, Config, Qemu};
 
 macro_rules! matrix {
     ($($name:ident: el $el:literal, smp $smp:literal, vq $vq:literal, sme $sme:literal;)*) => {$(
@@ -79,6 +80,42 @@ fn odd_sve_maximum() {
     check_boot_report(&Config {
         sve_max_vq: 3,
         el: 1,
+        ..Config::default()
+    });
+}
+
+#[test]
+fn qemu11_at_el1_and_el2() {
+    for el in [1, 2] {
+        let cfg = Config {
+            el,
+            qemu: Qemu::V11,
+            ..Config::default()
+        };
+        if ready(&cfg) {
+            check_boot_report(&cfg);
+        }
+    }
+}
+
+#[test]
+fn qemu11_no_fa64_odd_sve_maximum() {
+    let cfg = Config {
+        qemu: Qemu::V11,
+        fa64: false,
+        sve_max_vq: 3,
+        sme: Some(Some(16)),
+        ..Config::default()
+    };
+    if ready(&cfg) {
+        check_boot_report(&cfg);
+    }
+}
+
+#[test]
+fn no_fa64() {
+    check_boot_report(&Config {
+        fa64: false,
         ..Config::default()
     });
 }

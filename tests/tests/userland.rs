@@ -1,89 +1,174 @@
-//! The userland (user/: init and every test program) booted on Svelt over {EL1, EL2} x {1, 2
-//! CPUs} at the default SVE maximum (VQ 16, SME up to 256 bytes), plus SVE maximum VQ 1 and 4
-//! (SME lengths kept within it), and the same initramfs on Debian's Linux (reference mode):
-//! every nested KTAP test must pass on both. A test that fails on Linux is a wrong test.
+//! The userland (user/: init and every test program) booted over a matrix of QEMU configurations
+//! on Svelt, and on Debian's Linux (reference mode) with the same initramfs: every nested KTAP
+//! test must pass on both. A test that fails on Linux is a wrong test.
+//!
+//! The host's QEMU (`$QEMU`, else `qemu-system-aarch64`: 10.0 in CI):
+//! - Svelt over {EL1, EL2} x {1, 2 CPUs} at the SVE maximum VQ 16 (SME up to 256 bytes), plus VQ
+//!   1, 3 and 4 (SME lengths kept within the SVE maximum), SME capped below the SVE maximum,
+//!   FA64 off, and no SME;
+//! - Linux at four of those.
+//!
+//! QEMU 11.1 (`--qemu11`: -cpu max with SME2, ZT0 and GCS), fetched into target/qemu11/:
+//! - Svelt and Linux at the SVE maximum, at VQ 3, with SME capped below it, FA64 off, and no SME;
+//!   Svelt also at EL1 with 1 CPU and VQ 4.
+//!
+//! `SVELT_FULL_MATRIX=1` adds, on both QEMUs and both kernels, {EL1, EL2} x {1, 2 CPUs} x VQ {1,
+//! 3, 4, 16} and, at each VQ, FA64 off, no SME and SME capped at half its default (about an hour
+//! on two cores; see README.md).
+//!
+//! A configuration whose kernel or QEMU cannot be downloaded (no network) is skipped with the
+//! reason printed.
 
-use svelt_tests::{build, check_userland, Config, Initrd};
+use std::time::Duration;
 
-fn svelt(el: u8, smp: u32) {
-    svelt_vq(el, smp, 16);
-}
+use svelt_tests::{check_userland, ready, Config, Initrd, Qemu};
 
-fn svelt_vq(el: u8, smp: u32, sve_max_vq: u32) {
-    check_userland(&Config {
+/// The default userland at entry level `el` with `smp` CPUs and SVE lengths up to `sve_max_vq`.
+fn at(qemu: Qemu, el: u8, smp: u32, sve_max_vq: u32) -> Config {
+    Config {
+        qemu,
         el,
         smp,
         sve_max_vq,
         initrd: Initrd::Default,
         // The whole suite, possibly sharing the host with another QEMU.
-        timeout: std::time::Duration::from_secs(600),
+        timeout: Duration::from_secs(600),
         ..Config::default()
-    });
+    }
 }
 
-#[test]
-fn svelt_el2_smp2_vq1() {
-    svelt_vq(2, 2, 1);
+fn no_fa64(cfg: Config) -> Config {
+    Config { fa64: false, ..cfg }
 }
 
-#[test]
-fn svelt_el1_smp1_vq1() {
-    svelt_vq(1, 1, 1);
+fn no_sme(cfg: Config) -> Config {
+    Config { sme: None, ..cfg }
 }
 
-#[test]
-fn svelt_el2_smp1_vq4() {
-    svelt_vq(2, 1, 4);
+fn sme_max(cfg: Config, bytes: u32) -> Config {
+    Config {
+        sme: Some(Some(bytes)),
+        ..cfg
+    }
 }
 
-#[test]
-fn svelt_el1_smp2_vq4() {
-    svelt_vq(1, 2, 4);
+fn linux(cfg: Config) -> Config {
+    Config { linux: true, ..cfg }
 }
 
-#[test]
-fn svelt_el1_smp1() {
-    svelt(1, 1);
+fn check(cfg: Config) {
+    if ready(&cfg) {
+        check_userland(&cfg);
+    }
 }
 
-#[test]
-fn svelt_el1_smp2() {
-    svelt(1, 2);
+macro_rules! userland {
+    ($($name:ident: $cfg:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            check($cfg);
+        }
+    )*};
 }
 
-#[test]
-fn svelt_el2_smp1() {
-    svelt(2, 1);
+use Qemu::{Host, V11};
+
+userland! {
+    svelt_el1_smp1: at(Host, 1, 1, 16);
+    svelt_el1_smp2: at(Host, 1, 2, 16);
+    svelt_el2_smp1: at(Host, 2, 1, 16);
+    svelt_el2_smp2: at(Host, 2, 2, 16);
+    svelt_el2_smp2_vq1: at(Host, 2, 2, 1);
+    svelt_el1_smp1_vq1: at(Host, 1, 1, 1);
+    svelt_el2_smp1_vq4: at(Host, 2, 1, 4);
+    svelt_el1_smp2_vq4: at(Host, 1, 2, 4);
+    svelt_el2_smp1_vq3: at(Host, 2, 1, 3);
+    svelt_el1_smp2_sme_max64: sme_max(at(Host, 1, 2, 16), 64);
+    svelt_el2_smp2_no_fa64: no_fa64(at(Host, 2, 2, 16));
+    svelt_el1_smp2_no_sme: no_sme(at(Host, 1, 2, 16));
+
+    qemu11_svelt_el2_smp2: at(V11, 2, 2, 16);
+    qemu11_svelt_el1_smp1_vq4: at(V11, 1, 1, 4);
+    qemu11_svelt_el1_smp2_vq3: at(V11, 1, 2, 3);
+    qemu11_svelt_el2_smp2_sme_max32: sme_max(at(V11, 2, 2, 16), 32);
+    qemu11_svelt_el2_smp1_no_fa64: no_fa64(at(V11, 2, 1, 16));
+    qemu11_svelt_el2_smp2_no_sme: no_sme(at(V11, 2, 2, 16));
+
+    qemu11_linux_el2_smp2: linux(at(V11, 2, 2, 16));
+    qemu11_linux_el1_smp2_vq3: linux(at(V11, 1, 2, 3));
+    qemu11_linux_el2_smp2_sme_max32: linux(sme_max(at(V11, 2, 2, 16), 32));
+    qemu11_linux_el2_smp1_no_fa64: linux(no_fa64(at(V11, 2, 1, 16)));
+    qemu11_linux_el2_smp2_no_sme: linux(no_sme(at(V11, 2, 2, 16)));
 }
 
-#[test]
-fn svelt_el2_smp2() {
-    svelt(2, 2);
-}
-
-/// Reference mode. Skipped (with the reason printed) only when Linux cannot be downloaded.
+/// Reference mode on the host's QEMU.
 #[test]
 fn linux_reference() {
-    let cfg = Config {
-        linux: true,
-        initrd: Initrd::Default,
-        sve_max_vq: 4,
-        timeout: std::time::Duration::from_secs(600),
-        ..Config::default()
-    };
-    if let Err(why) = build(&cfg) {
-        if why.contains("network") {
-            eprintln!("SKIPPED linux_reference: Debian's Linux could not be fetched:\n{why}");
-            return;
-        }
-        panic!("reference-mode set-up failed: {why}");
-    }
     for (el, smp, sve_max_vq) in [(2, 2, 4), (1, 1, 4), (2, 2, 16), (1, 2, 1)] {
-        check_userland(&Config {
-            el,
-            smp,
-            sve_max_vq,
-            ..cfg.clone()
-        });
+        check(linux(at(Host, el, smp, sve_max_vq)));
     }
+}
+
+/// The full matrix for one QEMU and kernel, when SVELT_FULL_MATRIX=1: every configuration runs,
+/// and the test fails at the end naming each one that failed.
+fn full_matrix(qemu: Qemu, on_linux: bool) {
+    if std::env::var_os("SVELT_FULL_MATRIX").is_none_or(|v| v != "1") {
+        eprintln!("SKIPPED: the full matrix runs with SVELT_FULL_MATRIX=1");
+        return;
+    }
+    let mut configs = Vec::new();
+    for sve_max_vq in [1, 3, 4, 16] {
+        for el in [1, 2] {
+            for smp in [1, 2] {
+                configs.push(at(qemu, el, smp, sve_max_vq));
+            }
+        }
+        let base = at(qemu, 2, 2, sve_max_vq);
+        configs.push(no_fa64(base.clone()));
+        configs.push(no_sme(base.clone()));
+        // Half the default SME maximum (the largest power of two within the SVE maximum).
+        let default_max = base.expected_sme().unwrap().into_iter().max().unwrap();
+        if default_max > 16 {
+            configs.push(sme_max(base, default_max / 2));
+        }
+    }
+    if on_linux {
+        configs = configs.into_iter().map(linux).collect();
+    }
+    let failed: Vec<String> = configs
+        .into_iter()
+        .filter(ready)
+        .filter_map(|cfg| {
+            let desc = cfg.args().join(" ");
+            std::panic::catch_unwind(|| check_userland(&cfg))
+                .err()
+                .map(|_| desc)
+        })
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} configurations failed (their output is above):\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
+
+#[test]
+fn full_matrix_svelt() {
+    full_matrix(Host, false);
+}
+
+#[test]
+fn full_matrix_linux() {
+    full_matrix(Host, true);
+}
+
+#[test]
+fn full_matrix_qemu11_svelt() {
+    full_matrix(V11, false);
+}
+
+#[test]
+fn full_matrix_qemu11_linux() {
+    full_matrix(V11, true);
 }
