@@ -1,4 +1,4 @@
-//! A child fills Z0, P0 and (with SME) ZA with fixed patterns and dies of `brk` (SIGTRAP, which
+//! A child fills Z0, P0 and ZA with fixed patterns and dies of `brk` (SIGTRAP, which
 //! dumps core): the wait status must carry the core bit and `core` must be an ELF core. The host
 //! test tests/tests/coredump.rs boots this program with `--core-dir` and reads the host's copy
 //! of the core with gdb: Z0's 64-bit lanes are 0x0123456789abcdef, P0's bytes 0x55, FFR all
@@ -25,6 +25,10 @@ fn crash_with_patterns() -> TestResult {
     if !sme::has_sve() {
         return skip("no SVE");
     }
+    // The register-filling routine (sme::run) reads SVCR, SVL and TPIDR2: SME instructions.
+    if !sme::has_sme() {
+        return skip("no SME (the pattern routine uses SME instructions)");
+    }
     match sys::mkdirat(AT_FDCWD, DIR, 0o755) {
         Ok(_) | Err(EEXIST) => {}
         Err(e) => return Err(format!("mkdir {DIR}: {e:?}")),
@@ -34,9 +38,8 @@ fn crash_with_patterns() -> TestResult {
     }
     let core_path = format!("{DIR}/core");
     let _ = sys::unlinkat(AT_FDCWD, &core_path, 0);
-    let has_sme = sme::has_sme();
     let vl = sme::sve_vl();
-    let svl = if has_sme { sme::svl() } else { 0 };
+    let svl = sme::svl();
     let mut z = vec![0u8; sme::z_image_len(vl)];
     for lane in z[..vl].chunks_mut(8) {
         lane.copy_from_slice(&Z0_LANE.to_le_bytes());
@@ -55,12 +58,10 @@ fn crash_with_patterns() -> TestResult {
         let mut op = sme::Op {
             z_in: z.as_ptr() as usize,
             action: sme::A_BRK,
+            flags: sme::F_ZA | sme::F_KEEP_ZA,
+            za_in: za.as_ptr() as usize,
             ..Default::default()
         };
-        if has_sme {
-            op.flags = sme::F_ZA | sme::F_KEEP_ZA;
-            op.za_in = za.as_ptr() as usize;
-        }
         // No SIGTRAP handler: the brk kills the child, which dumps core.
         sme::run(&mut op);
         101

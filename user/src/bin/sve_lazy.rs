@@ -268,13 +268,17 @@ fn pipe_ping_pong_reloads_nothing() -> TestResult {
             let p = SveRegs::pattern(vl, i as u64);
             let _ = sve::load_store(&p);
             let mut b = [0u8; 1];
-            // Settle: one exchange before counting.
-            if first {
-                let _ = sys::write(wr, b"x");
-            }
-            let _ = sys::read(rd, &mut b);
-            if !first {
-                let _ = sys::write(wr, b"x");
+            // Settle before counting: 100 exchanges, long enough for the parent (which forked
+            // the second side on one of these CPUs) to be asleep in waitpid; its running there
+            // in the counted rounds would make a side reload its registers once.
+            for _ in 0..100 {
+                if first {
+                    let _ = sys::write(wr, b"x");
+                    let _ = sys::read(rd, &mut b);
+                } else {
+                    let _ = sys::read(rd, &mut b);
+                    let _ = sys::write(wr, b"x");
+                }
             }
             let before = read_stat(SELF).map_or(u64::MAX, |s| s.restores());
             for _ in 0..ROUNDS {
