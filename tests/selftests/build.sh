@@ -12,11 +12,16 @@
 # against debian-archive-keyring, as qemu-run.sh does for --linux). Everything is cached under
 # target/selftests/: delete a step's output (or the whole directory) to redo it.
 #
-# Environment: SELFTESTS_SUBTARGETS (default below) picks the arm64 sub-directories to build;
+# Environment: SELFTESTS_SUBTARGETS (default below) picks the arm64 sub-directories to pack
+# (each is built once and cached on its own, so archives of different sets share the builds);
 # SELFTESTS_SKIP lists programs packed but reported as skipped by the runner; SELFTESTS_ONLY
-# lists the only programs to run; SELFTESTS_TIMEOUT is the runner's limit per program in
-# seconds (default 60), SELFTESTS_LONG ("NAME=SECONDS ...") the exceptions. The archive is
-# always repacked (a few seconds).
+# lists the only programs to run; SELFTESTS_EXTRA lists programs upstream builds but does not run
+# (TEST_GEN_PROGS_EXTENDED, such as zt-ptrace) to run after the listed ones; SELFTESTS_TIMEOUT is
+# the runner's limit per program in seconds (default 60), SELFTESTS_LONG ("NAME=SECONDS ...")
+# the exceptions; SELFTESTS_NAME (default "selftests") names the archive,
+# target/selftests/NAME.cpio.gz, and its staging directory, target/selftests/NAME.stage (the
+# runner's list is NAME.stage/list), so tests that pack different selections do not overwrite
+# each other's. The archive is always repacked (a few seconds).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,6 +32,9 @@ src_pkg=linux-source-7.3
 subtargets=${SELFTESTS_SUBTARGETS:-"tags signal pauth fp mte bti abi gcs"}
 skip=${SELFTESTS_SKIP-}
 only=${SELFTESTS_ONLY-}
+extra=${SELFTESTS_EXTRA-}
+name=${SELFTESTS_NAME:-selftests}
+[[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || { echo "selftests: SELFTESTS_NAME wants letters, digits, - and _" >&2; exit 2; }
 timeout=${SELFTESTS_TIMEOUT:-60}
 # Programs allowed longer: fp-stress runs 34 busy processes (FPSIMD, SVE, SSVE, ZA at each
 # vector length, on each CPU) and signals them every 25 ms for 400 rounds; under TCG that takes
@@ -105,55 +113,81 @@ install_headers() {
     touch "$out/headers/.installed"
 }
 
-# 4. The selftests, static, installed into target/selftests/install/arm64/<subtarget>/.
+# 4. The selftests, static, each subtarget installed into target/selftests/install/<subtarget>/
+#    (its programs in arm64/, its run list in kselftest-list.txt).
 build_selftests() {
-    local stamp="$out/install/.built-$(echo "$subtargets" | tr ' ' '-')"
-    if [ -f "$stamp" ]; then return; fi
-    if ! command -v aarch64-linux-gnu-gcc >/dev/null || [ ! -f /usr/aarch64-linux-gnu/lib/libc.a ]; then
-        apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+    local sub
+    # The layout before subtargets were cached apart: one install/arm64 for a whole set.
+    [ -d "$out/install/arm64" ] && rm -rf "$out/install" "$out/kselftest-build"
+    for sub in $subtargets; do
+        [ -f "$out/install/$sub/.built" ] && continue
+        if ! command -v aarch64-linux-gnu-gcc >/dev/null || [ ! -f /usr/aarch64-linux-gnu/lib/libc.a ]; then
+            apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+        fi
+        log "building tools/testing/selftests/arm64/$sub, static"
+        rm -rf "$out/install/$sub" "$out/kselftest-build/$sub"
+        make -s -C "$out/linux/tools/testing/selftests" -j"$(nproc)" \
+            ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="aarch64-linux-gnu-gcc -static" \
+            TARGETS=arm64 ARM64_SUBTARGETS="$sub" \
+            KHDR_INCLUDES="-isystem $out/headers/include" \
+            O="$out/kselftest-build/$sub" INSTALL_PATH="$out/install/$sub" install >&2
+        touch "$out/install/$sub/.built"
+    done
+}
+
+# Whether word $1 is one of the space-separated words $2 (grep -w would take "ptrace" in
+# "sve-ptrace").
+among() {
+    tr ' ' '\n' <<<"$2" | grep -qxF -- "$1"
+}
+
+# One list line for program $1: skipped, or with its own time limit.
+list_line() {
+    local limit
+    if among "$1" "$skip"; then
+        echo "arm64/$1 # SKIP by build.sh (SELFTESTS_SKIP)"
+    else
+        limit=$(tr ' ' '\n' <<<"$long" | sed -n "s/^$1=//p")
+        echo "arm64/$1${limit:+ timeout=$limit}"
     fi
-    log "building tools/testing/selftests/arm64 ($subtargets), static"
-    rm -rf "$out/install" "$out/kselftest-build"
-    make -s -C "$out/linux/tools/testing/selftests" -j"$(nproc)" \
-        ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC="aarch64-linux-gnu-gcc -static" \
-        TARGETS=arm64 ARM64_SUBTARGETS="$subtargets" \
-        KHDR_INCLUDES="-isystem $out/headers/include" \
-        O="$out/kselftest-build" INSTALL_PATH="$out/install" install >&2
-    touch "$stamp"
 }
 
 # 5. The archive: /init (the runner), /selftests/list, /selftests/arm64/* stripped.
 pack() {
-    local stage="$out/stage" f name list
-    log "packing target/selftests/selftests.cpio.gz"
+    local stage="$out/$name.stage" f prog sub list
+    log "packing target/selftests/$name.cpio.gz"
     rm -rf "$stage" && mkdir -p "$stage/arm64"
     aarch64-linux-gnu-gcc -static -O2 -g -Wall -Wextra -Werror -o "$out/runner" "$here/runner.c"
     aarch64-linux-gnu-strip -o "$stage/init" "$out/runner"
     # Every installed executable (the listed programs and the helpers they start, such as
     # fp-stress's ./sve-test); not the objects and not the shell scripts (no shell here).
-    for f in "$out"/install/arm64/*; do
-        [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" | grep -q ELF || continue
-        aarch64-linux-gnu-strip -o "$stage/arm64/$(basename "$f")" "$f"
+    for sub in $subtargets; do
+        for f in "$out/install/$sub"/arm64/*; do
+            [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" | grep -q ELF || continue
+            aarch64-linux-gnu-strip -o "$stage/arm64/$(basename "$f")" "$f"
+        done
     done
-    # The programs to run, in kselftest-list.txt's order.
+    # The programs to run, in the subtargets' order and each kselftest-list.txt's, then the
+    # extra ones.
     list="$stage/list"
     echo "timeout=$timeout" >"$list"
-    sed -n 's/^arm64://p' "$out/install/kselftest-list.txt" | while read -r name; do
-        if [ -n "$only" ] && ! grep -qw -- "$name" <<<"$only"; then continue; fi
-        if grep -qw -- "$name" <<<"$skip"; then
-            echo "arm64/$name # SKIP by build.sh (SELFTESTS_SKIP)"
-        else
-            limit=$(tr ' ' '\n' <<<"$long" | sed -n "s/^$name=//p")
-            echo "arm64/$name${limit:+ timeout=$limit}"
-        fi
+    for sub in $subtargets; do
+        sed -n 's/^arm64://p' "$out/install/$sub/kselftest-list.txt" | while read -r prog; do
+            if [ -n "$only" ] && ! among "$prog" "$only"; then continue; fi
+            list_line "$prog"
+        done
     done >>"$list"
+    for prog in $extra; do
+        [ -x "$stage/arm64/$prog" ] || die "SELFTESTS_EXTRA: no program $prog in $subtargets"
+        list_line "$prog" >>"$list"
+    done
     local args=(--dir selftests --dir selftests/arm64 --add selftests/list="$list")
     for f in "$stage"/arm64/*; do
         args+=(--add-exec "selftests/arm64/$(basename "$f")=$f")
     done
     (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
-        --out "$out/selftests.cpio" --gzip "$out/selftests.cpio.gz" --init "$stage/init" "${args[@]}")
-    log "$(grep -c '^arm64/' "$list") programs ($(grep -c SKIP "$list") skipped); $(du -sh --apparent-size "$stage" | cut -f1) unpacked, $(du -h --apparent-size "$out/selftests.cpio.gz" | cut -f1) gzip"
+        --out "$out/$name.cpio" --gzip "$out/$name.cpio.gz" --init "$stage/init" "${args[@]}")
+    log "$(grep -c '^arm64/' "$list") programs ($(grep -c SKIP "$list") skipped); $(du -sh --apparent-size "$stage" | cut -f1) unpacked, $(du -h --apparent-size "$out/$name.cpio.gz" | cut -f1) gzip"
 }
 
 t0=$(date +%s)
@@ -163,4 +197,4 @@ install_headers
 build_selftests
 pack
 log "done in $(($(date +%s) - t0)) s"
-echo "$out/selftests.cpio.gz"
+echo "$out/$name.cpio.gz"

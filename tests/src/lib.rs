@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub mod kselftest;
+
 /// Which initramfs a boot gets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Initrd {

@@ -52,7 +52,8 @@ fn archive() -> std::path::PathBuf {
 
 /// The programs the runner was given (its list in the archive's staging directory).
 fn listed() -> usize {
-    let list = std::fs::read_to_string(root().join("target/selftests/stage/list")).unwrap();
+    let list =
+        std::fs::read_to_string(root().join("target/selftests/selftests.stage/list")).unwrap();
     list.lines().filter(|l| l.starts_with("arm64/")).count()
 }
 
