@@ -5,8 +5,9 @@
 //! skip, xfail, fail). A difference known today is listed in KNOWN_DIFFERENT with its reason;
 //! the test checks that it is still there, so fixing it means taking it off the list.
 //!
-//! Part of the ordinary `cargo test`: two configurations (SVE VQ 4 with SME; the same CPU
-//! without SME), about two minutes and a quarter on two cores (each boot 20-40 s of selftests).
+//! Part of the ordinary `cargo test`: three configurations (SVE VQ 4 with SME; the same CPU
+//! without SME; QEMU 11.1's with SME2, ZT0 and GCS), about five minutes on two cores (each boot
+//! 20-40 s of selftests).
 //! `SVELT_KSELFTESTS=all` adds three more (SVE VQ 16, one CPU at EL1 with VQ 1, four CPUs; about
 //! four minutes). The archive is cached in target/selftests/ (the first
 //! run on a machine downloads a 160 MB package and builds for about a minute); the test is
