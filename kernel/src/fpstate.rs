@@ -678,25 +678,26 @@ fn default_read(vl: &AtomicU32) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-/// /proc/sys/abi/sve_default_vector_length and sme_default_vector_length.
-pub fn sve_default_read(_: Option<u32>) -> String {
+/// /proc/sys/abi/sve_default_vector_length and sme_default_vector_length: the text a read
+/// formats, and a write at position 0 (returns the bytes it consumed).
+pub fn sve_default_read() -> String {
     default_read(&SVE_DEFAULT_VL)
 }
 
-pub fn sve_default_write(text: &[u8]) -> SysResult<()> {
-    let vl = vlctl::default_vl_write(VecKind::Sve, text, crate::cpufeature::sve_vls())?;
+pub fn sve_default_write(text: &[u8]) -> SysResult<usize> {
+    let (vl, used) = vlctl::default_vl_write(VecKind::Sve, text, crate::cpufeature::sve_vls())?;
     SVE_DEFAULT_VL.store(vl, Ordering::Relaxed);
-    Ok(())
+    Ok(used)
 }
 
-pub fn sme_default_read(_: Option<u32>) -> String {
+pub fn sme_default_read() -> String {
     default_read(&SME_DEFAULT_VL)
 }
 
-pub fn sme_default_write(text: &[u8]) -> SysResult<()> {
-    let vl = vlctl::default_vl_write(VecKind::Sme, text, crate::cpufeature::sme_vls())?;
+pub fn sme_default_write(text: &[u8]) -> SysResult<usize> {
+    let (vl, used) = vlctl::default_vl_write(VecKind::Sme, text, crate::cpufeature::sme_vls())?;
     SME_DEFAULT_VL.store(vl, Ordering::Relaxed);
-    Ok(())
+    Ok(used)
 }
 
 /// The counters as `key value` lines.
