@@ -514,8 +514,8 @@ pub fn set_temp_mask(m: u64) {
     hint(t);
 }
 
-/// AT_MINSIGSTKSZ: the largest frame this system can deliver, plus the frame record and
+/// AT_MINSIGSTKSZ: the largest frame this system delivers (ZA off), plus the frame record and
 /// alignment slack.
 pub fn min_sigstksz() -> usize {
-    frame::max_frame_size() + 32
+    frame::min_sigstksz()
 }
