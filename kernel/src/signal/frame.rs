@@ -115,9 +115,11 @@ pub fn setup_rt_frame(
             });
         }
     }
+    // The fault that raised the signal, if any: reported by this frame, and by the SIGSEGV
+    // that follows should this frame not be written.
     let l = t.local();
-    let esr = l.fault_esr.take();
-    let fault_address = l.fault_address.take();
+    let esr = l.fault_esr.get();
+    let fault_address = l.fault_address.get();
     let regs = user_regs(tf);
     let d = sf::SigDelivery {
         sp_top: alt.frame_top(tf.sp_el0, a.sa_flags),
@@ -145,6 +147,8 @@ pub fn setup_rt_frame(
     })
     .map_err(|_| ())?;
     drop(st);
+    l.fault_esr.set(0);
+    l.fault_address.set(0);
     crate::fpstate::signal_entered(t);
     if a.sa_flags & sig::SA_ONSTACK != 0 {
         t.sig.lock().altstack.disarm_after_save();
