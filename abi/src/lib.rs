@@ -39,6 +39,7 @@ pub mod sigframe;
 pub mod signal;
 pub mod stack;
 pub mod sys;
+pub mod sysctl;
 pub mod time;
 pub mod tty;
 pub mod vl;

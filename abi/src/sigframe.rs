@@ -140,6 +140,12 @@ pub fn valid_user_pstate(pstate: u64) -> Option<u64> {
     ok.then_some(p)
 }
 
+/// The PSTATE `valid_user_regs` leaves in the registers: the sanitised value when it is valid,
+/// else a plain EL0t one that keeps only the condition flags.
+pub fn forced_user_pstate(pstate: u64) -> u64 {
+    valid_user_pstate(pstate).unwrap_or(pstate & PSR_NZCV_MASK)
+}
+
 // ---- state carried in and out ----
 
 /// The user registers a frame saves and restores.
@@ -634,6 +640,8 @@ pub enum BadFrame {
     SveTooSmall,
     /// sve_context sets SVE_SIG_FLAG_SM on a system without SME.
     SveStreamingWithoutSme,
+    /// A non-streaming sve_context with a payload on a system without SVE (SME only).
+    SveWithoutSve,
     /// sve_context.vl is not the task's SVE VL (or SME VL, with SVE_SIG_FLAG_SM).
     SveVlMismatch,
     /// Streaming state in an sve_context without register payload.
@@ -648,7 +656,8 @@ pub enum BadFrame {
     ZaPayloadTooSmall,
     /// tpidr2_context head.size ≠ 16.
     BadTpidr2Size,
-    /// zt_context without ZA turned on by this frame's za_context.
+    /// zt_context while PSTATE.ZA is off after the za step (turned off by this frame's
+    /// za_context, or off in the task and no za_context).
     ZtWithoutZa,
     /// zt_context head.size ≠ ZT_SIG_CONTEXT_SIZE(1).
     BadZtSize,
@@ -683,13 +692,19 @@ pub struct Sigreturn<'a> {
     pub extra: Option<(u64, usize)>,
 }
 
-/// The outcome of rt_sigreturn. `sigmask` is reported once the header could be read, whatever
-/// happens to the rest, because Linux installs the mask (SIGKILL and SIGSTOP already removed)
-/// before it checks the frame. `uc_stack` is to be restored only after a good frame, records
-/// included (errors ignored: `AltStack::set(uc_stack, restored sp, MINSIGSTKSZ)`).
+/// The outcome of rt_sigreturn. `sigmask` is reported once it could be read, whatever happens
+/// to the rest, because Linux installs the mask (SIGKILL and SIGSTOP already removed) before it
+/// checks the frame. `regs` are the registers the task goes on with even when the frame is bad
+/// (then with x0 = 0, rt_sigreturn's return value, and SIGSEGV at their SP): Linux loads them
+/// from the frame before checking anything but the SP's alignment, a field it cannot read as
+/// zero, and `valid_user_regs` forces a refused PSTATE to a plain EL0t one
+/// (`forced_user_pstate`); None when the SP is misaligned (nothing was read). `uc_stack` is to
+/// be restored only after a good frame, records included (errors ignored:
+/// `AltStack::set(uc_stack, restored sp, MINSIGSTKSZ)`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SigreturnResult<'a> {
     pub sigmask: Option<Sigset>,
+    pub regs: Option<UserRegs>,
     pub uc_stack: Option<StackT>,
     pub frame: Result<Sigreturn<'a>, BadFrame>,
 }
@@ -725,52 +740,93 @@ const _: () = {
     assert!(offset_of!(VecContextHead, flags) == 10);
 };
 
+/// How the FP registers come back: the fpsimd/sve step of Linux's `restore_sigframe`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FpRestore<'a> {
+    /// fpsimd_context alone (no sve_context, or a header-only non-streaming one): FPSIMD
+    /// state, SVE state dropped, streaming mode left.
+    Fpsimd,
+    /// An sve_context payload: whether it is streaming state, and Z0-Z31, P0-P15 and FFR
+    /// (`sve_sig_regs_size(vq)` bytes); V0-V31, FPSR and FPCR then come from fpsimd_context.
+    Sve { streaming: bool, regs: &'a [u8] },
+}
+
 /// The state the checked records restore, on top of fpsimd_context (which `Sigreturn` holds).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FpRecords<'a> {
-    /// With an sve_context payload: whether it is streaming state, and Z0-Z31, P0-P15 and FFR
-    /// (`sve_sig_regs_size(vq)` bytes). None: the FPSIMD state alone is restored.
-    pub sve: Option<(bool, &'a [u8])>,
-    /// za_context: None when absent (ZA left as it is), Some(None) for a header alone (ZA off),
-    /// else ZA's vl·vl bytes (ZA on).
+    /// The FP registers: None when that step refused the frame (they stay as they were).
+    pub fp: Option<FpRestore<'a>>,
+    /// tpidr2_context: the TPIDR2_EL0 value.
+    pub tpidr2: Option<u64>,
+    /// za_context: None when absent (PSTATE.ZA and ZA left as they are), Some(None) for a
+    /// header alone (ZA off), else ZA's vl·vl bytes (ZA on, ZT0 zero unless zt_context
+    /// follows).
     pub za: Option<Option<&'a [u8]>>,
     /// zt_context: ZT0's 64 bytes.
     pub zt0: Option<&'a [u8]>,
-    /// tpidr2_context: the TPIDR2_EL0 value.
-    pub tpidr2: Option<u64>,
 }
 
-/// The per-record rules of Linux's `restore_sigframe` for the records `parse_sigreturn` left
-/// raw, in its order (sve, za, tpidr2, zt): `sve_vl` and `sme_vl` are the task's current vector
-/// lengths in bytes. Any error means the frame is bad (SIGSEGV, nothing restored).
+/// The task rt_sigreturn restores, as it stands once its live state is saved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SigreturnTask {
+    /// Vector lengths in bytes.
+    pub sve_vl: u32,
+    pub sme_vl: u32,
+    /// PSTATE.ZA (the handler may have turned ZA on).
+    pub za_on: bool,
+}
+
+/// A frame refused part-way through its records: Linux restores record by record, so what
+/// came before the bad one (`done`) stays restored when the SIGSEGV comes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartialRestore<'a> {
+    pub done: FpRecords<'a>,
+    pub error: BadFrame,
+}
+
+/// The per-record restores of Linux's `restore_sigframe` for the records `parse_sigreturn` left
+/// raw, in its order: fpsimd or sve, tpidr2, za, zt. Each record is checked before it is
+/// applied; the first bad one ends the walk (SIGSEGV), the earlier ones applied.
 pub fn check_records<'a>(
     s: &Sigreturn<'a>,
     f: &SigFeatures,
-    sve_vl: u32,
-    sme_vl: u32,
-) -> Result<FpRecords<'a>, BadFrame> {
-    let sve = match s.sve {
-        Some(rec) => sve_record(rec, f, sve_vl, sme_vl)?,
-        None => None,
+    task: &SigreturnTask,
+) -> Result<FpRecords<'a>, PartialRestore<'a>> {
+    let mut done = FpRecords::default();
+    let fail = |done: FpRecords<'a>, error| Err(PartialRestore { done, error });
+    let fp = match s.sve {
+        Some(rec) => sve_record(rec, f, task.sve_vl, task.sme_vl),
+        None => Ok(None),
     };
-    let za = match s.za {
-        Some(rec) => Some(za_record(rec, sme_vl)?),
-        None => None,
+    done.fp = match fp {
+        Ok(None) => Some(FpRestore::Fpsimd),
+        Ok(Some((streaming, regs))) => Some(FpRestore::Sve { streaming, regs }),
+        Err(e) => return fail(done, e),
     };
-    let tpidr2 = match s.tpidr2 {
-        Some(rec) => Some(u64_record_value(rec).ok_or(BadFrame::BadTpidr2Size)?),
-        None => None,
-    };
-    let zt0 = match s.zt {
-        Some(rec) => Some(zt_record(rec, matches!(za, Some(Some(_))))?),
-        None => None,
-    };
-    Ok(FpRecords {
-        sve,
-        za,
-        zt0,
-        tpidr2,
-    })
+    if let Some(rec) = s.tpidr2 {
+        match u64_record_value(rec) {
+            Some(v) => done.tpidr2 = Some(v),
+            None => return fail(done, BadFrame::BadTpidr2Size),
+        }
+    }
+    if let Some(rec) = s.za {
+        match za_record(rec, task.sme_vl) {
+            Ok(za) => done.za = Some(za),
+            Err(e) => return fail(done, e),
+        }
+    }
+    if let Some(rec) = s.zt {
+        // PSTATE.ZA as the za step left it: without za_context, as the task had it.
+        let za_on = match done.za {
+            None => task.za_on,
+            Some(za) => za.is_some(),
+        };
+        match zt_record(rec, za_on) {
+            Ok(zt) => done.zt0 = Some(zt),
+            Err(e) => return fail(done, e),
+        }
+    }
+    Ok(done)
 }
 
 /// `restore_sve_fpsimd_context` on an sve_context (head included): `Ok(None)` for a
@@ -788,6 +844,10 @@ pub fn sve_record<'a>(
         return Err(BadFrame::SveStreamingWithoutSme);
     }
     let vl = if streaming { sme_vl } else { sve_vl };
+    // Without SVE, non-streaming state only ever comes as a header (FPSIMD state).
+    if !streaming && !f.sve && rec.len() != SVE_CONTEXT_HEAD_SIZE as usize {
+        return Err(BadFrame::SveWithoutSve);
+    }
     if u32::from(head.vl) != vl {
         return Err(BadFrame::SveVlMismatch);
     }
@@ -829,8 +889,8 @@ pub fn za_record(rec: &[u8], sme_vl: u32) -> Result<Option<&[u8]>, BadFrame> {
     Ok(Some(za))
 }
 
-/// `restore_zt_context` on a zt_context (head included): ZT0 needs ZA on after this frame's
-/// za_context (`za_on`), a record of exactly one register, and nregs = 1. Returns ZT0's bytes.
+/// `restore_zt_context` on a zt_context (head included): ZT0 needs PSTATE.ZA on after the za
+/// step (`za_on`), a record of exactly one register, and nregs = 1. Returns ZT0's bytes.
 pub fn zt_record(rec: &[u8], za_on: bool) -> Result<&[u8], BadFrame> {
     if !za_on {
         return Err(BadFrame::ZtWithoutZa);
@@ -845,18 +905,25 @@ pub fn zt_record(rec: &[u8], za_on: bool) -> Result<&[u8], BadFrame> {
     Ok(zt0)
 }
 
-/// The signal a bad frame gets (`arm64_notify_segfault(sp)`): SIGSEGV at the SP, SEGV_ACCERR
-/// when a mapping covers the SP, else SEGV_MAPERR.
-pub fn bad_frame_siginfo(sp: u64, sp_mapped: bool) -> Siginfo {
-    let code = if sp_mapped { SEGV_ACCERR } else { SEGV_MAPERR };
+/// The signal a bad frame gets (`arm64_notify_segfault(sp)`, with `sp` the SP of the registers
+/// the task goes on with: see `SigreturnResult::regs`): SIGSEGV at it, SEGV_ACCERR when some
+/// mapping ends above the (untagged) address — Linux asks `find_vma`, which returns the first
+/// mapping ending above it, not only one that contains it — else SEGV_MAPERR.
+pub fn bad_frame_siginfo(sp: u64, mapping_above: bool) -> Siginfo {
+    let code = if mapping_above {
+        SEGV_ACCERR
+    } else {
+        SEGV_MAPERR
+    };
     Siginfo::fault(SIGSEGV, code, sp)
 }
 
-/// The largest extra space rt_sigreturn reads for a system whose largest SVE and SME vector
-/// lengths are `sve_max_vl` and `sme_max_vl` (0: absent), with or without SME2: the size of
-/// the largest frame it can deliver, every record at its largest, ZA on (Linux accepts up to
-/// SIGFRAME_MAXSZ; a larger extra space is `ExtraBufferTooSmall` here).
-pub fn sigreturn_extra_limit(sve_max_vl: u32, sme_max_vl: u32, sme2: bool) -> usize {
+/// AT_MINSIGSTKSZ for a system whose largest SVE and SME vector lengths are `sve_max_vl` and
+/// `sme_max_vl` (0: absent), with or without SME2: Linux's `minsigstksz_setup`, the layout of
+/// every record this system can deliver (esr included, sve_context at the larger of the two
+/// lengths, tpidr2, za_context as a header — the boot task's ZA is off —, zt_context), plus the
+/// frame record and 16 bytes of alignment slack. Frames with ZA on can be larger.
+pub fn at_minsigstksz(sve_max_vl: u32, sme_max_vl: u32, sme2: bool) -> usize {
     let mut sizes = [0u32; 6];
     let mut n = 0;
     let mut push = |s: u32| {
@@ -866,12 +933,12 @@ pub fn sigreturn_extra_limit(sve_max_vl: u32, sme_max_vl: u32, sme2: bool) -> us
     push(FPSIMD_CONTEXT_SIZE);
     push(ESR_CONTEXT_SIZE);
     let vq = sve_max_vl.max(sme_max_vl) / 16;
-    if vq > 0 {
-        push(sve_sig_context_size(vq).next_multiple_of(16));
+    if sve_max_vl > 0 || sme_max_vl > 0 {
+        push(sve_sig_context_size(vq));
     }
     if sme_max_vl > 0 {
         push(TPIDR2_CONTEXT_SIZE);
-        push(za_sig_context_size(sme_max_vl / 16));
+        push(ZA_CONTEXT_HEAD_SIZE);
         if sme2 {
             push(zt_sig_context_size(1));
         }
@@ -909,7 +976,12 @@ where
 /// payloads. Further record bytes are read as the walk reaches them.
 const FIRST_READ: usize = RESERVED_OFFSET + 640;
 
-/// rt_sigreturn's frame checks. `sp` is the user SP at the syscall; `read_user(addr, buf)`
+/// User memory is readable or not a page at a time, and arm64 pages are at least 4 KiB.
+const FAULT_GRANULE: usize = 4096;
+
+/// rt_sigreturn's frame checks. `sp` is the user SP at the syscall, and the caller has
+/// checked that the frame's 4688 bytes there lie in user space (Linux's access_ok: when they do
+/// not, the frame is bad and nothing is read, the registers included); `read_user(addr, buf)`
 /// copies user memory; `frame` receives the bytes of the 4688-byte frame that are looked at
 /// (the header, then `__reserved` up to the last record found there; the rest of it is not
 /// read) and `read_extra` supplies the extra space.
@@ -922,29 +994,48 @@ pub fn parse_sigreturn<'a>(
 ) -> SigreturnResult<'a> {
     let mut out = SigreturnResult {
         sigmask: None,
+        regs: None,
         uc_stack: None,
         frame: Err(BadFrame::SpMisaligned),
     };
     if sp & 15 != 0 {
         return out;
     }
-    let mut have = FIRST_READ;
-    if read_user(sp, &mut frame[..have]).is_err() {
-        out.frame = Err(BadFrame::Fault);
-        return out;
+    // Linux reads the header field by field, a field it cannot read as zero. Fields never
+    // cross a 4 KiB boundary and user memory faults a page at a time, so reading each 4 KiB
+    // piece once, zero where it faults, sees the same values.
+    let have = FIRST_READ;
+    let (mut faulted, mut mask_ok) = (false, true);
+    let mut at = 0;
+    while at < have {
+        let end = ((sp + at as u64) | (FAULT_GRANULE as u64 - 1)) + 1 - sp;
+        let end = (end as usize).min(have);
+        if read_user(sp + at as u64, &mut frame[at..end]).is_err() {
+            frame[at..end].fill(0);
+            faulted = true;
+            mask_ok &= !(at..end).contains(&UC_SIGMASK_OFFSET);
+        }
+        at = end;
     }
-    out.sigmask = Some(Sigset(get_u64(frame, UC_SIGMASK_OFFSET)).blockable());
+    out.sigmask = mask_ok.then(|| Sigset(get_u64(frame, UC_SIGMASK_OFFSET)).blockable());
     let mut regs = UserRegs::default();
     for (i, r) in regs.regs.iter_mut().enumerate() {
         *r = get_u64(frame, REGS_OFFSET + 8 * i);
     }
     regs.sp = get_u64(frame, SP_OFFSET);
     regs.pc = get_u64(frame, PC_OFFSET);
-    let Some(pstate) = valid_user_pstate(get_u64(frame, PSTATE_OFFSET)) else {
+    let pstate = get_u64(frame, PSTATE_OFFSET);
+    regs.pstate = forced_user_pstate(pstate);
+    out.regs = Some(regs);
+    if faulted {
+        out.frame = Err(BadFrame::Fault);
+        return out;
+    }
+    if valid_user_pstate(pstate).is_none() {
         out.frame = Err(BadFrame::BadPstate);
         return out;
-    };
-    regs.pstate = pstate;
+    }
+    let mut have = have;
 
     let mut reserved = Reserved {
         sp,

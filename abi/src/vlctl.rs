@@ -161,9 +161,14 @@ pub fn boot_default(kind: VecKind, supported: VlSet) -> u32 {
 ///
 /// The text is one integer as `proc_dointvec` reads it (see `parse_dointvec`); -1 asks for the
 /// maximum; anything else must pass `sve_vl_valid` and is then rounded like a prctl request.
-/// EINVAL when the extension is unsupported (Linux does not create the file then).
-pub fn default_vl_write(kind: VecKind, text: &[u8], supported: VlSet) -> Result<u32, Errno> {
-    let (value, _) = parse_dointvec(text)?;
+/// EINVAL when the extension is unsupported (Linux does not create the file then). Returns the
+/// new default and the bytes the write consumed (what write() returns: see `parse_dointvec`).
+pub fn default_vl_write(
+    kind: VecKind,
+    text: &[u8],
+    supported: VlSet,
+) -> Result<(u32, usize), Errno> {
+    let (value, used) = parse_dointvec(text)?;
     let vl = if value == -1 {
         max_vl(kind, supported).ok_or(Errno::EINVAL)?
     } else {
@@ -172,7 +177,8 @@ pub fn default_vl_write(kind: VecKind, text: &[u8], supported: VlSet) -> Result<
     if !sve_vl_valid(vl) {
         return Err(Errno::EINVAL);
     }
-    find_supported_vector_length(kind, supported, vl).ok_or(Errno::EINVAL)
+    let vl = find_supported_vector_length(kind, supported, vl).ok_or(Errno::EINVAL)?;
+    Ok((vl, used))
 }
 
 /// A read of the sysctl: `"64\n"`, truncated to `buf`. Returns the bytes written.
@@ -536,32 +542,38 @@ mod tests {
     #[test]
     fn sysctl_write_accepts_what_proc_dointvec_accepts() {
         let w = |t: &[u8]| default_vl_write(VecKind::Sve, t, all());
-        assert_eq!(w(b"64"), Ok(64));
-        assert_eq!(w(b"64\n"), Ok(64));
-        assert_eq!(w(b" \t\n 128 \n\n"), Ok(128));
-        assert_eq!(w(b"0x40"), Ok(64));
-        assert_eq!(w(b"0X20\n"), Ok(32));
-        assert_eq!(w(b"0100"), Ok(64), "octal");
-        assert_eq!(w(b"0x000000000000000040"), Ok(64), "20 characters fit");
+        assert_eq!(w(b"64"), Ok((64, 2)));
+        assert_eq!(w(b"64\n"), Ok((64, 3)));
+        assert_eq!(w(b" \t\n 128 \n\n"), Ok((128, 10)));
+        assert_eq!(w(b"0x40"), Ok((64, 4)));
+        assert_eq!(w(b"0X20\n"), Ok((32, 5)));
+        assert_eq!(w(b"0100"), Ok((64, 4)), "octal");
+        assert_eq!(
+            w(b"0x000000000000000040"),
+            Ok((64, 20)),
+            "20 characters fit"
+        );
+        // A second word is not read: the value is taken, write() returns a short count.
+        assert_eq!(w(b"64 junk"), Ok((64, 3)));
     }
 
     #[test]
     fn sysctl_write_minus_one_is_the_maximum() {
-        assert_eq!(default_vl_write(VecKind::Sve, b"-1\n", all()), Ok(256));
+        assert_eq!(default_vl_write(VecKind::Sve, b"-1\n", all()), Ok((256, 3)));
         let sme = set(&[32, 64]);
-        assert_eq!(default_vl_write(VecKind::Sme, b"-1", sme), Ok(64));
+        assert_eq!(default_vl_write(VecKind::Sme, b"-1", sme), Ok((64, 2)));
     }
 
     #[test]
     fn sysctl_write_rounds_like_prctl() {
         let small = set(&[16, 32, 64]);
-        let w = |t: &[u8]| default_vl_write(VecKind::Sve, t, small);
+        let w = |t: &[u8]| default_vl_write(VecKind::Sve, t, small).map(|r| r.0);
         assert_eq!(w(b"48"), Ok(32));
         assert_eq!(w(b"512"), Ok(64));
         assert_eq!(w(b"8192"), Ok(64));
         let sme = set(&[32, 64, 256]);
-        assert_eq!(default_vl_write(VecKind::Sme, b"16", sme), Ok(32));
-        assert_eq!(default_vl_write(VecKind::Sme, b"128", sme), Ok(64));
+        assert_eq!(default_vl_write(VecKind::Sme, b"16", sme), Ok((32, 2)));
+        assert_eq!(default_vl_write(VecKind::Sme, b"128", sme), Ok((64, 3)));
     }
 
     #[test]

@@ -546,13 +546,28 @@ pub fn signal_entered(cur: &CurrentTask) {
     }
 }
 
-/// sigreturn: install the restored state (records `abi::sigframe::check_records` accepted); V0-V31
-/// come from `fp` on top of any SVE payload.
+/// sigreturn, before the records are checked: saves the live state (it stays live), which is
+/// what a frame without a record keeps — ZA and its contents as the handler left them — and
+/// reports what the records are checked against.
+pub fn for_sigreturn(cur: &CurrentTask) -> svelt_abi::sigframe::SigreturnTask {
+    let f = fpsimd_preserve_current_state(&cur.process, cur.local());
+    svelt_abi::sigframe::SigreturnTask {
+        sve_vl: f.st.sve_vl,
+        sme_vl: f.st.sme_vl,
+        za_on: f.st.svcr.za,
+    }
+}
+
+/// sigreturn: installs what the records `abi::sigframe::check_records` went through restore
+/// (after `for_sigreturn`); V0-V31, FPSR and FPCR come from `fp` on top of any SVE payload.
 pub fn from_sigreturn(cur: &CurrentTask, fp: FpsimdState, r: svelt_abi::sigframe::FpRecords) {
+    use svelt_abi::sigframe::FpRestore;
     let f = &mut *cur.local().fpu.borrow_mut();
-    f.fp = fp;
-    match r.sve {
-        Some((streaming, payload)) => {
+    match r.fp {
+        // That step refused the frame: nothing is restored.
+        None => return,
+        Some(FpRestore::Sve { streaming, regs }) => {
+            f.fp = fp;
             f.st.format = if streaming {
                 Format::Streaming
             } else {
@@ -566,14 +581,19 @@ pub fn from_sigreturn(cur: &CurrentTask, fp: FpsimdState, r: svelt_abi::sigframe
             }
             let vq = f.regs_vq();
             let buf = f.regs_buf();
-            buf.copy_from_slice(&payload[..sve::state_size(vq)]);
+            buf.copy_from_slice(&regs[..sve::state_size(vq)]);
             put_vregs(buf, vq, &fp.vregs);
         }
-        None => {
+        Some(FpRestore::Fpsimd) => {
+            f.fp = fp;
             f.st.format = Format::Fpsimd;
             f.st.sve = false;
             f.st.svcr.sm = false;
         }
+    }
+    if let Some(v) = r.tpidr2 {
+        f.tpidr2 = v;
+        sme::write_tpidr2(v);
     }
     match r.za {
         None => {}
@@ -581,25 +601,18 @@ pub fn from_sigreturn(cur: &CurrentTask, fp: FpsimdState, r: svelt_abi::sigframe
         Some(Some(payload)) => {
             f.st.svcr.za = true;
             f.st.sme = true;
-            let n = payload.len();
-            f.za_buf()[..n].copy_from_slice(payload);
+            // ZA from the frame; ZT0 zero unless a zt_context follows (Linux clears the
+            // whole ZA/ZT0 storage first).
+            let buf = f.za_buf();
+            buf.fill(0);
+            buf[..payload.len()].copy_from_slice(payload);
         }
     }
     if let Some(zt) = r.zt0 {
         let n = sme::za_size(f.st.sme_vl as usize);
         f.za_buf()[n..n + 64].copy_from_slice(zt);
     }
-    if let Some(v) = r.tpidr2 {
-        f.tpidr2 = v;
-        sme::write_tpidr2(v);
-    }
     fps::invalidate(&mut f.st);
-}
-
-/// The current task's SVE and SME VLs.
-pub fn vls(cur: &CurrentTask) -> (u32, u32) {
-    let f = cur.local().fpu.borrow();
-    (f.st.sve_vl, f.st.sme_vl)
 }
 
 /// A live VL change on a state already in memory.
@@ -678,25 +691,26 @@ fn default_read(vl: &AtomicU32) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-/// /proc/sys/abi/sve_default_vector_length and sme_default_vector_length.
-pub fn sve_default_read(_: Option<u32>) -> String {
+/// /proc/sys/abi/sve_default_vector_length and sme_default_vector_length: the text a read
+/// formats, and a write at position 0 (returns the bytes it consumed).
+pub fn sve_default_read() -> String {
     default_read(&SVE_DEFAULT_VL)
 }
 
-pub fn sve_default_write(text: &[u8]) -> SysResult<()> {
-    let vl = vlctl::default_vl_write(VecKind::Sve, text, crate::cpufeature::sve_vls())?;
+pub fn sve_default_write(text: &[u8]) -> SysResult<usize> {
+    let (vl, used) = vlctl::default_vl_write(VecKind::Sve, text, crate::cpufeature::sve_vls())?;
     SVE_DEFAULT_VL.store(vl, Ordering::Relaxed);
-    Ok(())
+    Ok(used)
 }
 
-pub fn sme_default_read(_: Option<u32>) -> String {
+pub fn sme_default_read() -> String {
     default_read(&SME_DEFAULT_VL)
 }
 
-pub fn sme_default_write(text: &[u8]) -> SysResult<()> {
-    let vl = vlctl::default_vl_write(VecKind::Sme, text, crate::cpufeature::sme_vls())?;
+pub fn sme_default_write(text: &[u8]) -> SysResult<usize> {
+    let (vl, used) = vlctl::default_vl_write(VecKind::Sme, text, crate::cpufeature::sme_vls())?;
     SME_DEFAULT_VL.store(vl, Ordering::Relaxed);
-    Ok(())
+    Ok(used)
 }
 
 /// The counters as `key value` lines.

@@ -787,7 +787,12 @@ fn garbage_frames_never_panic() {
             &mut extra_in(&mut extra, &mut |a, b| m.read(a, b)),
         );
         if let Ok(s) = r.frame {
-            let _ = check_records(&s, &ALL, 32, 64);
+            let task = SigreturnTask {
+                sve_vl: 32,
+                sme_vl: 64,
+                za_on: next() % 2 == 0,
+            };
+            let _ = check_records(&s, &ALL, &task);
         }
     }
 }
@@ -1176,30 +1181,97 @@ fn check_records_restores_every_record() {
     ];
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
     let s = parse_records(&recs, &mut frame);
-    let r = check_records(&s, &ALL, sve_vl, sme_vl).unwrap();
-    assert_eq!(r.sve, Some((false, &sve_regs[..])));
+    let task = SigreturnTask {
+        sve_vl,
+        sme_vl,
+        za_on: false,
+    };
+    let r = check_records(&s, &ALL, &task).unwrap();
+    let sve = FpRestore::Sve {
+        streaming: false,
+        regs: &sve_regs[..],
+    };
+    assert_eq!(r.fp, Some(sve));
     assert_eq!(r.za, Some(Some(&za_regs[..])));
     assert_eq!(r.zt0, Some(&zt_regs[..]));
     assert_eq!(r.tpidr2, Some(0x1122_3344_5566_7788));
 
-    // The same frame from a task at other VLs: the first record checked (sve) refuses it.
+    // The same frame from a task at other VLs: the first record checked (sve) refuses it and
+    // nothing is restored.
+    let other = SigreturnTask {
+        sve_vl: 64,
+        sme_vl: 64,
+        za_on: false,
+    };
     assert_eq!(
-        check_records(&s, &ALL, 64, 64),
-        Err(BadFrame::SveVlMismatch)
+        check_records(&s, &ALL, &other),
+        Err(PartialRestore {
+            done: FpRecords::default(),
+            error: BadFrame::SveVlMismatch
+        })
     );
-    // Only the SME VL differs: za refuses it.
+    // Only the SME VL differs: za refuses it, after the SVE registers and TPIDR2 were
+    // restored (Linux goes record by record).
+    let other = SigreturnTask { sme_vl: 64, ..task };
     assert_eq!(
-        check_records(&s, &ALL, sve_vl, 64),
-        Err(BadFrame::ZaVlMismatch)
+        check_records(&s, &ALL, &other),
+        Err(PartialRestore {
+            done: FpRecords {
+                fp: Some(sve),
+                tpidr2: Some(0x1122_3344_5566_7788),
+                za: None,
+                zt0: None,
+            },
+            error: BadFrame::ZaVlMismatch
+        })
     );
 
-    // No records beyond fpsimd: nothing more to restore.
+    // No records beyond fpsimd: the FPSIMD registers and nothing more.
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
     let s = parse_records(&[], &mut frame);
     assert_eq!(
-        check_records(&s, &ALL, sve_vl, sme_vl),
-        Ok(FpRecords::default())
+        check_records(&s, &ALL, &task),
+        Ok(FpRecords {
+            fp: Some(FpRestore::Fpsimd),
+            ..FpRecords::default()
+        })
     );
+}
+
+#[test]
+fn zt_context_follows_the_za_state_after_the_za_step() {
+    let zt_regs = pattern(64);
+    let zt = RecordSpec {
+        magic: ZT_MAGIC,
+        size: zt_sig_context_size(1),
+        body: &[1, 0, 0, 0, 0, 0, 0, 0],
+        payload: &zt_regs,
+    };
+    let za_off = RecordSpec {
+        magic: ZA_MAGIC,
+        size: 16,
+        body: &[32, 0, 0, 0, 0, 0, 0, 0],
+        payload: &[],
+    };
+    let task = |za_on| SigreturnTask {
+        sve_vl: 32,
+        sme_vl: 32,
+        za_on,
+    };
+    // No za_context: PSTATE.ZA stays as the task has it (a handler may have turned ZA on).
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let s = parse_records(&[zt], &mut frame);
+    let r = check_records(&s, &ALL, &task(true)).unwrap();
+    assert_eq!((r.za, r.zt0), (None, Some(&zt_regs[..])));
+    assert_eq!(
+        check_records(&s, &ALL, &task(false)).map_err(|p| p.error),
+        Err(BadFrame::ZtWithoutZa)
+    );
+    // A header-only za_context turns ZA off first, whatever the task had.
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let s = parse_records(&[za_off, zt], &mut frame);
+    let e = check_records(&s, &ALL, &task(true)).unwrap_err();
+    assert_eq!((e.error, e.done.za), (BadFrame::ZtWithoutZa, Some(None)));
 }
 
 #[test]
@@ -1211,6 +1283,11 @@ fn check_records_rejects_each_bad_record() {
         size,
         body,
         payload: &[],
+    };
+    let task32 = SigreturnTask {
+        sve_vl: 32,
+        sme_vl: 32,
+        za_on: false,
     };
     let cases: [(Vec<RecordSpec>, BadFrame); 5] = [
         // tpidr2_context must be exactly 16 bytes.
@@ -1232,7 +1309,11 @@ fn check_records_rejects_each_bad_record() {
     for (i, (recs, want)) in cases.into_iter().enumerate() {
         let mut frame = [0u8; RT_SIGFRAME_SIZE];
         let s = parse_records(&recs, &mut frame);
-        assert_eq!(check_records(&s, &ALL, 32, 32), Err(want), "case {i}");
+        assert_eq!(
+            check_records(&s, &ALL, &task32).map_err(|p| p.error),
+            Err(want),
+            "case {i}"
+        );
     }
     // The good forms of the same records pass.
     let recs = [
@@ -1251,7 +1332,7 @@ fn check_records_rejects_each_bad_record() {
     ];
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
     let s = parse_records(&recs, &mut frame);
-    let r = check_records(&s, &ALL, 32, 32).unwrap();
+    let r = check_records(&s, &ALL, &task32).unwrap();
     assert_eq!((r.tpidr2, r.za, r.zt0), (Some(7), Some(None), None));
 }
 
@@ -1332,25 +1413,101 @@ fn bad_frames_get_sigsegv_at_sp() {
 }
 
 #[test]
-fn extra_space_limit_is_the_largest_frame() {
+fn a_bad_frame_still_loads_the_registers() {
+    // A frame whose checks fail after the registers were read: they are the frame's, and a
+    // refused PSTATE is forced to EL0t with only NZCV kept.
+    let mut m = good_frame();
+    let pstate = PSR_I_BIT | PSR_NZCV_MASK | PSR_MODE32_BIT | 5;
+    put_u64(m.at(SP), PSTATE_OFFSET, pstate);
+    put_u64(m.at(SP), SP_OFFSET, 0x1234_5670);
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| m.read(a, b),
+        &FP_ONLY,
+        &mut frame,
+        &mut no_extra,
+    );
+    assert_eq!(r.frame.err(), Some(BadFrame::BadPstate));
+    let regs = r.regs.unwrap();
+    assert_eq!((regs.sp, regs.pstate), (0x1234_5670, PSR_NZCV_MASK));
+    assert_eq!(regs.pc, get_u64(m.at(SP), PC_OFFSET));
+    assert_eq!(regs.regs[7], get_u64(m.at(SP), REGS_OFFSET + 56));
+    // A record the walk refuses: the registers were read before it.
+    let mut m = good_frame();
+    rec(&mut m, 1120, 0x1234, 16);
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| m.read(a, b),
+        &FP_ONLY,
+        &mut frame,
+        &mut no_extra,
+    );
+    assert_eq!(r.frame.err(), Some(BadFrame::UnknownMagic(0x1234)));
+    assert_eq!(r.regs.unwrap().sp, get_u64(m.at(SP), SP_OFFSET));
+    // Misaligned SP: nothing read.
+    let r = parse_sigreturn(
+        SP + 8,
+        &mut |a, b| m.read(a, b),
+        &FP_ONLY,
+        &mut frame,
+        &mut no_extra,
+    );
+    assert_eq!((r.regs, r.sigmask), (None, None));
+}
+
+#[test]
+fn unreadable_header_fields_read_as_zero() {
+    // Nothing mapped at SP: every register zero, no mask.
+    let m = Mem::new(0x9000_0000, 4096);
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let r = parse_sigreturn(
+        SP,
+        &mut |a, b| m.read(a, b),
+        &FP_ONLY,
+        &mut frame,
+        &mut no_extra,
+    );
+    assert_eq!(r.frame.err(), Some(BadFrame::Fault));
+    assert_eq!((r.regs, r.sigmask), (Some(UserRegs::default()), None));
+    // A frame 0x150 bytes below the end of a mapping: the mask and x0..x2 (x2 ends at 0x150)
+    // are there, the rest reads as zero.
+    let mut good = good_frame();
+    let sp = 0x20_0000 - 0x150;
+    let mut m = Mem::new(sp, 0x150);
+    m.write(sp, &good.at(SP)[..0x150]);
+    let r = parse_sigreturn(
+        sp,
+        &mut |a, b| m.read(a, b),
+        &FP_ONLY,
+        &mut frame,
+        &mut no_extra,
+    );
+    let regs = r.regs.unwrap();
+    assert_eq!(
+        r.sigmask,
+        Some(Sigset(get_u64(good.at(SP), UC_SIGMASK_OFFSET)).blockable())
+    );
+    assert_eq!(regs.regs[2], get_u64(good.at(SP), REGS_OFFSET + 16));
+    assert_ne!(regs.regs[2], 0);
+    assert_eq!((regs.regs[3], regs.sp, regs.pc, regs.pstate), (0, 0, 0, 0));
+}
+
+#[test]
+fn at_minsigstksz_is_linux_boot_layout() {
     // fpsimd and esr only: the 4688-byte frame, its frame record and 16 bytes of slack.
-    assert_eq!(sigreturn_extra_limit(0, 0, false), 4720);
-    // SVE at 256 bytes: 8752-byte sve_context in the extra space after extra_context (1184),
-    // its terminator, frame record and slack.
-    assert_eq!(sigreturn_extra_limit(256, 0, false), 1184 + 8752 + 16 + 32);
-    // SME at 256 with SME2: then tpidr2 (16), ZA on (65552) and ZT0 (80).
-    assert_eq!(
-        sigreturn_extra_limit(256, 256, true),
-        1184 + 8752 + 16 + 65552 + 80 + 16 + 32
-    );
-    assert_eq!(
-        sigreturn_extra_limit(256, 256, false),
-        1184 + 8752 + 16 + 65552 + 16 + 32
-    );
+    assert_eq!(at_minsigstksz(0, 0, false), 4720);
+    assert_eq!(at_minsigstksz(64, 0, false), 4720);
+    // SVE at 256 bytes: the 8752-byte sve_context goes to the extra space (which starts at
+    // 1184), then the terminator.
+    assert_eq!(at_minsigstksz(256, 0, false), 1184 + 8752 + 16 + 32);
+    assert_eq!(at_minsigstksz(256, 0, false), 9984);
+    // SVE and SME at 256: tpidr2 and a header-only za_context (ZA is off at boot) — Linux
+    // 7.3's 10016 on QEMU's -cpu max — and with SME2 the 80-byte zt_context too.
+    assert_eq!(at_minsigstksz(256, 256, false), 10016);
+    assert_eq!(at_minsigstksz(256, 256, true), 10016 + 80);
+    // Small lengths stay in __reserved: 4720 whatever is added.
+    assert_eq!(at_minsigstksz(32, 32, true), 4720);
     // An SME-only system sizes sve_context by the SME VL.
-    assert_eq!(
-        sigreturn_extra_limit(0, 128, false),
-        sigreturn_extra_limit(128, 128, false)
-    );
-    assert!(sigreturn_extra_limit(256, 256, true) <= SIGFRAME_MAXSZ);
+    assert_eq!(at_minsigstksz(0, 128, true), at_minsigstksz(128, 128, true));
 }

@@ -102,8 +102,9 @@ pub fn vlctl(data: &[u8]) {
     let text = t.rest();
     dointvec(text);
     match default_vl_write(kind, text, set) {
-        Ok(vl) => {
+        Ok((vl, used)) => {
             assert!(u.contains_bytes(vl), "default {vl} not usable");
+            assert_eq!(parse_dointvec(text).map(|r| r.1), Ok(used));
             let mut buf = [0u8; 16];
             let n = default_vl_read(vl, &mut buf);
             assert_eq!(parse_dointvec(&buf[..n]), Ok((vl as i32, n)));

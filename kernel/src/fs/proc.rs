@@ -1,5 +1,7 @@
 //! /proc: generated files. Each file's text is produced when it is opened (a snapshot, as
-//! Linux's seq files behave for small files) and read from that snapshot.
+//! Linux's seq files behave for small files) and read from that snapshot; the integer files of
+//! /proc/sys instead format and parse their value on every read and write at position 0, as
+//! Linux's sysctls do (`SysctlFile`).
 
 use super::ramfs::RamDir;
 use super::{new_ino, File, FileOps, Inode, Kind};
@@ -12,17 +14,15 @@ use core::any::Any;
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::sysctl;
 
 type Gen = fn(Option<u32>) -> String;
-/// A sysctl-style write handler.
-type WriteFn = fn(&[u8]) -> SysResult<()>;
 
-/// A generated file; `pid` for the per-process ones. `write` handles writes (sysctls).
+/// A generated file; `pid` for the per-process ones.
 pub struct GenFile {
     ino: u64,
     pid: Option<u32>,
     gen: Gen,
-    write: Option<WriteFn>,
 }
 
 impl GenFile {
@@ -31,15 +31,6 @@ impl GenFile {
             ino: new_ino(),
             pid: None,
             gen,
-            write: None,
-        })
-    }
-    pub fn writable(gen: Gen, write: WriteFn) -> Arc<GenFile> {
-        Arc::new(GenFile {
-            ino: new_ino(),
-            pid: None,
-            gen,
-            write: Some(write),
         })
     }
     fn for_pid(pid: u32, gen: Gen) -> Arc<GenFile> {
@@ -47,7 +38,6 @@ impl GenFile {
             ino: new_ino(),
             pid: Some(pid),
             gen,
-            write: None,
         })
     }
 }
@@ -60,16 +50,7 @@ impl Inode for GenFile {
         Kind::File
     }
     fn perm(&self) -> u32 {
-        if self.write.is_some() {
-            0o644
-        } else {
-            0o444
-        }
-    }
-    /// Linux's proc files take a truncation (open with O_TRUNC, ftruncate) and ignore it:
-    /// `fopen(path, "w")` on a sysctl works.
-    fn truncate(&self, _len: u64) -> SysResult<()> {
-        Ok(())
+        0o444
     }
     fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<usize> {
         let text = (self.gen)(self.pid);
@@ -82,7 +63,6 @@ impl Inode for GenFile {
     fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
         Ok(Some(Arc::new(Snapshot {
             text: (self.gen)(self.pid).into_bytes(),
-            write: self.write,
         })))
     }
     fn as_any(&self) -> &dyn Any {
@@ -92,7 +72,6 @@ impl Inode for GenFile {
 
 struct Snapshot {
     text: Vec<u8>,
-    write: Option<WriteFn>,
 }
 
 impl FileOps for Snapshot {
@@ -108,11 +87,112 @@ impl FileOps for Snapshot {
         buf[..n].copy_from_slice(&self.text[off..off + n]);
         Ok(n)
     }
-    fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
-        match self.write {
-            Some(w) => w(buf).map(|()| buf.len()),
-            None => Err(Errno::EACCES),
+    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+        Err(Errno::EACCES)
+    }
+    fn seekable(&self) -> bool {
+        true
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// The text of an integer sysctl, formatted when a read needs it.
+type SysctlRead = fn() -> String;
+/// A write at position 0 of an integer sysctl: the bytes it consumed (what write() returns).
+type SysctlWrite = fn(&[u8]) -> SysResult<usize>;
+
+/// A /proc/sys file holding integers: read and written at the file position as Linux's
+/// proc_sys_call_handler does (`svelt_abi::sysctl`), the value formatted or parsed on each call.
+pub struct SysctlFile {
+    ino: u64,
+    read: SysctlRead,
+    write: Option<SysctlWrite>,
+}
+
+impl SysctlFile {
+    fn new(read: SysctlRead, write: Option<SysctlWrite>) -> Arc<SysctlFile> {
+        Arc::new(SysctlFile {
+            ino: new_ino(),
+            read,
+            write,
+        })
+    }
+}
+
+impl Inode for SysctlFile {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::File
+    }
+    fn perm(&self) -> u32 {
+        if self.write.is_some() {
+            0o644
+        } else {
+            0o444
         }
+    }
+    /// Linux's proc_sys_setattr takes a size change and keeps nothing of it: open with O_TRUNC
+    /// (`fopen(path, "w")`) and ftruncate succeed.
+    fn truncate(&self, _len: u64) -> SysResult<()> {
+        Ok(())
+    }
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<usize> {
+        let text = (self.read)();
+        let b = sysctl::int_read(text.as_bytes(), off, buf.len());
+        buf[..b.len()].copy_from_slice(b);
+        Ok(b.len())
+    }
+    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+        Ok(Some(Arc::new(SysctlOps {
+            read: self.read,
+            write: self.write,
+        })))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+struct SysctlOps {
+    read: SysctlRead,
+    write: Option<SysctlWrite>,
+}
+
+impl SysctlOps {
+    fn write_at(&self, buf: &[u8], pos: u64) -> SysResult<usize> {
+        let write = self.write.ok_or(Errno::EACCES)?;
+        match sysctl::int_write(pos, buf.len()) {
+            sysctl::IntWrite::Done(n) => Ok(n),
+            sysctl::IntWrite::Parse => write(buf),
+        }
+    }
+}
+
+impl FileOps for SysctlOps {
+    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        let mut pos = file.pos.lock();
+        let n = self.pread(file, buf, *pos)?;
+        *pos += n as u64;
+        Ok(n)
+    }
+    fn pread(&self, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
+        let text = (self.read)();
+        let b = sysctl::int_read(text.as_bytes(), off, buf.len());
+        buf[..b.len()].copy_from_slice(b);
+        Ok(b.len())
+    }
+    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
+        let mut pos = file.pos.lock();
+        let n = self.write_at(buf, *pos)?;
+        *pos += n as u64;
+        Ok(n)
+    }
+    fn pwrite(&self, _file: &File, buf: &[u8], off: u64) -> SysResult<usize> {
+        self.write_at(buf, off)
     }
     fn seekable(&self) -> bool {
         true
@@ -253,18 +333,18 @@ pub fn sys_dir() -> Arc<RamDir> {
             if crate::cpufeature::features().sve {
                 abi.replace(
                     "sve_default_vector_length",
-                    GenFile::writable(
+                    SysctlFile::new(
                         crate::fpstate::sve_default_read,
-                        crate::fpstate::sve_default_write,
+                        Some(crate::fpstate::sve_default_write),
                     ),
                 );
             }
             if crate::cpufeature::offer().sme {
                 abi.replace(
                     "sme_default_vector_length",
-                    GenFile::writable(
+                    SysctlFile::new(
                         crate::fpstate::sme_default_read,
-                        crate::fpstate::sme_default_write,
+                        Some(crate::fpstate::sme_default_write),
                     ),
                 );
             }
@@ -272,36 +352,39 @@ pub fn sys_dir() -> Arc<RamDir> {
             let kernel = RamDir::new(0o555);
             kernel.replace(
                 "threads-max",
-                GenFile::writable(
-                    |_| int_read(&crate::task::MAX_THREADS),
-                    |t| int_write(&crate::task::MAX_THREADS, t, 20, 0x3fff_ffff),
+                SysctlFile::new(
+                    || int_read(&crate::task::MAX_THREADS),
+                    Some(|t| int_write(&crate::task::MAX_THREADS, t, 20, 0x3fff_ffff)),
                 ),
             );
             d.replace("kernel", kernel);
             let vm = RamDir::new(0o555);
             vm.replace(
                 "max_map_count",
-                GenFile::writable(
-                    |_| int_read(&crate::mm::aspace::MAX_MAP_COUNT),
-                    |t| int_write(&crate::mm::aspace::MAX_MAP_COUNT, t, 0, i32::MAX as usize),
+                SysctlFile::new(
+                    || int_read(&crate::mm::aspace::MAX_MAP_COUNT),
+                    Some(|t| int_write(&crate::mm::aspace::MAX_MAP_COUNT, t, 0, i32::MAX as usize)),
                 ),
             );
             d.replace("vm", vm);
             let fsd = RamDir::new(0o555);
             fsd.replace(
                 "pipe-max-size",
-                GenFile::writable(
-                    |_| int_read(&super::pipe::PIPE_MAX_SIZE),
-                    |t| {
+                SysctlFile::new(
+                    || int_read(&super::pipe::PIPE_MAX_SIZE),
+                    Some(|t| {
                         // Stored rounded as a pipe's size would be (Linux does the same).
                         let v = parse_int(t)?;
                         let r = super::pipe::round_size(v).ok_or(Errno::EINVAL)?;
                         super::pipe::PIPE_MAX_SIZE.store(r, Ordering::Relaxed);
-                        Ok(())
-                    },
+                        Ok(t.len())
+                    }),
                 ),
             );
-            fsd.replace("nr_open", GenFile::new(|_| format!("{}\n", super::NR_OPEN)));
+            fsd.replace(
+                "nr_open",
+                SysctlFile::new(|| format!("{}\n", super::NR_OPEN), None),
+            );
             d.replace("fs", fsd);
             d
         })
@@ -666,13 +749,13 @@ fn int_write(
     text: &[u8],
     min: usize,
     max: usize,
-) -> SysResult<()> {
+) -> SysResult<usize> {
     let n = parse_int(text)?;
     if !(min..=max).contains(&n) {
         return Err(Errno::EINVAL);
     }
     v.store(n, Ordering::Relaxed);
-    Ok(())
+    Ok(text.len())
 }
 
 fn meminfo(_: Option<u32>) -> String {

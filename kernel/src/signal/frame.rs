@@ -115,9 +115,11 @@ pub fn setup_rt_frame(
             });
         }
     }
+    // The fault that raised the signal, if any: reported by this frame, and by the SIGSEGV
+    // that follows should this frame not be written.
     let l = t.local();
-    let esr = l.fault_esr.take();
-    let fault_address = l.fault_address.take();
+    let esr = l.fault_esr.get();
+    let fault_address = l.fault_address.get();
     let regs = user_regs(tf);
     let d = sf::SigDelivery {
         sp_top: alt.frame_top(tf.sp_el0, a.sa_flags),
@@ -145,6 +147,8 @@ pub fn setup_rt_frame(
     })
     .map_err(|_| ())?;
     drop(st);
+    l.fault_esr.set(0);
+    l.fault_address.set(0);
     crate::fpstate::signal_entered(t);
     if a.sa_flags & sig::SA_ONSTACK != 0 {
         t.sig.lock().altstack.disarm_after_save();
@@ -165,22 +169,30 @@ pub fn setup_rt_frame(
     Ok(())
 }
 
-/// rt_sigreturn: restores the interrupted context from the frame at SP, or kills the caller
-/// with SIGSEGV if the frame is malformed.
+/// rt_sigreturn: restores the interrupted context from the frame at SP. A bad frame still
+/// leaves the registers it holds (when they could be read), x0 = 0 and a SIGSEGV at their SP,
+/// as Linux's sys_rt_sigreturn does.
 pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
     t.local().in_syscall.set(-1);
     let sp = tf.sp_el0;
+    // rt_sigreturn's own return value, whatever the frame holds.
+    tf.x[0] = 0;
+    // access_ok: a frame outside user space is bad before anything is read.
+    if UserSlice::new(sp as usize, sf::RT_SIGFRAME_SIZE)
+        .check()
+        .is_err()
+    {
+        log::debug!("pid {}: signal frame at {sp:#x} not in user space", t.pid());
+        bad_frame(t, sp);
+        return;
+    }
     // Only the header and the records present are read; the extra space, if any, once, into
-    // memory of its size that is not zeroed first (it is refused beyond the largest frame this
-    // system writes; Linux accepts up to SIGFRAME_MAXSZ).
+    // memory of its size that is not zeroed first (up to SIGFRAME_MAXSZ, as on Linux).
     let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
     let mut extra_store: Option<alloc::vec::Vec<u8>> = None;
     let mut extra_slot = Some(&mut extra_store);
     let mut read_extra = |addr: u64, len: usize| {
         let slot = extra_slot.take().ok_or(sf::BadFrame::ExtraDuplicate)?;
-        if len > largest_frame() {
-            return Err(sf::BadFrame::ExtraBufferTooSmall { needed: len });
-        }
         let v = UserSlice::new(addr as usize, len)
             .read_vec()
             .map_err(|e| match e {
@@ -200,41 +212,49 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
         &mut frame,
         &mut read_extra,
     );
-    restore_sigframe(t, tf, sp, r);
+    restore_sigframe(t, tf, r);
 }
 
-/// Installs what a parsed frame holds, or kills the task if it is malformed.
-fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, sp: u64, r: sf::SigreturnResult) {
+/// Installs what a parsed frame holds, in Linux's order: the mask, the registers, the records
+/// one by one (a bad one ending it with SIGSEGV, what came before it kept), the alternate
+/// stack.
+fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: sf::SigreturnResult) {
     if let Some(m) = r.sigmask {
         t.sig.lock().blocked = m.0;
         super::hint(t);
     }
+    if let Some(regs) = r.regs {
+        tf.x = regs.regs;
+        tf.sp_el0 = regs.sp;
+        tf.elr = regs.pc;
+        tf.spsr = regs.pstate;
+    }
     let restored = match r.frame {
         Ok(f) => f,
         Err(e) => {
-            log::debug!("pid {}: bad signal frame at {sp:#x}: {e:?}", t.pid());
-            bad_frame(t, sp);
+            log::debug!("pid {}: bad signal frame: {e:?}", t.pid());
+            tf.x[0] = 0;
+            bad_frame(t, tf.sp_el0);
             return;
         }
     };
-    tf.x = restored.regs.regs;
-    tf.sp_el0 = restored.regs.sp;
-    tf.elr = restored.regs.pc;
-    tf.spsr = restored.regs.pstate;
     let fp = FpsimdState {
         vregs: restored.fpsimd.vregs,
         fpsr: restored.fpsimd.fpsr,
         fpcr: restored.fpsimd.fpcr,
         _pad: [0; 2],
     };
-    let (sve_vl, sme_vl) = crate::fpstate::vls(t);
-    match sf::check_records(&restored, &features(), sve_vl, sme_vl) {
-        Ok(rec) => crate::fpstate::from_sigreturn(t, fp, rec),
-        Err(e) => {
-            log::debug!("pid {}: bad signal frame record at {sp:#x}: {e:?}", t.pid());
-            bad_frame(t, sp);
-            return;
-        }
+    let task = crate::fpstate::for_sigreturn(t);
+    let (records, bad) = match sf::check_records(&restored, &features(), &task) {
+        Ok(rec) => (rec, None),
+        Err(p) => (p.done, Some(p.error)),
+    };
+    crate::fpstate::from_sigreturn(t, fp, records);
+    if let Some(e) = bad {
+        log::debug!("pid {}: bad signal frame record: {e:?}", t.pid());
+        tf.x[0] = 0;
+        bad_frame(t, tf.sp_el0);
+        return;
     }
     if let Some(ss) = r.uc_stack {
         let mut alt = t.sig.lock().altstack;
@@ -244,37 +264,25 @@ fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, sp: u64, r: sf::Sigretu
     }
 }
 
-/// A bad frame: the SIGSEGV `sf::bad_frame_siginfo` gives for whether SP points into a mapping.
+/// A bad frame: `arm64_notify_segfault(sp)`, SIGSEGV at `sp` (the SP the task goes on with).
 fn bad_frame(t: &Task, sp: u64) {
-    let mapped = task::with_mm(|mm| Ok(mm.find_vma(sp as usize).is_some())).unwrap_or(false);
-    super::force(t, sig::SIGSEGV, sf::bad_frame_siginfo(sp, mapped));
+    let va = svelt_abi::sys::untagged_addr(sp as usize);
+    let above = task::with_mm(|mm| Ok(mm.vmas().any(|v| v.end > va))).unwrap_or(false);
+    super::force(t, sig::SIGSEGV, sf::bad_frame_siginfo(sp, above));
 }
 
-/// The largest frame this system can write: every record at its largest, ZA included.
-fn largest_frame() -> usize {
-    sf::sigreturn_extra_limit(
+/// The largest frame this system delivers, as AT_MINSIGSTKSZ counts it.
+pub fn min_sigstksz() -> usize {
+    let sme = crate::cpufeature::offer().sme;
+    sf::at_minsigstksz(
         crate::cpufeature::sve_max_vl().unwrap_or(0),
-        crate::cpufeature::sme_vls().max_bytes().unwrap_or(0),
-        crate::cpufeature::features().sme2(),
+        if sme {
+            crate::cpufeature::sme_vls().max_bytes().unwrap_or(0)
+        } else {
+            0
+        },
+        sme && crate::cpufeature::features().sme2(),
     )
-}
-
-/// The largest frame this system delivers (for AT_MINSIGSTKSZ).
-pub fn max_frame_size() -> usize {
-    let mut sizes = alloc::vec![sf::FPSIMD_CONTEXT_SIZE, sf::ESR_CONTEXT_SIZE];
-    let sve_max = crate::cpufeature::sve_max_vl().unwrap_or(0);
-    let sme_max = crate::cpufeature::sme_vls().max_bytes().unwrap_or(0);
-    let vq = sve_max.max(sme_max) / 16;
-    if vq > 0 {
-        sizes.push(sf::sve_sig_context_size(vq).next_multiple_of(16));
-    }
-    if sme_max > 0 {
-        // Linux 7.3 counts tpidr2 and only the header of za_context here (measured: 10016 at
-        // SVE and SME VL 256), so AT_MINSIGSTKSZ matches it; real frames with ZA on are larger.
-        sizes.push(sf::TPIDR2_CONTEXT_SIZE);
-        sizes.push(sf::ZA_CONTEXT_HEAD_SIZE);
-    }
-    sf::minsigstksz(&sizes).map_or(sf::RT_SIGFRAME_SIZE, |n| n - 32)
 }
 
 /// A few values without a heap allocation (signal delivery is a hot path).

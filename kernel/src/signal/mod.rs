@@ -239,23 +239,45 @@ pub fn send_to_process(p: &Arc<Process>, signo: u32, info: SigInfo) {
     }
 }
 
-/// A synchronous fault signal: delivered even if blocked or ignored (then with the default
-/// action), as Linux's force_sig does.
+/// A synchronous fault signal, as Linux's force_sig_info_to_task sends it with the handler
+/// in place: if `t` blocks or ignores it, it is unblocked and its handler reset to SIG_DFL (the
+/// other sigaction fields kept), so it is delivered, or kills.
 pub fn force(t: &Task, signo: u32, info: SigInfo) {
+    force_to(t, signo, info, false);
+}
+
+/// `force`, with the handler reset to SIG_DFL in any case (Linux's force_fatal_sig).
+fn force_fatal(t: &Task, signo: u32, info: SigInfo) {
+    force_to(t, signo, info, true);
+}
+
+fn force_to(t: &Task, signo: u32, info: SigInfo, to_default: bool) {
     {
         let h = t.sighand();
         let mut h = h.lock();
         let mut s = t.sig.lock();
-        let a = h.get(signo);
-        if s.blocked & bit(signo) != 0 || a.sa_handler == sig::SIG_IGN {
+        let mut a = h.get(signo);
+        let blocked = s.blocked & bit(signo) != 0;
+        if blocked || a.sa_handler == sig::SIG_IGN || to_default {
+            a.sa_handler = sig::SIG_DFL;
+            h.set(signo, a);
             s.blocked &= !bit(signo);
-            if a.sa_handler == sig::SIG_IGN {
-                h.set(signo, SigAction::default());
-            }
         }
         s.pending.add(info);
     }
     hint(t);
+}
+
+/// A signal frame for `failed` could not be written: Linux's force_sigsegv. SIGSEGV follows,
+/// to its handler if it has one it can take (on an alternate stack, say); when the frame that
+/// failed was SIGSEGV's own, it kills.
+fn force_sigsegv(t: &Task, failed: u32) {
+    let info = SigInfo::kernel(sig::SIGSEGV);
+    if failed == sig::SIGSEGV {
+        force_fatal(t, sig::SIGSEGV, info);
+    } else {
+        force(t, sig::SIGSEGV, info);
+    }
 }
 
 /// A signal (or a kill) that should end an interruptible wait is pending for `t`.
@@ -425,8 +447,10 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
             _ => {
                 restart(cur, tf, Some(action.sa_flags));
                 if deliver(cur, tf, &info, &action).is_err() {
-                    // The frame could not be written (bad stack): the task dies of SIGSEGV.
-                    return Some(wstatus::signaled(sig::SIGSEGV, false));
+                    // The frame could not be written (bad stack): SIGSEGV instead, taken on
+                    // the next turn of this loop.
+                    force_sigsegv(&t, signo);
+                    continue;
                 }
                 // More may be pending: look again before returning to user mode.
                 if interrupted(&t) {
@@ -449,15 +473,15 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
 fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -> Result<(), ()> {
     let signo = info.signo();
     let (mask_to_save, altstack) = {
-        let mut s = t.sig.lock();
-        let m = s.saved_mask.take().unwrap_or(s.blocked);
-        (m, s.altstack)
+        let s = t.sig.lock();
+        (s.saved_mask.unwrap_or(s.blocked), s.altstack)
     };
-    if frame::setup_rt_frame(t, tf, info, a, mask_to_save, altstack).is_err() {
-        return Err(());
-    }
+    // A temporary mask (sigsuspend...) is only given up once a frame holds it: the signal
+    // that follows a failed frame saves it too.
+    frame::setup_rt_frame(t, tf, info, a, mask_to_save, altstack)?;
     {
         let mut s = t.sig.lock();
+        s.saved_mask = None;
         s.blocked = a.handler_mask(signo, sig::Sigset(s.blocked)).0;
     }
     if a.sa_flags & sig::SA_RESETHAND != 0 {
@@ -514,8 +538,8 @@ pub fn set_temp_mask(m: u64) {
     hint(t);
 }
 
-/// AT_MINSIGSTKSZ: the largest frame this system can deliver, plus the frame record and
+/// AT_MINSIGSTKSZ: the largest frame this system delivers (ZA off), plus the frame record and
 /// alignment slack.
 pub fn min_sigstksz() -> usize {
-    frame::max_frame_size() + 32
+    frame::min_sigstksz()
 }

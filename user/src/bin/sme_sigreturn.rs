@@ -1,9 +1,11 @@
 //! rt_sigreturn with SME records: malformed za/tpidr2/sve(SM)/zt records and duplicates are
 //! refused with SIGSEGV; valid edits take effect: entering and leaving streaming mode, turning ZA
-//! off (header-only za_context) and on (za_context with payload), a new TPIDR2 value, and frames
-//! without za_context or tpidr2_context (Linux then leaves PSTATE.ZA off and TPIDR2 zero, the
-//! state the handler ran with). Each case runs in a child: a `brk` with the state live, a handler
-//! that rewrites the frame, and the state checked after sigreturn.
+//! off (header-only za_context) and on (za_context with payload, ZT0 then zero), a new TPIDR2
+//! value, and frames without za_context or tpidr2_context (Linux then leaves PSTATE.ZA, ZA and
+//! TPIDR2 as the handler has them: off and zero unless it turned ZA on itself). With SME2 a
+//! zt_context is taken when ZA is on after the za step, from the frame or, without za_context,
+//! from the handler. Each case runs in a child: a `brk` with the state live, a handler that
+//! rewrites the frame, and the state checked after sigreturn.
 #![no_std]
 #![no_main]
 
@@ -39,6 +41,15 @@ enum Mode {
     NoZaRecord,
     NewTpidr2,
     NoTpidr2Record,
+    /// The handler turns ZA on (its own contents) and drops za_context.
+    HandlerZaOnNoZaRecord,
+    /// The same, and a zt_context (SME2).
+    HandlerZaOnZtRecord,
+    /// No za_context, a zt_context, ZA off in the handler (SME2): refused.
+    ZtNoZaRecord,
+    /// The handler turns ZA on and loads ZT0; the frame's za_context has a payload and no
+    /// zt_context follows (SME2): ZT0 ends up zero.
+    HandlerZt0ZaPayload,
 }
 
 static MODE: AtomicU32 = AtomicU32::new(0);
@@ -52,6 +63,64 @@ struct Params {
     zs: Vec<u8>,
     /// ZA image the handler installs for ZaOnWithPayload.
     za: Vec<u8>,
+    /// ZA image the handler loads itself when it turns ZA on.
+    za_h: Vec<u8>,
+    /// ZT0 for a zt_context the handler adds, and ZT0 the handler loads itself.
+    zt: [u8; 64],
+    zt_h: [u8; 64],
+}
+
+core::arch::global_asm!(
+    r#"
+    .arch_extension sme2
+    .text
+    .global svelt_sme_sigreturn_ldr_zt0
+svelt_sme_sigreturn_ldr_zt0:
+    ldr zt0, [x0]
+    ret
+    .global svelt_sme_sigreturn_str_zt0
+svelt_sme_sigreturn_str_zt0:
+    str zt0, [x0]
+    ret
+"#
+);
+
+extern "C" {
+    fn svelt_sme_sigreturn_ldr_zt0(src: *const u8);
+    fn svelt_sme_sigreturn_str_zt0(dst: *mut u8);
+}
+
+/// ZT0 := `v` (SME2, PSTATE.ZA on).
+fn load_zt0(v: &[u8; 64]) {
+    // SAFETY: reads 64 bytes at a valid address; ZT0 is used by no compiled code.
+    unsafe { svelt_sme_sigreturn_ldr_zt0(v.as_ptr()) }
+}
+
+/// ZT0's bytes (SME2, PSTATE.ZA on).
+fn store_zt0() -> [u8; 64] {
+    let mut v = [0u8; 64];
+    // SAFETY: writes 64 bytes to a local buffer.
+    unsafe { svelt_sme_sigreturn_str_zt0(v.as_mut_ptr()) };
+    v
+}
+
+/// In the handler: PSTATE.ZA on with `za_h` in it (and ZT0 zero, as SMSTART ZA leaves it).
+fn handler_za_on() {
+    let p = params();
+    let mut op = Op {
+        flags: F_ZA | F_KEEP_ZA,
+        za_in: p.za_h.as_ptr() as usize,
+        action: A_NONE,
+        ..Op::default()
+    };
+    run(&mut op);
+}
+
+fn zt_record(zt: &[u8; 64]) -> OwnedRec {
+    let mut body = vec![0u8; 8];
+    body[0] = 1; // nregs
+    body.extend_from_slice(zt);
+    OwnedRec::new(ZT_MAGIC, &body)
 }
 
 const TPIDR2_IN: u64 = 0x1111_2222_3333_4444;
@@ -129,17 +198,37 @@ fn mutate(ucp: *mut u8) -> Result<(), String> {
         Mode::LeaveStreamingNoSve => {
             recs.remove(sve);
         }
-        Mode::ZaOffHeader => recs[za].bytes.truncate(16),
+        Mode::ZaOffHeader => {
+            recs[za].bytes.truncate(16);
+            // With SME2 and ZA on the frame has a zt_context, which ZA off would refuse.
+            recs.retain(|r| r.magic != ZT_MAGIC);
+        }
         Mode::ZaOnWithPayload => {
             recs[za].bytes.truncate(16);
             recs[za].bytes.extend_from_slice(&p.za);
         }
         Mode::NoZaRecord => {
             recs.remove(za);
+            recs.retain(|r| r.magic != ZT_MAGIC);
         }
         Mode::NewTpidr2 => recs[tp].set_u64(8, TPIDR2_NEW),
         Mode::NoTpidr2Record => {
             recs.remove(tp);
+        }
+        Mode::HandlerZaOnNoZaRecord => {
+            handler_za_on();
+            recs.remove(za);
+        }
+        Mode::HandlerZaOnZtRecord => {
+            handler_za_on();
+            recs[za] = zt_record(&p.zt);
+        }
+        Mode::ZtNoZaRecord => recs[za] = zt_record(&p.zt),
+        Mode::HandlerZt0ZaPayload => {
+            handler_za_on();
+            load_zt0(&p.zt_h);
+            recs[za].bytes.truncate(16);
+            recs[za].bytes.extend_from_slice(&p.za);
         }
     }
     write_frame(&f, &recs)
@@ -162,6 +251,8 @@ struct After {
     vl: u64,
     z_ok: bool,
     za_ok: bool,
+    /// ZT0 after sigreturn (the modes that look at it, with ZA on).
+    zt0: Option<[u8; 64]>,
 }
 
 /// Runs one case in a child: SVL `svl`, state (sm, za) live with patterns, brk, handler edits.
@@ -173,6 +264,9 @@ fn case(m: Mode, svl: usize, sm: bool, za: bool) -> Result<(i32, After), String>
         svevl,
         zs: z_pattern(77, svl, has_fa64()),
         za: pattern(78, svl * svl),
+        za_h: pattern(79, svl * svl),
+        zt: pattern(80, 64).try_into().unwrap(),
+        zt_h: pattern(81, 64).try_into().unwrap(),
     });
     PARAMS.store(Box::leak(boxed) as *const Params as usize, Ordering::SeqCst);
     MODE.store(m as u32, Ordering::SeqCst);
@@ -189,11 +283,13 @@ fn case(m: Mode, svl: usize, sm: bool, za: bool) -> Result<(i32, After), String>
         let big = z_image_len(svl.max(svevl));
         let mut zout = vec![0xeeu8; big];
         let mut zaout = vec![0xeeu8; svl * svl];
+        let want_zt0 = matches!(m, Mode::HandlerZaOnZtRecord | Mode::HandlerZt0ZaPayload);
         let mut op = Op {
             flags: F_TPIDR2
                 | if sm { F_SM } else { 0 }
                 | if za { F_ZA } else { 0 }
-                | if fa64 { F_FA64 } else { 0 },
+                | if fa64 { F_FA64 } else { 0 }
+                | if want_zt0 { F_KEEP_ZA } else { 0 },
             tpidr2_in: TPIDR2_IN,
             z_in: zin.as_ptr() as usize,
             za_in: if za { zain.as_ptr() as usize } else { 0 },
@@ -203,6 +299,11 @@ fn case(m: Mode, svl: usize, sm: bool, za: bool) -> Result<(i32, After), String>
             ..Op::default()
         };
         run(&mut op);
+        // ZA is still on for these modes (F_KEEP_ZA): ZT0 is as sigreturn left it.
+        let zt0 = (want_zt0 && op.svcr_after & SVCR_ZA != 0).then(store_zt0);
+        if want_zt0 {
+            smstop_za();
+        }
         let vl = op.vl_after as usize;
         let n = z_image_len(vl);
         let stored = if op.out_flags & O_FFR != 0 {
@@ -228,10 +329,10 @@ fn case(m: Mode, svl: usize, sm: bool, za: bool) -> Result<(i32, After), String>
                 println!("# {m:?}: {d}");
             }
         }
-        let want_za = if m == Mode::ZaOnWithPayload {
-            &p.za
-        } else {
-            &zain
+        let want_za = match m {
+            Mode::ZaOnWithPayload | Mode::HandlerZt0ZaPayload => &p.za,
+            Mode::HandlerZaOnNoZaRecord | Mode::HandlerZaOnZtRecord => &p.za_h,
+            _ => &zain,
         };
         let za_ok = op.out_flags & O_ZA != 0 && zaout == *want_za;
         out.set(After {
@@ -240,6 +341,7 @@ fn case(m: Mode, svl: usize, sm: bool, za: bool) -> Result<(i32, After), String>
             vl: op.vl_after,
             z_ok,
             za_ok,
+            zt0,
         });
         set_tpidr2(0);
         0
@@ -411,6 +513,52 @@ fn frame_without_za_context() -> TestResult {
     Ok(())
 }
 
+fn za_turned_on_by_the_handler_stays_on() -> TestResult {
+    need()?;
+    for svl in sme_vls() {
+        for za in [false, true] {
+            let a = expect_ok(Mode::HandlerZaOnNoZaRecord, svl, false, za)?;
+            println!(
+                "# handler turned ZA on, no za_context, SVL {svl}, ZA at the brk {za}: SVCR after {:#x}",
+                a.svcr
+            );
+            check_eq!(a.svcr, SVCR_ZA, "ZA stays on, as the handler left it");
+            check!(a.za_ok, "svl {svl}: ZA holds what the handler put there");
+            check_eq!(a.tpidr2, TPIDR2_IN);
+        }
+    }
+    Ok(())
+}
+
+fn zt_context_with_za_on() -> TestResult {
+    need()?;
+    if !has_sme2() {
+        return skip("no SME2");
+    }
+    let p_zt = pattern(80, 64);
+    for svl in sme_vls() {
+        // ZA on from the handler, no za_context: the zt_context is taken.
+        let a = expect_ok(Mode::HandlerZaOnZtRecord, svl, false, false)?;
+        check_eq!(a.svcr, SVCR_ZA);
+        check!(a.za_ok, "svl {svl}: ZA as the handler left it");
+        check_eq!(
+            a.zt0.map(|z| z.to_vec()),
+            Some(p_zt.clone()),
+            "ZT0 from the frame"
+        );
+        // A za_context with a payload clears ZT0 when no zt_context follows.
+        if svl <= 32 {
+            let a = expect_ok(Mode::HandlerZt0ZaPayload, svl, false, false)?;
+            check_eq!(a.svcr, SVCR_ZA);
+            check!(a.za_ok, "svl {svl}: ZA from the frame");
+            check_eq!(a.zt0, Some([0u8; 64]), "ZT0 zeroed by the za_context");
+        }
+        // ZA off in the handler (delivery turned it off) and no za_context: refused.
+        expect_segv(Mode::ZtNoZaRecord, svl, false, true)?;
+    }
+    Ok(())
+}
+
 fn tpidr2_from_the_frame() -> TestResult {
     need()?;
     let a = expect_ok(Mode::NewTpidr2, small_svl(), true, true)?;
@@ -455,6 +603,11 @@ fn main(_args: &rt::Args) -> i32 {
         ),
         ("za_off_and_on_via_sigreturn", za_off_and_on_via_sigreturn),
         ("frame_without_za_context", frame_without_za_context),
+        (
+            "za_turned_on_by_the_handler_stays_on",
+            za_turned_on_by_the_handler_stays_on,
+        ),
+        ("zt_context_with_za_on", zt_context_with_za_on),
         ("tpidr2_from_the_frame", tpidr2_from_the_frame),
     ])
 }
