@@ -1001,10 +1001,16 @@ pub fn parse_sigreturn<'a>(
     if sp & 15 != 0 {
         return out;
     }
+    // The kernel refuses a frame outside user space before it gets here; a frame that would wrap
+    // around the address space cannot be read either way.
+    if sp.checked_add(RT_SIGFRAME_SIZE as u64).is_none() {
+        out.frame = Err(BadFrame::Fault);
+        return out;
+    }
     // Linux reads the header field by field, a field it cannot read as zero. Fields never
     // cross a 4 KiB boundary and user memory faults a page at a time, so reading each 4 KiB
     // piece once, zero where it faults, sees the same values.
-    let have = FIRST_READ;
+    let mut have = FIRST_READ;
     let (mut faulted, mut mask_ok) = (false, true);
     let mut at = 0;
     while at < have {
@@ -1035,7 +1041,6 @@ pub fn parse_sigreturn<'a>(
         out.frame = Err(BadFrame::BadPstate);
         return out;
     }
-    let mut have = have;
 
     let mut reserved = Reserved {
         sp,

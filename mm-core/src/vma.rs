@@ -12,9 +12,9 @@ use core::cell::Cell;
 pub struct Prot(pub u32);
 
 impl Prot {
-    pub const READ: u32 = 1;
-    pub const WRITE: u32 = 2;
-    pub const EXEC: u32 = 4;
+    pub const READ: u32 = svelt_abi::mm::PROT_READ;
+    pub const WRITE: u32 = svelt_abi::mm::PROT_WRITE;
+    pub const EXEC: u32 = svelt_abi::mm::PROT_EXEC;
     pub fn r(self) -> bool {
         self.0 & Self::READ != 0
     }
@@ -162,7 +162,10 @@ impl<B: VmBacking> Vmas<B> {
     /// A free range of `len` bytes: `hint` if it is free and within `[MMAP_MIN, MMAP_TOP)`,
     /// else the highest one below `MMAP_TOP` (and not below `MMAP_MIN`).
     pub fn find_free(&self, len: usize, hint: usize) -> Option<usize> {
-        if hint >= MMAP_MIN && hint.checked_add(len)? <= MMAP_TOP && self.is_free(hint, hint + len)
+        // A hint that does not fit (or overflows) is ignored, as Linux ignores it.
+        if hint >= MMAP_MIN
+            && hint.checked_add(len).is_some_and(|end| end <= MMAP_TOP)
+            && self.is_free(hint, hint + len)
         {
             return Some(hint);
         }
@@ -180,7 +183,8 @@ impl<B: VmBacking> Vmas<B> {
                 self.packed_below.set(top);
             }
         }
-        (top >= MMAP_MIN + len).then(|| top - len)
+        // Checked: `len` is the user's, and may be close to the whole address space.
+        top.checked_sub(len).filter(|&start| start >= MMAP_MIN)
     }
 
     /// Where the mappings that run without a hole from `start` stop (at most `end`).
@@ -277,10 +281,7 @@ impl<B: VmBacking> Vmas<B> {
             self.packed_below
                 .set(end.clamp(self.packed_below.get(), MMAP_TOP));
         }
-        self.split_at(start);
-        self.split_at(end);
-        let doomed: Vec<usize> = self.tree.range(start..end).map(|(&s, _)| s).collect();
-        for s in doomed {
+        for s in self.split_range(start, end) {
             let Some(v) = self.tree.remove(&s) else {
                 continue;
             };
@@ -302,11 +303,9 @@ impl<B: VmBacking> Vmas<B> {
         prot: Prot,
         mut changed: impl FnMut(&Vma<B>),
     ) {
-        self.split_at(start);
-        self.split_at(end);
-        let keys: Vec<usize> = self.tree.range(start..end).map(|(&s, _)| s).collect();
-        for k in keys {
-            let Some(v) = self.tree.get_mut(&k) else {
+        let keys = self.split_range(start, end);
+        for k in &keys {
+            let Some(v) = self.tree.get_mut(k) else {
                 continue;
             };
             self.data_vm -= v.data_bytes();
@@ -314,16 +313,13 @@ impl<B: VmBacking> Vmas<B> {
             self.data_vm += v.data_bytes();
             changed(v);
         }
-        self.try_merge(end);
-        self.try_merge(start);
+        self.merge_range(&keys, end);
     }
 
     /// Locks or unlocks `[start, end)`, splitting the VMAs at its ends and joining those that
     /// end up alike.
     pub(crate) fn set_locked(&mut self, start: usize, end: usize, lock: bool) {
-        self.split_at(start);
-        self.split_at(end);
-        let keys: Vec<usize> = self.tree.range(start..end).map(|(&s, _)| s).collect();
+        let keys = self.split_range(start, end);
         for k in &keys {
             let Some(v) = self.tree.get_mut(k) else {
                 continue;
@@ -337,7 +333,21 @@ impl<B: VmBacking> Vmas<B> {
                 }
             }
         }
-        for k in keys {
+        self.merge_range(&keys, end);
+    }
+
+    /// Splits the VMAs straddling `start` and `end`; the starts of those in between.
+    fn split_range(&mut self, start: usize, end: usize) -> Vec<usize> {
+        self.split_at(start);
+        self.split_at(end);
+        self.tree.range(start..end).map(|(&s, _)| s).collect()
+    }
+
+    /// After a change to the VMAs starting at `keys` (ending at `end`): joins every boundary,
+    /// inside and at both ends, where neighbours have become alike (as Linux's mprotect and
+    /// mlock merge).
+    fn merge_range(&mut self, keys: &[usize], end: usize) {
+        for &k in keys {
             self.try_merge(k);
         }
         self.try_merge(end);

@@ -252,6 +252,20 @@ fn mprotect_back_to_the_old_rights_merges_again() {
     assert_eq!(mm.vmas().data_vm(), 9 * P);
 }
 
+/// One mprotect over three regions that end up alike leaves one region, as on Linux (every
+/// boundary inside the range merges, not only its ends).
+#[test]
+fn mprotect_across_several_regions_merges_them_all() {
+    let (mut mm, _) = new_mm();
+    anon(&mut mm, A, 2, R);
+    anon(&mut mm, A + 2 * P, 2, RW);
+    anon(&mut mm, A + 4 * P, 2, R);
+    assert_eq!(mm.vmas().count(), 3);
+    mm.protect(A, A + 6 * P, Prot(RW), MAX).unwrap();
+    assert_eq!(layout(&mm), [(A, A + 6 * P, RW, false)]);
+    assert_eq!(mm.vmas().data_vm(), 6 * P);
+}
+
 #[test]
 fn mprotect_over_a_hole_fails_and_changes_nothing() {
     let (mut mm, _) = new_mm();
@@ -323,6 +337,19 @@ fn find_free_places_mappings_top_down_from_mmap_top() {
     anon(&mut mm, b, 2, R);
     let c = mm.vmas().find_free(P, 0).unwrap();
     assert_eq!(c, b - P);
+}
+
+/// A length close to the whole address space fits nowhere (mmap's ENOMEM), and a hint whose end
+/// overflows is ignored, not an error: neither wraps around.
+#[test]
+fn find_free_refuses_a_huge_length_and_ignores_an_overflowing_hint() {
+    let (mm, _) = new_mm();
+    assert_eq!(mm.vmas().find_free(usize::MAX & !(P - 1), 0), None);
+    assert_eq!(mm.vmas().find_free(MMAP_TOP, 0), None);
+    assert_eq!(
+        mm.vmas().find_free(2 * P, usize::MAX & !(P - 1)),
+        Some(MMAP_TOP - 2 * P)
+    );
 }
 
 #[test]

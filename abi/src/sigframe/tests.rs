@@ -415,6 +415,23 @@ fn every_record_kind_round_trips() {
     assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR1)));
 }
 
+/// A frame whose end would wrap around the address space is a fault, not an overflow.
+#[test]
+fn frame_at_the_top_of_the_address_space_is_a_fault() {
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let mut extra = vec![0u8; 16];
+    let mut never = |_: u64, _: &mut [u8]| -> Result<(), Efault> { panic!("nothing is read") };
+    let r = parse_sigreturn(
+        u64::MAX - 15,
+        &mut never,
+        &FP_ONLY,
+        &mut frame,
+        &mut extra_in(&mut extra, &mut |_, _| Err(Efault)),
+    );
+    assert_eq!(r.frame.err(), Some(BadFrame::Fault));
+    assert_eq!(r.regs, None);
+}
+
 // ---- rejections: build a good FPSIMD frame, then break one thing ----
 
 const SP: u64 = 0x10_0000;
