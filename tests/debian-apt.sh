@@ -18,28 +18,41 @@ host_mirror() {
     echo "${m%/}"
 }
 
-# trixie_backports_apt DIR: a private apt configuration in DIR (DIR/apt.conf, for APT_CONFIG)
-# for arm64 packages from trixie-backports on the host's mirror, checked with the Debian archive
-# keyring; the host's own sources and package state are not touched. Also makes DIR/deb for
+# private_apt DIR ARCH SUITE...: a private apt configuration in DIR (DIR/apt.conf, for
+# APT_CONFIG) for ARCH's packages (empty: the host's) from the SUITEs on the host's mirror,
+# checked with the Debian archive keyring, with an empty package state (apt resolves every
+# dependency); the host's own sources and package state are not touched. Also makes DIR/deb for
 # downloads. Fails if the host names no mirror.
-trixie_backports_apt() {
-    local apt=$1 mirror
+private_apt() {
+    local apt=$1 arch=$2 mirror suite opt=""
+    shift 2
     mirror=$(host_mirror) || return 1
     rm -rf "$apt"
     mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$apt/deb"
     touch "$apt/status"
-    echo "deb [arch=arm64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie-backports main" \
-        >"$apt/sources.list"
-    printf '%s\n' \
-        "Dir::Etc::SourceList \"$apt/sources.list\";" \
-        "Dir::Etc::SourceParts \"$apt/parts\";" \
-        "Dir::Etc::Preferences \"$apt/preferences\";" \
-        "Dir::Etc::PreferencesParts \"$apt/parts\";" \
-        "Dir::State \"$apt\";" \
-        "Dir::State::Lists \"$apt/lists\";" \
-        "Dir::State::status \"$apt/status\";" \
-        "Dir::Cache \"$apt/cache\";" \
-        'APT::Architecture "arm64";' \
-        'APT::Architectures { "arm64"; };' \
-        'APT::Sandbox::User "root";' >"$apt/apt.conf"
+    if [ -n "$arch" ]; then opt="arch=$arch "; fi
+    for suite in "$@"; do
+        echo "deb [${opt}signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $suite main"
+    done >"$apt/sources.list"
+    {
+        printf '%s\n' \
+            "Dir::Etc::SourceList \"$apt/sources.list\";" \
+            "Dir::Etc::SourceParts \"$apt/parts\";" \
+            "Dir::Etc::Preferences \"$apt/preferences\";" \
+            "Dir::Etc::PreferencesParts \"$apt/parts\";" \
+            "Dir::State \"$apt\";" \
+            "Dir::State::Lists \"$apt/lists\";" \
+            "Dir::State::status \"$apt/status\";" \
+            "Dir::Cache \"$apt/cache\";"
+        if [ -n "$arch" ]; then
+            printf '%s\n' "APT::Architecture \"$arch\";" "APT::Architectures { \"$arch\"; };"
+        fi
+        echo 'APT::Sandbox::User "root";'
+    } >"$apt/apt.conf"
+}
+
+# trixie_backports_apt DIR: private_apt for arm64 packages from trixie-backports (Debian's Linux
+# and its source package).
+trixie_backports_apt() {
+    private_apt "$1" arm64 trixie-backports
 }

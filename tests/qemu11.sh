@@ -18,29 +18,6 @@
 # shellcheck source=tests/debian-apt.sh
 . "$(dirname "${BASH_SOURCE[0]}")/debian-apt.sh"
 
-# qemu11_apt DIR: a private apt configuration in DIR (DIR/apt.conf) for the host architecture's
-# packages from trixie and trixie-backports on the host's mirror. Fails if the host names none.
-qemu11_apt() {
-    local apt=$1 mirror suite key=/usr/share/keyrings/debian-archive-keyring.gpg
-    mirror=$(host_mirror) || return 1
-    rm -rf "$apt"
-    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts"
-    touch "$apt/status"
-    for suite in trixie trixie-backports; do
-        echo "deb [signed-by=$key] $mirror $suite main"
-    done >"$apt/sources.list"
-    printf '%s\n' \
-        "Dir::Etc::SourceList \"$apt/sources.list\";" \
-        "Dir::Etc::SourceParts \"$apt/parts\";" \
-        "Dir::Etc::Preferences \"$apt/preferences\";" \
-        "Dir::Etc::PreferencesParts \"$apt/parts\";" \
-        "Dir::State \"$apt\";" \
-        "Dir::State::Lists \"$apt/lists\";" \
-        "Dir::State::status \"$apt/status\";" \
-        "Dir::Cache \"$apt/cache\";" \
-        'APT::Sandbox::User "root";' >"$apt/apt.conf"
-}
-
 # qemu11_build DIR: downloads and unpacks QEMU into DIR/root and writes DIR/qemu-system-aarch64
 # and DIR/version. Progress goes to stderr.
 qemu11_build() {
@@ -52,7 +29,8 @@ qemu11_build() {
     fi
     [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] ||
         { echo "qemu11: needs the Debian archive keyring: apt-get install debian-archive-keyring" >&2; return 1; }
-    qemu11_apt "$apt" || { echo "qemu11: needs a Debian mirror in the host's apt sources" >&2; return 1; }
+    # The host architecture's packages from trixie and trixie-backports.
+    private_apt "$apt" "" trixie trixie-backports || { echo "qemu11: needs a Debian mirror in the host's apt sources" >&2; return 1; }
     echo "qemu11: fetching the trixie and trixie-backports package indexes" >&2
     APT_CONFIG="$apt/apt.conf" apt-get update -qq >&2 ||
         { echo "qemu11: apt-get update of trixie failed (network?)" >&2; return 1; }

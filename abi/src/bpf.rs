@@ -424,19 +424,16 @@ pub fn combine(results: impl IntoIterator<Item = u32>) -> u32 {
     ret
 }
 
-/// SECCOMP_GET_ACTION_AVAIL: the actions this kernel knows.
+/// SECCOMP_GET_ACTION_AVAIL: the actions this kernel knows (`SECCOMP_ACTIONS`).
 pub const fn action_available(action: u32) -> bool {
-    matches!(
-        action,
-        SECCOMP_RET_KILL_PROCESS
-            | SECCOMP_RET_KILL_THREAD
-            | SECCOMP_RET_TRAP
-            | SECCOMP_RET_ERRNO
-            | SECCOMP_RET_USER_NOTIF
-            | SECCOMP_RET_TRACE
-            | SECCOMP_RET_LOG
-            | SECCOMP_RET_ALLOW
-    )
+    let mut i = 0;
+    while i < SECCOMP_ACTIONS.len() {
+        if SECCOMP_ACTIONS[i] == action {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Every action a seccomp filter may return, in `ret`'s order of precedence.

@@ -197,7 +197,8 @@ macro_rules! hwcaps {
     };
 }
 
-const SME_FP8: Needs = Needs::SME.and(Needs::FPMR);
+/// What the SME FP8 instructions need: SME and FPMR.
+pub(crate) const SME_FP8: Needs = Needs::SME.and(Needs::FPMR);
 
 hwcaps! {
     1 0 HWCAP_FP "fp": at_least(PFR0_FP, 0);

@@ -22,7 +22,7 @@
 use crate::cpu::fields::*;
 use crate::cpu::{Field, IdReg, IdRegs};
 use crate::esr::{Ec, Esr};
-use crate::hwcap::{Needs, Offer};
+use crate::hwcap::{Needs, Offer, SME_FP8};
 
 /// A system register encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -414,8 +414,6 @@ static AA64: &[Aa64] = &[
     aa64(IdReg::Mmfr2, ID_AA64MMFR2_EL1, &[(MMFR2_AT, ALWAYS)]),
     aa64(IdReg::Mmfr3, ID_AA64MMFR3_EL1, &[(MMFR3_S1POE, Needs::POE)]),
 ];
-
-const SME_FP8: Needs = Needs::SME.and(Needs::FPMR);
 
 /// An AArch32 ID register with fields Linux shows: all zero unless AArch32 is implemented at
 /// EL0. The other tracked AArch32 registers have no visible fields and read as 0.

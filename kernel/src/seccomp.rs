@@ -108,20 +108,14 @@ pub fn attach_lock() -> MutexGuard<'static, ()> {
     ATTACH.lock()
 }
 
-/// What the syscall path does after `check`.
-pub enum Verdict {
-    /// Run the syscall with this number (a tracer may have changed it).
-    Run(u64),
-    /// Do not run it: x0 already holds its result, or the task is about to die.
-    Skip,
-}
-
 /// The syscall-entry check, for a task whose mode is not DISABLED (the caller tests `mode`).
 /// The syscall number is the task's `in_syscall` (arm64's `syscallno`), its arguments the
-/// trap frame's x0-x5 with the entry x0 (`orig_x0`) as the first.
+/// trap frame's x0-x5 with the entry x0 (`orig_x0`) as the first. Returns the number of the
+/// syscall to run (a tracer may have changed it), or None not to run it (x0 already holds its
+/// result, or the task is about to die).
 #[cold]
 #[inline(never)]
-pub fn check(t: &CurrentTask, tf: &mut TrapFrame) -> Verdict {
+pub fn check(t: &CurrentTask, tf: &mut TrapFrame) -> Option<u64> {
     // Pairs with the Release store of `mode` (by this task or a TSYNC): the filter is visible.
     fence(Ordering::Acquire);
     let nr = t.local().in_syscall.get();
@@ -129,19 +123,18 @@ pub fn check(t: &CurrentTask, tf: &mut TrapFrame) -> Verdict {
         SECCOMP_MODE_STRICT => {
             let allowed = [nr::READ, nr::WRITE, nr::EXIT, nr::RT_SIGRETURN];
             if allowed.iter().any(|&a| a as i64 == nr) {
-                return Verdict::Run(nr as u64);
+                return Some(nr as u64);
             }
             // Only this thread goes, as if killed by SIGKILL.
             kill_thread(t, wstatus::signaled(SIGKILL, false));
-            Verdict::Skip
+            None
         }
-        SECCOMP_MODE_FILTER => match run_filter(t, tf, nr as i32, false) {
-            true => Verdict::Run(t.local().in_syscall.get() as u64),
-            false => Verdict::Skip,
-        },
+        SECCOMP_MODE_FILTER => {
+            run_filter(t, tf, nr as i32, false).then(|| t.local().in_syscall.get() as u64)
+        }
         _ => {
             kill_thread(t, wstatus::signaled(SIGKILL, false));
-            Verdict::Skip
+            None
         }
     }
 }

@@ -123,11 +123,7 @@ impl<B: VmBacking, P: PageTable> Mm<B, P> {
         if self.vmas.mapped_until(start, end) < end {
             return Err(Errno::ENOMEM);
         }
-        let splits = self.vmas.splits_at(start) as usize
-            + self
-                .vmas
-                .find(end)
-                .is_some_and(|v| v.start < end && v.end > end) as usize;
+        let splits = self.vmas.splits_at(start) as usize + self.vmas.splits_at(end) as usize;
         if splits > 0 && self.vmas.count() + splits > max_map_count {
             return Err(Errno::ENOMEM);
         }

@@ -42,31 +42,18 @@ pub trait FromArg {
     fn from_arg(reg: u64) -> Self;
 }
 
-impl FromArg for u64 {
-    fn from_arg(reg: u64) -> u64 {
-        reg
-    }
+/// Integers: the register, or its low 32 bits for the 32-bit types.
+macro_rules! from_arg_as {
+    ($($t:ty),*) => {$(
+        impl FromArg for $t {
+            fn from_arg(reg: u64) -> $t {
+                reg as $t
+            }
+        }
+    )*};
 }
-impl FromArg for i64 {
-    fn from_arg(reg: u64) -> i64 {
-        reg as i64
-    }
-}
-impl FromArg for usize {
-    fn from_arg(reg: u64) -> usize {
-        reg as usize
-    }
-}
-impl FromArg for u32 {
-    fn from_arg(reg: u64) -> u32 {
-        reg as u32
-    }
-}
-impl FromArg for i32 {
-    fn from_arg(reg: u64) -> i32 {
-        reg as i32
-    }
-}
+from_arg_as!(u64, i64, usize, u32, i32);
+
 /// A pointer argument, typed by what the handler reads or writes there.
 impl<T> FromArg for crate::mm::uaccess::UserPtr<T> {
     fn from_arg(reg: u64) -> Self {
@@ -108,21 +95,12 @@ pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) {
     }
     // One load and one branch unless the task is under seccomp.
     if cur.seccomp.mode.load(Relaxed) != 0 {
-        match seccomp_verdict(cur, tf) {
+        match crate::seccomp::check(cur, tf) {
             Some(nr) => n = nr,
             None => return,
         }
     }
     call(n, &mut Syscall { cur, tf });
-}
-
-/// The number of the syscall seccomp lets run (it may be another), or None to skip it.
-#[cold]
-fn seccomp_verdict(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<u64> {
-    match crate::seccomp::check(cur, tf) {
-        crate::seccomp::Verdict::Run(nr) => Some(nr),
-        crate::seccomp::Verdict::Skip => None,
-    }
 }
 
 /// A syscall under PTRACE_SYSCALL: entry and exit stops around it. At the entry stop the
@@ -142,7 +120,7 @@ fn dispatch_traced(cur: &CurrentTask, tf: &mut TrapFrame) {
     let mut run = (n != -1 && !crate::signal::fatal_pending(cur)).then_some(n as u64);
     // seccomp sees the call as the tracer left it (Linux: ptrace first, then seccomp).
     if run.is_some() && cur.seccomp.mode.load(Relaxed) != 0 {
-        run = seccomp_verdict(cur, tf);
+        run = crate::seccomp::check(cur, tf);
     }
     if let Some(n) = run {
         call(n, &mut Syscall { cur, tf });

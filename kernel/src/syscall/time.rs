@@ -6,19 +6,6 @@ use crate::time;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::time::{self as abi, Itimerval, Timespec, Timeval};
 
-fn ns_to_timespec(ns: u64) -> Timespec {
-    Timespec {
-        tv_sec: (ns / 1_000_000_000) as i64,
-        tv_nsec: (ns % 1_000_000_000) as i64,
-    }
-}
-
-fn timespec_ns(ts: &Timespec) -> u64 {
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-}
-
 fn clock_ns(clock: u32) -> SysResult<u64> {
     match clock {
         abi::CLOCK_REALTIME
@@ -38,7 +25,7 @@ fn clock_ns(clock: u32) -> SysResult<u64> {
 
 pub fn clock_gettime(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
     let ns = clock_ns(clock)?;
-    tp.write(&ns_to_timespec(ns))?;
+    tp.write(&Timespec::from_nanos(ns))?;
     Ok(0)
 }
 
@@ -46,19 +33,14 @@ pub fn clock_getres(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
     clock_ns(clock)?;
     if !tp.is_null() {
         let res = time::counter_to_ns(1).max(1);
-        tp.write(&ns_to_timespec(res))?;
+        tp.write(&Timespec::from_nanos(res))?;
     }
     Ok(0)
 }
 
 pub fn gettimeofday(tv: UserPtr<Timeval>) -> SysResult<usize> {
     if !tv.is_null() {
-        let ns = time::realtime_ns();
-        let v = Timeval {
-            tv_sec: (ns / 1_000_000_000) as i64,
-            tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
-        };
-        tv.write(&v)?;
+        tv.write(&Timeval::from_nanos(time::realtime_ns()))?;
     }
     Ok(0)
 }
@@ -71,7 +53,7 @@ fn sleep(deadline: u64, rem: UserPtr<Timespec>) -> SysResult<usize> {
         Ok(()) => Ok(0),
         Err(_) => {
             if !rem.is_null() {
-                rem.write(&ns_to_timespec(time::ns_until(deadline)))?;
+                rem.write(&Timespec::from_nanos(time::ns_until(deadline)))?;
             }
             Err(Errno::EINTR)
         }
@@ -79,8 +61,9 @@ fn sleep(deadline: u64, rem: UserPtr<Timespec>) -> SysResult<usize> {
 }
 
 pub fn nanosleep(req: UserPtr<Timespec>, rem: UserPtr<Timespec>) -> SysResult<usize> {
-    let ts = req.read()?.validate()?;
-    sleep(time::deadline_after_ns(timespec_ns(&ts)), rem)
+    // None: an invalid timespec (EINVAL).
+    let ns = req.read()?.to_nanos().ok_or(Errno::EINVAL)?;
+    sleep(time::deadline_after_ns(ns), rem)
 }
 
 pub fn clock_nanosleep(
@@ -93,8 +76,7 @@ pub fn clock_nanosleep(
         return Err(Errno::EOPNOTSUPP);
     }
     let now = clock_ns(clock)?;
-    let ts = req.read()?.validate()?;
-    let ns = timespec_ns(&ts);
+    let ns = req.read()?.to_nanos().ok_or(Errno::EINVAL)?;
     let rel = if flags & abi::TIMER_ABSTIME != 0 {
         ns.saturating_sub(now)
     } else {
@@ -111,32 +93,18 @@ pub fn clock_nanosleep(
     )
 }
 
-fn tv_ns(tv: &Timeval) -> u64 {
-    (tv.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(tv.tv_usec as u64 * 1000)
-}
-
-fn ns_tv(ns: u64) -> Timeval {
-    Timeval {
-        tv_sec: (ns / 1_000_000_000) as i64,
-        tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
-    }
-}
-
 fn current_itimer() -> Itimerval {
     let (left, interval) = task::timer::itimer_remaining(&task::current().process());
     Itimerval {
-        it_interval: ns_tv(interval),
-        it_value: ns_tv(left),
+        it_interval: Timeval::from_nanos(interval),
+        it_value: Timeval::from_nanos(left),
     }
 }
 
 pub fn setitimer(which: u32, new: UserPtr<Itimerval>, old: UserPtr<Itimerval>) -> SysResult<usize> {
-    match which {
-        abi::ITIMER_REAL => {}
-        abi::ITIMER_VIRTUAL | abi::ITIMER_PROF => return Err(Errno::EINVAL),
-        _ => return Err(Errno::EINVAL),
+    // ITIMER_VIRTUAL and ITIMER_PROF are not implemented: EINVAL, as for an unknown timer.
+    if which != abi::ITIMER_REAL {
+        return Err(Errno::EINVAL);
     }
     let value = if !new.is_null() {
         Some(new.read()?.validate()?)
@@ -146,11 +114,13 @@ pub fn setitimer(which: u32, new: UserPtr<Itimerval>, old: UserPtr<Itimerval>) -
     if !old.is_null() {
         old.write(&current_itimer())?;
     }
+    // Validated above (the default is zero), so both convert.
     let v = value.unwrap_or_default();
+    let ns = |t: Timeval| t.to_nanos().unwrap_or(0);
     task::timer::arm_itimer(
         &task::current().process(),
-        tv_ns(&v.it_value),
-        tv_ns(&v.it_interval),
+        ns(v.it_value),
+        ns(v.it_interval),
     );
     Ok(0)
 }
