@@ -428,26 +428,26 @@ pub fn pending_stops(t: &Arc<Task>) -> bool {
 }
 
 /// Syscall-entry stop (PTRACE_SYSCALL).
-pub fn syscall_entry(_cur: &CurrentTask, tf: &mut TrapFrame) {
+pub fn syscall_entry(cur: &CurrentTask, tf: &mut TrapFrame) {
     let stop = SyscallStop::Entry {
         nr: tf.x[8],
         args: [tf.x[0], tf.x[1], tf.x[2], tf.x[3], tf.x[4], tf.x[5]],
     };
-    syscall_stop(tf, stop, 0);
+    syscall_stop(cur, tf, stop, 0);
 }
 
 /// Syscall-exit stop.
 pub fn syscall_exit(cur: &CurrentTask, tf: &mut TrapFrame) {
     let rval = tf.x[0] as i64;
-    syscall_stop(tf, SyscallStop::Exit { rval }, 1);
+    syscall_stop(cur, tf, SyscallStop::Exit { rval }, 1);
     cur.ptrace.lock().syscall_stop = SyscallStop::None;
 }
 
 /// A syscall stop. x7 reads `dir` (0 entry, 1 exit) during the stop, as arm64 Linux reports
 /// the direction; the tracer's changes to x7 do not survive it.
-fn syscall_stop(tf: &mut TrapFrame, stop: SyscallStop, dir: u64) {
+fn syscall_stop(cur: &CurrentTask, tf: &mut TrapFrame, stop: SyscallStop, dir: u64) {
     let good = {
-        let mut l = task::current().ptrace.lock();
+        let mut l = cur.ptrace.lock();
         l.syscall_stop = stop;
         l.options & PTRACE_O_TRACESYSGOOD != 0
     };

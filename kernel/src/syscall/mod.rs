@@ -17,9 +17,7 @@ pub mod time;
 
 use crate::arch::exception::TrapFrame;
 use crate::task::{self, CurrentTask};
-use alloc::collections::BTreeSet;
-use core::sync::atomic::Ordering::Relaxed;
-use spin::Mutex;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::nr;
 
@@ -81,7 +79,12 @@ const fn regs(h: fn(&mut Syscall) -> SysResult<NoReturn>) -> Option<Handler> {
     Some(Handler::NoReturn(h))
 }
 
-static UNKNOWN_LOGGED: Mutex<BTreeSet<u64>> = Mutex::new(BTreeSet::new());
+const TABLE_LEN: usize = 512;
+
+/// Unknown numbers already logged: one bit per table slot, and one for every number beyond it
+/// (a fixed size: a program trying every number must not grow the kernel heap).
+static UNKNOWN_LOGGED: [AtomicU64; TABLE_LEN / 64 + 1] =
+    [const { AtomicU64::new(0) }; TABLE_LEN / 64 + 1];
 
 /// A syscall from EL0 (x8 the number, x0-x5 the arguments, x0 the result).
 pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) {
@@ -149,8 +152,8 @@ fn call(n: u64, c: &mut Syscall) {
 /// Handlers by syscall number (arm64's asm-generic numbering). A table rather than one large
 /// `match`: each handler is its own function, so every syscall pays the same small dispatch
 /// (an indexed indirect call), not the register saves of a function holding them all.
-static TABLE: [Option<Handler>; 512] = {
-    let mut t: [Option<Handler>; 512] = [None; 512];
+static TABLE: [Option<Handler>; TABLE_LEN] = {
+    let mut t: [Option<Handler>; TABLE_LEN] = [None; TABLE_LEN];
     // files
     t[nr::OPENAT] = v(|c| file::openat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::CLOSE] = v(|c| file::close(c.arg(0)));
@@ -326,7 +329,9 @@ static TABLE: [Option<Handler>; 512] = {
 
 #[cold]
 fn unknown(n: usize) -> SysResult<usize> {
-    if UNKNOWN_LOGGED.lock().insert(n as u64) {
+    let bit = n.min(TABLE_LEN);
+    let word = &UNKNOWN_LOGGED[bit / 64];
+    if word.fetch_or(1 << (bit % 64), Relaxed) & (1 << (bit % 64)) == 0 {
         log::warn!(
             "unknown syscall {n} ({}) from pid {}",
             nr::name(n).unwrap_or("?"),

@@ -91,12 +91,12 @@ pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> 
     }
     let want = UserPtr::<u64>::new(set).read()? & !signal::unblockable();
     let deadline = if timeout != 0 {
-        let ts = UserPtr::<svelt_abi::time::Timespec>::new(timeout)
+        // None: an invalid timespec (EINVAL); a huge one saturates instead of wrapping.
+        let ns = UserPtr::<svelt_abi::time::Timespec>::new(timeout)
             .read()?
-            .validate()?;
-        Some(crate::time::deadline_after_ns(
-            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
-        ))
+            .to_nanos()
+            .ok_or(Errno::EINVAL)?;
+        Some(crate::time::deadline_after_ns(ns))
     } else {
         None
     };
