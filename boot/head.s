@@ -191,10 +191,19 @@ el_setup:
     msr     S3_4_C3_C1_4, xzr           // HDFGRTR_EL2
     msr     S3_4_C3_C1_5, xzr           // HDFGWTR_EL2
 11:
+    // HCRX_EL2: EL1 and EL0 may use FPMR (EnFPM, bit 23) and TCR2_EL1 (TCR2En, bit 14), and
+    // guarded control stacks (GCSEn, bit 22) where the CPU has them. The first two are RES0
+    // without their features, which ignore them.
     mrs     x1, ID_AA64MMFR1_EL1
     ubfx    x1, x1, #40, #4             // HCX
     cbz     x1, 12f
-    msr     S3_4_C1_C2_2, xzr           // HCRX_EL2
+    mov     x1, #(1 << 23)
+    orr     x1, x1, #(1 << 14)
+    mrs     x2, ID_AA64PFR1_EL1
+    ubfx    x2, x2, #44, #4             // GCS
+    cbz     x2, 13f
+    orr     x1, x1, #(1 << 22)
+13: msr     S3_4_C1_C2_2, x1            // HCRX_EL2
 12:
     adr     x1, el2_vectors
     msr     vbar_el2, x1

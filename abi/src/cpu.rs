@@ -363,6 +363,8 @@ pub struct Features {
     pub mte2: bool,
     /// FEAT_FGT (ID_AA64MMFR0_EL1.FGT != 0): fine-grained trap registers exist at EL2.
     pub fgt: bool,
+    /// FEAT_FPMR (ID_AA64PFR2_EL1.FPMR != 0): the FP8 mode register.
+    pub fpmr: bool,
 }
 
 impl Features {
@@ -385,6 +387,7 @@ impl Features {
             .any(|f| get(f) != 0),
             mte2: get(PFR1_MTE) >= 2,
             fgt: get(MMFR0_FGT) != 0,
+            fpmr: get(PFR2_FPMR) != 0,
         }
     }
 

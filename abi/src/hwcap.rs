@@ -64,8 +64,8 @@ impl Offer {
 
     /// What Svelt handles, with SVE and SME as the kernel decided at boot. The rest is not
     /// implemented: no event stream, no pointer-authentication keys (SCTLR_EL1.EnIA.. clear),
-    /// no guarded pages, no tags, no GCS, no overlays, no FPMR context, LS64 and MOPS left
-    /// disabled for EL0.
+    /// no guarded pages, no tags, no GCS, no overlays, LS64 and MOPS left disabled for EL0.
+    /// FPMR is kept per thread (with the FP registers) where the CPU has it.
     pub const fn svelt(sve: bool, sme: bool) -> Offer {
         Offer {
             sve,
@@ -77,7 +77,7 @@ impl Offer {
             mte: false,
             gcs: false,
             poe: false,
-            fpmr: false,
+            fpmr: true,
             ls64: false,
             mops: false,
         }

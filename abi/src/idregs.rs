@@ -607,9 +607,18 @@ mod tests {
         };
         // Res0: 62, 51:49, 31, 27:26, 22:17, 15:1.
         assert_eq!(read(ID_AA64SMFR0_EL1, &r, ALL), Some(0xBFF1_FFFF_7381_0001));
-        // Without FPMR support the FP8 fields (F8F16, F8F32, SF8FMA, SF8DP4, SF8DP2) go too.
+        // Without FPMR support the FP8 fields (F8F16, F8F32, SF8FMA, SF8DP4, SF8DP2) go too;
+        // Svelt keeps FPMR, so they stay.
         assert_eq!(
             read(ID_AA64SMFR0_EL1, &r, SVELT),
+            Some(0xBFF1_FFFF_7381_0001)
+        );
+        let no_fpmr = Offer {
+            fpmr: false,
+            ..SVELT
+        };
+        assert_eq!(
+            read(ID_AA64SMFR0_EL1, &r, no_fpmr),
             Some(0xBFF1_FCFF_0381_0001)
         );
     }
@@ -728,10 +737,19 @@ mod tests {
         // GCS, MTE and BT go; SME and SSBS stay.
         assert_eq!(read(ID_AA64PFR1_EL1, &r, SVELT), Some(0x0F00_00F0));
         assert_eq!(read(ID_AA64PFR1_EL1, &r, ALL), Some(0xF000_0F00_0FFF));
-        // FPMR goes; MTEFAR and MTESTOREONLY stay, as in Linux without MTE.
-        assert_eq!(read(ID_AA64PFR2_EL1, &r, SVELT), Some(0xFF0));
-        // F16MM2 only.
-        assert_eq!(read(ID_AA64FPFR0_EL1, &r, SVELT), Some(0x8000));
+        // FPMR stays; MTEFAR and MTESTOREONLY too, as in Linux without MTE.
+        assert_eq!(read(ID_AA64PFR2_EL1, &r, SVELT), Some(0xF_0000_0FF0));
+        // The FP8 fields and F16MM2 stay with FPMR; without it, F16MM2 only.
+        assert_eq!(
+            read(ID_AA64FPFR0_EL1, &r, SVELT),
+            read(ID_AA64FPFR0_EL1, &r, ALL)
+        );
+        let no_fpmr = Offer {
+            fpmr: false,
+            ..SVELT
+        };
+        assert_eq!(read(ID_AA64PFR2_EL1, &r, no_fpmr), Some(0xFF0));
+        assert_eq!(read(ID_AA64FPFR0_EL1, &r, no_fpmr), Some(0x8000));
         // LS64 and the four pointer-authentication fields go.
         assert_eq!(
             read(ID_AA64ISAR1_EL1, &r, SVELT),

@@ -656,6 +656,8 @@ pub enum BadFrame {
     ZaPayloadTooSmall,
     /// tpidr2_context head.size ≠ 16.
     BadTpidr2Size,
+    /// fpmr_context head.size ≠ 16.
+    BadFpmrSize,
     /// zt_context while PSTATE.ZA is off after the za step (turned off by this frame's
     /// za_context, or off in the task and no za_context).
     ZtWithoutZa,
@@ -764,6 +766,8 @@ pub struct FpRecords<'a> {
     pub za: Option<Option<&'a [u8]>>,
     /// zt_context: ZT0's 64 bytes.
     pub zt0: Option<&'a [u8]>,
+    /// fpmr_context: the FPMR value.
+    pub fpmr: Option<u64>,
 }
 
 /// The task rt_sigreturn restores, as it stands once its live state is saved.
@@ -785,7 +789,7 @@ pub struct PartialRestore<'a> {
 }
 
 /// The per-record restores of Linux's `restore_sigframe` for the records `parse_sigreturn` left
-/// raw, in its order: fpsimd or sve, tpidr2, za, zt. Each record is checked before it is
+/// raw, in its order: fpsimd or sve, tpidr2, za, zt, fpmr. Each record is checked before it is
 /// applied; the first bad one ends the walk (SIGSEGV), the earlier ones applied.
 pub fn check_records<'a>(
     s: &Sigreturn<'a>,
@@ -824,6 +828,12 @@ pub fn check_records<'a>(
         match zt_record(rec, za_on) {
             Ok(zt) => done.zt0 = Some(zt),
             Err(e) => return fail(done, e),
+        }
+    }
+    if let Some(rec) = s.fpmr {
+        match u64_record_value(rec) {
+            Some(v) => done.fpmr = Some(v),
+            None => return fail(done, BadFrame::BadFpmrSize),
         }
     }
     Ok(done)
@@ -919,30 +929,31 @@ pub fn bad_frame_siginfo(sp: u64, mapping_above: bool) -> Siginfo {
 }
 
 /// AT_MINSIGSTKSZ for a system whose largest SVE and SME vector lengths are `sve_max_vl` and
-/// `sme_max_vl` (0: absent), with or without SME2: Linux's `minsigstksz_setup`, the layout of
-/// every record this system can deliver (esr included, sve_context at the larger of the two
-/// lengths, tpidr2, za_context as a header — the boot task's ZA is off —, zt_context), plus the
-/// frame record and 16 bytes of alignment slack. Frames with ZA on can be larger.
-pub fn at_minsigstksz(sve_max_vl: u32, sme_max_vl: u32, sme2: bool) -> usize {
-    let mut sizes = [0u32; 6];
+/// `sme_max_vl` (0: absent) and whose frames carry the records `f` allows: Linux's
+/// `minsigstksz_setup`, the layout of every record this system can deliver, in Linux's order
+/// (esr, gcs, sve_context at the larger of the two lengths, tpidr2, za_context as a header —
+/// the boot task's ZA is off —, zt_context, fpmr, poe), plus the frame record and 16 bytes of
+/// alignment slack. Frames with ZA on can be larger.
+pub fn at_minsigstksz(sve_max_vl: u32, sme_max_vl: u32, f: &SigFeatures) -> usize {
+    let mut sizes = [0u32; 10];
     let mut n = 0;
-    let mut push = |s: u32| {
-        sizes[n] = s;
-        n += 1;
-    };
-    push(FPSIMD_CONTEXT_SIZE);
-    push(ESR_CONTEXT_SIZE);
-    let vq = sve_max_vl.max(sme_max_vl) / 16;
-    if sve_max_vl > 0 || sme_max_vl > 0 {
-        push(sve_sig_context_size(vq));
-    }
-    if sme_max_vl > 0 {
-        push(TPIDR2_CONTEXT_SIZE);
-        push(ZA_CONTEXT_HEAD_SIZE);
-        if sme2 {
-            push(zt_sig_context_size(1));
+    let mut push = |on: bool, s: u32| {
+        if on {
+            sizes[n] = s;
+            n += 1;
         }
-    }
+    };
+    let sme = f.sme && sme_max_vl > 0;
+    push(true, FPSIMD_CONTEXT_SIZE);
+    push(true, ESR_CONTEXT_SIZE);
+    push(f.gcs, GCS_CONTEXT_SIZE);
+    let vq = sve_max_vl.max(sme_max_vl) / 16;
+    push(sve_max_vl > 0 || sme_max_vl > 0, sve_sig_context_size(vq));
+    push(sme, TPIDR2_CONTEXT_SIZE);
+    push(sme, ZA_CONTEXT_HEAD_SIZE);
+    push(sme && f.sme2, zt_sig_context_size(1));
+    push(f.fpmr, FPMR_CONTEXT_SIZE);
+    push(f.poe, POE_CONTEXT_SIZE);
     minsigstksz(&sizes[..n]).unwrap_or(SIGFRAME_MAXSZ)
 }
 

@@ -31,6 +31,9 @@ pub fn init_this_cpu() {
         this.sve_vls
             .store(fpsimd::sve::probe_vls().bits(), Ordering::Relaxed);
     }
+    if f.fpmr {
+        fpsimd::fpsimd::fpmr::enable_el0();
+    }
     if sme {
         fpsimd::sme::cpu_init(f.sme_fa64, f.sme2());
         this.sme_vls

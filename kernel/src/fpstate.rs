@@ -92,13 +92,15 @@ const FPSR_AFTER_SMSTOP: u32 = 0x0800_009f;
 
 /// A task's FP state: the bookkeeping, the FPSIMD registers, once SVE or SME was used the
 /// Z/P/FFR registers (non-streaming at the SVE VL or streaming at the SME VL, signal-payload
-/// layout), ZA (and ZT0), TPIDR2_EL0, and the VL settings.
+/// layout), ZA (and ZT0), TPIDR2_EL0, FPMR, and the VL settings.
 pub struct TaskFpState {
     pub st: TaskFp,
     pub fp: FpsimdState,
     pub sve: Vec<u8>,
     pub za: Vec<u8>,
     pub tpidr2: u64,
+    /// FPMR (FEAT_FPMR; 0 without): saved and loaded with the FP registers, as Linux does.
+    pub fpmr: u64,
     /// VL to take at the next execve (0: none), and whether that survives exec (INHERIT).
     pub sve_onexec: u32,
     pub sve_inherit: bool,
@@ -134,6 +136,10 @@ fn sme2() -> bool {
     crate::cpufeature::features().sme2()
 }
 
+fn has_fpmr() -> bool {
+    crate::cpufeature::features().fpmr
+}
+
 impl TaskFpState {
     pub fn new() -> TaskFpState {
         TaskFpState {
@@ -146,6 +152,7 @@ impl TaskFpState {
             sve: Vec::new(),
             za: Vec::new(),
             tpidr2: 0,
+            fpmr: 0,
             sve_onexec: 0,
             sve_inherit: false,
             sme_onexec: 0,
@@ -228,6 +235,9 @@ fn hw_svcr(f: &TaskFpState) -> Svcr {
 }
 
 fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
+    if save.regs != Regs::Nothing && has_fpmr() {
+        f.fpmr = fpsimd::fpmr::read();
+    }
     match save.regs {
         Regs::Nothing => {}
         Regs::Fpsimd => {
@@ -312,6 +322,10 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
         sme::write_svcr(s);
     }
     let p = &cur.process;
+    // After SVCR: a change of streaming mode zeroes FPMR.
+    if has_fpmr() {
+        fpsimd::fpmr::write(f.fpmr);
+    }
     match format {
         Format::Fpsimd => {
             fpsimd::load(&f.fp);
@@ -458,6 +472,8 @@ pub fn fork_state(cur: &CurrentTask, clone_vm: bool) -> TaskFpState {
         c.za = pf.za.clone();
     }
     c.tpidr2 = if clone_vm { 0 } else { pf.tpidr2 };
+    // Leaving streaming mode zeroes FPMR, as it zeroes the vector registers.
+    c.fpmr = if pf.st.svcr.sm { 0 } else { pf.fpmr };
     c.sve_onexec = pf.sve_onexec;
     c.sve_inherit = pf.sve_inherit;
     c.sme_onexec = pf.sme_onexec;
@@ -478,6 +494,7 @@ pub fn fpsimd_flush_thread(cur: &CurrentTask) {
     f.sve = Vec::new();
     f.za = Vec::new();
     f.tpidr2 = 0;
+    f.fpmr = 0;
     fps::exec(&mut f.st, sv.cur, sm.cur);
     if has_sme() {
         sme::write_tpidr2(0);
@@ -490,6 +507,7 @@ pub struct SignalState<'a> {
     f: RefMut<'a, TaskFpState>,
     pub fpsimd: FpsimdState,
     pub tpidr2: u64,
+    pub fpmr: u64,
 }
 
 impl SignalState<'_> {
@@ -527,6 +545,7 @@ pub fn for_signal(cur: &CurrentTask) -> SignalState<'_> {
     SignalState {
         fpsimd: f.fpsimd_view(),
         tpidr2: f.tpidr2,
+        fpmr: f.fpmr,
         f,
     }
 }
@@ -539,6 +558,7 @@ pub fn signal_entered(cur: &CurrentTask) {
     if e.left_streaming {
         f.fp.vregs = [0; 32];
         f.fp.fpsr = FPSR_AFTER_SMSTOP;
+        f.fpmr = 0;
     }
     if has_sme() {
         f.tpidr2 = 0;
@@ -611,6 +631,9 @@ pub fn from_sigreturn(cur: &CurrentTask, fp: FpsimdState, r: svelt_abi::sigframe
     if let Some(zt) = r.zt0 {
         let n = sme::za_size(f.st.sme_vl as usize);
         f.za_buf()[n..n + 64].copy_from_slice(zt);
+    }
+    if let Some(v) = r.fpmr {
+        f.fpmr = v;
     }
     fps::invalidate(&mut f.st);
 }
@@ -859,6 +882,28 @@ pub fn regset_set_tpidr2(h: &Held, v: u64) {
     if h.is_current() {
         sme::write_tpidr2(v);
     }
+}
+
+/// NT_ARM_FPMR read: FPMR (EINVAL without FEAT_FPMR).
+pub fn regset_fpmr(h: &Held) -> SysResult<u64> {
+    if !has_fpmr() {
+        return Err(Errno::EINVAL);
+    }
+    Ok(regset_state(h).fpmr)
+}
+
+/// NT_ARM_FPMR write: the bytes `data` covers replace FPMR's low bytes (EINVAL without
+/// FEAT_FPMR); the task loads it when it next returns to user mode.
+pub fn regset_set_fpmr(h: &Held, data: &[u8]) -> SysResult<()> {
+    if !has_fpmr() {
+        return Err(Errno::EINVAL);
+    }
+    let f = &mut *regset_state(h);
+    let mut b = f.fpmr.to_le_bytes();
+    rs::copyin(&mut b, data, 0);
+    f.fpmr = u64::from_le_bytes(b);
+    fps::invalidate(&mut f.st);
+    Ok(())
 }
 
 fn vec_kind(mode: VecMode) -> VecKind {

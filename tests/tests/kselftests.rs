@@ -27,8 +27,8 @@ const SELECTION: Selection = Selection {
 
 /// Every difference the configurations below show today, each with its reason (issue 9).
 /// On QEMU 10.0 there is none: every program and subtest ends on Svelt as on Linux. On QEMU
-/// 11.1 Svelt skips what needs features it does not implement yet and Linux 7.3 does: GCS, FPMR,
-/// and the FP8 instructions (whose hwcaps it hides). An entry names the configuration
+/// 11.1 Svelt skips what needs a feature it does not implement yet and Linux 7.3 does: GCS.
+/// An entry names the configuration
 /// (`Case::name`), the program, the subtests (exact names, or a prefix and `*`; none: the
 /// program's own outcome) and how each kernel ends them.
 const KNOWN_DIFFERENT: &[Known] = &[
@@ -42,22 +42,6 @@ const KNOWN_DIFFERENT: &[Known] = &[
     gcs("gcs_write_fault"),
     gcs("gcspushm"),
     gcs("gcsstr"),
-    Known {
-        config: "qemu11-vq4",
-        program: "fp-ptrace",
-        subtests: &["FPMR write*"],
-        svelt: Outcome::Skip,
-        linux: Outcome::Pass,
-        why: "no FPMR context yet (issue 9): Svelt does not advertise FPMR",
-    },
-    Known {
-        config: "qemu11-vq4",
-        program: "hwcap",
-        subtests: &["sigill_*"],
-        svelt: Outcome::Skip,
-        linux: Outcome::Pass,
-        why: "FP8 instructions need FPMR, which Svelt does not handle yet: their hwcaps are hidden",
-    },
 ];
 
 /// A GCS program on QEMU 11.1: Linux runs it, Svelt (no GCS yet) reports it unsupported.

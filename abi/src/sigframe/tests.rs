@@ -1170,6 +1170,7 @@ fn check_records_restores_every_record() {
     let za_head = [32, 0, 0, 0, 0, 0, 0, 0];
     let zt_head = [1, 0, 0, 0, 0, 0, 0, 0];
     let tpidr2 = 0x1122_3344_5566_7788u64.to_le_bytes();
+    let fpmr = 0x3f_ff7f_c1c0u64.to_le_bytes();
     let recs = [
         RecordSpec {
             magic: SVE_MAGIC,
@@ -1195,6 +1196,12 @@ fn check_records_restores_every_record() {
             body: &zt_head,
             payload: &zt_regs,
         },
+        RecordSpec {
+            magic: FPMR_MAGIC,
+            size: FPMR_CONTEXT_SIZE,
+            body: &fpmr,
+            payload: &[],
+        },
     ];
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
     let s = parse_records(&recs, &mut frame);
@@ -1212,6 +1219,7 @@ fn check_records_restores_every_record() {
     assert_eq!(r.za, Some(Some(&za_regs[..])));
     assert_eq!(r.zt0, Some(&zt_regs[..]));
     assert_eq!(r.tpidr2, Some(0x1122_3344_5566_7788));
+    assert_eq!(r.fpmr, Some(0x3f_ff7f_c1c0));
 
     // The same frame from a task at other VLs: the first record checked (sve) refuses it and
     // nothing is restored.
@@ -1238,6 +1246,7 @@ fn check_records_restores_every_record() {
                 tpidr2: Some(0x1122_3344_5566_7788),
                 za: None,
                 zt0: None,
+                fpmr: None,
             },
             error: BadFrame::ZaVlMismatch
         })
@@ -1306,9 +1315,10 @@ fn check_records_rejects_each_bad_record() {
         sme_vl: 32,
         za_on: false,
     };
-    let cases: [(Vec<RecordSpec>, BadFrame); 5] = [
-        // tpidr2_context must be exactly 16 bytes.
+    let cases: [(Vec<RecordSpec>, BadFrame); 6] = [
+        // tpidr2_context and fpmr_context must be exactly 16 bytes.
         (vec![spec(TPIDR2_MAGIC, 32, &[])], BadFrame::BadTpidr2Size),
+        (vec![spec(FPMR_MAGIC, 32, &[])], BadFrame::BadFpmrSize),
         // ZT0 without a za_context, or with ZA turned off by it.
         (vec![spec(ZT_MAGIC, 80, &[1, 0])], BadFrame::ZtWithoutZa),
         (
@@ -1512,19 +1522,38 @@ fn unreadable_header_fields_read_as_zero() {
 
 #[test]
 fn at_minsigstksz_is_linux_boot_layout() {
+    let sme1 = SigFeatures {
+        sme2: false,
+        fpmr: false,
+        poe: false,
+        gcs: false,
+        ..ALL
+    };
+    let sme2 = SigFeatures { sme2: true, ..sme1 };
     // fpsimd and esr only: the 4688-byte frame, its frame record and 16 bytes of slack.
-    assert_eq!(at_minsigstksz(0, 0, false), 4720);
-    assert_eq!(at_minsigstksz(64, 0, false), 4720);
+    assert_eq!(at_minsigstksz(0, 0, &FP_ONLY), 4720);
+    assert_eq!(at_minsigstksz(64, 0, &sme1), 4720);
     // SVE at 256 bytes: the 8752-byte sve_context goes to the extra space (which starts at
     // 1184), then the terminator.
-    assert_eq!(at_minsigstksz(256, 0, false), 1184 + 8752 + 16 + 32);
-    assert_eq!(at_minsigstksz(256, 0, false), 9984);
+    assert_eq!(at_minsigstksz(256, 0, &sme1), 1184 + 8752 + 16 + 32);
+    assert_eq!(at_minsigstksz(256, 0, &sme1), 9984);
     // SVE and SME at 256: tpidr2 and a header-only za_context (ZA is off at boot) — Linux
     // 7.3's 10016 on QEMU's -cpu max — and with SME2 the 80-byte zt_context too.
-    assert_eq!(at_minsigstksz(256, 256, false), 10016);
-    assert_eq!(at_minsigstksz(256, 256, true), 10016 + 80);
+    assert_eq!(at_minsigstksz(256, 256, &sme1), 10016);
+    assert_eq!(at_minsigstksz(256, 256, &sme2), 10016 + 80);
+    // FPMR and GCS (QEMU 11.1's -cpu max): 16 and 32 bytes more, POE another 16.
+    let qemu11 = SigFeatures {
+        fpmr: true,
+        gcs: true,
+        ..sme2
+    };
+    assert_eq!(at_minsigstksz(256, 256, &qemu11), 10016 + 80 + 48);
+    assert_eq!(at_minsigstksz(256, 256, &ALL), 10016 + 80 + 64);
     // Small lengths stay in __reserved: 4720 whatever is added.
-    assert_eq!(at_minsigstksz(32, 32, true), 4720);
+    assert_eq!(at_minsigstksz(32, 32, &sme2), 4720);
     // An SME-only system sizes sve_context by the SME VL.
-    assert_eq!(at_minsigstksz(0, 128, true), at_minsigstksz(128, 128, true));
+    assert_eq!(
+        at_minsigstksz(0, 128, &sme2),
+        at_minsigstksz(128, 128, &sme2)
+    );
 }

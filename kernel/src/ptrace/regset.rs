@@ -1,7 +1,6 @@
 //! Register sets (PTRACE_GETREGSET/SETREGSET and the notes of a core file), each as Linux lays
 //! it out: NT_PRSTATUS, NT_PRFPREG, NT_ARM_TLS, NT_ARM_SYSTEM_CALL, NT_ARM_HW_BREAK/WATCH,
-//! NT_ARM_PAC_MASK, NT_ARM_SVE, NT_ARM_SSVE, NT_ARM_ZA, NT_ARM_ZT (NT_ARM_FPMR is absent:
-//! Svelt does not advertise FPMR). Layouts and rules live in `svelt_abi::regset`; the FP
+//! NT_ARM_PAC_MASK, NT_ARM_SVE, NT_ARM_SSVE, NT_ARM_ZA, NT_ARM_ZT, NT_ARM_FPMR. Layouts and rules live in `svelt_abi::regset`; the FP
 //! state is reached through the "ptrace and core dumps" section of `crate::fpstate`.
 //!
 //! Every function here takes a `Held` task: the current task (a core dump: its live registers
@@ -28,7 +27,7 @@ fn caps() -> Caps {
         sme: offer.sme,
         sme2: offer.sme && f.sme2(),
         pauth: crate::cpufeature::hwcaps().0[0] & svelt_abi::hwcap::HWCAP_PACA != 0,
-        fpmr: offer.fpmr,
+        fpmr: offer.fpmr && f.fpmr,
     }
 }
 
@@ -100,6 +99,7 @@ pub fn get(t: &Held, nt: u32) -> SysResult<Vec<u8>> {
         rs::NT_ARM_SSVE => crate::fpstate::regset_sve_get(t, VecMode::Streaming),
         rs::NT_ARM_ZA => crate::fpstate::regset_za_get(t),
         rs::NT_ARM_ZT => copy_vec(&crate::fpstate::regset_zt_get(t)?),
+        rs::NT_ARM_FPMR => copy_vec(&crate::fpstate::regset_fpmr(t)?.to_le_bytes()),
         _ => Err(Errno::EINVAL),
     }
 }
@@ -154,6 +154,7 @@ pub fn set(t: &Held, nt: u32, data: &[u8]) -> SysResult<()> {
         rs::NT_ARM_SSVE => crate::fpstate::regset_sve_set(t, VecMode::Streaming, data),
         rs::NT_ARM_ZA => crate::fpstate::regset_za_set(t, data),
         rs::NT_ARM_ZT => crate::fpstate::regset_zt_set(t, data),
+        rs::NT_ARM_FPMR => crate::fpstate::regset_set_fpmr(t, data),
         _ => Err(Errno::EINVAL),
     }
 }

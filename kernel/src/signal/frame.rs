@@ -34,6 +34,7 @@ fn features() -> sf::SigFeatures {
         sve: crate::cpufeature::features().sve,
         sme: crate::cpufeature::offer().sme,
         sme2: crate::cpufeature::offer().sme && crate::cpufeature::features().sme2(),
+        fpmr: crate::cpufeature::features().fpmr,
         ..Default::default()
     }
 }
@@ -52,10 +53,10 @@ pub fn setup_rt_frame(
     let fp = to_abi(&st.fpsimd);
     let f = crate::cpufeature::features();
     let sme = crate::cpufeature::offer().sme;
-    // Records after fpsimd (and esr), in Linux's order: sve, tpidr2, za, zt. Register payloads
-    // go to the user stack straight from the saved state. At most four records: a fixed
-    // array, no allocation.
-    let mut records = Fixed::<sf::RecordSpec, 4>::new(sf::RecordSpec {
+    // Records after fpsimd (and esr), in Linux's order: sve, tpidr2, za, zt, fpmr. Register
+    // payloads go to the user stack straight from the saved state. At most five records: a
+    // fixed array, no allocation.
+    let mut records = Fixed::<sf::RecordSpec, 5>::new(sf::RecordSpec {
         magic: 0,
         size: 0,
         body: &[],
@@ -71,6 +72,7 @@ pub fn setup_rt_frame(
     let (za_vl, za_regs) = st.za();
     let sve_head = head(sve_vl, if streaming { sf::SVE_SIG_FLAG_SM } else { 0 });
     let tpidr2_body = st.tpidr2.to_le_bytes();
+    let fpmr_body = st.fpmr.to_le_bytes();
     let za_head = head(za_vl, 0);
     let zt_head = head(1, 0);
     if f.sve || sme {
@@ -114,6 +116,14 @@ pub fn setup_rt_frame(
                 payload: zt,
             });
         }
+    }
+    if f.fpmr {
+        records.push(sf::RecordSpec {
+            magic: sf::FPMR_MAGIC,
+            size: sf::FPMR_CONTEXT_SIZE,
+            body: &fpmr_body,
+            payload: &[],
+        });
     }
     // The fault that raised the signal, if any: reported by this frame, and by the SIGSEGV
     // that follows should this frame not be written.
@@ -273,15 +283,15 @@ fn bad_frame(t: &Task, sp: u64) {
 
 /// The largest frame this system delivers, as AT_MINSIGSTKSZ counts it.
 pub fn min_sigstksz() -> usize {
-    let sme = crate::cpufeature::offer().sme;
+    let f = features();
     sf::at_minsigstksz(
         crate::cpufeature::sve_max_vl().unwrap_or(0),
-        if sme {
+        if f.sme {
             crate::cpufeature::sme_vls().max_bytes().unwrap_or(0)
         } else {
             0
         },
-        sme && crate::cpufeature::features().sme2(),
+        &f,
     )
 }
 

@@ -383,16 +383,26 @@ fn at_minsigstksz() -> TestResult {
     );
     println!("# AT_MINSIGSTKSZ {min:?} (SVE max {sve_max}, SME max {sme_max})");
     let min = min.ok_or("no AT_MINSIGSTKSZ")?;
-    // fpmr / poe / gcs records would add to it; only checked where the CPU has none of them.
-    let others = hwcap2() & ((1 << 48) | (1 << 63)) != 0 || hwcap() & (1 << 32) != 0;
-    if others {
-        return skip("FPMR/POE/GCS present: formula not checked");
+    // Linux's order: fpsimd, esr, gcs, sve (at the larger maximum), tpidr2, za (header: the
+    // boot task's ZA is off, so a frame with ZA on at a large SVL is bigger), zt, fpmr, poe.
+    // GCS, FPMR and POE records count where the hwcaps say the kernel delivers them.
+    let gcs = hwcap() & (1 << 32) != 0;
+    let fpmr = hwcap2() & (1 << 48) != 0;
+    let poe = hwcap2() & (1 << 63) != 0;
+    println!("# gcs {gcs} fpmr {fpmr} poe {poe}");
+    let mut sizes = vec![528, 16];
+    if gcs {
+        sizes.push(32);
     }
-    // Linux sizes the ZA record by the *boot task's* PSTATE.ZA (off), so only its header
-    // counts: a frame with ZA on at a large SVL is bigger than AT_MINSIGSTKSZ.
-    let mut sizes = vec![528, 16, sve_ctx_size(sve_max.max(sme_max)), 16, 16];
+    sizes.extend([sve_ctx_size(sve_max.max(sme_max)), 16, 16]);
     if has_sme2() {
         sizes.push(80);
+    }
+    if fpmr {
+        sizes.push(16);
+    }
+    if poe {
+        sizes.push(16);
     }
     let (_, total) = linux_layout(&sizes);
     let frame = (crate::sig::uc::RESERVED + 128 + total)
@@ -401,7 +411,7 @@ fn at_minsigstksz() -> TestResult {
     check_eq!(
         min,
         frame + 32,
-        "fpsimd+esr+sve(max)+tpidr2+za header(+zt), + frame record + slack"
+        "fpsimd+esr(+gcs)+sve(max)+tpidr2+za header(+zt)(+fpmr)(+poe), + frame record + slack"
     );
     Ok(())
 }

@@ -84,3 +84,35 @@ pub fn save_control(st: &mut FpsimdState) {
     st.fpsr = fpsr as u32;
     st.fpcr = fpcr as u32;
 }
+
+/// FPMR (FEAT_FPMR): the FP8 mode register, user state kept with the FP registers.
+pub mod fpmr {
+    /// Lets EL0 use FPMR (SCTLR_EL1.EnFPM); on a CPU with FEAT_FPMR only.
+    pub fn enable_el0() {
+        // SAFETY: sets one EL0-access control bit; nothing else in SCTLR_EL1 changes.
+        unsafe {
+            core::arch::asm!(
+                "mrs {t}, sctlr_el1",
+                "orr {t}, {t}, #(1 << 34)",
+                "msr sctlr_el1, {t}",
+                "isb",
+                t = out(reg) _,
+                options(nomem, nostack)
+            )
+        };
+    }
+
+    /// FPMR's value; only on a CPU with FEAT_FPMR.
+    pub fn read() -> u64 {
+        let v: u64;
+        // SAFETY: reads a user FP control register (EL1 FP access is enabled at boot).
+        unsafe { core::arch::asm!("mrs {}, S3_3_C4_C4_2", out(reg) v, options(nomem, nostack)) };
+        v
+    }
+
+    /// Sets FPMR; only on a CPU with FEAT_FPMR.
+    pub fn write(v: u64) {
+        // SAFETY: user FP state only; the kernel does not use FP8 instructions.
+        unsafe { core::arch::asm!("msr S3_3_C4_C4_2, {}", in(reg) v, options(nomem, nostack)) };
+    }
+}
