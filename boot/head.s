@@ -178,16 +178,28 @@ el_setup:
     orr     x1, x1, #(1 << 30)          // EZT0
 81: msr     S3_4_C1_C2_6, x1
 9:
-    // Fine-grained traps: TPIDR2_EL0 and SMPRI_EL1 accessible (their bits are "n": 0 traps).
+    // Fine-grained traps (their bits are "n": 0 traps): TPIDR2_EL0 and SMPRI_EL1 with SME,
+    // PIR_EL1 and PIRE0_EL1 with S1PIE, the GCS registers (EL0 and EL1) with GCS, and the
+    // GCS instructions EL1 uses (GCSSTTR; GCSPUSHX/GCSPOPCX and GCSPUSHM at EL1 untrapped too).
     mrs     x1, ID_AA64MMFR0_EL1
     ubfx    x1, x1, #56, #4             // FGT
     cbz     x1, 11f
     mov     x1, xzr
+    mov     x4, xzr
     cbz     x3, 10f
-    mov     x1, #(3 << 54)
-10: msr     S3_4_C1_C1_4, x1            // HFGRTR_EL2
+    orr     x1, x1, #(3 << 54)
+10: mrs     x2, S3_0_C0_C7_3            // ID_AA64MMFR3_EL1
+    ubfx    x2, x2, #8, #4              // S1PIE
+    cbz     x2, 14f
+    orr     x1, x1, #(3 << 57)
+14: mrs     x2, ID_AA64PFR1_EL1
+    ubfx    x2, x2, #44, #4             // GCS
+    cbz     x2, 15f
+    orr     x1, x1, #(3 << 52)
+    mov     x4, #(7 << 57)
+15: msr     S3_4_C1_C1_4, x1            // HFGRTR_EL2
     msr     S3_4_C1_C1_5, x1            // HFGWTR_EL2
-    msr     S3_4_C1_C1_6, xzr           // HFGITR_EL2
+    msr     S3_4_C1_C1_6, x4            // HFGITR_EL2
     msr     S3_4_C3_C1_4, xzr           // HDFGRTR_EL2
     msr     S3_4_C3_C1_5, xzr           // HDFGWTR_EL2
 11:

@@ -336,6 +336,7 @@ pub mod fields {
     pub const MMFR1_AFP: Field = Field::new(Mmfr1, 44);
     pub const MMFR2_AT: Field = Field::new(Mmfr2, 32);
     pub const MMFR3_S1POE: Field = Field::new(Mmfr3, 16);
+    pub const MMFR3_S1PIE: Field = Field::new(Mmfr3, 8);
 }
 
 /// Fields only the kernel itself reads (user space never sees them).
@@ -365,6 +366,9 @@ pub struct Features {
     pub fgt: bool,
     /// FEAT_FPMR (ID_AA64PFR2_EL1.FPMR != 0): the FP8 mode register.
     pub fpmr: bool,
+    /// FEAT_GCS (ID_AA64PFR1_EL1.GCS != 0) together with FEAT_S1PIE (ID_AA64MMFR3_EL1.S1PIE),
+    /// which GCS pages need (the architecture has no GCS without it).
+    pub gcs: bool,
 }
 
 impl Features {
@@ -388,6 +392,7 @@ impl Features {
             mte2: get(PFR1_MTE) >= 2,
             fgt: get(MMFR0_FGT) != 0,
             fpmr: get(PFR2_FPMR) != 0,
+            gcs: get(PFR1_GCS) != 0 && get(MMFR3_S1PIE) != 0,
         }
     }
 

@@ -32,6 +32,8 @@ pub enum Ec {
     WatchpointLower,
     WatchpointSame,
     Brk,
+    /// A guarded-control-stack check failed (EC 0x2D).
+    Gcs,
     Other(u8),
 }
 
@@ -52,6 +54,7 @@ impl Ec {
             0x21 => Ec::InstrAbortSame,
             0x22 => Ec::PcAlignment,
             0x24 => Ec::DataAbortLower,
+            0x2d => Ec::Gcs,
             0x25 => Ec::DataAbortSame,
             0x26 => Ec::SpAlignment,
             0x2c => Ec::FpException,
@@ -91,6 +94,7 @@ impl Ec {
             Ec::StepLower | Ec::StepSame => "software step",
             Ec::WatchpointLower | Ec::WatchpointSame => "watchpoint",
             Ec::Brk => "BRK instruction",
+            Ec::Gcs => "guarded control stack check",
             Ec::Other(_) => "unrecognised exception class",
         }
     }
@@ -126,6 +130,10 @@ impl Esr {
     /// Data abort: write not read.
     pub fn wnr(self) -> bool {
         self.0 & (1 << 6) != 0
+    }
+    /// Data abort from a GCS instruction's access (ISS2.GCS, ESR bit 40).
+    pub fn gcs_access(self) -> bool {
+        self.0 & (1 << 40) != 0
     }
     /// Abort: FAR is not valid.
     pub fn fnv(self) -> bool {

@@ -23,6 +23,7 @@ pub mod fcntl;
 pub mod fpstate;
 pub mod fs;
 pub mod futex;
+pub mod gcs;
 pub mod hwcap;
 pub mod idregs;
 pub mod memrange;

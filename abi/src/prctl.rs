@@ -45,6 +45,16 @@ pub enum PrctlCmd {
     GetVl {
         kind: VecKind,
     },
+    /// PR_GET/SET/LOCK_SHADOW_STACK_STATUS (arg3..arg5 zero): the pointer or the mode bits.
+    GetShadowStack {
+        ptr: usize,
+    },
+    SetShadowStack {
+        arg: u64,
+    },
+    LockShadowStack {
+        arg: u64,
+    },
 }
 
 impl PrctlCmd {
@@ -83,6 +93,13 @@ impl PrctlCmd {
                 arg: a2 as u64,
             }),
             PR_SME_GET_VL => Ok(PrctlCmd::GetVl { kind: VecKind::Sme }),
+            PR_GET_SHADOW_STACK_STATUS => need(zero_from(1), PrctlCmd::GetShadowStack { ptr: a2 }),
+            PR_SET_SHADOW_STACK_STATUS => {
+                need(zero_from(1), PrctlCmd::SetShadowStack { arg: a2 as u64 })
+            }
+            PR_LOCK_SHADOW_STACK_STATUS => {
+                need(zero_from(1), PrctlCmd::LockShadowStack { arg: a2 as u64 })
+            }
             _ => Err(Errno::EINVAL),
         }
     }

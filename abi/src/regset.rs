@@ -17,8 +17,8 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 // ---- note types (elf.h) ----
 
 pub use crate::elf::{
-    NT_ARM_FPMR, NT_ARM_HW_BREAK, NT_ARM_HW_WATCH, NT_ARM_PAC_MASK, NT_ARM_SSVE, NT_ARM_SVE,
-    NT_ARM_SYSTEM_CALL, NT_ARM_TLS, NT_ARM_ZA, NT_ARM_ZT, NT_PRFPREG, NT_PRSTATUS,
+    NT_ARM_FPMR, NT_ARM_GCS, NT_ARM_HW_BREAK, NT_ARM_HW_WATCH, NT_ARM_PAC_MASK, NT_ARM_SSVE,
+    NT_ARM_SVE, NT_ARM_SYSTEM_CALL, NT_ARM_TLS, NT_ARM_ZA, NT_ARM_ZT, NT_PRFPREG, NT_PRSTATUS,
 };
 
 // ---- sizes ----
@@ -137,6 +137,8 @@ pub struct Caps {
     pub pauth: bool,
     /// FPMR (HWCAP2_FPMR).
     pub fpmr: bool,
+    /// Guarded control stacks (HWCAP_GCS).
+    pub gcs: bool,
 }
 
 /// A regset's unit (iov_len must be a multiple of it) and its maximum size in bytes; None when
@@ -156,6 +158,7 @@ pub fn info(nt: u32, caps: Caps) -> Option<(usize, usize)> {
         NT_ARM_ZA if caps.sme => (16, za_pt_size(VQ_MAX) as usize),
         NT_ARM_ZT if caps.sme2 => (ZT_REG_BYTES, ZT_REG_BYTES),
         NT_ARM_FPMR if caps.fpmr => (8, 8),
+        NT_ARM_GCS if caps.gcs => (8, 24),
         _ => return None,
     })
 }

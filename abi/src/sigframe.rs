@@ -658,6 +658,9 @@ pub enum BadFrame {
     BadTpidr2Size,
     /// fpmr_context head.size ≠ 16.
     BadFpmrSize,
+    /// gcs_context: size ≠ 32, unknown or locked bits changed, enabling, or its token check
+    /// (abi::gcs).
+    BadGcs,
     /// zt_context while PSTATE.ZA is off after the za step (turned off by this frame's
     /// za_context, or off in the task and no za_context).
     ZtWithoutZa,
@@ -789,7 +792,7 @@ pub struct PartialRestore<'a> {
 }
 
 /// The per-record restores of Linux's `restore_sigframe` for the records `parse_sigreturn` left
-/// raw, in its order: fpsimd or sve, tpidr2, za, zt, fpmr. Each record is checked before it is
+/// raw, in its order: fpsimd or sve, (gcs: the kernel's,) tpidr2, fpmr, za, zt. Each record is checked before it is
 /// applied; the first bad one ends the walk (SIGSEGV), the earlier ones applied.
 pub fn check_records<'a>(
     s: &Sigreturn<'a>,
@@ -813,6 +816,12 @@ pub fn check_records<'a>(
             None => return fail(done, BadFrame::BadTpidr2Size),
         }
     }
+    if let Some(rec) = s.fpmr {
+        match u64_record_value(rec) {
+            Some(v) => done.fpmr = Some(v),
+            None => return fail(done, BadFrame::BadFpmrSize),
+        }
+    }
     if let Some(rec) = s.za {
         match za_record(rec, task.sme_vl) {
             Ok(za) => done.za = Some(za),
@@ -828,12 +837,6 @@ pub fn check_records<'a>(
         match zt_record(rec, za_on) {
             Ok(zt) => done.zt0 = Some(zt),
             Err(e) => return fail(done, e),
-        }
-    }
-    if let Some(rec) = s.fpmr {
-        match u64_record_value(rec) {
-            Some(v) => done.fpmr = Some(v),
-            None => return fail(done, BadFrame::BadFpmrSize),
         }
     }
     Ok(done)

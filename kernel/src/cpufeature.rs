@@ -40,6 +40,7 @@ pub fn init_this_cpu() {
             .store(fpsimd::sme::probe_vls().bits(), Ordering::Relaxed);
     }
     crate::arch::debug::init();
+    crate::gcs::cpu_init();
 }
 
 static SYSTEM_VLS: Once<(VlSet, VlSet)> = Once::new();
@@ -79,7 +80,10 @@ pub fn finalize() {
 /// SME when the CPU has them, EL0 ID-register reads emulated.
 pub fn offer() -> svelt_abi::hwcap::Offer {
     let f = features();
-    svelt_abi::hwcap::Offer::svelt(f.sve, f.sme != 0)
+    svelt_abi::hwcap::Offer {
+        gcs: f.gcs,
+        ..svelt_abi::hwcap::Offer::svelt(f.sve, f.sme != 0)
+    }
 }
 
 static HWCAPS: Once<Hwcaps> = Once::new();

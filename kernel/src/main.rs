@@ -17,6 +17,7 @@ mod dt;
 mod entry;
 mod fpstate;
 mod fs;
+mod gcs;
 mod irq;
 mod mm;
 mod percpu;

@@ -36,6 +36,14 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
             }
         }
         Ec::FpException => fault(sig::SIGFPE, sig::FPE_FLTUNK, tf.elr, esr.0),
+        // A GCS check failed (a return to another address than the GCS holds, a bad
+        // GCSSS1 token, a disabled GCSSTR/GCSPUSHM): SIGSEGV/SEGV_CPERR at the instruction,
+        // without fault information in the frame (Linux's do_el0_gcs).
+        Ec::Gcs if crate::gcs::available() => signal::force(
+            cur,
+            sig::SIGSEGV,
+            SigInfo::fault(sig::SIGSEGV, sig::SEGV_CPERR, tf.elr),
+        ),
         Ec::SveAccess if crate::cpufeature::features().sve => crate::fpstate::do_sve_acc(cur),
         Ec::SmeAccess if crate::cpufeature::offer().sme => {
             if !crate::fpstate::do_sme_acc(cur, esr.smtc()) {
@@ -90,6 +98,8 @@ fn user_abort(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {
     let addr = far as u64;
     let access = if esr.ec() == Ec::InstrAbortLower {
         Access::Exec
+    } else if esr.gcs_access() {
+        Access::Gcs
     } else if esr.wnr() {
         Access::Write
     } else {
@@ -139,8 +149,15 @@ fn resolve_fault(va: usize, access: Access) -> Result<(), FaultError> {
 /// is now there and the access may be retried. Never called with the address-space lock held:
 /// user copies run outside `with_mm`.
 #[no_mangle]
-fn svelt_resolve_user_fault(va: usize, write: bool) -> bool {
-    let access = if write { Access::Write } else { Access::Read };
+fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
+    let esr = Esr(esr);
+    let access = if esr.gcs_access() {
+        Access::Gcs
+    } else if esr.wnr() {
+        Access::Write
+    } else {
+        Access::Read
+    };
     match resolve_fault(svelt_abi::sys::untagged_addr(va), access) {
         Ok(()) => true,
         // The copy fails with EFAULT, and the process is killed as a user fault would be.
@@ -174,6 +191,7 @@ pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
         let t = cur.task();
         if t.killed.load(core::sync::atomic::Ordering::Acquire) {
             cpu::irq_enable();
+            crate::gcs::thread_exit(cur);
             crate::task::exit::do_exit(t.exit_code.load(core::sync::atomic::Ordering::Relaxed));
         }
         if sched::need_resched() {

@@ -129,7 +129,7 @@ impl<B: VmBacking, P: PageTable> Mm<B, P> {
         }
         let table = &mut self.table;
         self.vmas.set_prot(start, end, prot, |v| {
-            table.protect(v.start, v.end, prot, v.backing.is_shared())
+            table.protect(v.start, v.end, v.prot, v.backing.is_shared())
         });
         Ok(())
     }

@@ -7,7 +7,9 @@ use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 use core::cell::Cell;
 
-/// Access rights of a mapping (PROT_READ/WRITE/EXEC bits).
+/// Access rights of a mapping (PROT_READ/WRITE/EXEC bits), and whether it is a guarded
+/// control stack (`SHADOW`, Linux's VM_SHADOW_STACK: GCS instructions may read and write it,
+/// ordinary stores may not; the bit stays with the mapping through mprotect).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Prot(pub u32);
 
@@ -15,6 +17,15 @@ impl Prot {
     pub const READ: u32 = svelt_abi::mm::PROT_READ;
     pub const WRITE: u32 = svelt_abi::mm::PROT_WRITE;
     pub const EXEC: u32 = svelt_abi::mm::PROT_EXEC;
+    /// Not a PROT_* bit: set only by map_shadow_stack and the GCS the kernel allocates.
+    pub const SHADOW: u32 = 1 << 16;
+    /// The PROT_* rights alone.
+    pub fn rwx(self) -> u32 {
+        self.0 & (Self::READ | Self::WRITE | Self::EXEC)
+    }
+    pub fn shadow(self) -> bool {
+        self.0 & Self::SHADOW != 0
+    }
     pub fn r(self) -> bool {
         self.0 & Self::READ != 0
     }
@@ -29,7 +40,10 @@ impl Prot {
     pub fn allows(self, access: Access) -> bool {
         match access {
             Access::Read => self.r() || self.w() || self.x(),
-            Access::Write => self.w(),
+            // Ordinary stores never reach a shadow stack; GCS accesses (handled as writes, as
+            // Linux does) reach nothing else, and only a writable one.
+            Access::Write => self.w() && !self.shadow(),
+            Access::Gcs => self.shadow() && self.w(),
             Access::Exec => self.x(),
             Access::Kernel => true,
         }
@@ -42,6 +56,9 @@ pub enum Access {
     Read,
     Write,
     Exec,
+    /// A GCS instruction's load or store (ESR ISS2.GCS): handled as a write, so that a
+    /// copy-on-write shadow-stack page is copied.
+    Gcs,
     /// The kernel filling a mapping it made (exec), whatever its protection.
     Kernel,
 }
@@ -309,7 +326,7 @@ impl<B: VmBacking> Vmas<B> {
                 continue;
             };
             self.data_vm -= v.data_bytes();
-            v.prot = prot;
+            v.prot = Prot(prot.0 | (v.prot.0 & Prot::SHADOW));
             self.data_vm += v.data_bytes();
             changed(v);
         }

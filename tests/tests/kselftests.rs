@@ -15,7 +15,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
-use svelt_tests::kselftest::{self, Comparison, Known, Outcome, Selection, RUN_TIMEOUT};
+use svelt_tests::kselftest::{self, Comparison, Known, Selection, RUN_TIMEOUT};
 use svelt_tests::{Config, Qemu};
 
 const SELECTION: Selection = Selection {
@@ -25,37 +25,12 @@ const SELECTION: Selection = Selection {
     extra: "zt-ptrace",
 };
 
-/// Every difference the configurations below show today, each with its reason (issue 9).
-/// On QEMU 10.0 there is none: every program and subtest ends on Svelt as on Linux. On QEMU
-/// 11.1 Svelt skips what needs a feature it does not implement yet and Linux 7.3 does: GCS.
-/// An entry names the configuration
+/// Every difference the configurations below show today, each with its reason. There is none:
+/// every program and subtest ends on Svelt as on Linux, on QEMU 10.0 and 11.1 (GCS and FPMR
+/// included). An entry names the configuration
 /// (`Case::name`), the program, the subtests (exact names, or a prefix and `*`; none: the
 /// program's own outcome) and how each kernel ends them.
-const KNOWN_DIFFERENT: &[Known] = &[
-    gcs("basic-gcs"),
-    gcs("libc-gcs"),
-    gcs("gcs-locking"),
-    gcs("gcs-stress"),
-    gcs("gcs_exception_fault"),
-    gcs("gcs_frame"),
-    gcs("gcs_prot_none_fault"),
-    gcs("gcs_write_fault"),
-    gcs("gcspushm"),
-    gcs("gcsstr"),
-];
-
-/// A GCS program on QEMU 11.1: Linux runs it, Svelt (no GCS yet) reports it unsupported.
-const fn gcs(program: &'static str) -> Known {
-    Known {
-        config: "qemu11-vq4",
-        program,
-        subtests: &[],
-        svelt: Outcome::Skip,
-        linux: Outcome::Pass,
-        why: "no guarded control stacks yet (issue 9)",
-    }
-}
-
+const KNOWN_DIFFERENT: &[Known] = &[];
 /// One QEMU configuration.
 struct Case {
     name: &'static str,

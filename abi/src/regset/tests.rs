@@ -73,10 +73,12 @@ fn regset_units_and_sizes() {
         sme2: true,
         pauth: true,
         fpmr: true,
+        gcs: true,
     };
     assert_eq!(info(NT_PRSTATUS, all), Some((8, 272)));
     assert_eq!(info(NT_PRFPREG, all), Some((4, 528)));
     assert_eq!(info(NT_ARM_TLS, all), Some((8, 16)));
+    assert_eq!(info(NT_ARM_GCS, all), Some((8, 24)));
     assert_eq!(info(NT_ARM_HW_BREAK, all), Some((4, 264)));
     assert_eq!(info(NT_ARM_HW_WATCH, all), Some((4, 264)));
     assert_eq!(info(NT_ARM_SYSTEM_CALL, all), Some((4, 4)));
@@ -86,13 +88,14 @@ fn regset_units_and_sizes() {
     assert_eq!(info(NT_ARM_ZT, all), Some((64, 64)));
     assert_eq!(info(NT_ARM_PAC_MASK, all), Some((8, 16)));
     assert_eq!(info(NT_ARM_FPMR, all), Some((8, 8)));
-    for nt in [
-        0, 3, 4, 6, 0x400, 0x407, 0x408, 0x409, 0x40a, 0x40f, 0x410, 0x411,
-    ] {
+    // NT_ARM_GCS (0x410): struct user_gcs, three u64s.
+    assert_eq!(info(NT_ARM_GCS, all), Some((8, 24)));
+    for nt in [0, 3, 4, 6, 0x400, 0x407, 0x408, 0x409, 0x40a, 0x40f, 0x411] {
         assert_eq!(info(nt, all), None, "{nt:#x}");
     }
     let none = Caps::default();
     for nt in [
+        NT_ARM_GCS,
         NT_ARM_SVE,
         NT_ARM_SSVE,
         NT_ARM_ZA,

@@ -1235,8 +1235,8 @@ fn check_records_restores_every_record() {
             error: BadFrame::SveVlMismatch
         })
     );
-    // Only the SME VL differs: za refuses it, after the SVE registers and TPIDR2 were
-    // restored (Linux goes record by record).
+    // Only the SME VL differs: za refuses it, after the SVE registers, TPIDR2 and FPMR were
+    // restored (Linux goes record by record: fp, gcs, tpidr2, fpmr, za, zt).
     let other = SigreturnTask { sme_vl: 64, ..task };
     assert_eq!(
         check_records(&s, &ALL, &other),
@@ -1246,7 +1246,7 @@ fn check_records_restores_every_record() {
                 tpidr2: Some(0x1122_3344_5566_7788),
                 za: None,
                 zt0: None,
-                fpmr: None,
+                fpmr: Some(0x3f_ff7f_c1c0),
             },
             error: BadFrame::ZaVlMismatch
         })

@@ -78,6 +78,7 @@ pub fn regset(data: &[u8]) {
         sme2: cb & 6 == 6,
         pauth: cb & 8 != 0,
         fpmr: cb & 16 != 0,
+        gcs: cb & 32 != 0,
     };
     let iov_len = usize::from(t.u16()) * if cb & 0x80 != 0 { 4 } else { 1 };
     // The VL sets as the kernel has them: empty without the extension, never empty with it.
@@ -541,6 +542,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
                 sme2: true,
                 pauth: true,
                 fpmr: true,
+                gcs: true,
             },
         )
         .unwrap();

@@ -7,6 +7,7 @@ pub mod dev;
 pub mod epoll;
 pub mod initramfs;
 pub mod pagecache;
+pub mod pidfd;
 pub mod pipe;
 pub mod proc;
 pub mod ramfs;

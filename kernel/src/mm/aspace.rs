@@ -305,7 +305,7 @@ impl AddrSpace {
         if !vma.prot.allows(access) {
             return Err(FaultError::Permission);
         }
-        let write = matches!(access, Access::Write | Access::Kernel);
+        let write = matches!(access, Access::Write | Access::Gcs | Access::Kernel);
         let delta = (va & !(PAGE - 1)) - vma.start;
         table.fault(va, vma.prot, vma.backing.is_shared(), write, || {
             vma.backing.fault_page(delta, write)

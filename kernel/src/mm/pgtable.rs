@@ -72,7 +72,7 @@ fn pte_bits_for(prot: Prot, exclusive: bool) -> u64 {
         Prot(prot.0 & !Prot::WRITE)
     };
     let mut bits = pte_bits(p);
-    if prot.0 != 0 && !p.r() && !p.x() && prot.w() {
+    if prot.rwx() != 0 && !p.r() && !p.x() && prot.w() {
         // PROT_WRITE alone implies read on arm64; kept readable while copy-on-write.
         bits |= mmu::AP_EL0;
     }
@@ -85,17 +85,24 @@ fn pte_bits(prot: Prot) -> u64 {
         | mmu::attr_index(mmu::MAIR_NORMAL)
         | mmu::SH_INNER
         | mmu::AF
-        | mmu::NG
-        | mmu::PXN;
-    if prot.0 == 0 {
+        | mmu::NG;
+    if prot.rwx() == 0 {
         // PROT_NONE: keep the frame but make every access fault (no EL0 access bit, EL1
         // read-only; the kernel never uses user VAs).
-        return bits | mmu::AP_RO | mmu::UXN;
+        return bits | mmu::PXN | mmu::AP_RO | mmu::UXN;
     }
     bits |= mmu::AP_EL0;
-    if !prot.w() {
+    if prot.w() {
+        bits |= mmu::WRITABLE;
+    } else {
         bits |= mmu::AP_RO;
     }
+    if prot.shadow() {
+        // A guarded control stack: its own permission index (no PXN; arch::gcs), never
+        // executable.
+        return bits | mmu::UXN;
+    }
+    bits |= mmu::PXN;
     if !prot.x() {
         bits |= mmu::UXN;
     }
@@ -355,7 +362,7 @@ impl PageTable for UserTable {
                 let mut e = unsafe { ptr::read_volatile(slot) };
                 if e & mmu::DESC_VALID != 0 {
                     if !shared && e & mmu::AP_RO == 0 {
-                        e |= mmu::AP_RO;
+                        e = (e | mmu::AP_RO) & !mmu::WRITABLE;
                         // Only the permission changes, so no break-before-make; the parent's
                         // ASID is flushed once at the end.
                         // SAFETY: the leaf entry just read, in a live table frame of this address space.

@@ -28,6 +28,7 @@ fn caps() -> Caps {
         sme2: offer.sme && f.sme2(),
         pauth: crate::cpufeature::hwcaps().0[0] & svelt_abi::hwcap::HWCAP_PACA != 0,
         fpmr: offer.fpmr && f.fpmr,
+        gcs: crate::gcs::available(),
     }
 }
 
@@ -100,6 +101,7 @@ pub fn get(t: &Held, nt: u32) -> SysResult<Vec<u8>> {
         rs::NT_ARM_ZA => crate::fpstate::regset_za_get(t),
         rs::NT_ARM_ZT => copy_vec(&crate::fpstate::regset_zt_get(t)?),
         rs::NT_ARM_FPMR => copy_vec(&crate::fpstate::regset_fpmr(t)?.to_le_bytes()),
+        rs::NT_ARM_GCS => copy_vec(&crate::gcs::regset_get(t)?),
         _ => Err(Errno::EINVAL),
     }
 }
@@ -155,6 +157,7 @@ pub fn set(t: &Held, nt: u32, data: &[u8]) -> SysResult<()> {
         rs::NT_ARM_ZA => crate::fpstate::regset_za_set(t, data),
         rs::NT_ARM_ZT => crate::fpstate::regset_zt_set(t, data),
         rs::NT_ARM_FPMR => crate::fpstate::regset_set_fpmr(t, data),
+        rs::NT_ARM_GCS => crate::gcs::regset_set(t, data),
         _ => Err(Errno::EINVAL),
     }
 }

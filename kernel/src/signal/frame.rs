@@ -35,6 +35,7 @@ fn features() -> sf::SigFeatures {
         sme: crate::cpufeature::offer().sme,
         sme2: crate::cpufeature::offer().sme && crate::cpufeature::features().sme2(),
         fpmr: crate::cpufeature::features().fpmr,
+        gcs: crate::gcs::available(),
         ..Default::default()
     }
 }
@@ -53,10 +54,10 @@ pub fn setup_rt_frame(
     let fp = to_abi(&st.fpsimd);
     let f = crate::cpufeature::features();
     let sme = crate::cpufeature::offer().sme;
-    // Records after fpsimd (and esr), in Linux's order: sve, tpidr2, za, zt, fpmr. Register
-    // payloads go to the user stack straight from the saved state. At most five records: a
-    // fixed array, no allocation.
-    let mut records = Fixed::<sf::RecordSpec, 5>::new(sf::RecordSpec {
+    // Records after fpsimd (and esr), in Linux's order: gcs, sve, tpidr2, za, zt, fpmr.
+    // Register payloads go to the user stack straight from the saved state. At most six
+    // records: a fixed array, no allocation.
+    let mut records = Fixed::<sf::RecordSpec, 6>::new(sf::RecordSpec {
         magic: 0,
         size: 0,
         body: &[],
@@ -75,6 +76,15 @@ pub fn setup_rt_frame(
     let fpmr_body = st.fpmr.to_le_bytes();
     let za_head = head(za_vl, 0);
     let zt_head = head(1, 0);
+    let gcs_body = crate::gcs::frame_body(t);
+    if let Some(body) = &gcs_body {
+        records.push(sf::RecordSpec {
+            magic: sf::GCS_MAGIC,
+            size: sf::GCS_CONTEXT_SIZE,
+            body,
+            payload: &[],
+        });
+    }
     if f.sve || sme {
         // sve_context: the payload when SVE (or streaming) state is live, else the header.
         let (size, payload) = match sve_regs {
@@ -157,6 +167,8 @@ pub fn setup_rt_frame(
     })
     .map_err(|_| ())?;
     drop(st);
+    // With GCS on, the handler's return address and a signal token go on the GCS.
+    crate::gcs::signal_entry(t, plan.entry.x30)?;
     l.fault_esr.set(0);
     l.fault_address.set(0);
     crate::fpstate::signal_entered(t);
@@ -259,7 +271,24 @@ fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: sf::SigreturnResult)
         Ok(rec) => (rec, None),
         Err(p) => (p.done, Some(p.error)),
     };
+    // Linux restores gcs_context right after the FP registers: a bad one leaves only those
+    // restored; a bad later record comes after it was installed.
+    let (records, bad) = match (restored.gcs, records.fp, bad) {
+        (Some(rec), Some(_), _) => match crate::gcs::restore_record(t, rec) {
+            Ok(()) => (records, bad),
+            Err(e) => (
+                sf::FpRecords {
+                    fp: records.fp,
+                    ..Default::default()
+                },
+                Some(e),
+            ),
+        },
+        _ => (records, bad),
+    };
     crate::fpstate::from_sigreturn(t, fp, records);
+    // The signal token delivery left on the GCS must still be there; it is popped.
+    let bad = bad.or_else(|| crate::gcs::restore_signal(t).err());
     if let Some(e) = bad {
         log::debug!("pid {}: bad signal frame record: {e:?}", t.pid());
         tf.x[0] = 0;

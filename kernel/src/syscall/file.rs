@@ -444,3 +444,24 @@ pub fn ioctl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
         _ => file.ops.ioctl(&file, cmd, arg),
     }
 }
+
+/// pidfd_open(pid, flags): a descriptor for the process `pid` (a thread-group leader), close-on-
+/// exec, polling readable once the process has ended. flags: 0 or PIDFD_NONBLOCK (O_NONBLOCK).
+pub fn pidfd_open(pid: i32, flags: u32) -> SysResult<usize> {
+    if flags & !svelt_abi::fs::O_NONBLOCK != 0 || pid <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let p = match crate::task::find_process(pid as u32) {
+        Some(p) => p,
+        // A thread that is not its group's leader: EINVAL; nothing at all: ESRCH.
+        None if crate::task::find_task(pid as u32).is_some() => return Err(Errno::EINVAL),
+        None => return Err(Errno::ESRCH),
+    };
+    let f = File::new(
+        None,
+        crate::fs::pidfd::PidFd::new(&p),
+        svelt_abi::fs::O_RDWR | flags,
+        alloc::string::String::from("anon_inode:[pidfd]"),
+    );
+    install(f, true)
+}

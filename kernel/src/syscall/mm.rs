@@ -182,6 +182,14 @@ pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult<usize> {
         {
             return Err(Errno::EACCES);
         }
+        // A shadow stack is never executable (Linux: arch_validate_flags).
+        if prot & m::PROT_EXEC != 0
+            && mm
+                .vmas()
+                .any(|v| v.start < end && v.end > addr && v.prot.shadow())
+        {
+            return Err(Errno::EINVAL);
+        }
         mm.protect(addr, end, Prot(prot & 7)).map(|()| 0)
     })
 }

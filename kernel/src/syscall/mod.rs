@@ -209,6 +209,8 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::MMAP] = v(|c| mm::mmap(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
     t[nr::MUNMAP] = v(|c| mm::munmap(c.arg(0), c.arg(1)));
     t[nr::MPROTECT] = v(|c| mm::mprotect(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::PIDFD_OPEN] = v(|c| file::pidfd_open(c.arg(0), c.arg(1)));
+    t[nr::MAP_SHADOW_STACK] = v(|c| crate::gcs::map_shadow_stack(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::MADVISE] = v(|c| mm::madvise(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::MREMAP] = v(|c| mm::mremap(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::MLOCK] = v(|c| mm::mlock(c.arg(0), c.arg(1), true, 0));
@@ -231,7 +233,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     });
     t[nr::CLONE3] = v(|_| Err(Errno::ENOSYS));
     t[nr::EXECVE] = regs(|c| proc::execve(c.cur, c.arg(0), c.arg(1), c.arg(2), c.tf));
-    t[nr::EXIT] = v(|c| proc::exit(c.arg(0)));
+    t[nr::EXIT] = v(|c| proc::exit(c.cur, c.arg(0)));
     t[nr::EXIT_GROUP] = v(|c| proc::exit_group(c.arg(0)));
     t[nr::WAIT4] = v(|c| proc::wait4(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::WAITID] = v(|c| proc::waitid(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));

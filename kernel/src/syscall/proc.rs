@@ -42,7 +42,8 @@ pub fn execve(
     Ok(NoReturn)
 }
 
-pub fn exit(code: i32) -> SysResult<usize> {
+pub fn exit(cur: &CurrentTask, code: i32) -> SysResult<usize> {
+    crate::gcs::thread_exit(cur);
     exit::do_exit(wstatus::exited(code))
 }
 
@@ -319,5 +320,8 @@ pub fn prctl(
         }
         PrctlCmd::SetVl { kind, arg } => crate::fpstate::vec_set_current_vl(cur, kind, arg),
         PrctlCmd::GetVl { kind } => crate::fpstate::vec_get_current_vl(cur, kind),
+        PrctlCmd::GetShadowStack { ptr } => crate::gcs::prctl_get(cur, ptr),
+        PrctlCmd::SetShadowStack { arg } => crate::gcs::prctl_set(cur, arg),
+        PrctlCmd::LockShadowStack { arg } => crate::gcs::prctl_lock(cur, arg),
     }
 }

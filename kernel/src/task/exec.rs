@@ -208,6 +208,7 @@ pub fn do_execve(
     // Nor does the tagged address ABI (Linux's flush_tagged_addr_state).
     sched::set_current_tagged_addr(false);
     crate::fpstate::fpsimd_flush_thread(cur);
+    crate::gcs::flush(cur);
     sched::set_current_tpidr_el0(cur.local(), 0);
     *tf = TrapFrame::program_start(entry, sp);
     fork::release_vfork(&me);

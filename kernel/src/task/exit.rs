@@ -107,6 +107,8 @@ fn process_exit(p: &Arc<Process>, status: i32) {
         }
     }
     *p.state.lock() = ProcState::Zombie(status);
+    // pidfds of this process poll readable now.
+    crate::fs::epoll::notify();
     if p.pid == 1 {
         let code = if wstatus::wifexited(status) {
             wstatus::wexitstatus(status)

@@ -84,10 +84,17 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
     } else {
         pl.tpidr_el0.get()
     };
+    let gcs = crate::gcs::for_child(
+        cur,
+        flags & s::CLONE_VM != 0,
+        flags & s::CLONE_VFORK != 0,
+        args.stack_size,
+    )?;
     let fpu = crate::fpstate::fork_state(cur, flags & s::CLONE_VM != 0);
+    let local = TaskLocal::new(fpu, tls, pl.tpidrro_el0.get());
+    local.gcs.set(gcs);
     let child = Arc::new(
-        Task::new(tid, process.clone(), Some(kstack), mm, files, fs, sighand)
-            .with_local(TaskLocal::new(fpu, tls, pl.tpidrro_el0.get())),
+        Task::new(tid, process.clone(), Some(kstack), mm, files, fs, sighand).with_local(local),
     );
     // The child's user registers: the parent's, returning 0, on a new stack if one was given.
     let ctf = child.trap_frame();

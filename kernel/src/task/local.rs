@@ -35,6 +35,8 @@ pub struct TaskLocal {
     pub fault_address: Cell<u64>,
     /// Breakpoints and watchpoints a tracer set (NT_ARM_HW_BREAK / NT_ARM_HW_WATCH).
     pub hw_debug: RefCell<HwDebug>,
+    /// The guarded control stack (GCSPR_EL0 lives in the CPU while the task runs).
+    pub gcs: Cell<svelt_abi::gcs::GcsState>,
 }
 
 impl TaskLocal {
@@ -48,6 +50,7 @@ impl TaskLocal {
             fault_esr: Cell::new(0),
             fault_address: Cell::new(0),
             hw_debug: RefCell::new(HwDebug::default()),
+            gcs: Cell::new(svelt_abi::gcs::GcsState::default()),
         }
     }
 }

@@ -272,6 +272,7 @@ pub fn schedule() {
         .user_tagged_addr
         .store(next.tagged_addr.load(Ordering::Relaxed), Ordering::Relaxed);
     crate::fpstate::switch_tpidr2(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
+    crate::gcs::switch(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
     match next.mm() {
         Some(mm) => mm.lock().activate(),
         None => crate::arch::mmu::clear_user_table(),

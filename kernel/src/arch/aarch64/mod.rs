@@ -20,6 +20,7 @@ pub mod debug;
 pub mod entry;
 pub mod exception;
 pub mod fpsimd;
+pub mod gcs;
 pub mod mem;
 pub mod mmu;
 pub mod semihosting;

@@ -179,6 +179,19 @@ __strncpy_from_user:
     mov     x0, #-1
     ret
 
+// __gcs_store_user(uaddr x0, value x1) -> x0 = 0, or 1 if it faulted: GCSSTTR, the
+// unprivileged GCS store (EL0's rights: only a shadow-stack page takes it).
+.global __gcs_store_user
+__gcs_store_user:
+.Lgcs_st:
+    .inst   0xd91f1c01                  // gcssttr x1, [x0]
+.Lgcs_st_end:
+    mov     x0, #0
+    ret
+.Lgcs_fault:
+    mov     x0, #1
+    ret
+
 .global __uaccess_end
 __uaccess_end:
 
@@ -196,6 +209,7 @@ __uaccess_fixups:
     .quad   .Lclr_32, .Lclr_1, .Lclr_1
     .quad   .Lclr_1, .Lclr_out, .Lclr_out
     .quad   .Lstr_loop, .Lstr_out, .Lstr_fault
+    .quad   .Lgcs_st, .Lgcs_st_end, .Lgcs_fault
 .global __uaccess_fixups_end
 __uaccess_fixups_end:
 "#
@@ -213,6 +227,7 @@ extern "C" {
     fn __copy_to_user(udst: usize, src: *const u8, n: usize) -> usize;
     fn __clear_user(udst: usize, n: usize) -> usize;
     fn __strncpy_from_user(dst: *mut u8, usrc: usize, n: usize) -> isize;
+    fn __gcs_store_user(udst: usize, value: u64) -> usize;
     static __uaccess_fixups: [Fixup; 0];
     static __uaccess_fixups_end: [Fixup; 0];
 }
@@ -280,7 +295,7 @@ extern "Rust" {
     /// Resolves a fault on user address `va` for the current task the way an EL0 fault would
     /// be (demand paging): true if the access may be retried. Defined in `trap.rs`; may take
     /// the address-space lock, so no user access may run while that lock is held.
-    fn svelt_resolve_user_fault(va: usize, write: bool) -> bool;
+    fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool;
 }
 
 /// A synchronous exception from EL1: if it is a data abort on a user address at a
@@ -308,7 +323,7 @@ pub fn handle_kernel_abort(tf: &mut TrapFrame) -> bool {
             super::cpu::irq_enable();
         }
         // SAFETY: svelt_resolve_user_fault is defined (trap.rs) with exactly this signature.
-        let ok = unsafe { svelt_resolve_user_fault(far, esr.wnr()) };
+        let ok = unsafe { svelt_resolve_user_fault(far, esr.0) };
         if irqs_were_on {
             super::cpu::irq_disable();
         }
@@ -318,4 +333,14 @@ pub fn handle_kernel_abort(tf: &mut TrapFrame) -> bool {
         tf.elr = landing as u64;
     }
     true
+}
+
+/// Stores `value` at user address `udst` with GCSSTTR (a shadow-stack page of the current
+/// task, 8-aligned); Err if that faults. Only on a CPU with FEAT_GCS.
+pub fn gcs_store_user(udst: usize, value: u64) -> Result<(), ()> {
+    // SAFETY: the store checks EL0's rights at `udst` and a fault lands in the fixup.
+    match unsafe { __gcs_store_user(udst, value) } {
+        0 => Ok(()),
+        _ => Err(()),
+    }
 }

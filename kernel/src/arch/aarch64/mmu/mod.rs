@@ -33,6 +33,10 @@ pub const NG: u64 = 1 << 11;
 pub const SH_INNER: u64 = 3 << 8;
 pub const AF: u64 = 1 << 10;
 pub const PXN: u64 = 1 << 53;
+/// Set on every writable entry: hardware dirty management is off (TCR_EL1.HD clear), so it
+/// means nothing to the direct encoding; with permission indirection it is the index bit that
+/// says "writable" (arch::gcs).
+pub const WRITABLE: u64 = 1 << 51;
 pub const UXN: u64 = 1 << 54;
 pub const ADDR_MASK: u64 = 0x0000_ffff_ffff_f000;
 
@@ -59,8 +63,8 @@ impl Prot {
         match self {
             Prot::KernelText => normal | AP_RO,
             Prot::KernelRo => normal | AP_RO | PXN,
-            Prot::KernelRw => normal | PXN,
-            Prot::Device => attr_index(MAIR_DEVICE_NGNRE) | AF | PXN | UXN,
+            Prot::KernelRw => normal | PXN | WRITABLE,
+            Prot::Device => attr_index(MAIR_DEVICE_NGNRE) | AF | PXN | UXN | WRITABLE,
         }
     }
 }
