@@ -64,8 +64,9 @@ impl Offer {
 
     /// What Svelt handles, with SVE and SME as the kernel decided at boot. The rest is not
     /// implemented: no event stream, no pointer-authentication keys (SCTLR_EL1.EnIA.. clear),
-    /// no guarded pages, no tags, no GCS, no overlays, LS64 and MOPS left disabled for EL0.
-    /// FPMR is kept per thread (with the FP registers) where the CPU has it.
+    /// no guarded pages, no tags, no overlays, LS64 and MOPS left disabled for EL0. FPMR is
+    /// kept per thread (with the FP registers) and guarded control stacks are offered where
+    /// the CPU has them (GCS always comes with the permission indirection Svelt needs for it).
     pub const fn svelt(sve: bool, sme: bool) -> Offer {
         Offer {
             sve,
@@ -75,7 +76,7 @@ impl Offer {
             ptr_auth: false,
             bti: false,
             mte: false,
-            gcs: false,
+            gcs: true,
             poe: false,
             fpmr: true,
             ls64: false,

@@ -734,8 +734,8 @@ mod tests {
         for reg in IdReg::ALL {
             r.set(reg, !0);
         }
-        // GCS, MTE and BT go; SME and SSBS stay.
-        assert_eq!(read(ID_AA64PFR1_EL1, &r, SVELT), Some(0x0F00_00F0));
+        // MTE and BT go; SME, SSBS and GCS stay.
+        assert_eq!(read(ID_AA64PFR1_EL1, &r, SVELT), Some(0xF000_0F00_00F0));
         assert_eq!(read(ID_AA64PFR1_EL1, &r, ALL), Some(0xF000_0F00_0FFF));
         // FPMR stays; MTEFAR and MTESTOREONLY too, as in Linux without MTE.
         assert_eq!(read(ID_AA64PFR2_EL1, &r, SVELT), Some(0xF_0000_0FF0));

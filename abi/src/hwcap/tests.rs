@@ -339,7 +339,7 @@ fn all_ones_registers() {
         .collect();
     assert_eq!(
         hidden.join(" "),
-        "evtstrm paca pacg gcs bti mte mte3 mops poe mtefar mtestoreonly ls64"
+        "evtstrm paca pacg bti mte mte3 mops poe mtefar mtestoreonly ls64"
     );
 }
 
@@ -568,7 +568,7 @@ fn qemu_11_1_max() {
         svelt_names,
         "fp asimd aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm jscvt fcma \
          lrcpc dcpop sha3 sm3 sm4 asimddp sha512 sve asimdfhm dit uscat ilrcpc flagm ssbs sb \
-         cmpbr fprcvt f8mm8 f8mm4 smeaes smesfexpa smesmop4 dcpodp sve2 sveaes svepmull \
+         gcs cmpbr fprcvt f8mm8 f8mm4 smeaes smesfexpa smesmop4 dcpodp sve2 sveaes svepmull \
          svebitperm svesha3 svesm4 flagm2 frint svei8mm svef32mm svef64mm svebf16 i8mm bf16 \
          dgh rng ecv afp rpres sme smei16i64 smef64f64 smei8i32 smef16f32 smeb16f32 smef32f32 \
          smefa64 wfxt ebf16 sveebf16 cssc sve2p1 sme2 sme2p1 smei16i32 smebi32i32 smeb16b16 \
@@ -581,7 +581,6 @@ fn qemu_11_1_max() {
             "evtstrm",
             "paca",
             "pacg",
-            "gcs",
             "bti",
             "mops",
             "mtefar",

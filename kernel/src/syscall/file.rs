@@ -455,7 +455,12 @@ pub fn pidfd_open(pid: i32, flags: u32) -> SysResult<usize> {
     // among the caller's children too.
     let zombie_child = || {
         let me = crate::task::current().process();
-        let found = me.children.lock().iter().find(|c| c.pid == pid as u32).cloned();
+        let found = me
+            .children
+            .lock()
+            .iter()
+            .find(|c| c.pid == pid as u32)
+            .cloned();
         found
     };
     let p = match crate::task::find_process(pid as u32).or_else(zombie_child) {
