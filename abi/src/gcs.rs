@@ -31,6 +31,16 @@ impl GcsState {
     pub fn enabled(&self) -> bool {
         self.mode & PR_SHADOW_STACK_ENABLE != 0
     }
+
+    /// Whether taking `mode` would change a locked bit.
+    fn changes_locked(&self, mode: u32) -> bool {
+        self.mode & self.locked != mode & self.locked
+    }
+
+    /// Whether taking `mode` would turn GCS on.
+    fn turns_on(&self, mode: u32) -> bool {
+        mode & PR_SHADOW_STACK_ENABLE != 0 && !self.enabled()
+    }
 }
 
 /// The size of a GCS the kernel allocates: `requested` rounded up to pages, or without one
@@ -72,10 +82,10 @@ pub fn set_status(cur: &GcsState, arg: u64) -> Result<SetStatus, Errno> {
         return Err(Errno::EINVAL);
     }
     let mode = arg as u32;
-    if cur.mode & cur.locked != mode & cur.locked {
+    if cur.changes_locked(mode) {
         return Err(Errno::EBUSY);
     }
-    if mode & PR_SHADOW_STACK_ENABLE != 0 && !cur.enabled() {
+    if cur.turns_on(mode) {
         if cur.base != 0 || cur.gcspr != 0 {
             return Err(Errno::EINVAL);
         }
@@ -150,10 +160,7 @@ pub fn restore_record(rec: &[u8], cur: &GcsState) -> Result<Restore, BadFrame> {
         return Err(BadFrame::BadGcs);
     }
     let mode = features as u32;
-    if cur.mode & cur.locked != mode & cur.locked {
-        return Err(BadFrame::BadGcs);
-    }
-    if mode & PR_SHADOW_STACK_ENABLE != 0 && !cur.enabled() {
+    if cur.changes_locked(mode) || cur.turns_on(mode) {
         return Err(BadFrame::BadGcs);
     }
     let mode = if mode & PR_SHADOW_STACK_ENABLE == 0 {

@@ -771,6 +771,8 @@ pub struct FpRecords<'a> {
     pub zt0: Option<&'a [u8]>,
     /// fpmr_context: the FPMR value.
     pub fpmr: Option<u64>,
+    /// gcs_context: the GCS mode and GCSPR_EL0 to install.
+    pub gcs: Option<crate::gcs::Restore>,
 }
 
 /// The task rt_sigreturn restores, as it stands once its live state is saved.
@@ -781,6 +783,8 @@ pub struct SigreturnTask {
     pub sme_vl: u32,
     /// PSTATE.ZA (the handler may have turned ZA on).
     pub za_on: bool,
+    /// The thread's GCS state, GCSPR_EL0 as it is now (gcs_context is checked against it).
+    pub gcs: crate::gcs::GcsState,
 }
 
 /// A frame refused part-way through its records: Linux restores record by record, so what
@@ -792,8 +796,11 @@ pub struct PartialRestore<'a> {
 }
 
 /// The per-record restores of Linux's `restore_sigframe` for the records `parse_sigreturn` left
-/// raw, in its order: fpsimd or sve, (gcs: the kernel's,) tpidr2, fpmr, za, zt. Each record is checked before it is
+/// raw, in its order: fpsimd or sve, gcs, tpidr2, fpmr, za, zt. Each record is checked before it is
 /// applied; the first bad one ends the walk (SIGSEGV), the earlier ones applied.
+// Both outcomes carry the records restored so far; boxing the error would allocate on every
+// refused sigreturn for nothing.
+#[allow(clippy::result_large_err)]
 pub fn check_records<'a>(
     s: &Sigreturn<'a>,
     f: &SigFeatures,
@@ -810,6 +817,12 @@ pub fn check_records<'a>(
         Ok(Some((streaming, regs))) => Some(FpRestore::Sve { streaming, regs }),
         Err(e) => return fail(done, e),
     };
+    if let Some(rec) = s.gcs {
+        match crate::gcs::restore_record(rec, &task.gcs) {
+            Ok(r) => done.gcs = Some(r),
+            Err(e) => return fail(done, e),
+        }
+    }
     if let Some(rec) = s.tpidr2 {
         match u64_record_value(rec) {
             Some(v) => done.tpidr2 = Some(v),

@@ -78,7 +78,7 @@ pub fn do_coredump(cur: &CurrentTask, tf: &TrapFrame, info: &SigInfo) -> i32 {
     let p = me.process();
     let signo = info.signo();
     let plain = wstatus::signaled(signo, false);
-    let limit = p.rlimits.lock()[svelt_abi::sys::RLIMIT_CORE as usize].rlim_cur;
+    let limit = p.rlimit(svelt_abi::sys::RLIMIT_CORE);
     // Linux's smallest ELF core: one page.
     if limit < PAGE {
         return plain;

@@ -568,13 +568,14 @@ pub fn signal_entered(cur: &CurrentTask) {
 
 /// sigreturn, before the records are checked: saves the live state (it stays live), which is
 /// what a frame without a record keeps — ZA and its contents as the handler left them — and
-/// reports what the records are checked against.
+/// reports what the FP records are checked against.
 pub fn for_sigreturn(cur: &CurrentTask) -> svelt_abi::sigframe::SigreturnTask {
     let f = fpsimd_preserve_current_state(&cur.process, cur.local());
     svelt_abi::sigframe::SigreturnTask {
         sve_vl: f.st.sve_vl,
         sme_vl: f.st.sme_vl,
         za_on: f.st.svcr.za,
+        ..Default::default()
     }
 }
 

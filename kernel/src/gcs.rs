@@ -27,13 +27,23 @@ pub fn cpu_init() {
     }
 }
 
-/// The running thread's state with its live GCSPR_EL0.
-pub fn live(cur: &CurrentTask) -> GcsState {
-    let mut s = cur.local().gcs.get();
-    if available() {
+/// A thread's state; `running` when it is the thread on this CPU, whose GCSPR_EL0 is live.
+fn state_of(l: &TaskLocal, running: bool) -> GcsState {
+    let mut s = l.gcs.get();
+    if running && available() {
         s.gcspr = hw::read_gcspr_el0();
     }
     s
+}
+
+/// The running thread's state with its live GCSPR_EL0.
+pub fn live(cur: &CurrentTask) -> GcsState {
+    state_of(cur.local(), true)
+}
+
+/// The running thread's state when GCS is on for it.
+fn live_enabled(cur: &CurrentTask) -> Option<GcsState> {
+    Some(live(cur)).filter(|s| available() && s.enabled())
 }
 
 /// Sets the running thread's state, registers included.
@@ -74,10 +84,6 @@ pub fn switch(prev: Option<&TaskLocal>, next: Option<&TaskLocal>) {
 
 fn page() -> u64 {
     PAGE_SIZE as u64
-}
-
-fn rlimit_stack() -> u64 {
-    task::current().process().rlimits.lock()[svelt_abi::sys::RLIMIT_STACK as usize].rlim_cur
 }
 
 /// Maps `len` bytes of shadow stack at `addr` (0: anywhere; else exactly there, EEXIST if
@@ -126,10 +132,17 @@ pub fn map_shadow_stack(addr: u64, size: u64, flags: u64) -> SysResult<usize> {
     Ok(start as usize)
 }
 
-/// A new GCS for a thread: `size` bytes (0: from RLIMIT_STACK); returns (base, size).
-fn alloc_thread_gcs(size: u64) -> SysResult<(u64, u64)> {
-    let size = g::gcs_size(size, rlimit_stack(), page());
-    Ok((map_gcs(0, size)?, size))
+/// Gives a thread a GCS of its own: `size` bytes (0: from RLIMIT_STACK), GCSPR_EL0 at its top
+/// slot.
+fn give_thread_gcs(s: &mut GcsState, size: u64) -> SysResult<()> {
+    let rlimit = task::current()
+        .process()
+        .rlimit(svelt_abi::sys::RLIMIT_STACK);
+    let size = g::gcs_size(size, rlimit, page());
+    s.base = map_gcs(0, size)?;
+    s.size = size;
+    s.gcspr = s.base + size - 8;
+    Ok(())
 }
 
 pub fn prctl_get(cur: &CurrentTask, ptr: usize) -> SysResult<usize> {
@@ -148,10 +161,7 @@ pub fn prctl_set(cur: &CurrentTask, arg: u64) -> SysResult<usize> {
     match g::set_status(&s, arg)? {
         g::SetStatus::Mode(m) => s.mode = m,
         g::SetStatus::Enable(m) => {
-            let (base, size) = alloc_thread_gcs(0)?;
-            s.base = base;
-            s.size = size;
-            s.gcspr = base + size - 8;
+            give_thread_gcs(&mut s, 0)?;
             s.mode = m;
         }
     }
@@ -188,10 +198,7 @@ pub fn for_child(
         return Ok(c);
     }
     if clone_vm && !vfork {
-        let (base, size) = alloc_thread_gcs(stack_size / 2)?;
-        c.base = base;
-        c.size = size;
-        c.gcspr = base + size - 8;
+        give_thread_gcs(&mut c, stack_size / 2)?;
     }
     Ok(c)
 }
@@ -207,11 +214,6 @@ pub fn thread_exit(cur: &CurrentTask) {
     if s.base != 0 {
         let _ = with_mm(|mm| mm.unmap(s.base as usize, (s.base + s.size) as usize));
     }
-    cur.local().gcs.set(GcsState {
-        base: 0,
-        size: 0,
-        ..s
-    });
 }
 
 // ---- signals ----
@@ -226,7 +228,8 @@ pub fn frame_body(cur: &CurrentTask) -> Option<[u8; 24]> {
     if s.gcspr == 0 {
         return None;
     }
-    let gcspr = s.gcspr - if s.enabled() { 8 } else { 0 };
+    // GCSPR_EL0 is whatever user space (or a tracer) made it: no arithmetic may trap.
+    let gcspr = s.gcspr.wrapping_sub(if s.enabled() { 8 } else { 0 });
     Some(g::record_body(gcspr, s.mode))
 }
 
@@ -234,13 +237,9 @@ pub fn frame_body(cur: &CurrentTask) -> Option<[u8; 24]> {
 /// token above it go on the GCS, so that the handler's RET finds its address and rt_sigreturn
 /// the token. Err: a store faulted (the delivery fails).
 pub fn signal_entry(cur: &CurrentTask, ret: u64) -> Result<(), ()> {
-    if !available() {
+    let Some(s) = live_enabled(cur) else {
         return Ok(());
-    }
-    let s = live(cur);
-    if !s.enabled() {
-        return Ok(());
-    }
+    };
     let top = s.gcspr;
     let ret_at = top.wrapping_sub(16);
     let cap_at = top.wrapping_sub(8);
@@ -250,11 +249,10 @@ pub fn signal_entry(cur: &CurrentTask, ret: u64) -> Result<(), ()> {
     Ok(())
 }
 
-/// rt_sigreturn's gcs_context (checked against the thread, then installed: the mode and
-/// GCSPR_EL0).
-pub fn restore_record(cur: &CurrentTask, rec: &[u8]) -> Result<(), BadFrame> {
-    let s = live(cur);
-    let r = g::restore_record(rec, &s)?;
+/// Installs what rt_sigreturn's gcs_context asked for (`abi::sigframe::check_records` checked
+/// it against `live`): the mode and GCSPR_EL0.
+pub fn install(cur: &CurrentTask, r: g::Restore) {
+    let s = cur.local().gcs.get();
     set_live(
         cur,
         GcsState {
@@ -263,19 +261,14 @@ pub fn restore_record(cur: &CurrentTask, rec: &[u8]) -> Result<(), BadFrame> {
             ..s
         },
     );
-    Ok(())
 }
 
 /// The end of rt_sigreturn with GCS on: the signal token GCSPR_EL0 points at must be the one
 /// delivery left; it is cleared and popped.
 pub fn restore_signal(cur: &CurrentTask) -> Result<(), BadFrame> {
-    if !available() {
+    let Some(s) = live_enabled(cur) else {
         return Ok(());
-    }
-    let s = live(cur);
-    if !s.enabled() {
-        return Ok(());
-    }
+    };
     let at = s.gcspr;
     hw::barrier();
     let cap = UserPtr::<u64>::new(at as usize)
@@ -285,18 +278,14 @@ pub fn restore_signal(cur: &CurrentTask) -> Result<(), BadFrame> {
         return Err(BadFrame::BadGcs);
     }
     crate::arch::uaccess::gcs_store_user(at as usize, 0).map_err(|_| BadFrame::Fault)?;
-    hw::write_gcspr_el0(at + 8);
+    hw::write_gcspr_el0(at.wrapping_add(8));
     Ok(())
 }
 
 // ---- ptrace and core dumps ----
 
 fn held_state(h: &Held) -> GcsState {
-    let mut s = h.local().gcs.get();
-    if h.is_current() && available() {
-        s.gcspr = hw::read_gcspr_el0();
-    }
-    s
+    state_of(h.local(), h.is_current())
 }
 
 /// NT_ARM_GCS read.

@@ -467,6 +467,21 @@ fn no_extra<'a>(_: u64, _: usize) -> Result<&'a [u8], BadFrame> {
     Err(BadFrame::Fault)
 }
 
+/// parse_sigreturn at `sp` on an FPSIMD-only system, for frames without extra space.
+fn parse_fp_only<'a>(
+    sp: u64,
+    mem: &Mem,
+    frame: &'a mut [u8; RT_SIGFRAME_SIZE],
+) -> SigreturnResult<'a> {
+    parse_sigreturn(
+        sp,
+        &mut |a, b| mem.read(a, b),
+        &FP_ONLY,
+        frame,
+        &mut no_extra,
+    )
+}
+
 fn reject(edit: impl Fn(&mut Mem), want: BadFrame) {
     reject_on(edit, &FP_ONLY, want)
 }
@@ -541,13 +556,7 @@ fn reject_bad_pstate_but_clear_res0() {
     let mut m = good_frame();
     put_u64(m.at(SP), PSTATE_OFFSET, PSR_I_BIT);
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
-    let r = parse_sigreturn(
-        SP,
-        &mut |a, b| m.read(a, b),
-        &FP_ONLY,
-        &mut frame,
-        &mut no_extra,
-    );
+    let r = parse_fp_only(SP, &m, &mut frame);
     assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR1)));
 }
 
@@ -808,6 +817,7 @@ fn garbage_frames_never_panic() {
                 sve_vl: 32,
                 sme_vl: 64,
                 za_on: next() % 2 == 0,
+                ..Default::default()
             };
             let _ = check_records(&s, &ALL, &task);
         }
@@ -1161,6 +1171,57 @@ fn parse_records<'a>(recs: &[RecordSpec], frame: &'a mut [u8; RT_SIGFRAME_SIZE])
 }
 
 #[test]
+fn gcs_context_comes_right_after_the_fp_registers() {
+    use crate::gcs::{record_body, GcsState, Restore};
+    let tp = 7u64.to_le_bytes();
+    let body = record_body(0x7ff8, 1);
+    let recs = [
+        RecordSpec {
+            magic: GCS_MAGIC,
+            size: GCS_CONTEXT_SIZE,
+            body: &body,
+            payload: &[],
+        },
+        RecordSpec {
+            magic: TPIDR2_MAGIC,
+            size: 16,
+            body: &tp,
+            payload: &[],
+        },
+    ];
+    let on = GcsState {
+        mode: 1,
+        gcspr: 0x8000,
+        ..GcsState::default()
+    };
+    let task = |gcs| SigreturnTask {
+        sve_vl: 32,
+        sme_vl: 32,
+        gcs,
+        ..Default::default()
+    };
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let s = parse_records(&recs, &mut frame);
+    // Kept on: the mode and GCSPR_EL0 to install, then TPIDR2.
+    let r = check_records(&s, &ALL, &task(on)).unwrap();
+    let want = Restore {
+        mode: 1,
+        gcspr: 0x7ff8,
+    };
+    assert_eq!((r.gcs, r.tpidr2), (Some(want), Some(7)));
+    // Turning GCS on from a frame is refused after the FP registers, before TPIDR2.
+    let e = check_records(&s, &ALL, &task(GcsState::default())).unwrap_err();
+    assert_eq!(e.error, BadFrame::BadGcs);
+    assert_eq!(
+        e.done,
+        FpRecords {
+            fp: Some(FpRestore::Fpsimd),
+            ..FpRecords::default()
+        }
+    );
+}
+
+#[test]
 fn check_records_restores_every_record() {
     let (sve_vl, sme_vl) = (32u32, 32u32);
     let sve_regs = pattern(546 * 2);
@@ -1209,6 +1270,7 @@ fn check_records_restores_every_record() {
         sve_vl,
         sme_vl,
         za_on: false,
+        ..Default::default()
     };
     let r = check_records(&s, &ALL, &task).unwrap();
     let sve = FpRestore::Sve {
@@ -1227,6 +1289,7 @@ fn check_records_restores_every_record() {
         sve_vl: 64,
         sme_vl: 64,
         za_on: false,
+        ..Default::default()
     };
     assert_eq!(
         check_records(&s, &ALL, &other),
@@ -1247,6 +1310,7 @@ fn check_records_restores_every_record() {
                 za: None,
                 zt0: None,
                 fpmr: Some(0x3f_ff7f_c1c0),
+                gcs: None,
             },
             error: BadFrame::ZaVlMismatch
         })
@@ -1283,6 +1347,7 @@ fn zt_context_follows_the_za_state_after_the_za_step() {
         sve_vl: 32,
         sme_vl: 32,
         za_on,
+        ..Default::default()
     };
     // No za_context: PSTATE.ZA stays as the task has it (a handler may have turned ZA on).
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
@@ -1314,6 +1379,7 @@ fn check_records_rejects_each_bad_record() {
         sve_vl: 32,
         sme_vl: 32,
         za_on: false,
+        ..Default::default()
     };
     let cases: [(Vec<RecordSpec>, BadFrame); 6] = [
         // tpidr2_context and fpmr_context must be exactly 16 bytes.
@@ -1404,23 +1470,11 @@ fn sigmask_loses_sigkill_and_sigstop_even_for_a_bad_frame() {
         .union(Sigset::of(SIGUSR2));
     put_u64(m.at(SP), UC_SIGMASK_OFFSET, raw.0);
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
-    let r = parse_sigreturn(
-        SP,
-        &mut |a, b| m.read(a, b),
-        &FP_ONLY,
-        &mut frame,
-        &mut no_extra,
-    );
+    let r = parse_fp_only(SP, &m, &mut frame);
     assert_eq!(r.sigmask, Some(Sigset::of(SIGUSR2)));
     assert!(r.frame.is_ok());
     put_u64(m.at(SP), PSTATE_OFFSET, PSR_I_BIT);
-    let r = parse_sigreturn(
-        SP,
-        &mut |a, b| m.read(a, b),
-        &FP_ONLY,
-        &mut frame,
-        &mut no_extra,
-    );
+    let r = parse_fp_only(SP, &m, &mut frame);
     assert_eq!(
         (r.sigmask, r.uc_stack, r.frame.err()),
         (Some(Sigset::of(SIGUSR2)), None, Some(BadFrame::BadPstate))
@@ -1448,13 +1502,7 @@ fn a_bad_frame_still_loads_the_registers() {
     put_u64(m.at(SP), PSTATE_OFFSET, pstate);
     put_u64(m.at(SP), SP_OFFSET, 0x1234_5670);
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
-    let r = parse_sigreturn(
-        SP,
-        &mut |a, b| m.read(a, b),
-        &FP_ONLY,
-        &mut frame,
-        &mut no_extra,
-    );
+    let r = parse_fp_only(SP, &m, &mut frame);
     assert_eq!(r.frame.err(), Some(BadFrame::BadPstate));
     let regs = r.regs.unwrap();
     assert_eq!((regs.sp, regs.pstate), (0x1234_5670, PSR_NZCV_MASK));
@@ -1463,23 +1511,11 @@ fn a_bad_frame_still_loads_the_registers() {
     // A record the walk refuses: the registers were read before it.
     let mut m = good_frame();
     rec(&mut m, 1120, 0x1234, 16);
-    let r = parse_sigreturn(
-        SP,
-        &mut |a, b| m.read(a, b),
-        &FP_ONLY,
-        &mut frame,
-        &mut no_extra,
-    );
+    let r = parse_fp_only(SP, &m, &mut frame);
     assert_eq!(r.frame.err(), Some(BadFrame::UnknownMagic(0x1234)));
     assert_eq!(r.regs.unwrap().sp, get_u64(m.at(SP), SP_OFFSET));
     // Misaligned SP: nothing read.
-    let r = parse_sigreturn(
-        SP + 8,
-        &mut |a, b| m.read(a, b),
-        &FP_ONLY,
-        &mut frame,
-        &mut no_extra,
-    );
+    let r = parse_fp_only(SP + 8, &m, &mut frame);
     assert_eq!((r.regs, r.sigmask), (None, None));
 }
 
@@ -1488,13 +1524,7 @@ fn unreadable_header_fields_read_as_zero() {
     // Nothing mapped at SP: every register zero, no mask.
     let m = Mem::new(0x9000_0000, 4096);
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
-    let r = parse_sigreturn(
-        SP,
-        &mut |a, b| m.read(a, b),
-        &FP_ONLY,
-        &mut frame,
-        &mut no_extra,
-    );
+    let r = parse_fp_only(SP, &m, &mut frame);
     assert_eq!(r.frame.err(), Some(BadFrame::Fault));
     assert_eq!((r.regs, r.sigmask), (Some(UserRegs::default()), None));
     // A frame 0x150 bytes below the end of a mapping: the mask and x0..x2 (x2 ends at 0x150)
@@ -1503,13 +1533,7 @@ fn unreadable_header_fields_read_as_zero() {
     let sp = 0x20_0000 - 0x150;
     let mut m = Mem::new(sp, 0x150);
     m.write(sp, &good.at(SP)[..0x150]);
-    let r = parse_sigreturn(
-        sp,
-        &mut |a, b| m.read(a, b),
-        &FP_ONLY,
-        &mut frame,
-        &mut no_extra,
-    );
+    let r = parse_fp_only(sp, &m, &mut frame);
     let regs = r.regs.unwrap();
     assert_eq!(
         r.sigmask,

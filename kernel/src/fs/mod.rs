@@ -266,8 +266,9 @@ pub const NR_OPEN: usize = 1 << 20;
 
 /// RLIMIT_NOFILE of the current process: descriptors it may have are below this.
 pub fn nofile_limit() -> usize {
-    let l = crate::task::current().process().rlimits.lock()[svelt_abi::sys::RLIMIT_NOFILE as usize]
-        .rlim_cur;
+    let l = crate::task::current()
+        .process()
+        .rlimit(svelt_abi::sys::RLIMIT_NOFILE);
     (l.min(NR_OPEN as u64)) as usize
 }
 

@@ -266,26 +266,17 @@ fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: sf::SigreturnResult)
         fpcr: restored.fpsimd.fpcr,
         _pad: [0; 2],
     };
-    let task = crate::fpstate::for_sigreturn(t);
+    let task = sf::SigreturnTask {
+        gcs: crate::gcs::live(t),
+        ..crate::fpstate::for_sigreturn(t)
+    };
     let (records, bad) = match sf::check_records(&restored, &features(), &task) {
         Ok(rec) => (rec, None),
         Err(p) => (p.done, Some(p.error)),
     };
-    // Linux restores gcs_context right after the FP registers: a bad one leaves only those
-    // restored; a bad later record comes after it was installed.
-    let (records, bad) = match (restored.gcs, records.fp, bad) {
-        (Some(rec), Some(_), _) => match crate::gcs::restore_record(t, rec) {
-            Ok(()) => (records, bad),
-            Err(e) => (
-                sf::FpRecords {
-                    fp: records.fp,
-                    ..Default::default()
-                },
-                Some(e),
-            ),
-        },
-        _ => (records, bad),
-    };
+    if let Some(r) = records.gcs {
+        crate::gcs::install(t, r);
+    }
     crate::fpstate::from_sigreturn(t, fp, records);
     // The signal token delivery left on the GCS must still be there; it is popped.
     let bad = bad.or_else(|| crate::gcs::restore_signal(t).err());

@@ -206,11 +206,14 @@ pub fn pwrite64(fd: i32, buf: usize, count: usize, off: i64) -> SysResult<usize>
     do_write(&file, buf, count, Some(off as u64))
 }
 
-fn read_iovecs(iov: usize, cnt: usize) -> SysResult<Vec<Iovec>> {
+/// A user iovec array of `cnt` entries (at most UIO_MAXIOV), each length checked.
+pub(super) fn read_iovecs(iov: usize, cnt: usize) -> SysResult<Vec<Iovec>> {
     if cnt > UIO_MAXIOV {
         return Err(Errno::EINVAL);
     }
-    let mut v = vec![Iovec::default(); cnt];
+    let mut v = Vec::new();
+    v.try_reserve_exact(cnt).map_err(|_| Errno::ENOMEM)?;
+    v.resize(cnt, Iovec::default());
     UserPtr::new(iov).read_slice(&mut v)?;
     iovec_total(&v)?;
     Ok(v)

@@ -15,7 +15,7 @@ use svelt_abi::sys::{RLIMIT_AS, RLIMIT_DATA};
 const PAGE: usize = PAGE_SIZE;
 
 fn rlimit(resource: u32) -> u64 {
-    task::current().process().rlimits.lock()[resource as usize].rlim_cur
+    task::current().process().rlimit(resource)
 }
 
 /// ENOMEM when `more` bytes of new mappings (`data`: private writable ones) would pass

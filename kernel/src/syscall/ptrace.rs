@@ -259,26 +259,12 @@ pub fn process_vm(
     flags: u64,
     write: bool,
 ) -> SysResult<usize> {
-    const UIO_MAXIOV: usize = 1024;
-    if flags != 0 || liovcnt > UIO_MAXIOV || riovcnt > UIO_MAXIOV {
+    if flags != 0 {
         return Err(Errno::EINVAL);
     }
-    let read_iov = |base: usize, n: usize| -> SysResult<Vec<(usize, usize)>> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
-        let base = UserPtr::<u64>::new(base);
-        for i in 0..n {
-            let b = base.add(2 * i).read()? as usize;
-            let l = base.add(2 * i + 1).read()? as usize;
-            if l > isize::MAX as usize {
-                return Err(Errno::EINVAL);
-            }
-            v.push((b, l));
-        }
-        Ok(v)
-    };
-    let lv = read_iov(local, liovcnt)?;
-    let rv = read_iov(remote, riovcnt)?;
+    let lv = super::file::read_iovecs(local, liovcnt)?;
+    let rv = super::file::read_iovecs(remote, riovcnt)?;
+    let base_len = |v: &svelt_abi::fs::Iovec| (v.iov_base as usize, v.iov_len as usize);
     let t = find(pid)?;
     let p = t.process();
     if !may_access(&p) {
@@ -288,21 +274,22 @@ pub fn process_vm(
     let mut buf = [0u8; 512];
     let mut done = 0usize;
     let (mut li, mut loff) = (0usize, 0usize);
-    'remote: for &(rb, rl) in &rv {
+    'remote: for (rb, rl) in rv.iter().map(base_len) {
         let mut roff = 0;
         while roff < rl {
-            while li < lv.len() && loff == lv[li].1 {
+            while li < lv.len() && loff == lv[li].iov_len as usize {
                 li += 1;
                 loff = 0;
             }
             if li == lv.len() {
                 break 'remote;
             }
-            let n = (rl - roff).min(lv[li].1 - loff).min(buf.len());
+            let (lb, ll) = base_len(&lv[li]);
+            let n = (rl - roff).min(ll - loff).min(buf.len());
             let chunk = &mut buf[..n];
             // The remote address space is locked only around its own copy: a local copy may
             // fault and take this process's lock, which may be the same one.
-            let mut local = UserSlice::new(lv[li].0, lv[li].1).skip(loff);
+            let mut local = UserSlice::new(lb, ll).skip(loff);
             let r = if write {
                 match local.copy_in(chunk) {
                     Ok(()) => mm.lock().write(rb + roff, chunk),

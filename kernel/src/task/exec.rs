@@ -43,8 +43,9 @@ fn read_executable(path: &str) -> SysResult<(Vec<u8>, String)> {
 /// The main thread's stack: RLIMIT_STACK (the soft limit in force at exec, as Linux's stack
 /// may grow to), at least 128 KiB and at most what fits above the mmap area.
 fn stack_size() -> usize {
-    let limit =
-        super::current().process().rlimits.lock()[svelt_abi::sys::RLIMIT_STACK as usize].rlim_cur;
+    let limit = super::current()
+        .process()
+        .rlimit(svelt_abi::sys::RLIMIT_STACK);
     let max = STACK_TOP - crate::mm::aspace::MMAP_TOP - (1 << 20);
     (usize::try_from(limit).unwrap_or(usize::MAX))
         .clamp(128 << 10, max)

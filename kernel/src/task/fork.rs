@@ -45,7 +45,7 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
     // Limits first (EAGAIN), before anything is linked anywhere.
     let kstack = KernelStack::new(
         parent_proc.uid.load(Ordering::Relaxed),
-        parent_proc.rlimits.lock()[svelt_abi::sys::RLIMIT_NPROC as usize].rlim_cur,
+        parent_proc.rlimit(svelt_abi::sys::RLIMIT_NPROC),
     )?;
     let tid = alloc_pid();
     let process = if flags & s::CLONE_THREAD != 0 {

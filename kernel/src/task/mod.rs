@@ -288,6 +288,11 @@ pub(crate) fn alloc_pid() -> Pid {
 }
 
 impl Process {
+    /// The soft limit of `resource` (RLIMIT_*).
+    pub fn rlimit(&self, resource: u32) -> u64 {
+        self.rlimits.lock()[resource as usize].rlim_cur
+    }
+
     pub fn new(pid: Pid, parent: Weak<Process>) -> Arc<Process> {
         Arc::new(Process {
             pid,

@@ -32,6 +32,33 @@ pub fn set_user_tls(tpidr: u64, tpidrro: u64) {
 // The interrupt mask is changed without `options(nomem)`: the compiler must treat each change
 // as touching memory, so no load or store of data an interrupt handler shares moves across it.
 
+/// EL0-access controls in SCTLR_EL1 the feature code turns on per CPU.
+#[derive(Clone, Copy)]
+#[repr(u64)]
+pub(in crate::arch) enum El0Access {
+    /// EnFPM: FPMR.
+    Fpmr = 1 << 34,
+    /// EnTP2: TPIDR2_EL0.
+    Tpidr2 = 1 << 60,
+}
+
+/// Sets one EL0-access control bit in SCTLR_EL1, leaving the rest as it is.
+pub(in crate::arch) fn enable_el0_access(bit: El0Access) {
+    // SAFETY: sets one bit that only lets EL0 reach a register of its own; nothing the kernel
+    // relies on changes.
+    unsafe {
+        core::arch::asm!(
+            "mrs {t}, sctlr_el1",
+            "orr {t}, {t}, {bit}",
+            "msr sctlr_el1, {t}",
+            "isb",
+            t = out(reg) _,
+            bit = in(reg) bit as u64,
+            options(nomem, nostack)
+        )
+    };
+}
+
 pub fn irq_enable() {
     // SAFETY: unmasking IRQs is the caller's decision; the vectors are installed before any CPU
     // calls this.

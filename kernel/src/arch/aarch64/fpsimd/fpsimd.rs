@@ -89,17 +89,7 @@ pub fn save_control(st: &mut FpsimdState) {
 pub mod fpmr {
     /// Lets EL0 use FPMR (SCTLR_EL1.EnFPM); on a CPU with FEAT_FPMR only.
     pub fn enable_el0() {
-        // SAFETY: sets one EL0-access control bit; nothing else in SCTLR_EL1 changes.
-        unsafe {
-            core::arch::asm!(
-                "mrs {t}, sctlr_el1",
-                "orr {t}, {t}, #(1 << 34)",
-                "msr sctlr_el1, {t}",
-                "isb",
-                t = out(reg) _,
-                options(nomem, nostack)
-            )
-        };
+        crate::arch::aarch64::cpu::enable_el0_access(crate::arch::aarch64::cpu::El0Access::Fpmr);
     }
 
     /// FPMR's value; only on a CPU with FEAT_FPMR.

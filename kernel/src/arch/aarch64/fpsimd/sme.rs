@@ -22,18 +22,7 @@ pub fn cpu_init(fa64: bool, sme2: bool) {
     SMPRI_EL1.set(0);
     SMCR_EL1
         .write(SMCR::FA64.val(fa64 as u64) + SMCR::EZT0.val(sme2 as u64) + SMCR::LEN.val(0x1ff));
-    // SCTLR_EL1.EnTP2: EL0 may use TPIDR2_EL0.
-    // SAFETY: sets one EL0-access control bit; nothing else in SCTLR_EL1 changes.
-    unsafe {
-        core::arch::asm!(
-            "mrs {t}, sctlr_el1",
-            "orr {t}, {t}, #(1 << 60)",
-            "msr sctlr_el1, {t}",
-            "isb",
-            t = out(reg) _,
-            options(nomem, nostack)
-        )
-    };
+    crate::arch::aarch64::cpu::enable_el0_access(crate::arch::aarch64::cpu::El0Access::Tpidr2);
 }
 
 /// Every streaming vector length this CPU implements. Leaves SMCR_EL1.LEN at the largest.
