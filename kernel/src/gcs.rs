@@ -7,7 +7,7 @@
 
 use crate::arch::gcs as hw;
 use crate::arch::mmu::PAGE_SIZE;
-use crate::mm::aspace::{Backing, Prot, MMAP_MIN, USER_END};
+use crate::mm::aspace::{Backing, Prot};
 use crate::mm::uaccess::UserPtr;
 use crate::task::{self, with_mm, CurrentTask, Held, TaskLocal};
 use svelt_abi::errno::{Errno, SysResult};
@@ -87,31 +87,17 @@ fn page() -> u64 {
 }
 
 /// Maps `len` bytes of shadow stack at `addr` (0: anywhere; else exactly there, EEXIST if
-/// taken). Returns the start.
+/// taken), within the process's limits. Returns the start.
 fn map_gcs(addr: u64, len: u64) -> SysResult<u64> {
+    use crate::syscall::mm::{map_new, Place};
     let len = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
-    with_mm(|mm| {
-        let start = if addr != 0 {
-            let a = addr as usize;
-            let end = a.checked_add(len).ok_or(Errno::ENOMEM)?;
-            if end > USER_END || a < MMAP_MIN {
-                return Err(Errno::ENOMEM);
-            }
-            if !mm.is_free(a, end) {
-                return Err(Errno::EEXIST);
-            }
-            a
-        } else {
-            mm.find_free(len, 0).ok_or(Errno::ENOMEM)?
-        };
-        mm.map(
-            start,
-            start + len,
-            Prot(Prot::READ | Prot::WRITE | Prot::SHADOW),
-            Backing::Anon,
-        )?;
-        Ok(start as u64)
-    })
+    let place = if addr == 0 {
+        Place::Hint
+    } else {
+        Place::NoReplace
+    };
+    let prot = Prot(Prot::READ | Prot::WRITE | Prot::SHADOW);
+    with_mm(|mm| map_new(mm, addr as usize, len, prot, Backing::Anon, place)).map(|a| a as u64)
 }
 
 /// map_shadow_stack(addr, size, flags).

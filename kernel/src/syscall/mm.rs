@@ -108,31 +108,60 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
         Backing::File { node, .. } => Some(node.clone()),
         _ => None,
     };
-    let r = with_mm(|mm| {
-        let start = if req.fixed || req.noreplace {
-            let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
-            if end > USER_END || addr < MMAP_MIN {
-                return Err(if req.noreplace {
-                    Errno::ENOMEM
-                } else {
-                    Errno::EPERM
-                });
-            }
-            if req.noreplace && !mm.is_free(addr, end) {
-                return Err(Errno::EEXIST);
-            }
-            addr
-        } else {
-            mm.find_free(len, addr & !(PAGE - 1)).ok_or(Errno::ENOMEM)?
-        };
-        check_limits(mm, len, p.w() && !backing.is_shared())?;
-        mm.map(start, start + len, p, backing)?;
-        Ok(start)
-    })?;
+    let place = if req.noreplace {
+        Place::NoReplace
+    } else if req.fixed {
+        Place::Fixed
+    } else {
+        Place::Hint
+    };
+    let r = with_mm(|mm| map_new(mm, addr, len, p, backing, place))?;
     if let (Some(node), Some(mm)) = (file_node, task::current().mm()) {
         crate::mm::aspace::register_file_map(&mm, &node);
     }
     Ok(r)
+}
+
+/// Where a new mapping goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Near `addr` if there is room there, else wherever there is (addr 0: anywhere).
+    Hint,
+    /// At `addr`, replacing what is there (MAP_FIXED).
+    Fixed,
+    /// At `addr`, EEXIST if anything is there (MAP_FIXED_NOREPLACE).
+    NoReplace,
+}
+
+/// Places a new mapping of `len` (page-rounded) bytes as `place` says, checks RLIMIT_AS and
+/// RLIMIT_DATA, and maps it; returns its start. mmap's and map_shadow_stack's common part.
+pub fn map_new(
+    mm: &mut AddrSpace,
+    addr: usize,
+    len: usize,
+    prot: Prot,
+    backing: Backing,
+    place: Place,
+) -> SysResult<usize> {
+    let start = if place == Place::Hint {
+        mm.find_free(len, addr & !(PAGE - 1)).ok_or(Errno::ENOMEM)?
+    } else {
+        let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
+        if end > USER_END || addr < MMAP_MIN {
+            return Err(if place == Place::NoReplace {
+                Errno::ENOMEM
+            } else {
+                Errno::EPERM
+            });
+        }
+        if place == Place::NoReplace && !mm.is_free(addr, end) {
+            return Err(Errno::EEXIST);
+        }
+        addr
+    };
+    check_limits(mm, len, prot.w() && !backing.is_shared())?;
+    mm.map(start, start + len, prot, backing)?;
+    Ok(start)
 }
 
 /// The page-aligned range `[addr, addr + len)` (len rounded up), or `err`.
