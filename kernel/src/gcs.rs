@@ -10,20 +10,26 @@ use crate::arch::mmu::PAGE_SIZE;
 use crate::mm::aspace::{Backing, Prot};
 use crate::mm::uaccess::UserPtr;
 use crate::task::{self, with_mm, CurrentTask, Held, TaskLocal};
+use core::sync::atomic::{AtomicBool, Ordering};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::gcs::{self as g, GcsState};
 use svelt_abi::sigframe::BadFrame;
 
+/// Whether user space has GCS: set at each CPU's bring-up, before any task runs; read on
+/// every context switch and signal, so a plain flag rather than the feature table.
+static AVAILABLE: AtomicBool = AtomicBool::new(false);
+
 pub fn available() -> bool {
-    crate::cpufeature::features().gcs
+    AVAILABLE.load(Ordering::Relaxed)
 }
 
 /// Per-CPU set-up (after the kernel map is live): permission indirection on, GCS controls
 /// cleared.
 pub fn cpu_init() {
-    if available() {
+    if crate::cpufeature::features().gcs {
         hw::enable_pie();
         hw::cpu_init();
+        AVAILABLE.store(true, Ordering::Relaxed);
     }
 }
 

@@ -27,17 +27,23 @@ fn to_abi(f: &FpsimdState) -> sf::FpsimdState {
     }
 }
 
-/// Which records this system's frames may carry.
+/// Which records this system's frames may carry (decided once: delivery and sigreturn ask on
+/// every signal).
 fn features() -> sf::SigFeatures {
-    sf::SigFeatures {
-        fpsimd: true,
-        sve: crate::cpufeature::features().sve,
-        sme: crate::cpufeature::offer().sme,
-        sme2: crate::cpufeature::offer().sme && crate::cpufeature::features().sme2(),
-        fpmr: crate::cpufeature::features().fpmr,
-        gcs: crate::gcs::available(),
-        ..Default::default()
-    }
+    static FEATURES: spin::Once<sf::SigFeatures> = spin::Once::new();
+    *FEATURES.call_once(|| {
+        let f = crate::cpufeature::features();
+        let sme = crate::cpufeature::offer().sme;
+        sf::SigFeatures {
+            fpsimd: true,
+            sve: f.sve,
+            sme,
+            sme2: sme && f.sme2(),
+            fpmr: f.fpmr,
+            gcs: crate::gcs::available(),
+            poe: false,
+        }
+    })
 }
 
 /// Writes the frame for `info` on the user stack (or the alternate stack) and points the
@@ -52,8 +58,8 @@ pub fn setup_rt_frame(
 ) -> Result<(), ()> {
     let st = crate::fpstate::for_signal(t);
     let fp = to_abi(&st.fpsimd);
-    let f = crate::cpufeature::features();
-    let sme = crate::cpufeature::offer().sme;
+    let f = features();
+    let sme = f.sme;
     // Records after fpsimd (and esr), in Linux's order: gcs, sve, tpidr2, za, zt, fpmr.
     // Register payloads go to the user stack straight from the saved state. At most six
     // records: a fixed array, no allocation.
