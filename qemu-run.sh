@@ -29,6 +29,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
 . "$root/tests/debian-apt.sh"
 . "$root/tests/qemu11.sh"
+. "$root/tests/debian-userland.sh"
 target=aarch64-unknown-none-softfloat
 target_dir="$root/target/kernel"
 
@@ -63,6 +64,10 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          rdinit=PATH with --linux)
   --core-dir DIR         also write each core file Svelt dumps to the host, as
                          DIR/core.COMM.PID (semihosting; not with --linux)
+  --debian PKG[,PKG...]  boot the userland on top of these Debian arm64 packages (trixie) and
+                         their dependencies, unpacked without maintainer scripts and cached in
+                         target/debian/ (tests/debian-userland.sh); e.g. --debian bash,coreutils
+                         --init /bin/bash
   --no-initrd            boot without an initramfs (the kernel only reports its boot)
   --linux                reference mode: boot Debian's arm64 Linux (the newest
                          linux-binary-*-arm64 in trixie-backports, cached in target/linux/)
@@ -75,7 +80,7 @@ EOF
 }
 
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
-initrd="" init_path="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
+initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
 show_version=0
 extra=() cpu_opts=()
 while [ $# -gt 0 ]; do
@@ -100,6 +105,7 @@ while [ $# -gt 0 ]; do
         --kernel-elf) elf=$2; build=0; shift ;;
         --initrd) initrd=$2; shift ;;
         --init) init_path=$2; shift ;;
+        --debian) debian=$2; shift ;;
         --core-dir) core_dir=$2; shift ;;
         --no-initrd) no_initrd=1 ;;
         --linux) linux=1 ;;
@@ -132,6 +138,7 @@ for o in "${cpu_opts[@]}"; do
     [[ "$o" =~ ^[A-Za-z0-9_-]+=[^,]+$ ]] || die "--cpu-opt wants PROP=VALUE (one property, no commas): $o"
 done
 [ "$no_initrd" = 1 ] && [ -n "$initrd" ] && die "--initrd and --no-initrd contradict each other"
+[ -n "$debian" ] && { [ "$no_initrd" = 1 ] || [ -n "$initrd" ]; } && die "--debian builds its own initramfs (drop --initrd/--no-initrd)"
 if [ "$bench" = 1 ]; then
     [ "$no_initrd" = 0 ] || die "--bench needs the initramfs"
     [ -n "$init_path" ] || init_path=/bin/bench
@@ -224,8 +231,12 @@ build_userland() {
             "$objcopy" --strip-debug "$user_bin/$name" "$stage/tests/$name"
         fi
     done
-    (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
-        --out "$root/target/initramfs.cpio" --gzip "$default_initrd" \
+    pack_userland --out "$root/target/initramfs.cpio" --gzip "$default_initrd"
+}
+# pack_userland ARGS...: mkinitramfs with the staged userland and ARGS (--out, --tree...).
+pack_userland() {
+    local stage="$user_dir/initramfs"
+    (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- "$@" \
         --init "$stage/init" --add etc/hello.txt="$root/user/data/hello.txt" \
         --add-exec bin/bench="$stage/bench" "$stage"/tests/*)
 }
@@ -235,6 +246,13 @@ if [ "$no_initrd" = 0 ] && [ -z "$initrd" ]; then
     initrd="$default_initrd"
     if [ "$build" = 1 ]; then build_userland; fi
     [ -f "$initrd" ] || die "no initramfs at $initrd (drop --no-build)"
+    if [ -n "$debian" ]; then
+        # The same userland on top of Debian's packages, as one plain archive (no gzip: it is
+        # large, and the guest would spend longer inflating it than QEMU spends loading it).
+        tree=$(debian_userland "$root" "$debian") || die "--debian: the packages could not be fetched"
+        initrd="${tree%/root}.cpio"
+        pack_userland --out "$initrd" --tree "$tree"
+    fi
 elif [ -n "$initrd" ]; then
     [ -f "$initrd" ] || die "no initramfs at $initrd"
 fi

@@ -36,6 +36,7 @@ pub mod ptrace;
 pub mod regset;
 pub mod rng;
 pub mod sched;
+pub mod script;
 pub mod sigframe;
 pub mod signal;
 pub mod stack;

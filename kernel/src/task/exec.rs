@@ -12,8 +12,9 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
 use svelt_abi::auxv::*;
-use svelt_abi::elf::ElfFile;
+use svelt_abi::elf::{ElfFile, LoadPlan};
 use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::script;
 use svelt_abi::stack::{StackLayout, StackParams};
 
 const PAGE: u64 = 4096;
@@ -52,25 +53,8 @@ fn stack_size() -> usize {
         .next_multiple_of(PAGE as usize)
 }
 
-/// Builds the new address space and initial stack; returns (mm, entry, sp).
-fn load(
-    data: &[u8],
-    argv: &[Vec<u8>],
-    envp: &[Vec<u8>],
-    execfn: &[u8],
-) -> SysResult<(AddrSpace, u64, u64)> {
-    let elf = ElfFile::parse(data, PAGE)?;
-    if elf.interp().is_some() {
-        // Dynamically linked programs need their interpreter mapped; Svelt runs static ones.
-        return Err(Errno::ENOEXEC);
-    }
-    let bias = if elf.is_dyn() {
-        ET_DYN_BASE.next_multiple_of(elf.max_align().max(PAGE))
-    } else {
-        0
-    };
-    let plan = elf.plan(bias, STACK_TOP as u64 - STACK_SIZE as u64)?;
-    let mut mm = AddrSpace::new()?;
+/// Maps an image's PT_LOAD segments as its plan says, copying their file bytes.
+fn map_image(mm: &mut AddrSpace, plan: &LoadPlan<'_>, data: &[u8]) -> SysResult<()> {
     for seg in plan.segments() {
         let (s, e) = (seg.map_start as usize, seg.map_end as usize);
         if seg.shares_first_page {
@@ -88,9 +72,74 @@ fn load(
         let len = seg.file_len as usize;
         mm.write_kernel(seg.copy_dst as usize, &data[off..off + len])?;
     }
+    Ok(())
+}
+
+/// Reads the program interpreter a dynamically linked executable names (PT_INTERP). Linux's
+/// errors: the path's own (ENOENT, EACCES...) as for any executable, ELIBBAD for a file that is
+/// not an AArch64 ELF image.
+fn read_interp(name: &[u8]) -> SysResult<Vec<u8>> {
+    let path = core::str::from_utf8(name).map_err(|_| Errno::ENOENT)?;
+    let (data, _) = read_executable(path)?;
+    match ElfFile::parse(&data, PAGE) {
+        Ok(_) => Ok(data),
+        Err(_) => Err(Errno::ELIBBAD),
+    }
+}
+
+/// Where the interpreter goes: at the top of the mmap area (where Linux's mmap would put it),
+/// lowered by a random number of pages and aligned to its segments' alignment.
+fn interp_bias(mm: &AddrSpace, elf: &ElfFile<'_>) -> SysResult<u64> {
+    if !elf.is_dyn() {
+        return Ok(0);
+    }
+    let align = elf.max_align().max(PAGE);
+    let mut r = [0u8; 2];
+    crate::fs::dev::fill_random(&mut r);
+    let shift = u64::from(u16::from_le_bytes(r)) * PAGE;
+    let room = elf.span() + align + shift;
+    let low = mm
+        .find_free(usize::try_from(room).map_err(|_| Errno::ENOMEM)?, 0)
+        .ok_or(Errno::ENOMEM)? as u64;
+    let base = (low + shift).next_multiple_of(align);
+    Ok(base - elf.first_page())
+}
+
+/// Builds the new address space and initial stack; returns (mm, entry, sp). A dynamically
+/// linked program gets its interpreter mapped too, and starts there (AT_BASE says where it is).
+fn load(
+    data: &[u8],
+    argv: &[Vec<u8>],
+    envp: &[Vec<u8>],
+    execfn: &[u8],
+) -> SysResult<(AddrSpace, u64, u64)> {
+    let elf = ElfFile::parse(data, PAGE)?;
+    let interp_data = match elf.interp() {
+        Some(name) => Some(read_interp(name)?),
+        None => None,
+    };
+    let bias = if elf.is_dyn() {
+        ET_DYN_BASE.next_multiple_of(elf.max_align().max(PAGE))
+    } else {
+        0
+    };
+    let plan = elf.plan(bias, STACK_TOP as u64 - STACK_SIZE as u64)?;
+    let mut mm = AddrSpace::new()?;
+    map_image(&mut mm, &plan, data)?;
     let brk = plan.brk.next_multiple_of(PAGE) as usize;
     mm.brk_start = brk;
     mm.brk = brk;
+    let (start, interp_base) = match &interp_data {
+        Some(idata) => {
+            let ielf = ElfFile::parse(idata, PAGE).map_err(|_| Errno::ELIBBAD)?;
+            let iplan = ielf
+                .plan(interp_bias(&mm, &ielf)?, crate::mm::aspace::MMAP_TOP as u64)
+                .map_err(|_| Errno::ELIBBAD)?;
+            map_image(&mut mm, &iplan, idata)?;
+            (iplan.entry, iplan.bias)
+        }
+        None => (plan.entry, 0),
+    };
 
     mm.map(
         STACK_TOP - stack_size(),
@@ -107,7 +156,7 @@ fn load(
         (AT_PHDR, plan.phdr),
         (AT_PHENT, plan.phent),
         (AT_PHNUM, plan.phnum),
-        (AT_BASE, 0),
+        (AT_BASE, interp_base),
         (AT_FLAGS, 0),
         (AT_ENTRY, plan.entry),
         (AT_UID, 0),
@@ -149,7 +198,34 @@ fn load(
     mm.saved_auxv = img.get(a..end).unwrap_or_default().to_vec();
     mm.arg_start = layout.arg_start as usize;
     mm.arg_end = layout.arg_end as usize;
-    Ok((mm, plan.entry, layout.sp))
+    Ok((mm, start, layout.sp))
+}
+
+/// Reads the binary execve runs for `path`: the file itself, or for a `#!` script its
+/// interpreter (scripts may name scripts, [`script::MAX_DEPTH`] deep), with `argv` rewritten as
+/// Linux rewrites it: `[interpreter, argument?, path, argv[1..]]` at each level.
+fn read_program(path: &str, argv: &mut Vec<Vec<u8>>) -> SysResult<(Vec<u8>, String)> {
+    let mut file = String::from(path);
+    for _ in 0..=script::MAX_DEPTH {
+        let (data, canonical) = read_executable(&file)?;
+        let sb = match script::parse(&data) {
+            None => return Ok((data, canonical)),
+            Some(Err(())) => return Err(Errno::ENOEXEC),
+            Some(Ok(sb)) => sb,
+        };
+        let mut args = Vec::new();
+        args.try_reserve(argv.len() + 2)
+            .map_err(|_| Errno::ENOMEM)?;
+        args.push(sb.interp.to_vec());
+        if let Some(a) = sb.arg {
+            args.push(a.to_vec());
+        }
+        args.push(file.into_bytes());
+        args.extend(argv.drain(..).skip(1));
+        *argv = args;
+        file = String::from_utf8(sb.interp.to_vec()).map_err(|_| Errno::ENOENT)?;
+    }
+    Err(Errno::ELOOP)
 }
 
 /// Reads a NULL-terminated array of string pointers.
@@ -181,9 +257,9 @@ pub fn do_execve(
 ) -> SysResult<()> {
     let path = UserPtr::<u8>::new(path_va).read_path()?;
     let mut total = 0;
-    let argv = read_strings(argv_va, &mut total)?;
+    let mut argv = read_strings(argv_va, &mut total)?;
     let envp = read_strings(envp_va, &mut total)?;
-    let (data, canonical) = read_executable(&path)?;
+    let (data, canonical) = read_program(&path, &mut argv)?;
     let (mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
     drop(data);
 
@@ -242,8 +318,8 @@ fn de_thread(me: &Arc<super::Task>) {
 /// Starts PID 1 running `path`, with /dev/console on descriptors 0, 1 and 2.
 pub fn spawn_init(path: &str) -> SysResult<()> {
     use super::{register, KernelStack, Process, Task};
-    let (data, canonical) = read_executable(path)?;
-    let argv = [path.as_bytes().to_vec()];
+    let mut argv = vec![path.as_bytes().to_vec()];
+    let (data, canonical) = read_program(path, &mut argv)?;
     let envp = [b"HOME=/".to_vec(), b"TERM=linux".to_vec()];
     let (mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
     let process = Process::new(super::alloc_pid(), alloc::sync::Weak::new());
