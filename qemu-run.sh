@@ -249,7 +249,7 @@ if [ "$no_initrd" = 0 ] && [ -z "$initrd" ]; then
     if [ -n "$debian" ]; then
         # The same userland on top of Debian's packages, as one plain archive (no gzip: it is
         # large, and the guest would spend longer inflating it than QEMU spends loading it).
-        tree=$(debian_userland "$root" "$debian") || die "--debian: the packages could not be fetched"
+        tree=$(debian_userland "$root" "$debian") || die "--debian: the packages could not be fetched (no network?)"
         initrd="${tree%/root}.cpio"
         pack_userland --out "$initrd" --tree "$tree"
     fi

@@ -56,6 +56,8 @@ pub struct Config {
     /// `--core-dir DIR`: Svelt also writes its core files there (semihosting).
     pub core_dir: Option<PathBuf>,
     pub qemu: Qemu,
+    /// `--debian PKGS`: the default userland on top of these Debian packages.
+    pub debian: Option<String>,
 }
 
 impl Default for Config {
@@ -75,6 +77,7 @@ impl Default for Config {
             mem: None,
             core_dir: None,
             qemu: Qemu::Host,
+            debian: None,
         }
     }
 }
@@ -146,6 +149,9 @@ impl Config {
         if let Some(d) = &self.core_dir {
             a.extend(["--core-dir".into(), d.display().to_string()]);
         }
+        if let Some(p) = &self.debian {
+            a.extend(["--debian".into(), p.clone()]);
+        }
         a
     }
 }
@@ -198,6 +204,26 @@ pub fn build(cfg: &Config) -> Result<(), String> {
     }
     if cfg.qemu != Qemu::Host {
         qemu_version(cfg.qemu)?;
+    }
+    if let Some(pkgs) = &cfg.debian {
+        // Fetched and unpacked once per package set (qemu-run.sh caches it in target/debian/).
+        static DEBIAN: std::sync::Mutex<Vec<(String, Result<(), String>)>> =
+            std::sync::Mutex::new(Vec::new());
+        let mut sets = DEBIAN.lock().unwrap_or_else(|e| e.into_inner());
+        if !sets.iter().any(|(p, _)| p == pkgs) {
+            let o = run(&["--no-build", "--build-only", "--debian", pkgs]);
+            let r = if o.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                ))
+            };
+            sets.push((pkgs.clone(), r));
+        }
+        sets.iter().find(|(p, _)| p == pkgs).unwrap().1.clone()?;
     }
     if cfg.linux {
         return LINUX

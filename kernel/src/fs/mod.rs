@@ -61,13 +61,100 @@ pub fn new_ino() -> u64 {
     NEXT_INO.fetch_add(1, Ordering::Relaxed)
 }
 
+/// What chmod, chown and utimensat change, and write updates: a node's owner, permission bits
+/// and times (nanoseconds since the epoch). Nodes that keep none (generated ones) report root,
+/// their fixed permissions and time 0.
+pub struct Attrs {
+    perm: AtomicU32,
+    uid: AtomicU32,
+    gid: AtomicU32,
+    atime: AtomicU64,
+    mtime: AtomicU64,
+    ctime: AtomicU64,
+}
+
+impl Attrs {
+    /// A new node's: owned by the caller's effective uid (root for the kernel's own), all
+    /// three times now.
+    pub fn new(perm: u32) -> Attrs {
+        let now = crate::time::realtime_ns();
+        // Svelt keeps no group ids: the group is root's.
+        let (uid, gid) = crate::task::sched::try_current()
+            .map(|t| (t.process().euid.load(Ordering::Relaxed), 0))
+            .unwrap_or((0, 0));
+        Attrs {
+            perm: AtomicU32::new(perm & 0o7777),
+            uid: AtomicU32::new(uid),
+            gid: AtomicU32::new(gid),
+            atime: AtomicU64::new(now),
+            mtime: AtomicU64::new(now),
+            ctime: AtomicU64::new(now),
+        }
+    }
+    pub fn perm(&self) -> u32 {
+        self.perm.load(Ordering::Relaxed)
+    }
+    pub fn owner(&self) -> (u32, u32) {
+        (
+            self.uid.load(Ordering::Relaxed),
+            self.gid.load(Ordering::Relaxed),
+        )
+    }
+    /// (atime, mtime, ctime).
+    pub fn times(&self) -> [u64; 3] {
+        [&self.atime, &self.mtime, &self.ctime].map(|t| t.load(Ordering::Relaxed))
+    }
+    pub fn set_perm(&self, perm: u32) {
+        self.perm.store(perm & 0o7777, Ordering::Relaxed);
+        self.changed();
+    }
+    pub fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) {
+        if let Some(u) = uid {
+            self.uid.store(u, Ordering::Relaxed);
+        }
+        if let Some(g) = gid {
+            self.gid.store(g, Ordering::Relaxed);
+        }
+        self.changed();
+    }
+    /// utimensat: `None` leaves a time as it is.
+    pub fn set_times(&self, atime: Option<u64>, mtime: Option<u64>) {
+        if let Some(a) = atime {
+            self.atime.store(a, Ordering::Relaxed);
+        }
+        if let Some(m) = mtime {
+            self.mtime.store(m, Ordering::Relaxed);
+        }
+        self.changed();
+    }
+    /// The contents changed (write, truncate, a directory's entries): mtime and ctime.
+    pub fn modified(&self) {
+        let now = crate::time::realtime_ns();
+        self.mtime.store(now, Ordering::Relaxed);
+        self.ctime.store(now, Ordering::Relaxed);
+    }
+    /// The attributes changed: ctime.
+    pub fn changed(&self) {
+        self.ctime
+            .store(crate::time::realtime_ns(), Ordering::Relaxed);
+    }
+}
+
 /// A node in the file tree. Every node is a [`MappedFile`] (see the impl below), so an
 /// `Arc<dyn Inode>` becomes a mapping's `Arc<dyn MappedFile>` as it is.
 pub trait Inode: MappedFile + Send + Sync + Any {
     fn ino(&self) -> u64;
     fn kind(&self) -> Kind;
+    /// The node's changeable attributes, if it keeps them (chmod, chown and utimensat answer
+    /// EPERM for nodes that do not).
+    fn attrs(&self) -> Option<&Attrs> {
+        None
+    }
     /// Permission bits (the file-type bits come from `kind`).
     fn perm(&self) -> u32 {
+        if let Some(a) = self.attrs() {
+            return a.perm();
+        }
         match self.kind() {
             Kind::Dir => 0o755,
             _ => 0o644,
@@ -504,7 +591,9 @@ pub fn resolve(dirfd: i32, path: &str, follow: bool) -> SysResult<Resolved> {
     }
     let stack = start_stack(dirfd, path)?;
     let mut depth = 0;
-    let r = walk(stack, path, follow, &mut depth)?;
+    // A trailing slash asks for a directory, so a final symlink is followed even by the
+    // no-follow calls (lstat("link/") stats the directory, as on Linux).
+    let r = walk(stack, path, follow || path.ends_with('/'), &mut depth)?;
     if path.ends_with('/') && r.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
@@ -566,7 +655,19 @@ pub fn open_node(node: Arc<dyn Inode>, flags: u32, path: String) -> SysResult<Ar
 pub fn stat_of(node: &dyn Inode) -> Stat {
     let (maj, min) = node.rdev();
     let size = node.size();
+    let (uid, gid) = node.attrs().map_or((0, 0), Attrs::owner);
+    let [a, m, c] = node.attrs().map_or([0; 3], Attrs::times);
+    let secs = |t: u64| (t / 1_000_000_000) as i64;
+    let nsec = |t: u64| t % 1_000_000_000;
     Stat {
+        st_uid: uid,
+        st_gid: gid,
+        st_atime: secs(a),
+        st_atime_nsec: nsec(a),
+        st_mtime: secs(m),
+        st_mtime_nsec: nsec(m),
+        st_ctime: secs(c),
+        st_ctime_nsec: nsec(c),
         st_dev: 1,
         st_ino: node.ino(),
         st_mode: node.kind().mode_bits() | node.perm(),

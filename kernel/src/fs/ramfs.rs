@@ -3,20 +3,19 @@
 //! creates belongs to the directory's instance.
 
 use super::pagecache::{PageCache, TmpfsSb};
-use super::{new_ino, Inode, Kind};
+use super::{new_ino, Attrs, Inode, Kind};
 use crate::mm::frame::Page;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
-use core::sync::atomic::{AtomicU32, Ordering};
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 
 pub struct RamDir {
     ino: u64,
-    perm: AtomicU32,
+    attrs: Attrs,
     entries: Mutex<BTreeMap<String, Arc<dyn Inode>>>,
     sb: Arc<TmpfsSb>,
 }
@@ -31,7 +30,7 @@ impl RamDir {
     pub fn with_sb(perm: u32, sb: Arc<TmpfsSb>) -> Arc<RamDir> {
         Arc::new(RamDir {
             ino: new_ino(),
-            perm: AtomicU32::new(perm),
+            attrs: Attrs::new(perm),
             entries: Mutex::new(BTreeMap::new()),
             sb,
         })
@@ -62,8 +61,8 @@ impl Inode for RamDir {
     fn kind(&self) -> Kind {
         Kind::Dir
     }
-    fn perm(&self) -> u32 {
-        self.perm.load(Ordering::Relaxed)
+    fn attrs(&self) -> Option<&Attrs> {
+        Some(&self.attrs)
     }
     fn lookup(&self, name: &str) -> SysResult<Arc<dyn Inode>> {
         self.entries.lock().get(name).cloned().ok_or(Errno::ENOENT)
@@ -91,6 +90,7 @@ impl Inode for RamDir {
             _ => return Err(Errno::EPERM),
         };
         e.insert(name.to_string(), node.clone());
+        self.attrs.modified();
         Ok(node)
     }
     fn link(&self, name: &str, node: Arc<dyn Inode>) -> SysResult<()> {
@@ -99,6 +99,7 @@ impl Inode for RamDir {
             return Err(Errno::EEXIST);
         }
         e.insert(name.to_string(), node);
+        self.attrs.modified();
         Ok(())
     }
     fn unlink(&self, name: &str, dir: bool) -> SysResult<()> {
@@ -111,6 +112,7 @@ impl Inode for RamDir {
             _ => {}
         }
         e.remove(name);
+        self.attrs.modified();
         Ok(())
     }
     fn superblock(&self) -> Option<Arc<TmpfsSb>> {
@@ -123,7 +125,7 @@ impl Inode for RamDir {
 
 pub struct RamFile {
     ino: u64,
-    perm: u32,
+    attrs: Attrs,
     data: Mutex<PageCache>,
 }
 
@@ -137,7 +139,7 @@ impl RamFile {
     pub fn with_sb(perm: u32, sb: Arc<TmpfsSb>) -> Arc<RamFile> {
         Arc::new(RamFile {
             ino: new_ino(),
-            perm,
+            attrs: Attrs::new(perm),
             data: Mutex::new(PageCache::with_sb(sb)),
         })
     }
@@ -150,8 +152,8 @@ impl Inode for RamFile {
     fn kind(&self) -> Kind {
         Kind::File
     }
-    fn perm(&self) -> u32 {
-        self.perm
+    fn attrs(&self) -> Option<&Attrs> {
+        Some(&self.attrs)
     }
     fn size(&self) -> u64 {
         self.data.lock().size()
@@ -160,9 +162,12 @@ impl Inode for RamFile {
         Ok(self.data.lock().read(off, buf))
     }
     fn write_at(&self, off: u64, buf: &[u8]) -> SysResult<usize> {
-        self.data.lock().write(off, buf)
+        let n = self.data.lock().write(off, buf)?;
+        self.attrs.modified();
+        Ok(n)
     }
     fn truncate(&self, len: u64) -> SysResult<()> {
+        self.attrs.modified();
         let shrank = {
             let mut d = self.data.lock();
             let old = d.size();
@@ -189,6 +194,7 @@ impl Inode for RamFile {
 
 pub struct RamSymlink {
     ino: u64,
+    attrs: Attrs,
     target: String,
 }
 
@@ -196,6 +202,7 @@ impl RamSymlink {
     pub fn new(target: String) -> Arc<RamSymlink> {
         Arc::new(RamSymlink {
             ino: new_ino(),
+            attrs: Attrs::new(0o777),
             target,
         })
     }
@@ -208,8 +215,8 @@ impl Inode for RamSymlink {
     fn kind(&self) -> Kind {
         Kind::Symlink
     }
-    fn perm(&self) -> u32 {
-        0o777
+    fn attrs(&self) -> Option<&Attrs> {
+        Some(&self.attrs)
     }
     fn size(&self) -> u64 {
         self.target.len() as u64
@@ -225,7 +232,7 @@ impl Inode for RamSymlink {
 /// A character device node (mknod, or from the initramfs).
 pub struct DevNode {
     ino: u64,
-    perm: u32,
+    attrs: Attrs,
     major: u32,
     minor: u32,
 }
@@ -234,7 +241,7 @@ impl DevNode {
     pub fn new(perm: u32, major: u32, minor: u32) -> Arc<DevNode> {
         Arc::new(DevNode {
             ino: new_ino(),
-            perm,
+            attrs: Attrs::new(perm),
             major,
             minor,
         })
@@ -248,8 +255,8 @@ impl Inode for DevNode {
     fn kind(&self) -> Kind {
         Kind::CharDev
     }
-    fn perm(&self) -> u32 {
-        self.perm
+    fn attrs(&self) -> Option<&Attrs> {
+        Some(&self.attrs)
     }
     fn rdev(&self) -> (u32, u32) {
         (self.major, self.minor)

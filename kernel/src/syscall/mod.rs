@@ -3,6 +3,7 @@
 //! `SysResult<usize>` (the dispatcher puts the value, or `-errno`, in x0), or `NoReturn` when it
 //! has set the registers itself (rt_sigreturn, execve).
 
+pub mod attr;
 pub mod cred;
 pub mod file;
 pub mod misc;
@@ -181,6 +182,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FTRUNCATE] = v(|c| file::ftruncate(c.arg(0), c.arg(1)));
     t[nr::FSYNC] = v(|c| file::fsync(c.arg(0)));
     t[nr::FDATASYNC] = v(|c| file::fsync(c.arg(0)));
+    t[nr::FADVISE64] = v(|c| file::fadvise64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SYNC] = v(|_| Ok(0));
     t[nr::PIPE2] = v(|c| file::pipe2(c.arg(0), c.arg(1)));
     t[nr::DUP] = v(|c| file::dup(c.arg(0)));
@@ -199,11 +201,12 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::UMASK] = v(|c| namei::umask(c.arg(0)));
     t[nr::STATFS] = v(|c| stat::statfs(c.arg(0), c.arg(1)));
     t[nr::FSTATFS] = v(|c| stat::fstatfs(c.arg(0), c.arg(1)));
-    t[nr::FCHMOD] = v(|_| Ok(0));
-    t[nr::FCHMODAT] = v(|_| Ok(0));
-    t[nr::FCHOWN] = v(|_| Ok(0));
-    t[nr::FCHOWNAT] = v(|_| Ok(0));
-    t[nr::UTIMENSAT] = v(|_| Ok(0));
+    t[nr::FCHMOD] = v(|c| attr::fchmod(c.arg(0), c.arg(1)));
+    t[nr::FCHMODAT] = v(|c| attr::fchmodat(c.arg(0), c.arg(1), c.arg(2), 0));
+    t[nr::FCHMODAT2] = v(|c| attr::fchmodat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::FCHOWN] = v(|c| attr::fchown(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::FCHOWNAT] = v(|c| attr::fchownat(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::UTIMENSAT] = v(|c| attr::utimensat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     // memory
     t[nr::BRK] = v(|c| mm::brk(c.arg(0)));
     t[nr::MMAP] = v(|c| mm::mmap(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));

@@ -1,0 +1,156 @@
+//! A file's attributes: chmod, chown and utimensat (and their fd and at forms), on the nodes
+//! that keep attributes (ramfs and tmpfs; generated /proc and /sys nodes answer EPERM, as
+//! Linux's do for most of them).
+
+use super::file::file;
+use crate::fs::{self, Attrs, Inode};
+use crate::mm::uaccess::UserPtr;
+use crate::task;
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering;
+use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fs::{AT_EMPTY_PATH, AT_FDCWD, AT_SYMLINK_NOFOLLOW, UTIME_NOW, UTIME_OMIT};
+use svelt_abi::time::Timespec;
+
+fn euid() -> u32 {
+    task::current().process().euid.load(Ordering::Relaxed)
+}
+
+/// The node `path` names from `dirfd`, or `dirfd`'s own node for an empty path with
+/// AT_EMPTY_PATH (or a null path, for utimensat).
+fn node_at(dirfd: i32, path: Option<usize>, flags: u32) -> SysResult<Arc<dyn Inode>> {
+    let p = match path {
+        Some(va) => UserPtr::<u8>::new(va).read_path()?,
+        None => alloc::string::String::new(),
+    };
+    if p.is_empty() {
+        if path.is_some() && flags & AT_EMPTY_PATH == 0 {
+            return Err(Errno::ENOENT);
+        }
+        if dirfd == AT_FDCWD {
+            return Ok(task::current().fs().lock().cwd_node.clone());
+        }
+        return file(dirfd)?.node.clone().ok_or(Errno::EPERM);
+    }
+    Ok(fs::resolve(dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?.node)
+}
+
+fn attrs_of(node: &dyn Inode) -> SysResult<&Attrs> {
+    node.attrs().ok_or(Errno::EPERM)
+}
+
+/// Only the owner (or root) changes the mode.
+fn chmod_node(node: &dyn Inode, mode: u32) -> SysResult<usize> {
+    let a = attrs_of(node)?;
+    let me = euid();
+    if me != 0 && me != a.owner().0 {
+        return Err(Errno::EPERM);
+    }
+    a.set_perm(mode);
+    Ok(0)
+}
+
+pub fn fchmod(fd: i32, mode: u32) -> SysResult<usize> {
+    let f = file(fd)?;
+    if f.flags() & svelt_abi::fs::O_PATH != 0 {
+        return Err(Errno::EBADF);
+    }
+    let node = f.node.clone().ok_or(Errno::EPERM)?;
+    chmod_node(&*node, mode)
+}
+
+/// fchmodat (flags 0) and fchmodat2 (AT_SYMLINK_NOFOLLOW: a link's own mode cannot change,
+/// EOPNOTSUPP; AT_EMPTY_PATH).
+pub fn fchmodat(dirfd: i32, path: usize, mode: u32, flags: u32) -> SysResult<usize> {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let node = node_at(dirfd, Some(path), flags)?;
+    if flags & AT_SYMLINK_NOFOLLOW != 0 && node.kind() == fs::Kind::Symlink {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    chmod_node(&*node, mode)
+}
+
+/// Root changes owner and group; an owner may only "change" them to what they are (Svelt
+/// keeps no supplementary groups).
+fn chown_node(node: &dyn Inode, uid: u32, gid: u32) -> SysResult<usize> {
+    let a = attrs_of(node)?;
+    let uid = (uid != u32::MAX).then_some(uid);
+    let gid = (gid != u32::MAX).then_some(gid);
+    let me = euid();
+    let (owner, group) = a.owner();
+    if me != 0
+        && (me != owner || uid.is_some_and(|u| u != owner) || gid.is_some_and(|g| g != group))
+    {
+        return Err(Errno::EPERM);
+    }
+    a.set_owner(uid, gid);
+    Ok(0)
+}
+
+pub fn fchown(fd: i32, uid: u32, gid: u32) -> SysResult<usize> {
+    let f = file(fd)?;
+    if f.flags() & svelt_abi::fs::O_PATH != 0 {
+        return Err(Errno::EBADF);
+    }
+    let node = f.node.clone().ok_or(Errno::EPERM)?;
+    chown_node(&*node, uid, gid)
+}
+
+pub fn fchownat(dirfd: i32, path: usize, uid: u32, gid: u32, flags: u32) -> SysResult<usize> {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let node = node_at(dirfd, Some(path), flags)?;
+    chown_node(&*node, uid, gid)
+}
+
+/// One utimensat time: `None` to leave it (UTIME_OMIT), else nanoseconds since the epoch.
+fn time_value(t: &Timespec, now: u64) -> SysResult<Option<u64>> {
+    match t.tv_nsec {
+        UTIME_OMIT => Ok(None),
+        UTIME_NOW => Ok(Some(now)),
+        n if (0..1_000_000_000).contains(&n) => {
+            // Times before 1970 are kept as 1970 (the node stores unsigned nanoseconds).
+            let s = u64::try_from(t.tv_sec).unwrap_or(0);
+            Ok(Some(
+                s.saturating_mul(1_000_000_000).saturating_add(n as u64),
+            ))
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// utimensat: a null `path` means `dirfd` itself (futimens). Setting both times to now needs
+/// ownership or write permission; setting a given time needs ownership (root may do both).
+pub fn utimensat(dirfd: i32, path: usize, times: usize, flags: u32) -> SysResult<usize> {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let now = crate::time::realtime_ns();
+    let (atime, mtime, explicit) = if times == 0 {
+        (Some(now), Some(now), false)
+    } else {
+        let [a, m] = UserPtr::<[Timespec; 2]>::new(times).read()?;
+        let explicit = [&a, &m]
+            .iter()
+            .any(|t| t.tv_nsec != UTIME_NOW && t.tv_nsec != UTIME_OMIT);
+        (time_value(&a, now)?, time_value(&m, now)?, explicit)
+    };
+    let node = node_at(dirfd, (path != 0).then_some(path), flags)?;
+    let a = attrs_of(&*node)?;
+    let me = euid();
+    if me != 0 && me != a.owner().0 {
+        if explicit {
+            return Err(Errno::EPERM);
+        }
+        if a.perm() & 0o002 == 0 {
+            return Err(Errno::EACCES);
+        }
+    }
+    if atime.is_some() || mtime.is_some() {
+        a.set_times(atime, mtime);
+    }
+    Ok(0)
+}
