@@ -56,7 +56,8 @@ debian_userland() {
     if [ -x "$tree/usr/bin/busybox" ] && [ ! -e "$tree/usr/bin/sh" ]; then
         ln -s busybox "$tree/usr/bin/sh"
     fi
-    rm -rf "$debs"
+    rm -rf "$debs" "$tree/usr/share/doc" "$tree/usr/share/man" "$tree/usr/share/info" \
+        "$tree/usr/share/locale"
     touch "$dir/done"
     echo "$tree"
 }

@@ -431,3 +431,8 @@ mod tests {
         assert_eq!(PR_SVE_VL_INHERIT, 0x20000);
     }
 }
+
+/// personality(2): the query value (changes nothing, returns the current persona).
+pub const PERSONALITY_QUERY: u32 = 0xffff_ffff;
+/// personality(2) flag: no address-space randomization for the programs exec starts.
+pub const ADDR_NO_RANDOMIZE: u32 = 0x0004_0000;

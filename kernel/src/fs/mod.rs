@@ -190,6 +190,11 @@ pub trait Inode: MappedFile + Send + Sync + Any {
             Errno::ENOTDIR
         })
     }
+    /// Removes the entry `name` whatever it is (rename's half: a non-empty directory moves
+    /// with its contents).
+    fn detach(&self, _name: &str) -> SysResult<()> {
+        Err(Errno::EPERM)
+    }
     fn read_at(&self, _off: u64, _buf: &mut [u8]) -> SysResult<usize> {
         Err(if self.kind() == Kind::Dir {
             Errno::EISDIR

@@ -115,6 +115,11 @@ impl Inode for RamDir {
         self.attrs.modified();
         Ok(())
     }
+    fn detach(&self, name: &str) -> SysResult<()> {
+        self.entries.lock().remove(name).ok_or(Errno::ENOENT)?;
+        self.attrs.modified();
+        Ok(())
+    }
     fn superblock(&self) -> Option<Arc<TmpfsSb>> {
         Some(self.sb.clone())
     }

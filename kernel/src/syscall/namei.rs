@@ -72,6 +72,147 @@ pub fn unlinkat(dirfd: i32, path: usize, flags: u32) -> SysResult<usize> {
     Ok(0)
 }
 
+/// Whether two nodes belong to the same file system instance (rename and link stay inside one:
+/// EXDEV otherwise).
+fn same_fs(a: &dyn fs::Inode, b: &dyn fs::Inode) -> bool {
+    match (a.superblock(), b.superblock()) {
+        (Some(x), Some(y)) => alloc::sync::Arc::ptr_eq(&x, &y),
+        _ => false,
+    }
+}
+
+/// renameat and renameat2 (RENAME_NOREPLACE, RENAME_EXCHANGE), with Linux's errors: EBUSY for
+/// `.` or `..`, ENOENT, EXDEV across file systems, ENOTDIR/EISDIR when a directory and a
+/// non-directory would swap places, ENOTEMPTY for a non-empty target directory, EINVAL for a
+/// directory moved under itself, EEXIST for NOREPLACE. Renaming a node onto itself does nothing.
+pub fn renameat2(
+    olddfd: i32,
+    oldpath: usize,
+    newdfd: i32,
+    newpath: usize,
+    flags: u32,
+) -> SysResult<usize> {
+    const NOREPLACE: u32 = 1;
+    const EXCHANGE: u32 = 2;
+    if flags & !(NOREPLACE | EXCHANGE) != 0 || flags == NOREPLACE | EXCHANGE {
+        return Err(Errno::EINVAL);
+    }
+    let o = UserPtr::<u8>::new(oldpath).read_path()?;
+    let n = UserPtr::<u8>::new(newpath).read_path()?;
+    let op = fs::resolve_parent(olddfd, &o)?;
+    let np = fs::resolve_parent(newdfd, &n)?;
+    if [&op.name, &np.name].iter().any(|x| *x == "." || *x == "..") {
+        return Err(Errno::EBUSY);
+    }
+    let src = op.dir.lookup(&op.name)?;
+    let dst = match np.dir.lookup(&np.name) {
+        Ok(d) => Some(d),
+        Err(Errno::ENOENT) if flags & EXCHANGE == 0 => None,
+        Err(e) => return Err(e),
+    };
+    if !same_fs(&*op.dir, &*np.dir) {
+        return Err(Errno::EXDEV);
+    }
+    let src_dir = src.kind() == Kind::Dir;
+    if (op.trailing_slash || np.trailing_slash) && !src_dir {
+        return Err(Errno::ENOTDIR);
+    }
+    if flags & NOREPLACE != 0 && dst.is_some() {
+        return Err(Errno::EEXIST);
+    }
+    if let Some(d) = &dst {
+        if alloc::sync::Arc::ptr_eq(d, &src) {
+            return Ok(0);
+        }
+    }
+    // A directory may not go inside itself (nor, when exchanging, the other one inside it).
+    let inside = |dir: &fs::ResolvedParent, name: &str, into: &fs::ResolvedParent| {
+        let base = if dir.dir_path == "/" {
+            alloc::format!("/{name}")
+        } else {
+            alloc::format!("{}/{name}", dir.dir_path)
+        };
+        into.dir_path == base || into.dir_path.starts_with(&alloc::format!("{base}/"))
+    };
+    if src_dir && inside(&op, &op.name, &np) {
+        return Err(Errno::EINVAL);
+    }
+    let _g = RENAME.lock();
+    match dst {
+        Some(d) if flags & EXCHANGE != 0 => {
+            if d.kind() == Kind::Dir && inside(&np, &np.name, &op) {
+                return Err(Errno::EINVAL);
+            }
+            np.dir.detach(&np.name)?;
+            op.dir.detach(&op.name)?;
+            np.dir.link(&np.name, src)?;
+            op.dir.link(&op.name, d)?;
+        }
+        Some(d) => {
+            match (src_dir, d.kind() == Kind::Dir) {
+                (true, false) => return Err(Errno::ENOTDIR),
+                (false, true) => return Err(Errno::EISDIR),
+                (true, true) if !d.entries()?.is_empty() => return Err(Errno::ENOTEMPTY),
+                _ => {}
+            }
+            np.dir.detach(&np.name)?;
+            np.dir.link(&np.name, src)?;
+            op.dir.detach(&op.name)?;
+        }
+        None => {
+            np.dir.link(&np.name, src)?;
+            op.dir.detach(&op.name)?;
+        }
+    }
+    Ok(0)
+}
+
+/// One rename at a time, so that the unlink and link halves of two renames do not interleave.
+static RENAME: spin::Mutex<()> = spin::Mutex::new(());
+
+/// linkat: a second name for a file (not a directory: EPERM), in the same file system (EXDEV).
+/// AT_SYMLINK_FOLLOW follows a final symlink in `oldpath`; AT_EMPTY_PATH links `olddfd` itself.
+pub fn linkat(
+    olddfd: i32,
+    oldpath: usize,
+    newdfd: i32,
+    newpath: usize,
+    flags: u32,
+) -> SysResult<usize> {
+    use svelt_abi::fs::{AT_EMPTY_PATH, AT_SYMLINK_FOLLOW};
+    if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let o = UserPtr::<u8>::new(oldpath).read_path()?;
+    let src = if o.is_empty() && flags & AT_EMPTY_PATH != 0 {
+        file(olddfd)?.node.clone().ok_or(Errno::ENOENT)?
+    } else {
+        fs::resolve(olddfd, &o, flags & AT_SYMLINK_FOLLOW != 0)?.node
+    };
+    let n = UserPtr::<u8>::new(newpath).read_path()?;
+    let np = fs::resolve_parent(newdfd, &n)?;
+    if src.kind() == Kind::Dir {
+        return Err(Errno::EPERM);
+    }
+    if np.dir.lookup(&np.name).is_ok() {
+        return Err(Errno::EEXIST);
+    }
+    if np.trailing_slash {
+        return Err(Errno::ENOENT);
+    }
+    // Symlinks and device nodes carry no instance of their own: any ramfs node may be linked
+    // within the ramfs file systems, a generated one (/proc, /sys) nowhere.
+    let linkable = match src.superblock() {
+        Some(_) => same_fs(&*src, &*np.dir),
+        None => src.attrs().is_some() && np.dir.superblock().is_some(),
+    };
+    if !linkable {
+        return Err(Errno::EXDEV);
+    }
+    np.dir.link(&np.name, src)?;
+    Ok(0)
+}
+
 pub fn symlinkat(target: usize, dirfd: i32, path: usize) -> SysResult<usize> {
     let t = UserPtr::<u8>::new(target).read_path()?;
     let p = UserPtr::<u8>::new(path).read_path()?;

@@ -325,3 +325,14 @@ pub fn prctl(
         PrctlCmd::LockShadowStack { arg } => crate::gcs::prctl_lock(cur, arg),
     }
 }
+
+/// personality: returns the previous persona; PERSONALITY_QUERY only asks.
+pub fn personality(persona: u32) -> SysResult<usize> {
+    let p = task::current().process();
+    let old = if persona == svelt_abi::sys::PERSONALITY_QUERY {
+        p.personality.load(Ordering::Relaxed)
+    } else {
+        p.personality.swap(persona, Ordering::Relaxed)
+    };
+    Ok(old as usize)
+}

@@ -88,14 +88,21 @@ fn read_interp(name: &[u8]) -> SysResult<Vec<u8>> {
 }
 
 /// Where the interpreter goes: at the top of the mmap area (where Linux's mmap would put it),
-/// lowered by a random number of pages and aligned to its segments' alignment.
+/// lowered by a random number of pages (none under ADDR_NO_RANDOMIZE, as debuggers ask) and
+/// aligned to its segments' alignment.
 fn interp_bias(mm: &AddrSpace, elf: &ElfFile<'_>) -> SysResult<u64> {
     if !elf.is_dyn() {
         return Ok(0);
     }
     let align = elf.max_align().max(PAGE);
     let mut r = [0u8; 2];
-    crate::fs::dev::fill_random(&mut r);
+    let persona = super::current()
+        .process()
+        .personality
+        .load(Ordering::Relaxed);
+    if persona & svelt_abi::sys::ADDR_NO_RANDOMIZE == 0 {
+        crate::fs::dev::fill_random(&mut r);
+    }
     let shift = u64::from(u16::from_le_bytes(r)) * PAGE;
     let room = elf.span() + align + shift;
     let low = mm

@@ -67,6 +67,7 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
             (&p.uid, &parent_proc.uid),
             (&p.euid, &parent_proc.euid),
             (&p.suid, &parent_proc.suid),
+            (&p.personality, &parent_proc.personality),
         ] {
             dst.store(src.load(Ordering::Relaxed), Ordering::Relaxed);
         }

@@ -223,6 +223,9 @@ pub struct Process {
     pub uid: AtomicU32,
     pub euid: AtomicU32,
     pub suid: AtomicU32,
+    /// personality(2)'s value: Svelt acts on ADDR_NO_RANDOMIZE (exec places the program
+    /// interpreter without a random offset); the rest is kept and reported.
+    pub personality: AtomicU32,
     /// Threads this process traces (any of its threads may wait for them and command them).
     pub tracees: Mutex<Vec<Arc<Task>>>,
     /// Bumped at each group stop, so a traced thread reports each one once.
@@ -317,6 +320,7 @@ impl Process {
             uid: AtomicU32::new(0),
             euid: AtomicU32::new(0),
             suid: AtomicU32::new(0),
+            personality: AtomicU32::new(0),
             tracees: Mutex::new(Vec::new()),
             stop_gen: AtomicU32::new(0),
             core_state: Mutex::new(None),

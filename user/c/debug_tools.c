@@ -1,0 +1,244 @@
+/* Debian's debuggers on the kernel: strace -f follows this program as it forks, execs itself
+ * and uses SVE, and gdb --batch stops it at a breakpoint with known SVE and SME state, prints
+ * VG, Z0, P0, FFR, SVG, SVCR and ZA, sets Z0 and ZA, and lets it go on to report what it then
+ * holds. The tools' output is printed as KTAP diagnostics (`# strace: `, `# gdb: `) so the host
+ * (tests/tests/debian.rs) can compare it, normalised, with Linux's line for line; the tests here
+ * check what the program itself can see. Without strace or gdb (the ordinary userland) those
+ * tests skip.
+ *
+ * Modes: no argument: the tests; `fork-exec`: fork, the child execs `sve`, wait; `sve`: use
+ * SVE and print the vector length; `gdb-target`: set up Z0, P0, FFR and ZA, stop in
+ * checkpoint(), then print Z0's first lane and ZA's first row as they are after it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef PR_SME_SET_VL
+#define PR_SME_SET_VL 63
+#endif
+
+static int n, failed, passed, skipped;
+static const char *self = "/bin/tests/debug_tools";
+
+static void result(int ok, const char *name, const char *why)
+{
+	n++;
+	if (ok) {
+		passed++;
+		printf("ok %d %s\n", n, name);
+	} else {
+		failed++;
+		printf("# %s\nnot ok %d %s\n", why, n, name);
+	}
+	fflush(stdout);
+}
+
+static void skip(const char *name, const char *why)
+{
+	n++;
+	skipped++;
+	printf("ok %d %s # SKIP %s\n", n, name, why);
+	fflush(stdout);
+}
+
+/* 32-byte SVE vectors and 32-byte streaming vectors: short, identical output on every CPU
+ * configuration the tests use. */
+static void set_lengths(void)
+{
+	prctl(PR_SVE_SET_VL, 32);
+	prctl(PR_SME_SET_VL, 32);
+}
+
+static int mode_sve(void)
+{
+	uint64_t vl;
+	asm volatile(".arch armv8.2-a+sve\n"
+		     "index z1.b, #0, #1\n"
+		     "cntb %0\n"
+		     : "=r"(vl)
+		     :
+		     : "v1", "memory");
+	printf("sve vl %llu\n", (unsigned long long)vl);
+	return 0;
+}
+
+static int mode_fork_exec(void)
+{
+	int st;
+	pid_t p = fork();
+	if (p < 0)
+		return 1;
+	if (p == 0) {
+		char *argv[] = { (char *)self, "sve", NULL };
+		char *envp[] = { NULL };
+		execve(self, argv, envp);
+		_exit(127);
+	}
+	if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return 1;
+	printf("child done\n");
+	return 0;
+}
+
+/* Where gdb stops; it must not be inlined or folded away. */
+__attribute__((noinline)) void checkpoint(void)
+{
+	asm volatile("" ::: "memory");
+}
+
+static int mode_gdb_target(void)
+{
+	uint64_t z0, za0;
+	uint8_t row[32];
+	set_lengths();
+	/* Z0 = 0, 1, 2...; P0 = every other byte; FFR all true; ZA row 0 = 0x11... and PSTATE.ZA
+	 * on, SM off. */
+	asm volatile(".arch armv9-a+sve+sme\n"
+		     "index z0.b, #0, #1\n"
+		     "ptrue p1.b\n"
+		     "ptrue p0.h\n"
+		     "setffr\n"
+		     "smstart za\n"
+		     "mov z2.b, #0x11\n"
+		     "mov w12, #0\n"
+		     "mova za0h.b[w12, 0], p1/m, z2.b\n"
+		     :
+		     :
+		     : "v0", "v2", "p0", "p1", "w12", "memory");
+	checkpoint();
+	asm volatile(".arch armv9-a+sve+sme\n"
+		     "fmov %0, d0\n"
+		     "ptrue p1.b\n"
+		     "mov w12, #0\n"
+		     "mova z3.b, p1/m, za0h.b[w12, 0]\n"
+		     "str z3, [%1]\n"
+		     "smstop za\n"
+		     : "=r"(z0)
+		     : "r"(row)
+		     : "v3", "p1", "w12", "memory");
+	memcpy(&za0, row, 8);
+	printf("after: z0.d[0]=%#llx za[0].d[0]=%#llx\n", (unsigned long long)z0,
+	       (unsigned long long)za0);
+	return 0;
+}
+
+static char out[1 << 16];
+
+/* Runs argv (stdin /dev/null), collecting stdout and stderr; returns the wait status. */
+static int run(char *const argv[])
+{
+	int fds[2], st;
+	size_t len = 0;
+	char *envp[] = { "PATH=/usr/bin:/bin", "HOME=/root", "TERM=dumb", "LC_ALL=C", NULL };
+	if (pipe(fds) != 0)
+		return -1;
+	pid_t p = fork();
+	if (p < 0)
+		return -1;
+	if (p == 0) {
+		int null = open("/dev/null", O_RDONLY);
+		dup2(null, 0);
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		close(fds[0]);
+		execve(argv[0], argv, envp);
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		ssize_t r = read(fds[0], out + len, sizeof out - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (len += (size_t)r) == sizeof out - 1)
+			break;
+	}
+	out[len] = 0;
+	close(fds[0]);
+	if (waitpid(p, &st, 0) != p)
+		return -1;
+	return st;
+}
+
+/* Prints out[] as diagnostics, each line after `# TAG: `. */
+static void show(const char *tag)
+{
+	for (const char *l = out; *l;) {
+		const char *e = strchr(l, '\n');
+		int len = e ? (int)(e - l) : (int)strlen(l);
+		printf("# %s: %.*s\n", tag, len, l);
+		l += len + (e != NULL);
+	}
+	fflush(stdout);
+}
+
+static void test_strace(void)
+{
+	if (access("/usr/bin/strace", X_OK) != 0) {
+		skip("strace_fork_exec_sve", "no /usr/bin/strace (boot with --debian strace)");
+		return;
+	}
+	char *argv[] = { "/usr/bin/strace", "-f", "-qq", "-e", "signal=none", (char *)self,
+			 "fork-exec", NULL };
+	int st = run(argv);
+	show("strace");
+	int ok = st == 0 && strstr(out, "execve(\"/bin/tests/debug_tools\", [\"/bin/tests/debug_tools\", \"sve\"]") &&
+		 strstr(out, "sve vl ") && strstr(out, "child done") && strstr(out, "wait4(") &&
+		 strstr(out, "+++ exited with 0 +++");
+	result(ok, "strace_fork_exec_sve", "strace's output lacks the fork, exec or exit");
+}
+
+static void test_gdb(void)
+{
+	if (access("/usr/bin/gdb", X_OK) != 0) {
+		skip("gdb_sve_sme_registers", "no /usr/bin/gdb (boot with --debian gdb)");
+		return;
+	}
+	char *argv[] = { "/usr/bin/gdb", "-nx", "--batch", "-ex", "set style enabled off",
+			 "-ex", "set width 0", "-ex", "break checkpoint", "-ex", "run",
+			 "-ex", "p $vg", "-ex", "p $svg", "-ex", "p $svcr",
+			 "-ex", "p/x $z0.b.u", "-ex", "p/x $p0", "-ex", "p/x $ffr",
+			 "-ex", "p/x $za[0]", "-ex", "p/x $za[1]",
+			 "-ex", "set var $z0.d.u[0] = 0x1122334455667788",
+			 "-ex", "set var $za[0][0] = 0xab", "-ex", "p/x $z0.d.u",
+			 "-ex", "continue", "--args", (char *)self, "gdb-target", NULL };
+	int st = run(argv);
+	show("gdb");
+	int ok = st == 0 && strstr(out, "after: z0.d[0]=0x1122334455667788 za[0].d[0]=0x11111111111111ab") &&
+		 strstr(out, "$1 = 4\n") && strstr(out, "$2 = 4\n");
+	result(ok, "gdb_sve_sme_registers",
+	       "gdb did not show VG 4 and SVG 4 or the program did not see the values gdb set");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "sve") == 0)
+		return mode_sve();
+	if (argc > 1 && strcmp(argv[1], "fork-exec") == 0)
+		return mode_fork_exec();
+	if (argc > 1 && strcmp(argv[1], "gdb-target") == 0)
+		return mode_gdb_target();
+	if (getpid() == 1) {
+		mount("proc", "/proc", "proc", 0, NULL);
+		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
+	}
+	printf("TAP version 13\n1..3\n");
+	fflush(stdout);
+	char *me[] = { (char *)self, "fork-exec", NULL };
+	int st = run(me);
+	result(st == 0 && strstr(out, "sve vl ") && strstr(out, "child done"), "fork_exec_sve",
+	       "the program itself failed");
+	test_strace();
+	test_gdb();
+	printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:0\n", passed, failed,
+	       skipped);
+	return failed ? 1 : 0;
+}
