@@ -22,8 +22,8 @@ const ET_DYN_BASE: u64 = 0x0000_aaaa_aaaa_0000;
 /// Total size of argv and envp strings accepted (Linux allows a quarter of the stack limit).
 const ARG_MAX: usize = STACK_SIZE / 4;
 
-/// Reads a whole regular file that may be executed.
-fn read_executable(path: &str) -> SysResult<(Vec<u8>, String)> {
+/// Reads a whole regular file that may be executed: its bytes, canonical path and inode.
+fn read_executable(path: &str) -> SysResult<(Vec<u8>, String, u64)> {
     let r = fs::resolve(svelt_abi::fs::AT_FDCWD, path, true)?;
     match r.node.kind() {
         Kind::File => {}
@@ -37,7 +37,7 @@ fn read_executable(path: &str) -> SysResult<(Vec<u8>, String)> {
     let mut data = crate::mm::try_zeroed_vec(size)?;
     let n = r.node.read_at(0, &mut data)?;
     data.truncate(n);
-    Ok((data, r.path))
+    Ok((data, r.path, r.node.ino()))
 }
 
 /// The main thread's stack: RLIMIT_STACK (the soft limit in force at exec, as Linux's stack
@@ -72,6 +72,7 @@ fn load(
     let plan = elf.plan(bias, STACK_TOP as u64 - STACK_SIZE as u64)?;
     let mut mm = AddrSpace::new()?;
     for seg in plan.segments() {
+        note_segment(&mut mm.exec, &seg);
         let (s, e) = (seg.map_start as usize, seg.map_end as usize);
         if seg.shares_first_page {
             // The page is already mapped by the previous segment; widen its rights.
@@ -149,7 +150,40 @@ fn load(
     mm.saved_auxv = img.get(a..end).unwrap_or_default().to_vec();
     mm.arg_start = layout.arg_start as usize;
     mm.arg_end = layout.arg_end as usize;
+    mm.exec.env_start = layout.env_start as usize;
+    mm.exec.env_end = layout.env_end as usize;
+    mm.exec.start_stack = layout.sp as usize;
     Ok((mm, plan.entry, layout.sp))
+}
+
+/// Records a loaded segment for /proc: code and data bounds (as Linux's load_elf_binary sets
+/// them: the executable segment is code, the writable ones data) and the range the file's
+/// bytes fill.
+fn note_segment(info: &mut crate::mm::aspace::ExecInfo, seg: &svelt_abi::elf::LoadSegment) {
+    use crate::mm::aspace::{ExecInfo, ImageRange};
+    let file_end = (seg.copy_dst + seg.file_len) as usize;
+    if seg.prot & Prot::EXEC != 0 && info.start_code == 0 {
+        info.start_code = seg.copy_dst as usize;
+        info.end_code = file_end;
+    }
+    if seg.prot & Prot::WRITE != 0 {
+        if info.start_data == 0 {
+            info.start_data = seg.copy_dst as usize;
+        }
+        info.end_data = file_end;
+    }
+    let start = seg.map_start as usize;
+    let end = file_end
+        .next_multiple_of(PAGE as usize)
+        .min(seg.map_end as usize);
+    if seg.file_len != 0 && start < end && info.nimage < ExecInfo::MAX_IMAGE {
+        info.image[info.nimage] = ImageRange {
+            start,
+            end,
+            offset: seg.file_offset - (seg.copy_dst - seg.map_start),
+        };
+        info.nimage += 1;
+    }
 }
 
 /// Reads a NULL-terminated array of string pointers.
@@ -183,8 +217,9 @@ pub fn do_execve(
     let mut total = 0;
     let argv = read_strings(argv_va, &mut total)?;
     let envp = read_strings(envp_va, &mut total)?;
-    let (data, canonical) = read_executable(&path)?;
-    let (mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
+    let (data, canonical, ino) = read_executable(&path)?;
+    let (mut mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
+    mm.exec.exe_ino = ino;
     drop(data);
 
     // Past this point the old program is gone.
@@ -203,6 +238,7 @@ pub fn do_execve(
     *me.sighand.lock() = Arc::new(crate::sync::IrqLock::new(handlers));
     me.sig.lock().altstack = Default::default();
     *p.exe.lock() = canonical;
+    *me.comm.lock() = svelt_abi::procfs::exec_comm(path.as_bytes());
     cur.local().tpidrro_el0.set(0);
     // ptrace breakpoints and watchpoints do not survive exec.
     *cur.local().hw_debug.borrow_mut() = Default::default();
@@ -242,10 +278,11 @@ fn de_thread(me: &Arc<super::Task>) {
 /// Starts PID 1 running `path`, with /dev/console on descriptors 0, 1 and 2.
 pub fn spawn_init(path: &str) -> SysResult<()> {
     use super::{register, KernelStack, Process, Task};
-    let (data, canonical) = read_executable(path)?;
+    let (data, canonical, ino) = read_executable(path)?;
     let argv = [path.as_bytes().to_vec()];
     let envp = [b"HOME=/".to_vec(), b"TERM=linux".to_vec()];
-    let (mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
+    let (mut mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
+    mm.exec.exe_ino = ino;
     let process = Process::new(super::alloc_pid(), alloc::sync::Weak::new());
     *process.exe.lock() = canonical;
     let mut files = crate::fs::FdTable::new();
