@@ -32,6 +32,7 @@ pub mod mount;
 pub mod nr;
 pub mod path;
 pub mod prctl;
+pub mod procfs;
 pub mod ptrace;
 pub mod regset;
 pub mod rng;

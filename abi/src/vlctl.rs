@@ -204,7 +204,7 @@ pub fn default_vl_read(vl: u32, buf: &mut [u8]) -> usize {
 }
 
 /// Linux's cap on one sysctl write (PAGE_SIZE - 1); bytes past it are not looked at.
-const SYSCTL_WRITE_MAX: usize = 4095;
+pub(crate) const SYSCTL_WRITE_MAX: usize = 4095;
 /// `proc_get_long` copies at most this many bytes; a number filling all of them is refused.
 const NUMBER_MAX: usize = 21;
 
@@ -235,7 +235,7 @@ pub fn parse_dointvec(text: &[u8]) -> Result<(i32, usize), Errno> {
     Ok((value, text.len() - rest.len()))
 }
 
-fn skip_spaces(s: &mut &[u8]) {
+pub(crate) fn skip_spaces(s: &mut &[u8]) {
     // C isspace: space, \t, \n, \v, \f, \r.
     while let [b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r', tail @ ..] = *s {
         *s = tail;
@@ -243,7 +243,7 @@ fn skip_spaces(s: &mut &[u8]) {
 }
 
 /// `proc_get_long`: (negative, magnitude, bytes used).
-fn get_long(s: &[u8]) -> Result<(bool, u64, usize), Errno> {
+pub(crate) fn get_long(s: &[u8]) -> Result<(bool, u64, usize), Errno> {
     let window = &s[..s.len().min(NUMBER_MAX)];
     let neg = window[0] == b'-' && s.len() > 1;
     let mut at = usize::from(neg);

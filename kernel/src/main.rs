@@ -32,6 +32,7 @@ mod syscall;
 mod task;
 mod time;
 mod trap;
+mod uts;
 
 use arch::{boot, cpu, mmu};
 use core::fmt::Write;

@@ -412,6 +412,25 @@ impl FdTable {
         Ok(idx as i32)
     }
 
+    /// The open descriptors in order (/proc/PID/fd).
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &FdEntry)> {
+        self.fds
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().map(|e| (i, e)))
+    }
+
+    /// The size Linux's table would have for these descriptors (FDSize): 64 slots, doubled
+    /// as needed.
+    pub fn capacity(&self) -> usize {
+        let used = self
+            .fds
+            .iter()
+            .rposition(Option::is_some)
+            .map_or(0, |i| i + 1);
+        used.max(64).next_power_of_two()
+    }
+
     pub fn install(&mut self, file: Arc<File>, cloexec: bool) -> SysResult<i32> {
         self.install_from(0, file, cloexec)
     }
@@ -830,6 +849,21 @@ pub fn mounts_text() -> String {
         s.push_str(" 0 0\n");
     }
     s
+}
+
+/// Each tmpfs and ramfs mount in mount order: (mount point, source, type, flags, the
+/// /proc/mounts option text).
+pub fn for_each_mount(mut f: impl FnMut(&str, &str, &str, u64, &str)) {
+    for m in MOUNTS.lock().iter() {
+        let mut opts = String::new();
+        let _ = if m.fstype == "tmpfs" {
+            let default = (crate::mm::frame::total() / 2) as u64;
+            svelt_abi::mount::write_tmpfs_opts(&mut opts, m.flags, &m.opts, default)
+        } else {
+            svelt_abi::mount::write_mount_flags(&mut opts, m.flags)
+        };
+        f(&m.path, &m.source, m.fstype, m.flags, &opts);
+    }
 }
 
 /// White space and backslashes as octal escapes, as /proc/mounts fields have them.

@@ -258,6 +258,41 @@ pub struct AddrSpace {
     /// Where the argument strings lie on the initial stack, for a core's pr_psargs.
     pub arg_start: usize,
     pub arg_end: usize,
+    /// The rest of what exec laid out, for /proc.
+    pub exec: ExecInfo,
+}
+
+/// Where exec put the program's pieces (Linux's mm->start_code and friends), for /proc.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExecInfo {
+    pub env_start: usize,
+    pub env_end: usize,
+    pub start_stack: usize,
+    pub start_code: usize,
+    pub end_code: usize,
+    pub start_data: usize,
+    pub end_data: usize,
+    /// The executable's inode and the ranges its pages fill: /proc/PID/maps names them with
+    /// the file (the rest of a segment, its bss, is anonymous memory).
+    pub exe_ino: u64,
+    pub image: [ImageRange; ExecInfo::MAX_IMAGE],
+    pub nimage: usize,
+}
+
+/// `[start, end)` holds the executable's bytes from file offset `offset` on.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ImageRange {
+    pub start: usize,
+    pub end: usize,
+    pub offset: u64,
+}
+
+impl ExecInfo {
+    pub const MAX_IMAGE: usize = 8;
+
+    pub fn image(&self) -> &[ImageRange] {
+        &self.image[..self.nimage]
+    }
 }
 
 impl AddrSpace {
@@ -271,6 +306,7 @@ impl AddrSpace {
             saved_auxv: Vec::new(),
             arg_start: 0,
             arg_end: 0,
+            exec: ExecInfo::default(),
         })
     }
 
@@ -282,6 +318,17 @@ impl AddrSpace {
     /// Frames mapped, for /proc.
     pub fn resident_pages(&self) -> usize {
         self.mm.table().pages()
+    }
+
+    /// Pages mapped in `[start, end)` (the shared zero page included), for /proc.
+    pub fn resident_in(&self, start: usize, end: usize) -> usize {
+        let mut n = 0;
+        let mut va = start;
+        while let Some(at) = self.next_mapped(va, end) {
+            n += 1;
+            va = at + PAGE;
+        }
+        n
     }
 
     /// The VMA containing `va`.
@@ -442,6 +489,7 @@ impl AddrSpace {
             saved_auxv,
             arg_start: self.arg_start,
             arg_end: self.arg_end,
+            exec: self.exec,
         })
     }
 

@@ -9,15 +9,38 @@ use svelt_abi::sys;
 pub const RELEASE: &str = "6.16.0-svelt";
 
 pub fn uname(buf: usize) -> SysResult<usize> {
+    let (host, len) = crate::uts::hostname();
     let u = sys::Utsname {
         sysname: b"Linux",
-        nodename: b"svelt",
+        nodename: &host[..len],
         release: RELEASE.as_bytes(),
         version: b"#1 SMP Svelt",
         machine: b"aarch64",
         domainname: b"(none)",
     };
     UserPtr::new(buf).write(&u.to_bytes())?;
+    Ok(0)
+}
+
+/// sethostname: for a privileged caller (uid 0 stands for CAP_SYS_ADMIN), at most 64 bytes.
+pub fn sethostname(name: usize, len: usize) -> SysResult<usize> {
+    use core::sync::atomic::Ordering;
+    if crate::task::current()
+        .process()
+        .euid
+        .load(Ordering::Relaxed)
+        != 0
+    {
+        return Err(Errno::EPERM);
+    }
+    if len > crate::uts::NEW_UTS_LEN {
+        return Err(Errno::EINVAL);
+    }
+    let mut buf = [0u8; crate::uts::NEW_UTS_LEN];
+    UserSlice::new(name, len)
+        .copy_in(&mut buf[..len])
+        .map_err(|_| Errno::EFAULT)?;
+    crate::uts::set_hostname(&buf[..len])?;
     Ok(0)
 }
 

@@ -329,6 +329,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::TIMES] = v(|c| time::times(c.arg(0)));
     // system
     t[nr::UNAME] = v(|c| misc::uname(c.arg(0)));
+    t[nr::SETHOSTNAME] = v(|c| misc::sethostname(c.arg(0), c.arg(1)));
     t[nr::GETRANDOM] = v(|c| misc::getrandom(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::REBOOT] = v(|c| misc::reboot(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SYSINFO] = v(|c| misc::sysinfo(c.arg(0)));

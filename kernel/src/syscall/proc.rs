@@ -305,17 +305,22 @@ pub fn prctl(
         PrctlCmd::GetTaggedAddr => Ok(usize::from(
             task::current().tagged_addr.load(Ordering::Relaxed),
         )),
-        PrctlCmd::SetName { .. } | PrctlCmd::SetDumpable { .. } | PrctlCmd::SetPdeathsig { .. } => {
+        PrctlCmd::SetName { name } => {
+            // As strncpy_from_user of 15 bytes: a NUL ends it early, none is needed.
+            let mut buf = [0u8; svelt_abi::procfs::TASK_COMM_LEN - 1];
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = UserPtr::<u8>::new(name.wrapping_add(i)).read()?;
+                if *b == 0 {
+                    break;
+                }
+            }
+            task::current().set_comm(&buf);
             Ok(0)
         }
+        PrctlCmd::SetDumpable { .. } | PrctlCmd::SetPdeathsig { .. } => Ok(0),
         PrctlCmd::GetDumpable => Ok(1),
         PrctlCmd::GetName { buf } => {
-            let exe = task::current().process().exe.lock().clone();
-            let base = exe.rsplit('/').next().unwrap_or("");
-            let mut name = [0u8; 16];
-            let n = base.len().min(15);
-            name[..n].copy_from_slice(&base.as_bytes()[..n]);
-            UserPtr::new(buf).write(&name)?;
+            UserPtr::new(buf).write(&task::current().comm())?;
             Ok(0)
         }
         PrctlCmd::SetVl { kind, arg } => crate::fpstate::vec_set_current_vl(cur, kind, arg),

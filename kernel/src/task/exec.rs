@@ -23,8 +23,8 @@ const ET_DYN_BASE: u64 = 0x0000_aaaa_aaaa_0000;
 /// Total size of argv and envp strings accepted (Linux allows a quarter of the stack limit).
 const ARG_MAX: usize = STACK_SIZE / 4;
 
-/// Reads a whole regular file that may be executed.
-fn read_executable(path: &str) -> SysResult<(Vec<u8>, String)> {
+/// Reads a whole regular file that may be executed: its bytes, canonical path and inode.
+fn read_executable(path: &str) -> SysResult<(Vec<u8>, String, u64)> {
     let r = fs::resolve(svelt_abi::fs::AT_FDCWD, path, true)?;
     match r.node.kind() {
         Kind::File => {}
@@ -38,7 +38,7 @@ fn read_executable(path: &str) -> SysResult<(Vec<u8>, String)> {
     let mut data = crate::mm::try_zeroed_vec(size)?;
     let n = r.node.read_at(0, &mut data)?;
     data.truncate(n);
-    Ok((data, r.path))
+    Ok((data, r.path, r.node.ino()))
 }
 
 /// The main thread's stack: RLIMIT_STACK (the soft limit in force at exec, as Linux's stack
@@ -53,9 +53,13 @@ fn stack_size() -> usize {
         .next_multiple_of(PAGE as usize)
 }
 
-/// Maps an image's PT_LOAD segments as its plan says, copying their file bytes.
-fn map_image(mm: &mut AddrSpace, plan: &LoadPlan<'_>, data: &[u8]) -> SysResult<()> {
+/// Maps an image's PT_LOAD segments as its plan says, copying their file bytes; the `main`
+/// program's (not its interpreter's) are recorded for /proc.
+fn map_image(mm: &mut AddrSpace, plan: &LoadPlan<'_>, data: &[u8], main: bool) -> SysResult<()> {
     for seg in plan.segments() {
+        if main {
+            note_segment(&mut mm.exec, &seg);
+        }
         let (s, e) = (seg.map_start as usize, seg.map_end as usize);
         if seg.shares_first_page {
             // The page is already mapped by the previous segment; widen its rights.
@@ -80,7 +84,7 @@ fn map_image(mm: &mut AddrSpace, plan: &LoadPlan<'_>, data: &[u8]) -> SysResult<
 /// not an AArch64 ELF image.
 fn read_interp(name: &[u8]) -> SysResult<Vec<u8>> {
     let path = core::str::from_utf8(name).map_err(|_| Errno::ENOENT)?;
-    let (data, _) = read_executable(path)?;
+    let (data, _, _) = read_executable(path)?;
     match ElfFile::parse(&data, PAGE) {
         Ok(_) => Ok(data),
         Err(_) => Err(Errno::ELIBBAD),
@@ -132,7 +136,7 @@ fn load(
     };
     let plan = elf.plan(bias, STACK_TOP as u64 - STACK_SIZE as u64)?;
     let mut mm = AddrSpace::new()?;
-    map_image(&mut mm, &plan, data)?;
+    map_image(&mut mm, &plan, data, true)?;
     let brk = plan.brk.next_multiple_of(PAGE) as usize;
     mm.brk_start = brk;
     mm.brk = brk;
@@ -142,7 +146,7 @@ fn load(
             let iplan = ielf
                 .plan(interp_bias(&mm, &ielf)?, crate::mm::aspace::MMAP_TOP as u64)
                 .map_err(|_| Errno::ELIBBAD)?;
-            map_image(&mut mm, &iplan, idata)?;
+            map_image(&mut mm, &iplan, idata, false)?;
             (iplan.entry, iplan.bias)
         }
         None => (plan.entry, 0),
@@ -205,18 +209,21 @@ fn load(
     mm.saved_auxv = img.get(a..end).unwrap_or_default().to_vec();
     mm.arg_start = layout.arg_start as usize;
     mm.arg_end = layout.arg_end as usize;
+    mm.exec.env_start = layout.env_start as usize;
+    mm.exec.env_end = layout.env_end as usize;
+    mm.exec.start_stack = layout.sp as usize;
     Ok((mm, start, layout.sp))
 }
 
 /// Reads the binary execve runs for `path`: the file itself, or for a `#!` script its
 /// interpreter (scripts may name scripts, [`script::MAX_DEPTH`] deep), with `argv` rewritten as
 /// Linux rewrites it: `[interpreter, argument?, path, argv[1..]]` at each level.
-fn read_program(path: &str, argv: &mut Vec<Vec<u8>>) -> SysResult<(Vec<u8>, String)> {
+fn read_program(path: &str, argv: &mut Vec<Vec<u8>>) -> SysResult<(Vec<u8>, String, u64)> {
     let mut file = String::from(path);
     for _ in 0..=script::MAX_DEPTH {
-        let (data, canonical) = read_executable(&file)?;
+        let (data, canonical, ino) = read_executable(&file)?;
         let sb = match script::parse(&data) {
-            None => return Ok((data, canonical)),
+            None => return Ok((data, canonical, ino)),
             Some(Err(())) => return Err(Errno::ENOEXEC),
             Some(Ok(sb)) => sb,
         };
@@ -233,6 +240,36 @@ fn read_program(path: &str, argv: &mut Vec<Vec<u8>>) -> SysResult<(Vec<u8>, Stri
         file = String::from_utf8(sb.interp.to_vec()).map_err(|_| Errno::ENOENT)?;
     }
     Err(Errno::ELOOP)
+}
+
+/// Records a loaded segment for /proc: code and data bounds (as Linux's load_elf_binary sets
+/// them: the executable segment is code, the writable ones data) and the range the file's
+/// bytes fill.
+fn note_segment(info: &mut crate::mm::aspace::ExecInfo, seg: &svelt_abi::elf::LoadSegment) {
+    use crate::mm::aspace::{ExecInfo, ImageRange};
+    let file_end = (seg.copy_dst + seg.file_len) as usize;
+    if seg.prot & Prot::EXEC != 0 && info.start_code == 0 {
+        info.start_code = seg.copy_dst as usize;
+        info.end_code = file_end;
+    }
+    if seg.prot & Prot::WRITE != 0 {
+        if info.start_data == 0 {
+            info.start_data = seg.copy_dst as usize;
+        }
+        info.end_data = file_end;
+    }
+    let start = seg.map_start as usize;
+    let end = file_end
+        .next_multiple_of(PAGE as usize)
+        .min(seg.map_end as usize);
+    if seg.file_len != 0 && start < end && info.nimage < ExecInfo::MAX_IMAGE {
+        info.image[info.nimage] = ImageRange {
+            start,
+            end,
+            offset: seg.file_offset - (seg.copy_dst - seg.map_start),
+        };
+        info.nimage += 1;
+    }
 }
 
 /// Reads a NULL-terminated array of string pointers.
@@ -266,8 +303,9 @@ pub fn do_execve(
     let mut total = 0;
     let mut argv = read_strings(argv_va, &mut total)?;
     let envp = read_strings(envp_va, &mut total)?;
-    let (data, canonical) = read_program(&path, &mut argv)?;
-    let (mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
+    let (data, canonical, ino) = read_program(&path, &mut argv)?;
+    let (mut mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
+    mm.exec.exe_ino = ino;
     drop(data);
 
     // Past this point the old program is gone.
@@ -286,6 +324,7 @@ pub fn do_execve(
     *me.sighand.lock() = Arc::new(crate::sync::IrqLock::new(handlers));
     me.sig.lock().altstack = Default::default();
     *p.exe.lock() = canonical;
+    *me.comm.lock() = svelt_abi::procfs::exec_comm(path.as_bytes());
     cur.local().tpidrro_el0.set(0);
     // ptrace breakpoints and watchpoints do not survive exec.
     *cur.local().hw_debug.borrow_mut() = Default::default();
@@ -326,9 +365,10 @@ fn de_thread(me: &Arc<super::Task>) {
 pub fn spawn_init(path: &str) -> SysResult<()> {
     use super::{register, KernelStack, Process, Task};
     let mut argv = vec![path.as_bytes().to_vec()];
-    let (data, canonical) = read_program(path, &mut argv)?;
+    let (data, canonical, ino) = read_program(path, &mut argv)?;
     let envp = [b"HOME=/".to_vec(), b"TERM=linux".to_vec()];
-    let (mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
+    let (mut mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
+    mm.exec.exe_ino = ino;
     let process = Process::new(super::alloc_pid(), alloc::sync::Weak::new());
     *process.exe.lock() = canonical;
     let mut files = crate::fs::FdTable::new();

@@ -117,6 +117,7 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
             cs.altstack = ps.altstack;
         }
     }
+    *child.comm.lock() = parent.comm();
     child
         .affinity
         .store(parent.affinity.load(Ordering::Relaxed), Ordering::Relaxed);

@@ -176,6 +176,10 @@ pub struct Task {
     pub ptrace: IrqLock<crate::ptrace::Link>,
     /// Seccomp mode, filters and no_new_privs.
     pub seccomp: crate::seccomp::Seccomp,
+    /// The thread's name (`comm`): exec's file name, PR_SET_NAME, /proc/PID/comm.
+    pub comm: Mutex<[u8; svelt_abi::procfs::TASK_COMM_LEN]>,
+    /// When the thread was created (ns since boot; /proc/PID/stat's starttime).
+    pub start_ns: u64,
 }
 
 // SAFETY: `ctx` and `local` are touched only by the CPU running the task or switching it (the
@@ -354,6 +358,7 @@ impl Task {
         fs: Arc<Mutex<FsContext>>,
         sighand: Arc<IrqLock<SigHandlers>>,
     ) -> Task {
+        let comm = svelt_abi::procfs::exec_comm(process.exe.lock().as_bytes());
         Task {
             tid,
             process,
@@ -382,6 +387,8 @@ impl Task {
             syscall_trace: AtomicBool::new(false),
             ptrace: IrqLock::new(crate::ptrace::Link::default()),
             seccomp: crate::seccomp::Seccomp::new(),
+            comm: Mutex::new(comm),
+            start_ns: crate::time::now_ns(),
         }
     }
 
@@ -462,6 +469,15 @@ impl Task {
 
     pub fn is_idle(&self) -> bool {
         self.tid == 0
+    }
+
+    /// The thread's name.
+    pub fn comm(&self) -> [u8; svelt_abi::procfs::TASK_COMM_LEN] {
+        *self.comm.lock()
+    }
+
+    pub fn set_comm(&self, name: &[u8]) {
+        *self.comm.lock() = svelt_abi::procfs::comm_from(name);
     }
 }
 
