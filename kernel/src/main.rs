@@ -23,6 +23,7 @@ mod mm;
 mod percpu;
 mod power;
 mod ptrace;
+mod rseq;
 mod seccomp;
 mod selftest;
 mod signal;

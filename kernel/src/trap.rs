@@ -199,6 +199,11 @@ pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
             sched::schedule();
             continue;
         }
+        if cur.local().rseq_resched.get() {
+            cpu::irq_enable();
+            crate::rseq::resume(cur, tf);
+            continue;
+        }
         if signal::has_work(t) {
             cpu::irq_enable();
             signal::do_signal(cur, tf);

@@ -446,6 +446,7 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
             },
             _ => {
                 restart(cur, tf, Some(action.sa_flags));
+                crate::rseq::before_signal(cur, tf);
                 if deliver(cur, tf, &info, &action).is_err() {
                     // The frame could not be written (bad stack): SIGSEGV instead, taken on
                     // the next turn of this loop.

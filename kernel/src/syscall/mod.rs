@@ -282,7 +282,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::GETRUSAGE] = v(|c| proc::getrusage(c.arg(0), c.arg(1)));
     t[nr::PRCTL] = v(|c| proc::prctl(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::SECCOMP] = v(|c| crate::seccomp::seccomp(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::RSEQ] = v(|_| Err(Errno::ENOSYS));
+    t[nr::RSEQ] = v(|c| crate::rseq::rseq(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     // tracing
     t[nr::PTRACE] = v(|c| ptrace::ptrace(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::PROCESS_VM_READV] = v(|c| {

@@ -332,6 +332,7 @@ pub fn do_execve(
     sched::set_current_tagged_addr(false);
     crate::fpstate::fpsimd_flush_thread(cur);
     crate::gcs::flush(cur);
+    cur.local().rseq.set(None);
     sched::set_current_tpidr_el0(cur.local(), 0);
     *tf = TrapFrame::program_start(entry, sp);
     fork::release_vfork(&me);

@@ -94,6 +94,12 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
     let fpu = crate::fpstate::fork_state(cur, flags & s::CLONE_VM != 0);
     let local = TaskLocal::new(fpu, tls, pl.tpidrro_el0.get());
     local.gcs.set(gcs);
+    // A new process keeps the registration (its copy of the memory has the area); a thread or
+    // a vfork child registers its own.
+    if flags & s::CLONE_VM == 0 {
+        local.rseq.set(pl.rseq.get());
+        local.rseq_resched.set(true);
+    }
     let child = Arc::new(
         Task::new(tid, process.clone(), Some(kstack), mm, files, fs, sighand).with_local(local),
     );

@@ -37,6 +37,10 @@ pub struct TaskLocal {
     pub hw_debug: RefCell<HwDebug>,
     /// The guarded control stack (GCSPR_EL0 lives in the CPU while the task runs).
     pub gcs: Cell<svelt_abi::gcs::GcsState>,
+    /// The thread's rseq(2) registration.
+    pub rseq: Cell<Option<crate::rseq::Registration>>,
+    /// Switched out since it last returned to user mode: its rseq area needs updating.
+    pub rseq_resched: Cell<bool>,
 }
 
 impl TaskLocal {
@@ -51,6 +55,8 @@ impl TaskLocal {
             fault_address: Cell::new(0),
             hw_debug: RefCell::new(HwDebug::default()),
             gcs: Cell::new(svelt_abi::gcs::GcsState::default()),
+            rseq: Cell::new(None),
+            rseq_resched: Cell::new(false),
         }
     }
 }

@@ -261,6 +261,7 @@ pub fn schedule() {
     let prev_user = !prev.is_idle() && prev.state() != State::Dead;
     if !prev.is_idle() {
         pl.tpidr_el0.set(cpu::tpidr_el0());
+        pl.rseq_resched.set(true);
     }
     if prev_user {
         crate::fpstate::fpsimd_thread_switch(&prev.process, pl, &irqs);
