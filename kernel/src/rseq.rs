@@ -69,9 +69,9 @@ pub fn rseq(cur: &CurrentTask, addr: usize, len: u32, flags: u32, sig: u32) -> S
         return Err(Errno::EINVAL);
     }
     let aligned = if len == ORIG_SIZE {
-        addr % ORIG_SIZE as usize == 0
+        addr.is_multiple_of(ORIG_SIZE as usize)
     } else {
-        addr % 8 == 0 && len >= FIELDS_END
+        addr.is_multiple_of(8) && len >= FIELDS_END
     };
     if len < ORIG_SIZE || !aligned {
         return Err(Errno::EINVAL);
