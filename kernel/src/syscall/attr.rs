@@ -106,6 +106,37 @@ pub fn fchownat(dirfd: i32, path: usize, uid: u32, gid: u32, flags: u32) -> SysR
     chown_node(&*node, uid, gid)
 }
 
+/// The extended-attribute calls on a file system without extended attributes, as Linux's
+/// ramfs answers them: lists are empty, reading, setting and removing are EOPNOTSUPP, once the
+/// path or descriptor is found (`target`: the descriptor for the f* forms, else the path).
+pub fn xattr(what: Xattr, target: usize, follow: bool) -> SysResult<usize> {
+    match what {
+        Xattr::Fd => {
+            file(target as i32)?;
+        }
+        Xattr::Path => {
+            let p = UserPtr::<u8>::new(target).read_path()?;
+            fs::resolve(AT_FDCWD, &p, follow)?;
+        }
+    }
+    Err(Errno::EOPNOTSUPP)
+}
+
+/// listxattr and its forms: found, and empty.
+pub fn listxattr(what: Xattr, target: usize, follow: bool) -> SysResult<usize> {
+    xattr(what, target, follow).or_else(|e| match e {
+        Errno::EOPNOTSUPP => Ok(0),
+        e => Err(e),
+    })
+}
+
+/// How an xattr call names its file.
+#[derive(Clone, Copy)]
+pub enum Xattr {
+    Path,
+    Fd,
+}
+
 /// One utimensat time: `None` to leave it (UTIME_OMIT), else nanoseconds since the epoch.
 fn time_value(t: &Timespec, now: u64) -> SysResult<Option<u64>> {
     match t.tv_nsec {

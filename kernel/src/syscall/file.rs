@@ -322,6 +322,74 @@ pub fn fsync(fd: i32) -> SysResult<usize> {
     file(fd).map(|_| 0)
 }
 
+/// sendfile: copies from a regular file (EINVAL for anything else) at `*offset` (then
+/// advanced) or at its own position, to any file open for writing (not O_APPEND: EINVAL).
+/// A failure after some bytes moved returns the count moved.
+pub fn sendfile(out_fd: i32, in_fd: i32, offset: usize, count: usize) -> SysResult<usize> {
+    let input = file(in_fd)?;
+    let out = file(out_fd)?;
+    if !input.readable() || !out.writable() {
+        return Err(Errno::EBADF);
+    }
+    if !input.node.as_ref().is_some_and(|n| n.kind() == Kind::File)
+        || out.flags() & svelt_abi::fs::O_APPEND != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let off_ptr = UserPtr::<i64>::new(offset);
+    let start = if offset != 0 {
+        let o = off_ptr.read()?;
+        u64::try_from(o).map_err(|_| Errno::EINVAL)?
+    } else {
+        *input.pos.lock()
+    };
+    let count = count.min(MAX_RW_COUNT);
+    let mut kbuf = Vec::new();
+    kbuf.try_reserve_exact(count.min(CHUNK))
+        .map_err(|_| Errno::ENOMEM)?;
+    kbuf.resize(count.min(CHUNK), 0);
+    let mut done = 0;
+    let mut fail = None;
+    while done < count {
+        let want = kbuf.len().min(count - done);
+        let n = match input
+            .ops
+            .pread(&input, &mut kbuf[..want], start + done as u64)
+        {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => {
+                fail = Some(e);
+                break;
+            }
+        };
+        match out.ops.write(&out, &kbuf[..n]) {
+            Ok(w) => {
+                done += w;
+                if w < n {
+                    break;
+                }
+            }
+            Err(e) => {
+                fail = Some(e);
+                break;
+            }
+        }
+    }
+    if done == 0 {
+        if let Some(e) = fail {
+            return Err(e);
+        }
+    }
+    let end = start + done as u64;
+    if offset != 0 {
+        off_ptr.write(&(end as i64))?;
+    } else {
+        *input.pos.lock() = end;
+    }
+    Ok(done)
+}
+
 /// posix_fadvise: advice is only a hint, so after Linux's checks there is nothing to do (every
 /// file is in memory). ESPIPE for pipes, EINVAL for a negative length or unknown advice.
 pub fn fadvise64(fd: i32, _off: i64, len: i64, advice: u32) -> SysResult<usize> {

@@ -185,6 +185,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FTRUNCATE] = v(|c| file::ftruncate(c.arg(0), c.arg(1)));
     t[nr::FSYNC] = v(|c| file::fsync(c.arg(0)));
     t[nr::FDATASYNC] = v(|c| file::fsync(c.arg(0)));
+    t[nr::SENDFILE] = v(|c| file::sendfile(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::FADVISE64] = v(|c| file::fadvise64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SYNC] = v(|_| Ok(0));
     t[nr::PIPE2] = v(|c| file::pipe2(c.arg(0), c.arg(1)));
@@ -204,6 +205,21 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::UMASK] = v(|c| namei::umask(c.arg(0)));
     t[nr::STATFS] = v(|c| stat::statfs(c.arg(0), c.arg(1)));
     t[nr::FSTATFS] = v(|c| stat::fstatfs(c.arg(0), c.arg(1)));
+    {
+        use attr::Xattr::{Fd, Path};
+        t[nr::SETXATTR] = v(|c| attr::xattr(Path, c.arg(0), true));
+        t[nr::LSETXATTR] = v(|c| attr::xattr(Path, c.arg(0), false));
+        t[nr::FSETXATTR] = v(|c| attr::xattr(Fd, c.arg(0), true));
+        t[nr::GETXATTR] = v(|c| attr::xattr(Path, c.arg(0), true));
+        t[nr::LGETXATTR] = v(|c| attr::xattr(Path, c.arg(0), false));
+        t[nr::FGETXATTR] = v(|c| attr::xattr(Fd, c.arg(0), true));
+        t[nr::LISTXATTR] = v(|c| attr::listxattr(Path, c.arg(0), true));
+        t[nr::LLISTXATTR] = v(|c| attr::listxattr(Path, c.arg(0), false));
+        t[nr::FLISTXATTR] = v(|c| attr::listxattr(Fd, c.arg(0), true));
+        t[nr::REMOVEXATTR] = v(|c| attr::xattr(Path, c.arg(0), true));
+        t[nr::LREMOVEXATTR] = v(|c| attr::xattr(Path, c.arg(0), false));
+        t[nr::FREMOVEXATTR] = v(|c| attr::xattr(Fd, c.arg(0), true));
+    }
     t[nr::FCHMOD] = v(|c| attr::fchmod(c.arg(0), c.arg(1)));
     t[nr::FCHMODAT] = v(|c| attr::fchmodat(c.arg(0), c.arg(1), c.arg(2), 0));
     t[nr::FCHMODAT2] = v(|c| attr::fchmodat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
