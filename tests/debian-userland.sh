@@ -8,7 +8,7 @@
 #
 # The tree gets what an installed system's maintainer scripts or base-files would have provided
 # and the programs need: the merged-/usr links (/bin, /sbin, /lib -> usr/...), /etc/passwd and
-# /etc/group with root, and busybox's applet links when busybox is in the set.
+# /etc/group with root, and /usr/bin/sh and /usr/bin/awk linked to a provider in the set.
 DEBIAN_SUITE=trixie
 
 debian_userland() {
@@ -52,12 +52,26 @@ debian_userland() {
     mkdir -p "$tree/etc" "$tree/root" "$tree/tmp" "$tree/var/tmp"
     [ -f "$tree/etc/passwd" ] || echo 'root:x:0:0:root:/root:/bin/sh' >"$tree/etc/passwd"
     [ -f "$tree/etc/group" ] || echo 'root:x:0:' >"$tree/etc/group"
-    # busybox-static ships /bin/busybox alone; its applets are links made at install time.
-    if [ -x "$tree/usr/bin/busybox" ] && [ ! -e "$tree/usr/bin/sh" ]; then
-        ln -s busybox "$tree/usr/bin/sh"
-    fi
+    # Links an installed system gets from maintainer scripts (update-alternatives, busybox's
+    # applet set-up): sh and awk, to the first provider present.
+    debian_link "$tree" sh dash bash busybox
+    debian_link "$tree" awk gawk mawk original-awk busybox
     rm -rf "$debs" "$tree/usr/share/doc" "$tree/usr/share/man" "$tree/usr/share/info" \
         "$tree/usr/share/locale"
     touch "$dir/done"
     echo "$tree"
+}
+
+# debian_link TREE NAME PROVIDER...: TREE/usr/bin/NAME -> the first PROVIDER in TREE/usr/bin,
+# unless NAME is there already.
+debian_link() {
+    local tree=$1 name=$2 p
+    shift 2
+    [ -e "$tree/usr/bin/$name" ] || [ -L "$tree/usr/bin/$name" ] && return 0
+    for p in "$@"; do
+        if [ -x "$tree/usr/bin/$p" ]; then
+            ln -s "$p" "$tree/usr/bin/$name"
+            return 0
+        fi
+    done
 }

@@ -527,6 +527,7 @@ impl ProcRoot {
         fixed.replace("meminfo", GenFile::new(meminfo));
         fixed.replace("uptime", GenFile::new(uptime));
         fixed.replace("loadavg", GenFile::new(loadavg));
+        fixed.replace("stat", GenFile::new(kernel_stat));
         fixed.replace("version", GenFile::new(version));
         fixed.replace("mounts", GenFile::new(mounts));
         fixed.replace(
@@ -1848,6 +1849,38 @@ fn loadavg(_: Option<u32>) -> String {
         task::NR_THREADS.load(Ordering::Relaxed) as u64,
         task::last_pid(),
     );
+    s
+}
+
+/// /proc/stat: Linux's lines. CPU times are 0 (no accounting is kept); the boot time, context
+/// switches, processes created and the runnable count are real.
+fn kernel_stat(_: Option<u32>) -> String {
+    let mut s = String::new();
+    let zeros = " 0 0 0 0 0 0 0 0 0 0";
+    s.push_str("cpu ");
+    s.push_str(zeros);
+    s.push('\n');
+    for cpu in 0..crate::percpu::online_count() {
+        s.push_str(&format!("cpu{cpu}{zeros}\n"));
+    }
+    let now = crate::time::now_ns();
+    let btime = crate::time::realtime_ns().saturating_sub(now) / 1_000_000_000;
+    let mut running = 0u64;
+    for p in task::all_processes() {
+        running += p
+            .live_threads()
+            .iter()
+            .filter(|t| {
+                !t.is_idle() && matches!(t.state(), task::State::Running | task::State::Runnable)
+            })
+            .count() as u64;
+    }
+    s.push_str(&format!(
+        "intr 0\nctxt {}\nbtime {btime}\nprocesses {}\nprocs_running {}\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
+        task::sched::SWITCHES.load(Ordering::Relaxed),
+        task::last_pid(),
+        running.max(1),
+    ));
     s
 }
 

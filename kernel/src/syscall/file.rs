@@ -87,6 +87,42 @@ pub fn openat(dirfd: i32, path: usize, flags: u32, mode: u32) -> SysResult<usize
     install(file, flags & O_CLOEXEC != 0)
 }
 
+/// close_range: closes (or with CLOSE_RANGE_CLOEXEC marks close-on-exec) every open descriptor
+/// in `[first, last]`; CLOSE_RANGE_UNSHARE first gives the caller its own table.
+pub fn close_range(first: u32, last: u32, flags: u32) -> SysResult<usize> {
+    const UNSHARE: u32 = 1 << 1;
+    const CLOEXEC: u32 = 1 << 2;
+    if flags & !(UNSHARE | CLOEXEC) != 0 || first > last {
+        return Err(Errno::EINVAL);
+    }
+    let cur = task::current();
+    if flags & UNSHARE != 0 {
+        let copy = cur.files().lock().clone();
+        *cur.files.lock() = Arc::new(spin::Mutex::new(copy));
+    }
+    let table = cur.files();
+    let mut closed = Vec::new();
+    {
+        let mut t = table.lock();
+        let end = (last as usize).min(t.capacity().saturating_sub(1));
+        for fd in first as usize..=end {
+            let fd = fd as i32;
+            if flags & CLOEXEC != 0 {
+                if let Ok(e) = t.entry_mut(fd) {
+                    e.cloexec = true;
+                }
+            } else if let Ok(e) = t.close(fd) {
+                // Dropped after the table's lock: a last close may do work.
+                if closed.try_reserve(1).is_ok() {
+                    closed.push(e);
+                }
+            }
+        }
+    }
+    drop(closed);
+    Ok(0)
+}
+
 pub fn close(fd: i32) -> SysResult<usize> {
     let e = task::current().files().lock().close(fd)?;
     drop(e);

@@ -185,6 +185,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FTRUNCATE] = v(|c| file::ftruncate(c.arg(0), c.arg(1)));
     t[nr::FSYNC] = v(|c| file::fsync(c.arg(0)));
     t[nr::FDATASYNC] = v(|c| file::fsync(c.arg(0)));
+    t[nr::CLOSE_RANGE] = v(|c| file::close_range(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SENDFILE] = v(|c| file::sendfile(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::FADVISE64] = v(|c| file::fadvise64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SYNC] = v(|_| Ok(0));
