@@ -251,7 +251,12 @@ if [ "$no_initrd" = 0 ] && [ -z "$initrd" ]; then
         # large, and the guest would spend longer inflating it than QEMU spends loading it).
         tree=$(debian_userland "$root" "$debian") || die "--debian: the packages could not be fetched (no network?)"
         initrd="${tree%/root}.cpio"
-        pack_userland --out "$initrd" --tree "$tree"
+        # Packed again when the userland was rebuilt (or is newer), into a new file renamed
+        # over the old: a QEMU already booting the old archive keeps reading it whole.
+        if [ "$build" = 1 ] || [ ! -f "$initrd" ] || [ "$initrd" -ot "$default_initrd" ]; then
+            pack_userland --out "$initrd.$$" --tree "$tree"
+            mv -f "$initrd.$$" "$initrd"
+        fi
     fi
 elif [ -n "$initrd" ]; then
     [ -f "$initrd" ] || die "no initramfs at $initrd"

@@ -105,6 +105,9 @@ pub enum ElfError {
     BadInterp,
     /// The load bias is not page-aligned.
     UnalignedBias,
+    /// (`parse_head` only) the program headers or PT_INTERP lie in the file but past the bytes
+    /// given: parse the whole file instead.
+    NeedMore,
 }
 
 impl ElfError {
@@ -226,6 +229,15 @@ impl<'a> ElfFile<'a> {
     /// Validate `data` as an AArch64 ELF64 LE executable for a kernel with `page`-byte pages
     /// (a power of two).
     pub fn parse(data: &'a [u8], page: u64) -> Result<ElfFile<'a>, ElfError> {
+        ElfFile::parse_head(data, data.len() as u64, page)
+    }
+
+    /// As `parse`, from the first bytes (`head`) of a file of `file_size` bytes: the segments
+    /// are checked against the file's size, and the program headers and PT_INTERP must lie in
+    /// `head` ([`ElfError::NeedMore`] when they are in the file past it). Such an image can be
+    /// mapped from the file; [`LoadPlan::file_bytes`] sees only `head`.
+    pub fn parse_head(head: &'a [u8], file_size: u64, page: u64) -> Result<ElfFile<'a>, ElfError> {
+        let data = head;
         let Ok((ehdr, _)) = Ehdr::read_from_prefix(data) else {
             return Err(ElfError::Truncated);
         };
@@ -262,8 +274,11 @@ impl<'a> ElfFile<'a> {
             .e_phoff
             .checked_add((phnum * PHDR_SIZE) as u64)
             .ok_or(ElfError::PhdrsOutsideFile)?;
-        if table_end > data.len() as u64 {
+        if table_end > file_size {
             return Err(ElfError::PhdrsOutsideFile);
+        }
+        if table_end > data.len() as u64 {
+            return Err(ElfError::NeedMore);
         }
 
         let mut f = ElfFile {
@@ -288,7 +303,7 @@ impl<'a> ElfFile<'a> {
                         .p_offset
                         .checked_add(ph.p_filesz)
                         .ok_or(ElfError::SegmentOutsideFile)?;
-                    if file_end > data.len() as u64 {
+                    if file_end > file_size {
                         return Err(ElfError::SegmentOutsideFile);
                     }
                     if ph.p_filesz > ph.p_memsz {
@@ -325,10 +340,18 @@ impl<'a> ElfFile<'a> {
                     if ph.p_filesz < 2 || ph.p_filesz > MAX_INTERP {
                         return Err(ElfError::BadInterp);
                     }
+                    let in_file = ph
+                        .p_offset
+                        .checked_add(ph.p_filesz)
+                        .is_some_and(|e| e <= file_size);
                     let bytes = usize::try_from(ph.p_offset)
                         .ok()
-                        .and_then(|s| data.get(s..s.checked_add(ph.p_filesz as usize)?))
-                        .ok_or(ElfError::BadInterp)?;
+                        .and_then(|s| data.get(s..s.checked_add(ph.p_filesz as usize)?));
+                    let bytes = match bytes {
+                        Some(b) => b,
+                        None if in_file => return Err(ElfError::NeedMore),
+                        None => return Err(ElfError::BadInterp),
+                    };
                     // Linux requires the last byte to be NUL and then uses it as a C string.
                     match bytes.split_last() {
                         Some((0, name)) => {
@@ -630,6 +653,36 @@ mod tests {
             }
         );
         assert_eq!(p.file_bytes(&s[1])[5], 5);
+    }
+
+    #[test]
+    fn parsing_from_the_head_of_a_file() {
+        let b = static_exe();
+        let size = b.len() as u64;
+        // The headers are in the first 0x100 bytes: the same image, segments checked against
+        // the whole file's size.
+        let f = ElfFile::parse_head(&b[..0x100], size, PG).unwrap();
+        let whole = ElfFile::parse(&b, PG).unwrap();
+        let (p, q) = (f.plan(0, 1 << 48).unwrap(), whole.plan(0, 1 << 48).unwrap());
+        assert_eq!(
+            p.segments().collect::<Vec<_>>(),
+            q.segments().collect::<Vec<_>>()
+        );
+        assert_eq!((p.entry, p.phdr, p.brk), (q.entry, q.phdr, q.brk));
+        // Program headers past the head: ask for more; past the file: not an image.
+        assert_eq!(
+            ElfFile::parse_head(&b[..100], size, PG).unwrap_err(),
+            ElfError::NeedMore
+        );
+        assert_eq!(
+            ElfFile::parse_head(&b[..100], 100, PG).unwrap_err(),
+            ElfError::PhdrsOutsideFile
+        );
+        // A segment past the end of the file.
+        assert_eq!(
+            ElfFile::parse_head(&b[..0x100], 0x1000, PG).unwrap_err(),
+            ElfError::SegmentOutsideFile
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 static int n, failed, passed, skipped;
@@ -261,5 +262,9 @@ int main(void)
 	test_coreutils();
 	printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:0\n", passed, failed,
 	       skipped);
+	fflush(stdout);
+	/* As the first process, the kernel stops when it exits: let the console send it all. */
+	if (getpid() == 1)
+		tcdrain(1);
 	return failed ? 1 : 0;
 }

@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #ifndef PR_SME_SET_VL
@@ -284,5 +285,9 @@ int main(int argc, char **argv)
 	test_gdb();
 	printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:0\n", passed, failed,
 	       skipped);
+	fflush(stdout);
+	/* As the first process, the kernel stops when it exits: let the console send it all. */
+	if (getpid() == 1)
+		tcdrain(1);
 	return failed ? 1 : 0;
 }

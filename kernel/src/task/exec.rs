@@ -2,7 +2,7 @@
 
 use super::{current_arc, fork, sched, Mm};
 use crate::arch::exception::TrapFrame;
-use crate::fs::{self, Kind};
+use crate::fs::{self, Inode, Kind};
 use crate::mm::aspace::{AddrSpace, Backing, Prot, STACK_SIZE, STACK_TOP, USER_END};
 use crate::mm::uaccess::UserPtr;
 use alloc::string::String;
@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
 use svelt_abi::auxv::*;
-use svelt_abi::elf::{ElfFile, LoadPlan};
+use svelt_abi::elf::{ElfError, ElfFile, LoadPlan};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::script;
 use svelt_abi::stack::{StackLayout, StackParams};
@@ -23,22 +23,60 @@ const ET_DYN_BASE: u64 = 0x0000_aaaa_aaaa_0000;
 /// Total size of argv and envp strings accepted (Linux allows a quarter of the stack limit).
 const ARG_MAX: usize = STACK_SIZE / 4;
 
-/// Reads a whole regular file that may be executed: its bytes, canonical path and inode.
-fn read_executable(path: &str) -> SysResult<(Vec<u8>, String, u64)> {
-    let r = fs::resolve(svelt_abi::fs::AT_FDCWD, path, true)?;
-    match r.node.kind() {
-        Kind::File => {}
-        Kind::Dir => return Err(Errno::EACCES),
-        _ => return Err(Errno::EACCES),
+/// How much of an executable execve reads to decide what it is: ELF and program headers and
+/// PT_INTERP (almost always in the first page), or a `#!` line.
+const HEAD: usize = 4096;
+
+/// A regular file that may be executed: its node (the segments are mapped from its pages), its
+/// first bytes, size, canonical path and inode.
+struct Exe {
+    node: Arc<dyn Inode>,
+    head: Vec<u8>,
+    size: u64,
+    path: String,
+    ino: u64,
+}
+
+impl Exe {
+    fn open(path: &str) -> SysResult<Exe> {
+        let r = fs::resolve(svelt_abi::fs::AT_FDCWD, path, true)?;
+        if r.node.kind() != Kind::File || r.node.perm() & 0o111 == 0 {
+            return Err(Errno::EACCES);
+        }
+        let size = r.node.size();
+        let mut head = crate::mm::try_zeroed_vec(HEAD.min(size as usize))?;
+        let n = r.node.read_at(0, &mut head)?;
+        head.truncate(n);
+        Ok(Exe {
+            ino: r.node.ino(),
+            node: r.node,
+            head,
+            size,
+            path: r.path,
+        })
     }
-    if r.node.perm() & 0o111 == 0 {
-        return Err(Errno::EACCES);
+
+    /// The whole file (for images whose headers lie past the head, or whose segments share
+    /// pages and are copied).
+    fn read_all(&self) -> SysResult<Vec<u8>> {
+        let size = usize::try_from(self.size).map_err(|_| Errno::ENOMEM)?;
+        let mut data = crate::mm::try_zeroed_vec(size)?;
+        let n = self.node.read_at(0, &mut data)?;
+        data.truncate(n);
+        Ok(data)
     }
-    let size = usize::try_from(r.node.size()).map_err(|_| Errno::ENOMEM)?;
-    let mut data = crate::mm::try_zeroed_vec(size)?;
-    let n = r.node.read_at(0, &mut data)?;
-    data.truncate(n);
-    Ok((data, r.path, r.node.ino()))
+}
+
+/// Parses an executable from its head, or from the whole file (read into `whole`) when the
+/// headers lie past the head.
+fn parse<'a>(exe: &'a Exe, whole: &'a mut Vec<u8>) -> Result<ElfFile<'a>, ElfError> {
+    match ElfFile::parse_head(&exe.head, exe.size, PAGE) {
+        Err(ElfError::NeedMore) => {
+            *whole = exe.read_all().map_err(|_| ElfError::Truncated)?;
+            ElfFile::parse(whole, PAGE)
+        }
+        r => r,
+    }
 }
 
 /// The main thread's stack: RLIMIT_STACK (the soft limit in force at exec, as Linux's stack
@@ -53,42 +91,74 @@ fn stack_size() -> usize {
         .next_multiple_of(PAGE as usize)
 }
 
-/// Maps an image's PT_LOAD segments as its plan says, copying their file bytes; the `main`
-/// program's (not its interpreter's) are recorded for /proc.
-fn map_image(mm: &mut AddrSpace, plan: &LoadPlan<'_>, data: &[u8], main: bool) -> SysResult<()> {
+/// Maps an image's PT_LOAD segments as its plan says: from the file's pages (private mappings,
+/// copied on the first write, as Linux maps them), the bss in the last file page zeroed, the
+/// rest of the bss anonymous. An image whose segments share a page is copied instead (a page
+/// cannot map two file offsets). The `main` program's segments (not its interpreter's) are
+/// recorded for /proc.
+fn map_image(mm: &mut AddrSpace, plan: &LoadPlan<'_>, exe: &Exe, main: bool) -> SysResult<()> {
+    let copy = if plan.segments().any(|s| s.shares_first_page) {
+        Some(exe.read_all()?)
+    } else {
+        None
+    };
     for seg in plan.segments() {
         if main {
             note_segment(&mut mm.exec, &seg);
         }
         let (s, e) = (seg.map_start as usize, seg.map_end as usize);
-        if seg.shares_first_page {
-            // The page is already mapped by the previous segment; widen its rights.
-            let start = s + 4096;
-            if start < e {
-                mm.map(start, e, Prot(seg.prot), Backing::Anon)?;
+        let prot = Prot(seg.prot);
+        if let Some(data) = &copy {
+            if seg.shares_first_page {
+                // The page is already mapped by the previous segment; widen its rights.
+                let start = s + 4096;
+                if start < e {
+                    mm.map(start, e, prot, Backing::Anon)?;
+                }
+                let old = mm.find_vma(s).map(|v| v.prot.0).unwrap_or(0);
+                mm.protect(s, s + 4096, Prot(old | seg.prot))?;
+            } else {
+                mm.map(s, e, prot, Backing::Anon)?;
             }
-            let old = mm.find_vma(s).map(|v| v.prot.0).unwrap_or(0);
-            mm.protect(s, s + 4096, Prot(old | seg.prot))?;
-        } else {
-            mm.map(s, e, Prot(seg.prot), Backing::Anon)?;
+            let off = seg.file_offset as usize;
+            let bytes = data
+                .get(off..off + seg.file_len as usize)
+                .ok_or(Errno::ENOEXEC)?;
+            mm.write_kernel(seg.copy_dst as usize, bytes)?;
+            continue;
         }
-        let off = seg.file_offset as usize;
-        let len = seg.file_len as usize;
-        mm.write_kernel(seg.copy_dst as usize, &data[off..off + len])?;
+        let file_end = (seg.copy_dst + seg.file_len) as usize;
+        let file_pages_end = file_end.next_multiple_of(PAGE as usize).min(e);
+        if seg.file_len > 0 {
+            let node: Arc<dyn crate::mm::aspace::MappedFile> = exe.node.clone();
+            let backing = Backing::File {
+                node,
+                off: seg.file_offset,
+                shared: false,
+                maywrite: true,
+            };
+            mm.map(s, file_pages_end, prot, backing)?;
+            // The bss starts inside the last file page: the file's bytes after the segment
+            // there read as zero.
+            if seg.zero_end > seg.zero_start && file_end < file_pages_end {
+                let zeros = [0u8; PAGE as usize];
+                mm.write_kernel(file_end, &zeros[..file_pages_end - file_end])?;
+            }
+        }
+        let anon_start = if seg.file_len > 0 { file_pages_end } else { s };
+        if anon_start < e {
+            mm.map(anon_start, e, prot, Backing::Anon)?;
+        }
     }
     Ok(())
 }
 
-/// Reads the program interpreter a dynamically linked executable names (PT_INTERP). Linux's
+/// Opens the program interpreter a dynamically linked executable names (PT_INTERP). Linux's
 /// errors: the path's own (ENOENT, EACCES...) as for any executable, ELIBBAD for a file that is
 /// not an AArch64 ELF image.
-fn read_interp(name: &[u8]) -> SysResult<Vec<u8>> {
+fn open_interp(name: &[u8]) -> SysResult<Exe> {
     let path = core::str::from_utf8(name).map_err(|_| Errno::ENOENT)?;
-    let (data, _, _) = read_executable(path)?;
-    match ElfFile::parse(&data, PAGE) {
-        Ok(_) => Ok(data),
-        Err(_) => Err(Errno::ELIBBAD),
-    }
+    Exe::open(path)
 }
 
 /// Where the interpreter goes: at the top of the mmap area (where Linux's mmap would put it),
@@ -119,14 +189,15 @@ fn interp_bias(mm: &AddrSpace, elf: &ElfFile<'_>) -> SysResult<u64> {
 /// Builds the new address space and initial stack; returns (mm, entry, sp). A dynamically
 /// linked program gets its interpreter mapped too, and starts there (AT_BASE says where it is).
 fn load(
-    data: &[u8],
+    exe: &Exe,
     argv: &[Vec<u8>],
     envp: &[Vec<u8>],
     execfn: &[u8],
 ) -> SysResult<(AddrSpace, u64, u64)> {
-    let elf = ElfFile::parse(data, PAGE)?;
-    let interp_data = match elf.interp() {
-        Some(name) => Some(read_interp(name)?),
+    let mut whole = Vec::new();
+    let elf = parse(exe, &mut whole)?;
+    let interp = match elf.interp() {
+        Some(name) => Some(open_interp(name)?),
         None => None,
     };
     let bias = if elf.is_dyn() {
@@ -136,17 +207,18 @@ fn load(
     };
     let plan = elf.plan(bias, STACK_TOP as u64 - STACK_SIZE as u64)?;
     let mut mm = AddrSpace::new()?;
-    map_image(&mut mm, &plan, data, true)?;
+    map_image(&mut mm, &plan, exe, true)?;
     let brk = plan.brk.next_multiple_of(PAGE) as usize;
     mm.brk_start = brk;
     mm.brk = brk;
-    let (start, interp_base) = match &interp_data {
-        Some(idata) => {
-            let ielf = ElfFile::parse(idata, PAGE).map_err(|_| Errno::ELIBBAD)?;
+    let (start, interp_base) = match &interp {
+        Some(iexe) => {
+            let mut iwhole = Vec::new();
+            let ielf = parse(iexe, &mut iwhole).map_err(|_| Errno::ELIBBAD)?;
             let iplan = ielf
                 .plan(interp_bias(&mm, &ielf)?, crate::mm::aspace::MMAP_TOP as u64)
                 .map_err(|_| Errno::ELIBBAD)?;
-            map_image(&mut mm, &iplan, idata, false)?;
+            map_image(&mut mm, &iplan, iexe, false)?;
             (iplan.entry, iplan.bias)
         }
         None => (plan.entry, 0),
@@ -218,12 +290,12 @@ fn load(
 /// Reads the binary execve runs for `path`: the file itself, or for a `#!` script its
 /// interpreter (scripts may name scripts, [`script::MAX_DEPTH`] deep), with `argv` rewritten as
 /// Linux rewrites it: `[interpreter, argument?, path, argv[1..]]` at each level.
-fn read_program(path: &str, argv: &mut Vec<Vec<u8>>) -> SysResult<(Vec<u8>, String, u64)> {
+fn read_program(path: &str, argv: &mut Vec<Vec<u8>>) -> SysResult<Exe> {
     let mut file = String::from(path);
     for _ in 0..=script::MAX_DEPTH {
-        let (data, canonical, ino) = read_executable(&file)?;
-        let sb = match script::parse(&data) {
-            None => return Ok((data, canonical, ino)),
+        let exe = Exe::open(&file)?;
+        let sb = match script::parse(&exe.head) {
+            None => return Ok(exe),
             Some(Err(())) => return Err(Errno::ENOEXEC),
             Some(Ok(sb)) => sb,
         };
@@ -303,16 +375,17 @@ pub fn do_execve(
     let mut total = 0;
     let mut argv = read_strings(argv_va, &mut total)?;
     let envp = read_strings(envp_va, &mut total)?;
-    let (data, canonical, ino) = read_program(&path, &mut argv)?;
-    let (mut mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
-    mm.exec.exe_ino = ino;
-    drop(data);
+    let exe = read_program(&path, &mut argv)?;
+    let (mut mm, entry, sp) = load(&exe, &argv, &envp, path.as_bytes())?;
+    mm.exec.exe_ino = exe.ino;
+    let canonical = exe.path;
 
     // Past this point the old program is gone.
     let me = current_arc();
     let p = me.process();
     de_thread(&me);
     let new_mm: Mm = Arc::new(Mutex::new(mm));
+    crate::mm::aspace::register_file_maps(&new_mm);
     new_mm.lock().activate();
     let old = me.mm.lock().replace(new_mm);
     drop(old);
@@ -366,10 +439,13 @@ fn de_thread(me: &Arc<super::Task>) {
 pub fn spawn_init(path: &str) -> SysResult<()> {
     use super::{register, KernelStack, Process, Task};
     let mut argv = vec![path.as_bytes().to_vec()];
-    let (data, canonical, ino) = read_program(path, &mut argv)?;
+    let exe = read_program(path, &mut argv)?;
     let envp = [b"HOME=/".to_vec(), b"TERM=linux".to_vec()];
-    let (mut mm, entry, sp) = load(&data, &argv, &envp, path.as_bytes())?;
-    mm.exec.exe_ino = ino;
+    let (mut mm, entry, sp) = load(&exe, &argv, &envp, path.as_bytes())?;
+    mm.exec.exe_ino = exe.ino;
+    let canonical = exe.path;
+    let new_mm: Mm = Arc::new(Mutex::new(mm));
+    crate::mm::aspace::register_file_maps(&new_mm);
     let process = Process::new(super::alloc_pid(), alloc::sync::Weak::new());
     *process.exe.lock() = canonical;
     let mut files = crate::fs::FdTable::new();
@@ -383,7 +459,7 @@ pub fn spawn_init(path: &str) -> SysResult<()> {
         process.pid,
         process.clone(),
         Some(KernelStack::new(0, u64::MAX)?),
-        Some(Arc::new(Mutex::new(mm))),
+        Some(new_mm.clone()),
         Arc::new(Mutex::new(files)),
         Arc::new(Mutex::new(fs::FsContext::root())),
         Arc::new(crate::sync::IrqLock::new(
