@@ -67,7 +67,7 @@ pub struct ReadPlan {
 }
 
 impl Ldisc {
-    pub fn new(t: Termios) -> Ldisc {
+    pub const fn new(t: Termios) -> Ldisc {
         Ldisc {
             t,
             buf: [0; N_TTY_BUF_SIZE],
