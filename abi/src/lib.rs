@@ -26,6 +26,7 @@ pub mod futex;
 pub mod gcs;
 pub mod hwcap;
 pub mod idregs;
+pub mod ldisc;
 pub mod memrange;
 pub mod mm;
 pub mod mount;

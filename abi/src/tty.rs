@@ -233,6 +233,20 @@ impl Termios {
     }
 }
 
+/// The kernel `struct termios2` (TCGETS2/TCSETS2*): `struct termios` and the two speeds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct Termios2 {
+    pub termios: Termios,
+    pub c_ispeed: u32,
+    pub c_ospeed: u32,
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<Termios2>() == 44);
+    assert!(core::mem::offset_of!(Termios2, c_ispeed) == 36);
+};
+
 /// `struct winsize` (8 bytes). A serial console has no size: Linux reports all zeros until
 /// someone sets it with TIOCSWINSZ, and Svelt does the same (`Winsize::default()`).
 #[repr(C)]

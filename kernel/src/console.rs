@@ -39,14 +39,51 @@ pub fn _print(args: fmt::Arguments) {
     aarch64_cpu::registers::DAIF.set(daif);
 }
 
-/// Writes raw bytes (user output to /dev/console) as one piece.
-pub fn write_bytes(b: &[u8]) {
+/// Writes a terminal's output bytes as they are (the line discipline did the translations).
+pub fn write_raw(b: &[u8]) {
     let daif = aarch64_cpu::registers::DAIF.get();
     cpu::irq_disable();
     if let Some(uart) = CONSOLE.lock().as_ref() {
-        uart.write_bytes(b);
+        uart.write_raw(b);
     }
     aarch64_cpu::registers::DAIF.set(daif);
+}
+
+/// Waits until everything written has left the UART (a terminal's drain).
+pub fn drain() {
+    let daif = aarch64_cpu::registers::DAIF.get();
+    cpu::irq_disable();
+    if let Some(uart) = CONSOLE.lock().as_ref() {
+        uart.flush();
+    }
+    aarch64_cpu::registers::DAIF.set(daif);
+}
+
+/// Turns on the UART's receive interrupts.
+pub fn enable_input() {
+    let daif = aarch64_cpu::registers::DAIF.get();
+    cpu::irq_disable();
+    if let Some(uart) = CONSOLE.lock().as_ref() {
+        uart.enable_rx_interrupts();
+    }
+    aarch64_cpu::registers::DAIF.set(daif);
+}
+
+/// Drains the receive FIFO into `buf` (from the UART's interrupt); returns how many bytes.
+pub fn read_input(buf: &mut [u8]) -> usize {
+    let daif = aarch64_cpu::registers::DAIF.get();
+    cpu::irq_disable();
+    let mut n = 0;
+    if let Some(uart) = CONSOLE.lock().as_ref() {
+        while n < buf.len() {
+            let Some(b) = uart.getc() else { break };
+            buf[n] = b;
+            n += 1;
+        }
+        uart.clear_rx_interrupts();
+    }
+    aarch64_cpu::registers::DAIF.set(daif);
+    n
 }
 
 #[macro_export]

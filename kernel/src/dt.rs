@@ -59,8 +59,8 @@ pub fn for_each_reserved(fdt: &Fdt, mut f: impl FnMut(Range)) {
     }
 }
 
-/// The console UART: /chosen/stdout-path if it is a PL011, else the first PL011.
-pub fn pl011(fdt: &Fdt) -> Option<Range> {
+/// The console UART's node: /chosen/stdout-path if it is a PL011, else the first PL011.
+fn pl011_node<'b, 'a>(fdt: &'b Fdt<'a>) -> Option<fdt::node::FdtNode<'b, 'a>> {
     let is_pl011 = |n: &fdt::node::FdtNode| {
         n.compatible()
             .is_some_and(|c| c.all().any(|s| s == "arm,pl011"))
@@ -69,7 +69,24 @@ pub fn pl011(fdt: &Fdt) -> Option<Range> {
         .stdout()
         .filter(is_pl011)
         .or_else(|| fdt.find_compatible(&["arm,pl011"]))
-        .and_then(first_reg)
+}
+
+/// The console UART's registers.
+pub fn pl011(fdt: &Fdt) -> Option<Range> {
+    pl011_node(fdt).and_then(first_reg)
+}
+
+/// The console UART's interrupt ID: the first (type, number, flags) triple of its
+/// `interrupts` (GIC binding: type 0 is an SPI, 1 a PPI).
+pub fn pl011_intid(fdt: &Fdt) -> Option<u32> {
+    let v = pl011_node(fdt)?.property("interrupts")?.value;
+    let triple = v.get(0..12)?;
+    let (kind, number) = (be_cells(&triple[0..4]), be_cells(&triple[4..8]));
+    match kind {
+        0 => Some(32 + number as u32),
+        1 => Some(16 + number as u32),
+        _ => None,
+    }
 }
 
 pub struct GicInfo {

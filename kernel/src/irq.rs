@@ -14,6 +14,17 @@ pub fn timer_intid() -> u32 {
     TIMER_INTID.load(Ordering::Relaxed)
 }
 
+/// The console UART's interrupt ID (an SPI) once its input is on; 0 before.
+static UART_INTID: AtomicU32 = AtomicU32::new(0);
+
+/// Routes the console UART's interrupt `id` to this CPU and turns its input on.
+pub fn enable_console_input(id: u32) {
+    let Some(gic) = gic::get() else { return };
+    UART_INTID.store(id, Ordering::Relaxed);
+    gic.enable_spi(id);
+    crate::console::enable_input();
+}
+
 /// The SGI that asks a CPU to reschedule (a task was queued for it, or a signal needs a
 /// running task's attention).
 pub const SGI_RESCHEDULE: u32 = 0;
@@ -26,9 +37,12 @@ pub fn handle() {
             timer::arm_next_tick();
             crate::percpu::this().ticks.fetch_add(1, Ordering::Relaxed);
             crate::task::timer::tick();
+            crate::fs::tty::send_deferred();
             if crate::task::sched::started() {
                 crate::task::sched::tick();
             }
+        } else if id != 0 && id == UART_INTID.load(Ordering::Relaxed) {
+            crate::fs::tty::uart_interrupt();
         } else if id == SGI_RESCHEDULE {
             crate::task::sched::set_need_resched();
         } else {

@@ -126,6 +126,9 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         // SAFETY: dist and second are device mappings of this GIC's frames, made above.
         unsafe { gic::init(g.version, dist, second, size) };
         smp::bring_up_interrupts();
+        if let Some(id) = dt::pl011_intid(&fdt) {
+            irq::enable_console_input(id);
+        }
         log::info!(
             "GICv{} at {:#x}, timer INTID {}",
             g.version,

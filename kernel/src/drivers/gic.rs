@@ -1,6 +1,7 @@
 //! Generic Interrupt Controller, v3 (system-register CPU interface, redistributors) and v2
-//! (memory-mapped CPU interface). Svelt only needs private interrupts (the timer) for now: every
-//! interrupt is group 1, priority 0x80, and routed to the CPU it belongs to.
+//! (memory-mapped CPU interface). Private interrupts (the timer, SGIs) and the console UART's
+//! shared one: every interrupt is group 1 (v3; group 0 on v2), priority 0x80; private ones go to
+//! the CPU they belong to, the shared one to the boot CPU.
 
 use crate::arch::cpu;
 use crate::arch::sysreg::*;
@@ -21,11 +22,23 @@ register_structs! {
         (0x180 => icenabler: [ReadWrite<u32>; 32]),
         (0x200 => _r1),
         (0x400 => ipriorityr: [ReadWrite<u8>; 1024]),
-        (0x800 => _r2),
+        (0x800 => itargetsr: [ReadWrite<u8>; 1024]),
+        (0xc00 => icfgr: [ReadWrite<u32>; 64]),
+        (0xd00 => _r2),
         (0xf00 => sgir: WriteOnly<u32>),
         (0xf04 => @END),
     }
 }
+
+register_structs! {
+    /// GICv3 distributor's interrupt routing registers (GICD_IROUTER<n>, at GICD + 0x6000).
+    pub IrouterRegs {
+        (0x0000 => irouter: [ReadWrite<u64>; 1024]),
+        (0x2000 => @END),
+    }
+}
+
+const GICD_IROUTER: usize = 0x6000;
 
 register_structs! {
     /// GICv3 redistributor control frame.
@@ -61,6 +74,8 @@ const PRIORITY: u8 = 0x80;
 
 pub enum Gic {
     V3 {
+        dist: &'static DistRegs,
+        irouter: &'static IrouterRegs,
         redist_base: usize,
         redist_size: usize,
     },
@@ -104,6 +119,10 @@ pub unsafe fn init(version: u8, dist: usize, second: usize, second_size: usize) 
         // has one security state (QEMU without secure=on) or shows us the non-secure view.
         d.ctlr.set((1 << 4) | (1 << 1) | 1);
         Gic::V3 {
+            dist: d,
+            // SAFETY: a v3 distributor's mapping covers its 64 KiB frame (`init`'s contract),
+            // which holds the IROUTER array.
+            irouter: unsafe { regs(dist + GICD_IROUTER) },
             redist_base: second,
             redist_size: second_size,
         }
@@ -159,6 +178,34 @@ impl Gic {
             }
         }
         Ok(())
+    }
+
+    /// Enables shared peripheral interrupt `intid` (32..1020), level-sensitive, routed to the
+    /// calling CPU.
+    pub fn enable_spi(&self, intid: u32) {
+        let n = intid as usize;
+        if !(32..1020).contains(&n) {
+            return;
+        }
+        let bit = 1u32 << (n % 32);
+        let d = match self {
+            Gic::V3 { dist, irouter, .. } => {
+                dist.igroupr[n / 32].set(dist.igroupr[n / 32].get() | bit);
+                let m = cpu::mpidr();
+                irouter.irouter[n].set(m & 0xff_00ff_ffff);
+                dist
+            }
+            Gic::V2 { dist, .. } => {
+                // ITARGETSR0..7 read back the reading CPU's own target bit.
+                let me = dist.itargetsr[0].get();
+                dist.itargetsr[n].set(if me == 0 { 1 } else { me });
+                dist
+            }
+        };
+        d.ipriorityr[n].set(PRIORITY);
+        let shift = (n % 16) * 2;
+        d.icfgr[n / 16].set(d.icfgr[n / 16].get() & !(2 << shift));
+        d.isenabler[n / 32].set(bit);
     }
 
     /// The redistributor whose affinity matches this CPU's MPIDR.

@@ -1,15 +1,18 @@
-//! ARM PL011 UART, polled transmit. Baud rate and line settings are left as firmware or QEMU set
-//! them; the UART is only enabled if nobody did.
+//! ARM PL011 UART: polled transmit, interrupt-driven receive (the receive and receive-timeout
+//! interrupts; the handler drains the FIFO). Baud rate and line settings are left as firmware or
+//! QEMU set them; the UART is only enabled if nobody did.
 
-use tock_registers::interfaces::{Readable, Writeable};
+use tock_registers::interfaces::{ReadWriteable, Readable, Writeable};
 use tock_registers::register_bitfields;
 use tock_registers::register_structs;
-use tock_registers::registers::{ReadOnly, ReadWrite};
+use tock_registers::registers::{ReadOnly, ReadWrite, WriteOnly};
 
 register_bitfields! {u32,
-    FR [ TXFF OFFSET(5) NUMBITS(1) [], BUSY OFFSET(3) NUMBITS(1) [] ],
+    FR [ TXFF OFFSET(5) NUMBITS(1) [], RXFE OFFSET(4) NUMBITS(1) [], BUSY OFFSET(3) NUMBITS(1) [] ],
     LCR_H [ WLEN OFFSET(5) NUMBITS(2) [EightBit = 3], FEN OFFSET(4) NUMBITS(1) [] ],
-    CR [ RXE OFFSET(9) NUMBITS(1) [], TXE OFFSET(8) NUMBITS(1) [], UARTEN OFFSET(0) NUMBITS(1) [] ]
+    CR [ RXE OFFSET(9) NUMBITS(1) [], TXE OFFSET(8) NUMBITS(1) [], UARTEN OFFSET(0) NUMBITS(1) [] ],
+    /// IMSC (mask: 1 enables), ICR (write 1 to clear): the same bit per interrupt.
+    INT [ RT OFFSET(6) NUMBITS(1) [], RX OFFSET(4) NUMBITS(1) [] ]
 }
 
 register_structs! {
@@ -20,7 +23,11 @@ register_structs! {
         (0x1c => _r1),
         (0x2c => lcr_h: ReadWrite<u32, LCR_H::Register>),
         (0x30 => cr: ReadWrite<u32, CR::Register>),
-        (0x34 => @END),
+        (0x34 => _r2),
+        (0x38 => imsc: ReadWrite<u32, INT::Register>),
+        (0x3c => _r3),
+        (0x44 => icr: WriteOnly<u32, INT::Register>),
+        (0x48 => @END),
     }
 }
 
@@ -76,6 +83,35 @@ impl Pl011 {
             }
             self.putc(b);
         }
+    }
+
+    /// Writes bytes as they are (a terminal's output, already post-processed).
+    pub fn write_raw(&self, s: &[u8]) {
+        for &b in s {
+            self.putc(b);
+        }
+    }
+
+    /// Interrupts when bytes arrive (RX at the FIFO's trigger level, RT when a byte waits
+    /// unread for 32 bit periods), and the receiver on.
+    pub fn enable_rx_interrupts(&self) {
+        self.regs.icr.write(INT::RX::SET + INT::RT::SET);
+        self.regs.cr.modify(CR::RXE::SET);
+        self.regs.imsc.modify(INT::RX::SET + INT::RT::SET);
+    }
+
+    /// The next received byte, if any (error flags in DR's upper bits are dropped: the byte
+    /// is passed on as Linux does without INPCK/PARMRK).
+    pub fn getc(&self) -> Option<u8> {
+        if self.regs.fr.is_set(FR::RXFE) {
+            return None;
+        }
+        Some(self.regs.dr.get() as u8)
+    }
+
+    /// Acknowledges the receive interrupts (after the FIFO was drained).
+    pub fn clear_rx_interrupts(&self) {
+        self.regs.icr.write(INT::RX::SET + INT::RT::SET);
     }
 
     /// Waits until everything written has left the UART.

@@ -1,21 +1,20 @@
-//! Character devices: the console, null, zero, (u)random.
+//! Character devices: null, zero, full, (u)random, and the terminal's nodes (fs::tty).
 
 use super::ramfs::DevNode;
-use super::{File, FileOps, Inode};
-use crate::mm::uaccess::{UserPtr, UserSlice};
+use super::{tty, File, FileOps, Inode};
 use alloc::sync::Arc;
 use core::any::Any;
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::POLLOUT;
-use svelt_abi::tty;
 
 /// (name, major, minor, mode) of the nodes /dev always has (devtmpfs-like).
-const NODES: [(&str, u32, u32, u32); 6] = [
+const NODES: [(&str, u32, u32, u32); 8] = [
     ("console", 5, 1, 0o600),
     ("tty", 5, 0, 0o666),
+    ("ttyAMA0", 204, 64, 0o620),
     ("null", 1, 3, 0o666),
     ("zero", 1, 5, 0o666),
+    ("full", 1, 7, 0o666),
     ("random", 1, 8, 0o666),
     ("urandom", 1, 9, 0o666),
 ];
@@ -28,56 +27,33 @@ pub fn populate(dev: &dyn Inode) {
     }
 }
 
-pub fn open(major: u32, minor: u32) -> SysResult<Arc<dyn FileOps>> {
+/// Opens device (major, minor) with open(2)'s `flags`.
+pub fn open(major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
     Ok(match (major, minor) {
-        (5, 0) | (5, 1) | (4, _) => Arc::new(Console),
+        (5, 0) => tty::open(tty::Kind::CurrentTty, flags)?,
+        (5, 1) | (4, _) => tty::open(tty::Kind::Console, flags)?,
+        (204, 64) => tty::open(tty::Kind::Device, flags)?,
         (1, 3) => Arc::new(Null),
         (1, 5) => Arc::new(Zero),
+        (1, 7) => Arc::new(Full),
         (1, 8) | (1, 9) => Arc::new(Random),
         _ => return Err(Errno::ENXIO),
     })
 }
 
-/// The kernel console as a terminal: output to the UART; input is not wired up yet (reads see
-/// end of file).
-pub struct Console;
+/// /dev/full: reads zeros, every write fails with ENOSPC.
+pub struct Full;
 
-impl FileOps for Console {
-    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
-        Ok(0)
-    }
-    fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
-        crate::console::write_bytes(buf);
+impl FileOps for Full {
+    fn read(&self, _file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        buf.fill(0);
         Ok(buf.len())
     }
-    fn poll(&self) -> u32 {
-        POLLOUT as u32
+    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+        Err(Errno::ENOSPC)
     }
-    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
-        match cmd {
-            tty::TCGETS => {
-                UserPtr::new(arg).write(&tty::Termios::console_default())?;
-                Ok(0)
-            }
-            tty::TCSETS | tty::TCSETSW | tty::TCSETSF => {
-                UserPtr::<[u8; tty::Termios::SIZE]>::new(arg).read()?;
-                Ok(0)
-            }
-            tty::TIOCGWINSZ => {
-                UserSlice::new(arg, 8).clear()?;
-                Ok(0)
-            }
-            tty::TIOCGPGRP => {
-                let pgid = crate::task::current()
-                    .process()
-                    .pgid
-                    .load(core::sync::atomic::Ordering::Relaxed);
-                UserPtr::new(arg).write(&pgid)?;
-                Ok(0)
-            }
-            tty::TIOCSPGRP | tty::TIOCSCTTY => Ok(0),
-            _ => Err(Errno::ENOTTY),
-        }
+    fn seekable(&self) -> bool {
+        true
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -12,6 +12,7 @@ pub mod pipe;
 pub mod proc;
 pub mod ramfs;
 pub mod sys;
+pub mod tty;
 
 use crate::mm::aspace::MappedFile;
 use crate::mm::frame::Page;

@@ -266,8 +266,8 @@ impl Inode for DevNode {
     fn rdev(&self) -> (u32, u32) {
         (self.major, self.minor)
     }
-    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn super::FileOps>>> {
-        super::dev::open(self.major, self.minor).map(Some)
+    fn open(&self, flags: u32) -> SysResult<Option<Arc<dyn super::FileOps>>> {
+        super::dev::open(self.major, self.minor, flags).map(Some)
     }
     fn as_any(&self) -> &dyn Any {
         self

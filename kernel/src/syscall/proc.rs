@@ -170,6 +170,8 @@ pub fn setsid() -> SysResult<usize> {
     }
     p.sid.store(p.pid, Ordering::Relaxed);
     p.pgid.store(p.pid, Ordering::Relaxed);
+    // A new session starts without a controlling terminal.
+    p.ctty.store(0, Ordering::Relaxed);
     Ok(p.pid as usize)
 }
 

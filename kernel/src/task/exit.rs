@@ -88,6 +88,7 @@ pub fn kill_group(p: &Arc<Process>, status: i32, except: Option<u32>) {
 }
 
 fn process_exit(p: &Arc<Process>, status: i32) {
+    crate::fs::tty::process_exit(p);
     super::timer::arm_itimer(p, 0, 0);
     crate::ptrace::tracer_exit(p);
     // Orphans go to init.

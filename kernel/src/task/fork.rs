@@ -61,6 +61,8 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
             .store(parent_proc.pgid.load(Ordering::Relaxed), Ordering::Relaxed);
         p.sid
             .store(parent_proc.sid.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.ctty
+            .store(parent_proc.ctty.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.exe.lock() = parent_proc.exe.lock().clone();
         *p.rlimits.lock() = *parent_proc.rlimits.lock();
         for (dst, src) in [

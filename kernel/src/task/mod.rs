@@ -201,6 +201,9 @@ pub struct Process {
     pub pid: Pid,
     pub pgid: AtomicU32,
     pub sid: AtomicU32,
+    /// The console's generation when this process got it as its controlling terminal (0:
+    /// none); see fs::tty.
+    pub ctty: AtomicU32,
     pub parent: Mutex<Weak<Process>>,
     pub children: Mutex<Vec<Arc<Process>>>,
     pub threads: IrqLock<Vec<Weak<Task>>>,
@@ -305,6 +308,7 @@ impl Process {
             pid,
             pgid: AtomicU32::new(pid),
             sid: AtomicU32::new(pid),
+            ctty: AtomicU32::new(0),
             parent: Mutex::new(parent),
             children: Mutex::new(Vec::new()),
             threads: IrqLock::new(Vec::new()),
@@ -511,6 +515,19 @@ pub fn all_processes() -> Vec<Arc<Process>> {
         }
     }
     v
+}
+
+/// `all_processes` for an interrupt handler: None if the table is busy (the code it
+/// interrupted may hold it).
+pub fn try_all_processes() -> Option<Vec<Arc<Process>>> {
+    let mut v: Vec<Arc<Process>> = Vec::new();
+    for t in TASKS.try_lock()?.values().filter_map(Weak::upgrade) {
+        let p = t.process();
+        if !v.iter().any(|q| q.pid == p.pid) {
+            v.push(p);
+        }
+    }
+    Some(v)
 }
 
 pub fn find_process(pid: Pid) -> Option<Arc<Process>> {
