@@ -63,8 +63,9 @@ pub fn parse(head: &[u8]) -> Option<Result<Shebang<'_>, ()>> {
         .position(|&c| blank(c) || c == 0)
         .unwrap_or(rest.len());
     if name_len == 0 {
-        // A NUL where the name starts names the empty path, which execve then fails to find
-        // (ENOENT); only blanks to the end of the line is no interpreter at all (ENOEXEC).
+        // A NUL where the name starts names the empty path (which execve looks up as the
+        // working directory: EACCES); only blanks to the end of the line is no interpreter at
+        // all (ENOEXEC).
         if start < line.len() || padded {
             return Some(Ok(Shebang {
                 interp: b"",
