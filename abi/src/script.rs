@@ -34,15 +34,20 @@ pub fn parse(head: &[u8]) -> Option<Result<Shebang<'_>, ()>> {
     // The line ends at a newline; without one the whole buffer is the line, but only if the
     // interpreter's name ends inside it (an argument may be cut short, a name may not). A file
     // shorter than the buffer counts as NUL-padded.
+    let short = buf.len() < BUF_SIZE;
+    let mut padded = false;
     let mut end = match buf.iter().position(|&c| c == b'\n') {
         Some(n) => n,
         None => {
-            let Some(name) = buf[2..].iter().position(|&c| !blank(c)) else {
-                return Some(Err(()));
-            };
-            let ends = buf.len() < BUF_SIZE || buf[2 + name..].iter().any(|&c| blank(c) || c == 0);
-            if !ends {
-                return Some(Err(()));
+            match buf[2..].iter().position(|&c| !blank(c)) {
+                None if !short => return Some(Err(())),
+                // Only blanks, then the padding: its first NUL is where the name starts.
+                None => padded = true,
+                Some(name) => {
+                    if !short && !buf[2 + name..].iter().any(|&c| blank(c) || c == 0) {
+                        return Some(Err(()));
+                    }
+                }
             }
             buf.len()
         }
@@ -58,6 +63,15 @@ pub fn parse(head: &[u8]) -> Option<Result<Shebang<'_>, ()>> {
         .position(|&c| blank(c) || c == 0)
         .unwrap_or(rest.len());
     if name_len == 0 {
+        // A NUL where the name starts names the empty path (which execve looks up as the
+        // working directory: EACCES); only blanks to the end of the line is no interpreter at
+        // all (ENOEXEC).
+        if start < line.len() || padded {
+            return Some(Ok(Shebang {
+                interp: b"",
+                arg: None,
+            }));
+        }
         return Some(Err(()));
     }
     let interp = &rest[..name_len];
@@ -118,6 +132,13 @@ mod tests {
     #[test]
     fn nul_ends_the_name_and_the_argument() {
         assert_eq!(parse(b"#!/bin/sh\0junk\n"), ok("/bin/sh", None));
+        // A NUL first (also the padding of a short file without a newline) is the empty name.
+        assert_eq!(parse(b"#!\0/bin/sh\n"), ok("", None));
+        assert_eq!(parse(b"#!"), ok("", None));
+        assert_eq!(parse(b"#! \t"), ok("", None));
+        let mut blanks = b"#!".to_vec();
+        blanks.resize(BUF_SIZE + 10, b' ');
+        assert_eq!(parse(&blanks), Some(Err(())));
         assert_eq!(parse(b"#!/bin/sh -x\0y\n"), ok("/bin/sh", Some("-x")));
     }
 }

@@ -27,6 +27,9 @@ const ORIG_SIZE: u32 = 32;
 /// The fields up to `mm_cid` (offsetof(struct rseq, end)): a longer registration needs them.
 const FIELDS_END: u32 = 28;
 const FLAG_UNREGISTER: u32 = 1;
+/// RSEQ_FLAG_SLICE_EXT_DEFAULT_ON: accepted and ignored (Svelt grants no time-slice
+/// extensions; Linux ignores it too for a 32-byte area).
+const FLAG_SLICE_EXT_DEFAULT_ON: u32 = 2;
 /// `cpu_id` of a thread with no registration.
 const CPU_ID_UNINITIALIZED: u32 = u32::MAX;
 
@@ -34,6 +37,7 @@ const CPU_ID_UNINITIALIZED: u32 = u32::MAX;
 const CPU_ID_START: usize = 0;
 const CPU_ID: usize = 4;
 const RSEQ_CS: usize = 8;
+const FLAGS: usize = 16;
 const NODE_ID: usize = 20;
 const MM_CID: usize = 24;
 
@@ -56,6 +60,10 @@ pub fn rseq(cur: &CurrentTask, addr: usize, len: u32, flags: u32, sig: u32) -> S
         local.rseq.set(None);
         return Ok(0);
     }
+    // Unknown flags are refused before anything else, also when already registered.
+    if flags & !FLAG_SLICE_EXT_DEFAULT_ON != 0 {
+        return Err(Errno::EINVAL);
+    }
     if let Some(reg) = local.rseq.get() {
         if reg.addr != addr || reg.len != len {
             return Err(Errno::EINVAL);
@@ -65,19 +73,27 @@ pub fn rseq(cur: &CurrentTask, addr: usize, len: u32, flags: u32, sig: u32) -> S
         }
         return Err(Errno::EBUSY);
     }
-    if flags != 0 {
-        return Err(Errno::EINVAL);
-    }
+    // The original size aligned to itself, or a longer area holding every field Svelt
+    // keeps, aligned to that size rounded up to a power of two (Linux's rule for its own
+    // feature size).
     let aligned = if len == ORIG_SIZE {
         addr.is_multiple_of(ORIG_SIZE as usize)
     } else {
-        addr.is_multiple_of(8) && len >= FIELDS_END
+        addr.is_multiple_of(FIELDS_END.next_power_of_two() as usize) && len >= FIELDS_END
     };
     if len < ORIG_SIZE || !aligned {
         return Err(Errno::EINVAL);
     }
     crate::mm::uaccess::UserSlice::new(addr, len as usize)
         .check()
+        .map_err(|_| Errno::EFAULT)?;
+    // A stale rseq_cs (a reused area) is cleared rather than followed; the CPU fields read
+    // "uninitialized" until they are filled on the way out. An area that cannot be written
+    // is EFAULT now rather than SIGSEGV later.
+    UserPtr::<u64>::new(addr + RSEQ_CS)
+        .write(&0)
+        .and_then(|()| UserPtr::<u32>::new(addr + FLAGS).write(&0))
+        .and_then(|()| write_ids(addr, CPU_ID_UNINITIALIZED, CPU_ID_UNINITIALIZED, 0))
         .map_err(|_| Errno::EFAULT)?;
     local.rseq.set(Some(Registration { addr, len, sig }));
     // The CPU fields are filled on the way out.

@@ -26,7 +26,7 @@ errnos! {
     EBUSY = 16, EEXIST = 17, EXDEV = 18, ENODEV = 19, ENOTDIR = 20, EISDIR = 21, EINVAL = 22,
     ENFILE = 23, EMFILE = 24, ENOTTY = 25, EFBIG = 27, ENOSPC = 28, ESPIPE = 29, EROFS = 30,
     EPIPE = 32, ERANGE = 34, EDEADLK = 35, ENAMETOOLONG = 36, ENOSYS = 38, ENOTEMPTY = 39,
-    ELOOP = 40, ETIMEDOUT = 110, EOPNOTSUPP = 95,
+    ELOOP = 40, ELIBBAD = 80, ETIMEDOUT = 110, EOPNOTSUPP = 95,
 }
 
 impl fmt::Debug for Errno {
@@ -53,6 +53,8 @@ pub mod nr {
     pub const MKDIRAT: usize = 34;
     pub const UNLINKAT: usize = 35;
     pub const SYMLINKAT: usize = 36;
+    pub const LINKAT: usize = 37;
+    pub const RENAMEAT: usize = 38;
     pub const UMOUNT2: usize = 39;
     pub const MOUNT: usize = 40;
     pub const STATFS: usize = 43;
@@ -60,6 +62,10 @@ pub mod nr {
     pub const FACCESSAT: usize = 48;
     pub const CHDIR: usize = 49;
     pub const FCHDIR: usize = 50;
+    pub const FCHMOD: usize = 52;
+    pub const FCHMODAT: usize = 53;
+    pub const FCHOWNAT: usize = 54;
+    pub const FCHOWN: usize = 55;
     pub const OPENAT: usize = 56;
     pub const CLOSE: usize = 57;
     pub const PIPE2: usize = 59;
@@ -76,7 +82,9 @@ pub mod nr {
     pub const NEWFSTATAT: usize = 79;
     pub const FSTAT: usize = 80;
     pub const SYNC: usize = 81;
+    pub const UTIMENSAT: usize = 88;
     pub const EXIT: usize = 93;
+    pub const PERSONALITY: usize = 92;
     pub const EXIT_GROUP: usize = 94;
     pub const WAITID: usize = 95;
     pub const SET_TID_ADDRESS: usize = 96;
@@ -112,6 +120,7 @@ pub mod nr {
     pub const SETRLIMIT: usize = 164;
     pub const UMASK: usize = 166;
     pub const PRCTL: usize = 167;
+    pub const GETCPU: usize = 168;
     pub const GETTIMEOFDAY: usize = 169;
     pub const GETPID: usize = 172;
     pub const GETPPID: usize = 173;
@@ -131,11 +140,15 @@ pub mod nr {
     pub const CLONE: usize = 220;
     pub const EXECVE: usize = 221;
     pub const MMAP: usize = 222;
+    pub const FADVISE64: usize = 223;
     pub const MPROTECT: usize = 226;
     pub const MSYNC: usize = 227;
     pub const WAIT4: usize = 260;
     pub const PRLIMIT64: usize = 261;
+    pub const RENAMEAT2: usize = 276;
     pub const GETRANDOM: usize = 278;
+    pub const RSEQ: usize = 293;
+    pub const FCHMODAT2: usize = 452;
 }
 
 /// Issues syscall `n` with six arguments and returns the raw x0.
@@ -190,7 +203,13 @@ macro_rules! sc {
 pub const AT_FDCWD: i32 = -100;
 pub const AT_SYMLINK_NOFOLLOW: u32 = 0x100;
 pub const AT_REMOVEDIR: u32 = 0x200;
+pub const AT_SYMLINK_FOLLOW: u32 = 0x400;
 pub const AT_EMPTY_PATH: u32 = 0x1000;
+pub const RENAME_NOREPLACE: u32 = 1;
+pub const RENAME_EXCHANGE: u32 = 2;
+/// utimensat's special tv_nsec values.
+pub const UTIME_NOW: i64 = (1 << 30) - 1;
+pub const UTIME_OMIT: i64 = (1 << 30) - 2;
 
 pub const O_RDONLY: u32 = 0;
 pub const O_WRONLY: u32 = 1;
@@ -658,6 +677,48 @@ pub fn munlockall() -> SysResult {
 }
 pub fn setuid(uid: u32) -> SysResult {
     sc!(nr::SETUID, uid)
+}
+pub fn symlinkat(target: &str, dirfd: i32, path: &str) -> SysResult {
+    let (t, p) = (CPath::new(target), CPath::new(path));
+    sc!(nr::SYMLINKAT, t.ptr(), dirfd, p.ptr())
+}
+pub fn renameat2(olddir: i32, old: &str, newdir: i32, new: &str, flags: u32) -> SysResult {
+    let (o, n) = (CPath::new(old), CPath::new(new));
+    sc!(nr::RENAMEAT2, olddir, o.ptr(), newdir, n.ptr(), flags)
+}
+pub fn rename(old: &str, new: &str) -> SysResult {
+    renameat2(AT_FDCWD, old, AT_FDCWD, new, 0)
+}
+pub fn linkat(olddir: i32, old: &str, newdir: i32, new: &str, flags: u32) -> SysResult {
+    let (o, n) = (CPath::new(old), CPath::new(new));
+    sc!(nr::LINKAT, olddir, o.ptr(), newdir, n.ptr(), flags)
+}
+pub fn fchmodat(dirfd: i32, path: &str, mode: u32) -> SysResult {
+    let p = CPath::new(path);
+    sc!(nr::FCHMODAT, dirfd, p.ptr(), mode)
+}
+pub fn fchownat(dirfd: i32, path: &str, uid: u32, gid: u32, flags: u32) -> SysResult {
+    let p = CPath::new(path);
+    sc!(nr::FCHOWNAT, dirfd, p.ptr(), uid, gid, flags)
+}
+/// utimensat with a path (`None`: a null path, the fd itself) and optional times.
+pub fn utimensat(
+    dirfd: i32,
+    path: Option<&str>,
+    times: Option<&[Timespec; 2]>,
+    flags: u32,
+) -> SysResult {
+    let p = path.map(CPath::new);
+    let pp = p.as_ref().map_or(0, |p| p.ptr());
+    let tp = times.map_or(0, |t| t.as_ptr() as usize);
+    sc!(nr::UTIMENSAT, dirfd, pp, tp, flags)
+}
+pub fn getcpu() -> SysResult<u32> {
+    let mut cpu = u32::MAX;
+    sc!(nr::GETCPU, &mut cpu as *mut u32, 0, 0).map(|_| cpu)
+}
+pub fn personality(persona: u32) -> SysResult {
+    sc!(nr::PERSONALITY, persona)
 }
 pub fn getuid() -> u32 {
     raw6(nr::GETUID, 0, 0, 0, 0, 0, 0) as u32

@@ -9,7 +9,11 @@ use crate::task;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{AT_EMPTY_PATH, AT_FDCWD, AT_SYMLINK_NOFOLLOW, UTIME_NOW, UTIME_OMIT};
+use svelt_abi::fs::{
+    AT_EMPTY_PATH, AT_FDCWD, AT_SYMLINK_NOFOLLOW, S_ISGID, S_ISUID, UTIME_NOW, UTIME_OMIT,
+};
+
+const S_IXGRP: u32 = 0o010;
 use svelt_abi::time::Timespec;
 
 fn euid() -> u32 {
@@ -17,7 +21,7 @@ fn euid() -> u32 {
 }
 
 /// The node `path` names from `dirfd`, or `dirfd`'s own node for an empty path with
-/// AT_EMPTY_PATH (or a null path, for utimensat).
+/// AT_EMPTY_PATH.
 fn node_at(dirfd: i32, path: Option<usize>, flags: u32) -> SysResult<Arc<dyn Inode>> {
     let p = match path {
         Some(va) => UserPtr::<u8>::new(va).read_path()?,
@@ -73,7 +77,8 @@ pub fn fchmodat(dirfd: i32, path: usize, mode: u32, flags: u32) -> SysResult<usi
 }
 
 /// Root changes owner and group; an owner may only "change" them to what they are (Svelt
-/// keeps no supplementary groups).
+/// keeps no supplementary groups). As on Linux, any chown of a non-directory drops set-user-ID,
+/// and set-group-ID when group execute is on (without it the bit marks mandatory locking).
 fn chown_node(node: &dyn Inode, uid: u32, gid: u32) -> SysResult<usize> {
     let a = attrs_of(node)?;
     let uid = (uid != u32::MAX).then_some(uid);
@@ -86,6 +91,16 @@ fn chown_node(node: &dyn Inode, uid: u32, gid: u32) -> SysResult<usize> {
         return Err(Errno::EPERM);
     }
     a.set_owner(uid, gid);
+    if node.kind() != fs::Kind::Dir {
+        let perm = a.perm();
+        let mut kill = S_ISUID;
+        if perm & S_IXGRP != 0 {
+            kill |= S_ISGID;
+        }
+        if perm & kill != 0 {
+            a.set_perm(perm & !kill);
+        }
+    }
     Ok(0)
 }
 
@@ -153,35 +168,51 @@ fn time_value(t: &Timespec, now: u64) -> SysResult<Option<u64>> {
     }
 }
 
-/// utimensat: a null `path` means `dirfd` itself (futimens). Setting both times to now needs
-/// ownership or write permission; setting a given time needs ownership (root may do both).
+/// utimensat: a null `path` means `dirfd` itself (futimens, which takes no flags). Both times
+/// UTIME_OMIT is nothing to do, checked before anything else (even the path). Setting both
+/// times to now needs ownership or write permission (EACCES); any other request needs
+/// ownership (EPERM); root may do both.
 pub fn utimensat(dirfd: i32, path: usize, times: usize, flags: u32) -> SysResult<usize> {
+    let now = crate::time::realtime_ns();
+    let (atime, mtime, touch) = if times == 0 {
+        (Some(now), Some(now), true)
+    } else {
+        let [a, m] = UserPtr::<[Timespec; 2]>::new(times).read()?;
+        if a.tv_nsec == UTIME_OMIT && m.tv_nsec == UTIME_OMIT {
+            return Ok(0);
+        }
+        let touch = a.tv_nsec == UTIME_NOW && m.tv_nsec == UTIME_NOW;
+        (time_value(&a, now)?, time_value(&m, now)?, touch)
+    };
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    let now = crate::time::realtime_ns();
-    let (atime, mtime, explicit) = if times == 0 {
-        (Some(now), Some(now), false)
+    let node = if path != 0 {
+        node_at(dirfd, Some(path), flags)?
+    } else if dirfd == AT_FDCWD {
+        // Linux reads the (null) path name.
+        return Err(Errno::EFAULT);
+    } else if flags != 0 {
+        return Err(Errno::EINVAL);
     } else {
-        let [a, m] = UserPtr::<[Timespec; 2]>::new(times).read()?;
-        let explicit = [&a, &m]
-            .iter()
-            .any(|t| t.tv_nsec != UTIME_NOW && t.tv_nsec != UTIME_OMIT);
-        (time_value(&a, now)?, time_value(&m, now)?, explicit)
+        file(dirfd)?.node.clone().ok_or(Errno::EPERM)?
     };
-    let node = node_at(dirfd, (path != 0).then_some(path), flags)?;
     let a = attrs_of(&*node)?;
     let me = euid();
     if me != 0 && me != a.owner().0 {
-        if explicit {
+        if !touch {
             return Err(Errno::EPERM);
         }
-        if a.perm() & 0o002 == 0 {
+        // Write permission of the caller's class: Svelt's processes are all in group 0.
+        let class = if a.owner().1 == 0 {
+            a.perm() >> 3
+        } else {
+            a.perm()
+        };
+        if class & 0o2 == 0 {
             return Err(Errno::EACCES);
         }
     }
-    if atime.is_some() || mtime.is_some() {
-        a.set_times(atime, mtime);
-    }
+    a.set_times(atime, mtime);
     Ok(0)
 }

@@ -191,9 +191,7 @@ pub fn linkat(
     };
     let n = UserPtr::<u8>::new(newpath).read_path()?;
     let np = fs::resolve_parent(newdfd, &n)?;
-    if src.kind() == Kind::Dir {
-        return Err(Errno::EPERM);
-    }
+    // Linux's order: the new name first (EEXIST), then the mounts (EXDEV), then the type.
     if np.dir.lookup(&np.name).is_ok() {
         return Err(Errno::EEXIST);
     }
@@ -208,6 +206,9 @@ pub fn linkat(
     };
     if !linkable {
         return Err(Errno::EXDEV);
+    }
+    if src.kind() == Kind::Dir {
+        return Err(Errno::EPERM);
     }
     np.dir.link(&np.name, src)?;
     Ok(0)

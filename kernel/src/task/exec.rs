@@ -297,6 +297,9 @@ fn read_program(path: &str, argv: &mut Vec<Vec<u8>>) -> SysResult<Exe> {
         let sb = match script::parse(&exe.head) {
             None => return Ok(exe),
             Some(Err(())) => return Err(Errno::ENOEXEC),
+            // The empty name is looked up as Linux looks up "": the working directory, which
+            // cannot be executed.
+            Some(Ok(sb)) if sb.interp.is_empty() => return Err(Errno::EACCES),
             Some(Ok(sb)) => sb,
         };
         let mut args = Vec::new();

@@ -1,5 +1,5 @@
 //! Small process-wide calls: ids, process groups, set_tid_address, set_robust_list, prlimit64,
-//! getrandom, uname, sched_yield and sched_getaffinity.
+//! getrandom, uname, sched_yield and sched_getaffinity, personality.
 #![no_std]
 #![no_main]
 
@@ -197,7 +197,44 @@ fn sched() -> TestResult {
     Ok(())
 }
 
-fn main(_a: &rt::Args) -> i32 {
+const PERSONALITY_QUERY: u32 = 0xffff_ffff;
+const ADDR_NO_RANDOMIZE: u32 = 0x0040000;
+
+/// personality: 0xffffffff only asks; a set returns the old persona; fork inherits it and
+/// execve keeps it.
+fn personality() -> TestResult {
+    check_eq!(sys::personality(PERSONALITY_QUERY), Ok(0), "PER_LINUX");
+    check_eq!(
+        sys::personality(ADDR_NO_RANDOMIZE),
+        Ok(0),
+        "the old persona"
+    );
+    let r: TestResult = (|| {
+        check_eq!(
+            sys::personality(PERSONALITY_QUERY),
+            Ok(ADDR_NO_RANDOMIZE as usize)
+        );
+        let st = t!(in_child(|| {
+            if sys::personality(PERSONALITY_QUERY) != Ok(ADDR_NO_RANDOMIZE as usize) {
+                return 2;
+            }
+            let e = sys::execve("/bin/tests/sysmisc", &["sysmisc", "--persona"], &[]);
+            eprintln!("# execve: {e:?}");
+            3
+        }));
+        check_eq!(st, 0, "child: {}", describe(st));
+        Ok(())
+    })();
+    check_eq!(sys::personality(0), Ok(ADDR_NO_RANDOMIZE as usize));
+    r?;
+    check_eq!(sys::personality(PERSONALITY_QUERY), Ok(0));
+    Ok(())
+}
+
+fn main(a: &rt::Args) -> i32 {
+    if a.arg(1) == Some("--persona") {
+        return i32::from(sys::personality(PERSONALITY_QUERY) != Ok(ADDR_NO_RANDOMIZE as usize));
+    }
     ktap::run(&[
         ("uid_gid_getters_are_root", ids_are_root),
         ("setpgid_getpgid", process_groups),
@@ -207,6 +244,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("getrandom", getrandom),
         ("uname", uname),
         ("sched_yield_getaffinity", sched),
+        ("personality", personality),
     ])
 }
 
