@@ -185,7 +185,7 @@ impl Unpacker<'_> {
 
 fn put(dir: &Arc<dyn Inode>, leaf: &str, node: Arc<dyn Inode>) {
     if let Some(d) = dir.as_any().downcast_ref::<RamDir>() {
-        d.replace(leaf, node);
+        d.put(leaf, node);
     }
 }
 

@@ -66,6 +66,8 @@ pub fn new_ino() -> u64 {
 /// and times (nanoseconds since the epoch). Nodes that keep none (generated ones) report root,
 /// their fixed permissions and time 0.
 pub struct Attrs {
+    /// Directory entries naming the node (st_nlink of a non-directory; 0 once unlinked).
+    nlink: AtomicU32,
     perm: AtomicU32,
     uid: AtomicU32,
     gid: AtomicU32,
@@ -84,6 +86,7 @@ impl Attrs {
             .map(|t| (t.process().euid.load(Ordering::Relaxed), 0))
             .unwrap_or((0, 0));
         Attrs {
+            nlink: AtomicU32::new(0),
             perm: AtomicU32::new(perm & 0o7777),
             uid: AtomicU32::new(uid),
             gid: AtomicU32::new(gid),
@@ -94,6 +97,21 @@ impl Attrs {
     }
     pub fn perm(&self) -> u32 {
         self.perm.load(Ordering::Relaxed)
+    }
+    pub fn nlink(&self) -> u32 {
+        self.nlink.load(Ordering::Relaxed)
+    }
+    /// A directory entry now names the node (creation, link, rename's new name): ctime too.
+    pub fn linked(&self) {
+        self.nlink.fetch_add(1, Ordering::Relaxed);
+        self.changed();
+    }
+    /// A directory entry naming the node went (unlink, rename's old name).
+    pub fn unlinked(&self) {
+        let _ = self
+            .nlink
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        self.changed();
     }
     pub fn owner(&self) -> (u32, u32) {
         (
@@ -676,6 +694,18 @@ pub fn open_node(node: Arc<dyn Inode>, flags: u32, path: String) -> SysResult<Ar
     Ok(File::new(Some(node), ops, flags, path))
 }
 
+/// A directory's link count is 2 plus its subdirectories (their ".."); another node's is the
+/// entries naming it (nodes that keep no count: 1).
+fn nlink_of(node: &dyn Inode) -> u32 {
+    if node.kind() == Kind::Dir {
+        let subdirs = node
+            .entries()
+            .map_or(0, |e| e.iter().filter(|(_, _, k)| *k == Kind::Dir).count());
+        return 2 + subdirs as u32;
+    }
+    node.attrs().map_or(1, Attrs::nlink)
+}
+
 /// Fills a `struct stat` for a node.
 pub fn stat_of(node: &dyn Inode) -> Stat {
     let (maj, min) = node.rdev();
@@ -693,10 +723,12 @@ pub fn stat_of(node: &dyn Inode) -> Stat {
         st_mtime_nsec: nsec(m),
         st_ctime: secs(c),
         st_ctime_nsec: nsec(c),
-        st_dev: 1,
+        st_dev: node
+            .superblock()
+            .map_or(pagecache::GENERATED_DEV, |sb| sb.dev),
         st_ino: node.ino(),
         st_mode: node.kind().mode_bits() | node.perm(),
-        st_nlink: if node.kind() == Kind::Dir { 2 } else { 1 },
+        st_nlink: nlink_of(node),
         st_rdev: ((maj as u64) << 8) | (min as u64 & 0xff) | ((min as u64 & !0xff) << 12),
         st_size: size as i64,
         st_blksize: 4096,

@@ -36,7 +36,16 @@ pub struct TmpfsSb {
     used: AtomicUsize,
     /// statfs's f_type.
     pub magic: u64,
+    /// st_dev of its nodes: an anonymous device (major 0) of its own, as Linux gives each
+    /// tmpfs and ramfs instance.
+    pub dev: u64,
 }
+
+/// The next anonymous device minor (1: the root file system; generated /proc and /sys nodes
+/// report [`GENERATED_DEV`]).
+static NEXT_DEV: AtomicUsize = AtomicUsize::new(1);
+/// st_dev of the nodes /proc and /sys generate.
+pub const GENERATED_DEV: u64 = 0x400;
 
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
 pub const RAMFS_MAGIC: u64 = 0x8584_58f6;
@@ -49,6 +58,7 @@ impl TmpfsSb {
             limit,
             used: AtomicUsize::new(0),
             magic,
+            dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed) as u64,
         })
     }
 

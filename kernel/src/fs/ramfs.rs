@@ -41,6 +41,19 @@ impl RamDir {
         self.entries.lock().insert(name.to_string(), node)
     }
 
+    /// Puts `node` at `name` as a link (the initramfs unpacker): replaces any entry there,
+    /// counting links as link and unlink do.
+    pub fn put(&self, name: &str, node: Arc<dyn Inode>) {
+        if let Some(a) = node.attrs() {
+            a.linked();
+        }
+        if let Some(old) = self.replace(name, node) {
+            if let Some(a) = old.attrs() {
+                a.unlinked();
+            }
+        }
+    }
+
     /// Puts `node` at `name` only if `name` holds `expected` now (mount and umount: the entry
     /// may have been removed or replaced since it was looked up).
     pub fn replace_if(&self, name: &str, expected: &Arc<dyn Inode>, node: Arc<dyn Inode>) -> bool {
@@ -91,12 +104,18 @@ impl Inode for RamDir {
         };
         e.insert(name.to_string(), node.clone());
         self.attrs.modified();
+        if let Some(a) = node.attrs() {
+            a.linked();
+        }
         Ok(node)
     }
     fn link(&self, name: &str, node: Arc<dyn Inode>) -> SysResult<()> {
         let mut e = self.entries.lock();
         if e.contains_key(name) {
             return Err(Errno::EEXIST);
+        }
+        if let Some(a) = node.attrs() {
+            a.linked();
         }
         e.insert(name.to_string(), node);
         self.attrs.modified();
@@ -111,12 +130,19 @@ impl Inode for RamDir {
             (true, true) if !node.entries()?.is_empty() => return Err(Errno::ENOTEMPTY),
             _ => {}
         }
-        e.remove(name);
+        if let Some(old) = e.remove(name) {
+            if let Some(a) = old.attrs() {
+                a.unlinked();
+            }
+        }
         self.attrs.modified();
         Ok(())
     }
     fn detach(&self, name: &str) -> SysResult<()> {
-        self.entries.lock().remove(name).ok_or(Errno::ENOENT)?;
+        let old = self.entries.lock().remove(name).ok_or(Errno::ENOENT)?;
+        if let Some(a) = old.attrs() {
+            a.unlinked();
+        }
         self.attrs.modified();
         Ok(())
     }
