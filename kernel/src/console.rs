@@ -69,18 +69,21 @@ pub fn enable_input() {
     aarch64_cpu::registers::DAIF.set(daif);
 }
 
-/// Drains the receive FIFO into `buf` (from the UART's interrupt); returns how many bytes.
+/// Takes up to `buf.len()` bytes from the receive FIFO (from the UART's interrupt); returns
+/// how many.
 pub fn read_input(buf: &mut [u8]) -> usize {
     let daif = aarch64_cpu::registers::DAIF.get();
     cpu::irq_disable();
     let mut n = 0;
     if let Some(uart) = CONSOLE.lock().as_ref() {
+        // Acknowledge first, then drain: a byte that lands after the last look raises the
+        // interrupt again (acknowledging after the drain could swallow it for good).
+        uart.clear_rx_interrupts();
         while n < buf.len() {
             let Some(b) = uart.getc() else { break };
             buf[n] = b;
             n += 1;
         }
-        uart.clear_rx_interrupts();
     }
     aarch64_cpu::registers::DAIF.set(daif);
     n

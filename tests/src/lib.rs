@@ -653,6 +653,125 @@ pub fn big_initramfs(spec: &BigSpec) -> PathBuf {
     path
 }
 
+/// A boot whose serial line the test talks to: it waits for what the guest prints and types
+/// into QEMU's standard input (the PL011), as a person at the console would.
+pub struct Console {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    rx: std::sync::mpsc::Receiver<Vec<u8>>,
+    /// Everything the guest printed so far, raw (CRs kept).
+    pub output: Vec<u8>,
+    /// Where the next `expect` starts looking.
+    seen: usize,
+}
+
+impl Console {
+    /// Boots `cfg` with its standard input a pipe.
+    pub fn boot(cfg: &Config) -> Console {
+        if let Err(e) = build(cfg) {
+            panic!("build for {cfg:?} failed: {e}");
+        }
+        let mut child = Command::new(root().join("qemu-run.sh"))
+            .args(cfg.args())
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start qemu-run.sh");
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Console {
+            child,
+            stdin,
+            rx,
+            output: Vec::new(),
+            seen: 0,
+        }
+    }
+
+    /// Waits until the output (after what earlier calls matched) contains `what`; returns the
+    /// output from there up to the end of the match. Panics with the transcript on timeout.
+    pub fn expect(&mut self, what: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let hay = &self.output[self.seen..];
+            if let Some(at) = hay.windows(what.len()).position(|w| w == what.as_bytes()) {
+                let end = self.seen + at + what.len();
+                let got = String::from_utf8_lossy(&self.output[self.seen..end]).into_owned();
+                self.seen = end;
+                return got;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left.max(Duration::from_millis(1))) {
+                Ok(b) => self.output.extend_from_slice(&b),
+                Err(_) if Instant::now() < deadline => {}
+                Err(_) => panic!(
+                    "no {what:?} within {timeout:?}; the console said:\n{}",
+                    String::from_utf8_lossy(&self.output)
+                ),
+            }
+        }
+    }
+
+    /// Types `bytes` on the serial line.
+    pub fn send(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        self.stdin.write_all(bytes).expect("write to QEMU");
+        self.stdin.flush().expect("flush to QEMU");
+    }
+
+    /// Kills QEMU and qemu-run.sh (their process group).
+    fn kill(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits for QEMU to end (at most `timeout`, then kills it); the exit status, and all
+    /// the output.
+    pub fn finish(mut self, timeout: Duration) -> Run {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(s) = self.child.try_wait().expect("wait for qemu") {
+                break s.code();
+            }
+            if Instant::now() > deadline {
+                self.kill();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        while let Ok(b) = self.rx.recv_timeout(Duration::from_millis(200)) {
+            self.output.extend_from_slice(&b);
+        }
+        Run {
+            status,
+            output: String::from_utf8_lossy(&self.output).replace('\r', ""),
+        }
+    }
+}
+
+/// A test that fails part-way must not leave QEMU running.
+impl Drop for Console {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill();
+        }
+    }
+}
+
 #[cfg(test)]
 mod parse_tests {
     use super::*;

@@ -109,7 +109,7 @@ impl Pl011 {
         Some(self.regs.dr.get() as u8)
     }
 
-    /// Acknowledges the receive interrupts (after the FIFO was drained).
+    /// Acknowledges the receive interrupts (before draining the FIFO).
     pub fn clear_rx_interrupts(&self) {
         self.regs.icr.write(INT::RX::SET + INT::RT::SET);
     }

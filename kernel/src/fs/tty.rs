@@ -176,19 +176,6 @@ fn ignoring(s: u32) -> bool {
     blocked || me.sighand().lock().get(s).sa_handler == sig::SIG_IGN
 }
 
-/// No member of group `g` has a parent in another group of the same session (init does not
-/// count): nobody is left to continue it after a stop.
-fn pgrp_orphaned(g: u32, sid: u32) -> bool {
-    !task::all_processes().iter().any(|p| {
-        p.pgid.load(Ordering::Relaxed) == g
-            && p.parent().is_some_and(|par| {
-                par.pid != 1
-                    && par.pgid.load(Ordering::Relaxed) != g
-                    && par.sid.load(Ordering::Relaxed) == sid
-            })
-    })
-}
-
 /// Linux's tty_check_change: a member of a background group that uses its controlling
 /// terminal gets `s` (SIGTTOU or SIGTTIN) sent to its group and the call restarts after it;
 /// EIO when it cannot be stopped (SIGTTIN ignored, or an orphaned group).
@@ -212,7 +199,7 @@ fn check_change(s: u32) -> SysResult<()> {
             Ok(())
         };
     }
-    if pgrp_orphaned(mine, p.sid.load(Ordering::Relaxed)) {
+    if task::pgrp_orphaned(mine, p.sid.load(Ordering::Relaxed)) {
         return Err(Errno::EIO);
     }
     kill_pgrp(mine, s);

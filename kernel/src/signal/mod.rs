@@ -435,6 +435,16 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
             sig::SIG_DFL => match sig::default_action(signo) {
                 Some(DefaultAction::Ign | DefaultAction::Cont) | None => continue,
                 Some(DefaultAction::Stop) => {
+                    // The terminal's stop signals are dropped in an orphaned group, which
+                    // nobody could continue (SIGSTOP still stops).
+                    if signo != sig::SIGSTOP
+                        && task::pgrp_orphaned(
+                            p.pgid.load(Ordering::Relaxed),
+                            p.sid.load(Ordering::Relaxed),
+                        )
+                    {
+                        continue;
+                    }
                     do_stop(&p, signo);
                     continue;
                 }

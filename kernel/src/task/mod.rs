@@ -530,6 +530,19 @@ pub fn try_all_processes() -> Option<Vec<Arc<Process>>> {
     Some(v)
 }
 
+/// No member of process group `g` has a parent in another group of session `sid` (init does
+/// not count): nobody is left to continue it after a stop (POSIX's orphaned process group).
+pub fn pgrp_orphaned(g: Pid, sid: Pid) -> bool {
+    !all_processes().iter().any(|p| {
+        p.pgid.load(Ordering::Relaxed) == g
+            && p.parent().is_some_and(|par| {
+                par.pid != 1
+                    && par.pgid.load(Ordering::Relaxed) != g
+                    && par.sid.load(Ordering::Relaxed) == sid
+            })
+    })
+}
+
 pub fn find_process(pid: Pid) -> Option<Arc<Process>> {
     let t = find_task(pid)?;
     let p = t.process();
