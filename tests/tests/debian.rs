@@ -13,11 +13,17 @@
 //!   on Svelt as on Linux line for line once addresses, pids, random bytes and column padding
 //!   are normalised.
 //!
+//! - /bin/tests/shell_session (user/c/shell_session.c): an interactive busybox sh on the serial
+//!   line (a session whose controlling terminal is /dev/ttyAMA0), driven by the harness typing:
+//!   the terminal echoes a command and the shell runs it, ^C interrupts `sleep 100` (status
+//!   130), ^D ends the shell. The transcript, from the first prompt on, is the same on both
+//!   kernels.
+//!
 //! Skipped, with the reason printed, when the packages or Linux cannot be downloaded.
 
 use std::sync::OnceLock;
 use std::time::Duration;
-use svelt_tests::{boot, ready, Config, Initrd, Run};
+use svelt_tests::{boot, ready, Config, Console, Initrd, Run};
 
 const PACKAGES: &str = "busybox-static,bash,coreutils,strace,gdb";
 
@@ -211,4 +217,70 @@ fn normalising() {
         "[Inferior 1 (process PID) exited normally]"
     );
     assert_eq!(normalise("$5 = {0x55, 0x55}"), "$5 = {0x55, 0x55}");
+}
+
+/// Types a short session into busybox sh and returns the transcript from the first prompt to
+/// the shell's end (busybox's cursor-position queries, which nobody answers, left out).
+fn shell_session(smp: u32, linux: bool) -> Option<String> {
+    let cfg = config("shell_session", smp, linux);
+    if !ready(&cfg) {
+        return None;
+    }
+    let step = Duration::from_secs(60);
+    // busybox asks where the cursor is (ESC [ 6 n) after each prompt.
+    let prompt = "$ \x1b[6n";
+    let mut c = Console::boot(&cfg);
+    c.expect("built-in shell (ash)", cfg.timeout);
+    c.expect(prompt, step);
+    c.send(b"echo hello\r");
+    c.expect("echo hello\r\nhello\r\n", step);
+    c.expect(prompt, step);
+    c.send(b"sleep 100\r");
+    c.expect("sleep 100\r\n", step);
+    // Let sleep start before interrupting it.
+    std::thread::sleep(Duration::from_secs(2));
+    c.send(b"\x03");
+    c.expect("^C", step);
+    c.expect(prompt, Duration::from_secs(30));
+    c.send(b"echo status $?\r");
+    c.expect("status 130\r\n", step);
+    c.expect(prompt, step);
+    c.send(b"\x04");
+    c.expect(
+        "# shell_session: the shell ended with wait status 0\r\n",
+        step,
+    );
+    c.expect("# Totals: pass:1 fail:0", step);
+    let all = String::from_utf8_lossy(&c.output).into_owned();
+    let banner = all.find("built-in shell (ash)").unwrap_or(0);
+    let first = banner + all[banner..].find(prompt).unwrap_or(0);
+    let transcript = all[first..].replace("\x1b[6n", "").replace('\r', "");
+    let run = c.finish(step);
+    assert_eq!(run.status, Some(0), "run status\n{}", run.output);
+    Some(transcript)
+}
+
+fn linux_session() -> Option<&'static String> {
+    static LINUX: OnceLock<Option<String>> = OnceLock::new();
+    LINUX.get_or_init(|| shell_session(2, true)).as_ref()
+}
+
+fn check_session(smp: u32) {
+    let Some(svelt) = shell_session(smp, false) else {
+        return;
+    };
+    let Some(linux) = linux_session() else { return };
+    // What follows the last expected line may differ in how much of it had arrived.
+    let cut = |t: &str| t[..t.find("# Totals").unwrap_or(t.len())].to_string();
+    assert_eq!(cut(&svelt), cut(linux), "the sessions differ");
+}
+
+#[test]
+fn interactive_shell_matches_linux_1cpu() {
+    check_session(1);
+}
+
+#[test]
+fn interactive_shell_matches_linux_2cpus() {
+    check_session(2);
 }
