@@ -239,7 +239,7 @@ pub fn gnuplot(runs: &[(&str, &Run)], png: &str, title: &str) -> String {
                 colour + 1,
                 if k == 0 { 2 } else { 1 },
                 if k == 0 { 6 } else { 7 },
-                case.replace('_', "\\\\_"),
+                case,
                 label.replace('"', "'")
             ));
         }
