@@ -211,10 +211,10 @@ if [ "$compare" = 1 ]; then
     mkdir -p "$out_dir"
     if [ -n "$compare_append" ]; then
         a_label="Svelt" b_label="Svelt $compare_append"
-        a_args=("${pass_args[@]}") b_args=("${pass_args[@]}" --append "$compare_append")
+        a_args=("${pass_args[@]}" --bench) b_args=("${pass_args[@]}" --bench --append "$compare_append")
     else
         a_label="Linux" b_label="Svelt"
-        a_args=("${pass_args[@]}" --linux) b_args=("${pass_args[@]}")
+        a_args=("${pass_args[@]}" --bench --linux) b_args=("${pass_args[@]}" --bench)
     fi
     # Svelt first (it builds the userland the Linux run then boots too).
     set +e
