@@ -24,6 +24,12 @@
 # --bench boots /bin/bench (user/src/bin/bench.rs) as the first process under
 # `-icount shift=0,sleep=off` and prints its table of guest instructions per operation; with
 # --linux the same benchmark runs on Linux. Its status comes from `svelt-bench: exit status S`.
+# --bench-cases "WORDS" runs only those cases (names, or prefixes ending in *), listed in
+# /etc/bench-cases of an archive made for the purpose (target/bench/initramfs.cpio).
+# --compare boots the benchmark on Svelt and then on Linux with the same flags (or, with
+# --compare-append "ARGS", twice on Svelt, the second time with ARGS on its command line) and
+# writes the comparison under target/bench/ (compare.csv, compare.md, vl.png; the tests crate's
+# benchcmp makes them, gnuplot draws the plot).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
@@ -75,14 +81,30 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
   --bench                run the benchmarks (/bin/bench as init) under -icount shift=0,sleep=off:
                          deterministic guest-instruction counts per operation (with --linux: on
                          Linux, for comparison)
+  --bench-cases "WORDS"  with --bench: only these cases (names; a word ending in * is a prefix)
+  --compare              --bench on Svelt, then on Linux, same flags; one table (Linux, Svelt,
+                         ratio) printed and written to target/bench/compare.{csv,md}, and a plot
+                         of the vector-length cases, target/bench/vl.png
+  --compare-append "ARGS"  --compare between Svelt and Svelt with ARGS on its command line
   -h | --help            this text
 EOF
 }
 
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
 initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
-show_version=0
+show_version=0 bench_cases="" compare=0 compare_append=""
 extra=() cpu_opts=()
+# What --compare passes on to each of its two runs: everything but the comparison options.
+pass_args=()
+skip_next=0
+for a in "$@"; do
+    if [ "$skip_next" = 1 ]; then skip_next=0; continue; fi
+    case "$a" in
+        --compare|--linux) ;;
+        --compare-append) skip_next=1 ;;
+        *) pass_args+=("$a") ;;
+    esac
+done
 while [ $# -gt 0 ]; do
     case "$1" in
         --el1) el=1 ;;
@@ -110,6 +132,9 @@ while [ $# -gt 0 ]; do
         --no-initrd) no_initrd=1 ;;
         --linux) linux=1 ;;
         --bench) bench=1 ;;
+        --bench-cases) bench=1; bench_cases=$2; shift ;;
+        --compare) bench=1; compare=1 ;;
+        --compare-append) bench=1; compare=1; compare_append=$2; shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) echo "qemu-run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -143,6 +168,8 @@ if [ "$bench" = 1 ]; then
     [ "$no_initrd" = 0 ] || die "--bench needs the initramfs"
     [ -n "$init_path" ] || init_path=/bin/bench
 fi
+[ -z "$bench_cases" ] || [ -z "$initrd" ] || die "--bench-cases packs its own archive (drop --initrd)"
+
 
 # Installs Debian packages when root (as for QEMU below), otherwise says the exact command.
 apt_install() {
@@ -174,6 +201,36 @@ resolve_qemu() {
 if [ "$show_version" = 1 ]; then
     resolve_qemu
     "$qemu" --version | head -n 1
+    exit 0
+fi
+
+# --compare: two runs of this script, one after the other, then the table and the plot.
+if [ "$compare" = 1 ]; then
+    [ "$linux" = 0 ] || [ -n "$compare_append" ] || die "--compare runs Linux itself (drop --linux)"
+    out_dir="$root/target/bench"
+    mkdir -p "$out_dir"
+    if [ -n "$compare_append" ]; then
+        a_label="Svelt" b_label="Svelt $compare_append"
+        a_args=("${pass_args[@]}" --bench) b_args=("${pass_args[@]}" --bench --append "$compare_append")
+    else
+        a_label="Linux" b_label="Svelt"
+        a_args=("${pass_args[@]}" --bench --linux) b_args=("${pass_args[@]}" --bench)
+    fi
+    # Svelt first (it builds the userland the Linux run then boots too).
+    set +e
+    "$0" "${b_args[@]}" | tee "$out_dir/b.log"
+    b_status=${PIPESTATUS[0]}
+    "$0" "${a_args[@]}" --no-build | tee "$out_dir/a.log"
+    a_status=${PIPESTATUS[0]}
+    set -e
+    qemu_line=$("$0" "${pass_args[@]}" --no-build --qemu-version)
+    (cd "$root" && cargo run --quiet --release -p svelt-tests --bin benchcmp -- \
+        --a "$a_label=$out_dir/a.log" --b "$b_label=$out_dir/b.log" --out "$out_dir" \
+        --qemu "$qemu_line" --flags "${pass_args[*]}")
+    command -v gnuplot >/dev/null || apt_install gnuplot-nox
+    gnuplot "$out_dir/vl.gp" && echo "qemu-run.sh: plot in $out_dir/vl.png" >&2
+    echo "qemu-run.sh: table in $out_dir/compare.md and compare.csv" >&2
+    [ "$a_status" = 0 ] && [ "$b_status" = 0 ] || exit 1
     exit 0
 fi
 
@@ -257,6 +314,13 @@ if [ "$no_initrd" = 0 ] && [ -z "$initrd" ]; then
             pack_userland --out "$initrd.$$" --tree "$tree"
             mv -f "$initrd.$$" "$initrd"
         fi
+    fi
+    if [ -n "$bench_cases" ]; then
+        # The benchmark's case list, which Svelt's first process could not get otherwise.
+        mkdir -p "$root/target/bench"
+        echo "$bench_cases" >"$root/target/bench/cases.txt"
+        initrd="$root/target/bench/initramfs.cpio"
+        pack_userland --out "$initrd" --add etc/bench-cases="$root/target/bench/cases.txt"
     fi
 elif [ -n "$initrd" ]; then
     [ -f "$initrd" ] || die "no initramfs at $initrd"

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+pub mod bench;
 pub mod kselftest;
 
 /// Which initramfs a boot gets.

@@ -24,7 +24,7 @@
 #![no_main]
 
 use core::arch::asm;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use svelt_user::proc::{describe, wifexited, wifsignaled, wtermsig};
 use svelt_user::sig::{self, SigInfo, SIGALRM, SIGILL, SIGTRAP, SIGUSR1};
@@ -229,6 +229,296 @@ fn fork_exit() -> i32 {
     pid as i32
 }
 
+// Routines that change streaming mode live in global assembly with the C calling convention:
+// SMSTART/SMSTOP zero the whole vector register file, so each saves d8-d15 itself and the callers'
+// compiled code sees an ordinary function call. The kernel preserves x9-x12 across system calls
+// and signal handlers (rt_sigreturn restores them), so the loops keep their state there.
+core::arch::global_asm!(
+    r#"
+    .arch_extension sve
+    .arch_extension sme
+    .arch_extension lse
+    .text
+
+.macro bench_enter
+    stp x29, x30, [sp, #-80]!
+    mov x29, sp
+    stp d8, d9, [sp, #16]
+    stp d10, d11, [sp, #32]
+    stp d12, d13, [sp, #48]
+    stp d14, d15, [sp, #64]
+.endm
+.macro bench_leave
+    ldp d14, d15, [sp, #64]
+    ldp d12, d13, [sp, #48]
+    ldp d10, d11, [sp, #32]
+    ldp d8, d9, [sp, #16]
+    ldp x29, x30, [sp], #80
+    ret
+.endm
+
+    // bench_tgkill_loop(n, pid, tid, mode): n tgkill(pid, tid, SIGUSR1). Mode 0: nothing else;
+    // 1: Z0 written before each; 2: ZA on (SMSTART first, SMSTOP after) and Z0 written (a
+    // system call leaves streaming mode, so only the first is in it); 3: as 2, and ZT0 zeroed
+    // (ZERO {{ZT0}}, SME2) before each.
+    .global bench_tgkill_loop
+    .type bench_tgkill_loop, %function
+bench_tgkill_loop:
+    bench_enter
+    mov x9, x0
+    mov x10, x1
+    mov x11, x2
+    mov x12, x3
+    cmp x12, #2
+    b.lt 2f
+    smstart
+2:  cbz x12, 3f
+    index z0.d, #0, #1
+    cmp x12, #3
+    b.ne 3f
+    .inst 0xc0480001                // zero {{zt0}}
+3:  mov x0, x10
+    mov x1, x11
+    mov x2, #10
+    mov x8, #131
+    svc #0
+    subs x9, x9, #1
+    b.ne 2b
+    cmp x12, #2
+    b.lt 4f
+    smstop
+4:  bench_leave
+    .size bench_tgkill_loop, . - bench_tgkill_loop
+
+    // bench_brk_loop(n, mode): n BRK #0x42 (SIGTRAP; the handler steps over it). Mode 2: in
+    // streaming mode with ZA on, Z0 written before each (an exception keeps streaming mode, so
+    // the frame carries the streaming registers and ZA); 3: as 2, and ZT0 zeroed too.
+    .global bench_brk_loop
+    .type bench_brk_loop, %function
+bench_brk_loop:
+    bench_enter
+    mov x9, x0
+    mov x12, x1
+    smstart
+2:  index z0.d, #0, #1
+    cmp x12, #3
+    b.ne 3f
+    .inst 0xc0480001                // zero {{zt0}}
+3:  brk #0x42
+    subs x9, x9, #1
+    b.ne 2b
+    smstop
+    bench_leave
+    .size bench_brk_loop, . - bench_brk_loop
+
+    // bench_yield_loop(n, mode): n sched_yield. Mode 0: nothing else; 1: Z0, Z1 and Z31 written
+    // before each; 2: the same with ZA on, each time in streaming mode (SMSTART SM again: the
+    // system call leaves it).
+    .global bench_yield_loop
+    .type bench_yield_loop, %function
+bench_yield_loop:
+    bench_enter
+    mov x9, x0
+    mov x12, x1
+    cmp x12, #2
+    b.ne 2f
+    smstart za
+2:  cbz x12, 3f
+    cmp x12, #2
+    b.ne 1f
+    smstart sm
+1:  index z0.d, #0, #1
+    index z1.s, #1, #1
+    index z31.b, #2, #1
+3:  mov x8, #124
+    svc #0
+    subs x9, x9, #1
+    b.ne 2b
+    cmp x12, #2
+    b.ne 4f
+    smstop
+4:  bench_leave
+    .size bench_yield_loop, . - bench_yield_loop
+
+    // bench_yield_helper(stop, count, mode): until *stop is nonzero, adds 1 to *count and
+    // yields (mode as in bench_yield_loop).
+    .global bench_yield_helper
+    .type bench_yield_helper, %function
+bench_yield_helper:
+    bench_enter
+    mov x10, x0
+    mov x11, x1
+    mov x12, x2
+    cmp x12, #2
+    b.ne 2f
+    smstart za
+2:  ldar x9, [x10]
+    cbnz x9, 4f
+    mov x9, #1
+    stadd x9, [x11]
+    cbz x12, 3f
+    cmp x12, #2
+    b.ne 1f
+    smstart sm
+1:  index z0.d, #0, #1
+    index z1.s, #1, #1
+    index z31.b, #2, #1
+3:  mov x8, #124
+    svc #0
+    b 2b
+4:  cmp x12, #2
+    b.ne 5f
+    smstop
+5:  bench_leave
+    .size bench_yield_helper, . - bench_yield_helper
+
+    // bench_mmap_loop(n, len) -> the OR of every mmap result's low 12 bits and every munmap
+    // result (0: all succeeded): n times mmap(NULL, len, RW, PRIVATE|ANONYMOUS) and munmap.
+    .global bench_mmap_loop
+    .type bench_mmap_loop, %function
+bench_mmap_loop:
+    mov x9, x0
+    mov x10, x1
+    mov x11, #0
+1:  mov x0, #0
+    mov x1, x10
+    mov x2, #3
+    mov x3, #0x22
+    mov x4, #-1
+    mov x5, #0
+    mov x8, #222
+    svc #0
+    and x12, x0, #0xfff
+    orr x11, x11, x12
+    mov x1, x10
+    mov x8, #215
+    svc #0
+    orr x11, x11, x0
+    subs x9, x9, #1
+    b.ne 1b
+    mov x0, x11
+    ret
+    .size bench_mmap_loop, . - bench_mmap_loop
+
+    // bench_touch(addr, pages): stores pages, pages - 1, ..., 1 at the start of each 4 KiB page.
+    .global bench_touch
+    .type bench_touch, %function
+bench_touch:
+1:  str x1, [x0]
+    add x0, x0, #4096
+    subs x1, x1, #1
+    b.ne 1b
+    ret
+    .size bench_touch, . - bench_touch
+
+    // bench_set_vl_loop(n, a, b) -> how many calls failed: n times prctl(PR_SVE_SET_VL, a) and
+    // prctl(PR_SVE_SET_VL, b).
+    .global bench_set_vl_loop
+    .type bench_set_vl_loop, %function
+bench_set_vl_loop:
+    mov x9, x0
+    mov x10, x1
+    mov x11, x2
+    mov x12, #0
+1:  mov x0, #50
+    mov x1, x10
+    mov x2, #0
+    mov x3, #0
+    mov x4, #0
+    mov x8, #167
+    svc #0
+    cmp x0, #0
+    cinc x12, x12, lt
+    mov x0, #50
+    mov x1, x11
+    mov x2, #0
+    mov x3, #0
+    mov x4, #0
+    mov x8, #167
+    svc #0
+    cmp x0, #0
+    cinc x12, x12, lt
+    subs x9, x9, #1
+    b.ne 1b
+    mov x0, x12
+    ret
+    .size bench_set_vl_loop, . - bench_set_vl_loop
+
+    // bench_fork_exec(path, argv, envp) -> pid or -errno: clone(SIGCHLD); the child calls
+    // execve(path, argv, envp), and exit_group(127) if that returns. Touches no memory.
+    .global bench_fork_exec
+    .type bench_fork_exec, %function
+bench_fork_exec:
+    mov x9, x0
+    mov x10, x1
+    mov x11, x2
+    mov x0, #17
+    mov x1, #0
+    mov x2, #0
+    mov x3, #0
+    mov x4, #0
+    mov x8, #220
+    svc #0
+    cbnz x0, 1f
+    mov x0, x9
+    mov x1, x10
+    mov x2, x11
+    mov x8, #221
+    svc #0
+    mov x0, #127
+    mov x8, #94
+    svc #0
+1:  ret
+    .size bench_fork_exec, . - bench_fork_exec
+"#
+);
+
+extern "C" {
+    fn bench_tgkill_loop(n: u64, pid: u64, tid: u64, mode: u64);
+    fn bench_brk_loop(n: u64, mode: u64);
+    fn bench_yield_loop(n: u64, mode: u64);
+    fn bench_yield_helper(stop: *const AtomicU64, count: *const AtomicU64, mode: u64);
+    fn bench_mmap_loop(n: u64, len: u64) -> u64;
+    fn bench_touch(addr: usize, pages: u64);
+    fn bench_set_vl_loop(n: u64, a: u64, b: u64) -> u64;
+    fn bench_fork_exec(path: *const u8, argv: *const *const u8, envp: *const *const u8) -> i64;
+}
+
+/// What the loops write besides their system calls (the `mode` of the assembly routines; their
+/// mode 1, SVE, is what the Rust loops above do for the older cases).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
+enum VecMode {
+    None = 0,
+    /// Streaming mode with ZA on (SMSTART before the loop, SMSTOP after).
+    Streaming = 2,
+    /// Streaming with ZA on, and ZT0 written too (SME2).
+    StreamingZt0 = 3,
+}
+
+fn tgkill_loop_mode(n: u64, pid: i32, tid: i32, mode: VecMode) {
+    // SAFETY: a C-ABI routine that saves what it must (d8-d15, x29, x30); it only makes
+    // tgkill calls to this thread, whose handler returns through rt_sigreturn, and leaves
+    // streaming mode and ZA off. Streaming modes are only asked for where SME exists (SIGILL
+    // otherwise ends the case's child, a skip).
+    unsafe { bench_tgkill_loop(n, pid as u64, tid as u64, mode as u64) }
+}
+
+fn brk_loop_mode(n: u64, mode: VecMode) {
+    // SAFETY: as tgkill_loop_mode; each BRK's SIGTRAP handler resumes after it.
+    unsafe { bench_brk_loop(n, mode as u64) }
+}
+
+fn yield_loop_mode(n: u64, mode: VecMode) {
+    // SAFETY: as tgkill_loop_mode; the calls are sched_yield.
+    unsafe { bench_yield_loop(n, mode as u64) }
+}
+
+fn yield_helper(stop: &AtomicU64, count: &AtomicU64, mode: VecMode) {
+    // SAFETY: as tgkill_loop_mode; stop and count are live atomics (in shared memory).
+    unsafe { bench_yield_helper(stop, count, mode as u64) }
+}
+
 fn sched_setaffinity(cpu: usize) -> sys::SysResult {
     let mask: u64 = 1 << cpu;
     sys::syscall(nr::SCHED_SETAFFINITY, &[0, 8, &mask as *const u64 as usize])
@@ -281,7 +571,7 @@ fn has_sve() -> Result<(), String> {
 #[derive(Clone, Copy)]
 #[repr(C)]
 struct Outcome {
-    /// 0: nothing written (the child died), 1: measured, 2: skipped.
+    /// 0: nothing written (the child died), 1: measured, 2: skipped, 3: failed a check.
     state: u32,
     median: u64,
     min: u64,
@@ -305,7 +595,24 @@ struct Measured {
     note: String,
 }
 
-type CaseResult = Result<Measured, String>;
+/// Why a case measured nothing: the CPU or the machine lacks what it needs (a skip), or what it
+/// checked came out wrong (a failure, which makes the status 1).
+enum NotRun {
+    Skip(String),
+    Fail(String),
+}
+
+impl From<String> for NotRun {
+    fn from(why: String) -> NotRun {
+        NotRun::Skip(why)
+    }
+}
+
+type CaseResult = Result<Measured, NotRun>;
+
+fn fail<T>(why: String) -> Result<T, NotRun> {
+    Err(NotRun::Fail(why))
+}
 
 /// Runs `run(ops)` (which returns the ticks it took for `ops` operations) once untimed and RUNS
 /// times timed; per-op instruction counts times 10.
@@ -384,7 +691,7 @@ fn yield_pingpong(sve: bool) -> CaseResult {
     stop.store(1, Ordering::SeqCst);
     let (_, st) = sys::waitpid(helper, 0).map_err(|e| format!("wait4: {e:?}"))?;
     if !wifexited(st) {
-        return Err(format!("helper {}", describe(st)));
+        return fail(format!("helper {}", describe(st)));
     }
     m.note = format!(
         "per yield-switch; helper yielded {theirs} times to our {ours}{}",
@@ -408,7 +715,7 @@ fn yield_pingpong_1cpu_sve() -> CaseResult {
 fn pipe_pingpong_2cpu() -> CaseResult {
     let cpus = ONLINE.load(Ordering::Relaxed);
     if cpus < 2 {
-        return Err(format!("needs 2 CPUs, {cpus} online (--smp 2)"));
+        return Err(format!("needs 2 CPUs, {cpus} online (--smp 2)").into());
     }
     let [r1, w1] = sys::pipe2(sys::O_CLOEXEC).map_err(|e| format!("pipe2: {e:?}"))?;
     let [r2, w2] = sys::pipe2(sys::O_CLOEXEC).map_err(|e| format!("pipe2: {e:?}"))?;
@@ -443,7 +750,7 @@ fn pipe_pingpong_2cpu() -> CaseResult {
     let _ = sys::close(w1);
     let (_, st) = sys::waitpid(helper, 0).map_err(|e| format!("wait4: {e:?}"))?;
     if bad || !wifexited(st) || st != 0 {
-        return Err(format!("pipe exchange failed (helper {})", describe(st)));
+        return fail(format!("pipe exchange failed (helper {})", describe(st)));
     }
     let mut m = m;
     m.note = "per round trip (1 byte each way), CPU 0 <-> CPU 1".into();
@@ -451,17 +758,32 @@ fn pipe_pingpong_2cpu() -> CaseResult {
 }
 
 static SVE_RECORD: AtomicU64 = AtomicU64::new(0);
+/// sve_context.flags of the last checked frame (SVE_SIG_FLAG_SM: streaming).
+static SVE_FLAGS: AtomicU64 = AtomicU64::new(0);
+static ZA_RECORD: AtomicU64 = AtomicU64::new(0);
+static ZT_RECORD: AtomicU64 = AtomicU64::new(0);
+/// An address on the handler's stack (the alternate stack when SA_ONSTACK took effect).
+static HANDLER_SP: AtomicU64 = AtomicU64::new(0);
 static CHECK_FRAME: AtomicBool = AtomicBool::new(false);
 
-/// SIGUSR1 and SIGTRAP (BRK: resumes after it); when asked, notes the frame's SVE record size.
+/// SIGUSR1 and SIGTRAP (BRK: resumes after it); when asked, notes the sizes of the frame's SVE,
+/// ZA and ZT records, the SVE record's flags and where the handler's stack is.
 extern "C" fn on_signal(signo: i32, _info: *mut SigInfo, ucp: *mut u8) {
     if signo == SIGTRAP {
         let ucx = sig::Ucontext(ucp);
         ucx.set_pc(ucx.pc() + 4);
     }
     if CHECK_FRAME.load(Ordering::Relaxed) {
-        // The size of the SVE record (0: none), found by walking the frame's records and,
-        // past an extra_context record, the ones it points at.
+        let here = 0u8;
+        HANDLER_SP.store(
+            core::hint::black_box(&here) as *const u8 as u64,
+            Ordering::Relaxed,
+        );
+        // The record sizes (0: none), found by walking the frame's records and, past an
+        // extra_context record, the ones it points at.
+        for r in [&SVE_RECORD, &SVE_FLAGS, &ZA_RECORD, &ZT_RECORD] {
+            r.store(0, Ordering::Relaxed);
+        }
         let ucx = sig::Ucontext(ucp);
         let mut p = ucx.0 as usize + sig::uc::RESERVED;
         let mut end = p + sig::uc::RESERVED_SIZE;
@@ -477,8 +799,16 @@ extern "C" fn on_signal(signo: i32, _info: *mut SigInfo, ucp: *mut u8) {
             if magic == 0 || size < 8 {
                 break;
             }
-            if magic == sig::SVE_MAGIC {
-                SVE_RECORD.store(size as u64, Ordering::Relaxed);
+            match magic {
+                sig::SVE_MAGIC => {
+                    SVE_RECORD.store(size as u64, Ordering::Relaxed);
+                    // SAFETY: as above (sve_context: head, vl, flags).
+                    let flags = unsafe { core::ptr::read_unaligned((p + 10) as *const u16) };
+                    SVE_FLAGS.store(flags.into(), Ordering::Relaxed);
+                }
+                sig::ZA_MAGIC => ZA_RECORD.store(size as u64, Ordering::Relaxed),
+                sig::ZT_MAGIC => ZT_RECORD.store(size as u64, Ordering::Relaxed),
+                _ => {}
             }
             if magic == sig::EXTRA_MAGIC {
                 // SAFETY: as above (extra_context: head, datap, size).
@@ -497,8 +827,28 @@ extern "C" fn on_signal(signo: i32, _info: *mut SigInfo, ucp: *mut u8) {
     }
 }
 
-/// Signal delivery and return, raised by tgkill (a system call) or by BRK (an exception).
+/// Signal delivery and return, raised by tgkill (a system call) or by BRK (an exception), with
+/// SVE live at the largest VL up to 256 bytes.
 fn signal_roundtrip_common(sve: bool, brk: bool) -> CaseResult {
+    signal_roundtrip_at(sve, brk, None)
+}
+
+/// Sets the SVE VL to `vl` bytes; a skip when the CPU does not offer exactly that length.
+fn set_sve_vl_exactly(vl: usize) -> Result<(), NotRun> {
+    has_sve()?;
+    let r = sys::syscall(nr::PRCTL, &[PR_SVE_SET_VL, vl, 0, 0, 0]);
+    let r = r.map_err(|e| format!("prctl(PR_SVE_SET_VL, {vl}): {e:?}"))?;
+    if sve_vl() as usize != vl {
+        return Err(format!("VL {vl} not offered (prctl gave {:#x})", r).into());
+    }
+    Ok(())
+}
+
+/// `signal_roundtrip_common` at SVE VL `vl` (None: the largest up to 256).
+fn signal_roundtrip_at(sve: bool, brk: bool, vl: Option<usize>) -> CaseResult {
+    if let (true, Some(vl)) = (sve, vl) {
+        set_sve_vl_exactly(vl)?;
+    }
     let mut note = String::from(if brk {
         "BRK + SIGTRAP delivery + handler (pc += 4) + rt_sigreturn"
     } else {
@@ -506,8 +856,9 @@ fn signal_roundtrip_common(sve: bool, brk: bool) -> CaseResult {
     });
     if sve {
         has_sve()?;
-        let r = sys::syscall(nr::PRCTL, &[PR_SVE_SET_VL, 256, 0, 0, 0]);
-        let r = r.map_err(|e| format!("prctl(PR_SVE_SET_VL, 256): {e:?}"))?;
+        let want = vl.unwrap_or(256);
+        let r = sys::syscall(nr::PRCTL, &[PR_SVE_SET_VL, want, 0, 0, 0]);
+        let r = r.map_err(|e| format!("prctl(PR_SVE_SET_VL, {want}): {e:?}"))?;
         let _ = sys::syscall(nr::PRCTL, &[PR_SVE_GET_VL, 0, 0, 0, 0]);
         sve_touch();
         note += &format!(", SVE live at VL {} (prctl said {:#x})", sve_vl(), r);
@@ -525,10 +876,19 @@ fn signal_roundtrip_common(sve: bool, brk: bool) -> CaseResult {
     CHECK_FRAME.store(true, Ordering::Relaxed);
     raise(1);
     CHECK_FRAME.store(false, Ordering::Relaxed);
-    match SVE_RECORD.load(Ordering::Relaxed) {
+    let rec = SVE_RECORD.load(Ordering::Relaxed);
+    match rec {
         0 => note += ", frame without SVE record",
         16 => note += ", frame SVE record 16 bytes (header only: no SVE payload)",
         n => note += &format!(", frame SVE record {n} bytes"),
+    }
+    // A BRK is no system call: the SVE registers reach the frame whole.
+    if sve && brk && rec != sve_record_size(sve_vl()) {
+        return fail(format!(
+            "{note}: want {} bytes at VL {}",
+            sve_record_size(sve_vl()),
+            sve_vl()
+        ));
     }
     let mut m = measure(200, |n| {
         let t0 = now();
@@ -594,10 +954,10 @@ fn sve_first_use() -> CaseResult {
         out.set([0; 3]);
         let st = proc::in_child(|| first_use_child(&out)).map_err(|e| format!("fork: {e:?}"))?;
         if wifsignaled(st) && wtermsig(st) == SIGILL {
-            return Err("SIGILL on the first SVE instruction".into());
+            return Err(NotRun::Skip("SIGILL on the first SVE instruction".into()));
         }
         if st != 0 {
-            return Err(format!("child {}", describe(st)));
+            return fail(format!("child {}", describe(st)));
         }
         let [base, sve, l] = out.get();
         vl = l;
@@ -636,10 +996,514 @@ fn fork_exit_wait() -> CaseResult {
         now() - t0
     });
     if let Some(f) = failed {
-        return Err(f);
+        return fail(f);
     }
     m.note = "clone(SIGCHLD), child exit_group(0) at once, parent wait4".into();
     Ok(m)
+}
+
+/// sve_context with its payload at vector length `vl` bytes: the header, Z0-Z31, P0-P15 and
+/// FFR, rounded up to 16 bytes.
+fn sve_record_size(vl: u64) -> u64 {
+    (16 + 34 * vl + vl / 8).next_multiple_of(16)
+}
+
+fn has_sme() -> Result<(), String> {
+    if !sme::has_sme() {
+        return Err("no SME (AT_HWCAP2 lacks HWCAP2_SME)".into());
+    }
+    Ok(())
+}
+
+/// Sets the SME VL to `svl` bytes (None: the largest up to 256); a skip when the CPU does not
+/// offer exactly that length. Returns the streaming VL in force.
+fn set_sme_vl(svl: Option<usize>) -> Result<u64, NotRun> {
+    has_sme()?;
+    let want = svl.unwrap_or(256);
+    let r = sme::sme_set_vl(want).map_err(|e| format!("prctl(PR_SME_SET_VL, {want}): {e:?}"))?;
+    let got = sme::rdsvl();
+    if svl.is_some_and(|v| v != got) {
+        return Err(format!("SME VL {want} not offered (prctl gave {r:#x})").into());
+    }
+    Ok(got as u64)
+}
+
+/// Signal delivery and return with ZA on, at SME VL `svl` (None: the largest up to 256). Raised
+/// by tgkill, a system call, which leaves streaming mode (the frame carries ZA, and ZT0 on
+/// SME2, but no SVE payload), or by BRK in streaming mode (the frame carries the streaming Z/P
+/// registers too). With `zt0` ZT0 is written before each (SME2).
+fn signal_roundtrip_sme_at(svl: Option<usize>, brk: bool, zt0: bool) -> CaseResult {
+    if zt0 && !sme::has_sme2() {
+        has_sme()?;
+        return Err(NotRun::Skip(String::from(
+            "no SME2 (AT_HWCAP2 lacks HWCAP2_SME2: ZT0 needs QEMU 11.1, --qemu11)",
+        )));
+    }
+    let svl = set_sme_vl(svl)?;
+    let mode = if zt0 {
+        VecMode::StreamingZt0
+    } else {
+        VecMode::Streaming
+    };
+    let signo = if brk { SIGTRAP } else { SIGUSR1 };
+    sig::set_handler(signo, on_signal, 0, 0).map_err(|e| format!("sigaction: {e:?}"))?;
+    let (pid, tid) = (sys::getpid(), sys::gettid());
+    let raise = |n| {
+        if brk {
+            brk_loop_mode(n, mode)
+        } else {
+            tgkill_loop_mode(n, pid, tid, mode)
+        }
+    };
+    CHECK_FRAME.store(true, Ordering::Relaxed);
+    raise(1);
+    CHECK_FRAME.store(false, Ordering::Relaxed);
+    let (sve, flags, za, zt) = (
+        SVE_RECORD.load(Ordering::Relaxed),
+        SVE_FLAGS.load(Ordering::Relaxed),
+        ZA_RECORD.load(Ordering::Relaxed),
+        ZT_RECORD.load(Ordering::Relaxed),
+    );
+    let note = format!(
+        "{}, ZA on{}, SVL {svl}; frame SVE record {sve} bytes (flags {flags:#x}), ZA {za}, ZT {zt}",
+        if brk {
+            "BRK in streaming mode + SIGTRAP delivery + handler + rt_sigreturn"
+        } else {
+            "tgkill (leaves streaming mode) + delivery + handler + rt_sigreturn"
+        },
+        if zt0 { ", ZT0 written" } else { "" }
+    );
+    let want_za = (16 + svl * svl).next_multiple_of(16);
+    let want_zt = if sme::has_sme2() { 80 } else { 0 };
+    let sve_ok = if brk {
+        sve == sve_record_size(svl) && flags & u64::from(sme::SVE_SIG_FLAG_SM) != 0
+    } else {
+        sve <= 16
+    };
+    if !sve_ok || za != want_za || zt != want_zt {
+        return fail(format!(
+            "{note}: want SVE {}, ZA {want_za}, ZT {want_zt}",
+            if brk {
+                format!("{} with SM", sve_record_size(svl))
+            } else {
+                String::from("header only")
+            }
+        ));
+    }
+    let mut m = measure(200, |n| {
+        let t0 = now();
+        raise(n);
+        now() - t0
+    });
+    m.note = note;
+    Ok(m)
+}
+
+fn signal_roundtrip_sme_za() -> CaseResult {
+    signal_roundtrip_sme_at(None, false, false)
+}
+
+fn signal_brk_roundtrip_sme_za() -> CaseResult {
+    signal_roundtrip_sme_at(None, true, false)
+}
+
+fn signal_brk_roundtrip_sme_zt0() -> CaseResult {
+    signal_roundtrip_sme_at(None, true, true)
+}
+
+/// tgkill round trips with the handler on an alternate stack (sigaltstack, SA_ONSTACK).
+fn signal_roundtrip_altstack() -> CaseResult {
+    const SIZE: usize = 64 * 1024;
+    let base = sys::mmap_anon(SIZE).map_err(|e| format!("mmap: {e:?}"))?;
+    let ss = sig::StackT {
+        sp: base,
+        flags: 0,
+        _pad: 0,
+        size: SIZE,
+    };
+    sig::sigaltstack(Some(&ss)).map_err(|e| format!("sigaltstack: {e:?}"))?;
+    sig::set_handler(SIGUSR1, on_signal, sig::SA_ONSTACK, 0)
+        .map_err(|e| format!("sigaction: {e:?}"))?;
+    let (pid, tid) = (sys::getpid(), sys::gettid());
+    CHECK_FRAME.store(true, Ordering::Relaxed);
+    tgkill_loop(1, pid, tid, false);
+    CHECK_FRAME.store(false, Ordering::Relaxed);
+    let sp = HANDLER_SP.load(Ordering::Relaxed) as usize;
+    if !(base..base + SIZE).contains(&sp) {
+        return fail(format!(
+            "the handler ran at {sp:#x}, outside the alternate stack {base:#x}+{SIZE:#x}"
+        ));
+    }
+    let mut m = measure(200, |n| {
+        let t0 = now();
+        tgkill_loop(n, pid, tid, false);
+        now() - t0
+    });
+    m.note = format!(
+        "tgkill + delivery on a 64 KiB sigaltstack (SA_ONSTACK) + rt_sigreturn; handler at \
+         stack offset {:#x}",
+        sp - base
+    );
+    Ok(m)
+}
+
+/// One fresh child: the ticks around a NOP and around its first SMSTART ZA (which traps).
+fn sme_first_use_child(out: &proc::Shared<[u64; 3]>) -> i32 {
+    if !CNTVCT.load(Ordering::Relaxed) {
+        out.set([0, 0, 0]);
+        return 0;
+    }
+    let (a0, a1, b0, b1, svl): (u64, u64, u64, u64, u64);
+    // SAFETY: counter reads, SMSTART ZA / RDSVL / SMSTOP ZA (SME instructions: SIGILL without
+    // SME ends this child); ZA is no register compiled code uses.
+    unsafe {
+        asm!(".arch_extension sme", ".p2align 6",
+             "isb", "mrs {a0}, cntvct_el0", "nop", "isb", "mrs {a1}, cntvct_el0",
+             "isb", "mrs {b0}, cntvct_el0", "smstart za", "isb", "mrs {b1}, cntvct_el0",
+             "rdsvl {svl}, #1", "smstop za",
+             a0 = out(reg) a0, a1 = out(reg) a1, b0 = out(reg) b0, b1 = out(reg) b1,
+             svl = out(reg) svl, options(nomem, nostack))
+    };
+    out.set([a1 - a0, b1 - b0, svl]);
+    0
+}
+
+fn sme_first_use() -> CaseResult {
+    has_sme()?;
+    if !CNTVCT.load(Ordering::Relaxed) {
+        return Err(String::from("needs CNTVCT_EL0 readable from EL0").into());
+    }
+    let out = proc::Shared::new([0u64; 3]);
+    let mut v = Vec::new();
+    let mut svl = 0;
+    for _ in 0..=RUNS {
+        out.set([0; 3]);
+        let st =
+            proc::in_child(|| sme_first_use_child(&out)).map_err(|e| format!("fork: {e:?}"))?;
+        if wifsignaled(st) && wtermsig(st) == SIGILL {
+            return Err(NotRun::Skip("SIGILL on the first SMSTART ZA".into()));
+        }
+        if st != 0 {
+            return fail(format!("child {}", describe(st)));
+        }
+        let [base, sme, l] = out.get();
+        svl = l;
+        v.push(insns_x10(sme.saturating_sub(base)));
+    }
+    v.remove(0);
+    v.sort_unstable();
+    Ok(Measured {
+        median: v[RUNS / 2],
+        min: v[0],
+        max: v[RUNS - 1],
+        ops: 1,
+        note: format!("one fresh child per run, SMSTART ZA minus NOP, default SVL {svl}"),
+    })
+}
+
+/// prctl(PR_SVE_SET_VL) to the smallest VL and back to the largest: one op is both calls.
+fn sve_set_vl() -> CaseResult {
+    has_sve()?;
+    let vls = sme::sve_vls();
+    let (Some(&lo), Some(&hi)) = (vls.first(), vls.last()) else {
+        return Err(String::from("PR_SVE_SET_VL offers no length").into());
+    };
+    if lo == hi {
+        return Err(format!("one SVE VL only ({lo})").into());
+    }
+    let mut failed = 0;
+    let mut m = measure(200, |n| {
+        let t0 = now();
+        // SAFETY: prctl calls only; the routine keeps to caller-saved registers.
+        failed += unsafe { bench_set_vl_loop(n, lo as u64, hi as u64) };
+        now() - t0
+    });
+    let vl = sve_vl();
+    if failed != 0 || vl != hi as u64 {
+        return fail(format!("{failed} prctl calls failed, VL {vl} at the end"));
+    }
+    m.note = format!("PR_SVE_SET_VL {lo} then {hi} (per pair), SVE not live");
+    Ok(m)
+}
+
+/// fork, execve of this program with `--exit` (it exits at once), wait4.
+fn fork_execve_exit_wait() -> CaseResult {
+    let a0 = rt::args().arg(0).unwrap_or("");
+    let path = if a0.starts_with('/') {
+        a0
+    } else {
+        "/bin/bench"
+    };
+    let mut cpath = Vec::from(path.as_bytes());
+    cpath.push(0);
+    let arg1 = b"--exit\0";
+    let argv = [cpath.as_ptr(), arg1.as_ptr(), core::ptr::null()];
+    let envp = [core::ptr::null::<u8>()];
+    let size = sys::stat(path).map_or(0, |st| st.st_size);
+    let mut failed = None;
+    let mut m = measure(10, |n| {
+        let t0 = now();
+        for _ in 0..n {
+            // SAFETY: the pointers are NUL-terminated strings and NULL-terminated arrays that
+            // live across the call; the child only execs or exits.
+            let pid =
+                unsafe { bench_fork_exec(cpath.as_ptr(), argv.as_ptr(), envp.as_ptr()) } as i32;
+            let mut st = 0;
+            match sys::wait4(pid, &mut st, 0) {
+                Ok(p) if p == pid && st == 0 => {}
+                r => failed = Some(format!("fork {pid}, wait4 {r:?}, status {st:#x}")),
+            }
+        }
+        now() - t0
+    });
+    if let Some(f) = failed {
+        return fail(f);
+    }
+    m.note = format!(
+        "clone(SIGCHLD), child execve({path} --exit, {size} bytes, static) exits at once, \
+         parent wait4 (fork_exit_wait is the part without execve)"
+    );
+    Ok(m)
+}
+
+/// First touches of anonymous memory: one store per page of a fresh 1 MiB mapping.
+fn page_fault_anon() -> CaseResult {
+    const PAGES: u64 = 256;
+    let mut bad = None;
+    let mut m = measure(PAGES, |n| {
+        let Ok(p) = sys::mmap_anon(n as usize * 4096) else {
+            bad = Some(String::from("mmap failed"));
+            return 0;
+        };
+        let t0 = now();
+        // SAFETY: p..p + n pages is a fresh private read/write mapping of ours.
+        unsafe { bench_touch(p, n) };
+        let t = now() - t0;
+        for i in 0..n {
+            // SAFETY: as above; page i was just written.
+            let v = unsafe { core::ptr::read_volatile((p + i as usize * 4096) as *const u64) };
+            if v != n - i {
+                bad = Some(format!("page {i} holds {v}, want {}", n - i));
+            }
+        }
+        let _ = sys::munmap(p, n as usize * 4096);
+        t
+    });
+    if let Some(b) = bad {
+        return fail(b);
+    }
+    m.note = "per page: one store to each page of a fresh 1 MiB anonymous private mapping".into();
+    Ok(m)
+}
+
+fn mmap_munmap(len: u64, what: &str) -> CaseResult {
+    let mut bad = 0;
+    let mut m = measure(200, |n| {
+        let t0 = now();
+        // SAFETY: mmap and munmap of fresh anonymous memory only.
+        bad |= unsafe { bench_mmap_loop(n, len) };
+        now() - t0
+    });
+    if bad != 0 {
+        return fail(format!("an mmap or munmap failed ({bad:#x})"));
+    }
+    m.note = format!("mmap(NULL, {what}, RW, PRIVATE|ANONYMOUS) + munmap, untouched");
+    Ok(m)
+}
+
+fn mmap_munmap_1page() -> CaseResult {
+    mmap_munmap(4096, "4 KiB")
+}
+
+fn mmap_munmap_1mib() -> CaseResult {
+    mmap_munmap(1 << 20, "1 MiB")
+}
+
+/// The futex word of futex_pingpong_2cpu: 1 asks the peer thread, 2 is its answer, 3 stops it.
+static FUTEX_WORD: AtomicU32 = AtomicU32::new(0);
+/// The peer's failures (it cannot print safely): 1 = could not pin itself to CPU 1.
+static FUTEX_PEER_ERR: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn futex_peer(_: usize) -> i32 {
+    if sched_setaffinity(1).is_err() {
+        FUTEX_PEER_ERR.store(1, Ordering::SeqCst);
+    }
+    let w = FUTEX_WORD.as_ptr() as *const u32;
+    loop {
+        match FUTEX_WORD.load(Ordering::SeqCst) {
+            3 => return 0,
+            1 => {
+                FUTEX_WORD.store(2, Ordering::SeqCst);
+                let _ = sys::futex(w, sys::FUTEX_WAKE | sys::FUTEX_PRIVATE_FLAG, 1, 0);
+            }
+            v => {
+                let _ = sys::futex(w, sys::FUTEX_WAIT | sys::FUTEX_PRIVATE_FLAG, v, 0);
+            }
+        }
+    }
+}
+
+/// A round trip through FUTEX_WAKE/FUTEX_WAIT between this thread (CPU 0) and a peer thread on
+/// CPU 1.
+fn futex_pingpong_2cpu() -> CaseResult {
+    let cpus = ONLINE.load(Ordering::Relaxed);
+    if cpus < 2 {
+        return Err(format!("needs 2 CPUs, {cpus} online (--smp 2)").into());
+    }
+    FUTEX_WORD.store(0, Ordering::SeqCst);
+    let peer = proc::spawn_thread(futex_peer, 0, 0).map_err(|e| format!("clone thread: {e:?}"))?;
+    let w = FUTEX_WORD.as_ptr() as *const u32;
+    let (mut slept, mut lost) = (0u64, 0u64);
+    let m = measure(200, |n| {
+        let t0 = now();
+        for _ in 0..n {
+            FUTEX_WORD.store(1, Ordering::SeqCst);
+            let _ = sys::futex(w, sys::FUTEX_WAKE | sys::FUTEX_PRIVATE_FLAG, 1, 0);
+            while FUTEX_WORD.load(Ordering::SeqCst) == 1 {
+                if sys::futex(w, sys::FUTEX_WAIT | sys::FUTEX_PRIVATE_FLAG, 1, 0) == Ok(0) {
+                    slept += 1;
+                }
+            }
+            lost += u64::from(FUTEX_WORD.load(Ordering::SeqCst) != 2);
+        }
+        now() - t0
+    });
+    FUTEX_WORD.store(3, Ordering::SeqCst);
+    let _ = sys::futex(w, sys::FUTEX_WAKE | sys::FUTEX_PRIVATE_FLAG, 1, 0);
+    peer.join();
+    if FUTEX_PEER_ERR.load(Ordering::SeqCst) != 0 {
+        return Err(String::from("the peer thread could not pin itself to CPU 1").into());
+    }
+    if lost != 0 {
+        return fail(format!("{lost} round trips without the peer's answer"));
+    }
+    let mut m = m;
+    m.note = format!(
+        "per round trip, thread on CPU 0 <-> thread on CPU 1, FUTEX_WAKE + FUTEX_WAIT \
+         (private); we slept in FUTEX_WAIT {slept} times"
+    );
+    Ok(m)
+}
+
+/// sched_yield with `tasks` runnable processes on CPU 0 (this one and tasks - 1 helpers that
+/// yield in a loop), per switch, writing vector registers per `mode` before each yield.
+fn yield_switch(tasks: usize, mode: VecMode, ops: u64) -> CaseResult {
+    let w = shared_words();
+    let (ready, stop, count) = (&w[0], &w[1], &w[2]);
+    let mut helpers = Vec::new();
+    for _ in 1..tasks {
+        let h = proc::spawn(|| {
+            arm_limit();
+            ready.fetch_add(1, Ordering::SeqCst);
+            yield_helper(stop, count, mode);
+            0
+        });
+        match h {
+            Ok(pid) => helpers.push(pid),
+            Err(e) => {
+                stop.store(1, Ordering::SeqCst);
+                for pid in helpers {
+                    let _ = sys::waitpid(pid, 0);
+                }
+                return fail(format!("fork: {e:?}"));
+            }
+        }
+    }
+    while ready.load(Ordering::SeqCst) < tasks as u64 - 1 {
+        yield_loop(1, false);
+    }
+    let (mut ours, mut theirs) = (0u64, 0u64);
+    let mut m = measure(ops, |n| {
+        let c0 = count.load(Ordering::SeqCst);
+        let t0 = now();
+        yield_loop_mode(n, mode);
+        let t = now() - t0;
+        let d = count.load(Ordering::SeqCst) - c0;
+        ours += n;
+        theirs += d;
+        // Per switch: every yield in the window, ours and the helpers', is one.
+        t * n / (n + d).max(1)
+    });
+    stop.store(1, Ordering::SeqCst);
+    let mut bad = None;
+    for pid in helpers {
+        match sys::waitpid(pid, 0) {
+            Ok((_, st)) if wifexited(st) && st == 0 => {}
+            Ok((_, st)) => bad = Some(format!("helper {}", describe(st))),
+            Err(e) => bad = Some(format!("wait4: {e:?}")),
+        }
+    }
+    if let Some(b) = bad {
+        return fail(b);
+    }
+    m.note = format!(
+        "per yield-switch, {tasks} runnable tasks on CPU 0; the others yielded {theirs} times \
+         to our {ours}"
+    );
+    Ok(m)
+}
+
+fn yield_switch_1cpu_2() -> CaseResult {
+    yield_switch(2, VecMode::None, 200)
+}
+
+fn yield_switch_1cpu_8() -> CaseResult {
+    yield_switch(8, VecMode::None, 50)
+}
+
+fn yield_switch_1cpu_64() -> CaseResult {
+    yield_switch(64, VecMode::None, 10)
+}
+
+/// yield_pingpong_1cpu_sve at SVE VL `vl`.
+fn yield_pingpong_sve_at(vl: usize) -> CaseResult {
+    set_sve_vl_exactly(vl)?;
+    yield_pingpong(true)
+}
+
+/// Two tasks yielding to each other on CPU 0 in streaming mode with ZA on, at SME VL `svl`.
+fn yield_pingpong_sme_at(svl: usize) -> CaseResult {
+    let svl = set_sme_vl(Some(svl))?;
+    let mut m = yield_switch(2, VecMode::Streaming, 200)?;
+    m.note += &format!(
+        ", ZA on; SMSTART SM and Z0/Z1/Z31 written before each yield (the call leaves \
+         streaming mode), SVL {svl}"
+    );
+    Ok(m)
+}
+
+macro_rules! at_vl {
+    ($($name:ident => $f:ident($($arg:expr),*);)*) => {
+        $(fn $name() -> CaseResult { $f($($arg),*) })*
+    };
+}
+
+at_vl! {
+    signal_roundtrip_sve_vl16 => signal_roundtrip_at(true, false, Some(16));
+    signal_roundtrip_sve_vl32 => signal_roundtrip_at(true, false, Some(32));
+    signal_roundtrip_sve_vl64 => signal_roundtrip_at(true, false, Some(64));
+    signal_roundtrip_sve_vl128 => signal_roundtrip_at(true, false, Some(128));
+    signal_roundtrip_sve_vl256 => signal_roundtrip_at(true, false, Some(256));
+    signal_brk_roundtrip_sve_vl16 => signal_roundtrip_at(true, true, Some(16));
+    signal_brk_roundtrip_sve_vl32 => signal_roundtrip_at(true, true, Some(32));
+    signal_brk_roundtrip_sve_vl64 => signal_roundtrip_at(true, true, Some(64));
+    signal_brk_roundtrip_sve_vl128 => signal_roundtrip_at(true, true, Some(128));
+    signal_brk_roundtrip_sve_vl256 => signal_roundtrip_at(true, true, Some(256));
+    yield_pingpong_1cpu_sve_vl16 => yield_pingpong_sve_at(16);
+    yield_pingpong_1cpu_sve_vl32 => yield_pingpong_sve_at(32);
+    yield_pingpong_1cpu_sve_vl64 => yield_pingpong_sve_at(64);
+    yield_pingpong_1cpu_sve_vl128 => yield_pingpong_sve_at(128);
+    yield_pingpong_1cpu_sve_vl256 => yield_pingpong_sve_at(256);
+    signal_brk_roundtrip_sme_vl16 => signal_roundtrip_sme_at(Some(16), true, false);
+    signal_brk_roundtrip_sme_vl32 => signal_roundtrip_sme_at(Some(32), true, false);
+    signal_brk_roundtrip_sme_vl64 => signal_roundtrip_sme_at(Some(64), true, false);
+    signal_brk_roundtrip_sme_vl128 => signal_roundtrip_sme_at(Some(128), true, false);
+    signal_brk_roundtrip_sme_vl256 => signal_roundtrip_sme_at(Some(256), true, false);
+    yield_pingpong_1cpu_sme_vl16 => yield_pingpong_sme_at(16);
+    yield_pingpong_1cpu_sme_vl32 => yield_pingpong_sme_at(32);
+    yield_pingpong_1cpu_sme_vl64 => yield_pingpong_sme_at(64);
+    yield_pingpong_1cpu_sme_vl128 => yield_pingpong_sme_at(128);
+    yield_pingpong_1cpu_sme_vl256 => yield_pingpong_sme_at(256);
 }
 
 type Case = (&'static str, fn() -> CaseResult);
@@ -656,6 +1520,88 @@ const CASES: &[Case] = &[
     ("signal_brk_roundtrip_sve", signal_brk_roundtrip_sve),
     ("sve_first_use", sve_first_use),
     ("fork_exit_wait", fork_exit_wait),
+    ("signal_roundtrip_sme_za", signal_roundtrip_sme_za),
+    ("signal_brk_roundtrip_sme_za", signal_brk_roundtrip_sme_za),
+    ("signal_brk_roundtrip_sme_zt0", signal_brk_roundtrip_sme_zt0),
+    ("signal_roundtrip_altstack", signal_roundtrip_altstack),
+    ("sme_first_use", sme_first_use),
+    ("sve_set_vl", sve_set_vl),
+    ("fork_execve_exit_wait", fork_execve_exit_wait),
+    ("page_fault_anon", page_fault_anon),
+    ("mmap_munmap_1page", mmap_munmap_1page),
+    ("mmap_munmap_1mib", mmap_munmap_1mib),
+    ("futex_pingpong_2cpu", futex_pingpong_2cpu),
+    ("yield_switch_1cpu_2", yield_switch_1cpu_2),
+    ("yield_switch_1cpu_8", yield_switch_1cpu_8),
+    ("yield_switch_1cpu_64", yield_switch_1cpu_64),
+    // Against the vector length (the plot of --compare): SVE, then SME streaming mode.
+    ("signal_roundtrip_sve_vl16", signal_roundtrip_sve_vl16),
+    ("signal_roundtrip_sve_vl32", signal_roundtrip_sve_vl32),
+    ("signal_roundtrip_sve_vl64", signal_roundtrip_sve_vl64),
+    ("signal_roundtrip_sve_vl128", signal_roundtrip_sve_vl128),
+    ("signal_roundtrip_sve_vl256", signal_roundtrip_sve_vl256),
+    (
+        "signal_brk_roundtrip_sve_vl16",
+        signal_brk_roundtrip_sve_vl16,
+    ),
+    (
+        "signal_brk_roundtrip_sve_vl32",
+        signal_brk_roundtrip_sve_vl32,
+    ),
+    (
+        "signal_brk_roundtrip_sve_vl64",
+        signal_brk_roundtrip_sve_vl64,
+    ),
+    (
+        "signal_brk_roundtrip_sve_vl128",
+        signal_brk_roundtrip_sve_vl128,
+    ),
+    (
+        "signal_brk_roundtrip_sve_vl256",
+        signal_brk_roundtrip_sve_vl256,
+    ),
+    ("yield_pingpong_1cpu_sve_vl16", yield_pingpong_1cpu_sve_vl16),
+    ("yield_pingpong_1cpu_sve_vl32", yield_pingpong_1cpu_sve_vl32),
+    ("yield_pingpong_1cpu_sve_vl64", yield_pingpong_1cpu_sve_vl64),
+    (
+        "yield_pingpong_1cpu_sve_vl128",
+        yield_pingpong_1cpu_sve_vl128,
+    ),
+    (
+        "yield_pingpong_1cpu_sve_vl256",
+        yield_pingpong_1cpu_sve_vl256,
+    ),
+    (
+        "signal_brk_roundtrip_sme_vl16",
+        signal_brk_roundtrip_sme_vl16,
+    ),
+    (
+        "signal_brk_roundtrip_sme_vl32",
+        signal_brk_roundtrip_sme_vl32,
+    ),
+    (
+        "signal_brk_roundtrip_sme_vl64",
+        signal_brk_roundtrip_sme_vl64,
+    ),
+    (
+        "signal_brk_roundtrip_sme_vl128",
+        signal_brk_roundtrip_sme_vl128,
+    ),
+    (
+        "signal_brk_roundtrip_sme_vl256",
+        signal_brk_roundtrip_sme_vl256,
+    ),
+    ("yield_pingpong_1cpu_sme_vl16", yield_pingpong_1cpu_sme_vl16),
+    ("yield_pingpong_1cpu_sme_vl32", yield_pingpong_1cpu_sme_vl32),
+    ("yield_pingpong_1cpu_sme_vl64", yield_pingpong_1cpu_sme_vl64),
+    (
+        "yield_pingpong_1cpu_sme_vl128",
+        yield_pingpong_1cpu_sme_vl128,
+    ),
+    (
+        "yield_pingpong_1cpu_sme_vl256",
+        yield_pingpong_1cpu_sme_vl256,
+    ),
 ];
 
 /// Runs one case in a fresh child pinned to CPU 0; returns false if it failed.
@@ -681,8 +1627,12 @@ fn run_case(name: &str, f: fn() -> CaseResult) -> bool {
                 (o.median, o.min, o.max, o.ops) = (m.median, m.min, m.max, m.ops);
                 m.note
             }
-            Err(why) => {
+            Err(NotRun::Skip(why)) => {
                 o.state = 2;
+                why
+            }
+            Err(NotRun::Fail(why)) => {
+                o.state = 3;
                 why
             }
         };
@@ -715,6 +1665,10 @@ fn run_case(name: &str, f: fn() -> CaseResult) -> bool {
         (Ok(0), 2) => {
             println!("bench {name} skip  # {}", o.note());
             true
+        }
+        (Ok(0), 3) => {
+            println!("bench {name} fail  # {}", o.note());
+            false
         }
         (Ok(st), _) if wifsignaled(st) && wtermsig(st) == SIGILL => {
             println!("bench {name} skip  # SIGILL (instruction not available here)");
@@ -754,17 +1708,43 @@ fn ensure_console() {
     }
 }
 
+/// The cases asked for: arguments, and the words of /etc/bench-cases (which `qemu-run.sh
+/// --bench-cases` adds to the archive, as the first process gets no arguments on Svelt). A word
+/// ending in `*` selects every case it begins; other words (e.g. from Linux's command line) are
+/// ignored. Nothing asked for: every case.
+fn chosen(args: &rt::Args) -> Vec<String> {
+    let mut words: Vec<String> = (1..args.argc)
+        .filter_map(|i| args.arg(i))
+        .map(String::from)
+        .collect();
+    if let Ok(text) = io::read_file("/etc/bench-cases") {
+        let text = String::from_utf8_lossy(&text);
+        words.extend(text.split_whitespace().map(String::from));
+    }
+    CASES
+        .iter()
+        .map(|(n, _)| String::from(*n))
+        .filter(|n| words.iter().any(|w| selects(w, n)))
+        .collect()
+}
+
+fn selects(word: &str, case: &str) -> bool {
+    match word.strip_suffix('*') {
+        Some(prefix) => case.starts_with(prefix),
+        None => word == case,
+    }
+}
+
 fn main(args: &rt::Args) -> i32 {
+    // fork_execve_exit_wait's child: a static program that exits at once.
+    if args.arg(1) == Some("--exit") {
+        return 0;
+    }
     ensure_console();
     let u = sys::uname();
     let release = sys::field_str(&u.release);
     let svelt = release.contains("svelt");
-    // Arguments naming cases select them (anything else, e.g. from a kernel command line, is
-    // ignored).
-    let chosen: Vec<&str> = (1..args.argc)
-        .filter_map(|i| args.arg(i))
-        .filter(|a| CASES.iter().any(|(n, _)| n == a))
-        .collect();
+    let chosen = chosen(args);
 
     if !svelt {
         sys::sleep_ns(LINUX_SETTLE_NS);
@@ -792,7 +1772,7 @@ fn main(args: &rt::Args) -> i32 {
     );
     let mut ok = true;
     for (name, f) in CASES {
-        if chosen.is_empty() || chosen.contains(name) {
+        if chosen.is_empty() || chosen.iter().any(|c| c == name) {
             ok &= run_case(name, *f);
         }
     }
