@@ -1,7 +1,8 @@
 /* An interactive shell on the serial console, for a person or a harness typing: as the first
  * process it mounts /proc, /dev and /tmp, starts a new session whose controlling terminal is
- * the serial port (/dev/ttyAMA0: /dev/console never becomes one), runs `/bin/sh -i` there with
- * job control, and reports how the shell ended. tests/tests/debian.rs drives it with busybox's
+ * the serial port (/dev/ttyAMA0: /dev/console never becomes one), runs an interactive shell there
+ * with job control (busybox's sh where busybox is installed, else /bin/sh), and reports how the
+ * shell ended. tests/tests/debian.rs drives it with busybox's
  * sh (`./qemu-run.sh --debian busybox-static --init /bin/tests/shell_session`). Run any other
  * way (by the test init) it skips, since nobody types. */
 #define _GNU_SOURCE
@@ -37,7 +38,11 @@ int main(void)
 		dup2(fd, 2);
 		if (fd > 2)
 			close(fd);
-		char *argv[] = { "/bin/sh", "-i", NULL };
+		/* busybox's sh where busybox is installed (the tests expect its prompt), else
+		 * whatever /bin/sh is (bash in a bash-only set). */
+		int bb = access("/bin/busybox", X_OK) == 0;
+		char *argv[] = { bb ? "/bin/busybox" : "/bin/sh", bb ? "sh" : "-i", bb ? "-i" : NULL,
+				 NULL };
 		char *envp[] = { "PATH=/usr/bin:/bin", "HOME=/root", "TERM=dumb", "PS1=$ ", NULL };
 		execve(argv[0], argv, envp);
 		_exit(127);
