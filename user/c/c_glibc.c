@@ -13,20 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int n, failed, passed;
-
-static void result(int ok, const char *name, const char *why)
-{
-	n++;
-	if (ok) {
-		passed++;
-		printf("ok %d %s\n", n, name);
-	} else {
-		failed++;
-		printf("# %s\nnot ok %d %s\n", why, n, name);
-	}
-	fflush(stdout);
-}
+#include "ktap.h"
 
 static int test_stdio(void)
 {
@@ -156,6 +143,5 @@ int main(int argc, char **argv)
 	result(test_signal(), "sigaction_raise", "SA_SIGINFO handler via raise()");
 	result(test_child_killed(), "kill_child", "child killed by SIGTERM");
 	result(test_env_auxv(), "uname_auxv", "uname and getauxval");
-	printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:0 error:0\n", passed, failed);
-	return failed ? 1 : 0;
+	return ktap_finish();
 }

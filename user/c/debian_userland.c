@@ -16,73 +16,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-static int n, failed, passed, skipped;
-
-static void result(int ok, const char *name, const char *why)
-{
-	n++;
-	if (ok) {
-		passed++;
-		printf("ok %d %s\n", n, name);
-	} else {
-		failed++;
-		/* Every line of the reason as a KTAP diagnostic. */
-		for (const char *l = why; *l;) {
-			const char *e = strchr(l, '\n');
-			int len = e ? (int)(e - l) : (int)strlen(l);
-			printf("# %.*s\n", len, l);
-			l += len + (e != NULL);
-		}
-		printf("not ok %d %s\n", n, name);
-	}
-	fflush(stdout);
-}
-
-static void skip(const char *name, const char *why)
-{
-	n++;
-	skipped++;
-	printf("ok %d %s # SKIP %s\n", n, name, why);
-	fflush(stdout);
-}
-
-/* Runs argv with envp, stdin from /dev/null, and collects stdout and stderr together; returns
- * the wait status (-1 if it could not run). */
-static int run(char *const argv[], char *const envp[], char *out, size_t cap)
-{
-	int fds[2], st;
-	size_t len = 0;
-	if (pipe(fds) != 0)
-		return -1;
-	pid_t p = fork();
-	if (p < 0)
-		return -1;
-	if (p == 0) {
-		int null = open("/dev/null", O_RDONLY);
-		dup2(null, 0);
-		dup2(fds[1], 1);
-		dup2(fds[1], 2);
-		close(fds[0]);
-		execve(argv[0], argv, envp);
-		_exit(127);
-	}
-	close(fds[1]);
-	for (;;) {
-		ssize_t r = read(fds[0], out + len, cap - 1 - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-		if (len == cap - 1)
-			break;
-	}
-	out[len] = 0;
-	close(fds[0]);
-	if (waitpid(p, &st, 0) != p)
-		return -1;
-	return st;
-}
+#include "ktap.h"
 
 /* The script both shells run, and what it must print. */
 static const char script[] =
@@ -260,11 +194,5 @@ int main(void)
 	test_bash();
 	test_bash_shebang();
 	test_coreutils();
-	printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:0\n", passed, failed,
-	       skipped);
-	fflush(stdout);
-	/* As the first process, the kernel stops when it exits: let the console send it all. */
-	if (getpid() == 1)
-		tcdrain(1);
-	return failed ? 1 : 0;
+	return ktap_finish();
 }

@@ -23,33 +23,13 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "ktap.h"
+
 #ifndef PR_SME_SET_VL
 #define PR_SME_SET_VL 63
 #endif
 
-static int n, failed, passed, skipped;
 static const char *self = "/bin/tests/debug_tools";
-
-static void result(int ok, const char *name, const char *why)
-{
-	n++;
-	if (ok) {
-		passed++;
-		printf("ok %d %s\n", n, name);
-	} else {
-		failed++;
-		printf("# %s\nnot ok %d %s\n", why, n, name);
-	}
-	fflush(stdout);
-}
-
-static void skip(const char *name, const char *why)
-{
-	n++;
-	skipped++;
-	printf("ok %d %s # SKIP %s\n", n, name, why);
-	fflush(stdout);
-}
 
 /* 32-byte SVE vectors and 32-byte streaming vectors: short, identical output on every CPU
  * configuration the tests use. */
@@ -137,50 +117,19 @@ static int mode_gdb_target(void)
 
 static char out[1 << 16];
 
-/* Runs argv (stdin /dev/null), collecting stdout and stderr; returns the wait status. */
-static int run(char *const argv[])
+/* Runs argv (stdin /dev/null) in a fixed environment, collecting its output in out[]. */
+static int run_tool(char *const argv[])
 {
-	int fds[2], st;
-	size_t len = 0;
 	char *envp[] = { "PATH=/usr/bin:/bin", "HOME=/root", "TERM=dumb", "LC_ALL=C", NULL };
-	if (pipe(fds) != 0)
-		return -1;
-	pid_t p = fork();
-	if (p < 0)
-		return -1;
-	if (p == 0) {
-		int null = open("/dev/null", O_RDONLY);
-		dup2(null, 0);
-		dup2(fds[1], 1);
-		dup2(fds[1], 2);
-		close(fds[0]);
-		execve(argv[0], argv, envp);
-		_exit(127);
-	}
-	close(fds[1]);
-	for (;;) {
-		ssize_t r = read(fds[0], out + len, sizeof out - 1 - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || (len += (size_t)r) == sizeof out - 1)
-			break;
-	}
-	out[len] = 0;
-	close(fds[0]);
-	if (waitpid(p, &st, 0) != p)
-		return -1;
-	return st;
+	return run(argv, envp, out, sizeof out);
 }
 
 /* Prints out[] as diagnostics, each line after `# TAG: `. */
 static void show(const char *tag)
 {
-	for (const char *l = out; *l;) {
-		const char *e = strchr(l, '\n');
-		int len = e ? (int)(e - l) : (int)strlen(l);
-		printf("# %s: %.*s\n", tag, len, l);
-		l += len + (e != NULL);
-	}
+	char prefix[32];
+	snprintf(prefix, sizeof prefix, "# %s: ", tag);
+	ktap_lines(prefix, out);
 	fflush(stdout);
 }
 
@@ -230,7 +179,7 @@ static void test_strace(void)
 	}
 	char *argv[] = { "/usr/bin/strace", "-f", "-qq", "-ff", "-o", "/tmp/st", "-e", "signal=none",
 			 (char *)self, "fork-exec", NULL };
-	int st = run(argv);
+	int st = run_tool(argv);
 	int ok = st == 0 && strstr(out, "sve vl ") && strstr(out, "child done");
 	int procs = collect_strace();
 	show("strace");
@@ -254,7 +203,7 @@ static void test_gdb(void)
 			 "-ex", "set var $z0.d.u[0] = 0x1122334455667788",
 			 "-ex", "set var $za[0][0] = 0xab", "-ex", "p/x $z0.d.u",
 			 "-ex", "continue", "--args", (char *)self, "gdb-target", NULL };
-	int st = run(argv);
+	int st = run_tool(argv);
 	show("gdb");
 	int ok = st == 0 && strstr(out, "after: z0.d[0]=0x1122334455667788 za[0].d[0]=0x11111111111111ab") &&
 		 strstr(out, "$1 = 4\n") && strstr(out, "$2 = 4\n");
@@ -278,16 +227,10 @@ int main(int argc, char **argv)
 	printf("TAP version 13\n1..3\n");
 	fflush(stdout);
 	char *me[] = { (char *)self, "fork-exec", NULL };
-	int st = run(me);
+	int st = run_tool(me);
 	result(st == 0 && strstr(out, "sve vl ") && strstr(out, "child done"), "fork_exec_sve",
 	       "the program itself failed");
 	test_strace();
 	test_gdb();
-	printf("# Totals: pass:%d fail:%d xfail:0 xpass:0 skip:%d error:0\n", passed, failed,
-	       skipped);
-	fflush(stdout);
-	/* As the first process, the kernel stops when it exits: let the console send it all. */
-	if (getpid() == 1)
-		tcdrain(1);
-	return failed ? 1 : 0;
+	return ktap_finish();
 }
