@@ -355,6 +355,10 @@ impl<B: VmBacking> Vmas<B> {
 
     /// Splits the VMAs straddling `start` and `end`; the starts of those in between.
     fn split_range(&mut self, start: usize, end: usize) -> Vec<usize> {
+        // An empty or reversed range has nothing in it (and BTreeMap::range would panic).
+        if start >= end {
+            return Vec::new();
+        }
         self.split_at(start);
         self.split_at(end);
         self.tree.range(start..end).map(|(&s, _)| s).collect()

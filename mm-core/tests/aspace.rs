@@ -214,6 +214,18 @@ fn munmap_where_nothing_is_mapped_changes_nothing() {
     assert!(pool.borrow().freed.is_empty());
 }
 
+/// A reversed range (a caller's end that wrapped past the top of the address space, as
+/// mremap's growth once did) changes nothing and does not panic.
+#[test]
+fn a_reversed_range_changes_nothing() {
+    let (mut mm, pool) = new_mm();
+    anon(&mut mm, A, 4, RW);
+    touch_range(&mut mm, A, A + 4 * P);
+    mm.unmap(A + 2 * P, A, MAX).unwrap();
+    assert_eq!(layout(&mm), [(A, A + 4 * P, RW, false)]);
+    assert!(pool.borrow().freed.is_empty());
+}
+
 // ---- mprotect -----------------------------------------------------------------------------
 
 #[test]

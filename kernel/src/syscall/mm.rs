@@ -21,10 +21,12 @@ fn rlimit(resource: u32) -> u64 {
 /// ENOMEM when `more` bytes of new mappings (`data`: private writable ones) would pass
 /// RLIMIT_AS or RLIMIT_DATA.
 fn check_limits(mm: &AddrSpace, more: usize, data: bool) -> SysResult<()> {
-    if (mm.total_vm() + more) as u64 > rlimit(RLIMIT_AS) {
+    // `more` is the user's (mremap's growth may be near the whole address space): checked.
+    let over = |have: usize, limit: u64| have.checked_add(more).is_none_or(|t| t as u64 > limit);
+    if over(mm.total_vm(), rlimit(RLIMIT_AS)) {
         return Err(Errno::ENOMEM);
     }
-    if data && (mm.data_vm() + more) as u64 > rlimit(RLIMIT_DATA) {
+    if data && over(mm.data_vm(), rlimit(RLIMIT_DATA)) {
         return Err(Errno::ENOMEM);
     }
     Ok(())
@@ -301,7 +303,8 @@ pub fn mremap(
         }
         let grow = new_len - old_len;
         check_limits(mm, grow, data)?;
-        if old_end == vend && old_end + grow <= USER_END && mm.is_free(old_end, old_end + grow) {
+        let grown_end = old_end.checked_add(grow).filter(|&e| e <= USER_END);
+        if old_end == vend && grown_end.is_some_and(|e| mm.is_free(old_end, e)) {
             mm.map(
                 old_end,
                 old_end + grow,
