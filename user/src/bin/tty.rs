@@ -156,8 +156,11 @@ fn nonblocking_read_and_poll() -> TestResult {
         events: POLLIN | POLLOUT,
         revents: 0,
     }];
-    check_eq!(sys::ppoll(&mut fds, Some(&Timespec::from_ns(0))), Ok(1));
-    check_eq!(fds[0].revents, POLLOUT, "writable, nothing to read");
+    // Nothing to read. POLLOUT depends on room in the output buffer, which Linux's UART may
+    // not have at that moment while it sends the test's own output.
+    let n = t!(sys::ppoll(&mut fds, Some(&Timespec::from_ns(0))));
+    check!(n <= 1, "ppoll counted {n} descriptors");
+    check_eq!(fds[0].revents & POLLIN, 0, "nothing to read");
     // Non-canonical with VMIN = VTIME = 0: a read returns at once with nothing.
     let orig = t!(tcgets(fd));
     let mut t = orig;
