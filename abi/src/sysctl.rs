@@ -57,20 +57,12 @@ pub fn dointvec_minmax(text: &[u8], min: i32, max: i32) -> Result<(i32, usize), 
 /// A write at position 0 of an `unsigned int` sysctl (`proc_douintvec`): as
 /// [`dointvec_minmax`], but a sign is refused and the value may reach `u32::MAX`.
 pub fn douintvec(text: &[u8]) -> Result<(u32, usize), Errno> {
-    use crate::vlctl::{get_long, skip_spaces, SYSCTL_WRITE_MAX};
-    let mut rest = &text[..text.len().min(SYSCTL_WRITE_MAX)];
-    skip_spaces(&mut rest);
-    if rest.is_empty() {
-        return Err(Errno::EINVAL);
-    }
-    let (neg, v, used) = get_long(rest)?;
-    if neg {
-        return Err(Errno::EINVAL);
-    }
-    let v = u32::try_from(v).map_err(|_| Errno::EINVAL)?;
-    rest = &rest[used..];
-    skip_spaces(&mut rest);
-    Ok((v, text.len() - rest.len()))
+    crate::vlctl::parse_one(text, |neg, v| {
+        if neg {
+            return Err(Errno::EINVAL);
+        }
+        u32::try_from(v).map_err(|_| Errno::EINVAL)
+    })
 }
 
 /// A read of a string sysctl (`proc_dostring`: hostname, osrelease, ostype) at file position

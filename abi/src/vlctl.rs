@@ -216,23 +216,35 @@ const NUMBER_MAX: usize = 21;
 /// Linux ignores a write at a non-zero offset and reports it fully written; the caller applies
 /// that rule.
 pub fn parse_dointvec(text: &[u8]) -> Result<(i32, usize), Errno> {
+    parse_one(text, |neg, magnitude| {
+        if neg {
+            if magnitude > 1 << 31 {
+                return Err(Errno::EINVAL);
+            }
+            Ok((magnitude as i64).wrapping_neg() as i32)
+        } else {
+            i32::try_from(magnitude).map_err(|_| Errno::EINVAL)
+        }
+    })
+}
+
+/// One number of a sysctl write at offset 0, as `proc_dointvec`-style handlers read it: blanks,
+/// the number (`value` turns its sign and magnitude into the result, or refuses it), blanks.
+/// Returns the value and the bytes the write consumed.
+pub(crate) fn parse_one<T>(
+    text: &[u8],
+    value: impl FnOnce(bool, u64) -> Result<T, Errno>,
+) -> Result<(T, usize), Errno> {
     let mut rest = &text[..text.len().min(SYSCTL_WRITE_MAX)];
     skip_spaces(&mut rest);
     if rest.is_empty() {
         return Err(Errno::EINVAL);
     }
     let (neg, magnitude, used) = get_long(rest)?;
-    let value = if neg {
-        if magnitude > 1 << 31 {
-            return Err(Errno::EINVAL);
-        }
-        (magnitude as i64).wrapping_neg() as i32
-    } else {
-        i32::try_from(magnitude).map_err(|_| Errno::EINVAL)?
-    };
+    let v = value(neg, magnitude)?;
     rest = &rest[used..];
     skip_spaces(&mut rest);
-    Ok((value, text.len() - rest.len()))
+    Ok((v, text.len() - rest.len()))
 }
 
 pub(crate) fn skip_spaces(s: &mut &[u8]) {

@@ -292,42 +292,57 @@ fn parse_qemu_version(s: &str) -> Option<(u32, u32)> {
     Some((parts.next()??, parts.next()??))
 }
 
-/// Boots `cfg` and collects the console output and exit status.
-pub fn boot(cfg: &Config) -> Run {
+/// Builds what `cfg` boots and starts qemu-run.sh for it, standard output piped, standard
+/// input as given. Its own process group: qemu-run.sh may run QEMU as a child (to read its
+/// output), and a timeout must kill both.
+fn start(cfg: &Config, stdin: Stdio) -> std::process::Child {
     if let Err(e) = build(cfg) {
         panic!("build for {cfg:?} failed: {e}");
     }
-    let mut child = Command::new(root().join("qemu-run.sh"))
+    Command::new(root().join("qemu-run.sh"))
         .args(cfg.args())
-        // Its own process group: qemu-run.sh may run QEMU as a child (to read its output),
-        // and a timeout must kill both.
         .process_group(0)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .expect("start qemu-run.sh");
+        .expect("start qemu-run.sh")
+}
+
+/// Kills qemu-run.sh and QEMU (their process group) and reaps them.
+fn kill_group(child: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Waits for qemu-run.sh to end, at most `timeout` (then kills it: `None`).
+fn wait_or_kill(child: &mut std::process::Child, timeout: Duration) -> Option<i32> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(s) = child.try_wait().expect("wait for qemu") {
+            return s.code();
+        }
+        if Instant::now() > deadline {
+            kill_group(child);
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Boots `cfg` and collects the console output and exit status.
+pub fn boot(cfg: &Config) -> Run {
+    let mut child = start(cfg, Stdio::null());
     let mut stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
         let _ = stdout.read_to_end(&mut buf);
         String::from_utf8_lossy(&buf).replace('\r', "")
     });
-    let deadline = Instant::now() + cfg.timeout;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait for qemu") {
-            break s.code();
-        }
-        if Instant::now() > deadline {
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{}", child.id())])
-                .status();
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_or_kill(&mut child, cfg.timeout);
     Run {
         status,
         output: reader.join().unwrap(),
@@ -669,17 +684,7 @@ pub struct Console {
 impl Console {
     /// Boots `cfg` with its standard input a pipe.
     pub fn boot(cfg: &Config) -> Console {
-        if let Err(e) = build(cfg) {
-            panic!("build for {cfg:?} failed: {e}");
-        }
-        let mut child = Command::new(root().join("qemu-run.sh"))
-            .args(cfg.args())
-            .process_group(0)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start qemu-run.sh");
+        let mut child = start(cfg, Stdio::piped());
         let stdin = child.stdin.take().unwrap();
         let mut stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -731,29 +736,10 @@ impl Console {
         self.stdin.flush().expect("flush to QEMU");
     }
 
-    /// Kills QEMU and qemu-run.sh (their process group).
-    fn kill(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", self.child.id())])
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
     /// Waits for QEMU to end (at most `timeout`, then kills it); the exit status, and all
     /// the output.
     pub fn finish(mut self, timeout: Duration) -> Run {
-        let deadline = Instant::now() + timeout;
-        let status = loop {
-            if let Some(s) = self.child.try_wait().expect("wait for qemu") {
-                break s.code();
-            }
-            if Instant::now() > deadline {
-                self.kill();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = wait_or_kill(&mut self.child, timeout);
         while let Ok(b) = self.rx.recv_timeout(Duration::from_millis(200)) {
             self.output.extend_from_slice(&b);
         }
@@ -768,7 +754,7 @@ impl Console {
 impl Drop for Console {
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {
-            self.kill();
+            kill_group(&mut self.child);
         }
     }
 }

@@ -42,6 +42,19 @@ pub fn print_fd(fd: i32, args: fmt::Arguments) {
     b.flush();
 }
 
+/// Creates (or truncates) `path` holding `data`, created with mode `mode` (less the umask).
+pub fn write_file(path: &str, data: &[u8], mode: u32) -> sys::SysResult<()> {
+    let fd = sys::openat(
+        sys::AT_FDCWD,
+        path,
+        sys::O_WRONLY | sys::O_CREAT | sys::O_TRUNC | sys::O_CLOEXEC,
+        mode,
+    )?;
+    let r = sys::write_all(fd, data);
+    let _ = sys::close(fd);
+    r
+}
+
 /// Reads a whole file (small files: /proc, /sys, test data).
 pub fn read_file(path: &str) -> sys::SysResult<alloc::vec::Vec<u8>> {
     let fd = sys::open(path, sys::O_RDONLY | sys::O_CLOEXEC)?;

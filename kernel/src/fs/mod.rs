@@ -192,6 +192,11 @@ pub trait Inode: MappedFile + Send + Sync + Any {
     fn entries(&self) -> SysResult<Vec<(String, u64, Kind)>> {
         Err(Errno::ENOTDIR)
     }
+    /// How many of the entries are directories (a directory's link count is 2 plus this).
+    fn subdirs(&self) -> usize {
+        self.entries()
+            .map_or(0, |e| e.iter().filter(|(_, _, k)| *k == Kind::Dir).count())
+    }
     fn create(&self, _name: &str, _kind: Kind, _perm: u32) -> SysResult<Arc<dyn Inode>> {
         Err(if self.kind() == Kind::Dir {
             Errno::EACCES
@@ -698,10 +703,7 @@ pub fn open_node(node: Arc<dyn Inode>, flags: u32, path: String) -> SysResult<Ar
 /// entries naming it (nodes that keep no count: 1).
 fn nlink_of(node: &dyn Inode) -> u32 {
     if node.kind() == Kind::Dir {
-        let subdirs = node
-            .entries()
-            .map_or(0, |e| e.iter().filter(|(_, _, k)| *k == Kind::Dir).count());
-        return 2 + subdirs as u32;
+        return 2 + node.subdirs() as u32;
     }
     node.attrs().map_or(1, Attrs::nlink)
 }

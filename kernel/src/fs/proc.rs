@@ -1829,8 +1829,8 @@ fn uptime(_: Option<u32>) -> String {
     s
 }
 
-fn loadavg(_: Option<u32>) -> String {
-    // No load average is kept; the task counts are real (runnable/total, last pid).
+/// Threads running or waiting to run (loadavg's and /proc/stat's count).
+fn runnable_threads() -> u64 {
     let mut running = 0;
     for p in task::all_processes() {
         running += p
@@ -1841,11 +1841,16 @@ fn loadavg(_: Option<u32>) -> String {
             })
             .count() as u64;
     }
+    running
+}
+
+fn loadavg(_: Option<u32>) -> String {
+    // No load average is kept; the task counts are real (runnable/total, last pid).
     let mut s = String::new();
     let _ = procfs::write_loadavg(
         &mut s,
         [0; 3],
-        running,
+        runnable_threads(),
         task::NR_THREADS.load(Ordering::Relaxed) as u64,
         task::last_pid(),
     );
@@ -1865,21 +1870,11 @@ fn kernel_stat(_: Option<u32>) -> String {
     }
     let now = crate::time::now_ns();
     let btime = crate::time::realtime_ns().saturating_sub(now) / 1_000_000_000;
-    let mut running = 0u64;
-    for p in task::all_processes() {
-        running += p
-            .live_threads()
-            .iter()
-            .filter(|t| {
-                !t.is_idle() && matches!(t.state(), task::State::Running | task::State::Runnable)
-            })
-            .count() as u64;
-    }
     s.push_str(&format!(
         "intr 0\nctxt {}\nbtime {btime}\nprocesses {}\nprocs_running {}\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
         task::sched::SWITCHES.load(Ordering::Relaxed),
         task::last_pid(),
-        running.max(1),
+        runnable_threads().max(1),
     ));
     s
 }

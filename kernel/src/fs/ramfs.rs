@@ -88,6 +88,14 @@ impl Inode for RamDir {
             .map(|(n, i)| (n.clone(), i.ino(), i.kind()))
             .collect())
     }
+    /// Counted in place: stat of a directory must not copy every name.
+    fn subdirs(&self) -> usize {
+        self.entries
+            .lock()
+            .values()
+            .filter(|i| i.kind() == Kind::Dir)
+            .count()
+    }
     fn create(&self, name: &str, kind: Kind, perm: u32) -> SysResult<Arc<dyn Inode>> {
         // A new node is kernel memory a program asked for: not from the kernel's reserve.
         if !crate::mm::frame::user_can_alloc(1) {

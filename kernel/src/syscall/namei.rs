@@ -104,6 +104,9 @@ pub fn renameat2(
     if [&op.name, &np.name].iter().any(|x| *x == "." || *x == "..") {
         return Err(Errno::EBUSY);
     }
+    // From the lookups on: two renames must not interleave their unlink and link halves, nor
+    // act on what the other has just moved.
+    let _g = RENAME.lock();
     let src = op.dir.lookup(&op.name)?;
     let dst = match np.dir.lookup(&np.name) {
         Ok(d) => Some(d),
@@ -137,7 +140,6 @@ pub fn renameat2(
     if src_dir && inside(&op, &op.name, &np) {
         return Err(Errno::EINVAL);
     }
-    let _g = RENAME.lock();
     match dst {
         Some(d) if flags & EXCHANGE != 0 => {
             if d.kind() == Kind::Dir && inside(&np, &np.name, &op) {
@@ -167,7 +169,7 @@ pub fn renameat2(
     Ok(0)
 }
 
-/// One rename at a time, so that the unlink and link halves of two renames do not interleave.
+/// One rename at a time (see renameat2).
 static RENAME: spin::Mutex<()> = spin::Mutex::new(());
 
 /// linkat: a second name for a file (not a directory: EPERM), in the same file system (EXDEV).

@@ -15,14 +15,7 @@ const AT_EXECFN: usize = 31;
 
 fn write_file(path: &str, data: &[u8], mode: u32) -> TestResult {
     let _ = sys::unlinkat(AT_FDCWD, path, 0);
-    let fd = t!(sys::openat(
-        AT_FDCWD,
-        path,
-        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-        mode
-    ));
-    t!(sys::write_all(fd, data));
-    t!(sys::close(fd));
+    t!(io::write_file(path, data, mode));
     // Not subject to the umask.
     t!(sys::fchmodat(AT_FDCWD, path, mode));
     Ok(())

@@ -372,14 +372,7 @@ fn holes_and_truncate() -> TestResult {
 
 /// Creates (or truncates) `path` holding `data`, mode `mode`.
 fn make_file(path: &str, data: &[u8], mode: u32) -> TestResult {
-    let fd = t!(sys::openat(
-        AT_FDCWD,
-        path,
-        O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-        mode
-    ));
-    t!(sys::write_all(fd, data));
-    t!(sys::close(fd));
+    t!(io::write_file(path, data, mode));
     Ok(())
 }
 
