@@ -204,14 +204,18 @@ el_setup:
     msr     S3_4_C3_C1_5, xzr           // HDFGWTR_EL2
 11:
     // HCRX_EL2: EL1 and EL0 may use FPMR (EnFPM, bit 23) and TCR2_EL1 (TCR2En, bit 14), and
-    // guarded control stacks (GCSEn, bit 22) where the CPU has them. The first two are RES0
-    // without their features, which ignore them.
+    // guarded control stacks (GCSEn, bit 22) and the CPY*/SET* instructions (MSCEn, bit 11)
+    // where the CPU has them. The first two are RES0 without their features, which ignore them.
     mrs     x1, ID_AA64MMFR1_EL1
     ubfx    x1, x1, #40, #4             // HCX
     cbz     x1, 12f
     mov     x1, #(1 << 23)
     orr     x1, x1, #(1 << 14)
-    mrs     x2, ID_AA64PFR1_EL1
+    mrs     x2, S3_0_C0_C6_2            // ID_AA64ISAR2_EL1
+    ubfx    x2, x2, #16, #4             // MOPS
+    cbz     x2, 16f
+    orr     x1, x1, #(1 << 11)
+16: mrs     x2, ID_AA64PFR1_EL1
     ubfx    x2, x2, #44, #4             // GCS
     cbz     x2, 13f
     orr     x1, x1, #(1 << 22)

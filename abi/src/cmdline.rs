@@ -62,6 +62,9 @@ pub struct Cmdline<'a> {
     /// working directory).
     pub coredump_semihosting: bool,
     pub coredump_dir: Option<&'a str>,
+    /// `svelt.mops=off`: the kernel's copies keep to register loops even where every CPU has
+    /// CPY*/SET* (so the matrix still runs the code boards without FEAT_MOPS run).
+    pub mops: bool,
     raw: &'a str,
 }
 
@@ -74,6 +77,7 @@ impl<'a> Cmdline<'a> {
             selftest: None,
             coredump_semihosting: false,
             coredump_dir: None,
+            mops: true,
             raw,
         };
         for word in raw.split_ascii_whitespace() {
@@ -95,6 +99,7 @@ impl<'a> Cmdline<'a> {
                 "svelt.selftest" if !value.is_empty() => c.selftest = Some(value),
                 "svelt.coredump" => c.coredump_semihosting = value == "semihosting",
                 "svelt.coredump_dir" if !value.is_empty() => c.coredump_dir = Some(value),
+                "svelt.mops" => c.mops = value != "off",
                 _ => {}
             }
         }
@@ -133,6 +138,8 @@ mod tests {
         assert!(c.coredump_semihosting);
         assert_eq!(c.coredump_dir, Some("/tmp/x"));
         assert!(!Cmdline::parse("svelt.coredump=none").coredump_semihosting);
+        assert!(c.mops);
+        assert!(!Cmdline::parse("svelt.mops=off").mops);
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub enum Ec {
     Brk,
     /// A guarded-control-stack check failed (EC 0x2D).
     Gcs,
+    /// A CPY*/SET* sequence cannot go on as it stands (EC 0x27): it was resumed on a CPU
+    /// that uses the other algorithm option, or its instructions were not run in order.
+    Mops,
     Other(u8),
 }
 
@@ -55,6 +58,7 @@ impl Ec {
             0x22 => Ec::PcAlignment,
             0x24 => Ec::DataAbortLower,
             0x2d => Ec::Gcs,
+            0x27 => Ec::Mops,
             0x25 => Ec::DataAbortSame,
             0x26 => Ec::SpAlignment,
             0x2c => Ec::FpException,
@@ -95,6 +99,7 @@ impl Ec {
             Ec::WatchpointLower | Ec::WatchpointSame => "watchpoint",
             Ec::Brk => "BRK instruction",
             Ec::Gcs => "guarded control stack check",
+            Ec::Mops => "memory copy/set sequence exception",
             Ec::Other(_) => "unrecognised exception class",
         }
     }

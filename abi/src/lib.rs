@@ -29,6 +29,7 @@ pub mod idregs;
 pub mod ldisc;
 pub mod memrange;
 pub mod mm;
+pub mod mops;
 pub mod mount;
 pub mod nr;
 pub mod path;

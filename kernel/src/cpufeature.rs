@@ -4,7 +4,7 @@
 
 use crate::arch::{cpu, fpsimd};
 use crate::percpu;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, Ordering};
 use spin::Once;
 use svelt_abi::cpu::Features;
 use svelt_abi::hwcap::Hwcaps;
@@ -41,7 +41,16 @@ pub fn init_this_cpu() {
     }
     crate::arch::debug::init();
     crate::gcs::cpu_init();
+    // CPY*/SET* for the kernel's copies: FEAT_MOPS (ID_AA64ISAR2_EL1[19:16]) with FEAT_HCX
+    // (ID_AA64MMFR1_EL1[43:40]), through which head.s let EL1 use them, on every CPU.
+    let id = cpu::read_id_regs();
+    if (id.isar2 >> 16) & 0xf == 0 || (id.mmfr1 >> 40) & 0xf == 0 {
+        MOPS_EVERYWHERE.store(false, Ordering::Relaxed);
+    }
 }
+
+/// Cleared by any CPU that cannot run CPY*/SET* at EL1.
+static MOPS_EVERYWHERE: AtomicBool = AtomicBool::new(true);
 
 static SYSTEM_VLS: Once<(VlSet, VlSet)> = Once::new();
 
@@ -71,9 +80,18 @@ pub fn system_vls() -> (VlSet, VlSet) {
     (sve, sme)
 }
 
-/// Fixes the system vector-length sets (after SMP bring-up).
-pub fn finalize() {
+/// Fixes the system vector-length sets (after SMP bring-up), and turns on CPY*/SET* for the
+/// kernel's copies if every CPU has them and `mops` (the command line) allows it.
+pub fn finalize(mops: bool) {
     SYSTEM_VLS.call_once(system_vls);
+    match (MOPS_EVERYWHERE.load(Ordering::Relaxed), mops) {
+        (true, true) => {
+            crate::arch::mem::use_mops();
+            log::info!("kernel copies: CPY*/SET* (FEAT_MOPS on every CPU)");
+        }
+        (true, false) => log::info!("kernel copies: register loops (svelt.mops=off)"),
+        (false, _) => log::info!("kernel copies: register loops (no FEAT_MOPS at EL1)"),
+    }
 }
 
 /// What the kernel offers user space (hwcap::Offer::svelt lists what Svelt leaves out): SVE and

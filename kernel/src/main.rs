@@ -147,7 +147,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     }
     smp::start_secondaries(&fdt, image_pa);
 
-    cpufeature::finalize();
+    cpufeature::finalize(cmdline.mops);
     fpstate::init_default_vls();
     let ticking = wait_for_ticks(3);
     println!("svelt: timer ticking on {ticking} cpus");

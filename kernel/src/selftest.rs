@@ -46,6 +46,35 @@ pub fn run(name: &str, entry_el: u64) {
             provoke::hvc_to_el2();
         }
         "el2" => crate::println!("svelt: selftest el2 skipped: entered at EL{entry_el}"),
+        "mops" => mops_restart(),
         other => crate::println!("svelt: unknown selftest {other}"),
     }
+}
+
+/// A CPY* sequence entered as if its prologue had run under the other algorithm option (as
+/// when a copy moves to an unlike CPU) must be restarted by the kernel and copy the right
+/// bytes. The sequence is entered in option B's form first and, if this CPU takes that
+/// without an exception (it uses option B), again in option A's; either way one restart.
+fn mops_restart() {
+    use crate::arch::exception::MOPS_RESTARTS;
+    use core::sync::atomic::Ordering;
+    if !crate::arch::mem::mops_in_use() {
+        crate::println!("svelt: selftest mops skipped: CPY*/SET* not in use");
+        return;
+    }
+    let src: [u8; 300] = core::array::from_fn(|i| (i * 7 + 1) as u8);
+    let before = MOPS_RESTARTS.load(Ordering::Relaxed);
+    let mut ok = true;
+    for option_b in [true, false] {
+        let mut dst = [0u8; 300];
+        // SAFETY: two distinct 300-byte arrays; CPY* is usable (checked above).
+        unsafe { provoke::cpyf_from_main(dst.as_mut_ptr(), src.as_ptr(), dst.len(), option_b) };
+        ok &= core::hint::black_box(dst) == src;
+        if MOPS_RESTARTS.load(Ordering::Relaxed) != before {
+            break;
+        }
+    }
+    let restarts = MOPS_RESTARTS.load(Ordering::Relaxed) - before;
+    let verdict = if ok { "right" } else { "wrong" };
+    crate::println!("svelt: selftest mops: {restarts} restart(s), bytes {verdict}");
 }

@@ -133,3 +133,21 @@ fn el2_exception_is_reported_when_entered_at_el2() {
         run.output
     );
 }
+
+/// A kernel copy (CPY*, FEAT_MOPS) resumed under the other algorithm option raises EC 0x27 at
+/// EL1: the kernel restarts the sequence and the copy comes out right, instead of a report.
+#[test]
+fn mops_sequence_under_the_other_option_is_restarted() {
+    let run = selftest("mops", 1);
+    assert!(
+        run.output
+            .contains("svelt: selftest mops: 1 restart(s), bytes right"),
+        "{}",
+        run.output
+    );
+    assert!(
+        !run.output.contains("unexpected exception"),
+        "{}",
+        run.output
+    );
+}

@@ -1,10 +1,33 @@
-//! memcpy, memmove and memset for the kernel, 16 bytes a step through general-purpose register
+//! memcpy, memmove and memset for the kernel: the CPY*/SET* instructions (FEAT_MOPS) once
+//! every CPU is known to have them, else 16 bytes a step through general-purpose register
 //! pairs (compiler_builtins' generic versions are far slower, and the kernel must not use the
 //! FP/SIMD registers that a faster library would). Normal memory only: never MMIO.
+//!
+//! A MOPS sequence interrupted and resumed on a CPU that runs the other algorithm option
+//! raises EC 0x27, which `exception` answers with `svelt_abi::mops::restart`.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether the kernel's copies (these and the user-access primitives) use CPY*/SET*. Read by
+/// the assembly below as a byte; set once, after every CPU has been checked.
+#[unsafe(no_mangle)]
+static svelt_mops: AtomicBool = AtomicBool::new(false);
+
+/// Turns the CPY*/SET* paths on: every online CPU implements FEAT_MOPS and may use it at EL1
+/// (HCRX_EL2.MSCEn set by head.s, or no EL2).
+pub fn use_mops() {
+    svelt_mops.store(true, Ordering::Release);
+}
+
+/// Whether the CPY*/SET* paths are on.
+pub fn mops_in_use() -> bool {
+    svelt_mops.load(Ordering::Relaxed)
+}
 
 core::arch::global_asm!(
     r#"
 .section .text.mem, "ax"
+.arch_extension mops
 .global memcpy
 .global memmove
 .global memset
@@ -12,6 +35,14 @@ core::arch::global_asm!(
 // memcpy(dst x0, src x1, n x2) -> dst
 memcpy:
     mov     x3, x0
+    adrp    x16, svelt_mops
+    ldrb    w16, [x16, :lo12:svelt_mops]
+    cbz     w16, 16f
+    cpyfp   [x3]!, [x1]!, x2!
+    cpyfm   [x3]!, [x1]!, x2!
+    cpyfe   [x3]!, [x1]!, x2!
+    ret
+16:
     // 64 bytes a step, then 32, 8 and single bytes.
     subs    x2, x2, #64
     b.lo    14f
@@ -51,7 +82,15 @@ memcpy:
 
 // memmove(dst x0, src x1, n x2) -> dst: forwards unless dst lies inside [src, src + n).
 memmove:
-    sub     x3, x0, x1
+    adrp    x16, svelt_mops
+    ldrb    w16, [x16, :lo12:svelt_mops]
+    cbz     w16, 17f
+    mov     x3, x0
+    cpyp    [x3]!, [x1]!, x2!
+    cpym    [x3]!, [x1]!, x2!
+    cpye    [x3]!, [x1]!, x2!
+    ret
+17: sub     x3, x0, x1
     cmp     x3, x2
     b.hs    memcpy
     add     x3, x0, x2
@@ -72,6 +111,14 @@ memmove:
 // memset(dst x0, c w1, n x2) -> dst
 memset:
     mov     x3, x0
+    adrp    x16, svelt_mops
+    ldrb    w16, [x16, :lo12:svelt_mops]
+    cbz     w16, 18f
+    setp    [x3]!, x2!, x1
+    setm    [x3]!, x2!, x1
+    sete    [x3]!, x2!, x1
+    ret
+18:
     and     x4, x1, #0xff
     mov     x5, #0x0101010101010101
     mul     x4, x4, x5

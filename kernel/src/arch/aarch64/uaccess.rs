@@ -2,7 +2,9 @@
 //! with an exception-fixup table so that a bad user pointer ends a copy early instead of
 //! ending the kernel.
 //!
-//! Every user access is an unprivileged LDTR/STTR (LDTRB/STTRB for byte tails). The MMU checks
+//! Every user access is an unprivileged LDTR/STTR (LDTRB/STTRB for byte tails), or, once
+//! every CPU has FEAT_MOPS, the unprivileged CPY*RT/CPY*WT/SET*T sequences (a fault part-way
+//! through one goes on in the byte loop from where the copy stands). The MMU checks
 //! those against the EL0 permissions of the page, whatever PSTATE.PAN says, so a read-only or
 //! PROT_NONE user page cannot be written (or read) on a program's behalf, the kernel's own
 //! mappings (no EL0 access) cannot be reached through them, and no PAN toggling is needed around
@@ -28,6 +30,20 @@ pub const USER_END: usize = 1 << 48;
 core::arch::global_asm!(
     r#"
 .section .text.uaccess, "ax"
+.arch_extension mops
+
+// After a fault in the main or epilogue part of a CPY* sequence (x0 destination, x1 source,
+// x2 size): puts the registers in the form "where the copy stands, bytes left". PSTATE.C,
+// set by the prologue, says the option: set is option B, already in that form; clear is
+// option A, which keeps the ends and minus the bytes left. A fault in the prologue leaves
+// the registers as they were given.
+.macro mops_where_it_stands
+    b.cs    1f
+    add     x0, x0, x2
+    add     x1, x1, x2
+    neg     x2, x2
+1:
+.endm
 .global __uaccess_start
 __uaccess_start:
 
@@ -35,6 +51,21 @@ __uaccess_start:
 // with x2 = bytes left - 64; its fixup adds the 64 back.
 .global __copy_from_user
 __copy_from_user:
+    adrp    x16, svelt_mops
+    ldrb    w16, [x16, :lo12:svelt_mops]
+    cbz     w16, .Lcfu_plain
+.Lcfu_mp:
+    cpyfprt [x0]!, [x1]!, x2!
+.Lcfu_mm:
+    cpyfmrt [x0]!, [x1]!, x2!
+    cpyfert [x0]!, [x1]!, x2!
+.Lcfu_mops_end:
+    mov     x0, #0
+    ret
+.Lcfu_mops_fault:
+    mops_where_it_stands
+    b       .Lcfu_1
+.Lcfu_plain:
     subs    x2, x2, #64
     b.lo    .Lcfu_64_done
 .Lcfu_64:
@@ -83,6 +114,21 @@ __copy_from_user:
 // rewrites the same bytes before reaching the faulting one.
 .global __copy_to_user
 __copy_to_user:
+    adrp    x16, svelt_mops
+    ldrb    w16, [x16, :lo12:svelt_mops]
+    cbz     w16, .Lctu_plain
+.Lctu_mp:
+    cpyfpwt [x0]!, [x1]!, x2!
+.Lctu_mm:
+    cpyfmwt [x0]!, [x1]!, x2!
+    cpyfewt [x0]!, [x1]!, x2!
+.Lctu_mops_end:
+    mov     x0, #0
+    ret
+.Lctu_mops_fault:
+    mops_where_it_stands
+    b       .Lctu_1
+.Lctu_plain:
     subs    x2, x2, #64
     b.lo    .Lctu_64_done
 .Lctu_64:
@@ -131,6 +177,22 @@ __copy_to_user:
 // __clear_user(udst x0, n x1) -> x0 = bytes not cleared
 .global __clear_user
 __clear_user:
+    adrp    x16, svelt_mops
+    ldrb    w16, [x16, :lo12:svelt_mops]
+    cbz     w16, .Lclr_32
+.Lclr_mp:
+    setpt   [x0]!, x1!, xzr
+.Lclr_mm:
+    setmt   [x0]!, x1!, xzr
+    setet   [x0]!, x1!, xzr
+.Lclr_mops_end:
+    mov     x0, #0
+    ret
+.Lclr_mops_fault:
+    b.cs    .Lclr_1
+    add     x0, x0, x1
+    neg     x1, x1
+    b       .Lclr_1
 .Lclr_32:
     cmp     x1, #32
     b.lo    .Lclr_8
@@ -200,6 +262,12 @@ __uaccess_end:
 .balign 8
 .global __uaccess_fixups
 __uaccess_fixups:
+    .quad   .Lcfu_mp, .Lcfu_mm, .Lcfu_1
+    .quad   .Lcfu_mm, .Lcfu_mops_end, .Lcfu_mops_fault
+    .quad   .Lctu_mp, .Lctu_mm, .Lctu_1
+    .quad   .Lctu_mm, .Lctu_mops_end, .Lctu_mops_fault
+    .quad   .Lclr_mp, .Lclr_mm, .Lclr_1
+    .quad   .Lclr_mm, .Lclr_mops_end, .Lclr_mops_fault
     .quad   .Lcfu_64, .Lcfu_64_end, .Lcfu_64_fault
     .quad   .Lcfu_8, .Lcfu_1, .Lcfu_1
     .quad   .Lcfu_1, .Lcfu_out, .Lcfu_out

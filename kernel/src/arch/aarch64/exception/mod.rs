@@ -87,14 +87,25 @@ extern "C" fn exception_entry(kind: u64, tf: &mut TrapFrame) {
     }
 }
 
+/// How many CPY*/SET* sequences the kernel restarted (EC 0x27 at EL1).
+pub static MOPS_RESTARTS: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
 /// A user access that faulted is resolved and retried, or sent to its fixup; anything else is
 /// a kernel bug. Kept out of `exception_entry` so the syscall path does not pay for it.
 #[inline(never)]
 fn el1_sync_or_fatal(kind: Kind, tf: &mut TrapFrame) {
-    if (kind.source, kind.ty) == (Source::El1, Type::Sync)
-        && super::uaccess::handle_kernel_abort(tf)
-    {
-        return;
+    if (kind.source, kind.ty) == (Source::El1, Type::Sync) {
+        if super::uaccess::handle_kernel_abort(tf) {
+            return;
+        }
+        // A kernel copy or set moved to a CPU with the other CPY*/SET* option: start the
+        // sequence again from its prologue with what is left.
+        if Esr(tf.esr).ec() == Ec::Mops {
+            MOPS_RESTARTS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            let negative = tf.spsr & (1 << 31) != 0;
+            tf.elr = svelt_abi::mops::restart(tf.esr, &mut tf.x, tf.elr, negative);
+            return;
+        }
     }
     super::entry::fatal(kind, tf)
 }

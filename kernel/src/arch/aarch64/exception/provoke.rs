@@ -29,3 +29,39 @@ pub fn hvc_to_el2() {
     // SAFETY: nothing runs at EL2 but the report-and-halt vectors, which stop the machine.
     unsafe { core::arch::asm!("hvc #0x5e1f", options(nostack)) };
 }
+
+/// Copies `n` bytes from `src` to `dst` with a CPYF sequence entered at its main instruction,
+/// as if its prologue had run on a CPU using option B (`option_b`: registers where the copy
+/// stands, PSTATE.C set) or option A (the ends and minus the size, PSTATE.C clear). On a CPU
+/// using the other option this raises the memory-copy exception (EC 0x27), which must restart
+/// the sequence at its prologue. Only with FEAT_MOPS usable at EL1.
+///
+/// # Safety
+/// `src` and `dst` are valid for `n` bytes and do not overlap.
+pub unsafe fn cpyf_from_main(dst: *mut u8, src: *const u8, n: usize, option_b: bool) {
+    let (d, s, c) = if option_b {
+        (dst as u64, src as u64, n as u64)
+    } else {
+        (
+            dst as u64 + n as u64,
+            src as u64 + n as u64,
+            (n as u64).wrapping_neg(),
+        )
+    };
+    // SAFETY: the caller's promise on the buffers; the registers are declared changed.
+    unsafe {
+        core::arch::asm!(
+            ".arch_extension mops",
+            "cmp {b}, #1",
+            "b 2f",
+            "cpyfp [{d}]!, [{s}]!, {c}!",
+            "2: cpyfm [{d}]!, [{s}]!, {c}!",
+            "cpyfe [{d}]!, [{s}]!, {c}!",
+            b = in(reg) option_b as u64,
+            d = inout(reg) d => _,
+            s = inout(reg) s => _,
+            c = inout(reg) c => _,
+            options(nostack),
+        )
+    };
+}
