@@ -22,8 +22,9 @@ fn svelt_el0_irq(tf: &mut TrapFrame) {
     crate::trap::return_to_user(&cur, tf);
 }
 
+/// Called by the EL0 synchronous vector itself (exception/vectors.s), hence the C ABI.
 #[unsafe(no_mangle)]
-fn svelt_el0_sync(tf: &mut TrapFrame) {
+extern "C" fn svelt_el0_sync(tf: &mut TrapFrame) {
     // SAFETY: a synchronous exception from EL0: the running task is the one that trapped.
     let cur = unsafe { CurrentTask::enter() };
     crate::trap::el0_sync(&cur, tf);

@@ -430,6 +430,11 @@ pub fn do_sme_acc(cur: &CurrentTask, smtc: u8) -> bool {
 /// Syscall entry: streaming mode ends; SVE state beyond V0-V31 becomes zero.
 pub fn fp_user_discard(cur: &CurrentTask) {
     let f = cur.local().fpu.borrow();
+    // Nothing beyond V0-V31 to discard for a task that never used SVE or SME (its next save
+    // is FPSIMD-only whatever `to_save` says).
+    if !f.st.sve && !f.st.sme {
+        return;
+    }
     let irqs = cpu::IrqGuard::new();
     let hw_sm = f.st.sme && sme::read_svcr().sm;
     let plan = with_cpu(&irqs, |c| fps::syscall_entry(c, &f.st, hw_sm));

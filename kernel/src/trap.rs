@@ -13,6 +13,10 @@ use svelt_abi::signal as sig;
 pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
     let esr = Esr(tf.esr);
     cpu::irq_enable();
+    // The system call first, on the raw class (EC 0x15), before the full decode.
+    if tf.esr >> 26 == 0x15 {
+        return crate::syscall::dispatch(cur, tf);
+    }
     let fault = |signo, code, addr, esr| fault(cur, signo, code, addr, esr);
     match esr.ec() {
         Ec::Svc64 => crate::syscall::dispatch(cur, tf),
@@ -186,6 +190,28 @@ fn emulate_mrs(tf: &mut TrapFrame, access: svelt_abi::idregs::SysRegAccess) -> b
 
 /// Work before returning to user mode. Returns with IRQs masked.
 pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
+    cpu::irq_disable();
+    let t = cur.task();
+    // One look at everything that needs the loop below; most returns need none of it.
+    if t.killed.load(core::sync::atomic::Ordering::Acquire)
+        || sched::need_resched()
+        || cur.local().rseq_resched.get()
+        || signal::has_work(t)
+    {
+        return_to_user_work(cur, tf);
+    }
+    signal::finish_syscall(cur, tf);
+    if cur.traced.load(core::sync::atomic::Ordering::Relaxed) {
+        crate::ptrace::prepare_return(cur, tf);
+    }
+    crate::fpstate::fpsimd_restore_current_state(cur);
+}
+
+/// The work `return_to_user` found: exit, reschedule, rseq, signals, until none is left.
+/// Returns with IRQs masked.
+#[cold]
+#[inline(never)]
+fn return_to_user_work(cur: &CurrentTask, tf: &mut TrapFrame) {
     loop {
         cpu::irq_disable();
         let t = cur.task();
@@ -211,9 +237,4 @@ pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
         }
         break;
     }
-    signal::finish_syscall(cur, tf);
-    if cur.traced.load(core::sync::atomic::Ordering::Relaxed) {
-        crate::ptrace::prepare_return(cur, tf);
-    }
-    crate::fpstate::fpsimd_restore_current_state(cur);
 }

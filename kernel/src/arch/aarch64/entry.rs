@@ -13,12 +13,16 @@ unsafe extern "C" {
     /// A new task's first Rust code (from `ret_from_fork`), with its user trap frame; returns
     /// ready for the exception return.
     pub fn svelt_ret_from_fork(tf: &mut TrapFrame);
+    /// A synchronous exception from EL0 (syscall, fault, trap), straight from its vector with
+    /// the saved frame; returns ready for the exception return to `tf`. Only the vector calls
+    /// it; declared here so the contract is written down with the others.
+    #[allow(dead_code)]
+    pub fn svelt_el0_sync(tf: &mut TrapFrame);
 }
 
 unsafe extern "Rust" {
     fn svelt_irq();
     fn svelt_el0_irq(tf: &mut TrapFrame);
-    fn svelt_el0_sync(tf: &mut TrapFrame);
     fn svelt_fatal(kind: Kind, tf: &TrapFrame) -> !;
 }
 
@@ -34,14 +38,6 @@ pub(super) fn irq() {
 pub(super) fn el0_irq(tf: &mut TrapFrame) {
     // SAFETY: kernel/src/entry.rs defines svelt_el0_irq with this signature.
     unsafe { svelt_el0_irq(tf) }
-}
-
-/// A synchronous exception from EL0 (syscall, fault, trap); returns ready for the exception
-/// return to `tf`.
-#[inline(always)]
-pub(super) fn el0_sync(tf: &mut TrapFrame) {
-    // SAFETY: kernel/src/entry.rs defines svelt_el0_sync with this signature.
-    unsafe { svelt_el0_sync(tf) }
 }
 
 /// An exception the kernel cannot handle: report it and end the run.

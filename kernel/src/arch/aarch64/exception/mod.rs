@@ -82,7 +82,6 @@ extern "C" fn exception_entry(kind: u64, tf: &mut TrapFrame) {
     match (kind.source, kind.ty) {
         (Source::El1, Type::Irq) => super::entry::irq(),
         (Source::El0Aarch64, Type::Irq) => super::entry::el0_irq(tf),
-        (Source::El0Aarch64, Type::Sync) => super::entry::el0_sync(tf),
         _ => el1_sync_or_fatal(kind, tf),
     }
 }

@@ -36,7 +36,12 @@ exception_vectors:
     VENTRY 5
     VENTRY 6
     VENTRY 7
-    VENTRY 8
+    // EL0 AArch64 synchronous (syscalls, faults, traps): straight to the kernel's handler,
+    // without decoding a kind.
+    .balign 0x80
+    sub     sp, sp, #TF_SIZE
+    stp     x0, x1, [sp, #0]
+    b       el0_sync_common
     VENTRY 9
     VENTRY 10
     VENTRY 11
@@ -45,7 +50,9 @@ exception_vectors:
     VENTRY 14
     VENTRY 15
 
-el1_common:
+// Saves x2-x30, SP_EL0, ELR, SPSR, ESR and FAR into the TrapFrame at sp (x0 and x1 are
+// already there); leaves ESR in x1.
+.macro SAVE_REST
     stp     x2, x3, [sp, #2 * 8]
     stp     x4, x5, [sp, #4 * 8]
     stp     x6, x7, [sp, #6 * 8]
@@ -68,6 +75,20 @@ el1_common:
     mrs     x1, esr_el1
     mrs     x2, far_el1
     stp     x1, x2, [sp, #TF_ESR]
+.endm
+
+// From EL0 the frame record below the TrapFrame ends the chain (x29 = 0): a backtrace of a
+// kernel fault under a syscall stops at the handler, never walking into user memory.
+el0_sync_common:
+    SAVE_REST
+    stp     xzr, xzr, [sp, #-16]!
+    mov     x29, xzr
+    add     x0, sp, #16
+    bl      svelt_el0_sync
+    b       exception_return
+
+el1_common:
+    SAVE_REST
     // A frame record so backtraces walk from the handler into the interrupted code.
     stp     x29, x1, [sp, #-16]!
     ldr     x1, [sp, #16 + TF_ELR]
