@@ -29,7 +29,10 @@
 # --compare boots the benchmark on Svelt and then on Linux with the same flags (or, with
 # --compare-append "ARGS", twice on Svelt, the second time with ARGS on its command line) and
 # writes the comparison under target/bench/ (compare.csv, compare.md, vl.png; the tests crate's
-# benchcmp makes them, gnuplot draws the plot).
+# benchcmp makes them, gnuplot draws the plot). --compare-policy "fp=eager ..." compares two FP
+# policies of Svelt (svelt.fp, svelt.sve_syscall, svelt.sme_trap): the first run under the
+# command line's policy (default, or what --append sets), the second with these words added.
+# The benchmark prints the policy each run had (`# svelt-bench: fp policy ...`).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
@@ -86,13 +89,17 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          ratio) printed and written to target/bench/compare.{csv,md}, and a plot
                          of the vector-length cases, target/bench/vl.png
   --compare-append "ARGS"  --compare between Svelt and Svelt with ARGS on its command line
+  --compare-policy "P"   --compare between two FP policies of Svelt: as given by the other flags
+                         (the default: fp=lazy sve_syscall=discard sme_trap=lazy), then with P
+                         added, e.g. "fp=eager" or "sve_syscall=keep sme_trap=eager" (the
+                         svelt. prefix is optional)
   -h | --help            this text
 EOF
 }
 
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
 initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
-show_version=0 bench_cases="" compare=0 compare_append=""
+show_version=0 bench_cases="" compare=0 compare_append="" compare_policy=""
 extra=() cpu_opts=()
 # What --compare passes on to each of its two runs: everything but the comparison options.
 pass_args=()
@@ -101,7 +108,7 @@ for a in "$@"; do
     if [ "$skip_next" = 1 ]; then skip_next=0; continue; fi
     case "$a" in
         --compare|--linux) ;;
-        --compare-append) skip_next=1 ;;
+        --compare-append|--compare-policy) skip_next=1 ;;
         *) pass_args+=("$a") ;;
     esac
 done
@@ -135,6 +142,14 @@ while [ $# -gt 0 ]; do
         --bench-cases) bench=1; bench_cases=$2; shift ;;
         --compare) bench=1; compare=1 ;;
         --compare-append) bench=1; compare=1; compare_append=$2; shift ;;
+        --compare-policy)
+            bench=1 compare=1 compare_policy=""
+            for w in $2; do
+                case "$w" in svelt.*) ;; *) w="svelt.$w" ;; esac
+                compare_policy="$compare_policy $w"
+            done
+            compare_append=${compare_policy# }
+            shift ;;
         -h|--help) usage; exit 0 ;;
         --) shift; extra=("$@"); break ;;
         *) echo "qemu-run.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
@@ -209,7 +224,10 @@ if [ "$compare" = 1 ]; then
     [ "$linux" = 0 ] || [ -n "$compare_append" ] || die "--compare runs Linux itself (drop --linux)"
     out_dir="$root/target/bench"
     mkdir -p "$out_dir"
-    if [ -n "$compare_append" ]; then
+    if [ -n "$compare_policy" ]; then
+        a_label="Svelt base" b_label="Svelt $compare_append"
+        a_args=("${pass_args[@]}" --bench) b_args=("${pass_args[@]}" --bench --append "$compare_append")
+    elif [ -n "$compare_append" ]; then
         a_label="Svelt" b_label="Svelt $compare_append"
         a_args=("${pass_args[@]}" --bench) b_args=("${pass_args[@]}" --bench --append "$compare_append")
     else

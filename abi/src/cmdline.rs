@@ -3,6 +3,8 @@
 //! Words are separated by white space; each is `key=value` or a bare `flag`. Unknown words are
 //! kept for later consumers (as Linux passes them to init), so nothing here rejects input.
 
+use crate::fppolicy::{BadValue, Policy};
+
 /// Log verbosity, from `log=` (names) or Linux's `loglevel=` (numbers) and `quiet`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LogLevel {
@@ -65,6 +67,11 @@ pub struct Cmdline<'a> {
     /// `svelt.mops=off`: the kernel's copies keep to register loops even where every CPU has
     /// CPY*/SET* (so the matrix still runs the code boards without FEAT_MOPS run).
     pub mops: bool,
+    /// `svelt.fp=`, `svelt.sve_syscall=`, `svelt.sme_trap=` (see `fppolicy`).
+    pub fp_policy: Policy,
+    /// Policy words with an unknown value, in order (the first few): the kernel warns about
+    /// each; the setting keeps its default (or an earlier good value).
+    pub fp_policy_bad: [Option<BadValue<'a>>; 4],
     raw: &'a str,
 }
 
@@ -78,6 +85,8 @@ impl<'a> Cmdline<'a> {
             coredump_semihosting: false,
             coredump_dir: None,
             mops: true,
+            fp_policy: Policy::LINUX,
+            fp_policy_bad: [None; 4],
             raw,
         };
         for word in raw.split_ascii_whitespace() {
@@ -100,7 +109,13 @@ impl<'a> Cmdline<'a> {
                 "svelt.coredump" => c.coredump_semihosting = value == "semihosting",
                 "svelt.coredump_dir" if !value.is_empty() => c.coredump_dir = Some(value),
                 "svelt.mops" => c.mops = value != "off",
-                _ => {}
+                _ => {
+                    if let Err(bad) = c.fp_policy.apply(key, value) {
+                        if let Some(slot) = c.fp_policy_bad.iter_mut().find(|s| s.is_none()) {
+                            *slot = Some(bad);
+                        }
+                    }
+                }
             }
         }
         c
@@ -123,6 +138,48 @@ mod tests {
         assert_eq!(c.init, None);
         assert_eq!(c.exit, ExitVia::Psci);
         assert_eq!(c.selftest, None);
+        assert_eq!(c.fp_policy, Policy::LINUX);
+        assert_eq!(c.fp_policy_bad, [None; 4]);
+    }
+
+    #[test]
+    fn fp_policy_words() {
+        use crate::fppolicy::{Restore, SmeAccess, SveSyscall};
+        let c = Cmdline::parse("svelt.fp=eager svelt.sve_syscall=keep svelt.sme_trap=eager");
+        assert_eq!(c.fp_policy.fp, Restore::Eager);
+        assert_eq!(c.fp_policy.sve_syscall, SveSyscall::Keep);
+        assert_eq!(c.fp_policy.sme_trap, SmeAccess::Eager);
+        assert_eq!(c.fp_policy_bad, [None; 4]);
+        // Unknown values: reported, default kept; a later good word still counts.
+        let c =
+            Cmdline::parse("svelt.fp=fast svelt.sme_trap svelt.sve_syscall=keep svelt.fp=eager");
+        assert_eq!(c.fp_policy.fp, Restore::Eager);
+        assert_eq!(c.fp_policy.sme_trap, SmeAccess::Lazy);
+        assert_eq!(c.fp_policy.sve_syscall, SveSyscall::Keep);
+        assert_eq!(
+            c.fp_policy_bad[..2],
+            [
+                Some(BadValue {
+                    key: "svelt.fp",
+                    value: "fast"
+                }),
+                Some(BadValue {
+                    key: "svelt.sme_trap",
+                    value: ""
+                })
+            ]
+        );
+        assert_eq!(c.fp_policy_bad[2], None);
+        // More bad words than slots: the first four are kept, nothing overflows.
+        let c = Cmdline::parse("svelt.fp=1 svelt.fp=2 svelt.fp=3 svelt.fp=4 svelt.fp=5");
+        assert_eq!(
+            c.fp_policy_bad[3],
+            Some(BadValue {
+                key: "svelt.fp",
+                value: "4"
+            })
+        );
+        assert_eq!(c.fp_policy, Policy::LINUX);
     }
 
     #[test]

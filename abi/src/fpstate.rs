@@ -14,6 +14,12 @@
 //!   so the kernel reads SVCR when it saves (`Svcr`, passed in by the caller).
 //!
 //! Each function returns a plan (a small struct of things to do); the arch code carries it out.
+//!
+//! The policy switches of `fppolicy` enter at four points: `context_switch` (`svelt.fp`),
+//! `syscall_entry` (`svelt.sve_syscall`), `exec` and `fork` (`svelt.sme_trap`). With the
+//! defaults every decision is Linux's.
+
+use crate::fppolicy::{Restore as RestorePolicy, SmeAccess, SveSyscall};
 
 /// What the saved copy of a task's vector registers holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,6 +180,19 @@ pub fn switch_out(cpu: &mut CpuFp, t: &mut TaskFp, hw: Svcr) -> Save {
         regs,
         za: hw.za.then_some(t.sme_vl),
     }
+}
+
+/// The scheduler switches away from `t` on `cpu` (`svelt.fp`): save what is live, as
+/// `switch_out`. Under `eager` the CPU then forgets it holds the task's registers, so the
+/// task's next return to user mode reloads them from memory wherever it runs, even if nothing
+/// used the registers in between; under `lazy` it reloads only if something did.
+pub fn context_switch(cpu: &mut CpuFp, t: &mut TaskFp, hw: Svcr, policy: RestorePolicy) -> Save {
+    let save = switch_out(cpu, t, hw);
+    if policy == RestorePolicy::Eager && cpu.owner == t.id {
+        cpu.owner = 0;
+        t.last_cpu = None;
+    }
+    save
 }
 
 /// Loading a task's state on the way back to user mode.
@@ -351,15 +370,25 @@ pub struct SyscallEntry {
 /// PSTATE.SM as read from the CPU (only for tasks with `sme`). Until the task is back in user
 /// mode (`return_to_user`), a save, including one for a signal delivered on the way out, keeps
 /// only FPSIMD (and ZA), as Linux's frames after a syscall show.
-pub fn syscall_entry(cpu: &mut CpuFp, t: &TaskFp, hw_sm: bool) -> SyscallEntry {
+///
+/// Under `svelt.sve_syscall=keep` (not Linux) the non-streaming SVE registers are left alone
+/// and a save during the syscall keeps them in full; streaming mode still ends (SMSTOP SM
+/// zeroes every Z, P and FFR register, which is then what a save keeps).
+pub fn syscall_entry(cpu: &mut CpuFp, t: &TaskFp, hw_sm: bool, policy: SveSyscall) -> SyscallEntry {
     if !cpu.holds(t) {
         return SyscallEntry {
             smstop_sm: false,
             flush_sve: false,
         };
     }
-    cpu.to_save = ToSave::FpsimdOnly;
     let smstop_sm = t.sme && hw_sm;
+    if policy == SveSyscall::Keep {
+        return SyscallEntry {
+            smstop_sm,
+            flush_sve: false,
+        };
+    }
+    cpu.to_save = ToSave::FpsimdOnly;
     SyscallEntry {
         smstop_sm,
         flush_sve: t.sve && !smstop_sm,
@@ -400,11 +429,14 @@ pub fn signal_entry(t: &mut TaskFp) -> SignalEntry {
     SignalEntry { left_streaming }
 }
 
-/// execve: a fresh FPSIMD-only, zeroed state at the new VLs; SVE and SME trap again.
-pub fn exec(t: &mut TaskFp, sve_vl: u32, sme_vl: u32) {
+/// execve: a fresh FPSIMD-only, zeroed state at the new VLs; SVE traps again, and so does SME
+/// under `svelt.sme_trap=lazy`. Under `eager` SME is enabled at once when the system has it
+/// (`sme_vl` is 0 without SME), with SVCR zero: the first SMSTART finds zeroed state, as after
+/// a trap.
+pub fn exec(t: &mut TaskFp, sve_vl: u32, sme_vl: u32, policy: SmeAccess) {
     t.format = Format::Fpsimd;
     t.sve = false;
-    t.sme = false;
+    t.sme = policy == SmeAccess::Eager && sme_vl != 0;
     t.svcr = Svcr::default();
     t.sve_vl = sve_vl;
     t.sme_vl = sme_vl;
@@ -414,16 +446,18 @@ pub fn exec(t: &mut TaskFp, sve_vl: u32, sme_vl: u32) {
 /// fork/clone: the child starts FPSIMD-only, out of streaming mode, with the parent's VLs.
 /// Without CLONE_VM it inherits ZA (and with it SME access); with CLONE_VM ZA is off. The
 /// caller saves the parent with `sync_to_memory` and builds the child's V registers (zero if
-/// the parent was streaming).
-pub fn fork(parent: &TaskFp, child_id: u64, clone_vm: bool) -> TaskFp {
+/// the parent was streaming). Under `svelt.sme_trap=eager` every child has SME access when
+/// the system has SME.
+pub fn fork(parent: &TaskFp, child_id: u64, clone_vm: bool, policy: SmeAccess) -> TaskFp {
     let za = parent.svcr.za && !clone_vm;
+    let sme = za || (policy == SmeAccess::Eager && parent.sme_vl != 0);
     TaskFp {
         id: child_id,
         last_cpu: None,
         format: Format::Fpsimd,
         sve: false,
         sve_vl: parent.sve_vl,
-        sme: za,
+        sme,
         sme_vl: parent.sme_vl,
         svcr: Svcr { sm: false, za },
     }

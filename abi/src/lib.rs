@@ -20,6 +20,7 @@ pub mod elf;
 pub mod errno;
 pub mod esr;
 pub mod fcntl;
+pub mod fppolicy;
 pub mod fpstate;
 pub mod fs;
 pub mod futex;

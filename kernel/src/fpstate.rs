@@ -12,9 +12,10 @@ use crate::task::{CurrentTask, Held, Process, TaskLocal};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::cell::{RefMut, UnsafeCell};
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use fpsimd::FpsimdState;
 use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::fppolicy::Policy;
 use svelt_abi::fpstate::{self as fps, CpuFp, Format, Regs, Save, SmeTrapError, Svcr, TaskFp};
 use svelt_abi::vlctl::{self, TaskVl, VecKind};
 use zerocopy::IntoBytes;
@@ -40,6 +41,18 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 pub fn new_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The FP policy (`svelt.fp`, `svelt.sve_syscall`, `svelt.sme_trap`), set once at boot before
+/// the first task runs; `Policy::to_bits` form.
+static POLICY: AtomicU8 = AtomicU8::new(Policy::LINUX.to_bits());
+
+pub fn set_policy(p: Policy) {
+    POLICY.store(p.to_bits(), Ordering::Relaxed);
+}
+
+pub fn policy() -> Policy {
+    Policy::from_bits(POLICY.load(Ordering::Relaxed))
 }
 
 /// The counters, per process and in total (/proc/svelt/fpstat, /proc/<pid>/fpstat).
@@ -141,13 +154,17 @@ fn has_fpmr() -> bool {
 }
 
 impl TaskFpState {
+    /// A new task's state, as a program starts it (`fps::exec`: with `svelt.sme_trap=eager`
+    /// SME is already enabled).
     pub fn new() -> TaskFpState {
+        let (sve_vl, sme_vl) = (
+            SVE_DEFAULT_VL.load(Ordering::Relaxed),
+            SME_DEFAULT_VL.load(Ordering::Relaxed),
+        );
+        let mut st = TaskFp::new(new_id(), sve_vl, sme_vl);
+        fps::exec(&mut st, sve_vl, sme_vl, policy().sme_trap);
         TaskFpState {
-            st: TaskFp::new(
-                new_id(),
-                SVE_DEFAULT_VL.load(Ordering::Relaxed),
-                SME_DEFAULT_VL.load(Ordering::Relaxed),
-            ),
+            st,
             fp: FpsimdState::default(),
             sve: Vec::new(),
             za: Vec::new(),
@@ -296,7 +313,8 @@ fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
 pub fn fpsimd_thread_switch(p: &Process, l: &TaskLocal, irqs: &cpu::IrqGuard) {
     let f = &mut *l.fpu.borrow_mut();
     let hw = hw_svcr(f);
-    let save = with_cpu(irqs, |c| fps::switch_out(c, &mut f.st, hw));
+    let fp = policy().fp;
+    let save = with_cpu(irqs, |c| fps::context_switch(c, &mut f.st, hw, fp));
     do_save(p, f, save);
 }
 
@@ -427,7 +445,8 @@ pub fn do_sme_acc(cur: &CurrentTask, smtc: u8) -> bool {
     ok
 }
 
-/// Syscall entry: streaming mode ends; SVE state beyond V0-V31 becomes zero.
+/// Syscall entry: streaming mode ends; SVE state beyond V0-V31 becomes zero (kept under
+/// `svelt.sve_syscall=keep`).
 pub fn fp_user_discard(cur: &CurrentTask) {
     let f = cur.local().fpu.borrow();
     // Nothing beyond V0-V31 to discard for a task that never used SVE or SME (its next save
@@ -437,7 +456,8 @@ pub fn fp_user_discard(cur: &CurrentTask) {
     }
     let irqs = cpu::IrqGuard::new();
     let hw_sm = f.st.sme && sme::read_svcr().sm;
-    let plan = with_cpu(&irqs, |c| fps::syscall_entry(c, &f.st, hw_sm));
+    let keep = policy().sve_syscall;
+    let plan = with_cpu(&irqs, |c| fps::syscall_entry(c, &f.st, hw_sm, keep));
     if plan.smstop_sm {
         sme::smstop_sm();
     }
@@ -467,7 +487,7 @@ pub fn fork_state(cur: &CurrentTask, clone_vm: bool) -> TaskFpState {
         pf.tpidr2 = sme::read_tpidr2();
     }
     let mut c = TaskFpState::new();
-    c.st = fps::fork(&pf.st, c.st.id, clone_vm);
+    c.st = fps::fork(&pf.st, c.st.id, clone_vm, policy().sme_trap);
     c.fp = pf.fpsimd_view();
     if pf.st.svcr.sm {
         c.fp.vregs = [0; 32];
@@ -500,7 +520,7 @@ pub fn fpsimd_flush_thread(cur: &CurrentTask) {
     f.za = Vec::new();
     f.tpidr2 = 0;
     f.fpmr = 0;
-    fps::exec(&mut f.st, sv.cur, sm.cur);
+    fps::exec(&mut f.st, sv.cur, sm.cur, policy().sme_trap);
     if has_sme() {
         sme::write_tpidr2(0);
     }
@@ -740,6 +760,17 @@ pub fn sme_default_write(text: &[u8]) -> SysResult<usize> {
     let (vl, used) = vlctl::default_vl_write(VecKind::Sme, text, crate::cpufeature::sme_vls())?;
     SME_DEFAULT_VL.store(vl, Ordering::Relaxed);
     Ok(used)
+}
+
+/// /proc/svelt/fpstat: the system's counters, then `policy fp=... sve_syscall=... sme_trap=...
+/// abi=...`.
+pub fn format_system_fpstat() -> String {
+    alloc::format!(
+        "{}{} {}\n",
+        format_counters(&TOTALS),
+        svelt_abi::fppolicy::FPSTAT_KEY,
+        policy()
+    )
 }
 
 /// The counters as `key value` lines.

@@ -108,6 +108,15 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         fdt.root().model()
     );
     log::info!("command line: \"{}\"", cmdline.raw());
+    for bad in cmdline.fp_policy_bad.iter().flatten() {
+        log::warn!(
+            "{}={:?}: unknown value, the default stays",
+            bad.key,
+            bad.value
+        );
+    }
+    fpstate::set_policy(cmdline.fp_policy);
+    println!("svelt: fp policy {}", cmdline.fp_policy);
     if entry_el == 2 {
         hand_over_to_el2_reporter(uart.start);
     }

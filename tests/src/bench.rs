@@ -33,6 +33,8 @@ impl Value {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Run {
     pub kernel: String,
+    /// The FP policy it ran under (`# svelt-bench: fp policy ...`; empty if not printed).
+    pub policy: String,
     pub cases: Vec<(String, Value)>,
 }
 
@@ -48,6 +50,10 @@ pub fn parse(log: &str) -> Run {
     for line in log.lines().map(|l| l.trim_end_matches('\r')) {
         if let Some(k) = line.strip_prefix("# svelt-bench: kernel ") {
             run.kernel = k.trim().to_string();
+            continue;
+        }
+        if let Some(p) = line.strip_prefix("# svelt-bench: fp policy ") {
+            run.policy = p.trim().to_string();
             continue;
         }
         let Some(rest) = line.strip_prefix("bench ") else {
@@ -275,6 +281,7 @@ mod tests {
 
     const SVELT: &str = "\
 # svelt-bench: kernel Svelt 0.1.0-svelt\r
+# svelt-bench: fp policy fp=eager sve_syscall=discard sme_trap=lazy abi=linux\r
 # svelt-bench: calibration: a 20001-instruction loop took 20001 ticks-as-instructions\r
 bench syscall_getpid 250.5  # median 251.0 max 260.0, 7 runs x 2000 ops\r
 bench signal_roundtrip_sve_vl16 1000.0  # median ..\r
@@ -297,6 +304,10 @@ bench broken line here  # not a value\n\
     fn parses_values_skips_and_failures() {
         let r = parse(SVELT);
         assert_eq!(r.kernel, "Svelt 0.1.0-svelt");
+        assert_eq!(
+            r.policy,
+            "fp=eager sve_syscall=discard sme_trap=lazy abi=linux"
+        );
         assert_eq!(r.cases.len(), 5);
         assert_eq!(r.get("syscall_getpid"), Some(&Value::Insns(250.5)));
         assert!(
@@ -305,6 +316,7 @@ bench broken line here  # not a value\n\
         assert!(matches!(r.get("page_fault_anon"), Some(Value::Fail(_))));
         let l = parse(LINUX);
         assert_eq!(l.kernel, "Linux 7.3.4+deb13-arm64");
+        assert_eq!(l.policy, "");
         assert_eq!(l.cases.len(), 4, "{:?}", l.cases);
     }
 

@@ -84,6 +84,11 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The FP policy Svelt runs under with this configuration's extra command-line words.
+    pub fn fp_policy(&self) -> svelt_abi::fppolicy::Policy {
+        svelt_abi::cmdline::Cmdline::parse(&self.append.join(" ")).fp_policy
+    }
+
     /// SVE vector lengths QEMU implements for `sve-max-vq=N`: every multiple of 16 up to 16·N.
     pub fn expected_sve(&self) -> Vec<u32> {
         (1..=self.sve_max_vq).map(|q| q * 16).collect()
@@ -360,6 +365,8 @@ pub struct BootReport {
     pub sme: Option<Vec<u32>>,
     pub sme_fa64: Option<bool>,
     pub sme2: Option<bool>,
+    /// `svelt: fp policy ...` (the policy in force; malformed text: a panic).
+    pub fp_policy: Option<svelt_abi::fppolicy::Policy>,
     pub exit_status: Option<i32>,
 }
 
@@ -378,6 +385,11 @@ pub fn parse_report(output: &str) -> BootReport {
             r.cpus_online = n.parse().ok();
         } else if let Some(rest) = line.strip_prefix("svelt: timer ticking on ") {
             r.timer_cpus = rest.trim_end_matches(" cpus").parse().ok();
+        } else if let Some(p) = line.strip_prefix("svelt: fp policy ") {
+            r.fp_policy = Some(
+                svelt_abi::fppolicy::Policy::parse(p)
+                    .unwrap_or_else(|| panic!("bad fp policy line {line:?}")),
+            );
         } else if let Some(n) = line.strip_prefix("svelt: exit status ") {
             r.exit_status = n.parse().ok();
         } else if line == "cpu: sve absent" {
@@ -409,6 +421,7 @@ pub fn check_boot_report(cfg: &Config) -> Run {
     assert_eq!(run.status, Some(0), "run status; {}", ctx());
     assert_eq!(r.exit_status, Some(0), "{}", ctx());
     assert_eq!(r.entered_el, Some(cfg.el), "entry EL; {}", ctx());
+    assert_eq!(r.fp_policy, Some(cfg.fp_policy()), "FP policy; {}", ctx());
     assert_eq!(r.cpus_online, Some(cfg.smp), "CPUs online; {}", ctx());
     assert_eq!(
         r.timer_cpus,
@@ -557,6 +570,14 @@ pub fn check_userland(cfg: &Config) -> Run {
     );
     assert_eq!(k.init_status, Some(0), "init's status; {}", ctx());
     assert_eq!(run.status, Some(0), "run status; {}", ctx());
+    if !cfg.linux {
+        assert_eq!(
+            parse_report(&run.output).fp_policy,
+            Some(cfg.fp_policy()),
+            "the FP policy the boot log reports; {}",
+            ctx()
+        );
+    }
     run
 }
 

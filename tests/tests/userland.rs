@@ -11,6 +11,12 @@
 //! One configuration on each QEMU boots with `svelt.mops=off`: the kernel's copies then use
 //! register loops, as on CPUs without FEAT_MOPS.
 //!
+//! Two host configurations run under the non-default FP policies that keep Linux's ABI (abi/src/
+//! fppolicy.rs), each a full userland pass: `svelt.fp=eager` (reload after every switch) at VQ 3
+//! with 1 CPU, and `svelt.sme_trap=eager` (SME enabled at exec) with SME capped at 64 bytes.
+//! Their plain-policy counterparts stay covered by QEMU 11.1's VQ 3 and SME-capped entries.
+//! `svelt.sve_syscall=keep` changes the ABI: tests/tests/fp_policy.rs boots it alone.
+//!
 //! QEMU 11.1 (`--qemu11`: -cpu max with SME2, ZT0 and GCS), fetched into target/qemu11/:
 //! - Svelt and Linux at the SVE maximum, at VQ 3, with SME capped below it, FA64 off, and no SME;
 //!   Svelt also at EL1 with 1 CPU and VQ 4.
@@ -62,6 +68,12 @@ fn no_mops(mut cfg: Config) -> Config {
     cfg
 }
 
+/// Extra kernel command-line words (FP policies).
+fn with(mut cfg: Config, word: &str) -> Config {
+    cfg.append.push(word.into());
+    cfg
+}
+
 fn linux(cfg: Config) -> Config {
     Config { linux: true, ..cfg }
 }
@@ -92,8 +104,9 @@ userland! {
     svelt_el1_smp1_vq1: at(Host, 1, 1, 1);
     svelt_el2_smp1_vq4: at(Host, 2, 1, 4);
     svelt_el1_smp2_vq4_no_mops: no_mops(at(Host, 1, 2, 4));
-    svelt_el2_smp1_vq3: at(Host, 2, 1, 3);
-    svelt_el1_smp2_sme_max64: sme_max(at(Host, 1, 2, 16), 64);
+    svelt_el2_smp1_vq3_fp_eager: with(at(Host, 2, 1, 3), "svelt.fp=eager");
+    svelt_el1_smp2_sme_max64_sme_trap_eager:
+        with(sme_max(at(Host, 1, 2, 16), 64), "svelt.sme_trap=eager");
     svelt_el2_smp2_no_fa64: no_fa64(at(Host, 2, 2, 16));
     svelt_el1_smp2_no_sme: no_sme(at(Host, 1, 2, 16));
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::fppolicy::{Restore as RestorePolicy, SmeAccess, SveSyscall};
 
 const OFF: Svcr = Svcr {
     sm: false,
@@ -103,7 +104,7 @@ fn syscall_discards_sve_only_if_switched_out() {
     sve_trap(&mut c, &mut t).unwrap();
     // Not switched out: zero the upper bits live, SVE stays enabled.
     assert_eq!(
-        syscall_entry(&mut c, &t, false),
+        syscall_entry(&mut c, &t, false, SveSyscall::Discard),
         SyscallEntry {
             smstop_sm: false,
             flush_sve: true
@@ -112,7 +113,7 @@ fn syscall_discards_sve_only_if_switched_out() {
     assert_eq!(return_to_user(&mut c, &mut t).load, None);
     assert!(t.sve);
     // A signal delivered on the way out of a syscall sees FPSIMD only (as Linux's frames).
-    syscall_entry(&mut c, &t, false);
+    syscall_entry(&mut c, &t, false, SveSyscall::Discard);
     assert_eq!(sync_to_memory(&mut c, &mut t, OFF).regs, Regs::Fpsimd);
     assert_eq!(return_to_user(&mut c, &mut t).load, None, "still live");
     assert_eq!(
@@ -121,7 +122,7 @@ fn syscall_discards_sve_only_if_switched_out() {
         "full again after"
     );
     // Switched out during the syscall: only FPSIMD is saved, and SVE is dropped on reload.
-    syscall_entry(&mut c, &t, false);
+    syscall_entry(&mut c, &t, false, SveSyscall::Discard);
     assert_eq!(switch_out(&mut c, &mut t, OFF).regs, Regs::Fpsimd);
     let mut other = TaskFp::new(2, 16, 0);
     return_to_user(&mut c, &mut other);
@@ -154,7 +155,7 @@ fn zcr_written_only_when_it_changes() {
 fn exec_fork_vl_change_and_edits_invalidate() {
     let (mut c, mut t) = live(0, 1);
     sve_trap(&mut c, &mut t).unwrap();
-    let child = fork(&t, 9, false);
+    let child = fork(&t, 9, false, SmeAccess::Lazy);
     assert_eq!(
         (child.format, child.sve, child.last_cpu, child.sve_vl),
         (Format::Fpsimd, false, None, 64)
@@ -166,7 +167,7 @@ fn exec_fork_vl_change_and_edits_invalidate() {
     assert_eq!(return_to_user(&mut c, &mut t).load, Some(Format::Fpsimd));
     invalidate(&mut t);
     assert!(!c.holds(&t));
-    exec(&mut t, 64, 0);
+    exec(&mut t, 64, 0, SmeAccess::Lazy);
     assert!(!t.sve && t.format == Format::Fpsimd);
 }
 
@@ -251,7 +252,7 @@ fn za_alone_survives_syscalls_and_switches() {
     sme_trap(&mut c, &mut t, 0).unwrap();
     // In streaming mode at the syscall: SMSTOP SM, no SVE flush needed.
     assert_eq!(
-        syscall_entry(&mut c, &t, true),
+        syscall_entry(&mut c, &t, true, SveSyscall::Discard),
         SyscallEntry {
             smstop_sm: true,
             flush_sve: false
@@ -332,7 +333,7 @@ fn fork_rules_for_za() {
     let mut p = TaskFp::new(1, 64, 32);
     p.sme = true;
     p.svcr = Svcr { sm: true, za: true };
-    let child = fork(&p, 2, false);
+    let child = fork(&p, 2, false, SmeAccess::Lazy);
     assert_eq!(
         (child.sme, child.svcr),
         (
@@ -343,7 +344,7 @@ fn fork_rules_for_za() {
             }
         )
     );
-    let thread = fork(&p, 3, true);
+    let thread = fork(&p, 3, true, SmeAccess::Lazy);
     assert_eq!((thread.sme, thread.svcr), (false, OFF));
 }
 
@@ -398,4 +399,136 @@ fn smcr_written_only_for_sme_state_and_on_change() {
         None,
         "no SME: SMCR unused"
     );
+}
+
+// ---- the policies (fppolicy) ----
+
+#[test]
+fn lazy_switch_back_to_an_untouched_cpu_reloads_nothing_eager_reloads() {
+    for (policy, reload) in [
+        (RestorePolicy::Lazy, None),
+        (RestorePolicy::Eager, Some(Format::Sve)),
+    ] {
+        let (mut c, mut t) = live(0, 1);
+        sve_trap(&mut c, &mut t).unwrap();
+        // Switched out (the full SVE state is saved either way), idle in between.
+        let s = context_switch(&mut c, &mut t, OFF, policy);
+        assert_eq!(s.regs, Regs::Sve { vl: 64 }, "{policy:?}");
+        assert_eq!(c.holds(&t), policy == RestorePolicy::Lazy);
+        let r = return_to_user(&mut c, &mut t);
+        assert_eq!(r.load, reload, "{policy:?}");
+        // The state survives either way: the reload is the saved SVE copy, SVE stays on.
+        assert!(t.sve && c.holds(&t));
+        // No switch: a syscall's return reloads nothing under either policy.
+        syscall_entry(&mut c, &t, false, SveSyscall::Discard);
+        assert_eq!(return_to_user(&mut c, &mut t).load, None, "{policy:?}");
+    }
+}
+
+#[test]
+fn eager_context_switch_of_a_task_not_live_changes_nothing() {
+    let (mut c, mut a) = live(0, 1);
+    let mut b = TaskFp::new(2, 64, 0);
+    context_switch(&mut c, &mut a, OFF, RestorePolicy::Eager);
+    return_to_user(&mut c, &mut b);
+    // a is not live: switching it out again saves nothing and leaves b's ownership alone.
+    assert_eq!(
+        context_switch(&mut c, &mut a, OFF, RestorePolicy::Eager),
+        Save::NOTHING
+    );
+    assert!(c.holds(&b));
+    // Lazy and eager save exactly the same things.
+    let (mut c1, mut t1) = live_sme(0, 1);
+    let (mut c2, mut t2) = live_sme(0, 1);
+    sme_trap(&mut c1, &mut t1, 0).unwrap();
+    sme_trap(&mut c2, &mut t2, 0).unwrap();
+    let hw = Svcr { sm: true, za: true };
+    assert_eq!(
+        context_switch(&mut c1, &mut t1, hw, RestorePolicy::Lazy),
+        context_switch(&mut c2, &mut t2, hw, RestorePolicy::Eager)
+    );
+    assert_eq!(return_to_user(&mut c1, &mut t1).load, None);
+    let r = return_to_user(&mut c2, &mut t2);
+    assert_eq!((r.load, r.load_za), (Some(Format::Streaming), true));
+}
+
+#[test]
+fn keep_leaves_sve_registers_and_saves_them_in_full() {
+    let (mut c, mut t) = live(0, 1);
+    sve_trap(&mut c, &mut t).unwrap();
+    assert_eq!(
+        syscall_entry(&mut c, &t, false, SveSyscall::Keep),
+        SyscallEntry {
+            smstop_sm: false,
+            flush_sve: false
+        }
+    );
+    // A signal on the way out, or a switch during the syscall, saves Z/P/FFR in full.
+    assert_eq!(
+        sync_to_memory(&mut c, &mut t, OFF).regs,
+        Regs::Sve { vl: 64 }
+    );
+    syscall_entry(&mut c, &t, false, SveSyscall::Keep);
+    assert_eq!(switch_out(&mut c, &mut t, OFF).regs, Regs::Sve { vl: 64 });
+    let mut other = TaskFp::new(2, 16, 0);
+    return_to_user(&mut c, &mut other);
+    switch_out(&mut c, &mut other, OFF);
+    // Reloaded as SVE, SVE still enabled: nothing was dropped.
+    assert_eq!(return_to_user(&mut c, &mut t).load, Some(Format::Sve));
+    assert!(t.sve);
+}
+
+#[test]
+fn keep_still_ends_streaming_mode_at_a_syscall() {
+    let (mut c, mut t) = live_sme(0, 1);
+    sme_trap(&mut c, &mut t, 0).unwrap();
+    assert_eq!(
+        syscall_entry(&mut c, &t, true, SveSyscall::Keep),
+        SyscallEntry {
+            smstop_sm: true,
+            flush_sve: false
+        }
+    );
+    // Not live: nothing to do under either policy.
+    let mut other = TaskFp::new(2, 64, 0);
+    assert_eq!(
+        syscall_entry(&mut c, &other, true, SveSyscall::Keep),
+        syscall_entry(&mut c, &other, true, SveSyscall::Discard)
+    );
+    return_to_user(&mut c, &mut other);
+}
+
+#[test]
+fn sme_eager_enables_at_exec_and_fork_without_trap() {
+    // exec: SME on (SVCR zero) where the system has SME, off where it has none.
+    let mut t = TaskFp::new(1, 64, 32);
+    exec(&mut t, 64, 32, SmeAccess::Eager);
+    assert!(t.sme && !t.sve);
+    assert_eq!(t.svcr, OFF);
+    exec(&mut t, 64, 32, SmeAccess::Lazy);
+    assert!(!t.sme);
+    exec(&mut t, 64, 0, SmeAccess::Eager);
+    assert!(!t.sme);
+    // The first return to user mode enables EL0 SME with the task's SMCR, SVCR written zero.
+    let mut c = CpuFp::new(0, true);
+    exec(&mut t, 64, 32, SmeAccess::Eager);
+    let r = return_to_user(&mut c, &mut t);
+    assert_eq!(r.set_smen_el0, Some(true));
+    assert_eq!(r.set_smcr, Some(1));
+    assert_eq!(r.svcr, Some(OFF));
+    assert!(!r.load_za);
+    // A trap then would be a kernel bug (SME already enabled).
+    assert_eq!(
+        sme_trap(&mut c, &mut t, 0),
+        Err(SmeTrapError::AlreadyEnabled)
+    );
+    // fork and thread children: SME on, ZA only as Linux's rules give it.
+    let child = fork(&t, 2, false, SmeAccess::Eager);
+    assert_eq!((child.sme, child.svcr), (true, OFF));
+    let thread = fork(&t, 3, true, SmeAccess::Eager);
+    assert_eq!((thread.sme, thread.svcr), (true, OFF));
+    let lazy = fork(&t, 4, true, SmeAccess::Lazy);
+    assert!(!lazy.sme);
+    let no_sme = TaskFp::new(5, 64, 0);
+    assert!(!fork(&no_sme, 6, false, SmeAccess::Eager).sme);
 }

@@ -541,7 +541,7 @@ impl ProcRoot {
         let svelt = RamDir::new(0o555);
         svelt.replace(
             "fpstat",
-            GenFile::new(|_| crate::fpstate::format_counters(&crate::fpstate::TOTALS)),
+            GenFile::new(|_| crate::fpstate::format_system_fpstat()),
         );
         svelt.replace("meminfo", GenFile::new(svelt_meminfo));
         fixed.replace("svelt", svelt);

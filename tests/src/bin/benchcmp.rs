@@ -21,7 +21,8 @@ fn usage() -> ! {
 }
 
 fn run(spec: &str) -> (String, bench::Run) {
-    let (label, path) = spec.split_once('=').unwrap_or_else(|| usage());
+    // The label may hold `=` (`Svelt svelt.fp=eager`): the path follows the last one.
+    let (label, path) = spec.rsplit_once('=').unwrap_or_else(|| usage());
     let log = std::fs::read(path).unwrap_or_else(|e| {
         eprintln!("benchcmp: {path}: {e}");
         exit(1)
@@ -63,12 +64,22 @@ fn main() {
         Some(f) => format!("`{f}`"),
     };
     let kernel = |r: &bench::Run| {
-        if r.kernel.is_empty() {
+        let k = if r.kernel.is_empty() {
             "(no kernel line: the run broke?)".to_string()
         } else {
             r.kernel.clone()
+        };
+        if r.policy.is_empty() {
+            k
+        } else {
+            format!("{k}, fp policy {}", r.policy)
         }
     };
+    for (l, r) in [(&al, &ar), (&bl, &br)] {
+        if !r.policy.is_empty() {
+            println!("{l}: fp policy {}", r.policy);
+        }
+    }
     let header = [
         "Guest instructions per operation (best of 7 runs) under `-icount shift=0,sleep=off`; \
          lower is better."

@@ -1692,6 +1692,22 @@ fn run_case(name: &str, f: fn() -> CaseResult) -> bool {
     }
 }
 
+/// Which FP policy ran: Svelt's `policy` line of /proc/svelt/fpstat (mounting /proc first when
+/// the benchmark is the first process), or Linux's own behaviour.
+fn fp_policy_text(svelt: bool) -> String {
+    if !svelt {
+        return String::from("linux (the reference kernel)");
+    }
+    if svelt_user::sme::fp_policy().is_none() {
+        let _ = sys::mkdirat(sys::AT_FDCWD, "/proc", 0o755);
+        let _ = sys::mount("proc", "/proc", "proc", 0);
+    }
+    svelt_user::sme::fp_policy().map_or_else(
+        || String::from("unknown (no policy line in /proc/svelt/fpstat)"),
+        |p| format!("{p}"),
+    )
+}
+
 fn ensure_console() {
     if sys::fcntl(1, sys::F_GETFD, 0).is_ok() {
         return;
@@ -1757,6 +1773,7 @@ fn main(args: &rt::Args) -> i32 {
         sys::field_str(&u.sysname)
     );
     println!("# svelt-bench: clock {clock}");
+    println!("# svelt-bench: fp policy {}", fp_policy_text(svelt));
     println!(
         "# svelt-bench: calibration: a 20001-instruction loop took {cal} ticks-as-instructions{}",
         if cal.abs_diff(20001) <= 4 {
