@@ -373,7 +373,7 @@ pub struct SyscallEntry {
 ///
 /// Under `svelt.sve_syscall=keep` (not Linux) the non-streaming SVE registers are left alone
 /// and a save during the syscall keeps them in full; streaming mode still ends (SMSTOP SM
-/// zeroes every Z, P and FFR register, which is then what a save keeps).
+/// zeroes every Z, P and FFR register, so a save then keeps FPSIMD only, as under `discard`).
 pub fn syscall_entry(cpu: &mut CpuFp, t: &TaskFp, hw_sm: bool, policy: SveSyscall) -> SyscallEntry {
     if !cpu.holds(t) {
         return SyscallEntry {
@@ -382,7 +382,9 @@ pub fn syscall_entry(cpu: &mut CpuFp, t: &TaskFp, hw_sm: bool, policy: SveSyscal
         };
     }
     let smstop_sm = t.sme && hw_sm;
-    if policy == SveSyscall::Keep {
+    // Out of streaming mode every register is zero: FPSIMD holds all of it (and ZCR, which a
+    // streaming task's load did not set, need not match its SVE VL).
+    if policy == SveSyscall::Keep && !smstop_sm {
         return SyscallEntry {
             smstop_sm,
             flush_sve: false,

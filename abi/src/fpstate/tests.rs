@@ -482,6 +482,7 @@ fn keep_leaves_sve_registers_and_saves_them_in_full() {
 fn keep_still_ends_streaming_mode_at_a_syscall() {
     let (mut c, mut t) = live_sme(0, 1);
     sme_trap(&mut c, &mut t, 0).unwrap();
+    sve_trap(&mut c, &mut t).unwrap();
     assert_eq!(
         syscall_entry(&mut c, &t, true, SveSyscall::Keep),
         SyscallEntry {
@@ -489,6 +490,8 @@ fn keep_still_ends_streaming_mode_at_a_syscall() {
             flush_sve: false
         }
     );
+    // Everything is zero after SMSTOP SM: a save keeps FPSIMD only, as under discard.
+    assert_eq!(switch_out(&mut c, &mut t, OFF).regs, Regs::Fpsimd);
     // Not live: nothing to do under either policy.
     let mut other = TaskFp::new(2, 64, 0);
     assert_eq!(
