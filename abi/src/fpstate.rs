@@ -234,7 +234,9 @@ pub fn return_to_user(cpu: &mut CpuFp, t: &mut TaskFp) -> Restore {
         t.sve = false;
     }
     let mut r = NO_RESTORE;
-    if t.format == Format::Sve {
+    // With SVE enabled, ZCR must hold the task's VL even when its state is streaming: the task
+    // can leave streaming mode itself (SMSTOP) and use SVE without trapping.
+    if t.sve {
         let len = len_for_vl(t.sve_vl);
         if cpu.zcr_len != Some(len) {
             cpu.zcr_len = Some(len);

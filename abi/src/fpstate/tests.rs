@@ -517,7 +517,7 @@ fn sme_eager_enables_at_exec_and_fork_without_trap() {
     exec(&mut t, 64, 32, SmeAccess::Eager);
     let r = return_to_user(&mut c, &mut t);
     assert_eq!(r.set_smen_el0, Some(true));
-    assert_eq!(r.set_smcr, Some(1));
+    assert_eq!(c.smcr_len, Some(1));
     assert_eq!(r.svcr, Some(OFF));
     assert!(!r.load_za);
     // A trap then would be a kernel bug (SME already enabled).
@@ -534,4 +534,25 @@ fn sme_eager_enables_at_exec_and_fork_without_trap() {
     assert!(!lazy.sme);
     let no_sme = TaskFp::new(5, 64, 0);
     assert!(!fork(&no_sme, 6, false, SmeAccess::Eager).sme);
+}
+
+#[test]
+fn streaming_load_with_sve_enabled_sets_zcr_too() {
+    let mut c = CpuFp::new(0, true);
+    let mut a = TaskFp::new(1, 64, 32);
+    let mut b = TaskFp::new(2, 32, 32);
+    for t in [&mut a, &mut b] {
+        t.sve = true;
+        t.sme = true;
+        t.format = Format::Sve;
+    }
+    assert_eq!(return_to_user(&mut c, &mut b).set_zcr, Some(1));
+    switch_out(&mut c, &mut b, OFF);
+    // a was switched out in streaming mode: after its own SMSTOP, RDVL must read 64.
+    a.format = Format::Streaming;
+    a.svcr.sm = true;
+    let r = return_to_user(&mut c, &mut a);
+    assert_eq!(r.load, Some(Format::Streaming));
+    assert_eq!(r.set_zcr, Some(3));
+    assert_eq!(c.smcr_len, Some(1));
 }
