@@ -122,6 +122,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     }
 
     init_memory(&fdt, dtb_pa, image_pa, ram);
+    fs::proc::set_kernel_cmdline(cmdline.raw());
     coredump::configure(cmdline.coredump_semihosting, cmdline.coredump_dir);
     task::init_limits();
     mm::aspace::init();

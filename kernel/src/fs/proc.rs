@@ -529,6 +529,7 @@ impl ProcRoot {
         fixed.replace("loadavg", GenFile::new(loadavg));
         fixed.replace("stat", GenFile::new(kernel_stat));
         fixed.replace("version", GenFile::new(version));
+        fixed.replace("cmdline", GenFile::new(kernel_cmdline));
         fixed.replace("mounts", GenFile::new(mounts));
         fixed.replace(
             "filesystems",
@@ -1877,6 +1878,19 @@ fn kernel_stat(_: Option<u32>) -> String {
         runnable_threads().max(1),
     ));
     s
+}
+
+/// The kernel command line, kept at boot for /proc/cmdline.
+static CMDLINE: spin::Once<String> = spin::Once::new();
+
+/// Records the kernel command line (once, after the heap is up).
+pub fn set_kernel_cmdline(raw: &str) {
+    CMDLINE.call_once(|| raw.to_string());
+}
+
+/// /proc/cmdline: the command line the kernel booted with, as Linux prints it.
+fn kernel_cmdline(_: Option<u32>) -> String {
+    format!("{}\n", CMDLINE.get().map_or("", |s| s.as_str()))
 }
 
 fn version(_: Option<u32>) -> String {
