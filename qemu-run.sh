@@ -78,6 +78,10 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          target/debian/ (tests/debian-userland.sh); e.g. --debian bash,coreutils
                          --init /bin/bash
   --no-initrd            boot without an initramfs (the kernel only reports its boot)
+  --firmware edk2        boot through UEFI (Debian's qemu-efi-aarch64, QEMU_EFI.fd): the Image
+                         starts as an EFI application, with QEMU's device tree (acpi=off)
+  --firmware edk2-acpi   the same with ACPI tables and no device tree: the EFI stub describes
+                         the machine from ACPI (MADT, GTDT, SPCR, FADT)
   --linux                reference mode: boot Debian's arm64 Linux (the newest
                          linux-binary-*-arm64 in trixie-backports, cached in target/linux/)
                          with the same initramfs and QEMU flags
@@ -99,7 +103,7 @@ EOF
 
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
 initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
-show_version=0 bench_cases="" compare=0 compare_append="" compare_policy=""
+show_version=0 bench_cases="" compare=0 compare_append="" compare_policy="" firmware=""
 extra=() cpu_opts=()
 # What --compare passes on to each of its two runs: everything but the comparison options.
 pass_args=()
@@ -137,6 +141,7 @@ while [ $# -gt 0 ]; do
         --debian) debian=$2; shift ;;
         --core-dir) core_dir=$2; shift ;;
         --no-initrd) no_initrd=1 ;;
+        --firmware) firmware=$2; shift ;;
         --linux) linux=1 ;;
         --bench) bench=1 ;;
         --bench-cases) bench=1; bench_cases=$2; shift ;;
@@ -177,6 +182,11 @@ fi
 for o in "${cpu_opts[@]}"; do
     [[ "$o" =~ ^[A-Za-z0-9_-]+=[^,]+$ ]] || die "--cpu-opt wants PROP=VALUE (one property, no commas): $o"
 done
+case "$firmware" in
+    ""|edk2|edk2-acpi) ;;
+    *) die "--firmware wants edk2 or edk2-acpi" ;;
+esac
+[ -n "$firmware" ] && [ "$linux" = 1 ] && die "--firmware is for Svelt (drop --linux)"
 [ "$no_initrd" = 1 ] && [ -n "$initrd" ] && die "--initrd and --no-initrd contradict each other"
 [ -n "$debian" ] && { [ "$no_initrd" = 1 ] || [ -n "$initrd" ]; } && die "--debian builds its own initramfs (drop --initrd/--no-initrd)"
 if [ "$bench" = 1 ]; then
@@ -382,6 +392,16 @@ resolve_qemu
 
 machine="virt,gic-version=$gic"
 [ "$el" = 2 ] && machine="$machine,virtualization=on"
+# UEFI: edk2 starts the Image (from fw_cfg) as an EFI application. With acpi=off it hands over
+# QEMU's device tree; with ACPI (virt's default) it gives the ACPI tables and no device tree.
+edk2_fd=/usr/share/qemu-efi-aarch64/QEMU_EFI.fd
+case "$firmware" in
+    edk2|edk2-acpi)
+        [ -f "$edk2_fd" ] || apt_install qemu-efi-aarch64
+        [ -f "$edk2_fd" ] || die "no $edk2_fd (package qemu-efi-aarch64)"
+        if [ "$firmware" = edk2 ]; then machine="$machine,acpi=off"; else machine="$machine,acpi=on"; fi
+        ;;
+esac
 cpu="max,pauth-impdef=on,sve=on,sve-max-vq=$vq"
 if [ "$sme" = on ]; then
     cpu="$cpu,sme=on"
@@ -405,6 +425,7 @@ if [ "$linux" = 1 ]; then
 else
     args+=(-semihosting-config enable=on,target=native
            -kernel "$image" -append "svelt.exit=semihosting${append}")
+    if [ -n "$firmware" ]; then args+=(-bios "$edk2_fd"); fi
 fi
 [ -n "$initrd" ] && args+=(-initrd "$initrd")
 # One guest instruction = 1 ns of virtual time, idle time skipped: CNTVCT_EL0 (1 GHz) counts

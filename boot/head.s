@@ -1,4 +1,6 @@
-// Svelt entry: Linux arm64 Image header, EL2 set-up and drop to EL1, BSS, early page tables, MMU on.
+// Svelt entry: Linux arm64 Image header (also a PE/COFF header: UEFI firmware can start the Image
+// as an EFI application, whose stub comes back to primary_entry like any loader), EL2 set-up and
+// drop to EL1, BSS, early page tables, MMU on.
 //
 // A loader places the image at a 2 MiB-aligned physical address P and jumps to its first byte with
 // the MMU off and x0 = DTB physical address. Everything here runs at P with the MMU off, so it uses
@@ -15,16 +17,78 @@
 .section .head.text, "ax"
 .global _start
 _start:
-    b       primary_entry               // code0
-    .long   0                           // code1
+    add     x13, x18, #0x16             // code0: a no-op whose low half is "MZ" (the DOS magic)
+    b       primary_entry               // code1
     .quad   0                           // text_offset: 0, so a 2 MiB-aligned base
     .quad   __image_size                // image_size, BSS included
     .quad   0xa                         // flags: little-endian, 4 KiB pages, anywhere in memory
     .quad   0, 0, 0                     // res2..res4
     .long   0x644d5241                  // magic "ARM\x64"
-    .long   0                           // res5 (no PE/COFF header)
+    .long   pe_header - _start          // res5: where the PE header starts (DOS e_lfanew)
+
+// The same file is a PE32+ EFI application, so UEFI firmware can start it (efi_pe_entry, the
+// EFI stub in kernel/src/efi/). Every section's address relative to the image (RVA) equals its
+// offset in the file, so the firmware's copy looks like the flat Image plus zeroed BSS. There is
+// no relocation directory and the "relocations stripped" flag is clear: the firmware may load it
+// anywhere and has nothing to patch (the stub only uses PC-relative addressing). The sizes come
+// from linker.ld.
+pe_header:
+    .ascii  "PE\0\0"
+    .short  0xaa64                      // Machine: AArch64
+    .short  2                           // NumberOfSections
+    .long   0, 0, 0                     // TimeDateStamp, PointerToSymbolTable, NumberOfSymbols
+    .short  pe_sections - pe_optional   // SizeOfOptionalHeader
+    .short  0x0206                      // executable, line numbers and debug info stripped
+pe_optional:
+    .short  0x20b                       // PE32+
+    .byte   0, 0                        // linker version
+    .long   __pe_text_size              // SizeOfCode
+    .long   __pe_data_vsize             // SizeOfInitializedData (with BSS: the loader zeroes it)
+    .long   0                           // SizeOfUninitializedData
+    .long   __pe_entry_rva              // AddressOfEntryPoint
+    .long   __pe_text_rva               // BaseOfCode
+    .quad   0                           // ImageBase
+    .long   0x1000                      // SectionAlignment
+    .long   0x1000                      // FileAlignment
+    .short  0, 0, 0, 0, 0, 0            // OS, image and subsystem versions
+    .long   0                           // Win32VersionValue
+    .long   __image_size                // SizeOfImage
+    .long   __pe_text_rva               // SizeOfHeaders: this page
+    .long   0                           // CheckSum
+    .short  10                          // Subsystem: EFI application
+    .short  0                           // DllCharacteristics
+    .quad   0, 0, 0, 0                  // stack and heap reserve/commit
+    .long   0                           // LoaderFlags
+    .long   6                           // NumberOfRvaAndSizes: up to the (empty) relocation entry
+    .quad   0, 0, 0, 0, 0, 0            // export, import, resource, exception, security, base relocation
+pe_sections:
+    .ascii  ".text\0\0\0"
+    .long   __pe_text_size              // VirtualSize
+    .long   __pe_text_rva               // VirtualAddress
+    .long   __pe_text_size              // SizeOfRawData
+    .long   __pe_text_rva               // PointerToRawData
+    .long   0, 0                        // relocations, line numbers
+    .short  0, 0
+    .long   0x60000020                  // code, execute, read
+    .ascii  ".data\0\0\0"
+    .long   __pe_data_vsize             // VirtualSize: read-only data, data and BSS
+    .long   __pe_data_rva
+    .long   __pe_data_fsize             // SizeOfRawData: up to the end of the file
+    .long   __pe_data_rva
+    .long   0, 0
+    .short  0, 0
+    .long   0xc0000040                  // initialised data, read, write
+    .balign 4096                        // the headers end here; .text follows
+.global __head_end
+__head_end:
 
 .section .text.boot, "ax"
+
+// EFI entry (x0 = image handle, x1 = system table, x30 = return to the firmware): the stub
+// gathers what the kernel needs, leaves the firmware and comes back to primary_entry.
+efi_pe_entry:
+    b       {efi_main}
+.global efi_pe_entry
 
 // ---------------------------------------------------------------------------------------------
 // Primary CPU.  x0 = DTB physical address.

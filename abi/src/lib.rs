@@ -9,6 +9,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod acpi;
 pub mod auxv;
 pub mod bpf;
 pub mod bytes;
@@ -16,10 +17,12 @@ pub mod cmdline;
 pub mod coredump;
 pub mod cpio;
 pub mod cpu;
+pub mod efi;
 pub mod elf;
 pub mod errno;
 pub mod esr;
 pub mod fcntl;
+pub mod fdt;
 pub mod fppolicy;
 pub mod fpstate;
 pub mod fs;

@@ -14,6 +14,7 @@ mod coredump;
 mod cpufeature;
 mod drivers;
 mod dt;
+mod efi;
 mod entry;
 mod fpstate;
 mod fs;

@@ -6,9 +6,18 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 static BOOT_REALTIME_NS: AtomicU64 = AtomicU64::new(0);
 
-/// Reads the PL031 real-time clock, if the DTB has one.
+/// Reads the PL031 real-time clock, if the DTB has one; else takes the wall-clock time the EFI
+/// stub read from the firmware (/chosen/svelt,boot-realtime, seconds), if any.
 pub fn init(fdt: &fdt::Fdt) {
     let Some(node) = fdt.find_compatible(&["arm,pl031"]) else {
+        let efi_secs = fdt
+            .find_node("/chosen")
+            .and_then(|c| c.property("svelt,boot-realtime"))
+            .and_then(|p| <[u8; 8]>::try_from(p.value).ok())
+            .map(u64::from_be_bytes);
+        if let Some(secs) = efi_secs {
+            set_boot_realtime(secs);
+        }
         return;
     };
     let Some(r) = node.reg().and_then(|mut r| r.next()) else {
@@ -19,10 +28,13 @@ pub fn init(fdt: &fdt::Fdt) {
     };
     // SAFETY: va maps the PL031; RTCDR (offset 0) is a read-only seconds counter.
     let secs = unsafe { core::ptr::read_volatile(va as *const u32) } as u64;
-    BOOT_REALTIME_NS.store(
-        secs * 1_000_000_000 - now_ns().min(secs * 1_000_000_000),
-        Ordering::Relaxed,
-    );
+    set_boot_realtime(secs);
+}
+
+/// The real-time clock read `secs` (Unix seconds) just now.
+fn set_boot_realtime(secs: u64) {
+    let ns = secs.saturating_mul(1_000_000_000);
+    BOOT_REALTIME_NS.store(ns - now_ns().min(ns), Ordering::Relaxed);
 }
 
 /// Nanoseconds since the counter started (CLOCK_MONOTONIC, CLOCK_BOOTTIME).

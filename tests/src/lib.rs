@@ -59,6 +59,8 @@ pub struct Config {
     pub qemu: Qemu,
     /// `--debian PKGS`: the default userland on top of these Debian packages.
     pub debian: Option<String>,
+    /// `--firmware NAME`: boot through firmware (`edk2`, `edk2-acpi`) instead of `-kernel`.
+    pub firmware: Option<&'static str>,
 }
 
 impl Default for Config {
@@ -79,6 +81,7 @@ impl Default for Config {
             core_dir: None,
             qemu: Qemu::Host,
             debian: None,
+            firmware: None,
         }
     }
 }
@@ -157,6 +160,9 @@ impl Config {
         }
         if let Some(p) = &self.debian {
             a.extend(["--debian".into(), p.clone()]);
+        }
+        if let Some(f) = self.firmware {
+            a.extend(["--firmware".into(), f.into()]);
         }
         a
     }

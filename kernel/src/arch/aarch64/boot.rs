@@ -69,6 +69,7 @@ core::arch::global_asm!(
     boot_stack_size = const BOOT_STACK_SIZE,
     kernel_main = sym super::entry::kernel_main,
     secondary_main = sym super::entry::secondary_main,
+    efi_main = sym super::entry::svelt_efi_main,
     block = const EARLY_BLOCK,
     mair = const mmu::MAIR_VALUE,
     tcr = const TCR_EL1,

@@ -20,6 +20,13 @@ unsafe extern "C" {
     pub fn svelt_el0_sync(tf: &mut TrapFrame);
 }
 
+unsafe extern "efiapi" {
+    /// The EFI stub, from head.s's PE entry point: UEFI's image handle and system table, MMU on
+    /// (the firmware's identity map), at EL2 or EL1, the image anywhere. Returns an EFI status
+    /// to the firmware only when it cannot boot.
+    pub fn svelt_efi_main(image: *mut core::ffi::c_void, st: *mut core::ffi::c_void) -> usize;
+}
+
 unsafe extern "Rust" {
     fn svelt_irq();
     fn svelt_el0_irq(tf: &mut TrapFrame);

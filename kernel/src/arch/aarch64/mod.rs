@@ -4,6 +4,7 @@
 //! - `boot`: the Image header, EL2 set-up, early page tables (boot/head.s) and the stacks.
 //! - `cpu`: per-CPU identity, interrupt masking, idle, cache maintenance.
 //! - `debug`: single step, hardware breakpoints and watchpoints for EL0.
+//! - `efi`: the EFI stub's exit into the Image (caches cleaned, MMU off).
 //! - `entry`: the kernel functions this floor calls (boot, exceptions, new tasks): its only
 //!   way up.
 //! - `exception`: vectors, trap frame, dispatch, fault reports and backtraces.
@@ -17,6 +18,7 @@ pub mod boot;
 pub mod context;
 pub mod cpu;
 pub mod debug;
+pub mod efi;
 pub mod entry;
 pub mod exception;
 pub mod fpsimd;

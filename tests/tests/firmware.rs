@@ -1,0 +1,375 @@
+//! Boots through UEFI firmware (Debian's edk2, package qemu-efi-aarch64): edk2 starts the Image
+//! as an EFI application and its stub (kernel/src/efi.rs) enters the kernel as `-kernel` would.
+//! With QEMU's device tree (`--firmware edk2`) and with ACPI tables only (`--firmware
+//! edk2-acpi`, the stub writes the device tree from MADT, GTDT, SPCR and FADT), at EL2 and EL1:
+//! each reaches the same boot report as the `-kernel` boot of the same configuration, and the
+//! userland passes. Skipped, saying why, when the firmware is not installed.
+
+use std::path::Path;
+use std::time::Duration;
+
+use svelt_tests::{check_boot_report, check_userland, ready, Config, Initrd};
+
+const EDK2: &str = "/usr/share/qemu-efi-aarch64/QEMU_EFI.fd";
+
+fn edk2_installed(test: &str) -> bool {
+    if Path::new(EDK2).exists() {
+        return true;
+    }
+    eprintln!(
+        "SKIPPED {test}: no {EDK2}; install Debian's qemu-efi-aarch64 (.ci/run does, when it can)"
+    );
+    false
+}
+
+/// The boot report's lines: the kernel's `svelt:` and `cpu:` lines and its log lines (without
+/// their timestamps: the GIC, timer interrupt and PSCI conduit are there), without those that
+/// differ between loaders by design: the model (ACPI has no model string; the stub names its
+/// own), the command line (edk2 may add words of its own) and the RAM figures (the firmware
+/// keeps some memory for itself). What the firmware prints (escape sequences, its banner) is
+/// not the kernel's and is left out.
+fn report_lines(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .map(|l| l.trim_end())
+        .filter_map(|l| {
+            let at = l.find("svelt: ").or_else(|| l.find("cpu: "));
+            // Log lines: "[    0.012345] cpu0 INFO  text".
+            let log = l
+                .strip_prefix('[')
+                .and_then(|r| r.split_once("] "))
+                .map(|r| r.1);
+            Some(log.map_or_else(|| l[at.unwrap_or(0)..].to_string(), str::to_string))
+                .filter(|_| at.is_some() || log.is_some())
+        })
+        .filter(|l| {
+            !(l.contains("Svelt ") && l.contains(" on ")
+                || l.contains("command line")
+                || l.contains("memory: "))
+        })
+        .collect()
+}
+
+/// Boots `cfg` through `firmware` and directly, without an initramfs, and compares the reports.
+fn same_report(cfg: Config, firmware: &'static str) {
+    let name = format!("{firmware} {:?}", cfg.args());
+    if !edk2_installed(&name) || !ready(&cfg) {
+        return;
+    }
+    let direct = check_boot_report(&cfg);
+    let via = check_boot_report(&Config {
+        firmware: Some(firmware),
+        ..cfg
+    });
+    assert!(
+        via.output.contains("EFI stub: "),
+        "no line from the EFI stub: was the Image started by edk2?\n{}",
+        via.output
+    );
+    let expected = report_lines(&direct.output);
+    assert!(
+        expected.len() >= 9,
+        "too short a report to compare: {expected:?}"
+    );
+    assert_eq!(
+        report_lines(&via.output),
+        expected,
+        "boot report through {firmware} differs from -kernel's\n--- {firmware} ---\n{}\n--- -kernel ---\n{}",
+        via.output,
+        direct.output
+    );
+}
+
+/// The whole userland through `firmware`: the initrd comes through the firmware's LoadFile2.
+fn userland(cfg: Config, firmware: &'static str) {
+    let cfg = Config {
+        firmware: Some(firmware),
+        initrd: Initrd::Default,
+        timeout: Duration::from_secs(600),
+        ..cfg
+    };
+    if !edk2_installed(&format!("{:?}", cfg.args())) || !ready(&cfg) {
+        return;
+    }
+    let run = check_userland(&cfg);
+    let r = svelt_tests::parse_report(&run.output);
+    assert_eq!(r.entered_el, Some(cfg.el), "{}", run.output);
+}
+
+#[test]
+fn edk2_dtb_at_el2() {
+    same_report(Config::default(), "edk2");
+}
+
+#[test]
+fn edk2_acpi_at_el2() {
+    same_report(Config::default(), "edk2-acpi");
+}
+
+#[test]
+fn edk2_acpi_at_el1_gicv2() {
+    same_report(
+        Config {
+            el: 1,
+            gic: 2,
+            smp: 4,
+            ..Config::default()
+        },
+        "edk2-acpi",
+    );
+}
+
+#[test]
+fn edk2_dtb_userland() {
+    userland(Config::default(), "edk2");
+}
+
+#[test]
+fn edk2_acpi_userland() {
+    userland(
+        Config {
+            el: 1,
+            ..Config::default()
+        },
+        "edk2-acpi",
+    );
+}
+
+/// The Image's PE/COFF header, read as a UEFI loader reads it: "MZ" and the PE header's offset,
+/// an AArch64 EFI application, sections whose file offsets equal their addresses and cover the
+/// whole file, SizeOfImage equal to the Image header's image_size (BSS included), and an entry
+/// point in the code section that branches (the stub's first instruction).
+#[test]
+fn pe_header_describes_the_image() {
+    let cfg = Config::default();
+    assert!(ready(&cfg));
+    let image =
+        svelt_tests::root().join("target/kernel/aarch64-unknown-none-softfloat/release/svelt.img");
+    let d = std::fs::read(&image).expect("the built Image");
+    let u16_at = |o: usize| u16::from_le_bytes(d[o..o + 2].try_into().unwrap());
+    let u32_at = |o: usize| u32::from_le_bytes(d[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(d[o..o + 8].try_into().unwrap());
+    assert_eq!(&d[0..2], b"MZ");
+    assert_eq!(&d[0x38..0x3c], b"ARM\x64");
+    let pe = u32_at(0x3c) as usize;
+    assert_eq!(&d[pe..pe + 4], b"PE\0\0");
+    assert_eq!(u16_at(pe + 4), 0xaa64, "machine");
+    let nsec = u16_at(pe + 6) as usize;
+    let opt = pe + 24;
+    let opt_size = u16_at(pe + 20) as usize;
+    assert_eq!(
+        u16_at(pe + 22) & 1,
+        0,
+        "relocations not stripped: loadable anywhere"
+    );
+    assert_eq!(u16_at(opt), 0x20b, "PE32+");
+    assert_eq!(u16_at(opt + 68), 10, "EFI application");
+    let entry = u32_at(opt + 16) as usize;
+    let (section_align, file_align) = (u32_at(opt + 32), u32_at(opt + 36));
+    assert_eq!((section_align, file_align), (4096, 4096));
+    let size_of_image = u32_at(opt + 56) as u64;
+    assert_eq!(
+        size_of_image,
+        u64_at(16),
+        "SizeOfImage = the Image header's image_size"
+    );
+    let headers = u32_at(opt + 60) as usize;
+    let mut end_in_file = headers;
+    let mut end_in_memory = headers as u64;
+    let mut entry_in_code = false;
+    for i in 0..nsec {
+        let s = opt + opt_size + 40 * i;
+        let (vsize, va, rsize, raw) = (
+            u32_at(s + 8),
+            u32_at(s + 12),
+            u32_at(s + 16),
+            u32_at(s + 20),
+        );
+        assert_eq!(va, raw, "section {i}: RVA = file offset");
+        assert_eq!(
+            raw as usize, end_in_file,
+            "section {i} follows the previous one"
+        );
+        assert!(rsize <= vsize);
+        end_in_file = (raw + rsize) as usize;
+        end_in_memory = (va + vsize) as u64;
+        if u32_at(s + 36) & 0x20 != 0 && (va as usize..(va + vsize) as usize).contains(&entry) {
+            entry_in_code = true;
+        }
+    }
+    assert_eq!(end_in_file, d.len(), "the sections cover the file");
+    assert_eq!(end_in_memory, size_of_image, "and the image, BSS included");
+    assert!(entry_in_code, "entry point {entry:#x} in the code section");
+    // The entry is `b svelt_efi_main`: an unconditional branch.
+    assert_eq!(
+        u32_at(entry) >> 26,
+        0b000101,
+        "entry instruction {:#x}",
+        u32_at(entry)
+    );
+}
+
+/// The EFI stub runs before the kernel is at its link address, so the code it reaches must not
+/// read a pointer the linker wrote (a link address): no literal-pool loads, and no reference to
+/// a data object that holds a link address (a table of string slices, a vtable). This walks the
+/// kernel's disassembly from `svelt_efi_main` through every direct branch (the panic machinery,
+/// reached only on a bug, excepted) and checks each object it addresses with ADRP.
+#[test]
+fn efi_stub_reaches_no_link_address() {
+    let cfg = Config::default();
+    assert!(ready(&cfg));
+    let elf =
+        svelt_tests::root().join("target/kernel/aarch64-unknown-none-softfloat/release/svelt");
+    let image = std::fs::read(elf.with_extension("img")).expect("the built Image");
+    const BASE: u64 = 0xffff_ff80_0000_0000;
+    let sysroot = std::process::Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .expect("rustc");
+    let sysroot = String::from_utf8(sysroot.stdout).unwrap();
+    let bin = std::fs::read_dir(Path::new(sysroot.trim()).join("lib/rustlib"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("bin"))
+        .find(|p| p.join("llvm-objdump").exists())
+        .expect("llvm-tools (rustup component add llvm-tools)");
+    let run = |tool: &str, args: &[&str]| {
+        let o = std::process::Command::new(bin.join(tool))
+            .args(args)
+            .arg(&elf)
+            .output()
+            .expect(tool);
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let dis = run("llvm-objdump", &["-d", "--no-show-raw-insn"]);
+    let nm = run("llvm-nm", &["-S", "--defined-only"]);
+
+    // Functions: name -> [(mnemonic, operands)].
+    let mut funcs: std::collections::HashMap<String, Vec<(String, String)>> = Default::default();
+    let mut cur = None;
+    for line in dis.lines() {
+        if let Some(name) = line.strip_suffix(">:").and_then(|l| l.split_once(" <")) {
+            cur = Some(name.1.to_string());
+            funcs.insert(name.1.to_string(), vec![]);
+        } else if let (Some(f), Some((_, insn))) = (&cur, line.split_once(':')) {
+            let mut parts = insn.trim().splitn(2, '\t');
+            let op = parts.next().unwrap_or("").to_string();
+            let args = parts.next().unwrap_or("").to_string();
+            funcs.get_mut(f).unwrap().push((op, args));
+        }
+    }
+    // Data objects: (start, size, name).
+    let objects: Vec<(u64, u64, String)> = nm
+        .lines()
+        .filter_map(|l| {
+            let p: Vec<_> = l.split_whitespace().collect();
+            (p.len() == 4 && "rRdD".contains(p[2])).then(|| {
+                (
+                    u64::from_str_radix(p[0], 16).unwrap(),
+                    u64::from_str_radix(p[1], 16).unwrap(),
+                    p[3].to_string(),
+                )
+            })
+        })
+        .collect();
+    // The object at `target`: its symbol's extent; an anonymous constant (no symbol) is checked
+    // at the address itself, where a table of pointers or a vtable starts with a pointer (a
+    // string constant, not 8-aligned or holding text, passes).
+    let holds_link_address = |target: u64| -> Option<String> {
+        let (start, end, name) = match objects
+            .iter()
+            .find(|(s, z, _)| *s <= target && target < s + (*z).max(1))
+        {
+            Some((s, z, n)) => (*s, s + z, n.clone()),
+            None if target.is_multiple_of(8) => {
+                (target, target + 8, format!("the constant at {target:#x}"))
+            }
+            None => return None,
+        };
+        let bytes = image.get((start.checked_sub(BASE)? as usize)..(end - BASE) as usize)?;
+        let first = ((8 - start % 8) % 8) as usize;
+        bytes
+            .get(first..)?
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .any(|v| v >> 39 == BASE >> 39)
+            .then_some(name)
+    };
+    let target_name = |args: &str| {
+        let (_, rest) = args.split_once('<')?;
+        let name = rest.split(['>', '+']).next()?;
+        Some(name.to_string())
+    };
+    let mut todo = vec!["svelt_efi_main".to_string()];
+    let mut seen = std::collections::HashSet::new();
+    let mut bad = vec![];
+    while let Some(f) = todo.pop() {
+        if f.contains("panic") || !seen.insert(f.clone()) {
+            continue;
+        }
+        let Some(body) = funcs.get(&f) else { continue };
+        let mut pages: std::collections::HashMap<String, u64> = Default::default();
+        let hex = |t: &str| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok();
+        for (i, (op, args)) in body.iter().enumerate() {
+            let branch = ["b", "bl", "cbz", "cbnz", "tbz", "tbnz"].contains(&op.as_str())
+                || op.starts_with("b.");
+            if branch {
+                if let Some(t) = target_name(args).filter(|t| *t != f) {
+                    todo.push(t);
+                }
+                continue;
+            }
+            if op == "ldr" && !args.contains('[') && args.contains('<') {
+                bad.push(format!("{f}: literal load {op} {args}"));
+                continue;
+            }
+            let regs: Vec<&str> = args.split(", ").collect();
+            let operand = |n: usize| regs.get(n).and_then(|r| r.split_whitespace().next());
+            let target = match op.as_str() {
+                "adrp" => {
+                    if let (Some(r), Some(p)) = (operand(0), operand(1).and_then(hex)) {
+                        pages.insert(r.to_string(), p);
+                    }
+                    continue;
+                }
+                "adr" => operand(1).and_then(hex),
+                "add" if regs.len() == 3 => pages
+                    .get(regs[1])
+                    .zip(regs[2].strip_prefix("#0x").and_then(hex))
+                    .map(|(p, o)| p + o),
+                _ if op.starts_with("ld") => args.split_once('[').and_then(|(_, m)| {
+                    let mut it = m.trim_end_matches(['!', ']']).split(", ");
+                    let base = pages.get(it.next()?)?;
+                    let off = it
+                        .next()
+                        .map_or(Some(0), |o| hex(o.trim_start_matches('#')))?;
+                    Some(base + off)
+                }),
+                _ => None,
+            };
+            let Some(obj) = target.and_then(holds_link_address) else {
+                continue;
+            };
+            // A panic's location (file name, line) is only read when the stub is already lost.
+            let for_a_panic = body[i + 1..]
+                .iter()
+                .take(8)
+                .find(|(op, _)| op == "bl")
+                .and_then(|(_, a)| target_name(a))
+                .is_some_and(|t| t.contains("panic") || t.contains("_fail"));
+            if !for_a_panic {
+                bad.push(format!(
+                    "{f}: {op} {args} addresses {obj}, which holds a link address"
+                ));
+            }
+        }
+    }
+    assert!(
+        seen.len() > 20 && seen.iter().any(|f| f.contains("write_fdt")),
+        "the walk found too little: {seen:?}"
+    );
+    assert!(
+        bad.is_empty(),
+        "the EFI stub reaches link addresses:\n{}",
+        bad.join("\n")
+    );
+}
