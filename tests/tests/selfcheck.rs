@@ -40,12 +40,25 @@ fn build_selfcheck(embed: Option<&Path>, out: &Path) {
     std::fs::copy(root().join("target/svelt-selfcheck.img"), out).expect("copy the image");
 }
 
-/// QEMU with the plainest command line that boots a Linux arm64 Image.
+/// QEMU with the plainest command line that boots a Linux arm64 Image (`-nic none`: without
+/// it QEMU wants the default NIC's boot ROM, which a host without ipxe-qemu lacks; `-m 1G`: in
+/// QEMU's default 128 MiB the OOM killer ends mm_cow's fork_shares_until_written).
 fn plain_boot(image: &Path, timeout: Duration) -> Run {
     let qemu = std::env::var("QEMU").unwrap_or_else(|_| "qemu-system-aarch64".into());
     run_command(
         Command::new(qemu)
-            .args(["-M", "virt", "-cpu", "max", "-nographic", "-kernel"])
+            .args([
+                "-M",
+                "virt",
+                "-cpu",
+                "max",
+                "-m",
+                "1G",
+                "-nographic",
+                "-nic",
+                "none",
+                "-kernel",
+            ])
             .arg(image),
         timeout,
     )
