@@ -82,6 +82,15 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          starts as an EFI application, with QEMU's device tree (acpi=off)
   --firmware edk2-acpi   the same with ACPI tables and no device tree: the EFI stub describes
                          the machine from ACPI (MADT, GTDT, SPCR, FADT)
+  --firmware uboot       boot through U-Boot (Debian's u-boot-qemu, qemu_arm64 build, as -bios;
+                         \$UBOOT_BIN overrides /usr/lib/u-boot/qemu_arm64/u-boot.bin): it loads
+                         the Image and the initramfs from fw_cfg and starts the Image with booti
+  --build-selfcheck      write target/svelt-selfcheck.img, an Image with the test userland built
+                         in (no initrd needed): booted anywhere it runs the whole suite, prints
+                         the KTAP report and 'svelt-selfcheck: N passed, F failed, S skipped',
+                         and powers off (PSCI); with --no-build the userland already built
+  --embed FILE           with --build-selfcheck: build in FILE (an initramfs, newc cpio plain
+                         or gzip) instead; its /init runs
   --linux                reference mode: boot Debian's arm64 Linux (the newest
                          linux-binary-*-arm64 in trixie-backports, cached in target/linux/)
                          with the same initramfs and QEMU flags
@@ -103,7 +112,7 @@ EOF
 
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
 initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
-show_version=0 bench_cases="" compare=0 compare_append="" compare_policy="" firmware=""
+show_version=0 bench_cases="" compare=0 compare_append="" compare_policy="" firmware="" selfcheck=0 embed=""
 extra=() cpu_opts=()
 # What --compare passes on to each of its two runs: everything but the comparison options.
 pass_args=()
@@ -142,6 +151,8 @@ while [ $# -gt 0 ]; do
         --core-dir) core_dir=$2; shift ;;
         --no-initrd) no_initrd=1 ;;
         --firmware) firmware=$2; shift ;;
+        --build-selfcheck) selfcheck=1 ;;
+        --embed) embed=$2; shift ;;
         --linux) linux=1 ;;
         --bench) bench=1 ;;
         --bench-cases) bench=1; bench_cases=$2; shift ;;
@@ -183,11 +194,16 @@ for o in "${cpu_opts[@]}"; do
     [[ "$o" =~ ^[A-Za-z0-9_-]+=[^,]+$ ]] || die "--cpu-opt wants PROP=VALUE (one property, no commas): $o"
 done
 case "$firmware" in
-    ""|edk2|edk2-acpi) ;;
-    *) die "--firmware wants edk2 or edk2-acpi" ;;
+    ""|none) firmware="" ;;
+    edk2|edk2-acpi) ;;
+    uboot)
+        [ "$gdb" = 0 ] || die "--gdb stops QEMU before the firmware: boot with -kernel to debug" ;;
+    *) die "--firmware wants edk2, edk2-acpi or uboot (or none)" ;;
 esac
 [ -n "$firmware" ] && [ "$linux" = 1 ] && die "--firmware is for Svelt (drop --linux)"
 [ "$no_initrd" = 1 ] && [ -n "$initrd" ] && die "--initrd and --no-initrd contradict each other"
+[ -z "$embed" ] || [ "$selfcheck" = 1 ] || die "--embed goes with --build-selfcheck"
+[ -z "$embed" ] || [ -f "$embed" ] || die "--embed: no file $embed"
 [ -n "$debian" ] && { [ "$no_initrd" = 1 ] || [ -n "$initrd" ]; } && die "--debian builds its own initramfs (drop --initrd/--no-initrd)"
 if [ "$bench" = 1 ]; then
     [ "$no_initrd" = 0 ] || die "--bench needs the initramfs"
@@ -325,6 +341,41 @@ pack_userland() {
         --init "$stage/init" --add etc/hello.txt="$root/user/data/hello.txt" \
         --add-exec bin/bench="$stage/bench" "$stage"/tests/*)
 }
+# --build-selfcheck: the kernel built (in its own target directory, so that the ordinary
+# build is untouched) with an archive inside (SVELT_EMBED_ARCHIVE, read by kernel/build.rs):
+# the test userland with the marker /etc/svelt-selfcheck (the init then prints the summary
+# line), or the user's --embed FILE.
+if [ "$selfcheck" = 1 ]; then
+    sc_dir="$root/target/selfcheck"
+    mkdir -p "$sc_dir"
+    if [ -n "$embed" ]; then
+        archive=$(cd "$(dirname "$embed")" && pwd)/$(basename "$embed")
+        sc_kernel="$sc_dir/kernel-embed"
+    else
+        if [ "$build" = 1 ]; then build_userland; fi
+        [ -f "$user_dir/initramfs/init" ] || die "no userland built (drop --no-build)"
+        archive="$sc_dir/initramfs.cpio.gz"
+        sc_kernel="$sc_dir/kernel"
+        pack_userland --out "$sc_dir/new.cpio" --gzip "$sc_dir/new.cpio.gz" \
+            --add etc/svelt-selfcheck="$root/user/data/svelt-selfcheck.txt"
+        # Replaced only when it changed: a new file time alone would rebuild the kernel.
+        if cmp -s "$sc_dir/new.cpio.gz" "$archive"; then
+            rm -f "$sc_dir/new.cpio.gz"
+        else
+            mv -f "$sc_dir/new.cpio.gz" "$archive"
+        fi
+        rm -f "$sc_dir/new.cpio"
+    fi
+    (cd "$root" && SVELT_EMBED_ARCHIVE="$archive" cargo build --quiet --release -p svelt-kernel \
+        --target "$target" --target-dir "$sc_kernel")
+    [ -x "$objcopy" ] || die "llvm-objcopy missing: rustup component add llvm-tools"
+    "$objcopy" -O binary "$sc_kernel/$target/release/svelt" "$root/target/svelt-selfcheck.img.$$"
+    mv -f "$root/target/svelt-selfcheck.img.$$" "$root/target/svelt-selfcheck.img"
+    echo "qemu-run.sh: wrote target/svelt-selfcheck.img ($(($(stat -c %s "$root/target/svelt-selfcheck.img") / 1024)) KiB, with $archive built in)" >&2
+    echo "qemu-run.sh: boot it with: qemu-system-aarch64 -M virt -cpu max -nographic -kernel target/svelt-selfcheck.img" >&2
+    exit 0
+fi
+
 default_userland=0
 if [ "$no_initrd" = 0 ] && [ -z "$initrd" ]; then
     default_userland=1
@@ -386,6 +437,14 @@ linux_kernel() {
 }
 [ "$linux" = 1 ] && linux_kernel
 
+# --firmware uboot: Debian's U-Boot for QEMU (u-boot-qemu), installed when missing (as root).
+uboot_bin=${UBOOT_BIN:-/usr/lib/u-boot/qemu_arm64/u-boot.bin}
+if [ "$firmware" = uboot ] && [ ! -f "$uboot_bin" ]; then
+    [ -z "${UBOOT_BIN:-}" ] || die "\$UBOOT_BIN: no file $UBOOT_BIN"
+    apt_install u-boot-qemu
+    [ -f "$uboot_bin" ] || die "u-boot-qemu installed no $uboot_bin"
+fi
+
 [ "$boot" = 1 ] || exit 0
 
 resolve_qemu
@@ -425,9 +484,12 @@ if [ "$linux" = 1 ]; then
 else
     args+=(-semihosting-config enable=on,target=native
            -kernel "$image" -append "svelt.exit=semihosting${append}")
-    if [ -n "$firmware" ]; then args+=(-bios "$edk2_fd"); fi
+    case "$firmware" in edk2|edk2-acpi) args+=(-bios "$edk2_fd") ;; esac
 fi
 [ -n "$initrd" ] && args+=(-initrd "$initrd")
+# U-Boot's default boot flow reads the kernel, the initrd and the command line from fw_cfg (qfw)
+# and starts the Image with booti and QEMU's DTB, after its 2 s autoboot delay.
+[ "$firmware" = uboot ] && args+=(-bios "$uboot_bin")
 # One guest instruction = 1 ns of virtual time, idle time skipped: CNTVCT_EL0 (1 GHz) counts
 # instructions and runs are repeatable (spec/qemu.md §6).
 [ "$bench" = 1 ] && args+=(-icount shift=0,sleep=off)

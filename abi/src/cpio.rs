@@ -525,6 +525,77 @@ fn meta(mode: u32) -> Meta {
     }
 }
 
+/// What an initrd region holds, judged by its first bytes after any zero padding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegionStart {
+    /// A newc header (`070701` or `070702`).
+    Cpio,
+    /// A gzip member (`1f 8b`).
+    Gzip,
+    /// An archive compressed in a way the unpacker refuses (it says which when it tries).
+    OtherCompression(&'static str),
+    /// Nothing but zeros (or nothing at all).
+    Empty,
+    /// Anything else: not an archive. U-Boot started without an initrd still passes a region
+    /// (a copy of whatever its ramdisk address held).
+    NotAnArchive,
+}
+
+impl RegionStart {
+    /// Whether the region is worth unpacking (a refused compression too, so that the
+    /// unpacker's error names it).
+    pub fn is_archive(self) -> bool {
+        !matches!(self, RegionStart::Empty | RegionStart::NotAnArchive)
+    }
+}
+
+/// Classifies an initrd region (see [`RegionStart`]).
+pub fn region_start(region: &[u8]) -> RegionStart {
+    let Some(first) = region.iter().position(|&b| b != 0) else {
+        return RegionStart::Empty;
+    };
+    match &region[first..] {
+        [b'0', b'7', b'0', b'7', b'0', b'1' | b'2', ..] => RegionStart::Cpio,
+        [0x1f, 0x8b, ..] => RegionStart::Gzip,
+        [0xfd, b'7', b'z', b'X', b'Z', ..] => RegionStart::OtherCompression("xz"),
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => RegionStart::OtherCompression("zstd"),
+        [b'B', b'Z', b'h', ..] => RegionStart::OtherCompression("bzip2"),
+        [0x02, 0x21, 0x4c, 0x18, ..] => RegionStart::OtherCompression("lz4"),
+        _ => RegionStart::NotAnArchive,
+    }
+}
+
+#[cfg(test)]
+mod region_tests {
+    use super::*;
+
+    #[test]
+    fn classifies_initrd_regions() {
+        assert_eq!(region_start(b"070701000000"), RegionStart::Cpio);
+        assert_eq!(region_start(b"\x00\x00\x00\x00070702"), RegionStart::Cpio);
+        assert_eq!(region_start(&[0x1f, 0x8b, 8, 0]), RegionStart::Gzip);
+        assert_eq!(
+            region_start(&[0xfd, b'7', b'z', b'X', b'Z', 0]),
+            RegionStart::OtherCompression("xz")
+        );
+        assert_eq!(region_start(&[]), RegionStart::Empty);
+        assert_eq!(region_start(&[0; 4096]), RegionStart::Empty);
+        // The old binary and odc cpio formats, a kernel image, text, a cut-off magic.
+        for junk in [
+            &b"070707"[..],
+            &[0xc7, 0x71][..],
+            &[0x40, 0x00, 0x00, 0x14, 0, 0, 0, 0][..],
+            b"hello",
+            b"07070",
+            &[0x1f][..],
+        ] {
+            assert_eq!(region_start(junk), RegionStart::NotAnArchive, "{junk:?}");
+            assert!(!region_start(junk).is_archive());
+        }
+        assert!(region_start(&[0x28, 0xb5, 0x2f, 0xfd]).is_archive());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,7 @@ pub mod futex;
 pub mod gcs;
 pub mod hwcap;
 pub mod idregs;
+pub mod ktap;
 pub mod ldisc;
 pub mod memrange;
 pub mod mm;

@@ -175,28 +175,9 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     {
         fs::dev::seed_random(seed.value);
     }
-    let initrd = dt::initrd(&fdt);
-    match initrd {
-        Some(r) => {
-            {
-                // SAFETY: the initrd lies in RAM (linear-mapped) that init_memory kept from the
-                // frame allocator; the slice lives only in this block, and the frames go to
-                // the allocator only after it.
-                let archive = unsafe {
-                    core::slice::from_raw_parts(
-                        mmu::phys_to_virt(r.start) as *const u8,
-                        (r.end - r.start) as usize,
-                    )
-                };
-                fs::init(Some(archive));
-            }
-            release_initrd(&fdt, dtb_pa, image_pa, ram, r);
-        }
-        None => {
-            fs::init(None);
-            println!("svelt: no initramfs, nothing to run");
-            power::exit(0);
-        }
+    if !unpack_root(&fdt, dtb_pa, image_pa, ram) {
+        println!("svelt: no initramfs, nothing to run");
+        power::exit(0);
     }
     let init = cmdline.init.unwrap_or("/init");
     if let Err(e) = task::exec::spawn_init(init) {
@@ -204,6 +185,45 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         power::exit(1);
     }
     task::sched::idle_loop()
+}
+
+/// Unpacks the root file system from the initrd, or, when there is none or its region holds
+/// no archive (U-Boot passes one even without an initrd), from the archive built into the
+/// image. Returns whether there was an archive; without one the root has only its mount points.
+fn unpack_root(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) -> bool {
+    if let Some(r) = dt::initrd(fdt) {
+        let unpacked = {
+            // SAFETY: the initrd lies in RAM (linear-mapped) that init_memory kept from the
+            // frame allocator; the slice lives only in this block, and the frames go to the
+            // allocator only after it.
+            let region = unsafe {
+                core::slice::from_raw_parts(
+                    mmu::phys_to_virt(r.start) as *const u8,
+                    (r.end - r.start) as usize,
+                )
+            };
+            let archive = svelt_abi::cpio::region_start(region).is_archive();
+            if archive {
+                fs::init(Some(region));
+            } else {
+                println!("svelt: initrd region holds no archive, going on without one");
+            }
+            archive
+        };
+        release_initrd(fdt, dtb_pa, image_pa, ram, r);
+        if unpacked {
+            return true;
+        }
+    }
+    let built_in = fs::initramfs::embedded();
+    if let Some(a) = built_in {
+        log::info!(
+            "initramfs: the image's built-in archive ({} KiB)",
+            a.len() >> 10
+        );
+    }
+    fs::init(built_in);
+    built_in.is_some()
 }
 
 /// Ranges the frame allocator must not hand out: the image, the DTB, the initrd (unless

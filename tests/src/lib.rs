@@ -59,7 +59,7 @@ pub struct Config {
     pub qemu: Qemu,
     /// `--debian PKGS`: the default userland on top of these Debian packages.
     pub debian: Option<String>,
-    /// `--firmware NAME`: boot through firmware (`edk2`, `edk2-acpi`) instead of `-kernel`.
+    /// `--firmware NAME`: boot through firmware (`edk2`, `edk2-acpi`, `uboot`) instead of `-kernel`.
     pub firmware: Option<&'static str>,
 }
 
@@ -346,18 +346,45 @@ fn wait_or_kill(child: &mut std::process::Child, timeout: Duration) -> Option<i3
 
 /// Boots `cfg` and collects the console output and exit status.
 pub fn boot(cfg: &Config) -> Run {
-    let mut child = start(cfg, Stdio::null());
+    collect(start(cfg, Stdio::null()), cfg.timeout)
+}
+
+/// Runs `cmd` (a QEMU command line of the test's own, say) in its own process group and
+/// collects its output and exit status, killing it after `timeout`.
+pub fn run_command(cmd: &mut Command, timeout: Duration) -> Run {
+    let child = cmd
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+    collect(child, timeout)
+}
+
+fn collect(mut child: std::process::Child, timeout: Duration) -> Run {
     let mut stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
         let _ = stdout.read_to_end(&mut buf);
         String::from_utf8_lossy(&buf).replace('\r', "")
     });
-    let status = wait_or_kill(&mut child, cfg.timeout);
+    let status = wait_or_kill(&mut child, timeout);
     Run {
         status,
         output: reader.join().unwrap(),
     }
+}
+
+/// The boot report's lines (`svelt: ...` and `cpu: ...`, in order), which must not depend on
+/// how the kernel was loaded.
+pub fn report_lines(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| l.starts_with("svelt: ") || l.starts_with("cpu: "))
+        .map(String::from)
+        .collect()
 }
 
 /// The boot report, parsed from the console output.

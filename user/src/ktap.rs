@@ -28,6 +28,11 @@ pub fn skip(why: &str) -> TestResult {
     Err(alloc::format!("{SKIP_PREFIX}{why}"))
 }
 
+/// Whether a failed [`TestResult`]'s message is a [`skip`].
+pub fn is_skip(m: &str) -> bool {
+    m.starts_with(SKIP_PREFIX)
+}
+
 #[derive(Default, Clone, Copy, Debug)]
 pub struct Totals {
     pub pass: u32,
@@ -56,7 +61,7 @@ pub fn report(totals: &mut Totals, n: usize, name: &str, r: &TestResult) {
             totals.pass += 1;
             println!("ok {n} {name}");
         }
-        Err(m) if m.starts_with(SKIP_PREFIX) => {
+        Err(m) if is_skip(m) => {
             totals.skip += 1;
             println!("ok {n} {name} # SKIP {}", &m[SKIP_PREFIX.len()..]);
         }

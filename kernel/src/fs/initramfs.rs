@@ -282,3 +282,12 @@ fn gunzip_member(data: &[u8], u: &mut Unpacker<'_>) -> Result<usize, String> {
     }
     Ok(inpos + 8)
 }
+
+/// The archive built into the image (`SVELT_EMBED_ARCHIVE` at build time, see build.rs): the
+/// self-checking image's userland. Empty in an ordinary build.
+static EMBEDDED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/embedded-archive"));
+
+/// The built-in archive, if the image has one.
+pub fn embedded() -> Option<&'static [u8]> {
+    (!EMBEDDED.is_empty()).then_some(EMBEDDED)
+}

@@ -5,6 +5,7 @@
 #![no_std]
 #![no_main]
 
+use svelt_abi::ktap::{Tally, Verdict};
 use svelt_user::ktap::{self, Totals};
 use svelt_user::proc::{describe, wexitstatus, wifexited};
 use svelt_user::sig::SIGKILL;
@@ -14,6 +15,8 @@ use svelt_user::*;
 const TEST_DIR: &str = "/bin/tests";
 /// Per-program time limit, generous for QEMU's emulation of the slowest configurations.
 const TIMEOUT_NS: u64 = 300_000_000_000;
+/// Present in the archive of the self-checking image (`./qemu-run.sh --build-selfcheck`).
+const SELFCHECK_MARKER: &str = "/etc/svelt-selfcheck";
 const ENV: &[&str] = &["PATH=/bin/tests:/bin", "HOME=/", "TERM=linux"];
 
 fn ensure_console() {
@@ -85,25 +88,28 @@ fn list_dir(dir: &str) -> Vec<String> {
     names
 }
 
-/// Re-emits complete lines of `pending`, indented four spaces (KTAP nesting).
-fn emit_lines(pending: &mut Vec<u8>, flush: bool) {
-    while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
+/// Re-emits complete lines of `pending`, indented four spaces (KTAP nesting), counting the
+/// program's results in `tally`.
+fn emit_lines(pending: &mut Vec<u8>, flush: bool, tally: &mut Tally) {
+    let mut emit = |text: &[u8]| {
+        tally.program_line(&String::from_utf8_lossy(text));
         let mut line = Vec::from(&b"    "[..]);
-        line.extend_from_slice(&pending[..=nl]);
+        line.extend_from_slice(text);
+        line.push(b'\n');
         let _ = sys::write_all(1, &line);
+    };
+    while let Some(nl) = pending.iter().position(|&b| b == b'\n') {
+        emit(&pending[..nl]);
         pending.drain(..=nl);
     }
     if flush && !pending.is_empty() {
-        let mut line = Vec::from(&b"    "[..]);
-        line.extend_from_slice(pending);
-        line.push(b'\n');
-        let _ = sys::write_all(1, &line);
+        emit(pending);
         pending.clear();
     }
 }
 
 /// Runs one program with its output captured; returns its wait status (or a message).
-fn run_one(name: &str) -> Result<i32, String> {
+fn run_one(name: &str, tally: &mut Tally) -> Result<i32, String> {
     let path = format!("{TEST_DIR}/{name}");
     let [r, w] = sys::pipe2(sys::O_CLOEXEC).map_err(|e| format!("pipe2: {e:?}"))?;
     let pid = proc::spawn(|| {
@@ -159,7 +165,7 @@ fn run_one(name: &str) -> Result<i32, String> {
             Ok(0) => break,
             Ok(n) => {
                 pending.extend_from_slice(&buf[..n]);
-                emit_lines(&mut pending, false);
+                emit_lines(&mut pending, false, tally);
             }
             Err(sys::EINTR) | Err(sys::EAGAIN) => {}
             Err(e) => {
@@ -168,7 +174,7 @@ fn run_one(name: &str) -> Result<i32, String> {
             }
         }
     }
-    emit_lines(&mut pending, true);
+    emit_lines(&mut pending, true, tally);
     let _ = sys::close(r);
     let (_, status) = sys::waitpid(pid, 0).map_err(|e| format!("wait4: {e:?}"))?;
     // Reap whatever the program left behind (orphans are re-parented to PID 1).
@@ -183,6 +189,15 @@ fn run_one(name: &str) -> Result<i32, String> {
     Ok(status)
 }
 
+/// A top-level result's verdict, as the KTAP line for it says.
+fn verdict(r: &ktap::TestResult) -> Verdict {
+    match r {
+        Ok(()) => Verdict::Pass,
+        Err(m) if ktap::is_skip(m) => Verdict::Skip,
+        Err(_) => Verdict::Fail,
+    }
+}
+
 fn main(_args: &rt::Args) -> i32 {
     ensure_console();
     let mounted = mount_all();
@@ -190,17 +205,25 @@ fn main(_args: &rt::Args) -> i32 {
 
     ktap::header(tests.len() + 1);
     let mut totals = Totals::default();
+    let mut tally = Tally::default();
     ktap::report(&mut totals, 1, "init_mounts", &mounted);
+    tally.program_done(verdict(&mounted));
     for (i, name) in tests.iter().enumerate() {
-        let r = match run_one(name) {
+        let r = match run_one(name, &mut tally) {
             Ok(st) if wifexited(st) && wexitstatus(st) == 0 => Ok(()),
             Ok(st) => Err(format!("{name}: {}", describe(st))),
             Err(m) => Err(format!("{name}: {m}")),
         };
         ktap::report(&mut totals, i + 2, name, &r);
+        tally.program_done(verdict(&r));
     }
     totals.print();
     let status = i32::from(totals.fail > 0);
+    // The self-checking image's archive carries the marker: one summary line for a person
+    // (or a board's console log) to read.
+    if sys::faccessat(sys::AT_FDCWD, SELFCHECK_MARKER, 0).is_ok() {
+        println!("{tally}");
+    }
     println!("svelt-init: exit status {status}");
 
     let u = sys::uname();
