@@ -245,9 +245,16 @@ impl Gic {
     pub fn send_sgi(&self, id: u32, cpu: usize, m: u64) {
         match self {
             Gic::V3 { .. } => {
-                let (aff3, aff2, aff1, aff0) =
-                    ((m >> 32) & 0xff, (m >> 16) & 0xff, (m >> 8) & 0xff, m & 0xf);
-                let v = aff3 << 48 | aff2 << 32 | (id as u64) << 24 | aff1 << 16 | 1 << aff0;
+                let (aff3, aff2, aff1, aff0) = (
+                    (m >> 32) & 0xff,
+                    (m >> 16) & 0xff,
+                    (m >> 8) & 0xff,
+                    m & 0xff,
+                );
+                // The target list holds 16 Aff0 values; RS (range selector) picks which 16.
+                let (rs, bit) = (aff0 >> 4, aff0 & 0xf);
+                let v =
+                    aff3 << 48 | rs << 44 | aff2 << 32 | (id as u64) << 24 | aff1 << 16 | 1 << bit;
                 // The write must follow the stores the target will look at.
                 aarch64_cpu::asm::barrier::dsb(aarch64_cpu::asm::barrier::ISHST);
                 ICC_SGI1R_EL1.set(v);
