@@ -434,6 +434,86 @@ impl fmt::Display for SmeLine {
     }
 }
 
+/// The vector lengths a set of CPUs share, built one CPU at a time: user space is offered
+/// only lengths every CPU implements (a task may move between them), and the boot report
+/// says when the CPUs are not alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VlCensus {
+    pub sve: VlSet,
+    pub sme: VlSet,
+    pub sve_differ: bool,
+    pub sme_differ: bool,
+    cpus: usize,
+}
+
+impl Default for VlCensus {
+    fn default() -> VlCensus {
+        VlCensus::new()
+    }
+}
+
+impl VlCensus {
+    pub const fn new() -> VlCensus {
+        VlCensus {
+            sve: VlSet::EMPTY,
+            sme: VlSet::EMPTY,
+            sve_differ: false,
+            sme_differ: false,
+            cpus: 0,
+        }
+    }
+
+    /// Counts one CPU's implemented lengths; returns whether they differ from those seen so
+    /// far.
+    pub fn add(&mut self, sve: VlSet, sme: VlSet) -> bool {
+        if self.cpus == 0 {
+            (self.sve, self.sme) = (sve, sme);
+            self.cpus = 1;
+            return false;
+        }
+        let differs = |all: VlSet, this: VlSet| all != this;
+        let (ds, dm) = (differs(self.sve, sve), differs(self.sme, sme));
+        self.sve_differ |= ds;
+        self.sme_differ |= dm;
+        self.sve = self.sve.intersect(sve);
+        self.sme = self.sme.intersect(sme);
+        self.cpus += 1;
+        ds || dm
+    }
+
+    pub fn differ(&self) -> bool {
+        self.sve_differ || self.sme_differ
+    }
+}
+
+/// The boot report's line when CPUs' vector lengths differ (nothing when they are alike):
+/// `cpu: vls differ sve=1 sme=0 (common sets above)`, after the SVE and SME lines, which give
+/// the common sets.
+pub struct VlDifferLine<'a>(pub &'a VlCensus);
+
+impl fmt::Display for VlDifferLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.0.differ() {
+            return Ok(());
+        }
+        write!(
+            f,
+            "cpu: vls differ sve={} sme={} (common sets above)",
+            self.0.sve_differ as u8, self.0.sme_differ as u8
+        )
+    }
+}
+
+/// The generic counter's frequency as Linux settles it: the timer node's `clock-frequency` if
+/// the device tree has one (firmware that cannot program CNTFRQ_EL0 says so there), else
+/// CNTFRQ_EL0; `None` when both are zero or missing (no time can be kept).
+pub fn counter_rate(dt_clock_frequency: Option<u32>, cntfrq: u64) -> Option<u64> {
+    match dt_clock_frequency {
+        Some(hz) if hz != 0 => Some(hz.into()),
+        _ => (cntfrq != 0).then_some(cntfrq),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,5 +594,52 @@ mod tests {
         };
         assert_eq!(format!("{none}"), "cpu: sme absent");
         assert_eq!(format!("{}", SveLine(Some(all))).matches(',').count(), 15);
+    }
+
+    #[test]
+    fn alike_cpus_report_nothing() {
+        let mut c = VlCensus::new();
+        for _ in 0..256 {
+            assert!(!c.add(VlSet::from_bits(0xffff), VlSet::from_bits(0b1011)));
+        }
+        assert!(!c.differ());
+        assert_eq!(c.sve, VlSet::from_bits(0xffff));
+        assert_eq!(format!("{}", VlDifferLine(&c)), "");
+    }
+
+    #[test]
+    fn differing_cpus_use_the_common_set_and_say_so() {
+        let mut c = VlCensus::new();
+        assert!(!c.add(VlSet::from_bits(0b1111), VlSet::from_bits(0b11)));
+        assert!(c.add(VlSet::from_bits(0b1011), VlSet::from_bits(0b11)));
+        assert!(!c.add(VlSet::from_bits(0b1011), VlSet::from_bits(0b11)));
+        assert_eq!(c.sve, VlSet::from_bits(0b1011));
+        assert_eq!(c.sme, VlSet::from_bits(0b11));
+        assert!(c.sve_differ && !c.sme_differ);
+        assert_eq!(
+            format!("{}", VlDifferLine(&c)),
+            "cpu: vls differ sve=1 sme=0 (common sets above)"
+        );
+        // A CPU without SME among ones with it: no SME for anyone.
+        let mut d = VlCensus::new();
+        d.add(VlSet::from_bits(1), VlSet::from_bits(0b11));
+        d.add(VlSet::from_bits(1), VlSet::EMPTY);
+        assert!(d.sme.is_empty());
+        assert_eq!(
+            format!("{}", VlDifferLine(&d)),
+            "cpu: vls differ sve=0 sme=1 (common sets above)"
+        );
+    }
+
+    #[test]
+    fn counter_rate_prefers_the_device_tree() {
+        assert_eq!(counter_rate(None, 62_500_000), Some(62_500_000));
+        assert_eq!(counter_rate(Some(0), 1_000_000_000), Some(1_000_000_000));
+        assert_eq!(counter_rate(Some(24_000_000), 0), Some(24_000_000));
+        assert_eq!(
+            counter_rate(Some(24_000_000), 100_000_000),
+            Some(24_000_000)
+        );
+        assert_eq!(counter_rate(None, 0), None);
     }
 }

@@ -275,7 +275,7 @@ pub struct TaskStatus<'a> {
     pub seccomp: u32,
     pub seccomp_filters: u32,
     /// CPUs allowed (one bit each) and how many CPU ids there are.
-    pub cpus_allowed: u64,
+    pub cpus_allowed: crate::cpumask::CpuMask,
     pub nr_cpu_ids: u32,
     pub voluntary_ctxt_switches: u64,
     pub nonvoluntary_ctxt_switches: u64,
@@ -380,9 +380,10 @@ impl TaskStatus<'_> {
         )?;
         out.write_str("Speculation_Store_Bypass:\tunknown\nSpeculationIndirectBranch:\tunknown\n")?;
         out.write_str("Cpus_allowed:\t")?;
-        write_cpu_mask(out, self.cpus_allowed, self.nr_cpu_ids)?;
+        write_cpu_mask(out, &self.cpus_allowed, self.nr_cpu_ids as usize)?;
         out.write_str("\nCpus_allowed_list:\t")?;
-        write_cpu_list(out, self.cpus_allowed & low_bits(self.nr_cpu_ids))?;
+        let nr = crate::cpumask::CpuMask::first(self.nr_cpu_ids as usize);
+        write_cpu_list(out, &self.cpus_allowed.and(&nr))?;
         // One memory node (node 0).
         out.write_str("\nMems_allowed:\t1\nMems_allowed_list:\t0\n")?;
         writeln!(
@@ -393,57 +394,7 @@ impl TaskStatus<'_> {
     }
 }
 
-const fn low_bits(n: u32) -> u64 {
-    if n >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << n) - 1
-    }
-}
-
-/// A CPU mask as `%*pb` prints it: `nr` bits in hex, in comma-separated groups of 32 bits.
-pub fn write_cpu_mask(out: &mut impl Write, mask: u64, nr: u32) -> fmt::Result {
-    let nr = nr.clamp(1, 64);
-    let mask = mask & low_bits(nr);
-    if nr > 32 {
-        let hi_digits = (nr - 32).div_ceil(4) as usize;
-        write!(
-            out,
-            "{:0w$x},{:08x}",
-            mask >> 32,
-            mask & 0xffff_ffff,
-            w = hi_digits
-        )
-    } else {
-        write!(out, "{:0w$x}", mask, w = nr.div_ceil(4) as usize)
-    }
-}
-
-/// A CPU mask as `%*pbl` prints it: "0-3,5".
-pub fn write_cpu_list(out: &mut impl Write, mask: u64) -> fmt::Result {
-    let mut first = true;
-    let mut bit = 0u32;
-    while bit < 64 {
-        if mask >> bit & 1 == 0 {
-            bit += 1;
-            continue;
-        }
-        let start = bit;
-        while bit < 64 && mask >> bit & 1 == 1 {
-            bit += 1;
-        }
-        if !first {
-            out.write_char(',')?;
-        }
-        first = false;
-        if bit - 1 == start {
-            write!(out, "{start}")?;
-        } else {
-            write!(out, "{}-{}", start, bit - 1)?;
-        }
-    }
-    Ok(())
-}
+pub use crate::cpumask::{write_cpu_list, write_cpu_mask};
 
 /// One line of /proc/PID/maps, up to the name (`show_vma_header_prefix`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -885,7 +836,7 @@ mod tests {
             threads: 2,
             sigq: (0, 7000),
             blocked: 1 << 9,
-            cpus_allowed: u64::MAX,
+            cpus_allowed: crate::cpumask::CpuMask::FULL,
             nr_cpu_ids: 2,
             ..Default::default()
         };
@@ -963,29 +914,6 @@ mod tests {
         // Without an address space, no memory lines.
         let t = status_text(&TaskStatus { mem: None, ..s });
         assert!(!t.contains("VmSize") && !t.contains("CoreDumping"));
-    }
-
-    #[test]
-    fn cpu_masks_and_lists() {
-        let mask = |m, n| {
-            let mut s = String::new();
-            write_cpu_mask(&mut s, m, n).unwrap();
-            s
-        };
-        let list = |m| {
-            let mut s = String::new();
-            write_cpu_list(&mut s, m).unwrap();
-            s
-        };
-        assert_eq!(mask(1, 1), "1");
-        assert_eq!(mask(u64::MAX, 4), "f");
-        assert_eq!(mask(0x3, 8), "03");
-        assert_eq!(mask(u64::MAX, 36), "f,ffffffff");
-        assert_eq!(list(1), "0");
-        assert_eq!(list(0b1011), "0-1,3");
-        assert_eq!(list(0xf0), "4-7");
-        assert_eq!(list(u64::MAX), "0-63");
-        assert_eq!(list(0), "");
     }
 
     fn maps(l: MapsLine, name: &[u8]) -> String {

@@ -1,28 +1,88 @@
-//! The kernel console: the PL011 named by /chosen/stdout-path, `print!`/`println!`, and the `log`
-//! backend. Lines are written whole under a lock (with IRQs masked, so an interrupt handler that
+//! The kernel console: the UART named by /chosen/stdout-path (a PL011 or a 16550), `print!`/
+//! `println!`, and the `log` backend. Lines are written whole under a lock (with IRQs masked, so an interrupt handler that
 //! logs cannot deadlock against the code it interrupted).
 
 use crate::arch::cpu;
+use crate::drivers::ns16550::Ns16550;
 use crate::drivers::pl011::Pl011;
 use core::fmt::{self, Write};
-use core::sync::atomic::{AtomicUsize, Ordering};
-use spin::Mutex;
+use spin::{Mutex, Once};
+use svelt_abi::uart::Layout16550;
 use tock_registers::interfaces::{Readable, Writeable};
 
-static CONSOLE: Mutex<Option<Pl011>> = Mutex::new(None);
-/// The UART's virtual address, for the lock-free emergency writer.
-static BASE: AtomicUsize = AtomicUsize::new(0);
-
-/// # Safety
-/// `base` is the virtual address of a PL011, device-mapped for 'static.
-pub unsafe fn init(base: usize) {
-    // SAFETY: `base` is a PL011 mapped for 'static (this function's contract), and this is the
-    // only `Pl011` made for the console.
-    *CONSOLE.lock() = Some(unsafe { Pl011::new(base) });
-    BASE.store(base, Ordering::Release);
+/// Which UART the console is, and where.
+#[derive(Clone, Copy)]
+pub enum UartAt {
+    Pl011(usize),
+    Ns16550(usize, Layout16550),
 }
 
-struct Locked<'a>(&'a Pl011);
+/// The console's UART, one driver or the other.
+enum Uart {
+    Pl011(Pl011),
+    Ns16550(Ns16550),
+}
+
+impl Uart {
+    fn write_bytes(&self, s: &[u8]) {
+        match self {
+            Uart::Pl011(u) => u.write_bytes(s),
+            Uart::Ns16550(u) => u.write_bytes(s),
+        }
+    }
+    fn write_raw(&self, s: &[u8]) {
+        match self {
+            Uart::Pl011(u) => u.write_raw(s),
+            Uart::Ns16550(u) => u.write_raw(s),
+        }
+    }
+    fn flush(&self) {
+        match self {
+            Uart::Pl011(u) => u.flush(),
+            Uart::Ns16550(u) => u.flush(),
+        }
+    }
+    fn enable_rx_interrupts(&self) {
+        match self {
+            Uart::Pl011(u) => u.enable_rx_interrupts(),
+            Uart::Ns16550(u) => u.enable_rx_interrupts(),
+        }
+    }
+    fn clear_rx_interrupts(&self) {
+        match self {
+            Uart::Pl011(u) => u.clear_rx_interrupts(),
+            Uart::Ns16550(u) => u.clear_rx_interrupts(),
+        }
+    }
+    fn getc(&self) -> Option<u8> {
+        match self {
+            Uart::Pl011(u) => u.getc(),
+            Uart::Ns16550(u) => u.getc(),
+        }
+    }
+}
+
+static CONSOLE: Mutex<Option<Uart>> = Mutex::new(None);
+/// The UART, for the lock-free emergency writer.
+static AT: Once<UartAt> = Once::new();
+
+/// # Safety
+/// `at` names the virtual address of a UART of that kind, device-mapped for 'static (for a
+/// 16550, over its layout's span).
+pub unsafe fn init(at: UartAt) {
+    // SAFETY: the UART is mapped for 'static (this function's contract), and this is the only
+    // driver made for the console.
+    let uart = unsafe {
+        match at {
+            UartAt::Pl011(base) => Uart::Pl011(Pl011::new(base)),
+            UartAt::Ns16550(base, layout) => Uart::Ns16550(Ns16550::new(base, layout)),
+        }
+    };
+    *CONSOLE.lock() = Some(uart);
+    AT.call_once(|| at);
+}
+
+struct Locked<'a>(&'a Uart);
 impl Write for Locked<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         self.0.write_bytes(s.as_bytes());
@@ -102,13 +162,17 @@ macro_rules! println {
 
 /// A writer that bypasses the lock: for the fatal-error path only, where the lock holder may be
 /// the code that just crashed.
-pub struct Emergency(Option<Pl011>);
+pub struct Emergency(Option<Uart>);
 
 pub fn emergency() -> Emergency {
-    let base = BASE.load(Ordering::Acquire);
-    // SAFETY: a non-zero BASE was device-mapped for 'static by `init`. Concurrent writers can
-    // interleave characters, which is acceptable when the machine is going down.
-    Emergency((base != 0).then(|| unsafe { Pl011::attach(base) }))
+    // SAFETY: AT was device-mapped for 'static by `init` and the UART set up there. Concurrent
+    // writers can interleave characters, which is acceptable when the machine is going down.
+    Emergency(AT.get().map(|at| unsafe {
+        match *at {
+            UartAt::Pl011(base) => Uart::Pl011(Pl011::attach(base)),
+            UartAt::Ns16550(base, layout) => Uart::Ns16550(Ns16550::attach(base, layout)),
+        }
+    }))
 }
 
 impl Write for Emergency {

@@ -6,7 +6,7 @@ use crate::arch::{cpu, fpsimd};
 use crate::percpu;
 use core::sync::atomic::{AtomicBool, Ordering};
 use spin::Once;
-use svelt_abi::cpu::Features;
+use svelt_abi::cpu::{Features, VlCensus};
 use svelt_abi::hwcap::Hwcaps;
 use svelt_abi::vl::VlSet;
 
@@ -52,38 +52,41 @@ pub fn init_this_cpu() {
 /// Cleared by any CPU that cannot run CPY*/SET* at EL1.
 static MOPS_EVERYWHERE: AtomicBool = AtomicBool::new(true);
 
-static SYSTEM_VLS: Once<(VlSet, VlSet)> = Once::new();
+static SYSTEM_VLS: Once<VlCensus> = Once::new();
 
-/// Vector lengths every online CPU implements: (SVE, SME). Fixed by `finalize` once all CPUs
-/// are up.
-pub fn system_vls() -> (VlSet, VlSet) {
+/// The online CPUs' vector lengths: the common sets, and whether they differ. Fixed by
+/// `finalize` once all CPUs are up.
+pub fn vl_census() -> VlCensus {
     if let Some(v) = SYSTEM_VLS.get() {
         return *v;
     }
-    let mut sve = VlSet::from_bits(u16::MAX);
-    let mut sme = VlSet::from_bits(u16::MAX);
+    let mut census = VlCensus::new();
     for c in percpu::all()
         .iter()
         .filter(|c| c.online.load(Ordering::Acquire))
     {
         let s = VlSet::from_bits(c.sve_vls.load(Ordering::Relaxed));
         let m = VlSet::from_bits(c.sme_vls.load(Ordering::Relaxed));
-        if (s != sve && sve.bits() != u16::MAX) || (m != sme && sme.bits() != u16::MAX) {
+        if census.add(s, m) {
             log::warn!(
                 "cpu{} vector lengths differ from other CPUs: sve {s} sme {m}",
                 c.id
             );
         }
-        sve = sve.intersect(s);
-        sme = sme.intersect(m);
     }
-    (sve, sme)
+    census
+}
+
+/// Vector lengths every online CPU implements: (SVE, SME).
+pub fn system_vls() -> (VlSet, VlSet) {
+    let c = vl_census();
+    (c.sve, c.sme)
 }
 
 /// Fixes the system vector-length sets (after SMP bring-up), and turns on CPY*/SET* for the
 /// kernel's copies if every CPU has them and `mops` (the command line) allows it.
 pub fn finalize(mops: bool) {
-    SYSTEM_VLS.call_once(system_vls);
+    SYSTEM_VLS.call_once(vl_census);
     match (MOPS_EVERYWHERE.load(Ordering::Relaxed), mops) {
         (true, true) => {
             crate::arch::mem::use_mops();

@@ -2,6 +2,7 @@
 
 use fdt::Fdt;
 use svelt_abi::memrange::Range;
+use svelt_abi::uart::{split_stdout_path, uart_kind, Layout16550, UartKind, NS16550_COMPATIBLE};
 
 fn be_cells(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64)
@@ -59,27 +60,50 @@ pub fn for_each_reserved(fdt: &Fdt, mut f: impl FnMut(Range)) {
     }
 }
 
-/// The console UART's node: /chosen/stdout-path if it is a PL011, else the first PL011.
-fn pl011_node<'b, 'a>(fdt: &'b Fdt<'a>) -> Option<fdt::node::FdtNode<'b, 'a>> {
-    let is_pl011 = |n: &fdt::node::FdtNode| {
-        n.compatible()
-            .is_some_and(|c| c.all().any(|s| s == "arm,pl011"))
-    };
-    fdt.chosen()
-        .stdout()
-        .filter(is_pl011)
-        .or_else(|| fdt.find_compatible(&["arm,pl011"]))
+/// The console UART's node and kind: the node /chosen/stdout-path names (a path or an alias,
+/// options after ':' ignored) if Svelt drives it, else the first PL011, else the first 16550.
+fn console_node<'b, 'a>(fdt: &'b Fdt<'a>) -> Option<(fdt::node::FdtNode<'b, 'a>, UartKind)> {
+    let kind_of = |n: &fdt::node::FdtNode| n.compatible().and_then(|c| uart_kind(c.all()));
+    let chosen = fdt
+        .find_node("/chosen")
+        .and_then(|c| c.property("stdout-path"))
+        .and_then(|p| split_stdout_path(p.value))
+        .and_then(|(path, _)| fdt.find_node(path))
+        .and_then(|n| Some((n, kind_of(&n)?)));
+    chosen
+        .or_else(|| Some((fdt.find_compatible(&["arm,pl011"])?, UartKind::Pl011)))
+        .or_else(|| Some((fdt.find_compatible(NS16550_COMPATIBLE)?, UartKind::Ns16550)))
 }
 
-/// The console UART's registers.
-pub fn pl011(fdt: &Fdt) -> Option<Range> {
-    pl011_node(fdt).and_then(first_reg)
+/// The console UART: its kind, registers and (for a 16550) register layout.
+pub struct ConsoleUart {
+    pub kind: UartKind,
+    pub regs: Range,
+    pub layout: Layout16550,
+}
+
+pub fn console(fdt: &Fdt) -> Option<ConsoleUart> {
+    let (node, kind) = console_node(fdt)?;
+    let u32_prop = |name| {
+        node.property(name)
+            .and_then(|p| p.value.get(0..4))
+            .map(|b| be_cells(b) as u32)
+    };
+    // A PL011 has no use for the 16550 layout; a 16550 with one Svelt cannot drive is no console.
+    let pl011_layout = (kind == UartKind::Pl011).then_some(Layout16550 { shift: 0, width: 1 });
+    let layout =
+        Layout16550::new(u32_prop("reg-shift"), u32_prop("reg-io-width")).or(pl011_layout)?;
+    Some(ConsoleUart {
+        kind,
+        regs: first_reg(node)?,
+        layout,
+    })
 }
 
 /// The console UART's interrupt ID: the first (type, number, flags) triple of its
 /// `interrupts` (GIC binding: type 0 is an SPI, 1 a PPI).
-pub fn pl011_intid(fdt: &Fdt) -> Option<u32> {
-    let v = pl011_node(fdt)?.property("interrupts")?.value;
+pub fn console_intid(fdt: &Fdt) -> Option<u32> {
+    let v = console_node(fdt)?.0.property("interrupts")?.value;
     let triple = v.get(0..12)?;
     let (kind, number) = (be_cells(&triple[0..4]), be_cells(&triple[4..8]));
     match kind {
@@ -89,11 +113,21 @@ pub fn pl011_intid(fdt: &Fdt) -> Option<u32> {
     }
 }
 
+pub use crate::drivers::gic::MAX_REDIST_REGIONS;
+
 pub struct GicInfo {
     pub version: u8,
     pub dist: Range,
-    /// v3: the redistributor region; v2: the CPU interface.
-    pub second: Range,
+    /// v3: the redistributor regions (`#redistributor-regions` of them, default 1); v2: the
+    /// CPU interface alone.
+    pub second: [Range; MAX_REDIST_REGIONS],
+    pub nsecond: usize,
+}
+
+impl GicInfo {
+    pub fn seconds(&self) -> &[Range] {
+        &self.second[..self.nsecond]
+    }
 }
 
 pub fn gic(fdt: &Fdt) -> Option<GicInfo> {
@@ -105,15 +139,30 @@ pub fn gic(fdt: &Fdt) -> Option<GicInfo> {
             fdt.find_compatible(&["arm,cortex-a15-gic", "arm,gic-400", "arm,cortex-a9-gic"])?,
         )
     };
-    let mut regs = node.reg()?;
-    let mut next = || {
-        regs.next()
-            .map(|r| Range::from_base_size(r.starting_address as u64, r.size.unwrap_or(0) as u64))
+    let regions = if version == 3 {
+        node.property("#redistributor-regions")
+            .and_then(|p| p.as_usize())
+            .unwrap_or(1)
+    } else {
+        1
     };
-    Some(GicInfo {
+    let mut regs = node
+        .reg()?
+        .map(|r| Range::from_base_size(r.starting_address as u64, r.size.unwrap_or(0) as u64));
+    let dist = regs.next()?;
+    let mut second = [Range::new(0, 0); MAX_REDIST_REGIONS];
+    let mut nsecond = 0;
+    for r in regs.take(regions) {
+        if nsecond < MAX_REDIST_REGIONS && !r.is_empty() {
+            second[nsecond] = r;
+            nsecond += 1;
+        }
+    }
+    (nsecond != 0).then_some(GicInfo {
         version,
-        dist: next()?,
-        second: next()?,
+        dist,
+        second,
+        nsecond,
     })
 }
 
@@ -139,4 +188,17 @@ pub fn for_each_cpu(fdt: &Fdt, mut f: impl FnMut(u64)) {
     for cpu in fdt.cpus() {
         f(cpu.ids().first() as u64);
     }
+}
+
+/// How many CPUs /cpus lists.
+pub fn cpu_count(fdt: &Fdt) -> usize {
+    fdt.cpus().count()
+}
+
+/// The arm,armv8-timer node's `clock-frequency`, for firmware that leaves CNTFRQ_EL0 unset.
+pub fn timer_clock_frequency(fdt: &Fdt) -> Option<u32> {
+    fdt.find_compatible(&["arm,armv8-timer", "arm,armv7-timer"])?
+        .property("clock-frequency")?
+        .as_usize()
+        .map(|v| v as u32)
 }

@@ -7,7 +7,7 @@
 
 use crate::arch::cpu;
 use crate::arch::fpsimd::{fpsimd, sme, sve};
-use crate::percpu::{self, MAX_CPUS};
+use crate::percpu::{self, PerCpuArray};
 use crate::task::{CurrentTask, Held, Process, TaskLocal};
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -26,15 +26,15 @@ struct CpuCell(UnsafeCell<CpuFp>);
 // SAFETY: see `with_cpu`: one CPU, IRQs masked, no reentrancy.
 unsafe impl Sync for CpuCell {}
 
-static CPU_FP: [CpuCell; MAX_CPUS] =
-    [const { CpuCell(UnsafeCell::new(CpuFp::new(0, false))) }; MAX_CPUS];
+static CPU_FP: PerCpuArray<CpuCell> =
+    PerCpuArray::new(|_| CpuCell(UnsafeCell::new(CpuFp::new(0, false))));
 
 /// Runs `f` on this CPU's record; `_irqs` proves IRQs are masked, so neither a handler nor a
 /// switch to another task (which would use the record) can come between.
 fn with_cpu<R>(_irqs: &cpu::IrqGuard, f: impl FnOnce(&mut CpuFp) -> R) -> R {
     // SAFETY: only this CPU accesses its cell, IRQs are masked so no handler interleaves, and
     // `f` does not call back into this module.
-    f(unsafe { &mut *CPU_FP[percpu::cpu_id()].0.get() })
+    f(unsafe { &mut *CPU_FP.this().0.get() })
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);

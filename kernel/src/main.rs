@@ -41,8 +41,9 @@ use core::fmt::Write;
 use core::sync::atomic::Ordering;
 use drivers::{gic, psci};
 use svelt_abi::cmdline::Cmdline;
-use svelt_abi::cpu::{SmeLine, SveLine};
+use svelt_abi::cpu::{SmeLine, SveLine, VlDifferLine};
 use svelt_abi::memrange::{self, Range};
+use svelt_abi::uart::UartKind;
 
 /// Filled by EL1 for the EL2 report-and-halt vectors (vectors.s), which run with the MMU off.
 #[repr(C)]
@@ -70,34 +71,36 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
             Ok(f) => f,
             Err(_) => cpu::halt(), // no DTB, so no console to say so
         };
+    let dt_hz = dt::timer_clock_frequency(&fdt);
+    let hz = svelt_abi::cpu::counter_rate(dt_hz, cpu::cntfrq());
+    cpu::set_counter_freq(hz.unwrap_or(0));
     let (ram, nram) = dt::ram::<16>(&fdt);
     let ram = &ram[..nram];
-    let Some(uart) = dt::pl011(&fdt) else {
+    let Some(uart) = dt::console(&fdt) else {
         cpu::halt()
     };
     if mm::build_kernel_map(image_pa, ram).is_err() {
         cpu::halt();
     }
-    let Ok(uart_va) = mmu::ioremap(uart.start, 0x1000) else {
+    let uart_span = match uart.kind {
+        UartKind::Pl011 => 0x1000,
+        UartKind::Ns16550 => uart.layout.span(),
+    };
+    let Ok(uart_va) = mmu::ioremap(uart.regs.start, uart_span) else {
         cpu::halt()
     };
+    percpu::set_possible(dt::cpu_count(&fdt));
     let gic_info = dt::gic(&fdt);
-    let gic_vas = gic_info.as_ref().and_then(|g| {
-        let second = if g.version == 3 {
-            (g.second.end - g.second.start).min((percpu::MAX_CPUS * 0x40000) as u64)
-        } else {
-            0x2000
-        };
-        let dist = mmu::ioremap(g.dist.start, 0x10000).ok()?;
-        Some((
-            dist,
-            mmu::ioremap(g.second.start, second as usize).ok()?,
-            second as usize,
-        ))
-    });
+    let gic_vas = gic_info.as_ref().and_then(map_gic);
     mmu::activate();
-    // SAFETY: uart_va maps the DTB's PL011 as device memory, for good.
-    unsafe { console::init(uart_va) };
+    // SAFETY: uart_va maps the DTB's console UART (its whole register span) as device memory,
+    // for good.
+    unsafe {
+        console::init(match uart.kind {
+            UartKind::Pl011 => console::UartAt::Pl011(uart_va),
+            UartKind::Ns16550 => console::UartAt::Ns16550(uart_va, uart.layout),
+        })
+    };
 
     let cmdline = Cmdline::parse(fdt.chosen().bootargs().unwrap_or(""));
     power::set_exit_via(cmdline.exit);
@@ -118,26 +121,48 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     }
     fpstate::set_policy(cmdline.fp_policy);
     println!("svelt: fp policy {}", cmdline.fp_policy);
+    match (hz, dt_hz) {
+        (Some(hz), Some(d)) if d != 0 => {
+            log::info!("counter {hz} Hz (device tree clock-frequency)")
+        }
+        (Some(hz), _) => log::info!("counter {hz} Hz (CNTFRQ_EL0)"),
+        (None, _) => {
+            log::error!("counter frequency unknown: CNTFRQ_EL0 is 0 and no clock-frequency")
+        }
+    }
     if entry_el == 2 {
-        hand_over_to_el2_reporter(uart.start);
+        // The EL2 vectors speak PL011 only; with another UART they stay silent.
+        hand_over_to_el2_reporter(if uart.kind == UartKind::Pl011 {
+            uart.regs.start
+        } else {
+            0
+        });
     }
 
     init_memory(&fdt, dtb_pa, image_pa, ram);
     fs::proc::set_kernel_cmdline(cmdline.raw());
+    percpu::init_table();
+    if dt::cpu_count(&fdt) > percpu::MAX_CPUS {
+        log::warn!(
+            "{} CPUs in the device tree: Svelt runs the first {}",
+            dt::cpu_count(&fdt),
+            percpu::MAX_CPUS
+        );
+    }
     coredump::configure(cmdline.coredump_semihosting, cmdline.coredump_dir);
     task::init_limits();
     mm::aspace::init();
     cpufeature::init_this_cpu();
     fpstate::cpu_init();
 
-    if let (Some(g), Some((dist, second, size))) = (&gic_info, gic_vas) {
+    if let (Some(g), Some((dist, second, n))) = (&gic_info, gic_vas) {
         if let Some(id) = dt::virtual_timer_intid(&fdt) {
             irq::set_timer_intid(id);
         }
         // SAFETY: dist and second are device mappings of this GIC's frames, made above.
-        unsafe { gic::init(g.version, dist, second, size) };
+        unsafe { gic::init(g.version, dist, &second[..n]) };
         smp::bring_up_interrupts();
-        if let Some(id) = dt::pl011_intid(&fdt) {
+        if let Some(id) = dt::console_intid(&fdt) {
             irq::enable_console_input(id);
         }
         log::info!(
@@ -224,6 +249,27 @@ fn unpack_root(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) -> boo
     }
     fs::init(built_in);
     built_in.is_some()
+}
+
+/// Maps the GIC's distributor and its redistributor regions (v3) or CPU interface (v2): the
+/// virtual address of the distributor, and (virtual address, size) of the others.
+type GicVas = (usize, [(usize, usize); dt::MAX_REDIST_REGIONS], usize);
+fn map_gic(g: &dt::GicInfo) -> Option<GicVas> {
+    let dist = mmu::ioremap(g.dist.start, 0x10000).ok()?;
+    let mut second = [(0, 0); dt::MAX_REDIST_REGIONS];
+    let mut n = 0;
+    for r in g.seconds() {
+        // v3: a region holds up to one redistributor (at most 256 KiB) per CPU; only what the
+        // CPUs can use is mapped.
+        let size = if g.version == 3 {
+            (r.end - r.start).min((percpu::possible() * 0x40000) as u64) as usize
+        } else {
+            0x2000
+        };
+        second[n] = (mmu::ioremap(r.start, size).ok()?, size);
+        n += 1;
+    }
+    Some((dist, second, n))
 }
 
 /// Ranges the frame allocator must not hand out: the image, the DTB, the initrd (unless
@@ -322,7 +368,8 @@ fn hand_over_to_el2_reporter(uart_pa: u64) {
     cpu::clean_dcache_to_poc(r as usize, core::mem::size_of::<El2Report>());
 }
 
-/// Waits (up to a second of counter time) until every online CPU has taken `n` timer ticks.
+/// Waits (up to a second of counter time, and more for many CPUs) until every online CPU has
+/// taken `n` timer ticks.
 /// Returns how many did.
 fn wait_for_ticks(n: u64) -> usize {
     let ticked = || {
@@ -331,7 +378,7 @@ fn wait_for_ticks(n: u64) -> usize {
             .filter(|c| c.online.load(Ordering::Acquire) && c.ticks.load(Ordering::Relaxed) >= n)
             .count()
     };
-    let deadline = cpu::counter() + cpu::counter_freq();
+    let deadline = cpu::counter() + cpu::counter_freq() * (1 + percpu::online_count() as u64 / 16);
     while ticked() < percpu::online_count() && cpu::counter() < deadline {
         cpu::wait_for_interrupt();
     }
@@ -341,7 +388,8 @@ fn wait_for_ticks(n: u64) -> usize {
 /// The boot report (format fixed: tools parse it).
 fn boot_report() {
     let f = cpufeature::features();
-    let (sve, sme) = cpufeature::system_vls();
+    let census = cpufeature::vl_census();
+    let (sve, sme) = (census.sve, census.sme);
     println!("svelt: cpus online {}", percpu::online_count());
     println!("{}", SveLine(f.sve.then_some(sve)));
     println!(
@@ -352,6 +400,9 @@ fn boot_report() {
             sme2: f.sme2()
         }
     );
+    if census.differ() {
+        println!("{}", VlDifferLine(&census));
+    }
 }
 
 #[panic_handler]

@@ -5,6 +5,7 @@ use crate::arch::{cpu, mmu};
 use crate::drivers::{gic, psci, timer};
 use crate::mm::frame;
 use crate::{cpufeature, irq, percpu};
+use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 const STACK_PAGES: usize = 16;
@@ -14,21 +15,21 @@ unsafe extern "C" {
     fn secondary_entry();
 }
 
-/// Starts every CPU the DTB lists besides this one. Returns how many came online.
+/// Starts every CPU the DTB lists besides this one (up to `percpu::possible()`), all at once,
+/// then waits for them together. Returns how many came online.
 pub fn start_secondaries(fdt: &fdt::Fdt, image_pa: u64) -> usize {
     let entry_pa = (secondary_entry as *const () as usize - mmu::KIMAGE_VADDR) as u64 + image_pa;
     let boot_mpidr = cpu::mpidr();
     let mut next_id = 1;
-    let mut started = 0;
+    // (CPU number, MPIDR, boot record) of each CPU asked to start.
+    let mut asked: Vec<(usize, u64, u64)> = Vec::new();
+    let mut skipped = 0;
     crate::dt::for_each_cpu(fdt, |mpidr| {
         if mpidr == boot_mpidr {
             return;
         }
-        if next_id >= percpu::MAX_CPUS {
-            log::warn!(
-                "cpu {mpidr:#x}: more than {} CPUs, not started",
-                percpu::MAX_CPUS
-            );
+        if next_id >= percpu::possible() || asked.try_reserve(1).is_err() {
+            skipped += 1;
             return;
         }
         let (Some(stack), Some(rec)) = (frame::alloc_zeroed(STACK_PAGES), frame::alloc_zeroed(1))
@@ -53,21 +54,42 @@ pub fn start_secondaries(fdt: &fdt::Fdt, image_pa: u64) -> usize {
         if r != 0 {
             log::error!("cpu {mpidr:#x}: PSCI CPU_ON failed ({r})");
             frame::free(stack, STACK_PAGES);
+            frame::free(rec, 1);
             return;
         }
-        let deadline = cpu::counter() + cpu::counter_freq();
-        while !percpu::get(next_id).online.load(Ordering::Acquire) && cpu::counter() < deadline {
-            core::hint::spin_loop();
-        }
-        if percpu::get(next_id).online.load(Ordering::Acquire) {
-            started += 1;
-        } else {
-            log::error!("cpu {mpidr:#x}: did not come online within a second");
-        }
-        // The record page is only read during bring-up.
-        frame::free(rec, 1);
+        asked.push((next_id, mpidr, rec));
         next_id += 1;
     });
+    if skipped != 0 {
+        log::warn!(
+            "{skipped} CPUs beyond the first {} not started",
+            percpu::possible()
+        );
+    }
+    // A second of counter time, and more for many CPUs: an emulator runs them on few host
+    // threads.
+    let online = |id: usize| percpu::get(id).online.load(Ordering::Acquire);
+    let wait = cpu::counter_freq() * (1 + asked.len() as u64 / 16);
+    let deadline = cpu::counter() + wait;
+    while asked.iter().any(|&(id, ..)| !online(id)) && cpu::counter() < deadline {
+        // The tick wakes this CPU; until then its host thread is free for the others.
+        if gic::get().is_some() {
+            cpu::wait_for_interrupt();
+        } else {
+            core::hint::spin_loop();
+        }
+    }
+    let mut started = 0;
+    for &(id, mpidr, rec) in &asked {
+        if online(id) {
+            started += 1;
+            // The record page is only read during bring-up.
+            frame::free(rec, 1);
+        } else {
+            // Its stack and record stay reserved: the CPU may still come up and use them.
+            log::error!("cpu {mpidr:#x}: did not come online in time");
+        }
+    }
     started
 }
 

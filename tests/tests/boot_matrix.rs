@@ -119,3 +119,28 @@ fn no_fa64() {
         ..Config::default()
     });
 }
+
+/// Server-sized machines: every CPU comes up (QEMU virt's GICv3 redistributors past the 123rd
+/// are in a second, high region), and the affinity mask, /sys's CPU list and the cpumask size
+/// rules agree (sysmisc as init; at 256 CPUs the mask is 4 words).
+#[test]
+fn sixty_four_and_256_cpus() {
+    for smp in [64, 256] {
+        let cfg = Config {
+            smp,
+            initrd: svelt_tests::Initrd::Default,
+            init: Some("/bin/tests/sysmisc".into()),
+            timeout: std::time::Duration::from_secs(300),
+            ..Config::default()
+        };
+        if !ready(&cfg) {
+            return;
+        }
+        let run = check_boot_report(&cfg);
+        assert!(
+            run.output.contains("\nok ") && !run.output.contains("\nnot ok "),
+            "sysmisc at {smp} CPUs:\n{}",
+            run.output
+        );
+    }
+}

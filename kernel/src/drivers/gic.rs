@@ -65,6 +65,8 @@ register_structs! {
 }
 
 const GICR_FRAME: usize = 0x10000;
+/// The most redistributor regions a GIC is described with here.
+pub const MAX_REDIST_REGIONS: usize = 8;
 const GICR_TYPER_LAST: u64 = 1 << 4;
 const GICR_TYPER_VLPIS: u64 = 1 << 1;
 const WAKER_PROCESSOR_SLEEP: u32 = 1 << 1;
@@ -76,8 +78,9 @@ pub enum Gic {
     V3 {
         dist: &'static DistRegs,
         irouter: &'static IrouterRegs,
-        redist_base: usize,
-        redist_size: usize,
+        /// The redistributor regions' (virtual address, mapped size).
+        redists: [(usize, usize); MAX_REDIST_REGIONS],
+        nredists: usize,
     },
     V2 {
         dist: &'static DistRegs,
@@ -105,10 +108,10 @@ unsafe fn regs<T>(va: usize) -> &'static T {
 /// Sets up the distributor once, on the boot CPU.
 ///
 /// # Safety
-/// The virtual addresses are device mappings of the GIC's frames, valid for 'static: for v3
-/// `dist` and the whole redistributor region `[redist, redist + redist_size)`; for v2 `dist`
-/// and the CPU interface `cpu_if`.
-pub unsafe fn init(version: u8, dist: usize, second: usize, second_size: usize) -> &'static Gic {
+/// The virtual addresses are device mappings of the GIC's frames, valid for 'static: `dist`,
+/// and in `second` (virtual address, size; not empty) for v3 each redistributor region (the
+/// first `MAX_REDIST_REGIONS` are used), for v2 the CPU interface (the first entry).
+pub unsafe fn init(version: u8, dist: usize, second: &[(usize, usize)]) -> &'static Gic {
     // SAFETY: `dist` is the distributor's device mapping, valid for 'static (`init`'s contract).
     let d: &'static DistRegs = unsafe { regs(dist) };
     d.ctlr.set(0);
@@ -123,14 +126,14 @@ pub unsafe fn init(version: u8, dist: usize, second: usize, second_size: usize) 
             // SAFETY: a v3 distributor's mapping covers its 64 KiB frame (`init`'s contract),
             // which holds the IROUTER array.
             irouter: unsafe { regs(dist + GICD_IROUTER) },
-            redist_base: second,
-            redist_size: second_size,
+            redists: core::array::from_fn(|i| second.get(i).copied().unwrap_or((0, 0))),
+            nredists: second.len().min(MAX_REDIST_REGIONS),
         }
     } else {
         d.ctlr.set(1);
         // SAFETY: `second` is the v2 CPU interface's device mapping, valid for 'static (`init`'s
         // contract).
-        let cpu = unsafe { regs(second) };
+        let cpu = unsafe { regs(second.first().map_or(0, |s| s.0)) };
         Gic::V2 { dist: d, cpu }
     };
     GIC.call_once(|| gic)
@@ -142,12 +145,11 @@ impl Gic {
     pub fn init_cpu(&self, ppi: u32) -> Result<(), &'static str> {
         match self {
             Gic::V3 {
-                redist_base,
-                redist_size,
-                ..
+                redists, nredists, ..
             } => {
-                let rd = self
-                    .find_redist(*redist_base, *redist_size)
+                let rd = redists[..*nredists]
+                    .iter()
+                    .find_map(|&(base, size)| Self::find_redist(base, size))
                     .ok_or("no redistributor for this CPU")?;
                 // SAFETY: rd is a frame inside the mapped redistributor region.
                 let ctl: &RedistRegs = unsafe { regs(rd) };
@@ -208,12 +210,13 @@ impl Gic {
         d.isenabler[n / 32].set(bit);
     }
 
-    /// The redistributor whose affinity matches this CPU's MPIDR.
-    fn find_redist(&self, base: usize, size: usize) -> Option<usize> {
+    /// The redistributor in region `[base, base + size)` whose affinity matches this CPU's
+    /// MPIDR. The region's last frame says so (GICR_TYPER.Last).
+    fn find_redist(base: usize, size: usize) -> Option<usize> {
         let m = cpu::mpidr();
         let aff = ((m >> 32) & 0xff) << 24 | (m & 0xff_ffff);
         let mut frame = base;
-        while frame < base + size {
+        while frame + 2 * GICR_FRAME <= base + size {
             // SAFETY: frame is inside the mapped redistributor region.
             let rd: &RedistRegs = unsafe { regs(frame) };
             let typer = rd.typer.get();
@@ -242,9 +245,16 @@ impl Gic {
     pub fn send_sgi(&self, id: u32, cpu: usize, m: u64) {
         match self {
             Gic::V3 { .. } => {
-                let (aff3, aff2, aff1, aff0) =
-                    ((m >> 32) & 0xff, (m >> 16) & 0xff, (m >> 8) & 0xff, m & 0xf);
-                let v = aff3 << 48 | aff2 << 32 | (id as u64) << 24 | aff1 << 16 | 1 << aff0;
+                let (aff3, aff2, aff1, aff0) = (
+                    (m >> 32) & 0xff,
+                    (m >> 16) & 0xff,
+                    (m >> 8) & 0xff,
+                    m & 0xff,
+                );
+                // The target list holds 16 Aff0 values; RS (range selector) picks which 16.
+                let (rs, bit) = (aff0 >> 4, aff0 & 0xf);
+                let v =
+                    aff3 << 48 | rs << 44 | aff2 << 32 | (id as u64) << 24 | aff1 << 16 | 1 << bit;
                 // The write must follow the stores the target will look at.
                 aarch64_cpu::asm::barrier::dsb(aarch64_cpu::asm::barrier::ISHST);
                 ICC_SGI1R_EL1.set(v);

@@ -1439,7 +1439,6 @@ fn status(t: Target, out: &mut Text) -> SysResult<()> {
     let sc = &th.seccomp;
     let files = th.files();
     let fd_size = files.lock().capacity() as u32;
-    let online = crate::percpu::online_count() as u32;
     let s = TaskStatus {
         comm: procfs::comm_str(&comm),
         umask: th.fs().lock().umask,
@@ -1476,8 +1475,8 @@ fn status(t: Target, out: &mut Text) -> SysResult<()> {
         no_new_privs: sc.no_new_privs.load(Ordering::Relaxed),
         seccomp: u32::from(sc.mode.load(Ordering::Relaxed).min(2)),
         seccomp_filters: sc.filter_count() as u32,
-        cpus_allowed: th.affinity.load(Ordering::Relaxed),
-        nr_cpu_ids: online,
+        cpus_allowed: th.affinity.load(),
+        nr_cpu_ids: crate::percpu::possible() as u32,
         ..Default::default()
     };
     let _ = s.write(out);
@@ -1866,7 +1865,7 @@ fn kernel_stat(_: Option<u32>) -> String {
     s.push_str("cpu ");
     s.push_str(zeros);
     s.push('\n');
-    for cpu in 0..crate::percpu::online_count() {
+    for cpu in crate::percpu::online_mask().iter() {
         s.push_str(&format!("cpu{cpu}{zeros}\n"));
     }
     let now = crate::time::now_ns();

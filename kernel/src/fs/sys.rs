@@ -3,45 +3,30 @@
 use super::proc::GenFile;
 use super::ramfs::RamDir;
 use super::{Inode, Kind};
-use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
-use core::sync::atomic::Ordering;
+use svelt_abi::cpumask::{write_cpu_list, CpuMask};
 
-fn cpu_list(pred: fn(usize) -> bool) -> String {
-    let ids: alloc::vec::Vec<usize> = (0..crate::percpu::MAX_CPUS).filter(|&c| pred(c)).collect();
-    // Ranges, as Linux prints them: "0-3", "0,2-3".
+fn cpu_list(mask: CpuMask) -> String {
     let mut out = String::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut j = i;
-        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
-            j += 1;
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        out += &if i == j {
-            format!("{}", ids[i])
-        } else {
-            format!("{}-{}", ids[i], ids[j])
-        };
-        i = j + 1;
-    }
+    let _ = write_cpu_list(&mut out, &mask);
     out.push('\n');
     out
-}
-
-fn online(c: usize) -> bool {
-    crate::percpu::get(c).online.load(Ordering::Acquire)
 }
 
 pub fn sys_root() -> Arc<dyn Inode> {
     let root = RamDir::new(0o555);
     let cpu = RamDir::new(0o755);
-    cpu.replace("online", GenFile::new(|_| cpu_list(online)));
-    cpu.replace("possible", GenFile::new(|_| cpu_list(online)));
-    cpu.replace("present", GenFile::new(|_| cpu_list(online)));
+    cpu.replace(
+        "online",
+        GenFile::new(|_| cpu_list(crate::percpu::online_mask())),
+    );
+    for name in ["possible", "present"] {
+        cpu.replace(
+            name,
+            GenFile::new(|_| cpu_list(CpuMask::first(crate::percpu::possible()))),
+        );
+    }
     let system = RamDir::new(0o755);
     system.replace("cpu", cpu);
     let devices = RamDir::new(0o755);

@@ -519,8 +519,8 @@ pub fn prepare_return(t: &CurrentTask, tf: &mut TrapFrame) {
 }
 
 /// CPUs whose debug registers hold some task's breakpoints or watchpoints.
-static HW_ARMED: [core::sync::atomic::AtomicBool; crate::percpu::MAX_CPUS] =
-    [const { core::sync::atomic::AtomicBool::new(false) }; crate::percpu::MAX_CPUS];
+static HW_ARMED: crate::percpu::PerCpuArray<core::sync::atomic::AtomicBool> =
+    crate::percpu::PerCpuArray::new(|_| core::sync::atomic::AtomicBool::new(false));
 
 fn slot_enabled(s: &Option<svelt_abi::regset::HwSlot>) -> bool {
     s.is_some_and(|s| s.ctrl.enabled)
@@ -532,7 +532,7 @@ fn arm_hw_debug(t: &CurrentTask) {
     let any = d.brk.iter().chain(d.wpt.iter()).any(slot_enabled);
     let cpu = crate::percpu::cpu_id();
     if !any {
-        if HW_ARMED[cpu].load(Ordering::Relaxed) {
+        if HW_ARMED.get(cpu).load(Ordering::Relaxed) {
             disarm_hw_debug();
         }
         return;
@@ -556,7 +556,7 @@ fn arm_hw_debug(t: &CurrentTask) {
     }
     debug::set_monitor(true);
     debug::sync();
-    HW_ARMED[cpu].store(true, Ordering::Relaxed);
+    HW_ARMED.get(cpu).store(true, Ordering::Relaxed);
 }
 
 /// Clears this CPU's breakpoints and watchpoints.
@@ -571,7 +571,7 @@ fn disarm_hw_debug() {
     }
     debug::set_monitor(false);
     debug::sync();
-    HW_ARMED[crate::percpu::cpu_id()].store(false, Ordering::Relaxed);
+    HW_ARMED.this().store(false, Ordering::Relaxed);
 }
 
 /// A hardware breakpoint (`watch` false, at `pc`) or watchpoint (data address `far`) fired in

@@ -6,6 +6,7 @@ use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::exit::{self, Which};
 use crate::task::{self, CurrentTask};
 use core::sync::atomic::Ordering;
+use svelt_abi::cpumask;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sched::{self as s, wstatus, CloneArgs};
 use svelt_abi::sys;
@@ -201,13 +202,6 @@ pub fn get_robust_list(pid: i32, head: usize, len: usize) -> SysResult<usize> {
     Ok(0)
 }
 
-fn online_mask() -> u64 {
-    crate::percpu::all()
-        .iter()
-        .filter(|c| c.online.load(Ordering::Acquire))
-        .fold(0, |m, c| m | 1 << c.id)
-}
-
 fn affinity_target(pid: i32) -> SysResult<alloc::sync::Arc<task::Task>> {
     if pid == 0 {
         Ok(task::current_arc())
@@ -218,28 +212,26 @@ fn affinity_target(pid: i32) -> SysResult<alloc::sync::Arc<task::Task>> {
 
 pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> {
     let t = affinity_target(pid)?;
-    // The kernel's cpumask is a multiple of 8 bytes; the user buffer must hold it.
-    let bytes = crate::percpu::MAX_CPUS.div_ceil(64) * 8;
-    if len < bytes || !len.is_multiple_of(8) {
-        return Err(Errno::EINVAL);
-    }
-    let m = t.affinity.load(Ordering::Relaxed) & online_mask();
-    UserSlice::new(mask, bytes).copy_out(&m.to_le_bytes()[..bytes])?;
-    Ok(bytes)
+    let n = cpumask::getaffinity_len(len, crate::percpu::possible())?;
+    let m = t.affinity.load().and(&crate::percpu::online_mask());
+    let mut bytes = [0u8; cpumask::NR_CPUS / 8];
+    m.write_le_bytes(&mut bytes[..n]);
+    UserSlice::new(mask, n).copy_out(&bytes[..n])?;
+    Ok(n)
 }
 
 pub fn sched_setaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> {
     let t = affinity_target(pid)?;
-    let mut b = [0u8; 8];
-    let n = len.min(8);
-    UserSlice::new(mask, len).copy_in(&mut b[..n])?;
-    let m = u64::from_le_bytes(b) & online_mask();
-    if m == 0 {
+    let mut b = [0u8; cpumask::NR_CPUS / 8];
+    let n = cpumask::setaffinity_len(len, crate::percpu::possible());
+    UserSlice::new(mask, n).copy_in(&mut b[..n])?;
+    let m = cpumask::CpuMask::from_le_bytes(&b[..n]).and(&crate::percpu::online_mask());
+    if m.is_empty() {
         return Err(Errno::EINVAL);
     }
-    t.affinity.store(m, Ordering::Relaxed);
+    t.affinity.store(m);
     // Leave a CPU the task may no longer use at the next chance.
-    if core::ptr::eq(&*t, task::current()) && m & (1 << crate::percpu::cpu_id()) == 0 {
+    if core::ptr::eq(&*t, task::current()) && !m.contains(crate::percpu::cpu_id()) {
         task::sched::set_need_resched();
     }
     Ok(0)

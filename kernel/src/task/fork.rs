@@ -126,9 +126,7 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
         }
     }
     *child.comm.lock() = parent.comm();
-    child
-        .affinity
-        .store(parent.affinity.load(Ordering::Relaxed), Ordering::Relaxed);
+    child.affinity.store(parent.affinity.load());
     child.tagged_addr.store(
         parent.tagged_addr.load(Ordering::Relaxed),
         Ordering::Relaxed,

@@ -27,9 +27,7 @@ use alloc::collections::BTreeMap;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
-use core::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
-};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 pub use local::{CurrentTask, Held, TaskLocal};
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
@@ -163,7 +161,7 @@ pub struct Task {
     /// Whether `vfork_done` has been signalled.
     pub vfork_released: AtomicBool,
     /// CPUs it may run on (sched_setaffinity), one bit each.
-    pub affinity: AtomicU64,
+    pub affinity: crate::percpu::AtomicCpuMask,
     /// Signal work may be pending (see signal::has_work).
     pub sig_hint: AtomicBool,
     /// PR_SET_TAGGED_ADDR_CTRL's PR_TAGGED_ADDR_ENABLE: syscalls accept tagged user pointers.
@@ -384,7 +382,7 @@ impl Task {
             exit_code: AtomicI32::new(0),
             vfork_done: Mutex::new(None),
             vfork_released: AtomicBool::new(false),
-            affinity: AtomicU64::new(u64::MAX),
+            affinity: crate::percpu::AtomicCpuMask::new(svelt_abi::cpumask::CpuMask::FULL),
             sig_hint: AtomicBool::new(false),
             tagged_addr: AtomicBool::new(false),
             traced: AtomicBool::new(false),

@@ -7,11 +7,11 @@
 
 use super::{State, Task};
 use crate::arch::{context, cpu};
-use crate::percpu::{self, MAX_CPUS};
+use crate::percpu::{self, PerCpuArray};
 use crate::sync::IrqLock;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 struct RunQueue {
     queue: VecDeque<Arc<Task>>,
@@ -32,10 +32,42 @@ impl RunQueue {
     }
 }
 
-static RQ: [IrqLock<RunQueue>; MAX_CPUS] = [const { IrqLock::new(RunQueue::new()) }; MAX_CPUS];
-static CURRENT: [AtomicPtr<Task>; MAX_CPUS] =
-    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_CPUS];
-static NEED_RESCHED: [AtomicBool; MAX_CPUS] = [const { AtomicBool::new(false) }; MAX_CPUS];
+/// One CPU's scheduling state. `queued` mirrors the run queue's length so that other CPUs can
+/// look for work without taking its lock.
+struct CpuSched {
+    rq: IrqLock<RunQueue>,
+    current: AtomicPtr<Task>,
+    need_resched: AtomicBool,
+    queued: AtomicUsize,
+    /// A task other than the idle task runs here.
+    busy: AtomicBool,
+}
+
+static CPUS: PerCpuArray<CpuSched> = PerCpuArray::new(|_| CpuSched {
+    rq: IrqLock::new(RunQueue::new()),
+    current: AtomicPtr::new(core::ptr::null_mut()),
+    need_resched: AtomicBool::new(false),
+    queued: AtomicUsize::new(0),
+    busy: AtomicBool::new(false),
+});
+/// Tasks waiting in all run queues together: an idle CPU looks at the others only when some
+/// are, so idling costs the same whatever the CPU count.
+static QUEUED: AtomicUsize = AtomicUsize::new(0);
+
+fn runq(cpu: usize) -> &'static IrqLock<RunQueue> {
+    &CPUS.get(cpu).rq
+}
+
+fn push_queued(cpu: usize, rq: &mut RunQueue, t: Arc<Task>) {
+    rq.queue.push_back(t);
+    CPUS.get(cpu).queued.fetch_add(1, Ordering::Relaxed);
+    QUEUED.fetch_add(1, Ordering::Relaxed);
+}
+
+fn took_queued(cpu: usize) {
+    CPUS.get(cpu).queued.fetch_sub(1, Ordering::Relaxed);
+    QUEUED.fetch_sub(1, Ordering::Relaxed);
+}
 /// Context switches, for /proc and benchmarks.
 pub static SWITCHES: AtomicU64 = AtomicU64::new(0);
 
@@ -50,30 +82,32 @@ pub fn started() -> bool {
 pub fn init_cpu() {
     let id = percpu::cpu_id();
     let idle = Task::new_idle(id);
-    CURRENT[id].store(Arc::as_ptr(&idle) as *mut Task, Ordering::Release);
-    let mut rq = RQ[id].lock();
+    CPUS.get(id)
+        .current
+        .store(Arc::as_ptr(&idle) as *mut Task, Ordering::Release);
+    let mut rq = runq(id).lock();
     rq.current = Some(idle.clone());
     rq.idle = Some(idle);
     STARTED.store(true, Ordering::Release);
 }
 
 pub fn current() -> &'static Task {
-    let p = CURRENT[percpu::cpu_id()].load(Ordering::Acquire);
-    // SAFETY: CURRENT[cpu] points at the task running on this CPU, which is us; the run queue's
-    // `current` Arc keeps it alive for as long as it runs, and a task only calls this while
-    // running.
+    let p = CPUS.this().current.load(Ordering::Acquire);
+    // SAFETY: this CPU's `current` points at the task running on it, which is us; the run
+    // queue's `current` Arc keeps it alive for as long as it runs, and a task only calls this
+    // while running.
     unsafe { &*p }
 }
 
 /// The running task, if the scheduler runs on this CPU yet.
 pub fn try_current() -> Option<&'static Task> {
-    let p = CURRENT[percpu::cpu_id()].load(Ordering::Acquire);
+    let p = CPUS.this().current.load(Ordering::Acquire);
     // SAFETY: as in `current`; null before init_cpu.
     unsafe { p.as_ref() }
 }
 
 pub fn current_arc() -> Arc<Task> {
-    RQ[percpu::cpu_id()]
+    runq(percpu::cpu_id())
         .lock()
         .current
         .clone()
@@ -81,33 +115,38 @@ pub fn current_arc() -> Arc<Task> {
 }
 
 pub fn need_resched() -> bool {
-    NEED_RESCHED[percpu::cpu_id()].load(Ordering::Relaxed)
+    CPUS.this().need_resched.load(Ordering::Relaxed)
 }
 
 pub fn set_need_resched() {
-    NEED_RESCHED[percpu::cpu_id()].store(true, Ordering::Relaxed);
+    CPUS.this().need_resched.store(true, Ordering::Relaxed);
 }
 
 /// Timer tick on this CPU: end the slice if someone is waiting.
 pub fn tick() {
-    let id = percpu::cpu_id();
-    if let Some(rq) = RQ[id].try_lock() {
-        if !rq.queue.is_empty() {
-            NEED_RESCHED[id].store(true, Ordering::Relaxed);
-        }
-    } else {
-        NEED_RESCHED[id].store(true, Ordering::Relaxed);
+    let me = CPUS.this();
+    if me.queued.load(Ordering::Relaxed) != 0 {
+        me.need_resched.store(true, Ordering::Relaxed);
     }
 }
 
 fn online_cpus() -> impl Iterator<Item = usize> {
-    (0..MAX_CPUS).filter(|&c| percpu::get(c).online.load(Ordering::Acquire))
+    (0..percpu::possible()).filter(|&c| percpu::is_online(c))
+}
+
+/// The online CPUs other than `me`, starting after it (so idle CPUs do not all look at CPU 0
+/// first).
+fn other_online_cpus(me: usize) -> impl Iterator<Item = usize> {
+    let n = percpu::possible();
+    (1..n)
+        .map(move |i| (me + i) % n)
+        .filter(|&c| percpu::is_online(c))
 }
 
 /// Puts a runnable task on a run queue: its last CPU if online, and pokes that CPU.
 pub fn enqueue(t: &Arc<Task>) {
     let last = t.cpu.load(Ordering::Relaxed);
-    let target = if percpu::get(last).online.load(Ordering::Acquire) && allowed(t, last) {
+    let target = if percpu::is_online(last) && allowed(t, last) {
         last
     } else {
         online_cpus()
@@ -119,18 +158,18 @@ pub fn enqueue(t: &Arc<Task>) {
 
 /// The task's affinity mask lets it run on `cpu`.
 fn allowed(t: &Task, cpu: usize) -> bool {
-    t.affinity.load(Ordering::Relaxed) & (1 << cpu) != 0
+    t.affinity.contains(cpu)
 }
 
 fn enqueue_on(t: &Arc<Task>, target: usize) {
     {
-        let mut rq = RQ[target].lock();
+        let mut rq = runq(target).lock();
         if t.on_rq.swap(true, Ordering::AcqRel) {
             return;
         }
-        rq.queue.push_back(t.clone());
+        push_queued(target, &mut rq, t.clone());
     }
-    NEED_RESCHED[target].store(true, Ordering::Release);
+    CPUS.get(target).need_resched.store(true, Ordering::Release);
     if target != percpu::cpu_id() {
         crate::irq::send_reschedule(target);
     }
@@ -141,8 +180,8 @@ pub fn enqueue_new(t: &Arc<Task>) {
     let target = online_cpus()
         .filter(|&c| allowed(t, c))
         .min_by_key(|&c| {
-            let rq = RQ[c].lock();
-            rq.queue.len() + rq.current.as_ref().is_some_and(|t| !t.is_idle()) as usize
+            let s = CPUS.get(c);
+            s.queued.load(Ordering::Relaxed) + s.busy.load(Ordering::Relaxed) as usize
         })
         .unwrap_or(0);
     t.cpu.store(target, Ordering::Relaxed);
@@ -184,11 +223,23 @@ pub fn cancel_sleep(t: &Arc<Task>) {
 
 /// Takes a queued task from a busier CPU, for an idle one.
 fn steal(me: usize) -> Option<Arc<Task>> {
-    for c in online_cpus().filter(|&c| c != me) {
-        if let Some(mut rq) = RQ[c].try_lock() {
+    if QUEUED.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    for c in other_online_cpus(me) {
+        // A CPU running its idle task is about to take its one queued task itself.
+        let spare = |s: &CpuSched| {
+            s.queued.load(Ordering::Relaxed) > usize::from(!s.busy.load(Ordering::Relaxed))
+        };
+        if !spare(CPUS.get(c)) {
+            continue;
+        }
+        if let Some(mut rq) = runq(c).try_lock() {
             if rq.queue.len() > usize::from(rq.current.as_ref().is_some_and(|t| t.is_idle())) {
                 if let Some(i) = rq.queue.iter().rposition(|t| allowed(t, me)) {
-                    return rq.queue.remove(i);
+                    let t = rq.queue.remove(i);
+                    took_queued(c);
+                    return t;
                 }
             }
         }
@@ -202,8 +253,8 @@ pub fn schedule() {
     // scheduled back in and returns from here.
     let irqs = cpu::IrqGuard::new();
     let id = percpu::cpu_id();
-    NEED_RESCHED[id].store(false, Ordering::Relaxed);
-    let mut rq = RQ[id].lock();
+    CPUS.get(id).need_resched.store(false, Ordering::Relaxed);
+    let mut rq = runq(id).lock();
     let prev = rq.current.clone().expect("scheduler running");
     // A running task whose affinity no longer includes this CPU goes to one it allows.
     let mut migrate = false;
@@ -212,12 +263,13 @@ pub fn schedule() {
         if !allowed(&prev, id) {
             migrate = true;
         } else if !prev.on_rq.swap(true, Ordering::AcqRel) {
-            rq.queue.push_back(prev.clone());
+            push_queued(id, &mut rq, prev.clone());
         }
     }
     let next = rq
         .queue
         .pop_front()
+        .inspect(|_| took_queued(id))
         .or_else(|| {
             let idle_now = prev.is_idle() || prev.state() != State::Runnable;
             if idle_now {
@@ -235,7 +287,10 @@ pub fn schedule() {
         return;
     }
     rq.current = Some(next.clone());
-    CURRENT[id].store(Arc::as_ptr(&next) as *mut Task, Ordering::Release);
+    let me = CPUS.get(id);
+    me.current
+        .store(Arc::as_ptr(&next) as *mut Task, Ordering::Release);
+    me.busy.store(!next.is_idle(), Ordering::Relaxed);
     rq.prev = Some(prev.clone());
     drop(rq);
     if migrate {
@@ -292,7 +347,7 @@ pub fn schedule() {
 
 /// Completes a switch on the CPU that made it: the previous task may now run elsewhere.
 pub fn finish_switch() {
-    let prev = RQ[percpu::cpu_id()].lock().prev.take();
+    let prev = runq(percpu::cpu_id()).lock().prev.take();
     if let Some(p) = prev {
         p.on_cpu.store(false, Ordering::Release);
     }
@@ -307,8 +362,15 @@ pub fn idle_loop() -> ! {
     loop {
         cpu::irq_disable();
         let id = percpu::cpu_id();
-        let runnable = !RQ[id].lock().queue.is_empty() || NEED_RESCHED[id].load(Ordering::Relaxed);
-        if runnable || online_cpus().any(|c| c != id && RQ[c].lock().queue.len() > 1) {
+        let me = CPUS.get(id);
+        let runnable =
+            me.queued.load(Ordering::Relaxed) != 0 || me.need_resched.load(Ordering::Relaxed);
+        // Work to steal: another CPU with more than one task waiting.
+        let elsewhere = || {
+            QUEUED.load(Ordering::Relaxed) > 1
+                && other_online_cpus(id).any(|c| CPUS.get(c).queued.load(Ordering::Relaxed) > 1)
+        };
+        if runnable || elsewhere() {
             schedule();
         } else {
             cpu::wait_for_interrupt();

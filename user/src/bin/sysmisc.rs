@@ -182,6 +182,26 @@ fn sched() -> TestResult {
     check!(cpus >= 1);
     check!(mask[0] & 1 != 0, "CPU 0 in the mask {:#x}", mask[0]);
     println!("# {cpus} cpus in the affinity mask");
+    // Every CPU the machine has is in the mask, as /sys counts them ("0-N" or "0").
+    let possible = t!(io::read_file("/sys/devices/system/cpu/possible"));
+    let text = core::str::from_utf8(&possible).unwrap_or("").trim_end();
+    let last = text
+        .rsplit(['-', ','])
+        .next()
+        .and_then(|v| v.parse::<usize>().ok());
+    check!(
+        last.is_some(),
+        "/sys/devices/system/cpu/possible reads {text:?}"
+    );
+    let nr = last.unwrap_or(0) + 1;
+    check_eq!(
+        cpus as usize,
+        nr,
+        "/sys/devices/system/cpu/possible is {text}"
+    );
+    // A buffer must hold nr_cpu_ids bits: one word does only up to 64 CPUs.
+    let one_word = sys::syscall(nr::SCHED_GETAFFINITY, &[0, 8, mask.as_mut_ptr() as usize]);
+    check_eq!(one_word, if nr > 64 { Err(EINVAL) } else { Ok(8) });
     // A buffer smaller than the kernel's cpumask is EINVAL; unaligned size too.
     check_eq!(
         sys::syscall(nr::SCHED_GETAFFINITY, &[0, 4, mask.as_mut_ptr() as usize]),

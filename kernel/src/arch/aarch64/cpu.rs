@@ -143,8 +143,26 @@ pub fn counter() -> u64 {
     CNTVCT_EL0.get()
 }
 
+/// The counter's frequency when the device tree names it (set once at boot).
+static COUNTER_FREQ: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// The counter's frequency: the device tree's, if it gave one (`set_counter_freq`), else
+/// CNTFRQ_EL0 as firmware set it.
 pub fn counter_freq() -> u64 {
+    match COUNTER_FREQ.load(core::sync::atomic::Ordering::Relaxed) {
+        0 => CNTFRQ_EL0.get(),
+        f => f,
+    }
+}
+
+/// Reads CNTFRQ_EL0 itself, whatever the device tree says.
+pub fn cntfrq() -> u64 {
     CNTFRQ_EL0.get()
+}
+
+/// Fixes the counter frequency (the timer node's `clock-frequency`).
+pub fn set_counter_freq(hz: u64) {
+    COUNTER_FREQ.store(hz, core::sync::atomic::Ordering::Relaxed);
 }
 
 /// Reads an ID register by its generic name (ones aarch64-cpu does not declare; all of the ID
