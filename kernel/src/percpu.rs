@@ -20,6 +20,10 @@ pub struct PerCpu {
     pub mpidr: AtomicU64,
     pub online: AtomicBool,
     pub ticks: AtomicU64,
+    /// The running task (the scheduler's, kept here so finding it is one load from TPIDR_EL1).
+    pub current_task: AtomicUsize,
+    /// The scheduler should run at the next chance.
+    pub need_resched: AtomicBool,
     /// Implemented SVE / SME vector lengths on this CPU (svelt_abi::vl::VlSet bits).
     pub sve_vls: AtomicU16,
     pub sme_vls: AtomicU16,
@@ -37,6 +41,8 @@ impl PerCpu {
             mpidr: AtomicU64::new(u64::MAX),
             online: AtomicBool::new(false),
             ticks: AtomicU64::new(0),
+            current_task: AtomicUsize::new(0),
+            need_resched: AtomicBool::new(false),
             sve_vls: AtomicU16::new(0),
             sme_vls: AtomicU16::new(0),
             user_tagged_addr: AtomicBool::new(false),
@@ -173,7 +179,16 @@ impl<T> PerCpuArray<T> {
         }
     }
 
+    #[inline]
     fn cells(&self) -> &'static [T] {
+        match self.cells.get() {
+            Some(c) => c,
+            None => self.init_cells(),
+        }
+    }
+
+    #[cold]
+    fn init_cells(&self) -> &'static [T] {
         self.cells.call_once(|| {
             assert!(
                 TABLE.get().is_some(),

@@ -11,7 +11,7 @@ use crate::percpu::{self, PerCpuArray};
 use crate::sync::IrqLock;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 struct RunQueue {
     queue: VecDeque<Arc<Task>>,
@@ -32,12 +32,11 @@ impl RunQueue {
     }
 }
 
-/// One CPU's scheduling state. `queued` mirrors the run queue's length so that other CPUs can
-/// look for work without taking its lock.
+/// One CPU's scheduling state (its running task and need-resched flag are in its `PerCpu`).
+/// `queued` mirrors the run queue's length so that other CPUs can look for work without
+/// taking its lock.
 struct CpuSched {
     rq: IrqLock<RunQueue>,
-    current: AtomicPtr<Task>,
-    need_resched: AtomicBool,
     queued: AtomicUsize,
     /// A task other than the idle task runs here.
     busy: AtomicBool,
@@ -45,28 +44,44 @@ struct CpuSched {
 
 static CPUS: PerCpuArray<CpuSched> = PerCpuArray::new(|_| CpuSched {
     rq: IrqLock::new(RunQueue::new()),
-    current: AtomicPtr::new(core::ptr::null_mut()),
-    need_resched: AtomicBool::new(false),
     queued: AtomicUsize::new(0),
     busy: AtomicBool::new(false),
 });
-/// Tasks waiting in all run queues together: an idle CPU looks at the others only when some
-/// are, so idling costs the same whatever the CPU count.
-static QUEUED: AtomicUsize = AtomicUsize::new(0);
+/// CPUs with more than one task waiting: an idle CPU looks at the others only when there are
+/// some, so idling costs the same whatever the CPU count. Changed only when a queue crosses
+/// that line, so a busy CPU's switches do not touch it.
+static OVERLOADED: AtomicUsize = AtomicUsize::new(0);
 
 fn runq(cpu: usize) -> &'static IrqLock<RunQueue> {
     &CPUS.get(cpu).rq
 }
 
-fn push_queued(cpu: usize, rq: &mut RunQueue, t: Arc<Task>) {
-    rq.queue.push_back(t);
-    CPUS.get(cpu).queued.fetch_add(1, Ordering::Relaxed);
-    QUEUED.fetch_add(1, Ordering::Relaxed);
+/// Publishes a run queue's new length (`before` it changed); called with it locked.
+fn queue_changed(s: &CpuSched, rq: &RunQueue, before: usize) {
+    let now = rq.queue.len();
+    s.queued.store(now, Ordering::Relaxed);
+    match (before > 1, now > 1) {
+        (false, true) => {
+            OVERLOADED.fetch_add(1, Ordering::Relaxed);
+        }
+        (true, false) => {
+            OVERLOADED.fetch_sub(1, Ordering::Relaxed);
+        }
+        _ => {}
+    }
 }
 
-fn took_queued(cpu: usize) {
-    CPUS.get(cpu).queued.fetch_sub(1, Ordering::Relaxed);
-    QUEUED.fetch_sub(1, Ordering::Relaxed);
+fn push_queued(s: &CpuSched, rq: &mut RunQueue, t: Arc<Task>) {
+    let before = rq.queue.len();
+    rq.queue.push_back(t);
+    queue_changed(s, rq, before);
+}
+
+/// This CPU's running task, as `PerCpu::current_task` holds it.
+fn set_current(t: &Arc<Task>) {
+    percpu::this()
+        .current_task
+        .store(Arc::as_ptr(t) as usize, Ordering::Release);
 }
 /// Context switches, for /proc and benchmarks.
 pub static SWITCHES: AtomicU64 = AtomicU64::new(0);
@@ -82,9 +97,7 @@ pub fn started() -> bool {
 pub fn init_cpu() {
     let id = percpu::cpu_id();
     let idle = Task::new_idle(id);
-    CPUS.get(id)
-        .current
-        .store(Arc::as_ptr(&idle) as *mut Task, Ordering::Release);
+    set_current(&idle);
     let mut rq = runq(id).lock();
     rq.current = Some(idle.clone());
     rq.idle = Some(idle);
@@ -92,8 +105,8 @@ pub fn init_cpu() {
 }
 
 pub fn current() -> &'static Task {
-    let p = CPUS.this().current.load(Ordering::Acquire);
-    // SAFETY: this CPU's `current` points at the task running on it, which is us; the run
+    let p = percpu::this().current_task.load(Ordering::Acquire) as *const Task;
+    // SAFETY: this CPU's `current_task` points at the task running on it, which is us; the run
     // queue's `current` Arc keeps it alive for as long as it runs, and a task only calls this
     // while running.
     unsafe { &*p }
@@ -101,7 +114,7 @@ pub fn current() -> &'static Task {
 
 /// The running task, if the scheduler runs on this CPU yet.
 pub fn try_current() -> Option<&'static Task> {
-    let p = CPUS.this().current.load(Ordering::Acquire);
+    let p = percpu::this().current_task.load(Ordering::Acquire) as *const Task;
     // SAFETY: as in `current`; null before init_cpu.
     unsafe { p.as_ref() }
 }
@@ -115,18 +128,17 @@ pub fn current_arc() -> Arc<Task> {
 }
 
 pub fn need_resched() -> bool {
-    CPUS.this().need_resched.load(Ordering::Relaxed)
+    percpu::this().need_resched.load(Ordering::Relaxed)
 }
 
 pub fn set_need_resched() {
-    CPUS.this().need_resched.store(true, Ordering::Relaxed);
+    percpu::this().need_resched.store(true, Ordering::Relaxed);
 }
 
 /// Timer tick on this CPU: end the slice if someone is waiting.
 pub fn tick() {
-    let me = CPUS.this();
-    if me.queued.load(Ordering::Relaxed) != 0 {
-        me.need_resched.store(true, Ordering::Relaxed);
+    if CPUS.this().queued.load(Ordering::Relaxed) != 0 {
+        percpu::this().need_resched.store(true, Ordering::Relaxed);
     }
 }
 
@@ -167,9 +179,11 @@ fn enqueue_on(t: &Arc<Task>, target: usize) {
         if t.on_rq.swap(true, Ordering::AcqRel) {
             return;
         }
-        push_queued(target, &mut rq, t.clone());
+        push_queued(CPUS.get(target), &mut rq, t.clone());
     }
-    CPUS.get(target).need_resched.store(true, Ordering::Release);
+    percpu::get(target)
+        .need_resched
+        .store(true, Ordering::Release);
     if target != percpu::cpu_id() {
         crate::irq::send_reschedule(target);
     }
@@ -223,22 +237,21 @@ pub fn cancel_sleep(t: &Arc<Task>) {
 
 /// Takes a queued task from a busier CPU, for an idle one.
 fn steal(me: usize) -> Option<Arc<Task>> {
-    if QUEUED.load(Ordering::Relaxed) == 0 {
-        return None;
-    }
     for c in other_online_cpus(me) {
         // A CPU running its idle task is about to take its one queued task itself.
         let spare = |s: &CpuSched| {
             s.queued.load(Ordering::Relaxed) > usize::from(!s.busy.load(Ordering::Relaxed))
         };
-        if !spare(CPUS.get(c)) {
+        let s = CPUS.get(c);
+        if !spare(s) {
             continue;
         }
-        if let Some(mut rq) = runq(c).try_lock() {
-            if rq.queue.len() > usize::from(rq.current.as_ref().is_some_and(|t| t.is_idle())) {
+        if let Some(mut rq) = s.rq.try_lock() {
+            let before = rq.queue.len();
+            if before > usize::from(rq.current.as_ref().is_some_and(|t| t.is_idle())) {
                 if let Some(i) = rq.queue.iter().rposition(|t| allowed(t, me)) {
                     let t = rq.queue.remove(i);
-                    took_queued(c);
+                    queue_changed(s, &rq, before);
                     return t;
                 }
             }
@@ -253,8 +266,9 @@ pub fn schedule() {
     // scheduled back in and returns from here.
     let irqs = cpu::IrqGuard::new();
     let id = percpu::cpu_id();
-    CPUS.get(id).need_resched.store(false, Ordering::Relaxed);
-    let mut rq = runq(id).lock();
+    let here = CPUS.get(id);
+    percpu::this().need_resched.store(false, Ordering::Relaxed);
+    let mut rq = here.rq.lock();
     let prev = rq.current.clone().expect("scheduler running");
     // A running task whose affinity no longer includes this CPU goes to one it allows.
     let mut migrate = false;
@@ -263,13 +277,15 @@ pub fn schedule() {
         if !allowed(&prev, id) {
             migrate = true;
         } else if !prev.on_rq.swap(true, Ordering::AcqRel) {
-            push_queued(id, &mut rq, prev.clone());
+            push_queued(here, &mut rq, prev.clone());
         }
     }
-    let next = rq
-        .queue
-        .pop_front()
-        .inspect(|_| took_queued(id))
+    let before = rq.queue.len();
+    let next = rq.queue.pop_front();
+    if next.is_some() {
+        queue_changed(here, &rq, before);
+    }
+    let next = next
         .or_else(|| {
             let idle_now = prev.is_idle() || prev.state() != State::Runnable;
             if idle_now {
@@ -287,10 +303,8 @@ pub fn schedule() {
         return;
     }
     rq.current = Some(next.clone());
-    let me = CPUS.get(id);
-    me.current
-        .store(Arc::as_ptr(&next) as *mut Task, Ordering::Release);
-    me.busy.store(!next.is_idle(), Ordering::Relaxed);
+    set_current(&next);
+    here.busy.store(!next.is_idle(), Ordering::Relaxed);
     rq.prev = Some(prev.clone());
     drop(rq);
     if migrate {
@@ -324,7 +338,7 @@ pub fn schedule() {
     if !next.is_idle() {
         cpu::set_user_tls(nl.tpidr_el0.get(), nl.tpidrro_el0.get());
     }
-    percpu::get(id)
+    percpu::this()
         .user_tagged_addr
         .store(next.tagged_addr.load(Ordering::Relaxed), Ordering::Relaxed);
     crate::fpstate::switch_tpidr2(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
@@ -362,12 +376,11 @@ pub fn idle_loop() -> ! {
     loop {
         cpu::irq_disable();
         let id = percpu::cpu_id();
-        let me = CPUS.get(id);
-        let runnable =
-            me.queued.load(Ordering::Relaxed) != 0 || me.need_resched.load(Ordering::Relaxed);
+        let runnable = CPUS.get(id).queued.load(Ordering::Relaxed) != 0
+            || percpu::this().need_resched.load(Ordering::Relaxed);
         // Work to steal: another CPU with more than one task waiting.
         let elsewhere = || {
-            QUEUED.load(Ordering::Relaxed) > 1
+            OVERLOADED.load(Ordering::Relaxed) != 0
                 && other_online_cpus(id).any(|c| CPUS.get(c).queued.load(Ordering::Relaxed) > 1)
         };
         if runnable || elsewhere() {
