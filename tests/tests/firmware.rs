@@ -346,6 +346,18 @@ fn efi_stub_reaches_no_link_address() {
                 }),
                 _ => None,
             };
+            // Whatever this instruction writes no longer holds an ADRP page (e.g. `add x2, sp,
+            // #0x1, lsl #12` then `add x2, x2, #0x670` is a stack slot, not a constant).
+            let writes_first = !(op.starts_with("st")
+                || op.starts_with("cmp")
+                || op.starts_with("cmn")
+                || op.starts_with("tst")
+                || op.starts_with("prfm"));
+            if writes_first {
+                if let Some(r) = operand(0) {
+                    pages.remove(r);
+                }
+            }
             let Some(obj) = target.and_then(holds_link_address) else {
                 continue;
             };
