@@ -73,11 +73,9 @@ impl Restore {
         }
     }
     fn from_name(s: &str) -> Option<Restore> {
-        match s {
-            "lazy" => Some(Restore::Lazy),
-            "eager" => Some(Restore::Eager),
-            _ => None,
-        }
+        [Restore::Lazy, Restore::Eager]
+            .into_iter()
+            .find(|v| v.name() == s)
     }
 }
 
@@ -89,11 +87,9 @@ impl SveSyscall {
         }
     }
     fn from_name(s: &str) -> Option<SveSyscall> {
-        match s {
-            "discard" => Some(SveSyscall::Discard),
-            "keep" => Some(SveSyscall::Keep),
-            _ => None,
-        }
+        [SveSyscall::Discard, SveSyscall::Keep]
+            .into_iter()
+            .find(|v| v.name() == s)
     }
 }
 
@@ -105,11 +101,9 @@ impl SmeAccess {
         }
     }
     fn from_name(s: &str) -> Option<SmeAccess> {
-        match s {
-            "lazy" => Some(SmeAccess::Lazy),
-            "eager" => Some(SmeAccess::Eager),
-            _ => None,
-        }
+        [SmeAccess::Lazy, SmeAccess::Eager]
+            .into_iter()
+            .find(|v| v.name() == s)
     }
 }
 

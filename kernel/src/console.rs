@@ -24,16 +24,25 @@ enum Uart {
 }
 
 impl Uart {
-    fn write_bytes(&self, s: &[u8]) {
+    fn putc(&self, b: u8) {
         match self {
-            Uart::Pl011(u) => u.write_bytes(s),
-            Uart::Ns16550(u) => u.write_bytes(s),
+            Uart::Pl011(u) => u.putc(b),
+            Uart::Ns16550(u) => u.putc(b),
         }
     }
+    /// Console text: each newline goes out as CR LF.
+    fn write_bytes(&self, s: &[u8]) {
+        for &b in s {
+            if b == b'\n' {
+                self.putc(b'\r');
+            }
+            self.putc(b);
+        }
+    }
+    /// Bytes as they are (a terminal's output, already post-processed).
     fn write_raw(&self, s: &[u8]) {
-        match self {
-            Uart::Pl011(u) => u.write_raw(s),
-            Uart::Ns16550(u) => u.write_raw(s),
+        for &b in s {
+            self.putc(b);
         }
     }
     fn flush(&self) {

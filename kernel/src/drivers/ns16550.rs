@@ -68,21 +68,6 @@ impl Ns16550 {
         self.write(Reg16550::RbrThr, b);
     }
 
-    pub fn write_bytes(&self, s: &[u8]) {
-        for &b in s {
-            if b == b'\n' {
-                self.putc(b'\r');
-            }
-            self.putc(b);
-        }
-    }
-
-    pub fn write_raw(&self, s: &[u8]) {
-        for &b in s {
-            self.putc(b);
-        }
-    }
-
     /// Interrupts when bytes arrive (received data and character timeout).
     pub fn enable_rx_interrupts(&self) {
         self.write(Reg16550::Ier, uart::IER_RDI);

@@ -76,22 +76,6 @@ impl Pl011 {
         self.regs.dr.set(b.into());
     }
 
-    pub fn write_bytes(&self, s: &[u8]) {
-        for &b in s {
-            if b == b'\n' {
-                self.putc(b'\r');
-            }
-            self.putc(b);
-        }
-    }
-
-    /// Writes bytes as they are (a terminal's output, already post-processed).
-    pub fn write_raw(&self, s: &[u8]) {
-        for &b in s {
-            self.putc(b);
-        }
-    }
-
     /// Interrupts when bytes arrive (RX at the FIFO's trigger level, RT when a byte waits
     /// unread for 32 bit periods), and the receiver on.
     pub fn enable_rx_interrupts(&self) {
