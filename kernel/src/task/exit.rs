@@ -45,6 +45,9 @@ pub fn do_exit(status: i32) -> ! {
         Arc::new(spin::Mutex::new(crate::fs::FdTable::new())),
     );
     drop(files);
+    // Out of the task table before the process turns zombie: a parent that reaps it on
+    // another CPU must find its /proc entries gone (ESRCH, ENOENT) at once.
+    unregister(t.tid);
     if last {
         let status = if p.exiting.load(Ordering::Acquire) {
             p.group_status.load(Ordering::Acquire)
@@ -53,7 +56,6 @@ pub fn do_exit(status: i32) -> ! {
         };
         process_exit(&p, status);
     }
-    unregister(t.tid);
     t.set_state(State::Dead);
     drop(p);
     drop(t);
