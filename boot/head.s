@@ -1,6 +1,14 @@
 // Svelt entry: Linux arm64 Image header (also a PE/COFF header: UEFI firmware can start the Image
-// as an EFI application, whose stub comes back to primary_entry like any loader), EL2 set-up and
-// drop to EL1, BSS, early page tables, MMU on.
+// as an EFI application, whose stub comes back to primary_entry like any loader), EL2 set-up (the
+// kernel stays at EL2 with VHE, or drops to EL1), BSS, early page tables, MMU on.
+//
+// Entered at EL2 on a CPU with FEAT_VHE, the kernel stays there with HCR_EL2.E2H and TGE set:
+// its EL1 register names (SCTLR_EL1, TTBR0/1_EL1, TCR_EL1, VBAR_EL1, ESR_EL1, CPACR_EL1,
+// ZCR_EL1, SMCR_EL1, CNTKCTL_EL1, ...) then reach the EL2 registers, so the same code serves both.
+// The few registers with no such redirection (TPIDR_EL1, and the EL1 virtual timer, whose EL2
+// counterpart is the EL2 physical timer) are read and written by instructions listed in the
+// .svelt.el2_patch section, which `el2_patch` rewrites once, on the boot CPU, before the MMU is
+// on. `svelt.el=1` on the command line (found in the DTB by `dtb_wants_el1`) keeps the EL1 kernel.
 //
 // A loader places the image at a 2 MiB-aligned physical address P and jumps to its first byte with
 // the MMU off and x0 = DTB physical address. Everything here runs at P with the MMU off, so it uses
@@ -95,9 +103,13 @@ efi_pe_entry:
 // ---------------------------------------------------------------------------------------------
 primary_entry:
     mov     x19, x0                     // x19 = DTB PA (callee-saved across the helpers)
-    bl      el_setup                    // returns at EL1 with x0 = the EL we were entered at
+    bl      dtb_wants_el1
+    eor     x0, x0, #1                  // VHE allowed unless the command line says svelt.el=1
+    bl      el_setup                    // x0 = the EL we were entered at, x1 = 1 if still at EL2
     mov     x20, x0
-    adr     x21, _start                 // x21 = image PA
+    cbz     x1, 1f
+    bl      el2_patch
+1:  adr     x21, _start                 // x21 = image PA
 
     // Zero BSS (page tables and the boot stack live there).
     adrp    x0, __bss_start
@@ -134,13 +146,17 @@ primary_high:                           // now at KIMAGE_VADDR
     b       3b
 
 // ---------------------------------------------------------------------------------------------
-// Secondary CPUs.  x0 = physical address of a SecondaryBoot (ttbr1, stack_top, arg).
+// Secondary CPUs.  x0 = physical address of a SecondaryBoot (ttbr1, stack_top, arg, vhe).
 // ---------------------------------------------------------------------------------------------
 .global secondary_entry
 secondary_entry:
     mov     x19, x0
+    ldr     x0, [x19, #24]              // VHE: 1 when the boot CPU's kernel runs at EL2
+    mov     x22, x0
     bl      el_setup
     mov     x20, x0
+    cmp     x1, x22                     // a CPU that cannot run the kernel where the boot CPU
+    b.ne    el_mismatch                 // does (EL2 without FEAT_VHE) stays out
     ldr     x1, [x19, #0]               // TTBR1 (the final kernel tables)
     ldr     x21, [x19, #8]              // stack top (VA)
     ldr     x22, [x19, #16]             // argument for secondary_main
@@ -164,21 +180,36 @@ secondary_high:
     b       4b
 
 // ---------------------------------------------------------------------------------------------
-// el_setup: return to x30 at EL1, x0 = entry EL (1 or 2). Clobbers x0-x3.
-// At EL2: give EL1 an AArch64, untrapped, full-length view of FP/SVE/SME, timers and the GIC
-// system registers, install report-and-halt vectors, then ERET to EL1.
+// el_setup: x0 = 1 if the kernel may stay at EL2 (VHE). Returns x0 = entry EL (1 or 2) and
+// x1 = 1 if it returns at EL2 (VHE), 0 at EL1. Clobbers x0-x5.
+// At EL2 with FEAT_VHE (ID_AA64MMFR1_EL1.VH) and x0 = 1: HCR_EL2.E2H and TGE, so the EL2&0
+// regime takes the kernel and its EL0 tasks, and return at EL2. Otherwise: give EL1 an
+// AArch64, untrapped, full-length view of FP/SVE/SME, timers and the GIC system registers,
+// install report-and-halt vectors, then ERET to EL1. Either way FP/SVE/SME are untrapped at
+// full length and the features below are let through.
 // ---------------------------------------------------------------------------------------------
 el_setup:
+    mov     x5, x0
     mrs     x0, CurrentEL
     lsr     x0, x0, #2
     cmp     x0, #1
     b.ne    1f
+    mov     x1, #0
     ret
 1:  cmp     x0, #2
     b.ne    el_unsupported
+    mrs     x1, ID_AA64MMFR1_EL1
+    ubfx    x1, x1, #8, #4              // VH
+    cmp     x1, #0
+    csel    x5, xzr, x5, eq             // x5 = 1: stay at EL2
 
-    // HCR_EL2: EL1 is AArch64; pointer authentication and MTE tags do not trap when implemented.
+    // HCR_EL2: EL1 is AArch64; pointer authentication and MTE tags do not trap when implemented;
+    // with VHE, E2H and TGE.
     mov     x1, #(1 << 31)              // RW
+    cbz     x5, 1f
+    orr     x1, x1, #(1 << 34)          // E2H
+    orr     x1, x1, #(1 << 27)          // TGE
+1:
     mrs     x2, ID_AA64ISAR1_EL1
     mov     x3, #0x0ff0                 // APA, API
     movk    x3, #0xff00, lsl #16        // GPA, GPI
@@ -194,8 +225,9 @@ el_setup:
     b.lo    4f
     orr     x1, x1, #(1 << 56)          // ATA
 4:  msr     hcr_el2, x1
+    isb
     msr     vttbr_el2, xzr
-    // SCTLR_EL2: MMU off, little-endian, RES1 bits.
+    // SCTLR_EL2: MMU off, little-endian, RES1 bits (of either layout: with E2H it is SCTLR_EL1's).
     ldr     x1, =0x30c50830
     msr     sctlr_el2, x1
 
@@ -204,9 +236,13 @@ el_setup:
     msr     vpidr_el2, x1
     mrs     x1, mpidr_el1
     msr     vmpidr_el2, x1
-    mrs     x1, cnthctl_el2
-    orr     x1, x1, #3                  // EL1PCTEN, EL1PCEN
-    msr     cnthctl_el2, x1
+    // Without VHE: EL1 may use the physical counter and timer (EL1PCTEN, EL1PCEN, bits 0-1).
+    // With E2H those bits move to 10-11 and bits 0-1 become EL0's, which the kernel sets itself
+    // through CNTKCTL_EL1 (now CNTHCTL_EL2); EL0 starts with no access.
+    mov     x1, #3
+    cbz     x5, 1f
+    lsl     x1, x1, #10
+1:  msr     cnthctl_el2, x1
     msr     cntvoff_el2, xzr
 
     // GICv3 system registers usable at EL1.
@@ -218,13 +254,16 @@ el_setup:
     isb
     msr     S3_4_C12_C11_0, xzr         // ICH_HCR_EL2
 5:
-    // CPTR_EL2: no FP, SVE or SME traps. Bit 12 (TSM) is RES1 on CPUs without SME.
+    // CPTR_EL2: no FP, SVE or SME traps. Bit 12 (TSM) is RES1 on CPUs without SME. With E2H
+    // the register has CPACR_EL1's layout: FPEN, ZEN and SMEN all 0b11.
     mrs     x3, ID_AA64PFR1_EL1
     ubfx    x3, x3, #24, #4             // SME
     mov     x1, #0x32ff
     cbz     x3, 6f
     mov     x1, #0x22ff
-6:  msr     cptr_el2, x1
+6:  cbz     x5, 61f
+    mov     x1, #0x03330000
+61: msr     cptr_el2, x1
     isb
     ubfx    x1, x2, #32, #4             // ID_AA64PFR0_EL1.SVE
     cbz     x1, 7f
@@ -285,14 +324,99 @@ el_setup:
     orr     x1, x1, #(1 << 22)
 13: msr     S3_4_C1_C2_2, x1            // HCRX_EL2
 12:
-    adr     x1, el2_vectors
+    cbz     x5, 17f
+    // Staying at EL2: the kernel installs its own vectors (VBAR_EL1 is now VBAR_EL2).
+    msr     daifset, #0xf
+    mov     x0, #2
+    mov     x1, #1
+    isb
+    ret
+17: adr     x1, el2_vectors
     msr     vbar_el2, x1
     mov     x1, #0x3c5                  // EL1h, DAIF masked
     msr     spsr_el2, x1
     msr     elr_el2, x30
     mov     x0, #2
+    mov     x1, #0
     isb
     eret
+
+// A secondary CPU that would run at another EL than the boot CPU (no FEAT_VHE where the boot CPU
+// has it): it never comes online, which the boot CPU reports.
+el_mismatch:
+    wfe
+    b       el_mismatch
+
+// ---------------------------------------------------------------------------------------------
+// dtb_wants_el1: x0 = DTB PA (or 0). Returns x0 = 1 if the DTB's structure block holds the word
+// "svelt.el=1" (only /chosen/bootargs, the command line, can), standing alone: a NUL or a space
+// on each side. MMU off, so byte loads only. Clobbers x0-x7.
+// ---------------------------------------------------------------------------------------------
+dtb_wants_el1:
+    cbz     x0, 8f
+    ldr     w1, [x0]
+    rev     w1, w1
+    movz    w2, #0xfeed
+    movk    w2, #0xd00d, lsl #16
+    cmp     w1, w2                      // FDT magic
+    b.ne    8f
+    ldr     w1, [x0, #8]                // off_dt_struct
+    rev     w1, w1
+    ldr     w2, [x0, #36]               // size_dt_struct
+    rev     w2, w2
+    add     x1, x0, x1                  // x1: the byte before a candidate
+    add     x2, x1, x2
+    sub     x2, x2, #12                 // room for the byte before, the word and the byte after
+1:  cmp     x1, x2
+    b.hi    8f
+    ldrb    w3, [x1], #1
+    cmp     w3, #' '
+    ccmp    w3, #0, #4, ne
+    b.ne    1b
+    adr     x4, el1_word
+    mov     x5, x1
+2:  ldrb    w6, [x4], #1
+    cbz     w6, 3f
+    ldrb    w7, [x5], #1
+    cmp     w6, w7
+    b.eq    2b
+    b       1b
+3:  ldrb    w7, [x5]
+    cmp     w7, #' '
+    ccmp    w7, #0, #4, ne
+    b.ne    1b
+    mov     x0, #1
+    ret
+8:  mov     x0, #0
+    ret
+
+// ---------------------------------------------------------------------------------------------
+// el2_patch: for a kernel at EL2, rewrites each instruction .svelt.el2_patch lists. An entry is
+// the instruction's offset from the entry (32 bits) and its EL2 form with register field 31;
+// the instruction keeps its own register (bits 0-4). MMU off: the stores go to memory, and any
+// stale cached copy of the line is dropped. Clobbers x0-x4.
+// ---------------------------------------------------------------------------------------------
+el2_patch:
+    adrp    x0, __el2_patch_start
+    add     x0, x0, :lo12:__el2_patch_start
+    adrp    x1, __el2_patch_end
+    add     x1, x1, :lo12:__el2_patch_end
+1:  cmp     x0, x1
+    b.hs    2f
+    ldrsw   x2, [x0]
+    add     x2, x0, x2
+    ldr     w3, [x0, #4]
+    ldr     w4, [x2]
+    bfi     w3, w4, #0, #5
+    str     w3, [x2]
+    dc      ivac, x2
+    add     x0, x0, #8
+    b       1b
+2:  dsb     sy
+    ic      iallu
+    dsb     sy
+    isb
+    ret
 
 // Entered at EL3 (or EL0): nothing here can run there. Say so through semihosting, which is all
 // that can be reached without a DTB-described console, and stop.
@@ -423,5 +547,7 @@ mmu_on:
 .ltorg
 
 el_unsupported_msg:
-    .asciz  "svelt: entered at an exception level other than EL1 or EL2; Svelt runs at EL1 (or drops there from EL2). Halting.\n"
+    .asciz  "svelt: entered at an exception level other than EL1 or EL2; Svelt runs at EL2 (VHE) or EL1. Halting.\n"
+el1_word:
+    .asciz  "svelt.el=1"
     .balign 4

@@ -67,6 +67,10 @@ pub struct Cmdline<'a> {
     /// `svelt.mops=off`: the kernel's copies keep to register loops even where every CPU has
     /// CPY*/SET* (so the matrix still runs the code boards without FEAT_MOPS run).
     pub mops: bool,
+    /// `svelt.el=1|2`: the level the kernel runs at when entered at EL2 (default 2, with VHE
+    /// where the CPU has it). The boot code reads `svelt.el=1` from the device tree itself,
+    /// before anything else runs; the kernel checks it agreed.
+    pub el: Option<u8>,
     /// `svelt.fp=`, `svelt.sve_syscall=`, `svelt.sme_trap=` (see `fppolicy`).
     pub fp_policy: Policy,
     /// Policy words with an unknown value, in order (the first few): the kernel warns about
@@ -85,6 +89,7 @@ impl<'a> Cmdline<'a> {
             coredump_semihosting: false,
             coredump_dir: None,
             mops: true,
+            el: None,
             fp_policy: Policy::LINUX,
             fp_policy_bad: [None; 4],
             raw,
@@ -109,6 +114,11 @@ impl<'a> Cmdline<'a> {
                 "svelt.coredump" => c.coredump_semihosting = value == "semihosting",
                 "svelt.coredump_dir" if !value.is_empty() => c.coredump_dir = Some(value),
                 "svelt.mops" => c.mops = value != "off",
+                "svelt.el" => match value {
+                    "1" => c.el = Some(1),
+                    "2" => c.el = Some(2),
+                    _ => {}
+                },
                 _ => {
                     if let Err(bad) = c.fp_policy.apply(key, value) {
                         if let Some(slot) = c.fp_policy_bad.iter_mut().find(|s| s.is_none()) {
@@ -197,6 +207,10 @@ mod tests {
         assert!(!Cmdline::parse("svelt.coredump=none").coredump_semihosting);
         assert!(c.mops);
         assert!(!Cmdline::parse("svelt.mops=off").mops);
+        assert_eq!(c.el, None);
+        assert_eq!(Cmdline::parse("svelt.el=1").el, Some(1));
+        assert_eq!(Cmdline::parse("svelt.el=2 x").el, Some(2));
+        assert_eq!(Cmdline::parse("svelt.el=3").el, None);
     }
 
     #[test]

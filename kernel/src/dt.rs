@@ -166,12 +166,12 @@ pub fn gic(fdt: &Fdt) -> Option<GicInfo> {
     })
 }
 
-/// The EL1 virtual timer's interrupt ID: the third (type, number, flags) triple of the
-/// arm,armv8-timer node's `interrupts`, a PPI.
-pub fn virtual_timer_intid(fdt: &Fdt) -> Option<u32> {
+/// A timer's interrupt ID: entry `index` (0 secure physical, 1 physical, 2 virtual, 3 EL2
+/// physical) of the arm,armv8-timer node's `interrupts` (type, number, flags) triples, a PPI.
+pub fn timer_intid(fdt: &Fdt, index: usize) -> Option<u32> {
     let node = fdt.find_compatible(&["arm,armv8-timer", "arm,armv7-timer"])?;
     let v = node.property("interrupts")?.value;
-    let triple = v.get(2 * 12..3 * 12)?;
+    let triple = v.get(index * 12..(index + 1) * 12)?;
     let (kind, number) = (be_cells(&triple[0..4]), be_cells(&triple[4..8]));
     (kind == 1).then_some(16 + number as u32)
 }

@@ -36,7 +36,7 @@ mod time;
 mod trap;
 mod uts;
 
-use arch::{boot, cpu, mmu};
+use arch::{boot, cpu, el, mmu};
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 use drivers::{gic, psci};
@@ -106,6 +106,16 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     power::set_exit_via(cmdline.exit);
     console::init_log(cmdline.log);
     println!("svelt: entered at EL{entry_el}");
+    let vhe = el::vhe();
+    println!("svelt: kernel at {}", if vhe { "EL2 (VHE)" } else { "EL1" });
+    match cmdline.el {
+        Some(1) if vhe => log::error!("svelt.el=1 on the command line, but head.s stayed at EL2"),
+        Some(2) if !vhe && entry_el == 2 => {
+            log::warn!("svelt.el=2: this CPU has no FEAT_VHE, so the kernel runs at EL1")
+        }
+        Some(2) if !vhe => log::warn!("svelt.el=2: entered at EL1, so the kernel runs there"),
+        _ => {}
+    }
     log::info!(
         "Svelt {} on {}",
         env!("CARGO_PKG_VERSION"),
@@ -130,7 +140,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
             log::error!("counter frequency unknown: CNTFRQ_EL0 is 0 and no clock-frequency")
         }
     }
-    if entry_el == 2 {
+    if entry_el == 2 && !vhe {
         // The EL2 vectors speak PL011 only; with another UART they stay silent.
         hand_over_to_el2_reporter(if uart.kind == UartKind::Pl011 {
             uart.regs.start
@@ -156,7 +166,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     fpstate::cpu_init();
 
     if let (Some(g), Some((dist, second, n))) = (&gic_info, gic_vas) {
-        if let Some(id) = dt::virtual_timer_intid(&fdt) {
+        if let Some(id) = dt::timer_intid(&fdt, cpu::timer_interrupt_index()) {
             irq::set_timer_intid(id);
         }
         // SAFETY: dist and second are device mappings of this GIC's frames, made above.

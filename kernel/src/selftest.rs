@@ -42,7 +42,8 @@ pub fn run(name: &str, entry_el: u64) {
             crate::println!("svelt: selftest exec-linear: linear map was executable!");
         }
         "el2" if entry_el == 2 => {
-            // Nothing runs at EL2, so this HVC lands in the report-and-halt vectors.
+            // A kernel at EL1 runs nothing at EL2, so this HVC lands in the report-and-halt
+            // vectors; a kernel at EL2 (VHE) takes it itself, as an unexpected exception.
             provoke::hvc_to_el2();
         }
         "el2" => crate::println!("svelt: selftest el2 skipped: entered at EL{entry_el}"),

@@ -44,6 +44,7 @@ pub fn start_secondaries(fdt: &fdt::Fdt, image_pa: u64) -> usize {
             ttbr1: mmu::root_pa(),
             stack_top: hi as u64,
             arg: next_id as u64,
+            vhe: crate::arch::el::vhe() as u64,
         };
         let rec_va = mmu::phys_to_virt(rec);
         // SAFETY: rec is a fresh, linear-mapped frame owned by this function.

@@ -92,6 +92,17 @@ impl Config {
         svelt_abi::cmdline::Cmdline::parse(&self.append.join(" ")).fp_policy
     }
 
+    /// Where the kernel runs: entered at EL2 (QEMU's -cpu max has FEAT_VHE) it stays there with
+    /// VHE unless the command line says `svelt.el=1`.
+    pub fn expected_kernel_el(&self) -> (u8, bool) {
+        let el1 = svelt_abi::cmdline::Cmdline::parse(&self.append.join(" ")).el == Some(1);
+        if self.el == 2 && !el1 {
+            (2, true)
+        } else {
+            (1, false)
+        }
+    }
+
     /// SVE vector lengths QEMU implements for `sve-max-vq=N`: every multiple of 16 up to 16·N.
     pub fn expected_sve(&self) -> Vec<u32> {
         (1..=self.sve_max_vq).map(|q| q * 16).collect()
@@ -391,6 +402,8 @@ pub fn report_lines(output: &str) -> Vec<String> {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct BootReport {
     pub entered_el: Option<u8>,
+    /// `svelt: kernel at EL2 (VHE)` gives `Some((2, true))`, `svelt: kernel at EL1` `Some((1, false))`.
+    pub kernel_el: Option<(u8, bool)>,
     pub cpus_online: Option<u32>,
     pub timer_cpus: Option<u32>,
     /// `Some(vec![])` for `cpu: sve absent`.
@@ -414,6 +427,12 @@ pub fn parse_report(output: &str) -> BootReport {
     for line in output.lines().map(str::trim_end) {
         if let Some(el) = line.strip_prefix("svelt: entered at EL") {
             r.entered_el = el.parse().ok();
+        } else if let Some(el) = line.strip_prefix("svelt: kernel at EL") {
+            r.kernel_el = match el {
+                "2 (VHE)" => Some((2, true)),
+                "1" => Some((1, false)),
+                _ => panic!("bad kernel EL line {line:?}"),
+            };
         } else if let Some(n) = line.strip_prefix("svelt: cpus online ") {
             r.cpus_online = n.parse().ok();
         } else if let Some(rest) = line.strip_prefix("svelt: timer ticking on ") {
@@ -454,6 +473,12 @@ pub fn check_boot_report(cfg: &Config) -> Run {
     assert_eq!(run.status, Some(0), "run status; {}", ctx());
     assert_eq!(r.exit_status, Some(0), "{}", ctx());
     assert_eq!(r.entered_el, Some(cfg.el), "entry EL; {}", ctx());
+    assert_eq!(
+        r.kernel_el,
+        Some(cfg.expected_kernel_el()),
+        "kernel EL; {}",
+        ctx()
+    );
     assert_eq!(r.fp_policy, Some(cfg.fp_policy()), "FP policy; {}", ctx());
     assert_eq!(r.cpus_online, Some(cfg.smp), "CPUs online; {}", ctx());
     assert_eq!(
@@ -819,10 +844,15 @@ mod parse_tests {
 
     #[test]
     fn parses_a_full_report() {
-        let out = "noise\nsvelt: entered at EL2\r\nsvelt: timer ticking on 2 cpus\nsvelt: cpus online 2\n\
+        let out = "noise\nsvelt: entered at EL2\r\nsvelt: kernel at EL2 (VHE)\nsvelt: timer ticking on 2 cpus\nsvelt: cpus online 2\n\
                    cpu: sve vls=16,32,48\ncpu: sme vls=16,32 fa64=1 sme2=0\nsvelt: exit status 0\n";
         let r = parse_report(&out.replace('\r', ""));
         assert_eq!(r.entered_el, Some(2));
+        assert_eq!(r.kernel_el, Some((2, true)));
+        assert_eq!(
+            parse_report("svelt: kernel at EL1").kernel_el,
+            Some((1, false))
+        );
         assert_eq!(r.cpus_online, Some(2));
         assert_eq!(r.timer_cpus, Some(2));
         assert_eq!(r.sve, Some(vec![16, 32, 48]));

@@ -1,5 +1,6 @@
 //! Boots Svelt over the configuration matrix (entry EL × CPUs × SVE maximum × SME) and checks
-//! the boot report against what the QEMU flags imply; QEMU 11.1 (SME2) at both entry levels, with
+//! the boot report against what the QEMU flags imply (entered at EL2, the kernel stays there with
+//! VHE; `svelt.el=1` keeps it at EL1); QEMU 11.1 (SME2) at both entry levels, with
 //! FA64 off and with SME capped below an odd SVE maximum.
 
 use svelt_tests::{check_boot_report, ready, Config, Qemu};
@@ -52,6 +53,30 @@ fn four_cpus_at_el2() {
         smp: 4,
         ..Config::default()
     });
+}
+
+#[test]
+fn el1_kernel_when_entered_at_el2_with_svelt_el_1() {
+    // check_boot_report asserts `svelt: kernel at EL1` after `svelt: entered at EL2`.
+    for smp in [1, 2] {
+        check_boot_report(&Config {
+            smp,
+            append: vec!["svelt.el=1".into()],
+            ..Config::default()
+        });
+    }
+    // svelt.el=2 entered at EL1 cannot rise: the EL1 kernel, with a warning.
+    let run = check_boot_report(&Config {
+        el: 1,
+        append: vec!["svelt.el=2".into()],
+        ..Config::default()
+    });
+    assert!(
+        run.output
+            .contains("svelt.el=2: entered at EL1, so the kernel runs there"),
+        "{}",
+        run.output
+    );
 }
 
 #[test]

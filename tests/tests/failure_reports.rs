@@ -115,7 +115,13 @@ fn linear_map_is_not_executable() {
 
 #[test]
 fn el2_exception_is_reported_when_entered_at_el2() {
-    let run = selftest("el2", 2);
+    // A kernel at EL1 that was entered at EL2: the HVC lands in head.s's report-and-halt vectors.
+    let run = boot(&Config {
+        el: 2,
+        smp: 2,
+        append: vec!["svelt.selftest=el2".into(), "svelt.el=1".into()],
+        ..Config::default()
+    });
     assert_eq!(run.status, Some(KERNEL_BUG), "{}", run.output);
     // HVC from EL1 to EL2: lower-EL AArch64 synchronous vector (entry 8), EC 0x16, imm 0x5e1f.
     assert!(
@@ -124,6 +130,27 @@ fn el2_exception_is_reported_when_entered_at_el2() {
         "{}",
         run.output
     );
+    // A kernel at EL2 (VHE) takes the HVC itself: the ordinary report, with the dump and the
+    // backtrace (EC 0x16, HVC from AArch64, its immediate in the ISS).
+    let run = selftest("el2", 2);
+    assert!(
+        run.output.contains("svelt: kernel at EL2 (VHE)"),
+        "{}",
+        run.output
+    );
+    assert_eq!(run.status, Some(KERNEL_BUG), "{}", run.output);
+    assert!(
+        run.output
+            .contains("svelt: unexpected exception on cpu 0: El1 Sync"),
+        "{}",
+        run.output
+    );
+    assert!(
+        run.output.contains("  ESR 0x000000005a005e1f: EC 0x16"),
+        "{}",
+        run.output
+    );
+    assert_dump(&run.output);
     let run = selftest("el2", 1);
     assert_eq!(run.status, Some(0), "{}", run.output);
     assert!(

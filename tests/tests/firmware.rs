@@ -94,6 +94,12 @@ fn userland(cfg: Config, firmware: &'static str) {
     let run = check_userland(&cfg);
     let r = svelt_tests::parse_report(&run.output);
     assert_eq!(r.entered_el, Some(cfg.el), "{}", run.output);
+    assert_eq!(
+        r.kernel_el,
+        Some(cfg.expected_kernel_el()),
+        "{}",
+        run.output
+    );
 }
 
 #[test]

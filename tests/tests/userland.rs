@@ -8,6 +8,9 @@
 //!   FA64 off, and no SME;
 //! - Linux at four of those.
 //!
+//! Entered at EL2, Svelt runs at EL2 with VHE; one configuration on each QEMU boots with
+//! `svelt.el=1`, which keeps the kernel at EL1 under an EL2 that only reports faults.
+//!
 //! One configuration on each QEMU boots with `svelt.mops=off`: the kernel's copies then use
 //! register loops, as on CPUs without FEAT_MOPS.
 //!
@@ -108,9 +111,11 @@ userland! {
     svelt_el1_smp2_sme_max64_sme_trap_eager:
         with(sme_max(at(Host, 1, 2, 16), 64), "svelt.sme_trap=eager");
     svelt_el2_smp2_no_fa64: no_fa64(at(Host, 2, 2, 16));
+    svelt_el2_smp2_el1_kernel: with(at(Host, 2, 2, 16), "svelt.el=1");
     svelt_el1_smp2_no_sme: no_sme(at(Host, 1, 2, 16));
 
     qemu11_svelt_el2_smp2: at(V11, 2, 2, 16);
+    qemu11_svelt_el2_smp1_el1_kernel: with(at(V11, 2, 1, 4), "svelt.el=1");
     qemu11_svelt_el1_smp1_vq4_no_mops: no_mops(at(V11, 1, 1, 4));
     qemu11_svelt_el1_smp2_vq3: at(V11, 1, 2, 3);
     qemu11_svelt_el2_smp2_sme_max32: sme_max(at(V11, 2, 2, 16), 32);

@@ -1,17 +1,15 @@
-//! The generic timer: the EL1 virtual timer (CNTV) ticks every CPU at `HZ`.
+//! The generic timer: the kernel's timer (arch chooses which) ticks every CPU at `HZ`.
 
-use aarch64_cpu::registers::*;
+use crate::arch::cpu;
 
 pub const HZ: u64 = 100;
 
-/// Arms this CPU's virtual timer for the next tick.
+/// Arms this CPU's timer for the next tick.
 pub fn arm_next_tick() {
-    CNTV_TVAL_EL0.set(crate::arch::cpu::counter_freq() / HZ);
-    CNTV_CTL_EL0.write(CNTV_CTL_EL0::ENABLE::SET + CNTV_CTL_EL0::IMASK::CLEAR);
+    cpu::arm_timer(cpu::counter_freq() / HZ);
 }
 
-/// Lets EL0 read the virtual counter (CNTKCTL_EL1.EL0VCTEN), as Linux does: user programs
-/// read CNTVCT_EL0 directly.
+/// Lets EL0 read the virtual counter, as Linux does.
 pub fn enable_el0_counter() {
-    CNTKCTL_EL1.modify(CNTKCTL_EL1::EL0VCTEN::SET);
+    cpu::enable_el0_counter();
 }

@@ -1,7 +1,8 @@
 //! Entry from a Linux Image loader: boot/head.s, with the constants it needs from Rust.
 //!
-//! head.s drops from EL2 to EL1 if needed, zeroes BSS, builds `EARLY_TABLES`, turns the MMU on
-//! and calls `kernel_main(dtb_pa, entry_el, image_pa)` on `BOOT_STACK`. Secondary CPUs enter at
+//! head.s stays at EL2 with VHE (or drops from EL2 to EL1) as `el` describes, zeroes BSS, builds
+//! `EARLY_TABLES`, turns the MMU on and calls `kernel_main(dtb_pa, entry_el, image_pa)` on
+//! `BOOT_STACK`. Secondary CPUs enter at
 //! `secondary_entry` with the physical address of a [`SecondaryBoot`].
 
 use super::mmu::{self, PAGE_SIZE};
@@ -27,10 +28,13 @@ pub struct SecondaryBoot {
     pub ttbr1: u64,
     pub stack_top: u64,
     pub arg: u64,
+    /// 1 if the kernel runs at EL2 (VHE): the secondary stays there too, or stays out.
+    pub vhe: u64,
 }
 const _: () = assert!(core::mem::offset_of!(SecondaryBoot, ttbr1) == 0);
 const _: () = assert!(core::mem::offset_of!(SecondaryBoot, stack_top) == 8);
 const _: () = assert!(core::mem::offset_of!(SecondaryBoot, arg) == 16);
+const _: () = assert!(core::mem::offset_of!(SecondaryBoot, vhe) == 24);
 
 /// SCTLR_EL1 with the MMU on: M, C, SA, SA0, I, DZE, UCT, nTWI, nTWE, UCI and the v8.0 RES1 bits.
 const SCTLR_EL1_MMU_ON: u64 = 0x30d0_0800

@@ -9,13 +9,15 @@ pub fn mpidr() -> u64 {
     MPIDR_EL1.get() & 0xff_00ff_ffff
 }
 
-/// TPIDR_EL1 holds this CPU's per-CPU area address; set once at bring-up.
+/// TPIDR_EL1 (TPIDR_EL2 in a kernel at EL2) holds this CPU's per-CPU area address; set once at
+/// bring-up.
 pub fn set_percpu_ptr(p: usize) {
-    TPIDR_EL1.set(p as u64);
+    super::el::msr_el!("S3_0_C13_C0_4", "S3_4_C13_C0_2", p as u64);
 }
 
+#[inline(always)]
 pub fn percpu_ptr() -> usize {
-    TPIDR_EL1.get() as usize
+    super::el::mrs_el!("S3_0_C13_C0_4", "S3_4_C13_C0_2") as usize
 }
 
 /// TPIDR_EL0, the user thread pointer, as the running task left it.
@@ -135,6 +137,30 @@ pub fn sync_icache() {
     // SAFETY: cache maintenance and barriers only: the D side is made coherent to the point of
     // unification (DSB), then every I-cache in the Inner Shareable domain is invalidated.
     unsafe { core::arch::asm!("dsb ish", "ic ialluis", "dsb ish", "isb", options(nostack)) };
+}
+
+/// Arms this CPU's kernel timer to fire `ticks` counter ticks from now: the EL1 virtual timer
+/// (CNTV_TVAL_EL0, CNTV_CTL_EL0), or in a kernel at EL2 the EL2 physical timer (CNTP_*_EL0,
+/// which E2H turns into CNTHP_*_EL2).
+pub fn arm_timer(ticks: u64) {
+    super::el::msr_el!("S3_3_C14_C3_0", "S3_3_C14_C2_0", ticks);
+    super::el::msr_el!("S3_3_C14_C3_1", "S3_3_C14_C2_1", 1); // ENABLE, IMASK clear
+}
+
+/// Which entry of the device tree's arm,armv8-timer `interrupts` (secure physical, physical,
+/// virtual, EL2 physical) is the kernel timer's.
+pub fn timer_interrupt_index() -> usize {
+    if super::el::vhe() {
+        3
+    } else {
+        2
+    }
+}
+
+/// Lets EL0 read the virtual counter (CNTKCTL_EL1.EL0VCTEN; CNTHCTL_EL2's same bit at EL2), as
+/// Linux does: user programs read CNTVCT_EL0 directly.
+pub fn enable_el0_counter() {
+    CNTKCTL_EL1.modify(CNTKCTL_EL1::EL0VCTEN::SET);
 }
 
 /// The virtual counter (CNTVCT_EL0) and its frequency.

@@ -5,6 +5,7 @@
 //! - `cpu`: per-CPU identity, interrupt masking, idle, cache maintenance.
 //! - `debug`: single step, hardware breakpoints and watchpoints for EL0.
 //! - `efi`: the EFI stub's exit into the Image (caches cleaned, MMU off).
+//! - `el`: the EL the kernel runs at (EL2 with VHE, or EL1) and the registers that differ.
 //! - `entry`: the kernel functions this floor calls (boot, exceptions, new tasks): its only
 //!   way up.
 //! - `exception`: vectors, trap frame, dispatch, fault reports and backtraces.
@@ -19,6 +20,7 @@ pub mod context;
 pub mod cpu;
 pub mod debug;
 pub mod efi;
+pub mod el;
 pub mod entry;
 pub mod exception;
 pub mod fpsimd;

@@ -24,9 +24,10 @@ pub unsafe fn branch_to(va: usize) {
     unsafe { core::arch::asm!("blr {}", in(reg) va, out("x30") _, options(nostack)) };
 }
 
-/// HVC #0x5e1f: lands in EL2's report-and-halt vectors when the kernel was entered at EL2.
+/// HVC #0x5e1f: lands in EL2's report-and-halt vectors when the kernel was entered at EL2 and
+/// runs at EL1, or in the kernel's own vectors (an unexpected exception) when it runs at EL2.
 pub fn hvc_to_el2() {
-    // SAFETY: nothing runs at EL2 but the report-and-halt vectors, which stop the machine.
+    // SAFETY: either handler reports and stops the machine.
     unsafe { core::arch::asm!("hvc #0x5e1f", options(nostack)) };
 }
 
