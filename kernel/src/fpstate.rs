@@ -8,7 +8,7 @@
 use crate::arch::cpu;
 use crate::arch::fpsimd::{fpsimd, sme, sve};
 use crate::percpu::{self, PerCpuArray};
-use crate::task::{CurrentTask, Held, Process, TaskLocal};
+use crate::task::{CurrentTask, Held, Process, Task, TaskLocal};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::cell::{RefMut, UnsafeCell};
@@ -89,11 +89,60 @@ pub type Counters = [AtomicU64; 10];
 /// from it; each use is a fresh array).
 #[allow(clippy::declare_interior_mutable_const)]
 pub const ZERO_COUNTERS: Counters = [const { AtomicU64::new(0) }; 10];
-pub static TOTALS: Counters = ZERO_COUNTERS;
 
-fn count(p: &Process, c: Counter, n: u64) {
-    TOTALS[c as usize].fetch_add(n, Ordering::Relaxed);
-    p.fpstat[c as usize].fetch_add(n, Ordering::Relaxed);
+/// Adds `n` to counter `c` of task `t`. A task's counters have one writer, the holder of its FP
+/// state (the task on its CPU, or whoever parked it), so this is a plain load and store, not an
+/// atomic read-modify-write: the switch and return paths count for free. Readers sum the live
+/// tasks' counters with what exited threads left (`thread_exit`).
+fn count(t: &Task, c: Counter, n: u64) {
+    let a = &t.fpstat[c as usize];
+    a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+}
+
+/// What exited threads counted, system-wide (each process keeps its own in `Process::fpstat`).
+static EXITED: Counters = ZERO_COUNTERS;
+
+/// An exiting thread's counters move to its process and to the system's exited total. Called
+/// by the thread itself, with IRQs masked, just before it is marked dead (a dead task's state is
+/// never saved again, so nothing counts for it afterwards).
+pub fn thread_exit(t: &Task) {
+    for (i, a) in t.fpstat.iter().enumerate() {
+        let v = a.swap(0, Ordering::Relaxed);
+        if v != 0 {
+            t.process.fpstat[i].fetch_add(v, Ordering::Relaxed);
+            EXITED[i].fetch_add(v, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A process's counters: its exited threads' and its live threads'.
+pub fn process_counters(p: &Process) -> [u64; 10] {
+    let mut sum = load_counters(&p.fpstat);
+    for t in p.live_threads() {
+        add_counters(&mut sum, &t.fpstat);
+    }
+    sum
+}
+
+/// The system's counters: every exited thread's and every live task's.
+fn system_counters() -> [u64; 10] {
+    let mut sum = load_counters(&EXITED);
+    for p in crate::task::all_processes() {
+        for t in p.live_threads() {
+            add_counters(&mut sum, &t.fpstat);
+        }
+    }
+    sum
+}
+
+fn load_counters(c: &Counters) -> [u64; 10] {
+    core::array::from_fn(|i| c[i].load(Ordering::Relaxed))
+}
+
+fn add_counters(sum: &mut [u64; 10], c: &Counters) {
+    for (s, a) in sum.iter_mut().zip(c) {
+        *s += a.load(Ordering::Relaxed);
+    }
 }
 
 /// The system's default vector lengths for new programs (/proc/sys/abi).
@@ -137,20 +186,33 @@ fn sme_ctl(f: &TaskFpState) -> TaskVl {
     }
 }
 
+/// The features the switch and return paths test, decoded once (`cpu_init` on the boot CPU,
+/// before any task runs): a relaxed load and a bit test each, where `cpufeature::features()`
+/// checks a `Once` and copies the decoded set.
+static CAPS: AtomicU8 = AtomicU8::new(0);
+const CAP_SME: u8 = 1;
+const CAP_FA64: u8 = 2;
+const CAP_SME2: u8 = 4;
+const CAP_FPMR: u8 = 8;
+
+fn cap(bit: u8) -> bool {
+    CAPS.load(Ordering::Relaxed) & bit != 0
+}
+
 fn has_sme() -> bool {
-    crate::cpufeature::offer().sme
+    cap(CAP_SME)
 }
 
 fn fa64() -> bool {
-    crate::cpufeature::features().sme_fa64
+    cap(CAP_FA64)
 }
 
 fn sme2() -> bool {
-    crate::cpufeature::features().sme2()
+    cap(CAP_SME2)
 }
 
 fn has_fpmr() -> bool {
-    crate::cpufeature::features().fpmr
+    cap(CAP_FPMR)
 }
 
 impl TaskFpState {
@@ -251,7 +313,7 @@ fn hw_svcr(f: &TaskFpState) -> Svcr {
     }
 }
 
-fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
+fn do_save(p: &Task, f: &mut TaskFpState, save: Save) {
     if save.regs != Regs::Nothing && has_fpmr() {
         f.fpmr = fpsimd::fpmr::read();
     }
@@ -310,7 +372,7 @@ fn do_save(p: &Process, f: &mut TaskFpState, save: Save) {
 
 /// Context switch away from the task whose process and locals these are, under the
 /// scheduler's interrupt mask.
-pub fn fpsimd_thread_switch(p: &Process, l: &TaskLocal, irqs: &cpu::IrqGuard) {
+pub fn fpsimd_thread_switch(p: &Task, l: &TaskLocal, irqs: &cpu::IrqGuard) {
     let f = &mut *l.fpu.borrow_mut();
     let hw = hw_svcr(f);
     let fp = policy().fp;
@@ -339,7 +401,7 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
     if let Some(s) = r.svcr {
         sme::write_svcr(s);
     }
-    let p = &cur.process;
+    let p = cur.task();
     // After SVCR: a change of streaming mode zeroes FPMR.
     if has_fpmr() {
         fpsimd::fpmr::write(f.fpmr);
@@ -413,7 +475,7 @@ pub fn do_sve_acc(cur: &CurrentTask) {
         }
     }
     drop(irqs);
-    count(&cur.process, Counter::SveTraps, 1);
+    count(cur.task(), Counter::SveTraps, 1);
 }
 
 /// An SME trap from EL0 (EC 0x1D): first use enables SME; other trap codes are SIGILL
@@ -440,7 +502,7 @@ pub fn do_sme_acc(cur: &CurrentTask, smtc: u8) -> bool {
     };
     drop(irqs);
     if ok {
-        count(&cur.process, Counter::SmeTraps, 1);
+        count(cur.task(), Counter::SmeTraps, 1);
     }
     ok
 }
@@ -469,7 +531,7 @@ pub fn fp_user_discard(cur: &CurrentTask) {
 
 /// Saves the running task's live registers to memory, keeping them live (signal delivery,
 /// fork). Returns the task's FP state.
-fn fpsimd_preserve_current_state<'a>(p: &Process, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
+fn fpsimd_preserve_current_state<'a>(p: &Task, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
     let mut f = l.fpu.borrow_mut();
     let irqs = cpu::IrqGuard::new();
     let hw = hw_svcr(&f);
@@ -482,7 +544,7 @@ fn fpsimd_preserve_current_state<'a>(p: &Process, l: &'a TaskLocal) -> RefMut<'a
 /// A new task's FP state: the parent's V registers (zero if it was streaming), FPSIMD only,
 /// same VLs and VL settings; ZA and TPIDR2 copied unless the child shares the address space.
 pub fn fork_state(cur: &CurrentTask, clone_vm: bool) -> TaskFpState {
-    let mut pf = fpsimd_preserve_current_state(&cur.process, cur.local());
+    let mut pf = fpsimd_preserve_current_state(cur.task(), cur.local());
     if has_sme() {
         pf.tpidr2 = sme::read_tpidr2();
     }
@@ -565,7 +627,7 @@ impl SignalState<'_> {
 /// Signal delivery: saves the live state and returns what the frame records hold; the caller
 /// drops it, writes the frame, then calls `signal_entered`.
 pub fn for_signal(cur: &CurrentTask) -> SignalState<'_> {
-    let mut f = fpsimd_preserve_current_state(&cur.process, cur.local());
+    let mut f = fpsimd_preserve_current_state(cur.task(), cur.local());
     f.tpidr2 = if has_sme() { sme::read_tpidr2() } else { 0 };
     SignalState {
         fpsimd: f.fpsimd_view(),
@@ -595,7 +657,7 @@ pub fn signal_entered(cur: &CurrentTask) {
 /// what a frame without a record keeps — ZA and its contents as the handler left them — and
 /// reports what the FP records are checked against.
 pub fn for_sigreturn(cur: &CurrentTask) -> svelt_abi::sigframe::SigreturnTask {
-    let f = fpsimd_preserve_current_state(&cur.process, cur.local());
+    let f = fpsimd_preserve_current_state(cur.task(), cur.local());
     svelt_abi::sigframe::SigreturnTask {
         sve_vl: f.st.sve_vl,
         sme_vl: f.st.sme_vl,
@@ -711,7 +773,7 @@ pub fn vec_set_current_vl(cur: &CurrentTask, kind: VecKind, arg: u64) -> SysResu
     let r = vlctl::set_vl(kind, arg, set, &ctl)?;
     let mut f = match r.live_change {
         Some(vl) => {
-            let mut f = fpsimd_preserve_current_state(&cur.process, cur.local());
+            let mut f = fpsimd_preserve_current_state(cur.task(), cur.local());
             change_live_vl(&mut f, kind, vl);
             f
         }
@@ -767,17 +829,17 @@ pub fn sme_default_write(text: &[u8]) -> SysResult<usize> {
 pub fn format_system_fpstat() -> String {
     alloc::format!(
         "{}{} {}\n",
-        format_counters(&TOTALS),
+        format_counters(&system_counters()),
         svelt_abi::fppolicy::FPSTAT_KEY,
         policy()
     )
 }
 
 /// The counters as `key value` lines.
-pub fn format_counters(c: &Counters) -> String {
+pub fn format_counters(c: &[u64; 10]) -> String {
     let mut s = String::new();
     for (name, v) in COUNTER_NAMES.iter().zip(c.iter()) {
-        s += &alloc::format!("{name} {}\n", v.load(Ordering::Relaxed));
+        s += &alloc::format!("{name} {v}\n");
     }
     s
 }
@@ -810,6 +872,17 @@ pub fn init_default_vls() {
 
 /// This CPU's FP ownership record, empty (at bring-up, after `cpufeature::init_this_cpu`).
 pub fn cpu_init() {
+    let f = crate::cpufeature::features();
+    let caps = [
+        (crate::cpufeature::offer().sme, CAP_SME),
+        (f.sme_fa64, CAP_FA64),
+        (f.sme2(), CAP_SME2),
+        (f.fpmr, CAP_FPMR),
+    ];
+    CAPS.store(
+        caps.iter().filter(|c| c.0).fold(0, |a, c| a | c.1),
+        Ordering::Relaxed,
+    );
     let fresh = CpuFp::new(percpu::cpu_id() as u32, has_sme());
     with_cpu(&cpu::IrqGuard::new(), |c| *c = fresh);
 }
@@ -829,7 +902,7 @@ use svelt_abi::regset::{self as rs, VecMode};
 /// first (and stay live); a parked task's `fpsimd_thread_switch` already saved them.
 fn regset_state<'a>(h: &'a Held<'_>) -> RefMut<'a, TaskFpState> {
     if h.is_current() {
-        let mut f = fpsimd_preserve_current_state(&h.task().process, h.local());
+        let mut f = fpsimd_preserve_current_state(h.task(), h.local());
         if has_sme() {
             f.tpidr2 = sme::read_tpidr2();
         }

@@ -1210,7 +1210,10 @@ fn auxv(t: Target, out: &mut Text) -> SysResult<()> {
 
 fn fpstat(t: Target, out: &mut Text) -> SysResult<()> {
     let p = t.process()?;
-    write_str(out, &crate::fpstate::format_counters(&p.fpstat))
+    write_str(
+        out,
+        &crate::fpstate::format_counters(&crate::fpstate::process_counters(&p)),
+    )
 }
 
 fn limits(t: Target, out: &mut Text) -> SysResult<()> {

@@ -56,7 +56,13 @@ pub fn do_exit(status: i32) -> ! {
         };
         process_exit(&p, status);
     }
-    t.set_state(State::Dead);
+    {
+        // No preemption between the move and the mark: a switch away from a live task could
+        // still save (and count) its registers.
+        let _irqs = crate::arch::cpu::IrqGuard::new();
+        crate::fpstate::thread_exit(&t);
+        t.set_state(State::Dead);
+    }
     drop(p);
     drop(t);
     sched::schedule();

@@ -157,6 +157,9 @@ pub struct Task {
     /// Set when the task must stop running user code (exit_group, exec from another thread).
     pub killed: AtomicBool,
     pub exit_code: AtomicI32,
+    /// Lazy FP counters (/proc/svelt/fpstat), written only by the holder of this task's FP
+    /// state; they move to the process when the thread exits.
+    pub fpstat: crate::fpstate::Counters,
     pub vfork_done: Mutex<Option<Arc<WaitQueue>>>,
     /// Whether `vfork_done` has been signalled.
     pub vfork_released: AtomicBool,
@@ -222,7 +225,7 @@ pub struct Process {
     /// Wait status of a group exit in progress.
     pub group_status: AtomicI32,
     pub rlimits: Mutex<[svelt_abi::sys::Rlimit64; svelt_abi::sys::RLIM_NLIMITS as usize]>,
-    /// Lazy FP counters of this process's threads.
+    /// Lazy FP counters of this process's exited threads (the live ones keep their own).
     pub fpstat: crate::fpstate::Counters,
     /// Real, effective and saved user IDs (no capabilities beyond "uid 0 may do anything").
     pub uid: AtomicU32,
@@ -380,6 +383,7 @@ impl Task {
             robust_list: AtomicUsize::new(0),
             killed: AtomicBool::new(false),
             exit_code: AtomicI32::new(0),
+            fpstat: crate::fpstate::ZERO_COUNTERS,
             vfork_done: Mutex::new(None),
             vfork_released: AtomicBool::new(false),
             affinity: crate::percpu::AtomicCpuMask::new(svelt_abi::cpumask::CpuMask::FULL),

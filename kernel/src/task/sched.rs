@@ -333,7 +333,7 @@ pub fn schedule() {
         pl.rseq_resched.set(true);
     }
     if prev_user {
-        crate::fpstate::fpsimd_thread_switch(&prev.process, pl, &irqs);
+        crate::fpstate::fpsimd_thread_switch(&prev, pl, &irqs);
     }
     if !next.is_idle() {
         cpu::set_user_tls(nl.tpidr_el0.get(), nl.tpidrro_el0.get());
