@@ -7,7 +7,7 @@
 
 use crate::arch::cpu;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use spin::Once;
 use svelt_abi::cpumask::CpuMask;
 
@@ -165,8 +165,13 @@ pub fn online_mask() -> CpuMask {
 }
 
 /// One `T` per CPU, allocated (for `possible()` CPUs) at the first use, which comes after
-/// `init_table`. An access costs the same whatever the CPU count.
+/// `init_table`. An access costs the same whatever the CPU count: after the first use it is
+/// one acquire load of the array's address and an index by this CPU's id (an id is always
+/// below `possible()`, so no bounds check is needed).
 pub struct PerCpuArray<T: 'static> {
+    /// The array once made: published (release) after its elements are written.
+    first: AtomicPtr<T>,
+    /// Makes the array once, whichever CPU gets there first.
     cells: Once<&'static [T]>,
     init: fn(usize) -> T,
 }
@@ -174,22 +179,25 @@ pub struct PerCpuArray<T: 'static> {
 impl<T> PerCpuArray<T> {
     pub const fn new(init: fn(usize) -> T) -> PerCpuArray<T> {
         PerCpuArray {
+            first: AtomicPtr::new(core::ptr::null_mut()),
             cells: Once::new(),
             init,
         }
     }
 
     #[inline]
-    fn cells(&self) -> &'static [T] {
-        match self.cells.get() {
-            Some(c) => c,
-            None => self.init_cells(),
+    fn first(&self) -> *const T {
+        let p = self.first.load(Ordering::Acquire);
+        if p.is_null() {
+            self.init_cells().as_ptr()
+        } else {
+            p
         }
     }
 
     #[cold]
     fn init_cells(&self) -> &'static [T] {
-        self.cells.call_once(|| {
+        let cells = self.cells.call_once(|| {
             assert!(
                 TABLE.get().is_some(),
                 "per-CPU array used before the CPU count"
@@ -201,18 +209,25 @@ impl<T> PerCpuArray<T> {
             }
             v.extend((0..n).map(self.init));
             v.leak()
-        })
+        });
+        self.first
+            .store(cells.as_ptr() as *mut T, Ordering::Release);
+        cells
     }
 
     #[inline]
     pub fn get(&self, cpu: usize) -> &'static T {
-        &self.cells()[cpu]
+        assert!(cpu < possible(), "CPU {cpu} beyond the per-CPU arrays");
+        // SAFETY: the array has possible() elements and lives for good; cpu is below that.
+        unsafe { &*self.first().add(cpu) }
     }
 
     /// This CPU's element.
     #[inline]
     pub fn this(&self) -> &'static T {
-        self.get(cpu_id())
+        // SAFETY: this CPU's id is below possible() (ids are handed out below it), and the
+        // array has possible() elements and lives for good.
+        unsafe { &*self.first().add(cpu_id()) }
     }
 }
 

@@ -315,6 +315,11 @@ impl AddrSpace {
         self.mm.table().activate();
     }
 
+    /// The TTBR0 value that makes this address space current (never 0).
+    pub fn ttbr0(&self) -> u64 {
+        self.mm.table().ttbr0()
+    }
+
     /// Frames mapped, for /proc.
     pub fn resident_pages(&self) -> usize {
         self.mm.table().pages()

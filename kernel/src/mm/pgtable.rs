@@ -141,6 +141,11 @@ impl UserTable {
         mmu::set_user_table(self.root, self.asid);
     }
 
+    /// The TTBR0 value that makes this table current (root and ASID), fixed for its life.
+    pub fn ttbr0(&self) -> u64 {
+        mmu::user_ttbr0(self.root, self.asid)
+    }
+
     pub fn pages(&self) -> usize {
         self.pages
     }

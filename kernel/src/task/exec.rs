@@ -390,7 +390,7 @@ pub fn do_execve(
     let new_mm: Mm = Arc::new(Mutex::new(mm));
     crate::mm::aspace::register_file_maps(&new_mm);
     new_mm.lock().activate();
-    let old = me.mm.lock().replace(new_mm);
+    let old = me.set_mm(Some(new_mm));
     drop(old);
     // Files shared with another process are unshared first; close-on-exec descriptors go.
     let files = Arc::new(Mutex::new(me.files().lock().clone()));

@@ -39,7 +39,7 @@ pub fn do_exit(status: i32) -> ! {
     // Drop this thread's resources. TTBR0 leaves the address space before its last reference
     // can go.
     crate::arch::mmu::clear_user_table();
-    *t.mm.lock() = None;
+    drop(t.set_mm(None));
     let files = core::mem::replace(
         &mut *t.files.lock(),
         Arc::new(spin::Mutex::new(crate::fs::FdTable::new())),

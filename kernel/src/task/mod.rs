@@ -27,7 +27,9 @@ use alloc::collections::BTreeMap;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::cell::UnsafeCell;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 pub use local::{CurrentTask, Held, TaskLocal};
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
@@ -146,6 +148,9 @@ pub struct Task {
     pub cpu: AtomicUsize,
     /// Reached only through `local_unchecked` (task/local.rs says by whom).
     local: TaskLocal,
+    /// TTBR0 for `mm` (0 without one), which `set_mm` keeps in step: the switch reads this
+    /// instead of locking the address space.
+    pub user_ttbr0: AtomicU64,
     pub mm: Mutex<Option<Mm>>,
     pub files: Mutex<Arc<Mutex<FdTable>>>,
     pub fs: Mutex<Arc<Mutex<FsContext>>>,
@@ -374,6 +379,7 @@ impl Task {
             on_cpu: AtomicBool::new(false),
             cpu: AtomicUsize::new(0),
             local: TaskLocal::new(crate::fpstate::TaskFpState::new(), 0, 0),
+            user_ttbr0: AtomicU64::new(mm.as_ref().map_or(0, |m| m.lock().ttbr0())),
             mm: Mutex::new(mm),
             files: Mutex::new(files),
             fs: Mutex::new(fs),
@@ -459,6 +465,15 @@ impl Task {
 
     pub fn mm(&self) -> Option<Mm> {
         self.mm.lock().clone()
+    }
+
+    /// Installs `mm` as this task's address space (None: none), returning the old one; the
+    /// scheduler's copy of its TTBR0 value follows.
+    pub fn set_mm(&self, mm: Option<Mm>) -> Option<Mm> {
+        let ttbr0 = mm.as_ref().map_or(0, |m| m.lock().ttbr0());
+        let mut slot = self.mm.lock();
+        self.user_ttbr0.store(ttbr0, Ordering::Relaxed);
+        core::mem::replace(&mut *slot, mm)
     }
 
     pub fn files(&self) -> Arc<Mutex<FdTable>> {

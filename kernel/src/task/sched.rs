@@ -330,7 +330,10 @@ pub fn schedule() {
     let prev_user = !prev.is_idle() && prev.state() != State::Dead;
     if !prev.is_idle() {
         pl.tpidr_el0.set(cpu::tpidr_el0());
-        pl.rseq_resched.set(true);
+        // Only a task with an rseq area has anything to do about the switch on its way back.
+        if pl.rseq.get().is_some() {
+            pl.rseq_resched.set(true);
+        }
     }
     if prev_user {
         crate::fpstate::fpsimd_thread_switch(&prev, pl, &irqs);
@@ -343,9 +346,9 @@ pub fn schedule() {
         .store(next.tagged_addr.load(Ordering::Relaxed), Ordering::Relaxed);
     crate::fpstate::switch_tpidr2(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
     crate::gcs::switch(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
-    match next.mm() {
-        Some(mm) => mm.lock().activate(),
-        None => crate::arch::mmu::clear_user_table(),
+    match next.user_ttbr0.load(Ordering::Relaxed) {
+        0 => crate::arch::mmu::clear_user_table(),
+        ttbr0 => crate::arch::mmu::set_user_ttbr0(ttbr0),
     }
 
     let prev_ctx = prev.ctx.get();

@@ -236,7 +236,16 @@ fn empty_root_pa() -> u64 {
 
 /// Points TTBR0 at a user address space's root with its ASID.
 pub fn set_user_table(root_pa: u64, asid: u16) {
-    let v = root_pa | (asid as u64) << 48;
+    set_user_ttbr0(user_ttbr0(root_pa, asid));
+}
+
+/// The TTBR0 value for a user table's root and ASID.
+pub fn user_ttbr0(root_pa: u64, asid: u16) -> u64 {
+    root_pa | (asid as u64) << 48
+}
+
+/// TTBR0 := `v`, a value `user_ttbr0` made for a live user table.
+pub fn set_user_ttbr0(v: u64) {
     // SAFETY: the root is a live user table (or the empty table); the kernel never runs code
     // from TTBR0 and the user mapping in force only matters after the next ERET.
     unsafe { core::arch::asm!("msr ttbr0_el1, {}", "isb", in(reg) v, options(nostack)) };
