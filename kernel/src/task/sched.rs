@@ -269,7 +269,10 @@ pub fn schedule() {
     let here = CPUS.get(id);
     percpu::this().need_resched.store(false, Ordering::Relaxed);
     let mut rq = here.rq.lock();
-    let prev = rq.current.clone().expect("scheduler running");
+    // The running task's reference moves out of `current` (to `prev` below), the next task's
+    // from the queue to `current`: a reference is cloned only where a second holder appears
+    // (the queue, for a task still runnable).
+    let prev = rq.current.take().expect("scheduler running");
     // A running task whose affinity no longer includes this CPU goes to one it allows.
     let mut migrate = false;
     if !prev.is_idle() && prev.state() == State::Running {
@@ -299,16 +302,23 @@ pub fn schedule() {
     next.on_rq.store(false, Ordering::Release);
     if Arc::ptr_eq(&prev, &next) {
         next.set_state(State::Running);
+        rq.current = Some(prev);
         drop(rq);
         return;
     }
-    rq.current = Some(next.clone());
     set_current(&next);
     here.busy.store(!next.is_idle(), Ordering::Relaxed);
-    rq.prev = Some(prev.clone());
+    let migrating = migrate.then(|| prev.clone());
+    let (prev_t, next_t) = (Arc::as_ptr(&prev), Arc::as_ptr(&next));
+    rq.current = Some(next);
+    rq.prev = Some(prev);
     drop(rq);
-    if migrate {
-        enqueue(&prev);
+    // SAFETY: rq.prev keeps prev alive until finish_switch and rq.current keeps next alive
+    // until this CPU schedules again, both after the switch below; neither reference is used
+    // once the switch has happened.
+    let (prev, next) = unsafe { (&*prev_t, &*next_t) };
+    if let Some(p) = migrating {
+        enqueue(&p);
     }
 
     // The task may still be switching away on the CPU it was woken from.
@@ -353,8 +363,6 @@ pub fn schedule() {
 
     let prev_ctx = prev.ctx.get();
     let next_ctx = next.ctx.get() as *const _;
-    drop(prev);
-    drop(next);
     // SAFETY: prev_ctx is the running task's slot (kept alive by rq.prev until finish_switch);
     // next_ctx belongs to a task no other CPU runs (on_cpu handshake above).
     unsafe { context::switch_to(prev_ctx, next_ctx) };
