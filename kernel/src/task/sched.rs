@@ -346,7 +346,7 @@ pub fn schedule() {
         }
     }
     if prev_user {
-        crate::fpstate::fpsimd_thread_switch(&prev, pl, &irqs);
+        crate::fpstate::fpsimd_thread_switch(prev, pl, &irqs);
     }
     if !next.is_idle() {
         cpu::set_user_tls(nl.tpidr_el0.get(), nl.tpidrro_el0.get());
