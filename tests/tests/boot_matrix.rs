@@ -80,6 +80,25 @@ fn el1_kernel_when_entered_at_el2_with_svelt_el_1() {
 }
 
 #[test]
+fn el2_without_vhe_runs_the_kernel_at_el1() {
+    // A Cortex-A57 (ARMv8.0: no FEAT_VHE, no SVE) entered at EL2: head.s drops to EL1. The
+    // last -cpu on QEMU's command line wins over qemu-run.sh's.
+    let cfg = Config {
+        sme: None,
+        ..Config::default()
+    };
+    let mut cmd = std::process::Command::new(svelt_tests::root().join("qemu-run.sh"));
+    cmd.args(cfg.args()).args(["--", "-cpu", "cortex-a57"]);
+    let run = svelt_tests::run_command(&mut cmd, cfg.timeout);
+    let r = svelt_tests::parse_report(&run.output);
+    assert_eq!(run.status, Some(0), "{}", run.output);
+    assert_eq!(r.entered_el, Some(2), "{}", run.output);
+    assert_eq!(r.kernel_el, Some((1, false)), "{}", run.output);
+    assert_eq!((r.cpus_online, r.timer_cpus), (Some(2), Some(2)), "{}", run.output);
+    assert_eq!(r.sve, Some(vec![]), "{}", run.output);
+}
+
+#[test]
 fn gicv2_at_el1_and_el2() {
     for el in [1, 2] {
         check_boot_report(&Config {
