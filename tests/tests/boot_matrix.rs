@@ -94,7 +94,12 @@ fn el2_without_vhe_runs_the_kernel_at_el1() {
     assert_eq!(run.status, Some(0), "{}", run.output);
     assert_eq!(r.entered_el, Some(2), "{}", run.output);
     assert_eq!(r.kernel_el, Some((1, false)), "{}", run.output);
-    assert_eq!((r.cpus_online, r.timer_cpus), (Some(2), Some(2)), "{}", run.output);
+    assert_eq!(
+        (r.cpus_online, r.timer_cpus),
+        (Some(2), Some(2)),
+        "{}",
+        run.output
+    );
     assert_eq!(r.sve, Some(vec![]), "{}", run.output);
 }
 
