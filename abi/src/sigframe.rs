@@ -201,39 +201,11 @@ impl FrameLayout {
     /// Lay out records with these head sizes, in order. ENOMEM when they exceed
     /// SIGFRAME_MAXSZ or MAX_RECORDS.
     pub fn compute(sizes: &[u32]) -> Result<FrameLayout, Errno> {
-        if sizes.len() > MAX_RECORDS {
-            return Err(Errno::ENOMEM);
+        let mut b = LayoutBuilder::new();
+        for &s in sizes {
+            b.push(s)?;
         }
-        let mut l = FrameLayout {
-            offsets: [0; MAX_RECORDS],
-            count: sizes.len(),
-            extra_offset: None,
-            end_offset: 0,
-            used: RESERVED_OFFSET,
-            size: 0,
-        };
-        // Keep room for the terminator and a possible extra_context inside __reserved.
-        let mut limit =
-            RESERVED_OFFSET + RESERVED_SIZE - TERMINATOR_SIZE - EXTRA_CONTEXT_SIZE as usize;
-        for (i, &s) in sizes.iter().enumerate() {
-            let padded = (s as usize).next_multiple_of(16);
-            if padded > limit - l.used && l.extra_offset.is_none() {
-                // Spill: extra_context here, a terminator after it, the rest beyond.
-                l.extra_offset = Some(l.used);
-                l.used += EXTRA_CONTEXT_SIZE as usize + TERMINATOR_SIZE;
-                limit = SIGFRAME_MAXSZ - TERMINATOR_SIZE;
-            }
-            if padded > limit - l.used {
-                return Err(Errno::ENOMEM);
-            }
-            l.offsets[i] = l.used;
-            l.used += padded;
-        }
-        // The terminator may use the space kept for it.
-        l.end_offset = l.used;
-        l.used += TERMINATOR_SIZE;
-        l.size = l.used.max(RT_SIGFRAME_SIZE).next_multiple_of(16);
-        Ok(l)
+        Ok(b.finish())
     }
 
     /// The offset of the `i`-th record passed to `compute`.
@@ -247,6 +219,63 @@ impl FrameLayout {
         let e = self.extra_offset?;
         let start = e + EXTRA_CONTEXT_SIZE as usize + TERMINATOR_SIZE;
         Some((start, self.used.next_multiple_of(16) - start))
+    }
+}
+
+/// `FrameLayout::compute` one record at a time, so that delivery places its records as it
+/// names them (no list of sizes first).
+struct LayoutBuilder {
+    l: FrameLayout,
+    /// Where the records placed so far may end: inside `__reserved` (room kept for the
+    /// terminator and a possible extra_context), then, after a spill, SIGFRAME_MAXSZ.
+    limit: usize,
+}
+
+impl LayoutBuilder {
+    fn new() -> LayoutBuilder {
+        LayoutBuilder {
+            l: FrameLayout {
+                offsets: [0; MAX_RECORDS],
+                count: 0,
+                extra_offset: None,
+                end_offset: 0,
+                used: RESERVED_OFFSET,
+                size: 0,
+            },
+            limit: RESERVED_OFFSET + RESERVED_SIZE - TERMINATOR_SIZE - EXTRA_CONTEXT_SIZE as usize,
+        }
+    }
+
+    /// Places the next record (head size `s`); ENOMEM past MAX_RECORDS or SIGFRAME_MAXSZ.
+    #[inline]
+    fn push(&mut self, s: u32) -> Result<(), Errno> {
+        let l = &mut self.l;
+        if l.count == MAX_RECORDS {
+            return Err(Errno::ENOMEM);
+        }
+        let padded = (s as usize).next_multiple_of(16);
+        if padded > self.limit - l.used && l.extra_offset.is_none() {
+            // Spill: extra_context here, a terminator after it, the rest beyond.
+            l.extra_offset = Some(l.used);
+            l.used += EXTRA_CONTEXT_SIZE as usize + TERMINATOR_SIZE;
+            self.limit = SIGFRAME_MAXSZ - TERMINATOR_SIZE;
+        }
+        if padded > self.limit - l.used {
+            return Err(Errno::ENOMEM);
+        }
+        l.offsets[l.count] = l.used;
+        l.count += 1;
+        l.used += padded;
+        Ok(())
+    }
+
+    fn finish(mut self) -> FrameLayout {
+        let l = &mut self.l;
+        // The terminator may use the space kept for it.
+        l.end_offset = l.used;
+        l.used += TERMINATOR_SIZE;
+        l.size = l.used.max(RT_SIGFRAME_SIZE).next_multiple_of(16);
+        self.l
     }
 }
 
@@ -313,33 +342,30 @@ pub struct DeliveryPlan {
 }
 
 impl SigDelivery<'_> {
-    fn record_sizes(&self) -> Result<([u32; MAX_RECORDS], usize), Errno> {
-        let mut sizes = [0u32; MAX_RECORDS];
-        let mut n = 0;
-        let fixed = [
-            self.fpsimd.map(|_| FPSIMD_CONTEXT_SIZE),
-            self.esr.map(|_| ESR_CONTEXT_SIZE),
-        ];
-        for s in fixed
-            .into_iter()
-            .flatten()
-            .chain(self.records.iter().map(|r| r.size))
-        {
-            if n == MAX_RECORDS || s < 8 {
+    /// The frame's records laid out in order: fpsimd, esr, then `records`. ENOMEM when there
+    /// are too many, one is smaller than its head, or they exceed SIGFRAME_MAXSZ.
+    fn layout(&self) -> Result<FrameLayout, Errno> {
+        let mut b = LayoutBuilder::new();
+        if self.fpsimd.is_some() {
+            b.push(FPSIMD_CONTEXT_SIZE)?;
+        }
+        if self.esr.is_some() {
+            b.push(ESR_CONTEXT_SIZE)?;
+        }
+        for r in self.records {
+            if r.size < 8 {
                 return Err(Errno::ENOMEM);
             }
-            sizes[n] = s;
-            n += 1;
+            b.push(r.size)?;
         }
-        Ok((sizes, n))
+        Ok(b.finish())
     }
 
     /// Lay out the frame and choose its address (`get_sigframe`). EFAULT when the frame would
     /// not fit below `sp_top` (the kernel then forces SIGSEGV); ENOMEM when the records are too
     /// large for any frame.
     pub fn plan(&self) -> Result<DeliveryPlan, Errno> {
-        let (sizes, n) = self.record_sizes()?;
-        let layout = FrameLayout::compute(&sizes[..n])?;
+        let layout = self.layout()?;
         let frame_record = self
             .sp_top
             .checked_sub(FRAME_RECORD_SIZE as u64)
@@ -414,9 +440,7 @@ impl SigDelivery<'_> {
         put_u64(h, UC_SIGMASK_OFFSET, self.sigmask.0);
         h[UC_SIGMASK_OFFSET + 8..MCONTEXT_OFFSET].fill(0);
         put_u64(h, FAULT_ADDRESS_OFFSET, self.fault_address);
-        for (i, r) in self.regs.regs.iter().enumerate() {
-            put_u64(h, REGS_OFFSET + 8 * i, *r);
-        }
+        h[REGS_OFFSET..SP_OFFSET].copy_from_slice(self.regs.regs.as_bytes());
         put_u64(h, SP_OFFSET, self.regs.sp);
         put_u64(h, PC_OFFSET, self.regs.pc);
         put_u64(h, PSTATE_OFFSET, self.regs.pstate);
@@ -430,9 +454,7 @@ impl SigDelivery<'_> {
             put_u32(r, 4, FPSIMD_CONTEXT_SIZE);
             put_u32(r, 8, fp.fpsr);
             put_u32(r, 12, fp.fpcr);
-            for (n, v) in fp.vregs.iter().enumerate() {
-                put_u128(r, 16 + 16 * n, *v);
-            }
+            r[16..].copy_from_slice(fp.vregs.as_bytes());
             i += 1;
         }
         if let Some(esr) = self.esr {
@@ -1052,9 +1074,9 @@ pub fn parse_sigreturn<'a>(
     }
     out.sigmask = mask_ok.then(|| Sigset(get_u64(frame, UC_SIGMASK_OFFSET)).blockable());
     let mut regs = UserRegs::default();
-    for (i, r) in regs.regs.iter_mut().enumerate() {
-        *r = get_u64(frame, REGS_OFFSET + 8 * i);
-    }
+    regs.regs
+        .as_mut_bytes()
+        .copy_from_slice(&frame[REGS_OFFSET..SP_OFFSET]);
     regs.sp = get_u64(frame, SP_OFFSET);
     regs.pc = get_u64(frame, PC_OFFSET);
     let pstate = get_u64(frame, PSTATE_OFFSET);
@@ -1109,9 +1131,7 @@ pub fn parse_sigreturn<'a>(
                 fpcr: get_u32(r, 12),
                 ..FpsimdState::default()
             };
-            for (n, v) in f.vregs.iter_mut().enumerate() {
-                *v = get_u128(r, 16 + 16 * n);
-            }
+            f.vregs.as_mut_bytes().copy_from_slice(&r[16..]);
             f
         }
     };

@@ -270,13 +270,19 @@ impl TaskFpState {
     /// The FPSIMD view of the saved state (V0-V31 are the low 128 bits of Z0-Z31).
     pub fn fpsimd_view(&self) -> FpsimdState {
         let mut f = self.fp;
+        self.vregs_from_regs(&mut f.vregs);
+        f
+    }
+
+    /// When the saved copy is SVE or streaming state, V0-V31 are the low 128 bits of Z0-Z31
+    /// there, not `fp.vregs`: copies them into `vregs`.
+    fn vregs_from_regs(&self, vregs: &mut [u128; 32]) {
         if self.st.format != Format::Fpsimd && !self.sve.is_empty() {
             let zl = 16 * self.regs_vq();
-            for (n, v) in f.vregs.iter_mut().enumerate() {
+            for (n, v) in vregs.iter_mut().enumerate() {
                 *v = u128::from_le_bytes(self.sve[n * zl..n * zl + 16].try_into().unwrap());
             }
         }
-        f
     }
 
     /// Rewrites the saved copy in `format` (SVE or streaming) from the FPSIMD registers: V0-V31
@@ -592,12 +598,24 @@ pub fn fpsimd_flush_thread(cur: &CurrentTask) {
 /// written.
 pub struct SignalState<'a> {
     f: RefMut<'a, TaskFpState>,
-    pub fpsimd: FpsimdState,
     pub tpidr2: u64,
     pub fpmr: u64,
 }
 
 impl SignalState<'_> {
+    /// fpsimd_context: V0-V31 (the low 128 bits of Z0-Z31 when the saved copy is SVE or
+    /// streaming state), FPSR and FPCR.
+    pub fn fpsimd(&self) -> svelt_abi::sigframe::FpsimdState {
+        let f = &self.f;
+        let mut out = svelt_abi::sigframe::FpsimdState {
+            vregs: f.fp.vregs,
+            fpsr: f.fp.fpsr,
+            fpcr: f.fp.fpcr,
+        };
+        f.vregs_from_regs(&mut out.vregs);
+        out
+    }
+
     /// sve_context: (vl, streaming, payload when live).
     pub fn sve(&self) -> (u32, bool, Option<&[u8]>) {
         let f = &self.f;
@@ -630,7 +648,6 @@ pub fn for_signal(cur: &CurrentTask) -> SignalState<'_> {
     let mut f = fpsimd_preserve_current_state(cur.task(), cur.local());
     f.tpidr2 = if has_sme() { sme::read_tpidr2() } else { 0 };
     SignalState {
-        fpsimd: f.fpsimd_view(),
         tpidr2: f.tpidr2,
         fpmr: f.fpmr,
         f,
@@ -668,14 +685,22 @@ pub fn for_sigreturn(cur: &CurrentTask) -> svelt_abi::sigframe::SigreturnTask {
 
 /// sigreturn: installs what the records `abi::sigframe::check_records` went through restore
 /// (after `for_sigreturn`); V0-V31, FPSR and FPCR come from `fp` on top of any SVE payload.
-pub fn from_sigreturn(cur: &CurrentTask, fp: FpsimdState, r: svelt_abi::sigframe::FpRecords) {
+pub fn from_sigreturn(
+    cur: &CurrentTask,
+    fp: &svelt_abi::sigframe::FpsimdState,
+    r: svelt_abi::sigframe::FpRecords,
+) {
     use svelt_abi::sigframe::FpRestore;
     let f = &mut *cur.local().fpu.borrow_mut();
+    if r.fp.is_some() {
+        f.fp.vregs = fp.vregs;
+        f.fp.fpsr = fp.fpsr;
+        f.fp.fpcr = fp.fpcr;
+    }
     match r.fp {
         // That step refused the frame: nothing is restored.
         None => return,
         Some(FpRestore::Sve { streaming, regs }) => {
-            f.fp = fp;
             f.st.format = if streaming {
                 Format::Streaming
             } else {
@@ -693,7 +718,6 @@ pub fn from_sigreturn(cur: &CurrentTask, fp: FpsimdState, r: svelt_abi::sigframe
             put_vregs(buf, vq, &fp.vregs);
         }
         Some(FpRestore::Fpsimd) => {
-            f.fp = fp;
             f.st.format = Format::Fpsimd;
             f.st.sve = false;
             f.st.svcr.sm = false;

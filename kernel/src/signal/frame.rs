@@ -3,7 +3,6 @@
 
 use super::{AltStack, SigAction, SigInfo};
 use crate::arch::exception::TrapFrame;
-use crate::arch::fpsimd::fpsimd::FpsimdState;
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::{self, CurrentTask, Task};
 use svelt_abi::errno::Errno;
@@ -16,14 +15,6 @@ fn user_regs(tf: &TrapFrame) -> sf::UserRegs {
         sp: tf.sp_el0,
         pc: tf.elr,
         pstate: tf.spsr,
-    }
-}
-
-fn to_abi(f: &FpsimdState) -> sf::FpsimdState {
-    sf::FpsimdState {
-        vregs: f.vregs,
-        fpsr: f.fpsr,
-        fpcr: f.fpcr,
     }
 }
 
@@ -57,7 +48,7 @@ pub fn setup_rt_frame(
     alt: AltStack,
 ) -> Result<(), ()> {
     let st = crate::fpstate::for_signal(t);
-    let fp = to_abi(&st.fpsimd);
+    let fp = st.fpsimd();
     let f = features();
     let sme = f.sme;
     // Records after fpsimd (and esr), in Linux's order: gcs, sve, tpidr2, za, zt, fpmr.
@@ -266,12 +257,6 @@ fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: sf::SigreturnResult)
             return;
         }
     };
-    let fp = FpsimdState {
-        vregs: restored.fpsimd.vregs,
-        fpsr: restored.fpsimd.fpsr,
-        fpcr: restored.fpsimd.fpcr,
-        _pad: [0; 2],
-    };
     let task = sf::SigreturnTask {
         gcs: crate::gcs::live(t),
         ..crate::fpstate::for_sigreturn(t)
@@ -283,7 +268,7 @@ fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: sf::SigreturnResult)
     if let Some(r) = records.gcs {
         crate::gcs::install(t, r);
     }
-    crate::fpstate::from_sigreturn(t, fp, records);
+    crate::fpstate::from_sigreturn(t, &restored.fpsimd, records);
     // The signal token delivery left on the GCS must still be there; it is popped.
     let bad = bad.or_else(|| crate::gcs::restore_signal(t).err());
     if let Some(e) = bad {

@@ -180,7 +180,7 @@ fn prepare(p: &Arc<Process>, signo: u32) -> bool {
         p.shared_sig.lock().remove(sig::SIGCONT);
     }
     // A traced thread keeps even ignored signals: its tracer sees them (Linux's sig_ignored).
-    let ignored = p.live_threads().first().is_some_and(|t| {
+    let ignored = p.first_live_thread().is_some_and(|t| {
         let blocked = t.sig.lock().blocked & bit(signo) != 0;
         !blocked && !t.traced.load(Ordering::Acquire) && is_ignored(&t.sighand().lock(), signo)
     });
@@ -194,7 +194,7 @@ pub fn fatal_pending(t: &Task) -> bool {
         return true;
     }
     let own = t.sig.lock().pending.mask;
-    (own | t.process().shared_sig.lock().mask) & bit(sig::SIGKILL) != 0
+    (own | t.process.shared_sig.lock().mask) & bit(sig::SIGKILL) != 0
 }
 
 /// Pokes a thread so it notices a new signal (or a ptrace request): wakes it if sleeping,
@@ -210,8 +210,7 @@ pub fn kick(t: &Arc<Task>) {
 
 /// A signal to one thread.
 pub fn send_to_task(t: &Arc<Task>, signo: u32, info: SigInfo) {
-    let p = t.process();
-    if !prepare(&p, signo) {
+    if !prepare(&t.process, signo) {
         return;
     }
     t.sig.lock().pending.add(info);
@@ -289,7 +288,7 @@ pub fn interrupted(t: &Task) -> bool {
         return true;
     }
     let s = t.sig.lock();
-    let shared = t.process().shared_sig.lock().mask;
+    let shared = t.process.shared_sig.lock().mask;
     (s.pending.mask | shared) & !s.blocked != 0
 }
 
@@ -365,7 +364,7 @@ pub fn take_wanted(t: &Task, want: u64) -> Option<SigInfo> {
     let mut s = t.sig.lock();
     s.pending
         .take(!want)
-        .or_else(|| t.process().shared_sig.lock().take(!want))
+        .or_else(|| t.process.shared_sig.lock().take(!want))
 }
 
 /// Takes the next deliverable signal.
@@ -374,7 +373,7 @@ fn dequeue(t: &Task) -> Option<SigInfo> {
     let blocked = s.blocked;
     s.pending
         .take(blocked)
-        .or_else(|| t.process().shared_sig.lock().take(blocked))
+        .or_else(|| t.process.shared_sig.lock().take(blocked))
 }
 
 /// Delivers pending signals (from the return-to-user path).
@@ -389,14 +388,15 @@ pub fn do_signal(cur: &CurrentTask, tf: &mut TrapFrame) {
 
 /// Delivers or acts on pending signals; `Some(status)` when the process must exit.
 fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
-    let t = task::current_arc();
-    let p = t.process();
+    // Borrowed, not counted: the delivery path takes no reference it would have to drop.
+    let t: &Task = cur;
+    let p = &t.process;
     t.sig_hint.store(false, Ordering::Release);
     let traced = t.traced.load(Ordering::Acquire);
     loop {
         // A traced thread reports a group stop (or PTRACE_INTERRUPT) to its tracer and runs
         // on when the tracer says so, even while its group stays stopped.
-        if traced && crate::ptrace::pending_stops(&t) {
+        if traced && crate::ptrace::pending_stops(&task::current_arc()) {
             // The tracer may have rewritten the registers during the stop.
             core::hint::black_box(&mut *tf);
             continue;
@@ -414,7 +414,7 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
                 continue;
             }
         }
-        let Some(mut info) = dequeue(&t) else { break };
+        let Some(mut info) = dequeue(t) else { break };
         if traced && info.signo() != sig::SIGKILL {
             let r = crate::ptrace::signal_stop(info);
             core::hint::black_box(&mut *tf);
@@ -445,7 +445,7 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
                     {
                         continue;
                     }
-                    do_stop(&p, signo);
+                    do_stop(p, signo);
                     continue;
                 }
                 Some(DefaultAction::Term) => return Some(wstatus::signaled(signo, false)),
@@ -460,12 +460,12 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
                 if deliver(cur, tf, &info, &action).is_err() {
                     // The frame could not be written (bad stack): SIGSEGV instead, taken on
                     // the next turn of this loop.
-                    force_sigsegv(&t, signo);
+                    force_sigsegv(t, signo);
                     continue;
                 }
                 // More may be pending: look again before returning to user mode.
-                if interrupted(&t) {
-                    hint(&t);
+                if interrupted(t) {
+                    hint(t);
                 }
                 return None;
             }

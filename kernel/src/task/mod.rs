@@ -356,6 +356,11 @@ impl Process {
             .filter_map(Weak::upgrade)
             .collect()
     }
+
+    /// `live_threads().first()` without the list (signal generation asks on every signal).
+    pub fn first_live_thread(&self) -> Option<Arc<Task>> {
+        self.threads.lock().iter().find_map(Weak::upgrade)
+    }
 }
 
 impl Task {
