@@ -483,12 +483,24 @@ impl SigDelivery<'_> {
                 return Err(Errno::EINVAL);
             }
             w.at(o)?;
+            let padded = (r.size as usize).next_multiple_of(16);
+            if r.payload.is_empty() && padded <= STAGE_SIZE {
+                // The common small record (a header, a register value): one piece of the stage.
+                let b = w.take(padded)?;
+                put_u32(b, 0, r.magic);
+                put_u32(b, 4, r.size);
+                let (body, rest) = b[8..].split_at_mut(r.body.len());
+                body.copy_from_slice(r.body);
+                rest.fill(0);
+                i += 1;
+                continue;
+            }
             let h = w.take(8)?;
             put_u32(h, 0, r.magic);
             put_u32(h, 4, r.size);
             w.bytes(r.body)?;
             if r.payload.is_empty() {
-                w.zeros((r.size as usize).next_multiple_of(16) - 8 - r.body.len())?;
+                w.zeros(padded - 8 - r.body.len())?;
             } else {
                 w.direct(o + 8 + r.body.len(), r.payload)?;
             }
@@ -696,8 +708,10 @@ pub enum BadFrame {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordLoc {
     pub extra: bool,
-    pub offset: usize,
-    pub size: usize,
+    /// Offset and size within `__reserved` or the extra space (both under SIGFRAME_MAXSZ);
+    /// u32 so that a frame's table of records stays small to set up.
+    pub offset: u32,
+    pub size: u32,
 }
 
 /// A frame that passed every generic and FPSIMD rule.
@@ -1097,8 +1111,9 @@ pub fn parse_sigreturn<'a>(
         have: &mut have,
         read_user,
     };
-    let (locs, extra) = match scan_records(sp, &mut reserved, features, read_extra) {
-        Ok(l) => l,
+    let mut locs = Locs::default();
+    let extra = match scan_records(sp, &mut reserved, features, read_extra, &mut locs) {
+        Ok(e) => e,
         Err(e) => {
             out.frame = Err(e);
             return out;
@@ -1111,7 +1126,7 @@ pub fn parse_sigreturn<'a>(
                 (true, Some((_, bytes))) => bytes,
                 _ => &frame[RESERVED_OFFSET..],
             };
-            &area[l.offset..l.offset + l.size]
+            &area[l.offset as usize..(l.offset + l.size) as usize]
         })
     };
 
@@ -1196,14 +1211,15 @@ struct Locs {
 }
 
 /// `parse_user_sigframe`: walk __reserved, then the extra space if an extra_context says so.
-/// Returns where each record is and the extra space (user address, bytes) if there is one.
+/// Fills in where each record is (`locs`, which starts empty) and returns the extra space
+/// (user address, bytes) if there is one.
 fn scan_records<'a>(
     sp: u64,
     reserved: &mut Reserved<'_, '_, '_>,
     f: &SigFeatures,
     read_extra: &mut ReadExtra<'a, '_>,
-) -> Result<(Locs, ExtraSpace<'a>), BadFrame> {
-    let mut locs = Locs::default();
+    locs: &mut Locs,
+) -> Result<ExtraSpace<'a>, BadFrame> {
     let mut extra: ExtraSpace<'a> = None;
     let mut offset = 0usize;
     let mut limit = RESERVED_SIZE;
@@ -1229,12 +1245,12 @@ fn scan_records<'a>(
         }
         let loc = Some(RecordLoc {
             extra: in_extra,
-            offset,
-            size,
+            offset: offset as u32,
+            size: size as u32,
         });
         let slot = match magic {
             0 if size != 0 => return Err(BadFrame::BadTerminator),
-            0 => return Ok((locs, extra)),
+            0 => return Ok(extra),
             ESR_MAGIC => None,
             FPSIMD_MAGIC if f.fpsimd => Some(&mut locs.fpsimd),
             SVE_MAGIC if f.sve || f.sme => Some(&mut locs.sve),

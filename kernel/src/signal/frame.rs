@@ -153,7 +153,9 @@ pub fn setup_rt_frame(
         bti: false,
         sigtramp: crate::mm::aspace::SIGTRAMP as u64,
     };
-    let plan = d.plan().map_err(|_| ())?;
+    let Ok(plan) = d.plan() else {
+        return Err(());
+    };
     // Only the bytes Linux writes go out (the unused rest of __reserved is left as it was), in
     // a few pieces, the payloads straight from the saved state.
     let base = plan.base as usize;
@@ -239,8 +241,15 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
 /// stack.
 fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: sf::SigreturnResult) {
     if let Some(m) = r.sigmask {
-        t.sig.lock().blocked = m.0;
-        super::hint(t);
+        let mut s = t.sig.lock();
+        s.blocked = m.0;
+        // The return-to-user path only needs to look if the restored mask lets a pending
+        // signal through (or a temporary mask waits to be dropped). A signal sent from now on
+        // hints by itself, as it is queued under these locks.
+        let shared = t.process.shared_sig.lock().pending_mask();
+        if (s.pending_mask() | shared) & !m.0 != 0 || s.saved_mask.is_some() {
+            super::hint(t);
+        }
     }
     if let Some(regs) = r.regs {
         tf.x = regs.regs;

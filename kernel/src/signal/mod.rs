@@ -139,10 +139,6 @@ impl SigState {
     }
 }
 
-fn is_ignored(handlers: &SigHandlers, signo: u32) -> bool {
-    handlers.get(signo).ignores(signo)
-}
-
 /// Stop/continue side effects at generation time. Returns false if the signal is dropped.
 fn prepare(p: &Arc<Process>, signo: u32) -> bool {
     if p.exiting.load(Ordering::Acquire) {
@@ -182,7 +178,7 @@ fn prepare(p: &Arc<Process>, signo: u32) -> bool {
     // A traced thread keeps even ignored signals: its tracer sees them (Linux's sig_ignored).
     let ignored = p.first_live_thread().is_some_and(|t| {
         let blocked = t.sig.lock().blocked & bit(signo) != 0;
-        !blocked && !t.traced.load(Ordering::Acquire) && is_ignored(&t.sighand().lock(), signo)
+        !blocked && !t.traced.load(Ordering::Acquire) && t.sigaction(signo).ignores(signo)
     });
     !ignored || signo == sig::SIGKILL
 }
@@ -429,7 +425,7 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
             }
         }
         let signo = info.signo();
-        let action = t.sighand().lock().get(signo);
+        let action = t.sigaction(signo);
         match action.sa_handler {
             sig::SIG_IGN => continue,
             sig::SIG_DFL => match sig::default_action(signo) {

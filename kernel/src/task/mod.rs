@@ -493,6 +493,12 @@ impl Task {
         self.sighand.lock().clone()
     }
 
+    /// The action for `signo`, read without taking a reference to the handler table (signal
+    /// generation and delivery ask on every signal).
+    pub fn sigaction(&self, signo: u32) -> crate::signal::SigAction {
+        self.sighand.lock().lock().get(signo)
+    }
+
     pub fn is_idle(&self) -> bool {
         self.tid == 0
     }
