@@ -185,7 +185,8 @@ pub const MAX_RECORDS: usize = 12;
 /// `setup_sigframe_layout` and `sigframe_alloc`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameLayout {
-    offsets: [usize; MAX_RECORDS],
+    /// u32: every offset is under SIGFRAME_MAXSZ, and the plan is copied on every delivery.
+    offsets: [u32; MAX_RECORDS],
     count: usize,
     /// The extra_context record, when the records overflowed `__reserved`.
     pub extra_offset: Option<usize>,
@@ -210,7 +211,7 @@ impl FrameLayout {
 
     /// The offset of the `i`-th record passed to `compute`.
     pub fn record_offset(&self, i: usize) -> Option<usize> {
-        (i < self.count).then(|| self.offsets[i])
+        (i < self.count).then(|| self.offsets[i] as usize)
     }
 
     /// With extra_context: the offset `datap` points at (just after the __reserved terminator)
@@ -250,20 +251,20 @@ impl LayoutBuilder {
     #[inline]
     fn push(&mut self, s: u32) -> Result<(), Errno> {
         let l = &mut self.l;
-        if l.count == MAX_RECORDS {
-            return Err(Errno::ENOMEM);
-        }
+        let slot = l.offsets.get_mut(l.count).ok_or(Errno::ENOMEM)?;
         let padded = (s as usize).next_multiple_of(16);
-        if padded > self.limit - l.used && l.extra_offset.is_none() {
-            // Spill: extra_context here, a terminator after it, the rest beyond.
-            l.extra_offset = Some(l.used);
-            l.used += EXTRA_CONTEXT_SIZE as usize + TERMINATOR_SIZE;
-            self.limit = SIGFRAME_MAXSZ - TERMINATOR_SIZE;
-        }
         if padded > self.limit - l.used {
-            return Err(Errno::ENOMEM);
+            if l.extra_offset.is_none() {
+                // Spill: extra_context here, a terminator after it, the rest beyond.
+                l.extra_offset = Some(l.used);
+                l.used += EXTRA_CONTEXT_SIZE as usize + TERMINATOR_SIZE;
+                self.limit = SIGFRAME_MAXSZ - TERMINATOR_SIZE;
+            }
+            if padded > self.limit - l.used {
+                return Err(Errno::ENOMEM);
+            }
         }
-        l.offsets[l.count] = l.used;
+        *slot = l.used as u32;
         l.count += 1;
         l.used += padded;
         Ok(())
@@ -448,7 +449,7 @@ impl SigDelivery<'_> {
 
         let mut i = 0;
         if let Some(fp) = self.fpsimd {
-            w.at(l.offsets[i])?;
+            w.at(l.offsets[i] as usize)?;
             let r = w.take(FPSIMD_CONTEXT_SIZE as usize)?;
             put_u32(r, 0, FPSIMD_MAGIC);
             put_u32(r, 4, FPSIMD_CONTEXT_SIZE);
@@ -458,7 +459,7 @@ impl SigDelivery<'_> {
             i += 1;
         }
         if let Some(esr) = self.esr {
-            w.at(l.offsets[i])?;
+            w.at(l.offsets[i] as usize)?;
             let r = w.take(ESR_CONTEXT_SIZE as usize)?;
             put_u32(r, 0, ESR_MAGIC);
             put_u32(r, 4, ESR_CONTEXT_SIZE);
@@ -467,7 +468,7 @@ impl SigDelivery<'_> {
         }
         let mut extra = l.extra_offset.zip(l.extra_area());
         for r in self.records {
-            let o = l.offsets[i];
+            let o = l.offsets[i] as usize;
             if let Some((e, (start, size))) = extra.filter(|&(e, _)| e < o) {
                 w.at(e)?;
                 let r = w.take(EXTRA_CONTEXT_SIZE as usize + TERMINATOR_SIZE)?;
@@ -477,6 +478,19 @@ impl SigDelivery<'_> {
                 put_u64(r, 8, plan.base + start as u64);
                 put_u32(r, 16, size as u32);
                 extra = None;
+            }
+            if let (16, true, Ok(body)) =
+                (r.size, r.payload.is_empty(), <&[u8; 8]>::try_from(r.body))
+            {
+                // Most records are a head and one 8-byte field (a vector record's vl and
+                // flags, tpidr2, fpmr): straight stores.
+                w.at(o)?;
+                let b = w.take_array::<16>()?;
+                put_u32(b, 0, r.magic);
+                put_u32(b, 4, r.size);
+                b[8..16].copy_from_slice(body);
+                i += 1;
+                continue;
             }
             let room = (r.size as usize).saturating_sub(8);
             if r.body.len() + r.payload.len() > room {
@@ -590,6 +604,10 @@ impl<'o, 'w> Stage<'o, 'w> {
         let b = self.buf.get_mut(at..at + n).ok_or(Errno::EINVAL)?;
         self.len += n;
         Ok(b)
+    }
+    /// `take` for a size known when it compiles.
+    fn take_array<const N: usize>(&mut self) -> Result<&mut [u8; N], Errno> {
+        self.take(N)?.try_into().map_err(|_| Errno::EINVAL)
     }
     /// `b` at frame offset `off`, straight from the caller's memory.
     fn direct(&mut self, off: usize, b: &[u8]) -> Result<(), Errno> {

@@ -233,13 +233,13 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
         &mut frame,
         &mut read_extra,
     );
-    restore_sigframe(t, tf, r);
+    restore_sigframe(t, tf, &r);
 }
 
 /// Installs what a parsed frame holds, in Linux's order: the mask, the registers, the records
 /// one by one (a bad one ending it with SIGSEGV, what came before it kept), the alternate
 /// stack.
-fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: sf::SigreturnResult) {
+fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: &sf::SigreturnResult) {
     if let Some(m) = r.sigmask {
         let mut s = t.sig.lock();
         s.blocked = m.0;
@@ -251,13 +251,13 @@ fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: sf::SigreturnResult)
             super::hint(t);
         }
     }
-    if let Some(regs) = r.regs {
+    if let Some(regs) = &r.regs {
         tf.x = regs.regs;
         tf.sp_el0 = regs.sp;
         tf.elr = regs.pc;
         tf.spsr = regs.pstate;
     }
-    let restored = match r.frame {
+    let restored = match &r.frame {
         Ok(f) => f,
         Err(e) => {
             log::debug!("pid {}: bad signal frame: {e:?}", t.pid());
@@ -270,7 +270,7 @@ fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: sf::SigreturnResult)
         gcs: crate::gcs::live(t),
         ..crate::fpstate::for_sigreturn(t)
     };
-    let (records, bad) = match sf::check_records(&restored, &features(), &task) {
+    let (records, bad) = match sf::check_records(restored, &features(), &task) {
         Ok(rec) => (rec, None),
         Err(p) => (p.done, Some(p.error)),
     };

@@ -176,9 +176,11 @@ fn prepare(p: &Arc<Process>, signo: u32) -> bool {
         p.shared_sig.lock().remove(sig::SIGCONT);
     }
     // A traced thread keeps even ignored signals: its tracer sees them (Linux's sig_ignored).
+    // The action first: a caught signal, the common case, needs no other look.
     let ignored = p.first_live_thread().is_some_and(|t| {
-        let blocked = t.sig.lock().blocked & bit(signo) != 0;
-        !blocked && !t.traced.load(Ordering::Acquire) && t.sigaction(signo).ignores(signo)
+        t.sigaction(signo).ignores(signo)
+            && !t.traced.load(Ordering::Acquire)
+            && t.sig.lock().blocked & bit(signo) == 0
     });
     !ignored || signo == sig::SIGKILL
 }
