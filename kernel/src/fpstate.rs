@@ -279,8 +279,10 @@ impl TaskFpState {
     fn vregs_from_regs(&self, vregs: &mut [u128; 32]) {
         if self.st.format != Format::Fpsimd && !self.sve.is_empty() {
             let zl = 16 * self.regs_vq();
-            for (n, v) in vregs.iter_mut().enumerate() {
-                *v = u128::from_le_bytes(self.sve[n * zl..n * zl + 16].try_into().unwrap());
+            for (v, z) in vregs.iter_mut().zip(self.sve.chunks_exact(zl)) {
+                if let Some(low) = z.first_chunk::<16>() {
+                    *v = u128::from_le_bytes(*low);
+                }
             }
         }
     }
@@ -299,8 +301,10 @@ impl TaskFpState {
 
 /// Writes V0-V31 into the low 128 bits of Z0-Z31 of a Z/P/FFR buffer of `vq` quadwords.
 fn put_vregs(buf: &mut [u8], vq: usize, vregs: &[u128; 32]) {
-    for (n, v) in vregs.iter().enumerate() {
-        buf[n * 16 * vq..n * 16 * vq + 16].copy_from_slice(&v.to_le_bytes());
+    for (z, v) in buf.chunks_exact_mut(16 * vq.max(1)).zip(vregs) {
+        if let Some(low) = z.first_chunk_mut::<16>() {
+            *low = v.to_le_bytes();
+        }
     }
 }
 

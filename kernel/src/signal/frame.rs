@@ -222,6 +222,7 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
             })?;
         Ok(&slot.insert(v)[..])
     };
+    let f = features();
     let r = sf::parse_sigreturn(
         sp,
         &mut |addr, buf| {
@@ -229,17 +230,22 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
                 .read_slice(buf)
                 .map_err(|_| sf::Efault)
         },
-        &features(),
+        &f,
         &mut frame,
         &mut read_extra,
     );
-    restore_sigframe(t, tf, &r);
+    restore_sigframe(t, tf, &r, &f);
 }
 
 /// Installs what a parsed frame holds, in Linux's order: the mask, the registers, the records
 /// one by one (a bad one ending it with SIGSEGV, what came before it kept), the alternate
 /// stack.
-fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: &sf::SigreturnResult) {
+fn restore_sigframe(
+    t: &CurrentTask,
+    tf: &mut TrapFrame,
+    r: &sf::SigreturnResult,
+    f: &sf::SigFeatures,
+) {
     if let Some(m) = r.sigmask {
         let mut s = t.sig.lock();
         s.blocked = m.0;
@@ -270,7 +276,7 @@ fn restore_sigframe(t: &CurrentTask, tf: &mut TrapFrame, r: &sf::SigreturnResult
         gcs: crate::gcs::live(t),
         ..crate::fpstate::for_sigreturn(t)
     };
-    let (records, bad) = match sf::check_records(restored, &features(), &task) {
+    let (records, bad) = match sf::check_records(restored, f, &task) {
         Ok(rec) => (rec, None),
         Err(p) => (p.done, Some(p.error)),
     };

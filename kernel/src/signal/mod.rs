@@ -249,9 +249,7 @@ fn force_fatal(t: &Task, signo: u32, info: SigInfo) {
 }
 
 fn force_to(t: &Task, signo: u32, info: SigInfo, to_default: bool) {
-    {
-        let h = t.sighand();
-        let mut h = h.lock();
+    t.with_sighand(|h| {
         let mut s = t.sig.lock();
         let mut a = h.get(signo);
         let blocked = s.blocked & bit(signo) != 0;
@@ -261,7 +259,7 @@ fn force_to(t: &Task, signo: u32, info: SigInfo, to_default: bool) {
             s.blocked &= !bit(signo);
         }
         s.pending.add(info);
-    }
+    });
     hint(t);
 }
 
@@ -494,12 +492,12 @@ fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -
         s.blocked = a.handler_mask(signo, sig::Sigset(s.blocked)).0;
     }
     if a.sa_flags & sig::SA_RESETHAND != 0 {
-        let h = t.sighand();
-        let mut h = h.lock();
-        let mut cur = h.get(signo);
-        cur.sa_handler = sig::SIG_DFL;
-        cur.sa_flags &= !sig::SA_SIGINFO;
-        h.set(signo, cur);
+        t.with_sighand(|h| {
+            let mut cur = h.get(signo);
+            cur.sa_handler = sig::SIG_DFL;
+            cur.sa_flags &= !sig::SA_SIGINFO;
+            h.set(signo, cur);
+        });
     }
     Ok(())
 }

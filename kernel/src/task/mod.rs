@@ -493,10 +493,18 @@ impl Task {
         self.sighand.lock().clone()
     }
 
-    /// The action for `signo`, read without taking a reference to the handler table (signal
-    /// generation and delivery ask on every signal).
+    /// Runs `f` on the handler table under its lock, reached through `sighand`'s pointer
+    /// without taking a reference (signal generation and delivery ask on every signal). Lock
+    /// order: the pointer, then the table, then `sig`.
+    pub fn with_sighand<R>(&self, f: impl FnOnce(&mut SigHandlers) -> R) -> R {
+        let table = self.sighand.lock();
+        let mut h = table.lock();
+        f(&mut h)
+    }
+
+    /// The action for `signo`.
     pub fn sigaction(&self, signo: u32) -> crate::signal::SigAction {
-        self.sighand.lock().lock().get(signo)
+        self.with_sighand(|h| h.get(signo))
     }
 
     pub fn is_idle(&self) -> bool {
