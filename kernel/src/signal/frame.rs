@@ -252,8 +252,7 @@ fn restore_sigframe(
         // The return-to-user path only needs to look if the restored mask lets a pending
         // signal through (or a temporary mask waits to be dropped). A signal sent from now on
         // hints by itself, as it is queued under these locks.
-        let shared = t.process.shared_sig.lock().pending_mask();
-        if (s.pending_mask() | shared) & !m.0 != 0 || s.saved_mask.is_some() {
+        if super::unblocked_pending(t, &s) || s.saved_mask.is_some() {
             super::hint(t);
         }
     }
@@ -293,9 +292,10 @@ fn restore_sigframe(
         return;
     }
     if let Some(ss) = r.uc_stack {
-        let mut alt = t.sig.lock().altstack;
+        let mut s = t.sig.lock();
+        let mut alt = s.altstack;
         if alt.set(ss, tf.sp_el0, sig::MINSIGSTKSZ).is_ok() {
-            t.sig.lock().altstack = alt;
+            s.altstack = alt;
         }
     }
 }

@@ -277,15 +277,20 @@ fn force_sigsegv(t: &Task, failed: u32) {
 
 /// A signal (or a kill) that should end an interruptible wait is pending for `t`.
 pub fn interrupted(t: &Task) -> bool {
-    if t.killed.load(Ordering::Acquire) {
-        return true;
-    }
-    if t.traced.load(Ordering::Acquire) && t.ptrace.lock().interrupt {
-        return true;
-    }
-    let s = t.sig.lock();
-    let shared = t.process.shared_sig.lock().mask;
-    (s.pending.mask | shared) & !s.blocked != 0
+    stop_requested(t) || unblocked_pending(t, &t.sig.lock())
+}
+
+/// `t` must stop waiting whatever its signals say: it is being killed, or its tracer
+/// interrupts it (PTRACE_INTERRUPT).
+fn stop_requested(t: &Task) -> bool {
+    t.killed.load(Ordering::Acquire)
+        || (t.traced.load(Ordering::Acquire) && t.ptrace.lock().interrupt)
+}
+
+/// A signal is pending for `t` (its own or its process's) that its mask, `s.blocked`, lets
+/// through. `s` is `t.sig`, locked.
+fn unblocked_pending(t: &Task, s: &SigState) -> bool {
+    (s.pending.mask | t.process.shared_sig.lock().mask) & !s.blocked != 0
 }
 
 /// Work for the return-to-user path: a deliverable signal or a stop.
@@ -453,14 +458,14 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
             _ => {
                 restart(cur, tf, Some(action.sa_flags));
                 crate::rseq::before_signal(cur, tf);
-                if deliver(cur, tf, &info, &action).is_err() {
+                let Ok(more) = deliver(cur, tf, &info, &action) else {
                     // The frame could not be written (bad stack): SIGSEGV instead, taken on
                     // the next turn of this loop.
                     force_sigsegv(t, signo);
                     continue;
-                }
+                };
                 // More may be pending: look again before returning to user mode.
-                if interrupted(t) {
+                if more || stop_requested(t) {
                     hint(t);
                 }
                 return None;
@@ -476,8 +481,8 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
 }
 
 /// Builds the frame and points the user registers at the handler; Err when the frame cannot
-/// be written.
-fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -> Result<(), ()> {
+/// be written. Ok(true) when another signal is pending that the handler's mask lets through.
+fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -> Result<bool, ()> {
     let signo = info.signo();
     let (mask_to_save, altstack) = {
         let s = t.sig.lock();
@@ -486,11 +491,12 @@ fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -
     // A temporary mask (sigsuspend...) is only given up once a frame holds it: the signal
     // that follows a failed frame saves it too.
     frame::setup_rt_frame(t, tf, info, a, mask_to_save, altstack)?;
-    {
+    let more = {
         let mut s = t.sig.lock();
         s.saved_mask = None;
         s.blocked = a.handler_mask(signo, sig::Sigset(s.blocked)).0;
-    }
+        unblocked_pending(t, &s)
+    };
     if a.sa_flags & sig::SA_RESETHAND != 0 {
         t.with_sighand(|h| {
             let mut cur = h.get(signo);
@@ -499,7 +505,7 @@ fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -
             h.set(signo, cur);
         });
     }
-    Ok(())
+    Ok(more)
 }
 
 // ---- syscall helpers ------------------------------------------------------------------------
