@@ -323,7 +323,7 @@ fn hw_svcr(f: &TaskFpState) -> Svcr {
     }
 }
 
-fn do_save(p: &Task, f: &mut TaskFpState, save: Save) {
+fn do_save(t: &Task, f: &mut TaskFpState, save: Save) {
     if save.regs != Regs::Nothing && has_fpmr() {
         f.fpmr = fpsimd::fpmr::read();
     }
@@ -331,8 +331,8 @@ fn do_save(p: &Task, f: &mut TaskFpState, save: Save) {
         Regs::Nothing => {}
         Regs::Fpsimd => {
             fpsimd::save(&mut f.fp);
-            count(p, Counter::FpsimdSaves, 1);
-            count(p, Counter::BytesSaved, 528);
+            count(t, Counter::FpsimdSaves, 1);
+            count(t, Counter::BytesSaved, 528);
         }
         Regs::Sve { .. } | Regs::Streaming { .. } => {
             fpsimd::save_control(&mut f.fp);
@@ -353,8 +353,8 @@ fn do_save(p: &Task, f: &mut TaskFpState, save: Save) {
                 );
                 return;
             }
-            count(p, Counter::SveSaves, 1);
-            count(p, Counter::BytesSaved, 8 + sve::state_size(vq) as u64);
+            count(t, Counter::SveSaves, 1);
+            count(t, Counter::BytesSaved, 8 + sve::state_size(vq) as u64);
         }
     }
     if let Some(svl) = save.za {
@@ -375,19 +375,19 @@ fn do_save(p: &Task, f: &mut TaskFpState, save: Save) {
                 sme::save_zt0(zt0);
             }
         }
-        count(p, Counter::ZaSaves, 1);
-        count(p, Counter::BytesSaved, buf.len() as u64);
+        count(t, Counter::ZaSaves, 1);
+        count(t, Counter::BytesSaved, buf.len() as u64);
     }
 }
 
-/// Context switch away from the task whose process and locals these are, under the
-/// scheduler's interrupt mask.
-pub fn fpsimd_thread_switch(p: &Task, l: &TaskLocal, irqs: &cpu::IrqGuard) {
+/// Context switch away from task `t`, whose locals these are, under the scheduler's
+/// interrupt mask.
+pub fn fpsimd_thread_switch(t: &Task, l: &TaskLocal, irqs: &cpu::IrqGuard) {
     let f = &mut *l.fpu.borrow_mut();
     let hw = hw_svcr(f);
     let fp = policy().fp;
     let save = with_cpu(irqs, |c| fps::context_switch(c, &mut f.st, hw, fp));
-    do_save(p, f, save);
+    do_save(t, f, save);
 }
 
 /// On the way back to user mode (IRQs masked): load the task's state unless the registers
@@ -411,7 +411,7 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
     if let Some(s) = r.svcr {
         sme::write_svcr(s);
     }
-    let p = cur.task();
+    let t = cur.task();
     // After SVCR: a change of streaming mode zeroes FPMR.
     if has_fpmr() {
         fpsimd::fpmr::write(f.fpmr);
@@ -419,8 +419,8 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
     match format {
         Format::Fpsimd => {
             fpsimd::load(&f.fp);
-            count(p, Counter::FpsimdRestores, 1);
-            count(p, Counter::BytesRestored, 528);
+            count(t, Counter::FpsimdRestores, 1);
+            count(t, Counter::BytesRestored, 528);
         }
         Format::Sve | Format::Streaming => {
             let with_ffr = format == Format::Sve || fa64();
@@ -435,8 +435,8 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
                 );
             }
             fpsimd::load_control(&f.fp);
-            count(p, Counter::SveRestores, 1);
-            count(p, Counter::BytesRestored, 8 + sve::state_size(vq) as u64);
+            count(t, Counter::SveRestores, 1);
+            count(t, Counter::BytesRestored, 8 + sve::state_size(vq) as u64);
         }
     }
     if r.load_za {
@@ -455,8 +455,8 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
                 sme::load_zt0(zt0);
             }
         }
-        count(p, Counter::ZaRestores, 1);
-        count(p, Counter::BytesRestored, buf.len() as u64);
+        count(t, Counter::ZaRestores, 1);
+        count(t, Counter::BytesRestored, buf.len() as u64);
     }
 }
 
@@ -541,12 +541,12 @@ pub fn fp_user_discard(cur: &CurrentTask) {
 
 /// Saves the running task's live registers to memory, keeping them live (signal delivery,
 /// fork). Returns the task's FP state.
-fn fpsimd_preserve_current_state<'a>(p: &Task, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
+fn fpsimd_preserve_current_state<'a>(t: &Task, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
     let mut f = l.fpu.borrow_mut();
     let irqs = cpu::IrqGuard::new();
     let hw = hw_svcr(&f);
     let save = with_cpu(&irqs, |c| fps::sync_to_memory(c, &mut f.st, hw));
-    do_save(p, &mut f, save);
+    do_save(t, &mut f, save);
     drop(irqs);
     f
 }
@@ -695,16 +695,14 @@ pub fn from_sigreturn(
     r: svelt_abi::sigframe::FpRecords,
 ) {
     use svelt_abi::sigframe::FpRestore;
+    // None: that step refused the frame, and nothing is restored.
+    let Some(restore) = r.fp else { return };
     let f = &mut *cur.local().fpu.borrow_mut();
-    if r.fp.is_some() {
-        f.fp.vregs = fp.vregs;
-        f.fp.fpsr = fp.fpsr;
-        f.fp.fpcr = fp.fpcr;
-    }
-    match r.fp {
-        // That step refused the frame: nothing is restored.
-        None => return,
-        Some(FpRestore::Sve { streaming, regs }) => {
+    f.fp.vregs = fp.vregs;
+    f.fp.fpsr = fp.fpsr;
+    f.fp.fpcr = fp.fpcr;
+    match restore {
+        FpRestore::Sve { streaming, regs } => {
             f.st.format = if streaming {
                 Format::Streaming
             } else {
@@ -721,7 +719,7 @@ pub fn from_sigreturn(
             buf.copy_from_slice(&regs[..sve::state_size(vq)]);
             put_vregs(buf, vq, &fp.vregs);
         }
-        Some(FpRestore::Fpsimd) => {
+        FpRestore::Fpsimd => {
             f.st.format = Format::Fpsimd;
             f.st.sve = false;
             f.st.svcr.sm = false;
@@ -906,11 +904,11 @@ pub fn cpu_init() {
         (f.sme_fa64, CAP_FA64),
         (f.sme2(), CAP_SME2),
         (f.fpmr, CAP_FPMR),
-    ];
-    CAPS.store(
-        caps.iter().filter(|c| c.0).fold(0, |a, c| a | c.1),
-        Ordering::Relaxed,
-    );
+    ]
+    .into_iter()
+    .filter(|&(has, _)| has)
+    .fold(0, |caps, (_, bit)| caps | bit);
+    CAPS.store(caps, Ordering::Relaxed);
     let fresh = CpuFp::new(percpu::cpu_id() as u32, has_sme());
     with_cpu(&cpu::IrqGuard::new(), |c| *c = fresh);
 }

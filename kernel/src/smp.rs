@@ -116,7 +116,7 @@ pub fn bring_up_interrupts() {
             return;
         }
         timer::arm_next_tick();
-        timer::enable_el0_counter();
+        cpu::enable_el0_counter();
         cpu::irq_enable();
     }
 }

@@ -5,10 +5,17 @@ use svelt_tests::{boot, Config};
 const KERNEL_BUG: i32 = 101;
 
 fn selftest(name: &str, el: u8) -> svelt_tests::Run {
+    selftest_with(name, el, &[])
+}
+
+/// `selftest` with more kernel command-line words.
+fn selftest_with(name: &str, el: u8, words: &[&str]) -> svelt_tests::Run {
+    let mut append = vec![format!("svelt.selftest={name}")];
+    append.extend(words.iter().map(|w| w.to_string()));
     boot(&Config {
         el,
         smp: 2,
-        append: vec![format!("svelt.selftest={name}")],
+        append,
         ..Config::default()
     })
 }
@@ -116,12 +123,7 @@ fn linear_map_is_not_executable() {
 #[test]
 fn el2_exception_is_reported_when_entered_at_el2() {
     // A kernel at EL1 that was entered at EL2: the HVC lands in head.s's report-and-halt vectors.
-    let run = boot(&Config {
-        el: 2,
-        smp: 2,
-        append: vec!["svelt.selftest=el2".into(), "svelt.el=1".into()],
-        ..Config::default()
-    });
+    let run = selftest_with("el2", 2, &["svelt.el=1"]);
     assert_eq!(run.status, Some(KERNEL_BUG), "{}", run.output);
     // HVC from EL1 to EL2: lower-EL AArch64 synchronous vector (entry 8), EC 0x16, imm 0x5e1f.
     assert!(

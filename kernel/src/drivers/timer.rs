@@ -8,8 +8,3 @@ pub const HZ: u64 = 100;
 pub fn arm_next_tick() {
     cpu::arm_timer(cpu::counter_freq() / HZ);
 }
-
-/// Lets EL0 read the virtual counter, as Linux does.
-pub fn enable_el0_counter() {
-    cpu::enable_el0_counter();
-}

@@ -363,6 +363,11 @@ impl Process {
     }
 }
 
+/// What `Task::user_ttbr0` holds for `mm`: its TTBR0 value, or 0 without one.
+fn ttbr0_of(mm: &Option<Mm>) -> u64 {
+    mm.as_ref().map_or(0, |m| m.lock().ttbr0())
+}
+
 impl Task {
     pub(crate) fn new(
         tid: Pid,
@@ -384,7 +389,7 @@ impl Task {
             on_cpu: AtomicBool::new(false),
             cpu: AtomicUsize::new(0),
             local: TaskLocal::new(crate::fpstate::TaskFpState::new(), 0, 0),
-            user_ttbr0: AtomicU64::new(mm.as_ref().map_or(0, |m| m.lock().ttbr0())),
+            user_ttbr0: AtomicU64::new(ttbr0_of(&mm)),
             mm: Mutex::new(mm),
             files: Mutex::new(files),
             fs: Mutex::new(fs),
@@ -475,7 +480,7 @@ impl Task {
     /// Installs `mm` as this task's address space (None: none), returning the old one; the
     /// scheduler's copy of its TTBR0 value follows.
     pub fn set_mm(&self, mm: Option<Mm>) -> Option<Mm> {
-        let ttbr0 = mm.as_ref().map_or(0, |m| m.lock().ttbr0());
+        let ttbr0 = ttbr0_of(&mm);
         let mut slot = self.mm.lock();
         self.user_ttbr0.store(ttbr0, Ordering::Relaxed);
         core::mem::replace(&mut *slot, mm)
