@@ -115,10 +115,8 @@ fn process_exit(p: &Arc<Process>, status: i32) {
             }
         }
     }
-    *p.state.lock() = ProcState::Zombie(status);
-    // pidfds of this process poll readable now.
-    crate::fs::epoll::notify();
     if p.pid == 1 {
+        *p.state.lock() = ProcState::Zombie(status);
         let code = if wstatus::wifexited(status) {
             wstatus::wexitstatus(status)
         } else {
@@ -127,7 +125,11 @@ fn process_exit(p: &Arc<Process>, status: i32) {
         log::info!("init exited with status {status:#x}");
         crate::power::exit(code as u32);
     }
-    let Some(parent) = p.parent() else { return };
+    let Some(parent) = p.parent() else {
+        *p.state.lock() = ProcState::Zombie(status);
+        crate::fs::epoll::notify();
+        return;
+    };
     let exit_signal = p.exit_signal.load(Ordering::Relaxed);
     let (handler, flags) = parent.live_threads().first().map_or((0, 0), |t| {
         let h = t.sighand();
@@ -135,11 +137,24 @@ fn process_exit(p: &Arc<Process>, status: i32) {
         (a.sa_handler, a.sa_flags)
     });
     // A parent that ignores SIGCHLD (or asks SA_NOCLDWAIT) does not get zombies.
-    if exit_signal == sig::SIGCHLD && (handler == sig::SIG_IGN || flags & sig::SA_NOCLDWAIT != 0) {
+    let autoreap =
+        exit_signal == sig::SIGCHLD && (handler == sig::SIG_IGN || flags & sig::SA_NOCLDWAIT != 0);
+    if autoreap {
         parent.children.lock().retain(|c| !Arc::ptr_eq(c, p));
-    } else if exit_signal != 0 {
-        signal::send_to_process(&parent, exit_signal, signal::child_info(p.pid, status));
     }
+    {
+        // The zombie and the parent's signal appear together, as under Linux's tasklist_lock:
+        // a wait reads the state under this lock, so neither can it reap the child before the
+        // signal is queued (a handler installed after that wait would get this child's
+        // SIGCHLD), nor can a handler run by that signal find no zombie.
+        let mut state = p.state.lock();
+        *state = ProcState::Zombie(status);
+        if !autoreap && exit_signal != 0 {
+            signal::send_to_process(&parent, exit_signal, signal::child_info(p.pid, status));
+        }
+    }
+    // pidfds of this process poll readable now.
+    crate::fs::epoll::notify();
     parent.child_wait.wake_all();
 }
 
