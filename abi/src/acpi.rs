@@ -59,6 +59,9 @@ pub struct Uart {
     pub base: u64,
     /// Global system interrupt, when SPCR gives one for the GIC.
     pub gsiv: Option<u32>,
+    /// Bytes per register access, from the base address's access size (1, 2, 4 or 8; a
+    /// size left undefined reads as 1). A 16550's registers are that far apart.
+    pub access_bytes: u8,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,10 +256,19 @@ fn parse_spcr(t: &[u8]) -> Option<Uart> {
     if *t.get(40)? != 0 {
         return None;
     }
+    let access_bytes = match *t.get(43)? {
+        size @ 1..=4 => 1 << (size - 1),
+        _ => 1,
+    };
     let base = le64(t, 44)?;
     let gic_interrupt = t.get(52).is_some_and(|ty| ty & 0x08 != 0);
     let gsiv = le32(t, 54).filter(|_| gic_interrupt);
-    (base != 0).then_some(Uart { kind, base, gsiv })
+    (base != 0).then_some(Uart {
+        kind,
+        base,
+        gsiv,
+        access_bytes,
+    })
 }
 
 fn parse_fadt(t: &[u8]) -> Option<PsciConduit> {
@@ -409,8 +421,10 @@ pub fn write_fdt(
         } else if u.kind == UartKind::SbsaGeneric {
             w.prop("compatible", b"arm,sbsa-uart\0")?;
         } else {
+            // Registers one access apart (Linux's SPCR console: mmio, mmio16 or mmio32).
             w.prop("compatible", b"ns16550a\0")?;
-            w.prop_u32("reg-shift", 0)?;
+            w.prop_u32("reg-shift", u.access_bytes.trailing_zeros())?;
+            w.prop_u32("reg-io-width", u.access_bytes.into())?;
         }
         w.prop_reg(2, 2, &[(u.base, 0x1000)])?;
         if let Some(spec) = u.gsiv.and_then(|g| gic_irq(g, 0)) {
@@ -526,6 +540,7 @@ mod tests {
                 kind: UartKind::Pl011,
                 base: 0x0900_0000,
                 gsiv: Some(33),
+                access_bytes: 4,
             })
         );
         // This QEMU ran without virtualization=on: PSCI through HVC.
@@ -594,6 +609,75 @@ mod tests {
         assert!(find_prop(dtb, "", "model")
             .unwrap()
             .starts_with(b"ACPI machine"));
+    }
+
+    /// A server's SPCR naming a 16550 (interface type 0x12) at 0x1c020000 with 32-bit or 8-bit
+    /// accesses: a `ns16550a` node whose registers are one access apart, which the console
+    /// code's own reading of a device tree accepts (`uart_kind`, `Layout16550`), and
+    /// `stdout-path` naming it. An SBSA generic UART gets its own compatible string.
+    #[test]
+    fn spcr_16550_and_sbsa_uart_nodes() {
+        use crate::uart::{uart_kind, Layout16550, UartKind as Driver};
+        let be32 = |v: &[u8]| u32::from_be_bytes(v.try_into().unwrap());
+        for (access_size, shift, width) in [(3u8, 2u32, 4u32), (1, 0, 1), (0, 0, 1)] {
+            let mut spcr = SPCR.to_vec();
+            spcr[36] = 0x12;
+            spcr[43] = access_size;
+            spcr[44..52].copy_from_slice(&0x1c02_0000u64.to_le_bytes());
+            fix_checksum(&mut spcr, 9);
+            let mem = machine_mem(&[FACP, APIC, GTDT, &spcr]);
+            let m = parse(&mem, mem.base).unwrap();
+            assert_eq!(m.uart.unwrap().kind, UartKind::Ns16550);
+            let (mut out, mut strings) = (std::vec![0u8; 0x4000], std::vec![0u8; 0x400]);
+            let chosen = Chosen {
+                bootargs: "",
+                initrd: None,
+                rng_seed: None,
+                realtime: None,
+            };
+            let ram = [Range::new(0x4000_0000, 0x7000_0000)];
+            let n = write_fdt(&m, &mut out, &mut strings, &ram, &chosen).unwrap();
+            let dtb = &out[..n];
+            let node = "/serial@1c020000";
+            let compat = find_prop(dtb, node, "compatible").unwrap();
+            let compat = core::str::from_utf8(compat).unwrap();
+            assert_eq!(
+                uart_kind(compat.split('\0').filter(|c| !c.is_empty())),
+                Some(Driver::Ns16550)
+            );
+            let got_shift = be32(find_prop(dtb, node, "reg-shift").unwrap());
+            let got_width = be32(find_prop(dtb, node, "reg-io-width").unwrap());
+            assert_eq!(
+                (got_shift, got_width),
+                (shift, width),
+                "access size {access_size}"
+            );
+            assert!(Layout16550::new(Some(got_shift), Some(got_width)).is_some());
+            assert_eq!(
+                find_prop(dtb, "/chosen", "stdout-path"),
+                Some(&b"/serial@1c020000\0"[..])
+            );
+        }
+        let mut spcr = SPCR.to_vec();
+        spcr[36] = 0x0e;
+        fix_checksum(&mut spcr, 9);
+        let mem = machine_mem(&[FACP, APIC, GTDT, &spcr]);
+        let m = parse(&mem, mem.base).unwrap();
+        let (mut out, mut strings) = (std::vec![0u8; 0x4000], std::vec![0u8; 0x400]);
+        let chosen = Chosen {
+            bootargs: "",
+            initrd: None,
+            rng_seed: None,
+            realtime: None,
+        };
+        let ram = [Range::new(0x4000_0000, 0x7000_0000)];
+        let n = write_fdt(&m, &mut out, &mut strings, &ram, &chosen).unwrap();
+        let compat = find_prop(&out[..n], "/serial@9000000", "compatible").unwrap();
+        assert_eq!(compat, b"arm,sbsa-uart\0");
+        assert_eq!(
+            uart_kind(["arm,sbsa-uart"].into_iter()),
+            Some(Driver::Pl011)
+        );
     }
 
     #[test]

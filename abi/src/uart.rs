@@ -5,7 +5,7 @@
 /// The UART families Svelt drives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UartKind {
-    /// ARM PL011 (`arm,pl011`).
+    /// ARM PL011 (`arm,pl011`), or an SBSA generic UART (`arm,sbsa-uart`).
     Pl011,
     /// 8250/16550-compatible (`ns16550a`, `ns16550`, `snps,dw-apb-uart`, ...).
     Ns16550,
@@ -25,7 +25,9 @@ pub const NS16550_COMPATIBLE: &[&str] = &[
 /// The driver for a node with these `compatible` strings, if Svelt has one.
 pub fn uart_kind<'a>(mut compatible: impl Iterator<Item = &'a str>) -> Option<UartKind> {
     compatible.find_map(|c| {
-        if c == "arm,pl011" {
+        // The SBSA generic UART is a subset of the PL011's registers (data, flags, interrupt
+        // mask, status and clear), all the driver uses once firmware has enabled the UART.
+        if c == "arm,pl011" || c == "arm,sbsa-uart" {
             Some(UartKind::Pl011)
         } else if NS16550_COMPATIBLE.contains(&c) {
             Some(UartKind::Ns16550)

@@ -567,8 +567,11 @@ fn boot(efi: &Efi, image: Handle) -> Result<Never, Status> {
     };
     if let Source::Acpi(m) = &source {
         efi.print(b"EFI stub: describing the machine from ACPI\n");
-        if m.uart.is_none_or(|u| u.kind != acpi::UartKind::Pl011) {
-            efi.print(b"EFI stub: SPCR names no PL011: Svelt will have no console\n");
+        // Svelt drives a PL011 (SBSA's subset too) and a 16550 with byte or 32-bit registers.
+        let driven =
+            |u: &acpi::Uart| u.kind != acpi::UartKind::Ns16550 || matches!(u.access_bytes, 1 | 4);
+        if !m.uart.as_ref().is_some_and(driven) {
+            efi.print(b"EFI stub: SPCR names no UART Svelt drives: Svelt will have no console\n");
         }
     } else {
         efi.print(b"EFI stub: using the firmware's device tree\n");

@@ -391,3 +391,115 @@ fn efi_stub_reaches_no_link_address() {
         bad.join("\n")
     );
 }
+
+/// Started the way the README tells a board's user to: from the EFI shell, by a startup.nsh on
+/// a FAT disk (QEMU's vvfat over a directory, on virtio-blk), with no `-kernel` at all. The
+/// shell passes its command line as the load options, so the stub must read the initrd from
+/// `initrd=` files on the volume it was loaded from (edk2 offers no LoadFile2 initrd here), and
+/// concatenate two of them: a plain archive of our own holding a test program under a path the
+/// userland lacks, then the userland's gzip archive (in that order, as an early cpio goes first:
+/// a cpio member must start at a multiple of 4, which the gzip file's length is not, on Linux
+/// too). The program from the first archive then runs as the first process.
+#[test]
+fn edk2_shell_starts_the_image_with_initrd_files() {
+    let cfg = Config {
+        initrd: Initrd::Default,
+        ..Config::default()
+    };
+    if !edk2_installed("edk2_shell_starts_the_image_with_initrd_files") || !ready(&cfg) {
+        return;
+    }
+    let root = svelt_tests::root();
+    let esp = root.join("target/firmware/esp");
+    let _ = std::fs::remove_dir_all(&esp);
+    std::fs::create_dir_all(esp.join("EFI/svelt")).unwrap();
+    let release = root.join("target/kernel/aarch64-unknown-none-softfloat/release");
+    std::fs::copy(release.join("svelt.img"), esp.join("EFI/svelt/svelt.efi")).unwrap();
+    std::fs::copy(
+        root.join("target/initramfs.cpio.gz"),
+        esp.join("EFI/svelt/initrd.img"),
+    )
+    .unwrap();
+    // The first archive: /extra/sve_regs, a copy of a test program.
+    let program =
+        std::fs::read(root.join("target/user/aarch64-unknown-none/release/sve_regs")).unwrap();
+    let mut extra = Vec::new();
+    let mut w = svelt_abi::cpio::Writer::new(|b: &[u8]| extra.extend_from_slice(b));
+    w.dir("extra", 0o755);
+    w.file("extra/sve_regs", 0o755, &program);
+    w.finish();
+    std::fs::write(esp.join("extra.cpio"), extra).unwrap();
+    // Backslash and slash paths both name files on the boot volume (Linux's stub's rule).
+    std::fs::write(
+        esp.join("startup.nsh"),
+        "fs0:\r\n\\EFI\\svelt\\svelt.efi initrd=/extra.cpio initrd=\\EFI\\svelt\\initrd.img \
+         svelt.exit=semihosting init=/extra/sve_regs\r\n",
+    )
+    .unwrap();
+
+    let qemu = std::env::var("QEMU").unwrap_or_else(|_| "qemu-system-aarch64".into());
+    let run = svelt_tests::run_command(
+        std::process::Command::new(qemu)
+            .args([
+                "-M",
+                "virt,gic-version=3,virtualization=on,acpi=off",
+                "-cpu",
+                "max,pauth-impdef=on",
+                "-smp",
+                "2",
+                "-m",
+                "1G",
+                "-nographic",
+                "-nodefaults",
+                "-serial",
+                "stdio",
+                "-monitor",
+                "none",
+                "-no-reboot",
+                "-nic",
+                "none",
+                "-semihosting-config",
+                "enable=on,target=native",
+                "-bios",
+                EDK2,
+                "-drive",
+            ])
+            .arg(format!(
+                "if=none,id=esp,format=raw,readonly=on,file=fat:{}",
+                esp.display()
+            ))
+            .args(["-device", "virtio-blk-pci,drive=esp"]),
+        Duration::from_secs(300),
+    );
+    let ctx = || format!("--- output ---\n{}", run.output);
+    assert!(
+        run.output
+            .contains("EFI stub: using the firmware's device tree"),
+        "{}",
+        ctx()
+    );
+    // The kernel's command line: the shell's words without the initrd= ones.
+    let cmdline = run
+        .output
+        .lines()
+        .find(|l| l.contains("command line: "))
+        .unwrap_or_else(|| panic!("no command line logged; {}", ctx()));
+    assert!(
+        cmdline.contains("svelt.exit=semihosting init=/extra/sve_regs\"")
+            && !cmdline.contains("initrd="),
+        "{cmdline}"
+    );
+    let r = svelt_tests::parse_report(&run.output);
+    assert_eq!(r.entered_el, Some(2), "{}", ctx());
+    assert_eq!(r.kernel_el, Some((2, true)), "{}", ctx());
+    assert_eq!(r.cpus_online, Some(2), "{}", ctx());
+    // Both archives were unpacked (the program is only in the second), and it ran and passed.
+    let k = svelt_tests::parse_ktap(&run.output);
+    assert!(
+        run.output.contains("\nok ") && k.failures().is_empty(),
+        "{}",
+        ctx()
+    );
+    assert_eq!(r.exit_status, Some(0), "{}", ctx());
+    assert_eq!(run.status, Some(0), "QEMU's status; {}", ctx());
+}
