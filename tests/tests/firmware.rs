@@ -427,7 +427,7 @@ fn edk2_shell_starts_the_image_with_initrd_files() {
     let mut w = svelt_abi::cpio::Writer::new(|b: &[u8]| extra.extend_from_slice(b));
     w.dir("extra", 0o755);
     w.file("extra/sve_regs", 0o755, &program);
-    drop(w.finish());
+    let _ = w.finish();
     std::fs::write(esp.join("extra.cpio"), extra).unwrap();
     // Backslash and slash paths both name files on the boot volume (Linux's stub's rule).
     std::fs::write(
