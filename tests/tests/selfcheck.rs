@@ -1,9 +1,9 @@
 //! The one-file self-checking Image (`./qemu-run.sh --build-selfcheck`): the kernel with the test
 //! userland built in, booted with nothing but `qemu-system-aarch64 -M virt -cpu max -nographic
-//! -kernel IMAGE` (no initrd, no command line, no semihosting: EL1, one CPU). It must run the
-//! whole suite, print the KTAP report and `svelt-selfcheck: N passed, F failed, S skipped` with
-//! the report's own counts and F = 0, and power off through PSCI (QEMU ends by itself). And
-//! `--embed FILE` builds a user's own archive in instead: its /init runs.
+//! -kernel IMAGE` (no initrd, no command line, no semihosting: EL1, one CPU, QEMU's default
+//! 128 MiB). It must run the whole suite, print the KTAP report and `svelt-selfcheck: N passed,
+//! F failed, S skipped` with the report's own counts and F = 0, and power off through PSCI (QEMU
+//! ends by itself). And `--embed FILE` builds a user's own archive in instead: its /init runs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -40,9 +40,9 @@ fn build_selfcheck(embed: Option<&Path>, out: &Path) {
     std::fs::copy(root().join("target/svelt-selfcheck.img"), out).expect("copy the image");
 }
 
-/// QEMU with the plainest command line that boots a Linux arm64 Image (`-nic none`: without
-/// it QEMU wants the default NIC's boot ROM, which a host without ipxe-qemu lacks; `-m 1G`: in
-/// QEMU's default 128 MiB the OOM killer ends mm_cow's fork_shares_until_written).
+/// QEMU with the plainest command line that boots a Linux arm64 Image, in QEMU's default 128 MiB
+/// of RAM, a small board's (`-nic none`: without it QEMU wants the default NIC's boot ROM,
+/// which a host without ipxe-qemu lacks).
 fn plain_boot(image: &Path, timeout: Duration) -> Run {
     let qemu = std::env::var("QEMU").unwrap_or_else(|_| "qemu-system-aarch64".into());
     run_command(
@@ -52,8 +52,6 @@ fn plain_boot(image: &Path, timeout: Duration) -> Run {
                 "virt",
                 "-cpu",
                 "max",
-                "-m",
-                "1G",
                 "-nographic",
                 "-nic",
                 "none",
