@@ -270,26 +270,29 @@ fn controlling_terminal() -> TestResult {
 }
 
 /// A child in a group of its own (so in the background) running `f`; returns its wait status
-/// as WUNTRACED reports it, killing it if it stopped.
+/// as a blocking `waitpid(pid, WUNTRACED)` reports it (as a shell waits for its foreground
+/// job), killing it if it stopped. A SIGALRM 5 s on (no SA_RESTART) ends a wait that never
+/// returns, which is then an error: the child is killed and `ETIMEDOUT` returned.
 fn background(f: impl FnOnce() -> i32) -> SysResult<i32> {
     let pid = spawn(|| {
         let _ = sys::setpgid(0, 0);
         f()
     })?;
     let _ = sys::setpgid(pid, pid);
-    let deadline = sys::now_ns() + 5_000_000_000;
-    let st = loop {
-        match sys::waitpid(pid, WUNTRACED | WNOHANG)? {
-            (0, _) if sys::now_ns() < deadline => sys::sleep_ns(1_000_000),
-            (0, _) => {
-                println!("# background child {pid}: nothing to report after 5 s");
-                let _ = sys::kill(pid, SIGKILL);
-                let (st, _) = wait_bounded(pid, 5_000_000_000)?;
-                println!("# killed: {}", describe(st));
-                return Ok(st);
-            }
-            (_, st) => break st,
+    let old = set_handler(SIGALRM, note, 0, 0)?;
+    alarm_in(5_000_000_000);
+    let r = sys::waitpid(pid, WUNTRACED);
+    alarm_in(0);
+    let _ = sigaction_raw(SIGALRM, Some(&old));
+    let st = match r {
+        Ok((_, st)) => st,
+        Err(EINTR) => {
+            println!("# background child {pid}: waitpid(WUNTRACED) still waiting after 5 s");
+            let _ = sys::kill(pid, SIGKILL);
+            let _ = wait_bounded(pid, 5_000_000_000)?;
+            return Err(ETIMEDOUT);
         }
+        Err(e) => return Err(e),
     };
     if wifstopped(st) {
         let _ = sys::kill(pid, SIGKILL);
@@ -299,6 +302,21 @@ fn background(f: impl FnOnce() -> i32) -> SysResult<i32> {
         }
     }
     Ok(st)
+}
+
+/// Arms (or, with 0, disarms) a one-shot ITIMER_REAL.
+fn alarm_in(ns: u64) {
+    let t = sys::Itimerval {
+        it_interval: sys::Timeval::default(),
+        it_value: sys::Timeval {
+            tv_sec: (ns / 1_000_000_000) as i64,
+            tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
+        },
+    };
+    let _ = sys::syscall(
+        nr::SETITIMER,
+        &[sys::ITIMER_REAL as usize, &t as *const _ as usize, 0],
+    );
 }
 
 static mut GOT: i32 = 0;
