@@ -114,6 +114,7 @@ pub mod nr {
     pub const SETUID: usize = 146;
     pub const SETPGID: usize = 154;
     pub const GETPGID: usize = 155;
+    pub const GETSID: usize = 156;
     pub const SETSID: usize = 157;
     pub const UNAME: usize = 160;
     pub const GETRLIMIT: usize = 163;

@@ -150,7 +150,9 @@ pub fn getpgid(pid: i32) -> SysResult<usize> {
     let p = if pid == 0 {
         task::current().process()
     } else {
-        task::find_process(pid as u32).ok_or(Errno::ESRCH)?
+        task::find_process(pid as u32)
+            .or_else(|| task::find_zombie(pid as u32))
+            .ok_or(Errno::ESRCH)?
     };
     Ok(p.pgid.load(Ordering::Relaxed) as usize)
 }
@@ -159,7 +161,9 @@ pub fn getsid(pid: i32) -> SysResult<usize> {
     let p = if pid == 0 {
         task::current().process()
     } else {
-        task::find_process(pid as u32).ok_or(Errno::ESRCH)?
+        task::find_process(pid as u32)
+            .or_else(|| task::find_zombie(pid as u32))
+            .ok_or(Errno::ESRCH)?
     };
     Ok(p.sid.load(Ordering::Relaxed) as usize)
 }

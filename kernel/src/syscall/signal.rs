@@ -150,33 +150,34 @@ pub fn kill(pid: i32, signo: i32) -> SysResult<usize> {
         signal::valid_signo(signo)?
     };
     let me = task::current().process();
+    let g = match pid {
+        0 => me.pgid.load(Ordering::Relaxed),
+        p => p.unsigned_abs(),
+    };
+    let chosen = |p: &task::Process| match pid {
+        p1 if p1 > 0 => p.pid == p1 as u32,
+        -1 => p.pid > 1 && p.pid != me.pid,
+        _ => p.pgid.load(Ordering::Relaxed) == g,
+    };
     let targets: alloc::vec::Vec<_> = match pid {
-        p if p > 0 => alloc::vec![task::find_process(p as u32).ok_or(Errno::ESRCH)?],
-        0 => {
-            let g = me.pgid.load(Ordering::Relaxed);
-            task::all_processes()
-                .into_iter()
-                .filter(|p| p.pgid.load(Ordering::Relaxed) == g)
-                .collect()
-        }
-        -1 => task::all_processes()
+        p if p > 0 => task::find_process(p as u32).into_iter().collect(),
+        _ => task::all_processes()
             .into_iter()
-            .filter(|p| p.pid > 1 && p.pid != me.pid)
+            .filter(|p| chosen(p))
             .collect(),
-        p => {
-            let g = p.unsigned_abs();
-            task::all_processes()
-                .into_iter()
-                .filter(|p| p.pgid.load(Ordering::Relaxed) == g)
-                .collect()
-        }
     };
     let targets: alloc::vec::Vec<_> = targets
         .into_iter()
         .filter(|p| p.pid != 0 && !matches!(*p.state.lock(), task::ProcState::Zombie(_)))
         .collect();
     if targets.is_empty() {
-        return Err(Errno::ESRCH);
+        // Zombies count as found (their pids live until they are reaped, as on Linux), but
+        // a signal to one goes nowhere.
+        return if task::zombies().iter().any(|z| chosen(z)) {
+            Ok(0)
+        } else {
+            Err(Errno::ESRCH)
+        };
     }
     if s != 0 {
         for p in &targets {

@@ -558,6 +558,28 @@ pub fn all_processes() -> Vec<Arc<Process>> {
     v
 }
 
+/// Processes that have ended and wait to be reaped: they have no threads, so `all_processes`
+/// misses them, but their pid, group and session live on until their parent's wait (as on
+/// Linux). Every one is a child of a live process (orphans go to init). Slow (a walk of every
+/// process's children): for the paths that found no live process.
+pub fn zombies() -> Vec<Arc<Process>> {
+    let mut v = Vec::new();
+    for p in all_processes() {
+        // Children, then their state: wait's lock order.
+        for c in p.children.lock().iter() {
+            if matches!(*c.state.lock(), ProcState::Zombie(_)) {
+                v.push(c.clone());
+            }
+        }
+    }
+    v
+}
+
+/// The zombie with this pid, if any (see `zombies`).
+pub fn find_zombie(pid: Pid) -> Option<Arc<Process>> {
+    zombies().into_iter().find(|p| p.pid == pid)
+}
+
 /// `all_processes` for an interrupt handler: None if the table is busy (the code it
 /// interrupted may hold it).
 pub fn try_all_processes() -> Option<Vec<Arc<Process>>> {

@@ -341,6 +341,37 @@ fn waitid_siginfo() -> TestResult {
     Ok(())
 }
 
+/// A child that has exited but is not yet reaped still has its pid: signals to it (or to a
+/// group holding only it) succeed and go nowhere, and its group and session can be read. Once
+/// reaped, the pid is gone (ESRCH).
+fn zombies_keep_their_pid_until_reaped() -> TestResult {
+    let pid = t!(spawn(|| {
+        let _ = sys::setpgid(0, 0);
+        5
+    }));
+    let _ = sys::setpgid(pid, pid);
+    // Returns once the child is a zombie, leaving it one.
+    let info = t!(waitid(P_PID, pid, WEXITED | WNOWAIT));
+    check_eq!((info.pid(), info.status()), (pid, 5));
+    check_eq!(sys::kill(pid, 0), Ok(0), "kill(zombie, 0)");
+    check_eq!(sys::kill(pid, SIGKILL), Ok(0), "kill(zombie, SIGKILL)");
+    check_eq!(sys::kill(-pid, 0), Ok(0), "kill(-group of a zombie, 0)");
+    check_eq!(sys::getpgid(pid), Ok(pid), "getpgid(zombie)");
+    check_eq!(
+        sys::syscall(nr::GETSID, &[pid as usize]),
+        sys::syscall(nr::GETSID, &[0]),
+        "getsid(zombie)"
+    );
+    // SIGKILL changed nothing: it still exited with 5.
+    let (p, st) = t!(sys::waitpid(pid, 0));
+    check_eq!(p, pid);
+    check_eq!(describe(st), "exited 5");
+    check_eq!(sys::kill(pid, 0), Err(ESRCH), "kill(reaped, 0)");
+    check_eq!(sys::kill(-pid, 0), Err(ESRCH), "kill(-reaped group, 0)");
+    check_eq!(sys::getpgid(pid), Err(ESRCH), "getpgid(reaped)");
+    Ok(())
+}
+
 fn orphans_are_reparented() -> TestResult {
     // A grandchild whose parent exited gets a new parent (init or a subreaper), not our pid.
     let me = sys::getpid();
@@ -391,6 +422,10 @@ fn main(a: &rt::Args) -> i32 {
         ("wait_wnohang_and_echild", wnohang_and_echild),
         ("waitid_siginfo", waitid_siginfo),
         ("orphans_are_reparented", orphans_are_reparented),
+        (
+            "zombies_keep_their_pid_until_reaped",
+            zombies_keep_their_pid_until_reaped,
+        ),
     ])
 }
 
