@@ -593,8 +593,13 @@ impl Inode for ProcRoot {
         if name.starts_with('0') || name.starts_with('+') {
             return Err(Errno::ENOENT);
         }
-        // A thread's ID names its process's directory too (not listed, as on Linux).
-        let t = task::find_task(id).ok_or(Errno::ENOENT)?;
+        // A thread's ID names its process's directory too (not listed, as on Linux). A zombie
+        // has one until it is reaped.
+        let Some(t) = task::find_task(id) else {
+            return task::find_zombie(id)
+                .map(|_| PidDir::new(id, None) as Arc<dyn Inode>)
+                .ok_or(Errno::ENOENT);
+        };
         if t.is_idle() {
             return Err(Errno::ENOENT);
         }
@@ -603,10 +608,12 @@ impl Inode for ProcRoot {
     }
     fn entries(&self) -> SysResult<Vec<(String, u64, Kind)>> {
         let mut v = self.fixed.entries()?;
-        for p in task::all_processes() {
-            if p.pid != 0 {
-                v.push((format!("{}", p.pid), dir_ino(p.pid, false), Kind::Dir));
-            }
+        let mut pids: Vec<u32> = task::all_processes().iter().map(|p| p.pid).collect();
+        pids.extend(task::zombies().iter().map(|p| p.pid));
+        pids.sort_unstable();
+        pids.dedup();
+        for pid in pids.into_iter().filter(|&p| p != 0) {
+            v.push((format!("{pid}"), dir_ino(pid, false), Kind::Dir));
         }
         Ok(v)
     }
@@ -627,7 +634,19 @@ struct Target {
 
 impl Target {
     fn process(&self) -> SysResult<Arc<Process>> {
-        task::find_process(self.pid).ok_or(Errno::ESRCH)
+        task::find_process(self.pid)
+            .or_else(|| task::find_zombie(self.pid))
+            .ok_or(Errno::ESRCH)
+    }
+
+    /// The process, if it is a zombie and this names it (not one of its threads).
+    fn zombie(&self) -> Option<Arc<Process>> {
+        if self.tid.is_some_and(|t| t != self.pid) {
+            return None;
+        }
+        let p = self.process().ok()?;
+        let zombie = matches!(*p.state.lock(), task::ProcState::Zombie(_));
+        zombie.then_some(p)
     }
 
     /// The thread named, or for the process its leader (or any live thread once the leader
@@ -934,7 +953,9 @@ impl Inode for PidDir {
             .entries_here()
             .find(|(_, (n, _))| *n == name)
             .ok_or(Errno::ENOENT)?;
-        self.target.task().map_err(|_| Errno::ENOENT)?;
+        if self.target.task().is_err() && self.target.zombie().is_none() {
+            return Err(Errno::ENOENT);
+        }
         let ino = entry_ino(self.ino, slot);
         let target = self.target;
         Ok(match *entry {
@@ -1123,7 +1144,11 @@ fn fdinfo(t: Target, out: &mut Text) -> SysResult<()> {
 }
 
 fn comm(t: Target, out: &mut Text) -> SysResult<()> {
-    let c = t.task()?.comm();
+    let c = match (t.task(), t.zombie()) {
+        (Ok(th), _) => th.comm(),
+        (Err(_), Some(z)) => *z.zombie_comm.lock(),
+        (Err(e), None) => return Err(e),
+    };
     out.raw(procfs::comm_str(&c));
     out.raw(b"\n");
     Ok(())
@@ -1164,6 +1189,10 @@ fn copy_user_area(
 }
 
 fn cmdline(t: Target, out: &mut Text) -> SysResult<()> {
+    // A zombie's is empty (it has no memory left).
+    if t.zombie().is_some() {
+        return Ok(());
+    }
     let Some(mm) = t.task()?.mm() else {
         return Ok(());
     };
@@ -1328,7 +1357,11 @@ fn is_stack(start: usize, end: usize, info: &crate::mm::aspace::ExecInfo) -> boo
 
 fn stat(t: Target, out: &mut Text) -> SysResult<()> {
     let p = t.process()?;
-    let th = t.task()?;
+    let th = match t.task() {
+        Ok(th) => th,
+        Err(_) if t.zombie().is_some() => return zombie_stat(&p, out),
+        Err(e) => return Err(e),
+    };
     let comm = th.comm();
     let state = task_state(&p, &th);
     let mm = th.mm().map(|m| MmFigures::of(&m, false));
@@ -1384,6 +1417,28 @@ fn stat(t: Target, out: &mut Text) -> SysResult<()> {
     Ok(())
 }
 
+/// A zombie's stat: its name, state Z, its family and exit signal; no memory, no signals.
+fn zombie_stat(p: &Process, out: &mut Text) -> SysResult<()> {
+    let comm = *p.zombie_comm.lock();
+    let s = TaskStat {
+        pid: p.pid,
+        comm: procfs::comm_str(&comm),
+        state: TaskState::Zombie.letter(),
+        ppid: p.ppid() as i32,
+        pgrp: p.pgid.load(Ordering::Relaxed) as i32,
+        session: p.sid.load(Ordering::Relaxed) as i32,
+        tty_nr: 0,
+        tpgid: -1,
+        priority: 20,
+        num_threads: 1,
+        rsslim: p.rlimit(svelt_abi::sys::RLIMIT_RSS),
+        exit_signal: p.exit_signal.load(Ordering::Relaxed) as i32,
+        ..Default::default()
+    };
+    let _ = s.write(out);
+    Ok(())
+}
+
 fn statm(t: Target, out: &mut Text) -> SysResult<()> {
     let th = t.task()?;
     let Some(m) = th.mm().map(|m| MmFigures::of(&m, true)) else {
@@ -1407,7 +1462,11 @@ const CAP_FULL: u64 = (1 << 41) - 1;
 
 fn status(t: Target, out: &mut Text) -> SysResult<()> {
     let p = t.process()?;
-    let th = t.task()?;
+    let th = match t.task() {
+        Ok(th) => th,
+        Err(_) if t.zombie().is_some() => return zombie_status(&p, out),
+        Err(e) => return Err(e),
+    };
     let comm = th.comm();
     let threads = p.live_threads();
     let (blocked, pending) = {
@@ -1479,6 +1538,34 @@ fn status(t: Target, out: &mut Text) -> SysResult<()> {
         seccomp: u32::from(sc.mode.load(Ordering::Relaxed).min(2)),
         seccomp_filters: sc.filter_count() as u32,
         cpus_allowed: th.affinity.load(),
+        nr_cpu_ids: crate::percpu::possible() as u32,
+        ..Default::default()
+    };
+    let _ = s.write(out);
+    Ok(())
+}
+
+/// A zombie's status: name, state, ids and limits; no memory, files or signal lines' sources.
+fn zombie_status(p: &Process, out: &mut Text) -> SysResult<()> {
+    let comm = *p.zombie_comm.lock();
+    let euid = p.euid.load(Ordering::Relaxed);
+    let s = TaskStatus {
+        comm: procfs::comm_str(&comm),
+        state: Some(TaskState::Zombie),
+        tgid: p.pid,
+        pid: p.pid,
+        ppid: p.ppid(),
+        uid: [
+            p.uid.load(Ordering::Relaxed),
+            euid,
+            p.suid.load(Ordering::Relaxed),
+            euid,
+        ],
+        pgid: p.pgid.load(Ordering::Relaxed),
+        sid: p.sid.load(Ordering::Relaxed),
+        threads: 1,
+        sigq: (0, p.rlimit(svelt_abi::sys::RLIMIT_SIGPENDING)),
+        cap_bnd: CAP_FULL,
         nr_cpu_ids: crate::percpu::possible() as u32,
         ..Default::default()
     };

@@ -96,6 +96,8 @@ pub fn kill_group(p: &Arc<Process>, status: i32, except: Option<u32>) {
 }
 
 fn process_exit(p: &Arc<Process>, status: i32) {
+    // The last thread is the one running this.
+    *p.zombie_comm.lock() = super::current().comm();
     crate::fs::tty::process_exit(p);
     super::timer::arm_itimer(p, 0, 0);
     crate::ptrace::tracer_exit(p);

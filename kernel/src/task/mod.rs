@@ -245,6 +245,8 @@ pub struct Process {
     pub stop_gen: AtomicU32,
     /// A core dump in progress: the other threads wait in it (see coredump::task_exit).
     pub core_state: Mutex<Option<Arc<crate::coredump::CoreState>>>,
+    /// The name its last thread had, kept for /proc while the process is a zombie.
+    pub zombie_comm: Mutex<[u8; svelt_abi::procfs::TASK_COMM_LEN]>,
 }
 
 /// Resource limits of the first process (Linux's defaults for init).
@@ -338,6 +340,7 @@ impl Process {
             tracees: Mutex::new(Vec::new()),
             stop_gen: AtomicU32::new(0),
             core_state: Mutex::new(None),
+            zombie_comm: Mutex::new([0; svelt_abi::procfs::TASK_COMM_LEN]),
         })
     }
 

@@ -837,6 +837,62 @@ fn dead_process_files() -> TestResult {
     Ok(())
 }
 
+/// An ended, unreaped child (a zombie, as ps shows `<defunct>`): listed in /proc, its stat in
+/// state Z with its name, family and no memory, its status `Z (zombie)`, its cmdline empty;
+/// all gone once it is reaped.
+fn zombie_process_files() -> TestResult {
+    let me = sys::getpid() as i64;
+    let child = t!(proc::spawn(|| 0));
+    // waitid(P_PID, child, WEXITED | WNOWAIT): returns once it is a zombie, leaving it one.
+    let mut info = [0u8; 128];
+    t!(sys::syscall(
+        nr::WAITID,
+        &[
+            1,
+            child as usize,
+            info.as_mut_ptr() as usize,
+            4 | 0x0100_0000,
+            0
+        ]
+    ));
+    let listed = dir_names("/proc")?.contains(&format!("{child}"));
+    let (comm, f) = stat_fields(&format!("/proc/{child}/stat"))?;
+    let status = text(&format!("/proc/{child}/status"))?;
+    let cmdline = bytes(&format!("/proc/{child}/cmdline"));
+    let _ = sys::waitpid(child, 0);
+    check!(listed, "/proc lists the zombie {child}");
+    check_eq!(comm, "procfs");
+    check_eq!(f[0], format!("{child}"));
+    check_eq!(f[2], "Z", "stat's state");
+    check_eq!(num(&f[3])?, me, "stat's ppid");
+    check_eq!(
+        num(&f[4])?,
+        num(text("/proc/self/stat")?.split(' ').nth(4).unwrap_or(""))?
+    );
+    check_eq!(num(&f[22])?, 0, "a zombie's vsize");
+    check_eq!(num(&f[23])?, 0, "a zombie's rss");
+    check_eq!(
+        status_field(&status, "State"),
+        Some("Z (zombie)"),
+        "{status}"
+    );
+    check_eq!(status_field(&status, "Name"), Some("procfs"));
+    let ppid = me.to_string();
+    check_eq!(status_field(&status, "PPid"), Some(ppid.as_str()));
+    check_eq!(
+        status_field(&status, "VmRSS"),
+        None,
+        "a zombie has no memory"
+    );
+    check_eq!(cmdline?, Vec::<u8>::new(), "a zombie's cmdline");
+    check!(!dir_names("/proc")?.contains(&format!("{child}")), "reaped");
+    check_eq!(
+        sys::open(&format!("/proc/{child}/stat"), O_RDONLY),
+        Err(ENOENT)
+    );
+    Ok(())
+}
+
 fn main(a: &rt::Args) -> i32 {
     ensure_proc();
     if a.arg(1) == Some("--env-child") {
@@ -865,6 +921,7 @@ fn main(a: &rt::Args) -> i32 {
         ("auxv_is_the_programs", auxv_is_the_programs),
         ("sys_kernel_files", sys_kernel_files),
         ("dead_process_files", dead_process_files),
+        ("zombie_process_files", zombie_process_files),
     ])
 }
 
