@@ -611,6 +611,24 @@ mod tests {
             .starts_with(b"ACPI machine"));
     }
 
+    /// QEMU's tables with this SPCR instead of its own: the machine, and the device tree the
+    /// stub would write for it.
+    fn machine_with_spcr(spcr: &[u8]) -> (Machine, std::vec::Vec<u8>) {
+        let mem = machine_mem(&[FACP, APIC, GTDT, spcr]);
+        let m = parse(&mem, mem.base).unwrap();
+        let (mut out, mut strings) = (std::vec![0u8; 0x4000], std::vec![0u8; 0x400]);
+        let chosen = Chosen {
+            bootargs: "",
+            initrd: None,
+            rng_seed: None,
+            realtime: None,
+        };
+        let ram = [Range::new(0x4000_0000, 0x7000_0000)];
+        let n = write_fdt(&m, &mut out, &mut strings, &ram, &chosen).unwrap();
+        out.truncate(n);
+        (m, out)
+    }
+
     /// A server's SPCR naming a 16550 (interface type 0x12) at 0x1c020000 with 32-bit or 8-bit
     /// accesses: a `ns16550a` node whose registers are one access apart, which the console
     /// code's own reading of a device tree accepts (`uart_kind`, `Layout16550`), and
@@ -625,19 +643,9 @@ mod tests {
             spcr[43] = access_size;
             spcr[44..52].copy_from_slice(&0x1c02_0000u64.to_le_bytes());
             fix_checksum(&mut spcr, 9);
-            let mem = machine_mem(&[FACP, APIC, GTDT, &spcr]);
-            let m = parse(&mem, mem.base).unwrap();
+            let (m, dtb) = machine_with_spcr(&spcr);
             assert_eq!(m.uart.unwrap().kind, UartKind::Ns16550);
-            let (mut out, mut strings) = (std::vec![0u8; 0x4000], std::vec![0u8; 0x400]);
-            let chosen = Chosen {
-                bootargs: "",
-                initrd: None,
-                rng_seed: None,
-                realtime: None,
-            };
-            let ram = [Range::new(0x4000_0000, 0x7000_0000)];
-            let n = write_fdt(&m, &mut out, &mut strings, &ram, &chosen).unwrap();
-            let dtb = &out[..n];
+            let dtb = &dtb[..];
             let node = "/serial@1c020000";
             let compat = find_prop(dtb, node, "compatible").unwrap();
             let compat = core::str::from_utf8(compat).unwrap();
@@ -661,18 +669,8 @@ mod tests {
         let mut spcr = SPCR.to_vec();
         spcr[36] = 0x0e;
         fix_checksum(&mut spcr, 9);
-        let mem = machine_mem(&[FACP, APIC, GTDT, &spcr]);
-        let m = parse(&mem, mem.base).unwrap();
-        let (mut out, mut strings) = (std::vec![0u8; 0x4000], std::vec![0u8; 0x400]);
-        let chosen = Chosen {
-            bootargs: "",
-            initrd: None,
-            rng_seed: None,
-            realtime: None,
-        };
-        let ram = [Range::new(0x4000_0000, 0x7000_0000)];
-        let n = write_fdt(&m, &mut out, &mut strings, &ram, &chosen).unwrap();
-        let compat = find_prop(&out[..n], "/serial@9000000", "compatible").unwrap();
+        let (_, dtb) = machine_with_spcr(&spcr);
+        let compat = find_prop(&dtb, "/serial@9000000", "compatible").unwrap();
         assert_eq!(compat, b"arm,sbsa-uart\0");
         assert_eq!(
             uart_kind(["arm,sbsa-uart"].into_iter()),

@@ -377,6 +377,27 @@ pub struct Itimerval {
     pub it_value: Timeval,
 }
 
+/// setitimer(ITIMER_REAL) to fire in `value_ns` and then every `interval_ns` (0: once; a
+/// `value_ns` of 0 disarms); returns the timer as it was.
+pub fn setitimer_real(value_ns: u64, interval_ns: u64) -> SysResult<Itimerval> {
+    let tv = |ns: u64| Timeval {
+        tv_sec: (ns / 1_000_000_000) as i64,
+        tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
+    };
+    let new = Itimerval {
+        it_interval: tv(interval_ns),
+        it_value: tv(value_ns),
+    };
+    let mut old = Itimerval::default();
+    sc!(
+        nr::SETITIMER,
+        ITIMER_REAL,
+        &new as *const Itimerval,
+        &mut old as *mut Itimerval
+    )
+    .map(|_| old)
+}
+
 /// `struct stat` for arm64 (asm-generic layout), 128 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug)]

@@ -537,17 +537,7 @@ fn online_cpus() -> u32 {
 
 /// SIGALRM (default action: terminate) after CASE_LIMIT_NS of guest time.
 fn arm_limit() {
-    let t = sys::Itimerval {
-        it_interval: sys::Timeval::default(),
-        it_value: sys::Timeval {
-            tv_sec: (CASE_LIMIT_NS / 1_000_000_000) as i64,
-            tv_usec: ((CASE_LIMIT_NS % 1_000_000_000) / 1000) as i64,
-        },
-    };
-    let _ = sys::syscall(
-        nr::SETITIMER,
-        &[sys::ITIMER_REAL as usize, &t as *const _ as usize, 0],
-    );
+    let _ = sys::setitimer_real(CASE_LIMIT_NS, 0);
 }
 
 /// Shared anonymous memory as atomics, for a case and its helper process.

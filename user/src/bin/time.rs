@@ -138,33 +138,12 @@ extern "C" fn on_alarm(sig: i32, info: *mut SigInfo, _uc: *mut u8) {
     }
 }
 
-fn setitimer(value_ns: u64, interval_ns: u64) -> SysResult<Itimerval> {
-    let tv = |ns: u64| Timeval {
-        tv_sec: (ns / 1_000_000_000) as i64,
-        tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
-    };
-    let new = Itimerval {
-        it_interval: tv(interval_ns),
-        it_value: tv(value_ns),
-    };
-    let mut old = Itimerval::default();
-    sys::syscall(
-        nr::SETITIMER,
-        &[
-            ITIMER_REAL as usize,
-            &new as *const _ as usize,
-            &mut old as *mut _ as usize,
-        ],
-    )
-    .map(|_| old)
-}
-
 fn itimer_real_delivers_sigalrm() -> TestResult {
     t!(set_handler(SIGALRM, on_alarm, 0, 0));
     ALARMS.store(0, Ordering::SeqCst);
     let old_mask = t!(sigprocmask(SIG_BLOCK, Some(bit(SIGALRM))));
     let t0 = sys::now_ns();
-    t!(setitimer(50 * MS, 0));
+    t!(sys::setitimer_real(50 * MS, 0));
     let mut cur = Itimerval::default();
     t!(sys::syscall(
         nr::GETITIMER,
@@ -178,11 +157,11 @@ fn itimer_real_delivers_sigalrm() -> TestResult {
     check_eq!(ALARMS.load(Ordering::SeqCst), 1);
     check!(waited >= 50 * MS, "SIGALRM after {waited} ns");
     // A periodic timer fires again and again.
-    t!(setitimer(10 * MS, 10 * MS));
+    t!(sys::setitimer_real(10 * MS, 10 * MS));
     while ALARMS.load(Ordering::SeqCst) < 4 {
         let _ = sigsuspend(old_mask & !bit(SIGALRM));
     }
-    let old = t!(setitimer(0, 0));
+    let old = t!(sys::setitimer_real(0, 0));
     check_eq!(
         old.it_interval.tv_usec,
         10_000,
@@ -196,7 +175,7 @@ fn itimer_real_delivers_sigalrm() -> TestResult {
 
 fn alarm_default_action_terminates() -> TestResult {
     let st = t!(in_child(|| {
-        if setitimer(20 * MS, 0).is_err() {
+        if sys::setitimer_real(20 * MS, 0).is_err() {
             return 1;
         }
         loop {
@@ -215,7 +194,7 @@ extern "C" fn noop(_sig: i32, _info: *mut SigInfo, _uc: *mut u8) {}
 
 fn nanosleep_interrupted_reports_remaining() -> TestResult {
     t!(set_handler(SIGALRM, noop, 0, 0));
-    t!(setitimer(30 * MS, 0));
+    t!(sys::setitimer_real(30 * MS, 0));
     let mut rem = Timespec::default();
     let r = sys::nanosleep(&Timespec::from_ns(2_000 * MS), Some(&mut rem));
     check_eq!(r, Err(EINTR));

@@ -280,9 +280,9 @@ fn background(f: impl FnOnce() -> i32) -> SysResult<i32> {
     })?;
     let _ = sys::setpgid(pid, pid);
     let old = set_handler(SIGALRM, note, 0, 0)?;
-    alarm_in(5_000_000_000);
+    let _ = sys::setitimer_real(5_000_000_000, 0);
     let r = sys::waitpid(pid, WUNTRACED);
-    alarm_in(0);
+    let _ = sys::setitimer_real(0, 0);
     let _ = sigaction_raw(SIGALRM, Some(&old));
     let st = match r {
         Ok((_, st)) => st,
@@ -302,21 +302,6 @@ fn background(f: impl FnOnce() -> i32) -> SysResult<i32> {
         }
     }
     Ok(st)
-}
-
-/// Arms (or, with 0, disarms) a one-shot ITIMER_REAL.
-fn alarm_in(ns: u64) {
-    let t = sys::Itimerval {
-        it_interval: sys::Timeval::default(),
-        it_value: sys::Timeval {
-            tv_sec: (ns / 1_000_000_000) as i64,
-            tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
-        },
-    };
-    let _ = sys::syscall(
-        nr::SETITIMER,
-        &[sys::ITIMER_REAL as usize, &t as *const _ as usize, 0],
-    );
 }
 
 static mut GOT: i32 = 0;
