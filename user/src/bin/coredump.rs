@@ -492,6 +492,69 @@ fn threads_core() -> TestResult {
     Ok(())
 }
 
+extern "C" fn ignore_usr1(_: i32, _: *mut SigInfo, _: *mut u8) {}
+
+/// A process whose other threads wait for its core dump keeps being signalled (SIGUSR1 to
+/// each of them in turn, caught and blocked, so every send pokes a thread) by another process
+/// the whole time: the
+/// waiting threads must stay parked (the dumper reads their registers), every dump completes
+/// with one NT_PRSTATUS per thread, and the kernel survives. Four rounds.
+fn threads_core_under_signals() -> TestResult {
+    let dir = test_dir("signalled")?;
+    for round in 0..4 {
+        let tids = Shared::new([0i32; 2]);
+        let pid = t!(spawn(|| {
+            child_setup(&dir, RLIM_INFINITY);
+            if set_handler(SIGUSR1, ignore_usr1, 0, 0).is_err()
+                || sigprocmask(SIG_BLOCK, Some(1 << (SIGUSR1 - 1))).is_err()
+            {
+                return 104;
+            }
+            for slot in 0..2 {
+                if proc::spawn_thread(sleeper, slot, 0).is_err() {
+                    return 103;
+                }
+            }
+            // SAFETY: the threads write the slots; volatile reads see them.
+            let read = |i: usize| unsafe { core::ptr::addr_of!(TIDS[i]).read_volatile() };
+            let t0 = sys::now_ns();
+            while (read(0) == 0 || read(1) == 0) && sys::now_ns() - t0 < 10_000_000_000 {
+                sys::sleep_ns(1_000_000);
+            }
+            tids.set([read(0), read(1)]);
+            sys::sleep_ns(5_000_000);
+            // SAFETY: never returns: the store faults.
+            unsafe { coredump_fault(X[0], 0, X[2], X[3], X[4], X[5], X[6], X[7]) }
+        }));
+        let stop = Shared::new(0u32);
+        let flooder = t!(spawn(|| {
+            let t0 = sys::now_ns();
+            while tids.get()[1] == 0 && sys::now_ns() - t0 < 10_000_000_000 {
+                sys::sleep_ns(1_000_000);
+            }
+            // Each thread in turn: a signal to a thread wakes that thread.
+            let mut i = 0;
+            while stop.get() == 0 && sys::now_ns() - t0 < 30_000_000_000 {
+                if sys::tgkill(pid, tids.get()[i % 2], SIGUSR1).is_err() {
+                    break;
+                }
+                i += 1;
+            }
+            0
+        }));
+        let st = wait_child(pid);
+        stop.set(1);
+        let _ = wait_child(flooder);
+        expect_killed(st?, SIGSEGV, true)?;
+        let c = read_core(&format!("{dir}/core"))?;
+        check_common(&c, pid, SIGSEGV)?;
+        check_eq!(c.prstatus().len(), 3, "NT_PRSTATUS notes in round {round}");
+        drop(c);
+        t!(sys::unlinkat(AT_FDCWD, &format!("{dir}/core"), 0));
+    }
+    Ok(())
+}
+
 /// NT_ARM_SVE of a thread killed (SIGILL, udf) with patterned Z/P/FFR live.
 fn sve_core() -> TestResult {
     if !sme::has_sve() {
@@ -558,6 +621,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("segv_core_registers_and_memory", segv_core),
         ("abort_core_siginfo", abort_core),
         ("threads_one_prstatus_each", threads_core),
+        ("threads_parked_while_signalled", threads_core_under_signals),
         ("sve_note_holds_z_p_ffr", sve_core),
     ])
 }
