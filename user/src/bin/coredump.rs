@@ -494,11 +494,10 @@ fn threads_core() -> TestResult {
 
 extern "C" fn ignore_usr1(_: i32, _: *mut SigInfo, _: *mut u8) {}
 
-/// A process whose other threads wait for its core dump keeps being signalled (SIGUSR1 to
-/// each of them in turn, caught and blocked, so every send pokes a thread) by another process
-/// the whole time: the
-/// waiting threads must stay parked (the dumper reads their registers), every dump completes
-/// with one NT_PRSTATUS per thread, and the kernel survives. Four rounds.
+/// A process whose other threads wait for its core dump keeps being sent SIGUSR1 (caught and
+/// blocked) at each of those threads in turn by another process the whole time: the sends
+/// succeed (a dying process discards them, as on Linux), every dump completes with one
+/// NT_PRSTATUS per thread, and the kernel survives. Four rounds.
 fn threads_core_under_signals() -> TestResult {
     let dir = test_dir("signalled")?;
     for round in 0..4 {
