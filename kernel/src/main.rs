@@ -64,13 +64,25 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     percpu::prepare(0, cpu::mpidr(), boot::boot_stack_range());
     percpu::enter(0);
 
+    let dtb_va = mmu::phys_to_virt(dtb_pa);
+    // SAFETY: head.s mapped the DTB's header in the linear map, read-write.
+    let header: [u8; 40] = unsafe { core::ptr::read_volatile(dtb_va as *const [u8; 40]) };
+    let magic = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
+    let total = u32::from_be_bytes([header[4], header[5], header[6], header[7]]) as usize;
+    if magic == 0xd00d_feed && total <= 2 << 20 {
+        // SAFETY: head.s mapped `totalsize` bytes of the DTB read-write (it maps up to 2 MiB);
+        // nothing else refers to them yet.
+        let blob = unsafe { core::slice::from_raw_parts_mut(dtb_va as *mut u8, total) };
+        // A loader's edits may have left NOPs the fdt crate cannot parse; a malformed tree is
+        // left for the parser to refuse.
+        let _ = svelt_abi::fdt::drop_nops(blob);
+    }
     // SAFETY: head.s mapped the DTB's blocks in the linear map; the loader promises a valid DTB
     // there, and the frame allocator never hands out its range, so it lives for 'static.
-    let fdt: fdt::Fdt<'static> =
-        match unsafe { fdt::Fdt::from_ptr(mmu::phys_to_virt(dtb_pa) as *const u8) } {
-            Ok(f) => f,
-            Err(_) => cpu::halt(), // no DTB, so no console to say so
-        };
+    let fdt: fdt::Fdt<'static> = match unsafe { fdt::Fdt::from_ptr(dtb_va as *const u8) } {
+        Ok(f) => f,
+        Err(_) => cpu::halt(), // no DTB, so no console to say so
+    };
     let dt_hz = dt::timer_clock_frequency(&fdt);
     let hz = svelt_abi::cpu::counter_rate(dt_hz, cpu::cntfrq());
     cpu::set_counter_freq(hz.unwrap_or(0));
@@ -102,7 +114,13 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         })
     };
 
-    let cmdline = Cmdline::parse(fdt.chosen().bootargs().unwrap_or(""));
+    // Not `fdt.chosen()`: it panics on a device tree without /chosen.
+    let bootargs = fdt
+        .find_node("/chosen")
+        .and_then(|c| c.property("bootargs"))
+        .and_then(|p| p.as_str())
+        .unwrap_or("");
+    let cmdline = Cmdline::parse(bootargs);
     power::set_exit_via(cmdline.exit);
     console::init_log(cmdline.log);
     println!("svelt: entered at EL{entry_el}");
