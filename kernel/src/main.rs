@@ -126,6 +126,13 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     println!("svelt: entered at EL{entry_el}");
     let vhe = el::vhe();
     println!("svelt: kernel at {}", if vhe { "EL2 (VHE)" } else { "EL1" });
+    match uart.kind {
+        UartKind::Pl011 => println!("svelt: console pl011 at {:#x}", uart.regs.start),
+        UartKind::Ns16550 => println!(
+            "svelt: console 16550 at {:#x}, reg-shift {}, reg-io-width {}",
+            uart.regs.start, uart.layout.shift, uart.layout.width
+        ),
+    }
     match cmdline.el {
         Some(1) if vhe => log::error!("svelt.el=1 on the command line, but head.s stayed at EL2"),
         Some(2) if !vhe && entry_el == 2 => {
