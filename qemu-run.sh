@@ -311,7 +311,9 @@ if [ "$linux" = 0 ]; then
     image="${elf}.img"
     if [ "$build" = 1 ] || [ ! -f "$image" ] || [ "$elf" -nt "$image" ]; then
         [ -x "$objcopy" ] || die "llvm-objcopy missing: rustup component add llvm-tools"
-        "$objcopy" -O binary "$elf" "$image"
+        # Written aside and renamed: a QEMU another test started meanwhile keeps reading the
+        # whole old image, never a half-written one.
+        "$objcopy" -O binary "$elf" "$image.$$" && mv -f "$image.$$" "$image"
     fi
 fi
 
@@ -502,7 +504,7 @@ if [ "$board" = ast2700 ]; then
     command -v dtc >/dev/null || apt_install device-tree-compiler
     if [ ! -f "$dtb" ] || [ "$dts" -nt "$dtb" ]; then
         mkdir -p "$(dirname "$dtb")"
-        dtc -q -I dts -O dtb -o "$dtb.tmp" "$dts" && mv "$dtb.tmp" "$dtb" || die "dtc could not compile $dts"
+        dtc -q -I dts -O dtb -o "$dtb.$$" "$dts" && mv -f "$dtb.$$" "$dtb" || die "dtc could not compile $dts"
     fi
     # bmc-console=uart4 puts -serial stdio on UART4, the one UART wired straight to the GIC.
     args=(-M ast2700a1-evb,bmc-console=uart4 -m "$mem" -dtb "$dtb"

@@ -50,12 +50,18 @@ use svelt_abi::uart::UartKind;
 pub struct El2Report {
     uart_pa: u64,
     exit_semihosting: u64,
+    /// A 16550's LSR offset (0: the UART is a PL011) and register access width (1 or 4).
+    lsr_offset: u64,
+    io_width: u64,
 }
+const _: () = assert!(core::mem::size_of::<El2Report>() == 32);
 
 #[unsafe(no_mangle)]
 static mut el2_report: El2Report = El2Report {
     uart_pa: 0,
     exit_semihosting: 0,
+    lsr_offset: 0,
+    io_width: 0,
 };
 
 /// Primary CPU entry from head.s: MMU on with the early map, on the boot stack, IRQs masked.
@@ -166,12 +172,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         }
     }
     if entry_el == 2 && !vhe {
-        // The EL2 vectors speak PL011 only; with another UART they stay silent.
-        hand_over_to_el2_reporter(if uart.kind == UartKind::Pl011 {
-            uart.regs.start
-        } else {
-            0
-        });
+        hand_over_to_el2_reporter(&uart);
     }
 
     init_memory(&fdt, dtb_pa, image_pa, ram);
@@ -392,12 +393,21 @@ fn init_memory(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) {
 }
 
 /// Lets the EL2 vectors report on the console and end the run the same way EL1 would.
-fn hand_over_to_el2_reporter(uart_pa: u64) {
+fn hand_over_to_el2_reporter(uart: &dt::ConsoleUart) {
+    let (lsr_offset, io_width) = match uart.kind {
+        UartKind::Pl011 => (0, 0),
+        UartKind::Ns16550 => (
+            uart.layout.offset(svelt_abi::uart::Reg16550::Lsr) as u64,
+            uart.layout.width as u64,
+        ),
+    };
     let r = &raw mut el2_report;
     // SAFETY: written once on the boot CPU before anything can take an exception to EL2.
     unsafe {
-        (*r).uart_pa = uart_pa;
+        (*r).uart_pa = uart.regs.start;
         (*r).exit_semihosting = power::exits_via_semihosting() as u64;
+        (*r).lsr_offset = lsr_offset;
+        (*r).io_width = io_width;
     }
     // EL2 runs with its MMU off: make the values visible in memory.
     cpu::clean_dcache_to_poc(r as usize, core::mem::size_of::<El2Report>());

@@ -68,6 +68,27 @@ fn ast2700_boot_report() {
 }
 
 #[test]
+fn ast2700_el2_exception_is_reported_on_the_16550() {
+    if !dtc_or_skip() {
+        return;
+    }
+    // The kernel runs at EL1 under an EL2 it left behind: an HVC lands in the EL2
+    // report-and-halt vectors, which run with the MMU off and write to the 16550 themselves.
+    let cfg = Config {
+        append: vec!["svelt.selftest=el2".into()],
+        ..ast2700(Initrd::None, None)
+    };
+    let run = boot(&cfg);
+    assert_eq!(run.status, Some(101), "{}", run.output);
+    assert!(
+        run.output
+            .contains("svelt: EL2 exception vector=0x0000000000000008 esr=0x000000005a005e1f"),
+        "{}",
+        run.output
+    );
+}
+
+#[test]
 fn ast2700_vector_programs_skip_and_the_rest_pass() {
     if !dtc_or_skip() {
         return;
