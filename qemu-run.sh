@@ -85,6 +85,12 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
   --firmware uboot       boot through U-Boot (Debian's u-boot-qemu, qemu_arm64 build, as -bios;
                          \$UBOOT_BIN overrides /usr/lib/u-boot/qemu_arm64/u-boot.bin): it loads
                          the Image and the initramfs from fw_cfg and starts the Image with booti
+  --board ast2700        boot on QEMU's Aspeed AST2700 EVB (-M ast2700a1-evb) instead of virt,
+                         with the device tree tests/data/ast2700-evb.dts (compiled with dtc,
+                         installed when missing, as root): a 16550 console, GICv3, RAM at
+                         16 GiB, Cortex-A35 (no SVE/SME), one CPU online (no PSCI there); the
+                         board fixes CPUs, GIC and entry EL (--el/--smp/--sve-max-vq/--gic/
+                         SME options are ignored)
   --build-selfcheck      write target/svelt-selfcheck.img, an Image with the test userland built
                          in (no initrd needed): booted anywhere it runs the whole suite, prints
                          the KTAP report and 'svelt-selfcheck: N passed, F failed, S skipped',
@@ -113,6 +119,7 @@ EOF
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
 initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
 show_version=0 bench_cases="" compare=0 compare_append="" compare_policy="" firmware="" selfcheck=0 embed=""
+board=""
 extra=() cpu_opts=()
 # What --compare passes on to each of its two runs: everything but the comparison options.
 pass_args=()
@@ -151,6 +158,7 @@ while [ $# -gt 0 ]; do
         --core-dir) core_dir=$2; shift ;;
         --no-initrd) no_initrd=1 ;;
         --firmware) firmware=$2; shift ;;
+        --board) board=$2; shift ;;
         --build-selfcheck) selfcheck=1 ;;
         --embed) embed=$2; shift ;;
         --linux) linux=1 ;;
@@ -201,6 +209,13 @@ case "$firmware" in
     *) die "--firmware wants edk2, edk2-acpi or uboot (or none)" ;;
 esac
 [ -n "$firmware" ] && [ "$linux" = 1 ] && die "--firmware is for Svelt (drop --linux)"
+case "$board" in
+    ""|virt) board="" ;;
+    ast2700)
+        [ "$linux" = 0 ] || die "--board is for Svelt (drop --linux)"
+        [ -z "$firmware" ] || die "--board loads the kernel itself (drop --firmware)" ;;
+    *) die "--board wants ast2700 (or virt, the default)" ;;
+esac
 [ "$no_initrd" = 1 ] && [ -n "$initrd" ] && die "--initrd and --no-initrd contradict each other"
 [ -z "$embed" ] || [ "$selfcheck" = 1 ] || die "--embed goes with --build-selfcheck"
 [ -z "$embed" ] || [ -f "$embed" ] || die "--embed: no file $embed"
@@ -296,7 +311,9 @@ if [ "$linux" = 0 ]; then
     image="${elf}.img"
     if [ "$build" = 1 ] || [ ! -f "$image" ] || [ "$elf" -nt "$image" ]; then
         [ -x "$objcopy" ] || die "llvm-objcopy missing: rustup component add llvm-tools"
-        "$objcopy" -O binary "$elf" "$image"
+        # Written aside and renamed: a QEMU another test started meanwhile keeps reading the
+        # whole old image, never a half-written one.
+        "$objcopy" -O binary "$elf" "$image.$$" && mv -f "$image.$$" "$image"
     fi
 fi
 
@@ -479,6 +496,20 @@ if [ -n "$init_path" ]; then
 fi
 args=(-M "$machine" -cpu "$cpu" -smp "$smp" -m "$mem"
       -nographic -nodefaults -serial stdio -monitor none -no-reboot)
+# A board other than virt: its own machine and CPUs, and a device tree of ours, since QEMU
+# writes none for it (it only adds /chosen and /memory to the one it is given).
+if [ "$board" = ast2700 ]; then
+    dts="$root/tests/data/ast2700-evb.dts"
+    dtb="$root/target/boards/ast2700-evb.dtb"
+    command -v dtc >/dev/null || apt_install device-tree-compiler
+    if [ ! -f "$dtb" ] || [ "$dts" -nt "$dtb" ]; then
+        mkdir -p "$(dirname "$dtb")"
+        dtc -q -I dts -O dtb -o "$dtb.$$" "$dts" && mv -f "$dtb.$$" "$dtb" || die "dtc could not compile $dts"
+    fi
+    # bmc-console=uart4 puts -serial stdio on UART4, the one UART wired straight to the GIC.
+    args=(-M ast2700a1-evb,bmc-console=uart4 -m "$mem" -dtb "$dtb"
+          -nographic -nodefaults -serial stdio -monitor none -no-reboot)
+fi
 if [ "$linux" = 1 ]; then
     args+=(-kernel "$root/target/linux/vmlinuz" -append "console=ttyAMA0 panic=-1 quiet${append}")
 else

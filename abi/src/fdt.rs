@@ -431,6 +431,83 @@ pub fn rewrite(
     w.finish(boot_cpuid)
 }
 
+/// The structure block's bounds (offset, size) of a version-17 DTB, checked against the blob.
+fn struct_block(dtb: &[u8]) -> Result<(usize, usize), FdtError> {
+    if be32(dtb, 0)? != MAGIC || be32(dtb, 20)? < 17 {
+        return Err(FdtError::Malformed);
+    }
+    let off = be32(dtb, 8)? as usize;
+    let size = be32(dtb, 36)? as usize;
+    let total = (be32(dtb, 4)? as usize).min(dtb.len());
+    off.checked_add(size)
+        .filter(|&end| end <= total)
+        .ok_or(FdtError::Malformed)?;
+    Ok((off, size))
+}
+
+/// The token at `pos` of a structure block ending at `end`: its tag and length in bytes
+/// (name or value and padding included).
+fn token_at(dtb: &[u8], pos: usize, end: usize) -> Result<(u32, usize), FdtError> {
+    let tag = be32(dtb, pos)?;
+    let len = match tag {
+        BEGIN_NODE => {
+            let rest = dtb.get(pos + 4..end).ok_or(FdtError::Malformed)?;
+            let name = rest
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or(FdtError::Malformed)?;
+            4 + (name + 1).next_multiple_of(4)
+        }
+        PROP => 12 + (be32(dtb, pos + 4)? as usize).next_multiple_of(4),
+        END_NODE | NOP | END => 4,
+        _ => return Err(FdtError::Malformed),
+    };
+    if pos + len > end {
+        return Err(FdtError::Malformed);
+    }
+    Ok((tag, len))
+}
+
+/// Removes the `FDT_NOP` tokens from a DTB's structure block in place and shrinks
+/// `size_dt_struct` to match (the strings block stays where it is); returns how many went.
+/// libfdt leaves NOPs where a loader deleted or shrank something (QEMU's `-dtb` with its
+/// /memory and /chosen edits, U-Boot's fix-ups), and the fdt crate Svelt reads trees with
+/// panics on a NOP between a node's properties and its children. A tree that is not well
+/// formed is left as it is (`Malformed`).
+pub fn drop_nops(dtb: &mut [u8]) -> Result<usize, FdtError> {
+    let (off, size) = struct_block(dtb)?;
+    let end = off + size;
+    // A dry run first, so that nothing moves in a tree that turns out malformed.
+    let (mut pos, mut nops) = (off, 0);
+    loop {
+        let (tag, len) = token_at(dtb, pos, end)?;
+        nops += (tag == NOP) as usize;
+        pos += len;
+        if tag == END {
+            break;
+        }
+    }
+    if nops == 0 {
+        return Ok(0);
+    }
+    // Tokens only move towards the start, so reading ahead of the copies is safe.
+    let (mut pos, mut to) = (off, off);
+    loop {
+        let (tag, len) = token_at(dtb, pos, end)?;
+        if tag != NOP {
+            dtb.copy_within(pos..pos + len, to);
+            to += len;
+        }
+        pos += len;
+        if tag == END {
+            break;
+        }
+    }
+    dtb[to..end].fill(0);
+    dtb[36..40].copy_from_slice(&((to - off) as u32).to_be_bytes());
+    Ok(nops)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -504,6 +581,85 @@ pub(crate) mod tests {
     }
 
     const QEMU_DTB: &[u8] = include_bytes!("../testdata/fdt/qemu-virt-gicv3-smp2.dtb");
+
+    /// A tree QEMU edited (`-M ast2700a1-evb -dtb tests/data/ast2700-evb.dtb -append ...`,
+    /// written out by `dumpdtb=`): libfdt left NOPs where it replaced /memory and /chosen.
+    const EDITED_DTB: &[u8] = include_bytes!("../testdata/fdt/qemu-ast2700-edited.dtb");
+
+    fn count_nops(dtb: &[u8]) -> usize {
+        let (off, size) = struct_block(dtb).unwrap();
+        let mut pos = off;
+        let mut n = 0;
+        loop {
+            let (tag, len) = token_at(dtb, pos, off + size).unwrap();
+            n += (tag == NOP) as usize;
+            pos += len;
+            if tag == END {
+                return n;
+            }
+        }
+    }
+
+    #[test]
+    fn drop_nops_compacts_an_edited_tree_and_keeps_its_content() {
+        let mut dtb = EDITED_DTB.to_vec();
+        let nops = count_nops(&dtb);
+        assert!(nops > 0, "the sample has NOPs");
+        let size_before = be32(&dtb, 36).unwrap();
+        assert_eq!(drop_nops(&mut dtb), Ok(nops));
+        assert_eq!(count_nops(&dtb), 0);
+        assert_eq!(be32(&dtb, 36).unwrap(), size_before - 4 * nops as u32);
+        // Every property reads as before.
+        for (path, prop) in [
+            ("/chosen", "bootargs"),
+            ("/chosen", "stdout-path"),
+            ("/aliases", "serial0"),
+            ("/cpus/cpu@3", "reg"),
+            ("/soc/serial@12c1a000", "reg-shift"),
+        ] {
+            assert_eq!(
+                find_prop(&dtb, path, prop),
+                find_prop(EDITED_DTB, path, prop),
+                "{path} {prop}"
+            );
+            assert!(find_prop(&dtb, path, prop).is_some(), "{path} {prop}");
+        }
+        // Nothing left to do the second time.
+        assert_eq!(drop_nops(&mut dtb), Ok(0));
+        // A tree without NOPs is not touched.
+        let mut clean = QEMU_DTB.to_vec();
+        let n = count_nops(&clean);
+        assert_eq!(drop_nops(&mut clean), Ok(n));
+    }
+
+    #[test]
+    fn drop_nops_leaves_a_malformed_tree_alone() {
+        // Cut short inside the structure block: refused, and not a byte changed.
+        let (off, size) = struct_block(EDITED_DTB).unwrap();
+        let mut cut = EDITED_DTB[..off + size / 2].to_vec();
+        let before = cut.clone();
+        assert_eq!(drop_nops(&mut cut), Err(FdtError::Malformed));
+        assert_eq!(cut, before);
+        // An unknown token where the last NOP was: refused after NOPs were seen, untouched.
+        let mut bad = EDITED_DTB.to_vec();
+        let (mut pos, mut last_nop) = (off, None);
+        loop {
+            let (tag, len) = token_at(&bad, pos, off + size).unwrap();
+            if tag == NOP {
+                last_nop = Some(pos);
+            }
+            pos += len;
+            if tag == END {
+                break;
+            }
+        }
+        let at = last_nop.unwrap();
+        bad[at..at + 4].copy_from_slice(&7u32.to_be_bytes());
+        let before = bad.clone();
+        assert_eq!(drop_nops(&mut bad), Err(FdtError::Malformed));
+        assert_eq!(bad, before);
+        assert_eq!(drop_nops(&mut [0u8; 8]), Err(FdtError::Malformed));
+    }
 
     #[test]
     fn writer_builds_a_valid_tree() {

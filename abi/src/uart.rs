@@ -49,6 +49,21 @@ pub fn split_stdout_path(value: &[u8]) -> Option<(&str, Option<&str>)> {
     (!node.is_empty()).then_some((node, opts))
 }
 
+/// The absolute node path a `stdout-path` node names: a path as it is, an alias through
+/// `alias` (the `/aliases` property of that name). `None` when either is not an absolute path
+/// (a device-tree parser may only be asked for those) or the alias is unknown.
+pub fn stdout_node_path<'a>(
+    node: &'a str,
+    alias: impl FnOnce(&str) -> Option<&'a str>,
+) -> Option<&'a str> {
+    let path = if node.starts_with('/') {
+        node
+    } else {
+        alias(node)?
+    };
+    (path.starts_with('/')).then_some(path)
+}
+
 /// 16550 register numbers (the index before `reg-shift` scales it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
@@ -196,6 +211,26 @@ mod tests {
         assert_eq!(split_stdout_path(b""), None);
         assert_eq!(split_stdout_path(b":115200"), None);
         assert_eq!(split_stdout_path(&[0xff, 0xfe, 0]), None);
+    }
+
+    #[test]
+    fn stdout_path_aliases_resolve_to_absolute_paths() {
+        let aliases = |a: &str| match a {
+            "serial0" => Some("/soc/serial@12c1a000"),
+            "broken" => Some("serial@1"),
+            _ => None,
+        };
+        assert_eq!(
+            stdout_node_path("/pl011@9000000", aliases),
+            Some("/pl011@9000000")
+        );
+        assert_eq!(
+            stdout_node_path("serial0", aliases),
+            Some("/soc/serial@12c1a000")
+        );
+        // An unknown alias, or one that is not an absolute path, names nothing.
+        assert_eq!(stdout_node_path("serial1", aliases), None);
+        assert_eq!(stdout_node_path("broken", aliases), None);
     }
 
     #[test]

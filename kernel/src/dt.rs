@@ -2,7 +2,9 @@
 
 use fdt::Fdt;
 use svelt_abi::memrange::Range;
-use svelt_abi::uart::{split_stdout_path, uart_kind, Layout16550, UartKind, NS16550_COMPATIBLE};
+use svelt_abi::uart::{
+    split_stdout_path, stdout_node_path, uart_kind, Layout16550, UartKind, NS16550_COMPATIBLE,
+};
 
 fn be_cells(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64)
@@ -68,7 +70,8 @@ fn console_node<'b, 'a>(fdt: &'b Fdt<'a>) -> Option<(fdt::node::FdtNode<'b, 'a>,
         .find_node("/chosen")
         .and_then(|c| c.property("stdout-path"))
         .and_then(|p| split_stdout_path(p.value))
-        .and_then(|(path, _)| fdt.find_node(path))
+        .and_then(|(node, _)| stdout_node_path(node, |a| fdt.aliases()?.resolve(a)))
+        .and_then(|path| fdt.find_node(path))
         .and_then(|n| Some((n, kind_of(&n)?)));
     chosen
         .or_else(|| Some((fdt.find_compatible(&["arm,pl011"])?, UartKind::Pl011)))

@@ -50,12 +50,18 @@ use svelt_abi::uart::UartKind;
 pub struct El2Report {
     uart_pa: u64,
     exit_semihosting: u64,
+    /// A 16550's LSR offset (0: the UART is a PL011) and register access width (1 or 4).
+    lsr_offset: u64,
+    io_width: u64,
 }
+const _: () = assert!(core::mem::size_of::<El2Report>() == 32);
 
 #[unsafe(no_mangle)]
 static mut el2_report: El2Report = El2Report {
     uart_pa: 0,
     exit_semihosting: 0,
+    lsr_offset: 0,
+    io_width: 0,
 };
 
 /// Primary CPU entry from head.s: MMU on with the early map, on the boot stack, IRQs masked.
@@ -64,13 +70,25 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     percpu::prepare(0, cpu::mpidr(), boot::boot_stack_range());
     percpu::enter(0);
 
+    let dtb_va = mmu::phys_to_virt(dtb_pa);
+    // SAFETY: head.s mapped the DTB's header in the linear map, read-write.
+    let header: [u8; 40] = unsafe { core::ptr::read_volatile(dtb_va as *const [u8; 40]) };
+    let magic = u32::from_be_bytes([header[0], header[1], header[2], header[3]]);
+    let total = u32::from_be_bytes([header[4], header[5], header[6], header[7]]) as usize;
+    if magic == 0xd00d_feed && total <= 2 << 20 {
+        // SAFETY: head.s mapped `totalsize` bytes of the DTB read-write (it maps up to 2 MiB);
+        // nothing else refers to them yet.
+        let blob = unsafe { core::slice::from_raw_parts_mut(dtb_va as *mut u8, total) };
+        // A loader's edits may have left NOPs the fdt crate cannot parse; a malformed tree is
+        // left for the parser to refuse.
+        let _ = svelt_abi::fdt::drop_nops(blob);
+    }
     // SAFETY: head.s mapped the DTB's blocks in the linear map; the loader promises a valid DTB
     // there, and the frame allocator never hands out its range, so it lives for 'static.
-    let fdt: fdt::Fdt<'static> =
-        match unsafe { fdt::Fdt::from_ptr(mmu::phys_to_virt(dtb_pa) as *const u8) } {
-            Ok(f) => f,
-            Err(_) => cpu::halt(), // no DTB, so no console to say so
-        };
+    let fdt: fdt::Fdt<'static> = match unsafe { fdt::Fdt::from_ptr(dtb_va as *const u8) } {
+        Ok(f) => f,
+        Err(_) => cpu::halt(), // no DTB, so no console to say so
+    };
     let dt_hz = dt::timer_clock_frequency(&fdt);
     let hz = svelt_abi::cpu::counter_rate(dt_hz, cpu::cntfrq());
     cpu::set_counter_freq(hz.unwrap_or(0));
@@ -102,12 +120,25 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         })
     };
 
-    let cmdline = Cmdline::parse(fdt.chosen().bootargs().unwrap_or(""));
+    // Not `fdt.chosen()`: it panics on a device tree without /chosen.
+    let bootargs = fdt
+        .find_node("/chosen")
+        .and_then(|c| c.property("bootargs"))
+        .and_then(|p| p.as_str())
+        .unwrap_or("");
+    let cmdline = Cmdline::parse(bootargs);
     power::set_exit_via(cmdline.exit);
     console::init_log(cmdline.log);
     println!("svelt: entered at EL{entry_el}");
     let vhe = el::vhe();
     println!("svelt: kernel at {}", if vhe { "EL2 (VHE)" } else { "EL1" });
+    match uart.kind {
+        UartKind::Pl011 => println!("svelt: console pl011 at {:#x}", uart.regs.start),
+        UartKind::Ns16550 => println!(
+            "svelt: console 16550 at {:#x}, reg-shift {}, reg-io-width {}",
+            uart.regs.start, uart.layout.shift, uart.layout.width
+        ),
+    }
     match cmdline.el {
         Some(1) if vhe => log::error!("svelt.el=1 on the command line, but head.s stayed at EL2"),
         Some(2) if !vhe && entry_el == 2 => {
@@ -141,12 +172,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         }
     }
     if entry_el == 2 && !vhe {
-        // The EL2 vectors speak PL011 only; with another UART they stay silent.
-        hand_over_to_el2_reporter(if uart.kind == UartKind::Pl011 {
-            uart.regs.start
-        } else {
-            0
-        });
+        hand_over_to_el2_reporter(&uart);
     }
 
     init_memory(&fdt, dtb_pa, image_pa, ram);
@@ -367,12 +393,21 @@ fn init_memory(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) {
 }
 
 /// Lets the EL2 vectors report on the console and end the run the same way EL1 would.
-fn hand_over_to_el2_reporter(uart_pa: u64) {
+fn hand_over_to_el2_reporter(uart: &dt::ConsoleUart) {
+    let (lsr_offset, io_width) = match uart.kind {
+        UartKind::Pl011 => (0, 0),
+        UartKind::Ns16550 => (
+            uart.layout.offset(svelt_abi::uart::Reg16550::Lsr) as u64,
+            uart.layout.width as u64,
+        ),
+    };
     let r = &raw mut el2_report;
     // SAFETY: written once on the boot CPU before anything can take an exception to EL2.
     unsafe {
-        (*r).uart_pa = uart_pa;
+        (*r).uart_pa = uart.regs.start;
         (*r).exit_semihosting = power::exits_via_semihosting() as u64;
+        (*r).lsr_offset = lsr_offset;
+        (*r).io_width = io_width;
     }
     // EL2 runs with its MMU off: make the values visible in memory.
     cpu::clean_dcache_to_poc(r as usize, core::mem::size_of::<El2Report>());

@@ -20,6 +20,15 @@ unsafe extern "C" {
 pub fn start_secondaries(fdt: &fdt::Fdt, image_pa: u64) -> usize {
     let entry_pa = (secondary_entry as *const () as usize - mmu::KIMAGE_VADDR) as u64 + image_pa;
     let boot_mpidr = cpu::mpidr();
+    if psci::conduit() == psci::Conduit::None {
+        // No /psci (a board whose firmware provides none, or a loader that runs without it):
+        // nothing can start the others, and a PSCI call would go nowhere.
+        let others = crate::dt::cpu_count(fdt).saturating_sub(1);
+        if others != 0 {
+            log::warn!("no PSCI in the device tree: the other {others} CPUs stay off");
+        }
+        return 0;
+    }
     let mut next_id = 1;
     // (CPU number, MPIDR, boot record) of each CPU asked to start.
     let mut asked: Vec<(usize, u64, u64)> = Vec::new();

@@ -61,6 +61,8 @@ pub struct Config {
     pub debian: Option<String>,
     /// `--firmware NAME`: boot through firmware (`edk2`, `edk2-acpi`, `uboot`) instead of `-kernel`.
     pub firmware: Option<&'static str>,
+    /// `--board NAME`: a QEMU board other than virt (`ast2700`), which fixes its own CPUs.
+    pub board: Option<&'static str>,
 }
 
 impl Default for Config {
@@ -82,6 +84,7 @@ impl Default for Config {
             qemu: Qemu::Host,
             debian: None,
             firmware: None,
+            board: None,
         }
     }
 }
@@ -174,6 +177,9 @@ impl Config {
         }
         if let Some(f) = self.firmware {
             a.extend(["--firmware".into(), f.into()]);
+        }
+        if let Some(b) = self.board {
+            a.extend(["--board".into(), b.into()]);
         }
         a
     }
@@ -413,6 +419,8 @@ pub struct BootReport {
     pub sme2: Option<bool>,
     /// `svelt: fp policy ...` (the policy in force; malformed text: a panic).
     pub fp_policy: Option<svelt_abi::fppolicy::Policy>,
+    /// `svelt: console ...`: the console UART as the kernel reports it (`pl011 at 0x9000000`).
+    pub console: Option<String>,
     pub exit_status: Option<i32>,
 }
 
@@ -442,6 +450,8 @@ pub fn parse_report(output: &str) -> BootReport {
                 svelt_abi::fppolicy::Policy::parse(p)
                     .unwrap_or_else(|| panic!("bad fp policy line {line:?}")),
             );
+        } else if let Some(c) = line.strip_prefix("svelt: console ") {
+            r.console = Some(c.to_string());
         } else if let Some(n) = line.strip_prefix("svelt: exit status ") {
             r.exit_status = n.parse().ok();
         } else if line == "cpu: sve absent" {
@@ -480,6 +490,15 @@ pub fn check_boot_report(cfg: &Config) -> Run {
         ctx()
     );
     assert_eq!(r.fp_policy, Some(cfg.fp_policy()), "FP policy; {}", ctx());
+    if cfg.board.is_none() {
+        // virt's one UART, wherever the device tree came from.
+        assert_eq!(
+            r.console.as_deref(),
+            Some("pl011 at 0x9000000"),
+            "console; {}",
+            ctx()
+        );
+    }
     assert_eq!(r.cpus_online, Some(cfg.smp), "CPUs online; {}", ctx());
     assert_eq!(
         r.timer_cpus,
@@ -829,6 +848,55 @@ impl Console {
     }
 }
 
+/// Drives `/bin/tests/tty_typed` (booted as the first process) through its steps: waits for
+/// each `# READY <step>` line (the first within `first`, the others within `step`), types
+/// into the serial line and checks what the terminal echoes (canonical editing, ^D, ^C and ^Z
+/// to the foreground group, a raw read), then the program's own results and end. Consumes the
+/// console; returns the whole run.
+pub fn type_tty_session(mut c: Console, first: Duration, step: Duration) -> Run {
+    // (step, what to type, what the terminal must echo back).
+    let steps: [(&str, &[u8], &str); 7] = [
+        (
+            "line",
+            b"hello\x7fo wor\x17world\r",
+            "hello\x08 \x08o wor\x08 \x08\x08 \x08\x08 \x08world\r\n",
+        ),
+        (
+            "kill",
+            b"junk\x15ok\r",
+            "junk\x08 \x08\x08 \x08\x08 \x08\x08 \x08ok\r\n",
+        ),
+        ("eof", b"\x04", ""),
+        ("eof2", b"abc\x04", "abc"),
+        ("sigint", b"\x03", "^C"),
+        ("sigtstp", b"\x1a", "^Z"),
+        ("raw", b"a\x03\r", ""),
+    ];
+    for (i, (name, input, echo)) in steps.iter().enumerate() {
+        let wait = if i == 0 { first } else { step };
+        c.expect(&format!("# READY {name}\r\n"), wait);
+        c.send(input);
+        if !echo.is_empty() {
+            let got = c.expect(echo, step);
+            assert!(
+                got == *echo,
+                "step {name}: output before the echo {echo:?}: {got:?}"
+            );
+        }
+    }
+    c.expect("# Totals:", step);
+    let run = c.finish(step);
+    let k = parse_ktap(&run.output);
+    assert_eq!(
+        k.totals,
+        Some((6, 0)),
+        "tty_typed's results:\n{}",
+        run.output
+    );
+    assert_eq!(k.init_status, Some(0), "{}", run.output);
+    run
+}
+
 /// A test that fails part-way must not leave QEMU running.
 impl Drop for Console {
     fn drop(&mut self) {
@@ -844,11 +912,12 @@ mod parse_tests {
 
     #[test]
     fn parses_a_full_report() {
-        let out = "noise\nsvelt: entered at EL2\r\nsvelt: kernel at EL2 (VHE)\nsvelt: timer ticking on 2 cpus\nsvelt: cpus online 2\n\
+        let out = "noise\nsvelt: entered at EL2\r\nsvelt: kernel at EL2 (VHE)\nsvelt: console pl011 at 0x9000000\nsvelt: timer ticking on 2 cpus\nsvelt: cpus online 2\n\
                    cpu: sve vls=16,32,48\ncpu: sme vls=16,32 fa64=1 sme2=0\nsvelt: exit status 0\n";
         let r = parse_report(&out.replace('\r', ""));
         assert_eq!(r.entered_el, Some(2));
         assert_eq!(r.kernel_el, Some((2, true)));
+        assert_eq!(r.console.as_deref(), Some("pl011 at 0x9000000"));
         assert_eq!(
             parse_report("svelt: kernel at EL1").kernel_el,
             Some((1, false))

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -226,6 +227,13 @@ int main(int argc, char **argv)
 	}
 	printf("TAP version 13\n1..3\n");
 	fflush(stdout);
+	if (!(getauxval(AT_HWCAP) & HWCAP_SVE)) {
+		/* Every test here runs SVE instructions. */
+		skip("fork_exec_sve", "no SVE");
+		skip("strace_fork_exec_sve", "no SVE");
+		skip("gdb_sve_sme_registers", "no SVE");
+		return ktap_finish();
+	}
 	char *me[] = { (char *)self, "fork-exec", NULL };
 	int st = run_tool(me);
 	result(st == 0 && strstr(out, "sve vl ") && strstr(out, "child done"), "fork_exec_sve",

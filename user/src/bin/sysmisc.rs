@@ -182,23 +182,27 @@ fn sched() -> TestResult {
     check!(cpus >= 1);
     check!(mask[0] & 1 != 0, "CPU 0 in the mask {:#x}", mask[0]);
     println!("# {cpus} cpus in the affinity mask");
-    // Every CPU the machine has is in the mask, as /sys counts them ("0-N" or "0").
-    let possible = t!(io::read_file("/sys/devices/system/cpu/possible"));
-    let text = core::str::from_utf8(&possible).unwrap_or("").trim_end();
-    let last = text
-        .rsplit(['-', ','])
-        .next()
-        .and_then(|v| v.parse::<usize>().ok());
-    check!(
-        last.is_some(),
-        "/sys/devices/system/cpu/possible reads {text:?}"
-    );
-    let nr = last.unwrap_or(0) + 1;
+    // Every CPU that is online is in the mask, as /sys counts them ("0-N" or "0"); the
+    // buffer size rule below goes by the CPUs possible (more, on a machine where some CPUs
+    // could not be started).
+    let last_cpu = |path: &str| -> Result<usize, String> {
+        let bytes = io::read_file(path).map_err(|e| format!("{path}: {e:?}"))?;
+        let text = core::str::from_utf8(&bytes).unwrap_or("").trim_end();
+        text.rsplit(['-', ','])
+            .next()
+            .and_then(|v| v.parse::<usize>().ok())
+            .ok_or_else(|| format!("{path} reads {text:?}"))
+    };
+    let online = last_cpu("/sys/devices/system/cpu/online");
+    check!(online.is_ok(), "{online:?}");
     check_eq!(
         cpus as usize,
-        nr,
-        "/sys/devices/system/cpu/possible is {text}"
+        online.unwrap_or(0) + 1,
+        "CPUs in the mask against /sys/devices/system/cpu/online"
     );
+    let possible = last_cpu("/sys/devices/system/cpu/possible");
+    check!(possible.is_ok(), "{possible:?}");
+    let nr = possible.unwrap_or(0) + 1;
     // A buffer must hold nr_cpu_ids bits: one word does only up to 64 CPUs.
     let one_word = sys::syscall(nr::SCHED_GETAFFINITY, &[0, 8, mask.as_mut_ptr() as usize]);
     check_eq!(one_word, if nr > 64 { Err(EINVAL) } else { Ok(8) });

@@ -152,7 +152,9 @@ el2_vectors:
     VENTRY2 14
     VENTRY2 15
 
-// el2_report: (u64 uart_pa, u64 exit_semihosting) written by EL1 and cleaned to memory.
+// el2_report: (u64 uart_pa, u64 exit_semihosting, u64 lsr_offset, u64 io_width) written by EL1
+// and cleaned to memory; lsr_offset 0 means a PL011, else a 16550 with that LSR offset and
+// registers io_width (1 or 4) bytes wide.
 el2_fault:
     adr     x17, el2_report_ptr
     ldr     x17, [x17]                  // link-time VA of el2_report
@@ -161,6 +163,8 @@ el2_fault:
     sub     x17, x17, x15
     add     x17, x17, x16               // its physical address
     ldr     x16, [x17]                  // UART PA (0: unknown)
+    ldr     x15, [x17, #16]             // 16550 LSR offset (0: PL011)
+    ldr     x14, [x17, #24]             // 16550 access width
     adr     x1, el2_msg
     bl      el2_puts
     mov     x0, x18
@@ -189,32 +193,51 @@ el2_fault:
 2:  wfe
     b       2b
 
-// x1 = NUL-terminated string, x16 = UART PA (skipped when 0). Clobbers x0-x2.
+// w0 = byte, out through the UART at x16 (x15, x14: el2_report's 16550 fields). Clobbers x2.
+el2_putc:
+    cbnz    x15, 2f
+1:  ldr     w2, [x16, #0x18]            // PL011 FR
+    tbnz    w2, #5, 1b                  // TXFF
+    str     w0, [x16]
+    ret
+2:  cmp     x14, #4
+    b.ne    4f
+3:  ldr     w2, [x16, x15]              // 16550 LSR, 32-bit registers
+    tbz     w2, #5, 3b                  // THRE
+    str     w0, [x16]                   // THR
+    ret
+4:  ldrb    w2, [x16, x15]              // 16550 LSR, byte registers
+    tbz     w2, #5, 4b
+    strb    w0, [x16]
+    ret
+
+// x1 = NUL-terminated string, x16 = UART PA (skipped when 0). Clobbers x0-x2, x13.
 el2_puts:
     cbz     x16, 3f
+    mov     x13, x30
 1:  ldrb    w0, [x1], #1
-    cbz     w0, 3f
-2:  ldr     w2, [x16, #0x18]            // FR
-    tbnz    w2, #5, 2b                  // TXFF
-    str     w0, [x16]
+    cbz     w0, 2f
+    bl      el2_putc
     b       1b
+2:  mov     x30, x13
 3:  ret
 
-// x0 = value, printed as 16 hex digits. Clobbers x0-x4.
+// x0 = value, printed as 16 hex digits. Clobbers x0-x4, x13.
 el2_puthex:
     cbz     x16, 3f
+    mov     x13, x30
+    mov     x1, x0
     mov     x3, #60
-1:  lsr     x4, x0, x3
+1:  lsr     x4, x1, x3
     and     x4, x4, #0xf
     cmp     x4, #10
     add     x2, x4, #'0'
     add     x4, x4, #('a' - 10)
-    csel    x4, x2, x4, lo
-2:  ldr     w2, [x16, #0x18]
-    tbnz    w2, #5, 2b
-    str     w4, [x16]
+    csel    x0, x2, x4, lo
+    bl      el2_putc
     subs    x3, x3, #4
     b.pl    1b
+    mov     x30, x13
 3:  ret
 
 .balign 8
