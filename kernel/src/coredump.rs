@@ -61,9 +61,11 @@ pub fn task_exit(t: &Arc<Task>) {
             if !parked.iter().any(|x| Arc::ptr_eq(x, t)) {
                 parked.push(t.clone());
             }
-            t.set_state(State::Sleeping);
+            // Parked, not Sleeping: a SIGKILL (or any wake-up) must not run it while the
+            // dumper reads its registers.
+            t.set_state(State::Parked);
         }
-        // The dumper wakes every parked thread once `done` is set (under the same lock).
+        // The dumper unparks every parked thread once `done` is set (under the same lock).
         sched::schedule();
     }
 }
@@ -107,7 +109,7 @@ pub fn do_coredump(cur: &CurrentTask, tf: &TrapFrame, info: &SigInfo) -> i32 {
         let parked = cs.parked.lock();
         cs.done.store(true, Ordering::Release);
         for t in parked.iter() {
-            sched::wake(t);
+            sched::unpark(t);
         }
     }
     *p.core_state.lock() = None;
@@ -127,7 +129,7 @@ fn stop_others(p: &Arc<Process>, me: &Arc<Task>, cs: &CoreState) -> Vec<Arc<Task
         let ready = others.iter().all(|t| {
             t.state() == State::Dead
                 || (parked.iter().any(|x| Arc::ptr_eq(x, t))
-                    && t.state() == State::Sleeping
+                    && t.state() == State::Parked
                     && !t.on_cpu.load(Ordering::Acquire))
         });
         if ready {

@@ -934,9 +934,10 @@ fn regset_state<'a>(h: &'a Held<'_>) -> RefMut<'a, TaskFpState> {
         }
         f
     } else {
-        // A parked task holds no borrow; but one seen once in the whole suite was still held
-        // (a parked thread passing briefly through a switch, suspected): wait for it to be let
-        // go rather than panic the kernel.
+        // A parked task holds no borrow: it is off its CPU and no wake-up can run it (see
+        // State::Parked). One borrow seen once in stop 23 came from a tracee or dumped thread
+        // that a wake-up (a detach, a SIGKILL) ran through a switch while it was held; parking
+        // now prevents that. Should another way ever appear, wait rather than panic.
         loop {
             if let Ok(f) = h.local().fpu.try_borrow_mut() {
                 return f;

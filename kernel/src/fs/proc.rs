@@ -1261,6 +1261,8 @@ fn task_state(p: &Process, t: &Task) -> TaskState {
         match t.state() {
             task::State::Running | task::State::Runnable => TaskState::Running,
             task::State::Sleeping => TaskState::Sleeping,
+            // Waiting for a core dump to finish, as Linux's uninterruptible wait shows.
+            task::State::Parked => TaskState::DiskSleep,
             task::State::Dead => TaskState::Zombie,
         }
     }

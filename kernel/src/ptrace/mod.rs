@@ -607,9 +607,14 @@ impl Frozen {
             }
             l.frozen = true;
         }
-        // The tracee may still be finishing its switch away (or re-checking after a spurious
-        // wake-up that came in before the freeze): wait until it is asleep and off its CPU.
-        while t.on_cpu.load(Ordering::Acquire) || t.state() != State::Sleeping {
+        // The tracee may still be finishing its switch away (or re-checking after a wake-up
+        // that came in before the freeze). Once asleep it is parked: no wake-up (a detach by
+        // another tracer thread, a kill) can run it, and so touch its registers' memory,
+        // while we hold it. Then wait until it has left its CPU.
+        while !sched::park_sleeping(&t) {
+            sched::yield_now();
+        }
+        while t.on_cpu.load(Ordering::Acquire) {
             sched::yield_now();
         }
         Some(Frozen { task: t })
@@ -626,8 +631,8 @@ impl Frozen {
 impl Drop for Frozen {
     fn drop(&mut self) {
         self.task.ptrace.lock().frozen = false;
-        // A kill that came in while frozen was held back: let the tracee look.
-        sched::wake(&self.task);
+        // A kill or a resume that came in while frozen was held back: let the tracee look.
+        sched::unpark(&self.task);
     }
 }
 

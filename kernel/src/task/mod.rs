@@ -48,6 +48,10 @@ pub enum State {
     Sleeping = 2,
     /// Exited; waiting to be switched away from for the last time.
     Dead = 3,
+    /// Held asleep while another thread reads and writes its saved state (a core dump's
+    /// other threads, a tracee during a ptrace request): no wake-up or signal makes it
+    /// runnable, only `sched::unpark`.
+    Parked = 4,
 }
 
 pub type Mm = Arc<Mutex<AddrSpace>>;
@@ -439,6 +443,7 @@ impl Task {
             0 => State::Running,
             1 => State::Runnable,
             2 => State::Sleeping,
+            4 => State::Parked,
             _ => State::Dead,
         }
     }

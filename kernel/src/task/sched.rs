@@ -217,6 +217,33 @@ pub fn wake(t: &Arc<Task>) {
     }
 }
 
+/// Parks a task that is `Sleeping` (see `State::Parked`); false if it was not asleep.
+pub fn park_sleeping(t: &Task) -> bool {
+    t.state
+        .compare_exchange(
+            State::Sleeping as u8,
+            State::Parked as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_ok()
+}
+
+/// Makes a `Parked` task runnable (plain wake-ups leave it parked).
+pub fn unpark(t: &Arc<Task>) {
+    if t.state
+        .compare_exchange(
+            State::Parked as u8,
+            State::Runnable as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_ok()
+    {
+        enqueue(t);
+    }
+}
+
 /// Undoes a `Sleeping` the current task set before it decided not to block after all. If a
 /// waker got in first, the task is already Runnable and on (or about to be on) a run queue; it
 /// then gives up the CPU so that queued entry is what runs it next, never a second copy of it.
