@@ -1,5 +1,5 @@
 //! Ending a run: `svelt: exit status N` on the console, then semihosting SYS_EXIT (so QEMU exits
-//! with N) when the command line asked for it, else PSCI SYSTEM_OFF.
+//! with N) when the command line asked for it, else PSCI SYSTEM_OFF, else a halt that says so.
 
 use crate::arch::{cpu, semihosting};
 use crate::drivers::psci;
@@ -24,7 +24,7 @@ pub fn exits_via_semihosting() -> bool {
 pub fn exit(status: u32) -> ! {
     let mut out = crate::console::emergency();
     let _ = writeln!(out, "svelt: exit status {status}");
-    finish(&out, status)
+    finish(&mut out, status)
 }
 
 /// Ends the run after a fatal report written to `out`.
@@ -33,11 +33,14 @@ pub fn exit_from_fatal(out: &mut crate::console::Emergency) -> ! {
     finish(out, KERNEL_BUG_STATUS)
 }
 
-fn finish(out: &crate::console::Emergency, status: u32) -> ! {
+fn finish(out: &mut crate::console::Emergency, status: u32) -> ! {
     out.flush();
     if exits_via_semihosting() {
         semihosting::exit(status);
     }
     psci::system_off();
+    // No PSCI, or the firmware would not power off: the report stays on the console.
+    let _ = writeln!(out, "svelt: halted (nothing to power off through)");
+    out.flush();
     cpu::halt()
 }

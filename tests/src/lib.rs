@@ -782,7 +782,23 @@ pub struct Console {
 impl Console {
     /// Boots `cfg` with its standard input a pipe.
     pub fn boot(cfg: &Config) -> Console {
-        let mut child = start(cfg, Stdio::piped());
+        Console::attach(start(cfg, Stdio::piped()))
+    }
+
+    /// Runs `cmd` (a QEMU command line of the test's own) with its standard input a pipe and
+    /// its output collected, in its own process group.
+    pub fn spawn(cmd: &mut Command) -> Console {
+        let child = cmd
+            .process_group(0)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
+        Console::attach(child)
+    }
+
+    fn attach(mut child: std::process::Child) -> Console {
         let stdin = child.stdin.take().unwrap();
         let mut stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use svelt_tests::{build, parse_ktap, root, run_command, Config, Initrd, KtapRun, Run};
+use svelt_tests::{build, parse_ktap, root, run_command, Config, Console, Initrd, KtapRun, Run};
 
 /// Both tests write target/svelt-selfcheck.img: one at a time.
 static IMAGE: Mutex<()> = Mutex::new(());
@@ -167,6 +167,97 @@ fn selfcheck_image_passes_without_initrd() {
     assert_eq!(
         run.output.lines().rfind(|l| l.starts_with("svelt: ")),
         Some("svelt: exit status 0"),
+        "{}",
+        ctx()
+    );
+}
+
+/// The same Image on a board that is not `virt` and has no PSCI (QEMU's AST2700 EVB with our
+/// device tree, tests/data/ast2700-evb.dts; console a 16550, one Cortex-A35 without SVE or
+/// SME): the suite passes there too, the summary line comes, and the kernel halts saying so,
+/// with the report on the console (QEMU does not end: the test stops it).
+#[test]
+fn selfcheck_image_halts_on_a_board_without_psci() {
+    let found = Command::new("dtc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!(
+            "SKIPPED: no dtc (Debian's device-tree-compiler) to compile tests/data/ast2700-evb.dts"
+        );
+        return;
+    }
+    let dir = root().join("target/selfcheck");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dtb = dir.join("ast2700-evb.dtb");
+    let o = Command::new("dtc")
+        .args(["-q", "-I", "dts", "-O", "dtb", "-o"])
+        .arg(&dtb)
+        .arg(root().join("tests/data/ast2700-evb.dts"))
+        .output()
+        .expect("run dtc");
+    assert!(
+        o.status.success(),
+        "dtc: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let image = dir.join("board-selfcheck.img");
+    build_selfcheck(None, &image);
+    let qemu = std::env::var("QEMU").unwrap_or_else(|_| "qemu-system-aarch64".into());
+    let mut c = Console::spawn(
+        Command::new(qemu)
+            .args([
+                "-M",
+                "ast2700a1-evb,bmc-console=uart4",
+                "-m",
+                "1G",
+                "-nographic",
+                "-nodefaults",
+                "-serial",
+                "stdio",
+                "-monitor",
+                "none",
+                "-dtb",
+            ])
+            .arg(&dtb)
+            .arg("-kernel")
+            .arg(&image),
+    );
+    c.expect(
+        "svelt: halted (nothing to power off through)",
+        Duration::from_secs(600),
+    );
+    let run = c.finish(Duration::from_millis(500));
+    let ctx = || format!("--- output ---\n{}", run.output);
+    assert!(
+        run.output.contains("svelt: console 16550 at 0x12c1a000"),
+        "{}",
+        ctx()
+    );
+    let k = parse_ktap(&run.output);
+    assert!(
+        k.failures().is_empty(),
+        "failed: {:?}; {}",
+        k.failures(),
+        ctx()
+    );
+    assert_eq!(k.init_status, Some(0), "{}", ctx());
+    let summary = run
+        .output
+        .lines()
+        .find_map(|l| parse_summary(l.trim_end()))
+        .unwrap_or_else(|| panic!("no summary line; {}", ctx()));
+    assert_eq!(summary, cases(&k), "{}", ctx());
+    assert_eq!(summary.1, 0, "{}", ctx());
+    // The halt comes after the run's end, as its last word.
+    let tail: Vec<&str> = run.output.lines().rev().take(2).collect();
+    assert_eq!(
+        tail,
+        [
+            "svelt: halted (nothing to power off through)",
+            "svelt: exit status 0"
+        ],
         "{}",
         ctx()
     );
