@@ -58,7 +58,13 @@ pe_optional:
     .quad   0                           // ImageBase
     .long   0x1000                      // SectionAlignment
     .long   0x1000                      // FileAlignment
-    .short  0, 0, 0, 0, 0, 0            // OS, image and subsystem versions
+    .short  0, 0                        // OS version
+    // Image version 1.1, the number Linux's stub gives itself: 1.0 tells loaders to start the
+    // image with LoadImage/StartImage and hand the initrd over through the
+    // LINUX_EFI_INITRD_MEDIA_GUID LoadFile2 protocol (GRUB's `linux` and `initrd` do so only
+    // when the major version is 1 or more), 1.1 that `initrd=` words are read too.
+    .short  1, 1                        // MajorImageVersion, MinorImageVersion
+    .short  0, 0                        // subsystem version
     .long   0                           // Win32VersionValue
     .long   __image_size                // SizeOfImage
     .long   __pe_text_rva               // SizeOfHeaders: this page

@@ -1,6 +1,7 @@
-# Sourced by qemu-run.sh, .ci/run and tests/selftests/build.sh. host_mirror: the Debian mirror the host's own
-# apt sources name (deb822 debian.sources or the one-line sources.list), so that nothing in the
-# project names a mirror host. Prints it without a trailing slash; fails if there is none.
+# Sourced by qemu-run.sh, .ci/run, tests/selftests/build.sh and tests/grub.sh. host_mirror:
+# the Debian mirror the host's own apt sources name (deb822 debian.sources or the one-line
+# sources.list), so that nothing in the project names a mirror host. Prints it without a
+# trailing slash; fails if there is none.
 host_mirror() {
     local m=""
     if [ -f /etc/apt/sources.list.d/debian.sources ]; then

@@ -508,6 +508,67 @@ pub fn drop_nops(dtb: &mut [u8]) -> Result<usize, FdtError> {
     Ok(nops)
 }
 
+/// The initrd a loader named in the DTB `src`: /chosen's `linux,initrd-start` and
+/// `linux,initrd-end` (one or two cells each, as Linux reads them). `None` when either is missing
+/// or malformed, the range is empty, or the tree is not a well-formed DTB. An older GRUB's
+/// `initrd` (2.06) hands the initrd over this way, in the tree it installs for the firmware.
+pub fn chosen_initrd(src: &[u8]) -> Option<Range> {
+    if be32(src, 0).ok()? != MAGIC {
+        return None;
+    }
+    let total = (be32(src, 4).ok()? as usize).min(src.len());
+    let src = &src[..total];
+    let mut pos = be32(src, 8).ok()? as usize;
+    let off_strings = be32(src, 12).ok()? as usize;
+    let strings = src.get(off_strings..)?;
+    let cells = |v: &[u8]| match v.len() {
+        4 => be32(v, 0).ok().map(u64::from),
+        8 => be64(v, 0).ok(),
+        _ => None,
+    };
+    let (mut depth, mut in_chosen) = (0usize, false);
+    let (mut start, mut end) = (None, None);
+    loop {
+        let token = be32(src, pos).ok()?;
+        pos += 4;
+        match token {
+            BEGIN_NODE => {
+                let rest = src.get(pos..)?;
+                let len = rest.iter().position(|&b| b == 0)?;
+                depth += 1;
+                in_chosen = depth == 2 && &rest[..len] == b"chosen";
+                pos = (pos + len + 1).next_multiple_of(4);
+            }
+            END_NODE => {
+                if depth == 2 && in_chosen {
+                    break;
+                }
+                in_chosen = false;
+                depth = depth.checked_sub(1)?;
+            }
+            PROP => {
+                let len = be32(src, pos).ok()? as usize;
+                let nameoff = be32(src, pos + 4).ok()? as usize;
+                let value = src.get(pos + 8..(pos + 8).checked_add(len)?)?;
+                pos = (pos + 8 + len).next_multiple_of(4);
+                if depth == 2 && in_chosen {
+                    let name = strings.get(nameoff..)?;
+                    let name = &name[..name.iter().position(|&b| b == 0)?];
+                    match name {
+                        b"linux,initrd-start" => start = cells(value),
+                        b"linux,initrd-end" => end = cells(value),
+                        _ => {}
+                    }
+                }
+            }
+            NOP => {}
+            _ => return None,
+        }
+    }
+    let (start, end) = (start?, end?);
+    (end > start).then(|| Range::new(start, end))
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -820,6 +881,68 @@ pub(crate) mod tests {
                 t[4..8].copy_from_slice(&(cut as u32).to_be_bytes());
             }
             let _ = rewrite(&t, &mut big, &mut bs, &ram, &chosen);
+        }
+    }
+
+    #[test]
+    fn chosen_initrd_reads_a_loaders_range() {
+        // QEMU's tree without -initrd names none.
+        assert_eq!(chosen_initrd(QEMU_DTB), None);
+        // Rewritten with one (two cells each), it is found.
+        let mut out = [0u8; 0x20000];
+        let mut strings = [0u8; 0x2000];
+        let ram = [Range::new(0x4000_0000, 0x8000_0000)];
+        let mut chosen = Chosen {
+            bootargs: "x",
+            initrd: Some(Range::new(0x4800_0000, 0x4812_3456)),
+            rng_seed: None,
+            realtime: None,
+        };
+        let n = rewrite(QEMU_DTB, &mut out, &mut strings, &ram, &chosen).unwrap();
+        assert_eq!(
+            chosen_initrd(&out[..n]),
+            Some(Range::new(0x4800_0000, 0x4812_3456))
+        );
+        // One cell each, as some loaders write them; a property of another node is not read.
+        let mut buf = [0u8; 512];
+        let mut s = [0u8; 64];
+        let mut w = FdtWriter::new(&mut buf, &mut s, core::iter::empty()).unwrap();
+        w.begin_node("").unwrap();
+        w.begin_node("other").unwrap();
+        w.prop_u32("linux,initrd-start", 0x100).unwrap();
+        w.end_node().unwrap();
+        w.begin_node("chosen").unwrap();
+        w.prop_u32("linux,initrd-start", 0x4000_0000).unwrap();
+        w.prop_u32("linux,initrd-end", 0x4000_1000).unwrap();
+        w.end_node().unwrap();
+        w.end_node().unwrap();
+        let m = w.finish(0).unwrap();
+        assert_eq!(
+            chosen_initrd(&buf[..m]),
+            Some(Range::new(0x4000_0000, 0x4000_1000))
+        );
+        // An empty or reversed range, or only one end, is no initrd.
+        chosen.initrd = Some(Range::new(0x4800_0000, 0x4800_0000));
+        let n = rewrite(QEMU_DTB, &mut out, &mut strings, &ram, &chosen).unwrap();
+        assert_eq!(chosen_initrd(&out[..n]), None);
+        let mut w = FdtWriter::new(&mut buf, &mut s, core::iter::empty()).unwrap();
+        w.begin_node("").unwrap();
+        w.begin_node("chosen").unwrap();
+        w.prop_u64("linux,initrd-start", 0x4000_0000).unwrap();
+        w.prop("linux,initrd-end", &[1, 2, 3]).unwrap();
+        w.end_node().unwrap();
+        w.end_node().unwrap();
+        let m = w.finish(0).unwrap();
+        assert_eq!(chosen_initrd(&buf[..m]), None);
+        // Junk and every truncation: `None` or a range, never a panic.
+        assert_eq!(chosen_initrd(&[0; 64]), None);
+        let full = out[..n].to_vec();
+        for cut in 0..full.len() {
+            let mut t = full[..cut].to_vec();
+            if t.len() >= 8 {
+                t[4..8].copy_from_slice(&(cut as u32).to_be_bytes());
+            }
+            let _ = chosen_initrd(&t);
         }
     }
 

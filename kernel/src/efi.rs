@@ -3,7 +3,8 @@
 //!
 //! - the command line, from the loaded image's options (UCS-2), without its `initrd=` words;
 //! - the initrd, from the LINUX_EFI_INITRD_MEDIA_GUID LoadFile2 protocol or else the
-//!   `initrd=` files on the volume the image came from;
+//!   `initrd=` files on the volume the image came from, or else the one the firmware's DTB
+//!   names in /chosen (where an older GRUB puts it);
 //! - the machine's description: the firmware's DTB (configuration table), or, without one or
 //!   with `acpi=force`, a DTB written from the ACPI tables (svelt_abi::acpi);
 //! - the memory map, as the DTB's /memory nodes;
@@ -619,6 +620,21 @@ fn boot(efi: &Efi, image: Handle) -> Result<Never, Status> {
     if src_size > MIB2 {
         return Err(LOAD_ERROR);
     }
+    // Neither LoadFile2 nor `initrd=` words gave an initrd: the one a loader named in the
+    // firmware's tree is kept, as Linux's stub keeps it (an older GRUB's `initrd`, 2.06, installs
+    // a tree whose /chosen has linux,initrd-start/-end, in memory it allocated from the firmware).
+    let initrd = match (initrd, &source) {
+        (None, Source::Dtb(d)) => {
+            // SAFETY: the firmware's DTB, src_size bytes by its header.
+            let src = unsafe { core::slice::from_raw_parts(*d as *const u8, src_size as usize) };
+            let named = fdt::chosen_initrd(src);
+            if named.is_some() {
+                efi.print(b"EFI stub: using the initrd the device tree names\n");
+            }
+            named
+        }
+        (initrd, _) => initrd,
+    };
     let out_cap = src_size + 0x10000;
     let strings_cap = 0x4000;
     let fdt_pa = efi.allocate(out_cap + strings_cap)?;

@@ -170,6 +170,13 @@ fn pe_header_describes_the_image() {
     );
     assert_eq!(u16_at(opt), 0x20b, "PE32+");
     assert_eq!(u16_at(opt + 68), 10, "EFI application");
+    // Linux's stub's version: 1.0 and up take the initrd through LoadFile2 (GRUB's `initrd`
+    // offers it only then), 1.1 reads `initrd=` words as well.
+    assert_eq!(
+        (u16_at(opt + 44), u16_at(opt + 46)),
+        (1, 1),
+        "image version"
+    );
     let entry = u32_at(opt + 16) as usize;
     let (section_align, file_align) = (u32_at(opt + 32), u32_at(opt + 36));
     assert_eq!((section_align, file_align), (4096, 4096));
@@ -502,4 +509,201 @@ fn edk2_shell_starts_the_image_with_initrd_files() {
     );
     assert_eq!(r.exit_status, Some(0), "{}", ctx());
     assert_eq!(run.status, Some(0), "QEMU's status; {}", ctx());
+}
+
+/// Debian's arm64 GRUB (the signed monolithic grubaa64.efi of `suite`), fetched once into
+/// target/grub/SUITE/ by tests/grub.sh: its path and the package's version, or `None` (the test
+/// skips, saying why) when it cannot be downloaded for want of a network or of a Debian mirror.
+fn grub_image(test: &str, suite: &str) -> Option<(std::path::PathBuf, String)> {
+    let root = svelt_tests::root();
+    let o = std::process::Command::new(root.join("tests/grub.sh"))
+        .arg(suite)
+        .current_dir(&root)
+        .output()
+        .expect("run tests/grub.sh");
+    let why = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() {
+        if why.contains("network") || why.contains("mirror") || why.contains("Debian host") {
+            eprintln!("SKIPPED {test}: Debian's GRUB could not be fetched:\n{why}");
+            return None;
+        }
+        panic!("tests/grub.sh failed:\n{why}");
+    }
+    let path = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let version = std::fs::read_to_string(root.join("target/grub").join(suite).join("version"))
+        .expect("target/grub/SUITE/version");
+    Some((path.into(), version.trim().to_string()))
+}
+
+/// Boots `suite`'s GRUB the way edk2 boots a removable disk with no boot entries: an ESP (QEMU's
+/// vvfat over `target/firmware/TEST`) holding GRUB as EFI/BOOT/BOOTAA64.EFI, `grub_cfg` beside it
+/// (Debian's image reads $cmdpath/grub.cfg when the volume has no EFI/debian; tests/grub.sh),
+/// and `files` (name in the ESP, file to copy) at the top; no `-kernel`. EL2, 2 CPUs, the
+/// device tree (acpi=off) and semihosting, so that `svelt.exit=semihosting` makes the run's
+/// status QEMU's.
+fn boot_grub(
+    test: &str,
+    suite: &str,
+    grub_cfg: &str,
+    files: &[(&str, &Path)],
+) -> Option<svelt_tests::Run> {
+    let cfg = Config {
+        initrd: Initrd::Default,
+        ..Config::default()
+    };
+    if !edk2_installed(test) || !ready(&cfg) {
+        return None;
+    }
+    let (grub, version) = grub_image(test, suite)?;
+    eprintln!("{test}: GRUB from {suite}'s grub-efi-arm64-signed {version}");
+    let esp = svelt_tests::root().join("target/firmware").join(test);
+    let _ = std::fs::remove_dir_all(&esp);
+    std::fs::create_dir_all(esp.join("EFI/BOOT")).unwrap();
+    std::fs::copy(&grub, esp.join("EFI/BOOT/BOOTAA64.EFI")).unwrap();
+    std::fs::write(esp.join("EFI/BOOT/grub.cfg"), grub_cfg).unwrap();
+    for (name, from) in files {
+        std::fs::copy(from, esp.join(name)).unwrap();
+    }
+    let qemu = std::env::var("QEMU").unwrap_or_else(|_| "qemu-system-aarch64".into());
+    Some(svelt_tests::run_command(
+        std::process::Command::new(qemu)
+            .args([
+                "-M",
+                "virt,gic-version=3,virtualization=on,acpi=off",
+                "-cpu",
+                "max,pauth-impdef=on",
+                "-smp",
+                "2",
+                "-m",
+                "1G",
+                "-nographic",
+                "-nodefaults",
+                "-serial",
+                "stdio",
+                "-monitor",
+                "none",
+                "-no-reboot",
+                "-nic",
+                "none",
+                "-semihosting-config",
+                "enable=on,target=native",
+                "-bios",
+                EDK2,
+                "-drive",
+            ])
+            .arg(format!(
+                "if=none,id=esp,format=raw,readonly=on,file=fat:{}",
+                esp.display()
+            ))
+            .args(["-device", "virtio-blk-pci,drive=esp"]),
+        Duration::from_secs(120),
+    ))
+}
+
+/// What a user sees after GRUB started Svelt with `sve_regs` as the first process: the stub's
+/// line, the kernel's command line exactly `cmdline` (the words GRUB passed, no `initrd=`), the
+/// boot report (entered at EL2, kernel at EL2 with VHE, both CPUs), the program's KTAP with no
+/// failure (it comes from the initramfs, so the initrd arrived), and status 0.
+fn check_grub_run(run: &svelt_tests::Run, cmdline: &str) {
+    let ctx = || format!("--- output ---\n{}", run.output);
+    assert!(
+        run.output
+            .contains("EFI stub: using the firmware's device tree"),
+        "{}",
+        ctx()
+    );
+    let logged = run
+        .output
+        .lines()
+        .find_map(|l| l.split_once("command line: ").map(|p| p.1.trim_end()))
+        .unwrap_or_else(|| panic!("no command line logged; {}", ctx()));
+    assert_eq!(logged, format!("\"{cmdline}\""), "{}", ctx());
+    let r = svelt_tests::parse_report(&run.output);
+    assert_eq!(r.entered_el, Some(2), "{}", ctx());
+    assert_eq!(r.kernel_el, Some((2, true)), "{}", ctx());
+    assert_eq!(r.cpus_online, Some(2), "{}", ctx());
+    let k = svelt_tests::parse_ktap(&run.output);
+    assert!(
+        run.output.contains("\nok ") && k.failures().is_empty(),
+        "{}",
+        ctx()
+    );
+    assert!(run.output.contains("svelt: exit status 0"), "{}", ctx());
+    assert_eq!(r.exit_status, Some(0), "{}", ctx());
+    assert_eq!(run.status, Some(0), "QEMU's status; {}", ctx());
+}
+
+/// README's GRUB lines, first half: GRUB 2.12's `linux` and `initrd` commands (Debian trixie).
+/// GRUB checks the Image header (the arm64 magic, "MZ" and the PE header), starts the image
+/// through the firmware and, since the PE header's MajorImageVersion is 1 or more, hands the
+/// initrd over through the LINUX_EFI_INITRD_MEDIA_GUID LoadFile2 protocol (so the stub does not
+/// fall back on the device tree's). GRUB puts `BOOT_IMAGE=<path>` first on the command line, as
+/// it does for Linux.
+#[test]
+fn grub_linux_and_initrd_commands_boot_the_image() {
+    let Some(run) = grub_linux_boot("grub_linux", "trixie") else {
+        return;
+    };
+    assert!(
+        !run.output
+            .contains("EFI stub: using the initrd the device tree names"),
+        "{}",
+        run.output
+    );
+}
+
+/// The same with GRUB 2.06 (Debian bookworm), whose `initrd` knows no LoadFile2: it loads the
+/// initrd itself and names it in /chosen of the device tree it installs for the firmware, which
+/// the stub then keeps.
+#[test]
+fn grub_2_06_linux_and_initrd_commands_boot_the_image() {
+    let Some(run) = grub_linux_boot("grub_2_06_linux", "bookworm") else {
+        return;
+    };
+    assert!(
+        run.output
+            .contains("EFI stub: using the initrd the device tree names"),
+        "{}",
+        run.output
+    );
+}
+
+/// `linux /svelt.img WORDS`, `initrd /initrd.img`, `boot` through `suite`'s GRUB, checked.
+fn grub_linux_boot(test: &str, suite: &str) -> Option<svelt_tests::Run> {
+    let root = svelt_tests::root();
+    let release = root.join("target/kernel/aarch64-unknown-none-softfloat/release");
+    let words = "svelt.exit=semihosting init=/bin/tests/sve_regs";
+    let run = boot_grub(
+        test,
+        suite,
+        &format!("set timeout=0\nlinux /svelt.img {words}\ninitrd /initrd.img\nboot\n"),
+        &[
+            ("svelt.img", &release.join("svelt.img")),
+            ("initrd.img", &root.join("target/initramfs.cpio.gz")),
+        ],
+    )?;
+    check_grub_run(&run, &format!("BOOT_IMAGE=/svelt.img {words}"));
+    Some(run)
+}
+
+/// README's GRUB lines, second half: `chainloader` starts the image as any EFI application, with
+/// the rest of the line as its load options; the stub reads the `initrd=` file from the volume
+/// it was loaded from (GRUB offers no LoadFile2 initrd here) and drops that word.
+#[test]
+fn grub_chainloader_starts_the_image_with_an_initrd_file() {
+    let root = svelt_tests::root();
+    let release = root.join("target/kernel/aarch64-unknown-none-softfloat/release");
+    let words = "svelt.exit=semihosting init=/bin/tests/sve_regs";
+    let Some(run) = boot_grub(
+        "grub_chainloader",
+        "trixie",
+        &format!("set timeout=0\nchainloader /svelt.efi initrd=/initrd.img {words}\nboot\n"),
+        &[
+            ("svelt.efi", &release.join("svelt.img")),
+            ("initrd.img", &root.join("target/initramfs.cpio.gz")),
+        ],
+    ) else {
+        return;
+    };
+    check_grub_run(&run, words);
 }
