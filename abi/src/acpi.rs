@@ -10,7 +10,9 @@ use crate::fdt::{node_name, Chosen, FdtError, FdtWriter};
 use crate::memrange::Range;
 
 /// The CPUs a description holds; more are left out.
-pub const MAX_CPUS: usize = 64;
+pub const MAX_CPUS: usize = crate::cpumask::NR_CPUS;
+/// Redistributor regions kept (the kernel's GIC driver maps as many).
+pub const MAX_REDIST_REGIONS: usize = 8;
 
 /// Physical memory as seen by the parser.
 pub trait PhysMem {
@@ -32,8 +34,28 @@ pub enum AcpiError {
 pub struct Gic {
     pub version: u8,
     pub dist: u64,
-    /// v3: the redistributor range; v2: the CPU interface (8 KiB).
-    pub second: Range,
+    /// v3: the redistributor regions, in MADT order (one per GICR structure, or the span of
+    /// the CPUs' own frames); v2: the CPU interface (8 KiB), alone.
+    pub second: [Range; MAX_REDIST_REGIONS],
+    pub nsecond: usize,
+}
+
+impl Gic {
+    fn new(version: u8, dist: u64, regions: &[Range]) -> Gic {
+        let mut second = [Range::new(0, 0); MAX_REDIST_REGIONS];
+        let n = regions.len().min(MAX_REDIST_REGIONS);
+        second[..n].copy_from_slice(&regions[..n]);
+        Gic {
+            version,
+            dist,
+            second,
+            nsecond: n,
+        }
+    }
+
+    pub fn seconds(&self) -> &[Range] {
+        &self.second[..self.nsecond]
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,7 +189,8 @@ impl<'m, M: PhysMem> Tables<'m, M> {
 fn parse_madt(t: &[u8], m: &mut Machine) {
     let mut off = HEADER + 8;
     let mut gicd: Option<(u64, u8)> = None;
-    let mut gicr: Option<Range> = None;
+    let mut gicr = [Range::new(0, 0); MAX_REDIST_REGIONS];
+    let mut ngicr = 0;
     // Per-CPU redistributor bases (when there is no GICR structure) and v2 CPU interfaces.
     let mut gicc_base: Option<u64> = None;
     let mut gicc_rd: Option<(u64, u64)> = None;
@@ -202,9 +225,11 @@ fn parse_madt(t: &[u8], m: &mut Machine) {
             0x0c if len >= 24 => {
                 gicd = Some((le64(e, 8).unwrap_or(0), e[20]));
             }
-            0x0e if len >= 16 && gicr.is_none() => {
+            // Each GICR structure is one region (servers and QEMU past 123 CPUs have several).
+            0x0e if len >= 16 && ngicr < MAX_REDIST_REGIONS => {
                 let base = le64(e, 4).unwrap_or(0);
-                gicr = Some(Range::from_base_size(base, le32(e, 12).unwrap_or(0) as u64));
+                gicr[ngicr] = Range::from_base_size(base, le32(e, 12).unwrap_or(0) as u64);
+                ngicr += 1;
             }
             _ => {}
         }
@@ -214,24 +239,21 @@ fn parse_madt(t: &[u8], m: &mut Machine) {
         return;
     };
     // Per-CPU redistributors (no GICR structure): from the lowest to past the highest frame.
-    let gicr = gicr.or_else(|| gicc_rd.map(|(lo, hi)| Range::new(lo, hi + 0x20000)));
+    if ngicr == 0 {
+        if let Some((lo, hi)) = gicc_rd {
+            gicr[0] = Range::new(lo, hi + 0x20000);
+            ngicr = 1;
+        }
+    }
     let version = match version {
         1 => 2,
         3 | 4 => version,
-        _ if gicr.is_some() => 3,
+        _ if ngicr > 0 => 3,
         _ => 2,
     };
     m.gic = match version {
-        2 => gicc_base.map(|b| Gic {
-            version: 2,
-            dist,
-            second: Range::from_base_size(b, 0x2000),
-        }),
-        _ => gicr.map(|r| Gic {
-            version: 3,
-            dist,
-            second: r,
-        }),
+        2 => gicc_base.map(|b| Gic::new(2, dist, &[Range::from_base_size(b, 0x2000)])),
+        _ => (ngicr > 0).then(|| Gic::new(3, dist, &gicr[..ngicr])),
     };
 }
 
@@ -357,17 +379,18 @@ pub fn write_fdt(
         w.begin_node(node_name(&mut name, "intc", g.dist))?;
         if g.version == 3 {
             w.prop_str("compatible", "arm,gic-v3")?;
-            w.prop_reg(
-                2,
-                2,
-                &[
-                    (g.dist, 0x10000),
-                    (g.second.start, g.second.end - g.second.start),
-                ],
-            )?;
+            let mut reg = [(0u64, 0u64); 1 + MAX_REDIST_REGIONS];
+            reg[0] = (g.dist, 0x10000);
+            for (slot, r) in reg[1..].iter_mut().zip(g.seconds()) {
+                *slot = (r.start, r.end - r.start);
+            }
+            w.prop_reg(2, 2, &reg[..1 + g.nsecond])?;
+            if g.nsecond > 1 {
+                w.prop_u32("#redistributor-regions", g.nsecond as u32)?;
+            }
         } else {
             w.prop_str("compatible", "arm,cortex-a15-gic")?;
-            w.prop_reg(2, 2, &[(g.dist, 0x1000), (g.second.start, 0x2000)])?;
+            w.prop_reg(2, 2, &[(g.dist, 0x1000), (g.second[0].start, 0x2000)])?;
         }
         w.prop_u32("#interrupt-cells", 3)?;
         w.prop("interrupt-controller", &[])?;
@@ -526,11 +549,11 @@ mod tests {
         assert_eq!(&m.cpus[..m.ncpus], &[0, 1]);
         assert_eq!(
             m.gic,
-            Some(Gic {
-                version: 3,
-                dist: 0x0800_0000,
-                second: Range::new(0x080a_0000, 0x0900_0000),
-            })
+            Some(Gic::new(
+                3,
+                0x0800_0000,
+                &[Range::new(0x080a_0000, 0x0900_0000)]
+            ))
         );
         let t = m.timer.unwrap();
         assert_eq!(t.map(|i| i.gsiv), [29, 30, 27, 26]);
@@ -678,6 +701,72 @@ mod tests {
         );
     }
 
+    /// A large machine's MADT, as QEMU writes it past 123 CPUs and servers do: 130 GICCs and
+    /// two GICR structures (a second, high redistributor region). Every CPU and both regions
+    /// reach the device tree, the regions counted in `#redistributor-regions`.
+    #[test]
+    fn many_cpus_and_redistributor_regions() {
+        let mut apic = APIC[..0x44].to_vec();
+        let gicc = &APIC[0x44..0x94];
+        for cpu in 0..130u64 {
+            let mut e = gicc.to_vec();
+            e[4..8].copy_from_slice(&(cpu as u32).to_le_bytes());
+            e[8..12].copy_from_slice(&(cpu as u32).to_le_bytes());
+            let mpidr = (cpu / 16) << 8 | cpu % 16;
+            e[68..76].copy_from_slice(&mpidr.to_le_bytes());
+            apic.extend_from_slice(&e);
+        }
+        for (base, len) in [
+            (0x080a_0000u64, 0x00f6_0000u32),
+            (0x40_0000_0000, 0x0004_0000),
+        ] {
+            let mut e = std::vec![0x0e, 16, 0, 0];
+            e.extend_from_slice(&base.to_le_bytes());
+            e.extend_from_slice(&len.to_le_bytes());
+            apic.extend_from_slice(&e);
+        }
+        let len = apic.len() as u32;
+        apic[4..8].copy_from_slice(&len.to_le_bytes());
+        fix_checksum(&mut apic, 9);
+        let mem = machine_mem(&[FACP, &apic, GTDT, SPCR]);
+        let m = parse(&mem, mem.base).unwrap();
+        assert_eq!(m.ncpus, 130);
+        assert_eq!(m.cpus[129], 8 << 8 | 1);
+        let g = m.gic.unwrap();
+        assert_eq!(
+            g.seconds(),
+            [
+                Range::from_base_size(0x080a_0000, 0x00f6_0000),
+                Range::from_base_size(0x40_0000_0000, 0x0004_0000)
+            ]
+        );
+        let mut out = std::vec![0u8; 0x20000];
+        let mut strings = std::vec![0u8; 0x400];
+        let chosen = Chosen {
+            bootargs: "",
+            initrd: None,
+            rng_seed: None,
+            realtime: None,
+        };
+        let ram = [Range::new(0x4000_0000, 0x7000_0000)];
+        let n = write_fdt(&m, &mut out, &mut strings, &ram, &chosen).unwrap();
+        let dtb = &out[..n];
+        assert_eq!(
+            node_names(dtb)
+                .iter()
+                .filter(|l| l.starts_with("    cpu@"))
+                .count(),
+            130
+        );
+        let reg = find_prop(dtb, "/intc@8000000", "reg").unwrap();
+        assert_eq!(reg.len(), 48);
+        assert_eq!(&reg[32..40], &0x40_0000_0000u64.to_be_bytes());
+        assert_eq!(
+            find_prop(dtb, "/intc@8000000", "#redistributor-regions"),
+            Some(&2u32.to_be_bytes()[..])
+        );
+    }
+
     #[test]
     fn smc_conduit_gicv2_and_missing_tables() {
         let mut facp = FACP.to_vec();
@@ -696,11 +785,11 @@ mod tests {
         assert_eq!(m.psci, Some(PsciConduit::Smc));
         assert_eq!(
             m.gic,
-            Some(Gic {
-                version: 2,
-                dist: 0x0800_0000,
-                second: Range::new(0x0801_0000, 0x0801_2000),
-            })
+            Some(Gic::new(
+                2,
+                0x0800_0000,
+                &[Range::new(0x0801_0000, 0x0801_2000)]
+            ))
         );
         assert_eq!(m.timer, None);
         assert_eq!(m.uart, None);

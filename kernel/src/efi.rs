@@ -635,7 +635,8 @@ fn boot(efi: &Efi, image: Handle) -> Result<Never, Status> {
         }
         (initrd, _) => initrd,
     };
-    let out_cap = src_size + 0x10000;
+    // Room for a written tree of 512 CPUs (about 100 bytes each) and the rest.
+    let out_cap = src_size + 0x20000;
     let strings_cap = 0x4000;
     let fdt_pa = efi.allocate(out_cap + strings_cap)?;
 

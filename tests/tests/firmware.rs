@@ -125,6 +125,19 @@ fn edk2_acpi_at_el1_gicv2() {
     );
 }
 
+/// Past 123 CPUs QEMU's MADT has two GICR structures (a second, high redistributor region):
+/// all 256 CPUs come online through ACPI, as with `-kernel` and QEMU's device tree.
+#[test]
+fn edk2_acpi_with_256_cpus() {
+    same_report(
+        Config {
+            smp: 256,
+            ..Config::default()
+        },
+        "edk2-acpi",
+    );
+}
+
 #[test]
 fn edk2_dtb_userland() {
     userland(Config::default(), "edk2");
