@@ -712,7 +712,7 @@ mod tests {
             let mut e = gicc.to_vec();
             e[4..8].copy_from_slice(&(cpu as u32).to_le_bytes());
             e[8..12].copy_from_slice(&(cpu as u32).to_le_bytes());
-            let mpidr = (cpu / 16) << 8 | cpu % 16;
+            let mpidr = ((cpu / 16) << 8) | (cpu % 16);
             e[68..76].copy_from_slice(&mpidr.to_le_bytes());
             apic.extend_from_slice(&e);
         }
@@ -731,7 +731,7 @@ mod tests {
         let mem = machine_mem(&[FACP, &apic, GTDT, SPCR]);
         let m = parse(&mem, mem.base).unwrap();
         assert_eq!(m.ncpus, 130);
-        assert_eq!(m.cpus[129], 8 << 8 | 1);
+        assert_eq!(m.cpus[129], (8 << 8) | 1);
         let g = m.gic.unwrap();
         assert_eq!(
             g.seconds(),
