@@ -639,7 +639,13 @@ mod tests {
     fn machine_with_spcr(spcr: &[u8]) -> (Machine, std::vec::Vec<u8>) {
         let mem = machine_mem(&[FACP, APIC, GTDT, spcr]);
         let m = parse(&mem, mem.base).unwrap();
-        let (mut out, mut strings) = (std::vec![0u8; 0x4000], std::vec![0u8; 0x400]);
+        let dtb = fdt_of(&m);
+        (m, dtb)
+    }
+
+    /// The device tree the stub writes for `m`, with 768 MiB of RAM and an empty /chosen.
+    fn fdt_of(m: &Machine) -> std::vec::Vec<u8> {
+        let (mut out, mut strings) = (std::vec![0u8; 0x20000], std::vec![0u8; 0x400]);
         let chosen = Chosen {
             bootargs: "",
             initrd: None,
@@ -647,9 +653,9 @@ mod tests {
             realtime: None,
         };
         let ram = [Range::new(0x4000_0000, 0x7000_0000)];
-        let n = write_fdt(&m, &mut out, &mut strings, &ram, &chosen).unwrap();
+        let n = write_fdt(m, &mut out, &mut strings, &ram, &chosen).unwrap();
         out.truncate(n);
-        (m, out)
+        out
     }
 
     /// A server's SPCR naming a 16550 (interface type 0x12) at 0x1c020000 with 32-bit or 8-bit
@@ -740,17 +746,7 @@ mod tests {
                 Range::from_base_size(0x40_0000_0000, 0x0004_0000)
             ]
         );
-        let mut out = std::vec![0u8; 0x20000];
-        let mut strings = std::vec![0u8; 0x400];
-        let chosen = Chosen {
-            bootargs: "",
-            initrd: None,
-            rng_seed: None,
-            realtime: None,
-        };
-        let ram = [Range::new(0x4000_0000, 0x7000_0000)];
-        let n = write_fdt(&m, &mut out, &mut strings, &ram, &chosen).unwrap();
-        let dtb = &out[..n];
+        let dtb = &fdt_of(&m)[..];
         assert_eq!(
             node_names(dtb)
                 .iter()

@@ -128,6 +128,26 @@ fn selfcheck_image_passes_without_initrd() {
         "{}",
         ctx()
     );
+    check_report_and_summary(&run);
+    // The summary comes after the report, and the run ends on the kernel's last word.
+    let at = |s: &str| {
+        run.output
+            .find(s)
+            .unwrap_or_else(|| panic!("no {s:?}; {}", ctx()))
+    };
+    assert!(at("# Totals:") < at("svelt-selfcheck:"), "{}", ctx());
+    assert_eq!(
+        run.output.lines().rfind(|l| l.starts_with("svelt: ")),
+        Some("svelt: exit status 0"),
+        "{}",
+        ctx()
+    );
+}
+
+/// The run's KTAP report has no failure and the init's status 0, and exactly one summary line
+/// whose counts are the report's, with F = 0 and more than 100 cases passed.
+fn check_report_and_summary(run: &Run) {
+    let ctx = || format!("--- output ---\n{}", run.output);
     let k = parse_ktap(&run.output);
     assert!(
         k.failures().is_empty(),
@@ -157,19 +177,6 @@ fn selfcheck_image_passes_without_initrd() {
     );
     assert_eq!(got.1, 0, "{}", ctx());
     assert!(got.0 > 100, "too few cases passed; {}", ctx());
-    // The summary comes after the report, and the run ends on the kernel's last word.
-    let at = |s: &str| {
-        run.output
-            .find(s)
-            .unwrap_or_else(|| panic!("no {s:?}; {}", ctx()))
-    };
-    assert!(at("# Totals:") < at("svelt-selfcheck:"), "{}", ctx());
-    assert_eq!(
-        run.output.lines().rfind(|l| l.starts_with("svelt: ")),
-        Some("svelt: exit status 0"),
-        "{}",
-        ctx()
-    );
 }
 
 /// The same Image on a board that is not `virt` and has no PSCI (QEMU's AST2700 EVB with our
@@ -235,21 +242,7 @@ fn selfcheck_image_halts_on_a_board_without_psci() {
         "{}",
         ctx()
     );
-    let k = parse_ktap(&run.output);
-    assert!(
-        k.failures().is_empty(),
-        "failed: {:?}; {}",
-        k.failures(),
-        ctx()
-    );
-    assert_eq!(k.init_status, Some(0), "{}", ctx());
-    let summary = run
-        .output
-        .lines()
-        .find_map(|l| parse_summary(l.trim_end()))
-        .unwrap_or_else(|| panic!("no summary line; {}", ctx()));
-    assert_eq!(summary, cases(&k), "{}", ctx());
-    assert_eq!(summary.1, 0, "{}", ctx());
+    check_report_and_summary(&run);
     // The halt comes after the run's end, as its last word.
     let tail: Vec<&str> = run.output.lines().rev().take(2).collect();
     assert_eq!(

@@ -449,23 +449,30 @@ extern "C" fn sleeper(slot: usize) -> i32 {
     }
 }
 
+/// Two `sleeper` threads in this process: their thread IDs once both run (a 10 s bound), or
+/// `None` if one could not be made.
+fn start_sleepers() -> Option<[i32; 2]> {
+    for slot in 0..2 {
+        proc::spawn_thread(sleeper, slot, 0).ok()?;
+    }
+    // SAFETY: the threads write the slots; volatile reads see them.
+    let read = |i: usize| unsafe { core::ptr::addr_of!(TIDS[i]).read_volatile() };
+    let t0 = sys::now_ns();
+    while (read(0) == 0 || read(1) == 0) && sys::now_ns() - t0 < 10_000_000_000 {
+        sys::sleep_ns(1_000_000);
+    }
+    Some([read(0), read(1)])
+}
+
 fn threads_core() -> TestResult {
     let dir = test_dir("threads")?;
     let tids = Shared::new([0i32; 2]);
     let pid = t!(spawn(|| {
         child_setup(&dir, RLIM_INFINITY);
-        for slot in 0..2 {
-            if proc::spawn_thread(sleeper, slot, 0).is_err() {
-                return 103;
-            }
+        match start_sleepers() {
+            Some(t) => tids.set(t),
+            None => return 103,
         }
-        // SAFETY: the threads write the slots; volatile reads see them.
-        let read = |i: usize| unsafe { core::ptr::addr_of!(TIDS[i]).read_volatile() };
-        let t0 = sys::now_ns();
-        while (read(0) == 0 || read(1) == 0) && sys::now_ns() - t0 < 10_000_000_000 {
-            sys::sleep_ns(1_000_000);
-        }
-        tids.set([read(0), read(1)]);
         // SAFETY: never returns: the store faults.
         unsafe { coredump_fault(X[0], 0, X[2], X[3], X[4], X[5], X[6], X[7]) }
     }));
@@ -509,18 +516,10 @@ fn threads_core_under_signals() -> TestResult {
             {
                 return 104;
             }
-            for slot in 0..2 {
-                if proc::spawn_thread(sleeper, slot, 0).is_err() {
-                    return 103;
-                }
+            match start_sleepers() {
+                Some(t) => tids.set(t),
+                None => return 103,
             }
-            // SAFETY: the threads write the slots; volatile reads see them.
-            let read = |i: usize| unsafe { core::ptr::addr_of!(TIDS[i]).read_volatile() };
-            let t0 = sys::now_ns();
-            while (read(0) == 0 || read(1) == 0) && sys::now_ns() - t0 < 10_000_000_000 {
-                sys::sleep_ns(1_000_000);
-            }
-            tids.set([read(0), read(1)]);
             sys::sleep_ns(5_000_000);
             // SAFETY: never returns: the store faults.
             unsafe { coredump_fault(X[0], 0, X[2], X[3], X[4], X[5], X[6], X[7]) }
