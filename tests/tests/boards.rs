@@ -241,3 +241,24 @@ fn raspi4b_programs_on_four_cpus() {
         assert_eq!(run.status, Some(0), "{}", ctx());
     }
 }
+
+#[test]
+fn raspi4b_typed_input_through_the_pl011() {
+    if !dtc_or_skip() {
+        return;
+    }
+    // The PL011's receive interrupt arrives as GIC SPI 121 (the VideoCore's interrupt 57).
+    let cfg = Config {
+        timeout: Duration::from_secs(60),
+        ..raspi4b(Initrd::Default, Some("/bin/tests/tty_typed"))
+    };
+    if !ready(&cfg) {
+        return;
+    }
+    let run = svelt_tests::type_tty_session(Console::boot(&cfg), cfg.timeout, cfg.timeout);
+    assert!(
+        run.output.contains("svelt: console pl011 at 0xfe201000"),
+        "{}",
+        run.output
+    );
+}
