@@ -53,7 +53,7 @@ pub fn enable_method(
                 .and_then(|v| v.try_into().ok())
                 .ok_or(NoMethod::BadReleaseAddr)?;
             let addr = u64::from_be_bytes(raw);
-            if addr == 0 || addr % 8 != 0 {
+            if addr == 0 || !addr.is_multiple_of(8) {
                 return Err(NoMethod::UnalignedReleaseAddr(addr));
             }
             Ok(EnableMethod::SpinTable { release_addr: addr })

@@ -52,8 +52,9 @@ static mut SPIN_BOOT_TABLE: SpinBootTable<NR_CPUS> = SpinBootTable::new();
 /// Only the boot CPU calls this, and only before it releases any CPU from a spin table: no
 /// other CPU reads or writes the table meanwhile.
 pub unsafe fn spin_table_add(mpidr: u64, record_pa: u64) -> bool {
+    let table = &raw mut SPIN_BOOT_TABLE;
     // SAFETY: the caller's contract: nothing else touches the table now.
-    unsafe { (*&raw mut SPIN_BOOT_TABLE).add(mpidr, record_pa) }
+    unsafe { (*table).add(mpidr, record_pa) }
 }
 
 /// Makes the table visible to CPUs whose MMU and caches are off.
