@@ -91,6 +91,9 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          16 GiB, Cortex-A35 (no SVE/SME), one CPU online (no PSCI there); the
                          board fixes CPUs, GIC and entry EL (--el/--smp/--sve-max-vq/--gic/
                          SME options are ignored)
+  --board raspi4b        QEMU's Raspberry Pi 4B (-M raspi4b) with tests/data/raspi4b.dts: PL011
+                         console, GIC-400 (GICv2), four Cortex-A72 (no SVE/SME) started from
+                         spin tables, 960 MiB of RAM (the board fixes it: --mem is ignored)
   --build-selfcheck      write target/svelt-selfcheck.img, an Image with the test userland built
                          in (no initrd needed): booted anywhere it runs the whole suite, prints
                          the KTAP report and 'svelt-selfcheck: N passed, F failed, S skipped',
@@ -211,10 +214,10 @@ esac
 [ -n "$firmware" ] && [ "$linux" = 1 ] && die "--firmware is for Svelt (drop --linux)"
 case "$board" in
     ""|virt) board="" ;;
-    ast2700)
+    ast2700|raspi4b)
         [ "$linux" = 0 ] || die "--board is for Svelt (drop --linux)"
         [ -z "$firmware" ] || die "--board loads the kernel itself (drop --firmware)" ;;
-    *) die "--board wants ast2700 (or virt, the default)" ;;
+    *) die "--board wants ast2700 or raspi4b (or virt, the default)" ;;
 esac
 [ "$no_initrd" = 1 ] && [ -n "$initrd" ] && die "--initrd and --no-initrd contradict each other"
 [ -z "$embed" ] || [ "$selfcheck" = 1 ] || die "--embed goes with --build-selfcheck"
@@ -498,16 +501,26 @@ args=(-M "$machine" -cpu "$cpu" -smp "$smp" -m "$mem"
       -nographic -nodefaults -serial stdio -monitor none -no-reboot)
 # A board other than virt: its own machine and CPUs, and a device tree of ours, since QEMU
 # writes none for it (it only adds /chosen and /memory to the one it is given).
-if [ "$board" = ast2700 ]; then
-    dts="$root/tests/data/ast2700-evb.dts"
-    dtb="$root/target/boards/ast2700-evb.dtb"
+case "$board" in
+    ast2700) dts="$root/tests/data/ast2700-evb.dts" ;;
+    raspi4b) dts="$root/tests/data/raspi4b.dts" ;;
+esac
+if [ -n "$board" ]; then
+    dtb="$root/target/boards/$(basename "$dts" .dts).dtb"
     command -v dtc >/dev/null || apt_install device-tree-compiler
     if [ ! -f "$dtb" ] || [ "$dts" -nt "$dtb" ]; then
         mkdir -p "$(dirname "$dtb")"
         dtc -q -I dts -O dtb -o "$dtb.$$" "$dts" && mv -f "$dtb.$$" "$dtb" || die "dtc could not compile $dts"
     fi
+fi
+if [ "$board" = ast2700 ]; then
     # bmc-console=uart4 puts -serial stdio on UART4, the one UART wired straight to the GIC.
     args=(-M ast2700a1-evb,bmc-console=uart4 -m "$mem" -dtb "$dtb"
+          -nographic -nodefaults -serial stdio -monitor none -no-reboot)
+elif [ "$board" = raspi4b ]; then
+    # The board's RAM is fixed (2 GiB, of which QEMU gives the Arm cores 960 MiB at 0); the
+    # first -serial is UART0, the PL011.
+    args=(-M raspi4b -dtb "$dtb"
           -nographic -nodefaults -serial stdio -monitor none -no-reboot)
 fi
 if [ "$linux" = 1 ]; then

@@ -17,7 +17,8 @@
 //   TTBR0: an identity map of the image (only needed at the instant the MMU turns on)
 //   TTBR1: the image at KIMAGE_VADDR, and the DTB's 2 MiB block(s) in the linear map
 // with 2 MiB RWX blocks. Rust replaces TTBR1 with W^X tables as soon as it has read the DTB.
-// Secondary CPUs enter at `secondary_entry` (PSCI CPU_ON) and reuse the same steps.
+// Secondary CPUs enter at `secondary_entry` (PSCI CPU_ON) or `spin_table_entry` (released from
+// a spin table) and reuse the same steps.
 //
 // This file is included by kernel/src/arch/aarch64/boot.rs with global_asm!, which supplies the
 // constants named in braces.
@@ -170,6 +171,29 @@ secondary_entry:
     bl      mmu_on
     ldr     x0, =secondary_high
     br      x0
+
+// Secondary CPUs released from a spin table (Raspberry Pi firmware, many U-Boot boards, QEMU's
+// raspi machines): MMU off, at the boot EL, and no argument. The boot CPU listed each CPU it
+// released in SPIN_BOOT_TABLE (16-byte entries: MPIDR affinity, then the record's physical
+// address; a zero record ends the table) and cleaned it to the point of coherency. A CPU it
+// did not list waits here for good.
+.global spin_table_entry
+spin_table_entry:
+    mrs     x1, mpidr_el1
+    ldr     x2, ={affinity_mask}
+    and     x1, x1, x2
+    adrp    x3, {spin_table}
+    add     x3, x3, :lo12:{spin_table}
+    mov     x4, #{spin_entries}
+1:  cbz     x4, 2f
+    ldp     x5, x0, [x3], #16
+    cbz     x0, 2f
+    cmp     x5, x1
+    b.eq    secondary_entry
+    sub     x4, x4, #1
+    b       1b
+2:  wfe
+    b       2b
 
 secondary_high:
     mov     sp, x21

@@ -48,6 +48,7 @@ pub mod sched;
 pub mod script;
 pub mod sigframe;
 pub mod signal;
+pub mod smpboot;
 pub mod stack;
 pub mod sys;
 pub mod sysctl;

@@ -2,6 +2,7 @@
 
 use fdt::Fdt;
 use svelt_abi::memrange::Range;
+use svelt_abi::smpboot::{enable_method, EnableMethod, NoMethod};
 use svelt_abi::uart::{
     split_stdout_path, stdout_node_path, uart_kind, Layout16550, UartKind, NS16550_COMPATIBLE,
 };
@@ -186,10 +187,20 @@ pub fn psci_method<'a>(fdt: &Fdt<'a>) -> Option<&'a str> {
         .as_str()
 }
 
-/// MPIDR values of the CPUs in /cpus.
-pub fn for_each_cpu(fdt: &Fdt, mut f: impl FnMut(u64)) {
+/// Each CPU in /cpus: its MPIDR and how it is started, from its `enable-method` and
+/// `cpu-release-addr` and whether the tree has PSCI.
+pub fn for_each_cpu_method(
+    fdt: &Fdt,
+    have_psci: bool,
+    mut f: impl FnMut(u64, Result<EnableMethod, NoMethod>),
+) {
     for cpu in fdt.cpus() {
-        f(cpu.ids().first() as u64);
+        let method = cpu.property("enable-method").map(|p| p.value);
+        let release = cpu.property("cpu-release-addr").map(|p| p.value);
+        f(
+            cpu.ids().first() as u64,
+            enable_method(method, release, have_psci),
+        );
     }
 }
 

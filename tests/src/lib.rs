@@ -61,7 +61,8 @@ pub struct Config {
     pub debian: Option<String>,
     /// `--firmware NAME`: boot through firmware (`edk2`, `edk2-acpi`, `uboot`) instead of `-kernel`.
     pub firmware: Option<&'static str>,
-    /// `--board NAME`: a QEMU board other than virt (`ast2700`), which fixes its own CPUs.
+    /// `--board NAME`: a QEMU board other than virt (`ast2700`, `raspi4b`), which fixes its own
+    /// CPUs.
     pub board: Option<&'static str>,
 }
 

@@ -6,6 +6,12 @@
 //! nor SME). The tests check the boot report, that the vector programs skip their SVE/SME
 //! tests as on any CPU without them while the rest pass, and typed input through the 16550's
 //! receive interrupt into the terminal's line discipline.
+//!
+//! And QEMU's Raspberry Pi 4B (`./qemu-run.sh --board raspi4b`, tests/data/raspi4b.dts): a
+//! PL011 console, a GIC-400 (GICv2), RAM at 0, and four Cortex-A72 whose secondaries wait in
+//! QEMU's spin loop: the device tree says `enable-method = "spin-table"`, and Svelt releases
+//! them through their `cpu-release-addr`. The tests check the boot report (four CPUs online
+//! and ticking) and programs run as the first process, one of them seeing all four CPUs.
 
 use std::time::Duration;
 use svelt_tests::{boot, parse_ktap, parse_report, ready, Config, Console, Initrd};
@@ -19,7 +25,7 @@ fn dtc_or_skip() -> bool {
         .is_ok_and(|o| o.status.success());
     if !found {
         eprintln!(
-            "SKIPPED: no dtc (Debian's device-tree-compiler) to compile tests/data/ast2700-evb.dts"
+            "SKIPPED: no dtc (Debian's device-tree-compiler) to compile the boards' tests/data/*.dts"
         );
     }
     found
@@ -147,6 +153,111 @@ fn ast2700_typed_input_through_the_16550() {
     assert!(
         run.output
             .contains("svelt: console 16550 at 0x12c1a000, reg-shift 2, reg-io-width 4"),
+        "{}",
+        run.output
+    );
+}
+
+fn raspi4b(initrd: Initrd, init: Option<&str>) -> Config {
+    Config {
+        board: Some("raspi4b"),
+        sme: None,
+        initrd,
+        init: init.map(String::from),
+        ..Config::default()
+    }
+}
+
+#[test]
+fn raspi4b_boot_report() {
+    if !dtc_or_skip() {
+        return;
+    }
+    let run = boot(&raspi4b(Initrd::None, None));
+    let r = parse_report(&run.output);
+    let out = &run.output;
+    assert_eq!(run.status, Some(0), "{out}");
+    assert_eq!(r.exit_status, Some(0), "{out}");
+    // QEMU enters at EL2 (no EL3 firmware runs); a Cortex-A72 has no VHE.
+    assert_eq!(r.entered_el, Some(2), "{out}");
+    assert_eq!(r.kernel_el, Some((1, false)), "{out}");
+    assert_eq!(r.console.as_deref(), Some("pl011 at 0xfe201000"), "{out}");
+    // The three secondaries came from their spin tables and each takes its tick.
+    assert_eq!((r.cpus_online, r.timer_cpus), (Some(4), Some(4)), "{out}");
+    assert_eq!((r.sve, r.sme), (Some(vec![]), Some(vec![])), "{out}");
+    for line in [
+        "INFO  Svelt 0.1.0 on Raspberry Pi 4 Model B (QEMU)",
+        "INFO  counter 62500000 Hz (CNTFRQ_EL0)",
+        "MiB free in 1 RAM region(s)",
+        "INFO  GICv2 at 0xff841000, timer INTID 27",
+    ] {
+        assert!(out.contains(line), "no {line:?} in\n{out}");
+    }
+    for absent in ["PSCI", "did not come online", "cannot be started", "ERROR"] {
+        assert!(!out.contains(absent), "{absent:?} in\n{out}");
+    }
+}
+
+#[test]
+fn raspi4b_programs_on_four_cpus() {
+    if !dtc_or_skip() {
+        return;
+    }
+    // Each program as the first process, on all four CPUs: sysmisc counts them in its
+    // affinity mask, threads runs threads across them, sve_regs skips (no SVE on an A72).
+    for (program, vector, expect) in [
+        ("sysmisc", false, Some("# 4 cpus in the affinity mask")),
+        ("threads", false, None),
+        ("signals", false, None),
+        ("sve_regs", true, None),
+    ] {
+        let cfg = raspi4b(Initrd::Default, Some(&format!("/bin/tests/{program}")));
+        if !ready(&cfg) {
+            return;
+        }
+        let run = boot(&cfg);
+        let k = parse_ktap(&run.output);
+        let ctx = || format!("{program}:\n{}", run.output);
+        assert_eq!(parse_report(&run.output).cpus_online, Some(4), "{}", ctx());
+        assert!(
+            !k.programs.is_empty() && k.plan == Some(k.programs.len()),
+            "{}",
+            ctx()
+        );
+        assert_eq!(k.failures(), Vec::<String>::new(), "{}", ctx());
+        let skipped = run
+            .output
+            .lines()
+            .filter(|l| l.starts_with("ok ") && l.contains(" # SKIP"))
+            .count();
+        if vector {
+            assert_eq!(skipped, k.programs.len(), "every test skips; {}", ctx());
+        } else {
+            assert!(skipped < k.programs.len(), "some tests ran; {}", ctx());
+        }
+        if let Some(line) = expect {
+            assert!(run.output.contains(line), "no {line:?}; {}", ctx());
+        }
+        assert_eq!(run.status, Some(0), "{}", ctx());
+    }
+}
+
+#[test]
+fn raspi4b_typed_input_through_the_pl011() {
+    if !dtc_or_skip() {
+        return;
+    }
+    // The PL011's receive interrupt arrives as GIC SPI 121 (the VideoCore's interrupt 57).
+    let cfg = Config {
+        timeout: Duration::from_secs(60),
+        ..raspi4b(Initrd::Default, Some("/bin/tests/tty_typed"))
+    };
+    if !ready(&cfg) {
+        return;
+    }
+    let run = svelt_tests::type_tty_session(Console::boot(&cfg), cfg.timeout, cfg.timeout);
+    assert!(
+        run.output.contains("svelt: console pl011 at 0xfe201000"),
         "{}",
         run.output
     );

@@ -3,9 +3,13 @@
 //! head.s stays at EL2 with VHE (or drops from EL2 to EL1) as `el` describes, zeroes BSS, builds
 //! `EARLY_TABLES`, turns the MMU on and calls `kernel_main(dtb_pa, entry_el, image_pa)` on
 //! `BOOT_STACK`. Secondary CPUs enter at
-//! `secondary_entry` with the physical address of a [`SecondaryBoot`].
+//! `secondary_entry` with the physical address of a [`SecondaryBoot`] (PSCI CPU_ON's argument),
+//! or, released from a spin table with no argument, at `spin_table_entry`, which finds that
+//! address by MPIDR in [`SPIN_BOOT_TABLE`].
 
 use super::mmu::{self, PAGE_SIZE};
+use svelt_abi::cpumask::NR_CPUS;
+use svelt_abi::smpboot::{SpinBootTable, MPIDR_AFFINITY_MASK};
 
 /// Boot CPU stack size.
 pub const BOOT_STACK_SIZE: usize = 64 * 1024;
@@ -35,6 +39,31 @@ const _: () = assert!(core::mem::offset_of!(SecondaryBoot, ttbr1) == 0);
 const _: () = assert!(core::mem::offset_of!(SecondaryBoot, stack_top) == 8);
 const _: () = assert!(core::mem::offset_of!(SecondaryBoot, arg) == 16);
 const _: () = assert!(core::mem::offset_of!(SecondaryBoot, vhe) == 24);
+
+/// Boot records of CPUs released from spin tables, by MPIDR; head.s reads it with the MMU off.
+/// Written only by the boot CPU before it releases any CPU (`spin_table_add`), then cleaned to
+/// the point of coherency (`spin_table_publish`).
+static mut SPIN_BOOT_TABLE: SpinBootTable<NR_CPUS> = SpinBootTable::new();
+
+/// Adds a CPU to be released from a spin table, with the physical address of its
+/// [`SecondaryBoot`]. False if the table is full or the CPU is already in it.
+///
+/// # Safety
+/// Only the boot CPU calls this, and only before it releases any CPU from a spin table: no
+/// other CPU reads or writes the table meanwhile.
+pub unsafe fn spin_table_add(mpidr: u64, record_pa: u64) -> bool {
+    let table = &raw mut SPIN_BOOT_TABLE;
+    // SAFETY: the caller's contract: nothing else touches the table now.
+    unsafe { (*table).add(mpidr, record_pa) }
+}
+
+/// Makes the table visible to CPUs whose MMU and caches are off.
+pub fn spin_table_publish() {
+    super::cpu::clean_dcache_to_poc(
+        &raw const SPIN_BOOT_TABLE as usize,
+        core::mem::size_of::<SpinBootTable<NR_CPUS>>(),
+    );
+}
 
 /// SCTLR_EL1 with the MMU on: M, C, SA, SA0, I, DZE, UCT, nTWI, nTWE, UCI and the v8.0 RES1 bits.
 const SCTLR_EL1_MMU_ON: u64 = 0x30d0_0800
@@ -73,6 +102,9 @@ core::arch::global_asm!(
     boot_stack_size = const BOOT_STACK_SIZE,
     kernel_main = sym super::entry::kernel_main,
     secondary_main = sym super::entry::secondary_main,
+    spin_table = sym SPIN_BOOT_TABLE,
+    spin_entries = const NR_CPUS,
+    affinity_mask = const MPIDR_AFFINITY_MASK,
     efi_main = sym super::entry::svelt_efi_main,
     block = const EARLY_BLOCK,
     mair = const mmu::MAIR_VALUE,

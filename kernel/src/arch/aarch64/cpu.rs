@@ -108,6 +108,12 @@ pub fn wait_for_interrupt() {
     aarch64_cpu::asm::wfi();
 }
 
+/// Wakes every CPU waiting in `wfe` (a spin table's waiters), after earlier writes complete.
+pub fn send_event() {
+    // SAFETY: a barrier and an event; no memory changes.
+    unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
+}
+
 /// Makes page-table writes visible to the table walker before the next access through them.
 pub fn barrier_after_table_write() {
     // SAFETY: barriers only.
