@@ -201,6 +201,22 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Whether `dtc` (Debian's device-tree-compiler, which .ci/run and qemu-run.sh install when
+/// they can) is there to compile the boards' device trees, tests/data/*.dts; without it the
+/// board tests say why and pass.
+pub fn dtc_or_skip() -> bool {
+    let found = Command::new("dtc")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!(
+            "SKIPPED: no dtc (Debian's device-tree-compiler) to compile the boards' tests/data/*.dts"
+        );
+    }
+    found
+}
+
 /// Builds what `cfg` boots, once per test process: the kernel, plus the userland and its
 /// initramfs when the default one is used. For `--linux`, fetches Linux too; returns why if
 /// that failed (no network: the caller decides whether to skip).

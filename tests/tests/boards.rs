@@ -14,22 +14,7 @@
 //! and ticking) and programs run as the first process, one of them seeing all four CPUs.
 
 use std::time::Duration;
-use svelt_tests::{boot, parse_ktap, parse_report, ready, Config, Console, Initrd};
-
-/// The board needs `dtc` to compile its device tree (qemu-run.sh installs it when run as root);
-/// without it the tests say why and pass.
-fn dtc_or_skip() -> bool {
-    let found = std::process::Command::new("dtc")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!(
-            "SKIPPED: no dtc (Debian's device-tree-compiler) to compile the boards' tests/data/*.dts"
-        );
-    }
-    found
-}
+use svelt_tests::{boot, dtc_or_skip, parse_ktap, parse_report, ready, Config, Console, Initrd};
 
 fn ast2700(initrd: Initrd, init: Option<&str>) -> Config {
     Config {

@@ -185,14 +185,7 @@ fn check_report_and_summary(run: &Run) {
 /// with the report on the console (QEMU does not end: the test stops it).
 #[test]
 fn selfcheck_image_halts_on_a_board_without_psci() {
-    let found = Command::new("dtc")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!(
-            "SKIPPED: no dtc (Debian's device-tree-compiler) to compile tests/data/ast2700-evb.dts"
-        );
+    if !svelt_tests::dtc_or_skip() {
         return;
     }
     let dir = root().join("target/selfcheck");
