@@ -216,7 +216,7 @@ pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<
     notify_tracer(&tracer, &t, exit_code);
     drop(tracer);
     let p = t.process();
-    let resumed = loop {
+    loop {
         {
             let mut l = t.ptrace.lock();
             // PTRACE_LISTEN: an event (SIGCONT, PTRACE_INTERRUPT) ends the listening; the
@@ -240,33 +240,31 @@ pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<
                     continue;
                 }
             }
-            if !l.frozen {
-                if let Some(s) = l.resume {
-                    if !l.listening {
-                        break Some(s);
-                    }
+            let leave = match l.resume {
+                _ if l.frozen => None,
+                Some(s) if !l.listening => Some(Some(s)),
+                r if l.tracer.is_none() => Some(r),
+                _ if signal::fatal_pending(&t) => Some(None),
+                _ => None,
+            };
+            if let Some(resumed) = leave {
+                // The stop ends under the same lock that decided it: a tracer must never
+                // see a stop (and freeze it) that the tracee is already leaving, or its
+                // `Frozen::new` would wait for a sleep that never comes.
+                l.stop = None;
+                l.resume = None;
+                l.listening = false;
+                if kind != StopKind::Syscall {
+                    l.syscall_stop = SyscallStop::None;
                 }
-                if l.tracer.is_none() {
-                    break l.resume;
-                }
-                if signal::fatal_pending(&t) {
-                    break None;
-                }
+                break resumed;
             }
             // Sleeping is set under the link lock, and every waker takes it (or sets
             // `resume` under it) before waking: no wake-up is lost.
             t.set_state(State::Sleeping);
         }
         sched::schedule();
-    };
-    let mut l = t.ptrace.lock();
-    l.stop = None;
-    l.resume = None;
-    l.listening = false;
-    if kind != StopKind::Syscall {
-        l.syscall_stop = SyscallStop::None;
     }
-    resumed
 }
 
 /// `stop` for a caller holding the tracee's trap frame: the tracer reads and writes that
