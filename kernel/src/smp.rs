@@ -158,7 +158,7 @@ fn release(fdt: &fdt::Fdt, addr: u64, entry: u64) -> Result<(), mmu::MapError> {
     let (ram, n) = crate::dt::ram::<16>(fdt);
     let in_ram = ram[..n]
         .iter()
-        .any(|r| r.start <= addr && addr + 8 <= r.end);
+        .any(|r| r.start <= addr && addr.checked_add(8).is_some_and(|end| end <= r.end));
     let va = if in_ram {
         mmu::phys_to_virt(addr)
     } else {
