@@ -85,22 +85,41 @@ fn ast2700_vector_programs_skip_and_the_rest_pass() {
         return;
     }
     // Each program as the first process: a boot takes about a second.
-    for (program, vector) in [
-        ("sve_regs", true),
-        ("sve_sigframe", true),
-        ("sme_regs", true),
-        ("sve_vl", true),
-        ("hwcap_idregs", false),
-        ("signals", false),
-        ("sysmisc", false),
-    ] {
-        let cfg = ast2700(Initrd::Default, Some(&format!("/bin/tests/{program}")));
+    programs_as_init(
+        ast2700,
+        None,
+        &[
+            ("sve_regs", true, None),
+            ("sve_sigframe", true, None),
+            ("sme_regs", true, None),
+            ("sve_vl", true, None),
+            ("hwcap_idregs", false, None),
+            ("signals", false, None),
+            ("sysmisc", false, None),
+        ],
+    );
+}
+
+/// Runs each `(program, vector, expect)` as the first process on the board `board` makes:
+/// its results are the top level and none fails; a vector program skips every test, any
+/// other runs some; `expect`, when given, is a line it prints. With `cpus`, the boot report
+/// says that many CPUs came online.
+fn programs_as_init(
+    board: fn(Initrd, Option<&str>) -> Config,
+    cpus: Option<u32>,
+    programs: &[(&str, bool, Option<&str>)],
+) {
+    for &(program, vector, expect) in programs {
+        let cfg = board(Initrd::Default, Some(&format!("/bin/tests/{program}")));
         if !ready(&cfg) {
             return;
         }
         let run = boot(&cfg);
         let k = parse_ktap(&run.output);
         let ctx = || format!("{program}:\n{}", run.output);
+        if cpus.is_some() {
+            assert_eq!(parse_report(&run.output).cpus_online, cpus, "{}", ctx());
+        }
         // As the first process its own results are the top level.
         assert!(
             !k.programs.is_empty() && k.plan == Some(k.programs.len()),
@@ -117,6 +136,9 @@ fn ast2700_vector_programs_skip_and_the_rest_pass() {
             assert_eq!(skipped, k.programs.len(), "every test skips; {}", ctx());
         } else {
             assert!(skipped < k.programs.len(), "some tests ran; {}", ctx());
+        }
+        if let Some(line) = expect {
+            assert!(run.output.contains(line), "no {line:?}; {}", ctx());
         }
         assert_eq!(run.status, Some(0), "{}", ctx());
     }
@@ -190,41 +212,16 @@ fn raspi4b_programs_on_four_cpus() {
     }
     // Each program as the first process, on all four CPUs: sysmisc counts them in its
     // affinity mask, threads runs threads across them, sve_regs skips (no SVE on an A72).
-    for (program, vector, expect) in [
-        ("sysmisc", false, Some("# 4 cpus in the affinity mask")),
-        ("threads", false, None),
-        ("signals", false, None),
-        ("sve_regs", true, None),
-    ] {
-        let cfg = raspi4b(Initrd::Default, Some(&format!("/bin/tests/{program}")));
-        if !ready(&cfg) {
-            return;
-        }
-        let run = boot(&cfg);
-        let k = parse_ktap(&run.output);
-        let ctx = || format!("{program}:\n{}", run.output);
-        assert_eq!(parse_report(&run.output).cpus_online, Some(4), "{}", ctx());
-        assert!(
-            !k.programs.is_empty() && k.plan == Some(k.programs.len()),
-            "{}",
-            ctx()
-        );
-        assert_eq!(k.failures(), Vec::<String>::new(), "{}", ctx());
-        let skipped = run
-            .output
-            .lines()
-            .filter(|l| l.starts_with("ok ") && l.contains(" # SKIP"))
-            .count();
-        if vector {
-            assert_eq!(skipped, k.programs.len(), "every test skips; {}", ctx());
-        } else {
-            assert!(skipped < k.programs.len(), "some tests ran; {}", ctx());
-        }
-        if let Some(line) = expect {
-            assert!(run.output.contains(line), "no {line:?}; {}", ctx());
-        }
-        assert_eq!(run.status, Some(0), "{}", ctx());
-    }
+    programs_as_init(
+        raspi4b,
+        Some(4),
+        &[
+            ("sysmisc", false, Some("# 4 cpus in the affinity mask")),
+            ("threads", false, None),
+            ("signals", false, None),
+            ("sve_regs", true, None),
+        ],
+    );
 }
 
 #[test]
