@@ -55,6 +55,10 @@ pub struct El2Report {
     io_width: u64,
 }
 const _: () = assert!(core::mem::size_of::<El2Report>() == 32);
+// vectors.s reads the fields at these offsets.
+const _: () = assert!(core::mem::offset_of!(El2Report, exit_semihosting) == 8);
+const _: () = assert!(core::mem::offset_of!(El2Report, lsr_offset) == 16);
+const _: () = assert!(core::mem::offset_of!(El2Report, io_width) == 24);
 
 #[unsafe(no_mangle)]
 static mut el2_report: El2Report = El2Report {
