@@ -44,7 +44,7 @@ pub fn configure(semihosting: bool, dir: Option<&str>) {
 }
 
 /// At the start of every thread exit: while another thread of the process dumps core, wait
-/// (asleep, so the dumper may read this thread's registers) until the core is written.
+/// (parked, so the dumper may read this thread's registers) until the core is written.
 pub fn task_exit(t: &Arc<Task>) {
     let Some(cs) = t.process.core_state.lock().clone() else {
         return;

@@ -935,9 +935,10 @@ fn regset_state<'a>(h: &'a Held<'_>) -> RefMut<'a, TaskFpState> {
         f
     } else {
         // A parked task holds no borrow: it is off its CPU and no wake-up can run it (see
-        // State::Parked). One borrow seen once in stop 23 came from a tracee or dumped thread
-        // that a wake-up (a detach, a SIGKILL) ran through a switch while it was held; parking
-        // now prevents that. Should another way ever appear, wait rather than panic.
+        // State::Parked). The one borrow seen held here (once, in stop 23) most likely came
+        // from a tracee or dumped thread that a wake-up (a detach, a SIGKILL) ran through a
+        // switch meanwhile, which parking now prevents; that was never confirmed, so should
+        // another way exist, wait rather than panic.
         loop {
             if let Ok(f) = h.local().fpu.try_borrow_mut() {
                 return f;
