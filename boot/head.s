@@ -461,8 +461,8 @@ el_unsupported:
 // create_early_tables: uses x19 (DTB PA), x21 (image PA). Clobbers x0-x12.
 // ---------------------------------------------------------------------------------------------
 create_early_tables:
-    adrp    x0, {early}                 // page 0..7: id L0, id L1, id L2, up L0, up L1, up L2,
-                                        //            lin L1, lin L2
+    adrp    x0, {early}                 // page 0..8: id L0, id L1, id L2, up L0, up L1, up L2,
+                                        //            lin L1, lin L2, lin L2 past a 1 GiB line
     ldr     x9, ={block}                // block attributes: normal WB, inner shareable, AF
     ldr     x10, =__image_size
     mov     x11, #0x1fffff
@@ -527,16 +527,26 @@ create_early_tables:
     lsr     x7, x7, #21
     cmp     x7, x19, lsr #21
     b.eq    4f
-    cmp     x2, #511                    // stays inside one L2 table (does not cross 1 GiB)
+    cmp     x2, #511
+    b.ne    3f
+    // The second block lies past a 1 GiB line: it is the first entry of the next L2 table
+    // (page 8), which the next L1 entry points to (none past a 512 GiB line: not mapped).
+    ubfx    x2, x19, #30, #9
+    cmp     x2, #511
     b.eq    4f
     add     x2, x2, #1
+    add     x5, x0, #8 * 4096
+    orr     x3, x5, #3
+    str     x3, [x4, x2, lsl #3]
+    mov     x2, #-1
+3:  add     x2, x2, #1
     add     x6, x6, #0x200000
     orr     x3, x6, x9
     str     x3, [x5, x2, lsl #3]
 4:
     // The tables were written with the MMU (and caches) off; drop any stale cached copies.
     mov     x1, x0
-    add     x2, x0, #8 * 4096
+    add     x2, x0, #9 * 4096
 5:  dc      ivac, x1
     add     x1, x1, #64
     cmp     x1, x2

@@ -193,3 +193,88 @@ fn sixty_four_and_256_cpus() {
         );
     }
 }
+
+/// The boot protocol lets a loader put the device tree anywhere in RAM (8-byte aligned, at most
+/// 2 MiB). Here it straddles the 1 GiB line at 2 GiB (0x7ffff000, QEMU's own tree of
+/// 1 MiB, whose structure runs past the line): head.s must map its second 2 MiB block through a
+/// second L2 table, or the kernel faults before it has a console and the run hangs silently.
+/// No `-kernel`: QEMU's generic loader places the Image at 0x40200000, the tree, and three
+/// instructions at 0x40100000 (x0 = the tree, then a branch to the Image) where the CPU starts;
+/// the run ends through PSCI SYSTEM_OFF (no initramfs, nothing to run).
+#[test]
+fn device_tree_across_a_1gib_line() {
+    let cfg = Config {
+        smp: 1,
+        ..Config::default()
+    };
+    assert!(ready(&cfg));
+    let qemu = std::env::var("QEMU").unwrap_or_else(|_| "qemu-system-aarch64".into());
+    let dir = svelt_tests::root().join("target/boot-matrix");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dtb = dir.join("virt-2g.dtb");
+    let machine = "virt,gic-version=3,virtualization=on";
+    let common = [
+        "-cpu",
+        "max,pauth-impdef=on",
+        "-smp",
+        "1",
+        "-m",
+        "2G",
+        "-nographic",
+        "-nodefaults",
+        "-nic",
+        "none",
+    ];
+    let o = std::process::Command::new(&qemu)
+        .arg("-M")
+        .arg(format!("{machine},dumpdtb={}", dtb.display()))
+        .args(common)
+        .output()
+        .expect("run QEMU");
+    assert!(
+        o.status.success(),
+        "dumpdtb: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let image =
+        svelt_tests::root().join("target/kernel/aarch64-unknown-none-softfloat/release/svelt.img");
+    // movz x0, #0xf000; movk x0, #0x7fff, lsl #16; b 0x40200000.
+    let code = [(0, 0xd29e_0000u32), (4, 0xf2af_ffe0), (8, 0x1403_fffe)];
+    let mut cmd = std::process::Command::new(&qemu);
+    cmd.args(["-M", machine])
+        .args(common)
+        .args([
+            "-serial",
+            "stdio",
+            "-monitor",
+            "none",
+            "-no-reboot",
+            "-device",
+        ])
+        .arg(format!(
+            "loader,file={},addr=0x40200000,force-raw=on",
+            image.display()
+        ))
+        .arg("-device")
+        .arg(format!(
+            "loader,file={},addr=0x7ffff000,force-raw=on",
+            dtb.display()
+        ));
+    for (off, insn) in code {
+        cmd.arg("-device").arg(format!(
+            "loader,addr={:#x},data={insn:#x},data-len=4",
+            0x4010_0000 + off
+        ));
+    }
+    cmd.args(["-device", "loader,addr=0x40100000,cpu-num=0"]);
+    let run = svelt_tests::run_command(&mut cmd, std::time::Duration::from_secs(60));
+    assert_eq!(
+        run.status,
+        Some(0),
+        "QEMU's status (PSCI SYSTEM_OFF):\n{}",
+        run.output
+    );
+    let r = svelt_tests::parse_report(&run.output);
+    assert_eq!(r.cpus_online, Some(1), "{}", run.output);
+    assert_eq!(r.exit_status, Some(0), "{}", run.output);
+}

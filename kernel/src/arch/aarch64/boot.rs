@@ -20,11 +20,11 @@ pub struct Stack<const N: usize>(pub [u8; N]);
 /// The boot CPU's stack (in BSS).
 pub static mut BOOT_STACK: Stack<BOOT_STACK_SIZE> = Stack([0; BOOT_STACK_SIZE]);
 
-/// Eight page-table pages for the early map; see head.s for their roles. Page 0 (the identity
+/// Nine page-table pages for the early map; see head.s for their roles. Page 0 (the identity
 /// map's root) stays in use: secondary CPUs turn their MMU on through it.
 #[repr(C, align(4096))]
-pub struct EarlyTables(pub [[u64; 512]; 8]);
-pub static mut EARLY_TABLES: EarlyTables = EarlyTables([[0; 512]; 8]);
+pub struct EarlyTables(pub [[u64; 512]; 9]);
+pub static mut EARLY_TABLES: EarlyTables = EarlyTables([[0; 512]; 9]);
 
 /// What a secondary CPU reads, with its MMU off, before it can run Rust. Layout shared with head.s.
 #[repr(C)]
