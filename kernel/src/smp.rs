@@ -115,8 +115,9 @@ pub fn start_secondaries(fdt: &fdt::Fdt, image_pa: u64) -> usize {
     if !releases.is_empty() {
         boot::spin_table_publish();
         let entry = pa_of(spin_table_entry);
+        let (ram, n) = crate::dt::ram::<16>(fdt);
         for &addr in &releases {
-            if let Err(e) = release(fdt, addr, entry) {
+            if let Err(e) = release(&ram[..n], addr, entry) {
                 log::error!("spin table at {addr:#x}: cannot be written ({e:?})");
             }
         }
@@ -152,11 +153,10 @@ pub fn start_secondaries(fdt: &fdt::Fdt, image_pa: u64) -> usize {
 
 /// Writes `entry` to a spin table's release address (little-endian, as the waiting firmware
 /// reads it) and cleans it to the point of coherency, where a CPU with its caches off sees it.
-/// The address is usually in RAM, reserved by the firmware (through the linear map);
+/// The address is usually in `ram`, reserved by the firmware (through the linear map);
 /// otherwise it is mapped for the write.
-fn release(fdt: &fdt::Fdt, addr: u64, entry: u64) -> Result<(), mmu::MapError> {
-    let (ram, n) = crate::dt::ram::<16>(fdt);
-    let in_ram = ram[..n]
+fn release(ram: &[svelt_abi::memrange::Range], addr: u64, entry: u64) -> Result<(), mmu::MapError> {
+    let in_ram = ram
         .iter()
         .any(|r| r.start <= addr && addr.checked_add(8).is_some_and(|end| end <= r.end));
     let va = if in_ram {

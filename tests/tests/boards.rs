@@ -16,14 +16,40 @@
 use std::time::Duration;
 use svelt_tests::{boot, dtc_or_skip, parse_ktap, parse_report, ready, Config, Console, Initrd};
 
-fn ast2700(initrd: Initrd, init: Option<&str>) -> Config {
+/// `./qemu-run.sh --board NAME` (neither board has SME), with this initramfs and first process.
+fn on_board(board: &'static str, initrd: Initrd, init: Option<&str>) -> Config {
     Config {
-        board: Some("ast2700"),
+        board: Some(board),
         sme: None,
         initrd,
         init: init.map(String::from),
         ..Config::default()
     }
+}
+
+fn ast2700(initrd: Initrd, init: Option<&str>) -> Config {
+    on_board("ast2700", initrd, init)
+}
+
+fn raspi4b(initrd: Initrd, init: Option<&str>) -> Config {
+    on_board("raspi4b", initrd, init)
+}
+
+/// The typed session (`tty_typed` as the first process) through `board`'s console UART, whose
+/// boot-report line must be `console`.
+fn typed_input(board: fn(Initrd, Option<&str>) -> Config, console: &str) {
+    if !dtc_or_skip() {
+        return;
+    }
+    let cfg = Config {
+        timeout: Duration::from_secs(60),
+        ..board(Initrd::Default, Some("/bin/tests/tty_typed"))
+    };
+    if !ready(&cfg) {
+        return;
+    }
+    let run = svelt_tests::type_tty_session(Console::boot(&cfg), cfg.timeout, cfg.timeout);
+    assert!(run.output.contains(console), "{}", run.output);
 }
 
 #[test]
@@ -146,33 +172,10 @@ fn programs_as_init(
 
 #[test]
 fn ast2700_typed_input_through_the_16550() {
-    if !dtc_or_skip() {
-        return;
-    }
-    let cfg = Config {
-        timeout: Duration::from_secs(60),
-        ..ast2700(Initrd::Default, Some("/bin/tests/tty_typed"))
-    };
-    if !ready(&cfg) {
-        return;
-    }
-    let run = svelt_tests::type_tty_session(Console::boot(&cfg), cfg.timeout, cfg.timeout);
-    assert!(
-        run.output
-            .contains("svelt: console 16550 at 0x12c1a000, reg-shift 2, reg-io-width 4"),
-        "{}",
-        run.output
+    typed_input(
+        ast2700,
+        "svelt: console 16550 at 0x12c1a000, reg-shift 2, reg-io-width 4",
     );
-}
-
-fn raspi4b(initrd: Initrd, init: Option<&str>) -> Config {
-    Config {
-        board: Some("raspi4b"),
-        sme: None,
-        initrd,
-        init: init.map(String::from),
-        ..Config::default()
-    }
 }
 
 #[test]
@@ -226,21 +229,6 @@ fn raspi4b_programs_on_four_cpus() {
 
 #[test]
 fn raspi4b_typed_input_through_the_pl011() {
-    if !dtc_or_skip() {
-        return;
-    }
     // The PL011's receive interrupt arrives as GIC SPI 121 (the VideoCore's interrupt 57).
-    let cfg = Config {
-        timeout: Duration::from_secs(60),
-        ..raspi4b(Initrd::Default, Some("/bin/tests/tty_typed"))
-    };
-    if !ready(&cfg) {
-        return;
-    }
-    let run = svelt_tests::type_tty_session(Console::boot(&cfg), cfg.timeout, cfg.timeout);
-    assert!(
-        run.output.contains("svelt: console pl011 at 0xfe201000"),
-        "{}",
-        run.output
-    );
+    typed_input(raspi4b, "svelt: console pl011 at 0xfe201000");
 }
