@@ -369,6 +369,8 @@ pub struct Features {
     /// FEAT_GCS (ID_AA64PFR1_EL1.GCS != 0) together with FEAT_S1PIE (ID_AA64MMFR3_EL1.S1PIE),
     /// which GCS pages need (the architecture has no GCS without it).
     pub gcs: bool,
+    /// FEAT_SSBS (ID_AA64PFR1_EL1.SSBS != 0): PSTATE.SSBS exists.
+    pub ssbs: bool,
 }
 
 impl Features {
@@ -393,6 +395,7 @@ impl Features {
             fgt: get(MMFR0_FGT) != 0,
             fpmr: get(PFR2_FPMR) != 0,
             gcs: get(PFR1_GCS) != 0 && get(MMFR3_S1PIE) != 0,
+            ssbs: get(PFR1_SSBS) != 0,
         }
     }
 

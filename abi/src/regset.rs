@@ -17,8 +17,10 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 // ---- note types (elf.h) ----
 
 pub use crate::elf::{
-    NT_ARM_FPMR, NT_ARM_GCS, NT_ARM_HW_BREAK, NT_ARM_HW_WATCH, NT_ARM_PAC_MASK, NT_ARM_SSVE,
-    NT_ARM_SVE, NT_ARM_SYSTEM_CALL, NT_ARM_TLS, NT_ARM_ZA, NT_ARM_ZT, NT_PRFPREG, NT_PRSTATUS,
+    NT_ARM_FPMR, NT_ARM_GCS, NT_ARM_HW_BREAK, NT_ARM_HW_WATCH, NT_ARM_PACA_KEYS, NT_ARM_PACG_KEYS,
+    NT_ARM_PAC_ENABLED_KEYS, NT_ARM_PAC_MASK, NT_ARM_POE, NT_ARM_SSVE, NT_ARM_SVE,
+    NT_ARM_SYSTEM_CALL, NT_ARM_TAGGED_ADDR_CTRL, NT_ARM_TLS, NT_ARM_ZA, NT_ARM_ZT, NT_PRFPREG,
+    NT_PRSTATUS,
 };
 
 // ---- sizes ----
@@ -141,6 +143,34 @@ pub struct Caps {
     pub gcs: bool,
 }
 
+/// The size rules of every regset in arm64 Linux's table (arch/arm64/kernel/ptrace.c,
+/// aarch64_regsets), whether or not the CPU has what it describes: the unit iov_len must be a
+/// multiple of and the maximum size. PTRACE_GETREGSET/SETREGSET check these (EINVAL) and the
+/// buffer's range (EFAULT) before they ask whether the regset exists here (`info`), as Linux's
+/// ptrace_regset does before the regset's own get/set.
+pub fn layout(nt: u32) -> Option<(usize, usize)> {
+    let sve_max = sve_pt_size(VQ_MAX, SVE_PT_REGS_SVE) as usize;
+    Some(match nt {
+        NT_PRSTATUS => (8, USER_PT_REGS_SIZE),
+        NT_PRFPREG => (4, USER_FPSIMD_SIZE),
+        NT_ARM_TLS => (8, 16),
+        NT_ARM_HW_BREAK | NT_ARM_HW_WATCH => (4, USER_HWDEBUG_SIZE),
+        NT_ARM_SYSTEM_CALL => (4, 4),
+        NT_ARM_SVE | NT_ARM_SSVE => (16, sve_max),
+        NT_ARM_ZA => (16, za_pt_size(VQ_MAX) as usize),
+        NT_ARM_ZT => (ZT_REG_BYTES, ZT_REG_BYTES),
+        NT_ARM_PAC_MASK => (8, USER_PAC_MASK_SIZE),
+        NT_ARM_PAC_ENABLED_KEYS => (8, 8),
+        NT_ARM_PACA_KEYS => (8, 64),
+        NT_ARM_PACG_KEYS => (8, 16),
+        NT_ARM_TAGGED_ADDR_CTRL => (8, 8),
+        NT_ARM_POE => (8, 8),
+        NT_ARM_FPMR => (8, 8),
+        NT_ARM_GCS => (8, 24),
+        _ => return None,
+    })
+}
+
 /// A regset's unit (iov_len must be a multiple of it) and its maximum size in bytes; None when
 /// the note type is unknown or the system lacks what it describes (both EINVAL). NT_ARM_SVE
 /// exists with SME alone: a VL-0 FPSIMD write is how a tracer leaves streaming mode there.
@@ -159,6 +189,7 @@ pub fn info(nt: u32, caps: Caps) -> Option<(usize, usize)> {
         NT_ARM_ZT if caps.sme2 => (ZT_REG_BYTES, ZT_REG_BYTES),
         NT_ARM_FPMR if caps.fpmr => (8, 8),
         NT_ARM_GCS if caps.gcs => (8, 24),
+        NT_ARM_TAGGED_ADDR_CTRL => (8, 8),
         _ => return None,
     })
 }

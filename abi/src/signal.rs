@@ -649,6 +649,23 @@ impl Siginfo {
     pub fn addr(&self) -> u64 {
         get_u64(&self.0, 16)
     }
+
+    /// The siginfo a handler without SA_EXPOSE_TAGBITS is given (Linux's
+    /// hide_si_addr_tag_bits with arm64's arch_untagged_si_addr): a kernel-generated fault's
+    /// si_addr loses its top-byte tag, except a breakpoint's (TRAP_BRKPT), whose address bits
+    /// are all reported, as they always were.
+    pub fn tag_bits_hidden(mut self) -> Siginfo {
+        let signo = self.signo();
+        let fault = matches!(signo, SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP);
+        if fault
+            && (1..SI_KERNEL).contains(&self.code())
+            && !(signo == SIGTRAP && self.code() == TRAP_BRKPT)
+        {
+            let a = crate::sys::untagged_addr(self.addr() as usize) as u64;
+            put_u64(&mut self.0, 16, a);
+        }
+        self
+    }
     pub fn value(&self) -> u64 {
         get_u64(&self.0, 24)
     }

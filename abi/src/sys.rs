@@ -301,10 +301,12 @@ pub const PR_GET_TAGGED_ADDR_CTRL: u32 = 56;
 /// 56-63 (arm64's tagged address ABI).
 pub const PR_TAGGED_ADDR_ENABLE: usize = 1;
 
-/// An address without its top-byte tag (TCR_EL1.TBI0 makes EL0 accesses ignore it): bits
-/// 56-63 become copies of bit 55, as Linux's untagged_addr (a kernel address stays one).
+/// An address without its top-byte tag (TCR_EL1.TBI0 makes EL0 accesses ignore it), as arm64
+/// Linux's untagged_addr: the address ANDed with itself sign-extended from bit 55, so a
+/// user-half address (bit 55 clear) loses its tag and one with bit 55 set is left as it is
+/// (never a user address either way).
 pub const fn untagged_addr(va: usize) -> usize {
-    (((va << 8) as isize) >> 8) as usize
+    va & ((((va << 8) as isize) >> 8) as usize)
 }
 
 #[cfg(test)]
@@ -318,7 +320,12 @@ mod tag_tests {
         );
         assert_eq!(
             super::untagged_addr(0x00ff_ff00_0000_0000),
-            0xffff_ff00_0000_0000
+            0x00ff_ff00_0000_0000
+        );
+        // Bit 55 set: the tag stays (Linux reports such a fault's si_addr as 0x918c...).
+        assert_eq!(
+            super::untagged_addr(0x918c_0000_dead_0000),
+            0x918c_0000_dead_0000
         );
     }
 }

@@ -87,6 +87,7 @@ pub fn system_vls() -> (VlSet, VlSet) {
 /// kernel's copies if every CPU has them and `mops` (the command line) allows it.
 pub fn finalize(mops: bool) {
     SYSTEM_VLS.call_once(vl_census);
+    crate::arch::exception::set_program_ssbs(features().ssbs);
     match (MOPS_EVERYWHERE.load(Ordering::Relaxed), mops) {
         (true, true) => {
             crate::arch::mem::use_mops();

@@ -77,6 +77,9 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
     }
 }
 
+/// A fault signal for the current task. `addr` goes into si_addr as given (a data abort's FAR
+/// with its tag: the handler sees it only with SA_EXPOSE_TAGBITS, see `deliver`); the frame's
+/// fault_address gets it untagged, as Linux's set_thread_esr.
 fn fault(t: &CurrentTask, signo: u32, code: i32, addr: u64, esr: u64) {
     log::debug!(
         "pid {} tid {}: signal {signo} code {code} addr {addr:#x} esr {esr:#x}",
@@ -87,7 +90,7 @@ fn fault(t: &CurrentTask, signo: u32, code: i32, addr: u64, esr: u64) {
     l.fault_esr.set(esr);
     l.fault_address
         .set(if signo == sig::SIGSEGV || signo == sig::SIGBUS {
-            addr
+            svelt_abi::sys::untagged_addr(addr as usize) as u64
         } else {
             0
         });
@@ -97,9 +100,9 @@ fn fault(t: &CurrentTask, signo: u32, code: i32, addr: u64, esr: u64) {
 fn user_abort(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {
     let fault = |signo, code, addr, esr| fault(cur, signo, code, addr, esr);
     // A tagged pointer (top byte, ignored by the MMU with TBI0) faults at its untagged page;
-    // si_addr drops the tag too, as Linux's does without SA_EXPOSE_TAGBITS.
+    // the signal carries the whole FAR, as Linux's do_page_fault passes it on.
     let far = svelt_abi::sys::untagged_addr(tf.far as usize);
-    let addr = far as u64;
+    let addr = tf.far;
     let access = if esr.ec() == Ec::InstrAbortLower {
         Access::Exec
     } else if esr.gcs_access() {

@@ -90,8 +90,23 @@ fn regset_units_and_sizes() {
     assert_eq!(info(NT_ARM_FPMR, all), Some((8, 8)));
     // NT_ARM_GCS (0x410): struct user_gcs, three u64s.
     assert_eq!(info(NT_ARM_GCS, all), Some((8, 24)));
-    for nt in [0, 3, 4, 6, 0x400, 0x407, 0x408, 0x409, 0x40a, 0x40f, 0x411] {
+    // NT_ARM_TAGGED_ADDR_CTRL (0x409): one long, on every arm64 system.
+    assert_eq!(info(NT_ARM_TAGGED_ADDR_CTRL, all), Some((8, 8)));
+    assert_eq!(info(NT_ARM_TAGGED_ADDR_CTRL, Caps::default()), Some((8, 8)));
+    for nt in [0, 3, 4, 6, 0x400, 0x407, 0x408, 0x40a, 0x40f, 0x411] {
         assert_eq!(info(nt, all), None, "{nt:#x}");
+    }
+    // Linux's table: every regset's size rules, whether or not the CPU has it (a write's
+    // buffer is range-checked before the regset says EINVAL).
+    for nt in [0x407, 0x408, 0x40a, 0x40f] {
+        assert!(layout(nt).is_some(), "{nt:#x}");
+    }
+    for nt in [NT_ARM_ZT, NT_ARM_FPMR, NT_ARM_GCS, NT_ARM_SVE, NT_ARM_ZA] {
+        assert_eq!(layout(nt), info(nt, all), "{nt:#x}");
+    }
+    assert_eq!(layout(NT_ARM_POE), Some((8, 8)));
+    for nt in [0, 3, 4, 6, 0x400, 0x411] {
+        assert_eq!(layout(nt), None, "{nt:#x}");
     }
     let none = Caps::default();
     for nt in [

@@ -156,6 +156,12 @@ impl UserSlice {
         self.len
     }
 
+    /// Linux's access_ok: the range lies in user space (EFAULT otherwise); whether it is
+    /// mapped is only found out by a copy.
+    pub fn access_ok(self) -> SysResult<()> {
+        access_ok(self.addr, self.len).map(|_| ())
+    }
+
     pub const fn is_empty(self) -> bool {
         self.len == 0
     }

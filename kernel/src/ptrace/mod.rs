@@ -211,6 +211,9 @@ pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<
         l.resume = None;
         l.listening = false;
         l.siginfo = siginfo;
+        // Any stop answers a pending PTRACE_INTERRUPT (Linux's ptrace_stop clears
+        // JOBCTL_TRAP_STOP on entry); one that arrives during the stop survives it.
+        l.interrupt = false;
         tracer
     };
     notify_tracer(&tracer, &t, exit_code);

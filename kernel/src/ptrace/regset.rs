@@ -1,6 +1,7 @@
 //! Register sets (PTRACE_GETREGSET/SETREGSET and the notes of a core file), each as Linux lays
 //! it out: NT_PRSTATUS, NT_PRFPREG, NT_ARM_TLS, NT_ARM_SYSTEM_CALL, NT_ARM_HW_BREAK/WATCH,
-//! NT_ARM_PAC_MASK, NT_ARM_SVE, NT_ARM_SSVE, NT_ARM_ZA, NT_ARM_ZT, NT_ARM_FPMR. Layouts and rules live in `svelt_abi::regset`; the FP
+//! NT_ARM_PAC_MASK, NT_ARM_TAGGED_ADDR_CTRL, NT_ARM_SVE, NT_ARM_SSVE, NT_ARM_ZA, NT_ARM_ZT,
+//! NT_ARM_FPMR, NT_ARM_GCS. Layouts and rules live in `svelt_abi::regset`; the FP
 //! state is reached through the "ptrace and core dumps" section of `crate::fpstate`.
 //!
 //! Every function here takes a `Held` task: the current task (a core dump: its live registers
@@ -10,6 +11,7 @@
 
 use crate::task::Held;
 use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
 use spin::Once;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::regset::{self as rs, Caps, HwDebugInfo, VecMode};
@@ -45,6 +47,12 @@ pub(crate) fn hw_info() -> HwDebugInfo {
 /// note type is unknown or the CPU lacks what it describes (EINVAL).
 pub fn info(nt: u32) -> Option<(usize, usize)> {
     rs::info(nt, caps())
+}
+
+/// A regset's size rules in Linux's table, whether or not this CPU has it (see
+/// `svelt_abi::regset::layout`).
+pub fn layout(nt: u32) -> Option<(usize, usize)> {
+    rs::layout(nt)
 }
 
 /// The user registers in `t`'s trap frame.
@@ -102,6 +110,11 @@ pub fn get(t: &Held, nt: u32) -> SysResult<Vec<u8>> {
         rs::NT_ARM_ZT => copy_vec(&crate::fpstate::regset_zt_get(t)?),
         rs::NT_ARM_FPMR => copy_vec(&crate::fpstate::regset_fpmr(t)?.to_le_bytes()),
         rs::NT_ARM_GCS => copy_vec(&crate::gcs::regset_get(t)?),
+        // PR_GET_TAGGED_ADDR_CTRL's value (no MTE bits: Svelt offers no MTE).
+        rs::NT_ARM_TAGGED_ADDR_CTRL => {
+            let on = t.task().tagged_addr.load(Ordering::Relaxed);
+            copy_vec(&u64::from(on).to_le_bytes())
+        }
         _ => Err(Errno::EINVAL),
     }
 }
@@ -158,6 +171,19 @@ pub fn set(t: &Held, nt: u32, data: &[u8]) -> SysResult<()> {
         rs::NT_ARM_ZT => crate::fpstate::regset_zt_set(t, data),
         rs::NT_ARM_FPMR => crate::fpstate::regset_set_fpmr(t, data),
         rs::NT_ARM_GCS => crate::gcs::regset_set(t, data),
+        // As PR_SET_TAGGED_ADDR_CTRL for the tracee (Linux's set_tagged_addr_ctrl): the bytes
+        // given replace the value's low bytes, and bits other than PR_TAGGED_ADDR_ENABLE are
+        // EINVAL. A stopped tracee picks it up when it is next switched in.
+        rs::NT_ARM_TAGGED_ADDR_CTRL => {
+            let mut b = u64::from(t.task().tagged_addr.load(Ordering::Relaxed)).to_le_bytes();
+            rs::copyin(&mut b, data, 0);
+            let ctrl = u64::from_le_bytes(b);
+            if ctrl & !(svelt_abi::sys::PR_TAGGED_ADDR_ENABLE as u64) != 0 {
+                return Err(Errno::EINVAL);
+            }
+            t.task().tagged_addr.store(ctrl != 0, Ordering::Relaxed);
+            Ok(())
+        }
         _ => Err(Errno::EINVAL),
     }
 }

@@ -490,7 +490,12 @@ fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -
     };
     // A temporary mask (sigsuspend...) is only given up once a frame holds it: the signal
     // that follows a failed frame saves it too.
-    frame::setup_rt_frame(t, tf, info, a, mask_to_save, altstack)?;
+    let shown = if a.sa_flags & sig::SA_EXPOSE_TAGBITS != 0 {
+        *info
+    } else {
+        info.tag_bits_hidden()
+    };
+    frame::setup_rt_frame(t, tf, &shown, a, mask_to_save, altstack)?;
     let more = {
         let mut s = t.sig.lock();
         s.saved_mask = None;

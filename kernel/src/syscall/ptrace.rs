@@ -41,12 +41,10 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
             if ptrace::trap_notify(&t) {
                 return Ok(0);
             }
-            {
-                let mut l = t.ptrace.lock();
-                if l.stop.is_none() {
-                    l.interrupt = true;
-                }
-            }
+            // Recorded even while the tracee is still in a stop it has been told to leave
+            // (a PTRACE_CONT just before): it stops again on its way out, as Linux's
+            // JOBCTL_TRAP_STOP does; entering any stop clears the request (ptrace::stop).
+            t.ptrace.lock().interrupt = true;
             signal::kick(&t);
             return Ok(0);
         }
@@ -228,12 +226,18 @@ fn regset_request(t: &Held, set: bool, nt: u32, iov: usize) -> SysResult<usize> 
     let iov = UserPtr::<u64>::new(iov);
     let base = iov.read()? as usize;
     let len = iov.add(1).read()? as usize;
-    let (unit, max) = regset::info(nt).ok_or(Errno::EINVAL)?;
+    // Linux's ptrace_regset: the table's size rules, then (for a write) the buffer's range,
+    // and only then whether this CPU has the regset (its get/set: EINVAL).
+    let (unit, max) = regset::layout(nt).ok_or(Errno::EINVAL)?;
     if !len.is_multiple_of(unit) {
         return Err(Errno::EINVAL);
     }
     let n = len.min(max);
     if set {
+        UserSlice::new(base, n).access_ok()?;
+        if regset::info(nt).is_none() {
+            return Err(Errno::EINVAL);
+        }
         let mut data = Vec::new();
         data.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
         data.resize(n, 0);

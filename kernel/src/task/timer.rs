@@ -87,30 +87,24 @@ pub fn tick() {
     for t in due {
         crate::ptrace::wake_unless_frozen(&t);
     }
-    let fired: Vec<Arc<Process>> = {
-        let Some(l) = ITIMERS.try_lock() else { return };
-        l.iter()
-            .filter_map(Weak::upgrade)
-            .filter(|p| {
-                let mut it = p.itimer.lock();
-                if it.deadline != 0 && it.deadline <= now {
-                    it.deadline = if it.interval_ns == 0 {
-                        0
-                    } else {
-                        now + ns_to_counter(it.interval_ns)
-                    };
-                    true
-                } else {
-                    false
-                }
-            })
-            .collect()
-    };
-    for p in fired {
-        crate::signal::send_to_process(
-            &p,
-            svelt_abi::signal::SIGALRM,
-            crate::signal::SigInfo::kernel(svelt_abi::signal::SIGALRM),
-        );
+    let Some(l) = ITIMERS.try_lock() else { return };
+    for p in l.iter().filter_map(Weak::upgrade) {
+        // The expiry is decided and its SIGALRM queued under the timer's lock, which
+        // setitimer takes too: once setitimer(ITIMER_REAL, 0) returns, no signal of the old
+        // timer can still arrive (Linux's do_setitimer waits for a running hrtimer callback
+        // in the same way). Order: ITIMERS -> Process::itimer -> the signal locks.
+        let mut it = p.itimer.lock();
+        if it.deadline != 0 && it.deadline <= now {
+            it.deadline = if it.interval_ns == 0 {
+                0
+            } else {
+                now + ns_to_counter(it.interval_ns)
+            };
+            crate::signal::send_to_process(
+                &p,
+                svelt_abi::signal::SIGALRM,
+                crate::signal::SigInfo::kernel(svelt_abi::signal::SIGALRM),
+            );
+        }
     }
 }

@@ -558,6 +558,41 @@ fn attach_detach() -> TestResult {
     Ok(())
 }
 
+/// PTRACE_INTERRUPT right after PTRACE_CONT, round after round, on a tracee spinning in user
+/// code: each interrupt must end in a PTRACE_EVENT_STOP, even when it arrives before the tracee
+/// has left the stop it was continued from (Linux records the request whatever the tracee's
+/// state; a kernel that drops it leaves the tracer waiting for ever). 2000 rounds; every other
+/// round waits a little after the continue, so the interrupt also finds the tracee running.
+fn interrupt_right_after_cont() -> TestResult {
+    const ROUNDS: u32 = 2000;
+    let pid = spawn(|| loop {
+        core::hint::spin_loop();
+    })
+    .map_err(|e| format!("fork: {e:?}"))?;
+    let r = (|| -> TestResult {
+        t!(pt::seize(pid, 0));
+        for round in 0..ROUNDS {
+            t!(pt::interrupt(pid));
+            let st = wait_stop(pid).map_err(|e| format!("round {round}: {e}"))?;
+            check_eq!(
+                st >> 8,
+                pt::event_status(pt::PTRACE_EVENT_STOP),
+                "round {round}: stop {st:#x}"
+            );
+            t!(pt::cont(pid, 0));
+            if round % 2 == 1 {
+                for _ in 0..(round % 64) * 50 {
+                    core::hint::spin_loop();
+                }
+            }
+        }
+        Ok(())
+    })();
+    let _ = sys::kill(pid, SIGKILL);
+    let _ = wait_end(pid);
+    r
+}
+
 fn seize_interrupt_listen() -> TestResult {
     let c = Shared::new([0u64; 2]);
     let pid = counter_child(&c)?;
@@ -1071,6 +1106,7 @@ fn main(a: &rt::Args) -> i32 {
         iso!(events),
         iso!(attach_detach),
         iso!(seize_interrupt_listen),
+        iso!(interrupt_right_after_cont),
         iso!(seize_fork_child_event_stop),
         iso!(tracer_exit_detaches),
         iso!(tracer_exit_exitkill),

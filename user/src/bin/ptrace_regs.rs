@@ -407,6 +407,93 @@ fn tls() -> TestResult {
     expect_exit(pid, 0)
 }
 
+// ---- NT_ARM_TAGGED_ADDR_CTRL, and the checks every regset shares ----
+
+const PR_SET_TAGGED_ADDR_CTRL: usize = 55;
+const PR_GET_TAGGED_ADDR_CTRL: usize = 56;
+const NT_ARM_POE: usize = 0x40f;
+const NT_ARM_GCS: usize = 0x410;
+
+fn tagged_addr_ctrl() -> TestResult {
+    let prctl = |op: usize, a2: usize| sys::syscall(nr::PRCTL, &[op, a2, 0, 0, 0]);
+    let pid = tracee(move || {
+        t!(prctl(PR_SET_TAGGED_ADDR_CTRL, 1));
+        brk();
+        // The tracer turned it off.
+        check_eq!(prctl(PR_GET_TAGGED_ADDR_CTRL, 0), Ok(0));
+        Ok(())
+    })?;
+    stop_sig(pid, SIGTRAP)?;
+    let word = |b: &[u8]| u64::from_le_bytes(b[..8].try_into().unwrap());
+    let b = t!(pt::getregset_vec(pid, pt::NT_ARM_TAGGED_ADDR_CTRL, 16));
+    check_eq!(
+        (b.len(), word(&b)),
+        (8, 1),
+        "PR_TAGGED_ADDR_ENABLE as the tracee set it"
+    );
+    // Bits other than PR_TAGGED_ADDR_ENABLE (MTE's, without MTE): EINVAL, nothing changes.
+    check_eq!(
+        pt::setregset(pid, pt::NT_ARM_TAGGED_ADDR_CTRL, &2u64.to_le_bytes()),
+        Err(EINVAL)
+    );
+    check_eq!(
+        pt::setregset(pid, pt::NT_ARM_TAGGED_ADDR_CTRL, &[0u8; 4]),
+        Err(EINVAL),
+        "a length that is not a multiple of 8"
+    );
+    check_eq!(
+        word(&t!(pt::getregset_vec(pid, pt::NT_ARM_TAGGED_ADDR_CTRL, 8))),
+        1
+    );
+    check_eq!(
+        t!(pt::setregset(
+            pid,
+            pt::NT_ARM_TAGGED_ADDR_CTRL,
+            &0u64.to_le_bytes()
+        )),
+        8
+    );
+    check_eq!(
+        word(&t!(pt::getregset_vec(pid, pt::NT_ARM_TAGGED_ADDR_CTRL, 8))),
+        0
+    );
+    step_cont(pid)?;
+    expect_exit(pid, 0)
+}
+
+/// A SETREGSET whose buffer lies outside user space is EFAULT for every regset Linux knows,
+/// whether or not this CPU has what the regset describes (the range is checked first); a
+/// length that is not a multiple of the regset's unit is EINVAL before that.
+fn regset_bad_buffers() -> TestResult {
+    let pid = tracee(|| {
+        brk();
+        Ok(())
+    })?;
+    stop_sig(pid, SIGTRAP)?;
+    let set_at = |nt: usize, base: usize, len: usize| {
+        let mut iov = [base, len];
+        pt::ptrace(pt::PTRACE_SETREGSET, pid, nt, iov.as_mut_ptr() as usize)
+    };
+    let kernel = 0xffff_8000_0000_0000usize;
+    for (nt, unit) in [
+        (pt::NT_ARM_ZT, 64),
+        (pt::NT_ARM_FPMR, 8),
+        (NT_ARM_POE, 8),
+        (NT_ARM_GCS, 8),
+        (pt::NT_ARM_TLS, 8),
+        (pt::NT_ARM_TAGGED_ADDR_CTRL, 8),
+    ] {
+        check_eq!(set_at(nt, kernel, unit), Err(EFAULT), "note {nt:#x}");
+        if unit > 4 {
+            check_eq!(set_at(nt, kernel, 4), Err(EINVAL), "note {nt:#x}, 4 bytes");
+        }
+    }
+    // An unknown note type is EINVAL whatever the buffer.
+    check_eq!(set_at(0x4ff, kernel, 8), Err(EINVAL));
+    step_cont(pid)?;
+    expect_exit(pid, 0)
+}
+
 // ---- NT_ARM_SVE ----
 
 /// Reads NT_ARM_SVE (or SSVE) and checks the header's SVE format at `vl`.
@@ -1105,6 +1192,8 @@ fn main(a: &rt::Args) -> i32 {
         iso!(prfpreg),
         iso!(sve_fpsimd_format),
         iso!(tls),
+        iso!(tagged_addr_ctrl),
+        iso!(regset_bad_buffers),
         iso!(sve_every_vl),
         iso!(sve_errors),
         iso!(sme_ssve_za),

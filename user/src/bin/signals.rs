@@ -510,6 +510,33 @@ fn sigchld_siginfo() -> TestResult {
     Ok(())
 }
 
+static FRAME_PSTATE: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn record_pstate(_: i32, _: *mut SigInfo, ucp: *mut u8) {
+    FRAME_PSTATE.store(Ucontext(ucp).read_u64(uc::PSTATE), Ordering::SeqCst);
+}
+
+/// PSTATE.SSBS (bit 12), where the CPU has FEAT_SSBS (HWCAP_SSBS): set for user code, as Linux
+/// leaves it under its default speculative-store-bypass policy; the signal frame's pstate
+/// shows it, and so does the register itself (MRS SSBS, which HWCAP_SSBS allows at EL0).
+fn user_pstate_ssbs() -> TestResult {
+    const HWCAP_SSBS: u64 = 1 << 28;
+    const PSR_SSBS: u64 = 1 << 12;
+    if svelt_user::sme::hwcap() & HWCAP_SSBS == 0 {
+        return ktap::skip("no FEAT_SSBS (HWCAP_SSBS)");
+    }
+    let live: u64;
+    // SAFETY: MRS SSBS (S3_3_C4_C2_6) reads PSTATE.SSBS; HWCAP_SSBS says EL0 may.
+    unsafe { core::arch::asm!("mrs {}, s3_3_c4_c2_6", out(reg) live, options(nomem, nostack)) };
+    check_eq!(live & PSR_SSBS, PSR_SSBS, "PSTATE.SSBS as the program runs");
+    t!(set_handler(SIGUSR1, record_pstate, 0, 0));
+    t!(sys::kill(sys::getpid(), SIGUSR1));
+    let p = FRAME_PSTATE.load(Ordering::SeqCst);
+    check_eq!(p & PSR_SSBS, PSR_SSBS, "the frame's pstate {p:#x}");
+    t!(set_disposition(SIGUSR1, SIG_DFL));
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     ktap::run(&[
         ("sa_siginfo_kill_tgkill_tkill", sa_siginfo_and_kill_fields),
@@ -528,6 +555,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("default_terminate_and_ignore", default_terminate_and_ignore),
         ("sigstop_sigcont_wait", stop_and_continue),
         ("sigchld_siginfo", sigchld_siginfo),
+        ("user_pstate_ssbs", user_pstate_ssbs),
     ])
 }
 

@@ -4,8 +4,11 @@
 #![no_std]
 #![no_main]
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::*;
+use svelt_user::sig;
 use svelt_user::sys::{self, *};
 use svelt_user::*;
 
@@ -121,6 +124,58 @@ fn el0_access_through_a_tag() -> TestResult {
     Ok(())
 }
 
+static WANT_ADDR: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_segv(_: i32, info: *mut sig::SigInfo, _: *mut u8) {
+    // SAFETY: SA_SIGINFO handler: the kernel passes a valid siginfo.
+    let got = unsafe { (*info).addr() };
+    let want = WANT_ADDR.load(Ordering::SeqCst);
+    if got != want {
+        println!("# si_addr {got:#x}, expected {want:#x}");
+    }
+    // The faulting load would run again: the verdict is the exit status.
+    sys::exit(i32::from(got != want));
+}
+
+const SA_EXPOSE_TAGBITS: u64 = 0x800;
+
+/// A load from `addr` faults, and the SIGSEGV handler (SA_SIGINFO with `flags`) is given
+/// `want` as si_addr.
+fn fault_reports(addr: usize, flags: u64, want: usize) -> TestResult {
+    let st = t!(in_child(move || {
+        WANT_ADDR.store(want as u64, Ordering::SeqCst);
+        if sig::set_handler(sig::SIGSEGV, on_segv, flags, 0).is_err() {
+            return 2;
+        }
+        // SAFETY: the load faults; the handler ends the process.
+        unsafe { core::ptr::read_volatile(addr as *const u64) };
+        3
+    }));
+    check_eq!(
+        describe(st),
+        "exited 0",
+        "load from {addr:#x}, sa_flags +{flags:#x}"
+    );
+    Ok(())
+}
+
+/// si_addr of a fault through a tagged pointer: the handler sees the address without its tag
+/// unless it asked for the tag bits (SA_EXPOSE_TAGBITS); an address with bit 55 set (never a
+/// user address) keeps its top byte either way, as arm64 Linux's untagged_addr leaves it.
+fn fault_si_addr_and_tags() -> TestResult {
+    // Unmapped: below every mapping a static program has.
+    let hole = 0x10_0000usize;
+    fault_reports(tag(hole, 0x2a), 0, hole)?;
+    fault_reports(tag(hole, 0x2a), SA_EXPOSE_TAGBITS, tag(hole, 0x2a))?;
+    fault_reports(0x918c_0000_dead_0000, 0, 0x918c_0000_dead_0000)?;
+    fault_reports(
+        0x918c_0000_dead_0000,
+        SA_EXPOSE_TAGBITS,
+        0x918c_0000_dead_0000,
+    )?;
+    Ok(())
+}
+
 fn main(a: &rt::Args) -> i32 {
     if a.arg(1) == Some("--get") {
         return match prctl(PR_GET_TAGGED_ADDR_CTRL, 0, 0) {
@@ -135,6 +190,7 @@ fn main(a: &rt::Args) -> i32 {
             syscalls_take_tagged_pointers,
         ),
         ("el0_access_through_a_tag", el0_access_through_a_tag),
+        ("fault_si_addr_and_tags", fault_si_addr_and_tags),
     ])
 }
 

@@ -192,6 +192,48 @@ fn alarm_default_action_terminates() -> TestResult {
 
 extern "C" fn noop(_sig: i32, _info: *mut SigInfo, _uc: *mut u8) {}
 
+/// setitimer(ITIMER_REAL, 0) is final: once it returns, the old timer sends nothing more.
+/// Four children (4000 rounds in all) each arm a timer that fires at every tick, spin for a
+/// varying while, cancel it and put SIGALRM back to SIG_DFL: a SIGALRM that the timer had
+/// decided to send before the cancel but queues after it would kill the child. (A signal
+/// sent before the cancel returns is delivered to the handler on the way out of setitimer.)
+fn itimer_cancel_is_final() -> TestResult {
+    const CHILDREN: u32 = 4;
+    const ROUNDS: u32 = 1000;
+    let mut pids = [0i32; CHILDREN as usize];
+    for (c, pid) in pids.iter_mut().enumerate() {
+        *pid = t!(spawn(move || {
+            for round in 0..ROUNDS {
+                if set_handler(SIGALRM, noop, 0, 0).is_err()
+                    || sys::setitimer_real(1_000, 1_000).is_err()
+                {
+                    return 2;
+                }
+                for _ in 0..(round * 7919 + c as u32 * 1237) % 3000 {
+                    core::hint::spin_loop();
+                }
+                if sys::setitimer_real(0, 0).is_err() || set_disposition(SIGALRM, SIG_DFL).is_err()
+                {
+                    return 3;
+                }
+                for _ in 0..3 {
+                    let _ = sys::getppid();
+                }
+            }
+            0
+        }));
+    }
+    let mut bad = Vec::new();
+    for pid in pids {
+        let (_, st) = t!(sys::waitpid(pid, 0));
+        if !(wifexited(st) && wexitstatus(st) == 0) {
+            bad.push(describe(st));
+        }
+    }
+    check!(bad.is_empty(), "children: {bad:?}");
+    Ok(())
+}
+
 fn nanosleep_interrupted_reports_remaining() -> TestResult {
     t!(set_handler(SIGALRM, noop, 0, 0));
     t!(sys::setitimer_real(30 * MS, 0));
@@ -223,6 +265,7 @@ fn main(_a: &rt::Args) -> i32 {
             "nanosleep_eintr_remaining",
             nanosleep_interrupted_reports_remaining,
         ),
+        ("itimer_cancel_is_final", itimer_cancel_is_final),
     ])
 }
 

@@ -2,6 +2,7 @@
 //! kernel bug ends with (register dump, decoded ESR, backtrace, failure status).
 
 use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, Ordering};
 use svelt_abi::esr::{Ec, Esr};
 
 pub mod provoke;
@@ -25,15 +26,33 @@ const _: () = assert!(core::mem::offset_of!(TrapFrame, elr) == 32 * 8);
 const _: () = assert!(core::mem::offset_of!(TrapFrame, esr) == 34 * 8);
 const _: () = assert!(core::mem::size_of::<TrapFrame>().is_multiple_of(16));
 
+/// PSTATE.SSBS (SPSR bit 12).
+const PSR_SSBS: u64 = 1 << 12;
+
+/// Whether programs start with PSTATE.SSBS set (see `set_program_ssbs`).
+static PROGRAM_SSBS: AtomicBool = AtomicBool::new(false);
+
+/// Programs start with PSTATE.SSBS set (speculative store bypass allowed), on a CPU that has
+/// FEAT_SSBS: Linux does so for user tasks under its default Spectre-v4 policy
+/// (arch/arm64/kernel/proton-pack.c, spectre_v4_enable_task_mitigation), and a program sees it
+/// in its signal frames, ptrace registers and core files. Set once at boot.
+pub fn set_program_ssbs(on: bool) {
+    PROGRAM_SSBS.store(on, Ordering::Relaxed);
+}
+
 impl TrapFrame {
     /// A program's first user registers: PC at `entry`, SP at `sp`, everything else zero
-    /// (EL0t, interrupts unmasked).
+    /// (EL0t, interrupts unmasked), but PSTATE.SSBS where `set_program_ssbs` asked for it.
     pub fn program_start(entry: u64, sp: u64) -> TrapFrame {
         TrapFrame {
             x: [0; 31],
             sp_el0: sp,
             elr: entry,
-            spsr: 0,
+            spsr: if PROGRAM_SSBS.load(Ordering::Relaxed) {
+                PSR_SSBS
+            } else {
+                0
+            },
             esr: 0,
             far: 0,
         }
