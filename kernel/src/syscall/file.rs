@@ -572,10 +572,8 @@ pub fn pidfd_open(pid: i32, flags: u32) -> SysResult<usize> {
     if flags & !svelt_abi::fs::O_NONBLOCK != 0 || pid <= 0 {
         return Err(Errno::EINVAL);
     }
-    // A process that has ended but not been reaped has no threads left to find it by.
-    let p = match crate::task::find_process(pid as u32)
-        .or_else(|| crate::task::find_zombie(pid as u32))
-    {
+    // Found until reaped, though it may have no threads left.
+    let p = match crate::task::find_pid(pid as u32) {
         Some(p) => p,
         // A thread that is not its group's leader: EINVAL; nothing at all: ESRCH.
         None if crate::task::find_task(pid as u32).is_some() => return Err(Errno::EINVAL),
