@@ -162,7 +162,7 @@ pub fn kill(pid: i32, signo: i32) -> SysResult<usize> {
     // Every process counts as found until it is reaped (a dying one, a zombie: as on Linux),
     // but a signal to a zombie goes nowhere.
     let mut targets = match pid {
-        p if p > 0 => task::find_pid(p as u32).into_iter().collect(),
+        p if p > 0 => crate::mm::try_collect(task::find_pid(p as u32))?,
         _ => task::processes()?,
     };
     targets.retain(|p| p.pid != 0 && chosen(p));
