@@ -419,14 +419,14 @@ fn dying_pids_never_vanish_before_reaped() -> TestResult {
         let mut g = 0;
         let mut i = 0u32;
         while reaped.is_none() {
-            esrch_child += probe(child, i % 8 == 0);
+            esrch_child += probe(child, i.is_multiple_of(8));
             if g == 0 {
                 g = grandchild.get();
             }
             if g != 0 {
                 // Nobody reaps the grandchild during the test: not its first parent (which
                 // exits), nor its new one (init: this process, or the runner after the test).
-                esrch_grandchild += probe(g, i % 8 == 0);
+                esrch_grandchild += probe(g, i.is_multiple_of(8));
             }
             probes += 1;
             i += 1;
