@@ -149,6 +149,7 @@ pub mod nr {
     pub const RENAMEAT2: usize = 276;
     pub const GETRANDOM: usize = 278;
     pub const RSEQ: usize = 293;
+    pub const PIDFD_OPEN: usize = 434;
     pub const FCHMODAT2: usize = 452;
 }
 

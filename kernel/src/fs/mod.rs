@@ -563,7 +563,7 @@ fn walk(
     if path.starts_with('/') {
         stack.truncate(1);
     }
-    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let comps = crate::mm::try_collect(path.split('/').filter(|c| !c.is_empty()))?;
     for (i, comp) in comps.iter().enumerate() {
         let last = i + 1 == comps.len();
         let (cur_path, cur) = stack.last().unwrap().clone();

@@ -596,7 +596,7 @@ impl Inode for ProcRoot {
         // A thread's ID names its process's directory too (not listed, as on Linux). A zombie
         // has one until it is reaped.
         let Some(t) = task::find_task(id) else {
-            return task::find_zombie(id)
+            return task::find_pid(id)
                 .map(|_| PidDir::new(id, None) as Arc<dyn Inode>)
                 .ok_or(Errno::ENOENT);
         };
@@ -608,11 +608,8 @@ impl Inode for ProcRoot {
     }
     fn entries(&self) -> SysResult<Vec<(String, u64, Kind)>> {
         let mut v = self.fixed.entries()?;
-        let mut pids: Vec<u32> = task::all_processes().iter().map(|p| p.pid).collect();
-        pids.extend(task::zombies().iter().map(|p| p.pid));
-        pids.sort_unstable();
-        pids.dedup();
-        for pid in pids.into_iter().filter(|&p| p != 0) {
+        // Every pid until it is reaped (sorted, once each).
+        for pid in task::processes()?.iter().map(|p| p.pid).filter(|&p| p != 0) {
             v.push((format!("{pid}"), dir_ino(pid, false), Kind::Dir));
         }
         Ok(v)
@@ -634,9 +631,7 @@ struct Target {
 
 impl Target {
     fn process(&self) -> SysResult<Arc<Process>> {
-        task::find_process(self.pid)
-            .or_else(|| task::find_zombie(self.pid))
-            .ok_or(Errno::ESRCH)
+        task::find_pid(self.pid).ok_or(Errno::ESRCH)
     }
 
     /// The process, if it is a zombie and this names it (not one of its threads).

@@ -81,12 +81,13 @@ impl Inode for RamDir {
         self.entries.lock().get(name).cloned().ok_or(Errno::ENOENT)
     }
     fn entries(&self) -> SysResult<Vec<(String, u64, Kind)>> {
-        Ok(self
-            .entries
-            .lock()
-            .iter()
-            .map(|(n, i)| (n.clone(), i.ino(), i.kind()))
-            .collect())
+        // As many as a user made: the list must not stop the kernel (ENOMEM instead).
+        crate::mm::try_collect(
+            self.entries
+                .lock()
+                .iter()
+                .map(|(n, i)| (n.clone(), i.ino(), i.kind())),
+        )
     }
     /// Counted in place: stat of a directory must not copy every name.
     fn subdirs(&self) -> usize {

@@ -8,16 +8,41 @@ mod pgtable;
 pub mod uaccess;
 
 /// `n` zero bytes on the heap, or ENOMEM: for buffers whose size a user program chooses.
-pub fn try_zeroed_vec(n: usize) -> svelt_abi::errno::SysResult<alloc::vec::Vec<u8>> {
-    let mut v = alloc::vec::Vec::new();
-    v.try_reserve_exact(n)
-        .map_err(|_| svelt_abi::errno::Errno::ENOMEM)?;
-    v.resize(n, 0);
+pub fn try_zeroed_vec(n: usize) -> SysResult<Vec<u8>> {
+    try_vec(n, 0)
+}
+
+/// `n` copies of `v` on the heap, or ENOMEM (`vec![v; n]` would stop the kernel instead):
+/// for every buffer a syscall allocates.
+pub fn try_vec<T: Clone>(n: usize, v: T) -> SysResult<Vec<T>> {
+    let mut out = Vec::new();
+    try_reserve(&mut out, n)?;
+    out.resize(n, v);
+    Ok(out)
+}
+
+/// The items of `it` in a vector, or ENOMEM (`collect` would stop the kernel instead).
+pub fn try_collect<T>(it: impl IntoIterator<Item = T>) -> SysResult<Vec<T>> {
+    let it = it.into_iter();
+    let mut v = Vec::new();
+    try_reserve(&mut v, it.size_hint().0)?;
+    for x in it {
+        try_reserve(&mut v, 1)?;
+        v.push(x);
+    }
     Ok(v)
 }
 
+/// Room for `n` more elements in `v`, or ENOMEM: what makes a following `push` or `extend`
+/// of at most `n` elements unable to fail.
+pub fn try_reserve<T>(v: &mut Vec<T>, n: usize) -> SysResult<()> {
+    v.try_reserve(n).map_err(|_| Errno::ENOMEM)
+}
+
 use crate::arch::mmu::{self, Prot, KIMAGE_VADDR, LINEAR_BASE};
+use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
+use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::memrange::Range;
 
 unsafe extern "C" {

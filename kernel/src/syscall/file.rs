@@ -4,10 +4,10 @@
 use crate::fs::epoll::{self};
 use crate::fs::{self, pipe, File, Kind};
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
+use crate::mm::{try_reserve, try_vec};
 use crate::task;
 use alloc::string::String;
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{
@@ -142,7 +142,7 @@ fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult
     if let Some(r) = file.ops.read_to_user(file, user) {
         return r;
     }
-    let mut kbuf = vec![0u8; count.min(CHUNK)];
+    let mut kbuf = try_vec(count.min(CHUNK), 0u8)?;
     let mut done = 0;
     loop {
         let want = kbuf.len().min(count - done);
@@ -180,7 +180,7 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
     let mut done = 0;
     while done < count {
         let n = (count - done).min(CHUNK);
-        let mut kbuf = vec![0u8; n];
+        let mut kbuf = try_vec(n, 0u8)?;
         // A fault part-way writes what came before it (a short count, as on Linux).
         let (n, fault) = match user.copy_in(&mut kbuf) {
             Ok(()) => (n, None),
@@ -247,9 +247,7 @@ pub(super) fn read_iovecs(iov: usize, cnt: usize) -> SysResult<Vec<Iovec>> {
     if cnt > UIO_MAXIOV {
         return Err(Errno::EINVAL);
     }
-    let mut v = Vec::new();
-    v.try_reserve_exact(cnt).map_err(|_| Errno::ENOMEM)?;
-    v.resize(cnt, Iovec::default());
+    let mut v = try_vec(cnt, Iovec::default())?;
     UserPtr::new(iov).read_slice(&mut v)?;
     iovec_total(&v)?;
     Ok(v)
@@ -282,7 +280,8 @@ pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     }
     // As Linux: the lengths add up to at most MAX_RW_COUNT (later segments are cut short), and
     // every segment must lie in user space.
-    let mut segs = Vec::with_capacity(vs.len());
+    let mut segs = Vec::new();
+    try_reserve(&mut segs, vs.len())?;
     let mut total = 0usize;
     for v in &vs {
         let len = (v.iov_len as usize).min(MAX_RW_COUNT - total);
@@ -297,7 +296,7 @@ pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     // A small writev is gathered into one write, so it reaches a pipe or the console as one
     // piece; a large one goes segment by segment.
     if total <= CHUNK {
-        let mut kbuf = vec![0u8; total];
+        let mut kbuf = try_vec(total, 0u8)?;
         let mut at = 0;
         for mut seg in segs.iter().copied() {
             let len = seg.len();
@@ -572,10 +571,8 @@ pub fn pidfd_open(pid: i32, flags: u32) -> SysResult<usize> {
     if flags & !svelt_abi::fs::O_NONBLOCK != 0 || pid <= 0 {
         return Err(Errno::EINVAL);
     }
-    // A process that has ended but not been reaped has no threads left to find it by.
-    let p = match crate::task::find_process(pid as u32)
-        .or_else(|| crate::task::find_zombie(pid as u32))
-    {
+    // Found until reaped, though it may have no threads left.
+    let p = match crate::task::find_pid(pid as u32) {
         Some(p) => p,
         // A thread that is not its group's leader: EINVAL; nothing at all: ESRCH.
         None if crate::task::find_task(pid as u32).is_some() => return Err(Errno::EINVAL),

@@ -350,11 +350,11 @@ pub fn madvise(addr: usize, len: usize, advice: u32) -> SysResult<usize> {
                 // Private anonymous pages read back as zero, file and shared pages as what
                 // the object holds: drop this address space's references.
                 let hole = !fully_mapped(mm, addr, end);
-                let ranges: alloc::vec::Vec<(usize, usize)> = mm
-                    .vmas()
-                    .filter(|v| v.start < end && v.end > addr)
-                    .map(|v| (v.start.max(addr), v.end.min(end)))
-                    .collect();
+                let ranges = crate::mm::try_collect(
+                    mm.vmas()
+                        .filter(|v| v.start < end && v.end > addr)
+                        .map(|v| (v.start.max(addr), v.end.min(end))),
+                )?;
                 for (s, e) in ranges {
                     mm.zap(s, e);
                 }
@@ -429,8 +429,7 @@ pub fn mlockall(flags: u32) -> SysResult<usize> {
     }
     with_mm(|mm| {
         if flags & m::MCL_CURRENT != 0 {
-            let all: alloc::vec::Vec<(usize, usize)> =
-                mm.vmas().map(|v| (v.start, v.end)).collect();
+            let all = crate::mm::try_collect(mm.vmas().map(|v| (v.start, v.end)))?;
             check_memlock(
                 mm,
                 all.iter().map(|(s, e)| e - s).sum::<usize>() - mm.locked_vm(),
@@ -446,7 +445,7 @@ pub fn mlockall(flags: u32) -> SysResult<usize> {
 
 pub fn munlockall() -> SysResult<usize> {
     with_mm(|mm| {
-        let all: alloc::vec::Vec<(usize, usize)> = mm.vmas().map(|v| (v.start, v.end)).collect();
+        let all = crate::mm::try_collect(mm.vmas().map(|v| (v.start, v.end)))?;
         for (s, e) in all {
             mm.set_locked(s, e, false, false)?;
         }

@@ -3,10 +3,10 @@
 use super::file::{file, install};
 use crate::fs::epoll::{self, Epoll};
 use crate::fs::{self, File, Kind};
+use crate::mm::try_vec;
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task;
 use alloc::string::String;
-use alloc::vec;
 use alloc::vec::Vec;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{
@@ -117,7 +117,7 @@ pub fn ppoll(
     if nfds > fs::nofile_limit() {
         return Err(Errno::EINVAL);
     }
-    let mut pfds = vec![PollFd::default(); nfds];
+    let mut pfds = try_vec(nfds, PollFd::default())?;
     let fds = UserPtr::new(fds);
     fds.read_slice(&mut pfds)?;
     let deadline = read_timeout(tmo)?;
@@ -169,7 +169,7 @@ pub fn pselect6(
     }
     let bytes = (nfds as usize).div_ceil(64) * 8;
     let read_set = |va: usize| -> SysResult<Vec<u8>> {
-        let mut b = vec![0u8; bytes];
+        let mut b = try_vec(bytes, 0u8)?;
         if va != 0 {
             UserSlice::new(va, bytes).copy_in(&mut b)?;
         }
@@ -187,12 +187,18 @@ pub fn pselect6(
     };
     let files = task::current().files();
     let bit = |s: &[u8], i: usize| s[i / 8] & (1 << (i % 8)) != 0;
-    let mut out = (vec![0u8; bytes], vec![0u8; bytes], vec![0u8; bytes]);
+    let mut out = (
+        try_vec(bytes, 0u8)?,
+        try_vec(bytes, 0u8)?,
+        try_vec(bytes, 0u8)?,
+    );
     let r = epoll::wait_ready(
         || {
             let t = files.lock();
             let mut n = 0;
-            out = (vec![0u8; bytes], vec![0u8; bytes], vec![0u8; bytes]);
+            for s in [&mut out.0, &mut out.1, &mut out.2] {
+                s.fill(0);
+            }
             for i in 0..nfds as usize {
                 if !(bit(&rs, i) || bit(&ws, i) || bit(&xs, i)) {
                     continue;

@@ -150,9 +150,7 @@ pub fn getpgid(pid: i32) -> SysResult<usize> {
     let p = if pid == 0 {
         task::current().process()
     } else {
-        task::find_process(pid as u32)
-            .or_else(|| task::find_zombie(pid as u32))
-            .ok_or(Errno::ESRCH)?
+        task::find_pid(pid as u32).ok_or(Errno::ESRCH)?
     };
     Ok(p.pgid.load(Ordering::Relaxed) as usize)
 }
@@ -161,9 +159,7 @@ pub fn getsid(pid: i32) -> SysResult<usize> {
     let p = if pid == 0 {
         task::current().process()
     } else {
-        task::find_process(pid as u32)
-            .or_else(|| task::find_zombie(pid as u32))
-            .ok_or(Errno::ESRCH)?
+        task::find_pid(pid as u32).ok_or(Errno::ESRCH)?
     };
     Ok(p.sid.load(Ordering::Relaxed) as usize)
 }

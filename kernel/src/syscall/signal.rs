@@ -159,29 +159,21 @@ pub fn kill(pid: i32, signo: i32) -> SysResult<usize> {
         -1 => p.pid > 1 && p.pid != me.pid,
         _ => p.pgid.load(Ordering::Relaxed) == g,
     };
-    let targets: alloc::vec::Vec<_> = match pid {
-        p if p > 0 => task::find_process(p as u32).into_iter().collect(),
-        _ => task::all_processes()
-            .into_iter()
-            .filter(|p| chosen(p))
-            .collect(),
+    // Every process counts as found until it is reaped (a dying one, a zombie: as on Linux),
+    // but a signal to a zombie goes nowhere.
+    let mut targets = match pid {
+        p if p > 0 => crate::mm::try_collect(task::find_pid(p as u32))?,
+        _ => task::processes()?,
     };
-    let targets: alloc::vec::Vec<_> = targets
-        .into_iter()
-        .filter(|p| p.pid != 0 && !matches!(*p.state.lock(), task::ProcState::Zombie(_)))
-        .collect();
+    targets.retain(|p| p.pid != 0 && chosen(p));
     if targets.is_empty() {
-        // Zombies count as found (their pids live until they are reaped, as on Linux), but
-        // a signal to one goes nowhere.
-        return if task::zombies().iter().any(|z| chosen(z)) {
-            Ok(0)
-        } else {
-            Err(Errno::ESRCH)
-        };
+        return Err(Errno::ESRCH);
     }
     if s != 0 {
         for p in &targets {
-            signal::send_to_process(p, s, me_info(s, sig::SI_USER));
+            if !matches!(*p.state.lock(), task::ProcState::Zombie(_)) {
+                signal::send_to_process(p, s, me_info(s, sig::SI_USER));
+            }
         }
     }
     Ok(0)

@@ -3,10 +3,10 @@
 use super::file::{file, CHUNK};
 use crate::fs::{self, pipe, File, Kind};
 use crate::mm::uaccess::{UserPtr, UserSlice};
+use crate::mm::{try_reserve, try_vec};
 use crate::task;
 use alloc::string::String;
 use alloc::sync::Arc;
-use alloc::vec;
 use alloc::vec::Vec;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{
@@ -79,13 +79,14 @@ pub fn getdents64(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
     }
     let mut user = UserSlice::new(buf, count);
     user.check()?;
-    let mut list: Vec<(String, u64, Kind)> = vec![
-        (".".into(), node.ino(), Kind::Dir),
-        ("..".into(), 1, Kind::Dir),
-    ];
-    list.extend(node.entries()?);
+    let entries = node.entries()?;
+    let mut list: Vec<(String, u64, Kind)> = Vec::new();
+    try_reserve(&mut list, entries.len() + 2)?;
+    list.push((".".into(), node.ino(), Kind::Dir));
+    list.push(("..".into(), 1, Kind::Dir));
+    list.extend(entries);
     let mut pos = file.pos.lock();
-    let mut kbuf = vec![0u8; count.min(CHUNK)];
+    let mut kbuf = try_vec(count.min(CHUNK), 0u8)?;
     let mut w = Dirent64Writer::new(&mut kbuf);
     let start = *pos as usize;
     let mut next = start;

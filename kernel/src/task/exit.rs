@@ -142,7 +142,9 @@ fn process_exit(p: &Arc<Process>, status: i32) {
     let autoreap =
         exit_signal == sig::SIGCHLD && (handler == sig::SIG_IGN || flags & sig::SA_NOCLDWAIT != 0);
     if autoreap {
-        parent.children.lock().retain(|c| !Arc::ptr_eq(c, p));
+        let mut children = parent.children.lock();
+        children.retain(|c| !Arc::ptr_eq(c, p));
+        super::unhash_process(p.pid);
     }
     {
         // The zombie and the parent's signal appear together, as under Linux's tasklist_lock:
@@ -297,7 +299,10 @@ pub fn do_wait(which: Which, options: u32) -> SysResult<Option<Reported>> {
         }
         if let Some((i, pid, status)) = reaped {
             if options & s::WNOWAIT == 0 {
+                // Reaped: its pid is free from here (under the children lock, so no other
+                // wait of this parent reports it again).
                 children.remove(i);
+                super::unhash_process(pid);
             }
             return Some(Ok(Some(Reported {
                 pid,

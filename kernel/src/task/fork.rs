@@ -7,7 +7,7 @@ use crate::mm::uaccess::UserPtr;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
-use svelt_abi::errno::SysResult;
+use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sched::{self as s, CloneArgs};
 
 /// Creates a task from the current one as `clone` describes; returns the child's tid.
@@ -75,7 +75,16 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
         }
         p.exit_signal
             .store(args.exit_signal as u32, Ordering::Relaxed);
-        up.children.lock().push(p.clone());
+        // Found by its pid from now until it is reaped.
+        super::hash_process(&p)?;
+        let mut children = up.children.lock();
+        if children.try_reserve(1).is_err() {
+            drop(children);
+            super::unhash_process(p.pid);
+            return Err(Errno::ENOMEM);
+        }
+        children.push(p.clone());
+        drop(children);
         p
     };
 

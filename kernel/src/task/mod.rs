@@ -542,7 +542,55 @@ fn kernel_process() -> Arc<Process> {
         .clone()
 }
 
+/// Every process from its fork until it is reaped, by pid, sorted (Linux's pid hash, for
+/// processes). A process whose last thread has left TASKS but that is not yet a zombie, or a
+/// zombie on its way to a new parent, is found here: kill, getpgid, getsid and pidfd_open must
+/// never miss a pid that wait has not freed. Pids only grow, so a new one goes at the end.
+static PROCS: Mutex<Vec<(Pid, Weak<Process>)>> = Mutex::new(Vec::new());
+
+/// Lists `p` under its pid until `unhash_process`: ENOMEM if the table cannot grow.
+pub(crate) fn hash_process(p: &Arc<Process>) -> SysResult<()> {
+    let mut t = PROCS.lock();
+    let Err(at) = t.binary_search_by_key(&p.pid, |e| e.0) else {
+        return Ok(());
+    };
+    t.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+    t.insert(at, (p.pid, Arc::downgrade(p)));
+    Ok(())
+}
+
+/// Frees `pid`: its process has been reaped (or will never be waited for).
+pub(crate) fn unhash_process(pid: Pid) {
+    let mut t = PROCS.lock();
+    if let Ok(at) = t.binary_search_by_key(&pid, |e| e.0) {
+        t.remove(at);
+    }
+}
+
+/// The process with this pid, live, dying or a zombie, until it is reaped.
+pub fn find_pid(pid: Pid) -> Option<Arc<Process>> {
+    let t = PROCS.lock();
+    let at = t.binary_search_by_key(&pid, |e| e.0).ok()?;
+    t[at].1.upgrade()
+}
+
+/// Every process `find_pid` finds.
+pub fn processes() -> SysResult<Vec<Arc<Process>>> {
+    let t = PROCS.lock();
+    let mut v = Vec::new();
+    v.try_reserve_exact(t.len()).map_err(|_| Errno::ENOMEM)?;
+    v.extend(t.iter().filter_map(|e| e.1.upgrade()));
+    Ok(v)
+}
+
+/// Lists a new task by its tid (and the process of a group leader by its pid, if fork has not
+/// yet: the first process).
 pub fn register(task: &Arc<Task>) {
+    if task.tid == task.pid() && find_pid(task.tid).is_none() {
+        // Only the first process gets here (fork hashes its own, fallibly): boot, not a
+        // syscall, so it cannot fail for lack of memory in any way that matters.
+        let _ = hash_process(&task.process);
+    }
     TASKS.lock().insert(task.tid, Arc::downgrade(task));
 }
 
@@ -564,28 +612,6 @@ pub fn all_processes() -> Vec<Arc<Process>> {
         }
     }
     v
-}
-
-/// Processes that have ended and wait to be reaped: they have no threads, so `all_processes`
-/// misses them, but their pid, group and session live on until their parent's wait (as on
-/// Linux). Every one is a child of a live process (orphans go to init). Slow (a walk of every
-/// process's children): for the paths that found no live process.
-pub fn zombies() -> Vec<Arc<Process>> {
-    let mut v = Vec::new();
-    for p in all_processes() {
-        // Children, then their state: wait's lock order.
-        for c in p.children.lock().iter() {
-            if matches!(*c.state.lock(), ProcState::Zombie(_)) {
-                v.push(c.clone());
-            }
-        }
-    }
-    v
-}
-
-/// The zombie with this pid, if any (see `zombies`).
-pub fn find_zombie(pid: Pid) -> Option<Arc<Process>> {
-    zombies().into_iter().find(|p| p.pid == pid)
 }
 
 /// `all_processes` for an interrupt handler: None if the table is busy (the code it

@@ -12,6 +12,9 @@ use svelt_user::sig::*;
 use svelt_user::sys::*;
 use svelt_user::*;
 
+extern crate alloc;
+use alloc::vec::Vec;
+
 const SELF: &str = "/bin/tests/process";
 
 fn pids() -> TestResult {
@@ -372,6 +375,97 @@ fn zombies_keep_their_pid_until_reaped() -> TestResult {
     Ok(())
 }
 
+/// Asks for `pid` in the ways that must find it until it is reaped: kill(pid, 0), getpgid,
+/// getsid and (every `full`) pidfd_open. Returns how many answered ESRCH.
+fn probe(pid: i32, full: bool) -> u32 {
+    let mut esrch = u32::from(sys::kill(pid, 0) == Err(ESRCH));
+    esrch += u32::from(sys::getpgid(pid) == Err(ESRCH));
+    esrch += u32::from(sys::syscall(nr::GETSID, &[pid as usize]) == Err(ESRCH));
+    if full {
+        match sys::syscall(nr::PIDFD_OPEN, &[pid as usize, 0]) {
+            Ok(fd) => {
+                let _ = sys::close(fd as i32);
+            }
+            Err(e) => esrch += u32::from(e == ESRCH),
+        }
+    }
+    esrch
+}
+
+/// A process that is dying is found until it is reaped, with no moment in between: not while
+/// its last thread has left and it is not yet a zombie, nor while its own zombie children move
+/// to their new parent. Each round forks a child that makes a zombie grandchild and exits at
+/// once, while this process asks for both pids without pause until it has reaped the child.
+/// Linux never answers ESRCH here.
+fn dying_pids_never_vanish_before_reaped() -> TestResult {
+    const ROUNDS: u32 = 1500;
+    const BUDGET_NS: u64 = 1_500_000_000;
+    let grandchild = Shared::new(0i32);
+    let mut grandchildren = Vec::new();
+    let (mut esrch_child, mut esrch_grandchild, mut probes, mut rounds) = (0u32, 0u32, 0u32, 0);
+    let start = sys::now_ns();
+    while rounds < ROUNDS && sys::now_ns() - start < BUDGET_NS {
+        grandchild.set(0);
+        let child = t!(spawn(|| {
+            let Ok(g) = spawn(|| 0) else { return 1 };
+            // A zombie before this process exits, so its exit moves a zombie.
+            if waitid(P_PID, g, WEXITED | WNOWAIT).is_err() {
+                return 2;
+            }
+            grandchild.set(g);
+            0
+        }));
+        let mut reaped = None;
+        let mut g = 0;
+        let mut i = 0u32;
+        while reaped.is_none() {
+            esrch_child += probe(child, i.is_multiple_of(8));
+            if g == 0 {
+                g = grandchild.get();
+            }
+            if g != 0 {
+                // Nobody reaps the grandchild during the test: not its first parent (which
+                // exits), nor its new one (init: this process, or the runner after the test).
+                esrch_grandchild += probe(g, i.is_multiple_of(8));
+            }
+            probes += 1;
+            i += 1;
+            match t!(sys::waitpid(child, WNOHANG)) {
+                (0, _) => {}
+                (_, st) => reaped = Some(st),
+            }
+        }
+        check_eq!(reaped, Some(0), "round {rounds}: child's status");
+        g = grandchild.get();
+        check!(g > 0, "round {rounds}: no grandchild pid");
+        esrch_grandchild += probe(g, true);
+        grandchildren.push(g);
+        rounds += 1;
+    }
+    check_eq!(
+        sys::kill(grandchildren[0] - 1, 0),
+        Err(ESRCH),
+        "a reaped child"
+    );
+    // As init this process is the orphans' new parent: reap them (the runner does otherwise).
+    if sys::getpid() == 1 {
+        for g in grandchildren {
+            t!(sys::waitpid(g, 0));
+        }
+    }
+    println!(
+        "# dying pids: {rounds} rounds, {probes} probe passes in {} ms",
+        (sys::now_ns() - start) / 1_000_000
+    );
+    check!(rounds >= 20, "only {rounds} rounds");
+    check_eq!(
+        (esrch_child, esrch_grandchild),
+        (0, 0),
+        "ESRCH for a dying child, for a moving zombie grandchild"
+    );
+    Ok(())
+}
+
 fn orphans_are_reparented() -> TestResult {
     // A grandchild whose parent exited gets a new parent (init or a subreaper), not our pid.
     let me = sys::getpid();
@@ -425,6 +519,10 @@ fn main(a: &rt::Args) -> i32 {
         (
             "zombies_keep_their_pid_until_reaped",
             zombies_keep_their_pid_until_reaped,
+        ),
+        (
+            "dying_pids_never_vanish_before_reaped",
+            dying_pids_never_vanish_before_reaped,
         ),
     ])
 }
