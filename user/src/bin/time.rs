@@ -216,9 +216,11 @@ fn itimer_cancel_is_final() -> TestResult {
                 {
                     return 3;
                 }
-                for _ in 0..3 {
+                // Stay a while with SIGALRM at SIG_DFL: a late SIGALRM would kill us here.
+                for _ in 0..16 {
                     let _ = sys::getppid();
                 }
+                let _ = sys::sched_yield();
             }
             0
         }));
