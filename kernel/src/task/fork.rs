@@ -96,12 +96,25 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
     } else {
         pl.tpidr_el0.get()
     };
-    let gcs = crate::gcs::for_child(
+    let gcs = match crate::gcs::for_child(
         cur,
         flags & s::CLONE_VM != 0,
         flags & s::CLONE_VFORK != 0,
         args.stack_size,
-    )?;
+    ) {
+        Ok(g) => g,
+        Err(e) => {
+            // A new process never ran: unlist it, so no pid answers for it and no wait
+            // waits for it.
+            if flags & s::CLONE_THREAD == 0 {
+                if let Some(up) = process.parent() {
+                    up.children.lock().retain(|c| !Arc::ptr_eq(c, &process));
+                }
+                super::unhash_process(process.pid);
+            }
+            return Err(e);
+        }
+    };
     let fpu = crate::fpstate::fork_state(cur, flags & s::CLONE_VM != 0);
     let local = TaskLocal::new(fpu, tls, pl.tpidrro_el0.get());
     local.gcs.set(gcs);
@@ -145,13 +158,15 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
             .clear_child_tid
             .store(args.child_tid as usize, Ordering::Relaxed);
     }
+    // Past the point where the child exists, a bad tid pointer fails nothing: Linux ignores
+    // the write's fault (kernel_clone's put_user, schedule_tail's set_child_tid).
     if flags & s::CLONE_PARENT_SETTID != 0 {
-        UserPtr::new(args.parent_tid as usize).write(&tid)?;
+        let _ = UserPtr::new(args.parent_tid as usize).write(&tid);
     }
     if flags & s::CLONE_CHILD_SETTID != 0 {
         // The child's address space (this one only with CLONE_VM): the software walk.
         if let Some(mm) = child.mm() {
-            mm.lock().write_u32(args.child_tid as usize, tid)?;
+            let _ = mm.lock().write_u32(args.child_tid as usize, tid);
         }
     }
     let vfork = (flags & s::CLONE_VFORK != 0).then(|| Arc::new(super::wait::WaitQueue::new()));

@@ -492,6 +492,22 @@ fn orphans_are_reparented() -> TestResult {
     Ok(())
 }
 
+/// A fork whose CLONE_PARENT_SETTID (or CLONE_CHILD_SETTID) pointer is bad still makes the
+/// child: the store's fault is ignored (Linux's kernel_clone and schedule_tail), the caller gets
+/// the pid and the child runs and is reaped as any other.
+fn clone_settid_fault_is_ignored() -> TestResult {
+    for flags in [sys::CLONE_PARENT_SETTID, sys::CLONE_CHILD_SETTID] {
+        // SIGCHLD as the exit signal; arm64's clone(flags, sp, parent_tid, tls, child_tid).
+        let pid = t!(sys::syscall(nr::CLONE, &[17 | flags, 0, 8, 0, 8])) as i32;
+        if pid == 0 {
+            sys::exit(7);
+        }
+        let (_, st) = t!(sys::waitpid(pid, 0));
+        check_eq!(describe(st), "exited 7", "clone flags {flags:#x}");
+    }
+    Ok(())
+}
+
 fn main(a: &rt::Args) -> i32 {
     if a.arg(1) == Some("--exit") {
         return a.arg(2).and_then(|s| s.parse().ok()).unwrap_or(99);
@@ -515,6 +531,10 @@ fn main(a: &rt::Args) -> i32 {
         ("wait_core_dump_bit", core_dump_bit),
         ("wait_wnohang_and_echild", wnohang_and_echild),
         ("waitid_siginfo", waitid_siginfo),
+        (
+            "clone_settid_fault_is_ignored",
+            clone_settid_fault_is_ignored,
+        ),
         ("orphans_are_reparented", orphans_are_reparented),
         (
             "zombies_keep_their_pid_until_reaped",
