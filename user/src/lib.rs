@@ -18,6 +18,7 @@
 extern crate alloc;
 
 pub mod cpuid;
+pub mod elfimg;
 pub mod io;
 pub mod ktap;
 pub mod proc;

@@ -3,7 +3,9 @@
 use super::{current_arc, fork, sched, Mm};
 use crate::arch::exception::TrapFrame;
 use crate::fs::{self, Inode, Kind};
-use crate::mm::aspace::{AddrSpace, Backing, Prot, STACK_SIZE, STACK_TOP, USER_END};
+use crate::mm::aspace::{
+    AddrSpace, Backing, Prot, MMAP_MIN, MMAP_TOP, STACK_SIZE, STACK_TOP, USER_END,
+};
 use crate::mm::uaccess::UserPtr;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -12,7 +14,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
 use svelt_abi::auxv::*;
-use svelt_abi::elf::{ElfError, ElfFile, LoadPlan};
+use svelt_abi::elf::{check_gnu_properties, ElfError, ElfFile, MapOp, Mapped, MAX_PROPERTY_NOTE};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::script;
 use svelt_abi::stack::{StackLayout, StackParams};
@@ -91,66 +93,76 @@ fn stack_size() -> usize {
         .next_multiple_of(PAGE as usize)
 }
 
-/// Maps an image's PT_LOAD segments as its plan says: from the file's pages (private mappings,
-/// copied on the first write, as Linux maps them), the bss in the last file page zeroed, the
-/// rest of the bss anonymous. An image whose segments share a page is copied instead (a page
-/// cannot map two file offsets). The `main` program's segments (not its interpreter's) are
-/// recorded for /proc.
-fn map_image(mm: &mut AddrSpace, plan: &LoadPlan<'_>, exe: &Exe, main: bool) -> SysResult<()> {
-    let copy = if plan.segments().any(|s| s.shares_first_page) {
-        Some(exe.read_all()?)
+/// Maps an image's PT_LOAD segments at `bias` as Linux's elf_load does: private file mappings
+/// (pages past the end of the file fault with SIGBUS), the bss part of the last file page
+/// cleared, the rest of the bss anonymous, each segment over what the earlier ones mapped. The
+/// `main` program's segments (not its interpreter's) are recorded for /proc. Err: the image
+/// cannot be mapped (past the point of no return: the caller kills the process).
+fn map_image(
+    mm: &mut AddrSpace,
+    elf: &ElfFile<'_>,
+    bias: u64,
+    exe: &Exe,
+    main: bool,
+) -> SysResult<Mapped> {
+    let node: Arc<dyn crate::mm::aspace::MappedFile> = exe.node.clone();
+    let task_size = if main {
+        STACK_TOP as u64 - STACK_SIZE as u64
     } else {
-        None
+        MMAP_TOP as u64
     };
-    for seg in plan.segments() {
-        if main {
-            note_segment(&mut mm.exec, &seg);
-        }
-        let (s, e) = (seg.map_start as usize, seg.map_end as usize);
-        let prot = Prot(seg.prot);
-        if let Some(data) = &copy {
-            if seg.shares_first_page {
-                // The page is already mapped by the previous segment; widen its rights.
-                let start = s + 4096;
-                if start < e {
-                    mm.map(start, e, prot, Backing::Anon)?;
-                }
-                let old = mm.find_vma(s).map(|v| v.prot.0).unwrap_or(0);
-                mm.protect(s, s + 4096, Prot(old | seg.prot))?;
-            } else {
-                mm.map(s, e, prot, Backing::Anon)?;
+    elf.map(bias, MMAP_MIN as u64, task_size, |op| match op {
+        MapOp::File {
+            start,
+            end,
+            off,
+            prot,
+        } => {
+            if main {
+                note_segment(&mut mm.exec, start, end, off, prot);
             }
-            let off = seg.file_offset as usize;
-            let bytes = data
-                .get(off..off + seg.file_len as usize)
-                .ok_or(Errno::ENOEXEC)?;
-            mm.write_kernel(seg.copy_dst as usize, bytes)?;
-            continue;
-        }
-        let file_end = (seg.copy_dst + seg.file_len) as usize;
-        let file_pages_end = file_end.next_multiple_of(PAGE as usize).min(e);
-        if seg.file_len > 0 {
-            let node: Arc<dyn crate::mm::aspace::MappedFile> = exe.node.clone();
             let backing = Backing::File {
-                node,
-                off: seg.file_offset,
+                node: node.clone(),
+                off,
                 shared: false,
                 maywrite: true,
             };
-            mm.map(s, file_pages_end, prot, backing)?;
-            // The bss starts inside the last file page: the file's bytes after the segment
-            // there read as zero.
-            if seg.zero_end > seg.zero_start && file_end < file_pages_end {
-                let zeros = [0u8; PAGE as usize];
-                mm.write_kernel(file_end, &zeros[..file_pages_end - file_end])?;
+            mm.map(start as usize, end as usize, Prot(prot), backing)
+        }
+        MapOp::Zero { start, end, fatal } => {
+            let zeros = [0u8; PAGE as usize];
+            let len = (end - start) as usize;
+            match mm.write(start as usize, &zeros[..len]) {
+                Err(e) if fatal => Err(e),
+                _ => Ok(()),
             }
         }
-        let anon_start = if seg.file_len > 0 { file_pages_end } else { s };
-        if anon_start < e {
-            mm.map(anon_start, e, prot, Backing::Anon)?;
+        MapOp::Anon { start, end, exec } => {
+            let mut prot = Prot::READ | Prot::WRITE;
+            if exec {
+                prot |= Prot::EXEC;
+            }
+            mm.map(start as usize, end as usize, Prot(prot), Backing::Anon)
         }
+    })
+}
+
+/// Checks the PT_GNU_PROPERTY note execve looks at (Linux's parse_elf_properties).
+fn check_properties(elf: &ElfFile<'_>, exe: &Exe) -> SysResult<()> {
+    let Some(ph) = elf.property() else {
+        return Ok(());
+    };
+    if ph.p_filesz > MAX_PROPERTY_NOTE {
+        return Err(Errno::ENOEXEC);
     }
-    Ok(())
+    let mut note = [0u8; MAX_PROPERTY_NOTE as usize];
+    let want = &mut note[..ph.p_filesz as usize];
+    let n = if ph.p_offset > i64::MAX as u64 {
+        0
+    } else {
+        exe.node.read_at(ph.p_offset, want).unwrap_or(0)
+    };
+    check_gnu_properties(ph.p_filesz, &note[..n]).map(|_| ())
 }
 
 /// Opens the program interpreter a dynamically linked executable names (PT_INTERP). Linux's
@@ -178,50 +190,78 @@ fn interp_bias(mm: &AddrSpace, elf: &ElfFile<'_>) -> SysResult<u64> {
         crate::fs::dev::fill_random(&mut r);
     }
     let shift = u64::from(u16::from_le_bytes(r)) * PAGE;
-    let room = elf.span() + align + shift;
+    let span = elf.span().ok_or(Errno::ENOMEM)?;
+    let room = span.checked_add(align + shift).ok_or(Errno::ENOMEM)?;
     let low = mm
         .find_free(usize::try_from(room).map_err(|_| Errno::ENOMEM)?, 0)
         .ok_or(Errno::ENOMEM)? as u64;
     let base = (low + shift).next_multiple_of(align);
-    Ok(base - elf.first_page())
+    Ok(base.wrapping_sub(elf.first_page().unwrap_or(0)))
 }
 
-/// Builds the new address space and initial stack; returns (mm, entry, sp). A dynamically
-/// linked program gets its interpreter mapped too, and starts there (AT_BASE says where it is).
-fn load(
-    exe: &Exe,
-    argv: &[Vec<u8>],
-    envp: &[Vec<u8>],
-    execfn: &[u8],
-) -> SysResult<(AddrSpace, u64, u64)> {
+/// The bias of the main program: 0 for ET_EXEC; for ET_DYN, its lowest page goes to
+/// ET_DYN_BASE (aligned as its segments ask).
+fn main_bias(elf: &ElfFile<'_>) -> u64 {
+    if !elf.is_dyn() {
+        return 0;
+    }
+    let base = ET_DYN_BASE.next_multiple_of(elf.max_align().clamp(PAGE, 1 << 30));
+    base.wrapping_sub(elf.first_page().unwrap_or(0))
+}
+
+/// A loaded program: its address space and where it starts, or `fatal` when mapping it failed
+/// past the point of no return (Linux then kills the process with SIGSEGV).
+struct Loaded {
+    mm: AddrSpace,
+    entry: u64,
+    sp: u64,
+    fatal: bool,
+}
+
+/// Builds the new address space and initial stack. A dynamically linked program gets its
+/// interpreter mapped too, and starts there (AT_BASE says where it is). Err: execve fails
+/// (what Linux checks before the old program is gone).
+fn load(exe: &Exe, argv: &[Vec<u8>], envp: &[Vec<u8>], execfn: &[u8]) -> SysResult<Loaded> {
     let mut whole = Vec::new();
     let elf = parse(exe, &mut whole)?;
     let interp = match elf.interp() {
         Some(name) => Some(open_interp(name)?),
         None => None,
     };
-    let bias = if elf.is_dyn() {
-        ET_DYN_BASE.next_multiple_of(elf.max_align().max(PAGE))
-    } else {
-        0
+    let mut iwhole = Vec::new();
+    let ielf = match &interp {
+        Some(iexe) => Some(parse(iexe, &mut iwhole).map_err(|_| Errno::ELIBBAD)?),
+        None => None,
     };
-    let plan = elf.plan(bias, STACK_TOP as u64 - STACK_SIZE as u64)?;
+    match (&ielf, &interp) {
+        (Some(ie), Some(iexe)) => check_properties(ie, iexe)?,
+        _ => check_properties(&elf, exe)?,
+    }
     let mut mm = AddrSpace::new()?;
-    map_image(&mut mm, &plan, exe, true)?;
-    let brk = plan.brk.next_multiple_of(PAGE) as usize;
-    mm.brk_start = brk;
-    mm.brk = brk;
-    let (start, interp_base) = match &interp {
-        Some(iexe) => {
-            let mut iwhole = Vec::new();
-            let ielf = parse(iexe, &mut iwhole).map_err(|_| Errno::ELIBBAD)?;
-            let iplan = ielf
-                .plan(interp_bias(&mm, &ielf)?, crate::mm::aspace::MMAP_TOP as u64)
-                .map_err(|_| Errno::ELIBBAD)?;
-            map_image(&mut mm, &iplan, iexe, false)?;
-            (iplan.entry, iplan.bias)
+    let mapped = (|| -> SysResult<(Mapped, u64, u64)> {
+        let plan = map_image(&mut mm, &elf, main_bias(&elf), exe, true)?;
+        let brk = plan.brk as usize;
+        mm.brk_start = brk;
+        mm.brk = brk;
+        match (&ielf, &interp) {
+            (Some(ie), Some(iexe)) => {
+                let bias = interp_bias(&mm, ie)?;
+                let iplan = map_image(&mut mm, ie, bias, iexe, false)?;
+                Ok((plan, iplan.entry, iplan.bias))
+            }
+            _ => Ok((plan, plan.entry, 0)),
         }
-        None => (plan.entry, 0),
+    })();
+    let (plan, start, interp_base) = match mapped {
+        Ok(m) => m,
+        Err(_) => {
+            return Ok(Loaded {
+                mm: AddrSpace::new()?,
+                entry: 0,
+                sp: 0,
+                fatal: true,
+            })
+        }
     };
 
     mm.map(
@@ -284,7 +324,12 @@ fn load(
     mm.exec.env_start = layout.env_start as usize;
     mm.exec.env_end = layout.env_end as usize;
     mm.exec.start_stack = layout.sp as usize;
-    Ok((mm, start, layout.sp))
+    Ok(Loaded {
+        mm,
+        entry: start,
+        sp: layout.sp,
+        fatal: false,
+    })
 }
 
 /// Reads the binary execve runs for `path`: the file itself, or for a `#!` script its
@@ -317,32 +362,30 @@ fn read_program(path: &str, argv: &mut Vec<Vec<u8>>) -> SysResult<Exe> {
     Err(Errno::ELOOP)
 }
 
-/// Records a loaded segment for /proc: code and data bounds (as Linux's load_elf_binary sets
-/// them: the executable segment is code, the writable ones data) and the range the file's
-/// bytes fill.
-fn note_segment(info: &mut crate::mm::aspace::ExecInfo, seg: &svelt_abi::elf::LoadSegment) {
+/// Records a segment's file mapping for /proc: code and data bounds (as Linux's
+/// load_elf_binary sets them: the executable segment is code, the writable ones data) and the
+/// range the file's pages fill.
+fn note_segment(
+    info: &mut crate::mm::aspace::ExecInfo,
+    start: u64,
+    end: u64,
+    offset: u64,
+    prot: u32,
+) {
     use crate::mm::aspace::{ExecInfo, ImageRange};
-    let file_end = (seg.copy_dst + seg.file_len) as usize;
-    if seg.prot & Prot::EXEC != 0 && info.start_code == 0 {
-        info.start_code = seg.copy_dst as usize;
-        info.end_code = file_end;
+    let (start, end) = (start as usize, end as usize);
+    if prot & Prot::EXEC != 0 && info.start_code == 0 {
+        info.start_code = start;
+        info.end_code = end;
     }
-    if seg.prot & Prot::WRITE != 0 {
+    if prot & Prot::WRITE != 0 {
         if info.start_data == 0 {
-            info.start_data = seg.copy_dst as usize;
+            info.start_data = start;
         }
-        info.end_data = file_end;
+        info.end_data = end;
     }
-    let start = seg.map_start as usize;
-    let end = file_end
-        .next_multiple_of(PAGE as usize)
-        .min(seg.map_end as usize);
-    if seg.file_len != 0 && start < end && info.nimage < ExecInfo::MAX_IMAGE {
-        info.image[info.nimage] = ImageRange {
-            start,
-            end,
-            offset: seg.file_offset - (seg.copy_dst - seg.map_start),
-        };
+    if info.nimage < ExecInfo::MAX_IMAGE {
+        info.image[info.nimage] = ImageRange { start, end, offset };
         info.nimage += 1;
     }
 }
@@ -379,7 +422,12 @@ pub fn do_execve(
     let mut argv = read_strings(argv_va, &mut total)?;
     let envp = read_strings(envp_va, &mut total)?;
     let exe = read_program(&path, &mut argv)?;
-    let (mut mm, entry, sp) = load(&exe, &argv, &envp, path.as_bytes())?;
+    let Loaded {
+        mut mm,
+        entry,
+        sp,
+        fatal,
+    } = load(&exe, &argv, &envp, path.as_bytes())?;
     mm.exec.exe_ino = exe.ino;
     let canonical = exe.path;
 
@@ -413,6 +461,12 @@ pub fn do_execve(
     *tf = TrapFrame::program_start(entry, sp);
     fork::release_vfork(&me);
     debug_assert!((sp as usize) < USER_END);
+    if fatal {
+        // The image could not be mapped, and the old program is gone (Linux's exec kills
+        // with SIGSEGV past the point of no return).
+        let segv = svelt_abi::signal::SIGSEGV;
+        crate::signal::force(&me, segv, crate::signal::SigInfo::kernel(segv));
+    }
     Ok(())
 }
 
@@ -444,7 +498,11 @@ pub fn spawn_init(path: &str) -> SysResult<()> {
     let mut argv = vec![path.as_bytes().to_vec()];
     let exe = read_program(path, &mut argv)?;
     let envp = [b"HOME=/".to_vec(), b"TERM=linux".to_vec()];
-    let (mut mm, entry, sp) = load(&exe, &argv, &envp, path.as_bytes())?;
+    let loaded = load(&exe, &argv, &envp, path.as_bytes())?;
+    if loaded.fatal {
+        return Err(Errno::ENOEXEC);
+    }
+    let (mut mm, entry, sp) = (loaded.mm, loaded.entry, loaded.sp);
     mm.exec.exe_ino = exe.ino;
     let canonical = exe.path;
     let new_mm: Mm = Arc::new(Mutex::new(mm));
