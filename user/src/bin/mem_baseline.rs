@@ -45,7 +45,8 @@ struct Mem {
 /// Reads `path` into `buf` without allocating (the runtime's allocator never frees, and the
 /// readings must not move the counters they read). Returns the text.
 fn read_into<'a>(path: &str, buf: &'a mut [u8]) -> Result<&'a str, String> {
-    let fd = sys::open(path, sys::O_RDONLY | sys::O_CLOEXEC).map_err(|e| format!("{path}: {e:?}"))?;
+    let fd =
+        sys::open(path, sys::O_RDONLY | sys::O_CLOEXEC).map_err(|e| format!("{path}: {e:?}"))?;
     let mut n = 0;
     loop {
         match sys::read(fd, &mut buf[n..]) {

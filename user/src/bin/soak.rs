@@ -72,9 +72,10 @@ fn mount_all() {
 
 fn minutes(args: &rt::Args) -> u64 {
     let from_file = io::read_file("/etc/soak-minutes").ok();
-    let word = args.arg(1).map(String::from).or_else(|| {
-        from_file.map(|t| String::from(String::from_utf8_lossy(&t).trim()))
-    });
+    let word = args
+        .arg(1)
+        .map(String::from)
+        .or_else(|| from_file.map(|t| String::from(String::from_utf8_lossy(&t).trim())));
     word.and_then(|w| w.parse().ok()).unwrap_or(1)
 }
 
@@ -142,7 +143,7 @@ fn switcher(rfd: i32, wfd: i32, first: bool, za: bool, deadline_ns: u64) -> i32 
             return 0;
         }
         n += 1;
-        if n % 256 == 0 && sys::now_ns() >= deadline_ns {
+        if n.is_multiple_of(256) && sys::now_ns() >= deadline_ns {
             return 0;
         }
         if sys::write(wfd, &byte).is_err() {
@@ -314,7 +315,13 @@ fn soak(mins: u64) -> bool {
     let deadline = t0 + mins * 60_000_000_000;
     let switchers = start_switchers(switch_cpu, deadline);
     // fp-stress runs until told to stop (-t -1); SIGTERM ends it as its own timeout does.
-    let fp = match start(FP_DIR, &fp_stress, &["fp-stress", "-t", "-1"], None, fp_cpus) {
+    let fp = match start(
+        FP_DIR,
+        &fp_stress,
+        &["fp-stress", "-t", "-1"],
+        None,
+        fp_cpus,
+    ) {
         Ok(pid) => pid,
         Err(e) => {
             println!("# svelt-soak: fork: {e:?}");
@@ -394,10 +401,16 @@ fn soak(mins: u64) -> bool {
     let after = counters();
 
     println!("# svelt-soak: {secs} s");
-    println!("# svelt-soak: {:<16} {:>14} {:>14} {:>14}", "counter", "before", "after", "delta");
+    println!(
+        "# svelt-soak: {:<16} {:>14} {:>14} {:>14}",
+        "counter", "before", "after", "delta"
+    );
     for (k, a) in &after {
         let b = get(&before, k).unwrap_or(0);
-        println!("# svelt-soak: {k:<16} {b:>14} {a:>14} {:>14}", a.saturating_sub(b));
+        println!(
+            "# svelt-soak: {k:<16} {b:>14} {a:>14} {:>14}",
+            a.saturating_sub(b)
+        );
     }
     if let (Some(b), Some(a)) = (get(&before, "ctxt"), get(&after, "ctxt")) {
         println!(
