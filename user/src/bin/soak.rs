@@ -15,7 +15,8 @@
 //! SME2) on across every switch, checking ZA after each wake-up (ZA survives syscalls; SVE and
 //! streaming state do not, so those switch only by preemption, which fp-stress covers). With
 //! more than one CPU the switchers have the last CPU to themselves and fp-stress the others
-//! (affinity), so that neither waits behind the other's slices.
+//! (affinity), so that neither waits behind the other's slices. The fuzzers run on a CPU of
+//! their own with three CPUs or more (`--smp 4`), else beside fp-stress.
 //!
 //! The minutes come from the first argument or /etc/soak-minutes (qemu-run.sh writes it: the
 //! first process gets no arguments on Svelt); default 1. Not in /bin/tests: it is no test of the
@@ -32,9 +33,9 @@ use svelt_user::*;
 
 const FP_DIR: &str = "/soak/fp";
 const FUZZERS: [&str; 3] = ["fuzz_sigframe", "fuzz_regset", "fuzz_exec"];
-/// Cases per fuzzer run: a run of a few seconds, so that the loop comes round to the deadline
-/// soon after it passes.
-const FUZZ_CASES: &str = "200";
+/// Cases per fuzzer run: a run of seconds, so that the loop comes round to the deadline soon
+/// after it passes (fuzz_sigframe's 200 took a minute beside fp-stress on QEMU 10).
+const FUZZ_CASES: &str = "50";
 /// How long one fuzzer run may take before it counts as hung (QEMU's emulation beside fp-stress).
 const FUZZ_TIMEOUT_NS: u64 = 600_000_000_000;
 /// How long fp-stress may take to stop its children and report after SIGTERM.
@@ -295,18 +296,28 @@ fn soak(mins: u64) -> bool {
         .map(|(n, _)| format!("/tmp/{n}.log"))
         .collect();
 
-    // The last CPU for the switchers, the others for fp-stress (its children inherit it).
+    // The last CPU for the switchers, the one before it for the fuzzers when there are three
+    // or more, the others for fp-stress (its children inherit the mask) and, with two CPUs, the
+    // fuzzers too: a fuzzer beside the switchers would hold them to one switch per slice.
     let online = sys::sched_getaffinity(0).unwrap_or(1);
     let ncpus = online.count_ones();
-    let last = 63 - online.leading_zeros();
-    let (switch_cpu, fp_cpus) = if ncpus > 1 {
-        (Some(last), Some(online & !(1u64 << last)))
+    let highest = |m: u64| 63 - m.leading_zeros();
+    let (switch_cpu, fp_cpus, fuzz_cpus) = if ncpus > 1 {
+        let last = highest(online);
+        let rest = online & !(1u64 << last);
+        if ncpus > 2 {
+            let f = 1u64 << highest(rest);
+            (Some(last), Some(rest & !f), Some(f))
+        } else {
+            (Some(last), Some(rest), Some(rest))
+        }
     } else {
-        (None, None)
+        (None, None, None)
     };
     println!(
-        "# svelt-soak: {ncpus} CPUs; fp-stress on mask {:#x}, switchers on {}",
+        "# svelt-soak: {ncpus} CPUs; fp-stress on mask {:#x}, fuzzers on mask {:#x}, switchers on {}",
         fp_cpus.unwrap_or(online),
+        fuzz_cpus.unwrap_or(online),
         switch_cpu.map_or(String::from("any"), |c| format!("CPU {c}"))
     );
 
@@ -346,7 +357,7 @@ fn soak(mins: u64) -> bool {
                 path,
                 &[name, "--cases", FUZZ_CASES],
                 Some(&logs[i]),
-                None,
+                fuzz_cpus,
             );
             let st = match r {
                 Ok(pid) => wait_until(pid, sys::now_ns() + FUZZ_TIMEOUT_NS),
