@@ -33,6 +33,12 @@
 # policies of Svelt (svelt.fp, svelt.sve_syscall, svelt.sme_trap): the first run under the
 # command line's policy (default, or what --append sets), the second with these words added.
 # The benchmark prints the policy each run had (`# svelt-bench: fp policy ...`).
+#
+# --soak MINUTES boots /bin/soak (user/src/bin/soak.rs) as the first process, with Linux's
+# fp-stress and its helpers (built by tests/selftests/build.sh, cached in target/selftests/) in
+# /soak/fp of an archive made for the purpose (target/soak/initramfs.cpio): fp-stress and the
+# fuzzers of /bin/tests run for MINUTES, then the switch and FP counters are printed. Its status
+# comes from `svelt-soak: exit status S`.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
@@ -115,6 +121,12 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          (the default: fp=lazy sve_syscall=discard sme_trap=lazy), then with P
                          added, e.g. "fp=eager" or "sve_syscall=keep sme_trap=eager" (the
                          svelt. prefix is optional)
+  --soak MINUTES         run Linux's fp-stress (FPSIMD, SVE, streaming SVE, ZA, ZT0 tasks on
+                         every CPU) for MINUTES with the fuzzers of /bin/tests (fuzz_sigframe,
+                         fuzz_regset, fuzz_exec, those present) beside it (/bin/soak as init);
+                         prints the context switches and /proc/svelt/fpstat before and after;
+                         fails if fp-stress, a fuzzer run or the mismatch counter says so (with
+                         --linux: on Linux; builds the selftests with tests/selftests/build.sh)
   -h | --help            this text
 EOF
 }
@@ -122,7 +134,7 @@ EOF
 el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 elf=""
 initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
 show_version=0 bench_cases="" compare=0 compare_append="" compare_policy="" firmware="" selfcheck=0 embed=""
-board=""
+board="" soak=""
 extra=() cpu_opts=()
 # What --compare passes on to each of its two runs: everything but the comparison options.
 pass_args=()
@@ -166,6 +178,7 @@ while [ $# -gt 0 ]; do
         --embed) embed=$2; shift ;;
         --linux) linux=1 ;;
         --bench) bench=1 ;;
+        --soak) soak=$2; shift ;;
         --bench-cases) bench=1; bench_cases=$2; shift ;;
         --compare) bench=1; compare=1 ;;
         --compare-append) bench=1; compare=1; compare_append=$2; shift ;;
@@ -228,6 +241,12 @@ if [ "$bench" = 1 ]; then
     [ -n "$init_path" ] || init_path=/bin/bench
 fi
 [ -z "$bench_cases" ] || [ -z "$initrd" ] || die "--bench-cases packs its own archive (drop --initrd)"
+if [ -n "$soak" ]; then
+    [[ "$soak" =~ ^[0-9]+$ ]] && [ "$soak" -ge 1 ] || die "--soak wants a number of minutes (1 or more)"
+    [ "$bench" = 0 ] || die "--soak and --bench are separate runs"
+    [ "$no_initrd" = 0 ] && [ -z "$initrd" ] && [ -z "$debian" ] || die "--soak packs its own archive (drop --initrd/--no-initrd/--debian)"
+    [ -n "$init_path" ] || init_path=/bin/soak
+fi
 
 
 # Installs Debian packages when root (as for QEMU below), otherwise says the exact command.
@@ -322,7 +341,8 @@ fi
 
 # The userland: the Rust test programs and init (user/), the glibc C programs (user/c/), packed
 # by mkinitramfs into target/initramfs.cpio and .cpio.gz. Debug info stays in target/user/.
-# Every program goes to /bin/tests (which the init runs) except init and bench (/bin/bench).
+# Every program goes to /bin/tests (which the init runs) except init, bench (/bin/bench) and
+# soak (/bin/soak).
 user_dir="$root/target/user"
 user_bin="$user_dir/aarch64-unknown-none/release"
 default_initrd="$root/target/initramfs.cpio.gz"
@@ -346,8 +366,8 @@ build_userland() {
         name=$(basename "$b" .rs)
         if [ "$name" = init ]; then
             "$objcopy" --strip-debug "$user_bin/$name" "$stage/init"
-        elif [ "$name" = bench ]; then
-            "$objcopy" --strip-debug "$user_bin/$name" "$stage/bench"
+        elif [ "$name" = bench ] || [ "$name" = soak ]; then
+            "$objcopy" --strip-debug "$user_bin/$name" "$stage/$name"
         else
             "$objcopy" --strip-debug "$user_bin/$name" "$stage/tests/$name"
         fi
@@ -359,7 +379,7 @@ pack_userland() {
     local stage="$user_dir/initramfs"
     (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- "$@" \
         --init "$stage/init" --add etc/hello.txt="$root/user/data/hello.txt" \
-        --add-exec bin/bench="$stage/bench" "$stage"/tests/*)
+        --add-exec bin/bench="$stage/bench" --add-exec bin/soak="$stage/soak" "$stage"/tests/*)
 }
 # --build-selfcheck: the kernel built (in its own target directory, so that the ordinary
 # build is untouched) with an archive inside (SVELT_EMBED_ARCHIVE, read by kernel/build.rs):
@@ -420,6 +440,27 @@ if [ "$no_initrd" = 0 ] && [ -z "$initrd" ]; then
         echo "$bench_cases" >"$root/target/bench/cases.txt"
         initrd="$root/target/bench/initramfs.cpio"
         pack_userland --out "$initrd" --add etc/bench-cases="$root/target/bench/cases.txt"
+    fi
+    if [ -n "$soak" ]; then
+        # fp-stress and the programs it starts (./fpsimd-test, ./sve-test...), built static from
+        # Debian's linux-source by tests/selftests/build.sh (cached; with --no-build, reused
+        # when already there), and the minutes, which Svelt's first process could not get
+        # otherwise.
+        fp_stage="$root/target/selftests/soak.stage/arm64"
+        if [ "$build" = 1 ] || [ ! -f "$fp_stage/fp-stress" ]; then
+            SELFTESTS_SUBTARGETS=fp SELFTESTS_NAME=soak SELFTESTS_ONLY=fp-stress SELFTESTS_EXTRA="" \
+                SELFTESTS_SKIP="" "$root/tests/selftests/build.sh" >/dev/null ||
+                die "--soak: tests/selftests/build.sh could not build fp-stress (see above)"
+        fi
+        mkdir -p "$root/target/soak"
+        echo "$soak" >"$root/target/soak/minutes"
+        soak_args=(--dir soak --dir soak/fp --add etc/soak-minutes="$root/target/soak/minutes")
+        for p in fp-stress fpsimd-test kernel-test sve-test ssve-test za-test zt-test; do
+            [ -f "$fp_stage/$p" ] || die "--soak: no $fp_stage/$p"
+            soak_args+=(--add-exec "soak/fp/$p=$fp_stage/$p")
+        done
+        initrd="$root/target/soak/initramfs.cpio"
+        pack_userland --out "$initrd" "${soak_args[@]}"
     fi
 elif [ -n "$initrd" ]; then
     [ -f "$initrd" ] || die "no initramfs at $initrd"
@@ -556,10 +597,19 @@ out=$(tr -d '\r' <"$log")
 totals_failed() { grep -Eq '^# Totals: pass:[0-9]+ fail:[1-9]' <<<"$out"; }
 init_status() { sed -n 's/^svelt-init: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
 bench_status() { sed -n 's/^svelt-bench: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
+soak_status() { sed -n 's/^svelt-soak: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
 if [ "$bench" = 1 ] && [ "$init_path" = /bin/bench ]; then
     s=$(bench_status)
     if [ -z "$s" ]; then
         echo "qemu-run.sh: the benchmark printed no 'svelt-bench: exit status' line" >&2
+        [ "$linux" = 0 ] && [ "$status" != 0 ] || status=1
+    elif [ "$linux" = 1 ] || [ "$status" = 0 ]; then
+        status=$s
+    fi
+elif [ -n "$soak" ] && [ "$init_path" = /bin/soak ]; then
+    s=$(soak_status)
+    if [ -z "$s" ]; then
+        echo "qemu-run.sh: the soak run printed no 'svelt-soak: exit status' line" >&2
         [ "$linux" = 0 ] && [ "$status" != 0 ] || status=1
     elif [ "$linux" = 1 ] || [ "$status" = 0 ]; then
         status=$s

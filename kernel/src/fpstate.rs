@@ -69,9 +69,18 @@ pub enum Counter {
     ZaRestores,
     BytesSaved,
     BytesRestored,
+    /// A saved or live state found not to match its owner: a save or load refused because the
+    /// CPU's vector length is not the task's, or an access trap taken with the access already
+    /// enabled. Each is a kernel bug; the checks are the ones the paths make anyway (the save
+    /// and load primitives compare the hardware VL before touching the buffer), so counting
+    /// costs nothing until one fails.
+    Mismatch,
 }
 
-pub const COUNTER_NAMES: [&str; 10] = [
+/// How many counters there are.
+pub const NR_COUNTERS: usize = 11;
+
+pub const COUNTER_NAMES: [&str; NR_COUNTERS] = [
     "sve_traps",
     "sme_traps",
     "fpsimd_saves",
@@ -82,13 +91,14 @@ pub const COUNTER_NAMES: [&str; 10] = [
     "za_restores",
     "bytes_saved",
     "bytes_restored",
+    "mismatch",
 ];
 
-pub type Counters = [AtomicU64; 10];
+pub type Counters = [AtomicU64; NR_COUNTERS];
 /// The initial value of every counter set (a const so static and per-process arrays start
 /// from it; each use is a fresh array).
 #[allow(clippy::declare_interior_mutable_const)]
-pub const ZERO_COUNTERS: Counters = [const { AtomicU64::new(0) }; 10];
+pub const ZERO_COUNTERS: Counters = [const { AtomicU64::new(0) }; NR_COUNTERS];
 
 /// Adds `n` to counter `c` of task `t`. A task's counters have one writer, the holder of its FP
 /// state (the task on its CPU, or whoever parked it), so this is a plain load and store, not an
@@ -116,7 +126,7 @@ pub fn thread_exit(t: &Task) {
 }
 
 /// A process's counters: its exited threads' and its live threads'.
-pub fn process_counters(p: &Process) -> [u64; 10] {
+pub fn process_counters(p: &Process) -> [u64; NR_COUNTERS] {
     let mut sum = load_counters(&p.fpstat);
     for t in p.live_threads() {
         add_counters(&mut sum, &t.fpstat);
@@ -125,7 +135,7 @@ pub fn process_counters(p: &Process) -> [u64; 10] {
 }
 
 /// The system's counters: every exited thread's and every live task's.
-fn system_counters() -> [u64; 10] {
+fn system_counters() -> [u64; NR_COUNTERS] {
     let mut sum = load_counters(&EXITED);
     for p in crate::task::all_processes() {
         for t in p.live_threads() {
@@ -135,11 +145,11 @@ fn system_counters() -> [u64; 10] {
     sum
 }
 
-fn load_counters(c: &Counters) -> [u64; 10] {
+fn load_counters(c: &Counters) -> [u64; NR_COUNTERS] {
     core::array::from_fn(|i| c[i].load(Ordering::Relaxed))
 }
 
-fn add_counters(sum: &mut [u64; 10], c: &Counters) {
+fn add_counters(sum: &mut [u64; NR_COUNTERS], c: &Counters) {
     for (s, a) in sum.iter_mut().zip(c) {
         *s += a.load(Ordering::Relaxed);
     }
@@ -351,6 +361,7 @@ fn do_save(t: &Task, f: &mut TaskFpState, save: Save) {
                     e.hw,
                     e.expected
                 );
+                count(t, Counter::Mismatch, 1);
                 return;
             }
             count(t, Counter::SveSaves, 1);
@@ -367,6 +378,7 @@ fn do_save(t: &Task, f: &mut TaskFpState, save: Save) {
                 e.hw,
                 e.expected
             );
+            count(t, Counter::Mismatch, 1);
             return;
         }
         if sme2() {
@@ -433,6 +445,7 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
                     e.hw,
                     e.expected
                 );
+                count(t, Counter::Mismatch, 1);
             }
             fpsimd::load_control(&f.fp);
             count(t, Counter::SveRestores, 1);
@@ -449,6 +462,7 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
                 e.hw,
                 e.expected
             );
+            count(t, Counter::Mismatch, 1);
         }
         if sme2() {
             if let Some(zt0) = buf[sme::za_size(svl)..].first_chunk() {
@@ -481,7 +495,8 @@ pub fn do_sve_acc(cur: &CurrentTask) {
             }
         }
         Err(fps::AlreadyEnabled) => {
-            log::error!("SVE trap with SVE already enabled for tid {}", cur.tid)
+            log::error!("SVE trap with SVE already enabled for tid {}", cur.tid);
+            count(cur.task(), Counter::Mismatch, 1);
         }
     }
     drop(irqs);
@@ -507,6 +522,7 @@ pub fn do_sme_acc(cur: &CurrentTask, smtc: u8) -> bool {
         Err(SmeTrapError::Illegal) => false,
         Err(SmeTrapError::AlreadyEnabled) => {
             log::error!("SME trap with SME already enabled for tid {}", cur.tid);
+            count(cur.task(), Counter::Mismatch, 1);
             true
         }
     };
@@ -862,7 +878,7 @@ pub fn format_system_fpstat() -> String {
 }
 
 /// The counters as `key value` lines.
-pub fn format_counters(c: &[u64; 10]) -> String {
+pub fn format_counters(c: &[u64; NR_COUNTERS]) -> String {
     let mut s = String::new();
     for (name, v) in COUNTER_NAMES.iter().zip(c.iter()) {
         s += &alloc::format!("{name} {v}\n");

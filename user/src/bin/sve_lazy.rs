@@ -1,8 +1,11 @@
 //! Svelt's lazy FP/SVE switching, proved with its counters (/proc/svelt/fpstat for the system,
 //! /proc/self/fpstat for this process: `key value` lines, keys sve_traps, sme_traps,
 //! fpsimd_saves, fpsimd_restores, sve_saves, sve_restores, za_saves, za_restores, bytes_saved,
-//! bytes_restored; the system file also has a `policy ...` line). Linux has no such counters:
-//! every test skips there.
+//! bytes_restored, mismatch; the system file also has a `policy ...` line). Linux has no such
+//! counters: every test skips there.
+//!
+//! - No FP state mismatch has been detected since boot (`mismatch` is 0: in the ordinary suite
+//!   this runs after the programs before it in /bin/tests).
 //!
 //! - A process that never uses SVE, sharing a CPU with an SVE user, never has SVE state saved
 //!   and never takes an SVE trap (but its FPSIMD state is saved when the other one runs).
@@ -22,7 +25,7 @@ use svelt_user::*;
 
 const SYSTEM: &str = "/proc/svelt/fpstat";
 const SELF: &str = "/proc/self/fpstat";
-const KEYS: [&str; 10] = [
+const KEYS: [&str; 11] = [
     "sve_traps",
     "sme_traps",
     "fpsimd_saves",
@@ -33,11 +36,12 @@ const KEYS: [&str; 10] = [
     "za_restores",
     "bytes_saved",
     "bytes_restored",
+    "mismatch",
 ];
 
 /// One reading of an fpstat file, values in KEYS order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Stat([u64; 10]);
+struct Stat([u64; 11]);
 
 impl Stat {
     fn get(&self, key: &str) -> u64 {
@@ -52,7 +56,7 @@ fn read_stat(path: &str) -> Result<Stat, String> {
     let b = read_file(path).map_err(|e| format!("{path}: {e:?}"))?;
     let s = core::str::from_utf8(&b).map_err(|_| format!("{path}: not UTF-8"))?;
     let mut st = Stat::default();
-    let mut seen = [false; 10];
+    let mut seen = [false; 11];
     for line in s.lines() {
         if line.starts_with("policy ") {
             continue;
@@ -104,6 +108,11 @@ fn files_are_well_formed() -> TestResult {
         );
     }
     println!("# system: {:?}", sys_before.0);
+    check_eq!(
+        sys_before.get("mismatch"),
+        0,
+        "FP state mismatches detected since boot (see the kernel log)"
+    );
     Ok(())
 }
 
