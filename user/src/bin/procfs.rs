@@ -214,7 +214,9 @@ fn stat_matches_the_process() -> TestResult {
     check_eq!(n(21)?, 0, "itrealvalue");
     let up = uptime()?.0;
     check!(n(22)? <= up + 1, "starttime {} after uptime {}", n(22)?, up);
-    check!(n(23)? > 0 && n(24)? > 0, "vsize {} rss {}", n(23)?, n(24)?);
+    // rss may read 0 on Linux: its RSS counters are per-CPU and read approximately
+    // (percpu_counter_read_positive), so a small process's pages can all sit in a CPU's batch.
+    check!(n(23)? > 0 && n(24)? >= 0, "vsize {} rss {}", n(23)?, n(24)?);
     // The initial stack and the argument area lie where this program's arguments are.
     let a = rt::args();
     let argv0 = a.argv().next().ok_or("no argv")?.as_ptr() as i64;
