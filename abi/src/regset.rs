@@ -171,27 +171,28 @@ pub fn layout(nt: u32) -> Option<(usize, usize)> {
     })
 }
 
-/// A regset's unit (iov_len must be a multiple of it) and its maximum size in bytes; None when
-/// the note type is unknown or the system lacks what it describes (both EINVAL). NT_ARM_SVE
-/// exists with SME alone: a VL-0 FPSIMD write is how a tracer leaves streaming mode there.
+/// A regset's unit (iov_len must be a multiple of it) and its maximum size in bytes, as in
+/// `layout`; None when the note type is unknown or the system lacks what it describes (both
+/// EINVAL). NT_ARM_SVE exists with SME alone: a VL-0 FPSIMD write is how a tracer leaves
+/// streaming mode there. The PAC key regsets and NT_ARM_POE are not implemented.
 pub fn info(nt: u32, caps: Caps) -> Option<(usize, usize)> {
-    let sve_max = sve_pt_size(VQ_MAX, SVE_PT_REGS_SVE) as usize;
-    Some(match nt {
-        NT_PRSTATUS => (8, USER_PT_REGS_SIZE),
-        NT_PRFPREG => (4, USER_FPSIMD_SIZE),
-        NT_ARM_TLS => (8, 16),
-        NT_ARM_HW_BREAK | NT_ARM_HW_WATCH => (4, USER_HWDEBUG_SIZE),
-        NT_ARM_SYSTEM_CALL => (4, 4),
-        NT_ARM_SVE if caps.sve || caps.sme => (16, sve_max),
-        NT_ARM_PAC_MASK if caps.pauth => (8, USER_PAC_MASK_SIZE),
-        NT_ARM_SSVE if caps.sme => (16, sve_max),
-        NT_ARM_ZA if caps.sme => (16, za_pt_size(VQ_MAX) as usize),
-        NT_ARM_ZT if caps.sme2 => (ZT_REG_BYTES, ZT_REG_BYTES),
-        NT_ARM_FPMR if caps.fpmr => (8, 8),
-        NT_ARM_GCS if caps.gcs => (8, 24),
-        NT_ARM_TAGGED_ADDR_CTRL => (8, 8),
-        _ => return None,
-    })
+    let here = match nt {
+        NT_PRSTATUS
+        | NT_PRFPREG
+        | NT_ARM_TLS
+        | NT_ARM_HW_BREAK
+        | NT_ARM_HW_WATCH
+        | NT_ARM_SYSTEM_CALL
+        | NT_ARM_TAGGED_ADDR_CTRL => true,
+        NT_ARM_SVE => caps.sve || caps.sme,
+        NT_ARM_PAC_MASK => caps.pauth,
+        NT_ARM_SSVE | NT_ARM_ZA => caps.sme,
+        NT_ARM_ZT => caps.sme2,
+        NT_ARM_FPMR => caps.fpmr,
+        NT_ARM_GCS => caps.gcs,
+        _ => false,
+    };
+    layout(nt).filter(|_| here)
 }
 
 /// Linux's `user_regset_copyin` for one field: the part of `field` (which sits at `start` in

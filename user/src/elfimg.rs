@@ -10,6 +10,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 use svelt_abi::elf::*;
+use zerocopy::{FromBytes, IntoBytes};
 
 /// The exit status of an image that loaded correctly.
 pub const EXIT_OK: u8 = 42;
@@ -66,31 +67,13 @@ pub fn put_u64(b: &mut [u8], o: usize, v: u64) {
 /// Writes program header `i`.
 pub fn set_phdr(b: &mut [u8], i: usize, p: &Phdr) {
     let o = ph_off(i);
-    put_u32(b, o, p.p_type);
-    put_u32(b, o + 4, p.p_flags);
-    put_u64(b, o + 8, p.p_offset);
-    put_u64(b, o + 16, p.p_vaddr);
-    put_u64(b, o + 24, p.p_paddr);
-    put_u64(b, o + 32, p.p_filesz);
-    put_u64(b, o + 40, p.p_memsz);
-    put_u64(b, o + 48, p.p_align);
+    b[o..o + PHDR_SIZE].copy_from_slice(p.as_bytes());
 }
 
 /// Reads program header `i`.
 pub fn phdr(b: &[u8], i: usize) -> Phdr {
     let o = ph_off(i);
-    let u32_at = |x: usize| u32::from_le_bytes(b[x..x + 4].try_into().unwrap_or_default());
-    let u64_at = |x: usize| u64::from_le_bytes(b[x..x + 8].try_into().unwrap_or_default());
-    Phdr {
-        p_type: u32_at(o),
-        p_flags: u32_at(o + 4),
-        p_offset: u64_at(o + 8),
-        p_vaddr: u64_at(o + 16),
-        p_paddr: u64_at(o + 24),
-        p_filesz: u64_at(o + 32),
-        p_memsz: u64_at(o + 40),
-        p_align: u64_at(o + 48),
-    }
+    Phdr::read_from_bytes(&b[o..o + PHDR_SIZE]).unwrap_or_default()
 }
 
 /// Edits program header `i` in place.

@@ -71,3 +71,21 @@ pub fn read_file(path: &str) -> sys::SysResult<alloc::vec::Vec<u8>> {
     let _ = sys::close(fd);
     r
 }
+
+/// Gives a process started as init a standard input, output and error: /dev/console on fds
+/// 0-2, unless fd 1 is already open (the kernel may have opened the console already).
+pub fn ensure_console() {
+    if sys::fcntl(1, sys::F_GETFD, 0).is_ok() {
+        return;
+    }
+    if let Ok(fd) = sys::open("/dev/console", sys::O_RDWR | sys::O_NOCTTY) {
+        for target in 0..3 {
+            if fd != target {
+                let _ = sys::dup3(fd, target, 0);
+            }
+        }
+        if fd > 2 {
+            let _ = sys::close(fd);
+        }
+    }
+}

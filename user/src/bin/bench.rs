@@ -1698,22 +1698,6 @@ fn fp_policy_text(svelt: bool) -> String {
     )
 }
 
-fn ensure_console() {
-    if sys::fcntl(1, sys::F_GETFD, 0).is_ok() {
-        return;
-    }
-    if let Ok(fd) = sys::open("/dev/console", sys::O_RDWR | sys::O_NOCTTY) {
-        for target in 0..3 {
-            if fd != target {
-                let _ = sys::dup3(fd, target, 0);
-            }
-        }
-        if fd > 2 {
-            let _ = sys::close(fd);
-        }
-    }
-}
-
 /// The cases asked for: arguments, and the words of /etc/bench-cases (which `qemu-run.sh
 /// --bench-cases` adds to the archive, as the first process gets no arguments on Svelt). A word
 /// ending in `*` selects every case it begins; other words (e.g. from Linux's command line) are
@@ -1746,7 +1730,7 @@ fn main(args: &rt::Args) -> i32 {
     if args.arg(1) == Some("--exit") {
         return 0;
     }
-    ensure_console();
+    svelt_user::io::ensure_console();
     let u = sys::uname();
     let release = sys::field_str(&u.release);
     let svelt = release.contains("svelt");

@@ -19,22 +19,6 @@ const TIMEOUT_NS: u64 = 300_000_000_000;
 const SELFCHECK_MARKER: &str = "/etc/svelt-selfcheck";
 const ENV: &[&str] = &["PATH=/bin/tests:/bin", "HOME=/", "TERM=linux"];
 
-fn ensure_console() {
-    if sys::fcntl(1, sys::F_GETFD, 0).is_ok() {
-        return;
-    }
-    if let Ok(fd) = sys::open("/dev/console", sys::O_RDWR | sys::O_NOCTTY) {
-        for target in 0..3 {
-            if fd != target {
-                let _ = sys::dup3(fd, target, 0);
-            }
-        }
-        if fd > 2 {
-            let _ = sys::close(fd);
-        }
-    }
-}
-
 /// Mounts proc, sysfs, devtmpfs and tmpfs; returns the failures as text.
 fn mount_all() -> Result<(), String> {
     let mut errors = String::new();
@@ -199,7 +183,7 @@ fn verdict(r: &ktap::TestResult) -> Verdict {
 }
 
 fn main(_args: &rt::Args) -> i32 {
-    ensure_console();
+    svelt_user::io::ensure_console();
     let mounted = mount_all();
     let tests = list_dir(TEST_DIR);
 

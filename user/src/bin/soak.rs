@@ -42,22 +42,6 @@ const FUZZ_TIMEOUT_NS: u64 = 600_000_000_000;
 const STOP_TIMEOUT_NS: u64 = 600_000_000_000;
 const ENV: &[&str] = &["PATH=/bin/tests:/bin", "HOME=/", "TERM=linux"];
 
-fn ensure_console() {
-    if sys::fcntl(1, sys::F_GETFD, 0).is_ok() {
-        return;
-    }
-    if let Ok(fd) = sys::open("/dev/console", sys::O_RDWR | sys::O_NOCTTY) {
-        for target in 0..3 {
-            if fd != target {
-                let _ = sys::dup3(fd, target, 0);
-            }
-        }
-        if fd > 2 {
-            let _ = sys::close(fd);
-        }
-    }
-}
-
 fn mount_all() {
     for (src, target, fstype) in [
         ("proc", "/proc", "proc"),
@@ -256,7 +240,7 @@ fn show_log(path: &str) {
 }
 
 fn main(args: &rt::Args) -> i32 {
-    ensure_console();
+    svelt_user::io::ensure_console();
     mount_all();
     let u = sys::uname();
     let release = sys::field_str(&u.release);
