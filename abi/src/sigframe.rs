@@ -1029,7 +1029,9 @@ pub fn at_minsigstksz(sve_max_vl: u32, sme_max_vl: u32, f: &SigFeatures) -> usiz
 
 /// Reads the extra space an extra_context describes: (user address, size) -> its bytes. The
 /// caller finds the memory (allocation failure: `ExtraBufferTooSmall`) and copies the bytes in
-/// (a fault: `Fault`). Called at most once per frame.
+/// (a range outside user space: `Fault`). It may return only the part before the first fault:
+/// Linux reads the extra space record by record, so a size that runs past mapped memory is bad
+/// only when a record the walk reaches lies there. Called at most once per frame.
 pub type ReadExtra<'a, 'r> = dyn FnMut(u64, usize) -> Result<&'a [u8], BadFrame> + 'r;
 
 /// A `ReadExtra` over a caller's buffer: the extra space must fit in `buf`.
@@ -1251,6 +1253,9 @@ fn scan_records<'a>(
         let in_extra = extra.is_some();
         if !in_extra {
             reserved.need(offset + 8)?;
+        } else if extra.is_some_and(|(_, b)| b.len() < offset + 8) {
+            // The head lies past the readable part of the extra space.
+            return Err(BadFrame::Fault);
         }
         let area: &[u8] = match extra {
             Some((_, bytes)) => bytes,
@@ -1310,7 +1315,7 @@ fn scan_records<'a>(
                     return Err(BadFrame::ExtraTooLarge);
                 }
                 let bytes = read_extra(datap, esize)?;
-                if bytes.len() != esize {
+                if bytes.len() > esize {
                     return Err(BadFrame::ExtraBufferTooSmall { needed: esize });
                 }
                 extra = Some((datap, bytes));
@@ -1325,6 +1330,9 @@ fn scan_records<'a>(
                 return Err(BadFrame::Duplicate(magic));
             }
             *slot = loc;
+            if extra.is_some_and(|(_, b)| b.len() < offset + size) {
+                return Err(BadFrame::Fault);
+            }
             if !in_extra {
                 // The record, and the next head with it when there is room for one.
                 reserved.need((offset + size + 8).min(limit))?;

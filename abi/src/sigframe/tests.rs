@@ -1581,3 +1581,38 @@ fn at_minsigstksz_is_linux_boot_layout() {
         at_minsigstksz(128, 128, &sme2)
     );
 }
+
+#[test]
+fn extra_space_read_up_to_a_fault_is_enough_when_the_records_lie_before_it() {
+    // extra_context says 64 KiB, but only the first `readable` bytes can be read (the stack
+    // ends there): Linux walks record by record and never reaches the rest.
+    let mut m = good_frame();
+    with_extra(&mut m, &[(SVE_MAGIC, 2208)]);
+    put_u32(m.at(SP + 1136), 0, 0x1_0000);
+    let parse = |readable: usize| {
+        let mut frame = [0u8; RT_SIGFRAME_SIZE];
+        let mut store = vec![0u8; 0x1_0000];
+        let mut slot = Some(&mut store[..]);
+        parse_sigreturn(
+            SP,
+            &mut |a, b| m.read(a, b),
+            &ALL,
+            &mut frame,
+            &mut |a, len| {
+                let b = &mut slot.take().unwrap()[..len.min(readable)];
+                m.read(a, b).map_err(|_| BadFrame::Fault)?;
+                Ok(b)
+            },
+        )
+        .frame
+        .map(|f| f.sve.map(<[u8]>::len))
+    };
+    // The SVE record and the terminator after it are readable.
+    assert_eq!(parse(2224), Ok(Some(2208)));
+    // The terminator's head is not.
+    assert_eq!(parse(2210), Err(BadFrame::Fault));
+    // Nor is the end of the SVE record.
+    assert_eq!(parse(2000), Err(BadFrame::Fault));
+    // Nor the first head.
+    assert_eq!(parse(4), Err(BadFrame::Fault));
+}

@@ -226,20 +226,18 @@ impl UserSlice {
         self.advance(src.len(), r)
     }
 
-    /// The whole buffer in a new vector, without zero-filling it first: ENOMEM when the memory
-    /// cannot be had, EFAULT on a fault.
-    pub fn read_vec(self) -> SysResult<Vec<u8>> {
+    /// The buffer's bytes up to the first fault (all of them when none faults) in a new
+    /// vector, without zero-filling it first: ENOMEM when the memory cannot be had, EFAULT when
+    /// the buffer does not lie in user space.
+    pub fn read_prefix(self) -> SysResult<Vec<u8>> {
         let len = self.len;
         let va = access_ok(self.addr, len)?;
         let mut v: Vec<u8> = Vec::new();
         v.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
         // SAFETY: the vector has room for `len` bytes; the user range was checked above.
         let left = unsafe { arch::copy_from_user(v.as_mut_ptr(), va, len) };
-        if left != 0 {
-            return Err(Errno::EFAULT);
-        }
-        // SAFETY: the copy initialised all `len` bytes (nothing was left over).
-        unsafe { v.set_len(len) };
+        // SAFETY: the copy initialised the first `len - left` bytes (it stops at the fault).
+        unsafe { v.set_len(len - left) };
         Ok(v)
     }
 

@@ -212,10 +212,12 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
     let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
     let mut extra_store: Option<alloc::vec::Vec<u8>> = None;
     let mut extra_slot = Some(&mut extra_store);
+    // Of the extra space, the bytes before the first fault: Linux reads it record by record, so
+    // a size running past mapped memory is bad only where a record lies there (the parser says).
     let mut read_extra = |addr: u64, len: usize| {
         let slot = extra_slot.take().ok_or(sf::BadFrame::ExtraDuplicate)?;
         let v = UserSlice::new(addr as usize, len)
-            .read_vec()
+            .read_prefix()
             .map_err(|e| match e {
                 Errno::ENOMEM => sf::BadFrame::ExtraBufferTooSmall { needed: len },
                 _ => sf::BadFrame::Fault,
