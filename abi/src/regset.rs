@@ -171,6 +171,18 @@ pub fn layout(nt: u32) -> Option<(usize, usize)> {
     })
 }
 
+/// How many of a SETREGSET's `n` bytes Linux reads before it checks any of them: the
+/// regsets with a header (SVE, SSVE, ZA) check it before their payload, the debug registers
+/// are read and checked one slot at a time, every other regset is read whole first. A
+/// buffer that faults before this many bytes is EFAULT whatever they hold.
+pub fn read_before_check(nt: u32, n: usize) -> usize {
+    match nt {
+        NT_ARM_SVE | NT_ARM_SSVE | NT_ARM_ZA => n.min(HEADER_SIZE),
+        NT_ARM_HW_BREAK | NT_ARM_HW_WATCH => 0,
+        _ => n,
+    }
+}
+
 /// A regset's unit (iov_len must be a multiple of it) and its maximum size in bytes, as in
 /// `layout`; None when the note type is unknown or the system lacks what it describes (both
 /// EINVAL). NT_ARM_SVE exists with SME alone: a VL-0 FPSIMD write is how a tracer leaves

@@ -238,11 +238,17 @@ fn regset_request(t: &Held, set: bool, nt: u32, iov: usize) -> SysResult<usize> 
         if regset::info(nt).is_none() {
             return Err(Errno::EINVAL);
         }
-        let mut data = Vec::new();
-        data.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
-        data.resize(n, 0);
-        UserSlice::new(base, len).copy_in(&mut data)?;
+        // Linux's regsets copy their payload in piece by piece and check each piece as it
+        // arrives: a bad value before the first unreadable byte is reported (EINVAL), and
+        // the fault only if nothing before it was wrong.
+        let data = UserSlice::new(base, n).read_prefix()?;
+        if data.len() < svelt_abi::regset::read_before_check(nt, n) {
+            return Err(Errno::EFAULT);
+        }
         regset::set(t, nt, &data)?;
+        if data.len() < n {
+            return Err(Errno::EFAULT);
+        }
     } else {
         // Only what the regset produced is copied (the rest of the buffer is untouched, as
         // Linux's copy_regset_to_user); iov_len still becomes min(iov_len, maximum).
