@@ -37,6 +37,7 @@ pub mod memrange;
 pub mod mm;
 pub mod mops;
 pub mod mount;
+pub mod net;
 pub mod nr;
 pub mod path;
 pub mod prctl;

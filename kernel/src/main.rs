@@ -21,6 +21,7 @@ mod fs;
 mod gcs;
 mod irq;
 mod mm;
+mod net;
 mod percpu;
 mod power;
 mod ptrace;

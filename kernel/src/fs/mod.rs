@@ -35,6 +35,8 @@ pub enum Kind {
     File,
     Symlink,
     CharDev,
+    /// A bound AF_UNIX socket's name (net::unix::SockNode).
+    Socket,
 }
 
 impl Kind {
@@ -44,6 +46,7 @@ impl Kind {
             Kind::File => S_IFREG,
             Kind::Symlink => S_IFLNK,
             Kind::CharDev => S_IFCHR,
+            Kind::Socket => svelt_abi::fs::S_IFSOCK,
         }
     }
     pub fn dirent_type(self) -> u8 {
@@ -52,6 +55,7 @@ impl Kind {
             Kind::File => 8,
             Kind::Symlink => 10,
             Kind::CharDev => 2,
+            Kind::Socket => 12,
         }
     }
 }

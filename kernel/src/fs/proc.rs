@@ -862,6 +862,8 @@ fn anon_ino(f: &File) -> u64 {
 fn fd_name(f: &File) -> String {
     if f.node.is_none() && f.path == "pipe:" {
         format!("pipe:[{}]", anon_ino(f))
+    } else if let Ok(s) = crate::net::unix::of(f) {
+        format!("socket:[{}]", s.ino)
     } else {
         f.path.clone()
     }

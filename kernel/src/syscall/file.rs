@@ -223,6 +223,9 @@ pub fn read(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
 
 pub fn write(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
     let f = file(fd)?;
+    if super::net::is_socket(&f) {
+        return super::net::write(&f, buf, count);
+    }
     do_write(&f, buf, count, None)
 }
 
@@ -255,6 +258,9 @@ pub(super) fn read_iovecs(iov: usize, cnt: usize) -> SysResult<Vec<Iovec>> {
 
 pub fn readv(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     let file = file(fd)?;
+    if super::net::is_socket(&file) {
+        return super::net::rw(&file, iov, cnt, false);
+    }
     let mut total = 0;
     for v in read_iovecs(iov, cnt)? {
         if v.iov_len == 0 {
@@ -274,6 +280,9 @@ pub fn readv(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
 
 pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     let file = file(fd)?;
+    if super::net::is_socket(&file) {
+        return super::net::rw(&file, iov, cnt, true);
+    }
     let vs = read_iovecs(iov, cnt)?;
     if !file.writable() {
         return Err(Errno::EBADF);

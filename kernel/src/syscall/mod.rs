@@ -9,6 +9,7 @@ pub mod file;
 pub mod misc;
 pub mod mm;
 pub mod namei;
+pub mod net;
 pub mod poll;
 pub mod proc;
 pub mod ptrace;
@@ -344,6 +345,24 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::SETITIMER] = v(|c| time::setitimer(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::GETITIMER] = v(|c| time::getitimer(c.arg(0), c.arg(1)));
     t[nr::TIMES] = v(|c| time::times(c.arg(0)));
+    // sockets
+    t[nr::SOCKET] = v(|c| net::socket(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SOCKETPAIR] = v(|c| net::socketpair(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::BIND] = v(|c| net::bind(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::LISTEN] = v(|c| net::listen(c.arg(0), c.arg(1)));
+    t[nr::ACCEPT] = v(|c| net::accept4(c.arg(0), c.arg(1), c.arg(2), 0));
+    t[nr::ACCEPT4] = v(|c| net::accept4(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::CONNECT] = v(|c| net::connect(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::GETSOCKNAME] = v(|c| net::getsockname(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::GETPEERNAME] = v(|c| net::getpeername(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SENDTO] = v(|c| net::sendto(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
+    t[nr::RECVFROM] =
+        v(|c| net::recvfrom(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
+    t[nr::SENDMSG] = v(|c| net::sendmsg(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::RECVMSG] = v(|c| net::recvmsg(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SETSOCKOPT] = v(|c| net::setsockopt(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::GETSOCKOPT] = v(|c| net::getsockopt(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::SHUTDOWN] = v(|c| net::shutdown(c.arg(0), c.arg(1)));
     // system
     t[nr::UNAME] = v(|c| misc::uname(c.arg(0)));
     t[nr::SETHOSTNAME] = v(|c| misc::sethostname(c.arg(0), c.arg(1)));

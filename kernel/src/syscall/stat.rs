@@ -17,6 +17,14 @@ use svelt_abi::fs::{
 fn stat_file(file: &File) -> Stat {
     match &file.node {
         Some(n) => fs::stat_of(&**n),
+        None if crate::net::unix::of(file).is_ok() => Stat {
+            st_dev: 8,
+            st_ino: crate::net::unix::of(file).map_or(0, |s| s.ino),
+            st_mode: svelt_abi::fs::S_IFSOCK | 0o777,
+            st_nlink: 1,
+            st_blksize: 4096,
+            ..Default::default()
+        },
         None => {
             let is_pipe = file.ops.as_any().is::<pipe::PipeEnd>();
             Stat {

@@ -1,0 +1,61 @@
+//! Sockets. AF_UNIX is the one family so far (unix.rs); every other family is EAFNOSUPPORT,
+//! as on a Linux built without it (AF_INET, AF_INET6 and AF_NETLINK included, until they come).
+
+pub mod unix;
+
+use crate::mm::uaccess::{Partial, UserSlice};
+use alloc::vec::Vec;
+
+/// A user buffer in pieces (an iovec array), filled or drained from the front.
+pub struct IovCursor {
+    segs: Vec<UserSlice>,
+    i: usize,
+}
+
+impl IovCursor {
+    pub fn new(segs: Vec<UserSlice>) -> IovCursor {
+        IovCursor { segs, i: 0 }
+    }
+
+    /// Bytes left.
+    pub fn len(&self) -> usize {
+        self.segs[self.i.min(self.segs.len())..]
+            .iter()
+            .map(|s| s.len())
+            .sum()
+    }
+
+    fn next_seg(&mut self) -> Option<&mut UserSlice> {
+        while self.i < self.segs.len() && self.segs[self.i].is_empty() {
+            self.i += 1;
+        }
+        self.segs.get_mut(self.i)
+    }
+
+    /// Copies `src` out, across pieces; as much as fits.
+    pub fn copy_out(&mut self, mut src: &[u8]) -> Result<(), Partial> {
+        let mut done = 0;
+        while !src.is_empty() {
+            let Some(seg) = self.next_seg() else { break };
+            let n = seg.len().min(src.len());
+            seg.copy_out(&src[..n]).map_err(|p| p.after(done))?;
+            done += n;
+            src = &src[n..];
+        }
+        Ok(())
+    }
+
+    /// Fills `dst` from the pieces (the caller asks for at most `len()`).
+    pub fn copy_in(&mut self, mut dst: &mut [u8]) -> Result<(), Partial> {
+        let mut done = 0;
+        while !dst.is_empty() {
+            let Some(seg) = self.next_seg() else { break };
+            let n = seg.len().min(dst.len());
+            let (a, b) = dst.split_at_mut(n);
+            seg.copy_in(a).map_err(|p| p.after(done))?;
+            done += n;
+            dst = b;
+        }
+        Ok(())
+    }
+}
