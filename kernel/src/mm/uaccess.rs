@@ -241,6 +241,15 @@ impl UserSlice {
         Ok(v)
     }
 
+    /// The whole buffer in a new vector: EFAULT if any of it cannot be read.
+    pub fn read_vec(self) -> SysResult<Vec<u8>> {
+        let v = self.read_prefix()?;
+        if v.len() < self.len {
+            return Err(Errno::EFAULT);
+        }
+        Ok(v)
+    }
+
     /// Zeroes the whole buffer.
     pub fn clear(self) -> SysResult<()> {
         let va = access_ok(self.addr, self.len)?;
