@@ -605,3 +605,16 @@ fn hw_ctrl_encoding() {
     let c = HwCtrl::decode(0xf << 5 | 3 << 3 | 2 << 1 | 1);
     assert_eq!((c.len, c.kind, c.privilege, c.enabled), (0xf, 3, 2, true));
 }
+
+#[test]
+fn what_a_write_reads_before_checking() {
+    // Headers first, then the payload.
+    assert_eq!(read_before_check(NT_ARM_SVE, 8768), 16);
+    assert_eq!(read_before_check(NT_ARM_ZA, 8), 8);
+    // The debug registers slot by slot: a bad slot before the fault is EINVAL.
+    assert_eq!(read_before_check(NT_ARM_HW_WATCH, 264), 0);
+    // Everything else whole.
+    for nt in [NT_PRSTATUS, NT_ARM_GCS, NT_ARM_ZT, NT_ARM_FPMR, NT_ARM_TAGGED_ADDR_CTRL] {
+        assert_eq!(read_before_check(nt, 24), 24, "{nt:#x}");
+    }
+}
