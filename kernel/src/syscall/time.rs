@@ -38,11 +38,81 @@ pub fn clock_getres(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn gettimeofday(tv: UserPtr<Timeval>) -> SysResult<usize> {
+pub fn gettimeofday(tv: UserPtr<Timeval>, tz: UserPtr<[i32; 2]>) -> SysResult<usize> {
     if !tv.is_null() {
         tv.write(&Timeval::from_nanos(time::realtime_ns()))?;
     }
+    if !tz.is_null() {
+        tz.write(&time::timezone())?;
+    }
     Ok(0)
+}
+
+/// The latest time clock_settime and settimeofday accept (Linux: TIME_SETTOD_SEC_MAX, the
+/// ktime_t range less 30 years of uptime).
+const SETTOD_SEC_MAX: i64 = i64::MAX / 1_000_000_000 - 30 * 365 * 86400;
+
+/// The privilege to set the clock (uid 0 stands for CAP_SYS_TIME).
+fn may_set_time() -> SysResult<()> {
+    let euid = task::current()
+        .process()
+        .euid
+        .load(core::sync::atomic::Ordering::Relaxed);
+    if euid != 0 {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
+/// Sets CLOCK_REALTIME (the only clock that may be set) and tells the vDSO.
+fn set_realtime(sec: i64, ns: Option<u64>) -> SysResult<usize> {
+    let ns = ns.filter(|_| sec < SETTOD_SEC_MAX).ok_or(Errno::EINVAL)?;
+    may_set_time()?;
+    time::set_realtime(ns)?;
+    crate::vdso::update();
+    Ok(0)
+}
+
+/// clock_settime: Linux's order: an unknown or unsettable clock is EINVAL before the time is
+/// read; CPU-time clocks read it, then refuse (EPERM).
+pub fn clock_settime(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
+    match clock {
+        abi::CLOCK_REALTIME => {
+            let ts = tp.read()?;
+            set_realtime(ts.tv_sec, ts.to_nanos())
+        }
+        abi::CLOCK_PROCESS_CPUTIME_ID | abi::CLOCK_THREAD_CPUTIME_ID => {
+            tp.read()?;
+            Err(Errno::EPERM)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// settimeofday: either pointer may be null; a time zone more than 15 hours from UTC is EINVAL.
+pub fn settimeofday(tv: UserPtr<Timeval>, tz: UserPtr<[i32; 2]>) -> SysResult<usize> {
+    let tv = if tv.is_null() {
+        None
+    } else {
+        let v = tv.read()?;
+        if !v.is_valid() {
+            return Err(Errno::EINVAL);
+        }
+        Some(v)
+    };
+    let tz = if tz.is_null() { None } else { Some(tz.read()?) };
+    if let Some(tz) = tz {
+        may_set_time()?;
+        if !(-15 * 60..=15 * 60).contains(&tz[0]) {
+            return Err(Errno::EINVAL);
+        }
+        time::set_timezone(tz);
+        crate::vdso::update();
+    }
+    match tv {
+        Some(v) => set_realtime(v.tv_sec, v.to_nanos()),
+        None => Ok(0),
+    }
 }
 
 /// Sleeps until `deadline` (counter); on a signal writes the time left to `rem` and returns

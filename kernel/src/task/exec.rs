@@ -230,9 +230,10 @@ fn load(
         Prot(Prot::READ | Prot::WRITE),
         Backing::Anon,
     )?;
-    mm.map_sigpage()?;
+    let vdso = crate::vdso::map(&mut mm)?;
     let [hwcap, hwcap2, hwcap3] = crate::cpufeature::hwcaps().0;
     let auxv = [
+        (AT_SYSINFO_EHDR, vdso as u64),
         (AT_HWCAP, hwcap),
         (AT_PAGESZ, PAGE),
         (AT_CLKTCK, 100),

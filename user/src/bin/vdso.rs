@@ -1,0 +1,368 @@
+//! The vDSO: AT_SYSINFO_EHDR, the image's dynamic symbols and their version (LINUX_2.6.39),
+//! the [vvar] and [vdso] lines of /proc/self/maps, time through the vDSO agreeing with the
+//! syscalls (monotonic never back, on each CPU in turn; realtime following clock_settime),
+//! clock_getres, the syscall's answer for clocks the vDSO does not serve, the mapping kept
+//! across fork and replaced at exec, and `__kernel_rt_sigreturn` as the return address of a
+//! handler installed without SA_RESTORER.
+#![no_std]
+#![no_main]
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use svelt_user::ktap::TestResult;
+use svelt_user::proc::*;
+use svelt_user::sig::*;
+use svelt_user::sys::*;
+use svelt_user::vdso::Image;
+use svelt_user::*;
+
+const SYMS: [&str; 4] = [
+    "__kernel_clock_gettime",
+    "__kernel_gettimeofday",
+    "__kernel_clock_getres",
+    "__kernel_rt_sigreturn",
+];
+
+fn image() -> Result<Image, String> {
+    Image::find().ok_or_else(|| String::from("no vDSO (AT_SYSINFO_EHDR) or an unreadable one"))
+}
+
+fn auxv_and_symbols() -> TestResult {
+    let img = image()?;
+    check!(img.base % 4096 == 0, "AT_SYSINFO_EHDR {:#x}", img.base);
+    check_eq!(img.soname, Some(&b"linux-vdso.so.1"[..]));
+    for name in SYMS {
+        let s = img.sym(name);
+        check!(s.is_some(), "{name} missing");
+        check_eq!(
+            s.and_then(|s| s.version),
+            Some(&b"LINUX_2.6.39"[..]),
+            "{name}'s version"
+        );
+    }
+    Ok(())
+}
+
+/// The /proc/self/maps lines naming `what`.
+fn maps_lines(what: &str) -> Result<Vec<String>, String> {
+    let maps = match io::read_file("/proc/self/maps") {
+        // Started as the first process (--init): no /proc yet.
+        Err(ENOENT) => {
+            let _ = sys::mkdirat(AT_FDCWD, "/proc", 0o755);
+            t!(sys::mount("proc", "/proc", "proc", 0));
+            t!(io::read_file("/proc/self/maps"))
+        }
+        r => t!(r),
+    };
+    let text = String::from_utf8_lossy(&maps).into_owned();
+    Ok(text
+        .lines()
+        .filter(|l| l.ends_with(what))
+        .map(String::from)
+        .collect())
+}
+
+fn range(line: &str) -> (usize, usize) {
+    let r = line.split(' ').next().unwrap_or("");
+    let (a, b) = r.split_once('-').unwrap_or(("", ""));
+    (
+        usize::from_str_radix(a, 16).unwrap_or(0),
+        usize::from_str_radix(b, 16).unwrap_or(0),
+    )
+}
+
+fn maps_lines_as_linux() -> TestResult {
+    let img = image()?;
+    let vdso = maps_lines("[vdso]")?;
+    let vvar = maps_lines("[vvar]")?;
+    for l in vvar.iter().chain(vdso.iter()) {
+        println!("# {l}");
+    }
+    check_eq!(vdso.len(), 1, "[vdso] lines");
+    check_eq!(vvar.len(), 1, "[vvar] lines");
+    let (vs, _) = range(&vdso[0]);
+    let (_, ve) = range(&vvar[0]);
+    check_eq!(vs, img.base, "[vdso] starts at AT_SYSINFO_EHDR");
+    check_eq!(ve, vs, "[vvar] ends where [vdso] starts");
+    check!(vdso[0].contains(" r-xp 00000000 00:00 0 "), "{}", vdso[0]);
+    check!(vvar[0].contains(" r--p 00000000 00:00 0 "), "{}", vvar[0]);
+    Ok(())
+}
+
+fn vdso_gettime(f: svelt_user::vdso::ClockGettime, clock: i32) -> Result<Timespec, i32> {
+    let mut ts = Timespec::default();
+    // SAFETY: the vDSO's clock_gettime writes one timespec.
+    match unsafe { f(clock, &mut ts) } {
+        0 => Ok(ts),
+        e => Err(e),
+    }
+}
+
+fn raw_gettime(clock: i32) -> Result<Timespec, i32> {
+    let mut ts = Timespec::default();
+    match raw6(
+        nr::CLOCK_GETTIME,
+        clock as usize,
+        &mut ts as *mut _ as usize,
+        0,
+        0,
+        0,
+        0,
+    ) {
+        0 => Ok(ts),
+        e => Err(e as i32),
+    }
+}
+
+/// syscall, vDSO, syscall, vDSO...: each read at or after the one before, on every CPU in
+/// turn (the counter is the same on all).
+fn monotonic_agrees_on_each_cpu() -> TestResult {
+    let img = image()?;
+    let gettime = img.clock_gettime().ok_or("no __kernel_clock_gettime")?;
+    let cpus = t!(sys::sched_getaffinity(0));
+    let mut last = 0u64;
+    for cpu in (0..64).filter(|c| cpus & (1 << c) != 0) {
+        t!(sys::sched_setaffinity(0, 1 << cpu));
+        for clock in [CLOCK_MONOTONIC, CLOCK_BOOTTIME, 4 /* MONOTONIC_RAW */] {
+            let mut prev = 0u64;
+            for i in 0..200 {
+                let ts = if i % 2 == 0 {
+                    raw_gettime(clock as i32)
+                } else {
+                    vdso_gettime(gettime, clock as i32)
+                };
+                let ts = ts.map_err(|e| format!("clock {clock}: {e}"))?;
+                check!(ts.tv_nsec >= 0 && ts.tv_nsec < 1_000_000_000, "{ts:?}");
+                check!(
+                    ts.ns() >= prev,
+                    "clock {clock} went back on CPU {cpu} (read {i}, vDSO: {}): {prev} -> {}",
+                    i % 2 == 1,
+                    ts.ns()
+                );
+                prev = ts.ns();
+            }
+            if clock == CLOCK_MONOTONIC {
+                check!(prev >= last, "monotonic went back moving to CPU {cpu}");
+                last = prev;
+            }
+        }
+    }
+    t!(sys::sched_setaffinity(0, cpus));
+    Ok(())
+}
+
+fn settime(clock: u32, ts: &Timespec) -> SysResult {
+    sys::syscall(
+        nr::CLOCK_SETTIME,
+        &[clock as usize, ts as *const Timespec as usize],
+    )
+}
+
+const SEC: u64 = 1_000_000_000;
+
+/// clock_settime moves CLOCK_REALTIME for the vDSO's readers at once (and gettimeofday's);
+/// then it is set back.
+fn realtime_follows_clock_settime() -> TestResult {
+    let img = image()?;
+    let gettime = img.clock_gettime().ok_or("no __kernel_clock_gettime")?;
+    let gtod = img.gettimeofday().ok_or("no __kernel_gettimeofday")?;
+    let step = 1_000_000 * SEC;
+    let before = t!(sys::clock_gettime(CLOCK_REALTIME)).ns();
+    let v = vdso_gettime(gettime, CLOCK_REALTIME as i32).map_err(|e| format!("{e}"))?;
+    check!(
+        v.ns() >= before && v.ns() - before < 5 * SEC,
+        "{before} then {v:?}"
+    );
+    t!(settime(CLOCK_REALTIME, &Timespec::from_ns(before + step)));
+    let v = vdso_gettime(gettime, CLOCK_REALTIME as i32).map_err(|e| format!("{e}"))?;
+    let s = t!(sys::clock_gettime(CLOCK_REALTIME)).ns();
+    let mut tv = [0i64; 2];
+    let mut tz = [-1i32; 2];
+    // SAFETY: the vDSO's gettimeofday writes one timeval and one timezone.
+    check_eq!(unsafe { gtod(&mut tv, &mut tz) }, 0);
+    let tv_ns = tv[0] as u64 * SEC + tv[1] as u64 * 1000;
+    // Set back before judging.
+    let now = t!(sys::clock_gettime(CLOCK_REALTIME)).ns();
+    t!(settime(CLOCK_REALTIME, &Timespec::from_ns(now - step)));
+    check!(
+        v.ns() >= before + step && v.ns() - before - step < 5 * SEC,
+        "vDSO realtime after setting {}: {v:?}",
+        before + step
+    );
+    check!(s >= v.ns(), "syscall after vDSO went back: {v:?} -> {s}");
+    check!(
+        tv_ns / 1000 >= s / 1000 && tv_ns - s < 5 * SEC,
+        "gettimeofday {tv:?} after {s}"
+    );
+    check_eq!(tz, [0, 0], "struct timezone");
+    let after = vdso_gettime(gettime, CLOCK_REALTIME as i32).map_err(|e| format!("{e}"))?;
+    check!(
+        after.ns() >= before && after.ns() - before < 5 * SEC,
+        "set back: {before} then {after:?}"
+    );
+    // TAI and REALTIME_COARSE follow too.
+    for clock in [11, 5] {
+        let t = vdso_gettime(gettime, clock).map_err(|e| format!("clock {clock}: {e}"))?;
+        check!(
+            t.ns() + 5 * SEC > after.ns() && t.ns() < after.ns() + 5 * SEC,
+            "clock {clock}: {t:?}"
+        );
+    }
+    Ok(())
+}
+
+/// Clocks the vDSO leaves to the kernel answer as the syscall does: CPU time (a value), bad
+/// ids (the syscall's -EINVAL); clock_getres agrees with the syscall.
+fn fallback_and_getres() -> TestResult {
+    let img = image()?;
+    let gettime = img.clock_gettime().ok_or("no __kernel_clock_gettime")?;
+    let getres = img.clock_getres().ok_or("no __kernel_clock_getres")?;
+    for clock in [CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID] {
+        let v = vdso_gettime(gettime, clock as i32).map_err(|e| format!("clock {clock}: {e}"))?;
+        check!(
+            v.ns() > 0 && v.tv_nsec < 1_000_000_000,
+            "clock {clock}: {v:?}"
+        );
+    }
+    for bad in [99, 16, 31, -1000, i32::MAX] {
+        check_eq!(
+            vdso_gettime(gettime, bad),
+            raw_gettime(bad),
+            "clock {}",
+            bad
+        );
+        check_eq!(vdso_gettime(gettime, bad), Err(-22), "clock {}", bad);
+    }
+    for clock in [0, 1, 2, 4, 7, 11, 99] {
+        let (mut a, mut b) = (Timespec::default(), Timespec::default());
+        // SAFETY: clock_getres writes one timespec.
+        let ra = unsafe { getres(clock, &mut a) };
+        let rb = raw6(
+            nr::CLOCK_GETRES,
+            clock as usize,
+            &mut b as *mut _ as usize,
+            0,
+            0,
+            0,
+            0,
+        );
+        check_eq!(ra as isize, rb, "clock_getres({}) result", clock);
+        check_eq!(a, b, "clock_getres({})", clock);
+        // SAFETY: a null pointer is allowed (only the result).
+        check_eq!(unsafe { getres(clock, core::ptr::null_mut()) } as isize, rb);
+    }
+    Ok(())
+}
+
+/// A forked child has the vDSO where its parent had it; an exec'd program has one of its own.
+fn kept_across_fork_replaced_at_exec() -> TestResult {
+    let img = image()?;
+    let base = img.base;
+    let st = t!(in_child(|| {
+        let ok = Image::find().is_some_and(|i| i.base == base && i.clock_gettime().is_some())
+            && maps_lines("[vdso]").is_ok_and(|l| l.len() == 1 && range(&l[0]).0 == base);
+        if ok {
+            0
+        } else {
+            1
+        }
+    }));
+    check_eq!(st, 0, "forked child: {}", describe(st));
+    let st = t!(in_child(|| {
+        let e = sys::execve("/bin/tests/vdso", &["vdso", "exec-child"], &[]);
+        100 + e.0
+    }));
+    check_eq!(st, 0, "exec'd child: {}", describe(st));
+    Ok(())
+}
+
+/// The exec'd program's side: its own vDSO, listed and working.
+fn exec_child() -> i32 {
+    let Some(img) = Image::find() else {
+        return 2;
+    };
+    let listed = maps_lines("[vdso]").is_ok_and(|l| l.len() == 1 && range(&l[0]).0 == img.base);
+    let works = img
+        .clock_gettime()
+        .is_some_and(|f| vdso_gettime(f, CLOCK_MONOTONIC as i32).is_ok());
+    if listed && works {
+        0
+    } else {
+        3
+    }
+}
+
+static HANDLER_LR: AtomicUsize = AtomicUsize::new(0);
+static HANDLER_RUNS: AtomicUsize = AtomicUsize::new(0);
+
+core::arch::global_asm!(
+    ".text",
+    ".global vdso_test_handler",
+    ".type vdso_test_handler, %function",
+    "vdso_test_handler:",
+    "    adrp x9, {lr}",
+    "    str x30, [x9, :lo12:{lr}]",
+    "    adrp x9, {runs}",
+    "    ldr x10, [x9, :lo12:{runs}]",
+    "    add x10, x10, #1",
+    "    str x10, [x9, :lo12:{runs}]",
+    "    ret",
+    ".size vdso_test_handler, . - vdso_test_handler",
+    lr = sym HANDLER_LR,
+    runs = sym HANDLER_RUNS,
+);
+
+extern "C" {
+    fn vdso_test_handler();
+}
+
+/// A handler installed without SA_RESTORER returns to `__kernel_rt_sigreturn` (x30), and the
+/// return works: the program goes on after the signal.
+fn sigreturn_trampoline() -> TestResult {
+    let img = image()?;
+    let tramp = img
+        .sym("__kernel_rt_sigreturn")
+        .ok_or("no __kernel_rt_sigreturn")?
+        .addr;
+    let act = KSigaction {
+        handler: vdso_test_handler as *const () as usize,
+        flags: SA_SIGINFO,
+        restorer: 0,
+        mask: 0,
+    };
+    let old = t!(sigaction_raw(SIGUSR1, Some(&act)));
+    let r = sys::tgkill(sys::getpid(), sys::gettid(), SIGUSR1);
+    t!(sigaction_raw(SIGUSR1, Some(&old)));
+    t!(r);
+    check_eq!(HANDLER_RUNS.load(Ordering::Relaxed), 1, "handler runs");
+    check_eq!(
+        HANDLER_LR.load(Ordering::Relaxed),
+        tramp,
+        "x30 in the handler (__kernel_rt_sigreturn at {:#x})",
+        tramp
+    );
+    Ok(())
+}
+
+fn main(args: &rt::Args) -> i32 {
+    if args.arg(1) == Some("exec-child") {
+        return exec_child();
+    }
+    ktap::run(&[
+        ("auxv_and_symbols", auxv_and_symbols),
+        ("maps_lines_as_linux", maps_lines_as_linux),
+        ("monotonic_agrees_on_each_cpu", monotonic_agrees_on_each_cpu),
+        (
+            "realtime_follows_clock_settime",
+            realtime_follows_clock_settime,
+        ),
+        ("fallback_and_getres", fallback_and_getres),
+        (
+            "kept_across_fork_replaced_at_exec",
+            kept_across_fork_replaced_at_exec,
+        ),
+        ("sigreturn_trampoline", sigreturn_trampoline),
+    ])
+}
+
+entry!(main);
