@@ -31,8 +31,9 @@ const VVAR_SIZE: usize = VVAR_PAGES * PAGE;
 const VDSO_SIZE: usize = IMAGE.len().next_multiple_of(PAGE);
 // kernel/vdso/vdso.lds places `_vvar` four pages below the image.
 const _: () = assert!(VVAR_PAGES == 4);
-const _: () = assert!(VVAR_TZ + 8 <= VVAR_SIZE && VVAR_MULT % 8 == 0 && VVAR_SHIFT % 4 == 0);
-const _: () = assert!(VVAR_RES % 8 == 0 && VVAR_TZ % 8 == 0);
+const _: () = assert!(VVAR_TZ + 8 <= VVAR_SIZE && VVAR_SHIFT.is_multiple_of(4));
+const _: () =
+    assert!(VVAR_MULT.is_multiple_of(8) && VVAR_RES.is_multiple_of(8) && VVAR_TZ.is_multiple_of(8));
 
 /// The frames of [vvar] or [vdso], mapped as a file is.
 struct Pages(Vec<Page>);
