@@ -6,9 +6,16 @@
  * check what the program itself can see. Without strace or gdb (the ordinary userland) those
  * tests skip.
  *
+ * gdb's `bt` from a breakpoint in a signal handler shows the interrupted frame below
+ * `<signal handler called>`, both for a handler glibc installed (it returns through glibc's
+ * restorer) and for one installed by the raw syscall without SA_RESTORER (it returns through
+ * the vDSO's __kernel_rt_sigreturn).
+ *
  * Modes: no argument: the tests; `fork-exec`: fork, the child execs `sve`, wait; `sve`: use
  * SVE and print the vector length; `gdb-target`: set up Z0, P0, FFR and ZA, stop in
- * checkpoint(), then print Z0's first lane and ZA's first row as they are after it. */
+ * checkpoint(), then print Z0's first lane and ZA's first row as they are after it;
+ * `gdb-signal`: take SIGUSR1 (glibc's sigaction) and SIGUSR2 (raw rt_sigaction, no
+ * SA_RESTORER) in on_signal(), each sent from interrupted(). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +26,9 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mount.h>
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -114,6 +123,43 @@ static int mode_gdb_target(void)
 	printf("after: z0.d[0]=%#llx za[0].d[0]=%#llx\n", (unsigned long long)z0,
 	       (unsigned long long)za0);
 	return 0;
+}
+
+static volatile int signals_handled;
+
+__attribute__((noinline)) void on_signal(int sig)
+{
+	(void)sig;
+	signals_handled++;
+	asm volatile("" ::: "memory");
+}
+
+/* Sends `sig` to this thread with one svc here, so that the interrupted frame is this
+ * function's. */
+__attribute__((noinline)) void interrupted(int sig)
+{
+	register long x0 asm("x0") = getpid();
+	register long x1 asm("x1") = gettid();
+	register long x2 asm("x2") = sig;
+	register long x8 asm("x8") = SYS_tgkill;
+	asm volatile("svc #0" : "+r"(x0) : "r"(x1), "r"(x2), "r"(x8) : "memory");
+}
+
+static int mode_gdb_signal(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	/* The kernel's struct sigaction: handler, flags, restorer, mask. No SA_RESTORER: the
+	 * handler returns to the vDSO's __kernel_rt_sigreturn. */
+	struct {
+		void (*handler)(int);
+		unsigned long flags, restorer, mask;
+	} raw = { on_signal, 0, 0, 0 };
+	if (sigaction(SIGUSR1, &sa, NULL) != 0 || syscall(SYS_rt_sigaction, SIGUSR2, &raw, NULL, 8) != 0)
+		return 1;
+	interrupted(SIGUSR1);
+	interrupted(SIGUSR2);
+	printf("handled %d\n", signals_handled);
+	return signals_handled == 2 ? 0 : 1;
 }
 
 static char out[1 << 16];
@@ -212,6 +258,30 @@ static void test_gdb(void)
 	       "gdb did not show VG 4 and SVG 4 or the program did not see the values gdb set");
 }
 
+static void test_gdb_signal(void)
+{
+	if (access("/usr/bin/gdb", X_OK) != 0) {
+		skip("gdb_signal_backtrace", "no /usr/bin/gdb (boot with --debian gdb)");
+		return;
+	}
+	char *argv[] = { "/usr/bin/gdb", "-nx", "--batch", "-ex", "set style enabled off",
+			 "-ex", "set width 0", "-ex", "handle SIGUSR1 SIGUSR2 nostop noprint pass",
+			 "-ex", "break on_signal", "-ex", "run", "-ex", "bt", "-ex", "continue",
+			 "-ex", "bt", "-ex", "continue", "--args", (char *)self, "gdb-signal", NULL };
+	int st = run_tool(argv);
+	show("gdb-signal");
+	/* Each backtrace: on_signal, <signal handler called>, interrupted, main. */
+	int frames = 0;
+	for (const char *p = out; (p = strstr(p, "#1  <signal handler called>\n#2  ")); p++) {
+		const char *eol = strchr(p + 30, '\n');
+		const char *f = strstr(p + 30, " interrupted (");
+		frames += f && eol && f < eol;
+	}
+	int ok = st == 0 && frames == 2 && strstr(out, "handled 2");
+	result(ok, "gdb_signal_backtrace",
+	       "gdb's bt in the handlers did not show interrupted() below <signal handler called>");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "sve") == 0)
@@ -220,18 +290,21 @@ int main(int argc, char **argv)
 		return mode_fork_exec();
 	if (argc > 1 && strcmp(argv[1], "gdb-target") == 0)
 		return mode_gdb_target();
+	if (argc > 1 && strcmp(argv[1], "gdb-signal") == 0)
+		return mode_gdb_signal();
 	if (getpid() == 1) {
 		mount("proc", "/proc", "proc", 0, NULL);
 		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
 		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
 	}
-	printf("TAP version 13\n1..3\n");
+	printf("TAP version 13\n1..4\n");
 	fflush(stdout);
 	if (!(getauxval(AT_HWCAP) & HWCAP_SVE)) {
 		/* Every test here runs SVE instructions. */
 		skip("fork_exec_sve", "no SVE");
 		skip("strace_fork_exec_sve", "no SVE");
 		skip("gdb_sve_sme_registers", "no SVE");
+		test_gdb_signal();
 		return ktap_finish();
 	}
 	char *me[] = { (char *)self, "fork-exec", NULL };
@@ -240,5 +313,6 @@ int main(int argc, char **argv)
 	       "the program itself failed");
 	test_strace();
 	test_gdb();
+	test_gdb_signal();
 	return ktap_finish();
 }
