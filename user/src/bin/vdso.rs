@@ -292,24 +292,37 @@ fn exec_child() -> i32 {
     }
 }
 
-static HANDLER_LR: AtomicUsize = AtomicUsize::new(0);
 static HANDLER_RUNS: AtomicUsize = AtomicUsize::new(0);
+/// What the handler saw: x30, x29, the two words at x29 (the frame record), and the
+/// interrupted x29, x30 and sp from its ucontext.
+static SEEN: [AtomicUsize; 7] = [const { AtomicUsize::new(0) }; 7];
 
 core::arch::global_asm!(
     ".text",
     ".global vdso_test_handler",
     ".type vdso_test_handler, %function",
     "vdso_test_handler:",
-    "    adrp x9, {lr}",
-    "    str x30, [x9, :lo12:{lr}]",
+    "    adrp x9, {seen}",
+    "    add x9, x9, :lo12:{seen}",
+    "    stp x30, x29, [x9]",
+    "    ldp x10, x11, [x29]",
+    "    stp x10, x11, [x9, #16]",
+    "    ldr x10, [x2, #{r29}]",
+    "    ldr x11, [x2, #{r30}]",
+    "    stp x10, x11, [x9, #32]",
+    "    ldr x10, [x2, #{sp}]",
+    "    str x10, [x9, #48]",
     "    adrp x9, {runs}",
     "    ldr x10, [x9, :lo12:{runs}]",
     "    add x10, x10, #1",
     "    str x10, [x9, :lo12:{runs}]",
     "    ret",
     ".size vdso_test_handler, . - vdso_test_handler",
-    lr = sym HANDLER_LR,
+    seen = sym SEEN,
     runs = sym HANDLER_RUNS,
+    r29 = const uc::REGS + 29 * 8,
+    r30 = const uc::REGS + 30 * 8,
+    sp = const uc::SP,
 );
 
 extern "C" {
@@ -317,7 +330,9 @@ extern "C" {
 }
 
 /// A handler installed without SA_RESTORER returns to `__kernel_rt_sigreturn` (x30), and the
-/// return works: the program goes on after the signal.
+/// return works: the program goes on after the signal. x29 points at the frame record the
+/// trampoline's unwind information names: the interrupted x29 and x30, just below the
+/// interrupted sp.
 fn sigreturn_trampoline() -> TestResult {
     let img = image()?;
     let tramp = img
@@ -335,11 +350,26 @@ fn sigreturn_trampoline() -> TestResult {
     t!(sigaction_raw(SIGUSR1, Some(&old)));
     t!(r);
     check_eq!(HANDLER_RUNS.load(Ordering::Relaxed), 1, "handler runs");
+    let [lr, fp, rec29, rec30, uc29, uc30, uc_sp] =
+        SEEN.each_ref().map(|a| a.load(Ordering::Relaxed));
     check_eq!(
-        HANDLER_LR.load(Ordering::Relaxed),
+        lr,
         tramp,
         "x30 in the handler (__kernel_rt_sigreturn at {:#x})",
         tramp
+    );
+    check_eq!(
+        (rec29, rec30),
+        (uc29, uc30),
+        "the frame record at x29 = {:#x}",
+        fp
+    );
+    check_eq!(
+        uc_sp - fp,
+        16,
+        "interrupted sp {:#x}, frame record {:#x}",
+        uc_sp,
+        fp
     );
     Ok(())
 }
