@@ -181,11 +181,23 @@ pub fn vma_name(v: &Vma) -> Option<&'static [u8]> {
 }
 
 /// The return address of a handler installed without SA_RESTORER: the current process's
-/// `__kernel_rt_sigreturn` (Linux: VDSO_SYMBOL(mm->context.vdso, sigtramp)).
+/// `__kernel_rt_sigreturn` (Linux: VDSO_SYMBOL(mm->context.vdso, sigtramp)): where the image's
+/// first page is now (mremap may have moved it, as checkpoint/restore tools do), else where
+/// exec put it.
 pub fn sigtramp() -> u64 {
-    let base = crate::task::current()
-        .mm()
-        .map(|mm| mm.lock().exec.vdso)
-        .unwrap_or(0);
+    let base = crate::task::current().mm().map_or(0, |mm| {
+        let g = mm.lock();
+        let text = VDSO.get().map(|d| crate::mm::aspace::file_key(&*d.text));
+        let moved = g
+            .vmas()
+            .find(|v| match &v.backing {
+                Backing::File { node, off: 0, .. } => {
+                    Some(crate::mm::aspace::file_key(&**node)) == text
+                }
+                _ => false,
+            })
+            .map(|v| v.start);
+        moved.unwrap_or(g.exec.vdso)
+    });
     (base + syms::RT_SIGRETURN) as u64
 }

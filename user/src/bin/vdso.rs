@@ -374,6 +374,48 @@ fn sigreturn_trampoline() -> TestResult {
     Ok(())
 }
 
+/// After mremap moves [vdso] (as checkpoint/restore tools do), a handler without SA_RESTORER
+/// returns to `__kernel_rt_sigreturn` where it now is.
+fn sigreturn_after_mremap() -> TestResult {
+    let img = image()?;
+    let off = img
+        .sym("__kernel_rt_sigreturn")
+        .ok_or("no __kernel_rt_sigreturn")?
+        .addr
+        - img.base;
+    let lines = maps_lines("[vdso]")?;
+    check_eq!(lines.len(), 1);
+    let (start, end) = range(&lines[0]);
+    let len = end - start;
+    let st = t!(in_child(|| {
+        let Ok(new) = sys::mmap(0, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) else {
+            return 2;
+        };
+        if sys::mremap(start, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, new) != Ok(new) {
+            return 3;
+        }
+        let moved = maps_lines("[vdso]").is_ok_and(|l| l.len() == 1 && range(&l[0]).0 == new);
+        let act = KSigaction {
+            handler: vdso_test_handler as *const () as usize,
+            flags: SA_SIGINFO,
+            restorer: 0,
+            mask: 0,
+        };
+        if sigaction_raw(SIGUSR1, Some(&act)).is_err()
+            || sys::tgkill(sys::getpid(), sys::gettid(), SIGUSR1).is_err()
+        {
+            return 4;
+        }
+        match (moved, SEEN[0].load(Ordering::Relaxed) == new + off) {
+            (false, _) => 5,
+            (true, false) => 6,
+            (true, true) => 0,
+        }
+    }));
+    check_eq!(st, 0, "child: {} (5: [vdso] not listed at its new place, 6: x30 not the moved __kernel_rt_sigreturn)", describe(st));
+    Ok(())
+}
+
 fn main(args: &rt::Args) -> i32 {
     if args.arg(1) == Some("exec-child") {
         return exec_child();
@@ -392,6 +434,7 @@ fn main(args: &rt::Args) -> i32 {
             kept_across_fork_replaced_at_exec,
         ),
         ("sigreturn_trampoline", sigreturn_trampoline),
+        ("sigreturn_after_mremap", sigreturn_after_mremap),
     ])
 }
 
