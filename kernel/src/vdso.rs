@@ -142,9 +142,11 @@ pub fn map(mm: &mut AddrSpace) -> SysResult<usize> {
         crate::fs::dev::fill_random(&mut r);
     }
     let shift = usize::from(u16::from_le_bytes(r)) * PAGE;
-    // The free area is taken from the top down: the random gap lies above the mappings.
+    // The free area is taken from the top down: the random gap lies above the mappings. A
+    // space too full for the gap goes without it.
     let vvar = mm
         .find_free(VVAR_SIZE + VDSO_SIZE + shift, 0)
+        .or_else(|| mm.find_free(VVAR_SIZE + VDSO_SIZE, 0))
         .ok_or(Errno::ENOMEM)?;
     let base = vvar + VVAR_SIZE;
     let file = |p: &Arc<Pages>, maywrite| Backing::File {
