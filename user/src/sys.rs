@@ -124,6 +124,7 @@ pub mod nr {
     pub const PRCTL: usize = 167;
     pub const GETCPU: usize = 168;
     pub const GETTIMEOFDAY: usize = 169;
+    pub const SETTIMEOFDAY: usize = 170;
     pub const GETPID: usize = 172;
     pub const GETPPID: usize = 173;
     pub const GETUID: usize = 174;

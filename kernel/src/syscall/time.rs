@@ -64,32 +64,39 @@ fn may_set_time() -> SysResult<()> {
     Ok(())
 }
 
-/// Sets CLOCK_REALTIME (the only clock that may be set) and tells the vDSO.
-fn set_realtime(sec: i64, ns: Option<u64>) -> SysResult<usize> {
-    let ns = ns.filter(|_| sec < SETTOD_SEC_MAX).ok_or(Errno::EINVAL)?;
+/// Linux's do_sys_settimeofday64: the time's range (EINVAL), the privilege (EPERM, asked even
+/// when neither is given), the time zone's range (EINVAL), then each is set; the vDSO is told.
+fn settimeofday64(tv: Option<(i64, Option<u64>)>, tz: Option<[i32; 2]>) -> SysResult<usize> {
+    let ns = match tv {
+        Some((sec, ns)) => Some(ns.filter(|_| sec < SETTOD_SEC_MAX).ok_or(Errno::EINVAL)?),
+        None => None,
+    };
     may_set_time()?;
-    time::set_realtime(ns)?;
-    crate::vdso::update();
+    if let Some(tz) = tz {
+        if !(-15 * 60..=15 * 60).contains(&tz[0]) {
+            return Err(Errno::EINVAL);
+        }
+        time::set_timezone(tz);
+        crate::vdso::update();
+    }
+    if let Some(ns) = ns {
+        time::set_realtime(ns)?;
+        crate::vdso::update();
+    }
     Ok(0)
 }
 
-/// clock_settime: Linux's order: an unknown or unsettable clock is EINVAL before the time is
-/// read; CPU-time clocks read it, then refuse (EPERM).
+/// clock_settime: only CLOCK_REALTIME may be set; any other clock (CPU time included, as on
+/// Linux 7.3) is EINVAL before the time is read.
 pub fn clock_settime(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
-    match clock {
-        abi::CLOCK_REALTIME => {
-            let ts = tp.read()?;
-            set_realtime(ts.tv_sec, ts.to_nanos())
-        }
-        abi::CLOCK_PROCESS_CPUTIME_ID | abi::CLOCK_THREAD_CPUTIME_ID => {
-            tp.read()?;
-            Err(Errno::EPERM)
-        }
-        _ => Err(Errno::EINVAL),
+    if clock != abi::CLOCK_REALTIME {
+        return Err(Errno::EINVAL);
     }
+    let ts = tp.read()?;
+    settimeofday64(Some((ts.tv_sec, ts.to_nanos())), None)
 }
 
-/// settimeofday: either pointer may be null; a time zone more than 15 hours from UTC is EINVAL.
+/// settimeofday: either pointer may be null.
 pub fn settimeofday(tv: UserPtr<Timeval>, tz: UserPtr<[i32; 2]>) -> SysResult<usize> {
     let tv = if tv.is_null() {
         None
@@ -98,21 +105,10 @@ pub fn settimeofday(tv: UserPtr<Timeval>, tz: UserPtr<[i32; 2]>) -> SysResult<us
         if !v.is_valid() {
             return Err(Errno::EINVAL);
         }
-        Some(v)
+        Some((v.tv_sec, v.to_nanos()))
     };
     let tz = if tz.is_null() { None } else { Some(tz.read()?) };
-    if let Some(tz) = tz {
-        may_set_time()?;
-        if !(-15 * 60..=15 * 60).contains(&tz[0]) {
-            return Err(Errno::EINVAL);
-        }
-        time::set_timezone(tz);
-        crate::vdso::update();
-    }
-    match tv {
-        Some(v) => set_realtime(v.tv_sec, v.to_nanos()),
-        None => Ok(0),
-    }
+    settimeofday64(tv, tz)
 }
 
 /// Sleeps until `deadline` (counter); on a signal writes the time left to `rem` and returns

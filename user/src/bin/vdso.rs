@@ -211,6 +211,78 @@ fn realtime_follows_clock_settime() -> TestResult {
     Ok(())
 }
 
+fn settimeofday(tv: Option<&[i64; 2]>, tz: Option<&[i32; 2]>) -> SysResult {
+    sys::syscall(
+        nr::SETTIMEOFDAY,
+        &[
+            tv.map_or(0, |t| t as *const _ as usize),
+            tz.map_or(0, |t| t as *const _ as usize),
+        ],
+    )
+}
+
+/// settimeofday's time zone reaches the vDSO's gettimeofday (and the syscall's); the time is
+/// given too, or Linux would warp the clock by the zone on this first call; the errors.
+fn settimeofday_zone_and_errors() -> TestResult {
+    let img = image()?;
+    let gtod = img.gettimeofday().ok_or("no __kernel_gettimeofday")?;
+    let now = |tz: &mut [i32; 2]| -> [i64; 2] {
+        let mut tv = [0i64; 2];
+        // SAFETY: the vDSO's gettimeofday writes one timeval and one timezone.
+        unsafe { gtod(&mut tv, tz) };
+        tv
+    };
+    let mut tz = [0i32; 2];
+    let tv = now(&mut tz);
+    t!(settimeofday(Some(&tv), Some(&[-60, 0])));
+    let mut seen = [7i32; 2];
+    now(&mut seen);
+    let mut sys_tz = [7i32; 2];
+    let mut tv2 = [0i64; 2];
+    let r = sys::syscall(
+        nr::GETTIMEOFDAY,
+        &[&mut tv2 as *mut _ as usize, &mut sys_tz as *mut _ as usize],
+    );
+    let tv = now(&mut tz);
+    t!(settimeofday(Some(&tv), Some(&[0, 0])));
+    t!(r);
+    check_eq!(seen, [-60, 0], "the vDSO's time zone");
+    check_eq!(sys_tz, [-60, 0], "the syscall's time zone");
+    check_eq!(settimeofday(None, Some(&[15 * 60 + 1, 0])), Err(EINVAL));
+    check_eq!(settimeofday(Some(&[0, 1_000_000]), None), Err(EINVAL));
+    check_eq!(settimeofday(Some(&[-1, 0]), None), Err(EINVAL));
+    check_eq!(
+        settime(CLOCK_MONOTONIC, &Timespec::from_ns(SEC)),
+        Err(EINVAL)
+    );
+    check_eq!(settime(99, &Timespec::from_ns(SEC)), Err(EINVAL));
+    check_eq!(
+        settime(CLOCK_PROCESS_CPUTIME_ID, &Timespec::from_ns(SEC)),
+        Err(EINVAL)
+    );
+    check_eq!(
+        sys::syscall(nr::CLOCK_SETTIME, &[CLOCK_MONOTONIC as usize, 8]),
+        Err(EINVAL),
+        "an unsettable clock before a bad pointer"
+    );
+    check_eq!(
+        sys::syscall(nr::CLOCK_SETTIME, &[CLOCK_REALTIME as usize, 8]),
+        Err(EFAULT)
+    );
+    let st = t!(in_child(|| {
+        if sys::setuid(1000).is_err() {
+            return 2;
+        }
+        let now = sys::clock_gettime(CLOCK_REALTIME).unwrap_or_default();
+        match (settime(CLOCK_REALTIME, &now), settimeofday(None, None)) {
+            (Err(EPERM), Err(EPERM)) => 0,
+            _ => 1,
+        }
+    }));
+    check_eq!(st, 0, "unprivileged: {} (1: not EPERM)", describe(st));
+    Ok(())
+}
+
 /// Clocks the vDSO leaves to the kernel answer as the syscall does: CPU time (a value), bad
 /// ids (the syscall's -EINVAL); clock_getres agrees with the syscall.
 fn fallback_and_getres() -> TestResult {
@@ -428,6 +500,7 @@ fn main(args: &rt::Args) -> i32 {
             "realtime_follows_clock_settime",
             realtime_follows_clock_settime,
         ),
+        ("settimeofday_zone_and_errors", settimeofday_zone_and_errors),
         ("fallback_and_getres", fallback_and_getres),
         (
             "kept_across_fork_replaced_at_exec",
