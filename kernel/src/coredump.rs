@@ -11,7 +11,7 @@ use crate::arch::exception::TrapFrame;
 use crate::arch::mmu::phys_to_virt;
 use crate::arch::semihosting;
 use crate::fs::{Inode, Kind};
-use crate::mm::aspace::{Backing, SIGPAGE};
+use crate::mm::aspace::Backing;
 use crate::signal::SigInfo;
 use crate::sync::IrqLock;
 use crate::task::{exit, sched, CurrentTask, Held, Process, State, Task};
@@ -240,7 +240,7 @@ fn write_core(
         let mut files: Vec<(u64, u64, u64, &'static [u8])> = Vec::new();
         files.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
         for v in m.vmas() {
-            let special = v.start == SIGPAGE;
+            let special = crate::vdso::vma_name(v).is_some();
             let mut f = cd::VmaFacts {
                 start: v.start as u64,
                 end: v.end as u64,
@@ -252,14 +252,14 @@ fn write_core(
                 ..Default::default()
             };
             match &v.backing {
+                // [vvar] and [vdso] are no file's pages (Linux: special mappings), dumped whole.
+                _ if special => {}
                 Backing::Anon => {}
                 Backing::Shared(_, off) => {
                     f.file = true;
                     f.file_unlinked = true;
                     f.offset = *off as u64;
-                    if !special {
-                        files.push((f.start, f.end, f.offset / PAGE, b"/dev/zero (deleted)"));
-                    }
+                    files.push((f.start, f.end, f.offset / PAGE, b"/dev/zero (deleted)"));
                 }
                 Backing::File { node, off, .. } => {
                     f.file = true;

@@ -36,6 +36,7 @@ mod task;
 mod time;
 mod trap;
 mod uts;
+mod vdso;
 
 use arch::{boot, cpu, el, mmu};
 use core::fmt::Write;

@@ -9,7 +9,10 @@
 //! - /bin/tests/debug_tools (user/c/debug_tools.c): `strace -f` of a program that forks, execs
 //!   itself and uses SVE, and `gdb --batch` stopping an SVE/SME program at a breakpoint, printing
 //!   VG, SVG, SVCR, Z0, P0, FFR and ZA, setting Z0 and ZA and continuing (the program reports
-//!   what it saw). Both pass, and the tools' output (`# strace: `, `# gdb: ` lines) is the same
+//!   what it saw); and gdb's `bt` from a breakpoint in two signal handlers (one returning
+//!   through glibc's restorer, one installed without SA_RESTORER, returning through the vDSO's
+//!   `__kernel_rt_sigreturn`) shows the interrupted frame below `<signal handler called>`. All
+//!   pass, and the tools' output (`# strace: `, `# gdb: `, `# gdb-signal: ` lines) is the same
 //!   on Svelt as on Linux line for line once addresses, pids, random bytes and column padding
 //!   are normalised.
 //!
@@ -147,16 +150,16 @@ fn tool_lines(run: &Run, tag: &str) -> Vec<String> {
 fn linux_tools() -> Option<&'static Run> {
     static LINUX: OnceLock<Option<Run>> = OnceLock::new();
     LINUX
-        .get_or_init(|| run_all(&config("debug_tools", 2, true), 3))
+        .get_or_init(|| run_all(&config("debug_tools", 2, true), 4))
         .as_ref()
 }
 
 fn check_tools_against_linux(smp: u32) {
-    let Some(svelt) = run_all(&config("debug_tools", smp, false), 3) else {
+    let Some(svelt) = run_all(&config("debug_tools", smp, false), 4) else {
         return;
     };
     let Some(linux) = linux_tools() else { return };
-    for tag in ["strace", "gdb"] {
+    for tag in ["strace", "gdb", "gdb-signal"] {
         let (s, l) = (tool_lines(&svelt, tag), tool_lines(linux, tag));
         assert!(
             !l.is_empty(),

@@ -6,11 +6,19 @@
  * check what the program itself can see. Without strace or gdb (the ordinary userland) those
  * tests skip.
  *
+ * gdb's `bt` from a breakpoint in a signal handler shows the interrupted frame below
+ * `<signal handler called>`, both for a handler glibc installed (it returns through glibc's
+ * restorer) and for one installed by the raw syscall without SA_RESTORER (it returns through
+ * the vDSO's __kernel_rt_sigreturn).
+ *
  * Modes: no argument: the tests; `fork-exec`: fork, the child execs `sve`, wait; `sve`: use
  * SVE and print the vector length; `gdb-target`: set up Z0, P0, FFR and ZA, stop in
- * checkpoint(), then print Z0's first lane and ZA's first row as they are after it. */
+ * checkpoint(), then print Z0's first lane and ZA's first row as they are after it;
+ * `gdb-signal`: take SIGUSR1 (glibc's sigaction) and SIGUSR2 (raw rt_sigaction, no
+ * SA_RESTORER) in on_signal(), each sent from interrupted(). */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <execinfo.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -19,7 +27,9 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mount.h>
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -114,6 +124,76 @@ static int mode_gdb_target(void)
 	printf("after: z0.d[0]=%#llx za[0].d[0]=%#llx\n", (unsigned long long)z0,
 	       (unsigned long long)za0);
 	return 0;
+}
+
+int main(int argc, char **argv);
+
+static volatile int signals_handled;
+static void *unwound[3];
+static volatile int nunwound;
+
+__attribute__((noinline)) void on_signal(int sig)
+{
+	signals_handled++;
+	/* libgcc's unwinder through the vDSO's trampoline (its CFI, found through the vDSO's
+	 * PT_GNU_EH_FRAME), three frames deep: the CFI gives back only x29 and x30 (Linux's
+	 * too), so the frames past the interrupted one are guesses from a wrong SP. */
+	if (sig == SIGUSR2)
+		nunwound = backtrace(unwound, 3);
+	asm volatile("" ::: "memory");
+}
+
+/* Sends `sig` to this thread with one svc here, so that the interrupted frame is this
+ * function's. */
+__attribute__((noinline)) void interrupted(int sig)
+{
+	register long x0 asm("x0") = getpid();
+	register long x1 asm("x1") = gettid();
+	register long x2 asm("x2") = sig;
+	register long x8 asm("x8") = SYS_tgkill;
+	asm volatile("svc #0" : "+r"(x0) : "r"(x1), "r"(x2), "r"(x8) : "memory");
+}
+
+static int mode_gdb_signal(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	/* The kernel's struct sigaction: handler, flags, restorer, mask. No SA_RESTORER: the
+	 * handler returns to the vDSO's __kernel_rt_sigreturn. */
+	struct {
+		void (*handler)(int);
+		unsigned long flags, restorer, mask;
+	} raw = { on_signal, 0, 0, 0 };
+	if (sigaction(SIGUSR1, &sa, NULL) != 0 || syscall(SYS_rt_sigaction, SIGUSR2, &raw, NULL, 8) != 0)
+		return 1;
+	interrupted(SIGUSR1);
+	interrupted(SIGUSR2);
+	printf("handled %d\n", signals_handled);
+	/* The frames backtrace() found in the SIGUSR2 handler, named by where they are: the
+	 * vDSO's image is different on each kernel, so only its name shows. */
+	uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
+	const struct {
+		const char *name;
+		uintptr_t start;
+	} known[] = { { "on_signal", (uintptr_t)on_signal },
+		      { "interrupted", (uintptr_t)interrupted },
+		      { "main", (uintptr_t)main } };
+	printf("unwind:");
+	for (int i = 0; i < nunwound; i++) {
+		uintptr_t a = (uintptr_t)unwound[i];
+		const char *name = "elsewhere";
+		uintptr_t best = 0x1000;
+		if (vdso && a - vdso < 0x2000)
+			name = "vdso";
+		/* The nearest of the known functions below (within 4 KiB). */
+		for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+			if (a - known[k].start < best) {
+				best = a - known[k].start;
+				name = known[k].name;
+			}
+		printf(" %s", name);
+	}
+	printf("\n");
+	return signals_handled == 2 ? 0 : 1;
 }
 
 static char out[1 << 16];
@@ -212,6 +292,33 @@ static void test_gdb(void)
 	       "gdb did not show VG 4 and SVG 4 or the program did not see the values gdb set");
 }
 
+static void test_gdb_signal(void)
+{
+	if (access("/usr/bin/gdb", X_OK) != 0) {
+		skip("gdb_signal_backtrace", "no /usr/bin/gdb (boot with --debian gdb)");
+		return;
+	}
+	char *argv[] = { "/usr/bin/gdb", "-nx", "--batch", "-ex", "set style enabled off",
+			 "-ex", "set width 0", "-ex", "handle SIGUSR1 SIGUSR2 nostop noprint pass",
+			 "-ex", "break on_signal", "-ex", "run", "-ex", "bt", "-ex", "continue",
+			 "-ex", "bt", "-ex", "continue", "--args", (char *)self, "gdb-signal", NULL };
+	int st = run_tool(argv);
+	show("gdb-signal");
+	/* Each backtrace: on_signal, <signal handler called>, interrupted, main. */
+	int frames = 0;
+	for (const char *p = out; (p = strstr(p, "#1  <signal handler called>\n#2  ")); p++) {
+		const char *eol = strchr(p + 30, '\n');
+		const char *f = strstr(p + 30, " interrupted (");
+		frames += f && eol && f < eol;
+	}
+	/* libgcc's unwinder went on past the vDSO's trampoline, to the caller's x30 (a return
+	 * address in interrupted(), after its last call). */
+	int ok = st == 0 && frames == 2 && strstr(out, "handled 2") &&
+		 strstr(out, "unwind: on_signal vdso interrupted\n");
+	result(ok, "gdb_signal_backtrace",
+	       "gdb's bt in the handlers did not show interrupted() below <signal handler called>");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "sve") == 0)
@@ -220,18 +327,21 @@ int main(int argc, char **argv)
 		return mode_fork_exec();
 	if (argc > 1 && strcmp(argv[1], "gdb-target") == 0)
 		return mode_gdb_target();
+	if (argc > 1 && strcmp(argv[1], "gdb-signal") == 0)
+		return mode_gdb_signal();
 	if (getpid() == 1) {
 		mount("proc", "/proc", "proc", 0, NULL);
 		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
 		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
 	}
-	printf("TAP version 13\n1..3\n");
+	printf("TAP version 13\n1..4\n");
 	fflush(stdout);
 	if (!(getauxval(AT_HWCAP) & HWCAP_SVE)) {
 		/* Every test here runs SVE instructions. */
 		skip("fork_exec_sve", "no SVE");
 		skip("strace_fork_exec_sve", "no SVE");
 		skip("gdb_sve_sme_registers", "no SVE");
+		test_gdb_signal();
 		return ktap_finish();
 	}
 	char *me[] = { (char *)self, "fork-exec", NULL };
@@ -240,5 +350,6 @@ int main(int argc, char **argv)
 	       "the program itself failed");
 	test_strace();
 	test_gdb();
+	test_gdb_signal();
 	return ktap_finish();
 }

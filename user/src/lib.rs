@@ -28,6 +28,7 @@ pub mod sig;
 pub mod sme;
 pub mod sve;
 pub mod sys;
+pub mod vdso;
 
 pub use alloc::{format, string::String, vec, vec::Vec};
 pub use sys::Errno;

@@ -96,6 +96,7 @@ pub mod nr {
     pub const NANOSLEEP: usize = 101;
     pub const GETITIMER: usize = 102;
     pub const SETITIMER: usize = 103;
+    pub const CLOCK_SETTIME: usize = 112;
     pub const CLOCK_GETTIME: usize = 113;
     pub const CLOCK_GETRES: usize = 114;
     pub const CLOCK_NANOSLEEP: usize = 115;
@@ -125,6 +126,7 @@ pub mod nr {
     pub const PRCTL: usize = 167;
     pub const GETCPU: usize = 168;
     pub const GETTIMEOFDAY: usize = 169;
+    pub const SETTIMEOFDAY: usize = 170;
     pub const GETPID: usize = 172;
     pub const GETPPID: usize = 173;
     pub const GETUID: usize = 174;

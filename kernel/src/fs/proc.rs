@@ -1629,7 +1629,7 @@ fn smaps(t: Target, out: &mut Text) -> SysResult<()> {
 }
 
 fn write_maps(t: Target, out: &mut Text, smaps: bool) -> SysResult<()> {
-    use crate::mm::aspace::{Backing, SIGPAGE};
+    use crate::mm::aspace::Backing;
     let th = t.task()?;
     let Some(mm) = th.mm() else {
         return Ok(());
@@ -1649,7 +1649,9 @@ fn write_maps(t: Target, out: &mut Text, smaps: bool) -> SysResult<()> {
                 shared: v.backing.is_shared(),
                 ..Default::default()
             };
+            let special = crate::vdso::vma_name(v);
             let name: &[u8] = match (&v.backing, piece.image) {
+                _ if special.is_some() => special.unwrap_or_default(),
                 (_, Some(off)) => {
                     line.offset = off;
                     (line.major, line.minor) = procfs::dev_split(1);
@@ -1662,7 +1664,6 @@ fn write_maps(t: Target, out: &mut Text, smaps: bool) -> SysResult<()> {
                     line.ino = node.file_ino();
                     b""
                 }
-                _ if v.start == SIGPAGE => b"[sigpage]",
                 (Backing::Shared(_, off), _) => {
                     line.offset = (off + (piece.start - v.start)) as u64;
                     (line.major, line.minor) = procfs::dev_split(1);

@@ -277,6 +277,8 @@ pub struct ExecInfo {
     pub exe_ino: u64,
     pub image: [ImageRange; ExecInfo::MAX_IMAGE],
     pub nimage: usize,
+    /// Where exec mapped the vDSO image (AT_SYSINFO_EHDR); 0 before.
+    pub vdso: usize,
 }
 
 /// `[start, end)` holds the executable's bytes from file offset `offset` on.
@@ -657,43 +659,5 @@ impl SharedMem {
         Arc::new(SharedMem {
             pages: Mutex::new(BTreeMap::new()),
         })
-    }
-}
-
-/// Where every process finds the signal-return trampoline (Linux puts it in the vDSO; Svelt
-/// has a one-page "sigpage" just above the main stack).
-pub const SIGPAGE: usize = STACK_TOP;
-/// The handler return address for actions without SA_RESTORER: `mov x8, #139; svc #0`.
-pub const SIGTRAMP: usize = SIGPAGE + 4;
-
-static SIGPAGE_OBJ: spin::Once<Arc<SharedMem>> = spin::Once::new();
-
-fn sigpage_obj() -> SysResult<Arc<SharedMem>> {
-    if let Some(o) = SIGPAGE_OBJ.get() {
-        return Ok(o.clone());
-    }
-    let page = Page::new_user().ok_or(Errno::ENOMEM)?;
-    let pa = page.pa();
-    // nop (so unwinders looking one instruction back stay inside); mov x8, #__NR_rt_sigreturn;
-    // svc #0.
-    let code: [u32; 3] = [0xd503_201f, 0xd280_1168, 0xd400_0001];
-    // SAFETY: a fresh, linear-mapped frame owned here.
-    unsafe { ptr::copy_nonoverlapping(code.as_ptr(), phys_to_virt(pa) as *mut u32, code.len()) };
-    let obj = Arc::new(SharedMem {
-        pages: Mutex::new(BTreeMap::from([(0, page)])),
-    });
-    Ok(SIGPAGE_OBJ.call_once(|| obj).clone())
-}
-
-impl AddrSpace {
-    /// Maps the signal-return trampoline page.
-    pub fn map_sigpage(&mut self) -> SysResult<()> {
-        let obj = sigpage_obj()?;
-        self.map(
-            SIGPAGE,
-            SIGPAGE + PAGE,
-            Prot(Prot::READ | Prot::EXEC),
-            Backing::Shared(obj, 0),
-        )
     }
 }

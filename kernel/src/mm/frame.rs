@@ -325,10 +325,6 @@ impl Page {
         pa
     }
 
-    pub fn pa(&self) -> u64 {
-        self.0
-    }
-
     /// The frame through the linear map.
     pub fn ptr(&self) -> *mut u8 {
         phys_to_virt(self.0) as *mut u8

@@ -151,7 +151,12 @@ pub fn setup_rt_frame(
         fpsimd: Some(&fp),
         records: records.as_slice(),
         bti: false,
-        sigtramp: crate::mm::aspace::SIGTRAMP as u64,
+        // Read only when used: it takes the address-space lock.
+        sigtramp: if a.sa_flags & sig::SA_RESTORER == 0 {
+            crate::vdso::sigtramp()
+        } else {
+            0
+        },
     };
     let Ok(plan) = d.plan() else {
         return Err(());

@@ -339,7 +339,9 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     // time
     t[nr::CLOCK_GETTIME] = v(|c| time::clock_gettime(c.arg(0), c.arg(1)));
     t[nr::CLOCK_GETRES] = v(|c| time::clock_getres(c.arg(0), c.arg(1)));
-    t[nr::GETTIMEOFDAY] = v(|c| time::gettimeofday(c.arg(0)));
+    t[nr::GETTIMEOFDAY] = v(|c| time::gettimeofday(c.arg(0), c.arg(1)));
+    t[nr::CLOCK_SETTIME] = v(|c| time::clock_settime(c.arg(0), c.arg(1)));
+    t[nr::SETTIMEOFDAY] = v(|c| time::settimeofday(c.arg(0), c.arg(1)));
     t[nr::NANOSLEEP] = v(|c| time::nanosleep(c.arg(0), c.arg(1)));
     t[nr::CLOCK_NANOSLEEP] = v(|c| time::clock_nanosleep(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SETITIMER] = v(|c| time::setitimer(c.arg(0), c.arg(1), c.arg(2)));

@@ -38,11 +38,77 @@ pub fn clock_getres(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn gettimeofday(tv: UserPtr<Timeval>) -> SysResult<usize> {
+pub fn gettimeofday(tv: UserPtr<Timeval>, tz: UserPtr<[i32; 2]>) -> SysResult<usize> {
     if !tv.is_null() {
         tv.write(&Timeval::from_nanos(time::realtime_ns()))?;
     }
+    if !tz.is_null() {
+        tz.write(&time::timezone())?;
+    }
     Ok(0)
+}
+
+/// The latest time clock_settime and settimeofday accept (Linux: TIME_SETTOD_SEC_MAX, the
+/// ktime_t range less 30 years of uptime).
+const SETTOD_SEC_MAX: i64 = i64::MAX / 1_000_000_000 - 30 * 365 * 86400;
+
+/// The privilege to set the clock (uid 0 stands for CAP_SYS_TIME).
+fn may_set_time() -> SysResult<()> {
+    let euid = task::current()
+        .process()
+        .euid
+        .load(core::sync::atomic::Ordering::Relaxed);
+    if euid != 0 {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
+/// Linux's do_sys_settimeofday64: the time's range (EINVAL), the privilege (EPERM, asked even
+/// when neither is given), the time zone's range (EINVAL), then each is set; the vDSO is told.
+fn settimeofday64(tv: Option<(i64, Option<u64>)>, tz: Option<[i32; 2]>) -> SysResult<usize> {
+    let ns = match tv {
+        Some((sec, ns)) => Some(ns.filter(|_| sec < SETTOD_SEC_MAX).ok_or(Errno::EINVAL)?),
+        None => None,
+    };
+    may_set_time()?;
+    if let Some(tz) = tz {
+        if !(-15 * 60..=15 * 60).contains(&tz[0]) {
+            return Err(Errno::EINVAL);
+        }
+        time::set_timezone(tz);
+        crate::vdso::update();
+    }
+    if let Some(ns) = ns {
+        time::set_realtime(ns)?;
+        crate::vdso::update();
+    }
+    Ok(0)
+}
+
+/// clock_settime: only CLOCK_REALTIME may be set; any other clock (CPU time included, as on
+/// Linux 7.3) is EINVAL before the time is read.
+pub fn clock_settime(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
+    if clock != abi::CLOCK_REALTIME {
+        return Err(Errno::EINVAL);
+    }
+    let ts = tp.read()?;
+    settimeofday64(Some((ts.tv_sec, ts.to_nanos())), None)
+}
+
+/// settimeofday: either pointer may be null.
+pub fn settimeofday(tv: UserPtr<Timeval>, tz: UserPtr<[i32; 2]>) -> SysResult<usize> {
+    let tv = if tv.is_null() {
+        None
+    } else {
+        let v = tv.read()?;
+        if !v.is_valid() {
+            return Err(Errno::EINVAL);
+        }
+        Some((v.tv_sec, v.to_nanos()))
+    };
+    let tz = if tz.is_null() { None } else { Some(tz.read()?) };
+    settimeofday64(tv, tz)
 }
 
 /// Sleeps until `deadline` (counter); on a signal writes the time left to `rem` and returns

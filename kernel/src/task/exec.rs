@@ -270,9 +270,10 @@ fn load(exe: &Exe, argv: &[Vec<u8>], envp: &[Vec<u8>], execfn: &[u8]) -> SysResu
         Prot(Prot::READ | Prot::WRITE),
         Backing::Anon,
     )?;
-    mm.map_sigpage()?;
+    let vdso = crate::vdso::map(&mut mm)?;
     let [hwcap, hwcap2, hwcap3] = crate::cpufeature::hwcaps().0;
     let auxv = [
+        (AT_SYSINFO_EHDR, vdso as u64),
         (AT_HWCAP, hwcap),
         (AT_PAGESZ, PAGE),
         (AT_CLKTCK, 100),

@@ -633,6 +633,67 @@ fn syscall_getpid() -> CaseResult {
     }))
 }
 
+/// `n` calls of a vDSO function `f(a0, a1)` (clock_gettime's or gettimeofday's shape): the
+/// loop's own instructions are the two argument moves, the call, and the count.
+fn vdso_loop(n: u64, f: usize, a0: u64, a1: usize) {
+    // SAFETY: f is a vDSO entry point taking (a0, a1) with the C calling convention; the
+    // loop's state lives in callee-saved registers, which it preserves; a1 points at a buffer
+    // big enough for what f writes (a timespec or a timeval).
+    unsafe {
+        asm!("2:", "mov x0, x21", "mov x1, x22", "blr x23", "subs x20, x20, #1", "b.ne 2b",
+             inout("x20") n => _, in("x21") a0, in("x22") a1, in("x23") f, clobber_abi("C"))
+    };
+}
+
+/// A vDSO entry point, or a skip where the kernel gives none.
+fn vdso_sym(name: &str) -> Result<usize, NotRun> {
+    let img = vdso::Image::find().ok_or_else(|| String::from("no vDSO (AT_SYSINFO_EHDR)"))?;
+    Ok(img
+        .sym(name)
+        .ok_or_else(|| format!("the vDSO has no {name}"))?
+        .addr)
+}
+
+fn vdso_case(name: &str, a0: u64) -> CaseResult {
+    let f = vdso_sym(name)?;
+    let mut buf = [0u64; 2];
+    let p = buf.as_mut_ptr() as usize;
+    let m = measure(2000, |n| {
+        let t0 = now();
+        vdso_loop(n, f, a0, p);
+        now() - t0
+    });
+    // Under -icount the monotonic clock may not have reached a second: any time will do.
+    if buf == [0, 0] {
+        return fail(format!("{name} wrote no time"));
+    }
+    Ok(m)
+}
+
+fn vdso_clock_gettime_monotonic() -> CaseResult {
+    vdso_case("__kernel_clock_gettime", 1)
+}
+
+fn vdso_clock_gettime_realtime() -> CaseResult {
+    vdso_case("__kernel_clock_gettime", 0)
+}
+
+/// gettimeofday(tv, NULL), as programs call it.
+fn vdso_gettimeofday() -> CaseResult {
+    let f = vdso_sym("__kernel_gettimeofday")?;
+    let mut tv = [0u64; 2];
+    let p = tv.as_mut_ptr() as usize;
+    let m = measure(2000, |n| {
+        let t0 = now();
+        vdso_loop(n, f, p as u64, 0);
+        now() - t0
+    });
+    if tv == [0, 0] {
+        return fail(String::from("gettimeofday wrote no time"));
+    }
+    Ok(m)
+}
+
 fn syscall_getpid_sve_live() -> CaseResult {
     has_sve()?;
     let mut m = measure(2000, |n| {
@@ -1501,6 +1562,9 @@ type Case = (&'static str, fn() -> CaseResult);
 const CASES: &[Case] = &[
     ("syscall_getpid", syscall_getpid),
     ("syscall_getpid_sve_live", syscall_getpid_sve_live),
+    ("vdso_clock_gettime_monotonic", vdso_clock_gettime_monotonic),
+    ("vdso_clock_gettime_realtime", vdso_clock_gettime_realtime),
+    ("vdso_gettimeofday", vdso_gettimeofday),
     ("yield_pingpong_1cpu", yield_pingpong_1cpu),
     ("yield_pingpong_1cpu_sve", yield_pingpong_1cpu_sve),
     ("pipe_pingpong_2cpu", pipe_pingpong_2cpu),
