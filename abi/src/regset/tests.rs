@@ -614,7 +614,13 @@ fn what_a_write_reads_before_checking() {
     // The debug registers slot by slot: a bad slot before the fault is EINVAL.
     assert_eq!(read_before_check(NT_ARM_HW_WATCH, 264), 0);
     // Everything else whole.
-    for nt in [NT_PRSTATUS, NT_ARM_GCS, NT_ARM_ZT, NT_ARM_FPMR, NT_ARM_TAGGED_ADDR_CTRL] {
+    for nt in [
+        NT_PRSTATUS,
+        NT_ARM_GCS,
+        NT_ARM_ZT,
+        NT_ARM_FPMR,
+        NT_ARM_TAGGED_ADDR_CTRL,
+    ] {
         assert_eq!(read_before_check(nt, 24), 24, "{nt:#x}");
     }
 }

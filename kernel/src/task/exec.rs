@@ -195,7 +195,9 @@ fn interp_bias(mm: &AddrSpace, elf: &ElfFile<'_>) -> SysResult<u64> {
     let low = mm
         .find_free(usize::try_from(room).map_err(|_| Errno::ENOMEM)?, 0)
         .ok_or(Errno::ENOMEM)? as u64;
-    let base = (low + shift).next_multiple_of(align);
+    // The free range is taken from the top down, so its low end is already lowered by the
+    // random gap: the interpreter goes there (adding the gap back would cancel it).
+    let base = low.next_multiple_of(align);
     Ok(base.wrapping_sub(elf.first_page().unwrap_or(0)))
 }
 
