@@ -1106,7 +1106,6 @@ fn main(a: &rt::Args) -> i32 {
         iso!(events),
         iso!(attach_detach),
         iso!(seize_interrupt_listen),
-        iso!(interrupt_right_after_cont),
         iso!(seize_fork_child_event_stop),
         iso!(tracer_exit_detaches),
         iso!(tracer_exit_exitkill),
@@ -1114,6 +1113,7 @@ fn main(a: &rt::Args) -> i32 {
         iso!(errors),
         iso!(single_step),
         iso!(hw_breakpoints),
+        iso!(interrupt_right_after_cont),
     ])
 }
 
