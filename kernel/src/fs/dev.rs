@@ -2,6 +2,7 @@
 
 use super::ramfs::DevNode;
 use super::{tty, File, FileOps, Inode};
+use crate::mm::uaccess::UserSlice;
 use alloc::sync::Arc;
 use core::any::Any;
 use spin::Mutex;
@@ -108,6 +109,9 @@ impl FileOps for Random {
         fill_random(buf);
         Ok(buf.len())
     }
+    fn read_to_user(&self, _file: &File, dst: UserSlice) -> Option<SysResult<usize>> {
+        Some(fill_random_user(dst))
+    }
     fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
         Ok(buf.len())
     }
@@ -128,6 +132,28 @@ pub fn seed_random(seed: &[u8]) {
         *s ^= u64::from_le_bytes(b);
         *s = s.rotate_left(17).wrapping_mul(0x2545_f491_4f6c_dd1d);
     }
+}
+
+/// Fills a user buffer of any size (read of /dev/urandom, getrandom), as Linux's
+/// get_random_bytes_user: whole, unless a signal is pending at a page boundary after some bytes,
+/// or a fault stops it (EFAULT only when nothing was written).
+pub fn fill_random_user(mut dst: UserSlice) -> SysResult<usize> {
+    const PAGE: usize = 4096;
+    let len = dst.len();
+    let mut chunk = [0u8; 256];
+    let mut done = 0;
+    while done < len {
+        let n = chunk.len().min(len - done);
+        fill_random(&mut chunk[..n]);
+        if let Err(p) = dst.copy_out(&chunk[..n]) {
+            return p.after(done).short_count();
+        }
+        done += n;
+        if done % PAGE == 0 && done < len && crate::signal::interrupted(crate::task::current()) {
+            break;
+        }
+    }
+    Ok(done)
 }
 
 pub fn fill_random(buf: &mut [u8]) {

@@ -53,20 +53,10 @@ pub fn getrandom(buf: usize, len: usize, flags: u32) -> SysResult<usize> {
     {
         return Err(Errno::EINVAL);
     }
-    let len = len.min(32 << 20);
-    let mut user = UserSlice::new(buf, len);
-    let mut done = 0;
-    let mut chunk = [0u8; 256];
-    while done < len {
-        let n = chunk.len().min(len - done);
-        crate::fs::dev::fill_random(&mut chunk[..n]);
-        // A fault part-way is a short count (EFAULT only when nothing was written).
-        if let Err(p) = user.copy_out(&chunk[..n]) {
-            return p.after(done).short_count();
-        }
-        done += n;
-    }
-    Ok(len)
+    // Linux caps a request at INT_MAX bytes.
+    let user = UserSlice::new(buf, len.min(i32::MAX as usize));
+    user.check()?;
+    crate::fs::dev::fill_random_user(user)
 }
 
 pub fn reboot(magic1: u32, magic2: u32, cmd: u32) -> SysResult<usize> {

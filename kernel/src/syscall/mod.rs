@@ -339,8 +339,10 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::CLOCK_GETTIME] = v(|c| time::clock_gettime(c.arg(0), c.arg(1)));
     t[nr::CLOCK_GETRES] = v(|c| time::clock_getres(c.arg(0), c.arg(1)));
     t[nr::GETTIMEOFDAY] = v(|c| time::gettimeofday(c.arg(0)));
-    t[nr::NANOSLEEP] = v(|c| time::nanosleep(c.arg(0), c.arg(1)));
-    t[nr::CLOCK_NANOSLEEP] = v(|c| time::clock_nanosleep(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::NANOSLEEP] = v(|c| time::nanosleep(c.cur, c.arg(0), c.arg(1)));
+    t[nr::RESTART_SYSCALL] = v(|c| time::restart_syscall(c.cur));
+    t[nr::CLOCK_NANOSLEEP] =
+        v(|c| time::clock_nanosleep(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SETITIMER] = v(|c| time::setitimer(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::GETITIMER] = v(|c| time::getitimer(c.arg(0), c.arg(1)));
     t[nr::TIMES] = v(|c| time::times(c.arg(0)));
