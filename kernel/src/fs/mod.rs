@@ -26,7 +26,7 @@ use spin::{Mutex, Once};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{
     Stat, AT_FDCWD, O_ACCMODE, O_APPEND, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, POLLIN, POLLOUT,
-    S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG,
+    S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFREG,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +35,7 @@ pub enum Kind {
     File,
     Symlink,
     CharDev,
+    Fifo,
 }
 
 impl Kind {
@@ -44,6 +45,7 @@ impl Kind {
             Kind::File => S_IFREG,
             Kind::Symlink => S_IFLNK,
             Kind::CharDev => S_IFCHR,
+            Kind::Fifo => S_IFIFO,
         }
     }
     pub fn dirent_type(self) -> u8 {
@@ -52,6 +54,7 @@ impl Kind {
             Kind::File => 8,
             Kind::Symlink => 10,
             Kind::CharDev => 2,
+            Kind::Fifo => 1,
         }
     }
 }
