@@ -9,7 +9,7 @@ use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 
 /// (name, major, minor, mode) of the nodes /dev always has (devtmpfs-like).
-const NODES: [(&str, u32, u32, u32); 8] = [
+const NODES: [(&str, u32, u32, u32); 9] = [
     ("console", 5, 1, 0o600),
     ("tty", 5, 0, 0o666),
     ("ttyAMA0", 204, 64, 0o620),
@@ -18,6 +18,7 @@ const NODES: [(&str, u32, u32, u32); 8] = [
     ("full", 1, 7, 0o666),
     ("random", 1, 8, 0o666),
     ("urandom", 1, 9, 0o666),
+    ("kmsg", 1, 11, 0o644),
 ];
 
 pub fn populate(dev: &dyn Inode) {
@@ -38,6 +39,9 @@ pub fn open(major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
         (1, 5) => Arc::new(Zero),
         (1, 7) => Arc::new(Full),
         (1, 8) | (1, 9) => Arc::new(Random),
+        (1, 11) => Arc::new(Kmsg {
+            seq: Mutex::new(crate::klog::bounds().0),
+        }),
         _ => return Err(Errno::ENXIO),
     })
 }
@@ -96,6 +100,67 @@ impl FileOps for Zero {
     }
     fn seekable(&self) -> bool {
         true
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// /dev/kmsg: each read gives one record of the kernel log (`prio,seq,usec,-;text`), from the
+/// oldest kept on; EPIPE once when records were overwritten before this reader got to them;
+/// a write adds a record (LOG_USER unless a `<N>` prefix names another facility).
+pub struct Kmsg {
+    seq: Mutex<u64>,
+}
+
+impl FileOps for Kmsg {
+    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        use crate::klog::Next;
+        let mut seq = self.seq.lock();
+        loop {
+            match crate::klog::read_at(*seq)? {
+                Next::Record(r) => {
+                    let mut line = alloc::vec::Vec::new();
+                    svelt_abi::klog::kmsg_line(&mut line, r.prio, r.seq, r.ts_ns, &r.text);
+                    if line.len() > buf.len() {
+                        return Err(Errno::EINVAL);
+                    }
+                    buf[..line.len()].copy_from_slice(&line);
+                    *seq += 1;
+                    return Ok(line.len());
+                }
+                Next::Lost(first) => {
+                    *seq = first;
+                    return Err(Errno::EPIPE);
+                }
+                Next::Empty if file.nonblocking() => return Err(Errno::EAGAIN),
+                Next::Empty => crate::klog::pause()?,
+            }
+        }
+    }
+    fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
+        let (prio, text) = svelt_abi::klog::parse_kmsg_write(buf);
+        let t = crate::arch::cpu::counter();
+        if crate::klog::record(prio, crate::time::counter_to_ns(t), text) {
+            let level = match prio & 7 {
+                0..=3 => "ERROR",
+                4 => "WARN",
+                5 | 6 => "INFO",
+                _ => "DEBUG",
+            };
+            let text = core::str::from_utf8(text).unwrap_or("(not UTF-8)");
+            crate::console::log_line(t, level, format_args!("{text}"));
+        }
+        Ok(buf.len())
+    }
+    fn poll(&self) -> u32 {
+        let seq = *self.seq.lock();
+        let (_, next) = crate::klog::bounds();
+        if seq < next {
+            (svelt_abi::fs::POLLIN | svelt_abi::fs::POLLRDNORM) as u32
+        } else {
+            0
+        }
     }
     fn as_any(&self) -> &dyn Any {
         self

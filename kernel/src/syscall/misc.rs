@@ -1,4 +1,4 @@
-//! uname, getrandom, reboot, sysinfo, getcpu.
+//! uname, getrandom, reboot, sysinfo, getcpu, syslog.
 
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use svelt_abi::errno::{Errno, SysResult};
@@ -99,4 +99,64 @@ pub fn getcpu(cpu: usize, node: usize) -> SysResult<usize> {
         UserPtr::new(node).write(&0u32)?;
     }
     Ok(0)
+}
+
+/// syslog(2) (klogctl): the kernel log for root (Debian's kernels restrict it, dmesg_restrict=1,
+/// so others get EPERM), Linux's do_syslog.
+pub fn syslog(action: i32, buf: usize, len: i32) -> SysResult<usize> {
+    use crate::klog::syslog as s;
+    use core::sync::atomic::Ordering;
+    use svelt_abi::klog::SyslogAction as A;
+    use svelt_abi::klog::SyslogAction;
+    let action = SyslogAction::from_raw(action)?;
+    if crate::task::current()
+        .process()
+        .euid
+        .load(Ordering::Relaxed)
+        != 0
+    {
+        return Err(Errno::EPERM);
+    }
+    let reading = matches!(action, A::Read | A::ReadAll | A::ReadClear);
+    if reading {
+        if buf == 0 || len < 0 {
+            return Err(Errno::EINVAL);
+        }
+        if len == 0 {
+            return Ok(0);
+        }
+        UserSlice::new(buf, len as usize).check()?;
+    }
+    let copy = |text: alloc::vec::Vec<u8>| -> SysResult<usize> {
+        UserSlice::new(buf, text.len())
+            .copy_out(&text)
+            .map_err(|p| p.err)?;
+        Ok(text.len())
+    };
+    match action {
+        A::Close | A::Open => Ok(0),
+        A::Read => {
+            while !s::unread() {
+                crate::klog::pause()?;
+            }
+            copy(s::read(len as usize)?)
+        }
+        A::ReadAll => copy(s::read_all(len as usize, false)?),
+        A::ReadClear => copy(s::read_all(len as usize, true)?),
+        A::Clear => {
+            s::clear();
+            Ok(0)
+        }
+        A::ConsoleOff => {
+            s::console_off();
+            Ok(0)
+        }
+        A::ConsoleOn => {
+            s::console_on();
+            Ok(0)
+        }
+        A::ConsoleLevel => s::console_level(len as usize).map(|()| 0),
+        A::SizeUnread => s::size_unread(),
+        A::SizeBuffer => Ok(crate::klog::RING_SIZE),
+    }
 }

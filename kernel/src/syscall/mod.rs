@@ -349,6 +349,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     // system
     t[nr::UNAME] = v(|c| misc::uname(c.arg(0)));
     t[nr::SETHOSTNAME] = v(|c| misc::sethostname(c.arg(0), c.arg(1)));
+    t[nr::SYSLOG] = v(|c| misc::syslog(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::GETRANDOM] = v(|c| misc::getrandom(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::REBOOT] = v(|c| misc::reboot(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SYSINFO] = v(|c| misc::sysinfo(c.arg(0)));
@@ -360,8 +361,9 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
 fn unknown(n: usize) -> SysResult<usize> {
     let bit = n.min(TABLE_LEN);
     let word = &UNKNOWN_LOGGED[bit / 64];
+    // Debug: kept in the kernel log, not printed over a user's terminal.
     if word.fetch_or(1 << (bit % 64), Relaxed) & (1 << (bit % 64)) == 0 {
-        log::warn!(
+        log::debug!(
             "unknown syscall {n} ({}) from pid {}",
             nr::name(n).unwrap_or("?"),
             task::current().pid()
