@@ -4,9 +4,9 @@ use crate::mm::uaccess::{UserPtr, UserSlice};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sys;
 
-/// The release Svelt reports: a Linux version new enough for glibc and for the SVE/SME ABI it
-/// implements (6.16 semantics), marked as Svelt.
-pub const RELEASE: &str = "6.16.0-svelt";
+/// The release Svelt reports: the Linux whose ABI it follows (7.3, the reference kernel the
+/// tests compare with), marked as Svelt (user/src/cpuid.rs tells the kernels apart by the mark).
+pub const RELEASE: &str = "7.3.0-svelt";
 
 pub fn uname(buf: usize) -> SysResult<usize> {
     let (host, len) = crate::uts::hostname();

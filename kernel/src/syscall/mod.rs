@@ -12,6 +12,7 @@ pub mod namei;
 pub mod poll;
 pub mod proc;
 pub mod ptrace;
+pub mod sched;
 pub mod signal;
 pub mod stat;
 pub mod time;
@@ -291,6 +292,19 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
         task::sched::yield_now();
         Ok(0)
     });
+    t[nr::GETPRIORITY] = v(|c| sched::getpriority(c.arg(0), c.arg(1)));
+    t[nr::SETPRIORITY] = v(|c| sched::setpriority(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SCHED_GETSCHEDULER] = v(|c| sched::sched_getscheduler(c.arg(0)));
+    t[nr::SCHED_SETSCHEDULER] = v(|c| sched::sched_setscheduler(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SCHED_GETPARAM] = v(|c| sched::sched_getparam(c.arg(0), c.arg(1)));
+    t[nr::SCHED_SETPARAM] = v(|c| sched::sched_setparam(c.arg(0), c.arg(1)));
+    t[nr::SCHED_GETATTR] = v(|c| sched::sched_getattr(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::SCHED_GET_PRIORITY_MAX] = v(|c| sched::sched_get_priority(c.arg(0), true));
+    t[nr::SCHED_GET_PRIORITY_MIN] = v(|c| sched::sched_get_priority(c.arg(0), false));
+    t[nr::IOPRIO_GET] = v(|c| sched::ioprio_get(c.arg(0), c.arg(1)));
+    t[nr::IOPRIO_SET] = v(|c| sched::ioprio_set(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SETFSUID] = v(|c| cred::setfsid(c.arg(0), true));
+    t[nr::SETFSGID] = v(|c| cred::setfsid(c.arg(0), false));
     t[nr::SCHED_GETAFFINITY] = v(|c| proc::sched_getaffinity(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SCHED_SETAFFINITY] = v(|c| proc::sched_setaffinity(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::PRLIMIT64] = v(|c| proc::prlimit64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
