@@ -5,6 +5,8 @@
 
 pub mod dev;
 pub mod epoll;
+pub mod eventfd;
+pub mod flock;
 pub mod initramfs;
 pub mod pagecache;
 pub mod pidfd;
@@ -305,6 +307,13 @@ pub trait FileOps: Send + Sync + Any {
         Err(Errno::ENOTTY)
     }
     fn as_any(&self) -> &dyn Any;
+}
+
+/// The last reference to an open file description is gone: its flock lock goes with it.
+impl Drop for File {
+    fn drop(&mut self) {
+        flock::release(self);
+    }
 }
 
 /// An open file description.

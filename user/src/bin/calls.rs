@@ -1,7 +1,8 @@
 //! Calls Debian's programs use, with Linux's semantics: a sleep stopped and continued resumes
 //! towards its first deadline (restart_syscall), large reads of /dev/urandom and getrandom
 //! come back whole; nice values (getpriority/setpriority), scheduling policies (sched_*),
-//! I/O priorities (ioprio_*), setfsuid/setfsgid, and the release uname reports.
+//! I/O priorities (ioprio_*), setfsuid/setfsgid, the release uname reports, eventfd2,
+//! memfd_create, flock and fallocate.
 #![no_std]
 #![no_main]
 
@@ -303,6 +304,237 @@ fn fs_ids() -> TestResult {
     Ok(())
 }
 
+const EVENTFD2: usize = 19;
+const MEMFD_CREATE: usize = 279;
+const FLOCK: usize = 32;
+const FALLOCATE: usize = 47;
+const EFD_SEMAPHORE: usize = 1;
+const LOCK_SH: usize = 1;
+const LOCK_EX: usize = 2;
+const LOCK_NB: usize = 4;
+const LOCK_UN: usize = 8;
+
+fn eventfd(init: u32, flags: usize) -> SysResult<i32> {
+    sys::syscall(EVENTFD2, &[init as usize, flags]).map(|fd| fd as i32)
+}
+
+fn read_u64(fd: i32) -> SysResult<u64> {
+    let mut b = [0u8; 8];
+    sys::read(fd, &mut b)?;
+    Ok(u64::from_ne_bytes(b))
+}
+
+fn write_u64(fd: i32, v: u64) -> SysResult {
+    sys::write(fd, &v.to_ne_bytes())
+}
+
+fn poll_now(fd: i32, events: i16) -> SysResult<i16> {
+    let mut p = [Pollfd {
+        fd,
+        events,
+        revents: 0,
+    }];
+    sys::ppoll(&mut p, Some(&Timespec::default()))?;
+    Ok(p[0].revents)
+}
+
+/// eventfd: reads take the count (or 1 with EFD_SEMAPHORE), writes add; EAGAIN when empty
+/// or full (non-blocking), EINVAL for short buffers and 2^64 - 1; poll follows the count; a
+/// blocked read wakes for a write from a child.
+fn eventfd_counter() -> TestResult {
+    let fd = t!(eventfd(3, O_NONBLOCK as usize | O_CLOEXEC as usize));
+    check_eq!(poll_now(fd, POLLIN | POLLOUT), Ok(POLLIN | POLLOUT));
+    check_eq!(read_u64(fd), Ok(3));
+    check_eq!(read_u64(fd), Err(EAGAIN));
+    check_eq!(poll_now(fd, POLLIN | POLLOUT), Ok(POLLOUT));
+    check_eq!(write_u64(fd, 5), Ok(8));
+    check_eq!(write_u64(fd, 7), Ok(8));
+    check_eq!(read_u64(fd), Ok(12));
+    check_eq!(write_u64(fd, u64::MAX), Err(EINVAL));
+    check_eq!(sys::write(fd, &[1, 0, 0, 0]), Err(EINVAL));
+    let mut small = [0u8; 4];
+    check_eq!(sys::read(fd, &mut small), Err(EINVAL));
+    check_eq!(write_u64(fd, u64::MAX - 1), Ok(8));
+    check_eq!(write_u64(fd, 1), Err(EAGAIN), "past the largest count");
+    check_eq!(poll_now(fd, POLLIN | POLLOUT), Ok(POLLIN));
+    check_eq!(read_u64(fd), Ok(u64::MAX - 1));
+    t!(sys::close(fd));
+    check_eq!(eventfd(0, 0x100), Err(EINVAL));
+    // Semaphore mode: one at a time.
+    let fd = t!(eventfd(
+        2,
+        EFD_SEMAPHORE | O_NONBLOCK as usize | O_CLOEXEC as usize
+    ));
+    check_eq!(read_u64(fd), Ok(1));
+    check_eq!(read_u64(fd), Ok(1));
+    check_eq!(read_u64(fd), Err(EAGAIN));
+    t!(sys::close(fd));
+    // A blocking read waits for a child's write.
+    let fd = t!(eventfd(0, O_CLOEXEC as usize));
+    let pid = t!(spawn(move || {
+        sys::sleep_ns(50 * MS);
+        (write_u64(fd, 42) != Ok(8)) as i32
+    }));
+    check_eq!(read_u64(fd), Ok(42));
+    let (_, st) = t!(sys::waitpid(pid, 0));
+    check!(wifexited(st) && wexitstatus(st) == 0, "{}", describe(st));
+    let mut link = [0u8; 64];
+    let n = t!(sys::readlinkat(
+        AT_FDCWD,
+        &format!("/proc/self/fd/{fd}"),
+        &mut link
+    ));
+    check_eq!(&link[..n], b"anon_inode:[eventfd]");
+    t!(sys::close(fd));
+    Ok(())
+}
+
+/// memfd_create: a read-write regular file in no directory; /proc names it
+/// `/memfd:NAME (deleted)`; bad flags and long names are EINVAL.
+fn memfd_files() -> TestResult {
+    let name = CPath::new("calls-memfd");
+    let fd = t!(sys::syscall(MEMFD_CREATE, &[name.ptr(), 1])) as i32;
+    check_eq!(sys::fcntl(fd, F_GETFD, 0), Ok(1), "MFD_CLOEXEC");
+    let st = t!(sys::fstat(fd));
+    check_eq!(st.st_mode, S_IFREG | 0o777);
+    check_eq!(st.st_size, 0);
+    check_eq!(sys::write(fd, b"memfd bytes"), Ok(11));
+    let mut b = [0u8; 16];
+    check_eq!(sys::pread(fd, &mut b, 0), Ok(11));
+    check_eq!(&b[..11], b"memfd bytes");
+    t!(sys::ftruncate(fd, 8192));
+    check_eq!(t!(sys::fstat(fd)).st_size, 8192);
+    let mut link = [0u8; 64];
+    let n = t!(sys::readlinkat(
+        AT_FDCWD,
+        &format!("/proc/self/fd/{fd}"),
+        &mut link
+    ));
+    check_eq!(&link[..n], b"/memfd:calls-memfd (deleted)");
+    t!(sys::close(fd));
+    check_eq!(
+        sys::syscall(MEMFD_CREATE, &[name.ptr(), 0x100]),
+        Err(EINVAL)
+    );
+    check_eq!(
+        sys::syscall(MEMFD_CREATE, &[name.ptr(), 0x18]),
+        Err(EINVAL),
+        "NOEXEC_SEAL and EXEC"
+    );
+    let long = CPath::new(&"x".repeat(250));
+    check_eq!(sys::syscall(MEMFD_CREATE, &[long.ptr(), 0]), Err(EINVAL));
+    check_eq!(sys::syscall(MEMFD_CREATE, &[0, 0]), Err(EFAULT));
+    Ok(())
+}
+
+fn flock(fd: i32, op: usize) -> SysResult {
+    sys::syscall(FLOCK, &[fd as usize, op])
+}
+
+/// flock: locks belong to open file descriptions (a second open conflicts, a dup does not);
+/// shared locks coexist, exclusive ones do not; LOCK_NB gives EWOULDBLOCK; the last close
+/// drops the lock; a blocked LOCK_EX waits for LOCK_UN in another process.
+fn flock_locks() -> TestResult {
+    let path = format!("/tmp/calls-flock-{}", sys::getpid());
+    let a = t!(sys::openat(
+        AT_FDCWD,
+        &path,
+        O_RDWR | O_CREAT | O_CLOEXEC,
+        0o600
+    ));
+    let b = t!(sys::open(&path, O_RDONLY | O_CLOEXEC));
+    t!(flock(a, LOCK_EX));
+    check_eq!(flock(b, LOCK_SH | LOCK_NB), Err(EAGAIN));
+    check_eq!(flock(b, LOCK_EX | LOCK_NB), Err(EAGAIN));
+    // A dup shares the lock: asking again through it succeeds.
+    let a2 = t!(sys::dup(a));
+    t!(flock(a2, LOCK_EX | LOCK_NB));
+    // Converted to shared: the other open may share it.
+    t!(flock(a, LOCK_SH));
+    t!(flock(b, LOCK_SH | LOCK_NB));
+    check_eq!(flock(a, LOCK_EX | LOCK_NB), Err(EAGAIN));
+    t!(flock(b, LOCK_UN));
+    t!(flock(b, LOCK_UN));
+    // Closing one of two descriptors keeps the lock; the last close drops it.
+    t!(flock(a, LOCK_EX));
+    t!(sys::close(a));
+    check_eq!(flock(b, LOCK_SH | LOCK_NB), Err(EAGAIN));
+    t!(sys::close(a2));
+    t!(flock(b, LOCK_EX | LOCK_NB));
+    check_eq!(flock(b, 0), Err(EINVAL));
+    check_eq!(flock(b, LOCK_SH | LOCK_EX), Err(EINVAL));
+    // Another process waits for the lock until this one lets go.
+    let p2 = path.clone();
+    let pid = t!(spawn(move || {
+        let Ok(fd) = sys::open(&p2, O_RDONLY) else {
+            return 2;
+        };
+        if flock(fd, LOCK_EX | LOCK_NB) != Err(EAGAIN) {
+            return 3;
+        }
+        let t0 = sys::now_ns();
+        if flock(fd, LOCK_EX).is_err() {
+            return 4;
+        }
+        (sys::now_ns() - t0 < 50 * MS) as i32 * 5
+    }));
+    sys::sleep_ns(100 * MS);
+    t!(flock(b, LOCK_UN));
+    let (_, st) = t!(sys::waitpid(pid, 0));
+    check!(wifexited(st) && wexitstatus(st) == 0, "{}", describe(st));
+    t!(sys::close(b));
+    check_eq!(flock(b, LOCK_SH), Err(EBADF));
+    t!(sys::unlinkat(AT_FDCWD, &path, 0));
+    Ok(())
+}
+
+fn fallocate(fd: i32, mode: usize, off: u64, len: u64) -> SysResult {
+    sys::syscall(FALLOCATE, &[fd as usize, mode, off as usize, len as usize])
+}
+
+/// fallocate on tmpfs: mode 0 grows the file, KEEP_SIZE does not, PUNCH_HOLE|KEEP_SIZE zeroes;
+/// Linux's errors for bad ranges, modes and files.
+fn fallocate_tmpfs() -> TestResult {
+    let path = format!("/tmp/calls-falloc-{}", sys::getpid());
+    let fd = t!(sys::openat(
+        AT_FDCWD,
+        &path,
+        O_RDWR | O_CREAT | O_CLOEXEC,
+        0o600
+    ));
+    t!(fallocate(fd, 0, 0, 10000));
+    check_eq!(t!(sys::fstat(fd)).st_size, 10000);
+    t!(fallocate(fd, 1, 0, 50000));
+    check_eq!(t!(sys::fstat(fd)).st_size, 10000, "KEEP_SIZE");
+    t!(fallocate(fd, 0, 4000, 100));
+    check_eq!(t!(sys::fstat(fd)).st_size, 10000, "inside the file");
+    check_eq!(sys::pwrite(fd, &[0xaa; 100], 0), Ok(100));
+    t!(fallocate(fd, 3, 10, 20));
+    let mut b = [0u8; 100];
+    check_eq!(sys::pread(fd, &mut b, 0), Ok(100));
+    check!(b[..10].iter().all(|&x| x == 0xaa) && b[10..30].iter().all(|&x| x == 0));
+    check!(b[30..].iter().all(|&x| x == 0xaa), "punched past the hole");
+    check_eq!(t!(sys::fstat(fd)).st_size, 10000);
+    check_eq!(
+        fallocate(fd, 2, 0, 10),
+        Err(EOPNOTSUPP),
+        "PUNCH_HOLE without KEEP_SIZE"
+    );
+    check_eq!(fallocate(fd, 0x10, 0, 10), Err(EOPNOTSUPP), "ZERO_RANGE");
+    check_eq!(fallocate(fd, 0, 0, 0), Err(EINVAL));
+    check_eq!(fallocate(fd, 0, -1i64 as u64, 10), Err(EINVAL));
+    t!(sys::close(fd));
+    let ro = t!(sys::open(&path, O_RDONLY | O_CLOEXEC));
+    check_eq!(fallocate(ro, 0, 0, 10), Err(EBADF));
+    t!(sys::close(ro));
+    let [r, w] = t!(sys::pipe2(O_CLOEXEC));
+    check_eq!(fallocate(w, 0, 0, 10), Err(ESPIPE));
+    t!(sys::close(r));
+    t!(sys::close(w));
+    t!(sys::unlinkat(AT_FDCWD, &path, 0));
+    Ok(())
+}
+
 /// As the first process (a lone boot), mounts what the tests use: /dev, /proc and /tmp.
 fn mount_when_init() {
     if sys::getpid() != 1 {
@@ -332,6 +564,10 @@ fn main(_a: &rt::Args) -> i32 {
         ("scheduling_policies", scheduling_policies),
         ("io_priorities", io_priorities),
         ("fs_ids", fs_ids),
+        ("eventfd_counter", eventfd_counter),
+        ("memfd_files", memfd_files),
+        ("flock_locks", flock_locks),
+        ("fallocate_tmpfs", fallocate_tmpfs),
     ])
 }
 
