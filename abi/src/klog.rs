@@ -123,7 +123,7 @@ pub fn kmsg_line(out: &mut impl Extend<u8>, prio: u8, seq: u64, ts_ns: u64, text
     out.extend(*b",-;");
     const HEX: &[u8; 16] = b"0123456789abcdef";
     for &b in text {
-        if b < b' ' || b >= 127 || b == b'\\' {
+        if !(b' '..127).contains(&b) || b == b'\\' {
             out.extend([b'\\', b'x', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
         } else {
             out.extend([b]);
