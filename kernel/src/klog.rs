@@ -50,10 +50,13 @@ impl Ring {
         }
     }
 
+    /// Copies the bytes at offset `at` into `out`, in at most two pieces (the ring wraps once).
     fn get(&self, at: usize, out: &mut [u8]) {
-        for (i, b) in out.iter_mut().enumerate() {
-            *b = self.buf[(self.start + at + i) % RING_SIZE];
-        }
+        let from = (self.start + at) % RING_SIZE;
+        let first = out.len().min(RING_SIZE - from);
+        out[..first].copy_from_slice(&self.buf[from..from + first]);
+        let rest = out.len() - first;
+        out[first..].copy_from_slice(&self.buf[..rest]);
     }
 
     /// The header of the record at offset `at`: (text length, priority, time).
@@ -106,9 +109,14 @@ impl Ring {
 
 /// Adds a record; says whether the console should print it.
 pub fn record(prio: u8, ts_ns: u64, text: &[u8]) -> bool {
-    // A log call from code that holds the ring (a fault inside it) must not deadlock.
-    if let Some(mut r) = RING.try_lock() {
-        r.push(prio, ts_ns, text);
+    // Another CPU may hold the ring for a moment: wait for it, but give up (the record is
+    // lost, the console still gets it) rather than hang if this CPU faulted while holding it.
+    for _ in 0..1 << 20 {
+        if let Some(mut r) = RING.try_lock() {
+            r.push(prio, ts_ns, text);
+            break;
+        }
+        core::hint::spin_loop();
     }
     k::reaches_console(prio, CONSOLE_LEVEL.load(Ordering::Relaxed))
 }

@@ -185,6 +185,31 @@ fn kmsg_reads_records() -> TestResult {
     Ok(())
 }
 
+/// More than the ring holds: the oldest records go; a reader that was at one of them gets
+/// EPIPE once, then goes on from the oldest kept; syslog still gives whole lines ending with
+/// the newest. (One open per line: Linux rate-limits each open's writes to 10 a burst.)
+fn ring_wraps() -> TestResult {
+    let reader = t!(sys::open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    let pad = "w".repeat(180);
+    for i in 0..3000 {
+        t!(kmsg_write(&format!("klogtest: wrap {i} {pad}")));
+    }
+    let mut buf = [0u8; 8192];
+    check_eq!(sys::read(reader, &mut buf).map(|_| ()), Err(EPIPE));
+    let n = t!(sys::read(reader, &mut buf));
+    check!(n > 0 && buf[n - 1] == b'\n');
+    t!(sys::close(reader));
+    let log = t!(read_all());
+    check!(
+        !contains(&log, b"klogtest: wrap 0 "),
+        "the oldest line stayed"
+    );
+    let last = format!("klogtest: wrap 2999 {pad}\n");
+    check!(log.ends_with(last.as_bytes()) || contains(&log, last.as_bytes()));
+    check!(log.first() == Some(&b'<'));
+    Ok(())
+}
+
 /// As the first process (a lone boot), mounts what the tests use.
 fn mount_when_init() {
     if sys::getpid() != 1 {
@@ -207,6 +232,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("clear_and_read_clear", clear_and_read_clear),
         ("read_consumes", read_consumes),
         ("kmsg_reads_records", kmsg_reads_records),
+        ("ring_wraps", ring_wraps),
     ])
 }
 
