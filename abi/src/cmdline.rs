@@ -29,6 +29,18 @@ impl LogLevel {
         })
     }
 
+    /// The Linux console log level that shows what this level names: records of a level below
+    /// it are printed (Svelt's error, warn, info and debug are Linux's 3, 4, 6 and 7).
+    pub fn console_level(self) -> u8 {
+        match self {
+            LogLevel::Off => 1,
+            LogLevel::Error => 4,
+            LogLevel::Warn => 5,
+            LogLevel::Info => 7,
+            LogLevel::Debug | LogLevel::Trace => 8,
+        }
+    }
+
     /// Linux console log levels: messages below N are shown (KERN_ERR 3, WARNING 4, INFO 6, DEBUG 7).
     fn from_linux(n: u32) -> LogLevel {
         match n {
@@ -103,7 +115,8 @@ impl<'a> Cmdline<'a> {
                         c.log = LogLevel::from_linux(n)
                     }
                 }
-                "quiet" => c.log = LogLevel::Warn,
+                // Linux's CONSOLE_LOGLEVEL_QUIET (4): errors and worse.
+                "quiet" => c.log = LogLevel::Error,
                 "init" if !value.is_empty() => c.init = Some(value),
                 "svelt.exit" => match value {
                     "semihosting" => c.exit = ExitVia::Semihosting,
@@ -218,7 +231,9 @@ mod tests {
         assert_eq!(Cmdline::parse("loglevel=3").log, LogLevel::Error);
         assert_eq!(Cmdline::parse("loglevel=7").log, LogLevel::Info);
         assert_eq!(Cmdline::parse("loglevel=8").log, LogLevel::Debug);
-        assert_eq!(Cmdline::parse("quiet").log, LogLevel::Warn);
+        assert_eq!(Cmdline::parse("quiet").log, LogLevel::Error);
+        assert_eq!(LogLevel::Error.console_level(), 4);
+        assert_eq!(LogLevel::Info.console_level(), 7);
         assert_eq!(Cmdline::parse("quiet log=trace").log, LogLevel::Trace);
         assert_eq!(Cmdline::parse("init=/a init=/b").init, Some("/b"));
     }

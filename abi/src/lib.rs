@@ -31,6 +31,7 @@ pub mod futex;
 pub mod gcs;
 pub mod hwcap;
 pub mod idregs;
+pub mod klog;
 pub mod ktap;
 pub mod ldisc;
 pub mod memrange;

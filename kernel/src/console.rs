@@ -209,22 +209,56 @@ impl log::Log for KernelLogger {
     }
 
     fn log(&self, r: &log::Record) {
-        if self.enabled(r.metadata()) {
-            let t = cpu::counter();
-            let f = cpu::counter_freq().max(1);
-            let us = (t % f) * 1_000_000 / f;
-            println!(
-                "[{:5}.{:06}] cpu{} {:<5} {}",
-                t / f,
-                us,
-                crate::percpu::cpu_id(),
-                r.level(),
-                r.args()
-            );
+        if !self.enabled(r.metadata()) {
+            return;
+        }
+        let prio = match r.level() {
+            log::Level::Error => svelt_abi::klog::LEVEL_ERR,
+            log::Level::Warn => svelt_abi::klog::LEVEL_WARNING,
+            log::Level::Info => svelt_abi::klog::LEVEL_INFO,
+            log::Level::Debug | log::Level::Trace => svelt_abi::klog::LEVEL_DEBUG,
+        };
+        let mut text = TextBuf {
+            buf: [0; crate::klog::MAX_TEXT],
+            len: 0,
+        };
+        let _ = write!(text, "{}", r.args());
+        let t = cpu::counter();
+        if crate::klog::record(prio, crate::time::counter_to_ns(t), &text.buf[..text.len]) {
+            log_line(t, r.level().as_str(), *r.args());
         }
     }
 
     fn flush(&self) {}
+}
+
+/// A record's text, cut at the ring's limit.
+struct TextBuf {
+    buf: [u8; crate::klog::MAX_TEXT],
+    len: usize,
+}
+
+impl Write for TextBuf {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let n = s.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// A log record on the console: time, CPU, level, text.
+pub fn log_line(t: u64, level: &str, args: fmt::Arguments) {
+    let f = cpu::counter_freq().max(1);
+    let us = (t % f) * 1_000_000 / f;
+    println!(
+        "[{:5}.{:06}] cpu{} {:<5} {}",
+        t / f,
+        us,
+        crate::percpu::cpu_id(),
+        level,
+        args
+    );
 }
 
 static LOGGER: KernelLogger = KernelLogger;
@@ -240,5 +274,8 @@ pub fn init_log(level: svelt_abi::cmdline::LogLevel) {
         L::Trace => log::LevelFilter::Trace,
     };
     let _ = log::set_logger(&LOGGER);
-    log::set_max_level(filter);
+    // The ring keeps debug records whatever the console shows (as Linux's printk keeps
+    // KERN_DEBUG); `log=trace` adds trace.
+    log::set_max_level(filter.max(log::LevelFilter::Debug));
+    crate::klog::set_console_level(level.console_level());
 }

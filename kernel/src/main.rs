@@ -20,6 +20,7 @@ mod fpstate;
 mod fs;
 mod gcs;
 mod irq;
+mod klog;
 mod mm;
 mod net;
 mod percpu;

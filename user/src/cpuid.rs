@@ -58,7 +58,7 @@ pub fn el0_view() -> IdRegs {
     r
 }
 
-/// Svelt marks its release (`6.16.0-svelt`); anything else is taken for Linux.
+/// Svelt marks its release (`7.3.0-svelt`); anything else is taken for Linux.
 pub fn on_svelt() -> bool {
     let u = crate::sys::uname();
     let len = u

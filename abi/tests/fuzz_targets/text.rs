@@ -58,7 +58,7 @@ pub fn cmdline(data: &[u8]) {
     let s = with("init=/sbin/x");
     assert_eq!(Cmdline::parse(&s).init, Some("/sbin/x"));
     let s = with("quiet");
-    assert_eq!(Cmdline::parse(&s).log, LogLevel::Warn);
+    assert_eq!(Cmdline::parse(&s).log, LogLevel::Error);
     let s = with("log=trace\tsvelt.exit=semihosting");
     let t = Cmdline::parse(&s);
     assert_eq!((t.log, t.exit), (LogLevel::Trace, ExitVia::Semihosting));

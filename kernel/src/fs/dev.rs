@@ -2,13 +2,14 @@
 
 use super::ramfs::DevNode;
 use super::{tty, File, FileOps, Inode};
+use crate::mm::uaccess::UserSlice;
 use alloc::sync::Arc;
 use core::any::Any;
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 
 /// (name, major, minor, mode) of the nodes /dev always has (devtmpfs-like).
-const NODES: [(&str, u32, u32, u32); 8] = [
+const NODES: [(&str, u32, u32, u32); 9] = [
     ("console", 5, 1, 0o600),
     ("tty", 5, 0, 0o666),
     ("ttyAMA0", 204, 64, 0o620),
@@ -17,6 +18,7 @@ const NODES: [(&str, u32, u32, u32); 8] = [
     ("full", 1, 7, 0o666),
     ("random", 1, 8, 0o666),
     ("urandom", 1, 9, 0o666),
+    ("kmsg", 1, 11, 0o644),
 ];
 
 pub fn populate(dev: &dyn Inode) {
@@ -37,6 +39,9 @@ pub fn open(major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
         (1, 5) => Arc::new(Zero),
         (1, 7) => Arc::new(Full),
         (1, 8) | (1, 9) => Arc::new(Random),
+        (1, 11) => Arc::new(Kmsg {
+            seq: Mutex::new(crate::klog::bounds().0),
+        }),
         _ => return Err(Errno::ENXIO),
     })
 }
@@ -101,12 +106,76 @@ impl FileOps for Zero {
     }
 }
 
+/// /dev/kmsg: each read gives one record of the kernel log (`prio,seq,usec,-;text`), from the
+/// oldest kept on; EPIPE once when records were overwritten before this reader got to them;
+/// a write adds a record (LOG_USER unless a `<N>` prefix names another facility).
+pub struct Kmsg {
+    seq: Mutex<u64>,
+}
+
+impl FileOps for Kmsg {
+    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        use crate::klog::Next;
+        let mut seq = self.seq.lock();
+        loop {
+            match crate::klog::read_at(*seq)? {
+                Next::Record(r) => {
+                    let mut line = alloc::vec::Vec::new();
+                    svelt_abi::klog::kmsg_line(&mut line, r.prio, r.seq, r.ts_ns, &r.text);
+                    if line.len() > buf.len() {
+                        return Err(Errno::EINVAL);
+                    }
+                    buf[..line.len()].copy_from_slice(&line);
+                    *seq += 1;
+                    return Ok(line.len());
+                }
+                Next::Lost(first) => {
+                    *seq = first;
+                    return Err(Errno::EPIPE);
+                }
+                Next::Empty if file.nonblocking() => return Err(Errno::EAGAIN),
+                Next::Empty => crate::klog::pause()?,
+            }
+        }
+    }
+    fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
+        let (prio, text) = svelt_abi::klog::parse_kmsg_write(buf);
+        let t = crate::arch::cpu::counter();
+        if crate::klog::record(prio, crate::time::counter_to_ns(t), text) {
+            let level = match prio & 7 {
+                0..=3 => "ERROR",
+                4 => "WARN",
+                5 | 6 => "INFO",
+                _ => "DEBUG",
+            };
+            let text = core::str::from_utf8(text).unwrap_or("(not UTF-8)");
+            crate::console::log_line(t, level, format_args!("{text}"));
+        }
+        Ok(buf.len())
+    }
+    fn poll(&self) -> u32 {
+        let seq = *self.seq.lock();
+        let (_, next) = crate::klog::bounds();
+        if seq < next {
+            (svelt_abi::fs::POLLIN | svelt_abi::fs::POLLRDNORM) as u32
+        } else {
+            0
+        }
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 pub struct Random;
 
 impl FileOps for Random {
     fn read(&self, _file: &File, buf: &mut [u8]) -> SysResult<usize> {
         fill_random(buf);
         Ok(buf.len())
+    }
+    fn read_to_user(&self, _file: &File, dst: UserSlice) -> Option<SysResult<usize>> {
+        Some(fill_random_user(dst))
     }
     fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
         Ok(buf.len())
@@ -128,6 +197,28 @@ pub fn seed_random(seed: &[u8]) {
         *s ^= u64::from_le_bytes(b);
         *s = s.rotate_left(17).wrapping_mul(0x2545_f491_4f6c_dd1d);
     }
+}
+
+/// Fills a user buffer of any size (read of /dev/urandom, getrandom), as Linux's
+/// get_random_bytes_user: whole, unless a signal is pending at a page boundary after some bytes,
+/// or a fault stops it (EFAULT only when nothing was written).
+pub fn fill_random_user(mut dst: UserSlice) -> SysResult<usize> {
+    const PAGE: usize = 4096;
+    let len = dst.len();
+    let mut chunk = [0u8; 256];
+    let mut done = 0;
+    while done < len {
+        let n = chunk.len().min(len - done);
+        fill_random(&mut chunk[..n]);
+        if let Err(p) = dst.copy_out(&chunk[..n]) {
+            return p.after(done).short_count();
+        }
+        done += n;
+        if done % PAGE == 0 && done < len && crate::signal::interrupted(crate::task::current()) {
+            break;
+        }
+    }
+    Ok(done)
 }
 
 pub fn fill_random(buf: &mut [u8]) {

@@ -5,6 +5,8 @@
 
 pub mod dev;
 pub mod epoll;
+pub mod eventfd;
+pub mod flock;
 pub mod initramfs;
 pub mod pagecache;
 pub mod pidfd;
@@ -26,7 +28,7 @@ use spin::{Mutex, Once};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{
     Stat, AT_FDCWD, O_ACCMODE, O_APPEND, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, POLLIN, POLLOUT,
-    S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG,
+    S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFREG,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +39,7 @@ pub enum Kind {
     CharDev,
     /// A bound AF_UNIX socket's name (net::unix::SockNode).
     Socket,
+    Fifo,
 }
 
 impl Kind {
@@ -47,6 +50,7 @@ impl Kind {
             Kind::Symlink => S_IFLNK,
             Kind::CharDev => S_IFCHR,
             Kind::Socket => svelt_abi::fs::S_IFSOCK,
+            Kind::Fifo => S_IFIFO,
         }
     }
     pub fn dirent_type(self) -> u8 {
@@ -56,6 +60,7 @@ impl Kind {
             Kind::Symlink => 10,
             Kind::CharDev => 2,
             Kind::Socket => 12,
+            Kind::Fifo => 1,
         }
     }
 }
@@ -306,6 +311,13 @@ pub trait FileOps: Send + Sync + Any {
         Err(Errno::ENOTTY)
     }
     fn as_any(&self) -> &dyn Any;
+}
+
+/// The last reference to an open file description is gone: its flock lock goes with it.
+impl Drop for File {
+    fn drop(&mut self) {
+        flock::release(self);
+    }
 }
 
 /// An open file description.

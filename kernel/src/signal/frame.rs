@@ -200,6 +200,8 @@ pub fn setup_rt_frame(
 /// as Linux's sys_rt_sigreturn does.
 pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
     t.local().in_syscall.set(-1);
+    // A handler ran: restart_syscall has nothing to resume (Linux: do_no_restart_syscall).
+    t.local().restart_block.set(None);
     let sp = tf.sp_el0;
     // rt_sigreturn's own return value, whatever the frame holds.
     tf.x[0] = 0;

@@ -349,6 +349,11 @@ fn restart(cur: &CurrentTask, tf: &mut TrapFrame, handler: Option<u64>) {
     if restart_it {
         tf.x[0] = l.orig_x0.get();
         tf.elr -= 4;
+        // The call resumes from its restart block rather than from its arguments (arm64's
+        // setup_restart_syscall: x8, seen by the user and a tracer, says so).
+        if err == Errno::ERESTART_RESTARTBLOCK as i64 {
+            tf.x[8] = svelt_abi::nr::RESTART_SYSCALL as u64;
+        }
     } else {
         tf.x[0] = (-(Errno::EINTR as i64)) as u64;
     }

@@ -29,6 +29,7 @@ pub fn setuid(uid: u32) -> SysResult<usize> {
         let old = p.uid.swap(uid, Relaxed);
         p.euid.store(uid, Relaxed);
         p.suid.store(uid, Relaxed);
+        p.fsuid.store(uid, Relaxed);
         if old != uid {
             if let Some(k) = &t.kstack {
                 k.set_uid(uid);
@@ -37,8 +38,28 @@ pub fn setuid(uid: u32) -> SysResult<usize> {
         Ok(0)
     } else if uid == p.uid.load(Relaxed) || uid == p.suid.load(Relaxed) {
         p.euid.store(uid, Relaxed);
+        p.fsuid.store(uid, Relaxed);
         Ok(0)
     } else {
         Err(Errno::EPERM)
     }
+}
+
+/// setfsuid/setfsgid: the old ID, always; the new one taken when it is not -1 and the caller is
+/// root or names one of its own IDs (Svelt keeps no groups: its only group ID is 0).
+pub fn setfsid(id: u32, user: bool) -> SysResult<usize> {
+    let p = task::current().process();
+    let (slot, own) = if user {
+        let own = [&p.uid, &p.euid, &p.suid, &p.fsuid]
+            .iter()
+            .any(|i| i.load(Relaxed) == id);
+        (&p.fsuid, own)
+    } else {
+        (&p.fsgid, id == 0)
+    };
+    let old = slot.load(Relaxed);
+    if id != u32::MAX && (privileged() || own) {
+        slot.store(id, Relaxed);
+    }
+    Ok(old as usize)
 }

@@ -12,8 +12,8 @@ use alloc::vec::Vec;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{
     iovec_total, Iovec, MAX_RW_COUNT, O_ACCMODE, O_CLOEXEC, O_CREAT, O_DIRECT, O_DIRECTORY, O_EXCL,
-    O_LARGEFILE, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_TRUNC, O_WRONLY, SEEK_CUR, SEEK_END,
-    SEEK_SET, SETFL_MASK, UIO_MAXIOV,
+    O_LARGEFILE, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, SEEK_CUR,
+    SEEK_END, SEEK_SET, SETFL_MASK, UIO_MAXIOV,
 };
 
 pub(super) const CHUNK: usize = 64 * 1024;
@@ -594,4 +594,105 @@ pub fn pidfd_open(pid: i32, flags: u32) -> SysResult<usize> {
         alloc::string::String::from("anon_inode:[pidfd]"),
     );
     install(f, true)
+}
+
+/// eventfd2: a counter file (fs/eventfd.rs), read-write, `anon_inode:[eventfd]` in /proc.
+pub fn eventfd2(initval: u32, flags: u32) -> SysResult<usize> {
+    const EFD_SEMAPHORE: u32 = 1;
+    if flags & !(O_CLOEXEC | O_NONBLOCK | EFD_SEMAPHORE) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let ops = Arc::new(fs::eventfd::EventFd::new(
+        initval,
+        flags & EFD_SEMAPHORE != 0,
+    ));
+    let f = File::new(
+        None,
+        ops,
+        O_RDWR | (flags & O_NONBLOCK),
+        String::from("anon_inode:[eventfd]"),
+    );
+    install(f, flags & O_CLOEXEC != 0)
+}
+
+/// memfd_create: a tmpfs file in no directory, read-write, named `/memfd:NAME (deleted)` in
+/// /proc; mode 0777 (0666 with MFD_NOEXEC_SEAL). Huge pages are not offered (EINVAL, as for a
+/// size Linux cannot give); seals are not kept.
+pub fn memfd_create(name: UserPtr<u8>, flags: u32) -> SysResult<usize> {
+    const MFD_CLOEXEC: u32 = 1;
+    const MFD_ALLOW_SEALING: u32 = 2;
+    const MFD_NOEXEC_SEAL: u32 = 8;
+    const MFD_EXEC: u32 = 0x10;
+    /// NAME_MAX minus the "memfd:" prefix.
+    const MFD_NAME_MAX_LEN: usize = 249;
+    if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL | MFD_EXEC) != 0
+        || flags & (MFD_NOEXEC_SEAL | MFD_EXEC) == (MFD_NOEXEC_SEAL | MFD_EXEC)
+    {
+        return Err(Errno::EINVAL);
+    }
+    let name = match name.read_cstring(MFD_NAME_MAX_LEN) {
+        Err(Errno::ENAMETOOLONG) => return Err(Errno::EINVAL),
+        r => r?,
+    };
+    let perm = if flags & MFD_NOEXEC_SEAL != 0 {
+        0o666
+    } else {
+        0o777
+    };
+    let node = fs::ramfs::RamFile::with_sb(perm, fs::pagecache::TmpfsSb::root());
+    let path = alloc::format!("/memfd:{} (deleted)", String::from_utf8_lossy(&name));
+    let f = fs::open_node(node, O_RDWR | O_LARGEFILE, path)?;
+    install(f, flags & MFD_CLOEXEC != 0)
+}
+
+pub fn flock(fd: i32, op: u32) -> SysResult<usize> {
+    let f = file(fd)?;
+    if f.flags() & O_PATH != 0 {
+        return Err(Errno::EBADF);
+    }
+    fs::flock::flock(&f, op)
+}
+
+/// fallocate on tmpfs: mode 0 extends the file to cover the range, FALLOC_FL_KEEP_SIZE
+/// changes nothing (the pages come when written), with FALLOC_FL_PUNCH_HOLE the range
+/// within the file reads as zeros; other modes are EOPNOTSUPP (Linux's vfs_fallocate checks).
+pub fn fallocate(fd: i32, mode: i32, offset: i64, len: i64) -> SysResult<usize> {
+    const KEEP_SIZE: i32 = 1;
+    const PUNCH_HOLE: i32 = 2;
+    if offset < 0 || len <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    if mode & !(KEEP_SIZE | PUNCH_HOLE) != 0 || mode == PUNCH_HOLE {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let f = file(fd)?;
+    if !f.writable() {
+        return Err(Errno::EBADF);
+    }
+    let end = offset.checked_add(len).ok_or(Errno::EFBIG)? as u64;
+    let node = match &f.node {
+        Some(n) => n.clone(),
+        None if f.ops.as_any().is::<pipe::PipeEnd>() => return Err(Errno::ESPIPE),
+        None => return Err(Errno::ENODEV),
+    };
+    match node.kind() {
+        Kind::File => {}
+        Kind::Fifo => return Err(Errno::ESPIPE),
+        Kind::Dir => return Err(Errno::EISDIR),
+        _ => return Err(Errno::ENODEV),
+    }
+    let size = node.size();
+    if mode & PUNCH_HOLE != 0 {
+        let zeros = [0u8; 4096];
+        let mut at = offset as u64;
+        let stop = end.min(size);
+        while at < stop {
+            let n = ((stop - at) as usize).min(zeros.len());
+            node.write_at(at, &zeros[..n])?;
+            at += n as u64;
+        }
+    } else if mode & KEEP_SIZE == 0 && end > size {
+        node.truncate(end)?;
+    }
+    Ok(0)
 }

@@ -13,6 +13,7 @@ pub mod net;
 pub mod poll;
 pub mod proc;
 pub mod ptrace;
+pub mod sched;
 pub mod signal;
 pub mod stat;
 pub mod time;
@@ -191,6 +192,10 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FADVISE64] = v(|c| file::fadvise64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SYNC] = v(|_| Ok(0));
     t[nr::PIPE2] = v(|c| file::pipe2(c.arg(0), c.arg(1)));
+    t[nr::EVENTFD2] = v(|c| file::eventfd2(c.arg(0), c.arg(1)));
+    t[nr::MEMFD_CREATE] = v(|c| file::memfd_create(c.arg(0), c.arg(1)));
+    t[nr::FLOCK] = v(|c| file::flock(c.arg(0), c.arg(1)));
+    t[nr::FALLOCATE] = v(|c| file::fallocate(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::DUP] = v(|c| file::dup(c.arg(0)));
     t[nr::DUP3] = v(|c| file::dup3(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::FCNTL] = v(|c| file::fcntl(c.arg(0), c.arg(1), c.arg(2)));
@@ -292,6 +297,19 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
         task::sched::yield_now();
         Ok(0)
     });
+    t[nr::GETPRIORITY] = v(|c| sched::getpriority(c.arg(0), c.arg(1)));
+    t[nr::SETPRIORITY] = v(|c| sched::setpriority(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SCHED_GETSCHEDULER] = v(|c| sched::sched_getscheduler(c.arg(0)));
+    t[nr::SCHED_SETSCHEDULER] = v(|c| sched::sched_setscheduler(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SCHED_GETPARAM] = v(|c| sched::sched_getparam(c.arg(0), c.arg(1)));
+    t[nr::SCHED_SETPARAM] = v(|c| sched::sched_setparam(c.arg(0), c.arg(1)));
+    t[nr::SCHED_GETATTR] = v(|c| sched::sched_getattr(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::SCHED_GET_PRIORITY_MAX] = v(|c| sched::sched_get_priority(c.arg(0), true));
+    t[nr::SCHED_GET_PRIORITY_MIN] = v(|c| sched::sched_get_priority(c.arg(0), false));
+    t[nr::IOPRIO_GET] = v(|c| sched::ioprio_get(c.arg(0), c.arg(1)));
+    t[nr::IOPRIO_SET] = v(|c| sched::ioprio_set(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SETFSUID] = v(|c| cred::setfsid(c.arg(0), true));
+    t[nr::SETFSGID] = v(|c| cred::setfsid(c.arg(0), false));
     t[nr::SCHED_GETAFFINITY] = v(|c| proc::sched_getaffinity(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SCHED_SETAFFINITY] = v(|c| proc::sched_setaffinity(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::PRLIMIT64] = v(|c| proc::prlimit64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
@@ -342,8 +360,10 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::GETTIMEOFDAY] = v(|c| time::gettimeofday(c.arg(0), c.arg(1)));
     t[nr::CLOCK_SETTIME] = v(|c| time::clock_settime(c.arg(0), c.arg(1)));
     t[nr::SETTIMEOFDAY] = v(|c| time::settimeofday(c.arg(0), c.arg(1)));
-    t[nr::NANOSLEEP] = v(|c| time::nanosleep(c.arg(0), c.arg(1)));
-    t[nr::CLOCK_NANOSLEEP] = v(|c| time::clock_nanosleep(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::NANOSLEEP] = v(|c| time::nanosleep(c.cur, c.arg(0), c.arg(1)));
+    t[nr::RESTART_SYSCALL] = v(|c| time::restart_syscall(c.cur));
+    t[nr::CLOCK_NANOSLEEP] =
+        v(|c| time::clock_nanosleep(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SETITIMER] = v(|c| time::setitimer(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::GETITIMER] = v(|c| time::getitimer(c.arg(0), c.arg(1)));
     t[nr::TIMES] = v(|c| time::times(c.arg(0)));
@@ -368,6 +388,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     // system
     t[nr::UNAME] = v(|c| misc::uname(c.arg(0)));
     t[nr::SETHOSTNAME] = v(|c| misc::sethostname(c.arg(0), c.arg(1)));
+    t[nr::SYSLOG] = v(|c| misc::syslog(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::GETRANDOM] = v(|c| misc::getrandom(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::REBOOT] = v(|c| misc::reboot(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SYSINFO] = v(|c| misc::sysinfo(c.arg(0)));
@@ -379,8 +400,9 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
 fn unknown(n: usize) -> SysResult<usize> {
     let bit = n.min(TABLE_LEN);
     let word = &UNKNOWN_LOGGED[bit / 64];
+    // Debug: kept in the kernel log, not printed over a user's terminal.
     if word.fetch_or(1 << (bit % 64), Relaxed) & (1 << (bit % 64)) == 0 {
-        log::warn!(
+        log::debug!(
             "unknown syscall {n} ({}) from pid {}",
             nr::name(n).unwrap_or("?"),
             task::current().pid()

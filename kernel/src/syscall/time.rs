@@ -1,7 +1,8 @@
 //! Clocks, sleeps and interval timers.
 
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::task::{self, wait};
+use crate::task::local::RestartBlock;
+use crate::task::{self, wait, CurrentTask};
 use crate::time;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::time::{self as abi, Itimerval, Timespec, Timeval};
@@ -111,28 +112,56 @@ pub fn settimeofday(tv: UserPtr<Timeval>, tz: UserPtr<[i32; 2]>) -> SysResult<us
     settimeofday64(tv, tz)
 }
 
-/// Sleeps until `deadline` (counter); on a signal writes the time left to `rem` and returns
-/// EINTR (Linux restarts nanosleep only when no handler ran, which the restart logic handles
-/// via ERESTARTNOHAND).
-fn sleep(deadline: u64, rem: UserPtr<Timespec>) -> SysResult<usize> {
+/// Sleeps until `deadline` (counter). On a signal an absolute sleep restarts as it was called
+/// when no handler runs (ERESTARTNOHAND); a relative one writes the time left to `rem` and
+/// leaves a restart block, so that with no handler it resumes towards the same deadline
+/// (Linux's do_nanosleep); with a handler both are EINTR.
+fn sleep(
+    cur: &CurrentTask,
+    deadline: u64,
+    rem: UserPtr<Timespec>,
+    absolute: bool,
+) -> SysResult<usize> {
     match wait::sleep_until(deadline) {
         Ok(()) => Ok(0),
+        Err(_) if absolute => Err(Errno::ERESTARTNOHAND),
         Err(_) => {
+            // Cleared first: a fault writing the time left makes the call EFAULT, which
+            // nothing restarts.
+            cur.local().restart_block.set(None);
             if !rem.is_null() {
                 rem.write(&Timespec::from_nanos(time::ns_until(deadline)))?;
             }
-            Err(Errno::EINTR)
+            cur.local().restart_block.set(Some(RestartBlock {
+                deadline,
+                rem: rem.addr(),
+            }));
+            Err(Errno::ERESTART_RESTARTBLOCK)
         }
     }
 }
 
-pub fn nanosleep(req: UserPtr<Timespec>, rem: UserPtr<Timespec>) -> SysResult<usize> {
+/// restart_syscall: resumes the interrupted sleep its restart block describes; EINTR without
+/// one (Linux's do_no_restart_syscall).
+pub fn restart_syscall(cur: &CurrentTask) -> SysResult<usize> {
+    let Some(b) = cur.local().restart_block.take() else {
+        return Err(Errno::EINTR);
+    };
+    sleep(cur, b.deadline, UserPtr::new(b.rem), false)
+}
+
+pub fn nanosleep(
+    cur: &CurrentTask,
+    req: UserPtr<Timespec>,
+    rem: UserPtr<Timespec>,
+) -> SysResult<usize> {
     // None: an invalid timespec (EINVAL).
     let ns = req.read()?.to_nanos().ok_or(Errno::EINVAL)?;
-    sleep(time::deadline_after_ns(ns), rem)
+    sleep(cur, time::deadline_after_ns(ns), rem, false)
 }
 
 pub fn clock_nanosleep(
+    cur: &CurrentTask,
     clock: u32,
     flags: u32,
     req: UserPtr<Timespec>,
@@ -150,12 +179,10 @@ pub fn clock_nanosleep(
     };
     // An absolute sleep does not report the time left.
     sleep(
+        cur,
         time::deadline_after_ns(rel),
-        if flags & abi::TIMER_ABSTIME != 0 {
-            UserPtr::new(0)
-        } else {
-            rem
-        },
+        rem,
+        flags & abi::TIMER_ABSTIME != 0,
     )
 }
 

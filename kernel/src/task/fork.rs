@@ -69,6 +69,8 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
             (&p.uid, &parent_proc.uid),
             (&p.euid, &parent_proc.euid),
             (&p.suid, &parent_proc.suid),
+            (&p.fsuid, &parent_proc.fsuid),
+            (&p.fsgid, &parent_proc.fsgid),
             (&p.personality, &parent_proc.personality),
         ] {
             dst.store(src.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -149,6 +151,7 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
     }
     *child.comm.lock() = parent.comm();
     child.affinity.store(parent.affinity.load());
+    crate::syscall::sched::inherit(&parent, &child);
     child.tagged_addr.store(
         parent.tagged_addr.load(Ordering::Relaxed),
         Ordering::Relaxed,

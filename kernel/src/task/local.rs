@@ -41,6 +41,16 @@ pub struct TaskLocal {
     pub rseq: Cell<Option<crate::rseq::Registration>>,
     /// Switched out since it last returned to user mode: its rseq area needs updating.
     pub rseq_resched: Cell<bool>,
+    /// What restart_syscall resumes: a relative sleep interrupted with no handler run
+    /// (Linux's restart_block); `None` makes restart_syscall fail with EINTR.
+    pub restart_block: Cell<Option<RestartBlock>>,
+}
+
+/// An interrupted relative sleep: its deadline (counter) and where its time left goes.
+#[derive(Clone, Copy)]
+pub struct RestartBlock {
+    pub deadline: u64,
+    pub rem: usize,
 }
 
 impl TaskLocal {
@@ -57,6 +67,7 @@ impl TaskLocal {
             gcs: Cell::new(svelt_abi::gcs::GcsState::default()),
             rseq: Cell::new(None),
             rseq_resched: Cell::new(false),
+            restart_block: Cell::new(None),
         }
     }
 }

@@ -190,6 +190,12 @@ pub struct Task {
     pub comm: Mutex<[u8; svelt_abi::procfs::TASK_COMM_LEN]>,
     /// When the thread was created (ns since boot; /proc/PID/stat's starttime).
     pub start_ns: u64,
+    /// Nice value (-20..=19), scheduling policy (SCHED_OTHER, BATCH or IDLE, with
+    /// SCHED_RESET_ON_FORK) and I/O priority: kept and reported (syscall/sched.rs); the
+    /// scheduler treats every task alike.
+    pub nice: AtomicI32,
+    pub policy: AtomicU32,
+    pub ioprio: AtomicU32,
 }
 
 // SAFETY: `ctx` and `local` are touched only by the CPU running the task or switching it (the
@@ -240,6 +246,10 @@ pub struct Process {
     pub uid: AtomicU32,
     pub euid: AtomicU32,
     pub suid: AtomicU32,
+    /// The file-system user and group IDs (setfsuid/setfsgid; setuid sets the user one to
+    /// the effective ID). Access checks use the effective ID.
+    pub fsuid: AtomicU32,
+    pub fsgid: AtomicU32,
     /// personality(2)'s value: Svelt acts on ADDR_NO_RANDOMIZE (exec places the program
     /// interpreter without a random offset); the rest is kept and reported.
     pub personality: AtomicU32,
@@ -340,6 +350,8 @@ impl Process {
             uid: AtomicU32::new(0),
             euid: AtomicU32::new(0),
             suid: AtomicU32::new(0),
+            fsuid: AtomicU32::new(0),
+            fsgid: AtomicU32::new(0),
             personality: AtomicU32::new(0),
             tracees: Mutex::new(Vec::new()),
             stop_gen: AtomicU32::new(0),
@@ -418,6 +430,9 @@ impl Task {
             seccomp: crate::seccomp::Seccomp::new(),
             comm: Mutex::new(comm),
             start_ns: crate::time::now_ns(),
+            nice: AtomicI32::new(0),
+            policy: AtomicU32::new(0),
+            ioprio: AtomicU32::new(0),
         }
     }
 
