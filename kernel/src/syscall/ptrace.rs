@@ -5,7 +5,6 @@ use crate::ptrace::{self, may_access, regset, Frozen, StopKind};
 use crate::signal::{self, SigInfo};
 use crate::task::{self, Held, Process, Task};
 use alloc::sync::Arc;
-use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::ptrace::*;
