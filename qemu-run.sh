@@ -260,6 +260,17 @@ apt_install() {
     fi
 }
 
+# QEMU from Debian when missing: as root, bookworm-backports' 10.0 (tests/debian-apt.sh's
+# install_qemu, as .ci/run does); otherwise the command that would.
+install_host_qemu() {
+    if [ "$(id -u)" = 0 ]; then
+        echo "qemu-run.sh: installing qemu-system-arm (bookworm-backports)" >&2
+        install_qemu >&2 || die "qemu-system-arm could not be installed"
+    else
+        die "qemu-system-aarch64 is missing; install it with: sudo bash -c '. tests/debian-apt.sh && install_qemu'"
+    fi
+}
+
 # The QEMU to run, resolved once: --qemu11's cache (fetched when missing), --qemu PATH or $QEMU,
 # or qemu-system-aarch64 from PATH (installed from Debian when missing).
 resolve_qemu() {
@@ -272,7 +283,7 @@ resolve_qemu() {
             command -v "$qemu" >/dev/null || die "--qemu/\$QEMU: no $qemu on PATH"
         fi
     else
-        command -v qemu-system-aarch64 >/dev/null || apt_install qemu-system-arm
+        command -v qemu-system-aarch64 >/dev/null || install_host_qemu
         qemu="qemu-system-aarch64"
     fi
 }

@@ -57,3 +57,17 @@ private_apt() {
 trixie_backports_apt() {
     private_apt "$1" arm64 trixie-backports
 }
+
+# install_qemu: QEMU for the kernel's runs, as root: qemu-system-arm from bookworm-backports
+# (QEMU 10.0: a 1 GHz counter, and the AST2700 and Raspberry Pi 4B machines the board tests
+# boot), the backports suite on the host's own mirror added to the host's apt sources when it
+# is not there; bookworm's own QEMU (7.2, without those machines) if that fails.
+install_qemu() {
+    if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        echo "deb $(host_mirror) bookworm-backports main" >/etc/apt/sources.list.d/svelt-backports.list
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        -t bookworm-backports qemu-system-arm ||
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-arm
+}
