@@ -28,7 +28,7 @@ use spin::{Mutex, Once};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{
     Stat, AT_FDCWD, O_ACCMODE, O_APPEND, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, POLLIN, POLLOUT,
-    S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFREG,
+    S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +39,6 @@ pub enum Kind {
     CharDev,
     /// A bound AF_UNIX socket's name (net::unix::SockNode).
     Socket,
-    Fifo,
 }
 
 impl Kind {
@@ -50,7 +49,6 @@ impl Kind {
             Kind::Symlink => S_IFLNK,
             Kind::CharDev => S_IFCHR,
             Kind::Socket => svelt_abi::fs::S_IFSOCK,
-            Kind::Fifo => S_IFIFO,
         }
     }
     pub fn dirent_type(self) -> u8 {
@@ -60,7 +58,6 @@ impl Kind {
             Kind::Symlink => 10,
             Kind::CharDev => 2,
             Kind::Socket => 12,
-            Kind::Fifo => 1,
         }
     }
 }

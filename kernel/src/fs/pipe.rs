@@ -1,19 +1,15 @@
-//! Pipes: a 64 KiB ring shared by a read end and a write end; a FIFO (a named pipe, made by
-//! mknod) hands the same ends out at open, by Linux's fifo_open rules.
+//! Pipes: a 64 KiB ring shared by a read end and a write end.
 
-use super::{epoll, new_ino, Attrs, File, FileOps, Inode, Kind};
+use super::{epoll, File, FileOps};
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::task::wait::WaitQueue;
 use alloc::collections::VecDeque;
-use alloc::sync::{Arc, Weak};
+use alloc::sync::Arc;
 use core::any::Any;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{
-    O_ACCMODE, O_NONBLOCK, O_PATH, O_RDONLY, O_RDWR, O_WRONLY, POLLERR, POLLHUP, POLLIN, POLLOUT,
-    POLLRDNORM, POLLWRNORM,
-};
+use svelt_abi::fs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 
 pub const PIPE_SIZE: usize = 65536;
 pub const PIPE_BUF: usize = 4096;
@@ -37,73 +33,38 @@ struct Ring {
     capacity: usize,
     readers: usize,
     writers: usize,
-    /// Opens for reading and for writing so far (a FIFO's opener waits for the other count to
-    /// move; a reader sees POLLHUP only once a writer came after its open).
-    r_counter: u64,
-    w_counter: u64,
 }
 
 pub struct Pipe {
     ring: Mutex<Ring>,
     readable: WaitQueue,
     writable: WaitQueue,
-    /// A FIFO's openers waiting for their partner.
-    partner: WaitQueue,
 }
 
 pub struct PipeEnd {
     pipe: Arc<Pipe>,
-    read: bool,
     write: bool,
-    /// The writers' count when this end was opened (POLLHUP waits for it to move).
-    w_counter_seen: u64,
-}
-
-fn empty_pipe() -> Arc<Pipe> {
-    Arc::new(Pipe {
-        ring: Mutex::new(Ring {
-            data: VecDeque::new(),
-            capacity: PIPE_SIZE,
-            readers: 0,
-            writers: 0,
-            r_counter: 0,
-            w_counter: 0,
-        }),
-        readable: WaitQueue::new(),
-        writable: WaitQueue::new(),
-        partner: WaitQueue::new(),
-    })
-}
-
-impl Pipe {
-    /// A new end, counted among the pipe's readers and/or writers.
-    fn open_end(self: &Arc<Pipe>, read: bool, write: bool) -> PipeEnd {
-        let mut r = self.ring.lock();
-        if read {
-            r.readers += 1;
-            r.r_counter += 1;
-        }
-        if write {
-            r.writers += 1;
-            r.w_counter += 1;
-        }
-        let seen = r.w_counter - u64::from(write);
-        drop(r);
-        PipeEnd {
-            pipe: self.clone(),
-            read,
-            write,
-            w_counter_seen: seen,
-        }
-    }
 }
 
 /// A new pipe's (read end, write end).
 pub fn new_pipe() -> (Arc<PipeEnd>, Arc<PipeEnd>) {
-    let pipe = empty_pipe();
-    let r = pipe.open_end(true, false);
-    let w = pipe.open_end(false, true);
-    (Arc::new(r), Arc::new(w))
+    let pipe = Arc::new(Pipe {
+        ring: Mutex::new(Ring {
+            data: VecDeque::new(),
+            capacity: PIPE_SIZE,
+            readers: 1,
+            writers: 1,
+        }),
+        readable: WaitQueue::new(),
+        writable: WaitQueue::new(),
+    });
+    (
+        Arc::new(PipeEnd {
+            pipe: pipe.clone(),
+            write: false,
+        }),
+        Arc::new(PipeEnd { pipe, write: true }),
+    )
 }
 
 impl PipeEnd {
@@ -116,7 +77,7 @@ impl PipeEnd {
         count: usize,
         mut copy: impl FnMut(&[u8], &[u8]) -> SysResult<()>,
     ) -> SysResult<usize> {
-        if !self.read {
+        if self.write {
             return Err(Errno::EBADF);
         }
         if count == 0 {
@@ -185,108 +146,13 @@ impl Pipe {
     }
 }
 
-/// A FIFO: a node whose opens share one pipe while any end is open (the bytes go with the
-/// last close, as on Linux).
-pub struct FifoNode {
-    ino: u64,
-    attrs: Attrs,
-    pipe: Mutex<Weak<Pipe>>,
-}
-
-impl FifoNode {
-    pub fn new(perm: u32) -> Arc<FifoNode> {
-        Arc::new(FifoNode {
-            ino: new_ino(),
-            attrs: Attrs::new(perm),
-            pipe: Mutex::new(Weak::new()),
-        })
-    }
-
-    /// Linux's fifo_open: a reader waits for a writer to open and a writer for a reader,
-    /// unless one is there; O_NONBLOCK makes a reader open at once and a writer with no reader
-    /// fail with ENXIO; O_RDWR never waits.
-    fn open_fifo(&self, flags: u32) -> SysResult<PipeEnd> {
-        let (read, write) = match flags & O_ACCMODE {
-            O_RDONLY => (true, false),
-            O_WRONLY => (false, true),
-            O_RDWR => (true, true),
-            _ => return Err(Errno::EINVAL),
-        };
-        let nonblock = flags & O_NONBLOCK != 0;
-        let end = {
-            let mut slot = self.pipe.lock();
-            let pipe = match slot.upgrade() {
-                Some(p) => p,
-                None => {
-                    let p = empty_pipe();
-                    *slot = Arc::downgrade(&p);
-                    p
-                }
-            };
-            if write && !read && nonblock && pipe.ring.lock().readers == 0 {
-                return Err(Errno::ENXIO);
-            }
-            // Under the slot's lock: an open racing the last close gets this pipe or a new one.
-            pipe.open_end(read, write)
-        };
-        let p = end.pipe.clone();
-        p.partner.wake_all();
-        p.changed();
-        if read && write {
-            return Ok(end);
-        }
-        // The other side's opens so far: the wait ends when that count moves (a partner that
-        // opened and closed meanwhile still counts) or when one is open now.
-        let watched = |r: &Ring| if read { r.w_counter } else { r.r_counter };
-        let others = |r: &Ring| if read { r.writers } else { r.readers };
-        let start = {
-            let r = p.ring.lock();
-            if others(&r) > 0 || (read && nonblock) {
-                return Ok(end);
-            }
-            watched(&r)
-        };
-        p.partner
-            .wait(|| {
-                let r = p.ring.lock();
-                (watched(&r) != start || others(&r) > 0).then_some(())
-            })
-            // Dropping `end` takes it out of the counts again.
-            .map_err(|_| Errno::ERESTARTSYS)?;
-        Ok(end)
-    }
-}
-
-impl Inode for FifoNode {
-    fn ino(&self) -> u64 {
-        self.ino
-    }
-    fn kind(&self) -> Kind {
-        Kind::Fifo
-    }
-    fn attrs(&self) -> Option<&Attrs> {
-        Some(&self.attrs)
-    }
-    fn open(&self, flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
-        if flags & O_PATH != 0 {
-            return Ok(None);
-        }
-        let end = self.open_fifo(flags)?;
-        Ok(Some(Arc::new(end)))
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
 impl Drop for PipeEnd {
     fn drop(&mut self) {
         {
             let mut r = self.pipe.ring.lock();
             if self.write {
                 r.writers -= 1;
-            }
-            if self.read {
+            } else {
                 r.readers -= 1;
             }
         }
@@ -392,13 +258,11 @@ impl FileOps for PipeEnd {
             } else if r.data.len() < r.capacity {
                 ev |= (POLLOUT | POLLWRNORM) as u32;
             }
-        }
-        if self.read {
+        } else {
             if !r.data.is_empty() {
                 ev |= (POLLIN | POLLRDNORM) as u32;
             }
-            // A FIFO reader that opened with no writer sees no hang-up until one has come.
-            if r.writers == 0 && r.w_counter != self.w_counter_seen {
+            if r.writers == 0 {
                 ev |= POLLHUP as u32;
             }
         }
