@@ -565,8 +565,14 @@ fn attach_detach() -> TestResult {
 /// round waits a little after the continue, so the interrupt also finds the tracee running.
 fn interrupt_right_after_cont() -> TestResult {
     const ROUNDS: u32 = 2000;
+    // It spins in user code, yielding now and then: on one CPU the tracer then runs at once
+    // rather than at the next tick, and its INTERRUPT still finds the tracee not yet out of
+    // the stop the CONT ended (it has not run since).
     let pid = spawn(|| loop {
-        core::hint::spin_loop();
+        for _ in 0..1000 {
+            core::hint::spin_loop();
+        }
+        let _ = sys::sched_yield();
     })
     .map_err(|e| format!("fork: {e:?}"))?;
     let r = (|| -> TestResult {
