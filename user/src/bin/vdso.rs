@@ -239,6 +239,11 @@ fn settimeofday_zone_and_errors() -> TestResult {
     };
     let mut tz = [0i32; 2];
     let tv = now(&mut tz);
+    if (tv[0] as u64) < 365 * 86400 {
+        // Realtime counts from boot: setting it to what was just read is a time before the
+        // boot clock has now reached, which Linux refuses too (EINVAL).
+        return ktap::skip("no wall clock: realtime is the time since boot");
+    }
     t!(settimeofday(Some(&tv), Some(&[-60, 0])));
     let mut seen = [7i32; 2];
     now(&mut seen);
