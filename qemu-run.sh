@@ -587,7 +587,7 @@ fi
 # and starts the Image with booti and QEMU's DTB, after its 2 s autoboot delay.
 [ "$firmware" = uboot ] && args+=(-bios "$uboot_bin")
 # One guest instruction = 1 ns of virtual time, idle time skipped: CNTVCT_EL0 (1 GHz) counts
-# instructions and runs are repeatable (spec/qemu.md §6).
+# instructions and runs are repeatable (QEMU's docs/devel/tcg-icount.rst).
 [ "$bench" = 1 ] && args+=(-icount shift=0,sleep=off)
 if [ "$gdb" = 1 ]; then
     echo "qemu-run.sh: waiting for gdb: gdb-multiarch ${elf:-vmlinux} -ex 'target remote :1234'" >&2

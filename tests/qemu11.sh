@@ -11,7 +11,7 @@
 # and unpacked with dpkg-deb -x into target/qemu11/root: no maintainer scripts run, no chroot, no
 # root needed. The wrapper target/qemu11/qemu-system-aarch64 runs root/usr/bin/qemu-system-aarch64
 # through the root's own dynamic loader and libraries, with the root's data directory (-L) and
-# modules, so every host path on its command line stays what it is (spec/qemu.md §8).
+# modules, so every host path on its command line stays what it is (docs/qemu.md).
 #
 # The cache is used as it is once made; `rm -rf target/qemu11` fetches the newest again.
 

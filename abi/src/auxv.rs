@@ -33,7 +33,7 @@ pub const AT_HWCAP4: u64 = 30;
 pub const AT_EXECFN: u64 = 31;
 /// arm64: the vDSO image base.
 pub const AT_SYSINFO_EHDR: u64 = 33;
-/// arm64: the smallest signal stack that holds a frame for this system (spec/abi-signal.md §7).
+/// arm64: the smallest signal stack that holds a frame for this system (AT_MINSIGSTKSZ, Linux's arch/arm64/kernel/signal.c, minsigstksz_setup).
 pub const AT_MINSIGSTKSZ: u64 = 51;
 
 /// `AT_PLATFORM` string on arm64.

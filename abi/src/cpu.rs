@@ -1,7 +1,7 @@
 //! CPU features decoded from the AArch64 ID registers.
 //!
 //! The kernel reads the raw ID_AA64* values once per CPU and decodes them here. Field positions
-//! follow the Arm ARM (see spec/arch-registers.md §4).
+//! follow the Arm ARM (the ID_AA64* register descriptions, D23.2).
 
 use crate::vl::VlSet;
 use core::fmt;
@@ -522,7 +522,7 @@ mod tests {
     use super::*;
     use std::format;
 
-    /// Values read from QEMU 10.0.2 `-cpu max` (spec/arch-registers.md §4).
+    /// Values read from QEMU 10.0.2 `-cpu max` (read from the guest).
     fn qemu_max() -> IdRegs {
         IdRegs {
             pfr0: 0x1301_0011_2011_0022,

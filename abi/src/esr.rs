@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn observed_qemu_syndromes() {
-        // spec/arch-registers.md §5: FP 0x1FE00000, SVE 0x66000000, SME 0x76000000 | SMTC.
+        // Arm ARM D24.2.40 (ESR_EL1): FP 0x1FE00000, SVE 0x66000000, SME 0x76000000 | SMTC.
         assert_eq!(Esr(0x1FE0_0000).ec(), Ec::FpAccess);
         assert_eq!(Esr(0x6600_0000).ec(), Ec::SveAccess);
         let sme = Esr(0x7600_0003);

@@ -482,7 +482,7 @@ mod tests {
     };
     const SVELT: Offer = Offer::svelt(true, true);
 
-    /// QEMU 10.0.2 `-cpu max` (spec/arch-registers.md §4), plus illustrative values for the
+    /// QEMU 10.0.2 `-cpu max` (read from the guest), plus illustrative values for the
     /// registers the spec did not record.
     fn qemu_max() -> IdRegs {
         IdRegs {
@@ -537,7 +537,7 @@ mod tests {
 
     #[test]
     fn instruction_and_syndrome_decode_alike() {
-        // Words from spec/arch-registers.md §1.
+        // Words from the Arm ARM's ID register descriptions (D23.2).
         for (word, reg) in [
             (0xD538_0400, ID_AA64PFR0_EL1),
             (0xD538_0480, ID_AA64ZFR0_EL1),

@@ -1,5 +1,6 @@
 //! The arm64 `rt_sigframe`: building it for signal delivery and checking it in rt_sigreturn,
-//! as spec/abi-signal.md describes (§1 layout, §2 records, §4 extra_context, §6 validation).
+//! as Linux's arch/arm64/kernel/signal.c builds and checks it (setup_sigframe_layout,
+//! parse_user_sigframe) and its uapi asm/sigcontext.h lays it out.
 //!
 //! Delivery is a pure function of the interrupted state: `FrameLayout::compute` places the
 //! records, `SigDelivery::plan` chooses addresses, `SigDelivery::write` fills the image the

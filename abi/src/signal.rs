@@ -324,7 +324,7 @@ pub const SS_AUTODISARM: i32 = 1 << 31;
 /// Mode modifiers sigaltstack accepts besides the mode.
 pub const SS_FLAG_BITS: i32 = SS_AUTODISARM;
 /// arm64 uapi: the smallest alternate stack sigaltstack accepts (ENOMEM below). The real need
-/// with SVE/SME is AT_MINSIGSTKSZ (spec/abi-signal.md §7); Linux does not enforce it on arm64.
+/// with SVE/SME is AT_MINSIGSTKSZ (Linux's Documentation/arch/arm64/elf_hwcaps.rst and sve.rst); Linux does not enforce it on arm64.
 pub const MINSIGSTKSZ: u64 = 5120;
 pub const SIGSTKSZ: u64 = 16384;
 

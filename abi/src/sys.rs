@@ -289,7 +289,7 @@ pub const PR_MPX_DISABLE_MANAGEMENT: u32 = 44;
 pub const PR_SET_FP_MODE: u32 = 45;
 pub const PR_GET_FP_MODE: u32 = 46;
 pub const PR_CAP_AMBIENT: u32 = 47;
-/// arm64 SVE: set the task's vector length (spec/abi-prctl-ptrace.md §2).
+/// arm64 SVE: set the task's vector length (Linux's Documentation/arch/arm64/sve.rst, "prctl extensions").
 pub const PR_SVE_SET_VL: u32 = 50;
 pub const PR_SVE_GET_VL: u32 = 51;
 pub const PR_GET_SPECULATION_CTRL: u32 = 52;

@@ -218,7 +218,7 @@ impl core::fmt::Debug for SigInfo {
     }
 }
 
-/// Offsets into `struct ucontext` (arm64), from spec/abi-signal.md §1.
+/// Offsets into `struct ucontext` (arm64), from Linux's uapi asm/ucontext.h and asm/sigcontext.h.
 pub mod uc {
     pub const STACK_SP: usize = 16;
     pub const STACK_FLAGS: usize = 24;
@@ -437,7 +437,7 @@ pub fn fault_in_child(f: impl FnOnce()) -> SysResult<(i32, Fault)> {
 }
 
 /// What `__reserved` may hold before Linux needs an extra_context: 4096 less the terminator (16)
-/// and the extra_context (32) it keeps in reserve (spec/abi-signal.md §4).
+/// and the extra_context (32) it keeps in reserve (Linux's signal.c, sigframe_alloc_end).
 pub const RESERVED_BUDGET: usize = uc::RESERVED_SIZE - 16 - 32;
 
 /// One record of a signal frame, as [`walk_frame`] found it.
@@ -478,7 +478,7 @@ impl Frame {
 }
 
 /// Walks the records of a delivered frame, following an extra_context, and checks the layout
-/// Linux produces (spec/abi-signal.md §2, §4): records 16-aligned with sizes that are multiples
+/// Linux produces (Linux's signal.c, setup_sigframe_layout): records 16-aligned with sizes that are multiples
 /// of 16 and fit; at most one extra_context, in `__reserved`, 32 bytes, followed by a null
 /// terminator, its `datap` the address just after that terminator and its `size` reaching
 /// exactly past the final terminator; fpsimd_context and esr_context in `__reserved`.

@@ -7,8 +7,8 @@
 //! next. [`run`] therefore does a whole scenario in one assembly routine: enter streaming mode
 //! and/or ZA, load Z/P/FFR and ZA from memory, do one action (a syscall, a `brk`, a spin), then
 //! store everything back to memory and leave streaming mode (always) and ZA (unless asked to keep
-//! it). Instruction encodings: spec/arch-registers.md §8; the Z/P/FFR image has the signal
-//! payload layout (spec/abi-signal.md §3): Z0..Z31 (VL bytes each), P0..P15 and FFR (VL/8 each).
+//! it). Instruction encodings: the Arm ARM's SME instruction chapter (C8); the Z/P/FFR image has the signal
+//! payload layout (Linux's uapi asm/sigcontext.h): Z0..Z31 (VL bytes each), P0..P15 and FFR (VL/8 each).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -585,7 +585,7 @@ fn rd32(a: usize) -> u32 {
     unsafe { core::ptr::read_unaligned(a as *const u32) }
 }
 
-/// Walks a handler's `ucontext` records, following extra_context (spec/abi-signal.md §4).
+/// Walks a handler's `ucontext` records, following extra_context (Linux's uapi asm/sigcontext.h, struct extra_context).
 pub fn parse_frame(ucp: *mut u8) -> Result<Frame, String> {
     let reserved = ucp as usize + crate::sig::uc::RESERVED;
     let mut f = Frame {

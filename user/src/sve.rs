@@ -2,7 +2,7 @@
 //! store every SVE register (Z0-Z31, P0-P15, FFR) at the current vector length.
 //!
 //! Register images ([`SveRegs`]) use the layout of the signal frame's sve_context payload
-//! (spec/abi-signal.md §3, offsets without the 16-byte header): Z_n at 16·vq·n, P_n at
+//! (Linux's uapi asm/sigcontext.h, SVE_SIG_* offsets without the 16-byte header): Z_n at 16·vq·n, P_n at
 //! 512·vq + 2·vq·n, FFR at 544·vq, 546·vq bytes in all. Bytes are in register order (byte i is
 //! bits 8i+7..8i), so the low 16 bytes of Z_n are V_n as `str q` stores it.
 //!

@@ -1,7 +1,7 @@
 //! Deterministic instruction-count benchmarks of the kernel's hot paths, the same binary on Svelt
 //! and on Linux: `./qemu-run.sh --bench [--linux]` boots it as the first process under
 //! `-icount shift=0,sleep=off`, where each guest instruction advances virtual time by exactly
-//! 1 ns, so a 1 GHz CNTVCT_EL0 read from EL0 counts guest instructions (spec/qemu.md §6).
+//! 1 ns, so a 1 GHz CNTVCT_EL0 read from EL0 counts guest instructions (QEMU's docs/devel/tcg-icount.rst).
 //!
 //! Every case runs in a fresh child pinned to CPU 0 (the pipe helper on CPU 1), makes one warm-up
 //! run and `RUNS` timed runs of `ops` operations, and prints the cost per operation of the best

@@ -17,7 +17,8 @@
 //!   (an unreaped zombie holds about 700 bytes) exceeds it in three rounds; a page per process,
 //!   thread or pipe (dozens per round) is far beyond it.
 //! - Linux: its page and slab caches move by their own policy (per-CPU lists hold up to
-//!   hundreds of pages, slabs are freed after an RCU grace period): 4 MiB for MemFree, 1 MiB
+//!   hundreds of pages per CPU, slabs are freed after an RCU grace period; MemFree fell by up
+//!   to 4.7 MiB over the three rounds on QEMU 11.1 with 2 CPUs): 16 MiB for MemFree, 1 MiB
 //!   for Slab, 64 KiB (four 16 KiB stacks) for KernelStack, 256 KiB for PageTables. A leak of a
 //!   page per process over three rounds still shows on the two leak-free counters it must
 //!   move: the check is a bound, not a proof.
@@ -365,7 +366,7 @@ fn counters_return_after_burst() -> TestResult {
     let tol: [u64; 5] = if svelt {
         [64, 64, 0, 0, 4]
     } else {
-        [4096, 1024, 64, 256, 0]
+        [16384, 1024, 64, 256, 0]
     };
     settle();
     // Only shown: what the first round costs is what the kernels keep once warmed up.

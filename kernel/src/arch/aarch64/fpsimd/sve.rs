@@ -1,7 +1,7 @@
 //! SVE: vector-length control (ZCR_EL1), EL0 access (CPACR_EL1.ZEN), discovery, and the
 //! save/restore primitives for Z0-Z31, P0-P15 and FFR.
 //!
-//! Saved layout = the signal frame's SVE payload (spec/abi-signal.md §3), so a saved state is
+//! Saved layout = the signal frame's SVE payload (Linux's uapi asm/sigcontext.h, SVE_SIG_REGS_OFFSET and after), so a saved state is
 //! copied into a frame as is: Z_n at 16·vq·n, P_n at 512·vq + 2·vq·n, FFR at 544·vq.
 
 use crate::arch::aarch64::sysreg::{CPACR, CPACR_EL1, ZCR_EL1};
