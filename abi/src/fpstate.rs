@@ -1,23 +1,91 @@
 //! The lazy FP/SVE/SME state machine: what the kernel must do with a task's vector registers
-//! at each event, decided on plain data so every rule is tested on the host.
+//! at each event, decided on plain data so that every rule is tested on the host.
 //!
-//! Model (the same ownership idea as Linux's `fpsimd_last_state` + `fpsimd_cpu`):
-//! - a task's state is *live on CPU c* when c's registers hold it: `cpu.owner == task.id` and
-//!   `task.last_cpu == Some(c)`. Both are needed: a task that ran elsewhere since (and changed
-//!   its registers there) is not live on c even though c still names it as owner;
-//! - the in-memory copy has a `Format`: FPSIMD only, full SVE at the task's SVE VL, or
-//!   streaming SVE at its SME VL; ZA is saved separately, only while PSTATE.ZA is set;
-//! - registers are saved when a live task is switched out, restored only on the way back to
-//!   user mode and only if they are not live there ("foreign");
-//! - `sve` / `sme` (Linux's TIF_SVE / TIF_SME) say EL0 may use the extension without trapping;
-//!   the first use traps. With SME enabled, user code changes PSTATE.SM and PSTATE.ZA itself,
-//!   so the kernel reads SVCR when it saves (`Svcr`, passed in by the caller).
+//! # Theory of operation
 //!
-//! Each function returns a plan (a small struct of things to do); the arch code carries it out.
+//! **What a task has.** Every task has FPSIMD state: V0-V31, FPSR and FPCR (and FPMR where the
+//! CPU has it). A task that has used SVE also has Z0-Z31, P0-P15 and FFR at its SVE vector
+//! length. A task that has used SME has PSTATE.SM and PSTATE.ZA (together, the SVCR register),
+//! the streaming Z/P registers (FFR too with FA64) at its SME vector length while SM is set, and
+//! ZA (and ZT0 with SME2) while ZA is set. Each task also has its own SVE and SME lengths.
 //!
-//! The policy switches of `fppolicy` enter at four points: `context_switch` (`svelt.fp`),
-//! `syscall_entry` (`svelt.sve_syscall`), `exec` and `fork` (`svelt.sme_trap`). With the
-//! defaults every decision is Linux's.
+//! **Where it is.** While a task runs, its state is in the CPU's registers. While it does not,
+//! the state is either still in the registers of the CPU it last ran on, untouched, or in memory
+//! (the kernel's `TaskFpState`). The memory copy has one [`Format`]: FPSIMD only, full SVE at the
+//! task's SVE VL, or streaming SVE at its SME VL; ZA (and ZT0) is kept beside it, and only while
+//! PSTATE.ZA is set. Registers are never saved in a fuller format than what is live, and state
+//! that is not live is never saved, loaded or put in a signal frame.
+//!
+//! **Who holds what.** Two records, one on each side, say whether the registers still hold a
+//! task's state (Linux keeps the same pair: `fpsimd_last_state` per CPU, `fpsimd_cpu` per task).
+//! A CPU remembers the task whose state its registers hold ([`CpuFp::owner`]); a task remembers
+//! the CPU that last held its state ([`TaskFp::last_cpu`]). The state is *live* on CPU c when
+//! both name each other ([`CpuFp::holds`]), and neither alone is enough: c may still name a task
+//! that has since run on another CPU and changed its registers there, and a task's `last_cpu`
+//! may name a CPU that has since loaded another task. Task ids are never reused, so a CPU's
+//! record cannot be taken for a newer task. Cutting the task's side ([`invalidate`]) is how the
+//! kernel says the registers are stale: after it edits the saved copy (sigreturn, ptrace, a
+//! vector-length change, exec), the task's next return to user mode reloads.
+//!
+//! **Saving and loading happen at different times.** A context switch ([`context_switch`],
+//! Linux's `fpsimd_thread_switch`) saves the outgoing task's state only if it is live, and only
+//! the parts that are (FPSIMD, SVE or streaming, ZA); it loads nothing. A task's state is loaded
+//! on its way back to user mode ([`return_to_user`], Linux's `fpsimd_restore_current_state`),
+//! and only when it is not live on that CPU. Hence:
+//! - a syscall, an interrupt or a sleep after which the task returns to a CPU nobody else used
+//!   in between reloads nothing;
+//! - a task that alternates with another on a *different* CPU never reloads;
+//! - tasks that take turns on one CPU save and load once per switch each.
+//!
+//! The CPU's record also remembers the last ZCR/SMCR length and the CPACR EL0 enables it wrote,
+//! so those registers are written only when a load changes them.
+//!
+//! **First use traps.** After exec a task has FPSIMD state only, and EL0 SVE and SME accesses
+//! trap (CPACR_EL1.ZEN and SMEN; the task's [`TaskFp::sve`] and [`TaskFp::sme`] are clear,
+//! Linux's TIF_SVE and TIF_SME). The first SVE instruction ([`sve_trap`], Linux's `do_sve_acc`)
+//! enables SVE for the task and zeroes every SVE bit beyond V0-V31: in the registers if they are
+//! live, else in the saved copy, which becomes SVE format and loads on return. The first SME
+//! instruction ([`sme_trap`], `do_sme_acc`) enables SME and leaves SVCR alone: the SMSTART that
+//! trapped runs again. An SME trap that reports an illegal instruction
+//! for the current mode (SMTC not 0) is SIGILL, not first use. Once SME is enabled, the task sets
+//! and clears PSTATE.SM and PSTATE.ZA itself without trapping, so every save reads SVCR from the
+//! CPU (the caller passes it in as [`Svcr`]).
+//!
+//! **Syscalls** (Linux 6.16's rules). A syscall ends streaming mode (SMSTOP SM, which zeroes
+//! the Z, P and FFR registers and keeps ZA), and the SVE bits beyond V0-V31 do not survive it:
+//! [`syscall_entry`] zeroes them in place and keeps SVE enabled. Until the task is back in user
+//! mode the CPU's record says only FPSIMD (and ZA) needs saving ([`ToSave::FpsimdOnly`], Linux's
+//! `to_save`), so a switch during the syscall saves only that, and the load from that FPSIMD
+//! copy turns SVE off for the task until it traps again. A task that keeps its CPU through its
+//! syscalls keeps SVE without trapping; one whose state was reloaded from such a copy pays one
+//! trap when it uses SVE again.
+//!
+//! **Signals.** Delivery first saves what is live without giving up the registers
+//! ([`sync_to_memory`]), so the frame's records hold the real values: an SVE record with a
+//! payload only when SVE or streaming state is live, a ZA record with a payload only while ZA is
+//! on, ZT0 with SME2, TPIDR2. The handler then starts with SM and ZA off ([`signal_entry`]).
+//! sigreturn checks every record (the `sigframe` module), writes the saved copy and cuts the
+//! task's side of the link, so the registers reload lazily on the way out.
+//!
+//! **fork, exec and vector-length changes** ([`fork`], [`exec`], [`change_vl`],
+//! [`change_sme_vl`]) all act on the memory copy and leave the task to reload on return.
+//!
+//! **What the kernel counts.** The kernel counts traps, saves, restores and bytes moved, per
+//! task and for the system (/proc/svelt/fpstat, /proc/PID/fpstat; the repository's
+//! docs/vector-state.md shows how to read them). A save or load refused because the CPU's vector
+//! length is not the owner's, or an access trap taken while that access was already enabled
+//! ([`AlreadyEnabled`], [`SmeTrapError::AlreadyEnabled`]), is a kernel bug: it is logged and
+//! counted as `mismatch`, which should stay 0.
+//!
+//! **Who does what.** Each function here returns a plan (a small struct of things to do); the
+//! kernel's fpstate module carries it out with the save, load and flush primitives under
+//! `arch/aarch64/fpsimd/`, the only kernel code that touches the vector registers. The kernel
+//! itself never uses them (it is built for a soft-float target), so, unlike Linux, it has no
+//! kernel-mode NEON state competing with the user's.
+//!
+//! **Policies.** The switches of `fppolicy` enter at four points: [`context_switch`]
+//! (`svelt.fp`), [`syscall_entry`] (`svelt.sve_syscall`), [`exec`] and [`fork`]
+//! (`svelt.sme_trap`). With the defaults every decision is Linux's.
 
 use crate::fppolicy::{Restore as RestorePolicy, SmeAccess, SveSyscall};
 
