@@ -412,7 +412,7 @@ fn efi_stub_reaches_no_link_address() {
     );
 }
 
-/// Started the way the README tells a board's user to: from the EFI shell, by a startup.nsh on
+/// Started the way docs/boards.md tells a board's user to: from the EFI shell, by a startup.nsh on
 /// a FAT disk (QEMU's vvfat over a directory, on virtio-blk), with no `-kernel` at all. The
 /// shell passes its command line as the load options, so the stub must read the initrd from
 /// `initrd=` files on the volume it was loaded from (edk2 offers no LoadFile2 initrd here), and
@@ -596,7 +596,7 @@ fn check_esp_run(run: &svelt_tests::Run, cmdline: &str) {
     assert_eq!(run.status, Some(0), "QEMU's status; {}", ctx());
 }
 
-/// README's GRUB lines, first half: GRUB 2.12's `linux` and `initrd` commands (Debian trixie).
+/// docs/boards.md's GRUB lines, first half: GRUB 2.12's `linux` and `initrd` (Debian trixie).
 /// GRUB checks the Image header (the arm64 magic, "MZ" and the PE header), starts the image
 /// through the firmware and, since the PE header's MajorImageVersion is 1 or more, hands the
 /// initrd over through the LINUX_EFI_INITRD_MEDIA_GUID LoadFile2 protocol (so the stub does not
@@ -649,8 +649,8 @@ fn grub_linux_boot(test: &str, suite: &str) -> Option<svelt_tests::Run> {
     Some(run)
 }
 
-/// README's GRUB lines, second half: `chainloader` starts the image as any EFI application, with
-/// the rest of the line as its load options; the stub reads the `initrd=` file from the volume
+/// docs/boards.md's GRUB lines, second half: `chainloader` starts the image as any EFI application,
+/// with the rest of the line as its load options; the stub reads the `initrd=` file from the volume
 /// it was loaded from (GRUB offers no LoadFile2 initrd here) and drops that word.
 #[test]
 fn grub_chainloader_starts_the_image_with_an_initrd_file() {

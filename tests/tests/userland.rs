@@ -26,7 +26,7 @@
 //!
 //! `SVELT_FULL_MATRIX=1` adds, on both QEMUs and both kernels, {EL1, EL2} x {1, 2 CPUs} x VQ {1,
 //! 3, 4, 16} and, at each VQ, FA64 off, no SME and SME capped at half its default (about an hour
-//! on two cores; see README.md).
+//! on two cores; see docs/testing.md).
 //!
 //! A configuration whose kernel or QEMU cannot be downloaded (no network) is skipped with the
 //! reason printed.
