@@ -482,7 +482,7 @@ pub fn sys_dir() -> Arc<RamDir> {
             );
             kernel.replace(
                 "osrelease",
-                StrSysctl::new(|| uts_const(crate::syscall::misc::RELEASE), None),
+                StrSysctl::new(|| uts_const(crate::uts::RELEASE), None),
             );
             kernel.replace("ostype", StrSysctl::new(|| uts_const("Linux"), None));
             d.replace("kernel", kernel);
@@ -1986,7 +1986,7 @@ fn kernel_cmdline(_: Option<u32>) -> String {
 fn version(_: Option<u32>) -> String {
     format!(
         "Linux version {} (svelt) #1 SMP\n",
-        crate::syscall::misc::RELEASE
+        crate::uts::RELEASE
     )
 }
 
