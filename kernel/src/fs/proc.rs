@@ -1984,10 +1984,7 @@ fn kernel_cmdline(_: Option<u32>) -> String {
 }
 
 fn version(_: Option<u32>) -> String {
-    format!(
-        "Linux version {} (svelt) #1 SMP\n",
-        crate::uts::RELEASE
-    )
+    format!("Linux version {} (svelt) #1 SMP\n", crate::uts::RELEASE)
 }
 
 fn mounts(_: Option<u32>) -> String {
