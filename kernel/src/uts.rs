@@ -1,8 +1,13 @@
-//! The names uname reports that a program may change: the host name (sethostname and
-//! /proc/sys/kernel/hostname write the same one).
+//! The names uname reports: the release, and the one a program may change, the host name
+//! (sethostname and /proc/sys/kernel/hostname write the same one).
 
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
+
+/// The release Svelt reports (uname, /proc/version, kernel.osrelease): the Linux whose ABI it
+/// follows (7.3, the reference kernel the tests compare with), marked as Svelt
+/// (user/src/cpuid.rs tells the kernels apart by the mark).
+pub const RELEASE: &str = "7.3.0-svelt";
 
 /// `__NEW_UTS_LEN`: the longest host name; its buffer holds one more byte (the NUL).
 pub const NEW_UTS_LEN: usize = 64;

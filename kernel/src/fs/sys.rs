@@ -19,12 +19,12 @@ pub fn sys_root() -> Arc<dyn Inode> {
     let cpu = RamDir::new(0o755);
     cpu.replace(
         "online",
-        GenFile::new(|_| cpu_list(crate::percpu::online_mask())),
+        GenFile::system(|| cpu_list(crate::percpu::online_mask())),
     );
     for name in ["possible", "present"] {
         cpu.replace(
             name,
-            GenFile::new(|_| cpu_list(CpuMask::first(crate::percpu::possible()))),
+            GenFile::system(|| cpu_list(CpuMask::first(crate::percpu::possible()))),
         );
     }
     let system = RamDir::new(0o755);

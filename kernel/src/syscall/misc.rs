@@ -1,12 +1,9 @@
 //! uname, getrandom, reboot, sysinfo, getcpu, syslog.
 
 use crate::mm::uaccess::{UserPtr, UserSlice};
+use crate::uts::RELEASE;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sys;
-
-/// The release Svelt reports: the Linux whose ABI it follows (7.3, the reference kernel the
-/// tests compare with), marked as Svelt (user/src/cpuid.rs tells the kernels apart by the mark).
-pub const RELEASE: &str = "7.3.0-svelt";
 
 pub fn uname(buf: usize) -> SysResult<usize> {
     let (host, len) = crate::uts::hostname();
