@@ -36,11 +36,11 @@ _start:
     .long   pe_header - _start          // res5: where the PE header starts (DOS e_lfanew)
 
 // The same file is a PE32+ EFI application, so UEFI firmware can start it (efi_pe_entry, the
-// EFI stub in kernel/src/efi/). Every section's address relative to the image (RVA) equals its
-// offset in the file, so the firmware's copy looks like the flat Image plus zeroed BSS. There is
-// no relocation directory and the "relocations stripped" flag is clear: the firmware may load it
-// anywhere and has nothing to patch (the stub only uses PC-relative addressing). The sizes come
-// from linker.ld.
+// EFI stub in kernel/src/boot/efi.rs). Every section's address relative to the image (RVA)
+// equals its offset in the file, so the firmware's copy looks like the flat Image plus zeroed
+// BSS. There is no relocation directory and the "relocations stripped" flag is clear: the
+// firmware may load it anywhere and has nothing to patch (the stub only uses PC-relative
+// addressing). The sizes come from linker.ld.
 pe_header:
     .ascii  "PE\0\0"
     .short  0xaa64                      // Machine: AArch64

@@ -9,12 +9,12 @@
 extern crate alloc;
 
 mod arch;
+mod boot;
 mod console;
 mod coredump;
 mod cpufeature;
 mod drivers;
 mod dt;
-mod efi;
 mod entry;
 mod fpstate;
 mod fs;
@@ -39,7 +39,7 @@ mod trap;
 mod uts;
 mod vdso;
 
-use arch::{boot, cpu, el, mmu};
+use arch::{cpu, el, mmu};
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 use drivers::{gic, psci};
@@ -74,7 +74,7 @@ static mut el2_report: El2Report = El2Report {
 /// Primary CPU entry from head.s: MMU on with the early map, on the boot stack, IRQs masked.
 #[unsafe(no_mangle)]
 pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
-    percpu::prepare(0, cpu::mpidr(), boot::boot_stack_range());
+    percpu::prepare(0, cpu::mpidr(), arch::boot::boot_stack_range());
     percpu::enter(0);
 
     let dtb_va = mmu::phys_to_virt(dtb_pa);

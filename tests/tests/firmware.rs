@@ -1,5 +1,5 @@
 //! Boots through UEFI firmware (Debian's edk2, package qemu-efi-aarch64): edk2 starts the Image
-//! as an EFI application and its stub (kernel/src/efi.rs) enters the kernel as `-kernel` would.
+//! as an EFI application and its stub (kernel/src/boot/efi.rs) enters the kernel as `-kernel` would.
 //! With QEMU's device tree (`--firmware edk2`) and with ACPI tables only (`--firmware
 //! edk2-acpi`, the stub writes the device tree from MADT, GTDT, SPCR and FADT), at EL2 and EL1:
 //! each reaches the same boot report as the `-kernel` boot of the same configuration, and the

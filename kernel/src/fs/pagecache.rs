@@ -8,6 +8,9 @@
 //! for the root, as Linux's rootfs/tmpfs has it, or a mount's `size=`; a page that would exceed
 //! it, or that the frame allocator cannot give, is ENOSPC. The same frames back `mmap` of the
 //! file (`Inode::mmap_page`), so a shared mapping and read()/write() see each other's bytes.
+//! The frames' bytes are reached only through `Page`'s checked copies (`mm::frame_io`).
+
+#![forbid(unsafe_code)]
 
 use crate::mm::frame::{self, Page, CACHE_PAGES};
 use alloc::collections::btree_map::{BTreeMap, Entry};
@@ -163,12 +166,7 @@ impl PageCache {
             let chunk = (PAGE as usize - at).min(n - done);
             let dst = &mut buf[done..done + chunk];
             match self.pages.get(&idx) {
-                // SAFETY: the cache holds a reference to the frame, which is linear-mapped and
-                // PAGE bytes long; at + chunk <= PAGE. A shared mapping may write it at the
-                // same time (as on any kernel), so it is copied, never borrowed.
-                Some(p) => unsafe {
-                    core::ptr::copy_nonoverlapping(p.ptr().add(at), dst.as_mut_ptr(), chunk)
-                },
+                Some(p) => p.reader().read(at, dst),
                 None => dst.fill(0),
             }
             done += chunk;
@@ -190,9 +188,10 @@ impl PageCache {
             .min(usize::try_from(MAX_FILE_SIZE - off).unwrap_or(usize::MAX));
         let mut done = 0;
         let mut err = None;
-        while done < n {
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
             let (idx, at) = split(off + done as u64);
-            let chunk = (PAGE as usize - at).min(n - done);
+            let (piece, tail) = rest.split_at((PAGE as usize - at).min(rest.len()));
             let page = match self.pages.entry(idx) {
                 Entry::Occupied(e) => e.into_mut(),
                 Entry::Vacant(v) => match self.sb.charge() {
@@ -203,12 +202,9 @@ impl PageCache {
                     }
                 },
             };
-            // SAFETY: as in `read`: our reference keeps the linear-mapped frame; at + chunk <=
-            // PAGE; the source is a kernel buffer that cannot overlap a page-cache frame.
-            unsafe {
-                core::ptr::copy_nonoverlapping(buf[done..].as_ptr(), page.ptr().add(at), chunk)
-            };
-            done += chunk;
+            page.writer().write(at, piece);
+            done += piece.len();
+            rest = tail;
         }
         if done == 0 {
             return Err(err.unwrap_or(Errno::ENOSPC));
@@ -232,8 +228,7 @@ impl PageCache {
             let (idx, at) = split(len);
             if at != 0 {
                 if let Some(p) = self.pages.get(&idx) {
-                    // SAFETY: as in `read`; at < PAGE.
-                    unsafe { core::ptr::write_bytes(p.ptr().add(at), 0, PAGE as usize - at) };
+                    p.writer().zero_from(at);
                 }
             }
         }

@@ -10,6 +10,7 @@
 //! implements: this layer names no file-system type.
 
 use super::frame::{self, Page};
+use super::frame_io::FrameReader;
 use super::pgtable::{zero_page, UserTable};
 use crate::arch::mmu::{self, phys_to_virt};
 use alloc::collections::BTreeMap;
@@ -647,10 +648,14 @@ impl AddrSpace {
     }
 
     /// The frame mapped at `va` if the process has a page of its own there (not the shared
-    /// zero page), and whether its entry is writable; nothing is faulted in. For core dumps,
-    /// where a page never touched reads as zero.
-    pub fn dump_frame(&mut self, va: usize) -> Option<(u64, bool)> {
-        self.mm.table_mut().dump_frame(va)
+    /// zero page), to copy from while the address space stays borrowed, and whether its entry
+    /// is writable; nothing is faulted in. For core dumps, where a page never touched reads as
+    /// zero.
+    pub fn dump_frame(&mut self, va: usize) -> Option<(FrameReader<'_>, bool)> {
+        let (pa, writable) = self.mm.table_mut().dump_frame(va)?;
+        // SAFETY: the page table maps the frame and holds a reference to it; nothing can unmap
+        // it while the reader borrows the address space.
+        Some((unsafe { FrameReader::new(pa) }, writable))
     }
 }
 

@@ -11,6 +11,7 @@
 //! out-of-memory kill, while the heap can still find the few pages it needs to finish the
 //! work it is doing (an exit, a wait).
 
+use super::frame_io::{FrameReader, FrameWriter};
 use crate::arch::mmu::{phys_to_virt, PAGE_SIZE};
 use crate::sync::IrqLock;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -328,6 +329,20 @@ impl Page {
     /// The frame through the linear map.
     pub fn ptr(&self) -> *mut u8 {
         phys_to_virt(self.0) as *mut u8
+    }
+
+    /// Checked copies out of the frame.
+    pub fn reader(&self) -> FrameReader<'_> {
+        // SAFETY: this handle holds a reference to the frame, so it stays allocated (and
+        // linear-mapped, as all RAM is) while the reader borrows the handle.
+        unsafe { FrameReader::new(self.0) }
+    }
+
+    /// Checked copies into the frame.
+    pub fn writer(&self) -> FrameWriter<'_> {
+        // SAFETY: as in `reader`; whoever holds a `Page` may write its bytes (the page cache
+        // and the mappings sharing a frame see each other's writes by design).
+        unsafe { FrameWriter::new(self.0) }
     }
 }
 

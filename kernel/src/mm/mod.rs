@@ -3,6 +3,7 @@
 
 pub mod aspace;
 pub mod frame;
+pub mod frame_io;
 pub mod heap;
 mod pgtable;
 pub mod uaccess;

@@ -2,7 +2,7 @@
 //! it out: NT_PRSTATUS, NT_PRFPREG, NT_ARM_TLS, NT_ARM_SYSTEM_CALL, NT_ARM_HW_BREAK/WATCH,
 //! NT_ARM_PAC_MASK, NT_ARM_TAGGED_ADDR_CTRL, NT_ARM_SVE, NT_ARM_SSVE, NT_ARM_ZA, NT_ARM_ZT,
 //! NT_ARM_FPMR, NT_ARM_GCS. Layouts and rules live in `svelt_abi::regset`; the FP
-//! state is reached through the "ptrace and core dumps" section of `crate::fpstate`.
+//! state is reached through `crate::fpstate`'s `regset_*` (kernel/src/fpstate/regset.rs).
 //!
 //! Every function here takes a `Held` task: the current task (a core dump: its live registers
 //! are saved first), or a tracee frozen in a ptrace stop / a thread of a process dumping core,

@@ -256,6 +256,22 @@ pub(super) fn read_iovecs(iov: usize, cnt: usize) -> SysResult<Vec<Iovec>> {
     Ok(v)
 }
 
+/// An iovec array's pieces as user slices. As Linux: the lengths add up to at most
+/// MAX_RW_COUNT (later pieces are cut short), and every piece must lie in user space.
+pub(super) fn user_segments(vs: &[Iovec]) -> SysResult<Vec<UserSlice>> {
+    let mut segs = Vec::new();
+    try_reserve(&mut segs, vs.len())?;
+    let mut total = 0usize;
+    for v in vs {
+        let len = (v.iov_len as usize).min(MAX_RW_COUNT - total);
+        let seg = UserSlice::new(v.iov_base as usize, len);
+        seg.check()?;
+        total += len;
+        segs.push(seg);
+    }
+    Ok(segs)
+}
+
 pub fn readv(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     let file = file(fd)?;
     if super::net::is_socket(&file) {
@@ -287,18 +303,8 @@ pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     if !file.writable() {
         return Err(Errno::EBADF);
     }
-    // As Linux: the lengths add up to at most MAX_RW_COUNT (later segments are cut short), and
-    // every segment must lie in user space.
-    let mut segs = Vec::new();
-    try_reserve(&mut segs, vs.len())?;
-    let mut total = 0usize;
-    for v in &vs {
-        let len = (v.iov_len as usize).min(MAX_RW_COUNT - total);
-        let seg = UserSlice::new(v.iov_base as usize, len);
-        seg.check()?;
-        total += len;
-        segs.push(seg);
-    }
+    let segs = user_segments(&vs)?;
+    let total: usize = segs.iter().map(|s| s.len()).sum();
     if total == 0 {
         return Ok(0);
     }

@@ -1,7 +1,7 @@
 //! Sockets: socket, socketpair, bind, listen, connect, accept4, the names, send/recv and their
 //! msg forms (iovecs, control messages), shutdown and the socket options.
 
-use super::file::{file, install, read_iovecs};
+use super::file::{file, install, read_iovecs, user_segments};
 use crate::fs::{self, File};
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::net::unix::{self, Scm, SockFile, SockType, UnixSocket};
@@ -224,18 +224,7 @@ pub fn shutdown(fd: i32, how: u32) -> SysResult<usize> {
 
 /// An iovec array as user slices, the total capped at MAX_RW_COUNT.
 fn iov_slices(iov: usize, cnt: usize) -> SysResult<IovCursor> {
-    let vs = read_iovecs(iov, cnt)?;
-    let mut segs = Vec::new();
-    segs.try_reserve(vs.len()).map_err(|_| Errno::ENOMEM)?;
-    let mut total = 0usize;
-    for v in &vs {
-        let len = (v.iov_len as usize).min(MAX_RW_COUNT - total);
-        let seg = UserSlice::new(v.iov_base as usize, len);
-        seg.check()?;
-        total += len;
-        segs.push(seg);
-    }
-    Ok(IovCursor::new(segs))
+    Ok(IovCursor::new(user_segments(&read_iovecs(iov, cnt)?)?))
 }
 
 /// The rights and credentials of a sendmsg's control buffer.

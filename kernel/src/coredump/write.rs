@@ -1,146 +1,22 @@
-//! Core dumps, as Linux writes them with its default core_pattern ("core", core_uses_pid 0):
-//! the thread a core-dumping signal kills stops the other threads of its process, writes an
-//! ELF core file `core` in the process's working directory (layout in svelt_abi::coredump),
-//! and only then lets the process exit. With `svelt.coredump=semihosting` the same bytes also
-//! go to the host as `DIR/core.COMM.PID`.
-//!
-//! None of this is on a hot path: it runs once per fatal signal. Nothing here may panic or
-//! abort on a user-sized allocation; any failure just means no core.
+//! Writing the core file: each thread's notes, the process-wide notes, the mappings' pages
+//! (holes for pages never touched), to `core` in the working directory and optionally to the
+//! host. A user frame's bytes are copied through `mm::frame_io`.
 
+#![forbid(unsafe_code)]
+
+use super::{Stopped, HOST_DIR, PAGE, SEMIHOSTING};
 use crate::arch::exception::TrapFrame;
-use crate::arch::mmu::phys_to_virt;
 use crate::arch::semihosting;
 use crate::fs::{Inode, Kind};
 use crate::mm::aspace::Backing;
 use crate::signal::SigInfo;
-use crate::sync::IrqLock;
-use crate::task::{exit, sched, CurrentTask, Held, Process, State, Task};
+use crate::task::{CurrentTask, Held, Process, Task};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::Ordering;
 use svelt_abi::coredump as cd;
 use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::sched::wstatus;
-
-const PAGE: u64 = 4096;
-
-/// A dump in progress: the threads that have stopped for it, and whether it is over.
-pub struct CoreState {
-    dumper: u32,
-    parked: IrqLock<Vec<Arc<Task>>>,
-    done: AtomicBool,
-}
-
-static SEMIHOSTING: AtomicBool = AtomicBool::new(false);
-static HOST_DIR: spin::Once<String> = spin::Once::new();
-
-/// From the command line: whether cores also go to the host, and into which directory.
-pub fn configure(semihosting: bool, dir: Option<&str>) {
-    SEMIHOSTING.store(semihosting, Ordering::Relaxed);
-    if let Some(d) = dir {
-        HOST_DIR.call_once(|| String::from(d));
-    }
-}
-
-/// At the start of every thread exit: while another thread of the process dumps core, wait
-/// (parked, so the dumper may read this thread's registers) until the core is written.
-pub fn task_exit(t: &Arc<Task>) {
-    let Some(cs) = t.process.core_state.lock().clone() else {
-        return;
-    };
-    if cs.dumper == t.tid {
-        return;
-    }
-    loop {
-        {
-            let mut parked = cs.parked.lock();
-            if cs.done.load(Ordering::Acquire) {
-                return;
-            }
-            if !parked.iter().any(|x| Arc::ptr_eq(x, t)) {
-                parked.push(t.clone());
-            }
-            // Parked, not Sleeping: a SIGKILL (or any wake-up) must not run it while the
-            // dumper reads its registers.
-            t.set_state(State::Parked);
-        }
-        // The dumper unparks every parked thread once `done` is set (under the same lock).
-        sched::schedule();
-    }
-}
-
-/// The current thread was killed by core-dumping signal `info`, with its user registers in
-/// `tf`: when RLIMIT_CORE allows, stops the other threads and writes the core. Returns the
-/// wait status the process exits with, already recorded as the group's: the core bit is set
-/// when a core file was created with its notes (as on Linux, also when RLIMIT_CORE or a full
-/// file system then cut it short).
-pub fn do_coredump(cur: &CurrentTask, tf: &TrapFrame, info: &SigInfo) -> i32 {
-    let me = crate::task::current_arc();
-    let p = me.process();
-    let signo = info.signo();
-    let plain = wstatus::signaled(signo, false);
-    let limit = p.rlimit(svelt_abi::sys::RLIMIT_CORE);
-    // Linux's smallest ELF core: one page.
-    if limit < PAGE {
-        return plain;
-    }
-    let cs = Arc::new(CoreState {
-        dumper: me.tid,
-        parked: IrqLock::new(Vec::new()),
-        done: AtomicBool::new(false),
-    });
-    {
-        let mut slot = p.core_state.lock();
-        // Another thread already ends the group (exit_group, another fatal signal): no core.
-        if slot.is_some() || p.exiting.swap(true, Ordering::AcqRel) {
-            return plain;
-        }
-        p.group_status.store(plain, Ordering::Release);
-        *slot = Some(cs.clone());
-    }
-    exit::kill_group(&p, plain, Some(me.tid));
-    let threads = stop_others(&p, &me, &cs);
-    let written = write_core(cur, &p, tf, info, &threads, limit).is_ok();
-    drop(threads);
-    let status = wstatus::signaled(signo, written);
-    p.group_status.store(status, Ordering::Release);
-    {
-        let parked = cs.parked.lock();
-        cs.done.store(true, Ordering::Release);
-        for t in parked.iter() {
-            sched::unpark(t);
-        }
-    }
-    *p.core_state.lock() = None;
-    status
-}
-
-/// Waits until every other thread has either stopped for the dump (and left its CPU) or is
-/// gone; returns the stopped ones.
-fn stop_others(p: &Arc<Process>, me: &Arc<Task>, cs: &CoreState) -> Vec<Arc<Task>> {
-    let others: Vec<Arc<Task>> = p
-        .live_threads()
-        .into_iter()
-        .filter(|t| !Arc::ptr_eq(t, me))
-        .collect();
-    loop {
-        let parked = cs.parked.lock().clone();
-        let ready = others.iter().all(|t| {
-            t.state() == State::Dead
-                || (parked.iter().any(|x| Arc::ptr_eq(x, t))
-                    && t.state() == State::Parked
-                    && !t.on_cpu.load(Ordering::Acquire))
-        });
-        if ready {
-            return others
-                .into_iter()
-                .filter(|t| parked.iter().any(|x| Arc::ptr_eq(x, t)))
-                .collect();
-        }
-        sched::yield_now();
-    }
-}
 
 fn vec_with(n: usize) -> SysResult<Vec<u8>> {
     let mut v = Vec::new();
@@ -207,12 +83,12 @@ fn comm(p: &Process) -> String {
     String::from(&base[..base.len().min(15)])
 }
 
-fn write_core(
+pub(super) fn write_core(
     me: &CurrentTask,
     p: &Arc<Process>,
     tf: &TrapFrame,
     info: &SigInfo,
-    others: &[Arc<Task>],
+    others: &Stopped,
     limit: u64,
 ) -> SysResult<()> {
     let signo = info.signo();
@@ -224,10 +100,7 @@ fn write_core(
         .try_reserve_exact(others.len() + 1)
         .map_err(|_| Errno::ENOMEM)?;
     threads.push(thread_notes(&me.held(), tf, p, signo)?);
-    for t in others {
-        // SAFETY: the thread is asleep in task_exit and off its CPU (stop_others), and stays
-        // parked there until the dump is done (`CoreState::done`).
-        let h = unsafe { Held::parked(t) };
+    for h in others.held() {
         threads.push(thread_notes(&h, &h.trap_frame(), p, signo)?);
     }
 
@@ -288,10 +161,9 @@ fn write_core(
             }
             let first = m.dump_frame(f.start as usize);
             s.dump = cd::vma_dump_size(f, cd::DEFAULT_FILTER, || {
-                first.is_some_and(|(pa, _)| {
-                    // SAFETY: a mapped user frame, linear-mapped; four bytes of it.
-                    let b =
-                        unsafe { core::slice::from_raw_parts(phys_to_virt(pa) as *const u8, 4) };
+                first.is_some_and(|(frame, _)| {
+                    let mut b = [0u8; 4];
+                    frame.read(0, &mut b);
                     b == svelt_abi::elf::ELFMAG
                 })
             });
@@ -404,13 +276,9 @@ fn write_core(
                         }
                     }
                     match m.dump_frame(va as usize) {
-                        Some((pa, _)) => {
-                            // SAFETY: a user frame of this address space, linear-mapped, one
-                            // page; the lock keeps it mapped while it is copied.
-                            let src = unsafe {
-                                core::slice::from_raw_parts(phys_to_virt(pa) as *const u8, 4096)
-                            };
-                            page.copy_from_slice(src);
+                        Some((frame, _)) => {
+                            // The lock keeps the frame mapped while it is copied.
+                            frame.read(0, &mut page);
                             true
                         }
                         None => false,

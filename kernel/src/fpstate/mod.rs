@@ -4,21 +4,39 @@
 //! A task's registers are saved when it is switched out holding them, and loaded on its way
 //! back to user mode only if this CPU's registers are not already its own. Everything here runs
 //! on the task itself (or the CPU switching it) with IRQs masked where ownership changes.
+//!
+//! This file is the state machine (ownership, the switch, first-use traps, the return to user
+//! mode, fork and exec); `vl` controls vector lengths, `signal` serves signal frames and
+//! sigreturn, `regset` the ptrace and core-dump register sets.
+
+mod regset;
+mod signal;
+mod vl;
+
+pub use regset::{
+    regset_fpmr, regset_fpsimd, regset_set_fpmr, regset_set_fpsimd, regset_set_tpidr2,
+    regset_sve_get, regset_sve_set, regset_tpidr2, regset_za_get, regset_za_set, regset_zt_get,
+    regset_zt_set,
+};
+pub use signal::{for_signal, for_sigreturn, from_sigreturn, signal_entered};
+pub use vl::{
+    init_default_vls, sme_default_read, sme_default_write, sve_default_read, sve_default_write,
+    vec_get_current_vl, vec_set_current_vl,
+};
 
 use crate::arch::cpu;
 use crate::arch::fpsimd::{fpsimd, sme, sve};
 use crate::percpu::{self, PerCpuArray};
-use crate::task::{CurrentTask, Held, Process, Task, TaskLocal};
+use crate::task::{CurrentTask, Process, Task, TaskLocal};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::cell::{RefMut, UnsafeCell};
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use fpsimd::FpsimdState;
-use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fppolicy::Policy;
 use svelt_abi::fpstate::{self as fps, CpuFp, Format, Regs, Save, SmeTrapError, Svcr, TaskFp};
-use svelt_abi::vlctl::{self, TaskVl, VecKind};
-use zerocopy::IntoBytes;
+use svelt_abi::vlctl;
+use vl::{sme_ctl, sve_ctl, SME_DEFAULT_VL, SVE_DEFAULT_VL};
 
 /// Each CPU's record of whose registers it holds. Only that CPU touches it, with IRQs masked,
 /// so it needs no lock.
@@ -155,10 +173,6 @@ fn add_counters(sum: &mut [u64; NR_COUNTERS], c: &Counters) {
     }
 }
 
-/// The system's default vector lengths for new programs (/proc/sys/abi).
-pub static SVE_DEFAULT_VL: AtomicU32 = AtomicU32::new(16);
-pub static SME_DEFAULT_VL: AtomicU32 = AtomicU32::new(0);
-
 /// FPSR after leaving streaming mode (SMSTOP), as the architecture sets it.
 const FPSR_AFTER_SMSTOP: u32 = 0x0800_009f;
 
@@ -178,22 +192,6 @@ pub struct TaskFpState {
     pub sve_inherit: bool,
     pub sme_onexec: u32,
     pub sme_inherit: bool,
-}
-
-fn sve_ctl(f: &TaskFpState) -> TaskVl {
-    TaskVl {
-        cur: f.st.sve_vl,
-        onexec: f.sve_onexec,
-        inherit: f.sve_inherit,
-    }
-}
-
-fn sme_ctl(f: &TaskFpState) -> TaskVl {
-    TaskVl {
-        cur: f.st.sme_vl,
-        onexec: f.sme_onexec,
-        inherit: f.sme_inherit,
-    }
 }
 
 /// The features the switch and return paths test, decoded once (`cpu_init` on the boot CPU,
@@ -614,258 +612,6 @@ pub fn fpsimd_flush_thread(cur: &CurrentTask) {
     }
 }
 
-/// What a signal frame needs from the FP state: the saved state, borrowed until the frame is
-/// written.
-pub struct SignalState<'a> {
-    f: RefMut<'a, TaskFpState>,
-    pub tpidr2: u64,
-    pub fpmr: u64,
-}
-
-impl SignalState<'_> {
-    /// fpsimd_context: V0-V31 (the low 128 bits of Z0-Z31 when the saved copy is SVE or
-    /// streaming state), FPSR and FPCR.
-    pub fn fpsimd(&self) -> svelt_abi::sigframe::FpsimdState {
-        let f = &self.f;
-        let mut out = svelt_abi::sigframe::FpsimdState {
-            vregs: f.fp.vregs,
-            fpsr: f.fp.fpsr,
-            fpcr: f.fp.fpcr,
-        };
-        f.vregs_from_regs(&mut out.vregs);
-        out
-    }
-
-    /// sve_context: (vl, streaming, payload when live).
-    pub fn sve(&self) -> (u32, bool, Option<&[u8]>) {
-        let f = &self.f;
-        if f.st.svcr.sm {
-            (f.st.sme_vl, true, Some(&f.sve[..]))
-        } else {
-            let live = f.st.sve && f.st.format == Format::Sve;
-            (f.st.sve_vl, false, live.then_some(&f.sve[..]))
-        }
-    }
-
-    /// za_context: (vl, payload when ZA is on).
-    pub fn za(&self) -> (u32, Option<&[u8]>) {
-        let f = &self.f;
-        let len = sme::za_size(f.st.sme_vl as usize);
-        (f.st.sme_vl, f.st.svcr.za.then(|| &f.za[..len]))
-    }
-
-    /// ZT0 (SME2 with ZA on).
-    pub fn zt0(&self) -> Option<&[u8]> {
-        let f = &self.f;
-        let len = sme::za_size(f.st.sme_vl as usize);
-        (f.st.svcr.za && sme2()).then(|| &f.za[len..len + 64])
-    }
-}
-
-/// Signal delivery: saves the live state and returns what the frame records hold; the caller
-/// drops it, writes the frame, then calls `signal_entered`.
-pub fn for_signal(cur: &CurrentTask) -> SignalState<'_> {
-    let mut f = fpsimd_preserve_current_state(cur.task(), cur.local());
-    f.tpidr2 = if has_sme() { sme::read_tpidr2() } else { 0 };
-    SignalState {
-        tpidr2: f.tpidr2,
-        fpmr: f.fpmr,
-        f,
-    }
-}
-
-/// After the frame is written: the handler runs out of streaming mode with ZA off and TPIDR2
-/// zero (6.16+).
-pub fn signal_entered(cur: &CurrentTask) {
-    let f = &mut *cur.local().fpu.borrow_mut();
-    let e = fps::signal_entry(&mut f.st);
-    if e.left_streaming {
-        f.fp.vregs = [0; 32];
-        f.fp.fpsr = FPSR_AFTER_SMSTOP;
-        f.fpmr = 0;
-    }
-    if has_sme() {
-        f.tpidr2 = 0;
-        sme::write_tpidr2(0);
-    }
-}
-
-/// sigreturn, before the records are checked: saves the live state (it stays live), which is
-/// what a frame without a record keeps — ZA and its contents as the handler left them — and
-/// reports what the FP records are checked against.
-pub fn for_sigreturn(cur: &CurrentTask) -> svelt_abi::sigframe::SigreturnTask {
-    let f = fpsimd_preserve_current_state(cur.task(), cur.local());
-    svelt_abi::sigframe::SigreturnTask {
-        sve_vl: f.st.sve_vl,
-        sme_vl: f.st.sme_vl,
-        za_on: f.st.svcr.za,
-        ..Default::default()
-    }
-}
-
-/// sigreturn: installs what the records `abi::sigframe::check_records` went through restore
-/// (after `for_sigreturn`); V0-V31, FPSR and FPCR come from `fp` on top of any SVE payload.
-pub fn from_sigreturn(
-    cur: &CurrentTask,
-    fp: &svelt_abi::sigframe::FpsimdState,
-    r: svelt_abi::sigframe::FpRecords,
-) {
-    use svelt_abi::sigframe::FpRestore;
-    // None: that step refused the frame, and nothing is restored.
-    let Some(restore) = r.fp else { return };
-    let f = &mut *cur.local().fpu.borrow_mut();
-    f.fp.vregs = fp.vregs;
-    f.fp.fpsr = fp.fpsr;
-    f.fp.fpcr = fp.fpcr;
-    match restore {
-        FpRestore::Sve { streaming, regs } => {
-            f.st.format = if streaming {
-                Format::Streaming
-            } else {
-                Format::Sve
-            };
-            f.st.svcr.sm = streaming;
-            if streaming {
-                f.st.sme = true;
-            } else {
-                f.st.sve = true;
-            }
-            let vq = f.regs_vq();
-            let buf = f.regs_buf();
-            buf.copy_from_slice(&regs[..sve::state_size(vq)]);
-            put_vregs(buf, vq, &fp.vregs);
-        }
-        FpRestore::Fpsimd => {
-            f.st.format = Format::Fpsimd;
-            f.st.sve = false;
-            f.st.svcr.sm = false;
-        }
-    }
-    if let Some(v) = r.tpidr2 {
-        f.tpidr2 = v;
-        sme::write_tpidr2(v);
-    }
-    match r.za {
-        None => {}
-        Some(None) => f.st.svcr.za = false,
-        Some(Some(payload)) => {
-            f.st.svcr.za = true;
-            f.st.sme = true;
-            // ZA from the frame; ZT0 zero unless a zt_context follows (Linux clears the
-            // whole ZA/ZT0 storage first).
-            let buf = f.za_buf();
-            buf.fill(0);
-            buf[..payload.len()].copy_from_slice(payload);
-        }
-    }
-    if let Some(zt) = r.zt0 {
-        let n = sme::za_size(f.st.sme_vl as usize);
-        f.za_buf()[n..n + 64].copy_from_slice(zt);
-    }
-    if let Some(v) = r.fpmr {
-        f.fpmr = v;
-    }
-    fps::invalidate(&mut f.st);
-}
-
-/// A live VL change on a state already in memory.
-fn change_live_vl(f: &mut TaskFpState, kind: VecKind, vl: u32) {
-    // Linux 7.3 (change_live_vector_length): PSTATE.SM and the effective V0-V31 survive any
-    // VL change; every other Z, P and FFR bit becomes zero; an SME change also turns ZA off.
-    let v = f.fpsimd_view();
-    let streaming = f.st.format == Format::Streaming;
-    match kind {
-        VecKind::Sve => fps::change_vl(&mut f.st, vl),
-        VecKind::Sme => {
-            fps::change_sme_vl(&mut f.st, vl);
-            f.za = Vec::new();
-        }
-    }
-    f.fp = v;
-    if streaming {
-        f.fpsimd_to_regs(Format::Streaming);
-    } else {
-        f.st.format = Format::Fpsimd;
-    }
-}
-
-/// Records the deferred (ONEXEC) VL and INHERIT flag a SET_VL request decided.
-fn commit_vl_settings(f: &mut TaskFpState, kind: VecKind, new: TaskVl) {
-    match kind {
-        VecKind::Sve => {
-            f.sve_onexec = new.onexec;
-            f.sve_inherit = new.inherit;
-        }
-        VecKind::Sme => {
-            f.sme_onexec = new.onexec;
-            f.sme_inherit = new.inherit;
-        }
-    }
-}
-
-/// PR_SVE_SET_VL / PR_SME_SET_VL for the current task.
-pub fn vec_set_current_vl(cur: &CurrentTask, kind: VecKind, arg: u64) -> SysResult<usize> {
-    let (ctl, set) = {
-        let f = cur.local().fpu.borrow();
-        match kind {
-            VecKind::Sve => (sve_ctl(&f), crate::cpufeature::sve_vls()),
-            VecKind::Sme => (sme_ctl(&f), crate::cpufeature::sme_vls()),
-        }
-    };
-    let r = vlctl::set_vl(kind, arg, set, &ctl)?;
-    let mut f = match r.live_change {
-        Some(vl) => {
-            let mut f = fpsimd_preserve_current_state(cur.task(), cur.local());
-            change_live_vl(&mut f, kind, vl);
-            f
-        }
-        None => cur.local().fpu.borrow_mut(),
-    };
-    commit_vl_settings(&mut f, kind, r.new);
-    Ok(r.ret as usize)
-}
-
-/// PR_SVE_GET_VL / PR_SME_GET_VL for the current task.
-pub fn vec_get_current_vl(cur: &CurrentTask, kind: VecKind) -> SysResult<usize> {
-    let f = cur.local().fpu.borrow();
-    let (ctl, set) = match kind {
-        VecKind::Sve => (sve_ctl(&f), crate::cpufeature::sve_vls()),
-        VecKind::Sme => (sme_ctl(&f), crate::cpufeature::sme_vls()),
-    };
-    if set.is_empty() {
-        return Err(Errno::EINVAL);
-    }
-    Ok(vlctl::get_vl(&ctl) as usize)
-}
-
-fn default_read(vl: &AtomicU32) -> String {
-    let mut buf = [0u8; 12];
-    let n = vlctl::default_vl_read(vl.load(Ordering::Relaxed), &mut buf);
-    String::from_utf8_lossy(&buf[..n]).into_owned()
-}
-
-/// /proc/sys/abi/sve_default_vector_length and sme_default_vector_length: the text a read
-/// formats, and a write at position 0 (returns the bytes it consumed).
-pub fn sve_default_read() -> String {
-    default_read(&SVE_DEFAULT_VL)
-}
-
-pub fn sve_default_write(text: &[u8]) -> SysResult<usize> {
-    let (vl, used) = vlctl::default_vl_write(VecKind::Sve, text, crate::cpufeature::sve_vls())?;
-    SVE_DEFAULT_VL.store(vl, Ordering::Relaxed);
-    Ok(used)
-}
-
-pub fn sme_default_read() -> String {
-    default_read(&SME_DEFAULT_VL)
-}
-
-pub fn sme_default_write(text: &[u8]) -> SysResult<usize> {
-    let (vl, used) = vlctl::default_vl_write(VecKind::Sme, text, crate::cpufeature::sme_vls())?;
-    SME_DEFAULT_VL.store(vl, Ordering::Relaxed);
-    Ok(used)
-}
-
 /// /proc/svelt/fpstat: the system's counters, then `policy fp=... sve_syscall=... sme_trap=...
 /// abi=...`.
 pub fn format_system_fpstat() -> String {
@@ -899,19 +645,6 @@ pub fn switch_tpidr2(prev: Option<&TaskLocal>, next: Option<&TaskLocal>) {
     }
 }
 
-/// Per-CPU set-up at boot (EL0 SVE/SME access off, lengths unknown).
-/// The boot default vector lengths (/proc/sys/abi/*_default_vector_length), from the lengths
-/// every CPU has; after `cpufeature::finalize`.
-pub fn init_default_vls() {
-    let (sve, sme) = crate::cpufeature::system_vls();
-    if crate::cpufeature::features().sve {
-        SVE_DEFAULT_VL.store(vlctl::boot_default(VecKind::Sve, sve), Ordering::Relaxed);
-    }
-    if has_sme() {
-        SME_DEFAULT_VL.store(vlctl::boot_default(VecKind::Sme, sme), Ordering::Relaxed);
-    }
-}
-
 /// This CPU's FP ownership record, empty (at bring-up, after `cpufeature::init_this_cpu`).
 pub fn cpu_init() {
     let f = crate::cpufeature::features();
@@ -927,357 +660,4 @@ pub fn cpu_init() {
     CAPS.store(caps, Ordering::Relaxed);
     let fresh = CpuFp::new(percpu::cpu_id() as u32, has_sme());
     with_cpu(&cpu::IrqGuard::new(), |c| *c = fresh);
-}
-
-// ---- ptrace and core dumps ----
-//
-// The register-set side of PTRACE_GETREGSET/SETREGSET and of core-file notes
-// (`ptrace::regset`). `t` is the current task (a core dump: its live registers are saved
-// first, and stay live) or a task off its CPU that cannot run until the caller lets it (a
-// tracee in a ptrace stop, a thread of a process dumping core): `fpsimd_thread_switch` saved its
-// registers, so memory is authoritative. Every write ends with `fps::invalidate`, so the task
-// reloads exactly what was written when it next returns to user mode, on whichever CPU.
-
-use svelt_abi::regset::{self as rs, VecMode};
-
-/// The FP state of the held task, in memory: the current task's live registers are saved
-/// first (and stay live); a parked task's `fpsimd_thread_switch` already saved them.
-fn regset_state<'a>(h: &'a Held<'_>) -> RefMut<'a, TaskFpState> {
-    if h.is_current() {
-        let mut f = fpsimd_preserve_current_state(h.task(), h.local());
-        if has_sme() {
-            f.tpidr2 = sme::read_tpidr2();
-        }
-        f
-    } else {
-        // A parked task holds no borrow: it is off its CPU and no wake-up can run it (see
-        // State::Parked). The one borrow seen held here (once, in stop 23) most likely came
-        // from a tracee or dumped thread that a wake-up (a detach, a SIGKILL) ran through a
-        // switch meanwhile, which parking now prevents; that was never confirmed, so should
-        // another way exist, wait rather than panic.
-        loop {
-            if let Ok(f) = h.local().fpu.try_borrow_mut() {
-                return f;
-            }
-            crate::task::sched::yield_now();
-        }
-    }
-}
-
-/// A zeroed buffer of `n` bytes; ENOMEM instead of aborting.
-fn try_zeroed(n: usize) -> SysResult<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
-    v.resize(n, 0);
-    Ok(v)
-}
-
-impl TaskFpState {
-    /// `regs_buf`, failing with ENOMEM rather than aborting.
-    fn try_regs_buf(&mut self) -> SysResult<&mut [u8]> {
-        let n = sve::state_size(self.regs_vq());
-        if self.sve.len() != n {
-            self.sve = try_zeroed(n)?;
-        }
-        Ok(&mut self.sve)
-    }
-
-    /// `za_buf`, failing with ENOMEM rather than aborting.
-    fn try_za_buf(&mut self) -> SysResult<&mut [u8]> {
-        let n = sme::za_size(self.st.sme_vl as usize) + if sme2() { 64 } else { 0 };
-        if self.za.len() != n {
-            self.za = try_zeroed(n)?;
-        }
-        Ok(&mut self.za)
-    }
-}
-
-fn to_abi(f: &FpsimdState) -> svelt_abi::sigframe::FpsimdState {
-    svelt_abi::sigframe::FpsimdState {
-        vregs: f.vregs,
-        fpsr: f.fpsr,
-        fpcr: f.fpcr,
-    }
-}
-
-/// NT_PRFPREG: V0-V31 (the low 128 bits of the Z registers when SVE state is held), FPSR,
-/// FPCR.
-pub fn regset_fpsimd(h: &Held) -> svelt_abi::sigframe::FpsimdState {
-    let f = &mut *regset_state(h);
-    to_abi(&f.fpsimd_view())
-}
-
-/// NT_PRFPREG write: with SVE (or streaming) state held, the Z registers become V0-V31 with
-/// everything else zero (Linux's `fpsimd_sync_to_effective_state_zeropad`).
-pub fn regset_set_fpsimd(h: &Held, new: &svelt_abi::sigframe::FpsimdState) -> SysResult<()> {
-    let f = &mut *regset_state(h);
-    f.fp.vregs = new.vregs;
-    f.fp.fpsr = new.fpsr;
-    f.fp.fpcr = new.fpcr;
-    let r = if f.st.format != Format::Fpsimd {
-        let vq = f.regs_vq();
-        f.try_regs_buf().map(|buf| {
-            buf.fill(0);
-            put_vregs(buf, vq, &new.vregs);
-        })
-    } else {
-        Ok(())
-    };
-    fps::invalidate(&mut f.st);
-    r
-}
-
-/// TPIDR2_EL0 (0 without SME).
-pub fn regset_tpidr2(h: &Held) -> u64 {
-    if !has_sme() {
-        return 0;
-    }
-    regset_state(h).tpidr2
-}
-
-/// Sets TPIDR2_EL0 (ignored without SME); a switched-out task loads it when switched in.
-pub fn regset_set_tpidr2(h: &Held, v: u64) {
-    if !has_sme() {
-        return;
-    }
-    regset_state(h).tpidr2 = v;
-    if h.is_current() {
-        sme::write_tpidr2(v);
-    }
-}
-
-/// NT_ARM_FPMR read: FPMR (EINVAL without FEAT_FPMR).
-pub fn regset_fpmr(h: &Held) -> SysResult<u64> {
-    if !has_fpmr() {
-        return Err(Errno::EINVAL);
-    }
-    Ok(regset_state(h).fpmr)
-}
-
-/// NT_ARM_FPMR write: the bytes `data` covers replace FPMR's low bytes (EINVAL without
-/// FEAT_FPMR); the task loads it when it next returns to user mode.
-pub fn regset_set_fpmr(h: &Held, data: &[u8]) -> SysResult<()> {
-    if !has_fpmr() {
-        return Err(Errno::EINVAL);
-    }
-    let f = &mut *regset_state(h);
-    let mut b = f.fpmr.to_le_bytes();
-    rs::copyin(&mut b, data, 0);
-    f.fpmr = u64::from_le_bytes(b);
-    fps::invalidate(&mut f.st);
-    Ok(())
-}
-
-fn vec_kind(mode: VecMode) -> VecKind {
-    match mode {
-        VecMode::Sve => VecKind::Sve,
-        VecMode::Streaming => VecKind::Sme,
-    }
-}
-
-fn vls_of(kind: VecKind) -> svelt_abi::vl::VlSet {
-    match kind {
-        VecKind::Sve => crate::cpufeature::sve_vls(),
-        VecKind::Sme => crate::cpufeature::sme_vls(),
-    }
-}
-
-/// (current VL, system maximum, INHERIT) for one kind.
-fn vl_info(f: &TaskFpState, kind: VecKind) -> (u32, u32, bool) {
-    let max = vlctl::max_vl(kind, vls_of(kind)).unwrap_or(0);
-    match kind {
-        VecKind::Sve => (f.st.sve_vl, max, f.sve_inherit),
-        VecKind::Sme => (f.st.sme_vl, max, f.sme_inherit),
-    }
-}
-
-/// A regset's VL request (`vl | flags << 16`), carried out exactly as PR_*_SET_VL.
-fn regset_set_vl(f: &mut TaskFpState, kind: VecKind, arg: u64) -> SysResult<()> {
-    let ctl = match kind {
-        VecKind::Sve => sve_ctl(f),
-        VecKind::Sme => sme_ctl(f),
-    };
-    let r = vlctl::set_vl(kind, arg, vls_of(kind), &ctl)?;
-    if let Some(vl) = r.live_change {
-        change_live_vl(f, kind, vl);
-    }
-    commit_vl_settings(f, kind, r.new);
-    Ok(())
-}
-
-/// NT_ARM_SVE / NT_ARM_SSVE read: the header, then FPSIMD or SVE-format registers when that
-/// mode is the active one (header only otherwise).
-pub fn regset_sve_get(h: &Held, mode: VecMode) -> SysResult<Vec<u8>> {
-    let ok = match mode {
-        VecMode::Sve => crate::cpufeature::features().sve,
-        VecMode::Streaming => has_sme(),
-    };
-    if !ok {
-        return Err(Errno::EINVAL);
-    }
-    let f = &mut *regset_state(h);
-    let (vl, max_vl, inherit) = vl_info(f, vec_kind(mode));
-    let task = rs::VecTask {
-        streaming: f.st.svcr.sm,
-        sve_format: f.st.format != Format::Fpsimd,
-        vl,
-        max_vl,
-        inherit,
-    };
-    let (h, payload) = rs::sve_header(mode, &task);
-    let mut out = try_zeroed(h.size as usize)?;
-    out[..rs::HEADER_SIZE].copy_from_slice(h.as_bytes());
-    match payload {
-        rs::SvePayload::None => {}
-        rs::SvePayload::Fpsimd => {
-            let enc = rs::fpsimd_encode(&to_abi(&f.fpsimd_view()));
-            out[rs::HEADER_SIZE..rs::HEADER_SIZE + enc.len()].copy_from_slice(&enc);
-        }
-        rs::SvePayload::Sve => {
-            let (fpsr, fpcr) = (f.fp.fpsr, f.fp.fpcr);
-            let regs = f.try_regs_buf()?;
-            rs::sve_payload_encode(&mut out, vl / 16, regs, fpsr, fpcr);
-        }
-    }
-    Ok(out)
-}
-
-/// NT_ARM_SVE / NT_ARM_SSVE write (Linux 7.3's `sve_set_common`).
-pub fn regset_sve_set(h: &Held, mode: VecMode, data: &[u8]) -> SysResult<()> {
-    let f = &mut *regset_state(h);
-    let r = sve_set(f, mode, data);
-    fps::invalidate(&mut f.st);
-    r
-}
-
-fn sve_set(f: &mut TaskFpState, mode: VecMode, data: &[u8]) -> SysResult<()> {
-    let s = rs::sve_set_parse(mode, data, crate::cpufeature::features().sve)?;
-    let kind = vec_kind(mode);
-    if let Some(arg) = s.vl_arg {
-        regset_set_vl(f, kind, arg)?;
-    }
-    // The VL in force now: smaller than asked if rounded, unchanged with ONEXEC.
-    let vq = vl_info(f, kind).0 / 16;
-    // Writing NT_ARM_SVE leaves streaming mode; NT_ARM_SSVE enters it (ZA untouched).
-    match mode {
-        VecMode::Sve => {
-            f.st.svcr.sm = false;
-            f.st.sve = true;
-        }
-        VecMode::Streaming => {
-            f.st.svcr.sm = true;
-            f.st.sme = true;
-        }
-    }
-    // V0-V31, FPSR and FPCR start from zero whatever the write covers.
-    f.fp = FpsimdState::default();
-    if s.fpsimd {
-        f.st.sve = false;
-        f.st.format = Format::Fpsimd;
-        let new = rs::fpsimd_set(&to_abi(&f.fp), data, rs::HEADER_SIZE);
-        f.fp.vregs = new.vregs;
-        f.fp.fpsr = new.fpsr;
-        f.fp.fpcr = new.fpcr;
-        return Ok(());
-    }
-    // SVE layout (or header only): zeroed registers in the new mode at its VL.
-    f.st.format = match mode {
-        VecMode::Sve => Format::Sve,
-        VecMode::Streaming => Format::Streaming,
-    };
-    let (mut fpsr, mut fpcr) = (0, 0);
-    let regs = f.try_regs_buf()?;
-    regs.fill(0);
-    rs::payload_vl_check(data, s.header.vl, vq)?;
-    rs::sve_payload_decode(data, vq, regs, &mut fpsr, &mut fpcr);
-    f.fp.fpsr = fpsr;
-    f.fp.fpcr = fpcr;
-    Ok(())
-}
-
-/// NT_ARM_ZA read: the header, then ZA's rows while PSTATE.ZA is set.
-pub fn regset_za_get(h: &Held) -> SysResult<Vec<u8>> {
-    if !has_sme() {
-        return Err(Errno::EINVAL);
-    }
-    let f = &mut *regset_state(h);
-    let (vl, max_vl, inherit) = vl_info(f, VecKind::Sme);
-    let za_on = f.st.svcr.za;
-    let h = rs::za_header(vl, max_vl, inherit, za_on);
-    let mut out = try_zeroed(h.size as usize)?;
-    out[..rs::HEADER_SIZE].copy_from_slice(h.as_bytes());
-    if za_on {
-        let n = sme::za_size(vl as usize);
-        let za = f.try_za_buf()?;
-        out[rs::HEADER_SIZE..rs::HEADER_SIZE + n].copy_from_slice(&za[..n]);
-    }
-    Ok(out)
-}
-
-/// NT_ARM_ZA write: VL as PR_SME_SET_VL; header only turns ZA off; rows turn it on (the
-/// storage is zeroed first unless ZA was already on).
-pub fn regset_za_set(h: &Held, data: &[u8]) -> SysResult<()> {
-    if !has_sme() {
-        return Err(Errno::EINVAL);
-    }
-    let f = &mut *regset_state(h);
-    let r = za_set(f, data);
-    fps::invalidate(&mut f.st);
-    r
-}
-
-fn za_set(f: &mut TaskFpState, data: &[u8]) -> SysResult<()> {
-    let (h, arg) = rs::za_set_parse(data)?;
-    regset_set_vl(f, VecKind::Sme, arg)?;
-    let vl = f.st.sme_vl as usize;
-    let za_on = f.st.svcr.za;
-    let action = rs::za_set_action(data, h.vl, vl as u32 / 16);
-    let buf = f.try_za_buf()?;
-    if !za_on {
-        buf.fill(0);
-    }
-    let load = action? == rs::ZaSet::Load;
-    if load {
-        rs::copyin(&mut buf[..sme::za_size(vl)], data, rs::HEADER_SIZE);
-        f.st.sme = true;
-    }
-    f.st.svcr.za = load;
-    Ok(())
-}
-
-/// NT_ARM_ZT read (SME2): ZT0, or zeros while ZA is off (it is zeroed when ZA is turned on).
-pub fn regset_zt_get(h: &Held) -> SysResult<[u8; 64]> {
-    if !(has_sme() && sme2()) {
-        return Err(Errno::EINVAL);
-    }
-    let f = &mut *regset_state(h);
-    let mut zt = [0u8; 64];
-    if f.st.svcr.za {
-        let n = sme::za_size(f.st.sme_vl as usize);
-        zt.copy_from_slice(&f.try_za_buf()?[n..n + 64]);
-    }
-    Ok(zt)
-}
-
-/// NT_ARM_ZT write (SME2): ZT0 takes what `data` covers and PSTATE.ZA is set, ZA zeroed if it
-/// was off.
-pub fn regset_zt_set(h: &Held, data: &[u8]) -> SysResult<()> {
-    if !(has_sme() && sme2()) {
-        return Err(Errno::EINVAL);
-    }
-    let f = &mut *regset_state(h);
-    let n = sme::za_size(f.st.sme_vl as usize);
-    let za_on = f.st.svcr.za;
-    let r = f.try_za_buf().map(|buf| {
-        if !za_on {
-            buf.fill(0);
-        }
-        rs::copyin(&mut buf[n..n + 64], data, 0);
-    });
-    if r.is_ok() {
-        f.st.sme = true;
-        f.st.svcr.za = true;
-    }
-    fps::invalidate(&mut f.st);
-    r
 }

@@ -1,0 +1,26 @@
+//! What an AF_UNIX message carries besides its bytes: descriptors (SCM_RIGHTS) and the
+//! sender's credentials (SCM_CREDENTIALS). The control buffer itself is parsed and built by the
+//! sendmsg/recvmsg system calls.
+
+use crate::fs::File;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use svelt_abi::net::Ucred;
+
+/// Rights and credentials a message carries.
+#[derive(Default)]
+pub struct Scm {
+    pub fds: Vec<Arc<File>>,
+    pub cred: Ucred,
+}
+
+/// The calling task's credentials, as a message or a connection records them.
+pub fn current_cred() -> Ucred {
+    let t = crate::task::current();
+    Ucred {
+        pid: t.pid() as i32,
+        uid: t.process().euid.load(Ordering::Relaxed),
+        gid: 0,
+    }
+}
