@@ -26,7 +26,6 @@ const KNOWN_CYCLE: &[&str] = &[
     "fpstate",
     "fs",
     "gcs",
-    "irq",
     "klog",
     "net",
     "power",
