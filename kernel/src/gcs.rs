@@ -10,27 +10,13 @@ use crate::arch::mmu::PAGE_SIZE;
 use crate::mm::aspace::{Backing, Prot};
 use crate::mm::uaccess::UserPtr;
 use crate::task::{self, with_mm, CurrentTask, Held, TaskLocal};
-use core::sync::atomic::{AtomicBool, Ordering};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::gcs::{self as g, GcsState};
 use svelt_abi::sigframe::BadFrame;
 
-/// Whether user space has GCS: set at each CPU's bring-up, before any task runs; read on
-/// every context switch and signal, so a plain flag rather than the feature table.
-static AVAILABLE: AtomicBool = AtomicBool::new(false);
-
+/// Whether user space has GCS (each CPU's bring-up turns it on: cpufeature::init_this_cpu).
 pub fn available() -> bool {
-    AVAILABLE.load(Ordering::Relaxed)
-}
-
-/// Per-CPU set-up (after the kernel map is live): permission indirection on, GCS controls
-/// cleared.
-pub fn cpu_init() {
-    if crate::cpufeature::features().gcs {
-        hw::enable_pie();
-        hw::cpu_init();
-        AVAILABLE.store(true, Ordering::Relaxed);
-    }
+    crate::cpufeature::gcs()
 }
 
 /// A thread's state; `running` when it is the thread on this CPU, whose GCSPR_EL0 is live.
