@@ -81,7 +81,7 @@ fn page() -> u64 {
 /// Maps `len` bytes of shadow stack at `addr` (0: anywhere; else exactly there, EEXIST if
 /// taken), within the process's limits. Returns the start.
 fn map_gcs(addr: u64, len: u64) -> SysResult<u64> {
-    use crate::syscall::mm::{map_new, Place};
+    use crate::mm::place::{map_new, Place};
     let len = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
     let place = if addr == 0 {
         Place::Hint
@@ -89,7 +89,9 @@ fn map_gcs(addr: u64, len: u64) -> SysResult<u64> {
         Place::NoReplace
     };
     let prot = Prot(Prot::READ | Prot::WRITE | Prot::SHADOW);
-    with_mm(|mm| map_new(mm, addr as usize, len, prot, Backing::Anon, place)).map(|a| a as u64)
+    let rlimit = |r| task::current().process().rlimit(r);
+    with_mm(|mm| map_new(mm, addr as usize, len, prot, Backing::Anon, place, rlimit))
+        .map(|a| a as u64)
 }
 
 /// map_shadow_stack(addr, size, flags).

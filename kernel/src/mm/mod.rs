@@ -5,6 +5,7 @@ pub mod aspace;
 pub mod frame;
 pub mod heap;
 mod pgtable;
+pub mod place;
 pub mod uaccess;
 
 /// `n` zero bytes on the heap, or ENOMEM: for buffers whose size a user program chooses.
