@@ -40,13 +40,27 @@ pub fn init_this_cpu() {
             .store(fpsimd::sme::probe_vls().bits(), Ordering::Relaxed);
     }
     crate::arch::debug::init();
-    crate::gcs::cpu_init();
+    if f.gcs {
+        // Permission indirection first: GCS pages need it (arch::gcs). GCS controls cleared.
+        crate::arch::gcs::enable_pie();
+        crate::arch::gcs::cpu_init();
+        GCS.store(true, Ordering::Relaxed);
+    }
     // CPY*/SET* for the kernel's copies: FEAT_MOPS (ID_AA64ISAR2_EL1[19:16]) with FEAT_HCX
     // (ID_AA64MMFR1_EL1[43:40]), through which head.s let EL1 use them, on every CPU.
     let id = cpu::read_id_regs();
     if (id.isar2 >> 16) & 0xf == 0 || (id.mmfr1 >> 40) & 0xf == 0 {
         MOPS_EVERYWHERE.store(false, Ordering::Relaxed);
     }
+}
+
+/// Whether user space has GCS: set at each CPU's bring-up, before any task runs; read on every
+/// context switch and signal, so a plain flag rather than the feature table.
+static GCS: AtomicBool = AtomicBool::new(false);
+
+/// Whether GCS is on for user space (gcs.rs offers it).
+pub fn gcs() -> bool {
+    GCS.load(Ordering::Relaxed)
 }
 
 /// Cleared by any CPU that cannot run CPY*/SET* at EL1.

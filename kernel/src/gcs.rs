@@ -10,27 +10,13 @@ use crate::arch::mmu::PAGE_SIZE;
 use crate::mm::aspace::{Backing, Prot};
 use crate::mm::uaccess::UserPtr;
 use crate::task::{self, with_mm, CurrentTask, Held, TaskLocal};
-use core::sync::atomic::{AtomicBool, Ordering};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::gcs::{self as g, GcsState};
 use svelt_abi::sigframe::BadFrame;
 
-/// Whether user space has GCS: set at each CPU's bring-up, before any task runs; read on
-/// every context switch and signal, so a plain flag rather than the feature table.
-static AVAILABLE: AtomicBool = AtomicBool::new(false);
-
+/// Whether user space has GCS (each CPU's bring-up turns it on: cpufeature::init_this_cpu).
 pub fn available() -> bool {
-    AVAILABLE.load(Ordering::Relaxed)
-}
-
-/// Per-CPU set-up (after the kernel map is live): permission indirection on, GCS controls
-/// cleared.
-pub fn cpu_init() {
-    if crate::cpufeature::features().gcs {
-        hw::enable_pie();
-        hw::cpu_init();
-        AVAILABLE.store(true, Ordering::Relaxed);
-    }
+    crate::cpufeature::gcs()
 }
 
 /// A thread's state; `running` when it is the thread on this CPU, whose GCSPR_EL0 is live.
@@ -95,7 +81,7 @@ fn page() -> u64 {
 /// Maps `len` bytes of shadow stack at `addr` (0: anywhere; else exactly there, EEXIST if
 /// taken), within the process's limits. Returns the start.
 fn map_gcs(addr: u64, len: u64) -> SysResult<u64> {
-    use crate::syscall::mm::{map_new, Place};
+    use crate::mm::place::{map_new, Place};
     let len = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
     let place = if addr == 0 {
         Place::Hint
@@ -103,7 +89,9 @@ fn map_gcs(addr: u64, len: u64) -> SysResult<u64> {
         Place::NoReplace
     };
     let prot = Prot(Prot::READ | Prot::WRITE | Prot::SHADOW);
-    with_mm(|mm| map_new(mm, addr as usize, len, prot, Backing::Anon, place)).map(|a| a as u64)
+    let rlimit = |r| task::current().process().rlimit(r);
+    with_mm(|mm| map_new(mm, addr as usize, len, prot, Backing::Anon, place, rlimit))
+        .map(|a| a as u64)
 }
 
 /// map_shadow_stack(addr, size, flags).

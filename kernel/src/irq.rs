@@ -1,7 +1,9 @@
-//! Interrupt handling: acknowledge, dispatch, end of interrupt.
+//! Interrupt handling: acknowledge, dispatch to the handlers their owners registered, end of
+//! interrupt.
 
 use crate::drivers::{gic, timer};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use spin::Once;
 
 /// The timer's interrupt ID (a PPI), from the DTB.
 static TIMER_INTID: AtomicU32 = AtomicU32::new(27);
@@ -14,15 +16,46 @@ pub fn timer_intid() -> u32 {
     TIMER_INTID.load(Ordering::Relaxed)
 }
 
-/// The console UART's interrupt ID (an SPI) once its input is on; 0 before.
-static UART_INTID: AtomicU32 = AtomicU32::new(0);
+/// What an interrupt runs. Each owner registers its own at boot (task::timer and the scheduler
+/// for the timer and the IPIs, the tty for the console UART), so this file names none of them;
+/// dispatch reads a slot and calls through it: no lock, no allocation.
+pub type Handler = fn();
 
-/// Routes the console UART's interrupt `id` to this CPU and turns its input on.
-pub fn enable_console_input(id: u32) {
-    let Some(gic) = gic::get() else { return };
-    UART_INTID.store(id, Ordering::Relaxed);
+/// Most handlers the timer interrupt runs.
+const TICK_SLOTS: usize = 4;
+
+/// The timer interrupt's handlers, in the order registered; the first empty slot ends the list.
+static TICK: [Once<Handler>; TICK_SLOTS] = [const { Once::new() }; TICK_SLOTS];
+static TICK_USED: AtomicUsize = AtomicUsize::new(0);
+
+/// Adds `f` to what every timer interrupt runs, on every CPU. Boot time only.
+pub fn on_tick(f: Handler) {
+    let i = TICK_USED.fetch_add(1, Ordering::Relaxed);
+    assert!(i < TICK_SLOTS, "more than {TICK_SLOTS} timer handlers");
+    TICK[i].call_once(|| f);
+}
+
+/// Software-generated interrupts (IPIs): INTIDs 0 to 15.
+const SGIS: usize = 16;
+
+static IPI: [Once<Handler>; SGIS] = [const { Once::new() }; SGIS];
+
+/// Makes `f` the handler of SGI `sgi` on every CPU. Boot time only.
+pub fn on_ipi(sgi: u32, f: Handler) {
+    IPI[sgi as usize].call_once(|| f);
+}
+
+/// The one device interrupt (an SPI) Svelt takes, the console UART's; 0 before it is routed.
+static SPI_INTID: AtomicU32 = AtomicU32::new(0);
+static SPI: Once<Handler> = Once::new();
+
+/// Routes SPI `id` to this CPU with `f` as its handler. False without a GIC.
+pub fn enable_spi(id: u32, f: Handler) -> bool {
+    let Some(gic) = gic::get() else { return false };
+    SPI.call_once(|| f);
+    SPI_INTID.store(id, Ordering::Relaxed);
     gic.enable_spi(id);
-    crate::console::enable_input();
+    true
 }
 
 /// The SGI that asks a CPU to reschedule (a task was queued for it, or a signal needs a
@@ -36,15 +69,16 @@ pub fn handle() {
         if id == timer_intid() {
             timer::arm_next_tick();
             crate::percpu::this().ticks.fetch_add(1, Ordering::Relaxed);
-            crate::task::timer::tick();
-            crate::fs::tty::send_deferred();
-            if crate::task::sched::started() {
-                crate::task::sched::tick();
+            for slot in &TICK {
+                let Some(f) = slot.get() else { break };
+                f();
             }
-        } else if id != 0 && id == UART_INTID.load(Ordering::Relaxed) {
-            crate::fs::tty::uart_interrupt();
-        } else if id == SGI_RESCHEDULE {
-            crate::task::sched::set_need_resched();
+        } else if id != 0 && id == SPI_INTID.load(Ordering::Relaxed) {
+            if let Some(f) = SPI.get() {
+                f();
+            }
+        } else if let Some(f) = IPI.get(id as usize).and_then(Once::get) {
+            f();
         } else {
             log::warn!("unexpected interrupt {id}");
         }

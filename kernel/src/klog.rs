@@ -126,10 +126,10 @@ pub fn set_console_level(level: u8) {
 }
 
 /// A reader's wait for new records: the ring wakes nobody (a logger may run anywhere, under
-/// any lock), so readers look again every 20 ms. ERESTARTSYS on a signal.
-pub fn pause() -> SysResult<()> {
-    crate::task::wait::sleep_until(crate::time::deadline_after_ns(20_000_000))
-        .map_err(|_| Errno::ERESTARTSYS)
+/// any lock), so readers look again every 20 ms, through `sleep_until` (task::wait's, passed
+/// in by the reader: the log sits below the tasks). ERESTARTSYS on a signal.
+pub fn pause(sleep_until: fn(u64) -> SysResult<()>) -> SysResult<()> {
+    sleep_until(crate::time::deadline_after_ns(20_000_000)).map_err(|_| Errno::ERESTARTSYS)
 }
 
 /// One record, copied out.

@@ -198,6 +198,9 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     cpufeature::init_this_cpu();
     fpstate::cpu_init();
 
+    // The timer interrupt runs its handlers in the order they register: the tasks' timers
+    // (here), the tty's typed signals (fs::tty::enable_input), the scheduler's slice.
+    task::timer::init_irq();
     if let (Some(g), Some((dist, second, n))) = (&gic_info, gic_vas) {
         if let Some(id) = dt::timer_intid(&fdt, cpu::timer_interrupt_index()) {
             irq::set_timer_intid(id);
@@ -206,7 +209,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         unsafe { gic::init(g.version, dist, &second[..n]) };
         smp::bring_up_interrupts();
         if let Some(id) = dt::console_intid(&fdt) {
-            irq::enable_console_input(id);
+            fs::tty::enable_input(id);
         }
         log::info!(
             "GICv{} at {:#x}, timer INTID {}",
@@ -217,6 +220,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     } else {
         log::error!("no GIC in the device tree: no interrupts");
     }
+    task::sched::init_irqs();
     task::sched::init_cpu();
     percpu::this().online.store(true, Ordering::Release);
 

@@ -236,8 +236,9 @@ fn run_filter(t: &CurrentTask, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bo
 
 // ---- seccomp(2) and prctl ----
 
-/// seccomp(op, flags, args).
-pub fn seccomp(op: u32, flags: u32, uargs: usize) -> SysResult<usize> {
+/// seccomp(op, flags, args). `privileged`: the caller has root's capabilities
+/// (syscall::cred::privileged), which lets it install a filter without no_new_privs.
+pub fn seccomp(op: u32, flags: u32, uargs: usize, privileged: bool) -> SysResult<usize> {
     match op {
         SECCOMP_SET_MODE_STRICT => {
             if flags != 0 || uargs != 0 {
@@ -245,7 +246,7 @@ pub fn seccomp(op: u32, flags: u32, uargs: usize) -> SysResult<usize> {
             }
             set_mode_strict()
         }
-        SECCOMP_SET_MODE_FILTER => set_mode_filter(flags, uargs),
+        SECCOMP_SET_MODE_FILTER => set_mode_filter(flags, uargs, privileged),
         SECCOMP_GET_ACTION_AVAIL => {
             if flags != 0 {
                 return Err(Errno::EINVAL);
@@ -269,10 +270,14 @@ pub fn seccomp(op: u32, flags: u32, uargs: usize) -> SysResult<usize> {
 }
 
 /// PR_SET_SECCOMP: the mode with the filter pointer, no flags.
-pub fn prctl_set_seccomp(mode: usize, filter: usize) -> SysResult<usize> {
+pub fn prctl_set_seccomp(mode: usize, filter: usize, privileged: bool) -> SysResult<usize> {
     match mode {
-        m if m == SECCOMP_MODE_STRICT as usize => seccomp(SECCOMP_SET_MODE_STRICT, 0, 0),
-        m if m == SECCOMP_MODE_FILTER as usize => seccomp(SECCOMP_SET_MODE_FILTER, 0, filter),
+        m if m == SECCOMP_MODE_STRICT as usize => {
+            seccomp(SECCOMP_SET_MODE_STRICT, 0, 0, privileged)
+        }
+        m if m == SECCOMP_MODE_FILTER as usize => {
+            seccomp(SECCOMP_SET_MODE_FILTER, 0, filter, privileged)
+        }
         _ => Err(Errno::EINVAL),
     }
 }
@@ -315,15 +320,13 @@ fn set_mode_strict() -> SysResult<usize> {
 /// Copies in and validates a user `sock_fprog` (`seccomp_prepare_user_filter`): EFAULT for
 /// unreadable memory, EINVAL for a bad program, EACCES without no_new_privs or root, ENOMEM
 /// when the program cannot be stored.
-fn prepare(uargs: usize) -> SysResult<Vec<SockFilter>> {
+fn prepare(uargs: usize, privileged: bool) -> SysResult<Vec<SockFilter>> {
     let fprog = UserPtr::<SockFprog>::new(uargs).read()?;
     let len = fprog.len as usize;
     if len == 0 || len > BPF_MAXINSNS {
         return Err(Errno::EINVAL);
     }
-    if !task::current().seccomp.no_new_privs.load(Ordering::Relaxed)
-        && !crate::syscall::cred::privileged()
-    {
+    if !task::current().seccomp.no_new_privs.load(Ordering::Relaxed) && !privileged {
         return Err(Errno::EACCES);
     }
     if fprog.filter == 0 {
@@ -347,7 +350,7 @@ fn is_ancestor(old: &Option<Arc<Filter>>, new: &Option<Arc<Filter>>) -> bool {
         .is_some_and(|n| n.chain().any(|f| core::ptr::eq(f, &**old)))
 }
 
-fn set_mode_filter(flags: u32, uargs: usize) -> SysResult<usize> {
+fn set_mode_filter(flags: u32, uargs: usize, privileged: bool) -> SysResult<usize> {
     // User notification is not implemented: NEW_LISTENER (and what only makes sense with it)
     // is refused as an unknown flag.
     let supported = SECCOMP_FILTER_FLAG_MASK
@@ -355,7 +358,7 @@ fn set_mode_filter(flags: u32, uargs: usize) -> SysResult<usize> {
     if flags & !supported != 0 {
         return Err(Errno::EINVAL);
     }
-    let prog = prepare(uargs)?;
+    let prog = prepare(uargs, privileged)?;
     let t = task::current();
     let _g = attach_lock();
     if !may_assign(t, SECCOMP_MODE_FILTER) {

@@ -134,7 +134,7 @@ impl FileOps for Kmsg {
                     return Err(Errno::EPIPE);
                 }
                 Next::Empty if file.nonblocking() => return Err(Errno::EAGAIN),
-                Next::Empty => crate::klog::pause()?,
+                Next::Empty => crate::klog::pause(crate::task::wait::sleep_until)?,
             }
         }
     }

@@ -69,9 +69,19 @@ fn changed() {
 
 // ---- input from the UART -------------------------------------------------------------------
 
+/// Turns console input on, with the UART's interrupt `id`: its receive interrupt runs
+/// `uart_interrupt`, and each timer tick retries the signals typed while the process table was
+/// busy. Boot time, on the boot CPU.
+pub fn enable_input(id: u32) {
+    if crate::irq::enable_spi(id, uart_interrupt) {
+        crate::irq::on_tick(send_deferred);
+        crate::console::enable_input();
+    }
+}
+
 /// The UART's receive interrupt: each byte through the line discipline (echoes straight out),
 /// readers woken, a signal character's signal sent to the foreground group.
-pub fn uart_interrupt() {
+fn uart_interrupt() {
     let mut buf = [0u8; 64];
     loop {
         let n = crate::console::read_input(&mut buf);
@@ -106,7 +116,7 @@ pub fn uart_interrupt() {
 
 /// Sends the signals typed for the foreground group, unless the process table is busy (we
 /// may have interrupted its holder): then the next timer tick tries again.
-pub fn send_deferred() {
+fn send_deferred() {
     if !DEFERRED.load(Ordering::Acquire) {
         return;
     }

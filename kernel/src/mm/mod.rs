@@ -6,6 +6,7 @@ pub mod frame;
 pub mod frame_io;
 pub mod heap;
 mod pgtable;
+pub mod place;
 pub mod uaccess;
 
 /// `n` zero bytes on the heap, or ENOMEM: for buffers whose size a user program chooses.

@@ -134,7 +134,7 @@ pub fn syslog(action: i32, buf: usize, len: i32) -> SysResult<usize> {
         A::Close | A::Open => Ok(0),
         A::Read => {
             while !s::unread() {
-                crate::klog::pause()?;
+                crate::klog::pause(crate::task::wait::sleep_until)?;
             }
             copy(s::read(len as usize)?)
         }

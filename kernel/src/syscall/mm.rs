@@ -1,35 +1,22 @@
 //! brk, mmap, munmap, mprotect, mremap, msync, madvise.
 //!
 //! Limits as Linux applies them: vm.max_map_count (in the address space), RLIMIT_AS on the
-//! total mapped, RLIMIT_DATA on private writable memory (brk and mmap).
+//! total mapped, RLIMIT_DATA on private writable memory (brk and mmap; mm::place checks both,
+//! with the process's values from here).
 
 use crate::arch::mmu::PAGE_SIZE;
 use crate::fs::Kind;
 use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, USER_END};
+use crate::mm::place::{check_limits, map_new, Place};
 use crate::task::{self, with_mm};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{O_APPEND, O_PATH};
 use svelt_abi::mm as m;
-use svelt_abi::sys::{RLIMIT_AS, RLIMIT_DATA};
 
 const PAGE: usize = PAGE_SIZE;
 
 fn rlimit(resource: u32) -> u64 {
     task::current().process().rlimit(resource)
-}
-
-/// ENOMEM when `more` bytes of new mappings (`data`: private writable ones) would pass
-/// RLIMIT_AS or RLIMIT_DATA.
-fn check_limits(mm: &AddrSpace, more: usize, data: bool) -> SysResult<()> {
-    // `more` is the user's (mremap's growth may be near the whole address space): checked.
-    let over = |have: usize, limit: u64| have.checked_add(more).is_none_or(|t| t as u64 > limit);
-    if over(mm.total_vm(), rlimit(RLIMIT_AS)) {
-        return Err(Errno::ENOMEM);
-    }
-    if data && over(mm.data_vm(), rlimit(RLIMIT_DATA)) {
-        return Err(Errno::ENOMEM);
-    }
-    Ok(())
 }
 
 pub fn brk(addr: usize) -> SysResult<usize> {
@@ -42,7 +29,7 @@ pub fn brk(addr: usize) -> SysResult<usize> {
         let new_end = addr.next_multiple_of(PAGE);
         if new_end > old_end {
             if !mm.is_free(old_end, new_end)
-                || check_limits(mm, new_end - old_end, true).is_err()
+                || check_limits(mm, new_end - old_end, true, rlimit).is_err()
                 || mm
                     .map(
                         old_end,
@@ -117,53 +104,11 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
     } else {
         Place::Hint
     };
-    let r = with_mm(|mm| map_new(mm, addr, len, p, backing, place))?;
+    let r = with_mm(|mm| map_new(mm, addr, len, p, backing, place, rlimit))?;
     if let (Some(node), Some(mm)) = (file_node, task::current().mm()) {
         crate::mm::aspace::register_file_map(&mm, &node);
     }
     Ok(r)
-}
-
-/// Where a new mapping goes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Place {
-    /// Near `addr` if there is room there, else wherever there is (addr 0: anywhere).
-    Hint,
-    /// At `addr`, replacing what is there (MAP_FIXED).
-    Fixed,
-    /// At `addr`, EEXIST if anything is there (MAP_FIXED_NOREPLACE).
-    NoReplace,
-}
-
-/// Places a new mapping of `len` (page-rounded) bytes as `place` says, checks RLIMIT_AS and
-/// RLIMIT_DATA, and maps it; returns its start. mmap's and map_shadow_stack's common part.
-pub fn map_new(
-    mm: &mut AddrSpace,
-    addr: usize,
-    len: usize,
-    prot: Prot,
-    backing: Backing,
-    place: Place,
-) -> SysResult<usize> {
-    let start = if place == Place::Hint {
-        mm.find_free(len, addr & !(PAGE - 1)).ok_or(Errno::ENOMEM)?
-    } else {
-        let end = addr.checked_add(len).ok_or(Errno::ENOMEM)?;
-        if end > USER_END || addr < MMAP_MIN {
-            return Err(if place == Place::NoReplace {
-                Errno::ENOMEM
-            } else {
-                Errno::EPERM
-            });
-        }
-        if place == Place::NoReplace && !mm.is_free(addr, end) {
-            return Err(Errno::EEXIST);
-        }
-        addr
-    };
-    check_limits(mm, len, prot.w() && !backing.is_shared())?;
-    mm.map(start, start + len, prot, backing)?;
-    Ok(start)
 }
 
 /// The page-aligned range `[addr, addr + len)` (len rounded up), or `err`.
@@ -293,7 +238,7 @@ pub fn mremap(
             if new < old_end && old < new_end {
                 return Err(Errno::EINVAL);
             }
-            check_limits(mm, new_len.saturating_sub(old_len), data)?;
+            check_limits(mm, new_len.saturating_sub(old_len), data, rlimit)?;
             mm.unmap(new, new_end)?;
             return move_range(mm, old, old_len, new, new_len, prot, &backing, vstart);
         }
@@ -302,7 +247,7 @@ pub fn mremap(
             return Ok(old);
         }
         let grow = new_len - old_len;
-        check_limits(mm, grow, data)?;
+        check_limits(mm, grow, data, rlimit)?;
         let grown_end = old_end.checked_add(grow).filter(|&e| e <= USER_END);
         if old_end == vend && grown_end.is_some_and(|e| mm.is_free(old_end, e)) {
             mm.map(

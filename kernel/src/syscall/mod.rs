@@ -317,7 +317,8 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::SETRLIMIT] = v(|c| proc::prlimit64(0, c.arg(0), c.arg(1), 0));
     t[nr::GETRUSAGE] = v(|c| proc::getrusage(c.arg(0), c.arg(1)));
     t[nr::PRCTL] = v(|c| proc::prctl(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::SECCOMP] = v(|c| crate::seccomp::seccomp(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SECCOMP] =
+        v(|c| crate::seccomp::seccomp(c.arg(0), c.arg(1), c.arg(2), cred::privileged()));
     t[nr::RSEQ] = v(|c| crate::rseq::rseq(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     // tracing
     t[nr::PTRACE] = v(|c| ptrace::ptrace(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));

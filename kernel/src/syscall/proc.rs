@@ -288,7 +288,9 @@ pub fn prctl(
     use svelt_abi::prctl::PrctlCmd;
     match PrctlCmd::decode(option, [a2, a3, a4, a5])? {
         PrctlCmd::GetSeccomp => seccomp::prctl_get_seccomp(),
-        PrctlCmd::SetSeccomp { mode, filter } => seccomp::prctl_set_seccomp(mode, filter),
+        PrctlCmd::SetSeccomp { mode, filter } => {
+            seccomp::prctl_set_seccomp(mode, filter, super::cred::privileged())
+        }
         PrctlCmd::SetNoNewPrivs => seccomp::set_no_new_privs(),
         PrctlCmd::GetNoNewPrivs => seccomp::get_no_new_privs(),
         // The tagged address ABI, as arm64 Linux without MTE.

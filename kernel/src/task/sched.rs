@@ -135,9 +135,16 @@ pub fn set_need_resched() {
     percpu::this().need_resched.store(true, Ordering::Relaxed);
 }
 
-/// Timer tick on this CPU: end the slice if someone is waiting.
-pub fn tick() {
-    if CPUS.this().queued.load(Ordering::Relaxed) != 0 {
+/// Has the timer interrupt run `tick` and the reschedule IPI set `need_resched`. Boot time,
+/// before the scheduler starts.
+pub fn init_irqs() {
+    crate::irq::on_tick(tick);
+    crate::irq::on_ipi(crate::irq::SGI_RESCHEDULE, set_need_resched);
+}
+
+/// Timer tick on this CPU, once the scheduler runs: end the slice if someone is waiting.
+fn tick() {
+    if started() && CPUS.this().queued.load(Ordering::Relaxed) != 0 {
         percpu::this().need_resched.store(true, Ordering::Relaxed);
     }
 }

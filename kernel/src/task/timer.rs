@@ -64,8 +64,13 @@ pub fn itimer_remaining(p: &Process) -> (u64, u64) {
     (left, t.interval_ns)
 }
 
+/// Has the timer interrupt run `tick`. Boot time, before interrupts are on.
+pub fn init_irq() {
+    crate::irq::on_tick(tick);
+}
+
 /// Timer tick on any CPU.
-pub fn tick() {
+fn tick() {
     let now = cpu::counter();
     let due: Vec<Arc<Task>> = {
         let Some(mut l) = SLEEPERS.try_lock() else {
