@@ -2,6 +2,8 @@
 //! and the system-wide sets (the intersection, as Linux uses) for the boot report. This module
 //! only reports; the vector-length defaults tasks get are fpstate's.
 
+#![forbid(unsafe_code)]
+
 use crate::arch::{cpu, fpsimd};
 use crate::percpu;
 use core::sync::atomic::{AtomicBool, Ordering};

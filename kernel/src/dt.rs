@@ -1,5 +1,7 @@
 //! What Svelt reads from the flattened device tree.
 
+#![forbid(unsafe_code)]
+
 use fdt::Fdt;
 use svelt_abi::memrange::Range;
 use svelt_abi::smpboot::{enable_method, EnableMethod, NoMethod};

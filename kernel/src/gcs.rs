@@ -5,6 +5,8 @@
 //! registers and memory. Offered only where the CPU also has stage-1 permission indirection,
 //! which GCS pages need (arch::gcs).
 
+#![forbid(unsafe_code)]
+
 use crate::arch::gcs as hw;
 use crate::arch::mmu::PAGE_SIZE;
 use crate::mm::aspace::{Backing, Prot};

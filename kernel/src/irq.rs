@@ -1,6 +1,8 @@
 //! Interrupt handling: acknowledge, dispatch to the handlers their owners registered, end of
 //! interrupt.
 
+#![forbid(unsafe_code)]
+
 use crate::drivers::{gic, timer};
 use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use spin::Once;

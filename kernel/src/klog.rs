@@ -3,6 +3,8 @@
 //! prints a record only when its level is below the console log level (`loglevel=`, `quiet`,
 //! syslog's CONSOLE_* actions), as Linux's printk does; the ring keeps it either way.
 
+#![forbid(unsafe_code)]
+
 use crate::sync::IrqLock;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU8, Ordering};

@@ -1,6 +1,8 @@
 //! Ending a run: `svelt: exit status N` on the console, then semihosting SYS_EXIT (so QEMU exits
 //! with N) when the command line asked for it, else PSCI SYSTEM_OFF, else a halt that says so.
 
+#![forbid(unsafe_code)]
+
 use crate::arch::{cpu, semihosting};
 use crate::drivers::psci;
 use core::fmt::Write;

@@ -8,6 +8,8 @@
 //! built. A `struct rseq` or `rseq_cs` that cannot be read or written, or is inconsistent, is
 //! SIGSEGV, as on Linux.
 
+#![forbid(unsafe_code)]
+
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::UserPtr;
 use crate::task::CurrentTask;

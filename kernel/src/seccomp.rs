@@ -6,6 +6,8 @@
 //! the process at the caller's. The syscall path reads only `mode`; everything else is behind
 //! the `#[cold]` `check`.
 
+#![forbid(unsafe_code)]
+
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::UserPtr;
 use crate::signal;

@@ -2,6 +2,8 @@
 //! interrupt handlers also touch (run queues, wait queues, timers) and so for anything taken
 //! under those. Lock order, outermost first: task tables → process state → wait queue → run queue.
 
+#![forbid(unsafe_code)]
+
 use crate::arch::cpu;
 use core::ops::{Deref, DerefMut};
 use spin::{Mutex, MutexGuard};

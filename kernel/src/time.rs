@@ -2,6 +2,8 @@
 //! the counter). Sleeping tasks' deadlines and ITIMER_REAL are task/timer.rs. The vDSO reads
 //! the same clocks in user space from the values [`conversion`] and [`realtime_offset`] give.
 
+#![deny(unsafe_code)]
+
 use crate::arch::cpu;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -35,6 +37,8 @@ pub fn conversion() -> (u64, u32) {
 
 /// Reads the PL031 real-time clock, if the DTB has one; else takes the wall-clock time the EFI
 /// stub read from the firmware (/chosen/svelt,boot-realtime, seconds), if any.
+// The file's one unsafe: reading the PL031's seconds counter (MMIO).
+#[allow(unsafe_code)]
 pub fn init(fdt: &fdt::Fdt) {
     let (mult, shift) = conversion_for(cpu::counter_freq());
     SHIFT.store(shift, Ordering::Relaxed);

@@ -1,6 +1,8 @@
 //! Exceptions from user mode: syscalls, page faults, undefined instructions, alignment faults,
 //! breakpoints; and the work done on every return to user mode (rescheduling, signals, restarts).
 
+#![deny(unsafe_code)]
+
 use crate::arch::cpu;
 use crate::arch::exception::TrapFrame;
 use crate::mm::aspace::{Access, FaultError};
@@ -155,6 +157,8 @@ fn resolve_fault(va: usize, access: Access) -> Result<(), FaultError> {
 /// A kernel user-access instruction faulted on `va` (arch::uaccess): true if the page
 /// is now there and the access may be retried. Never called with the address-space lock held:
 /// user copies run outside `with_mm`.
+// The file's one unsafe attribute: arch's uaccess fixup calls this by its symbol name.
+#[allow(unsafe_code)]
 #[no_mangle]
 fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
     let esr = Esr(esr);

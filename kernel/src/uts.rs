@@ -1,6 +1,8 @@
 //! The names uname reports: the release, and the one a program may change, the host name
 //! (sethostname and /proc/sys/kernel/hostname write the same one).
 
+#![forbid(unsafe_code)]
+
 use spin::Mutex;
 use svelt_abi::errno::{Errno, SysResult};
 

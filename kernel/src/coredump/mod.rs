@@ -10,6 +10,8 @@
 //! This file is the stop protocol (the dumper parks the other threads and lets them go when
 //! the core is written); `write` builds the file and holds no `unsafe` code.
 
+#![deny(unsafe_code)]
+
 mod write;
 
 use crate::arch::exception::TrapFrame;
@@ -153,6 +155,8 @@ impl Stopped {
     }
 
     /// Each stopped thread's user state, for its notes.
+    // The file's one unsafe: vouching that the stopped threads stay parked (Held::parked).
+    #[allow(unsafe_code)]
     fn held(&self) -> impl Iterator<Item = Held<'_>> {
         self.0.iter().map(|t| {
             // SAFETY: the thread is parked in task_exit and off its CPU (`stop_others`), and

@@ -1,5 +1,7 @@
 //! The generic timer: the kernel's timer (arch chooses which) ticks every CPU at `HZ`.
 
+#![forbid(unsafe_code)]
+
 use crate::arch::cpu;
 
 pub const HZ: u64 = 100;

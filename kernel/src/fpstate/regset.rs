@@ -5,6 +5,8 @@
 //! registers, so memory is authoritative. Every write ends with `fps::invalidate`, so the task
 //! reloads exactly what was written when it next returns to user mode, on whichever CPU.
 
+#![forbid(unsafe_code)]
+
 use super::vl::{change_live_vl, commit_vl_settings, sme_ctl, sve_ctl, vls_of};
 use super::{fpsimd_preserve_current_state, has_fpmr, has_sme, put_vregs, sme2, TaskFpState};
 use crate::arch::fpsimd::fpsimd::FpsimdState;

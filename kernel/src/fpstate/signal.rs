@@ -1,6 +1,8 @@
 //! The FP side of signal delivery and sigreturn: what the frame's records hold, the state a
 //! handler starts with, and installing what sigreturn's records restore.
 
+#![forbid(unsafe_code)]
+
 use super::{
     fpsimd_preserve_current_state, has_sme, put_vregs, sme2, TaskFpState, FPSR_AFTER_SMSTOP,
 };

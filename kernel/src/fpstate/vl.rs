@@ -2,6 +2,8 @@
 //! defaults (/proc/sys/abi/*_default_vector_length), and the ONEXEC and INHERIT settings a task
 //! carries to its next execve.
 
+#![forbid(unsafe_code)]
+
 use super::{fpsimd_preserve_current_state, has_sme, TaskFpState};
 use crate::task::CurrentTask;
 use alloc::string::String;

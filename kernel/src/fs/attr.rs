@@ -1,6 +1,8 @@
 //! A node's attributes: what chmod, chown, utimensat and writes change (`Attrs`), and the
 //! `struct stat` made from them.
 
+#![forbid(unsafe_code)]
+
 use super::{pagecache, Inode, Kind};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use svelt_abi::fs::Stat;

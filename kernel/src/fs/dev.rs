@@ -1,5 +1,7 @@
 //! Character devices: null, zero, full, (u)random, and the terminal's nodes (fs::tty).
 
+#![forbid(unsafe_code)]
+
 use super::ramfs::DevNode;
 use super::{tty, File, FileOps, Inode};
 use crate::mm::uaccess::UserSlice;

@@ -1,6 +1,8 @@
 //! Readiness waiting: epoll instances and the one wait queue that every readiness change wakes
 //! (ppoll and epoll_pwait sleep on it and re-check their files).
 
+#![forbid(unsafe_code)]
+
 use super::{File, FileOps};
 use crate::task::wait::WaitQueue;
 use alloc::collections::BTreeMap;

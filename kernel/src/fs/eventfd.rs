@@ -2,6 +2,8 @@
 //! EFD_SEMAPHORE), with poll/epoll readiness; reads wait while it is 0, writes while the sum
 //! would pass 2^64 - 2 (Linux's fs/eventfd.c rules).
 
+#![forbid(unsafe_code)]
+
 use super::{epoll, File, FileOps};
 use crate::task::wait::WaitQueue;
 use core::any::Any;

@@ -1,6 +1,8 @@
 //! Per-process file descriptor tables (Linux's fs/file.c): descriptors to open files, with
 //! their close-on-exec flags, bounded by RLIMIT_NOFILE.
 
+#![forbid(unsafe_code)]
+
 use super::File;
 use alloc::sync::Arc;
 use alloc::vec::Vec;

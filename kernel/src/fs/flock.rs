@@ -2,6 +2,8 @@
 //! (its dups and a fork's copies share it) until LOCK_UN or its last close. Changing a lock's
 //! kind drops the old one first, as Linux does (the change is not atomic).
 
+#![forbid(unsafe_code)]
+
 use super::File;
 use crate::task::wait::WaitQueue;
 use alloc::vec::Vec;

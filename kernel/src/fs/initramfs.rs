@@ -6,6 +6,8 @@
 //! A corrupt or truncated archive is an error for the caller to log; what was unpacked before
 //! it stays.
 
+#![forbid(unsafe_code)]
+
 use super::ramfs::{DevNode, RamDir, RamFile, RamSymlink};
 use super::{Inode, Kind};
 use alloc::boxed::Box;

@@ -7,6 +7,8 @@
 //! `namei` (the root, the cwd, path walks) and `mount` (tmpfs and ramfs mounts); its items are
 //! re-exported here, as `crate::fs::X`.
 
+#![forbid(unsafe_code)]
+
 pub mod dev;
 pub mod epoll;
 pub mod eventfd;

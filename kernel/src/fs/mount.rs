@@ -1,6 +1,8 @@
 //! tmpfs and ramfs mounts (Linux's fs/namespace.c, reduced): a fresh file system grafted over
 //! a directory of the ramfs tree, and the list /proc/mounts and mountinfo show.
 
+#![forbid(unsafe_code)]
+
 use super::namei::path_stack;
 use super::{pagecache, ramfs, Inode, Kind, Resolved};
 use alloc::string::{String, ToString};

@@ -1,6 +1,8 @@
 //! Path resolution (Linux's fs/namei.c): the root, each task's cwd and umask (`FsContext`),
 //! and the walk from a directory or the cwd through a path, following symlinks.
 
+#![forbid(unsafe_code)]
+
 use super::{ramfs, Inode, Kind};
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;

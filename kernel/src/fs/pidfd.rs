@@ -2,6 +2,8 @@
 //! has ended (all its threads gone, a zombie or reaped), as Linux's pidfds do. Reading or
 //! writing one is EINVAL.
 
+#![forbid(unsafe_code)]
+
 use super::{File, FileOps};
 use crate::task::{ProcState, Process};
 use alloc::sync::{Arc, Weak};

@@ -1,5 +1,7 @@
 //! Pipes: a 64 KiB ring shared by a read end and a write end.
 
+#![forbid(unsafe_code)]
+
 use super::{epoll, File, FileOps};
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::task::wait::WaitQueue;

@@ -2,6 +2,8 @@
 //! belongs to one instance (`TmpfsSb`) that its files' pages are charged to; what a directory
 //! creates belongs to the directory's instance.
 
+#![forbid(unsafe_code)]
+
 use super::pagecache::{PageCache, TmpfsSb};
 use super::{new_ino, Attrs, Inode, Kind};
 use crate::mm::frame::Page;

@@ -1,5 +1,7 @@
 //! /sys: the CPU topology files glibc's sysconf reads.
 
+#![forbid(unsafe_code)]
+
 use super::proc::GenFile;
 use super::ramfs::RamDir;
 use super::{Inode, Kind};

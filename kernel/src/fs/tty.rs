@@ -7,6 +7,8 @@
 //! controlling terminal, and reads and writes through it skip the background checks
 //! (SIGTTIN/SIGTTOU); its ioctls act on the terminal like any other.
 
+#![forbid(unsafe_code)]
+
 use super::{epoll, File, FileOps};
 use crate::mm::uaccess::UserPtr;
 use crate::sync::IrqLock;

@@ -1,6 +1,8 @@
 //! The file layer's core: what a node in the tree is (`Inode`, its `Kind`), what an open file
 //! does (`FileOps`), and the open file description itself (`File`).
 
+#![forbid(unsafe_code)]
+
 use super::{flock, pagecache, Attrs};
 use crate::mm::aspace::MappedFile;
 use crate::mm::frame::Page;

@@ -4,6 +4,8 @@
 //! process's, kept with the tasks above this floor. mmap, brk and mremap (syscall/mm.rs) and
 //! map_shadow_stack (gcs.rs) share it.
 
+#![forbid(unsafe_code)]
+
 use super::aspace::{AddrSpace, Backing, Prot, MMAP_MIN, USER_END};
 use crate::arch::mmu::PAGE_SIZE;
 use svelt_abi::errno::{Errno, SysResult};

@@ -1,6 +1,8 @@
 //! Sockets. AF_UNIX is the one family so far (unix.rs); every other family is EAFNOSUPPORT,
 //! as on a Linux built without it (AF_INET, AF_INET6 and AF_NETLINK included, until they come).
 
+#![forbid(unsafe_code)]
+
 pub mod unix;
 
 use crate::mm::uaccess::{Partial, UserSlice};

@@ -7,6 +7,8 @@
 //! once the tracer lets go), and the tracer waits until the tracee is off its CPU, so the two
 //! never touch the same state at once. The requests themselves are in syscall/ptrace.rs.
 
+#![deny(unsafe_code)]
+
 pub mod regset;
 
 use crate::arch::exception::TrapFrame;
@@ -622,6 +624,8 @@ impl Frozen {
     }
 
     /// The tracee's user state, for the tracer to read and write.
+    // The file's one unsafe: vouching that the frozen tracee stays parked (Held::parked).
+    #[allow(unsafe_code)]
     pub fn held(&self) -> Held<'_> {
         // SAFETY: frozen in its stop and off its CPU (see `new`): nothing wakes it, not even
         // SIGKILL, until this is dropped, and only its tracer (us) touches its user state.

@@ -9,6 +9,8 @@
 //! parked off its CPU. Writes to FP state invalidate the task's CPU ownership, so it reloads
 //! what was written on whichever CPU it resumes.
 
+#![forbid(unsafe_code)]
+
 use crate::task::Held;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;

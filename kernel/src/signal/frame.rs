@@ -1,6 +1,8 @@
 //! The rt_sigframe: written on delivery, validated and restored by rt_sigreturn. Layout and
 //! validation are svelt_abi::sigframe's (host-tested); this file moves registers and bytes.
 
+#![forbid(unsafe_code)]
+
 use super::{AltStack, SigAction, SigInfo};
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::{UserPtr, UserSlice};

@@ -2,6 +2,8 @@
 //! (terminate, core, stop, continue, ignore), and delivery through Linux's rt_sigframe
 //! (frame.rs). Syscall restart decisions happen here too.
 
+#![forbid(unsafe_code)]
+
 pub mod frame;
 
 use crate::arch::exception::TrapFrame;

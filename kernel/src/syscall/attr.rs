@@ -2,6 +2,8 @@
 //! that keep attributes (ramfs and tmpfs; generated /proc and /sys nodes answer EPERM, as
 //! Linux's do for most of them).
 
+#![forbid(unsafe_code)]
+
 use super::file::file;
 use crate::fs::{self, Attrs, Inode};
 use crate::mm::uaccess::UserPtr;

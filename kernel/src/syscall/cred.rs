@@ -2,6 +2,8 @@
 //! exempt; other users are counted per real user ID). Groups and capabilities are not modelled:
 //! user ID 0 may do anything, others nothing privileged.
 
+#![forbid(unsafe_code)]
+
 use crate::task;
 use core::sync::atomic::Ordering::Relaxed;
 use svelt_abi::errno::{Errno, SysResult};

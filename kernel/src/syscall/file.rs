@@ -1,6 +1,8 @@
 //! File descriptors: open and close, read and write (plain, positioned, vectored), seek,
 //! truncate, pipes, dup, fcntl and ioctl.
 
+#![forbid(unsafe_code)]
+
 use crate::fs::epoll::{self};
 use crate::fs::{self, pipe, File, Kind};
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};

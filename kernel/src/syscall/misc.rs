@@ -1,5 +1,7 @@
 //! uname, getrandom, reboot, sysinfo, getcpu, syslog.
 
+#![forbid(unsafe_code)]
+
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::uts::RELEASE;
 use svelt_abi::errno::{Errno, SysResult};

@@ -4,6 +4,8 @@
 //! total mapped, RLIMIT_DATA on private writable memory (brk and mmap; mm::place checks both,
 //! with the process's values from here).
 
+#![forbid(unsafe_code)]
+
 use crate::arch::mmu::PAGE_SIZE;
 use crate::fs::Kind;
 use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, USER_END};

@@ -3,6 +3,8 @@
 //! `SysResult<usize>` (the dispatcher puts the value, or `-errno`, in x0), or `NoReturn` when it
 //! has set the registers itself (rt_sigreturn, execve).
 
+#![forbid(unsafe_code)]
+
 pub mod attr;
 pub mod cred;
 pub mod file;

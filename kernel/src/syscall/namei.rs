@@ -1,5 +1,7 @@
 //! The name space: working directory, creating and removing names, mounts, umask.
 
+#![forbid(unsafe_code)]
+
 use super::file::file;
 use crate::fs::{self, Kind};
 use crate::mm::uaccess::{UserPtr, UserSlice};

@@ -1,6 +1,8 @@
 //! Sockets: socket, socketpair, bind, listen, connect, accept4, the names, send/recv and their
 //! msg forms (iovecs, control messages), shutdown and the socket options.
 
+#![forbid(unsafe_code)]
+
 use super::file::{file, install, read_iovecs, user_segments};
 use crate::fs::{self, File};
 use crate::mm::uaccess::{UserPtr, UserSlice};

@@ -1,5 +1,7 @@
 //! Waiting on many files: epoll, ppoll and pselect6.
 
+#![forbid(unsafe_code)]
+
 use super::file::{file, install};
 use crate::fs::epoll::{self, Epoll};
 use crate::fs::{self, File, Kind};

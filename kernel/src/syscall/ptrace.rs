@@ -1,5 +1,7 @@
 //! ptrace(2), process_vm_readv/writev, and the permission rule they and /proc/PID/mem share.
 
+#![forbid(unsafe_code)]
+
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::ptrace::{self, may_access, regset, Frozen, StopKind};
 use crate::signal::{self, SigInfo};

@@ -5,6 +5,8 @@
 //! refused with EPERM, as Linux refuses them where no real-time runtime is granted (a
 //! cgroup with CONFIG_RT_GROUP_SCHED and no budget); the normal ones are accepted.
 
+#![forbid(unsafe_code)]
+
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::{self, Task};
 use alloc::sync::Arc;

@@ -1,5 +1,7 @@
 //! Signal syscalls.
 
+#![forbid(unsafe_code)]
+
 use super::NoReturn;
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::{UserPtr, UserSlice};

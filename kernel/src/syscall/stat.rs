@@ -1,5 +1,7 @@
 //! What a file is: stat, statx, getdents, readlink, access checks, statfs.
 
+#![forbid(unsafe_code)]
+
 use super::file::{file, CHUNK};
 use crate::fs::{self, pipe, File, Kind};
 use crate::mm::uaccess::{UserPtr, UserSlice};

@@ -1,5 +1,7 @@
 //! Clocks, sleeps and interval timers.
 
+#![forbid(unsafe_code)]
+
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::local::RestartBlock;
 use crate::task::{self, wait, CurrentTask};

@@ -1,5 +1,7 @@
 //! Thread and process exit, and wait.
 
+#![forbid(unsafe_code)]
+
 use super::{current_arc, futex, sched, unregister, ProcState, Process, State};
 use crate::signal;
 use alloc::sync::Arc;

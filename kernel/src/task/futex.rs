@@ -3,6 +3,8 @@
 //! A key is (address space, address) for private futexes and private memory, or (shared
 //! object, offset) for MAP_SHARED memory, so processes sharing memory meet on the same key.
 
+#![forbid(unsafe_code)]
+
 use super::{current_arc, sched, State, Task};
 use crate::mm::uaccess::UserPtr;
 use crate::sync::IrqLock;

@@ -1,6 +1,8 @@
 //! Timers that act on tasks: sleepers woken at their deadline (nanosleep, futex and poll
 //! timeouts) and each process's ITIMER_REAL (setitimer, alarm), driven by the tick.
 
+#![forbid(unsafe_code)]
+
 use super::{Process, Task};
 use crate::arch::cpu;
 use crate::sync::IrqLock;

@@ -1,5 +1,7 @@
 //! Wait queues: a task sleeps until a condition holds, a signal arrives or a deadline passes.
 
+#![forbid(unsafe_code)]
+
 use super::{sched, State, Task};
 use crate::sync::IrqLock;
 use alloc::collections::VecDeque;

@@ -1,6 +1,8 @@
 //! /proc/PID/stat and /proc/PID/status (Linux's fs/proc/array.c): a task's state, ids,
 //! signals and memory figures, a zombie's too, in Linux's layouts (`svelt_abi::procfs`).
 
+#![forbid(unsafe_code)]
+
 use super::base::Target;
 use super::generic::Text;
 use super::task_mmu::{MmFigures, PAGE};

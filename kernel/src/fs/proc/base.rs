@@ -3,6 +3,8 @@
 //! limits, fpstat). stat and status are in `array`, the memory views in `task_mmu`, the fd
 //! directories in `fd`.
 
+#![forbid(unsafe_code)]
+
 use super::fd::{fd_name, FdDir};
 use super::generic::{write_str, Dir, Link, Listing, Render, Text, TextFile};
 use super::{array, mounts, task_mmu};

@@ -1,6 +1,8 @@
 //! /proc/PID/fd and /proc/PID/fdinfo (Linux's fs/proc/fd.c): a link per open descriptor, and
 //! its position, flags and inode.
 
+#![forbid(unsafe_code)]
+
 use super::base::{pid_link, LinkTo, Target};
 use super::generic::{Dir, Listing, Text, TextFile};
 use crate::fs::{File, Inode, Kind};

@@ -2,6 +2,8 @@
 //! once: a text file whose text a render function makes, a symlink whose target is computed
 //! when it is read, and a directory whose entries are listed when asked.
 
+#![forbid(unsafe_code)]
+
 use crate::fs::{new_ino, File, FileOps, Inode, Kind};
 use alloc::string::String;
 use alloc::sync::Arc;

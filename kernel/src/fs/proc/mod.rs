@@ -4,6 +4,8 @@
 //! rest is cut as Linux's fs/proc is: `base` (/proc/PID), `array` (stat, status), `task_mmu`
 //! (maps, smaps, statm), `fd`, `mounts`, `system` (meminfo, cpuinfo, uptime...) and `sysctl`.
 
+#![forbid(unsafe_code)]
+
 mod array;
 mod base;
 mod fd;

@@ -1,6 +1,8 @@
 //! What is mounted (Linux's fs/proc_namespace.c): /proc/mounts, /proc/PID/mountinfo, and the
 //! file system types one can mount (/proc/filesystems).
 
+#![forbid(unsafe_code)]
+
 use super::base::Target;
 use super::generic::Text;
 use alloc::format;

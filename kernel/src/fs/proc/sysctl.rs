@@ -2,6 +2,8 @@
 //! Unlike the generated files, a sysctl's value is formatted or parsed on every read and
 //! write, as Linux's proc_sys_call_handler does.
 
+#![forbid(unsafe_code)]
+
 use crate::fs::ramfs::RamDir;
 use crate::fs::{new_ino, File, FileOps, Inode, Kind};
 use alloc::format;

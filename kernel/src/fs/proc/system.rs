@@ -1,6 +1,8 @@
 //! The system-wide files of /proc (Linux's fs/proc/cpuinfo.c, meminfo.c, uptime.c, loadavg.c,
 //! stat.c, cmdline.c and version.c) and Svelt's own meminfo under /proc/svelt.
 
+#![forbid(unsafe_code)]
+
 use crate::task;
 use alloc::format;
 use alloc::string::{String, ToString};

@@ -1,6 +1,8 @@
 //! The memory views of /proc/PID (Linux's fs/proc/task_mmu.c): maps, smaps and statm, and the
 //! address-space figures stat and status show.
 
+#![forbid(unsafe_code)]
+
 use super::base::Target;
 use super::generic::{write_str, Text};
 use core::fmt::Write;

@@ -9,6 +9,8 @@
 //! shutdown, the last close, poll); `queue` moves the bytes (send, recv), `names` is the
 //! registry of bound names, `scm` what a message carries besides its bytes.
 
+#![forbid(unsafe_code)]
+
 mod names;
 mod queue;
 mod scm;

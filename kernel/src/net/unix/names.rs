@@ -2,6 +2,8 @@
 //! the latter by the S_IFSOCK inode bind creates, so connect finds a socket through the file
 //! system as on Linux.
 
+#![forbid(unsafe_code)]
+
 use super::{SockType, UnixSocket};
 use crate::fs::{new_ino, Attrs, FileOps, Inode, Kind};
 use alloc::sync::{Arc, Weak};

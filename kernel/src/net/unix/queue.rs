@@ -2,6 +2,8 @@
 //! charged to the sender's SO_SNDBUF; recv takes it out (a datagram at a time, a stream across
 //! messages).
 
+#![forbid(unsafe_code)]
+
 use super::{changed, Msg, Scm, SockType, UnixSocket, RCV_SHUTDOWN, SEND_SHUTDOWN, WQ};
 use crate::fs::File;
 use crate::mm::uaccess::Partial;

@@ -2,6 +2,8 @@
 //! sender's credentials (SCM_CREDENTIALS). The control buffer itself is parsed and built by the
 //! sendmsg/recvmsg system calls.
 
+#![forbid(unsafe_code)]
+
 use crate::fs::File;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
