@@ -11,7 +11,7 @@
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::UserPtr;
 use crate::signal;
-use crate::task::{self, exit, CurrentTask, Task};
+use crate::task::{exit, CurrentTask, Task};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
@@ -240,15 +240,15 @@ fn run_filter(t: &CurrentTask, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bo
 
 /// seccomp(op, flags, args). `privileged`: the caller has root's capabilities
 /// (syscall::cred::privileged), which lets it install a filter without no_new_privs.
-pub fn seccomp(op: u32, flags: u32, uargs: usize, privileged: bool) -> SysResult<usize> {
+pub fn seccomp(t: &Task, op: u32, flags: u32, uargs: usize, privileged: bool) -> SysResult<usize> {
     match op {
         SECCOMP_SET_MODE_STRICT => {
             if flags != 0 || uargs != 0 {
                 return Err(Errno::EINVAL);
             }
-            set_mode_strict()
+            set_mode_strict(t)
         }
-        SECCOMP_SET_MODE_FILTER => set_mode_filter(flags, uargs, privileged),
+        SECCOMP_SET_MODE_FILTER => set_mode_filter(t, flags, uargs, privileged),
         SECCOMP_GET_ACTION_AVAIL => {
             if flags != 0 {
                 return Err(Errno::EINVAL);
@@ -272,35 +272,37 @@ pub fn seccomp(op: u32, flags: u32, uargs: usize, privileged: bool) -> SysResult
 }
 
 /// PR_SET_SECCOMP: the mode with the filter pointer, no flags.
-pub fn prctl_set_seccomp(mode: usize, filter: usize, privileged: bool) -> SysResult<usize> {
+pub fn prctl_set_seccomp(
+    t: &Task,
+    mode: usize,
+    filter: usize,
+    privileged: bool,
+) -> SysResult<usize> {
     match mode {
         m if m == SECCOMP_MODE_STRICT as usize => {
-            seccomp(SECCOMP_SET_MODE_STRICT, 0, 0, privileged)
+            seccomp(t, SECCOMP_SET_MODE_STRICT, 0, 0, privileged)
         }
         m if m == SECCOMP_MODE_FILTER as usize => {
-            seccomp(SECCOMP_SET_MODE_FILTER, 0, filter, privileged)
+            seccomp(t, SECCOMP_SET_MODE_FILTER, 0, filter, privileged)
         }
         _ => Err(Errno::EINVAL),
     }
 }
 
 /// PR_GET_SECCOMP.
-pub fn prctl_get_seccomp() -> SysResult<usize> {
-    Ok(task::current().seccomp.mode.load(Ordering::Relaxed) as usize)
+pub fn prctl_get_seccomp(t: &Task) -> SysResult<usize> {
+    Ok(t.seccomp.mode.load(Ordering::Relaxed) as usize)
 }
 
 /// PR_SET_NO_NEW_PRIVS (arguments checked by abi::prctl): once set, never cleared.
-pub fn set_no_new_privs() -> SysResult<usize> {
-    task::current()
-        .seccomp
-        .no_new_privs
-        .store(true, Ordering::Relaxed);
+pub fn set_no_new_privs(t: &Task) -> SysResult<usize> {
+    t.seccomp.no_new_privs.store(true, Ordering::Relaxed);
     Ok(0)
 }
 
 /// PR_GET_NO_NEW_PRIVS.
-pub fn get_no_new_privs() -> SysResult<usize> {
-    Ok(task::current().seccomp.no_new_privs.load(Ordering::Relaxed) as usize)
+pub fn get_no_new_privs(t: &Task) -> SysResult<usize> {
+    Ok(t.seccomp.no_new_privs.load(Ordering::Relaxed) as usize)
 }
 
 /// A mode may be entered from DISABLED or from itself (filters stack); never changed.
@@ -309,8 +311,7 @@ fn may_assign(t: &Task, mode: u8) -> bool {
     cur == SECCOMP_MODE_DISABLED || cur == mode
 }
 
-fn set_mode_strict() -> SysResult<usize> {
-    let t = task::current();
+fn set_mode_strict(t: &Task) -> SysResult<usize> {
     let _g = attach_lock();
     if !may_assign(t, SECCOMP_MODE_STRICT) {
         return Err(Errno::EINVAL);
@@ -322,13 +323,13 @@ fn set_mode_strict() -> SysResult<usize> {
 /// Copies in and validates a user `sock_fprog` (`seccomp_prepare_user_filter`): EFAULT for
 /// unreadable memory, EINVAL for a bad program, EACCES without no_new_privs or root, ENOMEM
 /// when the program cannot be stored.
-fn prepare(uargs: usize, privileged: bool) -> SysResult<Vec<SockFilter>> {
+fn prepare(t: &Task, uargs: usize, privileged: bool) -> SysResult<Vec<SockFilter>> {
     let fprog = UserPtr::<SockFprog>::new(uargs).read()?;
     let len = fprog.len as usize;
     if len == 0 || len > BPF_MAXINSNS {
         return Err(Errno::EINVAL);
     }
-    if !task::current().seccomp.no_new_privs.load(Ordering::Relaxed) && !privileged {
+    if !t.seccomp.no_new_privs.load(Ordering::Relaxed) && !privileged {
         return Err(Errno::EACCES);
     }
     if fprog.filter == 0 {
@@ -352,7 +353,7 @@ fn is_ancestor(old: &Option<Arc<Filter>>, new: &Option<Arc<Filter>>) -> bool {
         .is_some_and(|n| n.chain().any(|f| core::ptr::eq(f, &**old)))
 }
 
-fn set_mode_filter(flags: u32, uargs: usize, privileged: bool) -> SysResult<usize> {
+fn set_mode_filter(t: &Task, flags: u32, uargs: usize, privileged: bool) -> SysResult<usize> {
     // User notification is not implemented: NEW_LISTENER (and what only makes sense with it)
     // is refused as an unknown flag.
     let supported = SECCOMP_FILTER_FLAG_MASK
@@ -360,8 +361,7 @@ fn set_mode_filter(flags: u32, uargs: usize, privileged: bool) -> SysResult<usiz
     if flags & !supported != 0 {
         return Err(Errno::EINVAL);
     }
-    let prog = prepare(uargs, privileged)?;
-    let t = task::current();
+    let prog = prepare(t, uargs, privileged)?;
     let _g = attach_lock();
     if !may_assign(t, SECCOMP_MODE_FILTER) {
         return Err(Errno::EINVAL);

@@ -4,30 +4,30 @@
 
 #![forbid(unsafe_code)]
 
-use crate::task;
+use crate::task::{self, CurrentTask};
 use core::sync::atomic::Ordering::Relaxed;
 use svelt_abi::errno::{Errno, SysResult};
 
 /// Whether the caller has the capabilities Linux gives root (CAP_IPC_LOCK, CAP_SYS_RESOURCE):
 /// effective user ID 0.
-pub fn privileged() -> bool {
-    task::current().process().euid.load(Relaxed) == 0
+pub fn privileged(t: &task::Task) -> bool {
+    t.process().euid.load(Relaxed) == 0
 }
 
-pub fn getuid(effective: bool) -> usize {
-    let p = task::current().process();
+pub fn getuid(cur: &CurrentTask, effective: bool) -> usize {
+    let p = cur.process();
     (if effective { &p.euid } else { &p.uid }).load(Relaxed) as usize
 }
 
 /// setuid: root sets all three IDs; others may only set the effective ID to the real or
 /// saved one.
-pub fn setuid(uid: u32) -> SysResult<usize> {
+pub fn setuid(cur: &CurrentTask, uid: u32) -> SysResult<usize> {
     if uid == u32::MAX {
         return Err(Errno::EINVAL);
     }
-    let t = task::current();
+    let t = cur;
     let p = t.process();
-    if privileged() {
+    if privileged(cur) {
         let old = p.uid.swap(uid, Relaxed);
         p.euid.store(uid, Relaxed);
         p.suid.store(uid, Relaxed);
@@ -49,8 +49,8 @@ pub fn setuid(uid: u32) -> SysResult<usize> {
 
 /// setfsuid/setfsgid: the old ID, always; the new one taken when it is not -1 and the caller is
 /// root or names one of its own IDs (Svelt keeps no groups: its only group ID is 0).
-pub fn setfsid(id: u32, user: bool) -> SysResult<usize> {
-    let p = task::current().process();
+pub fn setfsid(cur: &CurrentTask, id: u32, user: bool) -> SysResult<usize> {
+    let p = cur.process();
     let (slot, own) = if user {
         let own = [&p.uid, &p.euid, &p.suid, &p.fsuid]
             .iter()
@@ -60,7 +60,7 @@ pub fn setfsid(id: u32, user: bool) -> SysResult<usize> {
         (&p.fsgid, id == 0)
     };
     let old = slot.load(Relaxed);
-    if id != u32::MAX && (privileged() || own) {
+    if id != u32::MAX && (privileged(cur) || own) {
         slot.store(id, Relaxed);
     }
     Ok(old as usize)

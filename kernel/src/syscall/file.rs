@@ -7,7 +7,7 @@ use crate::fs::epoll::{self};
 use crate::fs::{self, pipe, File, Kind};
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::mm::{try_reserve, try_vec};
-use crate::task;
+use crate::task::{self, CurrentTask};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -510,9 +510,9 @@ pub fn dup3(old: i32, new: i32, flags: u32) -> SysResult<usize> {
     Ok(new as usize)
 }
 
-pub fn fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
+pub fn fcntl(cur: &CurrentTask, fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
     use svelt_abi::fcntl::FcntlCmd;
-    let files = task::current().files();
+    let files = cur.files();
     let mut t = files.lock();
     let file = t.get(fd)?;
     let cmd = FcntlCmd::decode(cmd, arg)?;
@@ -552,7 +552,7 @@ pub fn fcntl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
                 .ok_or(Errno::EBADF)?;
             match cmd {
                 FcntlCmd::SetPipeSize { size } => {
-                    end.set_capacity(size as usize, super::cred::privileged())
+                    end.set_capacity(size as usize, super::cred::privileged(cur))
                 }
                 _ => Ok(end.capacity()),
             }

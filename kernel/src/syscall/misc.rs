@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::mm::uaccess::{UserPtr, UserSlice};
+use crate::task::CurrentTask;
 use crate::uts::RELEASE;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::sys;
@@ -22,14 +23,9 @@ pub fn uname(buf: usize) -> SysResult<usize> {
 }
 
 /// sethostname: for a privileged caller (uid 0 stands for CAP_SYS_ADMIN), at most 64 bytes.
-pub fn sethostname(name: usize, len: usize) -> SysResult<usize> {
+pub fn sethostname(cur: &CurrentTask, name: usize, len: usize) -> SysResult<usize> {
     use core::sync::atomic::Ordering;
-    if crate::task::current()
-        .process()
-        .euid
-        .load(Ordering::Relaxed)
-        != 0
-    {
+    if cur.process().euid.load(Ordering::Relaxed) != 0 {
         return Err(Errno::EPERM);
     }
     if len > crate::uts::NEW_UTS_LEN {
@@ -58,17 +54,14 @@ pub fn getrandom(buf: usize, len: usize, flags: u32) -> SysResult<usize> {
     crate::fs::dev::fill_random_user(user)
 }
 
-pub fn reboot(magic1: u32, magic2: u32, cmd: u32) -> SysResult<usize> {
+pub fn reboot(cur: &CurrentTask, magic1: u32, magic2: u32, cmd: u32) -> SysResult<usize> {
     sys::reboot_check_magic(magic1, magic2)?;
     match cmd {
         sys::LINUX_REBOOT_CMD_POWER_OFF
         | sys::LINUX_REBOOT_CMD_HALT
         | sys::LINUX_REBOOT_CMD_RESTART
         | sys::LINUX_REBOOT_CMD_RESTART2 => {
-            log::info!(
-                "reboot({cmd:#x}) from pid {}: powering off",
-                crate::task::current().pid()
-            );
+            log::info!("reboot(cur, {cmd:#x}) from pid {}: powering off", cur.pid());
             crate::power::exit(0)
         }
         sys::LINUX_REBOOT_CMD_CAD_ON | sys::LINUX_REBOOT_CMD_CAD_OFF => Ok(0),
@@ -100,20 +93,15 @@ pub fn getcpu(cpu: usize, node: usize) -> SysResult<usize> {
     Ok(0)
 }
 
-/// syslog(2) (klogctl): the kernel log for root (Debian's kernels restrict it, dmesg_restrict=1,
+/// syslog(cur, 2) (klogctl): the kernel log for root (Debian's kernels restrict it, dmesg_restrict=1,
 /// so others get EPERM), Linux's do_syslog.
-pub fn syslog(action: i32, buf: usize, len: i32) -> SysResult<usize> {
+pub fn syslog(cur: &CurrentTask, action: i32, buf: usize, len: i32) -> SysResult<usize> {
     use crate::klog::syslog as s;
     use core::sync::atomic::Ordering;
     use svelt_abi::klog::SyslogAction as A;
     use svelt_abi::klog::SyslogAction;
     let action = SyslogAction::from_raw(action)?;
-    if crate::task::current()
-        .process()
-        .euid
-        .load(Ordering::Relaxed)
-        != 0
-    {
+    if cur.process().euid.load(Ordering::Relaxed) != 0 {
         return Err(Errno::EPERM);
     }
     let reading = matches!(action, A::Read | A::ReadAll | A::ReadClear);

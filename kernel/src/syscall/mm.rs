@@ -10,18 +10,18 @@ use crate::arch::mmu::PAGE_SIZE;
 use crate::fs::Kind;
 use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, USER_END};
 use crate::mm::place::{check_limits, map_new, Place};
-use crate::task::{self, with_mm};
+use crate::task::{with_mm, CurrentTask};
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{O_APPEND, O_PATH};
 use svelt_abi::mm as m;
 
 const PAGE: usize = PAGE_SIZE;
 
-fn rlimit(resource: u32) -> u64 {
-    task::current().process().rlimit(resource)
+fn rlimit(cur: &CurrentTask, resource: u32) -> u64 {
+    cur.process().rlimit(resource)
 }
 
-pub fn brk(addr: usize) -> SysResult<usize> {
+pub fn brk(me: &CurrentTask, addr: usize) -> SysResult<usize> {
     with_mm(|mm| {
         let (start, cur) = (mm.brk_start, mm.brk);
         if addr < start || addr >= crate::mm::aspace::MMAP_TOP {
@@ -31,7 +31,7 @@ pub fn brk(addr: usize) -> SysResult<usize> {
         let new_end = addr.next_multiple_of(PAGE);
         if new_end > old_end {
             if !mm.is_free(old_end, new_end)
-                || check_limits(mm, new_end - old_end, true, rlimit).is_err()
+                || check_limits(mm, new_end - old_end, true, |r| rlimit(me, r)).is_err()
                 || mm
                     .map(
                         old_end,
@@ -51,7 +51,15 @@ pub fn brk(addr: usize) -> SysResult<usize> {
     })
 }
 
-pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -> SysResult<usize> {
+pub fn mmap(
+    cur: &CurrentTask,
+    addr: usize,
+    len: usize,
+    prot: u32,
+    flags: u32,
+    fd: i32,
+    off: u64,
+) -> SysResult<usize> {
     let req = m::mmap_check(addr, len, prot, flags, off, PAGE)?;
     let p = Prot(prot & (m::PROT_READ | m::PROT_WRITE | m::PROT_EXEC));
     let backing = if req.anonymous {
@@ -61,7 +69,7 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
             Backing::Anon
         }
     } else {
-        let file = task::current().files().lock().get(fd)?;
+        let file = cur.files().lock().get(fd)?;
         let node = file.node.clone().ok_or(Errno::ENODEV)?;
         match node.kind() {
             Kind::File => {}
@@ -106,8 +114,8 @@ pub fn mmap(addr: usize, len: usize, prot: u32, flags: u32, fd: i32, off: u64) -
     } else {
         Place::Hint
     };
-    let r = with_mm(|mm| map_new(mm, addr, len, p, backing, place, rlimit))?;
-    if let (Some(node), Some(mm)) = (file_node, task::current().mm()) {
+    let r = with_mm(|mm| map_new(mm, addr, len, p, backing, place, |r| rlimit(cur, r)))?;
+    if let (Some(node), Some(mm)) = (file_node, cur.mm()) {
         crate::mm::aspace::register_file_map(&mm, &node);
     }
     Ok(r)
@@ -195,6 +203,7 @@ pub fn msync(addr: usize, len: usize, flags: u32) -> SysResult<usize> {
 }
 
 pub fn mremap(
+    cur: &CurrentTask,
     old: usize,
     old_len: usize,
     new_len: usize,
@@ -240,7 +249,9 @@ pub fn mremap(
             if new < old_end && old < new_end {
                 return Err(Errno::EINVAL);
             }
-            check_limits(mm, new_len.saturating_sub(old_len), data, rlimit)?;
+            check_limits(mm, new_len.saturating_sub(old_len), data, |r| {
+                rlimit(cur, r)
+            })?;
             mm.unmap(new, new_end)?;
             return move_range(mm, old, old_len, new, new_len, prot, &backing, vstart);
         }
@@ -249,7 +260,7 @@ pub fn mremap(
             return Ok(old);
         }
         let grow = new_len - old_len;
-        check_limits(mm, grow, data, rlimit)?;
+        check_limits(mm, grow, data, |r| rlimit(cur, r))?;
         let grown_end = old_end.checked_add(grow).filter(|&e| e <= USER_END);
         if old_end == vend && grown_end.is_some_and(|e| mm.is_free(old_end, e)) {
             mm.map(
@@ -317,11 +328,11 @@ pub fn madvise(addr: usize, len: usize, advice: u32) -> SysResult<usize> {
 }
 
 /// ENOMEM/EPERM when `more` locked bytes would pass RLIMIT_MEMLOCK for an unprivileged caller.
-fn check_memlock(mm: &AddrSpace, more: usize) -> SysResult<()> {
-    if super::cred::privileged() {
+fn check_memlock(cur: &CurrentTask, mm: &AddrSpace, more: usize) -> SysResult<()> {
+    if super::cred::privileged(cur) {
         return Ok(());
     }
-    let limit = rlimit(svelt_abi::sys::RLIMIT_MEMLOCK);
+    let limit = rlimit(cur, svelt_abi::sys::RLIMIT_MEMLOCK);
     if limit == 0 {
         return Err(Errno::EPERM);
     }
@@ -332,7 +343,13 @@ fn check_memlock(mm: &AddrSpace, more: usize) -> SysResult<()> {
 }
 
 /// mlock/mlock2 (`onfault`: MLOCK_ONFAULT, lock without faulting in) and munlock.
-pub fn mlock(addr: usize, len: usize, lock: bool, flags: u32) -> SysResult<usize> {
+pub fn mlock(
+    cur: &CurrentTask,
+    addr: usize,
+    len: usize,
+    lock: bool,
+    flags: u32,
+) -> SysResult<usize> {
     const MLOCK_ONFAULT: u32 = 1;
     if flags & !MLOCK_ONFAULT != 0 {
         return Err(Errno::EINVAL);
@@ -351,7 +368,7 @@ pub fn mlock(addr: usize, len: usize, lock: bool, flags: u32) -> SysResult<usize
     }
     with_mm(|mm| {
         if lock {
-            check_memlock(mm, mm.unlocked_in(start, end))?;
+            check_memlock(cur, mm, mm.unlocked_in(start, end))?;
         }
         // As Linux: the mappings before a hole are (un)locked, then the hole is ENOMEM (and
         // nothing is faulted in).
@@ -367,7 +384,7 @@ pub fn mlock(addr: usize, len: usize, lock: bool, flags: u32) -> SysResult<usize
     })
 }
 
-pub fn mlockall(flags: u32) -> SysResult<usize> {
+pub fn mlockall(cur: &CurrentTask, flags: u32) -> SysResult<usize> {
     if flags == 0
         || flags & !(m::MCL_CURRENT | m::MCL_FUTURE | m::MCL_ONFAULT) != 0
         || flags == m::MCL_ONFAULT
@@ -378,6 +395,7 @@ pub fn mlockall(flags: u32) -> SysResult<usize> {
         if flags & m::MCL_CURRENT != 0 {
             let all = crate::mm::try_collect(mm.vmas().map(|v| (v.start, v.end)))?;
             check_memlock(
+                cur,
                 mm,
                 all.iter().map(|(s, e)| e - s).sum::<usize>() - mm.locked_vm(),
             )?;

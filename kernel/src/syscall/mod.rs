@@ -146,7 +146,7 @@ fn call(n: u64, c: &mut Syscall) {
             Ok(NoReturn) => return,
             Err(e) => Err(e),
         },
-        None => unknown(n as usize),
+        None => unknown(c.cur, n as usize),
     };
     c.tf.x[0] = match r {
         Ok(v) => v as u64,
@@ -200,7 +200,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FALLOCATE] = v(|c| file::fallocate(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::DUP] = v(|c| file::dup(c.arg(0)));
     t[nr::DUP3] = v(|c| file::dup3(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::FCNTL] = v(|c| file::fcntl(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::FCNTL] = v(|c| file::fcntl(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::IOCTL] = v(|c| file::ioctl(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::EPOLL_CREATE1] = v(|c| poll::epoll_create1(c.arg(0)));
     t[nr::EPOLL_CTL] = v(|c| poll::epoll_ctl(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
@@ -236,18 +236,28 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FCHOWNAT] = v(|c| attr::fchownat(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::UTIMENSAT] = v(|c| attr::utimensat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     // memory
-    t[nr::BRK] = v(|c| mm::brk(c.arg(0)));
-    t[nr::MMAP] = v(|c| mm::mmap(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
+    t[nr::BRK] = v(|c| mm::brk(c.cur, c.arg(0)));
+    t[nr::MMAP] = v(|c| {
+        mm::mmap(
+            c.cur,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.arg(5),
+        )
+    });
     t[nr::MUNMAP] = v(|c| mm::munmap(c.arg(0), c.arg(1)));
     t[nr::MPROTECT] = v(|c| mm::mprotect(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::PIDFD_OPEN] = v(|c| file::pidfd_open(c.arg(0), c.arg(1)));
     t[nr::MAP_SHADOW_STACK] = v(|c| crate::gcs::map_shadow_stack(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::MADVISE] = v(|c| mm::madvise(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::MREMAP] = v(|c| mm::mremap(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::MLOCK] = v(|c| mm::mlock(c.arg(0), c.arg(1), true, 0));
-    t[nr::MLOCK2] = v(|c| mm::mlock(c.arg(0), c.arg(1), true, c.arg(2)));
-    t[nr::MUNLOCK] = v(|c| mm::mlock(c.arg(0), c.arg(1), false, 0));
-    t[nr::MLOCKALL] = v(|c| mm::mlockall(c.arg(0)));
+    t[nr::MREMAP] = v(|c| mm::mremap(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::MLOCK] = v(|c| mm::mlock(c.cur, c.arg(0), c.arg(1), true, 0));
+    t[nr::MLOCK2] = v(|c| mm::mlock(c.cur, c.arg(0), c.arg(1), true, c.arg(2)));
+    t[nr::MUNLOCK] = v(|c| mm::mlock(c.cur, c.arg(0), c.arg(1), false, 0));
+    t[nr::MLOCKALL] = v(|c| mm::mlockall(c.cur, c.arg(0)));
     t[nr::MUNLOCKALL] = v(|_| mm::munlockall());
     t[nr::MSYNC] = v(|c| mm::msync(c.arg(0), c.arg(1), c.arg(2)));
     // processes
@@ -266,16 +276,16 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::EXECVE] = regs(|c| proc::execve(c.cur, c.arg(0), c.arg(1), c.arg(2), c.tf));
     t[nr::EXIT] = v(|c| proc::exit(c.cur, c.arg(0)));
     t[nr::EXIT_GROUP] = v(|c| proc::exit_group(c.arg(0)));
-    t[nr::WAIT4] = v(|c| proc::wait4(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::WAITID] = v(|c| proc::waitid(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::GETPID] = v(|_| Ok(task::current().pid() as usize));
-    t[nr::GETTID] = v(|_| Ok(task::current().tid as usize));
-    t[nr::GETPPID] = v(|_| Ok(task::current().process().ppid() as usize));
-    t[nr::GETUID] = v(|_| Ok(cred::getuid(false)));
-    t[nr::GETEUID] = v(|_| Ok(cred::getuid(true)));
+    t[nr::WAIT4] = v(|c| proc::wait4(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::WAITID] = v(|c| proc::waitid(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::GETPID] = v(|c| Ok(c.cur.pid() as usize));
+    t[nr::GETTID] = v(|c| Ok(c.cur.tid as usize));
+    t[nr::GETPPID] = v(|c| Ok(c.cur.process().ppid() as usize));
+    t[nr::GETUID] = v(|c| Ok(cred::getuid(c.cur, false)));
+    t[nr::GETEUID] = v(|c| Ok(cred::getuid(c.cur, true)));
     t[nr::GETGID] = v(|_| Ok(0));
     t[nr::GETEGID] = v(|_| Ok(0));
-    t[nr::SETUID] = v(|c| cred::setuid(c.arg(0)));
+    t[nr::SETUID] = v(|c| cred::setuid(c.cur, c.arg(0)));
     t[nr::GETRESUID] = v(|c| proc::getres(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::GETRESGID] = v(|c| proc::getres(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SETGID] = v(|_| Ok(0));
@@ -284,14 +294,14 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::SETREUID] = v(|_| Ok(0));
     t[nr::SETREGID] = v(|_| Ok(0));
     t[nr::GETGROUPS] = v(|_| Ok(0));
-    t[nr::SETPGID] = v(|c| proc::setpgid(c.arg(0), c.arg(1)));
-    t[nr::GETPGID] = v(|c| proc::getpgid(c.arg(0)));
-    t[nr::GETSID] = v(|c| proc::getsid(c.arg(0)));
-    t[nr::SETSID] = v(|_| proc::setsid());
-    t[nr::PERSONALITY] = v(|c| proc::personality(c.arg(0)));
-    t[nr::SET_TID_ADDRESS] = v(|c| proc::set_tid_address(c.arg(0)));
-    t[nr::SET_ROBUST_LIST] = v(|c| proc::set_robust_list(c.arg(0), c.arg(1)));
-    t[nr::GET_ROBUST_LIST] = v(|c| proc::get_robust_list(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SETPGID] = v(|c| proc::setpgid(c.cur, c.arg(0), c.arg(1)));
+    t[nr::GETPGID] = v(|c| proc::getpgid(c.cur, c.arg(0)));
+    t[nr::GETSID] = v(|c| proc::getsid(c.cur, c.arg(0)));
+    t[nr::SETSID] = v(|c| proc::setsid(c.cur));
+    t[nr::PERSONALITY] = v(|c| proc::personality(c.cur, c.arg(0)));
+    t[nr::SET_TID_ADDRESS] = v(|c| proc::set_tid_address(c.cur, c.arg(0)));
+    t[nr::SET_ROBUST_LIST] = v(|c| proc::set_robust_list(c.cur, c.arg(0), c.arg(1)));
+    t[nr::GET_ROBUST_LIST] = v(|c| proc::get_robust_list(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::FUTEX] = v(|c| {
         crate::task::futex::futex(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5))
     });
@@ -299,31 +309,34 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
         task::sched::yield_now();
         Ok(0)
     });
-    t[nr::GETPRIORITY] = v(|c| sched::getpriority(c.arg(0), c.arg(1)));
-    t[nr::SETPRIORITY] = v(|c| sched::setpriority(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::SCHED_GETSCHEDULER] = v(|c| sched::sched_getscheduler(c.arg(0)));
-    t[nr::SCHED_SETSCHEDULER] = v(|c| sched::sched_setscheduler(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::SCHED_GETPARAM] = v(|c| sched::sched_getparam(c.arg(0), c.arg(1)));
-    t[nr::SCHED_SETPARAM] = v(|c| sched::sched_setparam(c.arg(0), c.arg(1)));
-    t[nr::SCHED_GETATTR] = v(|c| sched::sched_getattr(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::GETPRIORITY] = v(|c| sched::getpriority(c.cur, c.arg(0), c.arg(1)));
+    t[nr::SETPRIORITY] = v(|c| sched::setpriority(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SCHED_GETSCHEDULER] = v(|c| sched::sched_getscheduler(c.cur, c.arg(0)));
+    t[nr::SCHED_SETSCHEDULER] =
+        v(|c| sched::sched_setscheduler(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SCHED_GETPARAM] = v(|c| sched::sched_getparam(c.cur, c.arg(0), c.arg(1)));
+    t[nr::SCHED_SETPARAM] = v(|c| sched::sched_setparam(c.cur, c.arg(0), c.arg(1)));
+    t[nr::SCHED_GETATTR] =
+        v(|c| sched::sched_getattr(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SCHED_GET_PRIORITY_MAX] = v(|c| sched::sched_get_priority(c.arg(0), true));
     t[nr::SCHED_GET_PRIORITY_MIN] = v(|c| sched::sched_get_priority(c.arg(0), false));
-    t[nr::IOPRIO_GET] = v(|c| sched::ioprio_get(c.arg(0), c.arg(1)));
-    t[nr::IOPRIO_SET] = v(|c| sched::ioprio_set(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::SETFSUID] = v(|c| cred::setfsid(c.arg(0), true));
-    t[nr::SETFSGID] = v(|c| cred::setfsid(c.arg(0), false));
-    t[nr::SCHED_GETAFFINITY] = v(|c| proc::sched_getaffinity(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::SCHED_SETAFFINITY] = v(|c| proc::sched_setaffinity(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::PRLIMIT64] = v(|c| proc::prlimit64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::GETRLIMIT] = v(|c| proc::prlimit64(0, c.arg(0), 0, c.arg(1)));
-    t[nr::SETRLIMIT] = v(|c| proc::prlimit64(0, c.arg(0), c.arg(1), 0));
+    t[nr::IOPRIO_GET] = v(|c| sched::ioprio_get(c.cur, c.arg(0), c.arg(1)));
+    t[nr::IOPRIO_SET] = v(|c| sched::ioprio_set(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SETFSUID] = v(|c| cred::setfsid(c.cur, c.arg(0), true));
+    t[nr::SETFSGID] = v(|c| cred::setfsid(c.cur, c.arg(0), false));
+    t[nr::SCHED_GETAFFINITY] = v(|c| proc::sched_getaffinity(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SCHED_SETAFFINITY] = v(|c| proc::sched_setaffinity(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::PRLIMIT64] = v(|c| proc::prlimit64(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::GETRLIMIT] = v(|c| proc::prlimit64(c.cur, 0, c.arg(0), 0, c.arg(1)));
+    t[nr::SETRLIMIT] = v(|c| proc::prlimit64(c.cur, 0, c.arg(0), c.arg(1), 0));
     t[nr::GETRUSAGE] = v(|c| proc::getrusage(c.arg(0), c.arg(1)));
     t[nr::PRCTL] = v(|c| proc::prctl(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::SECCOMP] =
-        v(|c| crate::seccomp::seccomp(c.arg(0), c.arg(1), c.arg(2), cred::privileged()));
+    t[nr::SECCOMP] = v(|c| {
+        crate::seccomp::seccomp(c.cur, c.arg(0), c.arg(1), c.arg(2), cred::privileged(c.cur))
+    });
     t[nr::RSEQ] = v(|c| crate::rseq::rseq(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     // tracing
-    t[nr::PTRACE] = v(|c| ptrace::ptrace(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::PTRACE] = v(|c| ptrace::ptrace(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::PROCESS_VM_READV] = v(|c| {
         ptrace::process_vm(
             c.arg(0),
@@ -347,28 +360,31 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
         )
     });
     // signals
-    t[nr::RT_SIGACTION] = v(|c| signal::rt_sigaction(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::RT_SIGPROCMASK] = v(|c| signal::rt_sigprocmask(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::RT_SIGPENDING] = v(|c| signal::rt_sigpending(c.arg(0), c.arg(1)));
-    t[nr::RT_SIGSUSPEND] = v(|c| signal::rt_sigsuspend(c.arg(0), c.arg(1)));
+    t[nr::RT_SIGACTION] =
+        v(|c| signal::rt_sigaction(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::RT_SIGPROCMASK] =
+        v(|c| signal::rt_sigprocmask(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::RT_SIGPENDING] = v(|c| signal::rt_sigpending(c.cur, c.arg(0), c.arg(1)));
+    t[nr::RT_SIGSUSPEND] = v(|c| signal::rt_sigsuspend(c.cur, c.arg(0), c.arg(1)));
     t[nr::RT_SIGRETURN] = regs(|c| signal::rt_sigreturn(c.cur, c.tf));
-    t[nr::RT_SIGTIMEDWAIT] = v(|c| signal::rt_sigtimedwait(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::SIGALTSTACK] = v(|c| signal::sigaltstack(c.arg(0), c.arg(1), c.tf));
-    t[nr::KILL] = v(|c| signal::kill(c.arg(0), c.arg(1)));
-    t[nr::TKILL] = v(|c| signal::tgkill(-1, c.arg(0), c.arg(1)));
-    t[nr::TGKILL] = v(|c| signal::tgkill(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::RT_SIGTIMEDWAIT] =
+        v(|c| signal::rt_sigtimedwait(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::SIGALTSTACK] = v(|c| signal::sigaltstack(c.cur, c.arg(0), c.arg(1), c.tf));
+    t[nr::KILL] = v(|c| signal::kill(c.cur, c.arg(0), c.arg(1)));
+    t[nr::TKILL] = v(|c| signal::tgkill(c.cur, -1, c.arg(0), c.arg(1)));
+    t[nr::TGKILL] = v(|c| signal::tgkill(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     // time
     t[nr::CLOCK_GETTIME] = v(|c| time::clock_gettime(c.arg(0), c.arg(1)));
     t[nr::CLOCK_GETRES] = v(|c| time::clock_getres(c.arg(0), c.arg(1)));
     t[nr::GETTIMEOFDAY] = v(|c| time::gettimeofday(c.arg(0), c.arg(1)));
-    t[nr::CLOCK_SETTIME] = v(|c| time::clock_settime(c.arg(0), c.arg(1)));
-    t[nr::SETTIMEOFDAY] = v(|c| time::settimeofday(c.arg(0), c.arg(1)));
+    t[nr::CLOCK_SETTIME] = v(|c| time::clock_settime(c.cur, c.arg(0), c.arg(1)));
+    t[nr::SETTIMEOFDAY] = v(|c| time::settimeofday(c.cur, c.arg(0), c.arg(1)));
     t[nr::NANOSLEEP] = v(|c| time::nanosleep(c.cur, c.arg(0), c.arg(1)));
     t[nr::RESTART_SYSCALL] = v(|c| time::restart_syscall(c.cur));
     t[nr::CLOCK_NANOSLEEP] =
         v(|c| time::clock_nanosleep(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::SETITIMER] = v(|c| time::setitimer(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::GETITIMER] = v(|c| time::getitimer(c.arg(0), c.arg(1)));
+    t[nr::SETITIMER] = v(|c| time::setitimer(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::GETITIMER] = v(|c| time::getitimer(c.cur, c.arg(0), c.arg(1)));
     t[nr::TIMES] = v(|c| time::times(c.arg(0)));
     // sockets
     t[nr::SOCKET] = v(|c| net::socket(c.arg(0), c.arg(1), c.arg(2)));
@@ -390,17 +406,17 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::SHUTDOWN] = v(|c| net::shutdown(c.arg(0), c.arg(1)));
     // system
     t[nr::UNAME] = v(|c| misc::uname(c.arg(0)));
-    t[nr::SETHOSTNAME] = v(|c| misc::sethostname(c.arg(0), c.arg(1)));
-    t[nr::SYSLOG] = v(|c| misc::syslog(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SETHOSTNAME] = v(|c| misc::sethostname(c.cur, c.arg(0), c.arg(1)));
+    t[nr::SYSLOG] = v(|c| misc::syslog(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::GETRANDOM] = v(|c| misc::getrandom(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::REBOOT] = v(|c| misc::reboot(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::REBOOT] = v(|c| misc::reboot(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SYSINFO] = v(|c| misc::sysinfo(c.arg(0)));
     t[nr::GETCPU] = v(|c| misc::getcpu(c.arg(0), c.arg(1)));
     t
 };
 
 #[cold]
-fn unknown(n: usize) -> SysResult<usize> {
+fn unknown(cur: &CurrentTask, n: usize) -> SysResult<usize> {
     let bit = n.min(TABLE_LEN);
     let word = &UNKNOWN_LOGGED[bit / 64];
     // Debug: kept in the kernel log, not printed over a user's terminal.
@@ -408,7 +424,7 @@ fn unknown(n: usize) -> SysResult<usize> {
         log::debug!(
             "unknown syscall {n} ({}) from pid {}",
             nr::name(n).unwrap_or("?"),
-            task::current().pid()
+            cur.pid()
         );
     }
     Err(Errno::ENOSYS)

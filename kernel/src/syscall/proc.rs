@@ -54,21 +54,27 @@ pub fn exit_group(code: i32) -> SysResult<usize> {
     exit::do_group_exit(wstatus::exited(code))
 }
 
-fn which_from_wait4(pid: i32) -> Which {
+fn which_from_wait4(cur: &CurrentTask, pid: i32) -> Which {
     match pid {
         -1 => Which::Any,
-        0 => Which::Pgid(task::current().process().pgid.load(Ordering::Relaxed)),
+        0 => Which::Pgid(cur.process().pgid.load(Ordering::Relaxed)),
         p if p < -1 => Which::Pgid(p.unsigned_abs()),
         p => Which::Pid(p as u32),
     }
 }
 
-pub fn wait4(pid: i32, status: usize, options: u32, rusage: usize) -> SysResult<usize> {
+pub fn wait4(
+    cur: &CurrentTask,
+    pid: i32,
+    status: usize,
+    options: u32,
+    rusage: usize,
+) -> SysResult<usize> {
     let options = s::wait4_options(options)?;
     if pid == i32::MIN {
         return Err(Errno::ESRCH);
     }
-    match exit::do_wait(which_from_wait4(pid), options | s::WEXITED)? {
+    match exit::do_wait(which_from_wait4(cur, pid), options | s::WEXITED)? {
         Some(exit::Reported {
             pid, status: st, ..
         }) => {
@@ -84,13 +90,20 @@ pub fn wait4(pid: i32, status: usize, options: u32, rusage: usize) -> SysResult<
     }
 }
 
-pub fn waitid(idtype: u32, id: i32, infop: usize, options: u32, rusage: usize) -> SysResult<usize> {
+pub fn waitid(
+    cur: &CurrentTask,
+    idtype: u32,
+    id: i32,
+    infop: usize,
+    options: u32,
+    rusage: usize,
+) -> SysResult<usize> {
     let options = s::waitid_options(options)?;
     let which = match idtype {
         s::P_ALL => Which::Any,
         s::P_PID if id > 0 => Which::Pid(id as u32),
         s::P_PGID if id >= 0 => Which::Pgid(if id == 0 {
-            task::current().process().pgid.load(Ordering::Relaxed)
+            cur.process().pgid.load(Ordering::Relaxed)
         } else {
             id as u32
         }),
@@ -129,11 +142,11 @@ pub fn getres(a: usize, b: usize, c: usize) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn setpgid(pid: i32, pgid: i32) -> SysResult<usize> {
+pub fn setpgid(cur: &CurrentTask, pid: i32, pgid: i32) -> SysResult<usize> {
     if pgid < 0 {
         return Err(Errno::EINVAL);
     }
-    let me = task::current().process();
+    let me = cur.process();
     let target = if pid == 0 || pid as u32 == me.pid {
         me.clone()
     } else {
@@ -148,26 +161,26 @@ pub fn setpgid(pid: i32, pgid: i32) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn getpgid(pid: i32) -> SysResult<usize> {
+pub fn getpgid(cur: &CurrentTask, pid: i32) -> SysResult<usize> {
     let p = if pid == 0 {
-        task::current().process()
+        cur.process()
     } else {
         task::find_pid(pid as u32).ok_or(Errno::ESRCH)?
     };
     Ok(p.pgid.load(Ordering::Relaxed) as usize)
 }
 
-pub fn getsid(pid: i32) -> SysResult<usize> {
+pub fn getsid(cur: &CurrentTask, pid: i32) -> SysResult<usize> {
     let p = if pid == 0 {
-        task::current().process()
+        cur.process()
     } else {
         task::find_pid(pid as u32).ok_or(Errno::ESRCH)?
     };
     Ok(p.sid.load(Ordering::Relaxed) as usize)
 }
 
-pub fn setsid() -> SysResult<usize> {
-    let p = task::current().process();
+pub fn setsid(cur: &CurrentTask) -> SysResult<usize> {
+    let p = cur.process();
     if p.pgid.load(Ordering::Relaxed) == p.pid {
         return Err(Errno::EPERM);
     }
@@ -178,42 +191,41 @@ pub fn setsid() -> SysResult<usize> {
     Ok(p.pid as usize)
 }
 
-pub fn set_tid_address(addr: usize) -> SysResult<usize> {
-    let t = task::current();
+pub fn set_tid_address(cur: &CurrentTask, addr: usize) -> SysResult<usize> {
+    let t = cur;
     t.clear_child_tid.store(addr, Ordering::Relaxed);
     Ok(t.tid as usize)
 }
 
-pub fn set_robust_list(head: usize, len: usize) -> SysResult<usize> {
+pub fn set_robust_list(cur: &CurrentTask, head: usize, len: usize) -> SysResult<usize> {
     if len != 24 {
         return Err(Errno::EINVAL);
     }
-    task::current().robust_list.store(head, Ordering::Relaxed);
+    cur.robust_list.store(head, Ordering::Relaxed);
     Ok(0)
 }
 
-pub fn get_robust_list(pid: i32, head: usize, len: usize) -> SysResult<usize> {
-    let t = if pid == 0 {
-        task::current_arc()
-    } else {
-        task::find_task(pid as u32).ok_or(Errno::ESRCH)?
-    };
+pub fn get_robust_list(cur: &CurrentTask, pid: i32, head: usize, len: usize) -> SysResult<usize> {
+    let found = affinity_target(pid)?;
+    let t: &task::Task = found.as_deref().unwrap_or(cur);
     let h = t.robust_list.load(Ordering::Relaxed);
     UserPtr::new(head).write(&(h as u64))?;
     UserPtr::new(len).write(&24u64)?;
     Ok(0)
 }
 
-fn affinity_target(pid: i32) -> SysResult<alloc::sync::Arc<task::Task>> {
+/// The task `pid` names; `None` for 0, the caller itself.
+fn affinity_target(pid: i32) -> SysResult<Option<alloc::sync::Arc<task::Task>>> {
     if pid == 0 {
-        Ok(task::current_arc())
+        Ok(None)
     } else {
-        task::find_task(pid as u32).ok_or(Errno::ESRCH)
+        task::find_task(pid as u32).ok_or(Errno::ESRCH).map(Some)
     }
 }
 
-pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> {
-    let t = affinity_target(pid)?;
+pub fn sched_getaffinity(cur: &CurrentTask, pid: i32, len: usize, mask: usize) -> SysResult<usize> {
+    let found = affinity_target(pid)?;
+    let t: &task::Task = found.as_deref().unwrap_or(cur);
     let n = cpumask::getaffinity_len(len, crate::percpu::possible())?;
     let m = t.affinity.load().and(&crate::percpu::online_mask());
     let mut bytes = [0u8; cpumask::NR_CPUS / 8];
@@ -222,8 +234,9 @@ pub fn sched_getaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> 
     Ok(n)
 }
 
-pub fn sched_setaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> {
-    let t = affinity_target(pid)?;
+pub fn sched_setaffinity(cur: &CurrentTask, pid: i32, len: usize, mask: usize) -> SysResult<usize> {
+    let found = affinity_target(pid)?;
+    let t: &task::Task = found.as_deref().unwrap_or(cur);
     let mut b = [0u8; cpumask::NR_CPUS / 8];
     let n = cpumask::setaffinity_len(len, crate::percpu::possible());
     UserSlice::new(mask, n).copy_in(&mut b[..n])?;
@@ -233,15 +246,21 @@ pub fn sched_setaffinity(pid: i32, len: usize, mask: usize) -> SysResult<usize> 
     }
     t.affinity.store(m);
     // Leave a CPU the task may no longer use at the next chance.
-    if core::ptr::eq(&*t, task::current()) && !m.contains(crate::percpu::cpu_id()) {
+    if found.is_none() && !m.contains(crate::percpu::cpu_id()) {
         task::sched::set_need_resched();
     }
     Ok(0)
 }
 
-pub fn prlimit64(pid: i32, resource: u32, new: usize, old: usize) -> SysResult<usize> {
+pub fn prlimit64(
+    cur: &CurrentTask,
+    pid: i32,
+    resource: u32,
+    new: usize,
+    old: usize,
+) -> SysResult<usize> {
     let p = if pid == 0 {
-        task::current().process()
+        cur.process()
     } else {
         task::find_process(pid as u32).ok_or(Errno::ESRCH)?
     };
@@ -289,20 +308,18 @@ pub fn prctl(
     use crate::seccomp;
     use svelt_abi::prctl::PrctlCmd;
     match PrctlCmd::decode(option, [a2, a3, a4, a5])? {
-        PrctlCmd::GetSeccomp => seccomp::prctl_get_seccomp(),
+        PrctlCmd::GetSeccomp => seccomp::prctl_get_seccomp(cur),
         PrctlCmd::SetSeccomp { mode, filter } => {
-            seccomp::prctl_set_seccomp(mode, filter, super::cred::privileged())
+            seccomp::prctl_set_seccomp(cur, mode, filter, super::cred::privileged(cur))
         }
-        PrctlCmd::SetNoNewPrivs => seccomp::set_no_new_privs(),
-        PrctlCmd::GetNoNewPrivs => seccomp::get_no_new_privs(),
+        PrctlCmd::SetNoNewPrivs => seccomp::set_no_new_privs(cur),
+        PrctlCmd::GetNoNewPrivs => seccomp::get_no_new_privs(cur),
         // The tagged address ABI, as arm64 Linux without MTE.
         PrctlCmd::SetTaggedAddr { enable } => {
-            task::sched::set_current_tagged_addr(enable);
+            task::sched::set_current_tagged_addr(cur, enable);
             Ok(0)
         }
-        PrctlCmd::GetTaggedAddr => Ok(usize::from(
-            task::current().tagged_addr.load(Ordering::Relaxed),
-        )),
+        PrctlCmd::GetTaggedAddr => Ok(usize::from(cur.tagged_addr.load(Ordering::Relaxed))),
         PrctlCmd::SetName { name } => {
             // As strncpy_from_user of 15 bytes: a NUL ends it early, none is needed.
             let mut buf = [0u8; svelt_abi::procfs::TASK_COMM_LEN - 1];
@@ -312,13 +329,13 @@ pub fn prctl(
                     break;
                 }
             }
-            task::current().set_comm(&buf);
+            cur.set_comm(&buf);
             Ok(0)
         }
         PrctlCmd::SetDumpable { .. } | PrctlCmd::SetPdeathsig { .. } => Ok(0),
         PrctlCmd::GetDumpable => Ok(1),
         PrctlCmd::GetName { buf } => {
-            UserPtr::new(buf).write(&task::current().comm())?;
+            UserPtr::new(buf).write(&cur.comm())?;
             Ok(0)
         }
         PrctlCmd::SetVl { kind, arg } => crate::fpstate::vec_set_current_vl(cur, kind, arg),
@@ -330,8 +347,8 @@ pub fn prctl(
 }
 
 /// personality: returns the previous persona; PERSONALITY_QUERY only asks.
-pub fn personality(persona: u32) -> SysResult<usize> {
-    let p = task::current().process();
+pub fn personality(cur: &CurrentTask, persona: u32) -> SysResult<usize> {
+    let p = cur.process();
     let old = if persona == svelt_abi::sys::PERSONALITY_QUERY {
         p.personality.load(Ordering::Relaxed)
     } else {

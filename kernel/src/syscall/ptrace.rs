@@ -1,24 +1,30 @@
-//! ptrace(2), process_vm_readv/writev, and the permission rule they and /proc/PID/mem share.
+//! ptrace(cur, 2), process_vm_readv/writev, and the permission rule they and /proc/PID/mem share.
 
 #![forbid(unsafe_code)]
 
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::ptrace::{self, may_access, regset, Frozen, StopKind};
 use crate::signal::{self, SigInfo};
-use crate::task::{self, Held, Process, Task};
+use crate::task::{self, CurrentTask, Held, Process, Task};
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::ptrace::*;
 use svelt_abi::signal as sig;
 
-pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usize> {
-    let me = task::current().process();
+pub fn ptrace(
+    cur: &CurrentTask,
+    request: u64,
+    pid: i32,
+    addr: usize,
+    data: usize,
+) -> SysResult<usize> {
+    let me = cur.process();
     // Linux finds the tracee (ESRCH) before it looks at the arguments, and for requests on a
     // tracee also waits to see it stopped: a bad argument is reported only after those.
     let req = PtraceRequest::decode(request, addr, data);
     if req == Ok(PtraceRequest::TraceMe) {
-        return traceme(&me);
+        return traceme(cur, &me);
     }
     let t = find(pid)?;
     match req {
@@ -154,8 +160,8 @@ pub fn ptrace(request: u64, pid: i32, addr: usize, data: usize) -> SysResult<usi
     }
 }
 
-fn traceme(me: &Arc<Process>) -> SysResult<usize> {
-    let t = task::current_arc();
+fn traceme(cur: &CurrentTask, me: &Arc<Process>) -> SysResult<usize> {
+    let t = cur.to_arc();
     let parent = me.parent().ok_or(Errno::EPERM)?;
     if t.traced.load(Ordering::Acquire) {
         return Err(Errno::EPERM);

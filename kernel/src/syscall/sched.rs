@@ -8,7 +8,7 @@
 #![forbid(unsafe_code)]
 
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::task::{self, Task};
+use crate::task::{self, CurrentTask, Task};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::Relaxed;
@@ -51,11 +51,11 @@ pub fn inherit(parent: &Task, child: &Task) {
 
 /// The threads `which`/`who` name (PRIO_PROCESS: a thread, 0 the caller; PRIO_PGRP: a process
 /// group's threads, 0 the caller's; PRIO_USER: a real user ID's, 0 the caller's).
-fn targets(which: u32, who: u32) -> SysResult<Vec<Arc<Task>>> {
+fn targets(cur: &CurrentTask, which: u32, who: u32) -> SysResult<Vec<Arc<Task>>> {
     const PRIO_PROCESS: u32 = 0;
     const PRIO_PGRP: u32 = 1;
     const PRIO_USER: u32 = 2;
-    let me = task::current_arc();
+    let me = cur.to_arc();
     let v = match which {
         PRIO_PROCESS if who == 0 => alloc::vec![me],
         PRIO_PROCESS => task::find_task(who).into_iter().collect(),
@@ -93,11 +93,11 @@ fn targets(which: u32, who: u32) -> SysResult<Vec<Arc<Task>>> {
 
 /// Whether the caller may change `t`'s scheduling (Linux's set_one_prio and check_same_owner):
 /// root, or the owner; lowering a nice value (`raising`) needs root.
-fn may_change(t: &Task, raising: bool) -> SysResult<()> {
-    if super::cred::privileged() {
+fn may_change(cur: &CurrentTask, t: &Task, raising: bool) -> SysResult<()> {
+    if super::cred::privileged(cur) {
         return Ok(());
     }
-    let me = task::current().process();
+    let me = cur.process();
     let other = t.process();
     let my_euid = me.euid.load(Relaxed);
     if my_euid != other.euid.load(Relaxed) && my_euid != other.uid.load(Relaxed) {
@@ -111,8 +111,8 @@ fn may_change(t: &Task, raising: bool) -> SysResult<()> {
 
 /// getpriority: 20 minus the lowest nice value among the targets (1..=40; the C library
 /// turns it back into a nice value).
-pub fn getpriority(which: u32, who: u32) -> SysResult<usize> {
-    let best = targets(which, who)?
+pub fn getpriority(cur: &CurrentTask, which: u32, who: u32) -> SysResult<usize> {
+    let best = targets(cur, which, who)?
         .iter()
         .map(|t| t.nice.load(Relaxed))
         .min()
@@ -121,12 +121,12 @@ pub fn getpriority(which: u32, who: u32) -> SysResult<usize> {
 }
 
 /// setpriority: every target's nice value, clamped to -20..=19.
-pub fn setpriority(which: u32, who: u32, nice: i32) -> SysResult<usize> {
+pub fn setpriority(cur: &CurrentTask, which: u32, who: u32, nice: i32) -> SysResult<usize> {
     let nice = nice.clamp(-20, 19);
-    let ts = targets(which, who)?;
+    let ts = targets(cur, which, who)?;
     let mut err = None;
     for t in &ts {
-        match may_change(t, nice < t.nice.load(Relaxed)) {
+        match may_change(cur, t, nice < t.nice.load(Relaxed)) {
             Ok(()) => t.nice.store(nice, Relaxed),
             Err(e) => err = Some(e),
         }
@@ -135,9 +135,9 @@ pub fn setpriority(which: u32, who: u32, nice: i32) -> SysResult<usize> {
 }
 
 /// The thread a sched_* call names: the caller for 0; EINVAL below 0, ESRCH if none.
-fn sched_target(pid: i32) -> SysResult<Arc<Task>> {
+fn sched_target(cur: &CurrentTask, pid: i32) -> SysResult<Arc<Task>> {
     match pid {
-        0 => Ok(task::current_arc()),
+        0 => Ok(cur.to_arc()),
         p if p < 0 => Err(Errno::EINVAL),
         p => task::find_task(p as u32).ok_or(Errno::ESRCH),
     }
@@ -155,50 +155,61 @@ fn check_policy(policy: u32, priority: i32) -> SysResult<()> {
     }
 }
 
-pub fn sched_getscheduler(pid: i32) -> SysResult<usize> {
-    Ok(sched_target(pid)?.policy.load(Relaxed) as usize)
+pub fn sched_getscheduler(cur: &CurrentTask, pid: i32) -> SysResult<usize> {
+    Ok(sched_target(cur, pid)?.policy.load(Relaxed) as usize)
 }
 
-pub fn sched_setscheduler(pid: i32, policy: i32, param: UserPtr<i32>) -> SysResult<usize> {
+pub fn sched_setscheduler(
+    cur: &CurrentTask,
+    pid: i32,
+    policy: i32,
+    param: UserPtr<i32>,
+) -> SysResult<usize> {
     if param.is_null() || pid < 0 {
         return Err(Errno::EINVAL);
     }
     let priority = param.read()?;
-    let t = sched_target(pid)?;
+    let t = sched_target(cur, pid)?;
     let policy = policy as u32;
     check_policy(policy & !SCHED_RESET_ON_FORK, priority)?;
-    may_change(&t, false)?;
+    may_change(cur, &t, false)?;
     t.policy.store(policy, Relaxed);
     Ok(0)
 }
 
-pub fn sched_getparam(pid: i32, param: UserPtr<i32>) -> SysResult<usize> {
+pub fn sched_getparam(cur: &CurrentTask, pid: i32, param: UserPtr<i32>) -> SysResult<usize> {
     if param.is_null() || pid < 0 {
         return Err(Errno::EINVAL);
     }
-    sched_target(pid)?;
+    sched_target(cur, pid)?;
     param.write(&0)?;
     Ok(0)
 }
 
-pub fn sched_setparam(pid: i32, param: UserPtr<i32>) -> SysResult<usize> {
+pub fn sched_setparam(cur: &CurrentTask, pid: i32, param: UserPtr<i32>) -> SysResult<usize> {
     if param.is_null() || pid < 0 {
         return Err(Errno::EINVAL);
     }
     let priority = param.read()?;
-    let t = sched_target(pid)?;
+    let t = sched_target(cur, pid)?;
     check_policy(t.policy.load(Relaxed) & !SCHED_RESET_ON_FORK, priority)?;
-    may_change(&t, false)?;
+    may_change(cur, &t, false)?;
     Ok(0)
 }
 
 /// sched_getattr: `struct sched_attr` (VER1, 56 bytes) cut to the caller's `size`.
-pub fn sched_getattr(pid: i32, attr: usize, size: u32, flags: u32) -> SysResult<usize> {
+pub fn sched_getattr(
+    cur: &CurrentTask,
+    pid: i32,
+    attr: usize,
+    size: u32,
+    flags: u32,
+) -> SysResult<usize> {
     let size = size as usize;
     if attr == 0 || pid < 0 || flags != 0 || !(SCHED_ATTR_SIZE_VER0..=4096).contains(&size) {
         return Err(Errno::EINVAL);
     }
-    let t = sched_target(pid)?;
+    let t = sched_target(cur, pid)?;
     let policy = t.policy.load(Relaxed);
     let n = size.min(SCHED_ATTR_SIZE_VER1);
     let mut b = [0u8; SCHED_ATTR_SIZE_VER1];
@@ -228,26 +239,26 @@ pub fn sched_get_priority(policy: i32, max: bool) -> SysResult<usize> {
 /// ioprio_get: the best (lowest) I/O priority among the targets (IOPRIO_WHO_PROCESS 1,
 /// PGRP 2, USER 3: getpriority's selectors plus one); 0 (class NONE) when none was set, as
 /// Linux 7.3 reports it.
-pub fn ioprio_get(which: i32, who: u32) -> SysResult<usize> {
+pub fn ioprio_get(cur: &CurrentTask, which: i32, who: u32) -> SysResult<usize> {
     let which = u32::try_from(which - 1).map_err(|_| Errno::EINVAL)?;
-    let ts = targets(which, who)?;
+    let ts = targets(cur, which, who)?;
     Ok(ts.iter().map(|t| t.ioprio.load(Relaxed)).min().unwrap_or(0) as usize)
 }
 
 /// ioprio_set (Linux's ioprio_check_cap): class NONE at level 0, RT (root only) or BE at
 /// levels 0-7, or IDLE; anything else is EINVAL. The bits above the level (hints) are kept.
-pub fn ioprio_set(which: i32, who: u32, ioprio: u32) -> SysResult<usize> {
+pub fn ioprio_set(cur: &CurrentTask, which: i32, who: u32, ioprio: u32) -> SysResult<usize> {
     let class = ioprio >> IOPRIO_CLASS_SHIFT;
     let level = ioprio & (IOPRIO_NR_LEVELS - 1);
     match class {
         IOPRIO_CLASS_NONE if level != 0 => return Err(Errno::EINVAL),
-        IOPRIO_CLASS_RT if !super::cred::privileged() => return Err(Errno::EPERM),
+        IOPRIO_CLASS_RT if !super::cred::privileged(cur) => return Err(Errno::EPERM),
         IOPRIO_CLASS_NONE | IOPRIO_CLASS_RT | IOPRIO_CLASS_BE | IOPRIO_CLASS_IDLE => {}
         _ => return Err(Errno::EINVAL),
     }
     let which = u32::try_from(which - 1).map_err(|_| Errno::EINVAL)?;
-    for t in targets(which, who)? {
-        may_change(&t, false)?;
+    for t in targets(cur, which, who)? {
+        may_change(cur, &t, false)?;
         t.ioprio.store(ioprio, Relaxed);
     }
     Ok(0)

@@ -11,7 +11,13 @@ use core::sync::atomic::Ordering;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::signal::{self as sig, Sigaction, Sigset, StackT};
 
-pub fn rt_sigaction(signo: i32, act: usize, oact: usize, size: usize) -> SysResult<usize> {
+pub fn rt_sigaction(
+    cur: &CurrentTask,
+    signo: i32,
+    act: usize,
+    oact: usize,
+    size: usize,
+) -> SysResult<usize> {
     let signo = u32::try_from(signo).map_err(|_| Errno::EINVAL)?;
     let new = if act != 0 {
         Some(UserPtr::<Sigaction>::new(act).read()?)
@@ -19,7 +25,7 @@ pub fn rt_sigaction(signo: i32, act: usize, oact: usize, size: usize) -> SysResu
         None
     };
     let new = sig::sigaction_check(signo, new, size)?;
-    let t = task::current();
+    let t = cur;
     let h = t.sighand();
     let old = h.lock().get(signo);
     if oact != 0 {
@@ -39,11 +45,17 @@ pub fn rt_sigaction(signo: i32, act: usize, oact: usize, size: usize) -> SysResu
     Ok(0)
 }
 
-pub fn rt_sigprocmask(how: u32, set: usize, oset: usize, size: usize) -> SysResult<usize> {
+pub fn rt_sigprocmask(
+    cur: &CurrentTask,
+    how: u32,
+    set: usize,
+    oset: usize,
+    size: usize,
+) -> SysResult<usize> {
     if size != Sigset::SIZE {
         return Err(Errno::EINVAL);
     }
-    let t = task::current();
+    let t = cur;
     let old = t.sig.lock().blocked;
     let new = if set != 0 {
         let m = UserPtr::<u64>::new(set).read()?;
@@ -61,11 +73,11 @@ pub fn rt_sigprocmask(how: u32, set: usize, oset: usize, size: usize) -> SysResu
     Ok(0)
 }
 
-pub fn rt_sigpending(set: usize, size: usize) -> SysResult<usize> {
+pub fn rt_sigpending(cur: &CurrentTask, set: usize, size: usize) -> SysResult<usize> {
     if size > Sigset::SIZE {
         return Err(Errno::EINVAL);
     }
-    let t = task::current();
+    let t = cur;
     let (blocked, mine) = {
         let s = t.sig.lock();
         (s.blocked, s.pending_mask())
@@ -76,18 +88,24 @@ pub fn rt_sigpending(set: usize, size: usize) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn rt_sigsuspend(set: usize, size: usize) -> SysResult<usize> {
+pub fn rt_sigsuspend(cur: &CurrentTask, set: usize, size: usize) -> SysResult<usize> {
     if size != Sigset::SIZE {
         return Err(Errno::EINVAL);
     }
     let m = UserPtr::<u64>::new(set).read()?;
     signal::set_temp_mask(m);
-    let me = task::current_arc();
+    let me = cur.to_arc();
     let _ = crate::task::wait::sleep_forever_interruptible(&me);
     Err(Errno::ERESTARTNOHAND)
 }
 
-pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> SysResult<usize> {
+pub fn rt_sigtimedwait(
+    cur: &CurrentTask,
+    set: usize,
+    info: usize,
+    timeout: usize,
+    size: usize,
+) -> SysResult<usize> {
     if size != Sigset::SIZE {
         return Err(Errno::EINVAL);
     }
@@ -102,7 +120,7 @@ pub fn rt_sigtimedwait(set: usize, info: usize, timeout: usize, size: usize) -> 
     } else {
         None
     };
-    let me = task::current_arc();
+    let me = cur.to_arc();
     let r = crate::task::wait::wait_for_signal(&me, want, deadline)?;
     match r {
         Some(i) => {
@@ -120,8 +138,8 @@ pub fn rt_sigreturn(cur: &CurrentTask, tf: &mut TrapFrame) -> SysResult<NoReturn
     Ok(NoReturn)
 }
 
-pub fn sigaltstack(ss: usize, old: usize, tf: &TrapFrame) -> SysResult<usize> {
-    let t = task::current();
+pub fn sigaltstack(cur: &CurrentTask, ss: usize, old: usize, tf: &TrapFrame) -> SysResult<usize> {
+    let t = cur;
     let sp = tf.sp_el0;
     let cur = t.sig.lock().altstack;
     if old != 0 {
@@ -136,8 +154,8 @@ pub fn sigaltstack(ss: usize, old: usize, tf: &TrapFrame) -> SysResult<usize> {
     Ok(0)
 }
 
-fn me_info(signo: u32, code: i32) -> SigInfo {
-    let pid = task::current().pid() as i32;
+fn me_info(cur: &CurrentTask, signo: u32, code: i32) -> SigInfo {
+    let pid = cur.pid() as i32;
     if code == sig::SI_TKILL {
         SigInfo::tkill(signo, pid, 0)
     } else {
@@ -145,13 +163,13 @@ fn me_info(signo: u32, code: i32) -> SigInfo {
     }
 }
 
-pub fn kill(pid: i32, signo: i32) -> SysResult<usize> {
+pub fn kill(cur: &CurrentTask, pid: i32, signo: i32) -> SysResult<usize> {
     let s = if signo == 0 {
         0
     } else {
         signal::valid_signo(signo)?
     };
-    let me = task::current().process();
+    let me = cur.process();
     let g = match pid {
         0 => me.pgid.load(Ordering::Relaxed),
         p => p.unsigned_abs(),
@@ -174,14 +192,14 @@ pub fn kill(pid: i32, signo: i32) -> SysResult<usize> {
     if s != 0 {
         for p in &targets {
             if !matches!(*p.state.lock(), task::ProcState::Zombie(_)) {
-                signal::send_to_process(p, s, me_info(s, sig::SI_USER));
+                signal::send_to_process(p, s, me_info(cur, s, sig::SI_USER));
             }
         }
     }
     Ok(0)
 }
 
-pub fn tgkill(tgid: i32, tid: i32, signo: i32) -> SysResult<usize> {
+pub fn tgkill(cur: &CurrentTask, tgid: i32, tid: i32, signo: i32) -> SysResult<usize> {
     if tid <= 0 || (tgid != -1 && tgid <= 0) {
         return Err(Errno::EINVAL);
     }
@@ -195,7 +213,7 @@ pub fn tgkill(tgid: i32, tid: i32, signo: i32) -> SysResult<usize> {
         return Err(Errno::ESRCH);
     }
     if s != 0 {
-        signal::send_to_task(&t, s, me_info(s, sig::SI_TKILL));
+        signal::send_to_task(&t, s, me_info(cur, s, sig::SI_TKILL));
     }
     Ok(0)
 }

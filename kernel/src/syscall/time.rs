@@ -56,8 +56,8 @@ pub fn gettimeofday(tv: UserPtr<Timeval>, tz: UserPtr<[i32; 2]>) -> SysResult<us
 const SETTOD_SEC_MAX: i64 = i64::MAX / 1_000_000_000 - 30 * 365 * 86400;
 
 /// The privilege to set the clock (uid 0 stands for CAP_SYS_TIME).
-fn may_set_time() -> SysResult<()> {
-    let euid = task::current()
+fn may_set_time(cur: &CurrentTask) -> SysResult<()> {
+    let euid = cur
         .process()
         .euid
         .load(core::sync::atomic::Ordering::Relaxed);
@@ -69,12 +69,16 @@ fn may_set_time() -> SysResult<()> {
 
 /// Linux's do_sys_settimeofday64: the time's range (EINVAL), the privilege (EPERM, asked even
 /// when neither is given), the time zone's range (EINVAL), then each is set; the vDSO is told.
-fn settimeofday64(tv: Option<(i64, Option<u64>)>, tz: Option<[i32; 2]>) -> SysResult<usize> {
+fn settimeofday64(
+    cur: &CurrentTask,
+    tv: Option<(i64, Option<u64>)>,
+    tz: Option<[i32; 2]>,
+) -> SysResult<usize> {
     let ns = match tv {
         Some((sec, ns)) => Some(ns.filter(|_| sec < SETTOD_SEC_MAX).ok_or(Errno::EINVAL)?),
         None => None,
     };
-    may_set_time()?;
+    may_set_time(cur)?;
     if let Some(tz) = tz {
         if !(-15 * 60..=15 * 60).contains(&tz[0]) {
             return Err(Errno::EINVAL);
@@ -91,16 +95,20 @@ fn settimeofday64(tv: Option<(i64, Option<u64>)>, tz: Option<[i32; 2]>) -> SysRe
 
 /// clock_settime: only CLOCK_REALTIME may be set; any other clock (CPU time included, as on
 /// Linux 7.3) is EINVAL before the time is read.
-pub fn clock_settime(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
+pub fn clock_settime(cur: &CurrentTask, clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
     if clock != abi::CLOCK_REALTIME {
         return Err(Errno::EINVAL);
     }
     let ts = tp.read()?;
-    settimeofday64(Some((ts.tv_sec, ts.to_nanos())), None)
+    settimeofday64(cur, Some((ts.tv_sec, ts.to_nanos())), None)
 }
 
 /// settimeofday: either pointer may be null.
-pub fn settimeofday(tv: UserPtr<Timeval>, tz: UserPtr<[i32; 2]>) -> SysResult<usize> {
+pub fn settimeofday(
+    cur: &CurrentTask,
+    tv: UserPtr<Timeval>,
+    tz: UserPtr<[i32; 2]>,
+) -> SysResult<usize> {
     let tv = if tv.is_null() {
         None
     } else {
@@ -111,7 +119,7 @@ pub fn settimeofday(tv: UserPtr<Timeval>, tz: UserPtr<[i32; 2]>) -> SysResult<us
         Some((v.tv_sec, v.to_nanos()))
     };
     let tz = if tz.is_null() { None } else { Some(tz.read()?) };
-    settimeofday64(tv, tz)
+    settimeofday64(cur, tv, tz)
 }
 
 /// Sleeps until `deadline` (counter). On a signal an absolute sleep restarts as it was called
@@ -188,15 +196,20 @@ pub fn clock_nanosleep(
     )
 }
 
-fn current_itimer() -> Itimerval {
-    let (left, interval) = task::timer::itimer_remaining(&task::current().process());
+fn current_itimer(cur: &CurrentTask) -> Itimerval {
+    let (left, interval) = task::timer::itimer_remaining(&cur.process());
     Itimerval {
         it_interval: Timeval::from_nanos(interval),
         it_value: Timeval::from_nanos(left),
     }
 }
 
-pub fn setitimer(which: u32, new: UserPtr<Itimerval>, old: UserPtr<Itimerval>) -> SysResult<usize> {
+pub fn setitimer(
+    cur: &CurrentTask,
+    which: u32,
+    new: UserPtr<Itimerval>,
+    old: UserPtr<Itimerval>,
+) -> SysResult<usize> {
     // ITIMER_VIRTUAL and ITIMER_PROF are not implemented: EINVAL, as for an unknown timer.
     if which != abi::ITIMER_REAL {
         return Err(Errno::EINVAL);
@@ -207,24 +220,20 @@ pub fn setitimer(which: u32, new: UserPtr<Itimerval>, old: UserPtr<Itimerval>) -
         None
     };
     if !old.is_null() {
-        old.write(&current_itimer())?;
+        old.write(&current_itimer(cur))?;
     }
     // Validated above (the default is zero), so both convert.
     let v = value.unwrap_or_default();
     let ns = |t: Timeval| t.to_nanos().unwrap_or(0);
-    task::timer::arm_itimer(
-        &task::current().process(),
-        ns(v.it_value),
-        ns(v.it_interval),
-    );
+    task::timer::arm_itimer(&cur.process(), ns(v.it_value), ns(v.it_interval));
     Ok(0)
 }
 
-pub fn getitimer(which: u32, cur: UserPtr<Itimerval>) -> SysResult<usize> {
+pub fn getitimer(cur: &CurrentTask, which: u32, out: UserPtr<Itimerval>) -> SysResult<usize> {
     if which != abi::ITIMER_REAL {
         return Err(Errno::EINVAL);
     }
-    cur.write(&current_itimer())?;
+    out.write(&current_itimer(cur))?;
     Ok(0)
 }
 

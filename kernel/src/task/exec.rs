@@ -458,7 +458,7 @@ pub fn do_execve(
     // ptrace breakpoints and watchpoints do not survive exec.
     *cur.local().hw_debug.borrow_mut() = Default::default();
     // Nor does the tagged address ABI (Linux's flush_tagged_addr_state).
-    sched::set_current_tagged_addr(false);
+    sched::set_current_tagged_addr(cur, false);
     crate::fpstate::fpsimd_flush_thread(cur);
     crate::gcs::flush(cur);
     cur.local().rseq.set(None);

@@ -16,6 +16,7 @@
 use super::Task;
 use crate::arch::exception::TrapFrame;
 use crate::fpstate::TaskFpState;
+use alloc::sync::Arc;
 use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;
 use core::ops::Deref;
@@ -97,6 +98,12 @@ impl CurrentTask {
         // SAFETY: the token exists only on the running task's own kernel stack (not Send), and
         // a running task is on one CPU.
         unsafe { self.task.local_unchecked() }
+    }
+
+    /// An owned reference to the running task (a clone of its run queue's), for a caller that
+    /// must keep it; `task()` or deref is enough otherwise.
+    pub fn to_arc(&self) -> Arc<Task> {
+        super::sched::current_arc()
     }
 
     pub fn held(&self) -> Held<'_> {

@@ -443,9 +443,9 @@ pub fn current_tpidr_el0() -> u64 {
 }
 
 /// Turns the tagged address ABI on or off for the running task (PR_SET_TAGGED_ADDR_CTRL, exec).
-pub fn set_current_tagged_addr(on: bool) {
+pub fn set_current_tagged_addr(cur: &super::CurrentTask, on: bool) {
     let _irqs = cpu::IrqGuard::new();
-    current().tagged_addr.store(on, Ordering::Relaxed);
+    cur.tagged_addr.store(on, Ordering::Relaxed);
     percpu::this().user_tagged_addr.store(on, Ordering::Relaxed);
 }
 
