@@ -7,7 +7,7 @@ use crate::arch::cpu;
 use crate::arch::exception::TrapFrame;
 use crate::mm::aspace::{Access, FaultError};
 use crate::signal::{self, SigInfo};
-use crate::task::{self, sched, CurrentTask};
+use crate::task::{self, sched, CurrentTask, Task};
 use svelt_abi::esr::{Ec, Esr};
 use svelt_abi::signal as sig;
 
@@ -116,13 +116,13 @@ fn user_abort(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {
     };
     match esr.fsc() {
         // Translation, access-flag and permission faults: demand paging, or SIGSEGV.
-        0x04..=0x0f => match resolve_fault(far, access) {
+        0x04..=0x0f => match resolve_fault(cur, far, access) {
             Ok(()) => {}
             Err(FaultError::NoMapping) => fault(sig::SIGSEGV, sig::SEGV_MAPERR, addr, esr.0),
             Err(FaultError::Permission) => fault(sig::SIGSEGV, sig::SEGV_ACCERR, addr, esr.0),
             Err(FaultError::Bus) => fault(sig::SIGBUS, sig::BUS_ADRERR, addr, esr.0),
             Err(FaultError::NoMemory) => {
-                oom_kill();
+                oom_kill(cur);
             }
         },
         0x21 => fault(sig::SIGBUS, sig::BUS_ADRALN, addr, esr.0),
@@ -133,8 +133,7 @@ fn user_abort(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {
 
 /// A page fault that cannot get a frame: the faulting process dies (SIGKILL), the kernel goes
 /// on. Logged like Linux's out-of-memory killer, naming the victim.
-pub fn oom_kill() {
-    let t = task::current();
+pub fn oom_kill(t: &Task) {
     let p = t.process();
     log::warn!(
         "Out of memory: Killed process {} ({}) total-vm:{}kB",
@@ -145,10 +144,10 @@ pub fn oom_kill() {
     signal::force(t, sig::SIGKILL, SigInfo::kernel(sig::SIGKILL));
 }
 
-/// Demand paging for the current task: maps the page behind `va` if its mapping allows
+/// Demand paging for the current task `t`: maps the page behind `va` if its mapping allows
 /// `access`.
-fn resolve_fault(va: usize, access: Access) -> Result<(), FaultError> {
-    match task::current().mm() {
+fn resolve_fault(t: &Task, va: usize, access: Access) -> Result<(), FaultError> {
+    match t.mm() {
         Some(mm) => mm.lock().handle_fault(va, access),
         None => Err(FaultError::NoMapping),
     }
@@ -169,11 +168,14 @@ fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
     } else {
         Access::Read
     };
-    match resolve_fault(svelt_abi::sys::untagged_addr(va), access) {
+    // Called from arch's uaccess fixup with no token at hand: the running task, from the
+    // scheduler (a context-free caller).
+    let t = task::current();
+    match resolve_fault(t, svelt_abi::sys::untagged_addr(va), access) {
         Ok(()) => true,
         // The copy fails with EFAULT, and the process is killed as a user fault would be.
         Err(FaultError::NoMemory) => {
-            oom_kill();
+            oom_kill(t);
             false
         }
         Err(_) => false,

@@ -404,7 +404,7 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
     loop {
         // A traced thread reports a group stop (or PTRACE_INTERRUPT) to its tracer and runs
         // on when the tracer says so, even while its group stays stopped.
-        if traced && crate::ptrace::pending_stops(&task::current_arc()) {
+        if traced && crate::ptrace::pending_stops(&cur.to_arc()) {
             // The tracer may have rewritten the registers during the stop.
             core::hint::black_box(&mut *tf);
             continue;
