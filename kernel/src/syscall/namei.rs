@@ -5,39 +5,39 @@
 use super::file::file;
 use crate::fs::{self, Kind};
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::task;
+use crate::task::CurrentTask;
 use alloc::string::String;
 use svelt_abi::errno::{Errno, SysResult};
 use svelt_abi::fs::{AT_FDCWD, AT_REMOVEDIR, S_IFCHR, S_IFMT, S_IFREG};
 
-pub fn chdir(path: usize) -> SysResult<usize> {
+pub fn chdir(cur: &CurrentTask, path: usize) -> SysResult<usize> {
     let p = UserPtr::<u8>::new(path).read_path()?;
     let r = fs::resolve(AT_FDCWD, &p, true)?;
     if r.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
-    let fs = task::current().fs();
+    let fs = cur.fs();
     let mut g = fs.lock();
     g.cwd = r.path;
     g.cwd_node = r.node;
     Ok(0)
 }
 
-pub fn fchdir(fd: i32) -> SysResult<usize> {
+pub fn fchdir(cur: &CurrentTask, fd: i32) -> SysResult<usize> {
     let file = file(fd)?;
     let node = file.node.clone().ok_or(Errno::ENOTDIR)?;
     if node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
-    let fs = task::current().fs();
+    let fs = cur.fs();
     let mut g = fs.lock();
     g.cwd = file.path.clone();
     g.cwd_node = node;
     Ok(0)
 }
 
-pub fn getcwd(buf: usize, size: usize) -> SysResult<usize> {
-    let cwd = task::current().fs().lock().cwd.clone();
+pub fn getcwd(cur: &CurrentTask, buf: usize, size: usize) -> SysResult<usize> {
+    let cwd = cur.fs().lock().cwd.clone();
     let len = cwd.len() + 1;
     if size < len {
         return Err(Errno::ERANGE);
@@ -48,13 +48,13 @@ pub fn getcwd(buf: usize, size: usize) -> SysResult<usize> {
     Ok(len)
 }
 
-pub fn mkdirat(dirfd: i32, path: usize, mode: u32) -> SysResult<usize> {
+pub fn mkdirat(cur: &CurrentTask, dirfd: i32, path: usize, mode: u32) -> SysResult<usize> {
     let p = UserPtr::<u8>::new(path).read_path()?;
     let r = fs::resolve_parent(dirfd, &p)?;
     if r.name == "." || r.name == ".." {
         return Err(Errno::EEXIST);
     }
-    let umask = task::current().fs().lock().umask;
+    let umask = cur.fs().lock().umask;
     r.dir.create(&r.name, Kind::Dir, mode & 0o7777 & !umask)?;
     Ok(0)
 }
@@ -348,8 +348,8 @@ pub fn umount2(target: usize, flags: u32) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn umask(mask: u32) -> SysResult<usize> {
-    let fs = task::current().fs();
+pub fn umask(cur: &CurrentTask, mask: u32) -> SysResult<usize> {
+    let fs = cur.fs();
     let mut g = fs.lock();
     let old = g.umask;
     g.umask = mask & 0o777;

@@ -8,7 +8,7 @@ use crate::fs::{self, File};
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::net::unix::{self, Scm, SockFile, SockType, UnixSocket};
 use crate::net::IovCursor;
-use crate::task;
+use crate::task::CurrentTask;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -50,12 +50,18 @@ pub fn socket(family: u32, ty: u32, protocol: u32) -> SysResult<usize> {
     install(new_file(UnixSocket::new(st), ty), ty & SOCK_CLOEXEC != 0)
 }
 
-pub fn socketpair(family: u32, ty: u32, protocol: u32, sv: usize) -> SysResult<usize> {
+pub fn socketpair(
+    cur: &CurrentTask,
+    family: u32,
+    ty: u32,
+    protocol: u32,
+    sv: usize,
+) -> SysResult<usize> {
     let st = check_family_and_type(family, ty, protocol)?;
     let (a, b) = UnixSocket::pair(st);
     let (fa, fb) = (new_file(a, ty), new_file(b, ty));
     let cloexec = ty & SOCK_CLOEXEC != 0;
-    let table = task::current().files();
+    let table = cur.files();
     let mut t = table.lock();
     let x = t.install(fa, cloexec)?;
     let y = match t.install(fb, cloexec) {
@@ -109,7 +115,7 @@ fn name_bytes(n: &Option<UnixName>) -> &[u8] {
     }
 }
 
-pub fn bind(fd: i32, addr: usize, len: u32) -> SysResult<usize> {
+pub fn bind(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<usize> {
     let (_, s) = sock(fd)?;
     let name = match read_addr(addr, len)? {
         UnixAddr::Unnamed => {
@@ -130,7 +136,7 @@ pub fn bind(fd: i32, addr: usize, len: u32) -> SysResult<usize> {
     }
     let path = core::str::from_utf8(name.path()).map_err(|_| Errno::ENOENT)?;
     let p = fs::resolve_parent(svelt_abi::fs::AT_FDCWD, path)?;
-    let umask = task::current().fs().lock().umask;
+    let umask = cur.fs().lock().umask;
     let node = unix::SockNode::new(0o777 & !umask);
     match p.dir.link(&p.name, node.clone()) {
         Ok(()) => {}
@@ -187,7 +193,13 @@ pub fn connect(fd: i32, addr: usize, len: u32) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn accept4(fd: i32, addr: usize, lenp: usize, flags: u32) -> SysResult<usize> {
+pub fn accept4(
+    cur: &CurrentTask,
+    fd: i32,
+    addr: usize,
+    lenp: usize,
+    flags: u32,
+) -> SysResult<usize> {
     if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -198,7 +210,7 @@ pub fn accept4(fd: i32, addr: usize, lenp: usize, flags: u32) -> SysResult<usize
     let fdn = install(nf, flags & SOCK_CLOEXEC != 0)?;
     if addr != 0 {
         if let Err(e) = write_addr(name_bytes(&peer), addr, lenp) {
-            let _ = task::current().files().lock().close(fdn as i32);
+            let _ = cur.files().lock().close(fdn as i32);
             return Err(e);
         }
     }
@@ -384,7 +396,7 @@ pub fn recvfrom(
     Ok(result_len(&r, flags))
 }
 
-pub fn recvmsg(fd: i32, msg: usize, flags: u32) -> SysResult<usize> {
+pub fn recvmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<usize> {
     let m: Msghdr = UserPtr::new(msg).read()?;
     sock(fd)?;
     let data = iov_slices(m.msg_iov as usize, m.msg_iovlen as usize)?;
@@ -418,7 +430,7 @@ pub fn recvmsg(fd: i32, msg: usize, flags: u32) -> SysResult<usize> {
             let mut fds = Vec::new();
             fds.try_reserve(fit).map_err(|_| Errno::ENOMEM)?;
             {
-                let table = task::current().files();
+                let table = cur.files();
                 let mut t = table.lock();
                 for f in r.fds.iter().take(fit) {
                     match t.install(f.clone(), cloexec) {
