@@ -9,6 +9,7 @@
 //! - `sve`: SVE helpers (RDVL, PR_SVE_*, routines that load/store all of Z/P/FFR around one
 //!   syscall, `udf` or spin)
 //! - `sme`: SME helpers (hwcaps, PR_SME_*, a streaming/ZA register machine, sigframe records)
+//! - `fuzz`: the fuzzers' random-number generators and their bystander process
 //! - `cpuid`: the hwcap words, the ID registers as EL0 reads them, which kernel this is
 //!
 //! Programs are built for `aarch64-unknown-none` and linked at 0x400000 by `link.ld`.
@@ -19,6 +20,7 @@ extern crate alloc;
 
 pub mod cpuid;
 pub mod elfimg;
+pub mod fuzz;
 pub mod io;
 pub mod ktap;
 pub mod proc;

@@ -275,3 +275,14 @@ pub fn tpidr_el0() -> usize {
     unsafe { core::arch::asm!("mrs {}, tpidr_el0", out(reg) v, options(nomem, nostack)) };
     v
 }
+
+/// As the first process (a lone boot), mounts what the tests use: /dev, /proc and /tmp.
+pub fn mount_when_init() {
+    if sys::getpid() != 1 {
+        return;
+    }
+    for (target, fstype) in [("/dev", "devtmpfs"), ("/proc", "proc"), ("/tmp", "tmpfs")] {
+        let _ = sys::mkdirat(sys::AT_FDCWD, target, 0o755);
+        let _ = sys::mount(fstype, target, fstype, 0);
+    }
+}

@@ -16,6 +16,7 @@
 use alloc::collections::BTreeMap;
 use svelt_abi::elf::*;
 use svelt_user::elfimg::{self, Outcome};
+use svelt_user::fuzz::{MixedLcg, Random};
 use svelt_user::ktap::TestResult;
 use svelt_user::*;
 
@@ -28,23 +29,8 @@ static mut CASES: usize = DEFAULT_CASES;
 /// `--trace`: every case's outcome, to find where two kernels part.
 static mut TRACE: bool = false;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let x = self.0;
-        (x ^ (x >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) >> 11
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// A new value for a field that held `old`: near it, a page-ish step away, special, or random.
-fn value(r: &mut Rng, old: u64) -> u64 {
+fn value(r: &mut MixedLcg, old: u64) -> u64 {
     match r.below(8) {
         0 => 0,
         1 => old.wrapping_add(r.below(16)),
@@ -57,7 +43,7 @@ fn value(r: &mut Rng, old: u64) -> u64 {
     }
 }
 
-fn mutate(r: &mut Rng, b: &mut [u8]) {
+fn mutate(r: &mut MixedLcg, b: &mut [u8]) {
     for _ in 0..1 + r.below(3) {
         if r.below(4) == 0 {
             // An ELF header field.
@@ -134,7 +120,7 @@ fn not_compared(b: &[u8]) -> Option<&'static str> {
 fn fuzz() -> TestResult {
     // SAFETY: set once in main before the tests run; one thread.
     let cases = unsafe { CASES };
-    let mut r = Rng(SEED);
+    let mut r = MixedLcg(SEED);
     let mut hist: BTreeMap<String, u32> = BTreeMap::new();
     let (img, script) = ("/tmp/fuzz-exec-img", "/tmp/fuzz-exec-sh");
     t!(elfimg::write_exe(script, format!("#!{img}\n").as_bytes()));

@@ -18,8 +18,8 @@ extern crate alloc;
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
+use svelt_user::fuzz::{self, env, Random, Rng};
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::{self, spawn, wait_bounded, wexitstatus, wifexited};
 use svelt_user::ptrace::{self as pt, VecHeader};
@@ -38,37 +38,6 @@ const NT_ARM_GCS: usize = 0x410;
 const GET_MAX: usize = 70_000;
 /// Print every case's outcome (to find where two kernels part).
 const TRACE: bool = false;
-
-/// xorshift64*: the same stream on every kernel.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
-        v[self.below(v.len() as u64) as usize]
-    }
-}
-
-struct Env {
-    sve_vls: Vec<usize>,
-    sme_vls: Vec<usize>,
-    fa64: bool,
-}
-
-static ENV: AtomicUsize = AtomicUsize::new(0);
-
-fn env() -> &'static Env {
-    // SAFETY: set (and leaked) before the first fork; never freed.
-    unsafe { &*(ENV.load(Ordering::SeqCst) as *const Env) }
-}
 
 const NOTES: [(usize, &str); 17] = [
     (pt::NT_PRSTATUS, "prstatus"),
@@ -351,138 +320,15 @@ fn batch(
     Ok(())
 }
 
-core::arch::global_asm!(
-    r#"
-    .text
-    // void svelt_fuzz_regset_fp_spin(const u8 *src, u8 *dst, const u32 *flag): V0-V31 := src,
-    // spin until *flag != 0, store V0-V31 to dst.
-    .global svelt_fuzz_regset_fp_spin
-    .type svelt_fuzz_regset_fp_spin, %function
-svelt_fuzz_regset_fp_spin:
-    stp d8, d9, [sp, #-64]!
-    stp d10, d11, [sp, #16]
-    stp d12, d13, [sp, #32]
-    stp d14, d15, [sp, #48]
-    .irp n,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
-    ldr q\n, [x0, #\n*16]
-    .endr
-1:  ldar w9, [x2]
-    cbz w9, 1b
-    .irp n,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
-    str q\n, [x1, #\n*16]
-    .endr
-    ldp d14, d15, [sp, #48]
-    ldp d12, d13, [sp, #32]
-    ldp d10, d11, [sp, #16]
-    ldp d8, d9, [sp], #64
-    ret
-    .size svelt_fuzz_regset_fp_spin, . - svelt_fuzz_regset_fp_spin
-"#
-);
-
-extern "C" {
-    fn svelt_fuzz_regset_fp_spin(src: *const u8, dst: *mut u8, flag: *const u32);
-}
-
-/// The bystander: loads known registers (streaming Z and ZA with SME, Z with SVE, V otherwise),
-/// spins without a syscall until `flag` is set, and exits 0 if they are unchanged.
-fn bystander(flag: usize) -> i32 {
-    let e = env();
-    let seed = 0xb157_a4de;
-    if let Some(&svl) = e.sme_vls.last() {
-        if sme::sme_set_vl(svl).is_err() {
-            return 3;
-        }
-        let zin = sme::z_pattern(seed, svl, e.fa64);
-        let zain = sme::pattern(seed ^ 1, svl * svl);
-        let mut zout = alloc::vec![0u8; sme::z_image_len(svl)];
-        let mut zaout = alloc::vec![0u8; svl * svl];
-        let mut op = Op {
-            flags: sme::F_SM | sme::F_ZA | if e.fa64 { sme::F_FA64 } else { 0 },
-            z_in: zin.as_ptr() as usize,
-            za_in: zain.as_ptr() as usize,
-            action: sme::A_SPIN_FLAG,
-            spin: flag,
-            z_out: zout.as_mut_ptr() as usize,
-            za_out: zaout.as_mut_ptr() as usize,
-            ..Op::default()
-        };
-        sme::run(&mut op);
-        let n = if op.out_flags & sme::O_FFR != 0 {
-            zout.len()
-        } else {
-            sme::ffr_off(svl)
-        };
-        let mut bad = false;
-        if let Some(d) = sme::z_diff("bystander streaming Z", svl, &zout[..n], &zin[..n]) {
-            println!("# {d}");
-            bad = true;
-        }
-        if let Some(d) = sme::diff("bystander ZA", &zaout, &zain) {
-            println!("# {d}");
-            bad = true;
-        }
-        i32::from(bad)
-    } else if let Some(&vl) = e.sve_vls.last() {
-        if sme::sve_set_vl(vl).is_err() {
-            return 3;
-        }
-        let regs = sve::SveRegs::pattern(vl, seed);
-        // SAFETY: the flag lives in shared memory for the life of this process.
-        let f = unsafe { &*(flag as *const AtomicU32) };
-        let (out, _) = sve::load_spin_store(&regs, f, u64::MAX);
-        match out.diff(&regs) {
-            Some(d) => {
-                println!("# bystander: {d}");
-                1
-            }
-            None => 0,
-        }
-    } else {
-        let src = sme::pattern(seed, 512);
-        let mut dst = alloc::vec![0u8; 512];
-        // SAFETY: both buffers are 512 bytes (V0-V31); the flag is mapped for our lifetime.
-        unsafe { svelt_fuzz_regset_fp_spin(src.as_ptr(), dst.as_mut_ptr(), flag as *const u32) };
-        i32::from(sme::diff("bystander V", &dst, &src).is_some())
-    }
-}
-
-fn cases_arg() -> usize {
-    let a = rt::args();
-    match (a.arg(1), a.arg(2)) {
-        (Some("--cases"), Some(n)) => n.parse().unwrap_or(DEFAULT_CASES),
-        _ => DEFAULT_CASES,
-    }
-}
-
 fn fuzz() -> TestResult {
     pt::need_ptrace()?;
-    let (sve_vls, sme_vls) = if sme::has_sme() {
-        (sme::sve_vls(), sme::sme_vls())
-    } else if sme::has_sve() {
-        (sme::sve_vls(), alloc::vec![])
-    } else {
-        (alloc::vec![], alloc::vec![])
-    };
-    let e = alloc::boxed::Box::new(Env {
-        sve_vls,
-        sme_vls,
-        fa64: sme::has_fa64(),
-    });
-    println!(
-        "# sve vls {:?}, sme vls {:?}, fa64 {}",
-        e.sve_vls, e.sme_vls, e.fa64
-    );
-    ENV.store(
-        alloc::boxed::Box::leak(e) as *const Env as usize,
-        Ordering::SeqCst,
-    );
+    fuzz::init_env();
     let pg = pages()?;
     let mut get = alloc::vec![0u8; GET_MAX];
 
     let flag = proc::Shared::new(0u64);
-    let by = t!(spawn(|| bystander(flag.addr())));
-    let cases = cases_arg();
+    let by = t!(spawn(|| fuzz::bystander(flag.addr(), 3)));
+    let cases = fuzz::cases_arg(DEFAULT_CASES);
     let mut rng = Rng(SEED);
     let mut hist: BTreeMap<String, u32> = BTreeMap::new();
     let mut done = 0;
@@ -506,16 +352,9 @@ fn fuzz() -> TestResult {
     Ok(())
 }
 
-/// tcdrain's ioctl.
-const TCSBRK: usize = 0x5409;
-
 fn main(_a: &rt::Args) -> i32 {
     let status = ktap::run(&[("regset_payloads_fuzzed_bystander_intact", fuzz)]);
-    // As the first process on Linux, our exit panics the kernel at once, and the console's
-    // last lines may still wait in the UART's buffer: let them out first.
-    if sys::getpid() == 1 {
-        let _ = sys::ioctl(1, TCSBRK, 1);
-    }
+    fuzz::drain_console_if_init();
     status
 }
 

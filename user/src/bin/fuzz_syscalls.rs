@@ -11,6 +11,7 @@
 #![no_main]
 
 use svelt_abi::nr;
+use svelt_user::fuzz::{Random, Rng};
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::{spawn, wifexited, wifsignaled};
 use svelt_user::{check, check_eq, entry, ktap, println, rt, sys, t};
@@ -81,21 +82,6 @@ const DENY: &[usize] = &[
     nr::IO_URING_ENTER,
     nr::IO_URING_REGISTER,
 ];
-
-/// xorshift64*: reproducible from the seed printed for each child.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// An argument: mostly "interesting" values, sometimes pure noise.
 fn arg(r: &mut Rng, buf: usize) -> usize {

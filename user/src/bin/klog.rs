@@ -210,19 +210,8 @@ fn ring_wraps() -> TestResult {
     Ok(())
 }
 
-/// As the first process (a lone boot), mounts what the tests use.
-fn mount_when_init() {
-    if sys::getpid() != 1 {
-        return;
-    }
-    for (target, fstype) in [("/dev", "devtmpfs"), ("/proc", "proc"), ("/tmp", "tmpfs")] {
-        let _ = sys::mkdirat(AT_FDCWD, target, 0o755);
-        let _ = sys::mount(fstype, target, fstype, 0);
-    }
-}
-
 fn main(_a: &rt::Args) -> i32 {
-    mount_when_init();
+    svelt_user::proc::mount_when_init();
     ktap::run(&[
         ("syslog_reads_the_log", syslog_reads_the_log),
         (
