@@ -139,7 +139,7 @@ fn seeds_run_and_export() {
 /// now shown as `nr_blocks=`, and nr_blocks= above Linux's limit (a signed long) is refused.
 #[test]
 fn tmpfs_size_overflow_in_proc_mounts() {
-    use svelt_abi::mount::{parse_tmpfs, write_tmpfs_opts};
+    use svelt_abi::uapi::mount::{parse_tmpfs, write_tmpfs_opts};
     for text in ["nr_blocks=1E", "nr_blocks=0x4000000000000000", "size=16E"] {
         let o = parse_tmpfs(text, 1 << 18).unwrap();
         let mut shown = String::new();
@@ -161,7 +161,7 @@ fn tmpfs_size_overflow_in_proc_mounts() {
 /// reverse with a partial set_tid (64 < size < 72) and no size: Linux refuses, Svelt accepted.
 #[test]
 fn clone3_partial_field_is_kept() {
-    use svelt_abi::sched::CloneArgs;
+    use svelt_abi::uapi::sched::CloneArgs;
     let mut b = [0u8; 76];
     b[64..72].copy_from_slice(&0x7000_1000u64.to_le_bytes()); // set_tid
     b[72..76].copy_from_slice(&1u32.to_le_bytes()); // set_tid_size, low half

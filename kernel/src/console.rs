@@ -7,7 +7,7 @@ use crate::drivers::ns16550::Ns16550;
 use crate::drivers::pl011::Pl011;
 use core::fmt::{self, Write};
 use spin::{Mutex, Once};
-use svelt_abi::uart::Layout16550;
+use svelt_abi::boot::uart::Layout16550;
 use tock_registers::interfaces::{Readable, Writeable};
 
 /// Which UART the console is, and where.
@@ -213,10 +213,10 @@ impl log::Log for KernelLogger {
             return;
         }
         let prio = match r.level() {
-            log::Level::Error => svelt_abi::klog::LEVEL_ERR,
-            log::Level::Warn => svelt_abi::klog::LEVEL_WARNING,
-            log::Level::Info => svelt_abi::klog::LEVEL_INFO,
-            log::Level::Debug | log::Level::Trace => svelt_abi::klog::LEVEL_DEBUG,
+            log::Level::Error => svelt_abi::uapi::klog::LEVEL_ERR,
+            log::Level::Warn => svelt_abi::uapi::klog::LEVEL_WARNING,
+            log::Level::Info => svelt_abi::uapi::klog::LEVEL_INFO,
+            log::Level::Debug | log::Level::Trace => svelt_abi::uapi::klog::LEVEL_DEBUG,
         };
         let mut text = TextBuf {
             buf: [0; crate::klog::MAX_TEXT],
@@ -263,8 +263,8 @@ pub fn log_line(t: u64, level: &str, args: fmt::Arguments) {
 
 static LOGGER: KernelLogger = KernelLogger;
 
-pub fn init_log(level: svelt_abi::cmdline::LogLevel) {
-    use svelt_abi::cmdline::LogLevel as L;
+pub fn init_log(level: svelt_abi::boot::cmdline::LogLevel) {
+    use svelt_abi::boot::cmdline::LogLevel as L;
     let filter = match level {
         L::Off => log::LevelFilter::Off,
         L::Error => log::LevelFilter::Error,

@@ -8,9 +8,9 @@ use crate::arch::{cpu, fpsimd};
 use crate::percpu;
 use core::sync::atomic::{AtomicBool, Ordering};
 use spin::Once;
-use svelt_abi::cpu::{Features, VlCensus};
-use svelt_abi::hwcap::Hwcaps;
-use svelt_abi::vl::VlSet;
+use svelt_abi::fp::vl::VlSet;
+use svelt_abi::isa::cpu::{Features, VlCensus};
+use svelt_abi::isa::hwcap::Hwcaps;
 
 static FEATURES: Once<Features> = Once::new();
 
@@ -116,11 +116,11 @@ pub fn finalize(mops: bool) {
 
 /// What the kernel offers user space (hwcap::Offer::svelt lists what Svelt leaves out): SVE and
 /// SME when the CPU has them, EL0 ID-register reads emulated.
-pub fn offer() -> svelt_abi::hwcap::Offer {
+pub fn offer() -> svelt_abi::isa::hwcap::Offer {
     let f = features();
-    svelt_abi::hwcap::Offer {
+    svelt_abi::isa::hwcap::Offer {
         gcs: f.gcs,
-        ..svelt_abi::hwcap::Offer::svelt(f.sve, f.sme != 0)
+        ..svelt_abi::isa::hwcap::Offer::svelt(f.sve, f.sme != 0)
     }
 }
 
@@ -129,7 +129,7 @@ static HWCAPS: Once<Hwcaps> = Once::new();
 /// AT_HWCAP, AT_HWCAP2 and AT_HWCAP3 as user space sees them (decided once, on the boot CPU's
 /// ID registers).
 pub fn hwcaps() -> Hwcaps {
-    *HWCAPS.call_once(|| svelt_abi::hwcap::hwcaps(&cpu::read_id_regs(), offer()))
+    *HWCAPS.call_once(|| svelt_abi::isa::hwcap::hwcaps(&cpu::read_id_regs(), offer()))
 }
 
 /// The system-wide SVE vector lengths (every online CPU has them).

@@ -3,9 +3,9 @@
 #![forbid(unsafe_code)]
 
 use fdt::Fdt;
-use svelt_abi::memrange::Range;
-use svelt_abi::smpboot::{enable_method, EnableMethod, NoMethod};
-use svelt_abi::uart::{
+use svelt_abi::boot::memrange::Range;
+use svelt_abi::boot::smpboot::{enable_method, EnableMethod, NoMethod};
+use svelt_abi::boot::uart::{
     split_stdout_path, stdout_node_path, uart_kind, Layout16550, UartKind, NS16550_COMPATIBLE,
 };
 

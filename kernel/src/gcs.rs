@@ -1,7 +1,7 @@
 //! Guarded control stacks for user threads (FEAT_GCS), as Linux 7.3 offers them: the
 //! PR_*_SHADOW_STACK_STATUS controls, map_shadow_stack, the GCS a thread gets when it turns
 //! GCS on or is created as a thread of a GCS process, GCSPR_EL0 and GCSCRE0_EL1 switched with
-//! the thread, and the signal-frame side. The rules are `svelt_abi::gcs`'s; this file moves
+//! the thread, and the signal-frame side. The rules are `svelt_abi::isa::gcs`'s; this file moves
 //! registers and memory. Offered only where the CPU also has stage-1 permission indirection,
 //! which GCS pages need (arch::gcs).
 
@@ -12,9 +12,9 @@ use crate::arch::mmu::PAGE_SIZE;
 use crate::mm::aspace::{Backing, Prot};
 use crate::mm::uaccess::UserPtr;
 use crate::task::{self, with_mm, CurrentTask, Held, TaskLocal};
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::gcs::{self as g, GcsState};
-use svelt_abi::sigframe::BadFrame;
+use svelt_abi::fp::sigframe::BadFrame;
+use svelt_abi::isa::gcs::{self as g, GcsState};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// Whether user space has GCS (each CPU's bring-up turns it on: cpufeature::init_this_cpu).
 pub fn available() -> bool {
@@ -119,7 +119,7 @@ pub fn map_shadow_stack(addr: u64, size: u64, flags: u64) -> SysResult<usize> {
 fn give_thread_gcs(s: &mut GcsState, size: u64) -> SysResult<()> {
     let rlimit = task::current()
         .process()
-        .rlimit(svelt_abi::sys::RLIMIT_STACK);
+        .rlimit(svelt_abi::uapi::sys::RLIMIT_STACK);
     let size = g::gcs_size(size, rlimit, page());
     s.base = map_gcs(0, size)?;
     s.size = size;
@@ -231,7 +231,7 @@ pub fn signal_entry(cur: &CurrentTask, ret: u64) -> Result<(), ()> {
     Ok(())
 }
 
-/// Installs what rt_sigreturn's gcs_context asked for (`abi::sigframe::check_records` checked
+/// Installs what rt_sigreturn's gcs_context asked for (`abi::fp::sigframe::check_records` checked
 /// it against `live`): the mode and GCSPR_EL0.
 pub fn install(cur: &CurrentTask, r: g::Restore) {
     let s = cur.local().gcs.get();

@@ -8,8 +8,8 @@
 use crate::sync::IrqLock;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU8, Ordering};
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::klog as k;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::klog as k;
 
 /// Bytes the ring holds (records and their headers); the oldest records go to make room.
 pub const RING_SIZE: usize = 128 << 10;

@@ -43,10 +43,10 @@ use arch::{cpu, el, mmu};
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 use drivers::{gic, psci};
-use svelt_abi::cmdline::Cmdline;
-use svelt_abi::cpu::{SmeLine, SveLine, VlDifferLine};
-use svelt_abi::memrange::{self, Range};
-use svelt_abi::uart::UartKind;
+use svelt_abi::boot::cmdline::Cmdline;
+use svelt_abi::boot::memrange::{self, Range};
+use svelt_abi::boot::uart::UartKind;
+use svelt_abi::isa::cpu::{SmeLine, SveLine, VlDifferLine};
 
 /// Filled by EL1 for the EL2 report-and-halt vectors (vectors.s), which run with the MMU off.
 #[repr(C)]
@@ -88,7 +88,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         let blob = unsafe { core::slice::from_raw_parts_mut(dtb_va as *mut u8, total) };
         // A loader's edits may have left NOPs the fdt crate cannot parse; a malformed tree is
         // left for the parser to refuse.
-        let _ = svelt_abi::fdt::drop_nops(blob);
+        let _ = svelt_abi::boot::fdt::drop_nops(blob);
     }
     // SAFETY: head.s mapped the DTB's blocks in the linear map; the loader promises a valid DTB
     // there, and the frame allocator never hands out its range, so it lives for 'static.
@@ -97,7 +97,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         Err(_) => cpu::halt(), // no DTB, so no console to say so
     };
     let dt_hz = dt::timer_clock_frequency(&fdt);
-    let hz = svelt_abi::cpu::counter_rate(dt_hz, cpu::cntfrq());
+    let hz = svelt_abi::isa::cpu::counter_rate(dt_hz, cpu::cntfrq());
     cpu::set_counter_freq(hz.unwrap_or(0));
     let (ram, nram) = dt::ram::<16>(&fdt);
     let ram = &ram[..nram];
@@ -274,7 +274,7 @@ fn unpack_root(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) -> boo
                     (r.end - r.start) as usize,
                 )
             };
-            let archive = svelt_abi::cpio::region_start(region).is_archive();
+            let archive = svelt_abi::boot::cpio::region_start(region).is_archive();
             if archive {
                 fs::init(Some(region));
             } else {
@@ -408,7 +408,7 @@ fn hand_over_to_el2_reporter(uart: &dt::ConsoleUart) {
     let (lsr_offset, io_width) = match uart.kind {
         UartKind::Pl011 => (0, 0),
         UartKind::Ns16550 => (
-            uart.layout.offset(svelt_abi::uart::Reg16550::Lsr) as u64,
+            uart.layout.offset(svelt_abi::boot::uart::Reg16550::Lsr) as u64,
             uart.layout.width as u64,
         ),
     };

@@ -9,9 +9,9 @@ use crate::arch::cpu;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use spin::Once;
-use svelt_abi::cpumask::CpuMask;
+use svelt_abi::uapi::cpumask::CpuMask;
 
-pub const MAX_CPUS: usize = svelt_abi::cpumask::NR_CPUS;
+pub const MAX_CPUS: usize = svelt_abi::uapi::cpumask::NR_CPUS;
 
 /// One cache line per CPU: no false sharing between CPUs' counters.
 #[repr(align(64))]
@@ -24,7 +24,7 @@ pub struct PerCpu {
     pub current_task: AtomicUsize,
     /// The scheduler should run at the next chance.
     pub need_resched: AtomicBool,
-    /// Implemented SVE / SME vector lengths on this CPU (svelt_abi::vl::VlSet bits).
+    /// Implemented SVE / SME vector lengths on this CPU (svelt_abi::fp::vl::VlSet bits).
     pub sve_vls: AtomicU16,
     pub sme_vls: AtomicU16,
     /// Whether the task running here may pass tagged user pointers (PR_SET_TAGGED_ADDR_CTRL):

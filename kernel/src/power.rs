@@ -7,7 +7,7 @@ use crate::arch::{cpu, semihosting};
 use crate::drivers::psci;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, Ordering};
-use svelt_abi::cmdline::ExitVia;
+use svelt_abi::boot::cmdline::ExitVia;
 
 /// The status a kernel bug (panic, unexpected exception) ends the run with.
 pub const KERNEL_BUG_STATUS: u32 = 101;

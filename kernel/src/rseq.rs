@@ -13,8 +13,8 @@
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::UserPtr;
 use crate::task::CurrentTask;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::signal::Siginfo;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::signal::Siginfo;
 
 /// A thread's registration: where its `struct rseq` is, its length and the abort signature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,8 +160,8 @@ fn fixup_ip(reg: Registration, tf: &mut TrapFrame) -> Result<(), ()> {
 fn segv(cur: &CurrentTask) {
     crate::signal::force(
         cur.task(),
-        svelt_abi::signal::SIGSEGV,
-        Siginfo::kernel(svelt_abi::signal::SIGSEGV),
+        svelt_abi::uapi::signal::SIGSEGV,
+        Siginfo::kernel(svelt_abi::uapi::signal::SIGSEGV),
     );
 }
 

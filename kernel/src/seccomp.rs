@@ -16,11 +16,11 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{fence, AtomicBool, AtomicU8, Ordering};
 use spin::{Mutex, MutexGuard};
-use svelt_abi::bpf::{self, *};
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::nr;
-use svelt_abi::sched::wstatus;
-use svelt_abi::signal::{Siginfo, SIGKILL, SIGSYS};
+use svelt_abi::uapi::bpf::{self, *};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::nr;
+use svelt_abi::uapi::sched::wstatus;
+use svelt_abi::uapi::signal::{Siginfo, SIGKILL, SIGSYS};
 
 /// Largest errno SECCOMP_RET_ERRNO passes on (Linux's MAX_ERRNO).
 const MAX_ERRNO: u32 = 4095;
@@ -294,7 +294,7 @@ pub fn prctl_get_seccomp(t: &Task) -> SysResult<usize> {
     Ok(t.seccomp.mode.load(Ordering::Relaxed) as usize)
 }
 
-/// PR_SET_NO_NEW_PRIVS (arguments checked by abi::prctl): once set, never cleared.
+/// PR_SET_NO_NEW_PRIVS (arguments checked by abi::uapi::prctl): once set, never cleared.
 pub fn set_no_new_privs(t: &Task) -> SysResult<usize> {
     t.seccomp.no_new_privs.store(true, Ordering::Relaxed);
     Ok(0)

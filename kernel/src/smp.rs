@@ -8,7 +8,7 @@ use crate::mm::frame;
 use crate::{cpufeature, irq, percpu};
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
-use svelt_abi::smpboot::{EnableMethod, NoMethod};
+use svelt_abi::boot::smpboot::{EnableMethod, NoMethod};
 
 const STACK_PAGES: usize = 16;
 
@@ -155,7 +155,11 @@ pub fn start_secondaries(fdt: &fdt::Fdt, image_pa: u64) -> usize {
 /// reads it) and cleans it to the point of coherency, where a CPU with its caches off sees it.
 /// The address is usually in `ram`, reserved by the firmware (through the linear map);
 /// otherwise it is mapped for the write.
-fn release(ram: &[svelt_abi::memrange::Range], addr: u64, entry: u64) -> Result<(), mmu::MapError> {
+fn release(
+    ram: &[svelt_abi::boot::memrange::Range],
+    addr: u64,
+    entry: u64,
+) -> Result<(), mmu::MapError> {
     let in_ram = ram
         .iter()
         .any(|r| r.start <= addr && addr.checked_add(8).is_some_and(|end| end <= r.end));

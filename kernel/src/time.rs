@@ -107,10 +107,10 @@ pub fn realtime_offset() -> u64 {
 
 /// Sets CLOCK_REALTIME to `ns` (clock_settime, settimeofday); EINVAL for a time before boot
 /// (Linux: do_settimeofday64). The caller tells the vDSO.
-pub fn set_realtime(ns: u64) -> Result<(), svelt_abi::errno::Errno> {
+pub fn set_realtime(ns: u64) -> Result<(), svelt_abi::uapi::errno::Errno> {
     let off = ns
         .checked_sub(now_ns())
-        .ok_or(svelt_abi::errno::Errno::EINVAL)?;
+        .ok_or(svelt_abi::uapi::errno::Errno::EINVAL)?;
     BOOT_REALTIME_NS.store(off, Ordering::Relaxed);
     Ok(())
 }

@@ -8,8 +8,8 @@ use crate::arch::exception::TrapFrame;
 use crate::mm::aspace::{Access, FaultError};
 use crate::signal::{self, SigInfo};
 use crate::task::{self, sched, CurrentTask, Task};
-use svelt_abi::esr::{Ec, Esr};
-use svelt_abi::signal as sig;
+use svelt_abi::isa::esr::{Ec, Esr};
+use svelt_abi::uapi::signal as sig;
 
 /// A synchronous exception from EL0 (IRQs masked on entry).
 pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
@@ -57,7 +57,7 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
             }
         }
         Ec::SysReg => {
-            let access = svelt_abi::idregs::SysRegAccess::from_iss(esr.iss());
+            let access = svelt_abi::isa::idregs::SysRegAccess::from_iss(esr.iss());
             if !emulate_mrs(tf, access) {
                 fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
             }
@@ -68,7 +68,7 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
             let insn = crate::mm::uaccess::UserPtr::<u32>::new(tf.elr as usize)
                 .read()
                 .ok();
-            let access = insn.and_then(svelt_abi::idregs::SysRegAccess::from_mrs_insn);
+            let access = insn.and_then(svelt_abi::isa::idregs::SysRegAccess::from_mrs_insn);
             if !access.is_some_and(|a| emulate_mrs(tf, a)) {
                 fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
             }
@@ -92,7 +92,7 @@ fn fault(t: &CurrentTask, signo: u32, code: i32, addr: u64, esr: u64) {
     l.fault_esr.set(esr);
     l.fault_address
         .set(if signo == sig::SIGSEGV || signo == sig::SIGBUS {
-            svelt_abi::sys::untagged_addr(addr as usize) as u64
+            svelt_abi::uapi::sys::untagged_addr(addr as usize) as u64
         } else {
             0
         });
@@ -103,7 +103,7 @@ fn user_abort(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {
     let fault = |signo, code, addr, esr| fault(cur, signo, code, addr, esr);
     // A tagged pointer (top byte, ignored by the MMU with TBI0) faults at its untagged page;
     // the signal carries the whole FAR, as Linux's do_page_fault passes it on.
-    let far = svelt_abi::sys::untagged_addr(tf.far as usize);
+    let far = svelt_abi::uapi::sys::untagged_addr(tf.far as usize);
     let addr = tf.far;
     let access = if esr.ec() == Ec::InstrAbortLower {
         Access::Exec
@@ -171,7 +171,7 @@ fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
     // Called from arch's uaccess fixup with no token at hand: the running task, from the
     // scheduler (a context-free caller).
     let t = task::current();
-    match resolve_fault(t, svelt_abi::sys::untagged_addr(va), access) {
+    match resolve_fault(t, svelt_abi::uapi::sys::untagged_addr(va), access) {
         Ok(()) => true,
         // The copy fails with EFAULT, and the process is killed as a user fault would be.
         Err(FaultError::NoMemory) => {
@@ -183,9 +183,9 @@ fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
 }
 
 /// EL0 `MRS Xt, <ID register>`: Linux's sanitised value (HWCAP_CPUID). False: SIGILL.
-fn emulate_mrs(tf: &mut TrapFrame, access: svelt_abi::idregs::SysRegAccess) -> bool {
+fn emulate_mrs(tf: &mut TrapFrame, access: svelt_abi::isa::idregs::SysRegAccess) -> bool {
     let raw = crate::arch::cpu::read_id_regs();
-    match svelt_abi::idregs::emulate(&access, &raw, crate::cpufeature::offer()) {
+    match svelt_abi::isa::idregs::emulate(&access, &raw, crate::cpufeature::offer()) {
         Some(v) => {
             if access.rt != 31 {
                 tf.x[access.rt as usize] = v;

@@ -4,7 +4,7 @@
 #![forbid(unsafe_code)]
 
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// The release Svelt reports (uname, /proc/version, kernel.osrelease): the Linux whose ABI it
 /// follows (7.3, the reference kernel the tests compare with), marked as Svelt

@@ -13,7 +13,7 @@ use crate::time;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_mm::layout::PAGE_SIZE as PAGE;
 
 #[allow(dead_code)]
@@ -138,7 +138,7 @@ pub fn map(mm: &mut AddrSpace) -> SysResult<usize> {
         .personality
         .load(Ordering::Relaxed);
     let mut r = [0u8; 2];
-    if persona & svelt_abi::sys::ADDR_NO_RANDOMIZE == 0 {
+    if persona & svelt_abi::uapi::sys::ADDR_NO_RANDOMIZE == 0 {
         crate::fs::dev::fill_random(&mut r);
     }
     let shift = usize::from(u16::from_le_bytes(r)) * PAGE;

@@ -3,7 +3,7 @@
 //! [`PageTable`], before the call returns.
 
 use crate::vma::{Prot, VmBacking, Vmas};
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// The page-table side of an address space, as the bookkeeping drives it. Every present entry
 /// holds one reference on its frame; entries exist only inside VMAs.

@@ -14,9 +14,9 @@ use core::cell::Cell;
 pub struct Prot(pub u32);
 
 impl Prot {
-    pub const READ: u32 = svelt_abi::mm::PROT_READ;
-    pub const WRITE: u32 = svelt_abi::mm::PROT_WRITE;
-    pub const EXEC: u32 = svelt_abi::mm::PROT_EXEC;
+    pub const READ: u32 = svelt_abi::uapi::mm::PROT_READ;
+    pub const WRITE: u32 = svelt_abi::uapi::mm::PROT_WRITE;
+    pub const EXEC: u32 = svelt_abi::uapi::mm::PROT_EXEC;
     /// Not a PROT_* bit: set only by map_shadow_stack and the GCS the kernel allocates.
     pub const SHADOW: u32 = 1 << 16;
     /// The PROT_* rights alone.

@@ -4,7 +4,7 @@
 mod fake;
 
 use fake::{layout, new_mm, touch, touch_range, Entry, FakeTable, TestBacking, TestMm};
-use svelt_abi::errno::Errno;
+use svelt_abi::uapi::errno::Errno;
 use svelt_mm::layout::{MMAP_MIN, MMAP_TOP, PAGE_SIZE as P, STACK_TOP};
 use svelt_mm::{Access, Prot, VmBacking};
 
@@ -419,7 +419,7 @@ fn find_free_never_overlaps_and_always_finds_the_highest_fit() {
     // Keep the search inside a small window: everything below it is taken.
     mm.map(MMAP_MIN, LOW, Prot(0), TestBacking::Anon, MAX)
         .unwrap();
-    let mut rng = svelt_abi::rng::XorShift64(0x9e37_79b9_7f4a_7c15);
+    let mut rng = svelt_abi::util::rng::XorShift64(0x9e37_79b9_7f4a_7c15);
     for step in 0..3000 {
         let len = (1 + rng.below(6) as usize) * P;
         match rng.below(4) {

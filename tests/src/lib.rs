@@ -92,14 +92,14 @@ impl Default for Config {
 
 impl Config {
     /// The FP policy Svelt runs under with this configuration's extra command-line words.
-    pub fn fp_policy(&self) -> svelt_abi::fppolicy::Policy {
-        svelt_abi::cmdline::Cmdline::parse(&self.append.join(" ")).fp_policy
+    pub fn fp_policy(&self) -> svelt_abi::fp::fppolicy::Policy {
+        svelt_abi::boot::cmdline::Cmdline::parse(&self.append.join(" ")).fp_policy
     }
 
     /// Where the kernel runs: entered at EL2 (QEMU's -cpu max has FEAT_VHE) it stays there with
     /// VHE unless the command line says `svelt.el=1`.
     pub fn expected_kernel_el(&self) -> (u8, bool) {
-        let el1 = svelt_abi::cmdline::Cmdline::parse(&self.append.join(" ")).el == Some(1);
+        let el1 = svelt_abi::boot::cmdline::Cmdline::parse(&self.append.join(" ")).el == Some(1);
         if self.el == 2 && !el1 {
             (2, true)
         } else {
@@ -435,7 +435,7 @@ pub struct BootReport {
     pub sme_fa64: Option<bool>,
     pub sme2: Option<bool>,
     /// `svelt: fp policy ...` (the policy in force; malformed text: a panic).
-    pub fp_policy: Option<svelt_abi::fppolicy::Policy>,
+    pub fp_policy: Option<svelt_abi::fp::fppolicy::Policy>,
     /// `svelt: console ...`: the console UART as the kernel reports it (`pl011 at 0x9000000`).
     pub console: Option<String>,
     pub exit_status: Option<i32>,
@@ -464,7 +464,7 @@ pub fn parse_report(output: &str) -> BootReport {
             r.timer_cpus = rest.trim_end_matches(" cpus").parse().ok();
         } else if let Some(p) = line.strip_prefix("svelt: fp policy ") {
             r.fp_policy = Some(
-                svelt_abi::fppolicy::Policy::parse(p)
+                svelt_abi::fp::fppolicy::Policy::parse(p)
                     .unwrap_or_else(|| panic!("bad fp policy line {line:?}")),
             );
         } else if let Some(c) = line.strip_prefix("svelt: console ") {
@@ -733,9 +733,9 @@ pub fn big_initramfs(spec: &BigSpec) -> PathBuf {
     let mut extra = Vec::new();
     let mut manifest = String::new();
     {
-        let mut w = svelt_abi::cpio::Writer::new(|b: &[u8]| extra.extend_from_slice(b));
-        let mut add = |w: &mut svelt_abi::cpio::Writer<_>, name: String, data: Vec<u8>| {
-            let mut c = svelt_abi::bytes::Checksum::new();
+        let mut w = svelt_abi::boot::cpio::Writer::new(|b: &[u8]| extra.extend_from_slice(b));
+        let mut add = |w: &mut svelt_abi::boot::cpio::Writer<_>, name: String, data: Vec<u8>| {
+            let mut c = svelt_abi::util::bytes::Checksum::new();
             c.update(&data);
             manifest += &format!("{} {:016x} /{name}\n", data.len(), c.finish());
             w.file(&name, 0o644, &data);

@@ -444,7 +444,7 @@ fn edk2_shell_starts_the_image_with_initrd_files() {
     let program =
         std::fs::read(root.join("target/user/aarch64-unknown-none/release/sve_regs")).unwrap();
     let mut extra = Vec::new();
-    let mut w = svelt_abi::cpio::Writer::new(|b: &[u8]| extra.extend_from_slice(b));
+    let mut w = svelt_abi::boot::cpio::Writer::new(|b: &[u8]| extra.extend_from_slice(b));
     w.dir("extra", 0o755);
     w.file("extra/sve_regs", 0o755, &program);
     let _ = w.finish();

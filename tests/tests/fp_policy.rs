@@ -1,5 +1,5 @@
 //! Svelt's FP policies from the kernel command line (`svelt.fp`, `svelt.sve_syscall`,
-//! `svelt.sme_trap`; abi/src/fppolicy.rs): short targeted boots.
+//! `svelt.sme_trap`; abi/src/fp/fppolicy.rs): short targeted boots.
 //!
 //! - All three non-default policies at once, /bin/tests/fp_policy as the first process: the boot
 //!   log names them (`abi=NON-LINUX` for `keep`), and the program sees each one's effect (SVE
@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use svelt_abi::fppolicy::{Policy, Restore, SmeAccess, SveSyscall};
+use svelt_abi::fp::fppolicy::{Policy, Restore, SmeAccess, SveSyscall};
 use svelt_tests::{boot, parse_report, ready, Config, Initrd};
 
 #[test]

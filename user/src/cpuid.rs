@@ -1,10 +1,10 @@
 //! What a program learns about the CPU: the three hwcap words of the auxiliary vector, the ID
 //! registers as EL0 reads them (each MRS traps and the kernel answers: HWCAP_CPUID), and which
-//! kernel it runs on, so `svelt_abi::hwcap` can say what that kernel should report.
+//! kernel it runs on, so `svelt_abi::isa::hwcap` can say what that kernel should report.
 
-use svelt_abi::auxv::{AT_HWCAP, AT_HWCAP2, AT_HWCAP3};
-use svelt_abi::cpu::{IdReg, IdRegs};
-use svelt_abi::hwcap::{Hwcaps, Offer};
+use svelt_abi::isa::cpu::{IdReg, IdRegs};
+use svelt_abi::isa::hwcap::{Hwcaps, Offer};
+use svelt_abi::uapi::auxv::{AT_HWCAP, AT_HWCAP2, AT_HWCAP3};
 
 /// AT_HWCAP, AT_HWCAP2 and AT_HWCAP3 (a missing entry reads as 0).
 pub fn hwcaps() -> Hwcaps {

@@ -9,7 +9,7 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
-use svelt_abi::elf::*;
+use svelt_abi::format::elf::*;
 use zerocopy::{FromBytes, IntoBytes};
 
 /// The exit status of an image that loaded correctly.

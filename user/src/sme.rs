@@ -767,14 +767,14 @@ pub fn fpstat_get(stats: &[(String, u64)], key: &str) -> Option<u64> {
 
 /// Svelt's FP policy, from the `policy` line of /proc/svelt/fpstat; None where that file does
 /// not exist (Linux: its behaviour is the default policy's) or has no well-formed line.
-pub fn fp_policy() -> Option<svelt_abi::fppolicy::Policy> {
+pub fn fp_policy() -> Option<svelt_abi::fp::fppolicy::Policy> {
     let text = crate::io::read_file("/proc/svelt/fpstat").ok()?;
-    svelt_abi::fppolicy::from_fpstat(core::str::from_utf8(&text).ok()?)
+    svelt_abi::fp::fppolicy::from_fpstat(core::str::from_utf8(&text).ok()?)
 }
 
 /// The policy a program sees: Svelt's, or on Linux the default (Linux's own behaviour).
-pub fn fp_policy_or_linux() -> svelt_abi::fppolicy::Policy {
-    fp_policy().unwrap_or(svelt_abi::fppolicy::Policy::LINUX)
+pub fn fp_policy_or_linux() -> svelt_abi::fp::fppolicy::Policy {
+    fp_policy().unwrap_or(svelt_abi::fp::fppolicy::Policy::LINUX)
 }
 
 /// This program's path, for re-executing itself in a fresh process.

@@ -4,7 +4,7 @@ use super::util::{FromSlice, ToBytes};
 use super::util::{Rng, Take};
 use std::vec;
 use std::vec::Vec;
-use svelt_abi::bpf::*;
+use svelt_abi::uapi::bpf::*;
 
 fn data_from(t: &mut Take) -> SeccompData {
     SeccompData {

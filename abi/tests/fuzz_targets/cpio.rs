@@ -4,7 +4,7 @@ use super::util::{offset_in, span, Rng, Take};
 use std::string::String;
 use std::vec;
 use std::vec::Vec;
-use svelt_abi::cpio::*;
+use svelt_abi::boot::cpio::*;
 
 /// An event with its data copied, Data pieces merged (they may be split anywhere).
 #[derive(Clone, Debug, PartialEq, Eq)]

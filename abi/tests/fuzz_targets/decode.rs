@@ -4,10 +4,10 @@
 use super::util::Take;
 use std::vec;
 use std::vec::Vec;
-use svelt_abi::errno::Errno;
-use svelt_abi::fcntl::{FcntlCmd, LockOp};
-use svelt_abi::fs::*;
-use svelt_abi::ptrace::*;
+use svelt_abi::uapi::errno::Errno;
+use svelt_abi::uapi::fcntl::{FcntlCmd, LockOp};
+use svelt_abi::uapi::fs::*;
+use svelt_abi::uapi::ptrace::*;
 
 /// Input: a selector byte, the command or request, then its arguments.
 ///

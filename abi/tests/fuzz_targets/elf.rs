@@ -3,7 +3,7 @@
 use super::util::ToBytes;
 use std::vec;
 use std::vec::Vec;
-use svelt_abi::elf::*;
+use svelt_abi::format::elf::*;
 
 /// The kernel's choices (kernel/src/task/exec.rs and mm/aspace.rs).
 const ET_DYN_BASE: u64 = 0x0000_aaaa_aaaa_0000;

@@ -5,12 +5,12 @@ use super::util::{FromSlice, ToBytes};
 use super::util::{Rng, Take};
 use std::vec;
 use std::vec::Vec;
-use svelt_abi::bytes::{get_u32, get_u64};
-use svelt_abi::errno::Errno;
-use svelt_abi::regset::*;
-use svelt_abi::sigframe::{valid_user_pstate, FpsimdState, UserRegs};
-use svelt_abi::vl::VlSet;
-use svelt_abi::vlctl::{self, TaskVl, VecKind};
+use svelt_abi::fp::regset::*;
+use svelt_abi::fp::sigframe::{valid_user_pstate, FpsimdState, UserRegs};
+use svelt_abi::fp::vl::VlSet;
+use svelt_abi::fp::vlctl::{self, TaskVl, VecKind};
+use svelt_abi::uapi::errno::Errno;
+use svelt_abi::util::bytes::{get_u32, get_u64};
 
 /// Every note type the kernel knows, then a few it does not.
 const NOTES: [u32; 14] = [
@@ -26,7 +26,7 @@ const NOTES: [u32; 14] = [
     NT_ARM_ZA,
     NT_ARM_ZT,
     NT_ARM_FPMR,
-    svelt_abi::elf::NT_ARM_POE,
+    svelt_abi::format::elf::NT_ARM_POE,
     0,
 ];
 
@@ -223,7 +223,7 @@ fn random_fpsimd(rng: &mut Rng) -> FpsimdState {
 /// The VL request a vector regset header makes, carried out as the kernel does (prctl rules).
 fn apply_vl(kind: VecKind, arg: u64, set: VlSet, task: &TaskVl) -> Result<TaskVl, Errno> {
     let r = vlctl::set_vl(kind, arg, set, task)?;
-    let onexec = arg & svelt_abi::sys::PR_SVE_SET_VL_ONEXEC != 0;
+    let onexec = arg & svelt_abi::uapi::sys::PR_SVE_SET_VL_ONEXEC != 0;
     match r.live_change {
         Some(vl) => {
             assert!(!onexec && vl != task.cur);

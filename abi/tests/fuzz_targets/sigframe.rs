@@ -8,9 +8,11 @@ use super::util::{offset_in, span, Rng, Take};
 use std::cell::RefCell;
 use std::vec;
 use std::vec::Vec;
-use svelt_abi::bytes::{get_u32, get_u64, put_u16, put_u32};
-use svelt_abi::sigframe::*;
-use svelt_abi::signal::{Sigaction, Siginfo, Sigset, StackT, SA_RESTORER, SA_SIGINFO, SIGSEGV};
+use svelt_abi::fp::sigframe::*;
+use svelt_abi::uapi::signal::{
+    Sigaction, Siginfo, Sigset, StackT, SA_RESTORER, SA_SIGINFO, SIGSEGV,
+};
+use svelt_abi::util::bytes::{get_u32, get_u64, put_u16, put_u32};
 
 /// Where the fuzzed frame sits (16-aligned, far from zero and from the top).
 const SP: u64 = 0x0000_7fff_ffe0_0000;

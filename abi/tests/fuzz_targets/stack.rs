@@ -3,10 +3,10 @@
 use super::util::Take;
 use std::vec;
 use std::vec::Vec;
-use svelt_abi::auxv::*;
-use svelt_abi::bytes::get_u64;
-use svelt_abi::errno::Errno;
-use svelt_abi::stack::*;
+use svelt_abi::format::stack::*;
+use svelt_abi::uapi::auxv::*;
+use svelt_abi::uapi::errno::Errno;
+use svelt_abi::util::bytes::get_u64;
 
 const STACK_TOP: u64 = 0x0000_ffff_ffff_0000;
 

@@ -7,10 +7,10 @@ use std::format;
 use std::string::String;
 use std::vec;
 use std::vec::Vec;
-use svelt_abi::cmdline::{Cmdline, ExitVia, LogLevel};
-use svelt_abi::errno::Errno;
-use svelt_abi::mount::{self, TmpfsOptions};
-use svelt_abi::path::{self, Component, PATH_MAX};
+use svelt_abi::boot::cmdline::{Cmdline, ExitVia, LogLevel};
+use svelt_abi::uapi::errno::Errno;
+use svelt_abi::uapi::mount::{self, TmpfsOptions};
+use svelt_abi::uapi::path::{self, Component, PATH_MAX};
 
 fn text_of(data: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(data)

@@ -6,16 +6,16 @@ use super::util::Take;
 use super::util::{FromSlice, ToBytes};
 use std::vec;
 use std::vec::Vec;
-use svelt_abi::cpu::{IdReg, IdRegs};
-use svelt_abi::errno::Errno;
-use svelt_abi::fs::{self, Dirent64Writer, Iovec};
-use svelt_abi::futex;
-use svelt_abi::hwcap::{self, Offer};
-use svelt_abi::idregs::{self, SysRegAccess};
-use svelt_abi::mm;
-use svelt_abi::sched::{self, CloneArgs};
-use svelt_abi::signal::*;
-use svelt_abi::time::{Timespec, Timeval};
+use svelt_abi::isa::cpu::{IdReg, IdRegs};
+use svelt_abi::isa::hwcap::{self, Offer};
+use svelt_abi::isa::idregs::{self, SysRegAccess};
+use svelt_abi::uapi::errno::Errno;
+use svelt_abi::uapi::fs::{self, Dirent64Writer, Iovec};
+use svelt_abi::uapi::futex;
+use svelt_abi::uapi::mm;
+use svelt_abi::uapi::sched::{self, CloneArgs};
+use svelt_abi::uapi::signal::*;
+use svelt_abi::uapi::time::{Timespec, Timeval};
 
 /// Dispatches on the first byte to one of the structures.
 ///
@@ -488,8 +488,8 @@ fn mrs(t: &mut Take) {
 }
 
 fn core_notes(t: &mut Take) {
-    use svelt_abi::bytes::{get_u32, get_u64};
-    use svelt_abi::coredump::*;
+    use svelt_abi::format::coredump::*;
+    use svelt_abi::util::bytes::{get_u32, get_u64};
     let n = usize::from(t.u8() % 32);
     let comm = t.bytes(n);
     let f = fname(comm);

@@ -3,10 +3,10 @@
 use super::util::Take;
 use std::format;
 use std::vec::Vec;
-use svelt_abi::errno::Errno;
-use svelt_abi::sys::{PR_SVE_SET_VL_ONEXEC, PR_SVE_VL_INHERIT, PR_SVE_VL_LEN_MASK};
-use svelt_abi::vl::VlSet;
-use svelt_abi::vlctl::*;
+use svelt_abi::fp::vl::VlSet;
+use svelt_abi::fp::vlctl::*;
+use svelt_abi::uapi::errno::Errno;
+use svelt_abi::uapi::sys::{PR_SVE_SET_VL_ONEXEC, PR_SVE_VL_INHERIT, PR_SVE_VL_LEN_MASK};
 
 /// The lengths a request may end at: the supported set, plus 16 bytes for SVE.
 fn usable(kind: VecKind, set: VlSet) -> VlSet {

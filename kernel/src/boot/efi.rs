@@ -6,7 +6,7 @@
 //!   `initrd=` files on the volume the image came from, or else the one the firmware's DTB
 //!   names in /chosen (where an older GRUB puts it);
 //! - the machine's description: the firmware's DTB (configuration table), or, without one or
-//!   with `acpi=force`, a DTB written from the ACPI tables (svelt_abi::acpi);
+//!   with `acpi=force`, a DTB written from the ACPI tables (svelt_abi::boot::acpi);
 //! - the memory map, as the DTB's /memory nodes;
 //!
 //! then copies the image to a 2 MiB-aligned block, exits boot services and enters the Image's
@@ -20,10 +20,10 @@
 
 use crate::arch::efi as arch_efi;
 use core::ffi::c_void;
-use svelt_abi::acpi::{self, PhysMem};
-use svelt_abi::efi as abi_efi;
-use svelt_abi::fdt::{self, Chosen};
-use svelt_abi::memrange::Range;
+use svelt_abi::boot::acpi::{self, PhysMem};
+use svelt_abi::boot::efi as abi_efi;
+use svelt_abi::boot::fdt::{self, Chosen};
+use svelt_abi::boot::memrange::Range;
 
 type Handle = *mut c_void;
 type Status = usize;

@@ -1,6 +1,6 @@
 //! Core dumps, as Linux writes them with its default core_pattern ("core", core_uses_pid 0):
 //! the thread a core-dumping signal kills stops the other threads of its process, writes an
-//! ELF core file `core` in the process's working directory (layout in svelt_abi::coredump),
+//! ELF core file `core` in the process's working directory (layout in svelt_abi::format::coredump),
 //! and only then lets the process exit. With `svelt.coredump=semihosting` the same bytes also
 //! go to the host as `DIR/core.COMM.PID`.
 //!
@@ -22,7 +22,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
-use svelt_abi::sched::wstatus;
+use svelt_abi::uapi::sched::wstatus;
 
 const PAGE: u64 = 4096;
 
@@ -81,7 +81,7 @@ pub fn do_coredump(cur: &CurrentTask, tf: &TrapFrame, info: &SigInfo) -> i32 {
     let p = me.process();
     let signo = info.signo();
     let plain = wstatus::signaled(signo, false);
-    let limit = p.rlimit(svelt_abi::sys::RLIMIT_CORE);
+    let limit = p.rlimit(svelt_abi::uapi::sys::RLIMIT_CORE);
     // Linux's smallest ELF core: one page.
     if limit < PAGE {
         return plain;

@@ -15,8 +15,8 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
-use svelt_abi::coredump as cd;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::format::coredump as cd;
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 fn vec_with(n: usize) -> SysResult<Vec<u8>> {
     let mut v = Vec::new();
@@ -164,7 +164,7 @@ pub(super) fn write_core(
                 first.is_some_and(|(frame, _)| {
                     let mut b = [0u8; 4];
                     frame.read(0, &mut b);
-                    b == svelt_abi::elf::ELFMAG
+                    b == svelt_abi::format::elf::ELFMAG
                 })
             });
         }

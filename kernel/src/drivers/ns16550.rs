@@ -1,10 +1,10 @@
 //! 8250/16550-compatible UART (ns16550a, snps,dw-apb-uart, ...): polled transmit,
 //! interrupt-driven receive. Registers sit `1 << reg-shift` bytes apart and are accessed
-//! `reg-io-width` bytes wide, so they are reached by computed offsets (svelt_abi::uart does
+//! `reg-io-width` bytes wide, so they are reached by computed offsets (svelt_abi::boot::uart does
 //! the arithmetic and the status decisions). Baud rate and line settings are left as firmware
 //! set them.
 
-use svelt_abi::uart::{self, Iir, Layout16550, Reg16550};
+use svelt_abi::boot::uart::{self, Iir, Layout16550, Reg16550};
 
 pub struct Ns16550 {
     base: usize,

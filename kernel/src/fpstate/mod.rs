@@ -1,4 +1,4 @@
-//! Lazy FPSIMD/SVE/SME state: carries out the decisions of `svelt_abi::fpstate` with the
+//! Lazy FPSIMD/SVE/SME state: carries out the decisions of `svelt_abi::fp::fpstate` with the
 //! register primitives, keeps per-CPU ownership, and counts what it moves.
 //!
 //! A task's registers are saved when it is switched out holding them, and loaded on its way
@@ -33,9 +33,9 @@ use alloc::vec::Vec;
 use core::cell::{RefMut, UnsafeCell};
 use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use fpsimd::FpsimdState;
-use svelt_abi::fppolicy::Policy;
-use svelt_abi::fpstate::{self as fps, CpuFp, Format, Regs, Save, SmeTrapError, Svcr, TaskFp};
-use svelt_abi::vlctl;
+use svelt_abi::fp::fppolicy::Policy;
+use svelt_abi::fp::fpstate::{self as fps, CpuFp, Format, Regs, Save, SmeTrapError, Svcr, TaskFp};
+use svelt_abi::fp::vlctl;
 use vl::{sme_ctl, sve_ctl, SME_DEFAULT_VL, SVE_DEFAULT_VL};
 
 /// Each CPU's record of whose registers it holds. Only that CPU touches it, with IRQs masked,
@@ -618,7 +618,7 @@ pub fn format_system_fpstat() -> String {
     alloc::format!(
         "{}{} {}\n",
         format_counters(&system_counters()),
-        svelt_abi::fppolicy::FPSTAT_KEY,
+        svelt_abi::fp::fppolicy::FPSTAT_KEY,
         policy()
     )
 }

@@ -14,10 +14,10 @@ use crate::arch::fpsimd::{sme, sve};
 use crate::task::Held;
 use alloc::vec::Vec;
 use core::cell::RefMut;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fpstate::{self as fps, Format};
-use svelt_abi::regset::{self as rs, VecMode};
-use svelt_abi::vlctl::{self, VecKind};
+use svelt_abi::fp::fpstate::{self as fps, Format};
+use svelt_abi::fp::regset::{self as rs, VecMode};
+use svelt_abi::fp::vlctl::{self, VecKind};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 use zerocopy::IntoBytes;
 
 /// The FP state of the held task, in memory: the current task's live registers are saved
@@ -72,8 +72,8 @@ impl TaskFpState {
     }
 }
 
-fn to_abi(f: &FpsimdState) -> svelt_abi::sigframe::FpsimdState {
-    svelt_abi::sigframe::FpsimdState {
+fn to_abi(f: &FpsimdState) -> svelt_abi::fp::sigframe::FpsimdState {
+    svelt_abi::fp::sigframe::FpsimdState {
         vregs: f.vregs,
         fpsr: f.fpsr,
         fpcr: f.fpcr,
@@ -82,14 +82,14 @@ fn to_abi(f: &FpsimdState) -> svelt_abi::sigframe::FpsimdState {
 
 /// NT_PRFPREG: V0-V31 (the low 128 bits of the Z registers when SVE state is held), FPSR,
 /// FPCR.
-pub fn regset_fpsimd(h: &Held) -> svelt_abi::sigframe::FpsimdState {
+pub fn regset_fpsimd(h: &Held) -> svelt_abi::fp::sigframe::FpsimdState {
     let f = &mut *regset_state(h);
     to_abi(&f.fpsimd_view())
 }
 
 /// NT_PRFPREG write: with SVE (or streaming) state held, the Z registers become V0-V31 with
 /// everything else zero (Linux's `fpsimd_sync_to_effective_state_zeropad`).
-pub fn regset_set_fpsimd(h: &Held, new: &svelt_abi::sigframe::FpsimdState) -> SysResult<()> {
+pub fn regset_set_fpsimd(h: &Held, new: &svelt_abi::fp::sigframe::FpsimdState) -> SysResult<()> {
     let f = &mut *regset_state(h);
     f.fp.vregs = new.vregs;
     f.fp.fpsr = new.fpsr;

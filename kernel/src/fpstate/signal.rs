@@ -9,7 +9,7 @@ use super::{
 use crate::arch::fpsimd::{sme, sve};
 use crate::task::CurrentTask;
 use core::cell::RefMut;
-use svelt_abi::fpstate::{self as fps, Format};
+use svelt_abi::fp::fpstate::{self as fps, Format};
 
 /// What a signal frame needs from the FP state: the saved state, borrowed until the frame is
 /// written.
@@ -22,9 +22,9 @@ pub struct SignalState<'a> {
 impl SignalState<'_> {
     /// fpsimd_context: V0-V31 (the low 128 bits of Z0-Z31 when the saved copy is SVE or
     /// streaming state), FPSR and FPCR.
-    pub fn fpsimd(&self) -> svelt_abi::sigframe::FpsimdState {
+    pub fn fpsimd(&self) -> svelt_abi::fp::sigframe::FpsimdState {
         let f = &self.f;
-        let mut out = svelt_abi::sigframe::FpsimdState {
+        let mut out = svelt_abi::fp::sigframe::FpsimdState {
             vregs: f.fp.vregs,
             fpsr: f.fp.fpsr,
             fpcr: f.fp.fpcr,
@@ -90,9 +90,9 @@ pub fn signal_entered(cur: &CurrentTask) {
 /// sigreturn, before the records are checked: saves the live state (it stays live), which is
 /// what a frame without a record keeps — ZA and its contents as the handler left them — and
 /// reports what the FP records are checked against.
-pub fn for_sigreturn(cur: &CurrentTask) -> svelt_abi::sigframe::SigreturnTask {
+pub fn for_sigreturn(cur: &CurrentTask) -> svelt_abi::fp::sigframe::SigreturnTask {
     let f = fpsimd_preserve_current_state(cur.task(), cur.local());
-    svelt_abi::sigframe::SigreturnTask {
+    svelt_abi::fp::sigframe::SigreturnTask {
         sve_vl: f.st.sve_vl,
         sme_vl: f.st.sme_vl,
         za_on: f.st.svcr.za,
@@ -100,14 +100,14 @@ pub fn for_sigreturn(cur: &CurrentTask) -> svelt_abi::sigframe::SigreturnTask {
     }
 }
 
-/// sigreturn: installs what the records `abi::sigframe::check_records` went through restore
+/// sigreturn: installs what the records `abi::fp::sigframe::check_records` went through restore
 /// (after `for_sigreturn`); V0-V31, FPSR and FPCR come from `fp` on top of any SVE payload.
 pub fn from_sigreturn(
     cur: &CurrentTask,
-    fp: &svelt_abi::sigframe::FpsimdState,
-    r: svelt_abi::sigframe::FpRecords,
+    fp: &svelt_abi::fp::sigframe::FpsimdState,
+    r: svelt_abi::fp::sigframe::FpRecords,
 ) {
-    use svelt_abi::sigframe::FpRestore;
+    use svelt_abi::fp::sigframe::FpRestore;
     // None: that step refused the frame, and nothing is restored.
     let Some(restore) = r.fp else { return };
     let f = &mut *cur.local().fpu.borrow_mut();

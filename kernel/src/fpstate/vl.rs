@@ -9,9 +9,9 @@ use crate::task::CurrentTask;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, Ordering};
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fpstate::{self as fps, Format};
-use svelt_abi::vlctl::{self, TaskVl, VecKind};
+use svelt_abi::fp::fpstate::{self as fps, Format};
+use svelt_abi::fp::vlctl::{self, TaskVl, VecKind};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// The system's default vector lengths for new programs (/proc/sys/abi).
 pub static SVE_DEFAULT_VL: AtomicU32 = AtomicU32::new(16);
@@ -33,7 +33,7 @@ pub(super) fn sme_ctl(f: &TaskFpState) -> TaskVl {
     }
 }
 
-pub(super) fn vls_of(kind: VecKind) -> svelt_abi::vl::VlSet {
+pub(super) fn vls_of(kind: VecKind) -> svelt_abi::fp::vl::VlSet {
     match kind {
         VecKind::Sve => crate::cpufeature::sve_vls(),
         VecKind::Sme => crate::cpufeature::sme_vls(),

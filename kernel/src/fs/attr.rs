@@ -5,7 +5,7 @@
 
 use super::{pagecache, Inode, Kind};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use svelt_abi::fs::Stat;
+use svelt_abi::uapi::fs::Stat;
 
 /// What chmod, chown and utimensat change, and write updates: a node's owner, permission bits
 /// and times (nanoseconds since the epoch). Nodes that keep none (generated ones) report root,

@@ -8,7 +8,7 @@ use crate::mm::uaccess::UserSlice;
 use alloc::sync::Arc;
 use core::any::Any;
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// (name, major, minor, mode) of the nodes /dev always has (devtmpfs-like).
 const NODES: [(&str, u32, u32, u32); 9] = [
@@ -123,7 +123,7 @@ impl FileOps for Kmsg {
             match crate::klog::read_at(*seq)? {
                 Next::Record(r) => {
                     let mut line = alloc::vec::Vec::new();
-                    svelt_abi::klog::kmsg_line(&mut line, r.prio, r.seq, r.ts_ns, &r.text);
+                    svelt_abi::uapi::klog::kmsg_line(&mut line, r.prio, r.seq, r.ts_ns, &r.text);
                     if line.len() > buf.len() {
                         return Err(Errno::EINVAL);
                     }
@@ -141,7 +141,7 @@ impl FileOps for Kmsg {
         }
     }
     fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
-        let (prio, text) = svelt_abi::klog::parse_kmsg_write(buf);
+        let (prio, text) = svelt_abi::uapi::klog::parse_kmsg_write(buf);
         let t = crate::arch::cpu::counter();
         if crate::klog::record(prio, crate::time::counter_to_ns(t), text) {
             let level = match prio & 7 {
@@ -159,7 +159,7 @@ impl FileOps for Kmsg {
         let seq = *self.seq.lock();
         let (_, next) = crate::klog::bounds();
         if seq < next {
-            (svelt_abi::fs::POLLIN | svelt_abi::fs::POLLRDNORM) as u32
+            (svelt_abi::uapi::fs::POLLIN | svelt_abi::uapi::fs::POLLRDNORM) as u32
         } else {
             0
         }

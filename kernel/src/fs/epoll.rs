@@ -10,8 +10,8 @@ use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::any::Any;
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{
     EpollEvent, EPOLLERR, EPOLLHUP, EPOLLONESHOT, EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD,
     POLLIN,
 };

@@ -8,8 +8,8 @@ use super::{epoll, File, FileOps};
 use crate::task::wait::WaitQueue;
 use core::any::Any;
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 
 /// The largest value the counter holds.
 const MAX: u64 = u64::MAX - 1;

@@ -6,7 +6,7 @@
 use super::File;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// fs.nr_open: no descriptor table grows beyond this (RLIMIT_NOFILE's ceiling).
 pub const NR_OPEN: usize = 1 << 20;
@@ -15,7 +15,7 @@ pub const NR_OPEN: usize = 1 << 20;
 pub fn nofile_limit() -> usize {
     let l = crate::task::current()
         .process()
-        .rlimit(svelt_abi::sys::RLIMIT_NOFILE);
+        .rlimit(svelt_abi::uapi::sys::RLIMIT_NOFILE);
     (l.min(NR_OPEN as u64)) as usize
 }
 

@@ -9,7 +9,7 @@ use crate::task::wait::WaitQueue;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 const LOCK_SH: u32 = 1;
 const LOCK_EX: u32 = 2;

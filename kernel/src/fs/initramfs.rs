@@ -1,6 +1,6 @@
 //! Unpacking the initramfs into the root ramfs as it streams: newc cpio archives, plain or as
 //! gzip members, one after another with zero padding between them (as Linux accepts). The cpio
-//! is parsed by `svelt_abi::cpio::Parser` and file data goes straight into the files' pages;
+//! is parsed by `svelt_abi::boot::cpio::Parser` and file data goes straight into the files' pages;
 //! nothing the size of the archive is allocated, only a 32 KiB window for inflate.
 //!
 //! A corrupt or truncated archive is an error for the caller to log; what was unpacked before
@@ -17,9 +17,9 @@ use alloc::vec::Vec;
 use alloc::{format, vec};
 use miniz_oxide::inflate::core::{decompress, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
-use svelt_abi::cpio::{self, Event, Parser};
-use svelt_abi::errno::Errno;
-use svelt_abi::fs::{S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG};
+use svelt_abi::boot::cpio::{self, Event, Parser};
+use svelt_abi::uapi::errno::Errno;
+use svelt_abi::uapi::fs::{S_IFCHR, S_IFDIR, S_IFLNK, S_IFREG};
 
 /// What was unpacked.
 #[derive(Default)]
@@ -177,7 +177,7 @@ impl Unpacker<'_> {
                 }
             }
             Current::Symlink { target, .. } => {
-                let room = svelt_abi::path::PATH_MAX.saturating_sub(target.len());
+                let room = svelt_abi::uapi::path::PATH_MAX.saturating_sub(target.len());
                 target.extend_from_slice(&d[..d.len().min(room)]);
             }
             _ => {}

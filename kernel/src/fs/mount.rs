@@ -9,7 +9,7 @@ use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// A file system grafted over a directory of a ramfs tree; `hidden` goes back at umount.
 struct Mount {
@@ -18,7 +18,7 @@ struct Mount {
     source: String,
     fstype: &'static str,
     flags: u64,
-    opts: svelt_abi::mount::TmpfsOptions,
+    opts: svelt_abi::uapi::mount::TmpfsOptions,
     /// The ramfs directory holding the mount point, and its name there.
     parent: Arc<dyn Inode>,
     name: String,
@@ -32,9 +32,9 @@ impl Mount {
     fn write_opts(&self, out: &mut String) {
         let _ = if self.fstype == "tmpfs" {
             let default = (crate::mm::frame::total() / 2) as u64;
-            svelt_abi::mount::write_tmpfs_opts(out, self.flags, &self.opts, default)
+            svelt_abi::uapi::mount::write_tmpfs_opts(out, self.flags, &self.opts, default)
         } else {
-            svelt_abi::mount::write_mount_flags(out, self.flags)
+            svelt_abi::uapi::mount::write_mount_flags(out, self.flags)
         };
     }
 }
@@ -47,7 +47,7 @@ pub struct NewMount {
     pub source: String,
     pub fstype: &'static str,
     pub flags: u64,
-    pub opts: svelt_abi::mount::TmpfsOptions,
+    pub opts: svelt_abi::uapi::mount::TmpfsOptions,
     pub limit: pagecache::Limit,
     pub magic: u64,
     /// Permission bits of its root directory.

@@ -8,8 +8,8 @@ use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use spin::Once;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::AT_FDCWD;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::AT_FDCWD;
 
 #[derive(Clone)]
 pub struct FsContext {

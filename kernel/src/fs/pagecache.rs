@@ -17,7 +17,7 @@ use alloc::collections::btree_map::{BTreeMap, Entry};
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Once;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 pub const PAGE: u64 = 4096;
 /// Largest file size (Linux's MAX_LFS_FILESIZE on 64-bit).

@@ -8,8 +8,8 @@ use super::{File, FileOps};
 use crate::task::{ProcState, Process};
 use alloc::sync::{Arc, Weak};
 use core::any::Any;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::POLLIN;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::POLLIN;
 
 pub struct PidFd {
     process: Weak<Process>,

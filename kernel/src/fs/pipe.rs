@@ -10,8 +10,8 @@ use alloc::sync::Arc;
 use core::any::Any;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 
 pub const PIPE_SIZE: usize = 65536;
 pub const PIPE_BUF: usize = 4096;
@@ -229,8 +229,8 @@ impl FileOps for PipeEnd {
                 Ok(Err(Errno::EPIPE)) => {
                     crate::signal::send_to_task(
                         &crate::task::current_arc(),
-                        svelt_abi::signal::SIGPIPE,
-                        crate::signal::SigInfo::kernel(svelt_abi::signal::SIGPIPE),
+                        svelt_abi::uapi::signal::SIGPIPE,
+                        crate::signal::SigInfo::kernel(svelt_abi::uapi::signal::SIGPIPE),
                     );
                     return Partial {
                         done,
@@ -272,7 +272,7 @@ impl FileOps for PipeEnd {
     }
 
     fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
-        if cmd == svelt_abi::tty::FIONREAD {
+        if cmd == svelt_abi::uapi::tty::FIONREAD {
             let n = self.pipe.ring.lock().data.len() as u32;
             UserPtr::new(arg).write(&n)?;
             return Ok(0);

@@ -7,7 +7,7 @@ use super::ramfs::RamDir;
 use super::{Inode, Kind};
 use alloc::string::String;
 use alloc::sync::Arc;
-use svelt_abi::cpumask::{write_cpu_list, CpuMask};
+use svelt_abi::uapi::cpumask::{write_cpu_list, CpuMask};
 
 fn cpu_list(mask: CpuMask) -> String {
     let mut out = String::new();

@@ -1,5 +1,5 @@
 //! The console as a terminal, as Linux's ttyAMA0 with the N_TTY line discipline: the UART's
-//! receive interrupt feeds `abi::ldisc`, reads wait for what it makes readable, writes go out
+//! receive interrupt feeds `abi::uapi::ldisc`, reads wait for what it makes readable, writes go out
 //! through its output processing. One terminal, reachable as /dev/ttyAMA0, /dev/console and
 //! /dev/tty, with a controlling session, a foreground process group and job control.
 //!
@@ -17,11 +17,11 @@ use crate::task::{self, Process};
 use alloc::sync::Arc;
 use core::any::Any;
 use core::sync::atomic::{AtomicBool, Ordering};
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
-use svelt_abi::ldisc::Ldisc;
-use svelt_abi::signal as sig;
-use svelt_abi::tty::{self, Termios, Termios2, Winsize};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use svelt_abi::uapi::ldisc::Ldisc;
+use svelt_abi::uapi::signal as sig;
+use svelt_abi::uapi::tty::{self, Termios, Termios2, Winsize};
 
 /// The console's line speed as TCGETS2 reports it.
 const BAUD: u32 = 115_200;
@@ -241,7 +241,7 @@ pub fn process_exit(p: &Process) {
 /// /dev/ttyAMA0 for reading without O_NOCTTY makes it the controlling terminal of a session
 /// leader that has none, if no session has it.
 pub fn open(kind: Kind, flags: u32) -> SysResult<Arc<dyn FileOps>> {
-    use svelt_abi::fs::{O_ACCMODE, O_NOCTTY, O_WRONLY};
+    use svelt_abi::uapi::fs::{O_ACCMODE, O_NOCTTY, O_WRONLY};
     let p = task::current().process();
     let mut t = TTY.lock();
     match kind {

@@ -13,8 +13,8 @@ use alloc::vec::Vec;
 use core::any::Any;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{
     O_ACCMODE, O_APPEND, O_NONBLOCK, O_PATH, O_RDONLY, O_WRONLY, POLLIN, POLLOUT, S_IFCHR, S_IFDIR,
     S_IFLNK, S_IFREG,
 };
@@ -36,7 +36,7 @@ impl Kind {
             Kind::File => S_IFREG,
             Kind::Symlink => S_IFLNK,
             Kind::CharDev => S_IFCHR,
-            Kind::Socket => svelt_abi::fs::S_IFSOCK,
+            Kind::Socket => svelt_abi::uapi::fs::S_IFSOCK,
         }
     }
     pub fn dirent_type(self) -> u8 {

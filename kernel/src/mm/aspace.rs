@@ -19,7 +19,7 @@ use alloc::vec::Vec;
 use core::ptr;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_mm::layout::PAGE_SIZE as PAGE;
 use svelt_mm::{Mm, VmBacking};
 

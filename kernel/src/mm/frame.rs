@@ -15,7 +15,7 @@ use super::frame_io::{FrameReader, FrameWriter};
 use crate::arch::mmu::{phys_to_virt, PAGE_SIZE};
 use crate::sync::IrqLock;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use svelt_abi::memrange::Range;
+use svelt_abi::boot::memrange::Range;
 
 const PAGE: u64 = PAGE_SIZE as u64;
 /// Largest block: 2^MAX_ORDER frames (1 GiB).

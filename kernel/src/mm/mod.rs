@@ -44,8 +44,8 @@ pub fn try_reserve<T>(v: &mut Vec<T>, n: usize) -> SysResult<()> {
 use crate::arch::mmu::{self, Prot, KIMAGE_VADDR, LINEAR_BASE};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::memrange::Range;
+use svelt_abi::boot::memrange::Range;
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 unsafe extern "C" {
     static __image_start: u8;

@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use core::ptr;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_mm::{FaultError, PageTable, Prot};
 
 const PAGE: usize = PAGE_SIZE;

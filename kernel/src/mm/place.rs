@@ -8,8 +8,8 @@
 
 use super::aspace::{AddrSpace, Backing, Prot, MMAP_MIN, USER_END};
 use crate::arch::mmu::PAGE_SIZE;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::sys::{RLIMIT_AS, RLIMIT_DATA};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::sys::{RLIMIT_AS, RLIMIT_DATA};
 
 /// Where a new mapping goes.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -22,7 +22,7 @@ use crate::arch::uaccess as arch;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 pub use arch::USER_END;
@@ -31,7 +31,7 @@ const _: () = assert!(USER_END == super::aspace::USER_END);
 /// Where a pointer whose arithmetic overflowed points: no range there passes `access_ok`
 /// (tagged or not), so using it is EFAULT.
 const NOWHERE: usize = usize::MAX;
-const _: () = assert!(svelt_abi::sys::untagged_addr(NOWHERE) >= USER_END);
+const _: () = assert!(svelt_abi::uapi::sys::untagged_addr(NOWHERE) >= USER_END);
 
 /// Whether `[va, va + len)` lies in user space (whether it is mapped shows when it is touched):
 /// the address to reach it at (the same one, or without its tag under the tagged address ABI).
@@ -56,7 +56,7 @@ fn tagged_access_ok(va: usize, len: usize) -> SysResult<usize> {
     if !tagged {
         return Err(Errno::EFAULT);
     }
-    let va = svelt_abi::sys::untagged_addr(va);
+    let va = svelt_abi::uapi::sys::untagged_addr(va);
     match va.checked_add(len) {
         Some(end) if end <= USER_END => Ok(va),
         _ => Err(Errno::EFAULT),

@@ -16,9 +16,9 @@ use crate::signal::{self, SigInfo};
 use crate::task::{self, sched, CurrentTask, Held, Process, State, Task};
 use alloc::sync::{Arc, Weak};
 use core::sync::atomic::Ordering;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::ptrace::*;
-use svelt_abi::signal as sig;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::ptrace::*;
+use svelt_abi::uapi::signal as sig;
 
 /// Why a tracee is stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -331,7 +331,7 @@ pub fn exec_done(old_tid: u32) {
 /// fork/vfork/clone: the event a traced parent reports for this kind of child, if its tracer
 /// asked for it (or CLONE_PTRACE). The child must not have run yet.
 pub fn clone_event(flags: u64, exit_signal: u64) -> Option<u32> {
-    use svelt_abi::sched as s;
+    use svelt_abi::uapi::sched as s;
     let t = task::current();
     if !t.traced.load(Ordering::Acquire) || flags & s::CLONE_UNTRACED != 0 {
         return None;
@@ -525,7 +525,7 @@ pub fn prepare_return(t: &CurrentTask, tf: &mut TrapFrame) {
 static HW_ARMED: crate::percpu::PerCpuArray<core::sync::atomic::AtomicBool> =
     crate::percpu::PerCpuArray::new(|_| core::sync::atomic::AtomicBool::new(false));
 
-fn slot_enabled(s: &Option<svelt_abi::regset::HwSlot>) -> bool {
+fn slot_enabled(s: &Option<svelt_abi::fp::regset::HwSlot>) -> bool {
     s.is_some_and(|s| s.ctrl.enabled)
 }
 

@@ -1,7 +1,7 @@
 //! Register sets (PTRACE_GETREGSET/SETREGSET and the notes of a core file), each as Linux lays
 //! it out: NT_PRSTATUS, NT_PRFPREG, NT_ARM_TLS, NT_ARM_SYSTEM_CALL, NT_ARM_HW_BREAK/WATCH,
 //! NT_ARM_PAC_MASK, NT_ARM_TAGGED_ADDR_CTRL, NT_ARM_SVE, NT_ARM_SSVE, NT_ARM_ZA, NT_ARM_ZT,
-//! NT_ARM_FPMR, NT_ARM_GCS. Layouts and rules live in `svelt_abi::regset`; the FP
+//! NT_ARM_FPMR, NT_ARM_GCS. Layouts and rules live in `svelt_abi::fp::regset`; the FP
 //! state is reached through `crate::fpstate`'s `regset_*` (kernel/src/fpstate/regset.rs).
 //!
 //! Every function here takes a `Held` task: the current task (a core dump: its live registers
@@ -15,9 +15,9 @@ use crate::task::Held;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use spin::Once;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::regset::{self as rs, Caps, HwDebugInfo, VecMode};
-use svelt_abi::sigframe::UserRegs;
+use svelt_abi::fp::regset::{self as rs, Caps, HwDebugInfo, VecMode};
+use svelt_abi::fp::sigframe::UserRegs;
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// User virtual addresses have 48 bits (TCR_EL1.T0SZ = 16, set at boot): TASK_SIZE and the
 /// PAC mask follow from it.
@@ -30,7 +30,7 @@ fn caps() -> Caps {
         sve: f.sve,
         sme: offer.sme,
         sme2: offer.sme && f.sme2(),
-        pauth: crate::cpufeature::hwcaps().0[0] & svelt_abi::hwcap::HWCAP_PACA != 0,
+        pauth: crate::cpufeature::hwcaps().0[0] & svelt_abi::isa::hwcap::HWCAP_PACA != 0,
         fpmr: offer.fpmr && f.fpmr,
         gcs: crate::gcs::available(),
     }
@@ -52,7 +52,7 @@ pub fn info(nt: u32) -> Option<(usize, usize)> {
 }
 
 /// A regset's size rules in Linux's table, whether or not this CPU has it (see
-/// `svelt_abi::regset::layout`).
+/// `svelt_abi::fp::regset::layout`).
 pub fn layout(nt: u32) -> Option<(usize, usize)> {
     rs::layout(nt)
 }
@@ -180,7 +180,7 @@ pub fn set(t: &Held, nt: u32, data: &[u8]) -> SysResult<()> {
             let mut b = u64::from(t.task().tagged_addr.load(Ordering::Relaxed)).to_le_bytes();
             rs::copyin(&mut b, data, 0);
             let ctrl = u64::from_le_bytes(b);
-            if ctrl & !(svelt_abi::sys::PR_TAGGED_ADDR_ENABLE as u64) != 0 {
+            if ctrl & !(svelt_abi::uapi::sys::PR_TAGGED_ADDR_ENABLE as u64) != 0 {
                 return Err(Errno::EINVAL);
             }
             t.task().tagged_addr.store(ctrl != 0, Ordering::Relaxed);

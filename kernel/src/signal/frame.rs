@@ -1,5 +1,5 @@
 //! The rt_sigframe: written on delivery, validated and restored by rt_sigreturn. Layout and
-//! validation are svelt_abi::sigframe's (host-tested); this file moves registers and bytes.
+//! validation are svelt_abi::fp::sigframe's (host-tested); this file moves registers and bytes.
 
 #![forbid(unsafe_code)]
 
@@ -7,9 +7,9 @@ use super::{AltStack, SigAction, SigInfo};
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::{self, CurrentTask, Task};
-use svelt_abi::errno::Errno;
-use svelt_abi::sigframe as sf;
-use svelt_abi::signal::{self as sig, Sigset};
+use svelt_abi::fp::sigframe as sf;
+use svelt_abi::uapi::errno::Errno;
+use svelt_abi::uapi::signal::{self as sig, Sigset};
 
 fn user_regs(tf: &TrapFrame) -> sf::UserRegs {
     sf::UserRegs {
@@ -313,7 +313,7 @@ fn restore_sigframe(
 
 /// A bad frame: `arm64_notify_segfault(sp)`, SIGSEGV at `sp` (the SP the task goes on with).
 fn bad_frame(t: &Task, sp: u64) {
-    let va = svelt_abi::sys::untagged_addr(sp as usize);
+    let va = svelt_abi::uapi::sys::untagged_addr(sp as usize);
     let above = task::with_mm(|mm| Ok(mm.vmas().any(|v| v.end > va))).unwrap_or(false);
     super::force(t, sig::SIGSEGV, sf::bad_frame_siginfo(sp, above));
 }

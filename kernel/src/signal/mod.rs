@@ -13,9 +13,9 @@ use crate::task::{self, CurrentTask, Process, Task};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::sched::wstatus;
-use svelt_abi::signal::{self as sig, DefaultAction};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::sched::wstatus;
+use svelt_abi::uapi::signal::{self as sig, DefaultAction};
 
 pub const NSIG: u32 = 64;
 
@@ -354,7 +354,7 @@ fn restart(cur: &CurrentTask, tf: &mut TrapFrame, handler: Option<u64>) {
         // The call resumes from its restart block rather than from its arguments (arm64's
         // setup_restart_syscall: x8, seen by the user and a tracer, says so).
         if err == Errno::ERESTART_RESTARTBLOCK as i64 {
-            tf.x[8] = svelt_abi::nr::RESTART_SYSCALL as u64;
+            tf.x[8] = svelt_abi::uapi::nr::RESTART_SYSCALL as u64;
         }
     } else {
         tf.x[0] = (-(Errno::EINTR as i64)) as u64;

@@ -10,13 +10,13 @@ use crate::mm::uaccess::UserPtr;
 use crate::task;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{
     AT_EMPTY_PATH, AT_FDCWD, AT_SYMLINK_NOFOLLOW, S_ISGID, S_ISUID, UTIME_NOW, UTIME_OMIT,
 };
 
 const S_IXGRP: u32 = 0o010;
-use svelt_abi::time::Timespec;
+use svelt_abi::uapi::time::Timespec;
 
 fn euid() -> u32 {
     task::current().process().euid.load(Ordering::Relaxed)
@@ -58,7 +58,7 @@ fn chmod_node(node: &dyn Inode, mode: u32) -> SysResult<usize> {
 
 pub fn fchmod(fd: i32, mode: u32) -> SysResult<usize> {
     let f = file(fd)?;
-    if f.flags() & svelt_abi::fs::O_PATH != 0 {
+    if f.flags() & svelt_abi::uapi::fs::O_PATH != 0 {
         return Err(Errno::EBADF);
     }
     let node = f.node.clone().ok_or(Errno::EPERM)?;
@@ -108,7 +108,7 @@ fn chown_node(node: &dyn Inode, uid: u32, gid: u32) -> SysResult<usize> {
 
 pub fn fchown(fd: i32, uid: u32, gid: u32) -> SysResult<usize> {
     let f = file(fd)?;
-    if f.flags() & svelt_abi::fs::O_PATH != 0 {
+    if f.flags() & svelt_abi::uapi::fs::O_PATH != 0 {
         return Err(Errno::EBADF);
     }
     let node = f.node.clone().ok_or(Errno::EPERM)?;

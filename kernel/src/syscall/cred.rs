@@ -6,7 +6,7 @@
 
 use crate::task::{self, CurrentTask};
 use core::sync::atomic::Ordering::Relaxed;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// Whether the caller has the capabilities Linux gives root (CAP_IPC_LOCK, CAP_SYS_RESOURCE):
 /// effective user ID 0.

@@ -11,8 +11,8 @@ use crate::task::{self, CurrentTask};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{
     iovec_total, Iovec, MAX_RW_COUNT, O_ACCMODE, O_CLOEXEC, O_CREAT, O_DIRECT, O_DIRECTORY, O_EXCL,
     O_LARGEFILE, O_NOFOLLOW, O_NONBLOCK, O_PATH, O_RDONLY, O_RDWR, O_TRUNC, O_WRONLY, SEEK_CUR,
     SEEK_END, SEEK_SET, SETFL_MASK, UIO_MAXIOV,
@@ -384,7 +384,7 @@ pub fn sendfile(out_fd: i32, in_fd: i32, offset: usize, count: usize) -> SysResu
         return Err(Errno::EBADF);
     }
     if !input.node.as_ref().is_some_and(|n| n.kind() == Kind::File)
-        || out.flags() & svelt_abi::fs::O_APPEND != 0
+        || out.flags() & svelt_abi::uapi::fs::O_APPEND != 0
     {
         return Err(Errno::EINVAL);
     }
@@ -511,7 +511,7 @@ pub fn dup3(old: i32, new: i32, flags: u32) -> SysResult<usize> {
 }
 
 pub fn fcntl(cur: &CurrentTask, fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
-    use svelt_abi::fcntl::FcntlCmd;
+    use svelt_abi::uapi::fcntl::FcntlCmd;
     let files = cur.files();
     let mut t = files.lock();
     let file = t.get(fd)?;
@@ -565,11 +565,11 @@ pub fn ioctl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
     let files = task::current().files();
     let file = files.lock().get(fd)?;
     match cmd {
-        svelt_abi::tty::FIOCLEX | svelt_abi::tty::FIONCLEX => {
-            files.lock().entry_mut(fd)?.cloexec = cmd == svelt_abi::tty::FIOCLEX;
+        svelt_abi::uapi::tty::FIOCLEX | svelt_abi::uapi::tty::FIONCLEX => {
+            files.lock().entry_mut(fd)?.cloexec = cmd == svelt_abi::uapi::tty::FIOCLEX;
             Ok(0)
         }
-        svelt_abi::tty::FIONBIO => {
+        svelt_abi::uapi::tty::FIONBIO => {
             let on = UserPtr::<u32>::new(arg).read()? != 0;
             let fl = file.flags() & !O_NONBLOCK;
             file.flags.store(
@@ -585,7 +585,7 @@ pub fn ioctl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
 /// pidfd_open(pid, flags): a descriptor for the process `pid` (a thread-group leader), close-on-
 /// exec, polling readable once the process has ended. flags: 0 or PIDFD_NONBLOCK (O_NONBLOCK).
 pub fn pidfd_open(pid: i32, flags: u32) -> SysResult<usize> {
-    if flags & !svelt_abi::fs::O_NONBLOCK != 0 || pid <= 0 {
+    if flags & !svelt_abi::uapi::fs::O_NONBLOCK != 0 || pid <= 0 {
         return Err(Errno::EINVAL);
     }
     // Found until reaped, though it may have no threads left.
@@ -598,7 +598,7 @@ pub fn pidfd_open(pid: i32, flags: u32) -> SysResult<usize> {
     let f = File::new(
         None,
         crate::fs::pidfd::PidFd::new(&p),
-        svelt_abi::fs::O_RDWR | flags,
+        svelt_abi::uapi::fs::O_RDWR | flags,
         alloc::string::String::from("anon_inode:[pidfd]"),
     );
     install(f, true)

@@ -5,8 +5,8 @@
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::CurrentTask;
 use crate::uts::RELEASE;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::sys;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::sys;
 
 pub fn uname(buf: usize) -> SysResult<usize> {
     let (host, len) = crate::uts::hostname();
@@ -98,8 +98,8 @@ pub fn getcpu(cpu: usize, node: usize) -> SysResult<usize> {
 pub fn syslog(cur: &CurrentTask, action: i32, buf: usize, len: i32) -> SysResult<usize> {
     use crate::klog::syslog as s;
     use core::sync::atomic::Ordering;
-    use svelt_abi::klog::SyslogAction as A;
-    use svelt_abi::klog::SyslogAction;
+    use svelt_abi::uapi::klog::SyslogAction as A;
+    use svelt_abi::uapi::klog::SyslogAction;
     let action = SyslogAction::from_raw(action)?;
     if cur.process().euid.load(Ordering::Relaxed) != 0 {
         return Err(Errno::EPERM);

@@ -11,9 +11,9 @@ use crate::fs::Kind;
 use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, USER_END};
 use crate::mm::place::{check_limits, map_new, Place};
 use crate::task::{with_mm, CurrentTask};
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{O_APPEND, O_PATH};
-use svelt_abi::mm as m;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{O_APPEND, O_PATH};
+use svelt_abi::uapi::mm as m;
 
 const PAGE: usize = PAGE_SIZE;
 
@@ -332,7 +332,7 @@ fn check_memlock(cur: &CurrentTask, mm: &AddrSpace, more: usize) -> SysResult<()
     if super::cred::privileged(cur) {
         return Ok(());
     }
-    let limit = rlimit(cur, svelt_abi::sys::RLIMIT_MEMLOCK);
+    let limit = rlimit(cur, svelt_abi::uapi::sys::RLIMIT_MEMLOCK);
     if limit == 0 {
         return Err(Errno::EPERM);
     }

@@ -23,8 +23,8 @@ pub mod time;
 use crate::arch::exception::TrapFrame;
 use crate::task::{self, CurrentTask};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::nr;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::nr;
 
 /// A system call being made: the task making it, and its registers.
 pub struct Syscall<'a> {

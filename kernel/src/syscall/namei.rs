@@ -7,8 +7,8 @@ use crate::fs::{self, Kind};
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::CurrentTask;
 use alloc::string::String;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{AT_FDCWD, AT_REMOVEDIR, S_IFCHR, S_IFMT, S_IFREG};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{AT_FDCWD, AT_REMOVEDIR, S_IFCHR, S_IFMT, S_IFREG};
 
 pub fn chdir(cur: &CurrentTask, path: usize) -> SysResult<usize> {
     let p = UserPtr::<u8>::new(path).read_path()?;
@@ -183,7 +183,7 @@ pub fn linkat(
     newpath: usize,
     flags: u32,
 ) -> SysResult<usize> {
-    use svelt_abi::fs::{AT_EMPTY_PATH, AT_SYMLINK_FOLLOW};
+    use svelt_abi::uapi::fs::{AT_EMPTY_PATH, AT_SYMLINK_FOLLOW};
     if flags & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -259,7 +259,7 @@ pub fn mount(
     data: usize,
 ) -> SysResult<usize> {
     use fs::pagecache::{Limit, RAMFS_MAGIC, TMPFS_MAGIC};
-    use svelt_abi::mount as m;
+    use svelt_abi::uapi::mount as m;
     const NOT_NEW: u64 = m::MS_REMOUNT
         | m::MS_BIND
         | m::MS_MOVE
@@ -335,7 +335,7 @@ pub fn mount(
 
 /// umount2(2): tmpfs and ramfs mounts go away (busy or not); anything else is EINVAL.
 pub fn umount2(target: usize, flags: u32) -> SysResult<usize> {
-    use svelt_abi::mount as m;
+    use svelt_abi::uapi::mount as m;
     let known = m::MNT_FORCE | m::MNT_DETACH | m::MNT_EXPIRE | m::UMOUNT_NOFOLLOW;
     let expire_with_force =
         flags & m::MNT_EXPIRE != 0 && flags & (m::MNT_FORCE | m::MNT_DETACH) != 0;

@@ -12,9 +12,9 @@ use crate::task::CurrentTask;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{MAX_RW_COUNT, O_NONBLOCK, O_RDWR};
-use svelt_abi::net::*;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{MAX_RW_COUNT, O_NONBLOCK, O_RDWR};
+use svelt_abi::uapi::net::*;
 
 /// sizeof(struct sockaddr_storage): the most of an address the kernel reads.
 const SOCKADDR_STORAGE: usize = 128;
@@ -135,7 +135,7 @@ pub fn bind(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<usiz
         return Err(Errno::EINVAL);
     }
     let path = core::str::from_utf8(name.path()).map_err(|_| Errno::ENOENT)?;
-    let p = fs::resolve_parent(svelt_abi::fs::AT_FDCWD, path)?;
+    let p = fs::resolve_parent(svelt_abi::uapi::fs::AT_FDCWD, path)?;
     let umask = cur.fs().lock().umask;
     let node = unix::SockNode::new(0o777 & !umask);
     match p.dir.link(&p.name, node.clone()) {
@@ -162,7 +162,7 @@ fn find(name: &UnixName, ty: SockType) -> SysResult<Arc<UnixSocket>> {
         return UnixSocket::find(None, name, ty);
     }
     let path = core::str::from_utf8(name.path()).map_err(|_| Errno::ENOENT)?;
-    let r = fs::resolve(svelt_abi::fs::AT_FDCWD, path, true)?;
+    let r = fs::resolve(svelt_abi::uapi::fs::AT_FDCWD, path, true)?;
     UnixSocket::find(Some(r.node), name, ty)
 }
 

@@ -10,8 +10,8 @@ use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task;
 use alloc::string::String;
 use alloc::vec::Vec;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{
     EpollEvent, PollFd, EPOLL_CLOEXEC, EPOLL_CTL_DEL, O_RDWR, POLLERR, POLLHUP, POLLIN, POLLNVAL,
     POLLOUT,
 };
@@ -100,7 +100,7 @@ fn read_timeout(ts: usize) -> SysResult<Option<u64>> {
     if ts == 0 {
         return Ok(None);
     }
-    let t = UserPtr::<svelt_abi::time::Timespec>::new(ts)
+    let t = UserPtr::<svelt_abi::uapi::time::Timespec>::new(ts)
         .read()?
         .validate()?;
     let ns = (t.tv_sec as u64)

@@ -8,10 +8,10 @@ use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::exit::{self, Which};
 use crate::task::{self, CurrentTask};
 use core::sync::atomic::Ordering;
-use svelt_abi::cpumask;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::sched::{self as s, wstatus, CloneArgs};
-use svelt_abi::sys;
+use svelt_abi::uapi::cpumask;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::sched::{self as s, wstatus, CloneArgs};
+use svelt_abi::uapi::sys;
 
 pub fn clone(
     cur: &CurrentTask,
@@ -115,7 +115,7 @@ pub fn waitid(
         let info = match r {
             Some(r) if r.trapped => {
                 crate::signal::SigInfo::chld(
-                    svelt_abi::signal::CLD_TRAPPED,
+                    svelt_abi::uapi::signal::CLD_TRAPPED,
                     r.pid as i32,
                     0,
                     (r.status >> 8) & 0xffff,
@@ -306,7 +306,7 @@ pub fn prctl(
     a5: usize,
 ) -> SysResult<usize> {
     use crate::seccomp;
-    use svelt_abi::prctl::PrctlCmd;
+    use svelt_abi::uapi::prctl::PrctlCmd;
     match PrctlCmd::decode(option, [a2, a3, a4, a5])? {
         PrctlCmd::GetSeccomp => seccomp::prctl_get_seccomp(cur),
         PrctlCmd::SetSeccomp { mode, filter } => {
@@ -322,7 +322,7 @@ pub fn prctl(
         PrctlCmd::GetTaggedAddr => Ok(usize::from(cur.tagged_addr.load(Ordering::Relaxed))),
         PrctlCmd::SetName { name } => {
             // As strncpy_from_user of 15 bytes: a NUL ends it early, none is needed.
-            let mut buf = [0u8; svelt_abi::procfs::TASK_COMM_LEN - 1];
+            let mut buf = [0u8; svelt_abi::uapi::procfs::TASK_COMM_LEN - 1];
             for (i, b) in buf.iter_mut().enumerate() {
                 *b = UserPtr::<u8>::new(name.wrapping_add(i)).read()?;
                 if *b == 0 {
@@ -349,7 +349,7 @@ pub fn prctl(
 /// personality: returns the previous persona; PERSONALITY_QUERY only asks.
 pub fn personality(cur: &CurrentTask, persona: u32) -> SysResult<usize> {
     let p = cur.process();
-    let old = if persona == svelt_abi::sys::PERSONALITY_QUERY {
+    let old = if persona == svelt_abi::uapi::sys::PERSONALITY_QUERY {
         p.personality.load(Ordering::Relaxed)
     } else {
         p.personality.swap(persona, Ordering::Relaxed)

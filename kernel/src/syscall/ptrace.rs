@@ -8,9 +8,9 @@ use crate::signal::{self, SigInfo};
 use crate::task::{self, CurrentTask, Held, Process, Task};
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::ptrace::*;
-use svelt_abi::signal as sig;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::ptrace::*;
+use svelt_abi::uapi::signal as sig;
 
 pub fn ptrace(
     cur: &CurrentTask,
@@ -249,7 +249,7 @@ fn regset_request(t: &Held, set: bool, nt: u32, iov: usize) -> SysResult<usize> 
         // arrives: a bad value before the first unreadable byte is reported (EINVAL), and
         // the fault only if nothing before it was wrong.
         let data = UserSlice::new(base, n).read_prefix()?;
-        if data.len() < svelt_abi::regset::read_before_check(nt, n) {
+        if data.len() < svelt_abi::fp::regset::read_before_check(nt, n) {
             return Err(Errno::EFAULT);
         }
         regset::set(t, nt, &data)?;
@@ -281,7 +281,7 @@ pub fn process_vm(
     }
     let lv = super::file::read_iovecs(local, liovcnt)?;
     let rv = super::file::read_iovecs(remote, riovcnt)?;
-    let base_len = |v: &svelt_abi::fs::Iovec| (v.iov_base as usize, v.iov_len as usize);
+    let base_len = |v: &svelt_abi::uapi::fs::Iovec| (v.iov_base as usize, v.iov_len as usize);
     let t = find(pid)?;
     let p = t.process();
     if !may_access(&p) {

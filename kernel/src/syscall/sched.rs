@@ -12,7 +12,7 @@ use crate::task::{self, CurrentTask, Task};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::Relaxed;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 const SCHED_OTHER: u32 = 0;
 const SCHED_FIFO: u32 = 1;

@@ -8,8 +8,8 @@ use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::signal::{self, SigInfo};
 use crate::task::{self, CurrentTask};
 use core::sync::atomic::Ordering;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::signal::{self as sig, Sigaction, Sigset, StackT};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::signal::{self as sig, Sigaction, Sigset, StackT};
 
 pub fn rt_sigaction(
     cur: &CurrentTask,
@@ -112,7 +112,7 @@ pub fn rt_sigtimedwait(
     let want = UserPtr::<u64>::new(set).read()? & !signal::unblockable();
     let deadline = if timeout != 0 {
         // None: an invalid timespec (EINVAL); a huge one saturates instead of wrapping.
-        let ns = UserPtr::<svelt_abi::time::Timespec>::new(timeout)
+        let ns = UserPtr::<svelt_abi::uapi::time::Timespec>::new(timeout)
             .read()?
             .to_nanos()
             .ok_or(Errno::EINVAL)?;

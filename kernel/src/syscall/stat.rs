@@ -10,8 +10,8 @@ use crate::task;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{
     Dirent64Writer, Stat, Statx, AT_EACCESS, AT_EMPTY_PATH, AT_FDCWD, AT_NO_AUTOMOUNT,
     AT_STATX_SYNC_TYPE, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, S_IFIFO, X_OK,
 };
@@ -22,7 +22,7 @@ fn stat_file(file: &File) -> Stat {
         None if crate::net::unix::of(file).is_ok() => Stat {
             st_dev: 8,
             st_ino: crate::net::unix::of(file).map_or(0, |s| s.ino),
-            st_mode: svelt_abi::fs::S_IFSOCK | 0o777,
+            st_mode: svelt_abi::uapi::fs::S_IFSOCK | 0o777,
             st_nlink: 1,
             st_blksize: 4096,
             ..Default::default()

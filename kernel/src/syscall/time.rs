@@ -6,8 +6,8 @@ use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::task::local::RestartBlock;
 use crate::task::{self, wait, CurrentTask};
 use crate::time;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::time::{self as abi, Itimerval, Timespec, Timeval};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::time::{self as abi, Itimerval, Timespec, Timeval};
 
 fn clock_ns(clock: u32) -> SysResult<u64> {
     match clock {

@@ -15,11 +15,13 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
-use svelt_abi::auxv::*;
-use svelt_abi::elf::{check_gnu_properties, ElfError, ElfFile, MapOp, Mapped, MAX_PROPERTY_NOTE};
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::script;
-use svelt_abi::stack::{StackLayout, StackParams};
+use svelt_abi::format::elf::{
+    check_gnu_properties, ElfError, ElfFile, MapOp, Mapped, MAX_PROPERTY_NOTE,
+};
+use svelt_abi::format::script;
+use svelt_abi::format::stack::{StackLayout, StackParams};
+use svelt_abi::uapi::auxv::*;
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 const PAGE: u64 = 4096;
 /// Where static-PIE executables are placed (as Linux's ELF_ET_DYN_BASE, 2/3 of the space).
@@ -43,7 +45,7 @@ struct Exe {
 
 impl Exe {
     fn open(path: &str) -> SysResult<Exe> {
-        let r = fs::resolve(svelt_abi::fs::AT_FDCWD, path, true)?;
+        let r = fs::resolve(svelt_abi::uapi::fs::AT_FDCWD, path, true)?;
         if r.node.kind() != Kind::File || r.node.perm() & 0o111 == 0 {
             return Err(Errno::EACCES);
         }
@@ -88,7 +90,7 @@ fn parse<'a>(exe: &'a Exe, whole: &'a mut Vec<u8>) -> Result<ElfFile<'a>, ElfErr
 fn stack_size() -> usize {
     let limit = super::current()
         .process()
-        .rlimit(svelt_abi::sys::RLIMIT_STACK);
+        .rlimit(svelt_abi::uapi::sys::RLIMIT_STACK);
     let max = STACK_TOP - crate::mm::aspace::MMAP_TOP - (1 << 20);
     (usize::try_from(limit).unwrap_or(usize::MAX))
         .clamp(128 << 10, max)
@@ -188,7 +190,7 @@ fn interp_bias(mm: &AddrSpace, elf: &ElfFile<'_>) -> SysResult<u64> {
         .process()
         .personality
         .load(Ordering::Relaxed);
-    if persona & svelt_abi::sys::ADDR_NO_RANDOMIZE == 0 {
+    if persona & svelt_abi::uapi::sys::ADDR_NO_RANDOMIZE == 0 {
         crate::fs::dev::fill_random(&mut r);
     }
     let shift = u64::from(u16::from_le_bytes(r)) * PAGE;
@@ -453,7 +455,7 @@ pub fn do_execve(
     *me.sighand.lock() = Arc::new(crate::sync::IrqLock::new(handlers));
     me.sig.lock().altstack = Default::default();
     *p.exe.lock() = canonical;
-    *me.comm.lock() = svelt_abi::procfs::exec_comm(path.as_bytes());
+    *me.comm.lock() = svelt_abi::uapi::procfs::exec_comm(path.as_bytes());
     cur.local().tpidrro_el0.set(0);
     // ptrace breakpoints and watchpoints do not survive exec.
     *cur.local().hw_debug.borrow_mut() = Default::default();
@@ -469,7 +471,7 @@ pub fn do_execve(
     if fatal {
         // The image could not be mapped, and the old program is gone (Linux's exec kills
         // with SIGSEGV past the point of no return).
-        let segv = svelt_abi::signal::SIGSEGV;
+        let segv = svelt_abi::uapi::signal::SIGSEGV;
         crate::signal::force(&me, segv, crate::signal::SigInfo::kernel(segv));
     }
     Ok(())
@@ -517,8 +519,8 @@ pub fn spawn_init(path: &str) -> SysResult<()> {
     let process = Process::new(super::alloc_pid(), alloc::sync::Weak::new());
     *process.exe.lock() = canonical;
     let mut files = crate::fs::FdTable::new();
-    if let Ok(r) = fs::resolve(svelt_abi::fs::AT_FDCWD, "/dev/console", true) {
-        let f = fs::open_node(r.node, svelt_abi::fs::O_RDWR, r.path)?;
+    if let Ok(r) = fs::resolve(svelt_abi::uapi::fs::AT_FDCWD, "/dev/console", true) {
+        let f = fs::open_node(r.node, svelt_abi::uapi::fs::O_RDWR, r.path)?;
         for _ in 0..3 {
             files.install(f.clone(), false)?;
         }

@@ -7,9 +7,9 @@ use crate::signal;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::sched::{self as s, wstatus};
-use svelt_abi::signal as sig;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::sched::{self as s, wstatus};
+use svelt_abi::uapi::signal as sig;
 
 /// Ends the current thread; `status` (a wait status) becomes the process's if it is the last.
 pub fn do_exit(status: i32) -> ! {
@@ -24,7 +24,7 @@ pub fn do_exit(status: i32) -> ! {
         } else {
             status
         };
-        crate::ptrace::event(svelt_abi::ptrace::PTRACE_EVENT_EXIT, st as u32 as u64);
+        crate::ptrace::event(svelt_abi::uapi::ptrace::PTRACE_EVENT_EXIT, st as u32 as u64);
         crate::ptrace::tracee_exit(&t, st);
     }
     let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
@@ -210,7 +210,7 @@ fn tracee_event(me: &Arc<Process>, which: Which, options: u32) -> Result<Option<
                 if options & s::WNOWAIT == 0 {
                     st.reported = true;
                 }
-                let status = svelt_abi::ptrace::stop_status(st.exit_code);
+                let status = svelt_abi::uapi::ptrace::stop_status(st.exit_code);
                 return Ok(Some(Reported {
                     pid: t.tid,
                     status,

@@ -7,8 +7,8 @@ use crate::mm::uaccess::UserPtr;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::sched::{self as s, CloneArgs};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::sched::{self as s, CloneArgs};
 
 /// Creates a task from the current one as `clone` describes; returns the child's tid.
 pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
@@ -45,7 +45,7 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
     // Limits first (EAGAIN), before anything is linked anywhere.
     let kstack = KernelStack::new(
         parent_proc.uid.load(Ordering::Relaxed),
-        parent_proc.rlimit(svelt_abi::sys::RLIMIT_NPROC),
+        parent_proc.rlimit(svelt_abi::uapi::sys::RLIMIT_NPROC),
     )?;
     let tid = alloc_pid();
     let process = if flags & s::CLONE_THREAD != 0 {
@@ -197,7 +197,7 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
         // signals), until the child has exec'd or exited.
         let c = child.clone();
         wq.wait_uninterruptible(|| c.vfork_released.load(Ordering::Acquire).then_some(()));
-        crate::ptrace::event(svelt_abi::ptrace::PTRACE_EVENT_VFORK_DONE, tid as u64);
+        crate::ptrace::event(svelt_abi::uapi::ptrace::PTRACE_EVENT_VFORK_DONE, tid as u64);
     }
     Ok(tid)
 }

@@ -11,9 +11,9 @@ use crate::sync::IrqLock;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::futex::{FutexClock, FutexCmd, FutexOp, FutexTimeout};
-use svelt_abi::time::Timespec;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::futex::{FutexClock, FutexCmd, FutexOp, FutexTimeout};
+use svelt_abi::uapi::time::Timespec;
 
 type Key = (u64, usize);
 

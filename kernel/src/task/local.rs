@@ -20,7 +20,7 @@ use alloc::sync::Arc;
 use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;
 use core::ops::Deref;
-use svelt_abi::regset::HwDebug;
+use svelt_abi::fp::regset::HwDebug;
 
 pub struct TaskLocal {
     pub fpu: RefCell<TaskFpState>,
@@ -37,7 +37,7 @@ pub struct TaskLocal {
     /// Breakpoints and watchpoints a tracer set (NT_ARM_HW_BREAK / NT_ARM_HW_WATCH).
     pub hw_debug: RefCell<HwDebug>,
     /// The guarded control stack (GCSPR_EL0 lives in the CPU while the task runs).
-    pub gcs: Cell<svelt_abi::gcs::GcsState>,
+    pub gcs: Cell<svelt_abi::isa::gcs::GcsState>,
     /// The thread's rseq(2) registration.
     pub rseq: Cell<Option<crate::rseq::Registration>>,
     /// Switched out since it last returned to user mode: its rseq area needs updating.
@@ -65,7 +65,7 @@ impl TaskLocal {
             fault_esr: Cell::new(0),
             fault_address: Cell::new(0),
             hw_debug: RefCell::new(HwDebug::default()),
-            gcs: Cell::new(svelt_abi::gcs::GcsState::default()),
+            gcs: Cell::new(svelt_abi::isa::gcs::GcsState::default()),
             rseq: Cell::new(None),
             rseq_resched: Cell::new(false),
             restart_block: Cell::new(None),

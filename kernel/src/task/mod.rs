@@ -32,7 +32,7 @@ use core::sync::atomic::{
 };
 pub use local::{CurrentTask, Held, TaskLocal};
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 use wait::WaitQueue;
 
 pub type Pid = u32;
@@ -187,7 +187,7 @@ pub struct Task {
     /// Seccomp mode, filters and no_new_privs.
     pub seccomp: crate::seccomp::Seccomp,
     /// The thread's name (`comm`): exec's file name, PR_SET_NAME, /proc/PID/comm.
-    pub comm: Mutex<[u8; svelt_abi::procfs::TASK_COMM_LEN]>,
+    pub comm: Mutex<[u8; svelt_abi::uapi::procfs::TASK_COMM_LEN]>,
     /// When the thread was created (ns since boot; /proc/PID/stat's starttime).
     pub start_ns: u64,
     /// Nice value (-20..=19), scheduling policy (SCHED_OTHER, BATCH or IDLE, with
@@ -239,7 +239,8 @@ pub struct Process {
     pub exit_signal: AtomicU32,
     /// Wait status of a group exit in progress.
     pub group_status: AtomicI32,
-    pub rlimits: Mutex<[svelt_abi::sys::Rlimit64; svelt_abi::sys::RLIM_NLIMITS as usize]>,
+    pub rlimits:
+        Mutex<[svelt_abi::uapi::sys::Rlimit64; svelt_abi::uapi::sys::RLIM_NLIMITS as usize]>,
     /// Lazy FP counters of this process's exited threads (the live ones keep their own).
     pub fpstat: crate::fpstate::Counters,
     /// Real, effective and saved user IDs (no capabilities beyond "uid 0 may do anything").
@@ -260,12 +261,13 @@ pub struct Process {
     /// A core dump in progress: the other threads wait in it (see coredump::task_exit).
     pub core_state: Mutex<Option<Arc<crate::coredump::CoreState>>>,
     /// The name its last thread had, kept for /proc while the process is a zombie.
-    pub zombie_comm: Mutex<[u8; svelt_abi::procfs::TASK_COMM_LEN]>,
+    pub zombie_comm: Mutex<[u8; svelt_abi::uapi::procfs::TASK_COMM_LEN]>,
 }
 
 /// Resource limits of the first process (Linux's defaults for init).
-pub fn default_rlimits() -> [svelt_abi::sys::Rlimit64; svelt_abi::sys::RLIM_NLIMITS as usize] {
-    use svelt_abi::sys::*;
+pub fn default_rlimits(
+) -> [svelt_abi::uapi::sys::Rlimit64; svelt_abi::uapi::sys::RLIM_NLIMITS as usize] {
+    use svelt_abi::uapi::sys::*;
     let mut l = [Rlimit64::INFINITY; RLIM_NLIMITS as usize];
     l[RLIMIT_STACK as usize] = Rlimit64 {
         rlim_cur: STK_LIM,
@@ -343,7 +345,7 @@ impl Process {
             itimer: IrqLock::new(Default::default()),
             stopped: AtomicBool::new(false),
             stop_wait: WaitQueue::new(),
-            exit_signal: AtomicU32::new(svelt_abi::signal::SIGCHLD),
+            exit_signal: AtomicU32::new(svelt_abi::uapi::signal::SIGCHLD),
             group_status: AtomicI32::new(0),
             rlimits: Mutex::new(default_rlimits()),
             fpstat: crate::fpstate::ZERO_COUNTERS,
@@ -356,7 +358,7 @@ impl Process {
             tracees: Mutex::new(Vec::new()),
             stop_gen: AtomicU32::new(0),
             core_state: Mutex::new(None),
-            zombie_comm: Mutex::new([0; svelt_abi::procfs::TASK_COMM_LEN]),
+            zombie_comm: Mutex::new([0; svelt_abi::uapi::procfs::TASK_COMM_LEN]),
         })
     }
 
@@ -397,7 +399,7 @@ impl Task {
         fs: Arc<Mutex<FsContext>>,
         sighand: Arc<IrqLock<SigHandlers>>,
     ) -> Task {
-        let comm = svelt_abi::procfs::exec_comm(process.exe.lock().as_bytes());
+        let comm = svelt_abi::uapi::procfs::exec_comm(process.exe.lock().as_bytes());
         Task {
             tid,
             process,
@@ -421,7 +423,7 @@ impl Task {
             fpstat: crate::fpstate::ZERO_COUNTERS,
             vfork_done: Mutex::new(None),
             vfork_released: AtomicBool::new(false),
-            affinity: crate::percpu::AtomicCpuMask::new(svelt_abi::cpumask::CpuMask::FULL),
+            affinity: crate::percpu::AtomicCpuMask::new(svelt_abi::uapi::cpumask::CpuMask::FULL),
             sig_hint: AtomicBool::new(false),
             tagged_addr: AtomicBool::new(false),
             traced: AtomicBool::new(false),
@@ -540,12 +542,12 @@ impl Task {
     }
 
     /// The thread's name.
-    pub fn comm(&self) -> [u8; svelt_abi::procfs::TASK_COMM_LEN] {
+    pub fn comm(&self) -> [u8; svelt_abi::uapi::procfs::TASK_COMM_LEN] {
         *self.comm.lock()
     }
 
     pub fn set_comm(&self, name: &[u8]) {
-        *self.comm.lock() = svelt_abi::procfs::comm_from(name);
+        *self.comm.lock() = svelt_abi::uapi::procfs::comm_from(name);
     }
 }
 

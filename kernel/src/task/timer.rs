@@ -109,8 +109,8 @@ fn tick() {
             };
             crate::signal::send_to_process(
                 &p,
-                svelt_abi::signal::SIGALRM,
-                crate::signal::SigInfo::kernel(svelt_abi::signal::SIGALRM),
+                svelt_abi::uapi::signal::SIGALRM,
+                crate::signal::SigInfo::kernel(svelt_abi::uapi::signal::SIGALRM),
             );
         }
     }

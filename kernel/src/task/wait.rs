@@ -6,7 +6,7 @@ use super::{sched, State, Task};
 use crate::sync::IrqLock;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 pub struct WaitQueue {
     waiters: IrqLock<VecDeque<Arc<Task>>>,

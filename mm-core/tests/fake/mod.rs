@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_mm::layout::PAGE_SIZE;
 use svelt_mm::{Mm, PageTable, Prot, VmBacking};
 

@@ -23,7 +23,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::exit;
 
-use svelt_abi::cpio::{Writer, S_IFCHR};
+use svelt_abi::boot::cpio::{Writer, S_IFCHR};
 
 fn usage() -> ! {
     eprintln!(

@@ -1,12 +1,12 @@
 //! The big-initramfs check (tests/tests/bigfiles.rs boots it as the first process): reads back
 //! every file listed in /etc/bigfiles.manifest (`SIZE CHECKSUM PATH` per line, checksum
-//! `svelt_abi::bytes::Checksum` in hex) and checks its size and contents, then fills the root
+//! `svelt_abi::util::bytes::Checksum` in hex) and checks its size and contents, then fills the root
 //! file system (a tmpfs, limited to half of RAM) to ENOSPC and frees it again, checking statfs
 //! on the way. Without the manifest (the ordinary userland) every test skips.
 #![no_std]
 #![no_main]
 
-use svelt_abi::bytes::Checksum;
+use svelt_abi::util::bytes::Checksum;
 use svelt_user::ktap::{skip, TestResult};
 use svelt_user::sys::*;
 use svelt_user::*;

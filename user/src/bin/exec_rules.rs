@@ -6,7 +6,7 @@
 #![no_std]
 #![no_main]
 
-use svelt_abi::elf::*;
+use svelt_abi::format::elf::*;
 use svelt_user::elfimg::{self, Outcome};
 use svelt_user::ktap::TestResult;
 use svelt_user::*;

@@ -16,8 +16,8 @@
 #![no_std]
 #![no_main]
 
-use svelt_abi::cmdline::Cmdline;
-use svelt_abi::fppolicy::{Restore, SmeAccess, SveSyscall};
+use svelt_abi::boot::cmdline::Cmdline;
+use svelt_abi::fp::fppolicy::{Restore, SmeAccess, SveSyscall};
 use svelt_user::io::read_file;
 use svelt_user::ktap::{skip, TestResult};
 use svelt_user::proc::*;

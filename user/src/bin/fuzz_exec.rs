@@ -14,7 +14,7 @@
 #![no_main]
 
 use alloc::collections::BTreeMap;
-use svelt_abi::elf::*;
+use svelt_abi::format::elf::*;
 use svelt_user::elfimg::{self, Outcome};
 use svelt_user::fuzz::{MixedLcg, Random};
 use svelt_user::ktap::TestResult;

@@ -10,7 +10,7 @@
 #![no_std]
 #![no_main]
 
-use svelt_abi::nr;
+use svelt_abi::uapi::nr;
 use svelt_user::fuzz::{Random, Rng};
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::{spawn, wifexited, wifsignaled};

@@ -1,15 +1,15 @@
 //! The hwcaps and /proc/cpuinfo's `Features` follow from the ID registers as EL0 reads them, by
-//! `svelt_abi::hwcap`'s table: with Svelt's offer on Svelt, and with Linux 7.3's on Linux, so the
+//! `svelt_abi::isa::hwcap`'s table: with Svelt's offer on Svelt, and with Linux 7.3's on Linux, so the
 //! reference run checks the table itself against Linux. Also: the auxiliary vector carries
 //! AT_HWCAP3 but not AT_HWCAP4 (as arm64 Linux 7.3), and the EL0 view hides exactly what the
 //! table's view hides. The values are printed (host-test fixtures come from these lines).
 #![no_std]
 #![no_main]
 
-use svelt_abi::auxv::{AT_HWCAP3, AT_HWCAP4};
-use svelt_abi::cpu::IdReg;
-use svelt_abi::hwcap::{self, Hwcaps, Offer, HWCAPS, HWCAP_CPUID, HWCAP_EVTSTRM};
-use svelt_abi::idregs;
+use svelt_abi::isa::cpu::IdReg;
+use svelt_abi::isa::hwcap::{self, Hwcaps, Offer, HWCAPS, HWCAP_CPUID, HWCAP_EVTSTRM};
+use svelt_abi::isa::idregs;
+use svelt_abi::uapi::auxv::{AT_HWCAP3, AT_HWCAP4};
 use svelt_user::cpuid;
 use svelt_user::ktap::{skip, TestResult};
 use svelt_user::*;

@@ -5,7 +5,7 @@
 #![no_std]
 #![no_main]
 
-use svelt_abi::ktap::{Tally, Verdict};
+use svelt_abi::format::ktap::{Tally, Verdict};
 use svelt_user::ktap::{self, Totals};
 use svelt_user::proc::{describe, wexitstatus, wifexited};
 use svelt_user::sig::SIGKILL;

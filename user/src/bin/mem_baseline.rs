@@ -360,7 +360,7 @@ fn ensure_proc() {
 fn counters_return_after_burst() -> TestResult {
     ensure_proc();
     // Orphans of a round come back here to be reaped (see reap_orphans).
-    let _ = sme::prctl(svelt_abi::sys::PR_SET_CHILD_SUBREAPER as usize, 1);
+    let _ = sme::prctl(svelt_abi::uapi::sys::PR_SET_CHILD_SUBREAPER as usize, 1);
     let svelt = is_svelt();
     // (MemFree, Slab, KernelStack, PageTables, heap) in kB: see the module comment.
     let tol: [u64; 5] = if svelt {

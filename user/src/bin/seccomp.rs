@@ -11,7 +11,7 @@ extern crate alloc;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicI64, AtomicU64, Ordering::SeqCst};
-use svelt_abi::bpf::*;
+use svelt_abi::uapi::bpf::*;
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::*;
 use svelt_user::sig::{self, SigInfo, SIGSYS};
@@ -643,8 +643,8 @@ fn tsync() -> TestResult {
     Ok(())
 }
 
-/// A random filter of 1 to 10 instructions (`svelt_abi::bpf::random_filter`).
-fn random_program(rng: &mut svelt_abi::rng::XorShift64) -> Vec<SockFilter> {
+/// A random filter of 1 to 10 instructions (`svelt_abi::uapi::bpf::random_filter`).
+fn random_program(rng: &mut svelt_abi::util::rng::XorShift64) -> Vec<SockFilter> {
     let mut p = vec![SockFilter::default(); 1 + (rng.next() % 10) as usize];
     random_filter(rng, &mut p);
     p
@@ -666,7 +666,7 @@ fn random_programs_validated() -> TestResult {
         let [r, _w] = t!(sys::pipe2(0));
         let th = t!(spawn_thread(strict_sleeper, r as usize, 0));
         wait_step(1);
-        let mut rng = svelt_abi::rng::XorShift64(0x2545_f491_4f6c_dd1d);
+        let mut rng = svelt_abi::util::rng::XorShift64(0x2545_f491_4f6c_dd1d);
         let (mut valid, mut invalid) = (0, 0);
         for i in 0..4000 {
             let p = random_program(&mut rng);
@@ -694,7 +694,7 @@ fn random_programs_validated() -> TestResult {
 
 /// Random programs installed for real, then a few calls: whatever they do, the child ends.
 fn random_programs_installed() -> TestResult {
-    let mut rng = svelt_abi::rng::XorShift64(0x1234_5678_9abc_def1);
+    let mut rng = svelt_abi::util::rng::XorShift64(0x1234_5678_9abc_def1);
     let mut installed = 0;
     // Exited, killed by another signal, killed by SIGSYS.
     let mut outcomes = [0; 3];
@@ -703,7 +703,7 @@ fn random_programs_installed() -> TestResult {
         let pid = t!(spawn(|| {
             no_core();
             let _ = no_new_privs();
-            let mut rng = svelt_abi::rng::XorShift64(seed | 1);
+            let mut rng = svelt_abi::util::rng::XorShift64(seed | 1);
             for _ in 0..200 {
                 let mut p = random_program(&mut rng);
                 // Returns of A would mostly be small numbers (KILL_THREAD): return actions.

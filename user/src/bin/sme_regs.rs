@@ -46,7 +46,7 @@ fn fresh() -> i32 {
             fpstat_get(&a, "sme_traps").unwrap_or(0),
         );
         // svelt.sme_trap=eager enables SME at exec: no trap then.
-        let eager = fp_policy_or_linux().sme_trap == svelt_abi::fppolicy::SmeAccess::Eager;
+        let eager = fp_policy_or_linux().sme_trap == svelt_abi::fp::fppolicy::SmeAccess::Eager;
         let want = if eager { b } else { b + 1 };
         if a != want {
             fail(format!(

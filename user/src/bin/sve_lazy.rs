@@ -265,7 +265,7 @@ fn first_use_traps_once() -> TestResult {
 
 fn pipe_ping_pong_reloads_nothing() -> TestResult {
     need_counters()?;
-    if fp_policy_or_linux().fp == svelt_abi::fppolicy::Restore::Eager {
+    if fp_policy_or_linux().fp == svelt_abi::fp::fppolicy::Restore::Eager {
         // Each side blocks in read: a switch, after which eager reloads (fp_policy checks it).
         return skip("svelt.fp=eager reloads after every switch");
     }

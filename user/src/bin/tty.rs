@@ -8,7 +8,7 @@
 #![no_main]
 
 use core::sync::atomic::{AtomicI32, Ordering};
-use svelt_abi::tty::{self as tt, Termios, Termios2, Winsize};
+use svelt_abi::uapi::tty::{self as tt, Termios, Termios2, Winsize};
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::*;
 use svelt_user::sig::*;

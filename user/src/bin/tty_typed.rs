@@ -6,7 +6,7 @@
 #![no_std]
 #![no_main]
 
-use svelt_abi::tty::{self as tt, Termios};
+use svelt_abi::uapi::tty::{self as tt, Termios};
 use svelt_user::ktap::{self, TestResult};
 use svelt_user::proc::*;
 use svelt_user::sig::*;

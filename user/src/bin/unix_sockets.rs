@@ -6,8 +6,8 @@
 #![no_std]
 #![no_main]
 
-use svelt_abi::net::*;
-use svelt_abi::nr;
+use svelt_abi::uapi::net::*;
+use svelt_abi::uapi::nr;
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::*;
 use svelt_user::sig::*;

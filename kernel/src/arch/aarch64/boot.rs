@@ -8,8 +8,8 @@
 //! address by MPIDR in [`SPIN_BOOT_TABLE`].
 
 use super::mmu::{self, PAGE_SIZE};
-use svelt_abi::cpumask::NR_CPUS;
-use svelt_abi::smpboot::{SpinBootTable, MPIDR_AFFINITY_MASK};
+use svelt_abi::boot::smpboot::{SpinBootTable, MPIDR_AFFINITY_MASK};
+use svelt_abi::uapi::cpumask::NR_CPUS;
 
 /// Boot CPU stack size.
 pub const BOOT_STACK_SIZE: usize = 64 * 1024;

@@ -2,7 +2,7 @@
 
 use super::sysreg::{ID_AA64ISAR2_EL1, ID_AA64SMFR0_EL1, ID_AA64ZFR0_EL1};
 use aarch64_cpu::registers::*;
-use svelt_abi::cpu::IdRegs;
+use svelt_abi::isa::cpu::IdRegs;
 
 /// Affinity fields of MPIDR_EL1 (Aff3..Aff0), the CPU's hardware identity.
 pub fn mpidr() -> u64 {

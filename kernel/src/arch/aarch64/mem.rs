@@ -4,7 +4,7 @@
 //! FP/SIMD registers that a faster library would). Normal memory only: never MMIO.
 //!
 //! A MOPS sequence interrupted and resumed on a CPU that runs the other algorithm option
-//! raises EC 0x27, which `exception` answers with `svelt_abi::mops::restart`.
+//! raises EC 0x27, which `exception` answers with `svelt_abi::isa::mops::restart`.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 

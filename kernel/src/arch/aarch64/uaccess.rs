@@ -22,7 +22,7 @@
 //! retried, and otherwise resumes at the landing.
 
 use super::exception::TrapFrame;
-use svelt_abi::esr::{Ec, Esr};
+use svelt_abi::isa::esr::{Ec, Esr};
 
 /// One past the highest user address (TTBR0, 48-bit VAs).
 pub const USER_END: usize = 1 << 48;

@@ -1,5 +1,5 @@
 //! /proc/PID/stat and /proc/PID/status (Linux's fs/proc/array.c): a task's state, ids,
-//! signals and memory figures, a zombie's too, in Linux's layouts (`svelt_abi::procfs`).
+//! signals and memory figures, a zombie's too, in Linux's layouts (`svelt_abi::uapi::procfs`).
 
 #![forbid(unsafe_code)]
 
@@ -8,8 +8,8 @@ use super::generic::Text;
 use super::task_mmu::{MmFigures, PAGE};
 use crate::task::{self, Process, Task};
 use core::sync::atomic::Ordering;
-use svelt_abi::errno::SysResult;
-use svelt_abi::procfs::{self, StatusMem, TaskStat, TaskState, TaskStatus};
+use svelt_abi::uapi::errno::SysResult;
+use svelt_abi::uapi::procfs::{self, StatusMem, TaskStat, TaskState, TaskStatus};
 
 /// The state a task shows: stops first, then what the scheduler says.
 fn task_state(p: &Process, t: &Task) -> TaskState {
@@ -33,10 +33,10 @@ fn sig_dispositions(t: &Task) -> (u64, u64) {
     let h = t.sighand();
     let h = h.lock();
     let (mut ign, mut catch) = (0u64, 0u64);
-    for signo in 1..=svelt_abi::signal::NSIG {
+    for signo in 1..=svelt_abi::uapi::signal::NSIG {
         match h.get(signo).sa_handler {
-            svelt_abi::signal::SIG_DFL => {}
-            svelt_abi::signal::SIG_IGN => ign |= 1 << (signo - 1),
+            svelt_abi::uapi::signal::SIG_DFL => {}
+            svelt_abi::uapi::signal::SIG_IGN => ign |= 1 << (signo - 1),
             _ => catch |= 1 << (signo - 1),
         }
     }
@@ -80,7 +80,7 @@ pub(super) fn stat(t: Target, out: &mut Text) -> SysResult<()> {
         starttime: procfs::ns_to_clock_t(th.start_ns),
         vsize: m.map_or(0, |m| m.total as u64),
         rss: m.map_or(0, |m| m.rss_pages() as u64),
-        rsslim: p.rlimit(svelt_abi::sys::RLIMIT_RSS),
+        rsslim: p.rlimit(svelt_abi::uapi::sys::RLIMIT_RSS),
         startcode: info.start_code as u64,
         endcode: info.end_code as u64,
         startstack: info.start_stack as u64,
@@ -118,7 +118,7 @@ fn zombie_stat(p: &Process, out: &mut Text) -> SysResult<()> {
         tpgid: -1,
         priority: 20,
         num_threads: 1,
-        rsslim: p.rlimit(svelt_abi::sys::RLIMIT_RSS),
+        rsslim: p.rlimit(svelt_abi::uapi::sys::RLIMIT_RSS),
         exit_signal: p.exit_signal.load(Ordering::Relaxed) as i32,
         ..Default::default()
     };
@@ -191,7 +191,7 @@ pub(super) fn status(t: Target, out: &mut Text) -> SysResult<()> {
         threads: threads.len() as u32,
         sigq: (
             u64::from((pending | shared).count_ones()),
-            p.rlimit(svelt_abi::sys::RLIMIT_SIGPENDING),
+            p.rlimit(svelt_abi::uapi::sys::RLIMIT_SIGPENDING),
         ),
         sig_pending: pending,
         shared_pending: shared,
@@ -231,7 +231,7 @@ fn zombie_status(p: &Process, out: &mut Text) -> SysResult<()> {
         pgid: p.pgid.load(Ordering::Relaxed),
         sid: p.sid.load(Ordering::Relaxed),
         threads: 1,
-        sigq: (0, p.rlimit(svelt_abi::sys::RLIMIT_SIGPENDING)),
+        sigq: (0, p.rlimit(svelt_abi::uapi::sys::RLIMIT_SIGPENDING)),
         cap_bnd: CAP_FULL,
         nr_cpu_ids: crate::percpu::possible() as u32,
         ..Default::default()

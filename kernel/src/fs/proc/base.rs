@@ -15,8 +15,8 @@ use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::procfs::{self, Sink};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::procfs::{self, Sink};
 
 /// Whose file: a process (`tid` None) or one of its threads (task/TID); `fd` for fdinfo.
 #[derive(Clone, Copy, Debug)]

@@ -11,7 +11,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// The inode number fstat reports for a file without a node (stat.rs makes it the same way).
 fn anon_ino(f: &File) -> u64 {
@@ -87,7 +87,7 @@ fn fdinfo(t: Target, out: &mut Text) -> SysResult<()> {
     let pos = *file.pos.lock();
     let mut flags = file.flags();
     if cloexec {
-        flags |= svelt_abi::fs::O_CLOEXEC;
+        flags |= svelt_abi::uapi::fs::O_CLOEXEC;
     }
     let ino = file
         .node

@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 use core::any::Any;
 use core::fmt::Write;
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::procfs::Sink;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::procfs::Sink;
 
 /// Text being generated: an allocation that fails is remembered (ENOMEM), never fatal.
 pub(super) struct Text {

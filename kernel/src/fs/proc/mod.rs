@@ -26,7 +26,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use generic::{Dir, Link, Listing};
-use svelt_abi::errno::{Errno, SysResult};
+use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// The system-wide files in /proc itself, and what makes each one's text.
 const FILES: [(&str, generic::Gen); 9] = [

@@ -8,8 +8,8 @@ use super::generic::Text;
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::procfs::{self, MountInfo};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::procfs::{self, MountInfo};
 
 /// The mounts every Svelt system has, before those a program made: (point, type).
 const BASE_MOUNTS: [(&str, &str); 4] = [
@@ -55,10 +55,10 @@ pub(super) fn mountinfo(_t: Target, out: &mut Text) -> SysResult<()> {
     crate::fs::for_each_mount(|path, source, fstype, flags, opts| {
         let id = points.len() as u32 + 1;
         let mut mflags = String::new();
-        let _ = svelt_abi::mount::write_mount_flags(&mut mflags, flags);
+        let _ = svelt_abi::uapi::mount::write_mount_flags(&mut mflags, flags);
         // The superblock's options: rw or ro, then the file system's own.
         let fs_opts = opts.strip_prefix(mflags.as_str()).unwrap_or("");
-        let ro = if flags & svelt_abi::mount::MS_RDONLY != 0 {
+        let ro = if flags & svelt_abi::uapi::mount::MS_RDONLY != 0 {
             "ro"
         } else {
             "rw"

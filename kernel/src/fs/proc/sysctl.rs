@@ -11,8 +11,8 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use core::any::Any;
 use core::sync::atomic::{AtomicUsize, Ordering};
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::sysctl;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::sysctl;
 
 /// Every string sysctl here is a UTS name: 65 bytes with the NUL.
 const UTS_MAXLEN: usize = crate::uts::NEW_UTS_LEN + 1;
@@ -30,12 +30,12 @@ type StrSet = fn(u64, &[u8]);
 /// this value (its `FileOps`).
 #[derive(Clone, Copy)]
 enum Sysctl {
-    /// Integers (Linux's proc_dointvec family, `svelt_abi::sysctl::int_*`): `read` formats the
+    /// Integers (Linux's proc_dointvec family, `svelt_abi::uapi::sysctl::int_*`): `read` formats the
     /// text; `write`, called for a write at position 0, parses it and returns the bytes it
     /// consumed (what write() returns).
     Int { read: IntGet, write: Option<IntSet> },
     /// A string (hostname, osrelease, ostype), as Linux's `proc_dostring` has it
-    /// (`svelt_abi::sysctl::string_*`): `write` puts text at a position, the whole write done.
+    /// (`svelt_abi::uapi::sysctl::string_*`): `write` puts text at a position, the whole write done.
     Str { read: StrGet, write: Option<StrSet> },
 }
 

@@ -9,7 +9,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
-use svelt_abi::procfs;
+use svelt_abi::uapi::procfs;
 
 pub(super) fn cpuinfo() -> String {
     let features: Vec<&str> = crate::cpufeature::hwcaps().names().collect();

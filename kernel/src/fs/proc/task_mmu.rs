@@ -6,8 +6,8 @@
 use super::base::Target;
 use super::generic::{write_str, Text};
 use core::fmt::Write;
-use svelt_abi::errno::SysResult;
-use svelt_abi::procfs::{self, MapsLine, SmapsFields, VmFlags};
+use svelt_abi::uapi::errno::SysResult;
+use svelt_abi::uapi::procfs::{self, MapsLine, SmapsFields, VmFlags};
 
 /// What status, stat and statm say about an address space.
 #[derive(Default)]

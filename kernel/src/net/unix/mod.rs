@@ -29,9 +29,9 @@ use alloc::vec::Vec;
 use core::any::Any;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::fs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
-use svelt_abi::net::*;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use svelt_abi::uapi::net::*;
 
 const POLLWRBAND: u32 = 0x200;
 const POLLRDHUP: u32 = 0x2000;
@@ -470,7 +470,7 @@ impl FileOps for SockFile {
     fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         const SIOCOUTQ: u32 = 0x5411;
         let v = match cmd {
-            svelt_abi::tty::FIONREAD => self.0.inq(),
+            svelt_abi::uapi::tty::FIONREAD => self.0.inq(),
             SIOCOUTQ => self.0.wmem.load(Ordering::Relaxed),
             _ => return Err(Errno::ENOTTY),
         };

@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 use core::any::Any;
 use core::sync::atomic::{AtomicU32, Ordering};
 use spin::Mutex;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::net::*;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::net::*;
 
 /// Names sockets are bound to: abstract names, and path names by the inode bind made.
 #[derive(PartialEq, Eq)]

@@ -11,8 +11,8 @@ use crate::net::IovCursor;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
-use svelt_abi::errno::{Errno, SysResult};
-use svelt_abi::net::*;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::net::*;
 
 /// What one queued message costs its sender beyond its bytes (an skb's overhead, roughly).
 const MSG_OVERHEAD: usize = 768;
@@ -38,8 +38,8 @@ impl UnixSocket {
             if !nosignal {
                 crate::signal::send_to_task(
                     &crate::task::current_arc(),
-                    svelt_abi::signal::SIGPIPE,
-                    crate::signal::SigInfo::kernel(svelt_abi::signal::SIGPIPE),
+                    svelt_abi::uapi::signal::SIGPIPE,
+                    crate::signal::SigInfo::kernel(svelt_abi::uapi::signal::SIGPIPE),
                 );
             }
         }

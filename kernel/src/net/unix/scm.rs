@@ -8,7 +8,7 @@ use crate::fs::File;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
-use svelt_abi::net::Ucred;
+use svelt_abi::uapi::net::Ucred;
 
 /// Rights and credentials a message carries.
 #[derive(Default)]

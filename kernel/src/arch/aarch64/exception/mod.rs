@@ -3,7 +3,7 @@
 
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, Ordering};
-use svelt_abi::esr::{Ec, Esr};
+use svelt_abi::isa::esr::{Ec, Esr};
 
 pub mod provoke;
 
@@ -121,7 +121,7 @@ fn el1_sync_or_fatal(kind: Kind, tf: &mut TrapFrame) {
         if Esr(tf.esr).ec() == Ec::Mops {
             MOPS_RESTARTS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
             let negative = tf.spsr & (1 << 31) != 0;
-            tf.elr = svelt_abi::mops::restart(tf.esr, &mut tf.x, tf.elr, negative);
+            tf.elr = svelt_abi::isa::mops::restart(tf.esr, &mut tf.x, tf.elr, negative);
             return;
         }
     }

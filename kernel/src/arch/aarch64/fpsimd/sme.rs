@@ -2,7 +2,7 @@
 
 use super::sve::VlMismatch;
 use crate::arch::aarch64::sysreg::{SMCR, SMCR_EL1, SMPRI_EL1};
-use svelt_abi::vl::{self, VlSet};
+use svelt_abi::fp::vl::{self, VlSet};
 use tock_registers::interfaces::{ReadWriteable, Writeable};
 
 /// Current streaming vector length in bytes (RDSVL works outside streaming mode).
@@ -36,11 +36,11 @@ pub fn probe_vls() -> VlSet {
 }
 
 /// PSTATE.SM and PSTATE.ZA as SVCR holds them.
-pub fn read_svcr() -> svelt_abi::fpstate::Svcr {
+pub fn read_svcr() -> svelt_abi::fp::fpstate::Svcr {
     let v: u64;
     // SAFETY: reads SVCR (EL1 SME access is enabled at boot).
     unsafe { core::arch::asm!("mrs {}, S3_3_C4_C2_2", out(reg) v, options(nomem, nostack)) };
-    svelt_abi::fpstate::Svcr {
+    svelt_abi::fp::fpstate::Svcr {
         sm: v & 1 != 0,
         za: v & 2 != 0,
     }
@@ -48,7 +48,7 @@ pub fn read_svcr() -> svelt_abi::fpstate::Svcr {
 
 /// Sets PSTATE.SM and PSTATE.ZA. Entering or leaving streaming mode zeroes Z, P and FFR (and
 /// sets FPSR to 0x0800009F); turning ZA on zeroes ZA.
-pub fn write_svcr(s: svelt_abi::fpstate::Svcr) {
+pub fn write_svcr(s: svelt_abi::fp::fpstate::Svcr) {
     let v = s.sm as u64 | (s.za as u64) << 1;
     // SAFETY: user vector state only; the kernel does not use it.
     unsafe { core::arch::asm!("msr S3_3_C4_C2_2, {}", "isb", in(reg) v, options(nomem, nostack)) };

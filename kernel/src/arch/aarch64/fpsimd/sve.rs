@@ -5,7 +5,7 @@
 //! copied into a frame as is: Z_n at 16·vq·n, P_n at 512·vq + 2·vq·n, FFR at 544·vq.
 
 use crate::arch::aarch64::sysreg::{CPACR, CPACR_EL1, ZCR_EL1};
-use svelt_abi::vl::{self, VlSet};
+use svelt_abi::fp::vl::{self, VlSet};
 use tock_registers::interfaces::{ReadWriteable, Writeable};
 
 /// Current effective SVE vector length in bytes (RDVL).

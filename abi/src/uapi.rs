@@ -1,0 +1,27 @@
+//! Linux's user ABI as arm64 sees it: the numbers, flags and structure layouts of the
+//! syscalls, and the pure rules by which Linux reads and checks their arguments and formats
+//! the texts it gives back (/proc, syslog).
+
+pub mod auxv;
+pub mod bpf;
+pub mod cpumask;
+pub mod errno;
+pub mod fcntl;
+pub mod fs;
+pub mod futex;
+pub mod klog;
+pub mod ldisc;
+pub mod mm;
+pub mod mount;
+pub mod net;
+pub mod nr;
+pub mod path;
+pub mod prctl;
+pub mod procfs;
+pub mod ptrace;
+pub mod sched;
+pub mod signal;
+pub mod sys;
+pub mod sysctl;
+pub mod time;
+pub mod tty;

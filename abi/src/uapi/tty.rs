@@ -1,0 +1,306 @@
+//! Terminal uapi: the kernel `struct termios` TCGETS fills on arm64, `struct winsize`, and the
+//! ioctl request numbers (asm-generic `ioctls.h`, which arm64 uses).
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+// ---- _IOC request encoding (asm-generic ioctl.h): nr 8 bits, type 8, size 14, dir 2 ----
+
+pub const IOC_NONE: u32 = 0;
+pub const IOC_WRITE: u32 = 1;
+pub const IOC_READ: u32 = 2;
+
+pub const fn ioc(dir: u32, ty: u8, nr: u8, size: usize) -> u32 {
+    (dir << 30) | ((size as u32 & 0x3fff) << 16) | ((ty as u32) << 8) | nr as u32
+}
+pub const fn io(ty: u8, nr: u8) -> u32 {
+    ioc(IOC_NONE, ty, nr, 0)
+}
+pub const fn ior(ty: u8, nr: u8, size: usize) -> u32 {
+    ioc(IOC_READ, ty, nr, size)
+}
+pub const fn iow(ty: u8, nr: u8, size: usize) -> u32 {
+    ioc(IOC_WRITE, ty, nr, size)
+}
+pub const fn iowr(ty: u8, nr: u8, size: usize) -> u32 {
+    ioc(IOC_READ | IOC_WRITE, ty, nr, size)
+}
+
+// ---- terminal ioctls (old-style numbers, no _IOC encoding) ----
+
+pub const TCGETS: u32 = 0x5401;
+pub const TCSETS: u32 = 0x5402;
+pub const TCSETSW: u32 = 0x5403;
+pub const TCSETSF: u32 = 0x5404;
+pub const TCGETA: u32 = 0x5405;
+pub const TCSETA: u32 = 0x5406;
+pub const TCSETAW: u32 = 0x5407;
+pub const TCSETAF: u32 = 0x5408;
+pub const TCSBRK: u32 = 0x5409;
+pub const TCXONC: u32 = 0x540A;
+pub const TCFLSH: u32 = 0x540B;
+pub const TIOCEXCL: u32 = 0x540C;
+pub const TIOCNXCL: u32 = 0x540D;
+pub const TIOCSCTTY: u32 = 0x540E;
+pub const TIOCGPGRP: u32 = 0x540F;
+pub const TIOCSPGRP: u32 = 0x5410;
+pub const TIOCOUTQ: u32 = 0x5411;
+pub const TIOCSTI: u32 = 0x5412;
+pub const TIOCGWINSZ: u32 = 0x5413;
+pub const TIOCSWINSZ: u32 = 0x5414;
+pub const TIOCMGET: u32 = 0x5415;
+pub const TIOCMBIS: u32 = 0x5416;
+pub const TIOCMBIC: u32 = 0x5417;
+pub const TIOCMSET: u32 = 0x5418;
+pub const TIOCGSOFTCAR: u32 = 0x5419;
+pub const TIOCSSOFTCAR: u32 = 0x541A;
+pub const FIONREAD: u32 = 0x541B;
+pub const TIOCINQ: u32 = FIONREAD;
+pub const TIOCLINUX: u32 = 0x541C;
+pub const TIOCCONS: u32 = 0x541D;
+pub const TIOCGSERIAL: u32 = 0x541E;
+pub const TIOCSSERIAL: u32 = 0x541F;
+pub const TIOCPKT: u32 = 0x5420;
+pub const FIONBIO: u32 = 0x5421;
+pub const TIOCNOTTY: u32 = 0x5422;
+pub const TIOCSETD: u32 = 0x5423;
+pub const TIOCGETD: u32 = 0x5424;
+pub const TCSBRKP: u32 = 0x5425;
+pub const TIOCSBRK: u32 = 0x5427;
+pub const TIOCCBRK: u32 = 0x5428;
+pub const TIOCGSID: u32 = 0x5429;
+/// `_IOR('T', 0x2A, struct termios2)` (44 bytes).
+pub const TCGETS2: u32 = ior(b'T', 0x2A, 44);
+pub const TCSETS2: u32 = iow(b'T', 0x2B, 44);
+pub const TCSETSW2: u32 = iow(b'T', 0x2C, 44);
+pub const TCSETSF2: u32 = iow(b'T', 0x2D, 44);
+pub const TIOCGPTN: u32 = ior(b'T', 0x30, 4);
+pub const TIOCSPTLCK: u32 = iow(b'T', 0x31, 4);
+pub const TIOCGPTPEER: u32 = io(b'T', 0x41);
+pub const FIONCLEX: u32 = 0x5450;
+pub const FIOCLEX: u32 = 0x5451;
+pub const FIOASYNC: u32 = 0x5452;
+pub const TIOCSERGETLSR: u32 = 0x5459;
+pub const FIOQSIZE: u32 = 0x5460;
+
+// ---- c_iflag ----
+pub const IGNBRK: u32 = 0o1;
+pub const BRKINT: u32 = 0o2;
+pub const IGNPAR: u32 = 0o4;
+pub const PARMRK: u32 = 0o10;
+pub const INPCK: u32 = 0o20;
+pub const ISTRIP: u32 = 0o40;
+pub const INLCR: u32 = 0o100;
+pub const IGNCR: u32 = 0o200;
+pub const ICRNL: u32 = 0o400;
+pub const IUCLC: u32 = 0o1000;
+pub const IXON: u32 = 0o2000;
+pub const IXANY: u32 = 0o4000;
+pub const IXOFF: u32 = 0o10000;
+pub const IMAXBEL: u32 = 0o20000;
+pub const IUTF8: u32 = 0o40000;
+
+// ---- c_oflag ----
+pub const OPOST: u32 = 0o1;
+pub const OLCUC: u32 = 0o2;
+pub const ONLCR: u32 = 0o4;
+pub const OCRNL: u32 = 0o10;
+pub const ONOCR: u32 = 0o20;
+pub const ONLRET: u32 = 0o40;
+pub const OFILL: u32 = 0o100;
+pub const OFDEL: u32 = 0o200;
+
+// ---- c_cflag ----
+pub const CBAUD: u32 = 0o10017;
+pub const B0: u32 = 0o0;
+pub const B9600: u32 = 0o15;
+pub const B19200: u32 = 0o16;
+pub const B38400: u32 = 0o17;
+pub const CSIZE: u32 = 0o60;
+pub const CS5: u32 = 0o0;
+pub const CS6: u32 = 0o20;
+pub const CS7: u32 = 0o40;
+pub const CS8: u32 = 0o60;
+pub const CSTOPB: u32 = 0o100;
+pub const CREAD: u32 = 0o200;
+pub const PARENB: u32 = 0o400;
+pub const PARODD: u32 = 0o1000;
+pub const HUPCL: u32 = 0o2000;
+pub const CLOCAL: u32 = 0o4000;
+pub const CBAUDEX: u32 = 0o10000;
+pub const BOTHER: u32 = 0o10000;
+pub const B57600: u32 = 0o10001;
+pub const B115200: u32 = 0o10002;
+pub const B230400: u32 = 0o10003;
+pub const CIBAUD: u32 = 0o2003600000;
+pub const CMSPAR: u32 = 0o10000000000;
+pub const CRTSCTS: u32 = 0o20000000000;
+
+// ---- c_lflag ----
+pub const ISIG: u32 = 0o1;
+pub const ICANON: u32 = 0o2;
+pub const XCASE: u32 = 0o4;
+pub const ECHO: u32 = 0o10;
+pub const ECHOE: u32 = 0o20;
+pub const ECHOK: u32 = 0o40;
+pub const ECHONL: u32 = 0o100;
+pub const NOFLSH: u32 = 0o200;
+pub const TOSTOP: u32 = 0o400;
+pub const ECHOCTL: u32 = 0o1000;
+pub const ECHOPRT: u32 = 0o2000;
+pub const ECHOKE: u32 = 0o4000;
+pub const FLUSHO: u32 = 0o10000;
+pub const PENDIN: u32 = 0o40000;
+pub const IEXTEN: u32 = 0o100000;
+pub const EXTPROC: u32 = 0o200000;
+
+// ---- c_cc indices ----
+pub const VINTR: usize = 0;
+pub const VQUIT: usize = 1;
+pub const VERASE: usize = 2;
+pub const VKILL: usize = 3;
+pub const VEOF: usize = 4;
+pub const VTIME: usize = 5;
+pub const VMIN: usize = 6;
+pub const VSWTC: usize = 7;
+pub const VSTART: usize = 8;
+pub const VSTOP: usize = 9;
+pub const VSUSP: usize = 10;
+pub const VEOL: usize = 11;
+pub const VREPRINT: usize = 12;
+pub const VDISCARD: usize = 13;
+pub const VWERASE: usize = 14;
+pub const VLNEXT: usize = 15;
+pub const VEOL2: usize = 16;
+/// Size of `c_cc` in the kernel `struct termios` (glibc's user struct has 32).
+pub const NCCS: usize = 19;
+
+/// TCFLSH / TCXONC arguments.
+pub const TCIFLUSH: u32 = 0;
+pub const TCOFLUSH: u32 = 1;
+pub const TCIOFLUSH: u32 = 2;
+pub const TCOOFF: u32 = 0;
+pub const TCOON: u32 = 1;
+pub const TCIOFF: u32 = 2;
+pub const TCION: u32 = 3;
+
+/// The line discipline in `c_line` (N_TTY).
+pub const N_TTY: u8 = 0;
+
+/// The kernel `struct termios` (asm-generic termbits.h) that TCGETS/TCSETS* copy: 36 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct Termios {
+    pub c_iflag: u32,
+    pub c_oflag: u32,
+    pub c_cflag: u32,
+    pub c_lflag: u32,
+    pub c_line: u8,
+    pub c_cc: [u8; NCCS],
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<Termios>() == 36);
+    assert!(offset_of!(Termios, c_line) == 16);
+    assert!(offset_of!(Termios, c_cc) == 17);
+};
+
+/// Linux's default control characters (`INIT_C_CC`): ^C ^\ DEL ^U ^D, TIME 0, MIN 1, 0,
+/// ^Q ^S ^Z, EOL 0, ^R ^O ^W ^V, EOL2 0; the two spare slots 0.
+pub const INIT_C_CC: [u8; NCCS] = [
+    0x03, 0x1c, 0x7f, 0x15, 0x04, 0, 1, 0, 0x11, 0x13, 0x1a, 0, 0x12, 0x0f, 0x17, 0x16, 0, 0, 0,
+];
+
+impl Termios {
+    pub const SIZE: usize = 36;
+
+    /// What TCGETS reports for Svelt's console before anyone changes it.
+    ///
+    /// Linux's `tty_std_termios` flags (iflag ICRNL|IXON, oflag OPOST|ONLCR, lflag
+    /// ISIG|ICANON|ECHO|ECHOE|ECHOK|ECHOCTL|ECHOKE|IEXTEN) with the cflag a serial console
+    /// ends up with once the console driver has set its line: B115200|CS8|CREAD|HUPCL|CLOCAL
+    /// (CLOCAL because a console ignores modem lines; 115200 because that is what QEMU's PL011
+    /// and most boards use for `console=ttyAMA0,115200`).
+    pub const fn console_default() -> Termios {
+        Termios {
+            c_iflag: ICRNL | IXON,
+            c_oflag: OPOST | ONLCR,
+            c_cflag: B115200 | CS8 | CREAD | HUPCL | CLOCAL,
+            c_lflag: ISIG | ICANON | ECHO | ECHOE | ECHOK | ECHOCTL | ECHOKE | IEXTEN,
+            c_line: N_TTY,
+            c_cc: INIT_C_CC,
+        }
+    }
+}
+
+/// The kernel `struct termios2` (TCGETS2/TCSETS2*): `struct termios` and the two speeds.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct Termios2 {
+    pub termios: Termios,
+    pub c_ispeed: u32,
+    pub c_ospeed: u32,
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<Termios2>() == 44);
+    assert!(core::mem::offset_of!(Termios2, c_ispeed) == 36);
+};
+
+/// `struct winsize` (8 bytes). A serial console has no size: Linux reports all zeros until
+/// someone sets it with TIOCSWINSZ, and Svelt does the same (`Winsize::default()`).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct Winsize {
+    pub ws_row: u16,
+    pub ws_col: u16,
+    pub ws_xpixel: u16,
+    pub ws_ypixel: u16,
+}
+
+const _: () = assert!(core::mem::size_of::<Winsize>() == 8);
+
+impl Winsize {
+    pub const SIZE: usize = 8;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::bytes::get_u32;
+
+    #[test]
+    fn ioctl_numbers() {
+        assert_eq!(TCGETS, 0x5401);
+        assert_eq!(TIOCGWINSZ, 0x5413);
+        assert_eq!(FIONBIO, 0x5421);
+        assert_eq!(TCGETS2, 0x802c_542a);
+        assert_eq!(TCSETS2, 0x402c_542b);
+        assert_eq!(TIOCGPTN, 0x8004_5430);
+        assert_eq!(TIOCGPTPEER, 0x5441);
+    }
+
+    #[test]
+    fn console_termios_image() {
+        let t = Termios::console_default();
+        let b = t.as_bytes();
+        assert_eq!(get_u32(b, 0), 0o2400); // ICRNL|IXON
+        assert_eq!(get_u32(b, 4), 0o5); // OPOST|ONLCR
+        assert_eq!(get_u32(b, 8), 0o16262); // B115200|CS8|CREAD|HUPCL|CLOCAL
+        assert_eq!(get_u32(b, 12), 0o105073);
+        assert_eq!(b[16], 0);
+        assert_eq!(b[17 + VINTR], 3);
+        assert_eq!(b[17 + VERASE], 0x7f);
+        assert_eq!(b[17 + VMIN], 1);
+        assert_eq!(Termios::read_from_bytes(b).ok(), Some(t));
+        let w = Winsize {
+            ws_row: 24,
+            ws_col: 80,
+            ..Winsize::default()
+        };
+        assert_eq!(Winsize::read_from_bytes(w.as_bytes()).ok(), Some(w));
+        assert_eq!(w.as_bytes(), [24, 0, 80, 0, 0, 0, 0, 0]);
+    }
+}
