@@ -618,10 +618,7 @@ fn readme_module_map_is_current() {
     let path = repo().join("README.md");
     let readme = std::fs::read_to_string(&path).unwrap();
     let (Some(b), Some(e)) = (readme.find(BEGIN), readme.find(END)) else {
-        eprintln!(
-            "README.md has no {BEGIN} ... {END} block: the map is not compared. It is:\n{map}"
-        );
-        return;
+        panic!("README.md has lost its {BEGIN} ... {END} block; the map belongs there:\n{map}");
     };
     let start = b + BEGIN.len() + 1;
     assert!(start <= e, "README.md: {END} comes before {BEGIN}");

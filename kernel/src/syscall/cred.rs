@@ -21,13 +21,12 @@ pub fn getuid(cur: &CurrentTask, effective: bool) -> usize {
 
 /// setuid: root sets all three IDs; others may only set the effective ID to the real or
 /// saved one.
-pub fn setuid(cur: &CurrentTask, uid: u32) -> SysResult<usize> {
+pub fn setuid(t: &CurrentTask, uid: u32) -> SysResult<usize> {
     if uid == u32::MAX {
         return Err(Errno::EINVAL);
     }
-    let t = cur;
     let p = t.process();
-    if privileged(cur) {
+    if privileged(t) {
         let old = p.uid.swap(uid, Relaxed);
         p.euid.store(uid, Relaxed);
         p.suid.store(uid, Relaxed);

@@ -191,8 +191,7 @@ pub fn setsid(cur: &CurrentTask) -> SysResult<usize> {
     Ok(p.pid as usize)
 }
 
-pub fn set_tid_address(cur: &CurrentTask, addr: usize) -> SysResult<usize> {
-    let t = cur;
+pub fn set_tid_address(t: &CurrentTask, addr: usize) -> SysResult<usize> {
     t.clear_child_tid.store(addr, Ordering::Relaxed);
     Ok(t.tid as usize)
 }

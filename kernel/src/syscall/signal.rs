@@ -12,7 +12,7 @@ use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::signal::{self as sig, Sigaction, Sigset, StackT};
 
 pub fn rt_sigaction(
-    cur: &CurrentTask,
+    t: &CurrentTask,
     signo: i32,
     act: usize,
     oact: usize,
@@ -25,7 +25,6 @@ pub fn rt_sigaction(
         None
     };
     let new = sig::sigaction_check(signo, new, size)?;
-    let t = cur;
     let h = t.sighand();
     let old = h.lock().get(signo);
     if oact != 0 {
@@ -46,7 +45,7 @@ pub fn rt_sigaction(
 }
 
 pub fn rt_sigprocmask(
-    cur: &CurrentTask,
+    t: &CurrentTask,
     how: u32,
     set: usize,
     oset: usize,
@@ -55,7 +54,6 @@ pub fn rt_sigprocmask(
     if size != Sigset::SIZE {
         return Err(Errno::EINVAL);
     }
-    let t = cur;
     let old = t.sig.lock().blocked;
     let new = if set != 0 {
         let m = UserPtr::<u64>::new(set).read()?;
@@ -73,11 +71,10 @@ pub fn rt_sigprocmask(
     Ok(0)
 }
 
-pub fn rt_sigpending(cur: &CurrentTask, set: usize, size: usize) -> SysResult<usize> {
+pub fn rt_sigpending(t: &CurrentTask, set: usize, size: usize) -> SysResult<usize> {
     if size > Sigset::SIZE {
         return Err(Errno::EINVAL);
     }
-    let t = cur;
     let (blocked, mine) = {
         let s = t.sig.lock();
         (s.blocked, s.pending_mask())
@@ -138,16 +135,15 @@ pub fn rt_sigreturn(cur: &CurrentTask, tf: &mut TrapFrame) -> SysResult<NoReturn
     Ok(NoReturn)
 }
 
-pub fn sigaltstack(cur: &CurrentTask, ss: usize, old: usize, tf: &TrapFrame) -> SysResult<usize> {
-    let t = cur;
+pub fn sigaltstack(t: &CurrentTask, ss: usize, old: usize, tf: &TrapFrame) -> SysResult<usize> {
     let sp = tf.sp_el0;
-    let cur = t.sig.lock().altstack;
+    let stack = t.sig.lock().altstack;
     if old != 0 {
-        UserPtr::new(old).write(&cur.report(sp))?;
+        UserPtr::new(old).write(&stack.report(sp))?;
     }
     if ss != 0 {
         let new = UserPtr::<StackT>::new(ss).read()?;
-        let mut a = cur;
+        let mut a = stack;
         a.set(new, sp, sig::MINSIGSTKSZ)?;
         t.sig.lock().altstack = a;
     }
