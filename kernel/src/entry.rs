@@ -4,7 +4,7 @@
 
 use crate::arch::cpu;
 use crate::arch::exception::{self, Kind, TrapFrame};
-use crate::task::CurrentTask;
+use crate::process::CurrentTask;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 #[unsafe(no_mangle)]
@@ -17,7 +17,7 @@ fn svelt_irq() {
 #[unsafe(no_mangle)]
 fn svelt_el0_irq(tf: &mut TrapFrame) {
     // SAFETY: an IRQ taken from EL0: the running task is the one that was in user mode.
-    let cur = unsafe { CurrentTask::enter() };
+    let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
     crate::irq::handle();
     crate::trap::return_to_user(&cur, tf);
 }
@@ -26,7 +26,7 @@ fn svelt_el0_irq(tf: &mut TrapFrame) {
 #[unsafe(no_mangle)]
 extern "C" fn svelt_el0_sync(tf: &mut TrapFrame) {
     // SAFETY: a synchronous exception from EL0: the running task is the one that trapped.
-    let cur = unsafe { CurrentTask::enter() };
+    let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
     crate::trap::el0_sync(&cur, tf);
     crate::trap::return_to_user(&cur, tf);
 }
@@ -35,7 +35,7 @@ extern "C" fn svelt_el0_sync(tf: &mut TrapFrame) {
 extern "C" fn svelt_ret_from_fork(tf: &mut TrapFrame) {
     crate::task::sched::finish_switch();
     // SAFETY: a new task's first step towards EL0: it is the task running here.
-    let cur = unsafe { CurrentTask::enter() };
+    let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
     crate::trap::return_to_user(&cur, tf);
 }
 

@@ -11,31 +11,27 @@ extern crate alloc;
 mod arch;
 mod boot;
 mod console;
-mod coredump;
 mod cpufeature;
 mod drivers;
 mod dt;
 mod entry;
-mod fpstate;
 mod fs;
-mod gcs;
 mod irq;
 mod klog;
 mod mm;
 mod net;
 mod percpu;
 mod power;
-mod ptrace;
-mod rseq;
-mod seccomp;
+mod process;
+mod procfs;
 mod selftest;
-mod signal;
 mod smp;
 mod sync;
 mod syscall;
 mod task;
 mod time;
 mod trap;
+mod tty;
 mod uts;
 mod vdso;
 
@@ -167,7 +163,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
             bad.value
         );
     }
-    fpstate::set_policy(cmdline.fp_policy);
+    task::fpstate::set_policy(cmdline.fp_policy);
     println!("svelt: fp policy {}", cmdline.fp_policy);
     match (hz, dt_hz) {
         (Some(hz), Some(d)) if d != 0 => {
@@ -183,7 +179,8 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     }
 
     init_memory(&fdt, dtb_pa, image_pa, ram);
-    fs::proc::set_kernel_cmdline(cmdline.raw());
+    tty::init();
+    procfs::set_kernel_cmdline(cmdline.raw());
     percpu::init_table();
     if dt::cpu_count(&fdt) > percpu::MAX_CPUS {
         log::warn!(
@@ -192,15 +189,16 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
             percpu::MAX_CPUS
         );
     }
-    coredump::configure(cmdline.coredump_semihosting, cmdline.coredump_dir);
-    task::init_limits();
+    process::coredump::configure(cmdline.coredump_semihosting, cmdline.coredump_dir);
+    process::init_limits();
     mm::aspace::init();
     cpufeature::init_this_cpu();
-    fpstate::cpu_init();
+    task::fpstate::cpu_init();
 
     // The timer interrupt runs its handlers in the order they register: the tasks' timers
-    // (here), the tty's typed signals (fs::tty::enable_input), the scheduler's slice.
+    // (here) and the processes' interval timers, the tty's typed signals (tty::enable_input), the scheduler's slice.
     task::timer::init_irq();
+    process::itimer::init_irq();
     if let (Some(g), Some((dist, second, n))) = (&gic_info, gic_vas) {
         if let Some(id) = dt::timer_intid(&fdt, cpu::timer_interrupt_index()) {
             irq::set_timer_intid(id);
@@ -209,7 +207,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         unsafe { gic::init(g.version, dist, &second[..n]) };
         smp::bring_up_interrupts();
         if let Some(id) = dt::console_intid(&fdt) {
-            fs::tty::enable_input(id);
+            tty::enable_input(id);
         }
         log::info!(
             "GICv{} at {:#x}, timer INTID {}",
@@ -221,7 +219,8 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         log::error!("no GIC in the device tree: no interrupts");
     }
     task::sched::init_irqs();
-    task::sched::init_cpu();
+    process::init();
+    process::init_cpu();
     percpu::this().online.store(true, Ordering::Release);
 
     psci::set_conduit(dt::psci_method(&fdt).unwrap_or(""));
@@ -231,7 +230,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     smp::start_secondaries(&fdt, image_pa);
 
     cpufeature::finalize(cmdline.mops);
-    fpstate::init_default_vls();
+    task::fpstate::init_default_vls();
     let ticking = wait_for_ticks(3);
     println!("svelt: timer ticking on {ticking} cpus");
     boot_report();
@@ -252,7 +251,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         power::exit(0);
     }
     let init = cmdline.init.unwrap_or("/init");
-    if let Err(e) = task::exec::spawn_init(init) {
+    if let Err(e) = process::exec::spawn_init(init) {
         println!("svelt: cannot run {init}: {e}");
         power::exit(1);
     }
@@ -276,7 +275,7 @@ fn unpack_root(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) -> boo
             };
             let archive = svelt_abi::boot::cpio::region_start(region).is_archive();
             if archive {
-                fs::init(Some(region));
+                fs::init(Some(region), procfs::ProcRoot::new());
             } else {
                 println!("svelt: initrd region holds no archive, going on without one");
             }
@@ -294,7 +293,7 @@ fn unpack_root(fdt: &fdt::Fdt, dtb_pa: u64, image_pa: u64, ram: &[Range]) -> boo
             a.len() >> 10
         );
     }
-    fs::init(built_in);
+    fs::init(built_in, procfs::ProcRoot::new());
     built_in.is_some()
 }
 

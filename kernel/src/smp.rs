@@ -181,9 +181,9 @@ pub extern "C" fn secondary_main(id: u64, _entry_el: u64) -> ! {
     percpu::enter(id as usize);
     mmu::activate();
     cpufeature::init_this_cpu();
-    crate::fpstate::cpu_init();
+    crate::task::fpstate::cpu_init();
     bring_up_interrupts();
-    crate::task::sched::init_cpu();
+    crate::process::init_cpu();
     log::debug!("online, mpidr {:#x}", cpu::mpidr());
     percpu::this().online.store(true, Ordering::Release);
     crate::task::sched::idle_loop()

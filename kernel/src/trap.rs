@@ -6,8 +6,8 @@
 use crate::arch::cpu;
 use crate::arch::exception::TrapFrame;
 use crate::mm::aspace::{Access, FaultError};
-use crate::signal::{self, SigInfo};
-use crate::task::{self, sched, CurrentTask, Task};
+use crate::process::signal::{self, SigInfo};
+use crate::process::{self, sched, CurrentTask, Thread};
 use svelt_abi::isa::esr::{Ec, Esr};
 use svelt_abi::uapi::signal as sig;
 
@@ -29,7 +29,7 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
         Ec::StepLower => {
             // A step armed for another task (MDSCR_EL1.SS is per CPU) fires at once in the
             // next task to reach EL0: disarm and go on.
-            if crate::ptrace::stepping(cur) {
+            if crate::process::ptrace::stepping(cur) {
                 fault(sig::SIGTRAP, sig::TRAP_TRACE, tf.elr, 0)
             } else {
                 crate::arch::debug::set_single_step(false);
@@ -37,7 +37,7 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
         }
         Ec::BreakpointLower | Ec::WatchpointLower => {
             let watch = esr.ec() == Ec::WatchpointLower;
-            if let Some(info) = crate::ptrace::hw_debug_trap(cur, watch, tf.elr, tf.far) {
+            if let Some(info) = crate::process::ptrace::hw_debug_trap(cur, watch, tf.elr, tf.far) {
                 signal::force(cur, sig::SIGTRAP, info);
             }
         }
@@ -45,14 +45,16 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
         // A GCS check failed (a return to another address than the GCS holds, a bad
         // GCSSS1 token, a disabled GCSSTR/GCSPUSHM): SIGSEGV/SEGV_CPERR at the instruction,
         // without fault information in the frame (Linux's do_el0_gcs).
-        Ec::Gcs if crate::gcs::available() => signal::force(
+        Ec::Gcs if crate::process::gcs::available() => signal::force(
             cur,
             sig::SIGSEGV,
             SigInfo::fault(sig::SIGSEGV, sig::SEGV_CPERR, tf.elr),
         ),
-        Ec::SveAccess if crate::cpufeature::features().sve => crate::fpstate::do_sve_acc(cur),
+        Ec::SveAccess if crate::cpufeature::features().sve => {
+            crate::task::fpstate::do_sve_acc(cur.core())
+        }
         Ec::SmeAccess if crate::cpufeature::offer().sme => {
-            if !crate::fpstate::do_sme_acc(cur, esr.smtc()) {
+            if !crate::task::fpstate::do_sme_acc(cur.core(), esr.smtc()) {
                 fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
             }
         }
@@ -133,7 +135,7 @@ fn user_abort(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {
 
 /// A page fault that cannot get a frame: the faulting process dies (SIGKILL), the kernel goes
 /// on. Logged like Linux's out-of-memory killer, naming the victim.
-pub fn oom_kill(t: &Task) {
+pub fn oom_kill(t: &Thread) {
     let p = t.process();
     log::warn!(
         "Out of memory: Killed process {} ({}) total-vm:{}kB",
@@ -146,7 +148,7 @@ pub fn oom_kill(t: &Task) {
 
 /// Demand paging for the current task `t`: maps the page behind `va` if its mapping allows
 /// `access`.
-fn resolve_fault(t: &Task, va: usize, access: Access) -> Result<(), FaultError> {
+fn resolve_fault(t: &Thread, va: usize, access: Access) -> Result<(), FaultError> {
     match t.mm() {
         Some(mm) => mm.lock().handle_fault(va, access),
         None => Err(FaultError::NoMapping),
@@ -170,7 +172,7 @@ fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
     };
     // Called from arch's uaccess fixup with no token at hand: the running task, from the
     // scheduler (a context-free caller).
-    let t = task::current();
+    let t = process::current();
     match resolve_fault(t, svelt_abi::uapi::sys::untagged_addr(va), access) {
         Ok(()) => true,
         // The copy fails with EFAULT, and the process is killed as a user fault would be.
@@ -211,9 +213,9 @@ pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
     }
     signal::finish_syscall(cur, tf);
     if cur.traced.load(core::sync::atomic::Ordering::Relaxed) {
-        crate::ptrace::prepare_return(cur, tf);
+        crate::process::ptrace::prepare_return(cur, tf);
     }
-    crate::fpstate::fpsimd_restore_current_state(cur);
+    crate::task::fpstate::fpsimd_restore_current_state(cur.core());
 }
 
 /// The work `return_to_user` found: exit, reschedule, rseq, signals, until none is left.
@@ -226,8 +228,8 @@ fn return_to_user_work(cur: &CurrentTask, tf: &mut TrapFrame) {
         let t = cur.task();
         if t.killed.load(core::sync::atomic::Ordering::Acquire) {
             cpu::irq_enable();
-            crate::gcs::thread_exit(cur);
-            crate::task::exit::do_exit(t.exit_code.load(core::sync::atomic::Ordering::Relaxed));
+            crate::process::gcs::thread_exit(cur);
+            crate::process::exit::do_exit(t.exit_code.load(core::sync::atomic::Ordering::Relaxed));
         }
         if sched::need_resched() {
             cpu::irq_enable();
@@ -236,7 +238,7 @@ fn return_to_user_work(cur: &CurrentTask, tf: &mut TrapFrame) {
         }
         if cur.local().rseq_resched.get() {
             cpu::irq_enable();
-            crate::rseq::resume(cur, tf);
+            crate::process::rseq::resume(cur, tf);
             continue;
         }
         if signal::has_work(t) {

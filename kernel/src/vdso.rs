@@ -13,6 +13,7 @@ use crate::time;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_mm::layout::PAGE_SIZE as PAGE;
 
@@ -131,12 +132,8 @@ pub fn update() {
 /// Maps [vvar] and [vdso] into a new address space, in the mmap area lowered by a random number
 /// of pages (none under ADDR_NO_RANDOMIZE), as exec places the interpreter; returns the
 /// image's address (AT_SYSINFO_EHDR).
-pub fn map(mm: &mut AddrSpace) -> SysResult<usize> {
+pub fn map(mm: &mut AddrSpace, persona: u32) -> SysResult<usize> {
     let v = get()?;
-    let persona = crate::task::current()
-        .process()
-        .personality
-        .load(Ordering::Relaxed);
     let mut r = [0u8; 2];
     if persona & svelt_abi::uapi::sys::ADDR_NO_RANDOMIZE == 0 {
         crate::fs::dev::fill_random(&mut r);
@@ -186,8 +183,8 @@ pub fn vma_name(v: &Vma) -> Option<&'static [u8]> {
 /// `__kernel_rt_sigreturn` (Linux: VDSO_SYMBOL(mm->context.vdso, sigtramp)): where the image's
 /// first page is now (mremap may have moved it, as checkpoint/restore tools do), else where
 /// exec put it.
-pub fn sigtramp() -> u64 {
-    let base = crate::task::current().mm().map_or(0, |mm| {
+pub fn sigtramp(mm: Option<&Mutex<AddrSpace>>) -> u64 {
+    let base = mm.map_or(0, |mm| {
         let g = mm.lock();
         let text = VDSO.get().map(|d| crate::mm::aspace::file_key(&*d.text));
         let moved = g

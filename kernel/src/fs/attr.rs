@@ -27,9 +27,7 @@ impl Attrs {
     pub fn new(perm: u32) -> Attrs {
         let now = crate::time::realtime_ns();
         // Svelt keeps no group ids: the group is root's.
-        let (uid, gid) = crate::task::sched::try_current()
-            .map(|t| (t.process().euid.load(Ordering::Relaxed), 0))
-            .unwrap_or((0, 0));
+        let (uid, gid) = (super::caller::euid(), 0);
         Attrs {
             nlink: AtomicU32::new(0),
             perm: AtomicU32::new(perm & 0o7777),

@@ -1,13 +1,14 @@
-//! Character devices: null, zero, full, (u)random, and the terminal's nodes (fs::tty).
+//! Character devices: null, zero, full, (u)random, kmsg, and the terminal's nodes (the tty
+//! module opens those: `register_tty`).
 
 #![forbid(unsafe_code)]
 
 use super::ramfs::DevNode;
-use super::{tty, File, FileOps, Inode};
+use super::{File, FileOps, Inode};
 use crate::mm::uaccess::UserSlice;
 use alloc::sync::Arc;
 use core::any::Any;
-use spin::Mutex;
+use spin::{Mutex, Once};
 use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// (name, major, minor, mode) of the nodes /dev always has (devtmpfs-like).
@@ -31,12 +32,37 @@ pub fn populate(dev: &dyn Inode) {
     }
 }
 
+/// The terminal nodes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum TtyKind {
+    /// /dev/ttyAMA0.
+    Device,
+    /// /dev/console.
+    Console,
+    /// /dev/tty: the caller's controlling terminal.
+    CurrentTty,
+}
+
+/// What opens a terminal node (the tty module, which registers at boot).
+pub type TtyOpen = fn(TtyKind, u32) -> SysResult<Arc<dyn FileOps>>;
+
+static TTY_OPEN: Once<TtyOpen> = Once::new();
+
+/// Makes `open` the driver of the terminal nodes.
+pub fn register_tty(open: TtyOpen) {
+    TTY_OPEN.call_once(|| open);
+}
+
+fn tty_open(kind: TtyKind, flags: u32) -> SysResult<Arc<dyn FileOps>> {
+    TTY_OPEN.get().ok_or(Errno::ENXIO)?(kind, flags)
+}
+
 /// Opens device (major, minor) with open(2)'s `flags`.
 pub fn open(major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
     Ok(match (major, minor) {
-        (5, 0) => tty::open(tty::Kind::CurrentTty, flags)?,
-        (5, 1) | (4, _) => tty::open(tty::Kind::Console, flags)?,
-        (204, 64) => tty::open(tty::Kind::Device, flags)?,
+        (5, 0) => tty_open(TtyKind::CurrentTty, flags)?,
+        (5, 1) | (4, _) => tty_open(TtyKind::Console, flags)?,
+        (204, 64) => tty_open(TtyKind::Device, flags)?,
         (1, 3) => Arc::new(Null),
         (1, 5) => Arc::new(Zero),
         (1, 7) => Arc::new(Full),
@@ -216,7 +242,10 @@ pub fn fill_random_user(mut dst: UserSlice) -> SysResult<usize> {
             return p.after(done).short_count();
         }
         done += n;
-        if done % PAGE == 0 && done < len && crate::signal::interrupted(crate::task::current()) {
+        if done % PAGE == 0
+            && done < len
+            && crate::task::hooks::interrupted(crate::task::sched::current())
+        {
             break;
         }
     }

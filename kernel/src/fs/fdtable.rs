@@ -13,9 +13,7 @@ pub const NR_OPEN: usize = 1 << 20;
 
 /// RLIMIT_NOFILE of the current process: descriptors it may have are below this.
 pub fn nofile_limit() -> usize {
-    let l = crate::task::current()
-        .process()
-        .rlimit(svelt_abi::uapi::sys::RLIMIT_NOFILE);
+    let l = super::caller::nofile();
     (l.min(NR_OPEN as u64)) as usize
 }
 

@@ -9,18 +9,17 @@
 
 #![forbid(unsafe_code)]
 
+pub mod caller;
 pub mod dev;
 pub mod epoll;
 pub mod eventfd;
 pub mod flock;
+pub mod generic;
 pub mod initramfs;
 pub mod pagecache;
-pub mod pidfd;
 pub mod pipe;
-pub mod proc;
 pub mod ramfs;
 pub mod sys;
-pub mod tty;
 
 mod attr;
 mod fdtable;
@@ -35,7 +34,7 @@ pub use namei::{resolve, resolve_parent, FsContext, Resolved, ResolvedParent};
 pub use vfs::{new_ino, open_node, File, FileOps, Inode, Kind, NodeOps};
 
 /// Sets up the root: the initramfs (if any) unpacked into a ramfs, with /proc, /sys and /dev.
-pub fn init(initrd: Option<&[u8]>) {
+pub fn init(initrd: Option<&[u8]>, proc_root: alloc::sync::Arc<dyn Inode>) {
     let root = ramfs::RamDir::new(0o755);
     if let Some(archive) = initrd {
         let t0 = crate::time::now_ns();
@@ -60,7 +59,7 @@ pub fn init(initrd: Option<&[u8]>) {
             let _ = root.create(d, Kind::Dir, 0o755);
         }
     }
-    let _ = root.replace("proc", proc::ProcRoot::new());
+    let _ = root.replace("proc", proc_root);
     let _ = root.replace("sys", sys::sys_root());
     if let Ok(devdir) = root.lookup("dev") {
         dev::populate(&*devdir);

@@ -134,9 +134,9 @@ fn start_stack(dirfd: i32, path: &str) -> SysResult<Vec<(String, Arc<dyn Inode>)
         return Ok(alloc::vec![("/".to_string(), root())]);
     }
     let base = if dirfd == AT_FDCWD {
-        crate::task::current().fs().lock().cwd.clone()
+        super::caller::fs().lock().cwd.clone()
     } else {
-        let file = crate::task::current().files().lock().get(dirfd)?;
+        let file = super::caller::files().lock().get(dirfd)?;
         match &file.node {
             Some(n) if n.kind() == Kind::Dir => file.path.clone(),
             Some(_) => return Err(Errno::ENOTDIR),

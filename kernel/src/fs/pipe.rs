@@ -227,11 +227,7 @@ impl FileOps for PipeEnd {
                     p.changed();
                 }
                 Ok(Err(Errno::EPIPE)) => {
-                    crate::signal::send_to_task(
-                        &crate::task::current_arc(),
-                        svelt_abi::uapi::signal::SIGPIPE,
-                        crate::signal::SigInfo::kernel(svelt_abi::uapi::signal::SIGPIPE),
-                    );
+                    super::caller::broken_pipe();
                     return Partial {
                         done,
                         err: Errno::EPIPE,

@@ -2,7 +2,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::proc::GenFile;
+use super::generic::GenFile;
 use super::ramfs::RamDir;
 use super::{Inode, Kind};
 use alloc::string::String;

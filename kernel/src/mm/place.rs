@@ -2,7 +2,7 @@
 //! address space grows under, as Linux applies them: RLIMIT_AS on the total mapped, RLIMIT_DATA
 //! on private writable memory. The caller passes the limits in (`rlimit`): they are the
 //! process's, kept with the tasks above this floor. mmap, brk and mremap (syscall/mm.rs) and
-//! map_shadow_stack (gcs.rs) share it.
+//! map_shadow_stack (process/gcs.rs) share it.
 
 #![forbid(unsafe_code)]
 

@@ -7,7 +7,7 @@
 use super::file::file;
 use crate::fs::{self, Attrs, Inode};
 use crate::mm::uaccess::UserPtr;
-use crate::task;
+use crate::process;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -19,7 +19,7 @@ const S_IXGRP: u32 = 0o010;
 use svelt_abi::uapi::time::Timespec;
 
 fn euid() -> u32 {
-    task::current().process().euid.load(Ordering::Relaxed)
+    process::current().process().euid.load(Ordering::Relaxed)
 }
 
 /// The node `path` names from `dirfd`, or `dirfd`'s own node for an empty path with
@@ -34,7 +34,7 @@ fn node_at(dirfd: i32, path: Option<usize>, flags: u32) -> SysResult<Arc<dyn Ino
             return Err(Errno::ENOENT);
         }
         if dirfd == AT_FDCWD {
-            return Ok(task::current().fs().lock().cwd_node.clone());
+            return Ok(process::current().fs().lock().cwd_node.clone());
         }
         return file(dirfd)?.node.clone().ok_or(Errno::EPERM);
     }

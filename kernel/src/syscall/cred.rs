@@ -4,13 +4,13 @@
 
 #![forbid(unsafe_code)]
 
-use crate::task::{self, CurrentTask};
+use crate::process::{self, CurrentTask};
 use core::sync::atomic::Ordering::Relaxed;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// Whether the caller has the capabilities Linux gives root (CAP_IPC_LOCK, CAP_SYS_RESOURCE):
 /// effective user ID 0.
-pub fn privileged(t: &task::Task) -> bool {
+pub fn privileged(t: &process::Thread) -> bool {
     t.process().euid.load(Relaxed) == 0
 }
 
@@ -32,9 +32,7 @@ pub fn setuid(t: &CurrentTask, uid: u32) -> SysResult<usize> {
         p.suid.store(uid, Relaxed);
         p.fsuid.store(uid, Relaxed);
         if old != uid {
-            if let Some(k) = &t.kstack {
-                k.set_uid(uid);
-            }
+            t.recharge(uid);
         }
         Ok(0)
     } else if uid == p.uid.load(Relaxed) || uid == p.suid.load(Relaxed) {

@@ -7,7 +7,7 @@ use crate::fs::epoll::{self};
 use crate::fs::{self, pipe, File, Kind};
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::mm::{try_reserve, try_vec};
-use crate::task::{self, CurrentTask};
+use crate::process::{self, CurrentTask};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -21,11 +21,11 @@ use svelt_abi::uapi::fs::{
 pub(super) const CHUNK: usize = 64 * 1024;
 
 pub(super) fn file(fd: i32) -> SysResult<Arc<File>> {
-    task::current().files().lock().get(fd)
+    process::current().files().lock().get(fd)
 }
 
 pub(super) fn install(file: Arc<File>, cloexec: bool) -> SysResult<usize> {
-    task::current()
+    process::current()
         .files()
         .lock()
         .install(file, cloexec)
@@ -47,7 +47,7 @@ pub fn openat(dirfd: i32, path: usize, flags: u32, mode: u32) -> SysResult<usize
             if p.trailing_slash {
                 return Err(Errno::EISDIR);
             }
-            let umask = task::current().fs().lock().umask;
+            let umask = process::current().fs().lock().umask;
             let node = p.dir.create(&p.name, Kind::File, mode & 0o7777 & !umask)?;
             let full = if p.dir_path == "/" {
                 alloc::format!("/{}", p.name)
@@ -97,7 +97,7 @@ pub fn close_range(first: u32, last: u32, flags: u32) -> SysResult<usize> {
     if flags & !(UNSHARE | CLOEXEC) != 0 || first > last {
         return Err(Errno::EINVAL);
     }
-    let cur = task::current();
+    let cur = process::current();
     if flags & UNSHARE != 0 {
         let copy = cur.files().lock().clone();
         *cur.files.lock() = Arc::new(spin::Mutex::new(copy));
@@ -126,7 +126,7 @@ pub fn close_range(first: u32, last: u32, flags: u32) -> SysResult<usize> {
 }
 
 pub fn close(fd: i32) -> SysResult<usize> {
-    let e = task::current().files().lock().close(fd)?;
+    let e = process::current().files().lock().close(fd)?;
     drop(e);
     Ok(0)
 }
@@ -207,7 +207,7 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
                 // a terminal's does on Linux), so a killed writer does not hold on for minutes.
                 if done < count
                     && !file.ops.seekable()
-                    && crate::signal::interrupted(task::current())
+                    && crate::process::signal::interrupted(process::current())
                 {
                     break;
                 }
@@ -467,7 +467,7 @@ pub fn pipe2(fds: usize, flags: u32) -> SysResult<usize> {
     let rf = File::new(None, r, O_RDONLY | nb, String::from("pipe:"));
     let wf = File::new(None, w, O_WRONLY | nb, String::from("pipe:"));
     let cloexec = flags & O_CLOEXEC != 0;
-    let files = task::current().files();
+    let files = process::current().files();
     let mut t = files.lock();
     let a = t.install(rf, cloexec)?;
     let b = match t.install(wf, cloexec) {
@@ -488,7 +488,7 @@ pub fn pipe2(fds: usize, flags: u32) -> SysResult<usize> {
 }
 
 pub fn dup(fd: i32) -> SysResult<usize> {
-    let files = task::current().files();
+    let files = process::current().files();
     let mut t = files.lock();
     let file = t.get(fd)?;
     t.install(file, false).map(|fd| fd as usize)
@@ -501,7 +501,7 @@ pub fn dup3(old: i32, new: i32, flags: u32) -> SysResult<usize> {
     if new < 0 {
         return Err(Errno::EBADF);
     }
-    let files = task::current().files();
+    let files = process::current().files();
     let mut t = files.lock();
     let file = t.get(old)?;
     let prev = t.install_at(new as usize, file, flags & O_CLOEXEC != 0)?;
@@ -562,7 +562,7 @@ pub fn fcntl(cur: &CurrentTask, fd: i32, cmd: u32, arg: usize) -> SysResult<usiz
 }
 
 pub fn ioctl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
-    let files = task::current().files();
+    let files = process::current().files();
     let file = files.lock().get(fd)?;
     match cmd {
         svelt_abi::uapi::tty::FIOCLEX | svelt_abi::uapi::tty::FIONCLEX => {
@@ -589,15 +589,15 @@ pub fn pidfd_open(pid: i32, flags: u32) -> SysResult<usize> {
         return Err(Errno::EINVAL);
     }
     // Found until reaped, though it may have no threads left.
-    let p = match crate::task::find_pid(pid as u32) {
+    let p = match crate::process::find_pid(pid as u32) {
         Some(p) => p,
         // A thread that is not its group's leader: EINVAL; nothing at all: ESRCH.
-        None if crate::task::find_task(pid as u32).is_some() => return Err(Errno::EINVAL),
+        None if crate::process::find_task(pid as u32).is_some() => return Err(Errno::EINVAL),
         None => return Err(Errno::ESRCH),
     };
     let f = File::new(
         None,
-        crate::fs::pidfd::PidFd::new(&p),
+        crate::process::pidfd::PidFd::new(&p),
         svelt_abi::uapi::fs::O_RDWR | flags,
         alloc::string::String::from("anon_inode:[pidfd]"),
     );

@@ -3,7 +3,7 @@
 #![forbid(unsafe_code)]
 
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::task::CurrentTask;
+use crate::process::CurrentTask;
 use crate::uts::RELEASE;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::sys;
@@ -74,7 +74,7 @@ pub fn sysinfo(buf: usize) -> SysResult<usize> {
         uptime: (crate::time::now_ns() / 1_000_000_000) as i64,
         totalram: (crate::mm::frame::total() * 4096) as u64,
         freeram: (crate::mm::frame::free_count() * 4096) as u64,
-        procs: crate::task::all_processes().len() as u16,
+        procs: crate::process::all_processes().len() as u16,
         mem_unit: 1,
         ..Default::default()
     };

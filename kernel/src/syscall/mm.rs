@@ -10,7 +10,7 @@ use crate::arch::mmu::PAGE_SIZE;
 use crate::fs::Kind;
 use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, USER_END};
 use crate::mm::place::{check_limits, map_new, Place};
-use crate::task::{with_mm, CurrentTask};
+use crate::process::{with_mm, CurrentTask};
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::fs::{O_APPEND, O_PATH};
 use svelt_abi::uapi::mm as m;

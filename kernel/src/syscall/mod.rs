@@ -21,7 +21,7 @@ pub mod stat;
 pub mod time;
 
 use crate::arch::exception::TrapFrame;
-use crate::task::{self, CurrentTask};
+use crate::process::{self, CurrentTask};
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::nr;
@@ -97,13 +97,13 @@ pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) {
     let l = cur.local();
     l.orig_x0.set(tf.x[0]);
     l.in_syscall.set(n as i64);
-    crate::fpstate::fp_user_discard(cur);
+    crate::task::fpstate::fp_user_discard(cur.core());
     if cur.syscall_trace.load(Relaxed) {
         return dispatch_traced(cur, tf);
     }
     // One load and one branch unless the task is under seccomp.
     if cur.seccomp.mode.load(Relaxed) != 0 {
-        match crate::seccomp::check(cur, tf) {
+        match crate::process::seccomp::check(cur, tf) {
             Some(nr) => n = nr,
             None => return,
         }
@@ -119,22 +119,22 @@ fn dispatch_traced(cur: &CurrentTask, tf: &mut TrapFrame) {
     if tf.x[8] as i64 == -1 {
         tf.x[0] = (-(Errno::ENOSYS as i64)) as u64;
     }
-    crate::ptrace::syscall_entry(cur, tf);
+    crate::process::ptrace::syscall_entry(cur, tf);
     let l = cur.local();
     // The tracer's x0 is the first argument from here on (seccomp's and a restart's).
     l.orig_x0.set(tf.x[0]);
     let n = l.in_syscall.get();
     // A kill during the stop: the syscall does not run (the exit follows on the way out).
-    let mut run = (n != -1 && !crate::signal::fatal_pending(cur)).then_some(n as u64);
+    let mut run = (n != -1 && !crate::process::signal::fatal_pending(cur)).then_some(n as u64);
     // seccomp sees the call as the tracer left it (Linux: ptrace first, then seccomp).
     if run.is_some() && cur.seccomp.mode.load(Relaxed) != 0 {
-        run = crate::seccomp::check(cur, tf);
+        run = crate::process::seccomp::check(cur, tf);
     }
     if let Some(n) = run {
         call(n, &mut Syscall { cur, tf });
     }
     if cur.syscall_trace.load(Relaxed) {
-        crate::ptrace::syscall_exit(cur, tf);
+        crate::process::ptrace::syscall_exit(cur, tf);
     }
 }
 
@@ -251,7 +251,8 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::MUNMAP] = v(|c| mm::munmap(c.arg(0), c.arg(1)));
     t[nr::MPROTECT] = v(|c| mm::mprotect(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::PIDFD_OPEN] = v(|c| file::pidfd_open(c.arg(0), c.arg(1)));
-    t[nr::MAP_SHADOW_STACK] = v(|c| crate::gcs::map_shadow_stack(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::MAP_SHADOW_STACK] =
+        v(|c| crate::process::gcs::map_shadow_stack(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::MADVISE] = v(|c| mm::madvise(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::MREMAP] = v(|c| mm::mremap(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::MLOCK] = v(|c| mm::mlock(c.cur, c.arg(0), c.arg(1), true, 0));
@@ -303,10 +304,10 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::SET_ROBUST_LIST] = v(|c| proc::set_robust_list(c.cur, c.arg(0), c.arg(1)));
     t[nr::GET_ROBUST_LIST] = v(|c| proc::get_robust_list(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::FUTEX] = v(|c| {
-        crate::task::futex::futex(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5))
+        crate::process::futex::futex(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5))
     });
     t[nr::SCHED_YIELD] = v(|_| {
-        task::sched::yield_now();
+        process::sched::yield_now();
         Ok(0)
     });
     t[nr::GETPRIORITY] = v(|c| sched::getpriority(c.cur, c.arg(0), c.arg(1)));
@@ -332,9 +333,15 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::GETRUSAGE] = v(|c| proc::getrusage(c.arg(0), c.arg(1)));
     t[nr::PRCTL] = v(|c| proc::prctl(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::SECCOMP] = v(|c| {
-        crate::seccomp::seccomp(c.cur, c.arg(0), c.arg(1), c.arg(2), cred::privileged(c.cur))
+        crate::process::seccomp::seccomp(
+            c.cur,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            cred::privileged(c.cur),
+        )
     });
-    t[nr::RSEQ] = v(|c| crate::rseq::rseq(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::RSEQ] = v(|c| crate::process::rseq::rseq(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     // tracing
     t[nr::PTRACE] = v(|c| ptrace::ptrace(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::PROCESS_VM_READV] = v(|c| {

@@ -5,7 +5,7 @@
 use super::file::file;
 use crate::fs::{self, Kind};
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::task::CurrentTask;
+use crate::process::CurrentTask;
 use alloc::string::String;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::fs::{AT_FDCWD, AT_REMOVEDIR, S_IFCHR, S_IFMT, S_IFREG};

@@ -8,7 +8,7 @@ use crate::fs::{self, File};
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::net::unix::{self, Scm, SockFile, SockType, UnixSocket};
 use crate::net::IovCursor;
-use crate::task::CurrentTask;
+use crate::process::CurrentTask;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;

@@ -7,7 +7,7 @@ use crate::fs::epoll::{self, Epoll};
 use crate::fs::{self, File, Kind};
 use crate::mm::try_vec;
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::task;
+use crate::process;
 use alloc::string::String;
 use alloc::vec::Vec;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -78,7 +78,7 @@ pub fn epoll_pwait(
     let ep_file = file(epfd)?;
     let ep = as_epoll(&ep_file)?;
     UserSlice::new(events, max as usize * EpollEvent::SIZE).check()?;
-    let _mask = crate::signal::TempMask::from_user(sigmask, sigsetsize)?;
+    let _mask = crate::process::signal::TempMask::from_user(sigmask, sigsetsize)?;
     let ready = epoll::wait_ready(
         || {
             let v = ep.collect(max as usize);
@@ -123,8 +123,8 @@ pub fn ppoll(
     let fds = UserPtr::new(fds);
     fds.read_slice(&mut pfds)?;
     let deadline = read_timeout(tmo)?;
-    let _mask = crate::signal::TempMask::from_user(sigmask, sigsetsize)?;
-    let files = task::current().files();
+    let _mask = crate::process::signal::TempMask::from_user(sigmask, sigsetsize)?;
+    let files = process::current().files();
     let r = epoll::wait_ready(
         || {
             let t = files.lock();
@@ -183,11 +183,11 @@ pub fn pselect6(
     let sig = UserPtr::<u64>::new(sig);
     let _mask = if !sig.is_null() {
         let (p, len) = (sig.read()?, sig.add(1).read()?);
-        crate::signal::TempMask::from_user(p as usize, len as usize)?
+        crate::process::signal::TempMask::from_user(p as usize, len as usize)?
     } else {
-        crate::signal::TempMask::from_user(0, 8)?
+        crate::process::signal::TempMask::from_user(0, 8)?
     };
-    let files = task::current().files();
+    let files = process::current().files();
     let bit = |s: &[u8], i: usize| s[i / 8] & (1 << (i % 8)) != 0;
     let mut out = (
         try_vec(bytes, 0u8)?,

@@ -5,8 +5,8 @@
 use super::NoReturn;
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::task::exit::{self, Which};
-use crate::task::{self, CurrentTask};
+use crate::process::exit::{self, Which};
+use crate::process::{self, CurrentTask};
 use core::sync::atomic::Ordering;
 use svelt_abi::uapi::cpumask;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -29,7 +29,7 @@ pub fn clone(
         tls,
         child_tid as u64,
     );
-    task::fork::do_clone(cur, &args, tf).map(|t| t as usize)
+    process::fork::do_clone(cur, &args, tf).map(|t| t as usize)
 }
 
 /// On success the registers are the new program's (x0 zero).
@@ -40,13 +40,13 @@ pub fn execve(
     envp: usize,
     tf: &mut TrapFrame,
 ) -> SysResult<NoReturn> {
-    task::exec::do_execve(cur, path, argv, envp, tf)?;
-    crate::ptrace::exec_done(cur.tid);
+    process::exec::do_execve(cur, path, argv, envp, tf)?;
+    crate::process::ptrace::exec_done(cur.tid);
     Ok(NoReturn)
 }
 
 pub fn exit(cur: &CurrentTask, code: i32) -> SysResult<usize> {
-    crate::gcs::thread_exit(cur);
+    crate::process::gcs::thread_exit(cur);
     exit::do_exit(wstatus::exited(code))
 }
 
@@ -114,7 +114,7 @@ pub fn waitid(
     if infop != 0 {
         let info = match r {
             Some(r) if r.trapped => {
-                crate::signal::SigInfo::chld(
+                crate::process::signal::SigInfo::chld(
                     svelt_abi::uapi::signal::CLD_TRAPPED,
                     r.pid as i32,
                     0,
@@ -124,7 +124,7 @@ pub fn waitid(
                 )
                 .0
             }
-            Some(r) => crate::signal::child_info(r.pid, r.status).0,
+            Some(r) => crate::process::signal::child_info(r.pid, r.status).0,
             None => [0u8; 128],
         };
         UserPtr::new(infop).write(&info)?;
@@ -150,7 +150,7 @@ pub fn setpgid(cur: &CurrentTask, pid: i32, pgid: i32) -> SysResult<usize> {
     let target = if pid == 0 || pid as u32 == me.pid {
         me.clone()
     } else {
-        let t = task::find_process(pid as u32).ok_or(Errno::ESRCH)?;
+        let t = process::find_process(pid as u32).ok_or(Errno::ESRCH)?;
         if t.parent().is_none_or(|p| p.pid != me.pid) {
             return Err(Errno::ESRCH);
         }
@@ -165,7 +165,7 @@ pub fn getpgid(cur: &CurrentTask, pid: i32) -> SysResult<usize> {
     let p = if pid == 0 {
         cur.process()
     } else {
-        task::find_pid(pid as u32).ok_or(Errno::ESRCH)?
+        process::find_pid(pid as u32).ok_or(Errno::ESRCH)?
     };
     Ok(p.pgid.load(Ordering::Relaxed) as usize)
 }
@@ -174,7 +174,7 @@ pub fn getsid(cur: &CurrentTask, pid: i32) -> SysResult<usize> {
     let p = if pid == 0 {
         cur.process()
     } else {
-        task::find_pid(pid as u32).ok_or(Errno::ESRCH)?
+        process::find_pid(pid as u32).ok_or(Errno::ESRCH)?
     };
     Ok(p.sid.load(Ordering::Relaxed) as usize)
 }
@@ -206,7 +206,7 @@ pub fn set_robust_list(cur: &CurrentTask, head: usize, len: usize) -> SysResult<
 
 pub fn get_robust_list(cur: &CurrentTask, pid: i32, head: usize, len: usize) -> SysResult<usize> {
     let found = affinity_target(pid)?;
-    let t: &task::Task = found.as_deref().unwrap_or(cur);
+    let t: &process::Thread = found.as_deref().unwrap_or(cur);
     let h = t.robust_list.load(Ordering::Relaxed);
     UserPtr::new(head).write(&(h as u64))?;
     UserPtr::new(len).write(&24u64)?;
@@ -214,17 +214,17 @@ pub fn get_robust_list(cur: &CurrentTask, pid: i32, head: usize, len: usize) -> 
 }
 
 /// The task `pid` names; `None` for 0, the caller itself.
-fn affinity_target(pid: i32) -> SysResult<Option<alloc::sync::Arc<task::Task>>> {
+fn affinity_target(pid: i32) -> SysResult<Option<alloc::sync::Arc<process::Thread>>> {
     if pid == 0 {
         Ok(None)
     } else {
-        task::find_task(pid as u32).ok_or(Errno::ESRCH).map(Some)
+        process::find_task(pid as u32).ok_or(Errno::ESRCH).map(Some)
     }
 }
 
 pub fn sched_getaffinity(cur: &CurrentTask, pid: i32, len: usize, mask: usize) -> SysResult<usize> {
     let found = affinity_target(pid)?;
-    let t: &task::Task = found.as_deref().unwrap_or(cur);
+    let t: &process::Thread = found.as_deref().unwrap_or(cur);
     let n = cpumask::getaffinity_len(len, crate::percpu::possible())?;
     let m = t.affinity.load().and(&crate::percpu::online_mask());
     let mut bytes = [0u8; cpumask::NR_CPUS / 8];
@@ -235,7 +235,7 @@ pub fn sched_getaffinity(cur: &CurrentTask, pid: i32, len: usize, mask: usize) -
 
 pub fn sched_setaffinity(cur: &CurrentTask, pid: i32, len: usize, mask: usize) -> SysResult<usize> {
     let found = affinity_target(pid)?;
-    let t: &task::Task = found.as_deref().unwrap_or(cur);
+    let t: &process::Thread = found.as_deref().unwrap_or(cur);
     let mut b = [0u8; cpumask::NR_CPUS / 8];
     let n = cpumask::setaffinity_len(len, crate::percpu::possible());
     UserSlice::new(mask, n).copy_in(&mut b[..n])?;
@@ -246,7 +246,7 @@ pub fn sched_setaffinity(cur: &CurrentTask, pid: i32, len: usize, mask: usize) -
     t.affinity.store(m);
     // Leave a CPU the task may no longer use at the next chance.
     if found.is_none() && !m.contains(crate::percpu::cpu_id()) {
-        task::sched::set_need_resched();
+        process::sched::set_need_resched();
     }
     Ok(0)
 }
@@ -261,7 +261,7 @@ pub fn prlimit64(
     let p = if pid == 0 {
         cur.process()
     } else {
-        task::find_process(pid as u32).ok_or(Errno::ESRCH)?
+        process::find_process(pid as u32).ok_or(Errno::ESRCH)?
     };
     if resource >= sys::RLIM_NLIMITS {
         return Err(Errno::EINVAL);
@@ -304,7 +304,7 @@ pub fn prctl(
     a4: usize,
     a5: usize,
 ) -> SysResult<usize> {
-    use crate::seccomp;
+    use crate::process::seccomp;
     use svelt_abi::uapi::prctl::PrctlCmd;
     match PrctlCmd::decode(option, [a2, a3, a4, a5])? {
         PrctlCmd::GetSeccomp => seccomp::prctl_get_seccomp(cur),
@@ -315,7 +315,7 @@ pub fn prctl(
         PrctlCmd::GetNoNewPrivs => seccomp::get_no_new_privs(cur),
         // The tagged address ABI, as arm64 Linux without MTE.
         PrctlCmd::SetTaggedAddr { enable } => {
-            task::sched::set_current_tagged_addr(cur, enable);
+            process::sched::set_current_tagged_addr(cur.core(), enable);
             Ok(0)
         }
         PrctlCmd::GetTaggedAddr => Ok(usize::from(cur.tagged_addr.load(Ordering::Relaxed))),
@@ -337,11 +337,13 @@ pub fn prctl(
             UserPtr::new(buf).write(&cur.comm())?;
             Ok(0)
         }
-        PrctlCmd::SetVl { kind, arg } => crate::fpstate::vec_set_current_vl(cur, kind, arg),
-        PrctlCmd::GetVl { kind } => crate::fpstate::vec_get_current_vl(cur, kind),
-        PrctlCmd::GetShadowStack { ptr } => crate::gcs::prctl_get(cur, ptr),
-        PrctlCmd::SetShadowStack { arg } => crate::gcs::prctl_set(cur, arg),
-        PrctlCmd::LockShadowStack { arg } => crate::gcs::prctl_lock(cur, arg),
+        PrctlCmd::SetVl { kind, arg } => {
+            crate::task::fpstate::vec_set_current_vl(cur.core(), kind, arg)
+        }
+        PrctlCmd::GetVl { kind } => crate::task::fpstate::vec_get_current_vl(cur.core(), kind),
+        PrctlCmd::GetShadowStack { ptr } => crate::process::gcs::prctl_get(cur, ptr),
+        PrctlCmd::SetShadowStack { arg } => crate::process::gcs::prctl_set(cur, arg),
+        PrctlCmd::LockShadowStack { arg } => crate::process::gcs::prctl_lock(cur, arg),
     }
 }
 

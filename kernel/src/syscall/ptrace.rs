@@ -3,9 +3,9 @@
 #![forbid(unsafe_code)]
 
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
-use crate::ptrace::{self, may_access, regset, Frozen, StopKind};
-use crate::signal::{self, SigInfo};
-use crate::task::{self, CurrentTask, Held, Process, Task};
+use crate::process::ptrace::{self, may_access, regset, Frozen, StopKind};
+use crate::process::signal::{self, SigInfo};
+use crate::process::{self, CurrentTask, Held, Process, Thread};
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -171,7 +171,7 @@ fn traceme(cur: &CurrentTask, me: &Arc<Process>) -> SysResult<usize> {
 }
 
 /// PTRACE_ATTACH (`seize` None) or PTRACE_SEIZE with its options.
-fn attach(me: &Arc<Process>, t: Arc<Task>, seize: Option<u32>) -> SysResult<usize> {
+fn attach(me: &Arc<Process>, t: Arc<Thread>, seize: Option<u32>) -> SysResult<usize> {
     let p = t.process();
     if Arc::ptr_eq(&p, me) || t.kstack.is_none() {
         return Err(Errno::EPERM);
@@ -198,11 +198,11 @@ fn attach(me: &Arc<Process>, t: Arc<Task>, seize: Option<u32>) -> SysResult<usiz
     Ok(0)
 }
 
-fn find(pid: i32) -> SysResult<Arc<Task>> {
+fn find(pid: i32) -> SysResult<Arc<Thread>> {
     if pid <= 0 {
         return Err(Errno::ESRCH);
     }
-    task::find_task(pid as u32).ok_or(Errno::ESRCH)
+    process::find_task(pid as u32).ok_or(Errno::ESRCH)
 }
 
 fn resume(f: Frozen, signo: u32, step: bool) {
@@ -217,7 +217,7 @@ fn resume(f: Frozen, signo: u32, step: bool) {
 
 /// Reads (`write` false) or writes `buf` at `addr` in a tracee's address space; a write goes
 /// through read-only mappings (breakpoints in text), copying private pages first.
-fn remote_access(t: &Task, addr: usize, buf: &mut [u8], write: bool) -> SysResult<()> {
+fn remote_access(t: &Thread, addr: usize, buf: &mut [u8], write: bool) -> SysResult<()> {
     let mm = t.mm().ok_or(Errno::EIO)?;
     let mut a = mm.lock();
     if write {

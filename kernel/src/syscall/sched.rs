@@ -8,11 +8,12 @@
 #![forbid(unsafe_code)]
 
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::task::{self, CurrentTask, Task};
+use crate::process::{self, CurrentTask, Thread};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::Relaxed;
 use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::sched::SCHED_RESET_ON_FORK;
 
 const SCHED_OTHER: u32 = 0;
 const SCHED_FIFO: u32 = 1;
@@ -20,7 +21,6 @@ const SCHED_RR: u32 = 2;
 const SCHED_BATCH: u32 = 3;
 const SCHED_IDLE: u32 = 5;
 const SCHED_DEADLINE: u32 = 6;
-const SCHED_RESET_ON_FORK: u32 = 0x4000_0000;
 /// sched_attr.sched_flags' SCHED_FLAG_RESET_ON_FORK.
 const SCHED_FLAG_RESET_ON_FORK: u64 = 1;
 const SCHED_ATTR_SIZE_VER0: usize = 48;
@@ -33,39 +33,23 @@ const IOPRIO_CLASS_BE: u32 = 2;
 const IOPRIO_CLASS_IDLE: u32 = 3;
 const IOPRIO_NR_LEVELS: u32 = 8;
 
-/// A fork's child: the parent's nice value, policy and I/O priority; with
-/// SCHED_RESET_ON_FORK the flag is dropped and a negative nice value becomes 0 (Linux's
-/// sched_fork; only real-time policies, which Svelt refuses, would fall back to SCHED_OTHER).
-pub fn inherit(parent: &Task, child: &Task) {
-    let policy = parent.policy.load(Relaxed);
-    let nice = parent.nice.load(Relaxed);
-    if policy & SCHED_RESET_ON_FORK != 0 {
-        child.policy.store(policy & !SCHED_RESET_ON_FORK, Relaxed);
-        child.nice.store(nice.max(0), Relaxed);
-    } else {
-        child.policy.store(policy, Relaxed);
-        child.nice.store(nice, Relaxed);
-    }
-    child.ioprio.store(parent.ioprio.load(Relaxed), Relaxed);
-}
-
 /// The threads `which`/`who` name (PRIO_PROCESS: a thread, 0 the caller; PRIO_PGRP: a process
 /// group's threads, 0 the caller's; PRIO_USER: a real user ID's, 0 the caller's).
-fn targets(cur: &CurrentTask, which: u32, who: u32) -> SysResult<Vec<Arc<Task>>> {
+fn targets(cur: &CurrentTask, which: u32, who: u32) -> SysResult<Vec<Arc<Thread>>> {
     const PRIO_PROCESS: u32 = 0;
     const PRIO_PGRP: u32 = 1;
     const PRIO_USER: u32 = 2;
     let me = cur.to_arc();
     let v = match which {
         PRIO_PROCESS if who == 0 => alloc::vec![me],
-        PRIO_PROCESS => task::find_task(who).into_iter().collect(),
+        PRIO_PROCESS => process::find_task(who).into_iter().collect(),
         PRIO_PGRP => {
             let pgid = if who == 0 {
                 me.process().pgid.load(Relaxed)
             } else {
                 who
             };
-            task::all_processes()
+            process::all_processes()
                 .into_iter()
                 .filter(|p| p.pgid.load(Relaxed) == pgid)
                 .flat_map(|p| p.live_threads())
@@ -77,7 +61,7 @@ fn targets(cur: &CurrentTask, which: u32, who: u32) -> SysResult<Vec<Arc<Task>>>
             } else {
                 who
             };
-            task::all_processes()
+            process::all_processes()
                 .into_iter()
                 .filter(|p| p.uid.load(Relaxed) == uid)
                 .flat_map(|p| p.live_threads())
@@ -93,7 +77,7 @@ fn targets(cur: &CurrentTask, which: u32, who: u32) -> SysResult<Vec<Arc<Task>>>
 
 /// Whether the caller may change `t`'s scheduling (Linux's set_one_prio and check_same_owner):
 /// root, or the owner; lowering a nice value (`raising`) needs root.
-fn may_change(cur: &CurrentTask, t: &Task, raising: bool) -> SysResult<()> {
+fn may_change(cur: &CurrentTask, t: &Thread, raising: bool) -> SysResult<()> {
     if super::cred::privileged(cur) {
         return Ok(());
     }
@@ -135,11 +119,11 @@ pub fn setpriority(cur: &CurrentTask, which: u32, who: u32, nice: i32) -> SysRes
 }
 
 /// The thread a sched_* call names: the caller for 0; EINVAL below 0, ESRCH if none.
-fn sched_target(cur: &CurrentTask, pid: i32) -> SysResult<Arc<Task>> {
+fn sched_target(cur: &CurrentTask, pid: i32) -> SysResult<Arc<Thread>> {
     match pid {
         0 => Ok(cur.to_arc()),
         p if p < 0 => Err(Errno::EINVAL),
-        p => task::find_task(p as u32).ok_or(Errno::ESRCH),
+        p => process::find_task(p as u32).ok_or(Errno::ESRCH),
     }
 }
 

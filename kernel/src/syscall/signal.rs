@@ -5,8 +5,8 @@
 use super::NoReturn;
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::signal::{self, SigInfo};
-use crate::task::{self, CurrentTask};
+use crate::process::signal::{self, SigInfo};
+use crate::process::{self, CurrentTask};
 use core::sync::atomic::Ordering;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::signal::{self as sig, Sigaction, Sigset, StackT};
@@ -92,7 +92,7 @@ pub fn rt_sigsuspend(cur: &CurrentTask, set: usize, size: usize) -> SysResult<us
     let m = UserPtr::<u64>::new(set).read()?;
     signal::set_temp_mask(m);
     let me = cur.to_arc();
-    let _ = crate::task::wait::sleep_forever_interruptible(&me);
+    let _ = crate::process::sigwait::sleep_forever_interruptible(&me);
     Err(Errno::ERESTARTNOHAND)
 }
 
@@ -118,7 +118,7 @@ pub fn rt_sigtimedwait(
         None
     };
     let me = cur.to_arc();
-    let r = crate::task::wait::wait_for_signal(&me, want, deadline)?;
+    let r = crate::process::sigwait::wait_for_signal(&me, want, deadline)?;
     match r {
         Some(i) => {
             if info != 0 {
@@ -170,7 +170,7 @@ pub fn kill(cur: &CurrentTask, pid: i32, signo: i32) -> SysResult<usize> {
         0 => me.pgid.load(Ordering::Relaxed),
         p => p.unsigned_abs(),
     };
-    let chosen = |p: &task::Process| match pid {
+    let chosen = |p: &process::Process| match pid {
         p1 if p1 > 0 => p.pid == p1 as u32,
         -1 => p.pid > 1 && p.pid != me.pid,
         _ => p.pgid.load(Ordering::Relaxed) == g,
@@ -178,8 +178,8 @@ pub fn kill(cur: &CurrentTask, pid: i32, signo: i32) -> SysResult<usize> {
     // Every process counts as found until it is reaped (a dying one, a zombie: as on Linux),
     // but a signal to a zombie goes nowhere.
     let mut targets = match pid {
-        p if p > 0 => crate::mm::try_collect(task::find_pid(p as u32))?,
-        _ => task::processes()?,
+        p if p > 0 => crate::mm::try_collect(process::find_pid(p as u32))?,
+        _ => process::processes()?,
     };
     targets.retain(|p| p.pid != 0 && chosen(p));
     if targets.is_empty() {
@@ -187,7 +187,7 @@ pub fn kill(cur: &CurrentTask, pid: i32, signo: i32) -> SysResult<usize> {
     }
     if s != 0 {
         for p in &targets {
-            if !matches!(*p.state.lock(), task::ProcState::Zombie(_)) {
+            if !matches!(*p.state.lock(), process::ProcState::Zombie(_)) {
                 signal::send_to_process(p, s, me_info(cur, s, sig::SI_USER));
             }
         }
@@ -204,7 +204,7 @@ pub fn tgkill(cur: &CurrentTask, tgid: i32, tid: i32, signo: i32) -> SysResult<u
     } else {
         signal::valid_signo(signo)?
     };
-    let t = task::find_task(tid as u32).ok_or(Errno::ESRCH)?;
+    let t = process::find_task(tid as u32).ok_or(Errno::ESRCH)?;
     if tgid != -1 && t.pid() != tgid as u32 {
         return Err(Errno::ESRCH);
     }

@@ -6,7 +6,7 @@ use super::file::{file, CHUNK};
 use crate::fs::{self, pipe, File, Kind};
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::mm::{try_reserve, try_vec};
-use crate::task;
+use crate::process;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -49,7 +49,7 @@ fn stat_at(dirfd: i32, path: usize, flags: u32) -> SysResult<Stat> {
     if p.is_empty() {
         if flags & AT_EMPTY_PATH != 0 {
             if dirfd == AT_FDCWD {
-                let cwd = task::current().fs().lock().cwd_node.clone();
+                let cwd = process::current().fs().lock().cwd_node.clone();
                 return Ok(fs::stat_of(&*cwd));
             }
             let f = file(dirfd)?;

@@ -3,8 +3,9 @@
 #![forbid(unsafe_code)]
 
 use crate::mm::uaccess::{UserPtr, UserSlice};
+use crate::process::{self, CurrentTask};
 use crate::task::local::RestartBlock;
-use crate::task::{self, wait, CurrentTask};
+use crate::task::wait;
 use crate::time;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::time::{self as abi, Itimerval, Timespec, Timeval};
@@ -197,7 +198,7 @@ pub fn clock_nanosleep(
 }
 
 fn current_itimer(cur: &CurrentTask) -> Itimerval {
-    let (left, interval) = task::timer::itimer_remaining(&cur.process());
+    let (left, interval) = process::itimer::itimer_remaining(&cur.process());
     Itimerval {
         it_interval: Timeval::from_nanos(interval),
         it_value: Timeval::from_nanos(left),
@@ -225,7 +226,7 @@ pub fn setitimer(
     // Validated above (the default is zero), so both convert.
     let v = value.unwrap_or_default();
     let ns = |t: Timeval| t.to_nanos().unwrap_or(0);
-    task::timer::arm_itimer(&cur.process(), ns(v.it_value), ns(v.it_interval));
+    process::itimer::arm_itimer(&cur.process(), ns(v.it_value), ns(v.it_interval));
     Ok(0)
 }
 

@@ -13,10 +13,9 @@
 //! - the scheduler, for the task it switches out (the current one) and the task it switches in
 //!   (off every CPU until then).
 
+use super::fpstate::TaskFpState;
 use super::Task;
 use crate::arch::exception::TrapFrame;
-use crate::fpstate::TaskFpState;
-use alloc::sync::Arc;
 use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;
 use core::ops::Deref;
@@ -39,12 +38,21 @@ pub struct TaskLocal {
     /// The guarded control stack (GCSPR_EL0 lives in the CPU while the task runs).
     pub gcs: Cell<svelt_abi::isa::gcs::GcsState>,
     /// The thread's rseq(2) registration.
-    pub rseq: Cell<Option<crate::rseq::Registration>>,
+    pub rseq: Cell<Option<RseqArea>>,
     /// Switched out since it last returned to user mode: its rseq area needs updating.
     pub rseq_resched: Cell<bool>,
     /// What restart_syscall resumes: a relative sleep interrupted with no handler run
     /// (Linux's restart_block); `None` makes restart_syscall fail with EINTR.
     pub restart_block: Cell<Option<RestartBlock>>,
+}
+
+/// A thread's rseq(2) registration: where its `struct rseq` is, its length and the abort
+/// signature (process/rseq.rs acts on it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RseqArea {
+    pub addr: usize,
+    pub len: u32,
+    pub sig: u32,
 }
 
 /// An interrupted relative sleep: its deadline (counter) and where its time left goes.
@@ -85,7 +93,7 @@ impl CurrentTask {
     /// here is the one that came from user mode, and every holder of the token runs as it.
     pub unsafe fn enter() -> CurrentTask {
         CurrentTask {
-            task: super::current(),
+            task: super::sched::current(),
             _not_send: PhantomData,
         }
     }
@@ -98,12 +106,6 @@ impl CurrentTask {
         // SAFETY: the token exists only on the running task's own kernel stack (not Send), and
         // a running task is on one CPU.
         unsafe { self.task.local_unchecked() }
-    }
-
-    /// An owned reference to the running task (a clone of its run queue's), for a caller that
-    /// must keep it; `task()` or deref is enough otherwise.
-    pub fn to_arc(&self) -> Arc<Task> {
-        super::sched::current_arc()
     }
 
     pub fn held(&self) -> Held<'_> {

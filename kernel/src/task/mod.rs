@@ -1,15 +1,17 @@
-//! Tasks and processes.
+//! The task core: what the scheduler runs, and nothing of POSIX.
 //!
-//! A `Task` is a schedulable thread with its own kernel stack, saved kernel context, user
-//! registers (the trap frame at the top of its kernel stack), FP state and signal state. What
-//! clone can share is held through `Arc`s: the address space (CLONE_VM), the file table
-//! (CLONE_FILES), cwd (CLONE_FS) and signal handlers (CLONE_SIGHAND). A `Process` is a thread
-//! group: pid, parent and children, exit status, process-wide pending signals.
+//! A `Task` is a schedulable thread of kernel execution: an id, a run state, the CPU it last ran
+//! on and the CPUs it may run on, a kernel stack with the user registers at its top, a saved
+//! kernel context, its user register state (TLS, FP/SVE/SME, GCS: `TaskLocal`) and the counters
+//! of its FP traps. What a task is *for* hangs off it in one data slot: the POSIX thread
+//! (`process::Thread`: signals, files, credentials, ptrace...) for every task today, and the
+//! layer that put it there is the only one that reads it back. The core imports arch, mm, sync
+//! and the timer and IRQ plumbing below them; the layers above reach in through `hooks` for the
+//! two questions a wait must ask of them (after Asterinas OSTD's `Task` with its typed data,
+//! and Linux's split between `task_struct`'s scheduling part and `signal_pending`).
 
-pub mod exec;
-pub mod exit;
-pub mod fork;
-pub mod futex;
+pub mod fpstate;
+pub mod hooks;
 pub mod local;
 pub mod sched;
 pub mod timer;
@@ -18,23 +20,16 @@ pub mod wait;
 use crate::arch::context::Context;
 use crate::arch::exception::TrapFrame;
 use crate::arch::mmu::{phys_to_virt, PAGE_SIZE};
-use crate::fs::{FdTable, FsContext};
-use crate::mm::aspace::AddrSpace;
 use crate::mm::frame;
-use crate::signal::{SigHandlers, SigState};
 use crate::sync::IrqLock;
-use alloc::collections::BTreeMap;
-use alloc::sync::{Arc, Weak};
-use alloc::vec::Vec;
+use alloc::sync::Arc;
+use core::any::{Any, TypeId};
 use core::cell::UnsafeCell;
-use core::sync::atomic::{
-    AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
-};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 pub use local::{CurrentTask, Held, TaskLocal};
-use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
-use wait::WaitQueue;
 
+/// A task's id (a thread id to POSIX).
 pub type Pid = u32;
 
 pub const KSTACK_PAGES: usize = 8;
@@ -54,72 +49,18 @@ pub enum State {
     Parked = 4,
 }
 
-pub type Mm = Arc<Mutex<AddrSpace>>;
-
-/// kernel.threads-max (/proc/sys/kernel/threads-max): set at boot from RAM as Linux does.
-pub static MAX_THREADS: AtomicUsize = AtomicUsize::new(usize::MAX);
-/// User threads in existence (each has a kernel stack).
-pub static NR_THREADS: AtomicUsize = AtomicUsize::new(0);
-/// Threads per real user ID, for RLIMIT_NPROC.
-static UID_THREADS: IrqLock<BTreeMap<u32, usize>> = IrqLock::new(BTreeMap::new());
-
-/// Linux's default: as many threads as kernel stacks would fill an eighth of RAM, with its
-/// 16 KiB stacks (RLIMIT_NPROC defaults to half of it).
-pub fn init_limits() {
-    let max = (frame::total() / 32).clamp(20, 0x3fff_ffff);
-    MAX_THREADS.store(max, Ordering::Relaxed);
-}
-
-fn uid_charge(uid: u32, delta: isize) {
-    let mut m = UID_THREADS.lock();
-    let e = m.entry(uid).or_insert(0);
-    *e = e.saturating_add_signed(delta);
-    if *e == 0 {
-        m.remove(&uid);
-    }
-}
-
-/// Moves a thread's RLIMIT_NPROC charge to another user (setuid).
-pub fn recharge_thread(old: u32, new: u32) {
-    if old != new {
-        uid_charge(new, 1);
-        uid_charge(old, -1);
-    }
-}
-
 pub struct KernelStack {
     pa: u64,
-    /// The real user ID this thread counts against.
-    uid: AtomicU32,
 }
 
 impl KernelStack {
-    /// A kernel stack for a new user thread of user `uid`: EAGAIN beyond threads-max or, for
-    /// users other than root, beyond RLIMIT_NPROC `nproc` (as Linux's fork).
-    pub(crate) fn new(uid: u32, nproc: u64) -> SysResult<KernelStack> {
-        if NR_THREADS.load(Ordering::Relaxed) >= MAX_THREADS.load(Ordering::Relaxed) {
-            return Err(Errno::EAGAIN);
-        }
-        if uid != 0 {
-            let n = UID_THREADS.lock().get(&uid).copied().unwrap_or(0);
-            if n as u64 >= nproc {
-                return Err(Errno::EAGAIN);
-            }
-        }
+    /// A kernel stack (ENOMEM without frames for it).
+    pub fn new() -> SysResult<KernelStack> {
         let pa = frame::alloc_user(KSTACK_PAGES).ok_or(Errno::ENOMEM)?;
         frame::KSTACK_PAGES.fetch_add(KSTACK_PAGES, Ordering::Relaxed);
-        NR_THREADS.fetch_add(1, Ordering::Relaxed);
-        uid_charge(uid, 1);
-        Ok(KernelStack {
-            pa,
-            uid: AtomicU32::new(uid),
-        })
+        Ok(KernelStack { pa })
     }
 
-    pub fn set_uid(&self, uid: u32) {
-        let old = self.uid.swap(uid, Ordering::Relaxed);
-        recharge_thread(old, uid);
-    }
     pub fn top(&self) -> usize {
         phys_to_virt(self.pa) + KSTACK_PAGES * PAGE_SIZE
     }
@@ -130,16 +71,22 @@ impl KernelStack {
 
 impl Drop for KernelStack {
     fn drop(&mut self) {
-        uid_charge(self.uid.load(Ordering::Relaxed), -1);
-        NR_THREADS.fetch_sub(1, Ordering::Relaxed);
         frame::KSTACK_PAGES.fetch_sub(KSTACK_PAGES, Ordering::Relaxed);
         frame::free(self.pa, KSTACK_PAGES);
     }
 }
 
+/// The data slot: what the layer above keeps for a task, typed by that layer.
+struct Data {
+    /// The owning reference, released after the task's last switch away if it died.
+    owner: IrqLock<Option<Arc<dyn Any + Send + Sync>>>,
+    /// The same object as a plain pointer for `Task::data`, and its type.
+    ptr: AtomicUsize,
+    ty: UnsafeCell<Option<TypeId>>,
+}
+
 pub struct Task {
     pub tid: Pid,
-    pub process: Arc<Process>,
     pub kstack: Option<KernelStack>,
     /// Kernel context while switched out.
     pub ctx: UnsafeCell<Context>,
@@ -150,309 +97,108 @@ pub struct Task {
     pub on_cpu: AtomicBool,
     /// CPU it last ran on.
     pub cpu: AtomicUsize,
-    /// Reached only through `local_unchecked` (task/local.rs says by whom).
-    local: TaskLocal,
-    /// TTBR0 for `mm` (0 without one), which `set_mm` keeps in step: the switch reads this
-    /// instead of locking the address space.
-    pub user_ttbr0: AtomicU64,
-    pub mm: Mutex<Option<Mm>>,
-    pub files: Mutex<Arc<Mutex<FdTable>>>,
-    pub fs: Mutex<Arc<Mutex<FsContext>>>,
-    pub sighand: IrqLock<Arc<IrqLock<SigHandlers>>>,
-    pub sig: IrqLock<SigState>,
-    /// CLONE_CHILD_CLEARTID / set_tid_address.
-    pub clear_child_tid: AtomicUsize,
-    pub robust_list: AtomicUsize,
-    /// Set when the task must stop running user code (exit_group, exec from another thread).
-    pub killed: AtomicBool,
-    pub exit_code: AtomicI32,
-    /// Lazy FP counters (/proc/svelt/fpstat), written only by the holder of this task's FP
-    /// state; they move to the process when the thread exits.
-    pub fpstat: crate::fpstate::Counters,
-    pub vfork_done: Mutex<Option<Arc<WaitQueue>>>,
-    /// Whether `vfork_done` has been signalled.
-    pub vfork_released: AtomicBool,
     /// CPUs it may run on (sched_setaffinity), one bit each.
     pub affinity: crate::percpu::AtomicCpuMask,
-    /// Signal work may be pending (see signal::has_work).
-    pub sig_hint: AtomicBool,
-    /// PR_SET_TAGGED_ADDR_CTRL's PR_TAGGED_ADDR_ENABLE: syscalls accept tagged user pointers.
+    /// Reached only through `local_unchecked` (task/local.rs says by whom).
+    local: TaskLocal,
+    /// TTBR0 of its user address space (0 without one), which the switch installs.
+    pub user_ttbr0: AtomicU64,
+    /// Syscalls accept tagged user pointers (PR_TAGGED_ADDR_ENABLE): the switch publishes it
+    /// to the CPU's user-access checks.
     pub tagged_addr: AtomicBool,
-    /// Traced (a fast check before taking `ptrace`).
-    pub traced: AtomicBool,
-    /// Syscall-entry/exit stops asked for (PTRACE_SYSCALL): the syscall path's one check.
-    pub syscall_trace: AtomicBool,
-    /// The tracer link and stop state (ptrace/mod.rs).
-    pub ptrace: IrqLock<crate::ptrace::Link>,
-    /// Seccomp mode, filters and no_new_privs.
-    pub seccomp: crate::seccomp::Seccomp,
-    /// The thread's name (`comm`): exec's file name, PR_SET_NAME, /proc/PID/comm.
-    pub comm: Mutex<[u8; svelt_abi::uapi::procfs::TASK_COMM_LEN]>,
-    /// When the thread was created (ns since boot; /proc/PID/stat's starttime).
-    pub start_ns: u64,
-    /// Nice value (-20..=19), scheduling policy (SCHED_OTHER, BATCH or IDLE, with
-    /// SCHED_RESET_ON_FORK) and I/O priority: kept and reported (syscall/sched.rs); the
-    /// scheduler treats every task alike.
-    pub nice: AtomicI32,
-    pub policy: AtomicU32,
-    pub ioprio: AtomicU32,
+    /// Set when the task must stop running user code (exit_group, exec from another thread, a
+    /// fatal signal): every wait ends.
+    pub killed: AtomicBool,
+    /// Work for the way back to user mode may be pending (a signal: Linux's TIF_SIGPENDING);
+    /// the layer that queues it sets it, the return path asks that layer.
+    pub sig_hint: AtomicBool,
+    /// Lazy FP counters (/proc/svelt/fpstat), written only by the holder of this task's FP
+    /// state.
+    pub fpstat: fpstate::Counters,
+    data: Data,
 }
 
-// SAFETY: `ctx` and `local` are touched only by the CPU running the task or switching it (the
-// scheduler serialises them with on_cpu) or by a holder that keeps it parked (task/local.rs);
-// everything else is atomic or locked.
+// SAFETY: `ctx`, `local` and `data.ty` are touched only by the CPU running the task or switching
+// it (the scheduler serialises them with on_cpu), by a holder that keeps it parked (task/local.rs),
+// or before anyone reads the data slot (`set_data`); everything else is atomic or locked.
 unsafe impl Sync for Task {}
 // SAFETY: sending an Arc<Task> to another CPU is what the scheduler does; the reasoning for
 // Sync above covers every field a task's new CPU touches.
 unsafe impl Send for Task {}
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProcState {
-    Alive,
-    /// All threads exited; the status for wait.
-    Zombie(i32),
-}
-
-pub struct Process {
-    pub pid: Pid,
-    pub pgid: AtomicU32,
-    pub sid: AtomicU32,
-    /// The console's generation when this process got it as its controlling terminal (0:
-    /// none); see fs::tty.
-    pub ctty: AtomicU32,
-    pub parent: Mutex<Weak<Process>>,
-    pub children: Mutex<Vec<Arc<Process>>>,
-    pub threads: IrqLock<Vec<Weak<Task>>>,
-    pub state: Mutex<ProcState>,
-    /// Stop/continue events for wait(WUNTRACED/WCONTINUED): (status, reported).
-    pub stop_event: Mutex<Option<(i32, bool)>>,
-    /// Parent waits here for this process's children.
-    pub child_wait: WaitQueue,
-    pub shared_sig: IrqLock<crate::signal::SharedPending>,
-    /// Group exit in progress (exit_group / fatal signal).
-    pub exiting: AtomicBool,
-    pub exe: Mutex<alloc::string::String>,
-    pub itimer: IrqLock<timer::ITimer>,
-    pub stopped: AtomicBool,
-    pub stop_wait: WaitQueue,
-    /// Signal sent to the parent when this process exits (clone's CSIGNAL bits).
-    pub exit_signal: AtomicU32,
-    /// Wait status of a group exit in progress.
-    pub group_status: AtomicI32,
-    pub rlimits:
-        Mutex<[svelt_abi::uapi::sys::Rlimit64; svelt_abi::uapi::sys::RLIM_NLIMITS as usize]>,
-    /// Lazy FP counters of this process's exited threads (the live ones keep their own).
-    pub fpstat: crate::fpstate::Counters,
-    /// Real, effective and saved user IDs (no capabilities beyond "uid 0 may do anything").
-    pub uid: AtomicU32,
-    pub euid: AtomicU32,
-    pub suid: AtomicU32,
-    /// The file-system user and group IDs (setfsuid/setfsgid; setuid sets the user one to
-    /// the effective ID). Access checks use the effective ID.
-    pub fsuid: AtomicU32,
-    pub fsgid: AtomicU32,
-    /// personality(2)'s value: Svelt acts on ADDR_NO_RANDOMIZE (exec places the program
-    /// interpreter without a random offset); the rest is kept and reported.
-    pub personality: AtomicU32,
-    /// Threads this process traces (any of its threads may wait for them and command them).
-    pub tracees: Mutex<Vec<Arc<Task>>>,
-    /// Bumped at each group stop, so a traced thread reports each one once.
-    pub stop_gen: AtomicU32,
-    /// A core dump in progress: the other threads wait in it (see coredump::task_exit).
-    pub core_state: Mutex<Option<Arc<crate::coredump::CoreState>>>,
-    /// The name its last thread had, kept for /proc while the process is a zombie.
-    pub zombie_comm: Mutex<[u8; svelt_abi::uapi::procfs::TASK_COMM_LEN]>,
-}
-
-/// Resource limits of the first process (Linux's defaults for init).
-pub fn default_rlimits(
-) -> [svelt_abi::uapi::sys::Rlimit64; svelt_abi::uapi::sys::RLIM_NLIMITS as usize] {
-    use svelt_abi::uapi::sys::*;
-    let mut l = [Rlimit64::INFINITY; RLIM_NLIMITS as usize];
-    l[RLIMIT_STACK as usize] = Rlimit64 {
-        rlim_cur: STK_LIM,
-        rlim_max: RLIM_INFINITY,
-    };
-    l[RLIMIT_CORE as usize] = Rlimit64 {
-        rlim_cur: 0,
-        rlim_max: RLIM_INFINITY,
-    };
-    l[RLIMIT_NOFILE as usize] = Rlimit64 {
-        rlim_cur: INR_OPEN_CUR,
-        rlim_max: INR_OPEN_MAX,
-    };
-    l[RLIMIT_MEMLOCK as usize] = Rlimit64 {
-        rlim_cur: 8 << 20,
-        rlim_max: 8 << 20,
-    };
-    l[RLIMIT_SIGPENDING as usize] = Rlimit64 {
-        rlim_cur: 7_000,
-        rlim_max: 7_000,
-    };
-    l[RLIMIT_MSGQUEUE as usize] = Rlimit64 {
-        rlim_cur: 819_200,
-        rlim_max: 819_200,
-    };
-    l[RLIMIT_NICE as usize] = Rlimit64 {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    l[RLIMIT_RTPRIO as usize] = Rlimit64 {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    let nproc = (MAX_THREADS.load(Ordering::Relaxed) / 2) as u64;
-    l[RLIMIT_NPROC as usize] = Rlimit64 {
-        rlim_cur: nproc,
-        rlim_max: nproc,
-    };
-    l
-}
-
-static TASKS: Mutex<BTreeMap<Pid, Weak<Task>>> = Mutex::new(BTreeMap::new());
-static NEXT_PID: AtomicU32 = AtomicU32::new(1);
-
-/// The most recently allocated process/thread ID.
-pub fn last_pid() -> Pid {
-    NEXT_PID.load(Ordering::Relaxed) - 1
-}
-
-pub(crate) fn alloc_pid() -> Pid {
-    NEXT_PID.fetch_add(1, Ordering::Relaxed)
-}
-
-impl Process {
-    /// The soft limit of `resource` (RLIMIT_*).
-    pub fn rlimit(&self, resource: u32) -> u64 {
-        self.rlimits.lock()[resource as usize].rlim_cur
-    }
-
-    pub fn new(pid: Pid, parent: Weak<Process>) -> Arc<Process> {
-        Arc::new(Process {
-            pid,
-            pgid: AtomicU32::new(pid),
-            sid: AtomicU32::new(pid),
-            ctty: AtomicU32::new(0),
-            parent: Mutex::new(parent),
-            children: Mutex::new(Vec::new()),
-            threads: IrqLock::new(Vec::new()),
-            state: Mutex::new(ProcState::Alive),
-            stop_event: Mutex::new(None),
-            child_wait: WaitQueue::new(),
-            shared_sig: IrqLock::new(Default::default()),
-            exiting: AtomicBool::new(false),
-            exe: Mutex::new(alloc::string::String::new()),
-            itimer: IrqLock::new(Default::default()),
-            stopped: AtomicBool::new(false),
-            stop_wait: WaitQueue::new(),
-            exit_signal: AtomicU32::new(svelt_abi::uapi::signal::SIGCHLD),
-            group_status: AtomicI32::new(0),
-            rlimits: Mutex::new(default_rlimits()),
-            fpstat: crate::fpstate::ZERO_COUNTERS,
-            uid: AtomicU32::new(0),
-            euid: AtomicU32::new(0),
-            suid: AtomicU32::new(0),
-            fsuid: AtomicU32::new(0),
-            fsgid: AtomicU32::new(0),
-            personality: AtomicU32::new(0),
-            tracees: Mutex::new(Vec::new()),
-            stop_gen: AtomicU32::new(0),
-            core_state: Mutex::new(None),
-            zombie_comm: Mutex::new([0; svelt_abi::uapi::procfs::TASK_COMM_LEN]),
-        })
-    }
-
-    pub fn parent(&self) -> Option<Arc<Process>> {
-        self.parent.lock().upgrade()
-    }
-
-    pub fn ppid(&self) -> Pid {
-        self.parent().map_or(0, |p| p.pid)
-    }
-
-    pub fn live_threads(&self) -> Vec<Arc<Task>> {
-        self.threads
-            .lock()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect()
-    }
-
-    /// `live_threads().first()` without the list (signal generation asks on every signal).
-    pub fn first_live_thread(&self) -> Option<Arc<Task>> {
-        self.threads.lock().iter().find_map(Weak::upgrade)
-    }
-}
-
-/// What `Task::user_ttbr0` holds for `mm`: its TTBR0 value, or 0 without one.
-fn ttbr0_of(mm: &Option<Mm>) -> u64 {
-    mm.as_ref().map_or(0, |m| m.lock().ttbr0())
-}
-
 impl Task {
-    pub(crate) fn new(
-        tid: Pid,
-        process: Arc<Process>,
-        kstack: Option<KernelStack>,
-        mm: Option<Mm>,
-        files: Arc<Mutex<FdTable>>,
-        fs: Arc<Mutex<FsContext>>,
-        sighand: Arc<IrqLock<SigHandlers>>,
-    ) -> Task {
-        let comm = svelt_abi::uapi::procfs::exec_comm(process.exe.lock().as_bytes());
+    pub fn new(tid: Pid, kstack: Option<KernelStack>, local: TaskLocal) -> Task {
         Task {
             tid,
-            process,
             kstack,
             ctx: UnsafeCell::new(Context::default()),
             state: AtomicU8::new(State::Runnable as u8),
             on_rq: AtomicBool::new(false),
             on_cpu: AtomicBool::new(false),
             cpu: AtomicUsize::new(0),
-            local: TaskLocal::new(crate::fpstate::TaskFpState::new(), 0, 0),
-            user_ttbr0: AtomicU64::new(ttbr0_of(&mm)),
-            mm: Mutex::new(mm),
-            files: Mutex::new(files),
-            fs: Mutex::new(fs),
-            sighand: IrqLock::new(sighand),
-            sig: IrqLock::new(SigState::default()),
-            clear_child_tid: AtomicUsize::new(0),
-            robust_list: AtomicUsize::new(0),
-            killed: AtomicBool::new(false),
-            exit_code: AtomicI32::new(0),
-            fpstat: crate::fpstate::ZERO_COUNTERS,
-            vfork_done: Mutex::new(None),
-            vfork_released: AtomicBool::new(false),
             affinity: crate::percpu::AtomicCpuMask::new(svelt_abi::uapi::cpumask::CpuMask::FULL),
-            sig_hint: AtomicBool::new(false),
+            local,
+            user_ttbr0: AtomicU64::new(0),
             tagged_addr: AtomicBool::new(false),
-            traced: AtomicBool::new(false),
-            syscall_trace: AtomicBool::new(false),
-            ptrace: IrqLock::new(crate::ptrace::Link::default()),
-            seccomp: crate::seccomp::Seccomp::new(),
-            comm: Mutex::new(comm),
-            start_ns: crate::time::now_ns(),
-            nice: AtomicI32::new(0),
-            policy: AtomicU32::new(0),
-            ioprio: AtomicU32::new(0),
+            killed: AtomicBool::new(false),
+            sig_hint: AtomicBool::new(false),
+            fpstat: fpstate::ZERO_COUNTERS,
+            data: Data {
+                owner: IrqLock::new(None),
+                ptr: AtomicUsize::new(0),
+                ty: UnsafeCell::new(None),
+            },
         }
     }
 
     /// The idle task of a CPU: runs on the CPU's boot stack, never in user mode.
-    pub fn new_idle(cpu: usize) -> Arc<Task> {
-        let t = Task::new(
-            0,
-            kernel_process(),
-            None,
-            None,
-            Arc::new(Mutex::new(FdTable::new())),
-            Arc::new(Mutex::new(FsContext::root())),
-            Arc::new(IrqLock::new(SigHandlers::default())),
-        );
+    pub fn new_idle(cpu: usize) -> Task {
+        let t = Task::new(0, None, TaskLocal::new(fpstate::TaskFpState::new(), 0, 0));
         t.state.store(State::Running as u8, Ordering::Relaxed);
         t.on_cpu.store(true, Ordering::Relaxed);
         t.cpu.store(cpu, Ordering::Relaxed);
-        Arc::new(t)
+        t
+    }
+
+    /// Hangs `d` off this task: once, before anyone reads the slot through `data` (before the
+    /// task first runs; for a CPU's idle task, before anything asks the running task for it).
+    pub fn set_data<T: Any + Send + Sync>(&self, d: Arc<T>) {
+        let mut owner = self.data.owner.lock();
+        assert!(owner.is_none(), "a task's data is set once");
+        // SAFETY: nobody reads `ty` before `ptr` is published below (Release), and the slot
+        // was empty: no reader has seen a type yet.
+        unsafe { *self.data.ty.get() = Some(TypeId::of::<T>()) };
+        self.data
+            .ptr
+            .store(Arc::as_ptr(&d) as usize, Ordering::Release);
+        *owner = Some(d);
+    }
+
+    /// What `set_data` hung off this task, if it was a `T`. Valid while the task lives and
+    /// has not died and been switched away from for the last time (`release_data`).
+    pub fn data<T: Any>(&self) -> Option<&T> {
+        let p = self.data.ptr.load(Ordering::Acquire);
+        // SAFETY: `ty` is written only before `ptr` is published (set_data, attach_data).
+        let ty = unsafe { *self.data.ty.get() };
+        if p == 0 || ty != Some(TypeId::of::<T>()) {
+            return None;
+        }
+        // SAFETY: `p` points at the `T` that `owner` keeps alive (same object, type checked).
+        Some(unsafe { &*(p as *const T) })
+    }
+
+    /// An owned reference to the data, if it was a `T`.
+    pub fn data_arc<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.data.owner.lock().clone()?.downcast::<T>().ok()
+    }
+
+    /// Drops the data slot's reference: the task died and has been switched away from for the
+    /// last time (the scheduler), or never ran (its creator gave up on it). The data may hold
+    /// the task itself; this is what breaks that cycle.
+    pub fn release_data(&self) -> Option<Arc<dyn Any + Send + Sync>> {
+        let d = self.data.owner.lock().take();
+        self.data.ptr.store(0, Ordering::Release);
+        d
     }
 
     pub fn state(&self) -> State {
@@ -469,23 +215,10 @@ impl Task {
         self.state.store(s as u8, Ordering::Release);
     }
 
-    pub fn process(&self) -> Arc<Process> {
-        self.process.clone()
-    }
-
-    pub fn pid(&self) -> Pid {
-        self.process.pid
-    }
-
     /// The user trap frame at the top of the kernel stack.
     pub fn trap_frame(&self) -> *mut TrapFrame {
         let top = self.kstack.as_ref().map_or(0, KernelStack::top);
         (top - core::mem::size_of::<TrapFrame>()) as *mut TrapFrame
-    }
-
-    /// The task with `local` as its own state (before it first runs).
-    pub(crate) fn with_local(self, local: TaskLocal) -> Task {
-        Task { local, ..self }
     }
 
     /// This task's own state.
@@ -498,169 +231,9 @@ impl Task {
         &self.local
     }
 
-    pub fn mm(&self) -> Option<Mm> {
-        self.mm.lock().clone()
-    }
-
-    /// Installs `mm` as this task's address space (None: none), returning the old one; the
-    /// scheduler's copy of its TTBR0 value follows.
-    pub fn set_mm(&self, mm: Option<Mm>) -> Option<Mm> {
-        let ttbr0 = ttbr0_of(&mm);
-        let mut slot = self.mm.lock();
-        self.user_ttbr0.store(ttbr0, Ordering::Relaxed);
-        core::mem::replace(&mut *slot, mm)
-    }
-
-    pub fn files(&self) -> Arc<Mutex<FdTable>> {
-        self.files.lock().clone()
-    }
-
-    pub fn fs(&self) -> Arc<Mutex<FsContext>> {
-        self.fs.lock().clone()
-    }
-
-    pub fn sighand(&self) -> Arc<IrqLock<SigHandlers>> {
-        self.sighand.lock().clone()
-    }
-
-    /// Runs `f` on the handler table under its lock, reached through `sighand`'s pointer
-    /// without taking a reference (signal generation and delivery ask on every signal). Lock
-    /// order: the pointer, then the table, then `sig`.
-    pub fn with_sighand<R>(&self, f: impl FnOnce(&mut SigHandlers) -> R) -> R {
-        let table = self.sighand.lock();
-        let mut h = table.lock();
-        f(&mut h)
-    }
-
-    /// The action for `signo`.
-    pub fn sigaction(&self, signo: u32) -> crate::signal::SigAction {
-        self.with_sighand(|h| h.get(signo))
-    }
-
     pub fn is_idle(&self) -> bool {
         self.tid == 0
     }
-
-    /// The thread's name.
-    pub fn comm(&self) -> [u8; svelt_abi::uapi::procfs::TASK_COMM_LEN] {
-        *self.comm.lock()
-    }
-
-    pub fn set_comm(&self, name: &[u8]) {
-        *self.comm.lock() = svelt_abi::uapi::procfs::comm_from(name);
-    }
-}
-
-static KERNEL_PROCESS: spin::Once<Arc<Process>> = spin::Once::new();
-
-fn kernel_process() -> Arc<Process> {
-    KERNEL_PROCESS
-        .call_once(|| Process::new(0, Weak::new()))
-        .clone()
-}
-
-/// Every process from its fork until it is reaped, by pid, sorted (Linux's pid hash, for
-/// processes). A process whose last thread has left TASKS but that is not yet a zombie, or a
-/// zombie on its way to a new parent, is found here: kill, getpgid, getsid and pidfd_open must
-/// never miss a pid that wait has not freed. Pids only grow, so a new one goes at the end.
-static PROCS: Mutex<Vec<(Pid, Weak<Process>)>> = Mutex::new(Vec::new());
-
-/// Lists `p` under its pid until `unhash_process`: ENOMEM if the table cannot grow.
-pub(crate) fn hash_process(p: &Arc<Process>) -> SysResult<()> {
-    let mut t = PROCS.lock();
-    let Err(at) = t.binary_search_by_key(&p.pid, |e| e.0) else {
-        return Ok(());
-    };
-    t.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-    t.insert(at, (p.pid, Arc::downgrade(p)));
-    Ok(())
-}
-
-/// Frees `pid`: its process has been reaped (or will never be waited for).
-pub(crate) fn unhash_process(pid: Pid) {
-    let mut t = PROCS.lock();
-    if let Ok(at) = t.binary_search_by_key(&pid, |e| e.0) {
-        t.remove(at);
-    }
-}
-
-/// The process with this pid, live, dying or a zombie, until it is reaped.
-pub fn find_pid(pid: Pid) -> Option<Arc<Process>> {
-    let t = PROCS.lock();
-    let at = t.binary_search_by_key(&pid, |e| e.0).ok()?;
-    t[at].1.upgrade()
-}
-
-/// Every process `find_pid` finds.
-pub fn processes() -> SysResult<Vec<Arc<Process>>> {
-    let t = PROCS.lock();
-    let mut v = Vec::new();
-    v.try_reserve_exact(t.len()).map_err(|_| Errno::ENOMEM)?;
-    v.extend(t.iter().filter_map(|e| e.1.upgrade()));
-    Ok(v)
-}
-
-/// Lists a new task by its tid (and the process of a group leader by its pid, if fork has not
-/// yet: the first process).
-pub fn register(task: &Arc<Task>) {
-    if task.tid == task.pid() && find_pid(task.tid).is_none() {
-        // Only the first process gets here (fork hashes its own, fallibly): boot, not a
-        // syscall, so it cannot fail for lack of memory in any way that matters.
-        let _ = hash_process(&task.process);
-    }
-    TASKS.lock().insert(task.tid, Arc::downgrade(task));
-}
-
-pub fn unregister(tid: Pid) {
-    TASKS.lock().remove(&tid);
-}
-
-pub fn find_task(tid: Pid) -> Option<Arc<Task>> {
-    TASKS.lock().get(&tid).and_then(Weak::upgrade)
-}
-
-/// Every live process (thread-group leaders' processes, without duplicates).
-pub fn all_processes() -> Vec<Arc<Process>> {
-    let mut v: Vec<Arc<Process>> = Vec::new();
-    for t in TASKS.lock().values().filter_map(Weak::upgrade) {
-        let p = t.process();
-        if !v.iter().any(|q| q.pid == p.pid) {
-            v.push(p);
-        }
-    }
-    v
-}
-
-/// `all_processes` for an interrupt handler: None if the table is busy (the code it
-/// interrupted may hold it).
-pub fn try_all_processes() -> Option<Vec<Arc<Process>>> {
-    let mut v: Vec<Arc<Process>> = Vec::new();
-    for t in TASKS.try_lock()?.values().filter_map(Weak::upgrade) {
-        let p = t.process();
-        if !v.iter().any(|q| q.pid == p.pid) {
-            v.push(p);
-        }
-    }
-    Some(v)
-}
-
-/// No member of process group `g` has a parent in another group of session `sid` (init does
-/// not count): nobody is left to continue it after a stop (POSIX's orphaned process group).
-pub fn pgrp_orphaned(g: Pid, sid: Pid) -> bool {
-    !all_processes().iter().any(|p| {
-        p.pgid.load(Ordering::Relaxed) == g
-            && p.parent().is_some_and(|par| {
-                par.pid != 1
-                    && par.pgid.load(Ordering::Relaxed) != g
-                    && par.sid.load(Ordering::Relaxed) == sid
-            })
-    })
-}
-
-pub fn find_process(pid: Pid) -> Option<Arc<Process>> {
-    let t = find_task(pid)?;
-    let p = t.process();
-    (p.pid == pid).then_some(p)
 }
 
 /// The running task's kernel stack bounds (None before the scheduler runs or on an idle task).
@@ -669,20 +242,4 @@ pub fn current_kstack() -> Option<(usize, usize)> {
         .kstack
         .as_ref()
         .map(|k| (k.bottom(), k.top()))
-}
-
-/// The running task.
-pub fn current() -> &'static Task {
-    sched::current()
-}
-
-pub fn current_arc() -> Arc<Task> {
-    sched::current_arc()
-}
-
-/// Runs `f` on the current task's address space.
-pub fn with_mm<R>(f: impl FnOnce(&mut AddrSpace) -> SysResult<R>) -> SysResult<R> {
-    let mm = current().mm().ok_or(Errno::EFAULT)?;
-    let mut g = mm.lock();
-    f(&mut g)
 }

@@ -5,7 +5,7 @@
 //! (made runnable, queued on another CPU) while it is still switching away; the CPU that picks it
 //! waits for `on_cpu` to drop before running it.
 
-use super::{State, Task};
+use super::{State, Task, TaskLocal};
 use crate::arch::{context, cpu};
 use crate::percpu::{self, PerCpuArray};
 use crate::sync::IrqLock;
@@ -96,7 +96,7 @@ pub fn started() -> bool {
 /// Makes the code running on this CPU its idle task.
 pub fn init_cpu() {
     let id = percpu::cpu_id();
-    let idle = Task::new_idle(id);
+    let idle = Arc::new(Task::new_idle(id));
     set_current(&idle);
     let mut rq = runq(id).lock();
     rq.current = Some(idle.clone());
@@ -380,7 +380,7 @@ pub fn schedule() {
         }
     }
     if prev_user {
-        crate::fpstate::fpsimd_thread_switch(prev, pl, &irqs);
+        crate::task::fpstate::fpsimd_thread_switch(prev, pl, &irqs);
     }
     if !next.is_idle() {
         cpu::set_user_tls(nl.tpidr_el0.get(), nl.tpidrro_el0.get());
@@ -388,8 +388,8 @@ pub fn schedule() {
     percpu::this()
         .user_tagged_addr
         .store(next.tagged_addr.load(Ordering::Relaxed), Ordering::Relaxed);
-    crate::fpstate::switch_tpidr2(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
-    crate::gcs::switch(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
+    crate::task::fpstate::switch_tpidr2(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
+    switch_gcs(prev_user.then_some(pl), (!next.is_idle()).then_some(nl));
     match next.user_ttbr0.load(Ordering::Relaxed) {
         0 => crate::arch::mmu::clear_user_table(),
         ttbr0 => crate::arch::mmu::set_user_ttbr0(ttbr0),
@@ -404,11 +404,40 @@ pub fn schedule() {
     drop(irqs);
 }
 
+/// Context switch (IRQs masked): the outgoing thread's GCSPR_EL0 saved, the incoming one's
+/// loaded with its mode.
+fn switch_gcs(prev: Option<&TaskLocal>, next: Option<&TaskLocal>) {
+    if !crate::cpufeature::gcs() {
+        return;
+    }
+    let mut old_mode = 0;
+    let mut any = false;
+    if let Some(p) = prev {
+        let mut s = p.gcs.get();
+        s.gcspr = crate::arch::gcs::read_gcspr_el0();
+        p.gcs.set(s);
+        old_mode = s.mode;
+        any |= s.enabled();
+    }
+    let n = next.map(|n| n.gcs.get()).unwrap_or_default();
+    crate::arch::gcs::write_gcspr_el0(n.gcspr);
+    if prev.is_none() || n.mode != old_mode {
+        crate::arch::gcs::set_el0_mode(n.mode);
+    }
+    if any || n.enabled() {
+        crate::arch::gcs::barrier();
+    }
+}
+
 /// Completes a switch on the CPU that made it: the previous task may now run elsewhere.
 pub fn finish_switch() {
     let prev = runq(percpu::cpu_id()).lock().prev.take();
     if let Some(p) = prev {
+        // A dead task is never switched to again: what the layer above hung off it goes now
+        // (it may hold the task itself), outside the run queue's lock.
+        let data = (p.state() == State::Dead).then(|| p.release_data());
         p.on_cpu.store(false, Ordering::Release);
+        drop(data);
     }
 }
 

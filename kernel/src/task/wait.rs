@@ -1,4 +1,5 @@
-//! Wait queues: a task sleeps until a condition holds, a signal arrives or a deadline passes.
+//! Wait queues: a task sleeps until a condition holds, the layer above has an event for it (a
+//! signal: `hooks::interrupted`) or a deadline passes.
 
 #![forbid(unsafe_code)]
 
@@ -28,7 +29,7 @@ impl WaitQueue {
     pub fn wake_all(&self) {
         let all: VecDeque<Arc<Task>> = core::mem::take(&mut *self.waiters.lock());
         for t in all {
-            crate::ptrace::wake_unless_frozen(&t);
+            super::hooks::wake(&t);
         }
     }
 
@@ -58,13 +59,13 @@ impl WaitQueue {
         deadline: Option<u64>,
         interruptible: bool,
     ) -> SysResult<Option<R>> {
-        let me = super::current_arc();
+        let me = sched::current_arc();
         loop {
             if let Some(r) = cond() {
                 return Ok(Some(r));
             }
             let killed = me.killed.load(core::sync::atomic::Ordering::Acquire);
-            if killed || (interruptible && crate::signal::interrupted(&me)) {
+            if killed || (interruptible && super::hooks::interrupted(&me)) {
                 return Err(Errno::EINTR);
             }
             if deadline.is_some_and(|d| crate::arch::cpu::counter() >= d) {
@@ -84,7 +85,7 @@ impl WaitQueue {
                 return Ok(Some(r));
             }
             let killed = me.killed.load(core::sync::atomic::Ordering::Acquire);
-            if killed || (interruptible && crate::signal::interrupted(&me)) {
+            if killed || (interruptible && super::hooks::interrupted(&me)) {
                 self.remove(&me);
                 sched::cancel_sleep(&me);
                 return Err(Errno::EINTR);
@@ -111,23 +112,4 @@ pub fn sleep_until(deadline: u64) -> SysResult<()> {
     NOBODY
         .wait_deadline(|| None::<()>, Some(deadline))
         .map(|_| ())
-}
-
-/// Sleeps until a signal is pending (rt_sigsuspend).
-pub fn sleep_forever_interruptible(_me: &Arc<Task>) -> SysResult<()> {
-    static NOBODY: WaitQueue = WaitQueue::new();
-    NOBODY.wait(|| None::<()>)
-}
-
-/// Waits for a signal in `want` (blocked ones included) or the deadline (rt_sigtimedwait).
-/// Another, deliverable signal ends the wait with EINTR.
-pub fn wait_for_signal(
-    me: &Arc<Task>,
-    want: u64,
-    deadline: Option<u64>,
-) -> SysResult<Option<crate::signal::SigInfo>> {
-    static SIGWAIT: WaitQueue = WaitQueue::new();
-    SIGWAIT
-        .wait_deadline(|| crate::signal::take_wanted(me, want), deadline)
-        .map_err(|_| Errno::EINTR)
 }

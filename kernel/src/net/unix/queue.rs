@@ -36,10 +36,10 @@ impl UnixSocket {
         }) = r
         {
             if !nosignal {
-                crate::signal::send_to_task(
-                    &crate::task::current_arc(),
+                crate::process::signal::send_to_task(
+                    &crate::process::current_arc(),
                     svelt_abi::uapi::signal::SIGPIPE,
-                    crate::signal::SigInfo::kernel(svelt_abi::uapi::signal::SIGPIPE),
+                    crate::process::signal::SigInfo::kernel(svelt_abi::uapi::signal::SIGPIPE),
                 );
             }
         }

@@ -19,7 +19,7 @@ pub struct Scm {
 
 /// The calling task's credentials, as a message or a connection records them.
 pub fn current_cred() -> Ucred {
-    let t = crate::task::current();
+    let t = crate::process::current();
     Ucred {
         pid: t.pid() as i32,
         uid: t.process().euid.load(Ordering::Relaxed),

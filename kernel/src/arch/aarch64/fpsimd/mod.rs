@@ -1,7 +1,7 @@
 //! FP/SIMD, SVE and SME primitives: the only kernel code that touches vector state.
 //! One file per extension. They configure access, find the implemented vector lengths and save
 //! and load registers; when to do which is decided by abi::fp::fpstate and carried out by
-//! kernel/src/fpstate/.
+//! kernel/src/task/fpstate/.
 
 // One file per extension: fpsimd, sve, sme.
 #[allow(clippy::module_inception)]

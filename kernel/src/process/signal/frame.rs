@@ -1,0 +1,355 @@
+//! The rt_sigframe: written on delivery, validated and restored by rt_sigreturn. Layout and
+//! validation are svelt_abi::fp::sigframe's (host-tested); this file moves registers and bytes.
+
+#![forbid(unsafe_code)]
+
+use super::{AltStack, SigAction, SigInfo};
+use crate::arch::exception::TrapFrame;
+use crate::mm::uaccess::{UserPtr, UserSlice};
+use crate::process::{self, CurrentTask, Thread};
+use svelt_abi::fp::sigframe as sf;
+use svelt_abi::uapi::errno::Errno;
+use svelt_abi::uapi::signal::{self as sig, Sigset};
+
+fn user_regs(tf: &TrapFrame) -> sf::UserRegs {
+    sf::UserRegs {
+        regs: tf.x,
+        sp: tf.sp_el0,
+        pc: tf.elr,
+        pstate: tf.spsr,
+    }
+}
+
+/// Which records this system's frames may carry (decided once: delivery and sigreturn ask on
+/// every signal).
+fn features() -> sf::SigFeatures {
+    static FEATURES: spin::Once<sf::SigFeatures> = spin::Once::new();
+    *FEATURES.call_once(|| {
+        let f = crate::cpufeature::features();
+        let sme = crate::cpufeature::offer().sme;
+        sf::SigFeatures {
+            fpsimd: true,
+            sve: f.sve,
+            sme,
+            sme2: sme && f.sme2(),
+            fpmr: f.fpmr,
+            gcs: crate::process::gcs::available(),
+            poe: false,
+        }
+    })
+}
+
+/// Writes the frame for `info` on the user stack (or the alternate stack) and points the
+/// registers at the handler. Err if the frame cannot be written.
+pub fn setup_rt_frame(
+    t: &CurrentTask,
+    tf: &mut TrapFrame,
+    info: &SigInfo,
+    a: &SigAction,
+    mask: u64,
+    alt: AltStack,
+) -> Result<(), ()> {
+    let st = crate::task::fpstate::for_signal(t.core());
+    let fp = st.fpsimd();
+    let f = features();
+    let sme = f.sme;
+    // Records after fpsimd (and esr), in Linux's order: gcs, sve, tpidr2, za, zt, fpmr.
+    // Register payloads go to the user stack straight from the saved state. At most six
+    // records: a fixed array, no allocation.
+    let mut records = Fixed::<sf::RecordSpec, 6>::new(sf::RecordSpec {
+        magic: 0,
+        size: 0,
+        body: &[],
+        payload: &[],
+    });
+    let head = |vl: u32, flags: u16| -> [u8; 8] {
+        let mut h = [0u8; 8];
+        h[0..2].copy_from_slice(&(vl as u16).to_le_bytes());
+        h[2..4].copy_from_slice(&flags.to_le_bytes());
+        h
+    };
+    let (sve_vl, streaming, sve_regs) = st.sve();
+    let (za_vl, za_regs) = st.za();
+    let sve_head = head(sve_vl, if streaming { sf::SVE_SIG_FLAG_SM } else { 0 });
+    let tpidr2_body = st.tpidr2.to_le_bytes();
+    let fpmr_body = st.fpmr.to_le_bytes();
+    let za_head = head(za_vl, 0);
+    let zt_head = head(1, 0);
+    let gcs_body = crate::process::gcs::frame_body(t);
+    if let Some(body) = &gcs_body {
+        records.push(sf::RecordSpec {
+            magic: sf::GCS_MAGIC,
+            size: sf::GCS_CONTEXT_SIZE,
+            body,
+            payload: &[],
+        });
+    }
+    if f.sve || sme {
+        // sve_context: the payload when SVE (or streaming) state is live, else the header.
+        let (size, payload) = match sve_regs {
+            Some(p) => (
+                sf::sve_sig_context_size(sve_vl / 16).next_multiple_of(16),
+                p,
+            ),
+            None => (sf::SVE_CONTEXT_HEAD_SIZE, &[][..]),
+        };
+        records.push(sf::RecordSpec {
+            magic: sf::SVE_MAGIC,
+            size,
+            body: &sve_head,
+            payload,
+        });
+    }
+    if sme {
+        records.push(sf::RecordSpec {
+            magic: sf::TPIDR2_MAGIC,
+            size: sf::TPIDR2_CONTEXT_SIZE,
+            body: &tpidr2_body,
+            payload: &[],
+        });
+        let (size, payload) = match za_regs {
+            Some(p) => (sf::za_sig_context_size(za_vl / 16), p),
+            None => (sf::ZA_CONTEXT_HEAD_SIZE, &[][..]),
+        };
+        records.push(sf::RecordSpec {
+            magic: sf::ZA_MAGIC,
+            size,
+            body: &za_head,
+            payload,
+        });
+        if let Some(zt) = st.zt0() {
+            records.push(sf::RecordSpec {
+                magic: sf::ZT_MAGIC,
+                size: sf::zt_sig_context_size(1),
+                body: &zt_head,
+                payload: zt,
+            });
+        }
+    }
+    if f.fpmr {
+        records.push(sf::RecordSpec {
+            magic: sf::FPMR_MAGIC,
+            size: sf::FPMR_CONTEXT_SIZE,
+            body: &fpmr_body,
+            payload: &[],
+        });
+    }
+    // The fault that raised the signal, if any: reported by this frame, and by the SIGSEGV
+    // that follows should this frame not be written.
+    let l = t.local();
+    let esr = l.fault_esr.get();
+    let fault_address = l.fault_address.get();
+    let regs = user_regs(tf);
+    let d = sf::SigDelivery {
+        sp_top: alt.frame_top(tf.sp_el0, a.sa_flags),
+        signo: info.signo(),
+        info,
+        action: a,
+        uc_stack: alt.saved(),
+        sigmask: Sigset(mask),
+        regs: &regs,
+        fault_address,
+        esr: (esr != 0).then_some(esr),
+        fpsimd: Some(&fp),
+        records: records.as_slice(),
+        bti: false,
+        // Read only when used: it takes the address-space lock.
+        sigtramp: if a.sa_flags & sig::SA_RESTORER == 0 {
+            crate::vdso::sigtramp(t.mm().as_deref())
+        } else {
+            0
+        },
+    };
+    let Ok(plan) = d.plan() else {
+        return Err(());
+    };
+    // Only the bytes Linux writes go out (the unused rest of __reserved is left as it was), in
+    // a few pieces, the payloads straight from the saved state.
+    let base = plan.base as usize;
+    d.emit(&plan, &mut |off, bytes| {
+        UserPtr::new(base + off)
+            .write_slice(bytes)
+            .map_err(|_| sf::Efault)
+    })
+    .map_err(|_| ())?;
+    drop(st);
+    // With GCS on, the handler's return address and a signal token go on the GCS.
+    crate::process::gcs::signal_entry(t, plan.entry.x30)?;
+    l.fault_esr.set(0);
+    l.fault_address.set(0);
+    crate::task::fpstate::signal_entered(t.core());
+    if a.sa_flags & sig::SA_ONSTACK != 0 {
+        t.sig.lock().altstack.disarm_after_save();
+    }
+    let e = plan.entry;
+    tf.x[0] = e.x0;
+    if let Some(x1) = e.x1 {
+        tf.x[1] = x1;
+    }
+    if let Some(x2) = e.x2 {
+        tf.x[2] = x2;
+    }
+    tf.sp_el0 = e.sp;
+    tf.x[29] = e.x29;
+    tf.x[30] = e.x30;
+    tf.elr = e.pc;
+    tf.spsr = e.pstate;
+    Ok(())
+}
+
+/// rt_sigreturn: restores the interrupted context from the frame at SP. A bad frame still
+/// leaves the registers it holds (when they could be read), x0 = 0 and a SIGSEGV at their SP,
+/// as Linux's sys_rt_sigreturn does.
+pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
+    t.local().in_syscall.set(-1);
+    // A handler ran: restart_syscall has nothing to resume (Linux: do_no_restart_syscall).
+    t.local().restart_block.set(None);
+    let sp = tf.sp_el0;
+    // rt_sigreturn's own return value, whatever the frame holds.
+    tf.x[0] = 0;
+    // access_ok: a frame outside user space is bad before anything is read.
+    if UserSlice::new(sp as usize, sf::RT_SIGFRAME_SIZE)
+        .check()
+        .is_err()
+    {
+        log::debug!("pid {}: signal frame at {sp:#x} not in user space", t.pid());
+        bad_frame(t, sp);
+        return;
+    }
+    // Only the header and the records present are read; the extra space, if any, once, into
+    // memory of its size that is not zeroed first (up to SIGFRAME_MAXSZ, as on Linux).
+    let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
+    let mut extra_store: Option<alloc::vec::Vec<u8>> = None;
+    let mut extra_slot = Some(&mut extra_store);
+    // Of the extra space, the bytes before the first fault: Linux reads it record by record, so
+    // a size running past mapped memory is bad only where a record lies there (the parser says).
+    let mut read_extra = |addr: u64, len: usize| {
+        let slot = extra_slot.take().ok_or(sf::BadFrame::ExtraDuplicate)?;
+        let v = UserSlice::new(addr as usize, len)
+            .read_prefix()
+            .map_err(|e| match e {
+                Errno::ENOMEM => sf::BadFrame::ExtraBufferTooSmall { needed: len },
+                _ => sf::BadFrame::Fault,
+            })?;
+        Ok(&slot.insert(v)[..])
+    };
+    let f = features();
+    let r = sf::parse_sigreturn(
+        sp,
+        &mut |addr, buf| {
+            UserPtr::new(addr as usize)
+                .read_slice(buf)
+                .map_err(|_| sf::Efault)
+        },
+        &f,
+        &mut frame,
+        &mut read_extra,
+    );
+    restore_sigframe(t, tf, &r, &f);
+}
+
+/// Installs what a parsed frame holds, in Linux's order: the mask, the registers, the records
+/// one by one (a bad one ending it with SIGSEGV, what came before it kept), the alternate
+/// stack.
+fn restore_sigframe(
+    t: &CurrentTask,
+    tf: &mut TrapFrame,
+    r: &sf::SigreturnResult,
+    f: &sf::SigFeatures,
+) {
+    if let Some(m) = r.sigmask {
+        let mut s = t.sig.lock();
+        s.blocked = m.0;
+        // The return-to-user path only needs to look if the restored mask lets a pending
+        // signal through (or a temporary mask waits to be dropped). A signal sent from now on
+        // hints by itself, as it is queued under these locks.
+        if super::unblocked_pending(t, &s) || s.saved_mask.is_some() {
+            super::hint(t);
+        }
+    }
+    if let Some(regs) = &r.regs {
+        tf.x = regs.regs;
+        tf.sp_el0 = regs.sp;
+        tf.elr = regs.pc;
+        tf.spsr = regs.pstate;
+    }
+    let restored = match &r.frame {
+        Ok(f) => f,
+        Err(e) => {
+            log::debug!("pid {}: bad signal frame: {e:?}", t.pid());
+            tf.x[0] = 0;
+            bad_frame(t, tf.sp_el0);
+            return;
+        }
+    };
+    let task = sf::SigreturnTask {
+        gcs: crate::process::gcs::live(t),
+        ..crate::task::fpstate::for_sigreturn(t.core())
+    };
+    let (records, bad) = match sf::check_records(restored, f, &task) {
+        Ok(rec) => (rec, None),
+        Err(p) => (p.done, Some(p.error)),
+    };
+    if let Some(r) = records.gcs {
+        crate::process::gcs::install(t, r);
+    }
+    crate::task::fpstate::from_sigreturn(t.core(), &restored.fpsimd, records);
+    // The signal token delivery left on the GCS must still be there; it is popped.
+    let bad = bad.or_else(|| crate::process::gcs::restore_signal(t).err());
+    if let Some(e) = bad {
+        log::debug!("pid {}: bad signal frame record: {e:?}", t.pid());
+        tf.x[0] = 0;
+        bad_frame(t, tf.sp_el0);
+        return;
+    }
+    if let Some(ss) = r.uc_stack {
+        let mut s = t.sig.lock();
+        let mut alt = s.altstack;
+        if alt.set(ss, tf.sp_el0, sig::MINSIGSTKSZ).is_ok() {
+            s.altstack = alt;
+        }
+    }
+}
+
+/// A bad frame: `arm64_notify_segfault(sp)`, SIGSEGV at `sp` (the SP the task goes on with).
+fn bad_frame(t: &Thread, sp: u64) {
+    let va = svelt_abi::uapi::sys::untagged_addr(sp as usize);
+    let above = process::with_mm(|mm| Ok(mm.vmas().any(|v| v.end > va))).unwrap_or(false);
+    super::force(t, sig::SIGSEGV, sf::bad_frame_siginfo(sp, above));
+}
+
+/// The largest frame this system delivers, as AT_MINSIGSTKSZ counts it.
+pub fn min_sigstksz() -> usize {
+    let f = features();
+    sf::at_minsigstksz(
+        crate::cpufeature::sve_max_vl().unwrap_or(0),
+        if f.sme {
+            crate::cpufeature::sme_vls().max_bytes().unwrap_or(0)
+        } else {
+            0
+        },
+        &f,
+    )
+}
+
+/// A few values without a heap allocation (signal delivery is a hot path).
+struct Fixed<T: Copy, const N: usize> {
+    items: [T; N],
+    len: usize,
+}
+
+impl<T: Copy, const N: usize> Fixed<T, N> {
+    fn new(fill: T) -> Self {
+        Fixed {
+            items: [fill; N],
+            len: 0,
+        }
+    }
+    fn push(&mut self, v: T) {
+        self.items[self.len] = v;
+        self.len += 1;
+    }
+    fn as_slice(&self) -> &[T] {
+        &self.items[..self.len]
+    }
+}
