@@ -12,6 +12,8 @@ use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::sched::{self as s, CloneArgs, SCHED_RESET_ON_FORK};
 
 /// Creates a task from the current one as `clone` describes; returns the child's tid.
+// The file's one unsafe: writing the child's trap frame and context before it runs.
+#[allow(unsafe_code)]
 pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
     args.check_flags(true)?;
     let flags = args.flags;

@@ -11,6 +11,8 @@
 //! (task/mod.rs): the running task's thread is found from the task, and the thread outlives
 //! nothing it needs.
 
+#![deny(unsafe_code)]
+
 pub mod coredump;
 pub mod exec;
 pub mod exit;
@@ -587,9 +589,17 @@ pub fn system_fp_counters() -> [u64; fpstate::NR_COUNTERS] {
     sum
 }
 
-/// The thread a task runs for (every task has one, the idle tasks included).
+/// The thread a task runs for (every task has one, the idle tasks included, from before it
+/// first runs until after its last switch away).
+// The one unsafe of this layer's tables: the syscall entry and every `current()` come here, and
+// the typed `Task::data` would compare type ids each time.
+#[allow(unsafe_code)]
 pub fn thread_of(t: &Task) -> &Thread {
-    t.data::<Thread>().expect("a task without its thread")
+    debug_assert!(t.data::<Thread>().is_some(), "a task without its thread");
+    // SAFETY: this layer is the only one that sets a task's data, always to a Thread
+    // (`Thread::new`, for every task, before it runs); the slot keeps it alive while the task
+    // can run, which is when anyone asks (a task's own thread, or a running one's).
+    unsafe { &*(t.data_ptr() as *const Thread) }
 }
 
 /// The running thread.

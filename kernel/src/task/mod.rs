@@ -187,6 +187,12 @@ impl Task {
         Some(unsafe { &*(p as *const T) })
     }
 
+    /// What `set_data` hung off this task, untyped (null if nothing): for the layer that set
+    /// it, which knows its type, on paths where `data`'s type check costs too much.
+    pub fn data_ptr(&self) -> *const () {
+        self.data.ptr.load(Ordering::Acquire) as *const ()
+    }
+
     /// An owned reference to the data, if it was a `T`.
     pub fn data_arc<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         self.data.owner.lock().clone()?.downcast::<T>().ok()
