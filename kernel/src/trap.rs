@@ -7,7 +7,7 @@ use crate::arch::cpu;
 use crate::arch::exception::TrapFrame;
 use crate::mm::aspace::{Access, FaultError};
 use crate::process::signal::{self, SigInfo};
-use crate::process::{self, sched, CurrentTask, Thread};
+use crate::process::{sched, CurrentTask, Thread};
 use svelt_abi::isa::esr::{Ec, Esr};
 use svelt_abi::uapi::signal as sig;
 
@@ -161,7 +161,7 @@ fn resolve_fault(t: &Thread, va: usize, access: Access) -> Result<(), FaultError
 // The file's one unsafe attribute: arch's uaccess fixup calls this by its symbol name.
 #[allow(unsafe_code)]
 #[no_mangle]
-fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
+fn svelt_resolve_user_fault(t: &CurrentTask, va: usize, esr: u64) -> bool {
     let esr = Esr(esr);
     let access = if esr.gcs_access() {
         Access::Gcs
@@ -172,7 +172,6 @@ fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
     };
     // Called from arch's uaccess fixup with no token at hand: the running task, from the
     // scheduler (a context-free caller).
-    let t = process::current();
     match resolve_fault(t, svelt_abi::uapi::sys::untagged_addr(va), access) {
         Ok(()) => true,
         // The copy fails with EFAULT, and the process is killed as a user fault would be.
@@ -229,7 +228,10 @@ fn return_to_user_work(cur: &CurrentTask, tf: &mut TrapFrame) {
         if t.killed.load(core::sync::atomic::Ordering::Acquire) {
             cpu::irq_enable();
             crate::process::gcs::thread_exit(cur);
-            crate::process::exit::do_exit(t.exit_code.load(core::sync::atomic::Ordering::Relaxed));
+            crate::process::exit::do_exit(
+                cur,
+                t.exit_code.load(core::sync::atomic::Ordering::Relaxed),
+            );
         }
         if sched::need_resched() {
             cpu::irq_enable();

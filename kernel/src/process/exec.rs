@@ -2,7 +2,7 @@
 
 #![deny(unsafe_code)]
 
-use super::{current_arc, fork, sched, Mm};
+use super::{fork, sched, Mm};
 use crate::arch::exception::TrapFrame;
 use crate::fs::{self, Inode, Kind};
 use crate::mm::aspace::{
@@ -445,7 +445,7 @@ pub fn do_execve(
     let canonical = exe.path;
 
     // Past this point the old program is gone.
-    let me = current_arc();
+    let me = cur.to_arc();
     let p = me.process();
     de_thread(&me);
     let new_mm: Mm = Arc::new(Mutex::new(mm));

@@ -2,7 +2,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{current_arc, futex, sched, unregister, ProcState, Process, State};
+use super::{current_arc, futex, sched, unregister, CurrentTask, ProcState, Process, State};
 use crate::process::signal;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -12,8 +12,8 @@ use svelt_abi::uapi::sched::{self as s, wstatus};
 use svelt_abi::uapi::signal as sig;
 
 /// Ends the current thread; `status` (a wait status) becomes the process's if it is the last.
-pub fn do_exit(status: i32) -> ! {
-    let t = current_arc();
+pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
+    let t = cur.to_arc();
     crate::process::coredump::task_exit(&t);
     let p = t.process();
     // The tracer's exit event comes first, before anything of the thread is torn down (a
@@ -24,7 +24,11 @@ pub fn do_exit(status: i32) -> ! {
         } else {
             status
         };
-        crate::process::ptrace::event(svelt_abi::uapi::ptrace::PTRACE_EVENT_EXIT, st as u32 as u64);
+        crate::process::ptrace::event(
+            cur,
+            svelt_abi::uapi::ptrace::PTRACE_EVENT_EXIT,
+            st as u32 as u64,
+        );
         crate::process::ptrace::tracee_exit(&t, st);
     }
     let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
@@ -72,13 +76,13 @@ pub fn do_exit(status: i32) -> ! {
 }
 
 /// Ends the whole thread group with `status`.
-pub fn do_group_exit(status: i32) -> ! {
-    let t = current_arc();
+pub fn do_group_exit(cur: &CurrentTask, status: i32) -> ! {
+    let t = cur.to_arc();
     let p = t.process();
     kill_group(&p, status, Some(t.tid));
     drop(p);
     drop(t);
-    do_exit(status)
+    do_exit(cur, status)
 }
 
 /// Makes every thread of `p` (but `except`) exit with `status`.

@@ -17,7 +17,7 @@ use svelt_abi::uapi::sched::{self as s, CloneArgs, SCHED_RESET_ON_FORK};
 pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
     args.check_flags(true)?;
     let flags = args.flags;
-    let parent = super::current_arc();
+    let parent = cur.to_arc();
     let parent_proc = parent.process();
 
     let mm = match parent.mm() {
@@ -187,13 +187,13 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
     }
     register(&child);
     // A traced parent's child starts traced, before it can run, if the tracer asked.
-    let event = crate::process::ptrace::clone_event(flags, args.exit_signal);
+    let event = crate::process::ptrace::clone_event(cur, flags, args.exit_signal);
     if event.is_some() {
-        crate::process::ptrace::trace_child(&child);
+        crate::process::ptrace::trace_child(cur, &child);
     }
     sched::enqueue_new(child.core());
     if let Some(e) = event {
-        crate::process::ptrace::event(e, tid as u64);
+        crate::process::ptrace::event(cur, e, tid as u64);
     }
 
     if let Some(wq) = vfork {
@@ -201,7 +201,11 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
         // signals), until the child has exec'd or exited.
         let c = child.clone();
         wq.wait_uninterruptible(|| c.vfork_released.load(Ordering::Acquire).then_some(()));
-        crate::process::ptrace::event(svelt_abi::uapi::ptrace::PTRACE_EVENT_VFORK_DONE, tid as u64);
+        crate::process::ptrace::event(
+            cur,
+            svelt_abi::uapi::ptrace::PTRACE_EVENT_VFORK_DONE,
+            tid as u64,
+        );
     }
     Ok(tid)
 }

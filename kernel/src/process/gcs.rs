@@ -11,7 +11,7 @@ use crate::arch::gcs as hw;
 use crate::arch::mmu::PAGE_SIZE;
 use crate::mm::aspace::{Backing, Prot};
 use crate::mm::uaccess::UserPtr;
-use crate::process::{self, with_mm, CurrentTask, Held, TaskLocal};
+use crate::process::{with_mm, CurrentTask, Held, TaskLocal};
 use svelt_abi::fp::sigframe::BadFrame;
 use svelt_abi::isa::gcs::{self as g, GcsState};
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -57,7 +57,7 @@ fn page() -> u64 {
 
 /// Maps `len` bytes of shadow stack at `addr` (0: anywhere; else exactly there, EEXIST if
 /// taken), within the process's limits. Returns the start.
-fn map_gcs(addr: u64, len: u64) -> SysResult<u64> {
+fn map_gcs(cur: &CurrentTask, addr: u64, len: u64) -> SysResult<u64> {
     use crate::mm::place::{map_new, Place};
     let len = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
     let place = if addr == 0 {
@@ -66,18 +66,18 @@ fn map_gcs(addr: u64, len: u64) -> SysResult<u64> {
         Place::NoReplace
     };
     let prot = Prot(Prot::READ | Prot::WRITE | Prot::SHADOW);
-    let rlimit = |r| process::current().process().rlimit(r);
+    let rlimit = |r| cur.process().rlimit(r);
     with_mm(|mm| map_new(mm, addr as usize, len, prot, Backing::Anon, place, rlimit))
         .map(|a| a as u64)
 }
 
 /// map_shadow_stack(addr, size, flags).
-pub fn map_shadow_stack(addr: u64, size: u64, flags: u64) -> SysResult<usize> {
+pub fn map_shadow_stack(cur: &CurrentTask, addr: u64, size: u64, flags: u64) -> SysResult<usize> {
     if !available() {
         return Err(Errno::EOPNOTSUPP);
     }
     let req = g::map_shadow_stack_check(addr, size, flags, page())?;
-    let start = map_gcs(addr, req.len)?;
+    let start = map_gcs(cur, addr, req.len)?;
     if let Some(off) = req.token_at {
         let at = start + off;
         if crate::arch::uaccess::gcs_store_user(at as usize, g::cap_token(at)).is_err() {
@@ -91,12 +91,10 @@ pub fn map_shadow_stack(addr: u64, size: u64, flags: u64) -> SysResult<usize> {
 
 /// Gives a thread a GCS of its own: `size` bytes (0: from RLIMIT_STACK), GCSPR_EL0 at its top
 /// slot.
-fn give_thread_gcs(s: &mut GcsState, size: u64) -> SysResult<()> {
-    let rlimit = process::current()
-        .process()
-        .rlimit(svelt_abi::uapi::sys::RLIMIT_STACK);
+fn give_thread_gcs(cur: &CurrentTask, s: &mut GcsState, size: u64) -> SysResult<()> {
+    let rlimit = cur.process().rlimit(svelt_abi::uapi::sys::RLIMIT_STACK);
     let size = g::gcs_size(size, rlimit, page());
-    s.base = map_gcs(0, size)?;
+    s.base = map_gcs(cur, 0, size)?;
     s.size = size;
     s.gcspr = s.base + size - 8;
     Ok(())
@@ -118,7 +116,7 @@ pub fn prctl_set(cur: &CurrentTask, arg: u64) -> SysResult<usize> {
     match g::set_status(&s, arg)? {
         g::SetStatus::Mode(m) => s.mode = m,
         g::SetStatus::Enable(m) => {
-            give_thread_gcs(&mut s, 0)?;
+            give_thread_gcs(cur, &mut s, 0)?;
             s.mode = m;
         }
     }
@@ -155,7 +153,7 @@ pub fn for_child(
         return Ok(c);
     }
     if clone_vm && !vfork {
-        give_thread_gcs(&mut c, stack_size / 2)?;
+        give_thread_gcs(cur, &mut c, stack_size / 2)?;
     }
     Ok(c)
 }

@@ -602,7 +602,9 @@ pub fn thread_of(t: &Task) -> &Thread {
     unsafe { &*(t.data_ptr() as *const Thread) }
 }
 
-/// The running thread.
+/// The running thread, for code that no token reaches: the file operations and inodes the VFS
+/// calls (procfs, the terminal, sockets), `fs::caller` and the core's hooks. Syscall handlers,
+/// the trap path and everything they call take the `CurrentTask` they were given instead.
 pub fn current() -> &'static Thread {
     thread_of(sched::current())
 }

@@ -117,7 +117,7 @@ pub fn attach_lock() -> MutexGuard<'static, ()> {
 /// result, or the task is about to die).
 #[cold]
 #[inline(never)]
-pub fn check(t: &CurrentTask, tf: &mut TrapFrame) -> Option<u64> {
+pub fn check(cur: &CurrentTask, t: &CurrentTask, tf: &mut TrapFrame) -> Option<u64> {
     // Pairs with the Release store of `mode` (by this task or a TSYNC): the filter is visible.
     fence(Ordering::Acquire);
     let nr = t.local().in_syscall.get();
@@ -132,7 +132,7 @@ pub fn check(t: &CurrentTask, tf: &mut TrapFrame) -> Option<u64> {
             None
         }
         SECCOMP_MODE_FILTER => {
-            run_filter(t, tf, nr as i32, false).then(|| t.local().in_syscall.get() as u64)
+            run_filter(cur, t, tf, nr as i32, false).then(|| t.local().in_syscall.get() as u64)
         }
         _ => {
             kill_thread(t, wstatus::signaled(SIGKILL, false));
@@ -149,7 +149,13 @@ fn kill_thread(t: &Thread, status: i32) {
 }
 
 /// The filters' verdict on syscall `nr`: true to run it, false to skip it (`__seccomp_filter`).
-fn run_filter(t: &CurrentTask, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bool {
+fn run_filter(
+    cur: &CurrentTask,
+    t: &CurrentTask,
+    tf: &mut TrapFrame,
+    nr: i32,
+    recheck: bool,
+) -> bool {
     let orig_x0 = t.local().orig_x0.get();
     let data = SeccompData {
         nr,
@@ -198,7 +204,7 @@ fn run_filter(t: &CurrentTask, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bo
             if recheck {
                 return true;
             }
-            if !crate::process::ptrace::seccomp_event(t, tf, data_bits as u16) {
+            if !crate::process::ptrace::seccomp_event(cur, t, tf, data_bits as u16) {
                 tf.x[0] = (-(Errno::ENOSYS as i64)) as u64;
                 return false;
             }
@@ -208,7 +214,7 @@ fn run_filter(t: &CurrentTask, tf: &mut TrapFrame, nr: i32, recheck: bool) -> bo
             }
             // The tracer may have changed the call (or skipped it with -1): check it again.
             let nr = t.local().in_syscall.get();
-            nr >= 0 && run_filter(t, tf, nr as i32, true)
+            nr >= 0 && run_filter(cur, t, tf, nr as i32, true)
         }
         // No listener can exist here (NEW_LISTENER is refused), so the call fails as on Linux
         // when the filter has none.

@@ -70,7 +70,7 @@ impl Target {
     /// (PTRACE_MODE_READ).
     pub(super) fn may_trace(self) -> SysResult<()> {
         let p = self.process()?;
-        if crate::process::ptrace::may_access(&p) {
+        if crate::process::ptrace::may_access(&process::current().process, &p) {
             Ok(())
         } else {
             Err(Errno::EACCES)
@@ -274,7 +274,7 @@ impl Inode for MemFile {
     }
     fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
         let p = process::find_process(self.pid).ok_or(Errno::ENOENT)?;
-        if !crate::process::ptrace::may_access(&p) {
+        if !crate::process::ptrace::may_access(&process::current().process, &p) {
             return Err(Errno::EACCES);
         }
         Ok(Some(Arc::new(MemOps { pid: self.pid })))
@@ -293,7 +293,13 @@ impl MemOps {
         let t = process::find_process(self.pid)
             .and_then(|p| p.live_threads().into_iter().next())
             .ok_or(Errno::EIO)?;
-        crate::process::ptrace::access_mem(&t, off as usize, buf, write)
+        crate::process::ptrace::access_mem(
+            &process::current().process,
+            &t,
+            off as usize,
+            buf,
+            write,
+        )
     }
 
     /// Writes through a small bounce buffer (the memory writer takes a mutable slice).

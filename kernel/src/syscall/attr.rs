@@ -7,7 +7,7 @@
 use super::file::file;
 use crate::fs::{self, Attrs, Inode};
 use crate::mm::uaccess::UserPtr;
-use crate::process;
+use crate::process::CurrentTask;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -18,13 +18,18 @@ use svelt_abi::uapi::fs::{
 const S_IXGRP: u32 = 0o010;
 use svelt_abi::uapi::time::Timespec;
 
-fn euid() -> u32 {
-    process::current().process().euid.load(Ordering::Relaxed)
+fn euid(cur: &CurrentTask) -> u32 {
+    cur.process().euid.load(Ordering::Relaxed)
 }
 
 /// The node `path` names from `dirfd`, or `dirfd`'s own node for an empty path with
 /// AT_EMPTY_PATH.
-fn node_at(dirfd: i32, path: Option<usize>, flags: u32) -> SysResult<Arc<dyn Inode>> {
+fn node_at(
+    cur: &CurrentTask,
+    dirfd: i32,
+    path: Option<usize>,
+    flags: u32,
+) -> SysResult<Arc<dyn Inode>> {
     let p = match path {
         Some(va) => UserPtr::<u8>::new(va).read_path()?,
         None => alloc::string::String::new(),
@@ -34,9 +39,9 @@ fn node_at(dirfd: i32, path: Option<usize>, flags: u32) -> SysResult<Arc<dyn Ino
             return Err(Errno::ENOENT);
         }
         if dirfd == AT_FDCWD {
-            return Ok(process::current().fs().lock().cwd_node.clone());
+            return Ok(cur.fs().lock().cwd_node.clone());
         }
-        return file(dirfd)?.node.clone().ok_or(Errno::EPERM);
+        return file(cur, dirfd)?.node.clone().ok_or(Errno::EPERM);
     }
     Ok(fs::resolve(dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?.node)
 }
@@ -46,9 +51,9 @@ fn attrs_of(node: &dyn Inode) -> SysResult<&Attrs> {
 }
 
 /// Only the owner (or root) changes the mode.
-fn chmod_node(node: &dyn Inode, mode: u32) -> SysResult<usize> {
+fn chmod_node(cur: &CurrentTask, node: &dyn Inode, mode: u32) -> SysResult<usize> {
     let a = attrs_of(node)?;
-    let me = euid();
+    let me = euid(cur);
     if me != 0 && me != a.owner().0 {
         return Err(Errno::EPERM);
     }
@@ -56,36 +61,42 @@ fn chmod_node(node: &dyn Inode, mode: u32) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn fchmod(fd: i32, mode: u32) -> SysResult<usize> {
-    let f = file(fd)?;
+pub fn fchmod(cur: &CurrentTask, fd: i32, mode: u32) -> SysResult<usize> {
+    let f = file(cur, fd)?;
     if f.flags() & svelt_abi::uapi::fs::O_PATH != 0 {
         return Err(Errno::EBADF);
     }
     let node = f.node.clone().ok_or(Errno::EPERM)?;
-    chmod_node(&*node, mode)
+    chmod_node(cur, &*node, mode)
 }
 
 /// fchmodat (flags 0) and fchmodat2 (AT_SYMLINK_NOFOLLOW: a link's own mode cannot change,
 /// EOPNOTSUPP; AT_EMPTY_PATH).
-pub fn fchmodat(dirfd: i32, path: usize, mode: u32, flags: u32) -> SysResult<usize> {
+pub fn fchmodat(
+    cur: &CurrentTask,
+    dirfd: i32,
+    path: usize,
+    mode: u32,
+    flags: u32,
+) -> SysResult<usize> {
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    let node = node_at(dirfd, Some(path), flags)?;
+    let node = node_at(cur, dirfd, Some(path), flags)?;
     if flags & AT_SYMLINK_NOFOLLOW != 0 && node.kind() == fs::Kind::Symlink {
         return Err(Errno::EOPNOTSUPP);
     }
-    chmod_node(&*node, mode)
+    chmod_node(cur, &*node, mode)
 }
 
 /// Root changes owner and group; an owner may only "change" them to what they are (Svelt
 /// keeps no supplementary groups). As on Linux, any chown of a non-directory drops set-user-ID,
 /// and set-group-ID when group execute is on (without it the bit marks mandatory locking).
-fn chown_node(node: &dyn Inode, uid: u32, gid: u32) -> SysResult<usize> {
+fn chown_node(cur: &CurrentTask, node: &dyn Inode, uid: u32, gid: u32) -> SysResult<usize> {
     let a = attrs_of(node)?;
     let uid = (uid != u32::MAX).then_some(uid);
     let gid = (gid != u32::MAX).then_some(gid);
-    let me = euid();
+    let me = euid(cur);
     let (owner, group) = a.owner();
     if me != 0
         && (me != owner || uid.is_some_and(|u| u != owner) || gid.is_some_and(|g| g != group))
@@ -106,30 +117,37 @@ fn chown_node(node: &dyn Inode, uid: u32, gid: u32) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn fchown(fd: i32, uid: u32, gid: u32) -> SysResult<usize> {
-    let f = file(fd)?;
+pub fn fchown(cur: &CurrentTask, fd: i32, uid: u32, gid: u32) -> SysResult<usize> {
+    let f = file(cur, fd)?;
     if f.flags() & svelt_abi::uapi::fs::O_PATH != 0 {
         return Err(Errno::EBADF);
     }
     let node = f.node.clone().ok_or(Errno::EPERM)?;
-    chown_node(&*node, uid, gid)
+    chown_node(cur, &*node, uid, gid)
 }
 
-pub fn fchownat(dirfd: i32, path: usize, uid: u32, gid: u32, flags: u32) -> SysResult<usize> {
+pub fn fchownat(
+    cur: &CurrentTask,
+    dirfd: i32,
+    path: usize,
+    uid: u32,
+    gid: u32,
+    flags: u32,
+) -> SysResult<usize> {
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
-    let node = node_at(dirfd, Some(path), flags)?;
-    chown_node(&*node, uid, gid)
+    let node = node_at(cur, dirfd, Some(path), flags)?;
+    chown_node(cur, &*node, uid, gid)
 }
 
 /// The extended-attribute calls on a file system without extended attributes, as Linux's
 /// ramfs answers them: lists are empty, reading, setting and removing are EOPNOTSUPP, once the
 /// path or descriptor is found (`target`: the descriptor for the f* forms, else the path).
-pub fn xattr(what: Xattr, target: usize, follow: bool) -> SysResult<usize> {
+pub fn xattr(cur: &CurrentTask, what: Xattr, target: usize, follow: bool) -> SysResult<usize> {
     match what {
         Xattr::Fd => {
-            file(target as i32)?;
+            file(cur, target as i32)?;
         }
         Xattr::Path => {
             let p = UserPtr::<u8>::new(target).read_path()?;
@@ -140,8 +158,8 @@ pub fn xattr(what: Xattr, target: usize, follow: bool) -> SysResult<usize> {
 }
 
 /// listxattr and its forms: found, and empty.
-pub fn listxattr(what: Xattr, target: usize, follow: bool) -> SysResult<usize> {
-    xattr(what, target, follow).or_else(|e| match e {
+pub fn listxattr(cur: &CurrentTask, what: Xattr, target: usize, follow: bool) -> SysResult<usize> {
+    xattr(cur, what, target, follow).or_else(|e| match e {
         Errno::EOPNOTSUPP => Ok(0),
         e => Err(e),
     })
@@ -174,7 +192,13 @@ fn time_value(t: &Timespec, now: u64) -> SysResult<Option<u64>> {
 /// UTIME_OMIT is nothing to do, checked before anything else (even the path). Setting both
 /// times to now needs ownership or write permission (EACCES); any other request needs
 /// ownership (EPERM); root may do both.
-pub fn utimensat(dirfd: i32, path: usize, times: usize, flags: u32) -> SysResult<usize> {
+pub fn utimensat(
+    cur: &CurrentTask,
+    dirfd: i32,
+    path: usize,
+    times: usize,
+    flags: u32,
+) -> SysResult<usize> {
     let now = crate::time::realtime_ns();
     let (atime, mtime, touch) = if times == 0 {
         (Some(now), Some(now), true)
@@ -190,17 +214,17 @@ pub fn utimensat(dirfd: i32, path: usize, times: usize, flags: u32) -> SysResult
         return Err(Errno::EINVAL);
     }
     let node = if path != 0 {
-        node_at(dirfd, Some(path), flags)?
+        node_at(cur, dirfd, Some(path), flags)?
     } else if dirfd == AT_FDCWD {
         // Linux reads the (null) path name.
         return Err(Errno::EFAULT);
     } else if flags != 0 {
         return Err(Errno::EINVAL);
     } else {
-        file(dirfd)?.node.clone().ok_or(Errno::EPERM)?
+        file(cur, dirfd)?.node.clone().ok_or(Errno::EPERM)?
     };
     let a = attrs_of(&*node)?;
-    let me = euid();
+    let me = euid(cur);
     if me != 0 && me != a.owner().0 {
         if !touch {
             return Err(Errno::EPERM);

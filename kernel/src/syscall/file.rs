@@ -7,7 +7,7 @@ use crate::fs::epoll::{self};
 use crate::fs::{self, pipe, File, Kind};
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::mm::{try_reserve, try_vec};
-use crate::process::{self, CurrentTask};
+use crate::process::CurrentTask;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -20,19 +20,24 @@ use svelt_abi::uapi::fs::{
 
 pub(super) const CHUNK: usize = 64 * 1024;
 
-pub(super) fn file(fd: i32) -> SysResult<Arc<File>> {
-    process::current().files().lock().get(fd)
+pub(super) fn file(cur: &CurrentTask, fd: i32) -> SysResult<Arc<File>> {
+    cur.files().lock().get(fd)
 }
 
-pub(super) fn install(file: Arc<File>, cloexec: bool) -> SysResult<usize> {
-    process::current()
-        .files()
+pub(super) fn install(cur: &CurrentTask, file: Arc<File>, cloexec: bool) -> SysResult<usize> {
+    cur.files()
         .lock()
         .install(file, cloexec)
         .map(|fd| fd as usize)
 }
 
-pub fn openat(dirfd: i32, path: usize, flags: u32, mode: u32) -> SysResult<usize> {
+pub fn openat(
+    cur: &CurrentTask,
+    dirfd: i32,
+    path: usize,
+    flags: u32,
+    mode: u32,
+) -> SysResult<usize> {
     let path = UserPtr::<u8>::new(path).read_path()?;
     let follow = flags & O_NOFOLLOW == 0;
     let node = match fs::resolve(dirfd, &path, follow) {
@@ -47,7 +52,7 @@ pub fn openat(dirfd: i32, path: usize, flags: u32, mode: u32) -> SysResult<usize
             if p.trailing_slash {
                 return Err(Errno::EISDIR);
             }
-            let umask = process::current().fs().lock().umask;
+            let umask = cur.fs().lock().umask;
             let node = p.dir.create(&p.name, Kind::File, mode & 0o7777 & !umask)?;
             let full = if p.dir_path == "/" {
                 alloc::format!("/{}", p.name)
@@ -86,18 +91,17 @@ pub fn openat(dirfd: i32, path: usize, flags: u32, mode: u32) -> SysResult<usize
             node.path,
         )?
     };
-    install(file, flags & O_CLOEXEC != 0)
+    install(cur, file, flags & O_CLOEXEC != 0)
 }
 
 /// close_range: closes (or with CLOSE_RANGE_CLOEXEC marks close-on-exec) every open descriptor
 /// in `[first, last]`; CLOSE_RANGE_UNSHARE first gives the caller its own table.
-pub fn close_range(first: u32, last: u32, flags: u32) -> SysResult<usize> {
+pub fn close_range(cur: &CurrentTask, first: u32, last: u32, flags: u32) -> SysResult<usize> {
     const UNSHARE: u32 = 1 << 1;
     const CLOEXEC: u32 = 1 << 2;
     if flags & !(UNSHARE | CLOEXEC) != 0 || first > last {
         return Err(Errno::EINVAL);
     }
-    let cur = process::current();
     if flags & UNSHARE != 0 {
         let copy = cur.files().lock().clone();
         *cur.files.lock() = Arc::new(spin::Mutex::new(copy));
@@ -125,8 +129,8 @@ pub fn close_range(first: u32, last: u32, flags: u32) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn close(fd: i32) -> SysResult<usize> {
-    let e = process::current().files().lock().close(fd)?;
+pub fn close(cur: &CurrentTask, fd: i32) -> SysResult<usize> {
+    let e = cur.files().lock().close(fd)?;
     drop(e);
     Ok(0)
 }
@@ -172,7 +176,13 @@ fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult
     }
 }
 
-fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult<usize> {
+fn do_write(
+    cur: &CurrentTask,
+    file: &File,
+    buf: usize,
+    count: usize,
+    off: Option<u64>,
+) -> SysResult<usize> {
     if !file.writable() {
         return Err(Errno::EBADF);
     }
@@ -205,9 +215,7 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
                 }
                 // A long write to a device or pipe stops at a chunk boundary for a signal (as
                 // a terminal's does on Linux), so a killed writer does not hold on for minutes.
-                if done < count
-                    && !file.ops.seekable()
-                    && crate::process::signal::interrupted(process::current())
+                if done < count && !file.ops.seekable() && crate::process::signal::interrupted(cur)
                 {
                     break;
                 }
@@ -218,33 +226,39 @@ fn do_write(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResul
     Ok(done)
 }
 
-pub fn read(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
-    let f = file(fd)?;
+pub fn read(cur: &CurrentTask, fd: i32, buf: usize, count: usize) -> SysResult<usize> {
+    let f = file(cur, fd)?;
     do_read(&f, buf, count, None)
 }
 
-pub fn write(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
-    let f = file(fd)?;
+pub fn write(cur: &CurrentTask, fd: i32, buf: usize, count: usize) -> SysResult<usize> {
+    let f = file(cur, fd)?;
     if super::net::is_socket(&f) {
         return super::net::write(&f, buf, count);
     }
-    do_write(&f, buf, count, None)
+    do_write(cur, &f, buf, count, None)
 }
 
-pub fn pread64(fd: i32, buf: usize, count: usize, off: i64) -> SysResult<usize> {
-    let file = file(fd)?;
+pub fn pread64(cur: &CurrentTask, fd: i32, buf: usize, count: usize, off: i64) -> SysResult<usize> {
+    let file = file(cur, fd)?;
     if off < 0 {
         return Err(Errno::EINVAL);
     }
     do_read(&file, buf, count, Some(off as u64))
 }
 
-pub fn pwrite64(fd: i32, buf: usize, count: usize, off: i64) -> SysResult<usize> {
-    let file = file(fd)?;
+pub fn pwrite64(
+    cur: &CurrentTask,
+    fd: i32,
+    buf: usize,
+    count: usize,
+    off: i64,
+) -> SysResult<usize> {
+    let file = file(cur, fd)?;
     if off < 0 {
         return Err(Errno::EINVAL);
     }
-    do_write(&file, buf, count, Some(off as u64))
+    do_write(cur, &file, buf, count, Some(off as u64))
 }
 
 /// A user iovec array of `cnt` entries (at most UIO_MAXIOV), each length checked.
@@ -274,8 +288,8 @@ pub(super) fn user_segments(vs: &[Iovec]) -> SysResult<Vec<UserSlice>> {
     Ok(segs)
 }
 
-pub fn readv(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
-    let file = file(fd)?;
+pub fn readv(cur: &CurrentTask, fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
+    let file = file(cur, fd)?;
     if super::net::is_socket(&file) {
         return super::net::rw(&file, iov, cnt, false);
     }
@@ -296,8 +310,8 @@ pub fn readv(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     Ok(total)
 }
 
-pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
-    let file = file(fd)?;
+pub fn writev(cur: &CurrentTask, fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
+    let file = file(cur, fd)?;
     if super::net::is_socket(&file) {
         return super::net::rw(&file, iov, cnt, true);
     }
@@ -324,7 +338,7 @@ pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     }
     let mut done = 0;
     for seg in segs.iter().filter(|s| !s.is_empty()) {
-        match do_write(&file, seg.addr(), seg.len(), None) {
+        match do_write(cur, &file, seg.addr(), seg.len(), None) {
             Ok(n) => {
                 done += n;
                 if n < seg.len() {
@@ -337,8 +351,8 @@ pub fn writev(fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     Ok(done)
 }
 
-pub fn lseek(fd: i32, off: i64, whence: u32) -> SysResult<usize> {
-    let file = file(fd)?;
+pub fn lseek(cur: &CurrentTask, fd: i32, off: i64, whence: u32) -> SysResult<usize> {
+    let file = file(cur, fd)?;
     if !file.ops.seekable() {
         return Err(Errno::ESPIPE);
     }
@@ -357,8 +371,8 @@ pub fn lseek(fd: i32, off: i64, whence: u32) -> SysResult<usize> {
     Ok(new as usize)
 }
 
-pub fn ftruncate(fd: i32, len: i64) -> SysResult<usize> {
-    let file = file(fd)?;
+pub fn ftruncate(cur: &CurrentTask, fd: i32, len: i64) -> SysResult<usize> {
+    let file = file(cur, fd)?;
     if len < 0 {
         return Err(Errno::EINVAL);
     }
@@ -370,16 +384,22 @@ pub fn ftruncate(fd: i32, len: i64) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn fsync(fd: i32) -> SysResult<usize> {
-    file(fd).map(|_| 0)
+pub fn fsync(cur: &CurrentTask, fd: i32) -> SysResult<usize> {
+    file(cur, fd).map(|_| 0)
 }
 
 /// sendfile: copies from a regular file (EINVAL for anything else) at `*offset` (then
 /// advanced) or at its own position, to any file open for writing (not O_APPEND: EINVAL).
 /// A failure after some bytes moved returns the count moved.
-pub fn sendfile(out_fd: i32, in_fd: i32, offset: usize, count: usize) -> SysResult<usize> {
-    let input = file(in_fd)?;
-    let out = file(out_fd)?;
+pub fn sendfile(
+    cur: &CurrentTask,
+    out_fd: i32,
+    in_fd: i32,
+    offset: usize,
+    count: usize,
+) -> SysResult<usize> {
+    let input = file(cur, in_fd)?;
+    let out = file(cur, out_fd)?;
     if !input.readable() || !out.writable() {
         return Err(Errno::EBADF);
     }
@@ -444,8 +464,8 @@ pub fn sendfile(out_fd: i32, in_fd: i32, offset: usize, count: usize) -> SysResu
 
 /// posix_fadvise: advice is only a hint, so after Linux's checks there is nothing to do (every
 /// file is in memory). ESPIPE for pipes, EINVAL for a negative length or unknown advice.
-pub fn fadvise64(fd: i32, _off: i64, len: i64, advice: u32) -> SysResult<usize> {
-    let file = file(fd)?;
+pub fn fadvise64(cur: &CurrentTask, fd: i32, _off: i64, len: i64, advice: u32) -> SysResult<usize> {
+    let file = file(cur, fd)?;
     if file.node.is_none() {
         return Err(Errno::ESPIPE);
     }
@@ -456,7 +476,7 @@ pub fn fadvise64(fd: i32, _off: i64, len: i64, advice: u32) -> SysResult<usize> 
     Ok(0)
 }
 
-pub fn pipe2(fds: usize, flags: u32) -> SysResult<usize> {
+pub fn pipe2(cur: &CurrentTask, fds: usize, flags: u32) -> SysResult<usize> {
     if flags & !(O_CLOEXEC | O_NONBLOCK | O_DIRECT) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -467,7 +487,7 @@ pub fn pipe2(fds: usize, flags: u32) -> SysResult<usize> {
     let rf = File::new(None, r, O_RDONLY | nb, String::from("pipe:"));
     let wf = File::new(None, w, O_WRONLY | nb, String::from("pipe:"));
     let cloexec = flags & O_CLOEXEC != 0;
-    let files = process::current().files();
+    let files = cur.files();
     let mut t = files.lock();
     let a = t.install(rf, cloexec)?;
     let b = match t.install(wf, cloexec) {
@@ -487,21 +507,21 @@ pub fn pipe2(fds: usize, flags: u32) -> SysResult<usize> {
     Ok(0)
 }
 
-pub fn dup(fd: i32) -> SysResult<usize> {
-    let files = process::current().files();
+pub fn dup(cur: &CurrentTask, fd: i32) -> SysResult<usize> {
+    let files = cur.files();
     let mut t = files.lock();
     let file = t.get(fd)?;
     t.install(file, false).map(|fd| fd as usize)
 }
 
-pub fn dup3(old: i32, new: i32, flags: u32) -> SysResult<usize> {
+pub fn dup3(cur: &CurrentTask, old: i32, new: i32, flags: u32) -> SysResult<usize> {
     if flags & !O_CLOEXEC != 0 || old == new {
         return Err(Errno::EINVAL);
     }
     if new < 0 {
         return Err(Errno::EBADF);
     }
-    let files = process::current().files();
+    let files = cur.files();
     let mut t = files.lock();
     let file = t.get(old)?;
     let prev = t.install_at(new as usize, file, flags & O_CLOEXEC != 0)?;
@@ -561,8 +581,8 @@ pub fn fcntl(cur: &CurrentTask, fd: i32, cmd: u32, arg: usize) -> SysResult<usiz
     }
 }
 
-pub fn ioctl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
-    let files = process::current().files();
+pub fn ioctl(cur: &CurrentTask, fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
+    let files = cur.files();
     let file = files.lock().get(fd)?;
     match cmd {
         svelt_abi::uapi::tty::FIOCLEX | svelt_abi::uapi::tty::FIONCLEX => {
@@ -584,7 +604,7 @@ pub fn ioctl(fd: i32, cmd: u32, arg: usize) -> SysResult<usize> {
 
 /// pidfd_open(pid, flags): a descriptor for the process `pid` (a thread-group leader), close-on-
 /// exec, polling readable once the process has ended. flags: 0 or PIDFD_NONBLOCK (O_NONBLOCK).
-pub fn pidfd_open(pid: i32, flags: u32) -> SysResult<usize> {
+pub fn pidfd_open(cur: &CurrentTask, pid: i32, flags: u32) -> SysResult<usize> {
     if flags & !svelt_abi::uapi::fs::O_NONBLOCK != 0 || pid <= 0 {
         return Err(Errno::EINVAL);
     }
@@ -601,11 +621,11 @@ pub fn pidfd_open(pid: i32, flags: u32) -> SysResult<usize> {
         svelt_abi::uapi::fs::O_RDWR | flags,
         alloc::string::String::from("anon_inode:[pidfd]"),
     );
-    install(f, true)
+    install(cur, f, true)
 }
 
 /// eventfd2: a counter file (fs/eventfd.rs), read-write, `anon_inode:[eventfd]` in /proc.
-pub fn eventfd2(initval: u32, flags: u32) -> SysResult<usize> {
+pub fn eventfd2(cur: &CurrentTask, initval: u32, flags: u32) -> SysResult<usize> {
     const EFD_SEMAPHORE: u32 = 1;
     if flags & !(O_CLOEXEC | O_NONBLOCK | EFD_SEMAPHORE) != 0 {
         return Err(Errno::EINVAL);
@@ -620,13 +640,13 @@ pub fn eventfd2(initval: u32, flags: u32) -> SysResult<usize> {
         O_RDWR | (flags & O_NONBLOCK),
         String::from("anon_inode:[eventfd]"),
     );
-    install(f, flags & O_CLOEXEC != 0)
+    install(cur, f, flags & O_CLOEXEC != 0)
 }
 
 /// memfd_create: a tmpfs file in no directory, read-write, named `/memfd:NAME (deleted)` in
 /// /proc; mode 0777 (0666 with MFD_NOEXEC_SEAL). Huge pages are not offered (EINVAL, as for a
 /// size Linux cannot give); seals are not kept.
-pub fn memfd_create(name: UserPtr<u8>, flags: u32) -> SysResult<usize> {
+pub fn memfd_create(cur: &CurrentTask, name: UserPtr<u8>, flags: u32) -> SysResult<usize> {
     const MFD_CLOEXEC: u32 = 1;
     const MFD_ALLOW_SEALING: u32 = 2;
     const MFD_NOEXEC_SEAL: u32 = 8;
@@ -650,11 +670,11 @@ pub fn memfd_create(name: UserPtr<u8>, flags: u32) -> SysResult<usize> {
     let node = fs::ramfs::RamFile::with_sb(perm, fs::pagecache::TmpfsSb::root());
     let path = alloc::format!("/memfd:{} (deleted)", String::from_utf8_lossy(&name));
     let f = fs::open_node(node, O_RDWR | O_LARGEFILE, path)?;
-    install(f, flags & MFD_CLOEXEC != 0)
+    install(cur, f, flags & MFD_CLOEXEC != 0)
 }
 
-pub fn flock(fd: i32, op: u32) -> SysResult<usize> {
-    let f = file(fd)?;
+pub fn flock(cur: &CurrentTask, fd: i32, op: u32) -> SysResult<usize> {
+    let f = file(cur, fd)?;
     if f.flags() & O_PATH != 0 {
         return Err(Errno::EBADF);
     }
@@ -664,7 +684,7 @@ pub fn flock(fd: i32, op: u32) -> SysResult<usize> {
 /// fallocate on tmpfs: mode 0 extends the file to cover the range, FALLOC_FL_KEEP_SIZE
 /// changes nothing (the pages come when written), with FALLOC_FL_PUNCH_HOLE the range
 /// within the file reads as zeros; other modes are EOPNOTSUPP (Linux's vfs_fallocate checks).
-pub fn fallocate(fd: i32, mode: i32, offset: i64, len: i64) -> SysResult<usize> {
+pub fn fallocate(cur: &CurrentTask, fd: i32, mode: i32, offset: i64, len: i64) -> SysResult<usize> {
     const KEEP_SIZE: i32 = 1;
     const PUNCH_HOLE: i32 = 2;
     if offset < 0 || len <= 0 {
@@ -673,7 +693,7 @@ pub fn fallocate(fd: i32, mode: i32, offset: i64, len: i64) -> SysResult<usize> 
     if mode & !(KEEP_SIZE | PUNCH_HOLE) != 0 || mode == PUNCH_HOLE {
         return Err(Errno::EOPNOTSUPP);
     }
-    let f = file(fd)?;
+    let f = file(cur, fd)?;
     if !f.writable() {
         return Err(Errno::EBADF);
     }

@@ -103,7 +103,7 @@ pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) {
     }
     // One load and one branch unless the task is under seccomp.
     if cur.seccomp.mode.load(Relaxed) != 0 {
-        match crate::process::seccomp::check(cur, tf) {
+        match crate::process::seccomp::check(cur, cur, tf) {
             Some(nr) => n = nr,
             None => return,
         }
@@ -128,7 +128,7 @@ fn dispatch_traced(cur: &CurrentTask, tf: &mut TrapFrame) {
     let mut run = (n != -1 && !crate::process::signal::fatal_pending(cur)).then_some(n as u64);
     // seccomp sees the call as the tracer left it (Linux: ptrace first, then seccomp).
     if run.is_some() && cur.seccomp.mode.load(Relaxed) != 0 {
-        run = crate::process::seccomp::check(cur, tf);
+        run = crate::process::seccomp::check(cur, cur, tf);
     }
     if let Some(n) = run {
         call(n, &mut Syscall { cur, tf });
@@ -160,19 +160,19 @@ fn call(n: u64, c: &mut Syscall) {
 static TABLE: [Option<Handler>; TABLE_LEN] = {
     let mut t: [Option<Handler>; TABLE_LEN] = [None; TABLE_LEN];
     // files
-    t[nr::OPENAT] = v(|c| file::openat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::CLOSE] = v(|c| file::close(c.arg(0)));
-    t[nr::READ] = v(|c| file::read(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::WRITE] = v(|c| file::write(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::READV] = v(|c| file::readv(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::WRITEV] = v(|c| file::writev(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::PREAD64] = v(|c| file::pread64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::PWRITE64] = v(|c| file::pwrite64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::LSEEK] = v(|c| file::lseek(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::NEWFSTATAT] = v(|c| stat::newfstatat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::FSTAT] = v(|c| stat::fstat(c.arg(0), c.arg(1)));
-    t[nr::STATX] = v(|c| stat::statx(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::GETDENTS64] = v(|c| stat::getdents64(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::OPENAT] = v(|c| file::openat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::CLOSE] = v(|c| file::close(c.cur, c.arg(0)));
+    t[nr::READ] = v(|c| file::read(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::WRITE] = v(|c| file::write(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::READV] = v(|c| file::readv(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::WRITEV] = v(|c| file::writev(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::PREAD64] = v(|c| file::pread64(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::PWRITE64] = v(|c| file::pwrite64(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::LSEEK] = v(|c| file::lseek(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::NEWFSTATAT] = v(|c| stat::newfstatat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::FSTAT] = v(|c| stat::fstat(c.cur, c.arg(0), c.arg(1)));
+    t[nr::STATX] = v(|c| stat::statx(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::GETDENTS64] = v(|c| stat::getdents64(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::READLINKAT] = v(|c| stat::readlinkat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::FACCESSAT] = v(|c| stat::faccessat(c.arg(0), c.arg(1), c.arg(2), 0));
     t[nr::FACCESSAT2] = v(|c| stat::faccessat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
@@ -183,58 +183,77 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::UNLINKAT] = v(|c| namei::unlinkat(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::RENAMEAT] = v(|c| namei::renameat2(c.arg(0), c.arg(1), c.arg(2), c.arg(3), 0));
     t[nr::RENAMEAT2] = v(|c| namei::renameat2(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::LINKAT] = v(|c| namei::linkat(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::LINKAT] = v(|c| namei::linkat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::SYMLINKAT] = v(|c| namei::symlinkat(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::MKNODAT] = v(|c| namei::mknodat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::FTRUNCATE] = v(|c| file::ftruncate(c.arg(0), c.arg(1)));
-    t[nr::FSYNC] = v(|c| file::fsync(c.arg(0)));
-    t[nr::FDATASYNC] = v(|c| file::fsync(c.arg(0)));
-    t[nr::CLOSE_RANGE] = v(|c| file::close_range(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::SENDFILE] = v(|c| file::sendfile(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::FADVISE64] = v(|c| file::fadvise64(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::FTRUNCATE] = v(|c| file::ftruncate(c.cur, c.arg(0), c.arg(1)));
+    t[nr::FSYNC] = v(|c| file::fsync(c.cur, c.arg(0)));
+    t[nr::FDATASYNC] = v(|c| file::fsync(c.cur, c.arg(0)));
+    t[nr::CLOSE_RANGE] = v(|c| file::close_range(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SENDFILE] = v(|c| file::sendfile(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::FADVISE64] = v(|c| file::fadvise64(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SYNC] = v(|_| Ok(0));
-    t[nr::PIPE2] = v(|c| file::pipe2(c.arg(0), c.arg(1)));
-    t[nr::EVENTFD2] = v(|c| file::eventfd2(c.arg(0), c.arg(1)));
-    t[nr::MEMFD_CREATE] = v(|c| file::memfd_create(c.arg(0), c.arg(1)));
-    t[nr::FLOCK] = v(|c| file::flock(c.arg(0), c.arg(1)));
-    t[nr::FALLOCATE] = v(|c| file::fallocate(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::DUP] = v(|c| file::dup(c.arg(0)));
-    t[nr::DUP3] = v(|c| file::dup3(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::PIPE2] = v(|c| file::pipe2(c.cur, c.arg(0), c.arg(1)));
+    t[nr::EVENTFD2] = v(|c| file::eventfd2(c.cur, c.arg(0), c.arg(1)));
+    t[nr::MEMFD_CREATE] = v(|c| file::memfd_create(c.cur, c.arg(0), c.arg(1)));
+    t[nr::FLOCK] = v(|c| file::flock(c.cur, c.arg(0), c.arg(1)));
+    t[nr::FALLOCATE] = v(|c| file::fallocate(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::DUP] = v(|c| file::dup(c.cur, c.arg(0)));
+    t[nr::DUP3] = v(|c| file::dup3(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::FCNTL] = v(|c| file::fcntl(c.cur, c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::IOCTL] = v(|c| file::ioctl(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::EPOLL_CREATE1] = v(|c| poll::epoll_create1(c.arg(0)));
-    t[nr::EPOLL_CTL] = v(|c| poll::epoll_ctl(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::EPOLL_PWAIT] =
-        v(|c| poll::epoll_pwait(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
-    t[nr::PPOLL] = v(|c| poll::ppoll(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::PSELECT6] =
-        v(|c| poll::pselect6(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
+    t[nr::IOCTL] = v(|c| file::ioctl(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::EPOLL_CREATE1] = v(|c| poll::epoll_create1(c.cur, c.arg(0)));
+    t[nr::EPOLL_CTL] = v(|c| poll::epoll_ctl(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::EPOLL_PWAIT] = v(|c| {
+        poll::epoll_pwait(
+            c.cur,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.arg(5),
+        )
+    });
+    t[nr::PPOLL] = v(|c| poll::ppoll(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::PSELECT6] = v(|c| {
+        poll::pselect6(
+            c.cur,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.arg(5),
+        )
+    });
     t[nr::MOUNT] = v(|c| namei::mount(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::UMOUNT2] = v(|c| namei::umount2(c.arg(0), c.arg(1)));
     t[nr::UMASK] = v(|c| namei::umask(c.cur, c.arg(0)));
     t[nr::STATFS] = v(|c| stat::statfs(c.arg(0), c.arg(1)));
-    t[nr::FSTATFS] = v(|c| stat::fstatfs(c.arg(0), c.arg(1)));
+    t[nr::FSTATFS] = v(|c| stat::fstatfs(c.cur, c.arg(0), c.arg(1)));
     {
         use attr::Xattr::{Fd, Path};
-        t[nr::SETXATTR] = v(|c| attr::xattr(Path, c.arg(0), true));
-        t[nr::LSETXATTR] = v(|c| attr::xattr(Path, c.arg(0), false));
-        t[nr::FSETXATTR] = v(|c| attr::xattr(Fd, c.arg(0), true));
-        t[nr::GETXATTR] = v(|c| attr::xattr(Path, c.arg(0), true));
-        t[nr::LGETXATTR] = v(|c| attr::xattr(Path, c.arg(0), false));
-        t[nr::FGETXATTR] = v(|c| attr::xattr(Fd, c.arg(0), true));
-        t[nr::LISTXATTR] = v(|c| attr::listxattr(Path, c.arg(0), true));
-        t[nr::LLISTXATTR] = v(|c| attr::listxattr(Path, c.arg(0), false));
-        t[nr::FLISTXATTR] = v(|c| attr::listxattr(Fd, c.arg(0), true));
-        t[nr::REMOVEXATTR] = v(|c| attr::xattr(Path, c.arg(0), true));
-        t[nr::LREMOVEXATTR] = v(|c| attr::xattr(Path, c.arg(0), false));
-        t[nr::FREMOVEXATTR] = v(|c| attr::xattr(Fd, c.arg(0), true));
+        t[nr::SETXATTR] = v(|c| attr::xattr(c.cur, Path, c.arg(0), true));
+        t[nr::LSETXATTR] = v(|c| attr::xattr(c.cur, Path, c.arg(0), false));
+        t[nr::FSETXATTR] = v(|c| attr::xattr(c.cur, Fd, c.arg(0), true));
+        t[nr::GETXATTR] = v(|c| attr::xattr(c.cur, Path, c.arg(0), true));
+        t[nr::LGETXATTR] = v(|c| attr::xattr(c.cur, Path, c.arg(0), false));
+        t[nr::FGETXATTR] = v(|c| attr::xattr(c.cur, Fd, c.arg(0), true));
+        t[nr::LISTXATTR] = v(|c| attr::listxattr(c.cur, Path, c.arg(0), true));
+        t[nr::LLISTXATTR] = v(|c| attr::listxattr(c.cur, Path, c.arg(0), false));
+        t[nr::FLISTXATTR] = v(|c| attr::listxattr(c.cur, Fd, c.arg(0), true));
+        t[nr::REMOVEXATTR] = v(|c| attr::xattr(c.cur, Path, c.arg(0), true));
+        t[nr::LREMOVEXATTR] = v(|c| attr::xattr(c.cur, Path, c.arg(0), false));
+        t[nr::FREMOVEXATTR] = v(|c| attr::xattr(c.cur, Fd, c.arg(0), true));
     }
-    t[nr::FCHMOD] = v(|c| attr::fchmod(c.arg(0), c.arg(1)));
-    t[nr::FCHMODAT] = v(|c| attr::fchmodat(c.arg(0), c.arg(1), c.arg(2), 0));
-    t[nr::FCHMODAT2] = v(|c| attr::fchmodat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::FCHOWN] = v(|c| attr::fchown(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::FCHOWNAT] = v(|c| attr::fchownat(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::UTIMENSAT] = v(|c| attr::utimensat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::FCHMOD] = v(|c| attr::fchmod(c.cur, c.arg(0), c.arg(1)));
+    t[nr::FCHMODAT] = v(|c| attr::fchmodat(c.cur, c.arg(0), c.arg(1), c.arg(2), 0));
+    t[nr::FCHMODAT2] = v(|c| attr::fchmodat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::FCHOWN] = v(|c| attr::fchown(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::FCHOWNAT] =
+        v(|c| attr::fchownat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::UTIMENSAT] = v(|c| attr::utimensat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     // memory
     t[nr::BRK] = v(|c| mm::brk(c.cur, c.arg(0)));
     t[nr::MMAP] = v(|c| {
@@ -250,9 +269,9 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     });
     t[nr::MUNMAP] = v(|c| mm::munmap(c.arg(0), c.arg(1)));
     t[nr::MPROTECT] = v(|c| mm::mprotect(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::PIDFD_OPEN] = v(|c| file::pidfd_open(c.arg(0), c.arg(1)));
+    t[nr::PIDFD_OPEN] = v(|c| file::pidfd_open(c.cur, c.arg(0), c.arg(1)));
     t[nr::MAP_SHADOW_STACK] =
-        v(|c| crate::process::gcs::map_shadow_stack(c.arg(0), c.arg(1), c.arg(2)));
+        v(|c| crate::process::gcs::map_shadow_stack(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::MADVISE] = v(|c| mm::madvise(c.arg(0), c.arg(1), c.arg(2)));
     t[nr::MREMAP] = v(|c| mm::mremap(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::MLOCK] = v(|c| mm::mlock(c.cur, c.arg(0), c.arg(1), true, 0));
@@ -276,7 +295,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::CLONE3] = v(|_| Err(Errno::ENOSYS));
     t[nr::EXECVE] = regs(|c| proc::execve(c.cur, c.arg(0), c.arg(1), c.arg(2), c.tf));
     t[nr::EXIT] = v(|c| proc::exit(c.cur, c.arg(0)));
-    t[nr::EXIT_GROUP] = v(|c| proc::exit_group(c.arg(0)));
+    t[nr::EXIT_GROUP] = v(|c| proc::exit_group(c.cur, c.arg(0)));
     t[nr::WAIT4] = v(|c| proc::wait4(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::WAITID] = v(|c| proc::waitid(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::GETPID] = v(|c| Ok(c.cur.pid() as usize));
@@ -344,28 +363,8 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::RSEQ] = v(|c| crate::process::rseq::rseq(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     // tracing
     t[nr::PTRACE] = v(|c| ptrace::ptrace(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::PROCESS_VM_READV] = v(|c| {
-        ptrace::process_vm(
-            c.arg(0),
-            c.arg(1),
-            c.arg(2),
-            c.arg(3),
-            c.arg(4),
-            c.arg(5),
-            false,
-        )
-    });
-    t[nr::PROCESS_VM_WRITEV] = v(|c| {
-        ptrace::process_vm(
-            c.arg(0),
-            c.arg(1),
-            c.arg(2),
-            c.arg(3),
-            c.arg(4),
-            c.arg(5),
-            true,
-        )
-    });
+    t[nr::PROCESS_VM_READV] = v(|c| ptrace::process_vm(c, false));
+    t[nr::PROCESS_VM_WRITEV] = v(|c| ptrace::process_vm(c, true));
     // signals
     t[nr::RT_SIGACTION] =
         v(|c| signal::rt_sigaction(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
@@ -394,23 +393,44 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::GETITIMER] = v(|c| time::getitimer(c.cur, c.arg(0), c.arg(1)));
     t[nr::TIMES] = v(|c| time::times(c.arg(0)));
     // sockets
-    t[nr::SOCKET] = v(|c| net::socket(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SOCKET] = v(|c| net::socket(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SOCKETPAIR] = v(|c| net::socketpair(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::BIND] = v(|c| net::bind(c.cur, c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::LISTEN] = v(|c| net::listen(c.arg(0), c.arg(1)));
+    t[nr::LISTEN] = v(|c| net::listen(c.cur, c.arg(0), c.arg(1)));
     t[nr::ACCEPT] = v(|c| net::accept4(c.cur, c.arg(0), c.arg(1), c.arg(2), 0));
     t[nr::ACCEPT4] = v(|c| net::accept4(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::CONNECT] = v(|c| net::connect(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::GETSOCKNAME] = v(|c| net::getsockname(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::GETPEERNAME] = v(|c| net::getpeername(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::SENDTO] = v(|c| net::sendto(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
-    t[nr::RECVFROM] =
-        v(|c| net::recvfrom(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5)));
-    t[nr::SENDMSG] = v(|c| net::sendmsg(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::CONNECT] = v(|c| net::connect(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::GETSOCKNAME] = v(|c| net::getsockname(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::GETPEERNAME] = v(|c| net::getpeername(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::SENDTO] = v(|c| {
+        net::sendto(
+            c.cur,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.arg(5),
+        )
+    });
+    t[nr::RECVFROM] = v(|c| {
+        net::recvfrom(
+            c.cur,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.arg(5),
+        )
+    });
+    t[nr::SENDMSG] = v(|c| net::sendmsg(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::RECVMSG] = v(|c| net::recvmsg(c.cur, c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::SETSOCKOPT] = v(|c| net::setsockopt(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::GETSOCKOPT] = v(|c| net::getsockopt(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::SHUTDOWN] = v(|c| net::shutdown(c.arg(0), c.arg(1)));
+    t[nr::SETSOCKOPT] =
+        v(|c| net::setsockopt(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::GETSOCKOPT] =
+        v(|c| net::getsockopt(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::SHUTDOWN] = v(|c| net::shutdown(c.cur, c.arg(0), c.arg(1)));
     // system
     t[nr::UNAME] = v(|c| misc::uname(c.arg(0)));
     t[nr::SETHOSTNAME] = v(|c| misc::sethostname(c.cur, c.arg(0), c.arg(1)));

@@ -24,7 +24,7 @@ pub fn chdir(cur: &CurrentTask, path: usize) -> SysResult<usize> {
 }
 
 pub fn fchdir(cur: &CurrentTask, fd: i32) -> SysResult<usize> {
-    let file = file(fd)?;
+    let file = file(cur, fd)?;
     let node = file.node.clone().ok_or(Errno::ENOTDIR)?;
     if node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
@@ -177,6 +177,7 @@ static RENAME: spin::Mutex<()> = spin::Mutex::new(());
 /// linkat: a second name for a file (not a directory: EPERM), in the same file system (EXDEV).
 /// AT_SYMLINK_FOLLOW follows a final symlink in `oldpath`; AT_EMPTY_PATH links `olddfd` itself.
 pub fn linkat(
+    cur: &CurrentTask,
     olddfd: i32,
     oldpath: usize,
     newdfd: i32,
@@ -189,7 +190,7 @@ pub fn linkat(
     }
     let o = UserPtr::<u8>::new(oldpath).read_path()?;
     let src = if o.is_empty() && flags & AT_EMPTY_PATH != 0 {
-        file(olddfd)?.node.clone().ok_or(Errno::ENOENT)?
+        file(cur, olddfd)?.node.clone().ok_or(Errno::ENOENT)?
     } else {
         fs::resolve(olddfd, &o, flags & AT_SYMLINK_FOLLOW != 0)?.node
     };

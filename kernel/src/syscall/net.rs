@@ -45,9 +45,13 @@ fn check_family_and_type(family: u32, ty: u32, protocol: u32) -> SysResult<SockT
     SockType::from_raw(ty & SOCK_TYPE_MASK)
 }
 
-pub fn socket(family: u32, ty: u32, protocol: u32) -> SysResult<usize> {
+pub fn socket(cur: &CurrentTask, family: u32, ty: u32, protocol: u32) -> SysResult<usize> {
     let st = check_family_and_type(family, ty, protocol)?;
-    install(new_file(UnixSocket::new(st), ty), ty & SOCK_CLOEXEC != 0)
+    install(
+        cur,
+        new_file(UnixSocket::new(st), ty),
+        ty & SOCK_CLOEXEC != 0,
+    )
 }
 
 pub fn socketpair(
@@ -79,8 +83,8 @@ pub fn socketpair(
     Ok(0)
 }
 
-fn sock(fd: i32) -> SysResult<(Arc<File>, Arc<UnixSocket>)> {
-    let f = file(fd)?;
+fn sock(cur: &CurrentTask, fd: i32) -> SysResult<(Arc<File>, Arc<UnixSocket>)> {
+    let f = file(cur, fd)?;
     let s = unix::of(&f)?.clone();
     Ok((f, s))
 }
@@ -116,7 +120,7 @@ fn name_bytes(n: &Option<UnixName>) -> &[u8] {
 }
 
 pub fn bind(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<usize> {
-    let (_, s) = sock(fd)?;
+    let (_, s) = sock(cur, fd)?;
     let name = match read_addr(addr, len)? {
         UnixAddr::Unnamed => {
             if s.is_bound() {
@@ -150,8 +154,8 @@ pub fn bind(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<usiz
     Ok(0)
 }
 
-pub fn listen(fd: i32, backlog: i32) -> SysResult<usize> {
-    let (_, s) = sock(fd)?;
+pub fn listen(cur: &CurrentTask, fd: i32, backlog: i32) -> SysResult<usize> {
+    let (_, s) = sock(cur, fd)?;
     s.listen(backlog)?;
     Ok(0)
 }
@@ -166,8 +170,8 @@ fn find(name: &UnixName, ty: SockType) -> SysResult<Arc<UnixSocket>> {
     UnixSocket::find(Some(r.node), name, ty)
 }
 
-pub fn connect(fd: i32, addr: usize, len: u32) -> SysResult<usize> {
-    let (f, s) = sock(fd)?;
+pub fn connect(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<usize> {
+    let (f, s) = sock(cur, fd)?;
     let a = read_addr(addr, len);
     if s.ty == SockType::Dgram {
         // AF_UNSPEC dissolves the association.
@@ -203,11 +207,11 @@ pub fn accept4(
     if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
-    let (f, s) = sock(fd)?;
+    let (f, s) = sock(cur, fd)?;
     let new = s.accept(f.nonblocking())?;
     let peer = new.peer_name().ok().flatten();
     let nf = new_file(new, flags);
-    let fdn = install(nf, flags & SOCK_CLOEXEC != 0)?;
+    let fdn = install(cur, nf, flags & SOCK_CLOEXEC != 0)?;
     if addr != 0 {
         if let Err(e) = write_addr(name_bytes(&peer), addr, lenp) {
             let _ = cur.files().lock().close(fdn as i32);
@@ -217,21 +221,21 @@ pub fn accept4(
     Ok(fdn)
 }
 
-pub fn getsockname(fd: i32, addr: usize, lenp: usize) -> SysResult<usize> {
-    let (_, s) = sock(fd)?;
+pub fn getsockname(cur: &CurrentTask, fd: i32, addr: usize, lenp: usize) -> SysResult<usize> {
+    let (_, s) = sock(cur, fd)?;
     write_addr(name_bytes(&s.name()), addr, lenp)?;
     Ok(0)
 }
 
-pub fn getpeername(fd: i32, addr: usize, lenp: usize) -> SysResult<usize> {
-    let (_, s) = sock(fd)?;
+pub fn getpeername(cur: &CurrentTask, fd: i32, addr: usize, lenp: usize) -> SysResult<usize> {
+    let (_, s) = sock(cur, fd)?;
     let n = s.peer_name()?;
     write_addr(name_bytes(&n), addr, lenp)?;
     Ok(0)
 }
 
-pub fn shutdown(fd: i32, how: u32) -> SysResult<usize> {
-    let (_, s) = sock(fd)?;
+pub fn shutdown(cur: &CurrentTask, fd: i32, how: u32) -> SysResult<usize> {
+    let (_, s) = sock(cur, fd)?;
     s.shutdown(how)?;
     Ok(0)
 }
@@ -242,7 +246,7 @@ fn iov_slices(iov: usize, cnt: usize) -> SysResult<IovCursor> {
 }
 
 /// The rights and credentials of a sendmsg's control buffer.
-fn read_scm(control: usize, len: usize) -> SysResult<Scm> {
+fn read_scm(cur: &CurrentTask, control: usize, len: usize) -> SysResult<Scm> {
     let mut scm = Scm {
         fds: Vec::new(),
         cred: unix::current_cred(),
@@ -268,7 +272,7 @@ fn read_scm(control: usize, len: usize) -> SysResult<Scm> {
                 scm.fds.try_reserve(n).map_err(|_| Errno::ENOMEM)?;
                 for i in 0..n {
                     let fd = i32::from_ne_bytes(c.data[4 * i..4 * i + 4].try_into().unwrap());
-                    scm.fds.push(file(fd)?);
+                    scm.fds.push(file(cur, fd)?);
                 }
                 Ok(())
             }
@@ -289,6 +293,7 @@ fn read_scm(control: usize, len: usize) -> SysResult<Scm> {
 use zerocopy::FromBytes;
 
 fn do_send(
+    cur: &CurrentTask,
     fd: i32,
     mut data: IovCursor,
     flags: u32,
@@ -296,7 +301,7 @@ fn do_send(
     addrlen: u32,
     scm: Scm,
 ) -> SysResult<usize> {
-    let (f, s) = sock(fd)?;
+    let (f, s) = sock(cur, fd)?;
     let dest = if addr != 0 && addrlen != 0 {
         let UnixAddr::Named(name) = read_addr(addr, addrlen)? else {
             return Err(Errno::EINVAL);
@@ -325,6 +330,7 @@ fn do_send(
 }
 
 pub fn sendto(
+    cur: &CurrentTask,
     fd: i32,
     buf: usize,
     len: usize,
@@ -339,6 +345,7 @@ pub fn sendto(
         cred: unix::current_cred(),
     };
     do_send(
+        cur,
         fd,
         IovCursor::new(alloc::vec![seg]),
         flags,
@@ -348,17 +355,30 @@ pub fn sendto(
     )
 }
 
-pub fn sendmsg(fd: i32, msg: usize, flags: u32) -> SysResult<usize> {
+pub fn sendmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<usize> {
     let m: Msghdr = UserPtr::new(msg).read()?;
-    sock(fd)?;
+    sock(cur, fd)?;
     let data = iov_slices(m.msg_iov as usize, m.msg_iovlen as usize)?;
-    let scm = read_scm(m.msg_control as usize, m.msg_controllen as usize)?;
-    do_send(fd, data, flags, m.msg_name as usize, m.msg_namelen, scm)
+    let scm = read_scm(cur, m.msg_control as usize, m.msg_controllen as usize)?;
+    do_send(
+        cur,
+        fd,
+        data,
+        flags,
+        m.msg_name as usize,
+        m.msg_namelen,
+        scm,
+    )
 }
 
 /// A receive: the bytes into `data`, then the sender's name and control messages if asked.
-fn do_recv(fd: i32, mut data: IovCursor, flags: u32) -> SysResult<(unix::Recv, Arc<UnixSocket>)> {
-    let (f, s) = sock(fd)?;
+fn do_recv(
+    cur: &CurrentTask,
+    fd: i32,
+    mut data: IovCursor,
+    flags: u32,
+) -> SysResult<(unix::Recv, Arc<UnixSocket>)> {
+    let (f, s) = sock(cur, fd)?;
     if flags & MSG_OOB != 0 {
         return Err(Errno::EINVAL);
     }
@@ -376,6 +396,7 @@ fn result_len(r: &unix::Recv, flags: u32) -> usize {
 }
 
 pub fn recvfrom(
+    cur: &CurrentTask,
     fd: i32,
     buf: usize,
     len: usize,
@@ -385,7 +406,7 @@ pub fn recvfrom(
 ) -> SysResult<usize> {
     let seg = UserSlice::new(buf, len.min(MAX_RW_COUNT));
     seg.check()?;
-    let (r, _) = do_recv(fd, IovCursor::new(alloc::vec![seg]), flags)?;
+    let (r, _) = do_recv(cur, fd, IovCursor::new(alloc::vec![seg]), flags)?;
     if addr != 0 {
         write_addr(
             r.from.as_ref().map_or(&[][..], |n| n.as_bytes()),
@@ -398,9 +419,9 @@ pub fn recvfrom(
 
 pub fn recvmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<usize> {
     let m: Msghdr = UserPtr::new(msg).read()?;
-    sock(fd)?;
+    sock(cur, fd)?;
     let data = iov_slices(m.msg_iov as usize, m.msg_iovlen as usize)?;
-    let (r, s) = do_recv(fd, data, flags)?;
+    let (r, s) = do_recv(cur, fd, data, flags)?;
     let mut out = m;
     // ___sys_recvmsg hands MSG_CMSG_CLOEXEC back in msg_flags.
     out.msg_flags = r.flags | (flags & MSG_CMSG_CLOEXEC);
@@ -457,8 +478,15 @@ pub fn recvmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<
     Ok(result_len(&r, flags))
 }
 
-pub fn setsockopt(fd: i32, level: u32, name: u32, val: usize, len: u32) -> SysResult<usize> {
-    let (_, s) = sock(fd)?;
+pub fn setsockopt(
+    cur: &CurrentTask,
+    fd: i32,
+    level: u32,
+    name: u32,
+    val: usize,
+    len: u32,
+) -> SysResult<usize> {
+    let (_, s) = sock(cur, fd)?;
     if level != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
     }
@@ -478,8 +506,15 @@ pub fn setsockopt(fd: i32, level: u32, name: u32, val: usize, len: u32) -> SysRe
     Ok(0)
 }
 
-pub fn getsockopt(fd: i32, level: u32, name: u32, val: usize, lenp: usize) -> SysResult<usize> {
-    let (_, s) = sock(fd)?;
+pub fn getsockopt(
+    cur: &CurrentTask,
+    fd: i32,
+    level: u32,
+    name: u32,
+    val: usize,
+    lenp: usize,
+) -> SysResult<usize> {
+    let (_, s) = sock(cur, fd)?;
     if level != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
     }

@@ -7,7 +7,7 @@ use crate::fs::epoll::{self, Epoll};
 use crate::fs::{self, File, Kind};
 use crate::mm::try_vec;
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::process;
+use crate::process::CurrentTask;
 use alloc::string::String;
 use alloc::vec::Vec;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -16,7 +16,7 @@ use svelt_abi::uapi::fs::{
     POLLOUT,
 };
 
-pub fn epoll_create1(flags: u32) -> SysResult<usize> {
+pub fn epoll_create1(cur: &CurrentTask, flags: u32) -> SysResult<usize> {
     if flags & !EPOLL_CLOEXEC != 0 {
         return Err(Errno::EINVAL);
     }
@@ -26,7 +26,7 @@ pub fn epoll_create1(flags: u32) -> SysResult<usize> {
         O_RDWR,
         String::from("anon_inode:[eventpoll]"),
     );
-    install(file, flags & EPOLL_CLOEXEC != 0)
+    install(cur, file, flags & EPOLL_CLOEXEC != 0)
 }
 
 fn as_epoll(file: &File) -> SysResult<&Epoll> {
@@ -36,9 +36,9 @@ fn as_epoll(file: &File) -> SysResult<&Epoll> {
         .ok_or(Errno::EINVAL)
 }
 
-pub fn epoll_ctl(epfd: i32, op: u32, fd: i32, event: usize) -> SysResult<usize> {
-    let ep_file = file(epfd)?;
-    let target = file(fd)?;
+pub fn epoll_ctl(cur: &CurrentTask, epfd: i32, op: u32, fd: i32, event: usize) -> SysResult<usize> {
+    let ep_file = file(cur, epfd)?;
+    let target = file(cur, fd)?;
     let ep = as_epoll(&ep_file)?;
     if epfd == fd {
         return Err(Errno::EINVAL);
@@ -65,6 +65,7 @@ fn ms_deadline(ms: i32) -> Option<u64> {
 }
 
 pub fn epoll_pwait(
+    cur: &CurrentTask,
     epfd: i32,
     events: usize,
     max: i32,
@@ -75,10 +76,10 @@ pub fn epoll_pwait(
     if max <= 0 || max as usize > (i32::MAX as usize) / EpollEvent::SIZE {
         return Err(Errno::EINVAL);
     }
-    let ep_file = file(epfd)?;
+    let ep_file = file(cur, epfd)?;
     let ep = as_epoll(&ep_file)?;
     UserSlice::new(events, max as usize * EpollEvent::SIZE).check()?;
-    let _mask = crate::process::signal::TempMask::from_user(sigmask, sigsetsize)?;
+    let _mask = crate::process::signal::TempMask::from_user(cur, sigmask, sigsetsize)?;
     let ready = epoll::wait_ready(
         || {
             let v = ep.collect(max as usize);
@@ -110,6 +111,7 @@ fn read_timeout(ts: usize) -> SysResult<Option<u64>> {
 }
 
 pub fn ppoll(
+    cur: &CurrentTask,
     fds: usize,
     nfds: usize,
     tmo: usize,
@@ -123,8 +125,8 @@ pub fn ppoll(
     let fds = UserPtr::new(fds);
     fds.read_slice(&mut pfds)?;
     let deadline = read_timeout(tmo)?;
-    let _mask = crate::process::signal::TempMask::from_user(sigmask, sigsetsize)?;
-    let files = process::current().files();
+    let _mask = crate::process::signal::TempMask::from_user(cur, sigmask, sigsetsize)?;
+    let files = cur.files();
     let r = epoll::wait_ready(
         || {
             let t = files.lock();
@@ -159,6 +161,7 @@ pub fn ppoll(
 }
 
 pub fn pselect6(
+    cur: &CurrentTask,
     nfds: i32,
     rd: usize,
     wr: usize,
@@ -183,11 +186,11 @@ pub fn pselect6(
     let sig = UserPtr::<u64>::new(sig);
     let _mask = if !sig.is_null() {
         let (p, len) = (sig.read()?, sig.add(1).read()?);
-        crate::process::signal::TempMask::from_user(p as usize, len as usize)?
+        crate::process::signal::TempMask::from_user(cur, p as usize, len as usize)?
     } else {
-        crate::process::signal::TempMask::from_user(0, 8)?
+        crate::process::signal::TempMask::from_user(cur, 0, 8)?
     };
-    let files = process::current().files();
+    let files = cur.files();
     let bit = |s: &[u8], i: usize| s[i / 8] & (1 << (i % 8)) != 0;
     let mut out = (
         try_vec(bytes, 0u8)?,

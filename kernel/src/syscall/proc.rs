@@ -41,17 +41,17 @@ pub fn execve(
     tf: &mut TrapFrame,
 ) -> SysResult<NoReturn> {
     process::exec::do_execve(cur, path, argv, envp, tf)?;
-    crate::process::ptrace::exec_done(cur.tid);
+    crate::process::ptrace::exec_done(cur, cur.tid);
     Ok(NoReturn)
 }
 
 pub fn exit(cur: &CurrentTask, code: i32) -> SysResult<usize> {
     crate::process::gcs::thread_exit(cur);
-    exit::do_exit(wstatus::exited(code))
+    exit::do_exit(cur, wstatus::exited(code))
 }
 
-pub fn exit_group(code: i32) -> SysResult<usize> {
-    exit::do_group_exit(wstatus::exited(code))
+pub fn exit_group(cur: &CurrentTask, code: i32) -> SysResult<usize> {
+    exit::do_group_exit(cur, wstatus::exited(code))
 }
 
 fn which_from_wait4(cur: &CurrentTask, pid: i32) -> Which {

@@ -28,8 +28,8 @@ pub fn ptrace(
     }
     let t = find(pid)?;
     match req {
-        Ok(PtraceRequest::Attach) => return attach(&me, t, None),
-        Ok(PtraceRequest::Seize { options }) => return attach(&me, t, Some(options)),
+        Ok(PtraceRequest::Attach) => return attach(cur, &me, t, None),
+        Ok(PtraceRequest::Seize { options }) => return attach(cur, &me, t, Some(options)),
         Err(e) if request == PTRACE_SEIZE => return Err(e),
         _ => {}
     }
@@ -171,12 +171,17 @@ fn traceme(cur: &CurrentTask, me: &Arc<Process>) -> SysResult<usize> {
 }
 
 /// PTRACE_ATTACH (`seize` None) or PTRACE_SEIZE with its options.
-fn attach(me: &Arc<Process>, t: Arc<Thread>, seize: Option<u32>) -> SysResult<usize> {
+fn attach(
+    cur: &CurrentTask,
+    me: &Arc<Process>,
+    t: Arc<Thread>,
+    seize: Option<u32>,
+) -> SysResult<usize> {
     let p = t.process();
     if Arc::ptr_eq(&p, me) || t.kstack.is_none() {
         return Err(Errno::EPERM);
     }
-    if !may_access(&p) {
+    if !may_access(&cur.process, &p) {
         return Err(Errno::EPERM);
     }
     if t.traced.load(Ordering::Acquire) || p.exiting.load(Ordering::Acquire) {
@@ -266,16 +271,12 @@ fn regset_request(t: &Held, set: bool, nt: u32, iov: usize) -> SysResult<usize> 
     Ok(0)
 }
 
-/// process_vm_readv / process_vm_writev.
-pub fn process_vm(
-    pid: i32,
-    local: usize,
-    liovcnt: usize,
-    remote: usize,
-    riovcnt: usize,
-    flags: u64,
-    write: bool,
-) -> SysResult<usize> {
+/// process_vm_readv / process_vm_writev (pid, local iovecs and count, remote iovecs and count,
+/// flags).
+pub fn process_vm(c: &super::Syscall, write: bool) -> SysResult<usize> {
+    let cur = c.cur;
+    let (pid, local, liovcnt): (i32, usize, usize) = (c.arg(0), c.arg(1), c.arg(2));
+    let (remote, riovcnt, flags): (usize, usize, u64) = (c.arg(3), c.arg(4), c.arg(5));
     if flags != 0 {
         return Err(Errno::EINVAL);
     }
@@ -284,7 +285,7 @@ pub fn process_vm(
     let base_len = |v: &svelt_abi::uapi::fs::Iovec| (v.iov_base as usize, v.iov_len as usize);
     let t = find(pid)?;
     let p = t.process();
-    if !may_access(&p) {
+    if !may_access(&cur.process, &p) {
         return Err(Errno::EPERM);
     }
     let mm = t.mm().ok_or(Errno::ESRCH)?;

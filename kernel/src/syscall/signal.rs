@@ -90,7 +90,7 @@ pub fn rt_sigsuspend(cur: &CurrentTask, set: usize, size: usize) -> SysResult<us
         return Err(Errno::EINVAL);
     }
     let m = UserPtr::<u64>::new(set).read()?;
-    signal::set_temp_mask(m);
+    signal::set_temp_mask(cur, m);
     let me = cur.to_arc();
     let _ = crate::process::sigwait::sleep_forever_interruptible(&me);
     Err(Errno::ERESTARTNOHAND)

@@ -6,7 +6,7 @@ use super::file::{file, CHUNK};
 use crate::fs::{self, pipe, File, Kind};
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::mm::{try_reserve, try_vec};
-use crate::process;
+use crate::process::CurrentTask;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -41,7 +41,7 @@ fn stat_file(file: &File) -> Stat {
     }
 }
 
-fn stat_at(dirfd: i32, path: usize, flags: u32) -> SysResult<Stat> {
+fn stat_at(cur: &CurrentTask, dirfd: i32, path: usize, flags: u32) -> SysResult<Stat> {
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE) != 0 {
         return Err(Errno::EINVAL);
     }
@@ -49,10 +49,10 @@ fn stat_at(dirfd: i32, path: usize, flags: u32) -> SysResult<Stat> {
     if p.is_empty() {
         if flags & AT_EMPTY_PATH != 0 {
             if dirfd == AT_FDCWD {
-                let cwd = process::current().fs().lock().cwd_node.clone();
+                let cwd = cur.fs().lock().cwd_node.clone();
                 return Ok(fs::stat_of(&*cwd));
             }
-            let f = file(dirfd)?;
+            let f = file(cur, dirfd)?;
             return Ok(stat_file(&f));
         }
         return Err(Errno::ENOENT);
@@ -61,28 +61,41 @@ fn stat_at(dirfd: i32, path: usize, flags: u32) -> SysResult<Stat> {
     Ok(fs::stat_of(&*r.node))
 }
 
-pub fn newfstatat(dirfd: i32, path: usize, buf: usize, flags: u32) -> SysResult<usize> {
-    let st = stat_at(dirfd, path, flags)?;
+pub fn newfstatat(
+    cur: &CurrentTask,
+    dirfd: i32,
+    path: usize,
+    buf: usize,
+    flags: u32,
+) -> SysResult<usize> {
+    let st = stat_at(cur, dirfd, path, flags)?;
     UserPtr::new(buf).write(&st)?;
     Ok(0)
 }
 
-pub fn fstat(fd: i32, buf: usize) -> SysResult<usize> {
-    let f = file(fd)?;
+pub fn fstat(cur: &CurrentTask, fd: i32, buf: usize) -> SysResult<usize> {
+    let f = file(cur, fd)?;
     let st = stat_file(&f);
     UserPtr::new(buf).write(&st)?;
     Ok(0)
 }
 
-pub fn statx(dirfd: i32, path: usize, flags: u32, mask: u32, buf: usize) -> SysResult<usize> {
-    let st = stat_at(dirfd, path, flags)?;
+pub fn statx(
+    cur: &CurrentTask,
+    dirfd: i32,
+    path: usize,
+    flags: u32,
+    mask: u32,
+    buf: usize,
+) -> SysResult<usize> {
+    let st = stat_at(cur, dirfd, path, flags)?;
     let sx = Statx::from_stat(&st, mask | STATX_BASIC_STATS);
     UserPtr::new(buf).write(&sx)?;
     Ok(0)
 }
 
-pub fn getdents64(fd: i32, buf: usize, count: usize) -> SysResult<usize> {
-    let file = file(fd)?;
+pub fn getdents64(cur: &CurrentTask, fd: i32, buf: usize, count: usize) -> SysResult<usize> {
+    let file = file(cur, fd)?;
     let node = file.node.clone().ok_or(Errno::ENOTDIR)?;
     if node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
@@ -174,7 +187,7 @@ pub fn statfs(path: usize, buf: usize) -> SysResult<usize> {
     write_statfs(buf, Some(&*r.node), &r.path)
 }
 
-pub fn fstatfs(fd: i32, buf: usize) -> SysResult<usize> {
-    let f = file(fd)?;
+pub fn fstatfs(cur: &CurrentTask, fd: i32, buf: usize) -> SysResult<usize> {
+    let f = file(cur, fd)?;
     write_statfs(buf, f.node.as_deref(), &f.path)
 }

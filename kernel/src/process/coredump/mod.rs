@@ -77,7 +77,7 @@ pub fn task_exit(t: &Arc<Thread>) {
 /// when a core file was created with its notes (as on Linux, also when RLIMIT_CORE or a full
 /// file system then cut it short).
 pub fn do_coredump(cur: &CurrentTask, tf: &TrapFrame, info: &SigInfo) -> i32 {
-    let me = crate::process::current_arc();
+    let me = cur.to_arc();
     let p = me.process();
     let signo = info.signo();
     let plain = wstatus::signaled(signo, false);

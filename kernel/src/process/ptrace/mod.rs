@@ -13,7 +13,7 @@ pub mod regset;
 
 use crate::arch::exception::TrapFrame;
 use crate::process::signal::{self, SigInfo};
-use crate::process::{self, sched, CurrentTask, Held, Process, State, Thread};
+use crate::process::{sched, CurrentTask, Held, Process, State, Thread};
 use alloc::sync::{Arc, Weak};
 use core::sync::atomic::Ordering;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -197,8 +197,13 @@ fn notify_tracer(tracer: &Arc<Process>, t: &Thread, exit_code: u32) {
 /// Puts the current task in a ptrace stop until its tracer resumes it. Returns the signal
 /// the tracer resumed it with, or None when it was not stopped (not traced, or a fatal
 /// signal is pending) or is leaving the stop because of a kill or a detach.
-pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<u32> {
-    let t = process::current_arc();
+pub fn stop(
+    cur: &CurrentTask,
+    exit_code: u32,
+    kind: StopKind,
+    siginfo: Option<SigInfo>,
+) -> Option<u32> {
+    let t = cur.to_arc();
     if !t.traced.load(Ordering::Acquire) || signal::fatal_pending(&t) {
         return None;
     }
@@ -238,7 +243,7 @@ pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<
                     kind: StopKind::Group,
                     reported: false,
                 });
-                l.siginfo = Some(notify_info(signo, code));
+                l.siginfo = Some(notify_info(cur, signo, code));
                 if let Some(tr) = l.tracer() {
                     drop(l);
                     notify_tracer(&tr, &t, code);
@@ -276,32 +281,31 @@ pub fn stop(exit_code: u32, kind: StopKind, siginfo: Option<SigInfo>) -> Option<
 /// frame through its own pointer during the stop, so the frame is handed to an opaque
 /// `black_box` on both sides (stores done before, loads redone after).
 pub fn stop_with_frame(
+    cur: &CurrentTask,
     tf: &mut TrapFrame,
     exit_code: u32,
     kind: StopKind,
     info: Option<SigInfo>,
 ) -> Option<u32> {
     core::hint::black_box(&mut *tf);
-    let r = stop(exit_code, kind, info);
+    let r = stop(cur, exit_code, kind, info);
     core::hint::black_box(&mut *tf);
     r
 }
 
 /// The siginfo a tracer reads at a syscall or event stop (Linux's ptrace_notify): SIGTRAP
 /// with the stop's exit code as si_code, and the tracee's thread and user IDs.
-fn trap_info(exit_code: u32) -> SigInfo {
-    notify_info(sig::SIGTRAP, exit_code)
+fn trap_info(cur: &CurrentTask, exit_code: u32) -> SigInfo {
+    notify_info(cur, sig::SIGTRAP, exit_code)
 }
 
-fn notify_info(signo: u32, exit_code: u32) -> SigInfo {
-    let t = process::current();
+fn notify_info(t: &CurrentTask, signo: u32, exit_code: u32) -> SigInfo {
     let uid = t.process.uid.load(Ordering::Relaxed);
     SigInfo::queue(signo, exit_code as i32, t.tid as i32, uid, 0)
 }
 
 /// An event stop (PTRACE_EVENT_*) if the tracer asked for `event`; true if it stopped.
-pub fn event(event: u32, msg: u64) -> bool {
-    let t = process::current();
+pub fn event(t: &CurrentTask, event: u32, msg: u64) -> bool {
     if !t.traced.load(Ordering::Acquire) {
         return false;
     }
@@ -313,26 +317,25 @@ pub fn event(event: u32, msg: u64) -> bool {
         l.event_msg = msg;
     }
     let code = event_code(sig::SIGTRAP, event);
-    stop(code, StopKind::Event, Some(trap_info(code)));
+    stop(t, code, StopKind::Event, Some(trap_info(t, code)));
     true
 }
 
 /// After a successful execve: the exec event, or the legacy SIGTRAP without SEIZE.
-pub fn exec_done(old_tid: u32) {
-    let t = process::current_arc();
+pub fn exec_done(cur: &CurrentTask, old_tid: u32) {
+    let t = cur.to_arc();
     if !t.traced.load(Ordering::Acquire) {
         return;
     }
-    if !event(PTRACE_EVENT_EXEC, old_tid as u64) && !t.ptrace.lock().seized {
+    if !event(cur, PTRACE_EVENT_EXEC, old_tid as u64) && !t.ptrace.lock().seized {
         signal::send_to_task(&t, sig::SIGTRAP, SigInfo::kernel(sig::SIGTRAP));
     }
 }
 
 /// fork/vfork/clone: the event a traced parent reports for this kind of child, if its tracer
 /// asked for it (or CLONE_PTRACE). The child must not have run yet.
-pub fn clone_event(flags: u64, exit_signal: u64) -> Option<u32> {
+pub fn clone_event(t: &CurrentTask, flags: u64, exit_signal: u64) -> Option<u32> {
     use svelt_abi::uapi::sched as s;
-    let t = process::current();
     if !t.traced.load(Ordering::Acquire) || flags & s::CLONE_UNTRACED != 0 {
         return None;
     }
@@ -349,8 +352,7 @@ pub fn clone_event(flags: u64, exit_signal: u64) -> Option<u32> {
 
 /// Starts tracing a new child as its parent is traced; it begins with a stop (SIGSTOP, or
 /// PTRACE_EVENT_STOP under SEIZE).
-pub fn trace_child(child: &Arc<Thread>) {
-    let t = process::current();
+pub fn trace_child(t: &CurrentTask, child: &Arc<Thread>) {
     let (tracer, options, seized) = {
         let l = t.ptrace.lock();
         let Some(tr) = l.tracer() else { return };
@@ -368,13 +370,12 @@ pub fn trace_child(child: &Arc<Thread>) {
 
 /// The signal-delivery-stop for `info`: None when the tracer suppressed it, else the signal
 /// to act on (the tracer may have changed it).
-pub fn signal_stop(info: SigInfo) -> Option<SigInfo> {
+pub fn signal_stop(t: &CurrentTask, info: SigInfo) -> Option<SigInfo> {
     let signo = info.signo();
-    let resumed = stop(signo, StopKind::Signal, Some(info))?;
+    let resumed = stop(t, signo, StopKind::Signal, Some(info))?;
     if resumed == 0 {
         return None;
     }
-    let t = process::current();
     let edited = t.ptrace.lock().siginfo.take();
     match edited {
         // The tracer's SETSIGINFO for the same signal, or the original.
@@ -400,7 +401,7 @@ fn stop_signal(p: &Process) -> u32 {
 
 /// Stops the return-to-user path may owe a tracer: PTRACE_INTERRUPT, a group stop not yet
 /// reported. True if a stop happened (the caller looks at its signals again).
-pub fn pending_stops(t: &Arc<Thread>) -> bool {
+pub fn pending_stops(cur: &CurrentTask, t: &Arc<Thread>) -> bool {
     if !t.traced.load(Ordering::Acquire) {
         return false;
     }
@@ -423,9 +424,14 @@ pub fn pending_stops(t: &Arc<Thread>) -> bool {
     // in si_code); a plain group-stop has none (GETSIGINFO: EINVAL).
     if seized {
         let code = event_code(stopsig, PTRACE_EVENT_STOP);
-        stop(code, StopKind::Group, Some(notify_info(stopsig, code)));
+        stop(
+            cur,
+            code,
+            StopKind::Group,
+            Some(notify_info(cur, stopsig, code)),
+        );
     } else {
-        stop(stopsig, StopKind::Group, None);
+        stop(cur, stopsig, StopKind::Group, None);
     }
     true
 }
@@ -457,7 +463,7 @@ fn syscall_stop(cur: &CurrentTask, tf: &mut TrapFrame, stop: SyscallStop, dir: u
     let saved = tf.x[7];
     tf.x[7] = dir;
     let code = sig::SIGTRAP | if good { 0x80 } else { 0 };
-    stop_with_frame(tf, code, StopKind::Syscall, Some(trap_info(code)));
+    stop_with_frame(cur, tf, code, StopKind::Syscall, Some(trap_info(cur, code)));
     tf.x[7] = saved;
 }
 
@@ -467,7 +473,7 @@ fn syscall_stop(cur: &CurrentTask, tf: &mut TrapFrame, stop: SyscallStop, dir: u
 /// task's `local().in_syscall` (arm64's `syscallno`, what NT_ARM_SYSTEM_CALL writes; -1 skips
 /// the call), its arguments x0-x5 in `tf`. seccomp then runs the filters again on the new call
 /// (a TRACE result then allows it) and the dispatcher runs that number.
-pub fn seccomp_event(t: &CurrentTask, tf: &mut TrapFrame, data: u16) -> bool {
+pub fn seccomp_event(cur: &CurrentTask, t: &CurrentTask, tf: &mut TrapFrame, data: u16) -> bool {
     if !t.traced.load(Ordering::Acquire) || t.ptrace.lock().options & PTRACE_O_TRACESECCOMP == 0 {
         return false;
     }
@@ -478,7 +484,7 @@ pub fn seccomp_event(t: &CurrentTask, tf: &mut TrapFrame, data: u16) -> bool {
         ret_data: data as u32,
     };
     core::hint::black_box(&mut *tf);
-    let stopped = event(PTRACE_EVENT_SECCOMP, data as u64);
+    let stopped = event(cur, PTRACE_EVENT_SECCOMP, data as u64);
     core::hint::black_box(&mut *tf);
     // The filters' re-check (and a restart) see the tracer's x0 as the first argument.
     t.local().orig_x0.set(tf.x[0]);
@@ -643,8 +649,7 @@ impl Drop for Frozen {
 
 /// Linux's ptrace access check with Yama off: root, or a caller whose user ID is the
 /// target's real, effective and saved user ID.
-pub fn may_access(target: &Process) -> bool {
-    let me = process::current().process();
+pub fn may_access(me: &Process, target: &Process) -> bool {
     if me.euid.load(Ordering::Relaxed) == 0 {
         return true;
     }
@@ -655,8 +660,14 @@ pub fn may_access(target: &Process) -> bool {
 }
 
 /// /proc/PID/mem: reads or writes the process's memory at `addr`, as far as it is mapped.
-pub fn access_mem(t: &Thread, addr: usize, buf: &mut [u8], write: bool) -> SysResult<usize> {
-    if !may_access(&t.process()) {
+pub fn access_mem(
+    me: &Process,
+    t: &Thread,
+    addr: usize,
+    buf: &mut [u8],
+    write: bool,
+) -> SysResult<usize> {
+    if !may_access(me, &t.process()) {
         return Err(Errno::EACCES);
     }
     let mm = t.mm().ok_or(Errno::EIO)?;

@@ -390,7 +390,7 @@ pub fn do_signal(cur: &CurrentTask, tf: &mut TrapFrame) {
     // are gone: do_group_exit never returns, so anything still held would never be freed
     // (the task's kernel stack and its place in threads-max with it).
     if let Some(status) = signal_work(cur, tf) {
-        exit::do_group_exit(status);
+        exit::do_group_exit(cur, status);
     }
 }
 
@@ -404,7 +404,7 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
     loop {
         // A traced thread reports a group stop (or PTRACE_INTERRUPT) to its tracer and runs
         // on when the tracer says so, even while its group stays stopped.
-        if traced && crate::process::ptrace::pending_stops(&cur.to_arc()) {
+        if traced && crate::process::ptrace::pending_stops(cur, &cur.to_arc()) {
             // The tracer may have rewritten the registers during the stop.
             core::hint::black_box(&mut *tf);
             continue;
@@ -424,7 +424,7 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
         }
         let Some(mut info) = dequeue(t) else { break };
         if traced && info.signo() != sig::SIGKILL {
-            let r = crate::process::ptrace::signal_stop(info);
+            let r = crate::process::ptrace::signal_stop(cur, info);
             core::hint::black_box(&mut *tf);
             match r {
                 None => continue,
@@ -539,7 +539,7 @@ pub fn unblockable() -> u64 {
 pub struct TempMask;
 
 impl TempMask {
-    pub fn from_user(set: usize, size: usize) -> SysResult<TempMask> {
+    pub fn from_user(cur: &CurrentTask, set: usize, size: usize) -> SysResult<TempMask> {
         if set == 0 {
             return Ok(TempMask);
         }
@@ -547,13 +547,12 @@ impl TempMask {
             return Err(Errno::EINVAL);
         }
         let m = UserPtr::<u64>::new(set).read()?;
-        set_temp_mask(m);
+        set_temp_mask(cur, m);
         Ok(TempMask)
     }
 }
 
-pub fn set_temp_mask(m: u64) {
-    let t = process::current();
+pub fn set_temp_mask(t: &CurrentTask, m: u64) {
     let mut s = t.sig.lock();
     if s.saved_mask.is_none() {
         s.saved_mask = Some(s.blocked);
