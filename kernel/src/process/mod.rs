@@ -590,7 +590,9 @@ pub fn system_fp_counters() -> [u64; fpstate::NR_COUNTERS] {
 }
 
 /// The thread a task runs for (every task has one, the idle tasks included, from before it
-/// first runs until after its last switch away).
+/// first runs until after its last switch away): only for the running task, or a task the
+/// caller knows to be alive and not yet switched away from for the last time (`Task::data_arc`
+/// is the way for any other).
 // The one unsafe of this layer's tables: the syscall entry and every `current()` come here, and
 // the typed `Task::data` would compare type ids each time.
 #[allow(unsafe_code)]
@@ -624,8 +626,16 @@ pub fn current_arc() -> Arc<Thread> {
 /// ends a wait, and a wake-up for one leaves a tracee its tracer froze asleep. Boot time.
 pub fn init() {
     crate::task::hooks::register(crate::task::hooks::Hooks {
+        // Asked by the waiting task itself: its thread is there.
         interrupted: |t| signal::interrupted(thread_of(t)),
-        wake: |t| ptrace::wake_unless_frozen(thread_of(t)),
+        // Asked for any sleeper, also one that has since died and been switched away from for
+        // the last time (a timer or queue entry can outlive that while a tracer still holds
+        // the thread): an owned reference, taken under the slot's lock, or a plain wake-up
+        // (a no-op for the dead) when the slot is already empty.
+        wake: |t| match t.data_arc::<Thread>() {
+            Some(th) => ptrace::wake_unless_frozen(&th),
+            None => sched::wake(t),
+        },
     });
     crate::fs::caller::register(crate::fs::caller::Caller {
         euid: || try_current().map_or(0, |t| t.process.euid.load(Ordering::Relaxed)),
