@@ -161,7 +161,7 @@ fn resolve_fault(t: &Thread, va: usize, access: Access) -> Result<(), FaultError
 // The file's one unsafe attribute: arch's uaccess fixup calls this by its symbol name.
 #[allow(unsafe_code)]
 #[no_mangle]
-fn svelt_resolve_user_fault(t: &CurrentTask, va: usize, esr: u64) -> bool {
+fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
     let esr = Esr(esr);
     let access = if esr.gcs_access() {
         Access::Gcs
@@ -172,6 +172,7 @@ fn svelt_resolve_user_fault(t: &CurrentTask, va: usize, esr: u64) -> bool {
     };
     // Called from arch's uaccess fixup with no token at hand: the running task, from the
     // scheduler (a context-free caller).
+    let t = crate::process::current();
     match resolve_fault(t, svelt_abi::uapi::sys::untagged_addr(va), access) {
         Ok(()) => true,
         // The copy fails with EFAULT, and the process is killed as a user fault would be.
