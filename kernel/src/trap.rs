@@ -202,7 +202,8 @@ fn emulate_mrs(tf: &mut TrapFrame, access: svelt_abi::isa::idregs::SysRegAccess)
 /// Work before returning to user mode. Returns with IRQs masked.
 pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
     cpu::irq_disable();
-    let t = cur.task();
+    // The core's fields through the core's token: one load fewer than through the thread.
+    let t = cur.core().task();
     // One look at everything that needs the loop below; most returns need none of it.
     if t.killed.load(core::sync::atomic::Ordering::Acquire)
         || sched::need_resched()

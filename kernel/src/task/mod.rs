@@ -189,8 +189,10 @@ impl Task {
 
     /// What `set_data` hung off this task, untyped (null if nothing): for the layer that set
     /// it, which knows its type, on paths where `data`'s type check costs too much.
+    /// Relaxed: the layer reads its own task's slot, or one the scheduler's handshake (or a
+    /// lock) already ordered after `set_data`.
     pub fn data_ptr(&self) -> *const () {
-        self.data.ptr.load(Ordering::Acquire) as *const ()
+        self.data.ptr.load(Ordering::Relaxed) as *const ()
     }
 
     /// An owned reference to the data, if it was a `T`.

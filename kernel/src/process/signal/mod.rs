@@ -298,7 +298,7 @@ fn unblocked_pending(t: &Thread, s: &SigState) -> bool {
 /// Work for the return-to-user path: a deliverable signal or a stop.
 /// Set whenever something may need the return-to-user path's attention (a new signal, a
 /// mask change, a stop), so the common case checks one flag; `do_signal` recomputes it.
-pub fn has_work(t: &Thread) -> bool {
+pub fn has_work(t: &crate::task::Task) -> bool {
     t.sig_hint.load(Ordering::Acquire)
 }
 
