@@ -250,8 +250,13 @@ fn process_clock(p: &Process, w: CpuWhich) -> u64 {
 }
 
 /// Arms (or with `value_ns` 0 disarms) `p`'s ITIMER_VIRTUAL or ITIMER_PROF; returns the old
-/// (value, interval) in ns.
+/// (value, interval) in ns. A value gets one tick more, as Linux's set_cpu_itimer adds
+/// TICK_NSEC: the tick that looks at it never makes it fire early.
 pub fn set_cpu_itimer(p: &Process, which: u32, value_ns: u64, interval_ns: u64) -> (u64, u64) {
+    let value_ns = match value_ns {
+        0 => 0,
+        v => v.saturating_add(1_000_000_000 / crate::drivers::timer::HZ),
+    };
     let (i, w) = which_index(which);
     let now = process_clock(p, w);
     let mut ts = p.cpu_itimers.timers.lock();
