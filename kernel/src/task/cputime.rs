@@ -11,9 +11,9 @@
 //!   next entry adds it (a load, an add and a store each way).
 //! - `total` runs while the task is on a CPU: the switch in subtracts, the switch out adds.
 //!
-//! System time is `total - user`. The tick and each switch out also fold the time since the
-//! last fold into this CPU's user/system/idle sums (/proc/stat) and count voluntary and
-//! involuntary switches.
+//! System time is `total - user`. The tick (and a dying task's last switch) folds the running
+//! task's time since its last fold into the CPU's user/system/idle sums (/proc/stat); each
+//! switch counts a voluntary or involuntary switch.
 
 use super::Task;
 use crate::arch::cpu;
@@ -33,12 +33,14 @@ pub struct CpuTime {
     pub nivcsw: AtomicU64,
 }
 
-/// A word's value now: a running clock's word is wrapped below zero.
+/// A word's value now: a running clock's word is wrapped below zero. A reader on another CPU
+/// whose counter read lands a few cycles before the writer's would see a clock that started
+/// in its future: it reads as no time at all rather than wrapping.
 #[inline]
 fn read(w: &AtomicU64, now: u64) -> u64 {
     let v = w.load(Ordering::Relaxed);
     if (v as i64) < 0 {
-        v.wrapping_add(now)
+        (v.wrapping_add(now) as i64).max(0) as u64
     } else {
         v
     }
@@ -74,13 +76,13 @@ impl CpuTime {
     /// Entry from EL0 (IRQs masked): the user clock stops.
     #[inline(always)]
     pub fn enter_kernel(&self) {
-        bump(&self.user, cpu::counter());
+        bump(&self.user, cpu::counter_unordered());
     }
 
     /// Last step of the return to EL0 (IRQs masked): the user clock runs.
     #[inline(always)]
     pub fn leave_kernel(&self) {
-        bump(&self.user, cpu::counter().wrapping_neg());
+        bump(&self.user, cpu::counter_unordered().wrapping_neg());
     }
 
     /// The task's use so far (a live task's clocks read now).
@@ -143,10 +145,14 @@ pub fn tick(t: &Task) {
 
 /// A switch from `prev` to `next` on this CPU (IRQs masked): `prev`'s CPU clock stops and
 /// `next`'s runs; `voluntary` when `prev` blocked rather than being preempted or yielding.
+/// The CPU's sums are left to the tick (a task's time since its last fold goes to the CPU
+/// whose tick finds it running), but for a task that will never run again.
 pub fn switch(prev: &Task, next: &Task, voluntary: bool) {
-    let now = cpu::counter();
+    let now = cpu::counter_unordered();
     bump(&prev.cputime.total, now);
-    fold(prev, now);
+    if prev.state() == super::State::Dead {
+        fold(prev, now);
+    }
     bump(&next.cputime.total, now.wrapping_neg());
     let n = if voluntary {
         &prev.cputime.nvcsw
