@@ -291,48 +291,55 @@ pub fn delivered(p: &Process, info: &sig::Siginfo) {
     }
 }
 
-/// The tick (any CPU): expired timers signal, interval ones re-arm.
+/// The tick (any CPU): expired timers signal, interval ones re-arm; a process left with no
+/// armed timer leaves the list.
 pub fn tick() {
-    let Some(l) = ARMED.try_lock() else { return };
-    for p in l.iter().filter_map(Weak::upgrade) {
-        let Some(mut ts) = p.timers.try_lock() else {
+    let Some(mut l) = ARMED.try_lock() else {
+        return;
+    };
+    l.retain(|w| w.upgrade().is_some_and(|p| tick_process(&p)));
+}
+
+/// Expires `p`'s due timers; false when none is armed any more.
+fn tick_process(p: &Arc<Process>) -> bool {
+    let Some(mut ts) = p.timers.try_lock() else {
+        return true;
+    };
+    for t in ts.list.iter_mut().filter(|t| t.expiry != 0) {
+        let Some(now) = t.clock.now() else { continue };
+        if t.expiry > now {
             continue;
+        }
+        // Expiries missed since (a tick is coarser than a short interval): overruns.
+        let missed = match (now - t.expiry).checked_div(t.interval) {
+            None => {
+                t.expiry = 0;
+                0
+            }
+            Some(n) => {
+                t.expiry += (n + 1) * t.interval;
+                n
+            }
         };
-        for t in ts.list.iter_mut().filter(|t| t.expiry != 0) {
-            let Some(now) = t.clock.now() else { continue };
-            if t.expiry > now {
-                continue;
-            }
-            // Expiries missed since (a tick is coarser than a short interval): overruns.
-            let missed = match (now - t.expiry).checked_div(t.interval) {
-                None => {
-                    t.expiry = 0;
-                    0
-                }
-                Some(n) => {
-                    t.expiry += (n + 1) * t.interval;
-                    n
-                }
+        let missed = i32::try_from(missed).unwrap_or(i32::MAX);
+        // Sent under the timer list's lock, which timer_delete and timer_settime take
+        // too: once they return, no signal of the old setting arrives.
+        if let Notify::Signal {
+            signo,
+            value,
+            thread,
+        } = &t.notify
+        {
+            let target = match thread {
+                Some(w) => match w.upgrade() {
+                    Some(th) => Some(th),
+                    None => continue,
+                },
+                None => None,
             };
-            let missed = i32::try_from(missed).unwrap_or(i32::MAX);
-            // Sent under the timer list's lock, which timer_delete and timer_settime take
-            // too: once they return, no signal of the old setting arrives.
-            if let Notify::Signal {
-                signo,
-                value,
-                thread,
-            } = &t.notify
-            {
-                let target = match thread {
-                    Some(w) => match w.upgrade() {
-                        Some(th) => Some(th),
-                        None => continue,
-                    },
-                    None => None,
-                };
-                let info = sig::Siginfo::timer(*signo, t.id, missed, *value);
-                super::signal::send_timer(&p, target.as_ref(), info, missed);
-            }
+            let info = sig::Siginfo::timer(*signo, t.id, missed, *value);
+            super::signal::send_timer(p, target.as_ref(), info, missed);
         }
     }
+    ts.list.iter().any(|t| t.expiry != 0)
 }

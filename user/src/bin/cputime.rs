@@ -4,7 +4,7 @@
 //! ITIMER_VIRTUAL and ITIMER_PROF deliver SIGVTALRM and SIGPROF during a busy loop, POSIX
 //! timers (timer_create and friends) deliver SI_TIMER signals with their id, value and
 //! overrun count, re-fire at their interval, stop at timer_delete and refuse bad arguments
-//! with Linux's errnos, and /proc shows the times and switch counts. No assertion depends on
+//! with Linux's errnos and go at exec, and /proc shows the times and switch counts. No assertion depends on
 //! exact timing: only on order, growth, nonzero values and generous bounds.
 #![no_std]
 #![no_main]
@@ -832,7 +832,50 @@ fn cpu_clocks() -> TestResult {
     Ok(())
 }
 
-fn main(_a: &rt::Args) -> i32 {
+/// The image a timer's process execs into: its timer is gone, so in 80 ms no expiry (due at
+/// 30 ms) is pending; its SIGUSR1 stays blocked across exec. 0: none came.
+fn after_exec() -> i32 {
+    sys::sleep_ns(80 * MS);
+    match sigpending() {
+        Ok(set) if set & bit(SIGUSR1) == 0 => 0,
+        Ok(_) => 2,
+        Err(_) => 3,
+    }
+}
+
+fn timers_go_at_exec() -> TestResult {
+    let st = t!(proc::in_child(|| {
+        if sigprocmask(SIG_BLOCK, Some(bit(SIGUSR1))).is_err() {
+            return 10;
+        }
+        let ev = SigEvent::new(SIGEV_SIGNAL, SIGUSR1, 0);
+        let Ok(id) = timer_create(CLOCK_MONOTONIC, Some(&ev)) else {
+            return 11;
+        };
+        if timer_settime(id, 0, 30 * MS, 0).is_err() {
+            return 12;
+        }
+        let e = sys::execve(
+            "/bin/tests/cputime",
+            &["/bin/tests/cputime", "--after-exec"],
+            &[],
+        );
+        eprintln!("# execve: {e:?}");
+        13
+    }));
+    check_eq!(
+        st,
+        0,
+        "after exec (2: the timer fired): {}",
+        proc::describe(st)
+    );
+    Ok(())
+}
+
+fn main(a: &rt::Args) -> i32 {
+    if a.arg(1) == Some("--after-exec") {
+        return after_exec();
+    }
     proc::mount_when_init();
     ktap::run(&[
         ("user_time_grows", user_time_grows),
@@ -843,6 +886,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("itimer_virtual_prof", cpu_itimers),
         ("posix_timer_signals", posix_timer_signals),
         ("posix_timer_errors", posix_timer_errors),
+        ("timers_go_at_exec", timers_go_at_exec),
         ("cpu_clocks", cpu_clocks),
     ])
 }
