@@ -18,6 +18,7 @@ fn svelt_irq() {
 fn svelt_el0_irq(tf: &mut TrapFrame) {
     // SAFETY: an IRQ taken from EL0: the running task is the one that was in user mode.
     let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
+    cur.cputime.enter_kernel();
     crate::irq::handle();
     crate::trap::return_to_user(&cur, tf);
 }
@@ -27,6 +28,7 @@ fn svelt_el0_irq(tf: &mut TrapFrame) {
 extern "C" fn svelt_el0_sync(tf: &mut TrapFrame) {
     // SAFETY: a synchronous exception from EL0: the running task is the one that trapped.
     let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
+    cur.cputime.enter_kernel();
     crate::trap::el0_sync(&cur, tf);
     crate::trap::return_to_user(&cur, tf);
 }

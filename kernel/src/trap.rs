@@ -217,6 +217,7 @@ pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
         crate::process::ptrace::prepare_return(cur, tf);
     }
     crate::task::fpstate::fpsimd_restore_current_state(cur.core());
+    t.cputime.leave_kernel();
 }
 
 /// The work `return_to_user` found: exit, reschedule, rseq, signals, until none is left.

@@ -669,6 +669,17 @@ impl Siginfo {
     pub fn value(&self) -> u64 {
         get_u64(&self.0, 24)
     }
+    /// A POSIX timer signal's timer id (si_timerid).
+    pub fn timer_id(&self) -> i32 {
+        get_i32(&self.0, 16)
+    }
+    /// A POSIX timer signal's overrun count (si_overrun).
+    pub fn timer_overrun(&self) -> i32 {
+        get_i32(&self.0, 20)
+    }
+    pub fn set_timer_overrun(&mut self, n: i32) {
+        put_i32(&mut self.0, 20, n);
+    }
     pub fn status(&self) -> i32 {
         get_i32(&self.0, 24)
     }
@@ -855,5 +866,45 @@ mod tests {
         assert_eq!((y.signo(), y.errno(), y.code()), (SIGSYS, 7, SYS_SECCOMP));
         assert_eq!(y.addr(), 0x40_1004);
         assert_eq!((get_i32(&y.0, 24), get_u32(&y.0, 28)), (172, 0xC000_00B7));
+    }
+}
+
+// ---- sigevent (timer_create) ----
+
+pub const SIGEV_SIGNAL: i32 = 0;
+pub const SIGEV_NONE: i32 = 1;
+pub const SIGEV_THREAD: i32 = 2;
+/// Or'ed with SIGEV_SIGNAL: to one thread, `tid`.
+pub const SIGEV_THREAD_ID: i32 = 4;
+
+/// `struct sigevent` (64 bytes): the value, the signal, how to notify, then a union whose
+/// first int is the thread id of SIGEV_THREAD_ID.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct Sigevent {
+    pub value: u64,
+    pub signo: i32,
+    pub notify: i32,
+    pub tid: i32,
+    pub pad: [i32; 11],
+}
+
+const _: () = assert!(core::mem::size_of::<Sigevent>() == 64);
+
+#[cfg(test)]
+mod sigevent_tests {
+    use super::*;
+
+    #[test]
+    fn timer_siginfo_fields() {
+        let mut i = Siginfo::timer(SIGALRM, 3, 0, 0x1234);
+        assert_eq!(
+            (i.code(), i.timer_id(), i.timer_overrun()),
+            (SI_TIMER, 3, 0)
+        );
+        i.set_timer_overrun(7);
+        assert_eq!((i.timer_overrun(), i.value()), (7, 0x1234));
+        let e = Sigevent::read_from_bytes(&[0u8; 64]).unwrap();
+        assert_eq!((e.notify, e.signo), (SIGEV_SIGNAL, 0));
     }
 }

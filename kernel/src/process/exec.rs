@@ -448,6 +448,10 @@ pub fn do_execve(
     let me = cur.to_arc();
     let p = me.process();
     de_thread(&me);
+    // The old program's timers go (Linux's exit_itimers; the interval timers stay), its
+    // peak size stays in ru_maxrss.
+    super::posix_timer::clear(&p);
+    super::cputime::sample_rss(&p, &me);
     let new_mm: Mm = Arc::new(Mutex::new(mm));
     crate::mm::aspace::register_file_maps(&new_mm);
     new_mm.lock().activate();

@@ -37,11 +37,12 @@ pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
         let _ = futex::wake_addr(&t, ctid, 1);
     }
     super::fork::release_vfork(&t);
-    let last = {
+    // Its CPU time joins the process's exited threads' in the same step as it leaves.
+    let last = crate::process::cputime::thread_exit(&t, || {
         let mut th = p.threads.lock();
         th.retain(|w| w.upgrade().is_some_and(|x| !Arc::ptr_eq(&x, &t)));
         th.is_empty()
-    };
+    });
     // Drop this thread's resources. TTBR0 leaves the address space before its last reference
     // can go.
     crate::arch::mmu::clear_user_table();
@@ -116,6 +117,7 @@ fn process_exit(p: &Arc<Process>, status: i32) {
         f(p);
     }
     super::itimer::arm_itimer(p, 0, 0);
+    super::posix_timer::clear(p);
     crate::process::ptrace::tracer_exit(p);
     // Orphans go to init.
     let children: Vec<Arc<Process>> = core::mem::take(&mut *p.children.lock());
@@ -194,6 +196,9 @@ pub struct Reported {
     pub status: i32,
     /// A ptrace stop (waitid's CLD_TRAPPED).
     pub trapped: bool,
+    /// What a reaped child and its waited-for children used (wait4's rusage); zero for
+    /// other events.
+    pub usage: crate::process::cputime::Times,
 }
 
 /// A tracee's stop or exit for its tracer's wait. `Err(())`: none, but some tracee matches.
@@ -229,6 +234,7 @@ fn tracee_event(me: &Arc<Process>, which: Which, options: u32) -> Result<Option<
                     pid: t.tid,
                     status,
                     trapped: true,
+                    usage: Default::default(),
                 }));
             }
         } else if let Some(status) = l.exit_status {
@@ -248,6 +254,7 @@ fn tracee_event(me: &Arc<Process>, which: Which, options: u32) -> Result<Option<
                     pid: t.tid,
                     status,
                     trapped: false,
+                    usage: Default::default(),
                 }));
             }
         } else {
@@ -290,7 +297,7 @@ pub fn do_wait(which: Which, options: u32) -> SysResult<Option<Reported>> {
                 if options & s::WEXITED != 0
                     || options & (s::WEXITED | s::WSTOPPED | s::WCONTINUED) == 0
                 {
-                    reaped = Some((i, c.pid, status));
+                    reaped = Some((i, c.clone(), status));
                     break;
                 }
             }
@@ -309,21 +316,26 @@ pub fn do_wait(which: Which, options: u32) -> SysResult<Option<Reported>> {
                         pid: c.pid,
                         status: *st,
                         trapped: false,
+                        usage: Default::default(),
                     })));
                 }
             }
         }
-        if let Some((i, pid, status)) = reaped {
-            if options & s::WNOWAIT == 0 {
+        if let Some((i, c, status)) = reaped {
+            let usage = if options & s::WNOWAIT == 0 {
                 // Reaped: its pid is free from here (under the children lock, so no other
-                // wait of this parent reports it again).
+                // wait of this parent reports it again), and its time is now ours.
                 children.remove(i);
-                super::unhash_process(pid);
-            }
+                super::unhash_process(c.pid);
+                crate::process::cputime::reap(&me, &c)
+            } else {
+                crate::process::cputime::child_total(&c)
+            };
             return Some(Ok(Some(Reported {
-                pid,
+                pid: c.pid,
                 status,
                 trapped: false,
+                usage,
             })));
         }
         if options & s::WNOHANG != 0 {

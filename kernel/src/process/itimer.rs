@@ -1,4 +1,5 @@
-//! Each process's ITIMER_REAL (setitimer, alarm), driven by the tick.
+//! Each process's ITIMER_REAL (setitimer, alarm), driven by the tick, which also drives
+//! ITIMER_VIRTUAL and ITIMER_PROF (cputime.rs) and the POSIX timers (posix_timer.rs).
 
 #![forbid(unsafe_code)]
 
@@ -57,8 +58,13 @@ pub fn init_irq() {
     crate::irq::on_tick(tick);
 }
 
-/// Timer tick on any CPU: expired interval timers send SIGALRM.
+/// Timer tick on any CPU: expired interval timers send SIGALRM; the running thread's
+/// process's CPU-time interval timers and every armed POSIX timer are looked at too.
 fn tick() {
+    if let Some(t) = crate::task::sched::try_current().filter(|t| !t.is_idle()) {
+        super::cputime::tick(super::thread_of(t));
+    }
+    super::posix_timer::tick();
     let now = cpu::counter();
     let Some(l) = ITIMERS.try_lock() else { return };
     for p in l.iter().filter_map(Weak::upgrade) {

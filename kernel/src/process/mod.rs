@@ -14,6 +14,7 @@
 #![deny(unsafe_code)]
 
 pub mod coredump;
+pub mod cputime;
 pub mod exec;
 pub mod exit;
 pub mod fork;
@@ -21,6 +22,7 @@ pub mod futex;
 pub mod gcs;
 pub mod itimer;
 pub mod pidfd;
+pub mod posix_timer;
 pub mod ptrace;
 pub mod rseq;
 pub mod seccomp;
@@ -40,7 +42,7 @@ use alloc::collections::BTreeMap;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::ops::Deref;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 pub use token::{CurrentTask, Held};
@@ -190,6 +192,14 @@ pub struct Process {
     pub exiting: AtomicBool,
     pub exe: Mutex<alloc::string::String>,
     pub itimer: IrqLock<itimer::ITimer>,
+    /// ITIMER_VIRTUAL and ITIMER_PROF.
+    pub cpu_itimers: cputime::CpuITimers,
+    /// timer_create's timers.
+    pub timers: IrqLock<posix_timer::Timers>,
+    /// CPU time of its exited threads and waited-for children.
+    pub acct: IrqLock<cputime::Acct>,
+    /// The largest resident size seen (KiB; see cputime::sample_rss).
+    pub maxrss_kb: AtomicU64,
     pub stopped: AtomicBool,
     pub stop_wait: WaitQueue,
     /// Signal sent to the parent when this process exits (clone's CSIGNAL bits).
@@ -300,6 +310,10 @@ impl Process {
             exiting: AtomicBool::new(false),
             exe: Mutex::new(alloc::string::String::new()),
             itimer: IrqLock::new(Default::default()),
+            cpu_itimers: Default::default(),
+            timers: IrqLock::new(Default::default()),
+            acct: IrqLock::new(Default::default()),
+            maxrss_kb: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
             stop_wait: WaitQueue::new(),
             exit_signal: AtomicU32::new(svelt_abi::uapi::signal::SIGCHLD),

@@ -6,7 +6,7 @@
 use super::base::Target;
 use super::task_mmu::{MmFigures, PAGE};
 use crate::fs::generic::Text;
-use crate::process::{self, Process, Thread};
+use crate::process::{self, cputime, Process, Thread};
 use core::sync::atomic::Ordering;
 use svelt_abi::uapi::errno::SysResult;
 use svelt_abi::uapi::procfs::{self, StatusMem, TaskStat, TaskState, TaskStatus};
@@ -65,6 +65,14 @@ pub(super) fn stat(t: Target, out: &mut Text) -> SysResult<()> {
     };
     let m = mm.as_ref();
     let info = m.map(|m| m.info).unwrap_or_default();
+    // A thread's own time under task/, the whole process's (exited threads too) otherwise;
+    // its waited-for children's either way (Linux's do_task_stat).
+    let used = if t.tid.is_some() {
+        cputime::task_times(th.core())
+    } else {
+        cputime::process_times(&p)
+    };
+    let children = cputime::children_times(&p);
     let s = TaskStat {
         pid: t.tid.unwrap_or(p.pid),
         comm: procfs::comm_str(&comm),
@@ -77,6 +85,10 @@ pub(super) fn stat(t: Target, out: &mut Text) -> SysResult<()> {
         priority: 20 + i64::from(th.nice.load(Ordering::Relaxed)),
         nice: i64::from(th.nice.load(Ordering::Relaxed)),
         num_threads: threads as i64,
+        utime: procfs::ns_to_clock_t(used.user_ns),
+        stime: procfs::ns_to_clock_t(used.system_ns),
+        cutime: procfs::ns_to_clock_t(children.user_ns) as i64,
+        cstime: procfs::ns_to_clock_t(children.system_ns) as i64,
         starttime: procfs::ns_to_clock_t(th.start_ns),
         vsize: m.map_or(0, |m| m.total as u64),
         rss: m.map_or(0, |m| m.rss_pages() as u64),
@@ -107,8 +119,14 @@ pub(super) fn stat(t: Target, out: &mut Text) -> SysResult<()> {
 /// A zombie's stat: its name, state Z, its family and exit signal; no memory, no signals.
 fn zombie_stat(p: &Process, out: &mut Text) -> SysResult<()> {
     let comm = *p.zombie_comm.lock();
+    let used = cputime::process_times(p);
+    let children = cputime::children_times(p);
     let s = TaskStat {
         pid: p.pid,
+        utime: procfs::ns_to_clock_t(used.user_ns),
+        stime: procfs::ns_to_clock_t(used.system_ns),
+        cutime: procfs::ns_to_clock_t(children.user_ns) as i64,
+        cstime: procfs::ns_to_clock_t(children.system_ns) as i64,
         comm: procfs::comm_str(&comm),
         state: TaskState::Zombie.letter(),
         ppid: p.ppid() as i32,
@@ -168,6 +186,8 @@ pub(super) fn status(t: Target, out: &mut Text) -> SysResult<()> {
     let sc = &th.seccomp;
     let files = th.files();
     let fd_size = files.lock().capacity() as u32;
+    // The thread's own switches (Linux's task_context_switch_counts).
+    let switches = cputime::task_times(th.core());
     let s = TaskStatus {
         comm: procfs::comm_str(&comm),
         umask: th.fs().lock().umask,
@@ -205,6 +225,8 @@ pub(super) fn status(t: Target, out: &mut Text) -> SysResult<()> {
         seccomp: u32::from(sc.mode.load(Ordering::Relaxed).min(2)),
         seccomp_filters: sc.filter_count() as u32,
         cpus_allowed: th.affinity.load(),
+        voluntary_ctxt_switches: switches.nvcsw,
+        nonvoluntary_ctxt_switches: switches.nivcsw,
         nr_cpu_ids: crate::percpu::possible() as u32,
         ..Default::default()
     };

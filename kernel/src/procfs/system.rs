@@ -156,16 +156,44 @@ pub(super) fn loadavg() -> String {
     s
 }
 
-/// /proc/stat: Linux's lines. CPU times are 0 (no accounting is kept); the boot time, context
-/// switches, processes created and the runnable count are real.
+/// /proc/stat: Linux's lines. Each CPU's user, system and idle time (USER_HZ ticks) is what
+/// the task core measured on it (task/cputime.rs; nice, iowait, irq, softirq, steal and guest
+/// time are not told apart: 0); the boot time, context switches, processes created and the
+/// runnable count are real.
 pub(super) fn kernel_stat() -> String {
     let mut s = String::new();
-    let zeros = " 0 0 0 0 0 0 0 0 0 0";
-    s.push_str("cpu ");
-    s.push_str(zeros);
-    s.push('\n');
-    for cpu in crate::percpu::online_mask().iter() {
-        s.push_str(&format!("cpu{cpu}{zeros}\n"));
+    let clk = |c: u64| svelt_abi::uapi::procfs::ns_to_clock_t(crate::time::counter_to_ns(c));
+    let line = |name: &str, t: [u64; 3]| {
+        format!(
+            "{name} {} 0 {} {} 0 0 0 0 0 0\n",
+            clk(t[0]),
+            clk(t[1]),
+            clk(t[2])
+        )
+    };
+    let cpus: Vec<(usize, [u64; 3])> = crate::percpu::online_mask()
+        .iter()
+        .map(|c| {
+            let st = crate::task::cputime::cpu_stat(c);
+            (
+                c,
+                [
+                    st.user.load(Ordering::Relaxed),
+                    st.system.load(Ordering::Relaxed),
+                    st.idle.load(Ordering::Relaxed),
+                ],
+            )
+        })
+        .collect();
+    let mut all = [0u64; 3];
+    for (_, t) in &cpus {
+        for i in 0..3 {
+            all[i] += t[i];
+        }
+    }
+    s.push_str(&line("cpu", all));
+    for (c, t) in cpus {
+        s.push_str(&line(&format!("cpu{c}"), t));
     }
     let now = crate::time::now_ns();
     let btime = crate::time::realtime_ns().saturating_sub(now) / 1_000_000_000;

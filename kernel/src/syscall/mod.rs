@@ -349,7 +349,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::PRLIMIT64] = v(|c| proc::prlimit64(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::GETRLIMIT] = v(|c| proc::prlimit64(c.cur, 0, c.arg(0), 0, c.arg(1)));
     t[nr::SETRLIMIT] = v(|c| proc::prlimit64(c.cur, 0, c.arg(0), c.arg(1), 0));
-    t[nr::GETRUSAGE] = v(|c| proc::getrusage(c.arg(0), c.arg(1)));
+    t[nr::GETRUSAGE] = v(|c| proc::getrusage(c.cur, c.arg(0), c.arg(1)));
     t[nr::PRCTL] = v(|c| proc::prctl(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::SECCOMP] = v(|c| {
         crate::process::seccomp::seccomp(
@@ -380,8 +380,8 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::TKILL] = v(|c| signal::tgkill(c.cur, -1, c.arg(0), c.arg(1)));
     t[nr::TGKILL] = v(|c| signal::tgkill(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     // time
-    t[nr::CLOCK_GETTIME] = v(|c| time::clock_gettime(c.arg(0), c.arg(1)));
-    t[nr::CLOCK_GETRES] = v(|c| time::clock_getres(c.arg(0), c.arg(1)));
+    t[nr::CLOCK_GETTIME] = v(|c| time::clock_gettime(c.cur, c.arg(0), c.arg(1)));
+    t[nr::CLOCK_GETRES] = v(|c| time::clock_getres(c.cur, c.arg(0), c.arg(1)));
     t[nr::GETTIMEOFDAY] = v(|c| time::gettimeofday(c.arg(0), c.arg(1)));
     t[nr::CLOCK_SETTIME] = v(|c| time::clock_settime(c.cur, c.arg(0), c.arg(1)));
     t[nr::SETTIMEOFDAY] = v(|c| time::settimeofday(c.cur, c.arg(0), c.arg(1)));
@@ -391,7 +391,13 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
         v(|c| time::clock_nanosleep(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SETITIMER] = v(|c| time::setitimer(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::GETITIMER] = v(|c| time::getitimer(c.cur, c.arg(0), c.arg(1)));
-    t[nr::TIMES] = v(|c| time::times(c.arg(0)));
+    t[nr::TIMES] = v(|c| time::times(c.cur, c.arg(0)));
+    t[nr::TIMER_CREATE] = v(|c| time::timer_create(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::TIMER_SETTIME] =
+        v(|c| time::timer_settime(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::TIMER_GETTIME] = v(|c| time::timer_gettime(c.cur, c.arg(0), c.arg(1)));
+    t[nr::TIMER_GETOVERRUN] = v(|c| time::timer_getoverrun(c.cur, c.arg(0)));
+    t[nr::TIMER_DELETE] = v(|c| time::timer_delete(c.cur, c.arg(0)));
     // sockets
     t[nr::SOCKET] = v(|c| net::socket(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SOCKETPAIR] = v(|c| net::socketpair(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));

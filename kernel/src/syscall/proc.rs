@@ -76,13 +76,16 @@ pub fn wait4(
     }
     match exit::do_wait(which_from_wait4(cur, pid), options | s::WEXITED)? {
         Some(exit::Reported {
-            pid, status: st, ..
+            pid,
+            status: st,
+            usage,
+            ..
         }) => {
             if status != 0 {
                 UserPtr::new(status).write(&(st as u32))?;
             }
             if rusage != 0 {
-                UserSlice::new(rusage, sys::Rusage::SIZE).clear()?;
+                UserPtr::new(rusage).write(&usage.rusage())?;
             }
             Ok(pid as usize)
         }
@@ -130,7 +133,8 @@ pub fn waitid(
         UserPtr::new(infop).write(&info)?;
     }
     if rusage != 0 {
-        UserSlice::new(rusage, sys::Rusage::SIZE).clear()?;
+        let usage = r.map(|r| r.usage).unwrap_or_default();
+        UserPtr::new(rusage).write(&usage.rusage())?;
     }
     Ok(0)
 }
@@ -287,12 +291,27 @@ pub fn prlimit64(
     Ok(0)
 }
 
-pub fn getrusage(who: i32, buf: usize) -> SysResult<usize> {
-    match who {
-        sys::RUSAGE_SELF | sys::RUSAGE_CHILDREN | sys::RUSAGE_THREAD => {}
+/// getrusage: the process's use (its live and exited threads), its waited-for children's, or
+/// the calling thread's; ru_maxrss is the process's largest resident size seen.
+pub fn getrusage(cur: &CurrentTask, who: i32, buf: usize) -> SysResult<usize> {
+    use crate::process::cputime;
+    let p = cur.process();
+    let times = match who {
+        sys::RUSAGE_SELF => {
+            let rss = cputime::sample_rss(&p, cur);
+            let mut t = cputime::process_times(&p);
+            t.maxrss_kb = rss;
+            t
+        }
+        sys::RUSAGE_CHILDREN => cputime::children_times(&p),
+        sys::RUSAGE_THREAD => {
+            let mut t = cputime::task_times(cur.core());
+            t.maxrss_kb = cputime::sample_rss(&p, cur);
+            t
+        }
         _ => return Err(Errno::EINVAL),
-    }
-    UserSlice::new(buf, sys::Rusage::SIZE).clear()?;
+    };
+    UserPtr::new(buf).write(&times.rusage())?;
     Ok(0)
 }
 

@@ -2,13 +2,13 @@
 
 #![forbid(unsafe_code)]
 
-use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::process::{self, CurrentTask};
+use crate::mm::uaccess::UserPtr;
+use crate::process::{self, cputime, posix_timer, CurrentTask};
 use crate::task::local::RestartBlock;
 use crate::task::wait;
 use crate::time;
 use svelt_abi::uapi::errno::{Errno, SysResult};
-use svelt_abi::uapi::time::{self as abi, Itimerval, Timespec, Timeval};
+use svelt_abi::uapi::time::{self as abi, Itimerspec, Itimerval, Timespec, Timeval};
 
 fn clock_ns(clock: u32) -> SysResult<u64> {
     match clock {
@@ -27,14 +27,27 @@ fn clock_ns(clock: u32) -> SysResult<u64> {
     }
 }
 
-pub fn clock_gettime(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
-    let ns = clock_ns(clock)?;
+/// The CPU-time clock `clock` names, if it is one (EINVAL: one of nobody).
+fn cpu_clock(cur: &CurrentTask, clock: u32) -> Option<SysResult<cputime::CpuClock>> {
+    cputime::cpu_clock(cur, clock, true).map(|r| r.map_err(|()| Errno::EINVAL))
+}
+
+pub fn clock_gettime(cur: &CurrentTask, clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
+    let ns = match cpu_clock(cur, clock) {
+        Some(c) => c?.read(),
+        None => clock_ns(clock)?,
+    };
     tp.write(&Timespec::from_nanos(ns))?;
     Ok(0)
 }
 
-pub fn clock_getres(clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
-    clock_ns(clock)?;
+pub fn clock_getres(cur: &CurrentTask, clock: u32, tp: UserPtr<Timespec>) -> SysResult<usize> {
+    // The CPU clocks count to the counter's tick, as the others (Linux: 1 ns for the
+    // scheduler-time ones).
+    match cpu_clock(cur, clock) {
+        Some(c) => drop(c?),
+        None => drop(clock_ns(clock)?),
+    }
     if !tp.is_null() {
         let res = time::counter_to_ns(1).max(1);
         tp.write(&Timespec::from_nanos(res))?;
@@ -197,51 +210,146 @@ pub fn clock_nanosleep(
     )
 }
 
-fn current_itimer(cur: &CurrentTask) -> Itimerval {
-    let (left, interval) = process::itimer::itimer_remaining(&cur.process());
+/// An interval timer's (value left, interval) in ns as setitimer and getitimer report it.
+fn itimerval(left: u64, interval: u64) -> Itimerval {
     Itimerval {
         it_interval: Timeval::from_nanos(interval),
         it_value: Timeval::from_nanos(left),
     }
 }
 
+/// Reads (value left, interval) of interval timer `which` (EINVAL for no such timer).
+fn itimer_get(cur: &CurrentTask, which: u32) -> SysResult<(u64, u64)> {
+    let p = cur.process();
+    match which {
+        abi::ITIMER_REAL => Ok(process::itimer::itimer_remaining(&p)),
+        abi::ITIMER_VIRTUAL | abi::ITIMER_PROF => Ok(cputime::get_cpu_itimer(&p, which)),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// setitimer: ITIMER_REAL counts real time, ITIMER_VIRTUAL the process's user time and
+/// ITIMER_PROF its user and system time; the old setting is written if asked for.
 pub fn setitimer(
     cur: &CurrentTask,
     which: u32,
     new: UserPtr<Itimerval>,
     old: UserPtr<Itimerval>,
 ) -> SysResult<usize> {
-    // ITIMER_VIRTUAL and ITIMER_PROF are not implemented: EINVAL, as for an unknown timer.
-    if which != abi::ITIMER_REAL {
-        return Err(Errno::EINVAL);
-    }
     let value = if !new.is_null() {
         Some(new.read()?.validate()?)
     } else {
         None
     };
+    let (left, interval) = itimer_get(cur, which)?;
     if !old.is_null() {
-        old.write(&current_itimer(cur))?;
+        old.write(&itimerval(left, interval))?;
     }
     // Validated above (the default is zero), so both convert.
     let v = value.unwrap_or_default();
     let ns = |t: Timeval| t.to_nanos().unwrap_or(0);
-    process::itimer::arm_itimer(&cur.process(), ns(v.it_value), ns(v.it_interval));
+    let p = cur.process();
+    if which == abi::ITIMER_REAL {
+        process::itimer::arm_itimer(&p, ns(v.it_value), ns(v.it_interval));
+    } else {
+        cputime::set_cpu_itimer(&p, which, ns(v.it_value), ns(v.it_interval));
+    }
     Ok(0)
 }
 
 pub fn getitimer(cur: &CurrentTask, which: u32, out: UserPtr<Itimerval>) -> SysResult<usize> {
-    if which != abi::ITIMER_REAL {
-        return Err(Errno::EINVAL);
-    }
-    out.write(&current_itimer(cur))?;
+    let (left, interval) = itimer_get(cur, which)?;
+    out.write(&itimerval(left, interval))?;
     Ok(0)
 }
 
-pub fn times(buf: usize) -> SysResult<usize> {
+/// times: the process's and its waited-for children's user and system time in clock ticks
+/// (USER_HZ); returns the clock ticks since boot.
+pub fn times(cur: &CurrentTask, buf: usize) -> SysResult<usize> {
     let ticks = time::now_ns() / (1_000_000_000 / abi::USER_HZ);
     if buf != 0 {
-        UserSlice::new(buf, 32).clear()?;
+        let p = cur.process();
+        let me = cputime::process_times(&p);
+        let ch = cputime::children_times(&p);
+        let tms = abi::Tms {
+            tms_utime: abi::nanos_to_clock_t(me.user_ns),
+            tms_stime: abi::nanos_to_clock_t(me.system_ns),
+            tms_cutime: abi::nanos_to_clock_t(ch.user_ns),
+            tms_cstime: abi::nanos_to_clock_t(ch.system_ns),
+        };
+        UserPtr::<abi::Tms>::new(buf).write(&tms)?;
     }
     Ok(ticks as usize)
+}
+
+// ---- POSIX timers ----
+
+/// timer_create: the sigevent is read first (EFAULT), then the clock and the sigevent are
+/// checked; the new id is written out (EFAULT: the timer goes again).
+pub fn timer_create(
+    cur: &CurrentTask,
+    clock: u32,
+    sevp: UserPtr<svelt_abi::uapi::signal::Sigevent>,
+    idp: UserPtr<i32>,
+) -> SysResult<usize> {
+    let ev = if sevp.is_null() {
+        None
+    } else {
+        Some(sevp.read()?)
+    };
+    let id = posix_timer::create(cur, clock, ev)?;
+    if let Err(e) = idp.write(&id) {
+        posix_timer::forget(&cur.process(), id);
+        return Err(e);
+    }
+    Ok(0)
+}
+
+fn itimerspec(left: u64, interval: u64) -> Itimerspec {
+    Itimerspec {
+        it_interval: Timespec::from_nanos(interval),
+        it_value: Timespec::from_nanos(left),
+    }
+}
+
+/// timer_settime: EINVAL without a new setting, EFAULT if it cannot be read, EINVAL for an
+/// invalid one or no such timer; the old setting is written last.
+pub fn timer_settime(
+    cur: &CurrentTask,
+    id: i32,
+    flags: u32,
+    new: UserPtr<Itimerspec>,
+    old: UserPtr<Itimerspec>,
+) -> SysResult<usize> {
+    if new.is_null() {
+        return Err(Errno::EINVAL);
+    }
+    let v = new.read()?.validate()?;
+    let ns = |t: Timespec| t.to_nanos().unwrap_or(0);
+    let (left, interval) = posix_timer::settime(
+        &cur.process(),
+        id,
+        ns(v.it_value),
+        ns(v.it_interval),
+        flags & abi::TIMER_ABSTIME != 0,
+    )?;
+    if !old.is_null() {
+        old.write(&itimerspec(left, interval))?;
+    }
+    Ok(0)
+}
+
+pub fn timer_gettime(cur: &CurrentTask, id: i32, out: UserPtr<Itimerspec>) -> SysResult<usize> {
+    let (left, interval) = posix_timer::gettime(&cur.process(), id)?;
+    out.write(&itimerspec(left, interval))?;
+    Ok(0)
+}
+
+pub fn timer_getoverrun(cur: &CurrentTask, id: i32) -> SysResult<usize> {
+    Ok(posix_timer::getoverrun(&cur.process(), id)? as usize)
+}
+
+pub fn timer_delete(cur: &CurrentTask, id: i32) -> SysResult<usize> {
+    posix_timer::delete(&cur.process(), id)?;
+    Ok(0)
 }

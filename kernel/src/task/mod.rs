@@ -10,6 +10,7 @@
 //! two questions a wait must ask of them (after Asterinas OSTD's `Task` with its typed data,
 //! and Linux's split between `task_struct`'s scheduling part and `signal_pending`).
 
+pub mod cputime;
 pub mod fpstate;
 pub mod hooks;
 pub mod local;
@@ -115,6 +116,8 @@ pub struct Task {
     /// Lazy FP counters (/proc/svelt/fpstat), written only by the holder of this task's FP
     /// state.
     pub fpstat: fpstate::Counters,
+    /// User and system time, switch counts (cputime.rs).
+    pub cputime: cputime::CpuTime,
     data: Data,
 }
 
@@ -143,6 +146,7 @@ impl Task {
             killed: AtomicBool::new(false),
             sig_hint: AtomicBool::new(false),
             fpstat: fpstate::ZERO_COUNTERS,
+            cputime: cputime::CpuTime::new(),
             data: Data {
                 owner: IrqLock::new(None),
                 ptr: AtomicUsize::new(0),
@@ -157,6 +161,7 @@ impl Task {
         t.state.store(State::Running as u8, Ordering::Relaxed);
         t.on_cpu.store(true, Ordering::Relaxed);
         t.cpu.store(cpu, Ordering::Relaxed);
+        cputime::start_idle(&t);
         t
     }
 

@@ -142,8 +142,12 @@ pub fn init_irqs() {
     crate::irq::on_ipi(crate::irq::SGI_RESCHEDULE, set_need_resched);
 }
 
-/// Timer tick on this CPU, once the scheduler runs: end the slice if someone is waiting.
+/// Timer tick on this CPU, once the scheduler runs: the running task's time goes into the
+/// CPU's sums, and the slice ends if someone is waiting.
 fn tick() {
+    if let Some(t) = try_current() {
+        super::cputime::tick(t);
+    }
     if started() && CPUS.this().queued.load(Ordering::Relaxed) != 0 {
         percpu::this().need_resched.store(true, Ordering::Relaxed);
     }
@@ -307,9 +311,11 @@ pub fn schedule() {
     // from the queue to `current`: a reference is cloned only where a second holder appears
     // (the queue, for a task still runnable).
     let prev = rq.current.take().expect("scheduler running");
+    // Still runnable: preempted or yielding (an involuntary switch, as Linux counts them).
+    let preempted = prev.state() == State::Running;
     // A running task whose affinity no longer includes this CPU goes to one it allows.
     let mut migrate = false;
-    if !prev.is_idle() && prev.state() == State::Running {
+    if !prev.is_idle() && preempted {
         prev.set_state(State::Runnable);
         if !allowed(&prev, id) {
             migrate = true;
@@ -365,6 +371,7 @@ pub fn schedule() {
     next.on_cpu.store(true, Ordering::Relaxed);
     next.cpu.store(id, Ordering::Relaxed);
     SWITCHES.fetch_add(1, Ordering::Relaxed);
+    super::cputime::switch(prev, next, !preempted);
 
     // User state: TLS and the address space are switched here; FP/SVE state is saved if the
     // outgoing task holds the registers, and loaded lazily on the way back to user mode.

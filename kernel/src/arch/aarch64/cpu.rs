@@ -175,6 +175,14 @@ pub fn counter() -> u64 {
     CNTVCT_EL0.get()
 }
 
+/// The virtual counter without the ISB that orders its read after the instructions before it:
+/// for the CPU-time accounting at exception entry (itself context-synchronizing) and on the
+/// way back to EL0, where a read a few instructions early or late changes nothing.
+#[inline(always)]
+pub fn counter_unordered() -> u64 {
+    CNTVCT_EL0.get()
+}
+
 /// The counter's frequency when the device tree names it (set once at boot).
 static COUNTER_FREQ: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 

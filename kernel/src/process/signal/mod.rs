@@ -120,6 +120,28 @@ impl Pending {
     pub fn pending_mask(&self) -> u64 {
         self.mask
     }
+
+    /// The queued signal of POSIX timer `id`, if any.
+    fn timer_signal(&mut self, id: i32) -> Option<&mut SigInfo> {
+        self.queue
+            .iter_mut()
+            .find(|q| q.code() == sig::SI_TIMER && q.timer_id() == id)
+    }
+
+    /// Drops the queued signal of POSIX timer `id`.
+    fn drop_timer_signal(&mut self, id: i32) {
+        let Some(i) = self
+            .queue
+            .iter()
+            .position(|q| q.code() == sig::SI_TIMER && q.timer_id() == id)
+        else {
+            return;
+        };
+        let signo = self.queue.remove(i).signo();
+        if !self.queue.iter().any(|q| q.signo() == signo) {
+            self.mask &= !bit(signo);
+        }
+    }
 }
 
 pub type SharedPending = Pending;
@@ -215,6 +237,38 @@ pub fn send_to_task(t: &Arc<Thread>, signo: u32, info: SigInfo) {
     }
     t.sig.lock().pending.add(info);
     kick(t);
+}
+
+/// A POSIX timer's expiry (`info` made by `SigInfo::timer`), to thread `t` or to `p`: while
+/// the timer's previous signal is still queued, this one and the `missed` expiries before it
+/// only add to that signal's overrun count (Linux's si_overrun).
+pub fn send_timer(p: &Arc<Process>, t: Option<&Arc<Thread>>, info: SigInfo, missed: i32) {
+    let id = info.timer_id();
+    let bump = |q: &mut Pending| {
+        q.timer_signal(id).map(|s| {
+            let n = s.timer_overrun().saturating_add(1).saturating_add(missed);
+            s.set_timer_overrun(n);
+        })
+    };
+    let queued = match t {
+        Some(t) => bump(&mut t.sig.lock().pending),
+        None => bump(&mut p.shared_sig.lock()),
+    };
+    if queued.is_some() {
+        return;
+    }
+    match t {
+        Some(t) => send_to_task(t, info.signo(), info),
+        None => send_to_process(p, info.signo(), info),
+    }
+}
+
+/// Drops the queued signal of POSIX timer `id` of `p` (deleted or re-armed), wherever it is.
+pub fn drop_timer_signals(p: &Process, id: i32) {
+    p.shared_sig.lock().drop_timer_signal(id);
+    for t in p.live_threads() {
+        t.sig.lock().pending.drop_timer_signal(id);
+    }
 }
 
 /// A signal to a process: any thread not blocking it takes it.
@@ -369,19 +423,33 @@ pub fn finish_syscall(cur: &CurrentTask, tf: &mut TrapFrame) {
 
 /// Takes a pending signal in `want` even if blocked (sigtimedwait).
 pub fn take_wanted(t: &Thread, want: u64) -> Option<SigInfo> {
-    let mut s = t.sig.lock();
-    s.pending
-        .take(!want)
-        .or_else(|| t.process.shared_sig.lock().take(!want))
+    let info = {
+        let mut s = t.sig.lock();
+        s.pending
+            .take(!want)
+            .or_else(|| t.process.shared_sig.lock().take(!want))
+    };
+    taken(t, info)
 }
 
 /// Takes the next deliverable signal.
 fn dequeue(t: &Thread) -> Option<SigInfo> {
-    let mut s = t.sig.lock();
-    let blocked = s.blocked;
-    s.pending
-        .take(blocked)
-        .or_else(|| t.process.shared_sig.lock().take(blocked))
+    let info = {
+        let mut s = t.sig.lock();
+        let blocked = s.blocked;
+        s.pending
+            .take(blocked)
+            .or_else(|| t.process.shared_sig.lock().take(blocked))
+    };
+    taken(t, info)
+}
+
+/// A signal leaves the queue: a POSIX timer's overrun count becomes timer_getoverrun's.
+fn taken(t: &Thread, info: Option<SigInfo>) -> Option<SigInfo> {
+    if let Some(i) = info.as_ref().filter(|i| i.code() == sig::SI_TIMER) {
+        crate::process::posix_timer::delivered(&t.process, i);
+    }
+    info
 }
 
 /// Delivers pending signals (from the return-to-user path).
