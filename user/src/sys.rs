@@ -385,6 +385,11 @@ pub struct Itimerval {
 /// setitimer(ITIMER_REAL) to fire in `value_ns` and then every `interval_ns` (0: once; a
 /// `value_ns` of 0 disarms); returns the timer as it was.
 pub fn setitimer_real(value_ns: u64, interval_ns: u64) -> SysResult<Itimerval> {
+    setitimer(ITIMER_REAL, value_ns, interval_ns)
+}
+
+/// setitimer(`which`) as `setitimer_real` does for ITIMER_REAL.
+pub fn setitimer(which: u32, value_ns: u64, interval_ns: u64) -> SysResult<Itimerval> {
     let tv = |ns: u64| Timeval {
         tv_sec: (ns / 1_000_000_000) as i64,
         tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
@@ -396,7 +401,7 @@ pub fn setitimer_real(value_ns: u64, interval_ns: u64) -> SysResult<Itimerval> {
     let mut old = Itimerval::default();
     sc!(
         nr::SETITIMER,
-        ITIMER_REAL,
+        which,
         &new as *const Itimerval,
         &mut old as *mut Itimerval
     )

@@ -439,27 +439,6 @@ extern "C" fn on_cpu_timer(sig: i32, _info: *mut SigInfo, _uc: *mut u8) {
     };
 }
 
-fn setitimer(which: u32, value_ns: u64, interval_ns: u64) -> SysResult<Itimerval> {
-    let tv = |ns: u64| Timeval {
-        tv_sec: (ns / 1_000_000_000) as i64,
-        tv_usec: ((ns % 1_000_000_000) / 1000) as i64,
-    };
-    let new = Itimerval {
-        it_interval: tv(interval_ns),
-        it_value: tv(value_ns),
-    };
-    let mut old = Itimerval::default();
-    sys::syscall(
-        nr::SETITIMER,
-        &[
-            which as usize,
-            &new as *const _ as usize,
-            &mut old as *mut _ as usize,
-        ],
-    )?;
-    Ok(old)
-}
-
 fn getitimer(which: u32) -> SysResult<Itimerval> {
     let mut cur = Itimerval::default();
     sys::syscall(
@@ -480,7 +459,7 @@ fn cpu_itimers() -> TestResult {
         );
     }
     // ITIMER_VIRTUAL counts user time: a user-mode loop makes it fire again and again.
-    t!(setitimer(ITIMER_VIRTUAL, 10 * MS, 10 * MS));
+    t!(sys::setitimer(ITIMER_VIRTUAL, 10 * MS, 10 * MS));
     let cur = t!(getitimer(ITIMER_VIRTUAL));
     check_eq!(cur.it_interval.tv_usec, 10_000);
     // Linux adds a tick to a CPU-time timer's value (its set_cpu_itimer): up to 10 ms more.
@@ -493,7 +472,7 @@ fn cpu_itimers() -> TestResult {
     while VT.load(Ordering::SeqCst) < 3 && sys::now_ns() - wall < PATIENCE {
         burn_user(5 * MS);
     }
-    let old = t!(setitimer(ITIMER_VIRTUAL, 0, 0));
+    let old = t!(sys::setitimer(ITIMER_VIRTUAL, 0, 0));
     check!(
         VT.load(Ordering::SeqCst) >= 3,
         "{} SIGVTALRM",
@@ -501,12 +480,12 @@ fn cpu_itimers() -> TestResult {
     );
     check_eq!(old.it_interval.tv_usec, 10_000);
     // ITIMER_PROF counts user and system time: work in the kernel counts too.
-    t!(setitimer(ITIMER_PROF, 10 * MS, 10 * MS));
+    t!(sys::setitimer(ITIMER_PROF, 10 * MS, 10 * MS));
     let wall = sys::now_ns();
     while PROF.load(Ordering::SeqCst) < 3 && sys::now_ns() - wall < PATIENCE {
         burn_system(5 * MS);
     }
-    t!(setitimer(ITIMER_PROF, 0, 0));
+    t!(sys::setitimer(ITIMER_PROF, 0, 0));
     check!(
         PROF.load(Ordering::SeqCst) >= 3,
         "{} SIGPROF",
@@ -520,10 +499,10 @@ fn cpu_itimers() -> TestResult {
         (vt, prof)
     );
     // A one-shot PROF timer fires once.
-    t!(setitimer(ITIMER_PROF, 5 * MS, 0));
+    t!(sys::setitimer(ITIMER_PROF, 5 * MS, 0));
     burn_user(40 * MS);
     check_eq!(PROF.load(Ordering::SeqCst), prof + 1);
-    check_eq!(setitimer(3, 0, 0).map(|_| ()), Err(EINVAL));
+    check_eq!(sys::setitimer(3, 0, 0).map(|_| ()), Err(EINVAL));
     check_eq!(getitimer(3).map(|_| ()), Err(EINVAL));
     t!(set_disposition(SIGVTALRM, SIG_DFL));
     t!(set_disposition(SIGPROF, SIG_DFL));
