@@ -337,21 +337,13 @@ fn pause(k: u64) {
 /// Each end's blocking open races the other's, at varied delays on both sides (the waiting
 /// open that sleeps, and the partner's open that must wake it), reader and writer taking
 /// turns at going first. Each round runs in a child bounded in time: a lost wake-up fails the
-/// test (with every process's /proc stat line) instead of hanging it. With FIFO_ROUNDS set at
-/// build time, a CPU hog per CPU runs along.
+/// test (saying how far each side got, with every process's /proc stat line) instead of
+/// hanging it. With FIFO_ROUNDS set at build time, the second half of the rounds runs with a
+/// hog per CPU that spins and sleeps by turns (a CPU that is always busy would hide the race:
+/// the partner must run while the opener is between its steps).
 fn open_races_its_partner() -> TestResult {
     let stress = option_env!("FIFO_ROUNDS").is_some();
     let mut hogs = Vec::new();
-    if stress {
-        for _ in 0..2 {
-            hogs.push(t!(spawn(|| loop {
-                core::hint::spin_loop();
-            })));
-        }
-        hogs.push(t!(spawn(|| loop {
-            let _ = sys::sched_yield();
-        })));
-    }
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut result = Ok(());
     // How far each side of a round got: [round child, its child].
@@ -363,6 +355,21 @@ fn open_races_its_partner() -> TestResult {
             .wrapping_add(1_442_695_040_888_963_407);
         let (mine, theirs) = (seed >> 7, seed >> 29);
         let child_writes = round % 2 == 0;
+        if stress && round == ROUNDS / 2 {
+            for i in 0..2u64 {
+                hogs.push(t!(spawn(move || {
+                    let mut x = i + 1;
+                    loop {
+                        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        let until = sys::now_ns() + (x >> 33) % (3 * MS);
+                        while sys::now_ns() < until {
+                            core::hint::spin_loop();
+                        }
+                        sys::sleep_ns((x >> 13) % (2 * MS));
+                    }
+                })));
+            }
+        }
         steps[0].set(0);
         steps[1].set(0);
         let body = move || {
