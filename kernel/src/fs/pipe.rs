@@ -1,17 +1,21 @@
-//! Pipes: a 64 KiB ring shared by a read end and a write end.
+//! Pipes: a 64 KiB ring shared by a read end and a write end; a FIFO (a named pipe, made by
+//! mknod) hands the same ends out at open, by Linux's fifo_open rules.
 
 #![forbid(unsafe_code)]
 
-use super::{epoll, File, FileOps};
+use super::{epoll, new_ino, Attrs, File, FileOps, Inode, Kind};
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::task::wait::WaitQueue;
 use alloc::collections::VecDeque;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use core::any::Any;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
-use svelt_abi::uapi::fs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use svelt_abi::uapi::fs::{
+    O_ACCMODE, O_NONBLOCK, O_PATH, O_RDONLY, O_RDWR, O_WRONLY, POLLERR, POLLHUP, POLLIN, POLLOUT,
+    POLLRDNORM, POLLWRNORM,
+};
 
 pub const PIPE_SIZE: usize = 65536;
 pub const PIPE_BUF: usize = 4096;
@@ -35,38 +39,72 @@ struct Ring {
     capacity: usize,
     readers: usize,
     writers: usize,
+    /// Opens for reading and for writing so far (a FIFO's opener waits for the other count to
+    /// move; a reader sees POLLHUP only once a writer came after its open).
+    r_counter: u64,
+    w_counter: u64,
 }
 
 pub struct Pipe {
     ring: Mutex<Ring>,
     readable: WaitQueue,
     writable: WaitQueue,
+    /// A FIFO's openers waiting for their partner.
+    partner: WaitQueue,
 }
 
 pub struct PipeEnd {
     pipe: Arc<Pipe>,
+    read: bool,
     write: bool,
+    /// A FIFO reader opened O_NONBLOCK with no writer: the writers' opens then, POLLHUP
+    /// waiting for that count to move (Linux's f_pipe); `None` for every other end.
+    hup_after: Option<u64>,
+}
+
+fn empty_pipe() -> Arc<Pipe> {
+    Arc::new(Pipe {
+        ring: Mutex::new(Ring {
+            data: VecDeque::new(),
+            capacity: PIPE_SIZE,
+            readers: 0,
+            writers: 0,
+            r_counter: 0,
+            w_counter: 0,
+        }),
+        readable: WaitQueue::new(),
+        writable: WaitQueue::new(),
+        partner: WaitQueue::new(),
+    })
+}
+
+/// Counts a new end among a pipe's readers and/or writers; the ring is locked.
+fn count_end(r: &mut Ring, read: bool, write: bool) {
+    if read {
+        r.readers += 1;
+        r.r_counter += 1;
+    }
+    if write {
+        r.writers += 1;
+        r.w_counter += 1;
+    }
 }
 
 /// A new pipe's (read end, write end).
 pub fn new_pipe() -> (Arc<PipeEnd>, Arc<PipeEnd>) {
-    let pipe = Arc::new(Pipe {
-        ring: Mutex::new(Ring {
-            data: VecDeque::new(),
-            capacity: PIPE_SIZE,
-            readers: 1,
-            writers: 1,
-        }),
-        readable: WaitQueue::new(),
-        writable: WaitQueue::new(),
-    });
-    (
-        Arc::new(PipeEnd {
-            pipe: pipe.clone(),
-            write: false,
-        }),
-        Arc::new(PipeEnd { pipe, write: true }),
-    )
+    let pipe = empty_pipe();
+    {
+        let mut r = pipe.ring.lock();
+        count_end(&mut r, true, false);
+        count_end(&mut r, false, true);
+    }
+    let end = |read: bool| PipeEnd {
+        pipe: pipe.clone(),
+        read,
+        write: !read,
+        hup_after: None,
+    };
+    (Arc::new(end(true)), Arc::new(end(false)))
 }
 
 impl PipeEnd {
@@ -79,7 +117,7 @@ impl PipeEnd {
         count: usize,
         mut copy: impl FnMut(&[u8], &[u8]) -> SysResult<()>,
     ) -> SysResult<usize> {
-        if self.write {
+        if !self.read {
             return Err(Errno::EBADF);
         }
         if count == 0 {
@@ -148,13 +186,118 @@ impl Pipe {
     }
 }
 
+/// A FIFO: a node whose opens share one pipe while any end is open (the bytes go with the
+/// last close, as on Linux).
+pub struct FifoNode {
+    ino: u64,
+    attrs: Attrs,
+    pipe: Mutex<Weak<Pipe>>,
+}
+
+impl FifoNode {
+    pub fn new(perm: u32) -> Arc<FifoNode> {
+        Arc::new(FifoNode {
+            ino: new_ino(),
+            attrs: Attrs::new(perm),
+            pipe: Mutex::new(Weak::new()),
+        })
+    }
+
+    /// Linux's fifo_open: a reader waits for a writer to open and a writer for a reader,
+    /// unless one is there; O_NONBLOCK makes a reader open at once and a writer with no reader
+    /// fail with ENXIO; O_RDWR never waits.
+    fn open_fifo(&self, flags: u32) -> SysResult<PipeEnd> {
+        let (read, write) = match flags & O_ACCMODE {
+            O_RDONLY => (true, false),
+            O_WRONLY => (false, true),
+            O_RDWR => (true, true),
+            _ => return Err(Errno::EINVAL),
+        };
+        let nonblock = flags & O_NONBLOCK != 0;
+        // The other side's opens so far, and how many are open now.
+        let watched = |r: &Ring| if read { r.w_counter } else { r.r_counter };
+        let others = |r: &Ring| if read { r.writers } else { r.readers };
+        // This end is counted and the other side looked at in one hold of the ring's lock (as
+        // Linux holds the pipe's mutex from its count to wait_for_partner's snapshot): a
+        // partner that opens after our count, does its I/O and closes before we look must
+        // still move the count we wait on, or the wait would never end.
+        let (end, waiting_from) = {
+            // Under the slot's lock: an open racing the last close gets this pipe or a new one.
+            let mut slot = self.pipe.lock();
+            let pipe = match slot.upgrade() {
+                Some(p) => p,
+                None => {
+                    let p = empty_pipe();
+                    *slot = Arc::downgrade(&p);
+                    p
+                }
+            };
+            let mut r = pipe.ring.lock();
+            if write && !read && nonblock && r.readers == 0 {
+                return Err(Errno::ENXIO);
+            }
+            count_end(&mut r, read, write);
+            let alone = !(read && write) && others(&r) == 0;
+            let hup_after = (read && !write && nonblock && alone).then_some(r.w_counter);
+            let waiting_from = (alone && !nonblock).then_some(watched(&r));
+            drop(r);
+            let end = PipeEnd {
+                pipe: pipe.clone(),
+                read,
+                write,
+                hup_after,
+            };
+            (end, waiting_from)
+        };
+        let p = end.pipe.clone();
+        p.partner.wake_all();
+        p.changed();
+        let Some(start) = waiting_from else {
+            return Ok(end);
+        };
+        // The wait ends when the other side's count moves (a partner that opened and closed
+        // meanwhile still counts) or one is open now.
+        p.partner
+            .wait(|| {
+                let r = p.ring.lock();
+                (watched(&r) != start || others(&r) > 0).then_some(())
+            })
+            // Dropping `end` takes it out of the counts again.
+            .map_err(|_| Errno::ERESTARTSYS)?;
+        Ok(end)
+    }
+}
+
+impl Inode for FifoNode {
+    fn ino(&self) -> u64 {
+        self.ino
+    }
+    fn kind(&self) -> Kind {
+        Kind::Fifo
+    }
+    fn attrs(&self) -> Option<&Attrs> {
+        Some(&self.attrs)
+    }
+    fn open(&self, flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+        if flags & O_PATH != 0 {
+            return Ok(None);
+        }
+        let end = self.open_fifo(flags)?;
+        Ok(Some(Arc::new(end)))
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 impl Drop for PipeEnd {
     fn drop(&mut self) {
         {
             let mut r = self.pipe.ring.lock();
             if self.write {
                 r.writers -= 1;
-            } else {
+            }
+            if self.read {
                 r.readers -= 1;
             }
         }
@@ -256,11 +399,14 @@ impl FileOps for PipeEnd {
             } else if r.data.len() < r.capacity {
                 ev |= (POLLOUT | POLLWRNORM) as u32;
             }
-        } else {
+        }
+        if self.read {
             if !r.data.is_empty() {
                 ev |= (POLLIN | POLLRDNORM) as u32;
             }
-            if r.writers == 0 {
+            // A FIFO reader that opened O_NONBLOCK with no writer sees no hang-up until one
+            // has come.
+            if r.writers == 0 && self.hup_after != Some(r.w_counter) {
                 ev |= POLLHUP as u32;
             }
         }

@@ -27,6 +27,8 @@ pub enum Kind {
     CharDev,
     /// A bound AF_UNIX socket's name (net::unix::SockNode).
     Socket,
+    /// A named pipe (pipe::FifoNode).
+    Fifo,
 }
 
 impl Kind {
@@ -37,6 +39,7 @@ impl Kind {
             Kind::Symlink => S_IFLNK,
             Kind::CharDev => S_IFCHR,
             Kind::Socket => svelt_abi::uapi::fs::S_IFSOCK,
+            Kind::Fifo => svelt_abi::uapi::fs::S_IFIFO,
         }
     }
     pub fn dirent_type(self) -> u8 {
@@ -46,6 +49,7 @@ impl Kind {
             Kind::Symlink => 10,
             Kind::CharDev => 2,
             Kind::Socket => 12,
+            Kind::Fifo => 1,
         }
     }
 }

@@ -705,6 +705,7 @@ pub fn fallocate(cur: &CurrentTask, fd: i32, mode: i32, offset: i64, len: i64) -
     };
     match node.kind() {
         Kind::File => {}
+        Kind::Fifo => return Err(Errno::ESPIPE),
         Kind::Dir => return Err(Errno::EISDIR),
         _ => return Err(Errno::ENODEV),
     }

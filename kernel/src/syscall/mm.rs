@@ -75,7 +75,9 @@ pub fn mmap(
             Kind::File => {}
             // /dev/zero maps as anonymous memory.
             Kind::CharDev if node.rdev() == (1, 5) => {}
-            Kind::Dir | Kind::Symlink | Kind::CharDev | Kind::Socket => return Err(Errno::ENODEV),
+            Kind::Dir | Kind::Symlink | Kind::CharDev | Kind::Socket | Kind::Fifo => {
+                return Err(Errno::ENODEV)
+            }
         }
         if !file.readable() || file.flags() & O_PATH != 0 {
             return Err(if file.flags() & O_PATH != 0 {

@@ -8,7 +8,7 @@ use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::process::CurrentTask;
 use alloc::string::String;
 use svelt_abi::uapi::errno::{Errno, SysResult};
-use svelt_abi::uapi::fs::{AT_FDCWD, AT_REMOVEDIR, S_IFCHR, S_IFMT, S_IFREG};
+use svelt_abi::uapi::fs::{AT_FDCWD, AT_REMOVEDIR, S_IFCHR, S_IFIFO, S_IFMT, S_IFREG};
 
 pub fn chdir(cur: &CurrentTask, path: usize) -> SysResult<usize> {
     let p = UserPtr::<u8>::new(path).read_path()?;
@@ -243,6 +243,13 @@ pub fn mknodat(dirfd: i32, path: usize, mode: u32, dev: u64) -> SysResult<usize>
         }
         0 | S_IFREG => {
             r.dir.create(&r.name, Kind::File, mode & 0o7777)?;
+        }
+        S_IFIFO => {
+            let umask = crate::process::current().fs().lock().umask;
+            r.dir.link(
+                &r.name,
+                crate::fs::pipe::FifoNode::new(mode & 0o7777 & !umask),
+            )?;
         }
         _ => return Err(Errno::EPERM),
     }
