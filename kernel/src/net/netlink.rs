@@ -63,7 +63,7 @@ impl NlSocket {
             return;
         }
         let mut pids = PIDS.lock();
-        let tgid = crate::process::current().pid() as u32;
+        let tgid = crate::process::current().pid();
         let mut cand = tgid;
         let mut next: i32 = -4096;
         while pids.contains(&cand) {

@@ -296,6 +296,35 @@ fn tcp_echo_ipv6() -> TestResult {
     tcp_echo(AF_INET6)
 }
 
+/// Another process connects and sends later: accept and recv sleep until then.
+fn blocking_accept_and_recv_across_processes() -> TestResult {
+    let (l, la) = t!(listener(AF_INET6, 0));
+    let pid = t!(fork());
+    if pid == 0 {
+        sleep_ns(30_000_000);
+        let ok = (|| -> SysResult<bool> {
+            let c = socket(AF_INET6, SOCK_STREAM)?;
+            addr_call(nr::CONNECT, c, &la)?;
+            sleep_ns(30_000_000);
+            send(c, b"late", 0)?;
+            let mut b = [0u8; 8];
+            let n = recv(c, &mut b, 0)?;
+            Ok(&b[..n] == b"reply")
+        })();
+        exit(if ok == Ok(true) { 0 } else { 1 });
+    }
+    let s = t!(accept(l, 0));
+    let mut buf = [0u8; 8];
+    check_eq!(recv(s, &mut buf, 0), Ok(4));
+    check_eq!(&buf[..4], b"late");
+    check_eq!(send(s, b"reply", 0), Ok(5));
+    let (_, status) = t!(waitpid(pid, 0));
+    check_eq!(status, 0);
+    t!(close(s));
+    t!(close(l));
+    Ok(())
+}
+
 fn nonblocking_connect_and_accept() -> TestResult {
     let (l, la) = t!(listener(AF_INET, SOCK_NONBLOCK));
     check_eq!(accept(l, 0), Err(EAGAIN));
@@ -462,7 +491,10 @@ fn addresses_in_use_and_errors() -> TestResult {
 
 /// Sends a dump request of `ty` and collects every message up to NLMSG_DONE, as
 /// (type, flags, seq, body).
-fn dump(fd: i32, ty: u16, seq: u32, family: u8) -> SysResult<Vec<(u16, u16, u32, Vec<u8>)>> {
+/// A reply message: type, flags, sequence number, body.
+type NlMsg = (u16, u16, u32, Vec<u8>);
+
+fn dump(fd: i32, ty: u16, seq: u32, family: u8) -> SysResult<Vec<NlMsg>> {
     let mut req = [0u8; 32];
     let h = NlMsgHdr {
         len: 32,
@@ -506,7 +538,7 @@ fn check_send(fd: i32, req: &[u8]) -> SysResult<()> {
     Ok(())
 }
 
-fn attr<'a>(mut b: &'a [u8], want: u16) -> Option<&'a [u8]> {
+fn attr(mut b: &[u8], want: u16) -> Option<&[u8]> {
     while b.len() >= 4 {
         let len = u16::from_ne_bytes([b[0], b[1]]) as usize;
         let ty = u16::from_ne_bytes([b[2], b[3]]);
@@ -592,6 +624,10 @@ fn main(_a: &rt::Args) -> i32 {
         ("lo_is_up", lo_is_up),
         ("tcp_echo_ipv4", tcp_echo_ipv4),
         ("tcp_echo_ipv6", tcp_echo_ipv6),
+        (
+            "blocking_accept_and_recv_across_processes",
+            blocking_accept_and_recv_across_processes,
+        ),
         (
             "nonblocking_connect_and_accept",
             nonblocking_connect_and_accept,
