@@ -436,7 +436,7 @@ impl InetSocket {
 
     /// getsockname's address.
     pub fn name(&self) -> InetAddr {
-        stack::with(|s| {
+        stack::peek(|s| {
             let st = self.st.lock();
             if let Kind::Conn(h) = st.kind {
                 if let Some(e) = s.tcp(h).local_endpoint() {
@@ -451,7 +451,7 @@ impl InetSocket {
 
     /// getpeername's: ENOTCONN without a peer.
     pub fn peer_name(&self) -> SysResult<InetAddr> {
-        stack::with(|s| {
+        stack::peek(|s| {
             let mut st = self.st.lock();
             self.settle(s, &mut st);
             match st.kind {
@@ -721,7 +721,7 @@ impl InetSocket {
 
     /// Bytes ready to read (FIONREAD).
     pub fn inq(&self) -> usize {
-        stack::with(|s| match self.st.lock().kind {
+        stack::peek(|s| match self.st.lock().kind {
             Kind::Conn(h) => s.tcp(h).recv_queue(),
             Kind::Udp(h) => s.udp(h).peek().map_or(0, |(d, _)| d.len()),
             _ => 0,
@@ -729,7 +729,7 @@ impl InetSocket {
     }
 
     pub fn poll(&self) -> u32 {
-        stack::with(|s| {
+        stack::peek(|s| {
             let mut st = self.st.lock();
             self.settle(s, &mut st);
             let mut ev = 0u32;

@@ -74,13 +74,17 @@ impl Stack {
     }
 
     /// Runs the interface until nothing moves (a packet sent on lo is received by the next
-    /// round), then lets go of sockets that finished closing.
-    pub fn pump(&mut self) {
+    /// round), then lets go of sockets that finished closing. Says whether anything moved.
+    pub fn pump(&mut self) -> bool {
         let mut quiet = 0;
+        let mut moved = false;
         for _ in 0..10_000 {
             match self.iface.poll(now(), &mut self.dev, &mut self.sockets) {
                 PollResult::None => quiet += 1,
-                PollResult::SocketStateChanged => quiet = 0,
+                PollResult::SocketStateChanged => {
+                    quiet = 0;
+                    moved = true;
+                }
             }
             if quiet == 3 {
                 break;
@@ -96,6 +100,7 @@ impl Stack {
                 true
             }
         });
+        moved
     }
 
     /// When the interface next wants to run (a retransmission, a timer), as a counter value.
@@ -238,18 +243,30 @@ pub fn with<R>(f: impl FnOnce(&mut Stack) -> R) -> R {
     r
 }
 
+/// Looks at the stack without running it or waking anyone (poll, the names): a look must
+/// not wake the poll and epoll waiters that made it, or they would never sleep.
+pub fn peek<R>(f: impl FnOnce(&mut Stack) -> R) -> R {
+    let mut g = STACK.lock();
+    f(g.get_or_insert_with(Stack::new))
+}
+
 /// Waits until `cond` (run on the stack) gives an answer: a signal ends the wait with
 /// ERESTARTSYS. The interface runs before each look, and the sleep ends when it next wants to
 /// run (a timer of its own), so nothing it owes is left undone while callers sleep.
 pub fn wait<R>(mut cond: impl FnMut(&mut Stack) -> Option<R>) -> SysResult<R> {
     loop {
-        let (r, deadline) = {
+        let (r, deadline, moved) = {
             let mut g = STACK.lock();
             let s = g.get_or_insert_with(Stack::new);
-            s.pump();
+            let moved = s.pump();
             let r = cond(s);
-            (r, s.deadline())
+            (r, s.deadline(), moved)
         };
+        if moved && r.is_none() {
+            // A timer of the interface's made progress others may wait for.
+            WQ.wake_all();
+            epoll::notify();
+        }
         let r = match r {
             Some(r) => Some(r),
             None => WQ
