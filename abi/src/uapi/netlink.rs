@@ -186,7 +186,6 @@ impl<'a> NlWriter<'a> {
         h[0..2].copy_from_slice(&len.to_ne_bytes());
         h[2..4].copy_from_slice(&ty.to_ne_bytes());
         self.put(&h)?;
-        // The payload continues the attribute: step back over the header's (nil) padding.
         self.put(data)
     }
 
@@ -287,7 +286,8 @@ pub struct AddrInfo<'a> {
 }
 
 /// RTM_NEWADDR for `a`: IPv4 gives IFA_ADDRESS, IFA_LOCAL and IFA_LABEL (inet_fill_ifaddr),
-/// IPv6 IFA_ADDRESS alone (inet6_fill_ifaddr); both end with IFA_FLAGS.
+/// IPv6 IFA_ADDRESS alone (inet6_fill_ifaddr); both end with IFA_CACHEINFO (lifetimes
+/// "forever", as for a permanent address) and IFA_FLAGS.
 pub fn write_addr(w: &mut NlWriter, a: &AddrInfo, flags: u16, seq: u32, pid: u32) -> Option<()> {
     w.begin(RTM_NEWADDR, flags, seq, pid)?;
     let mut ifa = [0u8; IFADDRMSG_SIZE];
@@ -305,6 +305,10 @@ pub fn write_addr(w: &mut NlWriter, a: &AddrInfo, flags: u16, seq: u32, pid: u32
         label[..n].copy_from_slice(&a.label.as_bytes()[..n]);
         w.attr(IFA_LABEL, &label[..n + 1])?;
     }
+    // struct ifa_cacheinfo: ifa_prefered, ifa_valid, cstamp, tstamp.
+    let mut ci = [0u8; 16];
+    ci[..8].fill(0xff);
+    w.attr(IFA_CACHEINFO, &ci)?;
     w.attr(IFA_FLAGS, &a.flags.to_ne_bytes())?;
     w.finish();
     Some(())
@@ -392,10 +396,13 @@ mod tests {
         let (_, v4) = msgs[0];
         assert_eq!(&v4[..8], &[2, 8, 0x80, 254, 1, 0, 0, 0]);
         let t: std::vec::Vec<u16> = attrs(&v4[8..]).iter().map(|x| x.0).collect();
-        assert_eq!(t, [IFA_ADDRESS, IFA_LOCAL, IFA_LABEL, IFA_FLAGS]);
+        assert_eq!(
+            t,
+            [IFA_ADDRESS, IFA_LOCAL, IFA_LABEL, IFA_CACHEINFO, IFA_FLAGS]
+        );
         let (_, v6) = msgs[1];
         let t: std::vec::Vec<u16> = attrs(&v6[8..]).iter().map(|x| x.0).collect();
-        assert_eq!(t, [IFA_ADDRESS, IFA_FLAGS]);
+        assert_eq!(t, [IFA_ADDRESS, IFA_CACHEINFO, IFA_FLAGS]);
     }
 
     #[test]

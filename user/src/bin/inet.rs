@@ -199,6 +199,13 @@ fn lo_is_up() -> TestResult {
         f & (IFF_UP | IFF_LOOPBACK | IFF_RUNNING),
         IFF_UP | IFF_LOOPBACK | IFF_RUNNING
     );
+    // SIOCGIFINDEX and SIOCGIFMTU: lo is index 1 with a 64 KiB MTU.
+    for (req, want) in [(0x8933usize, 1u32), (0x8921, 65536)] {
+        let mut ifr = [0u8; 40];
+        ifr[..2].copy_from_slice(b"lo");
+        t!(ioctl(fd, req, ifr.as_mut_ptr() as usize));
+        check_eq!(u32::from_ne_bytes(ifr[16..20].try_into().unwrap()), want);
+    }
     let mut ifr = [0u8; 40];
     ifr[..4].copy_from_slice(b"nope");
     check_eq!(
