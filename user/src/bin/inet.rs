@@ -303,7 +303,8 @@ fn tcp_echo_ipv6() -> TestResult {
     tcp_echo(AF_INET6)
 }
 
-/// Another process connects and sends later: accept and recv sleep until then.
+/// Another process connects and sends later, in two pieces: accept and recv (MSG_WAITALL)
+/// sleep until then.
 fn blocking_accept_and_recv_across_processes() -> TestResult {
     let (l, la) = t!(listener(AF_INET6, 0));
     let pid = t!(fork());
@@ -313,7 +314,9 @@ fn blocking_accept_and_recv_across_processes() -> TestResult {
             let c = socket(AF_INET6, SOCK_STREAM)?;
             addr_call(nr::CONNECT, c, &la)?;
             sleep_ns(30_000_000);
-            send(c, b"late", 0)?;
+            send(c, b"la", 0)?;
+            sleep_ns(20_000_000);
+            send(c, b"te", 0)?;
             let mut b = [0u8; 8];
             let n = recv(c, &mut b, 0)?;
             Ok(&b[..n] == b"reply")
@@ -322,7 +325,8 @@ fn blocking_accept_and_recv_across_processes() -> TestResult {
     }
     let s = t!(accept(l, 0));
     let mut buf = [0u8; 8];
-    check_eq!(recv(s, &mut buf, 0), Ok(4));
+    // MSG_WAITALL waits for both pieces.
+    check_eq!(recv(s, &mut buf[..4], MSG_WAITALL), Ok(4));
     check_eq!(&buf[..4], b"late");
     check_eq!(send(s, b"reply", 0), Ok(5));
     let (_, status) = t!(waitpid(pid, 0));

@@ -645,6 +645,7 @@ impl InetSocket {
     pub fn recv(&self, data: &mut IovCursor, flags: u32, nonblock: bool) -> SysResult<Recv> {
         let peek = flags & MSG_PEEK != 0;
         let want = data.len();
+        let data_len = want;
         if self.ty == SOCK_DGRAM {
             let (buf, full, from) = stack::wait(|s| {
                 let st = self.st.lock();
@@ -693,51 +694,73 @@ impl InetSocket {
                 from: Some(inet_addr(&from, self.family)),
             });
         }
-        let buf = stack::wait(|s| {
-            let mut st = self.st.lock();
-            self.settle(s, &mut st);
-            let h = match st.kind {
-                Kind::Conn(h) if st.connected => h,
-                Kind::Conn(_) if st.connecting && !nonblock => return None,
-                Kind::Conn(_) if st.connecting => return Some(Err(Errno::EAGAIN)),
-                _ => return Some(Err(Errno::ENOTCONN)),
-            };
-            if st.shutdown & RCV_SHUTDOWN != 0 {
-                return Some(Ok(Vec::new()));
-            }
-            let t = s.tcp(h);
-            if t.can_recv() {
-                let n = t.recv_queue().min(want);
-                let mut b = vec![0u8; n];
-                let got = if peek {
-                    t.peek_slice(&mut b)
-                } else {
-                    t.recv_slice(&mut b)
+        // MSG_WAITALL: a blocking read goes on until it has all it asked for, the end of the
+        // stream, an error or a signal.
+        let waitall = flags & MSG_WAITALL != 0 && !peek && !nonblock;
+        let mut total = 0;
+        loop {
+            let want = want - total;
+            let r = stack::wait(|s| {
+                let mut st = self.st.lock();
+                self.settle(s, &mut st);
+                let h = match st.kind {
+                    Kind::Conn(h) if st.connected => h,
+                    Kind::Conn(_) if st.connecting && !nonblock => return None,
+                    Kind::Conn(_) if st.connecting => return Some(Err(Errno::EAGAIN)),
+                    _ => return Some(Err(Errno::ENOTCONN)),
                 };
-                b.truncate(got.unwrap_or(0));
-                return Some(Ok(b));
-            }
-            if !t.may_recv() {
-                if let Some(e) = st.err.take() {
-                    return Some(Err(e));
+                if st.shutdown & RCV_SHUTDOWN != 0 {
+                    return Some(Ok(Vec::new()));
                 }
-                return Some(Ok(Vec::new()));
+                let t = s.tcp(h);
+                if t.can_recv() {
+                    let n = t.recv_queue().min(want);
+                    let mut b = vec![0u8; n];
+                    let got = if peek {
+                        t.peek_slice(&mut b)
+                    } else {
+                        t.recv_slice(&mut b)
+                    };
+                    b.truncate(got.unwrap_or(0));
+                    return Some(Ok(b));
+                }
+                if !t.may_recv() {
+                    if let Some(e) = st.err.take() {
+                        return Some(Err(e));
+                    }
+                    return Some(Ok(Vec::new()));
+                }
+                if want == 0 {
+                    return Some(Ok(Vec::new()));
+                }
+                if nonblock {
+                    Some(Err(Errno::EAGAIN))
+                } else {
+                    None
+                }
+            });
+            let buf = match r.and_then(|r| r) {
+                Ok(b) => b,
+                Err(_) if total > 0 => break,
+                Err(e) => return Err(e),
+            };
+            // The window reopens: let the sender know.
+            stack::with(|_| ());
+            if let Err(p) = data.copy_out(&buf) {
+                if total + p.done > 0 {
+                    total += p.done;
+                    break;
+                }
+                return Err(p.err);
             }
-            if want == 0 {
-                return Some(Ok(Vec::new()));
+            total += buf.len();
+            if !waitall || buf.is_empty() || total >= data_len {
+                break;
             }
-            if nonblock {
-                Some(Err(Errno::EAGAIN))
-            } else {
-                None
-            }
-        })??;
-        // The window reopens: let the sender know.
-        stack::with(|_| ());
-        data.copy_out(&buf).map_err(|p| p.err)?;
+        }
         Ok(Recv {
-            n: buf.len(),
-            full: buf.len(),
+            n: total,
+            full: total,
             from: None,
         })
     }
