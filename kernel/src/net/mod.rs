@@ -1,10 +1,14 @@
-//! Sockets. AF_UNIX is the one family so far (unix.rs); every other family is EAFNOSUPPORT,
-//! as on a Linux built without it (AF_INET, AF_INET6 and AF_NETLINK included, until they come).
+//! Sockets: AF_UNIX (unix/), AF_INET and AF_INET6 on the loopback interface (inet/), and
+//! AF_NETLINK's NETLINK_ROUTE (netlink.rs). Every other family is EAFNOSUPPORT, as on a Linux
+//! built without it.
 
 #![forbid(unsafe_code)]
 
+pub mod inet;
+pub mod netlink;
 pub mod unix;
 
+use crate::fs::File;
 use crate::mm::uaccess::{Partial, UserSlice};
 use alloc::vec::Vec;
 
@@ -60,4 +64,15 @@ impl IovCursor {
         }
         Ok(())
     }
+}
+
+/// A socket file's inode number (fstat), or `None` for other files.
+pub fn socket_ino(f: &File) -> Option<u64> {
+    if let Ok(s) = unix::of(f) {
+        return Some(s.ino);
+    }
+    if let Some(s) = inet::of(f) {
+        return Some(s.ino);
+    }
+    netlink::of(f).map(|s| s.ino)
 }

@@ -4,8 +4,10 @@
 #![forbid(unsafe_code)]
 
 use super::file::{file, install, read_iovecs, user_segments};
-use crate::fs::{self, File};
+use crate::fs::{self, File, FileOps};
 use crate::mm::uaccess::{UserPtr, UserSlice};
+use crate::net::inet::{InetFile, InetSocket};
+use crate::net::netlink::{NlFile, NlSocket};
 use crate::net::unix::{self, Scm, SockFile, SockType, UnixSocket};
 use crate::net::IovCursor;
 use crate::process::CurrentTask;
@@ -20,12 +22,76 @@ use svelt_abi::uapi::net::*;
 const SOCKADDR_STORAGE: usize = 128;
 
 fn new_file(sock: Arc<UnixSocket>, flags: u32) -> Arc<File> {
+    sock_file(Arc::new(SockFile(sock)), flags)
+}
+
+fn sock_file(ops: Arc<dyn FileOps>, flags: u32) -> Arc<File> {
     File::new(
         None,
-        Arc::new(SockFile(sock)),
+        ops,
         O_RDWR | (flags & O_NONBLOCK),
         String::from("socket:"),
     )
+}
+
+/// A socket of the families beside AF_UNIX.
+enum Other {
+    Inet(Arc<InetSocket>),
+    Nl(Arc<NlSocket>),
+}
+
+/// The AF_INET, AF_INET6 or AF_NETLINK socket behind `fd`, if that is what it is (None for an
+/// AF_UNIX one; ENOTSOCK for other files).
+fn other(cur: &CurrentTask, fd: i32) -> SysResult<Option<(Arc<File>, Other)>> {
+    let f = file(cur, fd)?;
+    if let Some(s) = crate::net::inet::of(&f) {
+        let s = s.clone();
+        return Ok(Some((f, Other::Inet(s))));
+    }
+    if let Some(s) = crate::net::netlink::of(&f) {
+        let s = s.clone();
+        return Ok(Some((f, Other::Nl(s))));
+    }
+    unix::of(&f)?;
+    Ok(None)
+}
+
+/// An address argument's bytes, as many as given (EINVAL past sockaddr_storage).
+fn raw_addr(addr: usize, len: u32) -> SysResult<Vec<u8>> {
+    let len = len as i32;
+    if len < 0 || len as usize > SOCKADDR_STORAGE {
+        return Err(Errno::EINVAL);
+    }
+    let mut buf = alloc::vec![0u8; len as usize];
+    UserSlice::new(addr, len as usize).copy_in(&mut buf)?;
+    Ok(buf)
+}
+
+fn inet_bytes(a: &svelt_abi::uapi::inet::InetAddr) -> ([u8; 28], usize) {
+    let mut b = [0u8; 28];
+    let n = a.write(&mut b);
+    (b, n)
+}
+
+/// socket(2) for AF_INET, AF_INET6 and AF_NETLINK (inet_create, netlink_create).
+fn socket_other(family: u32, ty: u32, protocol: u32) -> SysResult<Arc<dyn FileOps>> {
+    use svelt_abi::uapi::inet::{IPPROTO_TCP, IPPROTO_UDP};
+    let base = ty & SOCK_TYPE_MASK;
+    if family == AF_NETLINK {
+        if base != SOCK_RAW && base != SOCK_DGRAM {
+            return Err(Errno::ESOCKTNOSUPPORT);
+        }
+        if protocol != svelt_abi::uapi::netlink::NETLINK_ROUTE {
+            return Err(Errno::EPROTONOSUPPORT);
+        }
+        return Ok(Arc::new(NlFile(NlSocket::new(base))));
+    }
+    match (base, protocol) {
+        (SOCK_STREAM, 0 | IPPROTO_TCP) | (SOCK_DGRAM, 0 | IPPROTO_UDP) => {}
+        (SOCK_STREAM | SOCK_DGRAM | SOCK_RAW, _) => return Err(Errno::EPROTONOSUPPORT),
+        _ => return Err(Errno::ESOCKTNOSUPPORT),
+    }
+    Ok(Arc::new(InetFile(InetSocket::new(family, base))))
 }
 
 fn check_family_and_type(family: u32, ty: u32, protocol: u32) -> SysResult<SockType> {
@@ -36,7 +102,6 @@ fn check_family_and_type(family: u32, ty: u32, protocol: u32) -> SysResult<SockT
         return Err(Errno::EAFNOSUPPORT);
     }
     if family != AF_UNIX {
-        // AF_INET, AF_INET6 and AF_NETLINK too, for now: Svelt has only AF_UNIX.
         return Err(Errno::EAFNOSUPPORT);
     }
     if protocol != 0 && protocol != AF_UNIX {
@@ -46,6 +111,13 @@ fn check_family_and_type(family: u32, ty: u32, protocol: u32) -> SysResult<SockT
 }
 
 pub fn socket(cur: &CurrentTask, family: u32, ty: u32, protocol: u32) -> SysResult<usize> {
+    if ty & !(SOCK_TYPE_MASK | SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if matches!(family, AF_INET | AF_INET6 | AF_NETLINK) {
+        let ops = socket_other(family, ty, protocol)?;
+        return install(cur, sock_file(ops, ty), ty & SOCK_CLOEXEC != 0);
+    }
     let st = check_family_and_type(family, ty, protocol)?;
     install(
         cur,
@@ -61,6 +133,10 @@ pub fn socketpair(
     protocol: u32,
     sv: usize,
 ) -> SysResult<usize> {
+    if matches!(family, AF_INET | AF_INET6 | AF_NETLINK) {
+        socket_other(family, ty, protocol)?;
+        return Err(Errno::EOPNOTSUPP);
+    }
     let st = check_family_and_type(family, ty, protocol)?;
     let (a, b) = UnixSocket::pair(st);
     let (fa, fb) = (new_file(a, ty), new_file(b, ty));
@@ -120,6 +196,14 @@ fn name_bytes(n: &Option<UnixName>) -> &[u8] {
 }
 
 pub fn bind(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<usize> {
+    if let Some((_, o)) = other(cur, fd)? {
+        let a = raw_addr(addr, len)?;
+        match o {
+            Other::Inet(s) => s.bind(&a)?,
+            Other::Nl(s) => s.bind(&a)?,
+        }
+        return Ok(0);
+    }
     let (_, s) = sock(cur, fd)?;
     let name = match read_addr(addr, len)? {
         UnixAddr::Unnamed => {
@@ -155,6 +239,11 @@ pub fn bind(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<usiz
 }
 
 pub fn listen(cur: &CurrentTask, fd: i32, backlog: i32) -> SysResult<usize> {
+    match other(cur, fd)? {
+        Some((_, Other::Inet(s))) => return s.listen(backlog).map(|()| 0),
+        Some((_, Other::Nl(_))) => return Err(Errno::EOPNOTSUPP),
+        None => {}
+    }
     let (_, s) = sock(cur, fd)?;
     s.listen(backlog)?;
     Ok(0)
@@ -171,6 +260,14 @@ fn find(name: &UnixName, ty: SockType) -> SysResult<Arc<UnixSocket>> {
 }
 
 pub fn connect(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<usize> {
+    if let Some((f, o)) = other(cur, fd)? {
+        let a = raw_addr(addr, len)?;
+        match o {
+            Other::Inet(s) => s.connect(&a, f.nonblocking())?,
+            Other::Nl(s) => s.connect(&a)?,
+        }
+        return Ok(0);
+    }
     let (f, s) = sock(cur, fd)?;
     let a = read_addr(addr, len);
     if s.ty == SockType::Dgram {
@@ -207,6 +304,28 @@ pub fn accept4(
     if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
         return Err(Errno::EINVAL);
     }
+    match other(cur, fd)? {
+        Some((f, Other::Inet(s))) => {
+            let new = s.accept(f.nonblocking())?;
+            let peer = new.peer_name().ok();
+            let fdn = install(
+                cur,
+                sock_file(Arc::new(InetFile(new)), flags),
+                flags & SOCK_CLOEXEC != 0,
+            )?;
+            if addr != 0 {
+                let (b, n) =
+                    inet_bytes(&peer.unwrap_or(svelt_abi::uapi::inet::InetAddr::any(s.family)));
+                if let Err(e) = write_addr(&b[..n], addr, lenp) {
+                    let _ = cur.files().lock().close(fdn as i32);
+                    return Err(e);
+                }
+            }
+            return Ok(fdn);
+        }
+        Some((_, Other::Nl(_))) => return Err(Errno::EOPNOTSUPP),
+        None => {}
+    }
     let (f, s) = sock(cur, fd)?;
     let new = s.accept(f.nonblocking())?;
     let peer = new.peer_name().ok().flatten();
@@ -222,12 +341,37 @@ pub fn accept4(
 }
 
 pub fn getsockname(cur: &CurrentTask, fd: i32, addr: usize, lenp: usize) -> SysResult<usize> {
+    match other(cur, fd)? {
+        Some((_, Other::Inet(s))) => {
+            let (b, n) = inet_bytes(&s.name());
+            write_addr(&b[..n], addr, lenp)?;
+            return Ok(0);
+        }
+        Some((_, Other::Nl(s))) => {
+            write_addr(&s.name(), addr, lenp)?;
+            return Ok(0);
+        }
+        None => {}
+    }
     let (_, s) = sock(cur, fd)?;
     write_addr(name_bytes(&s.name()), addr, lenp)?;
     Ok(0)
 }
 
 pub fn getpeername(cur: &CurrentTask, fd: i32, addr: usize, lenp: usize) -> SysResult<usize> {
+    match other(cur, fd)? {
+        Some((_, Other::Inet(s))) => {
+            let (b, n) = inet_bytes(&s.peer_name()?);
+            write_addr(&b[..n], addr, lenp)?;
+            return Ok(0);
+        }
+        Some((_, Other::Nl(_))) => {
+            // The kernel is every netlink socket's peer (netlink_getname with peer).
+            write_addr(&svelt_abi::uapi::netlink::sockaddr_nl(0, 0), addr, lenp)?;
+            return Ok(0);
+        }
+        None => {}
+    }
     let (_, s) = sock(cur, fd)?;
     let n = s.peer_name()?;
     write_addr(name_bytes(&n), addr, lenp)?;
@@ -235,6 +379,11 @@ pub fn getpeername(cur: &CurrentTask, fd: i32, addr: usize, lenp: usize) -> SysR
 }
 
 pub fn shutdown(cur: &CurrentTask, fd: i32, how: u32) -> SysResult<usize> {
+    match other(cur, fd)? {
+        Some((_, Other::Inet(s))) => return s.shutdown(how).map(|()| 0),
+        Some((_, Other::Nl(_))) => return Err(Errno::EOPNOTSUPP),
+        None => {}
+    }
     let (_, s) = sock(cur, fd)?;
     s.shutdown(how)?;
     Ok(0)
@@ -340,6 +489,16 @@ pub fn sendto(
 ) -> SysResult<usize> {
     let seg = UserSlice::new(buf, len.min(MAX_RW_COUNT));
     seg.check()?;
+    if let Some((f, o)) = other(cur, fd)? {
+        return send_other(
+            &f,
+            o,
+            IovCursor::new(alloc::vec![seg]),
+            flags,
+            addr,
+            addrlen,
+        );
+    }
     let scm = Scm {
         fds: Vec::new(),
         cred: unix::current_cred(),
@@ -357,6 +516,10 @@ pub fn sendto(
 
 pub fn sendmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<usize> {
     let m: Msghdr = UserPtr::new(msg).read()?;
+    if let Some((f, o)) = other(cur, fd)? {
+        let data = iov_slices(m.msg_iov as usize, m.msg_iovlen as usize)?;
+        return send_other(&f, o, data, flags, m.msg_name as usize, m.msg_namelen);
+    }
     sock(cur, fd)?;
     let data = iov_slices(m.msg_iov as usize, m.msg_iovlen as usize)?;
     let scm = read_scm(cur, m.msg_control as usize, m.msg_controllen as usize)?;
@@ -369,6 +532,71 @@ pub fn sendmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<
         m.msg_namelen,
         scm,
     )
+}
+
+/// send, sendto, sendmsg on an inet or netlink socket.
+fn send_other(
+    f: &File,
+    o: Other,
+    mut data: IovCursor,
+    flags: u32,
+    addr: usize,
+    addrlen: u32,
+) -> SysResult<usize> {
+    if flags & MSG_OOB != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let dest = if addr != 0 && addrlen != 0 {
+        Some(raw_addr(addr, addrlen)?)
+    } else {
+        None
+    };
+    let nonblock = f.nonblocking() || flags & MSG_DONTWAIT != 0;
+    match o {
+        Other::Inet(s) => s.send(
+            &mut data,
+            dest.as_deref(),
+            nonblock,
+            flags & MSG_NOSIGNAL != 0,
+        ),
+        Other::Nl(s) => {
+            if let Some(d) = &dest {
+                if d.len() < svelt_abi::uapi::netlink::SOCKADDR_NL_SIZE
+                    || u16::from_ne_bytes([d[0], d[1]]) as u32 != AF_NETLINK
+                {
+                    return Err(Errno::EINVAL);
+                }
+            }
+            s.send(&mut data)
+        }
+    }
+}
+
+/// A receive on an inet or netlink socket: (bytes given, the whole datagram, the sender's
+/// address bytes and their length).
+fn recv_other(
+    f: &File,
+    o: Other,
+    mut data: IovCursor,
+    flags: u32,
+) -> SysResult<(usize, usize, [u8; 28], usize)> {
+    if flags & MSG_OOB != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let nonblock = f.nonblocking() || flags & MSG_DONTWAIT != 0;
+    match o {
+        Other::Inet(s) => {
+            let r = s.recv(&mut data, flags, nonblock)?;
+            let (b, n) = r.from.map_or(([0; 28], 0), |a| inet_bytes(&a));
+            Ok((r.n, r.full, b, n))
+        }
+        Other::Nl(s) => {
+            let r = s.recv(&mut data, flags, nonblock)?;
+            let mut b = [0u8; 28];
+            b[..12].copy_from_slice(&svelt_abi::uapi::netlink::sockaddr_nl(0, 0));
+            Ok((r.n, r.full, b, 12))
+        }
+    }
 }
 
 /// A receive: the bytes into `data`, then the sender's name and control messages if asked.
@@ -406,6 +634,17 @@ pub fn recvfrom(
 ) -> SysResult<usize> {
     let seg = UserSlice::new(buf, len.min(MAX_RW_COUNT));
     seg.check()?;
+    if let Some((f, o)) = other(cur, fd)? {
+        let (n, full, name, nl) = recv_other(&f, o, IovCursor::new(alloc::vec![seg]), flags)?;
+        if addr != 0 && nl != 0 {
+            write_addr(&name[..nl], addr, lenp)?;
+        }
+        return Ok(if flags & MSG_TRUNC != 0 {
+            full.max(n)
+        } else {
+            n
+        });
+    }
     let (r, _) = do_recv(cur, fd, IovCursor::new(alloc::vec![seg]), flags)?;
     if addr != 0 {
         write_addr(
@@ -419,6 +658,27 @@ pub fn recvfrom(
 
 pub fn recvmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<usize> {
     let m: Msghdr = UserPtr::new(msg).read()?;
+    if let Some((f, o)) = other(cur, fd)? {
+        let data = iov_slices(m.msg_iov as usize, m.msg_iovlen as usize)?;
+        let (n, full, name, nl) = recv_other(&f, o, data, flags)?;
+        let mut out = m;
+        out.msg_flags = flags & MSG_CMSG_CLOEXEC;
+        if full > n {
+            out.msg_flags |= MSG_TRUNC;
+        }
+        if m.msg_name != 0 {
+            let k = (m.msg_namelen as usize).min(nl);
+            UserSlice::new(m.msg_name as usize, k).copy_out(&name[..k])?;
+            out.msg_namelen = nl as u32;
+        }
+        out.msg_controllen = 0;
+        UserPtr::new(msg).write(&out)?;
+        return Ok(if flags & MSG_TRUNC != 0 {
+            full.max(n)
+        } else {
+            n
+        });
+    }
     sock(cur, fd)?;
     let data = iov_slices(m.msg_iov as usize, m.msg_iovlen as usize)?;
     let (r, s) = do_recv(cur, fd, data, flags)?;
@@ -478,6 +738,63 @@ pub fn recvmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<
     Ok(result_len(&r, flags))
 }
 
+/// setsockopt on an inet or netlink socket: SO_REUSEADDR and TCP_NODELAY are kept; the
+/// buffer sizes, keep-alive, time-outs, IPV6_V6ONLY and netlink's options are taken without
+/// effect.
+fn setsockopt_other(o: Other, level: u32, name: u32, val: usize, len: u32) -> SysResult<usize> {
+    use svelt_abi::uapi::inet::*;
+    if (len as i32) < 4 {
+        return Err(Errno::EINVAL);
+    }
+    let v: i32 = UserPtr::new(val).read()?;
+    const SOL_NETLINK: u32 = 270;
+    match (o, level, name) {
+        (Other::Inet(s), SOL_SOCKET, SO_REUSEADDR) => s.set_reuse(v != 0),
+        (
+            _,
+            SOL_SOCKET,
+            SO_SNDBUF | SO_RCVBUF | SO_KEEPALIVE | SO_REUSEPORT | 6 | 13 | 20 | 21 | 66 | 67,
+        ) => {}
+        (Other::Inet(s), IPPROTO_TCP, TCP_NODELAY) if s.ty == SOCK_STREAM => s
+            .nodelay
+            .store(v != 0, core::sync::atomic::Ordering::Relaxed),
+        (Other::Inet(s), IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => {}
+        (Other::Nl(_), SOL_NETLINK, _) => {}
+        _ => return Err(Errno::ENOPROTOOPT),
+    }
+    Ok(0)
+}
+
+fn getsockopt_other(o: Other, level: u32, name: u32, val: usize, lenp: usize) -> SysResult<usize> {
+    use svelt_abi::uapi::inet::*;
+    let len: i32 = UserPtr::new(lenp).read()?;
+    if len < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let v: i32 = match (&o, level, name) {
+        (Other::Inet(s), SOL_SOCKET, SO_TYPE) => s.ty as i32,
+        (Other::Nl(s), SOL_SOCKET, SO_TYPE) => s.ty as i32,
+        (Other::Inet(s), SOL_SOCKET, SO_DOMAIN) => s.family as i32,
+        (Other::Nl(_), SOL_SOCKET, SO_DOMAIN) => AF_NETLINK as i32,
+        (Other::Inet(s), SOL_SOCKET, SO_PROTOCOL) => s.protocol() as i32,
+        (Other::Nl(_), SOL_SOCKET, SO_PROTOCOL) => 0,
+        (Other::Inet(s), SOL_SOCKET, SO_ERROR) => s.take_error(),
+        (Other::Nl(_), SOL_SOCKET, SO_ERROR) => 0,
+        (Other::Inet(s), SOL_SOCKET, SO_REUSEADDR) => s.reuse() as i32,
+        (Other::Inet(s), SOL_SOCKET, SO_ACCEPTCONN) => s.listening() as i32,
+        (_, SOL_SOCKET, SO_SNDBUF | SO_RCVBUF) => SK_BUF_DEFAULT as i32,
+        (Other::Inet(s), IPPROTO_TCP, TCP_NODELAY) if s.ty == SOCK_STREAM => {
+            s.nodelay.load(core::sync::atomic::Ordering::Relaxed) as i32
+        }
+        _ => return Err(Errno::ENOPROTOOPT),
+    };
+    let b = v.to_ne_bytes();
+    let n = (len as usize).min(4);
+    UserSlice::new(val, n).copy_out(&b[..n])?;
+    UserPtr::new(lenp).write(&(n as i32))?;
+    Ok(0)
+}
+
 pub fn setsockopt(
     cur: &CurrentTask,
     fd: i32,
@@ -486,6 +803,9 @@ pub fn setsockopt(
     val: usize,
     len: u32,
 ) -> SysResult<usize> {
+    if let Some((_, o)) = other(cur, fd)? {
+        return setsockopt_other(o, level, name, val, len);
+    }
     let (_, s) = sock(cur, fd)?;
     if level != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
@@ -514,6 +834,9 @@ pub fn getsockopt(
     val: usize,
     lenp: usize,
 ) -> SysResult<usize> {
+    if let Some((_, o)) = other(cur, fd)? {
+        return getsockopt_other(o, level, name, val, lenp);
+    }
     let (_, s) = sock(cur, fd)?;
     if level != SOL_SOCKET {
         return Err(Errno::EOPNOTSUPP);
@@ -549,8 +872,11 @@ pub fn getsockopt(
 /// read/readv/write/writev on a socket: recv/send without flags (a datagram whole, not one per
 /// piece).
 pub fn rw(f: &File, iov: usize, cnt: usize, write: bool) -> SysResult<usize> {
-    let s = unix::of(f)?.clone();
     let data = iov_slices(iov, cnt)?;
+    if let Some(o) = other_of(f) {
+        return rw_other(f, o, data, write);
+    }
+    let s = unix::of(f)?.clone();
     rw_cursor(f, &s, data, write)
 }
 
@@ -572,15 +898,35 @@ pub fn rw_cursor(
     }
 }
 
+fn other_of(f: &File) -> Option<Other> {
+    if let Some(s) = crate::net::inet::of(f) {
+        return Some(Other::Inet(s.clone()));
+    }
+    crate::net::netlink::of(f).map(|s| Other::Nl(s.clone()))
+}
+
+fn rw_other(f: &File, o: Other, mut data: IovCursor, write: bool) -> SysResult<usize> {
+    let nonblock = f.nonblocking();
+    match (o, write) {
+        (Other::Inet(s), true) => s.send(&mut data, None, nonblock, false),
+        (Other::Inet(s), false) => s.recv(&mut data, 0, nonblock).map(|r| r.n),
+        (Other::Nl(s), true) => s.send(&mut data),
+        (Other::Nl(s), false) => s.recv(&mut data, 0, nonblock).map(|r| r.n),
+    }
+}
+
 /// Whether a file is a socket (read/write route through here).
 pub fn is_socket(f: &File) -> bool {
-    unix::of(f).is_ok()
+    crate::net::socket_ino(f).is_some()
 }
 
 /// write(2) on a socket.
 pub fn write(f: &File, buf: usize, len: usize) -> SysResult<usize> {
-    let s = unix::of(f)?.clone();
     let seg = UserSlice::new(buf, len.min(MAX_RW_COUNT));
     seg.check()?;
+    if let Some(o) = other_of(f) {
+        return rw_other(f, o, IovCursor::new(alloc::vec![seg]), true);
+    }
+    let s = unix::of(f)?.clone();
     rw_cursor(f, &s, IovCursor::new(alloc::vec![seg]), true)
 }

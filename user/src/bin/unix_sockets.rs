@@ -353,7 +353,7 @@ fn options_names_and_stat() -> TestResult {
 }
 
 fn other_families_and_types() -> TestResult {
-    // (AF_INET, AF_INET6 and AF_NETLINK are EAFNOSUPPORT on Svelt for now, not on Linux.)
+    // (AF_INET, AF_INET6 and AF_NETLINK have their own program: inet.)
     for fam in [AF_MAX, 200] {
         check_eq!(
             sc(nr::SOCKET, &[fam as usize, SOCK_STREAM as usize, 0]),

@@ -1,0 +1,909 @@
+//! AF_INET and AF_INET6 sockets on the loopback interface: TCP (SOCK_STREAM) and UDP
+//! (SOCK_DGRAM), as Linux's net/ipv4 and net/ipv6 behave to a program. smoltcp carries the
+//! segments and datagrams (`stack`); this file is Linux's socket layer over it: binding and
+//! ephemeral ports, listen and accept (a pool of listening smoltcp sockets stands for the
+//! accept queue), connect (blocking, or EINPROGRESS and SO_ERROR), send and receive with their
+//! blocking rules, shutdown, poll readiness and the errors.
+
+#![forbid(unsafe_code)]
+
+pub mod stack;
+
+use crate::fs::{new_ino, File, FileOps};
+use crate::mm::uaccess::UserSlice;
+use crate::net::IovCursor;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::any::Any;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use smoltcp::iface::SocketHandle;
+use smoltcp::socket::{tcp, udp};
+use smoltcp::wire::{IpListenEndpoint, Ipv4Address, Ipv6Address};
+use spin::Mutex;
+use stack::{endpoint, inet_addr, Stack};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::{POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use svelt_abi::uapi::inet::{InetAddr, IPPROTO_TCP, IPPROTO_UDP};
+use svelt_abi::uapi::net::*;
+use svelt_abi::uapi::netlink::{IFF_LOOPBACK, IFF_LOWER_UP, IFF_RUNNING, IFF_UP};
+
+const POLLRDHUP: u32 = 0x2000;
+const RCV_SHUTDOWN: u8 = 1;
+const SEND_SHUTDOWN: u8 = 2;
+/// The most a datagram can carry (65535 less the IPv4 and UDP headers).
+const UDP_MAX: usize = 65507;
+/// The most pending connections a listener keeps (its listening smoltcp sockets).
+const MAX_BACKLOG: usize = 16;
+
+enum Kind {
+    /// A TCP socket neither connecting nor listening yet.
+    Fresh,
+    /// A TCP connection (connecting, connected or closing).
+    Conn(SocketHandle),
+    /// A TCP listener: each smoltcp socket in the pool takes one connection.
+    Listen {
+        pool: Vec<SocketHandle>,
+    },
+    Udp(SocketHandle),
+}
+
+struct State {
+    kind: Kind,
+    local: Option<InetAddr>,
+    /// UDP's default destination (connect).
+    peer: Option<InetAddr>,
+    reuse: bool,
+    shutdown: u8,
+    /// SO_ERROR, taken by getsockopt (and reported by the next call).
+    err: Option<Errno>,
+    /// A non-blocking connect in progress: a second connect waits or says EALREADY.
+    connecting: bool,
+    /// A connection was ever established (for ENOTCONN versus end of file).
+    connected: bool,
+}
+
+pub struct InetSocket {
+    pub family: u32,
+    pub ty: u32,
+    pub ino: u64,
+    /// TCP_NODELAY as set (lo never delays segments either way).
+    pub nodelay: AtomicBool,
+    st: Mutex<State>,
+}
+
+/// lo's interface flags: up (and running) from boot.
+static LO_FLAGS: AtomicU32 = AtomicU32::new(IFF_UP | IFF_LOOPBACK | IFF_RUNNING | IFF_LOWER_UP);
+
+pub fn lo_flags() -> u32 {
+    LO_FLAGS.load(Ordering::Relaxed)
+}
+
+/// Sets the bits of `flags` that `change` selects (only IFF_UP can change; RUNNING and
+/// LOWER_UP follow it, as on lo).
+pub fn set_lo_flags(flags: u32, change: u32) {
+    if change & IFF_UP == 0 {
+        return;
+    }
+    let f = if flags & IFF_UP != 0 {
+        IFF_UP | IFF_LOOPBACK | IFF_RUNNING | IFF_LOWER_UP
+    } else {
+        IFF_LOOPBACK
+    };
+    LO_FLAGS.store(f, Ordering::Relaxed);
+}
+
+/// The interface ioctls on a `struct ifreq` (a name, then a union): SIOCGIFFLAGS and
+/// SIOCSIFFLAGS (flags as a short), SIOCGIFINDEX, SIOCGIFMTU, SIOCGIFTXQLEN (an int), and
+/// SIOCGIFNAME (the name of an index). lo is the one interface.
+fn ifreq_ioctl(cmd: u32, arg: usize) -> SysResult<usize> {
+    const SIOCGIFNAME: u32 = 0x8910;
+    const SIOCGIFFLAGS: u32 = 0x8913;
+    const SIOCSIFFLAGS: u32 = 0x8914;
+    const SIOCGIFMTU: u32 = 0x8921;
+    const SIOCGIFINDEX: u32 = 0x8933;
+    const SIOCGIFTXQLEN: u32 = 0x8942;
+    if !matches!(
+        cmd,
+        SIOCGIFNAME | SIOCGIFFLAGS | SIOCSIFFLAGS | SIOCGIFMTU | SIOCGIFINDEX | SIOCGIFTXQLEN
+    ) {
+        return Err(Errno::ENOTTY);
+    }
+    let mut ifr = [0u8; 40];
+    UserSlice::new(arg, 40).copy_in(&mut ifr)?;
+    if cmd == SIOCGIFNAME {
+        if i32::from_ne_bytes(ifr[16..20].try_into().unwrap()) != 1 {
+            return Err(Errno::ENODEV);
+        }
+        UserSlice::new(arg, 3).copy_out(b"lo\0")?;
+        return Ok(0);
+    }
+    let name = ifr[..16].split(|&c| c == 0).next().unwrap_or(&[]);
+    if name != b"lo" {
+        return Err(Errno::ENODEV);
+    }
+    let int = |v: u32| UserSlice::new(arg + 16, 4).copy_out(&v.to_ne_bytes());
+    match cmd {
+        // ifr_flags is a short: LOWER_UP (bit 16) does not fit, as on Linux.
+        SIOCGIFFLAGS => {
+            let f = (lo_flags() & 0xffff) as u16;
+            UserSlice::new(arg + 16, 2).copy_out(&f.to_ne_bytes())?;
+        }
+        SIOCGIFMTU => int(stack::LO_MTU)?,
+        SIOCGIFINDEX => int(1)?,
+        SIOCGIFTXQLEN => int(1000)?,
+        _ => {
+            if crate::fs::caller::euid() != 0 {
+                return Err(Errno::EPERM);
+            }
+            set_lo_flags(u16::from_ne_bytes([ifr[16], ifr[17]]) as u32, IFF_UP);
+        }
+    }
+    Ok(0)
+}
+
+/// What a receive got.
+pub struct Recv {
+    pub n: usize,
+    /// The whole datagram's length (MSG_TRUNC).
+    pub full: usize,
+    pub from: Option<InetAddr>,
+}
+
+fn loopback_for(a: InetAddr) -> InetAddr {
+    // Linux sends to INADDR_ANY and in6addr_any as to the local host.
+    if !a.is_any() {
+        return a;
+    }
+    match a {
+        InetAddr::V4 { port, .. } => InetAddr::V4 {
+            addr: Ipv4Address::new(127, 0, 0, 1).octets(),
+            port,
+        },
+        InetAddr::V6 { port, .. } => InetAddr::V6 {
+            addr: Ipv6Address::LOCALHOST.octets(),
+            port,
+        },
+    }
+}
+
+/// Whether an address is this host's (lo's): 127.0.0.0/8, ::1, or a wildcard.
+fn is_local(a: &InetAddr) -> bool {
+    match a.unmapped() {
+        InetAddr::V4 { addr, .. } => addr[0] == 127 || addr == [0; 4],
+        InetAddr::V6 { addr, .. } => addr == [0; 16] || addr == Ipv6Address::LOCALHOST.octets(),
+    }
+}
+
+fn listen_endpoint(a: &InetAddr) -> IpListenEndpoint {
+    if a.is_any() {
+        IpListenEndpoint {
+            addr: None,
+            port: a.port(),
+        }
+    } else {
+        let e = endpoint(a);
+        IpListenEndpoint {
+            addr: Some(e.addr),
+            port: e.port,
+        }
+    }
+}
+
+fn sigpipe() {
+    crate::process::signal::send_to_task(
+        &crate::process::current_arc(),
+        svelt_abi::uapi::signal::SIGPIPE,
+        crate::process::signal::SigInfo::kernel(svelt_abi::uapi::signal::SIGPIPE),
+    );
+}
+
+impl InetSocket {
+    pub fn new(family: u32, ty: u32) -> Arc<InetSocket> {
+        let kind = if ty == SOCK_DGRAM {
+            Kind::Udp(stack::with(|s| s.new_udp()))
+        } else {
+            Kind::Fresh
+        };
+        Arc::new(InetSocket {
+            family,
+            ty,
+            ino: new_ino(),
+            nodelay: AtomicBool::new(false),
+            st: Mutex::new(State {
+                kind,
+                local: None,
+                peer: None,
+                reuse: false,
+                shutdown: 0,
+                err: None,
+                connecting: false,
+                connected: false,
+            }),
+        })
+    }
+
+    fn proto(&self) -> u32 {
+        if self.ty == SOCK_STREAM {
+            IPPROTO_TCP
+        } else {
+            IPPROTO_UDP
+        }
+    }
+
+    pub fn protocol(&self) -> u32 {
+        self.proto()
+    }
+
+    fn parse(&self, addr: &[u8]) -> SysResult<InetAddr> {
+        svelt_abi::uapi::inet::parse_inet_addr(self.family, addr)
+    }
+
+    pub fn set_reuse(&self, on: bool) {
+        self.st.lock().reuse = on;
+    }
+
+    pub fn reuse(&self) -> bool {
+        self.st.lock().reuse
+    }
+
+    pub fn take_error(&self) -> i32 {
+        self.st.lock().err.take().map_or(0, |e| e as i32)
+    }
+
+    pub fn listening(&self) -> bool {
+        matches!(self.st.lock().kind, Kind::Listen { .. })
+    }
+
+    /// Binds on the stack (the caller holds it and this socket's state).
+    fn bind_locked(&self, s: &mut Stack, st: &mut State, addr: InetAddr) -> SysResult<InetAddr> {
+        let a = s.bind(self.ino, self.proto(), addr, st.reuse)?;
+        if let Kind::Udp(h) = st.kind {
+            s.udp(h)
+                .bind(listen_endpoint(&a))
+                .map_err(|_| Errno::EINVAL)?;
+        }
+        st.local = Some(a);
+        Ok(a)
+    }
+
+    /// An ephemeral port for a socket that sends or connects unbound (inet_autobind).
+    fn autobind(&self, s: &mut Stack, st: &mut State) -> SysResult<InetAddr> {
+        match st.local {
+            Some(a) => Ok(a),
+            None => self.bind_locked(s, st, InetAddr::any(self.family)),
+        }
+    }
+
+    pub fn bind(&self, addr: &[u8]) -> SysResult<()> {
+        let a = self.parse(addr)?;
+        if !is_local(&a) {
+            return Err(Errno::EADDRNOTAVAIL);
+        }
+        stack::with(|s| {
+            let mut st = self.st.lock();
+            if st.local.is_some() || !matches!(st.kind, Kind::Fresh | Kind::Udp(_)) {
+                return Err(Errno::EINVAL);
+            }
+            self.bind_locked(s, &mut st, a).map(|_| ())
+        })
+    }
+
+    pub fn listen(&self, backlog: i32) -> SysResult<()> {
+        if self.ty != SOCK_STREAM {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let want = (backlog.max(0) as usize + 1).min(MAX_BACKLOG);
+        stack::with(|s| {
+            let mut st = self.st.lock();
+            let local = match st.kind {
+                Kind::Fresh => self.autobind(s, &mut st)?,
+                Kind::Listen { .. } => st.local.unwrap(),
+                _ => return Err(Errno::EINVAL),
+            };
+            s.set_listening(self.ino);
+            let mut pool = match core::mem::replace(&mut st.kind, Kind::Fresh) {
+                Kind::Listen { pool, .. } => pool,
+                _ => Vec::new(),
+            };
+            while pool.len() < want {
+                let h = s.new_tcp();
+                if s.tcp(h).listen(listen_endpoint(&local)).is_err() {
+                    s.sockets.remove(h);
+                    break;
+                }
+                pool.push(h);
+            }
+            st.kind = Kind::Listen { pool };
+            Ok(())
+        })
+    }
+
+    pub fn connect(&self, addr: &[u8], nonblock: bool) -> SysResult<()> {
+        if addr.len() >= 2 && u16::from_ne_bytes([addr[0], addr[1]]) as u32 == AF_UNSPEC {
+            // AF_UNSPEC dissolves a datagram socket's association.
+            if self.ty == SOCK_DGRAM {
+                self.st.lock().peer = None;
+                return Ok(());
+            }
+        }
+        let to = loopback_for(self.parse(addr)?);
+        if self.ty == SOCK_DGRAM {
+            return stack::with(|s| {
+                let mut st = self.st.lock();
+                self.autobind(s, &mut st)?;
+                st.peer = Some(to);
+                Ok(())
+            });
+        }
+        let h = stack::with(|s| {
+            let mut st = self.st.lock();
+            match st.kind {
+                Kind::Listen { .. } => return Err(Errno::EINVAL),
+                Kind::Conn(h) => {
+                    if st.connecting {
+                        if nonblock {
+                            return Err(Errno::EALREADY);
+                        }
+                        return Ok(h);
+                    }
+                    if let Some(e) = st.err.take() {
+                        return Err(e);
+                    }
+                    return Err(Errno::EISCONN);
+                }
+                Kind::Fresh | Kind::Udp(_) => {}
+            }
+            let local = self.autobind(s, &mut st)?;
+            let h = s.new_tcp();
+            let cx_remote = endpoint(&to);
+            let le = listen_endpoint(&local);
+            let r = s.connect(h, cx_remote, le);
+            if r.is_err() {
+                s.sockets.remove(h);
+                return Err(Errno::ENETUNREACH);
+            }
+            st.kind = Kind::Conn(h);
+            st.connecting = true;
+            Ok(h)
+        })?;
+        if nonblock {
+            // Even on lo the handshake is reported as under way (Linux's answer too).
+            return Err(Errno::EINPROGRESS);
+        }
+        stack::wait(|s| {
+            let mut st = self.st.lock();
+            match s.tcp(h).state() {
+                tcp::State::SynSent | tcp::State::SynReceived => None,
+                tcp::State::Closed => {
+                    st.connecting = false;
+                    st.err = None;
+                    Some(Err(Errno::ECONNREFUSED))
+                }
+                _ => {
+                    st.connecting = false;
+                    st.connected = true;
+                    Some(Ok(()))
+                }
+            }
+        })?
+    }
+
+    /// Notes how a non-blocking connect ended (for SO_ERROR and poll).
+    fn settle(&self, s: &mut Stack, st: &mut State) {
+        if let (Kind::Conn(h), true) = (&st.kind, st.connecting) {
+            match s.tcp(*h).state() {
+                tcp::State::SynSent | tcp::State::SynReceived => {}
+                tcp::State::Closed => {
+                    st.connecting = false;
+                    st.err = Some(Errno::ECONNREFUSED);
+                }
+                _ => {
+                    st.connecting = false;
+                    st.connected = true;
+                }
+            }
+        }
+    }
+
+    pub fn accept(&self, nonblock: bool) -> SysResult<Arc<InetSocket>> {
+        if self.ty != SOCK_STREAM {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let (h, local) = stack::wait(|s| {
+            let mut st = self.st.lock();
+            let local = st.local;
+            let Kind::Listen { pool, .. } = &mut st.kind else {
+                return Some(Err(Errno::EINVAL));
+            };
+            let ready = pool.iter().position(|&h| {
+                !matches!(
+                    s.tcp(h).state(),
+                    tcp::State::Listen | tcp::State::SynReceived
+                )
+            });
+            match ready {
+                Some(i) => {
+                    let h = pool.remove(i);
+                    // A fresh listener takes the place of the one that became a connection.
+                    let n = s.new_tcp();
+                    if s.tcp(n).listen(listen_endpoint(&local.unwrap())).is_ok() {
+                        pool.push(n);
+                    } else {
+                        s.sockets.remove(n);
+                    }
+                    Some(Ok((h, local)))
+                }
+                None if nonblock => Some(Err(Errno::EAGAIN)),
+                None => None,
+            }
+        })??;
+        let _ = local;
+        Ok(Arc::new(InetSocket {
+            family: self.family,
+            ty: SOCK_STREAM,
+            ino: new_ino(),
+            nodelay: AtomicBool::new(false),
+            st: Mutex::new(State {
+                kind: Kind::Conn(h),
+                local: None,
+                peer: None,
+                reuse: false,
+                shutdown: 0,
+                err: None,
+                connecting: false,
+                connected: true,
+            }),
+        }))
+    }
+
+    /// getsockname's address.
+    pub fn name(&self) -> InetAddr {
+        stack::peek(|s| {
+            let st = self.st.lock();
+            if let Kind::Conn(h) = st.kind {
+                if let Some(e) = s.tcp(h).local_endpoint() {
+                    return inet_addr(&e, self.family);
+                }
+            }
+            st.local
+                .map(|a| a.for_family(self.family))
+                .unwrap_or(InetAddr::any(self.family))
+        })
+    }
+
+    /// getpeername's: ENOTCONN without a peer.
+    pub fn peer_name(&self) -> SysResult<InetAddr> {
+        stack::peek(|s| {
+            let mut st = self.st.lock();
+            self.settle(s, &mut st);
+            match st.kind {
+                Kind::Conn(h) if st.connected && !st.connecting => s
+                    .tcp(h)
+                    .remote_endpoint()
+                    .map(|e| inet_addr(&e, self.family))
+                    .ok_or(Errno::ENOTCONN),
+                Kind::Udp(_) => st
+                    .peer
+                    .map(|a| a.for_family(self.family))
+                    .ok_or(Errno::ENOTCONN),
+                _ => Err(Errno::ENOTCONN),
+            }
+        })
+    }
+
+    pub fn shutdown(&self, how: u32) -> SysResult<()> {
+        let bits = match how {
+            SHUT_RD => RCV_SHUTDOWN,
+            SHUT_WR => SEND_SHUTDOWN,
+            SHUT_RDWR => RCV_SHUTDOWN | SEND_SHUTDOWN,
+            _ => return Err(Errno::EINVAL),
+        };
+        stack::with(|s| {
+            let mut st = self.st.lock();
+            self.settle(s, &mut st);
+            match st.kind {
+                Kind::Conn(h) if st.connected => {
+                    if bits & SEND_SHUTDOWN != 0 {
+                        s.tcp(h).close();
+                    }
+                }
+                Kind::Listen { ref pool, .. } if bits & RCV_SHUTDOWN != 0 => {
+                    // A listener shut for reading stops listening (tcp_disconnect).
+                    for &h in pool {
+                        s.tcp(h).abort();
+                    }
+                }
+                Kind::Udp(_) if st.peer.is_some() => {}
+                _ => return Err(Errno::ENOTCONN),
+            }
+            st.shutdown |= bits;
+            Ok(())
+        })
+    }
+
+    /// send/sendto/sendmsg/write. `dest` is the address given, if any.
+    pub fn send(
+        &self,
+        data: &mut IovCursor,
+        dest: Option<&[u8]>,
+        nonblock: bool,
+        nosignal: bool,
+    ) -> SysResult<usize> {
+        let r = if self.ty == SOCK_DGRAM {
+            self.send_udp(data, dest, nonblock)
+        } else {
+            self.send_tcp(data, nonblock)
+        };
+        if r == Err(Errno::EPIPE) && !nosignal {
+            sigpipe();
+        }
+        r
+    }
+
+    fn send_tcp(&self, data: &mut IovCursor, nonblock: bool) -> SysResult<usize> {
+        let total = data.len();
+        let mut sent = 0;
+        loop {
+            let room = stack::wait(|s| {
+                let mut st = self.st.lock();
+                self.settle(s, &mut st);
+                if st.shutdown & SEND_SHUTDOWN != 0 {
+                    return Some(Err(Errno::EPIPE));
+                }
+                let h = match st.kind {
+                    Kind::Conn(h) if st.connected => h,
+                    Kind::Conn(_) if st.connecting && !nonblock => return None,
+                    Kind::Conn(_) if st.connecting => return Some(Err(Errno::EAGAIN)),
+                    // sk_stream_wait_connect: never connected is EPIPE (and SIGPIPE).
+                    _ => return Some(Err(Errno::EPIPE)),
+                };
+                if let Some(e) = st.err.take() {
+                    return Some(Err(e));
+                }
+                let t = s.tcp(h);
+                if !t.may_send() {
+                    return Some(Err(if t.state() == tcp::State::Closed {
+                        Errno::ECONNRESET
+                    } else {
+                        Errno::EPIPE
+                    }));
+                }
+                let room = t.send_capacity() - t.send_queue();
+                if room > 0 {
+                    Some(Ok((h, room)))
+                } else if nonblock {
+                    Some(Err(Errno::EAGAIN))
+                } else {
+                    None
+                }
+            });
+            let (h, room) = match room.and_then(|r| r) {
+                Ok(x) => x,
+                Err(e) if sent > 0 && e != Errno::ERESTARTSYS => return Ok(sent),
+                Err(Errno::ERESTARTSYS) if sent > 0 => return Ok(sent),
+                Err(e) => return Err(e),
+            };
+            let n = room.min(total - sent);
+            if n == 0 {
+                return Ok(sent);
+            }
+            let mut buf = vec![0u8; n];
+            if let Err(p) = data.copy_in(&mut buf) {
+                return if sent > 0 { Ok(sent) } else { Err(p.err) };
+            }
+            sent += stack::with(|s| s.tcp(h).send_slice(&buf).unwrap_or(0));
+            if sent >= total {
+                return Ok(sent);
+            }
+        }
+    }
+
+    fn send_udp(
+        &self,
+        data: &mut IovCursor,
+        dest: Option<&[u8]>,
+        nonblock: bool,
+    ) -> SysResult<usize> {
+        let to = match dest {
+            Some(a) => Some(loopback_for(self.parse(a)?)),
+            None => None,
+        };
+        let len = data.len();
+        if len > UDP_MAX {
+            return Err(Errno::EMSGSIZE);
+        }
+        let mut buf = vec![0u8; len];
+        data.copy_in(&mut buf).map_err(|p| p.err)?;
+        let r = stack::wait(|s| {
+            let mut st = self.st.lock();
+            let Kind::Udp(h) = st.kind else {
+                return Some(Err(Errno::EINVAL));
+            };
+            if st.shutdown & SEND_SHUTDOWN != 0 {
+                return Some(Err(Errno::EPIPE));
+            }
+            let Some(to) = to.or(st.peer) else {
+                return Some(Err(Errno::EDESTADDRREQ));
+            };
+            if let Err(e) = self.autobind(s, &mut st) {
+                return Some(Err(e));
+            }
+            match s.udp(h).send_slice(&buf, endpoint(&to)) {
+                Ok(()) => Some(Ok(len)),
+                Err(udp::SendError::BufferFull) if nonblock => Some(Err(Errno::EAGAIN)),
+                Err(udp::SendError::BufferFull) => None,
+                Err(udp::SendError::Unaddressable) => Some(Err(Errno::EINVAL)),
+            }
+        })?;
+        // Deliver it now.
+        stack::with(|_| ());
+        r
+    }
+
+    /// recv/recvfrom/recvmsg/read.
+    pub fn recv(&self, data: &mut IovCursor, flags: u32, nonblock: bool) -> SysResult<Recv> {
+        let peek = flags & MSG_PEEK != 0;
+        let want = data.len();
+        let data_len = want;
+        if self.ty == SOCK_DGRAM {
+            let (buf, full, from) = stack::wait(|s| {
+                let st = self.st.lock();
+                let Kind::Udp(h) = st.kind else {
+                    return Some(Err(Errno::EINVAL));
+                };
+                let peer = st.peer.map(|p| endpoint(&p));
+                let u = s.udp(h);
+                loop {
+                    let r = if peek {
+                        u.peek().map(|(d, m)| (d, *m))
+                    } else {
+                        u.recv()
+                    };
+                    match r {
+                        Ok((d, m)) => {
+                            // A connected socket takes datagrams from its peer only.
+                            if peer.is_some_and(|p| p != m.endpoint) {
+                                if peek {
+                                    let _ = u.recv();
+                                }
+                                continue;
+                            }
+                            let n = d.len().min(want);
+                            return Some(Ok((d[..n].to_vec(), d.len(), m.endpoint)));
+                        }
+                        Err(_) if st.shutdown & RCV_SHUTDOWN != 0 => {
+                            return Some(Ok((
+                                Vec::new(),
+                                0,
+                                smoltcp::wire::IpEndpoint::new(
+                                    smoltcp::wire::IpAddress::v4(0, 0, 0, 0),
+                                    0,
+                                ),
+                            )));
+                        }
+                        Err(_) if nonblock => return Some(Err(Errno::EAGAIN)),
+                        Err(_) => return None,
+                    }
+                }
+            })??;
+            data.copy_out(&buf).map_err(|p| p.err)?;
+            return Ok(Recv {
+                n: buf.len(),
+                full,
+                from: Some(inet_addr(&from, self.family)),
+            });
+        }
+        // MSG_WAITALL: a blocking read goes on until it has all it asked for, the end of the
+        // stream, an error or a signal.
+        let waitall = flags & MSG_WAITALL != 0 && !peek && !nonblock;
+        let mut total = 0;
+        loop {
+            let want = want - total;
+            let r = stack::wait(|s| {
+                let mut st = self.st.lock();
+                self.settle(s, &mut st);
+                let h = match st.kind {
+                    Kind::Conn(h) if st.connected => h,
+                    Kind::Conn(_) if st.connecting && !nonblock => return None,
+                    Kind::Conn(_) if st.connecting => return Some(Err(Errno::EAGAIN)),
+                    _ => return Some(Err(Errno::ENOTCONN)),
+                };
+                if st.shutdown & RCV_SHUTDOWN != 0 {
+                    return Some(Ok(Vec::new()));
+                }
+                let t = s.tcp(h);
+                if t.can_recv() {
+                    let n = t.recv_queue().min(want);
+                    let mut b = vec![0u8; n];
+                    let got = if peek {
+                        t.peek_slice(&mut b)
+                    } else {
+                        t.recv_slice(&mut b)
+                    };
+                    b.truncate(got.unwrap_or(0));
+                    return Some(Ok(b));
+                }
+                if !t.may_recv() {
+                    if let Some(e) = st.err.take() {
+                        return Some(Err(e));
+                    }
+                    return Some(Ok(Vec::new()));
+                }
+                if want == 0 {
+                    return Some(Ok(Vec::new()));
+                }
+                if nonblock {
+                    Some(Err(Errno::EAGAIN))
+                } else {
+                    None
+                }
+            });
+            let buf = match r.and_then(|r| r) {
+                Ok(b) => b,
+                Err(_) if total > 0 => break,
+                Err(e) => return Err(e),
+            };
+            // The window reopens: let the sender know.
+            stack::with(|_| ());
+            if let Err(p) = data.copy_out(&buf) {
+                if total + p.done > 0 {
+                    total += p.done;
+                    break;
+                }
+                return Err(p.err);
+            }
+            total += buf.len();
+            if !waitall || buf.is_empty() || total >= data_len {
+                break;
+            }
+        }
+        Ok(Recv {
+            n: total,
+            full: total,
+            from: None,
+        })
+    }
+
+    /// Bytes ready to read (FIONREAD).
+    pub fn inq(&self) -> usize {
+        stack::peek(|s| match self.st.lock().kind {
+            Kind::Conn(h) => s.tcp(h).recv_queue(),
+            Kind::Udp(h) => s.udp(h).peek().map_or(0, |(d, _)| d.len()),
+            _ => 0,
+        })
+    }
+
+    pub fn poll(&self) -> u32 {
+        stack::peek(|s| {
+            let mut st = self.st.lock();
+            self.settle(s, &mut st);
+            let mut ev = 0u32;
+            if st.err.is_some() {
+                ev |= POLLERR as u32;
+            }
+            let rd = (POLLIN | POLLRDNORM) as u32;
+            let wr = (POLLOUT | POLLWRNORM) as u32;
+            if st.shutdown & RCV_SHUTDOWN != 0 {
+                ev |= rd | POLLRDHUP;
+            }
+            match st.kind {
+                Kind::Fresh => ev |= wr | POLLHUP as u32,
+                Kind::Listen { ref pool, .. } => {
+                    if pool.iter().any(|&h| {
+                        !matches!(
+                            s.tcp(h).state(),
+                            tcp::State::Listen | tcp::State::SynReceived
+                        )
+                    }) {
+                        ev |= rd;
+                    }
+                }
+                Kind::Conn(h) => {
+                    let t = s.tcp(h);
+                    if st.connecting {
+                        // Nothing yet: the handshake is under way.
+                    } else if !st.connected || t.state() == tcp::State::Closed {
+                        ev |= POLLHUP as u32 | wr | rd;
+                    } else {
+                        if t.can_recv() || !t.may_recv() {
+                            ev |= rd;
+                        }
+                        if !t.may_recv() {
+                            ev |= POLLRDHUP;
+                        }
+                        if !t.may_send() && !t.may_recv() {
+                            ev |= POLLHUP as u32;
+                        }
+                        if st.shutdown & SEND_SHUTDOWN == 0
+                            && t.may_send()
+                            && t.send_queue() < t.send_capacity()
+                        {
+                            ev |= wr;
+                        }
+                    }
+                }
+                Kind::Udp(h) => {
+                    let u = s.udp(h);
+                    if u.can_recv() {
+                        ev |= rd;
+                    }
+                    if u.can_send() {
+                        ev |= wr;
+                    }
+                }
+            }
+            ev
+        })
+    }
+
+    /// The last close: a connection says goodbye (RST if it left data unread, as Linux's
+    /// tcp_close), a listener refuses what it had not accepted, the port is freed.
+    fn release(&self) {
+        stack::with(|s| {
+            let mut st = self.st.lock();
+            match core::mem::replace(&mut st.kind, Kind::Fresh) {
+                Kind::Conn(h) => {
+                    let unread = s.tcp(h).recv_queue() > 0;
+                    s.close_tcp(h, unread);
+                }
+                Kind::Listen { pool, .. } => {
+                    for h in pool {
+                        s.close_tcp(h, true);
+                    }
+                }
+                Kind::Udp(h) => {
+                    s.sockets.remove(h);
+                }
+                Kind::Fresh => {}
+            }
+            s.unbind(self.ino);
+        });
+    }
+}
+
+/// An open inet socket: what a descriptor holds. Its last close releases the socket.
+pub struct InetFile(pub Arc<InetSocket>);
+
+impl Drop for InetFile {
+    fn drop(&mut self) {
+        self.0.release();
+    }
+}
+
+/// The inet socket behind a file, if it is one.
+pub fn of(file: &File) -> Option<&Arc<InetSocket>> {
+    file.ops.as_any().downcast_ref::<InetFile>().map(|s| &s.0)
+}
+
+impl FileOps for InetFile {
+    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+
+    fn read_to_user(&self, file: &File, dst: UserSlice) -> Option<SysResult<usize>> {
+        let mut c = IovCursor::new(alloc::vec![dst]);
+        Some(self.0.recv(&mut c, 0, file.nonblocking()).map(|r| r.n))
+    }
+
+    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+
+    fn poll(&self) -> u32 {
+        self.0.poll()
+    }
+
+    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+        let v = match cmd {
+            svelt_abi::uapi::tty::FIONREAD => self.0.inq(),
+            _ => return ifreq_ioctl(cmd, arg),
+        };
+        crate::mm::uaccess::UserPtr::new(arg).write(&(v as i32))?;
+        Ok(0)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
