@@ -308,13 +308,15 @@ fn system_time_and_proc_stat() -> TestResult {
 }
 
 fn switch_counts() -> TestResult {
+    // A sleep whose timer expired before the sleeper reached the scheduler (a busy host can
+    // stall a CPU that long) does not switch, on Linux too: three of them, at least one counted.
     let before = t!(getrusage(RUSAGE_SELF)).nvcsw();
     for _ in 0..3 {
-        sys::sleep_ns(MS);
+        sys::sleep_ns(10 * MS);
     }
     let after = t!(getrusage(RUSAGE_SELF));
     check!(
-        after.nvcsw() >= before + 3,
+        after.nvcsw() > before,
         "ru_nvcsw {before} -> {}",
         after.nvcsw()
     );
@@ -324,7 +326,7 @@ fn switch_counts() -> TestResult {
         .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(-1);
-    check!(v >= 3, "voluntary_ctxt_switches {v}");
+    check!(v >= 1, "voluntary_ctxt_switches {v}");
     check!(s.contains("nonvoluntary_ctxt_switches:"));
     Ok(())
 }
