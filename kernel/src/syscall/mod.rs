@@ -12,6 +12,7 @@ pub mod misc;
 pub mod mm;
 pub mod namei;
 pub mod net;
+mod net_other;
 pub mod poll;
 pub mod proc;
 pub mod ptrace;

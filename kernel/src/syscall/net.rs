@@ -4,10 +4,10 @@
 #![forbid(unsafe_code)]
 
 use super::file::{file, install, read_iovecs, user_segments};
+use super::net_other::*;
 use crate::fs::{self, File, FileOps};
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::net::inet::{InetFile, InetSocket};
-use crate::net::netlink::{NlFile, NlSocket};
+use crate::net::inet::InetFile;
 use crate::net::unix::{self, Scm, SockFile, SockType, UnixSocket};
 use crate::net::IovCursor;
 use crate::process::CurrentTask;
@@ -19,7 +19,7 @@ use svelt_abi::uapi::fs::{MAX_RW_COUNT, O_NONBLOCK, O_RDWR};
 use svelt_abi::uapi::net::*;
 
 /// sizeof(struct sockaddr_storage): the most of an address the kernel reads.
-const SOCKADDR_STORAGE: usize = 128;
+pub(super) const SOCKADDR_STORAGE: usize = 128;
 
 fn new_file(sock: Arc<UnixSocket>, flags: u32) -> Arc<File> {
     sock_file(Arc::new(SockFile(sock)), flags)
@@ -32,66 +32,6 @@ fn sock_file(ops: Arc<dyn FileOps>, flags: u32) -> Arc<File> {
         O_RDWR | (flags & O_NONBLOCK),
         String::from("socket:"),
     )
-}
-
-/// A socket of the families beside AF_UNIX.
-enum Other {
-    Inet(Arc<InetSocket>),
-    Nl(Arc<NlSocket>),
-}
-
-/// The AF_INET, AF_INET6 or AF_NETLINK socket behind `fd`, if that is what it is (None for an
-/// AF_UNIX one; ENOTSOCK for other files).
-fn other(cur: &CurrentTask, fd: i32) -> SysResult<Option<(Arc<File>, Other)>> {
-    let f = file(cur, fd)?;
-    if let Some(s) = crate::net::inet::of(&f) {
-        let s = s.clone();
-        return Ok(Some((f, Other::Inet(s))));
-    }
-    if let Some(s) = crate::net::netlink::of(&f) {
-        let s = s.clone();
-        return Ok(Some((f, Other::Nl(s))));
-    }
-    unix::of(&f)?;
-    Ok(None)
-}
-
-/// An address argument's bytes, as many as given (EINVAL past sockaddr_storage).
-fn raw_addr(addr: usize, len: u32) -> SysResult<Vec<u8>> {
-    let len = len as i32;
-    if len < 0 || len as usize > SOCKADDR_STORAGE {
-        return Err(Errno::EINVAL);
-    }
-    let mut buf = alloc::vec![0u8; len as usize];
-    UserSlice::new(addr, len as usize).copy_in(&mut buf)?;
-    Ok(buf)
-}
-
-fn inet_bytes(a: &svelt_abi::uapi::inet::InetAddr) -> ([u8; 28], usize) {
-    let mut b = [0u8; 28];
-    let n = a.write(&mut b);
-    (b, n)
-}
-
-/// socket(2) for AF_INET, AF_INET6 and AF_NETLINK (inet_create, netlink_create).
-fn socket_other(family: u32, ty: u32, protocol: u32) -> SysResult<Arc<dyn FileOps>> {
-    use svelt_abi::uapi::inet::{IPPROTO_TCP, IPPROTO_UDP};
-    let base = ty & SOCK_TYPE_MASK;
-    if family == AF_NETLINK {
-        if base != SOCK_RAW && base != SOCK_DGRAM {
-            return Err(Errno::ESOCKTNOSUPPORT);
-        }
-        if protocol != svelt_abi::uapi::netlink::NETLINK_ROUTE {
-            return Err(Errno::EPROTONOSUPPORT);
-        }
-        return Ok(Arc::new(NlFile(NlSocket::new(base))));
-    }
-    match (base, protocol) {
-        (SOCK_STREAM, 0 | IPPROTO_TCP) | (SOCK_DGRAM, 0 | IPPROTO_UDP) => {}
-        (SOCK_STREAM | SOCK_DGRAM | SOCK_RAW, _) => return Err(Errno::EPROTONOSUPPORT),
-        _ => return Err(Errno::ESOCKTNOSUPPORT),
-    }
-    Ok(Arc::new(InetFile(InetSocket::new(family, base))))
 }
 
 fn check_family_and_type(family: u32, ty: u32, protocol: u32) -> SysResult<SockType> {
@@ -534,71 +474,6 @@ pub fn sendmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<
     )
 }
 
-/// send, sendto, sendmsg on an inet or netlink socket.
-fn send_other(
-    f: &File,
-    o: Other,
-    mut data: IovCursor,
-    flags: u32,
-    addr: usize,
-    addrlen: u32,
-) -> SysResult<usize> {
-    if flags & MSG_OOB != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    let dest = if addr != 0 && addrlen != 0 {
-        Some(raw_addr(addr, addrlen)?)
-    } else {
-        None
-    };
-    let nonblock = f.nonblocking() || flags & MSG_DONTWAIT != 0;
-    match o {
-        Other::Inet(s) => s.send(
-            &mut data,
-            dest.as_deref(),
-            nonblock,
-            flags & MSG_NOSIGNAL != 0,
-        ),
-        Other::Nl(s) => {
-            if let Some(d) = &dest {
-                if d.len() < svelt_abi::uapi::netlink::SOCKADDR_NL_SIZE
-                    || u16::from_ne_bytes([d[0], d[1]]) as u32 != AF_NETLINK
-                {
-                    return Err(Errno::EINVAL);
-                }
-            }
-            s.send(&mut data)
-        }
-    }
-}
-
-/// A receive on an inet or netlink socket: (bytes given, the whole datagram, the sender's
-/// address bytes and their length).
-fn recv_other(
-    f: &File,
-    o: Other,
-    mut data: IovCursor,
-    flags: u32,
-) -> SysResult<(usize, usize, [u8; 28], usize)> {
-    if flags & MSG_OOB != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let nonblock = f.nonblocking() || flags & MSG_DONTWAIT != 0;
-    match o {
-        Other::Inet(s) => {
-            let r = s.recv(&mut data, flags, nonblock)?;
-            let (b, n) = r.from.map_or(([0; 28], 0), |a| inet_bytes(&a));
-            Ok((r.n, r.full, b, n))
-        }
-        Other::Nl(s) => {
-            let r = s.recv(&mut data, flags, nonblock)?;
-            let mut b = [0u8; 28];
-            b[..12].copy_from_slice(&svelt_abi::uapi::netlink::sockaddr_nl(0, 0));
-            Ok((r.n, r.full, b, 12))
-        }
-    }
-}
-
 /// A receive: the bytes into `data`, then the sender's name and control messages if asked.
 fn do_recv(
     cur: &CurrentTask,
@@ -738,63 +613,6 @@ pub fn recvmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<
     Ok(result_len(&r, flags))
 }
 
-/// setsockopt on an inet or netlink socket: SO_REUSEADDR and TCP_NODELAY are kept; the
-/// buffer sizes, keep-alive, time-outs, IPV6_V6ONLY and netlink's options are taken without
-/// effect.
-fn setsockopt_other(o: Other, level: u32, name: u32, val: usize, len: u32) -> SysResult<usize> {
-    use svelt_abi::uapi::inet::*;
-    if (len as i32) < 4 {
-        return Err(Errno::EINVAL);
-    }
-    let v: i32 = UserPtr::new(val).read()?;
-    const SOL_NETLINK: u32 = 270;
-    match (o, level, name) {
-        (Other::Inet(s), SOL_SOCKET, SO_REUSEADDR) => s.set_reuse(v != 0),
-        (
-            _,
-            SOL_SOCKET,
-            SO_SNDBUF | SO_RCVBUF | SO_KEEPALIVE | SO_REUSEPORT | 6 | 13 | 20 | 21 | 66 | 67,
-        ) => {}
-        (Other::Inet(s), IPPROTO_TCP, TCP_NODELAY) if s.ty == SOCK_STREAM => s
-            .nodelay
-            .store(v != 0, core::sync::atomic::Ordering::Relaxed),
-        (Other::Inet(s), IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => {}
-        (Other::Nl(_), SOL_NETLINK, _) => {}
-        _ => return Err(Errno::ENOPROTOOPT),
-    }
-    Ok(0)
-}
-
-fn getsockopt_other(o: Other, level: u32, name: u32, val: usize, lenp: usize) -> SysResult<usize> {
-    use svelt_abi::uapi::inet::*;
-    let len: i32 = UserPtr::new(lenp).read()?;
-    if len < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let v: i32 = match (&o, level, name) {
-        (Other::Inet(s), SOL_SOCKET, SO_TYPE) => s.ty as i32,
-        (Other::Nl(s), SOL_SOCKET, SO_TYPE) => s.ty as i32,
-        (Other::Inet(s), SOL_SOCKET, SO_DOMAIN) => s.family as i32,
-        (Other::Nl(_), SOL_SOCKET, SO_DOMAIN) => AF_NETLINK as i32,
-        (Other::Inet(s), SOL_SOCKET, SO_PROTOCOL) => s.protocol() as i32,
-        (Other::Nl(_), SOL_SOCKET, SO_PROTOCOL) => 0,
-        (Other::Inet(s), SOL_SOCKET, SO_ERROR) => s.take_error(),
-        (Other::Nl(_), SOL_SOCKET, SO_ERROR) => 0,
-        (Other::Inet(s), SOL_SOCKET, SO_REUSEADDR) => s.reuse() as i32,
-        (Other::Inet(s), SOL_SOCKET, SO_ACCEPTCONN) => s.listening() as i32,
-        (_, SOL_SOCKET, SO_SNDBUF | SO_RCVBUF) => SK_BUF_DEFAULT as i32,
-        (Other::Inet(s), IPPROTO_TCP, TCP_NODELAY) if s.ty == SOCK_STREAM => {
-            s.nodelay.load(core::sync::atomic::Ordering::Relaxed) as i32
-        }
-        _ => return Err(Errno::ENOPROTOOPT),
-    };
-    let b = v.to_ne_bytes();
-    let n = (len as usize).min(4);
-    UserSlice::new(val, n).copy_out(&b[..n])?;
-    UserPtr::new(lenp).write(&(n as i32))?;
-    Ok(0)
-}
-
 pub fn setsockopt(
     cur: &CurrentTask,
     fd: i32,
@@ -895,23 +713,6 @@ pub fn rw_cursor(
         s.send(&mut data, None, false, scm, nonblock, false)
     } else {
         s.recv(&mut data, 0, nonblock).map(|r| r.n)
-    }
-}
-
-fn other_of(f: &File) -> Option<Other> {
-    if let Some(s) = crate::net::inet::of(f) {
-        return Some(Other::Inet(s.clone()));
-    }
-    crate::net::netlink::of(f).map(|s| Other::Nl(s.clone()))
-}
-
-fn rw_other(f: &File, o: Other, mut data: IovCursor, write: bool) -> SysResult<usize> {
-    let nonblock = f.nonblocking();
-    match (o, write) {
-        (Other::Inet(s), true) => s.send(&mut data, None, nonblock, false),
-        (Other::Inet(s), false) => s.recv(&mut data, 0, nonblock).map(|r| r.n),
-        (Other::Nl(s), true) => s.send(&mut data),
-        (Other::Nl(s), false) => s.recv(&mut data, 0, nonblock).map(|r| r.n),
     }
 }
 
