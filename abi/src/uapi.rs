@@ -11,6 +11,7 @@ pub mod fs;
 pub mod futex;
 pub mod inet;
 pub mod klog;
+pub mod kvm;
 pub mod ldisc;
 pub mod mm;
 pub mod mount;

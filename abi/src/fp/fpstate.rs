@@ -473,6 +473,15 @@ pub fn sync_to_memory(cpu: &mut CpuFp, t: &mut TaskFp, hw: Svcr) -> Save {
     switch_out(cpu, t, hw)
 }
 
+/// A guest takes the registers on `cpu` (a vCPU's first FP access in KVM_RUN, on the task's own
+/// kernel stack): save what `t` has live, as a switch away would, and forget that the CPU holds
+/// it, so the task's return to user mode reloads it whatever the guest left behind.
+pub fn lend_to_guest(cpu: &mut CpuFp, t: &mut TaskFp, hw: Svcr) -> Save {
+    let save = switch_out(cpu, t, hw);
+    cpu.owner = 0;
+    save
+}
+
 /// After the kernel edits a task's saved state (sigreturn, VL change, ptrace, exec): the
 /// registers no longer hold it.
 pub fn invalidate(t: &mut TaskFp) {

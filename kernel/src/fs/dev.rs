@@ -30,6 +30,28 @@ pub fn populate(dev: &dyn Inode) {
             let _ = dev.link(name, DevNode::new(mode, major, minor));
         }
     }
+    for d in DRIVERS.lock().iter() {
+        if dev.lookup(d.name).is_err() {
+            let _ = dev.link(d.name, DevNode::new(d.mode, d.major, d.minor));
+        }
+    }
+}
+
+/// A character device a module above fs drives (KVM's /dev/kvm): its node and how to open it.
+pub struct Driver {
+    pub name: &'static str,
+    pub major: u32,
+    pub minor: u32,
+    pub mode: u32,
+    pub open: fn(u32) -> SysResult<Arc<dyn FileOps>>,
+}
+
+static DRIVERS: Mutex<alloc::vec::Vec<Driver>> = Mutex::new(alloc::vec::Vec::new());
+
+/// Makes `d` the driver of its (major, minor) and gives it a node in /dev (boot time, before
+/// the root file system is built).
+pub fn register(d: Driver) {
+    DRIVERS.lock().push(d);
 }
 
 /// The terminal nodes.
@@ -70,7 +92,14 @@ pub fn open(major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
         (1, 11) => Arc::new(Kmsg {
             seq: Mutex::new(crate::klog::bounds().0),
         }),
-        _ => return Err(Errno::ENXIO),
+        _ => {
+            let open = DRIVERS
+                .lock()
+                .iter()
+                .find(|d| (d.major, d.minor) == (major, minor))
+                .map(|d| d.open);
+            return open.ok_or(Errno::ENXIO)?(flags);
+        }
     })
 }
 

@@ -202,6 +202,21 @@ pub trait FileOps: Send + Sync + Any {
     fn ioctl(&self, _file: &File, _cmd: u32, _arg: usize) -> SysResult<usize> {
         Err(Errno::ENOTTY)
     }
+    /// An ioctl that runs as the calling task itself (KVM_RUN runs a guest on it), with the
+    /// core's token for it; the rest take `ioctl`, which this calls by default.
+    fn ioctl_as(
+        &self,
+        file: &Arc<File>,
+        _cur: &crate::task::CurrentTask,
+        cmd: u32,
+        arg: usize,
+    ) -> SysResult<usize> {
+        self.ioctl(file, cmd, arg)
+    }
+    /// What mmap(2) maps for a file with no inode (a vCPU's `kvm_run` page); None: ENODEV.
+    fn mmap_file(&self) -> Option<Arc<dyn MappedFile>> {
+        None
+    }
     fn as_any(&self) -> &dyn Any;
 }
 

@@ -14,7 +14,7 @@ use super::frame_io::FrameReader;
 use super::pgtable::{zero_page, UserTable};
 use crate::arch::mmu::{self, phys_to_virt};
 use alloc::collections::BTreeMap;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::ptr;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -47,6 +47,13 @@ pub trait MappedFile: Send + Sync {
     fn file_ino(&self) -> u64;
     /// The permission bits (a core dump notes mappings of executable files).
     fn file_perm(&self) -> u32;
+}
+
+/// Someone who maps an address space's pages elsewhere (a VM's stage-2 tables) and must drop
+/// those mappings before the pages behind a range change or go (Linux's mmu_notifier). Called
+/// with the address space locked: an implementation takes only locks ordered after it.
+pub trait MmNotifier: Send + Sync {
+    fn invalidate(&self, start: usize, end: usize);
 }
 
 /// The key a file's mappings are registered under: the address of the file object.
@@ -252,6 +259,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 pub struct AddrSpace {
     pub id: u64,
     mm: Mm<Backing, UserTable>,
+    /// Who maps this space's pages elsewhere and must hear when they may change.
+    notifiers: Vec<Weak<dyn MmNotifier>>,
     pub brk_start: usize,
     pub brk: usize,
     /// The auxv exec gave the program (its pairs up to and with AT_NULL), for NT_AUXV.
@@ -304,6 +313,7 @@ impl AddrSpace {
         Ok(AddrSpace {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             mm: Mm::new(table),
+            notifiers: Vec::new(),
             brk_start: 0,
             brk: 0,
             saved_auxv: Vec::new(),
@@ -311,6 +321,26 @@ impl AddrSpace {
             arg_end: 0,
             exec: ExecInfo::default(),
         })
+    }
+
+    /// Registers `n` to hear of every change to the pages behind this space's mappings (until
+    /// it is dropped).
+    pub fn add_notifier(&mut self, n: Weak<dyn MmNotifier>) -> SysResult<()> {
+        self.notifiers.retain(|w| w.strong_count() > 0);
+        self.notifiers.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        self.notifiers.push(n);
+        Ok(())
+    }
+
+    /// Tells the notifiers that the pages behind `[start, end)` may change or go.
+    fn notify(&mut self, start: usize, end: usize) {
+        if self.notifiers.is_empty() {
+            return;
+        }
+        self.notifiers.retain(|w| w.strong_count() > 0);
+        for n in self.notifiers.iter().filter_map(Weak::upgrade) {
+            n.invalidate(start, end);
+        }
     }
 
     /// Makes this address space current on this CPU.
@@ -384,23 +414,28 @@ impl AddrSpace {
     /// Removes mappings (and drops their frames) in `[start, end)`; ENOMEM when splitting a
     /// mapping would exceed vm.max_map_count.
     pub fn unmap(&mut self, start: usize, end: usize) -> SysResult<()> {
+        self.notify(start, end);
         self.mm.unmap(start, end, max_map_count())
     }
 
     /// Drops the frames mapped in `[start, end)` but keeps the mappings: they read back as
     /// zero (private anonymous) or as the file/shared object again (MADV_DONTNEED).
     pub fn zap(&mut self, start: usize, end: usize) {
+        self.notify(start, end);
         self.mm.zap(start, end);
     }
 
     /// Moves the entries of `len` bytes at `old` to `new` (mremap; the mapping at `new`
     /// exists and has no entries).
     pub fn move_ptes(&mut self, old: usize, new: usize, len: usize) -> SysResult<()> {
+        self.notify(old, old.saturating_add(len));
+        self.notify(new, new.saturating_add(len));
         self.mm.move_entries(old, new, len)
     }
 
     /// Changes the protection of `[start, end)`; ENOMEM if part of it is unmapped.
     pub fn protect(&mut self, start: usize, end: usize, prot: Prot) -> SysResult<()> {
+        self.notify(start, end);
         self.mm.protect(start, end, prot, max_map_count())
     }
 
@@ -489,9 +524,13 @@ impl AddrSpace {
             .try_reserve_exact(self.saved_auxv.len())
             .map_err(|_| Errno::ENOMEM)?;
         saved_auxv.extend_from_slice(&self.saved_auxv);
+        // Fork makes private pages copy-on-write: the next write by either side moves the
+        // writer to a new frame, which a mapping elsewhere would not follow.
+        self.notify(0, USER_END);
         Ok(AddrSpace {
             id,
             mm: self.mm.fork(table)?,
+            notifiers: Vec::new(),
             brk_start: self.brk_start,
             brk: self.brk,
             saved_auxv,

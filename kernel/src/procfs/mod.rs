@@ -60,6 +60,7 @@ impl ProcRoot {
             }),
         );
         svelt.replace("meminfo", GenFile::system(system::svelt_meminfo));
+        svelt.replace("kvm", GenFile::system(crate::kvm::stats));
         fixed.replace("svelt", svelt);
         fixed.replace(
             "self",

@@ -598,7 +598,7 @@ pub fn ioctl(cur: &CurrentTask, fd: i32, cmd: u32, arg: usize) -> SysResult<usiz
             );
             Ok(0)
         }
-        _ => file.ops.ioctl(&file, cmd, arg),
+        _ => file.ops.ioctl_as(&file, cur.core(), cmd, arg),
     }
 }
 

@@ -62,6 +62,13 @@ pub fn mmap(
 ) -> SysResult<usize> {
     let req = m::mmap_check(addr, len, prot, flags, off, PAGE)?;
     let p = Prot(prot & (m::PROT_READ | m::PROT_WRITE | m::PROT_EXEC));
+    let place = if req.noreplace {
+        Place::NoReplace
+    } else if req.fixed {
+        Place::Fixed
+    } else {
+        Place::Hint
+    };
     let backing = if req.anonymous {
         if req.shared {
             Backing::Shared(SharedMem::new(), 0)
@@ -70,7 +77,17 @@ pub fn mmap(
         }
     } else {
         let file = cur.files().lock().get(fd)?;
-        let node = file.node.clone().ok_or(Errno::ENODEV)?;
+        let Some(node) = file.node.clone() else {
+            // A file with no inode maps what its operations offer (a vCPU's kvm_run page).
+            let node = file.ops.mmap_file().ok_or(Errno::ENODEV)?;
+            let backing = Backing::File {
+                node,
+                off: req.offset,
+                shared: req.shared,
+                maywrite: !req.shared || file.writable(),
+            };
+            return with_mm(|mm| map_new(mm, addr, req.len, p, backing, place, |r| rlimit(cur, r)));
+        };
         match node.kind() {
             Kind::File => {}
             // /dev/zero maps as anonymous memory.
@@ -108,13 +125,6 @@ pub fn mmap(
     let file_node = match &backing {
         Backing::File { node, .. } => Some(node.clone()),
         _ => None,
-    };
-    let place = if req.noreplace {
-        Place::NoReplace
-    } else if req.fixed {
-        Place::Fixed
-    } else {
-        Place::Hint
     };
     let r = with_mm(|mm| map_new(mm, addr, len, p, backing, place, |r| rlimit(cur, r)))?;
     if let (Some(node), Some(mm)) = (file_node, cur.mm()) {

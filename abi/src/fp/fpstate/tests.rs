@@ -556,3 +556,31 @@ fn streaming_load_with_sve_enabled_sets_zcr_too() {
     assert_eq!(r.set_zcr, Some(3));
     assert_eq!(c.smcr_len, Some(1));
 }
+
+#[test]
+fn a_guest_borrowing_the_registers_makes_the_task_reload() {
+    let (mut c, mut t) = live_sme(0, 1);
+    sme_trap(&mut c, &mut t, 0).unwrap();
+    // ZA live when the task enters KVM_RUN: saved once, and reloaded with SVCR afterwards.
+    let s = lend_to_guest(
+        &mut c,
+        &mut t,
+        Svcr {
+            sm: false,
+            za: true,
+        },
+    );
+    assert_eq!(s.za, Some(32));
+    assert!(!c.holds(&t));
+    // A second lend in the same run has nothing left to save.
+    assert_eq!(lend_to_guest(&mut c, &mut t, OFF), Save::NOTHING);
+    let r = return_to_user(&mut c, &mut t);
+    assert_eq!(
+        r.svcr,
+        Some(Svcr {
+            sm: false,
+            za: true
+        })
+    );
+    assert!(r.load_za);
+}

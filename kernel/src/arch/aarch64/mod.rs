@@ -10,6 +10,7 @@
 //!   way up.
 //! - `exception`: vectors, trap frame, dispatch, fault reports and backtraces.
 //! - `fpsimd`: FP/SVE/SME primitives, one file per extension.
+//! - `guest`: the world switch into a guest at EL1 and back (a kernel at EL2).
 //! - `mmu`: the kernel's page tables.
 //! - `semihosting`: the Arm semihosting calls QEMU's harness uses.
 //! - `smccc`: calls into firmware (PSCI) through HVC or SMC.
@@ -25,6 +26,7 @@ pub mod entry;
 pub mod exception;
 pub mod fpsimd;
 pub mod gcs;
+pub mod guest;
 pub mod mem;
 pub mod mmu;
 pub mod semihosting;

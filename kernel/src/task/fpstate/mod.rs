@@ -385,6 +385,20 @@ pub fn fpsimd_thread_switch(t: &Task, l: &TaskLocal, irqs: &cpu::IrqGuard) {
     do_save(t, f, save);
 }
 
+/// A guest is about to load its own FP registers on this CPU (a vCPU's first FP access in
+/// KVM_RUN, on the task's kernel stack): what the task has live is saved, streaming mode and ZA
+/// end, and its return to user mode reloads its state.
+pub fn lend_to_guest(cur: &CurrentTask) {
+    let irqs = cpu::IrqGuard::new();
+    let f = &mut *cur.local().fpu.borrow_mut();
+    let hw = hw_svcr(f);
+    let save = with_cpu(&irqs, |c| fps::lend_to_guest(c, &mut f.st, hw));
+    do_save(cur.task(), f, save);
+    if hw.sm || hw.za {
+        sme::write_svcr(Svcr::default());
+    }
+}
+
 /// On the way back to user mode (IRQs masked): load the task's state unless the registers
 /// hold it.
 pub fn fpsimd_restore_current_state(cur: &CurrentTask) {

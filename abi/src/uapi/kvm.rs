@@ -1,0 +1,706 @@
+//! Linux's KVM API as arm64 userspace sees it (include/uapi/linux/kvm.h and
+//! arch/arm64/include/uapi/asm/kvm.h, Documentation/virt/kvm/api.rst): ioctl numbers, the
+//! structures they pass, the `kvm_run` page, register IDs, and the pure rules by which Linux
+//! checks their arguments and decodes a guest's exits (a data abort's syndrome into an MMIO
+//! access, an HVC into a PSCI or SMCCC call).
+
+use super::errno::Errno;
+use super::tty::{io, ior, iow, iowr};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+pub const KVMIO: u8 = 0xae;
+/// What KVM_GET_API_VERSION has answered since Linux 2.6.22.
+pub const KVM_API_VERSION: usize = 12;
+
+// ---- system (/dev/kvm) ----
+pub const KVM_GET_API_VERSION: u32 = io(KVMIO, 0x00);
+pub const KVM_CREATE_VM: u32 = io(KVMIO, 0x01);
+pub const KVM_CHECK_EXTENSION: u32 = io(KVMIO, 0x03);
+pub const KVM_GET_VCPU_MMAP_SIZE: u32 = io(KVMIO, 0x04);
+
+// ---- VM ----
+pub const KVM_CREATE_VCPU: u32 = io(KVMIO, 0x41);
+pub const KVM_SET_USER_MEMORY_REGION: u32 = iow(KVMIO, 0x46, 32);
+pub const KVM_ARM_PREFERRED_TARGET: u32 = ior(KVMIO, 0xaf, 32);
+pub const KVM_ENABLE_CAP: u32 = iow(KVMIO, 0xa3, 104);
+
+// ---- vCPU ----
+pub const KVM_RUN: u32 = io(KVMIO, 0x80);
+pub const KVM_GET_ONE_REG: u32 = iow(KVMIO, 0xab, 16);
+pub const KVM_SET_ONE_REG: u32 = iow(KVMIO, 0xac, 16);
+pub const KVM_ARM_VCPU_INIT: u32 = iow(KVMIO, 0xae, 32);
+pub const KVM_GET_REG_LIST: u32 = iowr(KVMIO, 0xb0, 8);
+pub const KVM_GET_MP_STATE: u32 = ior(KVMIO, 0x98, 4);
+pub const KVM_SET_MP_STATE: u32 = iow(KVMIO, 0x99, 4);
+
+// ---- capabilities (KVM_CHECK_EXTENSION) ----
+pub const KVM_CAP_USER_MEMORY: u64 = 3;
+pub const KVM_CAP_NR_VCPUS: u64 = 9;
+pub const KVM_CAP_NR_MEMSLOTS: u64 = 10;
+pub const KVM_CAP_SYNC_MMU: u64 = 16;
+pub const KVM_CAP_DESTROY_MEMORY_REGION_WORKS: u64 = 21;
+pub const KVM_CAP_JOIN_MEMORY_REGIONS_WORKS: u64 = 30;
+pub const KVM_CAP_MAX_VCPUS: u64 = 66;
+pub const KVM_CAP_ONE_REG: u64 = 70;
+pub const KVM_CAP_ARM_PSCI: u64 = 87;
+pub const KVM_CAP_READONLY_MEM: u64 = 81;
+pub const KVM_CAP_ARM_PSCI_0_2: u64 = 102;
+pub const KVM_CAP_MAX_VCPU_ID: u64 = 128;
+pub const KVM_CAP_IMMEDIATE_EXIT: u64 = 136;
+pub const KVM_CAP_ARM_VM_IPA_SIZE: u64 = 165;
+pub const KVM_CAP_ARM_NISV_TO_USER: u64 = 177;
+
+/// The vCPU limit Linux's arm64 KVM reports with a GICv3 (KVM_MAX_VCPUS).
+pub const KVM_MAX_VCPUS: usize = 512;
+/// Memory slots a VM may have (KVM_USER_MEM_SLOTS on arm64: every slot id of an address
+/// space, 32767 since Linux 5.x dropped the reserved ones).
+pub const KVM_USER_MEM_SLOTS: u32 = 32767;
+/// KVM_CREATE_VM's type: bits 7:0 give the IPA size (0: the 40-bit default).
+pub const KVM_VM_TYPE_ARM_IPA_SIZE_MASK: u64 = 0xff;
+pub const KVM_DEFAULT_IPA_BITS: u32 = 40;
+/// The smallest IPA size a VM may ask for (Linux's ARM64_MIN_PARANGE_BITS).
+pub const KVM_MIN_IPA_BITS: u32 = 32;
+
+// ---- memory slots ----
+pub const KVM_MEM_LOG_DIRTY_PAGES: u32 = 1;
+pub const KVM_MEM_READONLY: u32 = 2;
+
+/// `struct kvm_userspace_memory_region`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct KvmUserspaceMemoryRegion {
+    pub slot: u32,
+    pub flags: u32,
+    pub guest_phys_addr: u64,
+    pub memory_size: u64,
+    pub userspace_addr: u64,
+}
+
+/// What a memory-region call asks, once its arguments are checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotChange {
+    /// Create or replace slot `slot` (id = as_id << 16 | slot).
+    Set {
+        slot: u32,
+        gpa: u64,
+        size: u64,
+        uaddr: u64,
+        flags: u32,
+    },
+    /// Delete slot `slot` (size 0).
+    Delete { slot: u32 },
+}
+
+/// Checks a KVM_SET_USER_MEMORY_REGION as `check_memory_region_flags` and
+/// `kvm_set_memory_region` do before looking at the VM's slots: known flags, one address
+/// space (arm64 has one), a slot number in range, page-aligned sizes and addresses, no wrap,
+/// and a user range below `user_end`. `ipa_limit`: the VM's IPA size in bytes.
+pub fn check_region(
+    r: &KvmUserspaceMemoryRegion,
+    page: u64,
+    user_end: u64,
+    ipa_limit: u64,
+) -> Result<SlotChange, Errno> {
+    if r.flags & !(KVM_MEM_LOG_DIRTY_PAGES | KVM_MEM_READONLY) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (as_id, id) = (r.slot >> 16, r.slot & 0xffff);
+    if as_id != 0 || id >= KVM_USER_MEM_SLOTS {
+        return Err(Errno::EINVAL);
+    }
+    if r.memory_size & (page - 1) != 0
+        || r.guest_phys_addr & (page - 1) != 0
+        || r.userspace_addr & (page - 1) != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    if r.userspace_addr
+        .checked_add(r.memory_size)
+        .is_none_or(|e| e > user_end)
+    {
+        return Err(Errno::EINVAL);
+    }
+    if r.guest_phys_addr.checked_add(r.memory_size).is_none() {
+        return Err(Errno::EINVAL);
+    }
+    if r.memory_size == 0 {
+        return Ok(SlotChange::Delete { slot: id });
+    }
+    // Linux leaves this to kvm_arch_prepare_memory_region: a slot past the IPA space is EFAULT.
+    if r.guest_phys_addr + r.memory_size > ipa_limit {
+        return Err(Errno::EFAULT);
+    }
+    Ok(SlotChange::Set {
+        slot: id,
+        gpa: r.guest_phys_addr,
+        size: r.memory_size,
+        uaddr: r.userspace_addr,
+        flags: r.flags,
+    })
+}
+
+/// The IPA size KVM_CREATE_VM's `type` asks for, or EINVAL (`kvm_init_stage2_mmu`'s rules:
+/// only the IPA field may be set, 0 means the default, otherwise at least 32 and at most
+/// what the host offers).
+pub fn vm_ipa_bits(ty: u64, max: u32) -> Result<u32, Errno> {
+    if ty & !KVM_VM_TYPE_ARM_IPA_SIZE_MASK != 0 {
+        return Err(Errno::EINVAL);
+    }
+    match ty as u32 {
+        0 => Ok(KVM_DEFAULT_IPA_BITS.min(max)),
+        bits if (KVM_MIN_IPA_BITS..=max).contains(&bits) => Ok(bits),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+// ---- vCPU init ----
+pub const KVM_ARM_TARGET_GENERIC_V8: u32 = 5;
+pub const KVM_ARM_VCPU_POWER_OFF: u32 = 0;
+pub const KVM_ARM_VCPU_EL1_32BIT: u32 = 1;
+pub const KVM_ARM_VCPU_PSCI_0_2: u32 = 2;
+pub const KVM_ARM_VCPU_PMU_V3: u32 = 3;
+pub const KVM_ARM_VCPU_SVE: u32 = 4;
+pub const KVM_ARM_VCPU_PTRAUTH_ADDRESS: u32 = 5;
+pub const KVM_ARM_VCPU_PTRAUTH_GENERIC: u32 = 6;
+pub const KVM_ARM_VCPU_HAS_EL2: u32 = 7;
+
+/// `struct kvm_vcpu_init`.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct KvmVcpuInit {
+    pub target: u32,
+    pub features: [u32; 7],
+}
+
+/// Every feature bit Linux 7.3 knows (KVM_VCPU_VALID_FEATURES).
+pub const KVM_VCPU_VALID_FEATURES: u32 = (1 << 8) - 1;
+
+/// Checks KVM_ARM_VCPU_INIT as `kvm_vcpu_init_check_features` and `kvm_arch_vcpu_ioctl_init`
+/// do: the generic target (else EINVAL), no bit Linux does not know (ENOENT), none it knows
+/// but this host does not offer (EINVAL).
+pub fn check_init(init: &KvmVcpuInit, offered: u32) -> Result<u32, Errno> {
+    if init.target != KVM_ARM_TARGET_GENERIC_V8 {
+        return Err(Errno::EINVAL);
+    }
+    let f = init.features[0];
+    if init.features[1..].iter().any(|&w| w != 0) || f & !KVM_VCPU_VALID_FEATURES != 0 {
+        return Err(Errno::ENOENT);
+    }
+    if f & !offered != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(f)
+}
+
+/// `struct kvm_one_reg`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct KvmOneReg {
+    pub id: u64,
+    pub addr: u64,
+}
+
+// ---- register IDs ----
+pub const KVM_REG_ARCH_MASK: u64 = 0xff00_0000_0000_0000;
+pub const KVM_REG_ARM64: u64 = 0x6000_0000_0000_0000;
+pub const KVM_REG_SIZE_SHIFT: u32 = 52;
+pub const KVM_REG_SIZE_MASK: u64 = 0x00f0_0000_0000_0000;
+pub const KVM_REG_SIZE_U32: u64 = 0x0020_0000_0000_0000;
+pub const KVM_REG_SIZE_U64: u64 = 0x0030_0000_0000_0000;
+pub const KVM_REG_SIZE_U128: u64 = 0x0040_0000_0000_0000;
+pub const KVM_REG_ARM_COPROC_MASK: u64 = 0x0000_0000_0fff_0000;
+pub const KVM_REG_ARM_CORE: u64 = 0x0010 << 16;
+pub const KVM_REG_ARM64_SYSREG: u64 = 0x0013 << 16;
+pub const KVM_REG_ARM_FW: u64 = 0x0014 << 16;
+
+/// Bytes of a register of this ID (1 << the size field).
+pub fn reg_size(id: u64) -> usize {
+    1 << ((id & KVM_REG_SIZE_MASK) >> KVM_REG_SIZE_SHIFT)
+}
+
+/// `struct kvm_regs`' layout, in the 32-bit words core register IDs count in.
+pub mod core_reg {
+    /// X0..X30, then SP (SP_EL0), PC, PSTATE: 64-bit each.
+    pub const X0: u64 = 0;
+    pub const SP: u64 = 62;
+    pub const PC: u64 = 64;
+    pub const PSTATE: u64 = 66;
+    pub const SP_EL1: u64 = 68;
+    pub const ELR_EL1: u64 = 70;
+    /// SPSR_EL1 and the four AArch32 SPSRs.
+    pub const SPSR: u64 = 72;
+    /// V0..V31, 128-bit each.
+    pub const V0: u64 = 84;
+    pub const FPSR: u64 = 212;
+    pub const FPCR: u64 = 213;
+    /// One past the last word.
+    pub const END: u64 = 214;
+}
+
+/// A core register, as a KVM_REG_ARM_CORE ID names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreReg {
+    X(usize),
+    Sp,
+    Pc,
+    Pstate,
+    SpEl1,
+    ElrEl1,
+    Spsr(usize),
+    V(usize),
+    Fpsr,
+    Fpcr,
+}
+
+impl CoreReg {
+    pub fn id(self) -> u64 {
+        let (off, size) = match self {
+            CoreReg::X(n) => (core_reg::X0 + 2 * n as u64, KVM_REG_SIZE_U64),
+            CoreReg::Sp => (core_reg::SP, KVM_REG_SIZE_U64),
+            CoreReg::Pc => (core_reg::PC, KVM_REG_SIZE_U64),
+            CoreReg::Pstate => (core_reg::PSTATE, KVM_REG_SIZE_U64),
+            CoreReg::SpEl1 => (core_reg::SP_EL1, KVM_REG_SIZE_U64),
+            CoreReg::ElrEl1 => (core_reg::ELR_EL1, KVM_REG_SIZE_U64),
+            CoreReg::Spsr(n) => (core_reg::SPSR + 2 * n as u64, KVM_REG_SIZE_U64),
+            CoreReg::V(n) => (core_reg::V0 + 4 * n as u64, KVM_REG_SIZE_U128),
+            CoreReg::Fpsr => (core_reg::FPSR, KVM_REG_SIZE_U32),
+            CoreReg::Fpcr => (core_reg::FPCR, KVM_REG_SIZE_U32),
+        };
+        KVM_REG_ARM64 | size | KVM_REG_ARM_CORE | off
+    }
+
+    /// Every core register, in `kvm_regs` order (what KVM_GET_REG_LIST lists).
+    pub fn all() -> impl Iterator<Item = CoreReg> {
+        (0..31)
+            .map(CoreReg::X)
+            .chain([
+                CoreReg::Sp,
+                CoreReg::Pc,
+                CoreReg::Pstate,
+                CoreReg::SpEl1,
+                CoreReg::ElrEl1,
+            ])
+            .chain((0..5).map(CoreReg::Spsr))
+            .chain((0..32).map(CoreReg::V))
+            .chain([CoreReg::Fpsr, CoreReg::Fpcr])
+    }
+
+    /// Decodes a KVM_REG_ARM_CORE ID as `core_reg_offset_from_id` and
+    /// `validate_core_offset` do: an offset inside `kvm_regs` (else ENOENT) that starts a
+    /// register and whose size field matches it (else EINVAL).
+    pub fn from_id(id: u64) -> Result<CoreReg, Errno> {
+        let off = id & !(KVM_REG_ARCH_MASK | KVM_REG_SIZE_MASK | KVM_REG_ARM_CORE);
+        if off >= core_reg::END {
+            return Err(Errno::ENOENT);
+        }
+        let r = match off {
+            o if o < core_reg::SP => o.is_multiple_of(2).then_some(CoreReg::X(o as usize / 2)),
+            core_reg::SP => Some(CoreReg::Sp),
+            core_reg::PC => Some(CoreReg::Pc),
+            core_reg::PSTATE => Some(CoreReg::Pstate),
+            core_reg::SP_EL1 => Some(CoreReg::SpEl1),
+            core_reg::ELR_EL1 => Some(CoreReg::ElrEl1),
+            o if (core_reg::SPSR..core_reg::SPSR + 10).contains(&o) => (o - core_reg::SPSR)
+                .is_multiple_of(2)
+                .then_some(CoreReg::Spsr((o - core_reg::SPSR) as usize / 2)),
+            o if (core_reg::V0..core_reg::FPSR).contains(&o) => (o - core_reg::V0)
+                .is_multiple_of(4)
+                .then_some(CoreReg::V((o - core_reg::V0) as usize / 4)),
+            core_reg::FPSR => Some(CoreReg::Fpsr),
+            core_reg::FPCR => Some(CoreReg::Fpcr),
+            _ => None,
+        };
+        let r = r.ok_or(Errno::EINVAL)?;
+        if r.id() != id {
+            return Err(Errno::EINVAL);
+        }
+        Ok(r)
+    }
+}
+
+/// Whether a PSTATE written through KVM_SET_ONE_REG names a mode a 64-bit vCPU may be in
+/// (`validate_core_offset`'s companion in `set_core_reg`): EL0t, EL1t or EL1h, AArch64.
+pub fn pstate_mode_ok(pstate: u64) -> bool {
+    matches!(pstate & 0x1f, 0b00000 | 0b00100 | 0b00101)
+}
+
+/// A system register's ID from its encoding (`ARM64_SYS_REG`).
+pub const fn sysreg_id(op0: u64, op1: u64, crn: u64, crm: u64, op2: u64) -> u64 {
+    KVM_REG_ARM64
+        | KVM_REG_SIZE_U64
+        | KVM_REG_ARM64_SYSREG
+        | (op0 << 14)
+        | (op1 << 11)
+        | (crn << 7)
+        | (crm << 3)
+        | op2
+}
+
+/// The firmware pseudo-register holding the PSCI version the guest sees.
+pub const KVM_REG_ARM_PSCI_VERSION: u64 = KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_FW;
+
+// ---- the kvm_run page ----
+pub mod run {
+    /// u8: set by userspace, KVM_RUN returns EINTR at once.
+    pub const IMMEDIATE_EXIT: usize = 1;
+    pub const EXIT_REASON: usize = 8;
+    pub const FLAGS: usize = 18;
+    /// The exit's union.
+    pub const U: usize = 32;
+    pub const MMIO_PHYS_ADDR: usize = U;
+    pub const MMIO_DATA: usize = U + 8;
+    pub const MMIO_LEN: usize = U + 16;
+    pub const MMIO_IS_WRITE: usize = U + 20;
+    pub const SYSTEM_EVENT_TYPE: usize = U;
+    pub const SYSTEM_EVENT_NDATA: usize = U + 4;
+    pub const SYSTEM_EVENT_DATA: usize = U + 8;
+    pub const NISV_ESR_ISS: usize = U;
+    pub const NISV_FAULT_IPA: usize = U + 8;
+    pub const INTERNAL_SUBERROR: usize = U;
+}
+
+pub const KVM_EXIT_UNKNOWN: u32 = 0;
+pub const KVM_EXIT_MMIO: u32 = 6;
+pub const KVM_EXIT_FAIL_ENTRY: u32 = 9;
+pub const KVM_EXIT_INTR: u32 = 10;
+pub const KVM_EXIT_INTERNAL_ERROR: u32 = 17;
+pub const KVM_EXIT_SYSTEM_EVENT: u32 = 24;
+pub const KVM_EXIT_ARM_NISV: u32 = 28;
+
+pub const KVM_SYSTEM_EVENT_SHUTDOWN: u32 = 1;
+pub const KVM_SYSTEM_EVENT_RESET: u32 = 2;
+pub const KVM_SYSTEM_EVENT_RESET_FLAG_PSCI_RESET2: u64 = 1;
+
+pub const KVM_MP_STATE_RUNNABLE: u32 = 0;
+pub const KVM_MP_STATE_STOPPED: u32 = 5;
+
+// ---- exits: a data abort's syndrome as an MMIO access ----
+
+/// The access a data abort with a valid instruction syndrome (ISS.ISV) describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmioAccess {
+    /// Bytes: 1, 2, 4 or 8.
+    pub len: u32,
+    pub write: bool,
+    /// The register (31: XZR for a store, which writes 0).
+    pub reg: u8,
+    /// Sign-extend a load (SSE) into a 64-bit (SF) or 32-bit register.
+    pub sign_extend: bool,
+    pub sixty_four: bool,
+}
+
+/// Decodes a data abort's ISS (`kvm_vcpu_dabt_*`); None without a valid syndrome (ISV = 0),
+/// the case KVM reports as KVM_EXIT_ARM_NISV or refuses.
+pub fn mmio_access(iss: u32) -> Option<MmioAccess> {
+    if iss & (1 << 24) == 0 {
+        return None;
+    }
+    Some(MmioAccess {
+        len: 1 << ((iss >> 22) & 3),
+        write: iss & (1 << 6) != 0,
+        reg: ((iss >> 16) & 0x1f) as u8,
+        sign_extend: iss & (1 << 21) != 0,
+        sixty_four: iss & (1 << 15) != 0,
+    })
+}
+
+impl MmioAccess {
+    /// The register's new value after a load of `data` (little-endian, `len` bytes).
+    pub fn load_value(&self, data: u64) -> u64 {
+        let bits = 8 * self.len;
+        let mut v = if bits == 64 {
+            data
+        } else {
+            data & ((1u64 << bits) - 1)
+        };
+        if self.sign_extend && bits < 64 && v & (1 << (bits - 1)) != 0 {
+            v |= !0u64 << bits;
+        }
+        if !self.sixty_four {
+            v &= 0xffff_ffff;
+        }
+        v
+    }
+
+    /// The bytes a store of `reg_value` writes.
+    pub fn store_value(&self, reg_value: u64) -> u64 {
+        if self.len == 8 {
+            reg_value
+        } else {
+            reg_value & ((1u64 << (8 * self.len)) - 1)
+        }
+    }
+}
+
+// ---- exits: SMCCC and PSCI calls (Documentation/virt/kvm/arm/hypercalls.rst, the PSCI
+// and SMCCC specifications) ----
+
+pub const PSCI_0_2_FN_PSCI_VERSION: u32 = 0x8400_0000;
+pub const PSCI_0_2_FN_CPU_SUSPEND: u32 = 0x8400_0001;
+pub const PSCI_0_2_FN_CPU_OFF: u32 = 0x8400_0002;
+pub const PSCI_0_2_FN_CPU_ON: u32 = 0x8400_0003;
+pub const PSCI_0_2_FN_AFFINITY_INFO: u32 = 0x8400_0004;
+pub const PSCI_0_2_FN_MIGRATE_INFO_TYPE: u32 = 0x8400_0006;
+pub const PSCI_0_2_FN_SYSTEM_OFF: u32 = 0x8400_0008;
+pub const PSCI_0_2_FN_SYSTEM_RESET: u32 = 0x8400_0009;
+pub const PSCI_1_0_FN_PSCI_FEATURES: u32 = 0x8400_000a;
+pub const PSCI_0_2_FN64_CPU_SUSPEND: u32 = 0xc400_0001;
+pub const PSCI_0_2_FN64_CPU_ON: u32 = 0xc400_0003;
+pub const PSCI_0_2_FN64_AFFINITY_INFO: u32 = 0xc400_0004;
+pub const PSCI_1_1_FN_SYSTEM_RESET2: u32 = 0x8400_0012;
+pub const PSCI_1_1_FN64_SYSTEM_RESET2: u32 = 0xc400_0012;
+
+pub const ARM_SMCCC_VERSION_FUNC_ID: u32 = 0x8000_0000;
+pub const ARM_SMCCC_ARCH_FEATURES_FUNC_ID: u32 = 0x8000_0001;
+
+pub const PSCI_RET_SUCCESS: i64 = 0;
+pub const PSCI_RET_NOT_SUPPORTED: i64 = -1;
+pub const PSCI_RET_INVALID_PARAMS: i64 = -2;
+pub const PSCI_RET_ALREADY_ON: i64 = -4;
+pub const SMCCC_RET_NOT_SUPPORTED: i64 = -1;
+
+/// The PSCI version Svelt's guests see (1.1: SYSTEM_RESET2 and PSCI_FEATURES).
+pub const PSCI_VERSION_1_1: u64 = 0x1_0001;
+/// SMCCC 1.1.
+pub const SMCCC_VERSION_1_1: u64 = 0x1_0001;
+
+/// What a guest's SMCCC call asks of the hypervisor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// Answer in x0 and go on.
+    Return(u64),
+    /// Power this vCPU off.
+    CpuOff,
+    /// Power on the vCPU with MPIDR `target`, at `entry` with x0 = `context`.
+    CpuOn {
+        target: u64,
+        entry: u64,
+        context: u64,
+    },
+    /// Is the vCPU with MPIDR `target` on?
+    AffinityInfo { target: u64, level: u64 },
+    /// Ends KVM_RUN with KVM_EXIT_SYSTEM_EVENT of this type and flags.
+    SystemEvent { ty: u32, flags: u64 },
+}
+
+/// Decides an SMCCC call (x0 = `func`, x1.. = `args`) for a vCPU with PSCI 0.2 or later, as
+/// `kvm_psci_call` and `kvm_smccc_call_handler` do. SMC32 arguments are truncated to 32
+/// bits. Unknown functions return NOT_SUPPORTED (-1).
+pub fn smccc_call(func: u64, args: [u64; 3]) -> Call {
+    let ret = |v: i64| Call::Return(v as u64);
+    let func32 = func as u32;
+    let a = |i: usize| {
+        if func32 & 0x4000_0000 == 0 {
+            args[i] & 0xffff_ffff
+        } else {
+            args[i]
+        }
+    };
+    if func >> 32 != 0 {
+        return ret(SMCCC_RET_NOT_SUPPORTED);
+    }
+    match func32 {
+        ARM_SMCCC_VERSION_FUNC_ID => Call::Return(SMCCC_VERSION_1_1),
+        ARM_SMCCC_ARCH_FEATURES_FUNC_ID => match a(0) as u32 {
+            ARM_SMCCC_VERSION_FUNC_ID | ARM_SMCCC_ARCH_FEATURES_FUNC_ID => ret(0),
+            _ => ret(SMCCC_RET_NOT_SUPPORTED),
+        },
+        PSCI_0_2_FN_PSCI_VERSION => Call::Return(PSCI_VERSION_1_1),
+        PSCI_0_2_FN_CPU_OFF => Call::CpuOff,
+        PSCI_0_2_FN_CPU_ON | PSCI_0_2_FN64_CPU_ON => Call::CpuOn {
+            target: a(0),
+            entry: a(1),
+            context: a(2),
+        },
+        PSCI_0_2_FN_AFFINITY_INFO | PSCI_0_2_FN64_AFFINITY_INFO => Call::AffinityInfo {
+            target: a(0),
+            level: a(1),
+        },
+        // Trusted OS: not present (2), as KVM says.
+        PSCI_0_2_FN_MIGRATE_INFO_TYPE => ret(2),
+        PSCI_0_2_FN_SYSTEM_OFF => Call::SystemEvent {
+            ty: KVM_SYSTEM_EVENT_SHUTDOWN,
+            flags: 0,
+        },
+        PSCI_0_2_FN_SYSTEM_RESET => Call::SystemEvent {
+            ty: KVM_SYSTEM_EVENT_RESET,
+            flags: 0,
+        },
+        PSCI_1_1_FN_SYSTEM_RESET2 | PSCI_1_1_FN64_SYSTEM_RESET2 => {
+            // Architectural warm reset (type 0) or a vendor type (bit 31); nothing else.
+            let ty = a(0);
+            if ty == 0 || ty & (1 << 31) != 0 && ty <= u32::MAX as u64 {
+                Call::SystemEvent {
+                    ty: KVM_SYSTEM_EVENT_RESET,
+                    flags: KVM_SYSTEM_EVENT_RESET_FLAG_PSCI_RESET2,
+                }
+            } else {
+                ret(PSCI_RET_INVALID_PARAMS)
+            }
+        }
+        PSCI_1_0_FN_PSCI_FEATURES => match a(0) as u32 {
+            PSCI_0_2_FN_PSCI_VERSION
+            | PSCI_0_2_FN_CPU_OFF
+            | PSCI_0_2_FN_CPU_ON
+            | PSCI_0_2_FN64_CPU_ON
+            | PSCI_0_2_FN_AFFINITY_INFO
+            | PSCI_0_2_FN64_AFFINITY_INFO
+            | PSCI_0_2_FN_MIGRATE_INFO_TYPE
+            | PSCI_0_2_FN_SYSTEM_OFF
+            | PSCI_0_2_FN_SYSTEM_RESET
+            | PSCI_1_0_FN_PSCI_FEATURES
+            | PSCI_1_1_FN_SYSTEM_RESET2
+            | PSCI_1_1_FN64_SYSTEM_RESET2
+            | ARM_SMCCC_VERSION_FUNC_ID => ret(0),
+            _ => ret(PSCI_RET_NOT_SUPPORTED),
+        },
+        _ => ret(SMCCC_RET_NOT_SUPPORTED),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ioctl_numbers_are_linuxs() {
+        assert_eq!(KVM_GET_API_VERSION, 0xae00);
+        assert_eq!(KVM_CREATE_VM, 0xae01);
+        assert_eq!(KVM_CREATE_VCPU, 0xae41);
+        assert_eq!(KVM_SET_USER_MEMORY_REGION, 0x4020_ae46);
+        assert_eq!(KVM_RUN, 0xae80);
+        assert_eq!(KVM_GET_ONE_REG, 0x4010_aeab);
+        assert_eq!(KVM_SET_ONE_REG, 0x4010_aeac);
+        assert_eq!(KVM_ARM_VCPU_INIT, 0x4020_aeae);
+        assert_eq!(KVM_ARM_PREFERRED_TARGET, 0x8020_aeaf);
+        assert_eq!(KVM_GET_REG_LIST, 0xc008_aeb0);
+        assert_eq!(KVM_ENABLE_CAP, 0x4068_aea3);
+    }
+
+    #[test]
+    fn core_register_ids() {
+        assert_eq!(CoreReg::X(0).id(), 0x6030_0000_0010_0000);
+        assert_eq!(CoreReg::Pc.id(), 0x6030_0000_0010_0040);
+        assert_eq!(CoreReg::V(1).id(), 0x6040_0000_0010_0058);
+        assert_eq!(CoreReg::Fpcr.id(), 0x6020_0000_0010_00d5);
+        for r in CoreReg::all() {
+            assert_eq!(CoreReg::from_id(r.id()), Ok(r));
+        }
+        assert_eq!(CoreReg::all().count(), 31 + 5 + 5 + 32 + 2);
+        // The middle of X0, a wrong size, past the end.
+        assert_eq!(CoreReg::from_id(CoreReg::X(0).id() + 1), Err(Errno::EINVAL));
+        let x0_32 = (CoreReg::X(0).id() & !KVM_REG_SIZE_MASK) | KVM_REG_SIZE_U32;
+        assert_eq!(CoreReg::from_id(x0_32), Err(Errno::EINVAL));
+        assert_eq!(
+            CoreReg::from_id(KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_CORE | 214),
+            Err(Errno::ENOENT)
+        );
+    }
+
+    #[test]
+    fn regions_are_checked() {
+        let ok = KvmUserspaceMemoryRegion {
+            slot: 0,
+            flags: 0,
+            guest_phys_addr: 0x10000,
+            memory_size: 0x4000,
+            userspace_addr: 0x40_0000,
+        };
+        let lim = 1 << 40;
+        assert!(matches!(
+            check_region(&ok, 4096, 1 << 48, lim),
+            Ok(SlotChange::Set { .. })
+        ));
+        let bad = |f: fn(&mut KvmUserspaceMemoryRegion)| {
+            let mut r = ok;
+            f(&mut r);
+            check_region(&r, 4096, 1 << 48, lim)
+        };
+        assert_eq!(bad(|r| r.flags = 4), Err(Errno::EINVAL));
+        assert_eq!(bad(|r| r.slot = 1 << 16), Err(Errno::EINVAL));
+        assert_eq!(bad(|r| r.slot = KVM_USER_MEM_SLOTS), Err(Errno::EINVAL));
+        assert_eq!(bad(|r| r.guest_phys_addr = 0x10001), Err(Errno::EINVAL));
+        assert_eq!(bad(|r| r.memory_size = 0x1001), Err(Errno::EINVAL));
+        assert_eq!(bad(|r| r.userspace_addr = 0x40_0010), Err(Errno::EINVAL));
+        assert_eq!(
+            bad(|r| r.guest_phys_addr = (1 << 40) - 0x1000),
+            Err(Errno::EFAULT)
+        );
+        assert_eq!(
+            bad(|r| r.memory_size = 0),
+            Ok(SlotChange::Delete { slot: 0 })
+        );
+    }
+
+    #[test]
+    fn vcpu_init_checks() {
+        let mut i = KvmVcpuInit {
+            target: KVM_ARM_TARGET_GENERIC_V8,
+            features: [0; 7],
+        };
+        assert_eq!(check_init(&i, 5), Ok(0));
+        i.features[0] = 4;
+        assert_eq!(check_init(&i, 5), Ok(4));
+        i.features[0] = 2;
+        assert_eq!(check_init(&i, 5), Err(Errno::EINVAL));
+        i.features[0] = 1 << 8;
+        assert_eq!(check_init(&i, 5), Err(Errno::ENOENT));
+        i.features = [0, 0, 0, 0, 0, 0, 1];
+        assert_eq!(check_init(&i, 5), Err(Errno::ENOENT));
+        i.features = [0; 7];
+        i.target = 0;
+        assert_eq!(check_init(&i, 5), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn ipa_sizes() {
+        assert_eq!(vm_ipa_bits(0, 48), Ok(40));
+        assert_eq!(vm_ipa_bits(36, 48), Ok(36));
+        assert_eq!(vm_ipa_bits(31, 48), Err(Errno::EINVAL));
+        assert_eq!(vm_ipa_bits(49, 48), Err(Errno::EINVAL));
+        assert_eq!(vm_ipa_bits(0x100, 48), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn mmio_syndromes() {
+        // STR X2, [X1]: ISV, SAS 3, SRT 2, SF, WnR.
+        let iss = (1 << 24) | (3 << 22) | (2 << 16) | (1 << 15) | (1 << 6);
+        let a = mmio_access(iss).unwrap();
+        assert_eq!((a.len, a.write, a.reg, a.sixty_four), (8, true, 2, true));
+        // LDRSB X5: sign-extends into 64 bits; LDRSB W5 into 32.
+        let b = mmio_access((1 << 24) | (5 << 16) | (1 << 21) | (1 << 15)).unwrap();
+        assert_eq!(b.load_value(0x80), 0xffff_ffff_ffff_ff80);
+        let w = mmio_access((1 << 24) | (5 << 16) | (1 << 21)).unwrap();
+        assert_eq!(w.load_value(0x80), 0xffff_ff80);
+        assert_eq!(w.store_value(0x1234), 0x34);
+        assert_eq!(mmio_access(3 << 22), None);
+    }
+
+    #[test]
+    fn psci_calls() {
+        assert_eq!(
+            smccc_call(0x8400_0000, [0; 3]),
+            Call::Return(PSCI_VERSION_1_1)
+        );
+        assert_eq!(
+            smccc_call(0x8400_0008, [0; 3]),
+            Call::SystemEvent {
+                ty: KVM_SYSTEM_EVENT_SHUTDOWN,
+                flags: 0
+            }
+        );
+        assert_eq!(smccc_call(0x8600_0000, [0; 3]), Call::Return(u64::MAX));
+        assert_eq!(smccc_call(0x1_8400_0000, [0; 3]), Call::Return(u64::MAX));
+        // An SMC32 CPU_ON's arguments are 32 bits.
+        assert_eq!(
+            smccc_call(0x8400_0003, [0x1_0000_0001, 0x8000_0000_1000, 7]),
+            Call::CpuOn {
+                target: 1,
+                entry: 0x1000,
+                context: 7
+            }
+        );
+    }
+}

@@ -1,0 +1,303 @@
+//! Running a guest at EL1 under a kernel at EL2 with VHE: the world switch (guest.s), the
+//! guest's EL1 system registers (reached from EL2 through their `_EL12`/`_EL02` names), the
+//! EL2 controls a guest runs under, and stage-2 TLB maintenance.
+//!
+//! With E2H the kernel's own EL1-named registers are really EL2's, so a guest's EL1 state never
+//! overlaps the host kernel's; what the two share is EL0's (TPIDR_EL0, TPIDRRO_EL0, SP_EL0),
+//! the few EL1 registers E2H does not redirect (TPIDR_EL1, PAR_EL1, CSSELR_EL1, MDSCR_EL1),
+//! and the EL2 controls the host runs with (HCR_EL2 with TGE, CPTR_EL2, MDCR_EL2, HCRX_EL2).
+//! [`world_switch`] saves those, loads the guest's, runs it until its next exception to EL2,
+//! and puts the host's back.
+
+core::arch::global_asm!(include_str!("guest.s"));
+
+/// The guest's general registers and, after an exit, its syndrome. Layout pinned for guest.s.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GuestRegs {
+    pub x: [u64; 31],
+    pub sp_el1: u64,
+    pub pc: u64,
+    pub pstate: u64,
+    /// ESR_EL2, FAR_EL2 and HPFAR_EL2 of the exit.
+    pub esr: u64,
+    pub far: u64,
+    pub hpfar: u64,
+}
+
+const _: () = {
+    assert!(core::mem::offset_of!(GuestRegs, sp_el1) == 248);
+    assert!(core::mem::offset_of!(GuestRegs, pc) == 256);
+    assert!(core::mem::offset_of!(GuestRegs, pstate) == 264);
+    assert!(core::mem::offset_of!(GuestRegs, esr) == 272);
+    assert!(core::mem::offset_of!(GuestRegs, far) == 280);
+    assert!(core::mem::offset_of!(GuestRegs, hpfar) == 288);
+};
+
+/// Why the guest stopped: the vector its exception took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Sync,
+    Irq,
+    Fiq,
+    SError,
+}
+
+unsafe extern "C" {
+    fn guest_enter(regs: *mut GuestRegs) -> u64;
+}
+
+/// Declares the guest's EL1/EL0 system registers the switch moves, each with its encoding as
+/// seen from EL2 with E2H, in one list (the struct, its load and its save come from it).
+macro_rules! el1_state {
+    ($($(#[$doc:meta])* $field:ident = $enc:literal),* $(,)?) => {
+        /// A vCPU's EL1 and EL0 system registers while it is not on a CPU.
+        #[derive(Clone, Copy, Debug, Default)]
+        pub struct El1State {
+            $($(#[$doc])* pub $field: u64,)*
+        }
+
+        impl El1State {
+            /// Loads these into the CPU (the guest's view), with interrupts masked.
+            fn load(&self) {
+                $(
+                    // SAFETY: writes a guest-owned register; the host does not use it while
+                    // the guest's state is loaded (world_switch puts the host's back).
+                    unsafe {
+                        core::arch::asm!(concat!("msr ", $enc, ", {}"), in(reg) self.$field,
+                            options(nomem, nostack))
+                    };
+                )*
+            }
+
+            /// Reads these from the CPU.
+            fn save(&mut self) {
+                $(
+                    // SAFETY: reading a system register has no side effects.
+                    unsafe {
+                        core::arch::asm!(concat!("mrs {}, ", $enc), out(reg) self.$field,
+                            options(nomem, nostack))
+                    };
+                )*
+            }
+        }
+    };
+}
+
+el1_state! {
+    sctlr = "S3_5_C1_C0_0",      // SCTLR_EL12
+    cpacr = "S3_5_C1_C0_2",      // CPACR_EL12
+    ttbr0 = "S3_5_C2_C0_0",      // TTBR0_EL12
+    ttbr1 = "S3_5_C2_C0_1",      // TTBR1_EL12
+    tcr = "S3_5_C2_C0_2",        // TCR_EL12
+    esr = "S3_5_C5_C2_0",        // ESR_EL12
+    afsr0 = "S3_5_C5_C1_0",      // AFSR0_EL12
+    afsr1 = "S3_5_C5_C1_1",      // AFSR1_EL12
+    far = "S3_5_C6_C0_0",        // FAR_EL12
+    mair = "S3_5_C10_C2_0",      // MAIR_EL12
+    amair = "S3_5_C10_C3_0",     // AMAIR_EL12
+    vbar = "S3_5_C12_C0_0",      // VBAR_EL12
+    contextidr = "S3_5_C13_C0_1", // CONTEXTIDR_EL12
+    cntkctl = "S3_5_C14_C1_0",   // CNTKCTL_EL12
+    elr = "S3_5_C4_C0_1",        // ELR_EL12
+    spsr = "S3_5_C4_C0_0",       // SPSR_EL12
+    tpidr_el1 = "S3_0_C13_C0_4", // TPIDR_EL1 (not redirected by E2H)
+    par = "S3_0_C7_C4_0",        // PAR_EL1
+    csselr = "S3_2_C0_C0_0",     // CSSELR_EL1
+    mdscr = "S2_0_C0_C2_2",      // MDSCR_EL1
+    tpidr_el0 = "S3_3_C13_C0_2", // TPIDR_EL0
+    tpidrro_el0 = "S3_3_C13_C0_3", // TPIDRRO_EL0
+    sp_el0 = "sp_el0",
+    cntv_cval = "S3_5_C14_C3_2", // CNTV_CVAL_EL02
+    cntv_ctl = "S3_5_C14_C3_1",  // CNTV_CTL_EL02
+    cntp_cval = "S3_5_C14_C2_2", // CNTP_CVAL_EL02
+    cntp_ctl = "S3_5_C14_C2_1",  // CNTP_CTL_EL02
+}
+
+/// The EL2 controls one guest entry runs under.
+#[derive(Clone, Copy, Debug)]
+pub struct Controls {
+    pub hcr: u64,
+    pub vttbr: u64,
+    pub vtcr: u64,
+    pub vmpidr: u64,
+    pub cntvoff: u64,
+    /// CPTR_EL2 in CPACR_EL1's layout (E2H): which FP/SVE/SME accesses trap to EL2.
+    pub cptr: u64,
+    /// MDCR_EL2 bits to set over the host's (debug and PMU register traps).
+    pub mdcr_traps: u64,
+}
+
+/// HCR_EL2 bits a guest runs with.
+pub mod hcr {
+    pub const VM: u64 = 1 << 0;
+    pub const SWIO: u64 = 1 << 1;
+    pub const FMO: u64 = 1 << 3;
+    pub const IMO: u64 = 1 << 4;
+    pub const AMO: u64 = 1 << 5;
+    pub const FB: u64 = 1 << 9;
+    /// Barriers are Inner Shareable at least.
+    pub const BSU_IS: u64 = 1 << 10;
+    pub const TWI: u64 = 1 << 13;
+    pub const TSC: u64 = 1 << 19;
+    pub const TACR: u64 = 1 << 21;
+    pub const TSW: u64 = 1 << 22;
+    pub const RW: u64 = 1 << 31;
+    pub const E2H: u64 = 1 << 34;
+}
+
+/// MDCR_EL2 trap bits: PMU (TPMCR, TPM), debug registers (TDA), OS lock and OS debug registers
+/// (TDOSA), debug ROM (TDRA).
+pub mod mdcr {
+    pub const TDE: u64 = 1 << 8;
+    pub const TPMCR: u64 = 1 << 5;
+    pub const TPM: u64 = 1 << 6;
+    pub const TDA: u64 = 1 << 9;
+    pub const TDOSA: u64 = 1 << 10;
+    pub const TDRA: u64 = 1 << 11;
+}
+
+/// CPTR_EL2 (CPACR layout under E2H): FP, SVE and SME untrapped at every level.
+pub const CPTR_FP_ON: u64 = 3 << 20;
+
+macro_rules! rd {
+    ($enc:literal) => {{
+        let v: u64;
+        // SAFETY: reading a system register has no side effects.
+        unsafe { core::arch::asm!(concat!("mrs {}, ", $enc), out(reg) v, options(nomem, nostack)) };
+        v
+    }};
+}
+
+macro_rules! wr {
+    ($enc:literal, $v:expr) => {{
+        let v: u64 = $v;
+        // SAFETY: an EL2 control the world switch owns while interrupts are masked; the host's
+        // value is put back before they are unmasked.
+        unsafe { core::arch::asm!(concat!("msr ", $enc, ", {}"), in(reg) v, options(nomem, nostack)) };
+    }};
+}
+
+/// Whether the CPU implements HCRX_EL2 (FEAT_HCX).
+fn has_hcx() -> bool {
+    (rd!("S3_0_C0_C7_1") >> 40) & 0xf != 0 // ID_AA64MMFR1_EL1.HCX
+}
+
+/// Runs the guest once: loads `el1` and `c`, enters at `regs`, and on its next exception to EL2
+/// saves its registers back and restores the host's. Interrupts must be masked (the guest's
+/// IRQs come back as [`Exit::Irq`] and are taken by the host once it unmasks). Only in a
+/// kernel at EL2.
+pub fn world_switch(c: &Controls, el1: &mut El1State, regs: &mut GuestRegs) -> Exit {
+    let host_hcr = rd!("S3_4_C1_C1_0");
+    let host_mdcr = rd!("S3_4_C1_C1_1");
+    let host_cptr = rd!("S3_0_C1_C0_2"); // CPTR_EL2 through CPACR_EL1 (E2H)
+    let hcx = has_hcx();
+    let host_hcrx = if hcx { rd!("S3_4_C1_C2_2") } else { 0 };
+    let (tpidr, tpidrro, sp0, mdscr, tpidr_el1, par, csselr) = (
+        rd!("S3_3_C13_C0_2"),
+        rd!("S3_3_C13_C0_3"),
+        rd!("sp_el0"),
+        rd!("S2_0_C0_C2_2"),
+        rd!("S3_0_C13_C0_4"),
+        rd!("S3_0_C7_C4_0"),
+        rd!("S3_2_C0_C0_0"),
+    );
+
+    wr!("S3_4_C2_C1_2", c.vtcr);
+    wr!("S3_4_C2_C1_0", c.vttbr);
+    wr!("S3_4_C0_C0_5", c.vmpidr);
+    wr!("S3_4_C14_C0_3", c.cntvoff);
+    // TDE off: the guest's debug exceptions are its own.
+    wr!("S3_4_C1_C1_1", (host_mdcr & !mdcr::TDE) | c.mdcr_traps);
+    if hcx {
+        // No TCR2, FPMR, GCS or MOPS for guests yet: their ID fields are what a guest reads,
+        // and these controls make the instructions and registers UNDEFINED or trapped.
+        wr!("S3_4_C1_C2_2", 0);
+    }
+    el1.load();
+    wr!("S3_0_C1_C0_2", c.cptr);
+    wr!("S3_4_C1_C1_0", c.hcr);
+    // SAFETY: barrier only: the controls above take effect before the guest's first
+    // instruction (guest_enter ends with ERET, itself a context synchronization event).
+    unsafe { core::arch::asm!("isb", options(nomem, nostack)) };
+    // SAFETY: guest_enter saves and restores every callee-saved register and SP, and returns
+    // on the host's stack with the host's vectors; `regs` is valid for the whole call.
+    let kind = unsafe { guest_enter(regs) };
+
+    wr!("S3_4_C1_C1_0", host_hcr);
+    wr!("S3_0_C1_C0_2", host_cptr);
+    el1.save();
+    // The guest's timers must not fire while it is away: the host takes their state from
+    // `el1` and the vCPU's own deadline.
+    wr!("S3_5_C14_C3_1", 0);
+    wr!("S3_5_C14_C2_1", 0);
+    wr!("S3_3_C13_C0_2", tpidr);
+    wr!("S3_3_C13_C0_3", tpidrro);
+    wr!("sp_el0", sp0);
+    wr!("S2_0_C0_C2_2", mdscr);
+    wr!("S3_0_C13_C0_4", tpidr_el1);
+    wr!("S3_0_C7_C4_0", par);
+    wr!("S3_2_C0_C0_0", csselr);
+    wr!("S3_4_C1_C1_1", host_mdcr);
+    if hcx {
+        wr!("S3_4_C1_C2_2", host_hcrx);
+    }
+    wr!("S3_4_C14_C0_3", 0);
+    // SAFETY: barrier only.
+    unsafe { core::arch::asm!("isb", options(nomem, nostack)) };
+    match kind {
+        0 => Exit::Sync,
+        1 => Exit::Irq,
+        2 => Exit::Fiq,
+        _ => Exit::SError,
+    }
+}
+
+/// Physical address bits the CPU implements (ID_AA64MMFR0_EL1.PARange).
+pub fn pa_bits() -> u32 {
+    match rd!("S3_0_C0_C7_0") & 0xf {
+        0 => 32,
+        1 => 36,
+        2 => 40,
+        3 => 42,
+        4 => 44,
+        5 => 48,
+        _ => 52,
+    }
+}
+
+/// VMID bits (ID_AA64MMFR1_EL1.VMIDBits: 8 or 16).
+pub fn vmid_bits() -> u32 {
+    if (rd!("S3_0_C0_C7_1") >> 4) & 0xf == 2 {
+        16
+    } else {
+        8
+    }
+}
+
+/// Invalidates every stage-1 and stage-2 TLB entry of the VM whose VTTBR_EL2 is `vttbr`, on
+/// every CPU (Inner Shareable). Interrupts are masked inside: VTTBR_EL2 briefly holds the VM's.
+pub fn flush_tlb_vm(vttbr: u64) {
+    let _irqs = super::cpu::IrqGuard::new();
+    let old = rd!("S3_4_C2_C1_0");
+    wr!("S3_4_C2_C1_0", vttbr);
+    // SAFETY: TLB maintenance and barriers only; with HCR_EL2.{E2H,TGE} = {1,1} the host's
+    // own translations are not the EL1&0 regime's, so VMALLS12E1IS touches only the VM's.
+    unsafe {
+        core::arch::asm!(
+            "isb",
+            "dsb ishst",
+            "tlbi vmalls12e1is",
+            "dsb ish",
+            "isb",
+            options(nostack)
+        )
+    };
+    wr!("S3_4_C2_C1_0", old);
+}
+
+/// Cleans a page the guest will see to the point of coherency: a guest with its MMU off
+/// reads memory uncached.
+pub fn clean_page_for_guest(va: usize, len: usize) {
+    super::cpu::clean_dcache_to_poc(va, len);
+}

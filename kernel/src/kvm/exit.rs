@@ -1,0 +1,351 @@
+//! What a guest's synchronous exception to EL2 becomes: a stage-2 fault resolved or turned into
+//! an MMIO exit, a PSCI or SMCCC call answered, a WFI slept, a trapped register emulated, or an
+//! exception injected back into the guest (Linux's arch/arm64/kvm/handle_exit.c, mmu.c,
+//! mmio.c, psci.c and inject_fault.c decide the same cases).
+
+use super::vcpu::{PendingMmio, Vcpu, VcpuState, PSTATE_RESET};
+use super::vm::{Fault, Vm};
+use crate::arch::fpsimd::fpsimd;
+use crate::arch::guest::{hcr, mdcr};
+use crate::mm::aspace::AddrSpace;
+use crate::task;
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering;
+use spin::Mutex;
+use svelt_abi::isa::esr::Esr;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::kvm::{self as k, Call};
+
+/// HCR_EL2 while a guest runs: stage 2 on; physical IRQs, FIQs and SErrors to EL2; set/way
+/// invalidation as clean-and-invalidate, broadcast TLB and barrier operations; WFI, SMC,
+/// set/way cache operations and ACTLR_EL1 trapped; EL1 is AArch64; E2H stays on.
+pub const GUEST_HCR: u64 = hcr::VM
+    | hcr::SWIO
+    | hcr::FMO
+    | hcr::IMO
+    | hcr::AMO
+    | hcr::FB
+    | hcr::BSU_IS
+    | hcr::TWI
+    | hcr::TSC
+    | hcr::TSW
+    | hcr::TACR
+    | hcr::RW
+    | hcr::E2H;
+
+/// MDCR_EL2 traps while a guest runs: its debug, OS lock, debug ROM and PMU registers are
+/// emulated (they are the host's own hardware).
+pub const GUEST_MDCR_TRAPS: u64 = mdcr::TDA | mdcr::TDOSA | mdcr::TDRA | mdcr::TPM | mdcr::TPMCR;
+
+/// What the run loop does after an exit.
+pub enum Next {
+    /// Back into the guest.
+    Enter,
+    /// KVM_RUN returns 0 with `kvm_run` filled in.
+    ToVmm,
+}
+
+const EC_WFX: u8 = 0x01;
+const EC_FP: u8 = 0x07;
+const EC_HVC64: u8 = 0x16;
+const EC_SMC64: u8 = 0x17;
+const EC_SYS64: u8 = 0x18;
+const EC_IABT_LOW: u8 = 0x20;
+const EC_DABT_LOW: u8 = 0x24;
+
+pub fn handle_sync(
+    vcpu: &Vcpu,
+    vm: &Arc<Vm>,
+    mm: &Mutex<AddrSpace>,
+    st: &mut VcpuState,
+    cur: &task::CurrentTask,
+    esr: Esr,
+) -> SysResult<Next> {
+    match esr.ec_raw() {
+        EC_WFX => {
+            st.regs.pc += 4;
+            if esr.iss() & 1 == 0 {
+                // WFI: nothing can interrupt this guest yet but a kick (CPU_ON, MP state) or
+                // a signal to the VMM thread.
+                st.put_fp();
+                super::WFI_SLEEPS.fetch_add(1, Ordering::Relaxed);
+                vcpu.wait_for_kick(cur, || false)?;
+            }
+            Ok(Next::Enter)
+        }
+        EC_FP => {
+            // The guest's first FP/SIMD access since its registers went back to memory: the
+            // VMM thread's own state goes to memory (once per KVM_RUN), the guest's comes in.
+            if !st.fp_lent {
+                crate::task::fpstate::lend_to_guest(cur);
+                st.fp_lent = true;
+            }
+            fpsimd::load(&st.fp);
+            st.fp_live = true;
+            super::GUEST_FP_LOADS.fetch_add(1, Ordering::Relaxed);
+            Ok(Next::Enter)
+        }
+        EC_HVC64 | EC_SMC64 => {
+            if esr.ec_raw() == EC_SMC64 {
+                // An SMC's return address is the SMC itself.
+                st.regs.pc += 4;
+            }
+            hypercall(vcpu, vm, st)
+        }
+        EC_SYS64 => {
+            sysreg(st, esr.iss());
+            Ok(Next::Enter)
+        }
+        EC_IABT_LOW | EC_DABT_LOW => abort(vcpu, vm, mm, st, esr),
+        // SVE, SME, pointer authentication and anything else this guest was not given.
+        _ => {
+            inject_undef(st);
+            Ok(Next::Enter)
+        }
+    }
+}
+
+/// An SMCCC call by HVC or SMC: PSCI and the SMCCC discovery calls.
+fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
+    let x = &mut st.regs.x;
+    let call = if st.features & (1 << k::KVM_ARM_VCPU_PSCI_0_2) != 0 {
+        let mut c = k::smccc_call(x[0], [x[1], x[2], x[3]]);
+        // The PSCI version the VMM chose for this vCPU.
+        if x[0] as u32 == k::PSCI_0_2_FN_PSCI_VERSION {
+            c = Call::Return(st.psci_version);
+        }
+        c
+    } else {
+        Call::Return(k::PSCI_RET_NOT_SUPPORTED as u64)
+    };
+    let ret = |v: i64| v as u64;
+    match call {
+        Call::Return(v) => x[0] = v,
+        Call::CpuOff => {
+            vcpu.power.lock().off = true;
+        }
+        Call::CpuOn {
+            target,
+            entry,
+            context,
+        } => {
+            x[0] = ret(cpu_on(vm, target, entry, context));
+        }
+        Call::AffinityInfo { target, level } => {
+            x[0] = if level != 0 {
+                ret(k::PSCI_RET_INVALID_PARAMS)
+            } else {
+                let vcpus = vm.vcpus.lock();
+                match vcpus.iter().find(|v| mpidr_of(v) == target & MPIDR_HWID) {
+                    Some(v) => u64::from(v.power.lock().off),
+                    None => ret(k::PSCI_RET_INVALID_PARAMS),
+                }
+            };
+        }
+        Call::SystemEvent { ty, flags } => {
+            // Every vCPU stops; the VMM decides what happens next.
+            for v in vm.vcpus.lock().iter() {
+                v.power.lock().off = true;
+                v.kick();
+            }
+            vcpu.kicked.store(false, Ordering::Relaxed);
+            vcpu.run_write(k::run::SYSTEM_EVENT_TYPE, &ty.to_le_bytes());
+            vcpu.run_write(k::run::SYSTEM_EVENT_NDATA, &1u32.to_le_bytes());
+            vcpu.run_write(k::run::SYSTEM_EVENT_DATA, &flags.to_le_bytes());
+            vcpu.set_exit_reason(k::KVM_EXIT_SYSTEM_EVENT);
+            return Ok(Next::ToVmm);
+        }
+    }
+    Ok(Next::Enter)
+}
+
+/// The affinity fields of an MPIDR.
+const MPIDR_HWID: u64 = 0xff_00ff_ffff;
+
+fn mpidr_of(v: &Vcpu) -> u64 {
+    // The vCPU's MPIDR as KVM gives it (a VMM may change it before the first run; the copy in
+    // the state is behind a lock its own KVM_RUN holds, so the default is used here).
+    let id = v.id as u64;
+    ((id & 0xf) | (((id >> 4) & 0xff) << 8) | (((id >> 12) & 0xff) << 16)) & MPIDR_HWID
+}
+
+/// PSCI CPU_ON for the vCPU with affinity `target`.
+fn cpu_on(vm: &Vm, target: u64, entry: u64, context: u64) -> i64 {
+    let vcpus = vm.vcpus.lock();
+    let Some(t) = vcpus.iter().find(|v| mpidr_of(v) == target & MPIDR_HWID) else {
+        return k::PSCI_RET_INVALID_PARAMS;
+    };
+    let mut p = t.power.lock();
+    if p.on.is_some() {
+        return -5; // ON_PENDING
+    }
+    if !p.off {
+        return k::PSCI_RET_ALREADY_ON;
+    }
+    p.off = false;
+    p.on = Some((entry, context));
+    drop(p);
+    t.kick();
+    k::PSCI_RET_SUCCESS
+}
+
+/// A trapped system register access (ISS: Op0, Op2, Op1, CRn, Rt, CRm, direction): the debug,
+/// OS lock and PMU registers read back what the guest wrote (MDSCR_EL1 is its own, loaded on
+/// entry), ACTLR_EL1 reads as 0, set/way cache operations do nothing (the host's caches are
+/// coherent for the guest's memory). The instruction is skipped.
+fn sysreg(st: &mut VcpuState, iss: u32) {
+    let op0 = (iss >> 20) & 3;
+    let op2 = (iss >> 17) & 7;
+    let op1 = (iss >> 14) & 7;
+    let crn = (iss >> 10) & 0xf;
+    let rt = ((iss >> 5) & 0x1f) as usize;
+    let crm = (iss >> 1) & 0xf;
+    let read = iss & 1 != 0;
+    let key = (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2;
+    const MDSCR: u32 = (2 << 14) | (2 << 3) | 2;
+    let value = |st: &VcpuState| match key {
+        MDSCR => st.el1.mdscr,
+        _ if op0 == 1 => 0,
+        _ => st.shadow.get(&key).copied().unwrap_or(0),
+    };
+    if read {
+        let v = value(st);
+        if rt != 31 {
+            st.regs.x[rt] = v;
+        }
+    } else {
+        let v = if rt == 31 { 0 } else { st.regs.x[rt] };
+        match key {
+            MDSCR => st.el1.mdscr = v,
+            // Cache maintenance by set/way and other system instructions: nothing to keep.
+            _ if op0 == 1 => {}
+            _ => {
+                let _ = st.shadow.insert(key, v);
+            }
+        }
+    }
+    st.regs.pc += 4;
+}
+
+/// A stage-2 fault: RAM of a slot, or an MMIO access, or something the guest is told about.
+fn abort(
+    vcpu: &Vcpu,
+    vm: &Arc<Vm>,
+    mm: &Mutex<AddrSpace>,
+    st: &mut VcpuState,
+    esr: Esr,
+) -> SysResult<Next> {
+    let iss = esr.iss();
+    let iabt = esr.ec_raw() == EC_IABT_LOW;
+    let fsc = iss & 0x3f;
+    // Translation, access flag and permission faults at any level; anything else (an external
+    // abort on the walk, a TLB conflict) is not the guest's doing.
+    if !matches!(fsc & 0x3c, 0x04 | 0x08 | 0x0c) {
+        return Err(Errno::EFAULT);
+    }
+    let s1ptw = iss & (1 << 7) != 0;
+    let cm = !iabt && iss & (1 << 8) != 0;
+    let write = s1ptw || (!iabt && !cm && iss & (1 << 6) != 0);
+    let ipa = (((st.regs.hpfar >> 4) & ((1 << 40) - 1)) << 12) | (st.regs.far & 0xfff);
+    if ipa >> vm.ipa_bits != 0 {
+        inject_abort(st, iabt);
+        return Ok(Next::Enter);
+    }
+    match vm.fault(mm, ipa, write) {
+        Fault::Mapped => return Ok(Next::Enter),
+        Fault::Efault => return Err(Errno::EFAULT),
+        Fault::Mmio => {}
+    }
+    // Not RAM: no instructions or page tables may come from there.
+    if iabt || s1ptw {
+        inject_abort(st, iabt);
+        return Ok(Next::Enter);
+    }
+    if cm {
+        // Cache maintenance on a device: nothing to do.
+        st.regs.pc += 4;
+        return Ok(Next::Enter);
+    }
+    let Some(access) = k::mmio_access(iss) else {
+        if !vm.nisv_to_user.load(Ordering::Relaxed) {
+            return Err(Errno::ENOSYS);
+        }
+        // Only the syndrome's fault status, WnR and the instruction length are the VMM's.
+        let sanitized = (esr.0 & 0xffff_ffff) & ((0x3f) | (1 << 6) | (1 << 25) | (0x3f << 26));
+        vcpu.run_write(k::run::NISV_ESR_ISS, &sanitized.to_le_bytes());
+        vcpu.run_write(k::run::NISV_FAULT_IPA, &ipa.to_le_bytes());
+        vcpu.set_exit_reason(k::KVM_EXIT_ARM_NISV);
+        return Ok(Next::ToVmm);
+    };
+    super::MMIO_EXITS.fetch_add(1, Ordering::Relaxed);
+    let mut data = [0u8; 8];
+    if access.write {
+        let reg = if access.reg == 31 {
+            0
+        } else {
+            st.regs.x[access.reg as usize]
+        };
+        data = access.store_value(reg).to_le_bytes();
+    }
+    vcpu.run_write(k::run::MMIO_PHYS_ADDR, &ipa.to_le_bytes());
+    vcpu.run_write(k::run::MMIO_DATA, &data);
+    vcpu.run_write(k::run::MMIO_LEN, &access.len.to_le_bytes());
+    vcpu.run_write(k::run::MMIO_IS_WRITE, &[access.write as u8]);
+    vcpu.set_exit_reason(k::KVM_EXIT_MMIO);
+    st.mmio = Some(PendingMmio { access });
+    Ok(Next::ToVmm)
+}
+
+/// The VMM answered an MMIO exit: a load takes its data from `kvm_run`; either way the access
+/// is done and the guest goes on after it (kvm_handle_mmio_return).
+pub fn complete_mmio(vcpu: &Vcpu, st: &mut VcpuState, p: PendingMmio) {
+    let a = p.access;
+    if !a.write && a.reg != 31 {
+        let data = u64::from_le_bytes(vcpu.run_read::<8>(k::run::MMIO_DATA));
+        st.regs.x[a.reg as usize] = a.load_value(data);
+    }
+    st.regs.pc += 4;
+}
+
+/// Takes an exception to the guest's EL1, as the CPU would (the vector by where it came from,
+/// PSTATE masked at EL1h, PAN and SSBS as SCTLR_EL1 says).
+fn enter_el1(st: &mut VcpuState, esr: u64) {
+    let mode = st.regs.pstate & 0x1f;
+    let offset = match mode {
+        0b00000 => 0x400, // from EL0 (AArch64)
+        0b00100 => 0x000, // EL1t
+        _ => 0x200,       // EL1h
+    };
+    st.el1.elr = st.regs.pc;
+    st.el1.spsr = st.regs.pstate;
+    st.el1.esr = esr;
+    let mut pstate = PSTATE_RESET;
+    if st.el1.sctlr & (1 << 23) == 0 {
+        pstate |= 1 << 22; // SPAN clear: PAN set on entry
+    }
+    if st.el1.sctlr & (1 << 44) != 0 {
+        pstate |= 1 << 12; // DSSBS
+    }
+    pstate |= st.regs.pstate & (1 << 24); // DIT is kept
+    st.regs.pstate = pstate;
+    st.regs.pc = st.el1.vbar + offset;
+}
+
+/// An Undefined Instruction exception for the guest (EC 0, IL set).
+pub fn inject_undef(st: &mut VcpuState) {
+    enter_el1(st, 1 << 25);
+}
+
+/// A synchronous external abort on the access that faulted (instruction or data, from the
+/// guest's EL0 or EL1), at FAR.
+fn inject_abort(st: &mut VcpuState, iabt: bool) {
+    let from_el1 = st.regs.pstate & 0x1f != 0;
+    let ec: u64 = match (iabt, from_el1) {
+        (true, false) => 0x20,
+        (true, true) => 0x21,
+        (false, false) => 0x24,
+        (false, true) => 0x25,
+    };
+    st.el1.far = st.regs.far;
+    enter_el1(st, (ec << 26) | (1 << 25) | 0x10);
+}

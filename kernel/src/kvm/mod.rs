@@ -1,0 +1,120 @@
+//! Svelt as a KVM host: Linux's arm64 KVM API on `/dev/kvm` (misc 10:232), for VMMs and Linux's
+//! KVM selftests unchanged (Documentation/virt/kvm/api.rst is the reference; docs/kvm.md says
+//! what is there and what is not yet).
+//!
+//! - `vm`: a VM's memory slots, stage-2 tables (`stage2`) and VMID, and its file's ioctls.
+//! - `vcpu`: a vCPU, its `kvm_run` page, its file's ioctls, and the run loop.
+//! - `exit`: what each kind of guest exit becomes.
+//! - `regs`: the vCPU's registers by KVM's register IDs.
+//!
+//! A vCPU is the VMM thread that calls KVM_RUN: the guest runs on that thread's kernel stack,
+//! so the scheduler, signals and the lazy FP machine treat it as that thread. Only a kernel at
+//! EL2 with VHE offers the device (at EL1 there is no hypervisor to be).
+
+mod exit;
+mod regs;
+mod stage2;
+mod vcpu;
+mod vm;
+
+use crate::fs::{dev, File, FileOps};
+use alloc::sync::Arc;
+use core::any::Any;
+use core::sync::atomic::{AtomicU64, Ordering};
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::kvm as k;
+
+/// Guest exits of every kind, MMIO exits to a VMM, WFI sleeps, guest FP loads (/proc/svelt/kvm).
+pub static EXITS: AtomicU64 = AtomicU64::new(0);
+pub static MMIO_EXITS: AtomicU64 = AtomicU64::new(0);
+pub static WFI_SLEEPS: AtomicU64 = AtomicU64::new(0);
+pub static GUEST_FP_LOADS: AtomicU64 = AtomicU64::new(0);
+
+/// The largest IPA size a VM may have: what the CPU's physical addresses reach, at most 48 bits
+/// (no 52-bit stage-2 descriptors yet).
+fn max_ipa_bits() -> u32 {
+    crate::arch::guest::pa_bits().min(48)
+}
+
+/// KVM_CHECK_EXTENSION's answer (on /dev/kvm, a VM or a vCPU): exactly what is implemented.
+pub fn check_extension(cap: u64, _vm: Option<&Arc<vm::Vm>>) -> usize {
+    match cap {
+        k::KVM_CAP_USER_MEMORY
+        | k::KVM_CAP_DESTROY_MEMORY_REGION_WORKS
+        | k::KVM_CAP_JOIN_MEMORY_REGIONS_WORKS
+        | k::KVM_CAP_SYNC_MMU
+        | k::KVM_CAP_ONE_REG
+        | k::KVM_CAP_ARM_PSCI
+        | k::KVM_CAP_ARM_PSCI_0_2
+        | k::KVM_CAP_IMMEDIATE_EXIT
+        | k::KVM_CAP_READONLY_MEM
+        | k::KVM_CAP_ARM_NISV_TO_USER => 1,
+        k::KVM_CAP_NR_VCPUS => crate::percpu::online_count().min(k::KVM_MAX_VCPUS),
+        k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
+        k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,
+        k::KVM_CAP_ARM_VM_IPA_SIZE => max_ipa_bits() as usize,
+        _ => 0,
+    }
+}
+
+/// /dev/kvm.
+struct KvmDev;
+
+impl FileOps for KvmDev {
+    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+        match cmd {
+            k::KVM_GET_API_VERSION if arg == 0 => Ok(k::KVM_API_VERSION),
+            k::KVM_CREATE_VM => {
+                let bits = k::vm_ipa_bits(arg as u64, max_ipa_bits())?;
+                let vm = vm::Vm::new(bits)?;
+                vm::install(vm::vm_file(vm))
+            }
+            k::KVM_CHECK_EXTENSION => Ok(check_extension(arg as u64, None)),
+            // The kvm_run page and the (unused) coalesced MMIO ring after it.
+            k::KVM_GET_VCPU_MMAP_SIZE if arg == 0 => Ok(2 * 4096),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+    fn poll(&self) -> u32 {
+        0
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Offers /dev/kvm when the kernel runs at EL2 with VHE (boot time, before the root file
+/// system is built).
+pub fn init() {
+    if !crate::arch::el::vhe() {
+        return;
+    }
+    dev::register(dev::Driver {
+        name: "kvm",
+        major: 10,
+        minor: 232,
+        mode: 0o660,
+        open: |_flags| Ok(Arc::new(KvmDev)),
+    });
+}
+
+/// /proc/svelt/kvm: VMs alive, and the exit counters.
+pub fn stats() -> alloc::string::String {
+    alloc::format!(
+        "vms {}\nvmids {}\nstage2_pages {}\nstage2_tables {}\nexits {}\nmmio_exits {}\nwfi_sleeps {}\nguest_fp_loads {}\n",
+        vm::VMS.load(Ordering::Relaxed),
+        vm::VMIDS_USED.load(Ordering::Relaxed),
+        stage2::LEAVES.load(Ordering::Relaxed),
+        stage2::TABLE_PAGES.load(Ordering::Relaxed),
+        EXITS.load(Ordering::Relaxed),
+        MMIO_EXITS.load(Ordering::Relaxed),
+        WFI_SLEEPS.load(Ordering::Relaxed),
+        GUEST_FP_LOADS.load(Ordering::Relaxed),
+    )
+}

@@ -1,0 +1,190 @@
+//! KVM_GET_ONE_REG, KVM_SET_ONE_REG and KVM_GET_REG_LIST: a vCPU's registers by the IDs of
+//! Linux's arm64 KVM API (arch/arm64/include/uapi/asm/kvm.h; the core registers as
+//! `struct kvm_regs` lays them out, system registers by encoding, the timers, and the firmware
+//! pseudo-registers).
+
+use super::vcpu::VcpuState;
+use super::vm::Vm;
+use crate::arch::guest::El1State;
+use crate::mm::uaccess::UserPtr;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::kvm::{self as k, sysreg_id, CoreReg, KvmOneReg};
+
+type Get = fn(&El1State) -> u64;
+type Set = fn(&mut El1State, u64);
+
+/// The EL1 and EL0 system registers a VMM reads and writes, in Linux's order of encodings.
+macro_rules! sysregs {
+    ($(($op0:literal, $op1:literal, $crn:literal, $crm:literal, $op2:literal, $f:ident)),* $(,)?) => {
+        const SYSREGS: &[(u64, Get, Set)] = &[
+            $((sysreg_id($op0, $op1, $crn, $crm, $op2), |s| s.$f, |s, v| s.$f = v),)*
+        ];
+    };
+}
+
+sysregs! {
+    (2, 0, 0, 2, 2, mdscr),       // MDSCR_EL1
+    (3, 0, 1, 0, 0, sctlr),       // SCTLR_EL1
+    (3, 0, 1, 0, 2, cpacr),       // CPACR_EL1
+    (3, 0, 2, 0, 0, ttbr0),       // TTBR0_EL1
+    (3, 0, 2, 0, 1, ttbr1),       // TTBR1_EL1
+    (3, 0, 2, 0, 2, tcr),         // TCR_EL1
+    (3, 0, 5, 1, 0, afsr0),       // AFSR0_EL1
+    (3, 0, 5, 1, 1, afsr1),       // AFSR1_EL1
+    (3, 0, 5, 2, 0, esr),         // ESR_EL1
+    (3, 0, 6, 0, 0, far),         // FAR_EL1
+    (3, 0, 7, 4, 0, par),         // PAR_EL1
+    (3, 0, 10, 2, 0, mair),       // MAIR_EL1
+    (3, 0, 10, 3, 0, amair),      // AMAIR_EL1
+    (3, 0, 12, 0, 0, vbar),       // VBAR_EL1
+    (3, 0, 13, 0, 1, contextidr), // CONTEXTIDR_EL1
+    (3, 0, 13, 0, 4, tpidr_el1),  // TPIDR_EL1
+    (3, 0, 14, 1, 0, cntkctl),    // CNTKCTL_EL1
+    (3, 2, 0, 0, 0, csselr),      // CSSELR_EL1
+    (3, 3, 13, 0, 2, tpidr_el0),  // TPIDR_EL0
+    (3, 3, 13, 0, 3, tpidrro_el0), // TPIDRRO_EL0
+    (3, 3, 14, 2, 1, cntp_ctl),   // CNTP_CTL_EL0
+    (3, 3, 14, 2, 2, cntp_cval),  // CNTP_CVAL_EL0
+    (3, 3, 14, 3, 1, cntv_ctl),   // KVM_REG_ARM_TIMER_CTL
+}
+
+pub const MPIDR_EL1: u64 = sysreg_id(3, 0, 0, 0, 5);
+/// KVM's names for the virtual timer's compare value and counter: their encodings are each
+/// other's (a historical mix-up the API keeps).
+pub const TIMER_CVAL: u64 = sysreg_id(3, 3, 14, 0, 2);
+pub const TIMER_CNT: u64 = sysreg_id(3, 3, 14, 3, 2);
+pub const CNTPCT: u64 = sysreg_id(3, 3, 14, 0, 1);
+
+/// Every register ID the vCPU has, in KVM_GET_REG_LIST's order: core, firmware, system.
+fn all() -> impl Iterator<Item = u64> {
+    let mut sys: Vec<u64> = SYSREGS.iter().map(|r| r.0).collect();
+    sys.extend([MPIDR_EL1, TIMER_CVAL, TIMER_CNT, CNTPCT]);
+    sys.sort_unstable();
+    CoreReg::all()
+        .map(CoreReg::id)
+        .chain([k::KVM_REG_ARM_PSCI_VERSION])
+        .chain(sys)
+}
+
+fn counter() -> u64 {
+    crate::arch::cpu::counter()
+}
+
+fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
+    if id & k::KVM_REG_ARCH_MASK != k::KVM_REG_ARM64 {
+        return Err(Errno::EINVAL);
+    }
+    match id & k::KVM_REG_ARM_COPROC_MASK {
+        k::KVM_REG_ARM_CORE => {
+            let v = match CoreReg::from_id(id)? {
+                CoreReg::X(n) => st.regs.x[n] as u128,
+                CoreReg::Sp => st.el1.sp_el0 as u128,
+                CoreReg::Pc => st.regs.pc as u128,
+                CoreReg::Pstate => st.regs.pstate as u128,
+                CoreReg::SpEl1 => st.regs.sp_el1 as u128,
+                CoreReg::ElrEl1 => st.el1.elr as u128,
+                CoreReg::Spsr(0) => st.el1.spsr as u128,
+                CoreReg::Spsr(n) => st.spsr32[n - 1] as u128,
+                CoreReg::V(n) => st.fp.vregs[n],
+                CoreReg::Fpsr => st.fp.fpsr as u128,
+                CoreReg::Fpcr => st.fp.fpcr as u128,
+            };
+            Ok(v)
+        }
+        k::KVM_REG_ARM_FW if id == k::KVM_REG_ARM_PSCI_VERSION => Ok(st.psci_version as u128),
+        k::KVM_REG_ARM64_SYSREG => {
+            if k::reg_size(id) != 8 {
+                return Err(Errno::ENOENT);
+            }
+            let v = match id {
+                MPIDR_EL1 => st.mpidr,
+                TIMER_CVAL => st.el1.cntv_cval,
+                TIMER_CNT => counter().wrapping_sub(vm.cntvoff.load(Ordering::Relaxed)),
+                CNTPCT => counter(),
+                _ => {
+                    let r = SYSREGS.iter().find(|r| r.0 == id).ok_or(Errno::ENOENT)?;
+                    (r.1)(&st.el1)
+                }
+            };
+            Ok(v as u128)
+        }
+        _ => Err(Errno::ENOENT),
+    }
+}
+
+/// KVM_GET_ONE_REG.
+pub fn get(vm: &Vm, st: &VcpuState, r: &KvmOneReg) -> SysResult<usize> {
+    let v = value(vm, st, r.id)?;
+    let n = k::reg_size(r.id);
+    let bytes = v.to_le_bytes();
+    UserPtr::<u8>::new(r.addr as usize).write_slice(&bytes[..n.min(16)])?;
+    Ok(0)
+}
+
+/// KVM_SET_ONE_REG.
+pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
+    // The register must exist (and its size be right) before its value is read.
+    value(vm, st, r.id)?;
+    let n = k::reg_size(r.id);
+    let mut bytes = [0u8; 16];
+    UserPtr::<u8>::new(r.addr as usize).read_slice(&mut bytes[..n.min(16)])?;
+    let v = u128::from_le_bytes(bytes);
+    let v64 = v as u64;
+    match r.id & k::KVM_REG_ARM_COPROC_MASK {
+        k::KVM_REG_ARM_CORE => match CoreReg::from_id(r.id)? {
+            CoreReg::X(i) => st.regs.x[i] = v64,
+            CoreReg::Sp => st.el1.sp_el0 = v64,
+            CoreReg::Pc => st.regs.pc = v64,
+            CoreReg::Pstate => {
+                if !k::pstate_mode_ok(v64) {
+                    return Err(Errno::EINVAL);
+                }
+                st.regs.pstate = v64;
+            }
+            CoreReg::SpEl1 => st.regs.sp_el1 = v64,
+            CoreReg::ElrEl1 => st.el1.elr = v64,
+            CoreReg::Spsr(0) => st.el1.spsr = v64,
+            CoreReg::Spsr(i) => st.spsr32[i - 1] = v64,
+            CoreReg::V(i) => st.fp.vregs[i] = v,
+            CoreReg::Fpsr => st.fp.fpsr = v64 as u32,
+            CoreReg::Fpcr => st.fp.fpcr = v64 as u32,
+        },
+        k::KVM_REG_ARM_FW => {
+            // PSCI 0.2, 1.0 and 1.1 may be chosen (a guest migrated from an older host).
+            if !matches!(v64, 0x2 | 0x1_0000 | 0x1_0001) {
+                return Err(Errno::EINVAL);
+            }
+            st.psci_version = v64;
+        }
+        _ => match r.id {
+            MPIDR_EL1 => st.mpidr = v64,
+            TIMER_CVAL => st.el1.cntv_cval = v64,
+            TIMER_CNT => vm
+                .cntvoff
+                .store(counter().wrapping_sub(v64), Ordering::Relaxed),
+            CNTPCT => return Err(Errno::EINVAL),
+            id => {
+                let r = SYSREGS.iter().find(|r| r.0 == id).ok_or(Errno::ENOENT)?;
+                (r.2)(&mut st.el1, v64);
+            }
+        },
+    }
+    Ok(0)
+}
+
+/// KVM_GET_REG_LIST: `struct kvm_reg_list { u64 n; u64 reg[]; }`. A list too short for every
+/// ID gets the count and E2BIG.
+pub fn list(arg: usize) -> SysResult<usize> {
+    let n_user = UserPtr::<u64>::new(arg).read()?;
+    let count = all().count() as u64;
+    UserPtr::<u64>::new(arg).write(&count)?;
+    if n_user < count {
+        return Err(Errno::E2BIG);
+    }
+    for (i, id) in all().enumerate() {
+        UserPtr::<u64>::new(arg + 8 + 8 * i).write(&id)?;
+    }
+    Ok(0)
+}

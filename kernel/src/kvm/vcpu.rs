@@ -1,0 +1,436 @@
+//! A vCPU: a thread of the VMM that runs guest code inside KVM_RUN. Its registers while it is
+//! off the CPU, its `kvm_run` page, its ioctls, and the run loop.
+//!
+//! The loop enters the guest with interrupts masked and comes back on the guest's next
+//! exception to EL2; a host interrupt (the tick, an IPI) ends the entry, is taken as soon as
+//! the loop unmasks, and the loop then reschedules or returns EINTR for a pending signal as the
+//! return to user mode would. Exits the kernel can finish (PSCI calls, WFI, trapped system
+//! registers, stage-2 faults on RAM) go straight back in; MMIO and system events return to
+//! the VMM with the `kvm_run` page filled in.
+
+use super::vm::Vm;
+use super::{exit, regs};
+use crate::arch::fpsimd::fpsimd::{self, FpsimdState};
+use crate::arch::guest::{self, El1State, GuestRegs};
+use crate::fs::{File, FileOps};
+use crate::mm::aspace::MappedFile;
+use crate::mm::frame::Page;
+use crate::mm::uaccess::UserPtr;
+use crate::task::wait::WaitQueue;
+use crate::task::{self, sched};
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use core::any::Any;
+use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicBool, Ordering};
+use spin::{Mutex, MutexGuard};
+use svelt_abi::isa::esr::Esr;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::kvm::{self as k, KvmOneReg, KvmVcpuInit, MmioAccess};
+
+/// An MMIO access the VMM is completing: the register a load writes.
+#[derive(Clone, Copy, Debug)]
+pub struct PendingMmio {
+    pub access: MmioAccess,
+}
+
+/// A vCPU's state while the holder of its lock (an ioctl on it) works on it.
+pub struct VcpuState {
+    pub inited: bool,
+    pub features: u32,
+    pub regs: GuestRegs,
+    pub el1: El1State,
+    pub fp: FpsimdState,
+    /// The AArch32 banked SPSRs (abt, und, irq, fiq): kept for KVM_{GET,SET}_ONE_REG only.
+    pub spsr32: [u64; 4],
+    pub mpidr: u64,
+    /// The PSCI version the guest is told (the firmware pseudo-register).
+    pub psci_version: u64,
+    /// The last exit was an MMIO load or store the VMM answers in `kvm_run`.
+    pub mmio: Option<PendingMmio>,
+    /// Trapped debug and PMU registers, as the guest last wrote them (read back as written,
+    /// never reaching the CPU's own).
+    pub shadow: BTreeMap<u32, u64>,
+    /// The guest's FP/SIMD registers are live in this CPU (since its first FP access of this
+    /// entry sequence); they go back to `fp` before anything else may run here.
+    pub fp_live: bool,
+    /// This KVM_RUN already took the registers from the VMM thread's own state.
+    pub fp_lent: bool,
+}
+
+impl VcpuState {
+    /// Puts the guest's live FP registers back in memory (before a switch, a sleep, the return
+    /// to the VMM).
+    pub fn put_fp(&mut self) {
+        if self.fp_live {
+            fpsimd::save(&mut self.fp);
+            self.fp_live = false;
+        }
+    }
+}
+
+pub struct Vcpu {
+    pub id: u32,
+    /// The `kvm_run` page the VMM maps.
+    pub run: Page,
+    state: Mutex<VcpuState>,
+    /// Where ioctls wait for the state's lock (KVM's vcpu->mutex).
+    lockq: WaitQueue,
+    /// Where a vCPU in WFI or powered off waits; `kicked` says something happened.
+    pub wake: WaitQueue,
+    pub kicked: AtomicBool,
+    /// Powered off, and a pending CPU_ON; apart from the state's lock, which the vCPU's own
+    /// KVM_RUN holds while another vCPU powers it on.
+    pub power: Mutex<Power>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Power {
+    pub off: bool,
+    /// CPU_ON's entry point and context ID, applied when the vCPU next runs.
+    pub on: Option<(u64, u64)>,
+}
+
+/// The lock on a vCPU's state; dropping it lets the next waiter in.
+pub struct StateGuard<'a> {
+    g: Option<MutexGuard<'a, VcpuState>>,
+    q: &'a WaitQueue,
+}
+
+impl Deref for StateGuard<'_> {
+    type Target = VcpuState;
+    fn deref(&self) -> &VcpuState {
+        self.g.as_ref().expect("held")
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut VcpuState {
+        self.g.as_mut().expect("held")
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        drop(self.g.take());
+        self.q.wake_all();
+    }
+}
+
+/// The MPIDR KVM gives vCPU `id`: Aff0 = id % 16, Aff1 and Aff2 the next bits, bit 31 RES1.
+fn mpidr_for(id: u32) -> u64 {
+    let id = id as u64;
+    (1 << 31) | (id & 0xf) | (((id >> 4) & 0xff) << 8) | (((id >> 12) & 0xff) << 16)
+}
+
+/// PSTATE at reset and after KVM_ARM_VCPU_INIT: EL1h with D, A, I and F masked.
+pub const PSTATE_RESET: u64 = 0x3c5;
+/// SCTLR_EL1 at reset: MMU and caches off, the RES1 bits.
+const SCTLR_RESET: u64 = 0x30d0_0800;
+
+impl Vcpu {
+    pub fn new(id: u32) -> SysResult<Arc<Vcpu>> {
+        let run = Page::new_user().ok_or(Errno::ENOMEM)?;
+        Ok(Arc::new(Vcpu {
+            id,
+            run,
+            state: Mutex::new(VcpuState {
+                inited: false,
+                features: 0,
+                regs: GuestRegs::default(),
+                el1: El1State::default(),
+                fp: FpsimdState::default(),
+                spsr32: [0; 4],
+                mpidr: mpidr_for(id),
+                psci_version: k::PSCI_VERSION_1_1,
+                mmio: None,
+                shadow: BTreeMap::new(),
+                fp_live: false,
+                fp_lent: false,
+            }),
+            lockq: WaitQueue::new(),
+            wake: WaitQueue::new(),
+            kicked: AtomicBool::new(false),
+            power: Mutex::new(Power::default()),
+        }))
+    }
+
+    /// Takes the state's lock, sleeping while another ioctl holds it; EINTR if the caller is
+    /// killed meanwhile.
+    pub fn lock(&self) -> SysResult<StateGuard<'_>> {
+        let g = self
+            .lockq
+            .wait_uninterruptible(|| self.state.try_lock())
+            .ok_or(Errno::EINTR)?;
+        Ok(StateGuard {
+            g: Some(g),
+            q: &self.lockq,
+        })
+    }
+
+    /// Wakes the vCPU from WFI or power-off.
+    pub fn kick(&self) {
+        self.kicked.store(true, Ordering::Release);
+        self.wake.wake_all();
+    }
+
+    pub fn run_write(&self, off: usize, bytes: &[u8]) {
+        self.run.writer().write(off, bytes);
+    }
+
+    pub fn run_read<const N: usize>(&self, off: usize) -> [u8; N] {
+        let mut b = [0u8; N];
+        self.run.reader().read(off, &mut b);
+        b
+    }
+
+    pub fn set_exit_reason(&self, reason: u32) {
+        self.run_write(k::run::EXIT_REASON, &reason.to_le_bytes());
+    }
+
+    fn init(&self, st: &mut VcpuState, init: &KvmVcpuInit) -> SysResult<usize> {
+        let offered = (1 << k::KVM_ARM_VCPU_POWER_OFF) | (1 << k::KVM_ARM_VCPU_PSCI_0_2);
+        let features = k::check_init(init, offered)?;
+        // A second init must ask for the same features (kvm_vcpu_init_changed).
+        if st.inited && features != st.features {
+            return Err(Errno::EINVAL);
+        }
+        st.features = features;
+        st.regs = GuestRegs {
+            pstate: PSTATE_RESET,
+            ..GuestRegs::default()
+        };
+        st.el1 = El1State {
+            sctlr: SCTLR_RESET,
+            ..El1State::default()
+        };
+        st.fp = FpsimdState::default();
+        st.spsr32 = [0; 4];
+        st.shadow.clear();
+        st.mmio = None;
+        *self.power.lock() = Power {
+            off: features & (1 << k::KVM_ARM_VCPU_POWER_OFF) != 0,
+            on: None,
+        };
+        st.inited = true;
+        Ok(0)
+    }
+
+    /// KVM_RUN.
+    fn run_ioctl(&self, vm: &Arc<Vm>, cur: &task::CurrentTask) -> SysResult<usize> {
+        let mm = vm.check_caller()?;
+        if !crate::arch::el::vhe() {
+            return Err(Errno::ENXIO);
+        }
+        let mut st = self.lock()?;
+        if !st.inited {
+            return Err(Errno::ENOEXEC);
+        }
+        if let Some(p) = st.mmio.take() {
+            exit::complete_mmio(self, &mut st, p);
+        }
+        // immediate_exit leaves `kvm_run` as it was; otherwise each run starts with no exit
+        // reason and no flags (kvm_arch_vcpu_ioctl_run).
+        if self.run_read::<1>(k::run::IMMEDIATE_EXIT)[0] != 0 {
+            return Err(Errno::EINTR);
+        }
+        self.set_exit_reason(k::KVM_EXIT_UNKNOWN);
+        self.run_write(k::run::FLAGS, &0u16.to_le_bytes());
+        st.fp_lent = false;
+        let r = self.run_loop(vm, &mm, &mut st, cur);
+        st.put_fp();
+        r
+    }
+
+    fn run_loop(
+        &self,
+        vm: &Arc<Vm>,
+        mm: &Mutex<crate::mm::aspace::AddrSpace>,
+        st: &mut VcpuState,
+        cur: &task::CurrentTask,
+    ) -> SysResult<usize> {
+        loop {
+            if cur.killed.load(Ordering::Acquire) || task::hooks::interrupted(cur.task()) {
+                self.set_exit_reason(k::KVM_EXIT_INTR);
+                return Err(Errno::EINTR);
+            }
+            if self.power.lock().off {
+                st.put_fp();
+                self.wait_for_kick(cur, || !self.power.lock().off)?;
+                continue;
+            }
+            if let Some((entry, context)) = self.power.lock().on.take() {
+                // CPU_ON: the reset state, at the entry point with the context in x0.
+                st.regs = GuestRegs {
+                    pstate: PSTATE_RESET,
+                    pc: entry,
+                    ..GuestRegs::default()
+                };
+                st.regs.x[0] = context;
+                st.el1 = El1State {
+                    sctlr: SCTLR_RESET,
+                    ..El1State::default()
+                };
+            }
+            if sched::need_resched() {
+                st.put_fp();
+                sched::schedule();
+                continue;
+            }
+            let controls = {
+                let inner = vm.inner.lock();
+                guest::Controls {
+                    hcr: exit::GUEST_HCR,
+                    vttbr: vm.vttbr(&inner),
+                    vtcr: inner.s2.vtcr(),
+                    vmpidr: st.mpidr,
+                    cntvoff: vm.cntvoff.load(Ordering::Relaxed),
+                    cptr: if st.fp_live { guest::CPTR_FP_ON } else { 0 },
+                    mdcr_traps: exit::GUEST_MDCR_TRAPS,
+                }
+            };
+            let kind = {
+                let _irqs = crate::arch::cpu::IrqGuard::new();
+                let VcpuState { el1, regs, .. } = st;
+                guest::world_switch(&controls, el1, regs)
+            };
+            super::EXITS.fetch_add(1, Ordering::Relaxed);
+            match kind {
+                guest::Exit::Irq | guest::Exit::Fiq => continue,
+                guest::Exit::SError => {
+                    // Nothing the host caused; the guest goes on (its own SError, if it had
+                    // one, it sees through its own handling of virtual SError later).
+                    continue;
+                }
+                guest::Exit::Sync => {}
+            }
+            match exit::handle_sync(self, vm, mm, st, cur, Esr(st.regs.esr))? {
+                exit::Next::Enter => {}
+                exit::Next::ToVmm => return Ok(0),
+            }
+        }
+    }
+
+    /// Sleeps until `ready()` or a kick; EINTR (and KVM_EXIT_INTR) on a signal.
+    pub fn wait_for_kick(
+        &self,
+        cur: &task::CurrentTask,
+        ready: impl Fn() -> bool,
+    ) -> SysResult<()> {
+        let _ = cur;
+        let r = self
+            .wake
+            .wait(|| (self.kicked.swap(false, Ordering::AcqRel) || ready()).then_some(()));
+        if r.is_err() {
+            self.set_exit_reason(k::KVM_EXIT_INTR);
+        }
+        r
+    }
+}
+
+/// A vCPU's file: `anon_inode:kvm-vcpu:N`.
+pub struct VcpuFile {
+    pub vm: Arc<Vm>,
+    pub vcpu: Arc<Vcpu>,
+}
+
+impl MappedFile for Vcpu {
+    fn cache_page(&self, index: u64) -> SysResult<Page> {
+        if index == 0 {
+            Ok(self.run.clone())
+        } else {
+            Err(Errno::EFAULT)
+        }
+    }
+    fn file_ino(&self) -> u64 {
+        0
+    }
+    fn file_perm(&self) -> u32 {
+        0o600
+    }
+}
+
+impl FileOps for VcpuFile {
+    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    fn ioctl_as(
+        &self,
+        _file: &Arc<File>,
+        cur: &task::CurrentTask,
+        cmd: u32,
+        arg: usize,
+    ) -> SysResult<usize> {
+        self.vm.check_caller()?;
+        let vcpu = &self.vcpu;
+        match cmd {
+            k::KVM_RUN => {
+                if arg != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                vcpu.run_ioctl(&self.vm, cur)
+            }
+            k::KVM_ARM_VCPU_INIT => {
+                let init = UserPtr::<KvmVcpuInit>::new(arg).read()?;
+                let mut st = vcpu.lock()?;
+                vcpu.init(&mut st, &init)
+            }
+            k::KVM_GET_ONE_REG | k::KVM_SET_ONE_REG => {
+                let r = UserPtr::<KvmOneReg>::new(arg).read()?;
+                let mut st = vcpu.lock()?;
+                if !st.inited {
+                    return Err(Errno::ENOEXEC);
+                }
+                if cmd == k::KVM_GET_ONE_REG {
+                    regs::get(&self.vm, &st, &r)
+                } else {
+                    regs::set(&self.vm, &mut st, &r)
+                }
+            }
+            k::KVM_GET_REG_LIST => {
+                let st = vcpu.lock()?;
+                if !st.inited {
+                    return Err(Errno::ENOEXEC);
+                }
+                regs::list(arg)
+            }
+            k::KVM_GET_MP_STATE => {
+                let s = if vcpu.power.lock().off {
+                    k::KVM_MP_STATE_STOPPED
+                } else {
+                    k::KVM_MP_STATE_RUNNABLE
+                };
+                UserPtr::<u32>::new(arg).write(&s)?;
+                Ok(0)
+            }
+            k::KVM_SET_MP_STATE => {
+                let s = UserPtr::<u32>::new(arg).read()?;
+                let off = match s {
+                    k::KVM_MP_STATE_RUNNABLE => false,
+                    k::KVM_MP_STATE_STOPPED => true,
+                    _ => return Err(Errno::EINVAL),
+                };
+                vcpu.power.lock().off = off;
+                vcpu.kick();
+                Ok(0)
+            }
+            k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64, Some(&self.vm))),
+            _ => Err(Errno::ENOTTY),
+        }
+    }
+    fn ioctl(&self, _file: &File, _cmd: u32, _arg: usize) -> SysResult<usize> {
+        Err(Errno::ENOTTY)
+    }
+    fn mmap_file(&self) -> Option<Arc<dyn MappedFile>> {
+        Some(self.vcpu.clone())
+    }
+    fn poll(&self) -> u32 {
+        0
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

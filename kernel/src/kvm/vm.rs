@@ -1,0 +1,378 @@
+//! A VM: its memory slots, its stage-2 tables and VMID, its vCPUs, and the VM file's ioctls.
+//!
+//! Guest memory stays the VMM's memory: a slot names a range of the VMM's address space, and a
+//! stage-2 fault maps the frame the VMM's own page tables hold there (faulting it in as the VMM
+//! would). The VM hears of every change to those pages through the address space's notifier
+//! (munmap, mprotect, mremap, MADV_DONTNEED, fork's copy-on-write) and drops its leaves first,
+//! as Linux's mmu notifier does. Locks: the address space's, then the VM's `inner`.
+
+use super::stage2::Stage2;
+use super::vcpu::{Vcpu, VcpuFile};
+use crate::arch::guest;
+use crate::fs::{File, FileOps};
+use crate::mm::aspace::{Access, AddrSpace, MmNotifier};
+use crate::mm::uaccess::UserPtr;
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::any::Any;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use spin::Mutex;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::fs::O_RDWR;
+use svelt_abi::uapi::kvm::{self as k, KvmUserspaceMemoryRegion, KvmVcpuInit, SlotChange};
+
+/// VMs alive now, and VMIDs given out (/proc/svelt/kvm).
+pub static VMS: AtomicUsize = AtomicUsize::new(0);
+pub static VMIDS_USED: AtomicUsize = AtomicUsize::new(0);
+
+/// VMIDs in use: bit n of word n / 64. VMID 0 is never given (the host's, unused with TGE).
+static VMIDS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+fn alloc_vmid() -> SysResult<u16> {
+    let limit = 1usize << guest::vmid_bits();
+    let mut map = VMIDS.lock();
+    if map.is_empty() {
+        map.try_reserve_exact(limit / 64)
+            .map_err(|_| Errno::ENOMEM)?;
+        map.resize(limit / 64, 0);
+        map[0] = 1;
+    }
+    for (i, w) in map.iter_mut().enumerate() {
+        if *w != u64::MAX {
+            let bit = w.trailing_ones() as usize;
+            *w |= 1 << bit;
+            VMIDS_USED.fetch_add(1, Ordering::Relaxed);
+            return Ok((i * 64 + bit) as u16);
+        }
+    }
+    Err(Errno::ENOSPC)
+}
+
+fn free_vmid(vmid: u16) {
+    let mut map = VMIDS.lock();
+    if let Some(w) = map.get_mut(vmid as usize / 64) {
+        *w &= !(1 << (vmid % 64));
+        VMIDS_USED.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One memory slot: `size` bytes of guest physical space at `gpa`, backed by the VMM's memory
+/// at `uaddr`.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot {
+    pub gpa: u64,
+    pub size: u64,
+    pub uaddr: u64,
+    pub flags: u32,
+}
+
+impl Slot {
+    fn contains(&self, ipa: u64) -> bool {
+        ipa >= self.gpa && ipa - self.gpa < self.size
+    }
+    pub fn readonly(&self) -> bool {
+        self.flags & k::KVM_MEM_READONLY != 0
+    }
+}
+
+pub struct VmInner {
+    pub slots: BTreeMap<u32, Slot>,
+    pub s2: Stage2,
+}
+
+pub struct Vm {
+    pub ipa_bits: u32,
+    pub vmid: u16,
+    /// The VMM's address space (KVM's kvm->mm): only its threads may use the VM.
+    mm: Weak<Mutex<AddrSpace>>,
+    pub inner: Mutex<VmInner>,
+    pub vcpus: Mutex<Vec<Arc<Vcpu>>>,
+    /// KVM_CAP_ARM_NISV_TO_USER is on: an MMIO access without a syndrome exits to the VMM.
+    pub nisv_to_user: AtomicBool,
+    /// CNTVOFF_EL2 for every vCPU (the counter the guest sees starts near 0 at creation).
+    pub cntvoff: AtomicU64,
+}
+
+/// What one stage-2 fault became.
+pub enum Fault {
+    /// Mapped: run the guest again.
+    Mapped,
+    /// Not guest RAM (or a write to a read-only slot): an MMIO access.
+    Mmio,
+    /// The slot's VMM memory cannot be had (unmapped, no permission): KVM_RUN fails EFAULT.
+    Efault,
+}
+
+impl Vm {
+    pub fn new(ipa_bits: u32) -> SysResult<Arc<Vm>> {
+        let mm = crate::process::current().mm().ok_or(Errno::EINVAL)?;
+        let s2 = Stage2::new(ipa_bits)?;
+        let vmid = alloc_vmid()?;
+        let vm = Arc::new(Vm {
+            ipa_bits,
+            vmid,
+            mm: Arc::downgrade(&mm),
+            inner: Mutex::new(VmInner {
+                slots: BTreeMap::new(),
+                s2,
+            }),
+            vcpus: Mutex::new(Vec::new()),
+            nisv_to_user: AtomicBool::new(false),
+            cntvoff: AtomicU64::new(crate::arch::cpu::counter()),
+        });
+        let weak: Weak<dyn MmNotifier> = Arc::downgrade(&vm) as Weak<dyn MmNotifier>;
+        mm.lock().add_notifier(weak)?;
+        VMS.fetch_add(1, Ordering::Relaxed);
+        Ok(vm)
+    }
+
+    /// VTTBR_EL2 for this VM.
+    pub fn vttbr(&self, inner: &VmInner) -> u64 {
+        ((self.vmid as u64) << 48) | inner.s2.root()
+    }
+
+    /// EIO unless the caller is a thread of the VMM that created the VM (as KVM checks
+    /// `kvm->mm != current->mm` on every ioctl).
+    pub fn check_caller(&self) -> SysResult<Arc<Mutex<AddrSpace>>> {
+        let mine = crate::process::current().mm().ok_or(Errno::EIO)?;
+        match self.mm.upgrade() {
+            Some(mm) if Arc::ptr_eq(&mm, &mine) => Ok(mm),
+            _ => Err(Errno::EIO),
+        }
+    }
+
+    /// Resolves a stage-2 fault at `ipa` (a write if `write`): maps the slot's page, or says
+    /// why not. The VMM's page is faulted in writable for a writable slot, so that neither
+    /// side's later write moves it to another frame (copy-on-write) behind the guest's back.
+    pub fn fault(&self, mm: &Mutex<AddrSpace>, ipa: u64, write: bool) -> Fault {
+        let page = ipa & !0xfff;
+        let Some(slot) = self
+            .inner
+            .lock()
+            .slots
+            .values()
+            .find(|s| s.contains(page))
+            .copied()
+        else {
+            return Fault::Mmio;
+        };
+        if write && slot.readonly() {
+            return Fault::Mmio;
+        }
+        let va = (slot.uaddr + (page - slot.gpa)) as usize;
+        let mut aspace = mm.lock();
+        let (pa, writable) = if slot.readonly() {
+            match aspace.translate(va, Access::Read) {
+                Ok(pa) => (pa, false),
+                Err(_) => return Fault::Efault,
+            }
+        } else {
+            match aspace.translate(va, Access::Write) {
+                Ok(pa) => (pa, true),
+                Err(_) if !write => match aspace.translate(va, Access::Read) {
+                    Ok(pa) => (pa, false),
+                    Err(_) => return Fault::Efault,
+                },
+                Err(_) => return Fault::Efault,
+            }
+        };
+        let mut inner = self.inner.lock();
+        // The slot may have gone while the address space was being asked.
+        if !inner.slots.values().any(|s| s.contains(page)) {
+            return Fault::Mmio;
+        }
+        match inner.s2.map(page, pa & !0xfff, writable) {
+            Ok(replaced) => {
+                if replaced {
+                    guest::flush_tlb_vm(self.vttbr(&inner));
+                }
+                Fault::Mapped
+            }
+            Err(_) => Fault::Efault,
+        }
+    }
+
+    fn set_region(&self, r: &KvmUserspaceMemoryRegion) -> SysResult<usize> {
+        let change = k::check_region(
+            r,
+            4096,
+            crate::mm::aspace::USER_END as u64,
+            1u64 << self.ipa_bits,
+        )?;
+        let mut inner = self.inner.lock();
+        let vttbr = self.vttbr(&inner);
+        match change {
+            SlotChange::Delete { slot } => {
+                let old = inner.slots.remove(&slot).ok_or(Errno::EINVAL)?;
+                if inner.s2.unmap(old.gpa, old.gpa + old.size) {
+                    guest::flush_tlb_vm(vttbr);
+                }
+            }
+            SlotChange::Set {
+                slot,
+                gpa,
+                size,
+                uaddr,
+                flags,
+            } => {
+                if let Some(old) = inner.slots.get(&slot).copied() {
+                    // An existing slot may move or change its dirty logging, nothing else.
+                    if old.size != size
+                        || old.uaddr != uaddr
+                        || (old.flags ^ flags) & k::KVM_MEM_READONLY != 0
+                    {
+                        return Err(Errno::EINVAL);
+                    }
+                }
+                let overlaps = inner
+                    .slots
+                    .iter()
+                    .any(|(&id, s)| id != slot && gpa < s.gpa + s.size && s.gpa < gpa + size);
+                if overlaps {
+                    return Err(Errno::EEXIST);
+                }
+                if let Some(old) = inner.slots.insert(
+                    slot,
+                    Slot {
+                        gpa,
+                        size,
+                        uaddr,
+                        flags,
+                    },
+                ) {
+                    if inner.s2.unmap(old.gpa, old.gpa + old.size) {
+                        guest::flush_tlb_vm(vttbr);
+                    }
+                }
+            }
+        }
+        Ok(0)
+    }
+
+    fn create_vcpu(self: &Arc<Vm>, id: usize) -> SysResult<usize> {
+        if id >= k::KVM_MAX_VCPUS {
+            return Err(Errno::EINVAL);
+        }
+        let vcpu = {
+            let mut vcpus = self.vcpus.lock();
+            if vcpus.len() >= k::KVM_MAX_VCPUS {
+                return Err(Errno::EINVAL);
+            }
+            if vcpus.iter().any(|v| v.id == id as u32) {
+                return Err(Errno::EEXIST);
+            }
+            let vcpu = Vcpu::new(id as u32)?;
+            vcpus.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+            vcpus.push(vcpu.clone());
+            vcpu
+        };
+        let ops = Arc::new(VcpuFile {
+            vm: self.clone(),
+            vcpu,
+        });
+        let f = File::new(None, ops, O_RDWR, format!("anon_inode:kvm-vcpu:{id}"));
+        install(f)
+    }
+}
+
+/// Installs `f` as a new descriptor of the caller, close-on-exec (as KVM's anon_inode_getfd).
+pub fn install(f: Arc<File>) -> SysResult<usize> {
+    crate::process::current()
+        .files()
+        .lock()
+        .install(f, true)
+        .map(|fd| fd as usize)
+}
+
+impl MmNotifier for Vm {
+    fn invalidate(&self, start: usize, end: usize) {
+        let (start, end) = (start as u64, end as u64);
+        let mut inner = self.inner.lock();
+        let VmInner { slots, s2 } = &mut *inner;
+        let mut any = false;
+        for s in slots.values() {
+            let (lo, hi) = (start.max(s.uaddr), end.min(s.uaddr + s.size));
+            if lo < hi {
+                any |= s2.unmap(s.gpa + (lo - s.uaddr), s.gpa + (hi - s.uaddr));
+            }
+        }
+        if any {
+            guest::flush_tlb_vm(((self.vmid as u64) << 48) | s2.root());
+        }
+    }
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut();
+        guest::flush_tlb_vm(((self.vmid as u64) << 48) | inner.s2.root());
+        free_vmid(self.vmid);
+        VMS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A VM's file.
+pub struct VmFile {
+    pub vm: Arc<Vm>,
+}
+
+impl FileOps for VmFile {
+    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+        self.vm.check_caller()?;
+        match cmd {
+            k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64, Some(&self.vm))),
+            k::KVM_CREATE_VCPU => self.vm.create_vcpu(arg),
+            k::KVM_SET_USER_MEMORY_REGION => {
+                let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
+                self.vm.set_region(&r)
+            }
+            k::KVM_ARM_PREFERRED_TARGET => {
+                UserPtr::<KvmVcpuInit>::new(arg).write(&KvmVcpuInit {
+                    target: k::KVM_ARM_TARGET_GENERIC_V8,
+                    features: [0; 7],
+                })?;
+                Ok(0)
+            }
+            k::KVM_ENABLE_CAP => {
+                let cap = UserPtr::<u64>::new(arg).read()?;
+                let flags = UserPtr::<u32>::new(arg + 8).read()?;
+                if flags != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                match cap {
+                    k::KVM_CAP_ARM_NISV_TO_USER => {
+                        self.vm.nisv_to_user.store(true, Ordering::Relaxed);
+                        Ok(0)
+                    }
+                    _ => Err(Errno::EINVAL),
+                }
+            }
+            _ => Err(Errno::ENOTTY),
+        }
+    }
+    fn poll(&self) -> u32 {
+        0
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// `anon_inode:kvm-vm`.
+pub fn vm_file(vm: Arc<Vm>) -> Arc<File> {
+    File::new(
+        None,
+        Arc::new(VmFile { vm }),
+        O_RDWR,
+        String::from("anon_inode:kvm-vm"),
+    )
+}

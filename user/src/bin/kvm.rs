@@ -1,0 +1,830 @@
+//! Linux's KVM API from a small VMM of our own: /dev/kvm's system ioctls, VMs and vCPUs and
+//! their argument checks, memory slots, the core registers by ONE_REG, and guests that run:
+//! RAM shared with the VMM, MMIO exits (loads with sign extension, stores, read-only slots,
+//! accesses without a syndrome), PSCI and SMCCC calls, a signal or `immediate_exit` ending
+//! KVM_RUN, WFI sleeping until a signal, and a guest's FP/SIMD registers kept apart from the
+//! VMM's. Every guest is a few instructions assembled into this program and copied into guest
+//! memory. Skipped where the kernel offers no KVM (a kernel at EL1).
+#![no_std]
+#![no_main]
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmOneReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
+use svelt_user::ktap::TestResult;
+use svelt_user::proc::*;
+use svelt_user::sig::*;
+use svelt_user::sys::*;
+use svelt_user::*;
+
+const MKNODAT: usize = 33;
+const MADVISE: usize = 233;
+const MADV_DONTNEED: usize = 4;
+const S_IFCHR: u32 = 0o020000;
+/// Where the guests find their RAM (slot 0) and their MMIO device.
+const RAM_IPA: u64 = 0x1_0000;
+const RAM_SIZE: usize = 0x1_0000;
+const DATA_OFF: usize = 0x8000;
+const MMIO: u64 = 0x1000_0000;
+
+core::arch::global_asm!(
+    ".section .rodata.guests, \"a\"",
+    ".balign 4",
+    // Shares RAM with the VMM, stores and loads through MMIO, powers off.
+    ".global guest_mmio, guest_mmio_end",
+    "guest_mmio:",
+    "movz x1, #0x1000, lsl #16",
+    "ldr x2, [x3]",
+    "add x2, x2, #1",
+    "str x2, [x1]",
+    "ldr w4, [x1, #8]",
+    "ldrsb x5, [x1, #16]",
+    "str x4, [x3, #8]",
+    "movz x0, #0x8400, lsl #16",
+    "add x0, x0, #8",
+    "hvc #0",
+    "b .",
+    "guest_mmio_end:",
+    // PSCI_VERSION, SMCCC_VERSION, a SiP call (no SiP services), PSCI_FEATURES(SYSTEM_OFF), by
+    // HVC and SMC.
+    ".global guest_psci, guest_psci_end",
+    "guest_psci:",
+    "movz x0, #0x8400, lsl #16",
+    "hvc #0",
+    "mov x10, x0",
+    "movz x0, #0x8000, lsl #16",
+    "hvc #0",
+    "mov x11, x0",
+    "movz x0, #0x8300, lsl #16",
+    "hvc #0",
+    "mov x12, x0",
+    "movz x0, #0x8400, lsl #16",
+    "add x0, x0, #0xa",
+    "movz x1, #0x8400, lsl #16",
+    "add x1, x1, #8",
+    "smc #0",
+    "mov x13, x0",
+    "movz x1, #0x1000, lsl #16",
+    "str x10, [x1]",
+    "b .",
+    "guest_psci_end:",
+    // WFI, then spins.
+    ".global guest_wfi, guest_wfi_end",
+    "guest_wfi:",
+    "wfi",
+    "b .",
+    "guest_wfi_end:",
+    // Enables FP, puts x2 in D0, exits, reads D0 and D1 back after the VMM used its own.
+    ".global guest_fp, guest_fp_end",
+    "guest_fp:",
+    "mov x0, #(3 << 20)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "fmov d0, x2",
+    "movz x1, #0x1000, lsl #16",
+    "str x2, [x1]",
+    "fmov x6, d0",
+    "fmov x7, d1",
+    "str x6, [x1]",
+    "b .",
+    "guest_fp_end:",
+    // A load pair from MMIO (no syndrome), then a store into the read-only slot at x3.
+    ".global guest_nisv, guest_nisv_end",
+    "guest_nisv:",
+    "movz x1, #0x1000, lsl #16",
+    "ldp x4, x5, [x1]",
+    "ldr x6, [x3]",
+    "str x6, [x3, #8]",
+    "b .",
+    "guest_nisv_end:",
+    ".text",
+);
+
+unsafe extern "C" {
+    static guest_mmio: u8;
+    static guest_mmio_end: u8;
+    static guest_psci: u8;
+    static guest_psci_end: u8;
+    static guest_wfi: u8;
+    static guest_wfi_end: u8;
+    static guest_fp: u8;
+    static guest_fp_end: u8;
+    static guest_nisv: u8;
+    static guest_nisv_end: u8;
+}
+
+/// A guest's code as bytes.
+macro_rules! code {
+    ($start:ident, $end:ident) => {{
+        // SAFETY: two labels of the same .rodata block, `end` after `start`.
+        unsafe {
+            let s = &raw const $start;
+            let e = &raw const $end;
+            core::slice::from_raw_parts(s, e as usize - s as usize)
+        }
+    }};
+}
+
+/// /dev/kvm, made if the file system has no node for it; None where the kernel has no KVM.
+fn open_kvm() -> Result<Option<i32>, String> {
+    match sys::open("/dev/kvm", O_RDWR | O_CLOEXEC) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(ENOENT) => {
+            let p = CPath::new("/dev/kvm");
+            let dev = (10usize << 8) | 232;
+            sys::syscall(
+                MKNODAT,
+                &[AT_FDCWD as usize, p.ptr(), (S_IFCHR | 0o660) as usize, dev],
+            )
+            .map_err(|e| format!("mknod /dev/kvm: {e:?}"))?;
+            open_kvm()
+        }
+        Err(ENODEV | ENXIO) => Ok(None),
+        Err(e) => Err(format!("open /dev/kvm: {e:?}")),
+    }
+}
+
+fn kvm_or_skip() -> Result<i32, TestResult> {
+    match open_kvm() {
+        Ok(Some(fd)) => Ok(fd),
+        Ok(None) => Err(ktap::skip("no KVM in this kernel")),
+        Err(e) => Err(Err(e)),
+    }
+}
+
+macro_rules! kvm {
+    () => {
+        match kvm_or_skip() {
+            Ok(fd) => fd,
+            Err(r) => return r,
+        }
+    };
+}
+
+fn ioctl(fd: i32, req: u32, arg: usize) -> SysResult {
+    sys::ioctl(fd, req as usize, arg)
+}
+
+fn set_region(vm: i32, r: &KvmUserspaceMemoryRegion) -> SysResult {
+    ioctl(vm, k::KVM_SET_USER_MEMORY_REGION, r as *const _ as usize)
+}
+
+fn get_reg(vcpu: i32, id: u64) -> SysResult<u128> {
+    let mut v = 0u128;
+    let r = KvmOneReg {
+        id,
+        addr: &mut v as *mut u128 as u64,
+    };
+    ioctl(vcpu, k::KVM_GET_ONE_REG, &r as *const _ as usize).map(|_| v)
+}
+
+fn set_reg(vcpu: i32, id: u64, v: u128) -> SysResult {
+    let r = KvmOneReg {
+        id,
+        addr: &v as *const u128 as u64,
+    };
+    ioctl(vcpu, k::KVM_SET_ONE_REG, &r as *const _ as usize)
+}
+
+fn x(n: usize) -> u64 {
+    CoreReg::X(n).id()
+}
+
+/// A VM with one slot of guest RAM holding `code` at RAM_IPA and one initialised vCPU about to
+/// run it; closes everything when dropped.
+struct Guest {
+    kvm: i32,
+    vm: i32,
+    vcpu: i32,
+    ram: *mut u8,
+    run: *mut u8,
+    run_size: usize,
+}
+
+impl Guest {
+    fn new(kvm: i32, code: &[u8]) -> Result<Guest, String> {
+        let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
+        let ram = t!(sys::mmap_anon(RAM_SIZE)) as *mut u8;
+        // SAFETY: a fresh private mapping of RAM_SIZE bytes, code shorter than DATA_OFF.
+        unsafe { core::ptr::copy_nonoverlapping(code.as_ptr(), ram, code.len()) };
+        t!(set_region(
+            vm,
+            &KvmUserspaceMemoryRegion {
+                slot: 0,
+                flags: 0,
+                guest_phys_addr: RAM_IPA,
+                memory_size: RAM_SIZE as u64,
+                userspace_addr: ram as u64,
+            }
+        ));
+        let vcpu = t!(ioctl(vm, k::KVM_CREATE_VCPU, 0)) as i32;
+        let mut init = KvmVcpuInit::default();
+        t!(ioctl(
+            vm,
+            k::KVM_ARM_PREFERRED_TARGET,
+            &mut init as *mut _ as usize
+        ));
+        init.features[0] |= 1 << k::KVM_ARM_VCPU_PSCI_0_2;
+        t!(ioctl(
+            vcpu,
+            k::KVM_ARM_VCPU_INIT,
+            &init as *const _ as usize
+        ));
+        let run_size = t!(ioctl(kvm, k::KVM_GET_VCPU_MMAP_SIZE, 0));
+        let run = t!(sys::mmap(
+            0,
+            run_size,
+            PROT_READ | PROT_WRITE,
+            MAP_SHARED,
+            vcpu,
+            0
+        )) as *mut u8;
+        t!(set_reg(vcpu, CoreReg::Pc.id(), RAM_IPA as u128));
+        Ok(Guest {
+            kvm,
+            vm,
+            vcpu,
+            ram,
+            run,
+            run_size,
+        })
+    }
+
+    fn data(&self, off: usize) -> u64 {
+        // SAFETY: inside the RAM mapping; the guest is not running (KVM_RUN returned).
+        unsafe { (self.ram.add(DATA_OFF + off) as *const u64).read_volatile() }
+    }
+
+    fn set_data(&self, off: usize, v: u64) {
+        // SAFETY: as in `data`.
+        unsafe { (self.ram.add(DATA_OFF + off) as *mut u64).write_volatile(v) }
+    }
+
+    fn run_u32(&self, off: usize) -> u32 {
+        // SAFETY: inside the mapped kvm_run page.
+        unsafe { (self.run.add(off) as *const u32).read_volatile() }
+    }
+
+    fn run_u64(&self, off: usize) -> u64 {
+        // SAFETY: inside the mapped kvm_run page.
+        unsafe { (self.run.add(off) as *const u64).read_volatile() }
+    }
+
+    fn set_run_u8(&self, off: usize, v: u8) {
+        // SAFETY: inside the mapped kvm_run page.
+        unsafe { self.run.add(off).write_volatile(v) }
+    }
+
+    fn set_run_u64(&self, off: usize, v: u64) {
+        // SAFETY: inside the mapped kvm_run page.
+        unsafe { (self.run.add(off) as *mut u64).write_volatile(v) }
+    }
+
+    fn run(&self) -> SysResult {
+        ioctl(self.vcpu, k::KVM_RUN, 0)
+    }
+
+    fn exit_reason(&self) -> u32 {
+        self.run_u32(k::run::EXIT_REASON)
+    }
+
+    /// Runs to the next exit, which must be an MMIO access: (address, data, len, is_write).
+    fn run_to_mmio(&self) -> Result<(u64, u64, u32, bool), String> {
+        t!(self.run());
+        check_eq!(self.exit_reason(), k::KVM_EXIT_MMIO, "exit reason");
+        Ok((
+            self.run_u64(k::run::MMIO_PHYS_ADDR),
+            self.run_u64(k::run::MMIO_DATA),
+            self.run_u32(k::run::MMIO_LEN),
+            self.run_u32(k::run::MMIO_IS_WRITE) & 0xff != 0,
+        ))
+    }
+}
+
+impl Drop for Guest {
+    fn drop(&mut self) {
+        let _ = sys::munmap(self.run as usize, self.run_size);
+        let _ = sys::munmap(self.ram as usize, RAM_SIZE);
+        let _ = sys::close(self.vcpu);
+        let _ = sys::close(self.vm);
+        let _ = sys::close(self.kvm);
+    }
+}
+
+fn system_ioctls() -> TestResult {
+    let kvm = kvm!();
+    check_eq!(ioctl(kvm, k::KVM_GET_API_VERSION, 0), Ok(12));
+    check_eq!(ioctl(kvm, k::KVM_GET_API_VERSION, 1), Err(EINVAL));
+    check_eq!(ioctl(kvm, k::KVM_GET_VCPU_MMAP_SIZE, 0), Ok(8192));
+    for cap in [
+        k::KVM_CAP_USER_MEMORY,
+        k::KVM_CAP_ONE_REG,
+        k::KVM_CAP_ARM_PSCI_0_2,
+        k::KVM_CAP_IMMEDIATE_EXIT,
+        k::KVM_CAP_READONLY_MEM,
+        k::KVM_CAP_ARM_NISV_TO_USER,
+    ] {
+        check_eq!(
+            ioctl(kvm, k::KVM_CHECK_EXTENSION, cap as usize),
+            Ok(1),
+            "cap {cap}"
+        );
+    }
+    check_eq!(ioctl(kvm, k::KVM_CHECK_EXTENSION, 0x7fff_ffff), Ok(0));
+    check_eq!(
+        ioctl(kvm, k::KVM_CHECK_EXTENSION, k::KVM_CAP_NR_MEMSLOTS as usize),
+        Ok(k::KVM_USER_MEM_SLOTS as usize)
+    );
+    let ipa = t!(ioctl(
+        kvm,
+        k::KVM_CHECK_EXTENSION,
+        k::KVM_CAP_ARM_VM_IPA_SIZE as usize
+    ));
+    check!(ipa >= 40, "IPA size {ipa}");
+    // A request /dev/kvm does not know.
+    check_eq!(ioctl(kvm, k::KVM_RUN, 0), Err(EINVAL));
+    // VM types: the IPA size only, at least 32 bits, at most what is offered.
+    check_eq!(ioctl(kvm, k::KVM_CREATE_VM, 31), Err(EINVAL));
+    check_eq!(ioctl(kvm, k::KVM_CREATE_VM, ipa + 1), Err(EINVAL));
+    check_eq!(ioctl(kvm, k::KVM_CREATE_VM, 0x100), Err(EINVAL));
+    let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 36)) as i32;
+    // VM and vCPU descriptors are close-on-exec.
+    check_eq!(sys::fcntl(vm, F_GETFD, 0), Ok(FD_CLOEXEC));
+    t!(sys::close(vm));
+    t!(sys::close(kvm));
+    Ok(())
+}
+
+fn vcpus_and_their_errors() -> TestResult {
+    let kvm = kvm!();
+    let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
+    let mut init = KvmVcpuInit::default();
+    t!(ioctl(
+        vm,
+        k::KVM_ARM_PREFERRED_TARGET,
+        &mut init as *mut _ as usize
+    ));
+    let vcpu = t!(ioctl(vm, k::KVM_CREATE_VCPU, 0)) as i32;
+    check_eq!(ioctl(vm, k::KVM_CREATE_VCPU, 0), Err(EEXIST));
+    check_eq!(ioctl(vm, k::KVM_CREATE_VCPU, 1 << 20), Err(EINVAL));
+    check_eq!(sys::fcntl(vcpu, F_GETFD, 0), Ok(FD_CLOEXEC));
+    // Nothing runs or reads before KVM_ARM_VCPU_INIT.
+    check_eq!(ioctl(vcpu, k::KVM_RUN, 0), Err(ENOEXEC));
+    let mut v = 0u64;
+    let r = KvmOneReg {
+        id: CoreReg::Pc.id(),
+        addr: &mut v as *mut u64 as u64,
+    };
+    check_eq!(
+        ioctl(vcpu, k::KVM_GET_ONE_REG, &r as *const _ as usize),
+        Err(ENOEXEC)
+    );
+    // Unknown targets and features.
+    let bad_target = KvmVcpuInit {
+        target: 0x7f,
+        ..init
+    };
+    check_eq!(
+        ioctl(vcpu, k::KVM_ARM_VCPU_INIT, &bad_target as *const _ as usize),
+        Err(EINVAL)
+    );
+    let mut bad_feature = init;
+    bad_feature.features[6] = 1;
+    check_eq!(
+        ioctl(
+            vcpu,
+            k::KVM_ARM_VCPU_INIT,
+            &bad_feature as *const _ as usize
+        ),
+        Err(ENOENT)
+    );
+    let mut unknown_bit = init;
+    unknown_bit.features[0] = 1 << 20;
+    check_eq!(
+        ioctl(
+            vcpu,
+            k::KVM_ARM_VCPU_INIT,
+            &unknown_bit as *const _ as usize
+        ),
+        Err(ENOENT)
+    );
+    check_eq!(ioctl(vcpu, k::KVM_ARM_VCPU_INIT, 8), Err(EFAULT));
+    t!(ioctl(
+        vcpu,
+        k::KVM_ARM_VCPU_INIT,
+        &init as *const _ as usize
+    ));
+    // After init: PSTATE is EL1h with DAIF masked.
+    check_eq!(get_reg(vcpu, CoreReg::Pstate.id()), Ok(0x3c5));
+    t!(sys::close(vcpu));
+    t!(sys::close(vm));
+    t!(sys::close(kvm));
+    Ok(())
+}
+
+fn memory_slots() -> TestResult {
+    let kvm = kvm!();
+    let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
+    let mem = t!(sys::mmap_anon(0x4000));
+    let ok = KvmUserspaceMemoryRegion {
+        slot: 1,
+        flags: 0,
+        guest_phys_addr: 0x10_0000,
+        memory_size: 0x2000,
+        userspace_addr: mem as u64,
+    };
+    let with = |f: fn(&mut KvmUserspaceMemoryRegion)| {
+        let mut r = ok;
+        f(&mut r);
+        set_region(vm, &r)
+    };
+    check_eq!(with(|r| r.flags = 1 << 7), Err(EINVAL));
+    check_eq!(with(|r| r.slot = 1 << 16), Err(EINVAL));
+    check_eq!(with(|r| r.guest_phys_addr += 1), Err(EINVAL));
+    check_eq!(with(|r| r.memory_size = 0x1800), Err(EINVAL));
+    check_eq!(with(|r| r.userspace_addr += 8), Err(EINVAL));
+    // Deleting a slot that does not exist.
+    check_eq!(with(|r| r.memory_size = 0), Err(EINVAL));
+    t!(set_region(vm, &ok));
+    // Another slot over the same guest pages.
+    check_eq!(
+        with(|r| {
+            r.slot = 2;
+            r.guest_phys_addr += 0x1000;
+        }),
+        Err(EEXIST)
+    );
+    // A slot's size cannot change; it can move, and be deleted.
+    check_eq!(with(|r| r.memory_size = 0x4000), Err(EINVAL));
+    t!(with(|r| r.guest_phys_addr = 0x20_0000));
+    t!(with(|r| {
+        r.guest_phys_addr = 0x20_0000;
+        r.memory_size = 0;
+    }));
+    t!(sys::munmap(mem, 0x4000));
+    t!(sys::close(vm));
+    t!(sys::close(kvm));
+    Ok(())
+}
+
+fn core_registers() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_wfi, guest_wfi_end)));
+    for n in 0..31 {
+        t!(set_reg(g.vcpu, x(n), 0x1111_0000_0000_0000 | n as u128));
+    }
+    for n in 0..31 {
+        check_eq!(
+            get_reg(g.vcpu, x(n)),
+            Ok(0x1111_0000_0000_0000 | n as u128),
+            "x{n}"
+        );
+    }
+    t!(set_reg(
+        g.vcpu,
+        CoreReg::V(3).id(),
+        0x0123_4567_89ab_cdef_fedc_ba98_7654_3210
+    ));
+    check_eq!(
+        get_reg(g.vcpu, CoreReg::V(3).id()),
+        Ok(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210)
+    );
+    check_eq!(get_reg(g.vcpu, CoreReg::Pc.id()), Ok(RAM_IPA as u128));
+    // The middle of a register, a wrong size, an unknown group, a mode a vCPU cannot be in.
+    check_eq!(get_reg(g.vcpu, x(0) + 1), Err(EINVAL));
+    let x0_u32 = (x(0) & !k::KVM_REG_SIZE_MASK) | k::KVM_REG_SIZE_U32;
+    check_eq!(get_reg(g.vcpu, x0_u32), Err(EINVAL));
+    check_eq!(
+        get_reg(
+            g.vcpu,
+            k::KVM_REG_ARM64 | k::KVM_REG_SIZE_U64 | (0x0fff << 16)
+        ),
+        Err(ENOENT)
+    );
+    check_eq!(set_reg(g.vcpu, CoreReg::Pstate.id(), 0x3c9), Err(EINVAL));
+    let bad = KvmOneReg { id: x(0), addr: 8 };
+    check_eq!(
+        ioctl(g.vcpu, k::KVM_GET_ONE_REG, &bad as *const _ as usize),
+        Err(EFAULT)
+    );
+    // The list: too short gets the count, then the IDs (core registers among them).
+    let mut n = [0u64; 1];
+    check_eq!(
+        ioctl(g.vcpu, k::KVM_GET_REG_LIST, n.as_mut_ptr() as usize),
+        Err(E2BIG)
+    );
+    let count = n[0] as usize;
+    check!(count >= 80, "{count} registers");
+    let mut list = vec![0u64; count + 1];
+    list[0] = count as u64;
+    t!(ioctl(
+        g.vcpu,
+        k::KVM_GET_REG_LIST,
+        list.as_mut_ptr() as usize
+    ));
+    for r in [
+        CoreReg::X(0),
+        CoreReg::Pc,
+        CoreReg::Pstate,
+        CoreReg::V(31),
+        CoreReg::Fpcr,
+    ] {
+        check!(list[1..].contains(&r.id()), "{r:?} not listed");
+    }
+    // Every listed register reads.
+    for &id in &list[1..] {
+        check!(get_reg(g.vcpu, id).is_ok(), "{id:#x} does not read");
+    }
+    Ok(())
+}
+
+fn guest_ram_and_mmio() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_mmio, guest_mmio_end)));
+    g.set_data(0, 41);
+    t!(set_reg(g.vcpu, x(3), (RAM_IPA + DATA_OFF as u64) as u128));
+    // str x2, [x1]: eight bytes, the value the guest read from RAM plus one.
+    check_eq!(t!(g.run_to_mmio()), (MMIO, 42, 8, true));
+    // Until the next KVM_RUN the PC is the access's.
+    check_eq!(
+        get_reg(g.vcpu, CoreReg::Pc.id()),
+        Ok((RAM_IPA + 12) as u128)
+    );
+    // ldr w4, [x1, #8]: the VMM's answer lands in w4.
+    let (addr, _, len, write) = t!(g.run_to_mmio());
+    check_eq!((addr, len, write), (MMIO + 8, 4, false));
+    g.set_run_u64(k::run::MMIO_DATA, 0xffff_ffff_dead_beef);
+    // ldrsb x5, [x1, #16]: one byte, sign-extended to 64 bits.
+    let (addr, _, len, write) = t!(g.run_to_mmio());
+    check_eq!((addr, len, write), (MMIO + 16, 1, false));
+    check_eq!(get_reg(g.vcpu, x(4)), Ok(0xdead_beef));
+    g.set_run_u64(k::run::MMIO_DATA, 0x80);
+    // Then a store to RAM and PSCI SYSTEM_OFF.
+    t!(g.run());
+    check_eq!(g.exit_reason(), k::KVM_EXIT_SYSTEM_EVENT);
+    check_eq!(
+        g.run_u32(k::run::SYSTEM_EVENT_TYPE),
+        k::KVM_SYSTEM_EVENT_SHUTDOWN
+    );
+    check_eq!(get_reg(g.vcpu, x(5)), Ok(0xffff_ffff_ffff_ff80));
+    check_eq!(g.data(8), 0xdead_beef);
+    // The vCPU is off now.
+    let mut mp = 0u32;
+    t!(ioctl(
+        g.vcpu,
+        k::KVM_GET_MP_STATE,
+        &mut mp as *mut u32 as usize
+    ));
+    check_eq!(mp, k::KVM_MP_STATE_STOPPED);
+    Ok(())
+}
+
+fn psci_and_smccc() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_psci, guest_psci_end)));
+    t!(g.run_to_mmio());
+    let psci = t!(get_reg(g.vcpu, x(10))) as u64;
+    let smccc = t!(get_reg(g.vcpu, x(11))) as u64;
+    println!("    # PSCI {:#x}, SMCCC {:#x}", psci, smccc);
+    check_eq!(psci >> 16, 1, "PSCI major version");
+    check!(smccc >= 0x1_0001, "SMCCC version {smccc:#x}");
+    check_eq!(get_reg(g.vcpu, x(12)), Ok(u64::MAX as u128), "a SiP call");
+    check_eq!(get_reg(g.vcpu, x(13)), Ok(0), "PSCI_FEATURES(SYSTEM_OFF)");
+    check_eq!(
+        get_reg(g.vcpu, k::KVM_REG_ARM_PSCI_VERSION).map(|v| v as u64),
+        Ok(psci)
+    );
+    Ok(())
+}
+
+static ALARMS: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_alarm(_: i32, _: *mut SigInfo, _: *mut u8) {
+    ALARMS.fetch_add(1, Ordering::Relaxed);
+}
+
+fn signals_end_run() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_wfi, guest_wfi_end)));
+    t!(set_handler(SIGALRM, on_alarm, 0, 0));
+    // immediate_exit: EINTR before the guest runs, the exit reason reset to UNKNOWN.
+    g.set_run_u8(k::run::IMMEDIATE_EXIT, 1);
+    check_eq!(g.run(), Err(EINTR));
+    check_eq!(g.exit_reason(), k::KVM_EXIT_UNKNOWN);
+    check_eq!(get_reg(g.vcpu, CoreReg::Pc.id()), Ok(RAM_IPA as u128));
+    g.set_run_u8(k::run::IMMEDIATE_EXIT, 0);
+    // WFI sleeps until the alarm; the guest goes on after its WFI.
+    let before = ALARMS.load(Ordering::Relaxed);
+    t!(sys::setitimer_real(30_000_000, 0));
+    check_eq!(g.run(), Err(EINTR));
+    check_eq!(g.exit_reason(), k::KVM_EXIT_INTR);
+    check_eq!(ALARMS.load(Ordering::Relaxed), before + 1);
+    check_eq!(get_reg(g.vcpu, CoreReg::Pc.id()), Ok((RAM_IPA + 4) as u128));
+    // A guest spinning in `b .`: the alarm still ends KVM_RUN.
+    t!(sys::setitimer_real(30_000_000, 0));
+    check_eq!(g.run(), Err(EINTR));
+    check_eq!(g.exit_reason(), k::KVM_EXIT_INTR);
+    check_eq!(ALARMS.load(Ordering::Relaxed), before + 2);
+    check_eq!(get_reg(g.vcpu, CoreReg::Pc.id()), Ok((RAM_IPA + 4) as u128));
+    Ok(())
+}
+
+/// KVM_RUN with the VMM's own D0 set to `d0` just before the call: returns the call's result
+/// and D0 just after it (one asm block, so no compiler-chosen use of V0 comes in between).
+fn run_with_d0(vcpu: i32, d0: u64) -> (isize, u64) {
+    let ret: isize;
+    let after: u64;
+    // SAFETY: an ioctl syscall with the VMM's D0 as the only state changed; V0 is declared
+    // clobbered.
+    unsafe {
+        core::arch::asm!(
+            "fmov d0, {v}",
+            "svc #0",
+            "fmov {a}, d0",
+            v = in(reg) d0,
+            a = lateout(reg) after,
+            inlateout("x0") vcpu as isize => ret,
+            in("x1") k::KVM_RUN as usize,
+            in("x2") 0usize,
+            in("x8") 29usize,
+            out("v0") _,
+        )
+    };
+    (ret, after)
+}
+
+fn fp_registers_stay_apart() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_fp, guest_fp_end)));
+    const GUEST: u64 = 0x6e65_7473_6575_6721;
+    const VMM: u64 = 0x0766_6d6d_7661_6c21;
+    t!(set_reg(g.vcpu, x(2), GUEST as u128));
+    t!(set_reg(
+        g.vcpu,
+        CoreReg::V(1).id(),
+        (0x5555_u128 << 64) | 0xd1d1
+    ));
+    // The guest writes its D0 and exits: the VMM's D0 is its own across the call.
+    let (r, d0) = run_with_d0(g.vcpu, VMM);
+    check_eq!(r, 0);
+    check_eq!(g.exit_reason(), k::KVM_EXIT_MMIO);
+    check_eq!(g.run_u64(k::run::MMIO_DATA), GUEST);
+    check_eq!(d0, VMM, "the VMM's D0 after the guest wrote its own");
+    check_eq!(get_reg(g.vcpu, CoreReg::V(0).id()), Ok(GUEST as u128));
+    // The guest's D0 is still its own after the VMM used another; D1 is what ONE_REG set.
+    let (r, d0) = run_with_d0(g.vcpu, !VMM);
+    check_eq!(r, 0);
+    check_eq!(g.exit_reason(), k::KVM_EXIT_MMIO);
+    check_eq!(g.run_u64(k::run::MMIO_DATA), GUEST);
+    check_eq!(get_reg(g.vcpu, x(7)), Ok(0xd1d1));
+    check_eq!(d0, !VMM);
+    Ok(())
+}
+
+fn no_syndrome_and_readonly_slots() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_nisv, guest_nisv_end)));
+    // A read-only slot at 0x40_0000 over the VMM's page holding 7.
+    let ro = t!(sys::mmap_anon(0x1000));
+    // SAFETY: a fresh private page.
+    unsafe { (ro as *mut u64).write_volatile(7) };
+    t!(set_region(
+        g.vm,
+        &KvmUserspaceMemoryRegion {
+            slot: 1,
+            flags: k::KVM_MEM_READONLY,
+            guest_phys_addr: 0x40_0000,
+            memory_size: 0x1000,
+            userspace_addr: ro as u64,
+        }
+    ));
+    t!(set_reg(g.vcpu, x(3), 0x40_0000));
+    // ldp from MMIO: no syndrome to decode. Without the capability KVM_RUN fails...
+    check_eq!(g.run(), Err(ENOSYS));
+    // ... with it, the VMM is told the address.
+    let cap = [
+        k::KVM_CAP_ARM_NISV_TO_USER,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+    t!(ioctl(g.vm, k::KVM_ENABLE_CAP, cap.as_ptr() as usize));
+    t!(g.run());
+    check_eq!(g.exit_reason(), k::KVM_EXIT_ARM_NISV);
+    check_eq!(g.run_u64(k::run::NISV_FAULT_IPA), MMIO);
+    // The VMM emulates it and moves on.
+    let pc = t!(get_reg(g.vcpu, CoreReg::Pc.id()));
+    t!(set_reg(g.vcpu, CoreReg::Pc.id(), pc + 4));
+    // ldr from the read-only slot reads the VMM's page; the store is an MMIO exit.
+    let (addr, data, len, write) = t!(g.run_to_mmio());
+    check_eq!((addr, data, len, write), (0x40_0008, 7, 8, true));
+    t!(sys::munmap(ro, 0x1000));
+    Ok(())
+}
+
+/// Restarts the guest_mmio guest at its first instruction and returns what it stores (RAM's
+/// value plus one).
+fn rerun_mmio_guest(g: &Guest) -> Result<u64, String> {
+    t!(set_reg(g.vcpu, CoreReg::Pc.id(), RAM_IPA as u128));
+    let (addr, data, _, write) = t!(g.run_to_mmio());
+    check_eq!((addr, write), (MMIO, true));
+    Ok(data)
+}
+
+fn guest_memory_is_the_vmms() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_mmio, guest_mmio_end)));
+    t!(set_reg(g.vcpu, x(3), (RAM_IPA + DATA_OFF as u64) as u128));
+    g.set_data(0, 41);
+    check_eq!(rerun_mmio_guest(&g), Ok(42));
+    // A forked VMM may not use the VM; its writes to its copy of guest RAM stay its own.
+    let vm = g.vm;
+    let vcpu = g.vcpu;
+    let ram = g.ram as usize;
+    let st = t!(in_child(|| {
+        // SAFETY: the child's own copy of the RAM mapping.
+        unsafe { ((ram + DATA_OFF) as *mut u64).write_volatile(1000) };
+        let a = ioctl(vm, k::KVM_CHECK_EXTENSION, k::KVM_CAP_ONE_REG as usize);
+        let b = ioctl(vcpu, k::KVM_RUN, 0);
+        i32::from(a != Err(EIO)) + 2 * i32::from(b != Err(EIO))
+    }));
+    check_eq!(
+        st,
+        0,
+        "the child's VM and vCPU ioctls were not EIO ({})",
+        describe(st)
+    );
+    // The parent's write after the fork moves its page (copy-on-write); the guest follows it.
+    g.set_data(0, 50);
+    check_eq!(rerun_mmio_guest(&g), Ok(51));
+    // An mprotect, then MADV_DONTNEED of the data page (it reads as zero again, then the VMM
+    // writes a new frame): the guest sees what the VMM sees.
+    t!(sys::mprotect(
+        ram,
+        RAM_SIZE,
+        PROT_READ | PROT_WRITE | PROT_EXEC
+    ));
+    g.set_data(0, 60);
+    check_eq!(rerun_mmio_guest(&g), Ok(61));
+    t!(sys::syscall(
+        MADVISE,
+        &[ram + DATA_OFF, 0x1000, MADV_DONTNEED]
+    ));
+    check_eq!(rerun_mmio_guest(&g), Ok(1));
+    g.set_data(0, 70);
+    check_eq!(rerun_mmio_guest(&g), Ok(71));
+    // The slot's memory unmapped: the guest's next fetch cannot be had.
+    t!(sys::munmap(ram, RAM_SIZE));
+    t!(set_reg(g.vcpu, CoreReg::Pc.id(), RAM_IPA as u128));
+    check_eq!(g.run(), Err(EFAULT));
+    Ok(())
+}
+
+/// On Svelt, /proc/svelt/kvm shows every VM, VMID and stage-2 page given back once the VMs of
+/// the tests above are closed.
+fn everything_given_back() -> TestResult {
+    let text = match io::read_file("/proc/svelt/kvm") {
+        Ok(t) => t,
+        Err(_) => return ktap::skip("no /proc/svelt/kvm (not Svelt, or no KVM)"),
+    };
+    let text = String::from_utf8_lossy(&text).into_owned();
+    for key in ["vms", "vmids", "stage2_pages", "stage2_tables"] {
+        let v = text
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+            .ok_or(format!("no {key} in {text}"))?;
+        check_eq!(v, "0", "{key} in {text}");
+    }
+    println!("    # {}", text.trim_end().replace('\n', ", "));
+    Ok(())
+}
+
+fn main(_a: &rt::Args) -> i32 {
+    mount_when_init();
+    ktap::run(&[
+        ("system_ioctls", system_ioctls),
+        ("vcpus_and_their_errors", vcpus_and_their_errors),
+        ("memory_slots", memory_slots),
+        ("core_registers", core_registers),
+        ("guest_ram_and_mmio", guest_ram_and_mmio),
+        ("psci_and_smccc", psci_and_smccc),
+        ("signals_end_run", signals_end_run),
+        ("fp_registers_stay_apart", fp_registers_stay_apart),
+        (
+            "no_syndrome_and_readonly_slots",
+            no_syndrome_and_readonly_slots,
+        ),
+        ("guest_memory_is_the_vmms", guest_memory_is_the_vmms),
+        ("everything_given_back", everything_given_back),
+    ])
+}
+
+entry!(main);
