@@ -560,6 +560,65 @@ pub fn smccc_call(func: u64, args: [u64; 3]) -> Call {
     }
 }
 
+// ---- the ID registers a guest reads (HCR_EL2.TID3) ----
+
+/// Fields of one ID register (op0=3, op1=0, CRn=0, CRm, op2) a guest reads as 0: features the
+/// host does not give guests yet. Each mask covers whole 4-bit fields.
+const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
+    // ID_AA64PFR0_EL1: GIC (no in-kernel GIC for guests yet: the system registers of the CPU
+    // interface are not offered, as on Linux without a vGIC), SVE, MPAM, AMU, RME.
+    (
+        4,
+        0,
+        0xf << 24 | 0xf << 32 | 0xf << 40 | 0xf << 44 | 0xf << 52,
+    ),
+    // ID_AA64PFR1_EL1: MTE, SME, NMI, MTE_frac, GCS, THE, MTEX.
+    (
+        4,
+        1,
+        0xf << 8 | 0xf << 24 | 0xf << 36 | 0xf << 40 | 0xf << 44 | 0xf << 48 | 0xf << 52,
+    ),
+    // ID_AA64PFR2_EL1 (MTE's extensions, FPMR), ID_AA64ZFR0_EL1, ID_AA64SMFR0_EL1,
+    // ID_AA64FPFR0_EL1: all of it.
+    (4, 2, u64::MAX),
+    (4, 4, u64::MAX),
+    (4, 5, u64::MAX),
+    (4, 7, u64::MAX),
+    // ID_AA64DFR0_EL1: TraceVer, PMUVer, PMSVer, TraceFilt, TraceBuffer, MTPMU, BRBE,
+    // ExtTrcBuff, HPMN0 (debug registers stay, emulated).
+    (
+        5,
+        0,
+        0xf << 4
+            | 0xf << 8
+            | 0xf << 32
+            | 0xf << 40
+            | 0xf << 44
+            | 0xf << 48
+            | 0xf << 52
+            | 0xf << 56
+            | 0xf << 60,
+    ),
+    (5, 1, u64::MAX),
+    // ID_AA64ISAR1_EL1: APA, API, GPA, GPI (pointer authentication traps for guests).
+    (6, 1, 0xf << 4 | 0xf << 8 | 0xf << 24 | 0xf << 28),
+    // ID_AA64ISAR2_EL1: GPA3, APA3, MOPS.
+    (6, 2, 0xf << 8 | 0xf << 12 | 0xf << 16),
+    // ID_AA64MMFR3_EL1: TCRX, SCTLRX, S1PIE, S2PIE, S1POE, S2POE, AIE, MEC, D128.
+    (7, 3, 0xf_ffff_ffff),
+];
+
+/// What a guest reads from the ID register at CRm, op2 when the CPU's value is `host`: the
+/// host's, with the features guests are not given yet (SVE and SME, MTE, PMU and trace, pointer
+/// authentication, MOPS, FPMR, GCS, the EL1 controls behind HCRX_EL2) read as absent. Linux's
+/// KVM shows SVE only to vCPUs initialised with it and SME to none, as here.
+pub fn guest_id_reg(crm: u8, op2: u8, host: u64) -> u64 {
+    match GUEST_HIDDEN.iter().find(|h| h.0 == crm && h.1 == op2) {
+        Some(h) => host & !h.2,
+        None => host,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -652,6 +711,16 @@ mod tests {
         i.features = [0; 7];
         i.target = 0;
         assert_eq!(check_init(&i, 5), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn guests_do_not_see_sve_or_sme() {
+        let pfr0 = 0x0000_0001_1111_0011; // SVE = 1, GIC = 1, EL0/EL1 AArch64
+        assert_eq!(guest_id_reg(4, 0, pfr0), 0x0000_0000_1011_0011);
+        let pfr1 = 0x0000_0000_0200_0021; // SME = 2, MTE = 0, BT = 1, SSBS = 2
+        assert_eq!(guest_id_reg(4, 1, pfr1), 0x21);
+        assert_eq!(guest_id_reg(4, 5, u64::MAX), 0);
+        assert_eq!(guest_id_reg(7, 0, 0x1234), 0x1234);
     }
 
     #[test]

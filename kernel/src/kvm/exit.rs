@@ -6,7 +6,7 @@
 use super::vcpu::{PendingMmio, Vcpu, VcpuState, PSTATE_RESET};
 use super::vm::{Fault, Vm};
 use crate::arch::fpsimd::fpsimd;
-use crate::arch::guest::{hcr, mdcr};
+use crate::arch::guest::{self, hcr, mdcr};
 use crate::mm::aspace::AddrSpace;
 use crate::task;
 use alloc::sync::Arc;
@@ -17,8 +17,9 @@ use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::kvm::{self as k, Call};
 
 /// HCR_EL2 while a guest runs: stage 2 on; physical IRQs, FIQs and SErrors to EL2; set/way
-/// invalidation as clean-and-invalidate, broadcast TLB and barrier operations; WFI, SMC,
-/// set/way cache operations and ACTLR_EL1 trapped; EL1 is AArch64; E2H stays on.
+/// invalidation as clean-and-invalidate, broadcast TLB and barrier operations; WFI, the ID
+/// registers, SMC, set/way cache operations and ACTLR_EL1 trapped; EL1 is AArch64; E2H stays
+/// on.
 pub const GUEST_HCR: u64 = hcr::VM
     | hcr::SWIO
     | hcr::FMO
@@ -27,6 +28,7 @@ pub const GUEST_HCR: u64 = hcr::VM
     | hcr::FB
     | hcr::BSU_IS
     | hcr::TWI
+    | hcr::TID3
     | hcr::TSC
     | hcr::TSW
     | hcr::TACR
@@ -189,7 +191,8 @@ fn cpu_on(vm: &Vm, target: u64, entry: u64, context: u64) -> i64 {
     k::PSCI_RET_SUCCESS
 }
 
-/// A trapped system register access (ISS: Op0, Op2, Op1, CRn, Rt, CRm, direction): the debug,
+/// A trapped system register access (ISS: Op0, Op2, Op1, CRn, Rt, CRm, direction): the ID
+/// registers read as `guest_id_reg` says; the debug,
 /// OS lock and PMU registers read back what the guest wrote (MDSCR_EL1 is its own, loaded on
 /// entry), ACTLR_EL1 reads as 0, set/way cache operations do nothing (the host's caches are
 /// coherent for the guest's memory). The instruction is skipped.
@@ -201,6 +204,23 @@ fn sysreg(st: &mut VcpuState, iss: u32) {
     let rt = ((iss >> 5) & 0x1f) as usize;
     let crm = (iss >> 1) & 0xf;
     let read = iss & 1 != 0;
+    if op0 == 3 && op1 == 0 && crn == 0 && (1..=7).contains(&crm) {
+        // The ID registers (TID3): the host's, less what guests are not given; read-only.
+        if !read {
+            inject_undef(st);
+            return;
+        }
+        let v = k::guest_id_reg(
+            crm as u8,
+            op2 as u8,
+            guest::read_id_reg(crm as u8, op2 as u8),
+        );
+        if rt != 31 {
+            st.regs.x[rt] = v;
+        }
+        st.regs.pc += 4;
+        return;
+    }
     let key = (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2;
     const MDSCR: u32 = (2 << 14) | (2 << 3) | 2;
     let value = |st: &VcpuState| match key {

@@ -87,6 +87,17 @@ core::arch::global_asm!(
     "str x6, [x1]",
     "b .",
     "guest_fp_end:",
+    // Reads ID_AA64PFR0_EL1, ID_AA64PFR1_EL1, ID_AA64ZFR0_EL1 and ID_AA64SMFR0_EL1, exits.
+    ".global guest_idregs, guest_idregs_end",
+    "guest_idregs:",
+    "mrs x4, S3_0_C0_C4_0",
+    "mrs x5, S3_0_C0_C4_1",
+    "mrs x6, S3_0_C0_C4_4",
+    "mrs x7, S3_0_C0_C4_5",
+    "movz x1, #0x1000, lsl #16",
+    "str x4, [x1]",
+    "b .",
+    "guest_idregs_end:",
     // A load pair from MMIO (no syndrome), then a store into the read-only slot at x3.
     ".global guest_nisv, guest_nisv_end",
     "guest_nisv:",
@@ -108,6 +119,8 @@ unsafe extern "C" {
     static guest_wfi_end: u8;
     static guest_fp: u8;
     static guest_fp_end: u8;
+    static guest_idregs: u8;
+    static guest_idregs_end: u8;
     static guest_nisv: u8;
     static guest_nisv_end: u8;
 }
@@ -730,6 +743,28 @@ fn no_syndrome_and_readonly_slots() -> TestResult {
     Ok(())
 }
 
+/// A vCPU made without the SVE feature sees neither SVE nor SME in its ID registers (Linux 7.3
+/// offers SME to no guest).
+fn guest_sees_no_sve_or_sme() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_idregs, guest_idregs_end)));
+    t!(g.run_to_mmio());
+    let pfr0 = t!(get_reg(g.vcpu, x(4))) as u64;
+    let pfr1 = t!(get_reg(g.vcpu, x(5))) as u64;
+    println!("    # guest ID_AA64PFR0_EL1 {pfr0:#x}, ID_AA64PFR1_EL1 {pfr1:#x}");
+    check_eq!((pfr0 >> 32) & 0xf, 0, "SVE in ID_AA64PFR0_EL1 {pfr0:#x}");
+    check!(
+        (pfr0 >> 4) & 0xf != 0,
+        "no EL1 in ID_AA64PFR0_EL1 {pfr0:#x}"
+    );
+    // No in-kernel GIC was made: the GIC system registers are not offered.
+    check_eq!((pfr0 >> 24) & 0xf, 0, "GIC in ID_AA64PFR0_EL1 {pfr0:#x}");
+    check_eq!((pfr1 >> 24) & 0xf, 0, "SME in ID_AA64PFR1_EL1 {pfr1:#x}");
+    check_eq!(get_reg(g.vcpu, x(6)), Ok(0), "ID_AA64ZFR0_EL1");
+    check_eq!(get_reg(g.vcpu, x(7)), Ok(0), "ID_AA64SMFR0_EL1");
+    Ok(())
+}
+
 /// Restarts the guest_mmio guest at its first instruction and returns what it stores (RAM's
 /// value plus one).
 fn rerun_mmio_guest(g: &Guest) -> Result<u64, String> {
@@ -822,6 +857,7 @@ fn main(_a: &rt::Args) -> i32 {
             "no_syndrome_and_readonly_slots",
             no_syndrome_and_readonly_slots,
         ),
+        ("guest_sees_no_sve_or_sme", guest_sees_no_sve_or_sme),
         ("guest_memory_is_the_vmms", guest_memory_is_the_vmms),
         ("everything_given_back", everything_given_back),
     ])
