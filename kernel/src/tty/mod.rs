@@ -251,8 +251,9 @@ impl Terminal {
         Err(Errno::ERESTARTSYS)
     }
 
-    /// A session leader `p` exits: the terminal it controlled is free, its foreground group
-    /// told with SIGHUP and SIGCONT.
+    /// A session leader `p` exits: the terminal it controlled is free. The console's
+    /// foreground group is told with SIGHUP and SIGCONT; a pty's gets SIGHUP alone, the
+    /// leader's own group included (Linux's disassociate_ctty on exit).
     fn leader_exit(&self, p: &Process) {
         let fg = {
             let mut t = self.st.lock();
@@ -264,7 +265,18 @@ impl Terminal {
             t.pgrp = 0;
             fg
         };
-        if fg != 0 && fg != p.pgid.load(Ordering::Relaxed) {
+        if fg == 0 {
+            return;
+        }
+        if self.line == Line::Pty {
+            for q in process::all_processes()
+                .iter()
+                .filter(|q| q.pgid.load(Ordering::Relaxed) == fg && q.pid != p.pid)
+            {
+                let info = crate::process::signal::SigInfo::kernel(sig::SIGHUP);
+                crate::process::signal::send_to_process(q, sig::SIGHUP, info);
+            }
+        } else if fg != p.pgid.load(Ordering::Relaxed) {
             kill_pgrp(fg, sig::SIGHUP);
             kill_pgrp(fg, sig::SIGCONT);
         }
