@@ -1,14 +1,18 @@
 /* A static glibc program: what a real C program does at start-up and in its first minutes
- * (TLS set-up, IRELATIVE relocations, stdio, fork/exec/wait, a pthread, signals). It prints
+ * (TLS set-up, IRELATIVE relocations, stdio, fork/exec/wait, a pthread, signals, a pty). It prints
  * KTAP like the Rust test programs and exits nonzero iff a test failed. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,6 +132,61 @@ static int test_env_auxv(void)
 	return getauxval(AT_PAGESZ) == 4096 && sysconf(_SC_PAGESIZE) == 4096;
 }
 
+/* glibc's pty calls: posix_openpt, grantpt, unlockpt, ptsname, then forkpty running a child
+ * on the slave as its controlling terminal. Run as the first process on Linux, /dev/pts is
+ * not mounted: mount devpts there first. */
+static const char *pty_stage = "";
+
+static int test_pty(void)
+{
+	if (access("/dev/ptmx", F_OK) != 0)
+		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+	if (access("/dev/pts/ptmx", F_OK) != 0) {
+		mkdir("/dev/pts", 0755);
+		mount("devpts", "/dev/pts", "devpts", 0, "gid=5,mode=620,ptmxmode=000");
+	}
+	pty_stage = "posix_openpt, grantpt, unlockpt";
+	int m = posix_openpt(O_RDWR | O_NOCTTY);
+	if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0)
+		return 0;
+	pty_stage = "ptsname and the slave";
+	const char *name = ptsname(m);
+	struct stat st;
+	if (!name || strncmp(name, "/dev/pts/", 9) != 0 || stat(name, &st) != 0 ||
+	    !S_ISCHR(st.st_mode) || st.st_uid != geteuid())
+		return 0;
+	int s = open(name, O_RDWR | O_NOCTTY);
+	if (s < 0 || !isatty(s) || isatty(m) != 1)
+		return 0;
+	close(s);
+	close(m);
+	pty_stage = "forkpty";
+	int fd;
+	struct winsize ws = { .ws_row = 25, .ws_col = 81 };
+	pid_t p = forkpty(&fd, NULL, NULL, &ws);
+	if (p == 0) {
+		struct winsize w;
+		int ok = tcgetpgrp(0) == getpid() && getsid(0) == getpid() &&
+			 ioctl(1, TIOCGWINSZ, &w) == 0 && w.ws_row == 25 && w.ws_col == 81;
+		printf(ok ? "child ok\n" : "child bad\n");
+		fflush(stdout);
+		_exit(0);
+	}
+	if (p < 0)
+		return 0;
+	char buf[64];
+	size_t got = 0;
+	ssize_t n;
+	while (got < sizeof(buf) - 1 && (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += n;
+	buf[got] = 0;
+	int eio = errno == EIO;
+	int st2;
+	waitpid(p, &st2, 0);
+	close(fd);
+	return eio && strcmp(buf, "child ok\r\n") == 0 && WIFEXITED(st2) && WEXITSTATUS(st2) == 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--exit-with") == 0) {
@@ -135,7 +194,7 @@ int main(int argc, char **argv)
 		return e && strcmp(e, "1") == 0 ? atoi(argv[2]) : 98;
 	}
 	const char *self = (const char *)getauxval(AT_EXECFN);
-	printf("TAP version 13\n1..7\n");
+	printf("TAP version 13\n1..8\n");
 	result(test_stdio(), "printf", "snprintf formatting");
 	result(test_fork_wait(), "fork_wait", "fork + waitpid exit status");
 	result(self && test_exec(self), "execve_self", "execve of AT_EXECFN with argv/envp");
@@ -143,5 +202,7 @@ int main(int argc, char **argv)
 	result(test_signal(), "sigaction_raise", "SA_SIGINFO handler via raise()");
 	result(test_child_killed(), "kill_child", "child killed by SIGTERM");
 	result(test_env_auxv(), "uname_auxv", "uname and getauxval");
+	int pty_ok = test_pty();
+	result(pty_ok, "openpty_forkpty", pty_stage);
 	return ktap_finish();
 }

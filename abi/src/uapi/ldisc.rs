@@ -553,6 +553,19 @@ impl Ldisc {
         n
     }
 
+    /// How many more bytes a pty master may hand in before it waits for a reader (Linux's
+    /// receive room): the ring's free slots, except that a canonical line filling the ring
+    /// with no line end keeps taking bytes (they are dropped), so that a writer never waits on
+    /// a reader that waits for that line's end.
+    pub fn receive_room(&self) -> usize {
+        let free = CAPACITY - self.count();
+        if free == 0 && self.canonical() && self.canon_head == self.read_tail {
+            1
+        } else {
+            free
+        }
+    }
+
     /// How a read waits, from the current modes.
     pub fn read_plan(&self) -> ReadPlan {
         if self.canonical() {
@@ -706,6 +719,23 @@ mod tests {
 
     fn ld() -> Ldisc {
         Ldisc::new(Termios::console_default())
+    }
+
+    #[test]
+    fn receive_room_never_blocks_an_unfinished_line() {
+        let mut l = ld();
+        assert_eq!(l.receive_room(), CAPACITY);
+        typ(&mut l, &[b'a'; 5000]);
+        // Full of one unfinished line: still room (what comes is dropped).
+        assert_eq!(l.receive_room(), 1);
+        let mut raw = Termios::console_default();
+        raw.c_lflag &= !ICANON;
+        let mut l = Ldisc::new(raw);
+        typ(&mut l, &[b'a'; 5000]);
+        assert_eq!(l.receive_room(), 0);
+        let mut buf = [0u8; 100];
+        assert_eq!(l.read(&mut buf), 100);
+        assert_eq!(l.receive_room(), 100);
     }
 
     /// Types `s`; returns (echo, signals).

@@ -158,6 +158,64 @@ pub fn parse_tmpfs(data: &str, total_pages: u64) -> Result<TmpfsOptions, Errno> 
     Ok(o)
 }
 
+/// What a devpts mount asked for (Linux's pts_mount_opts): the owner and group of new slave
+/// nodes (`None`: the opener's), their mode, and the mode of the instance's `ptmx` node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DevptsOptions {
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub mode: u32,
+    pub ptmxmode: u32,
+    pub max: u32,
+}
+
+/// The most ptys an instance may hold (Linux's NR_UNIX98_PTY_MAX).
+pub const NR_UNIX98_PTY_MAX: u32 = 1 << 20;
+
+impl Default for DevptsOptions {
+    /// A mount's defaults: slaves 0600 owned by the opener, ptmx 0000.
+    fn default() -> Self {
+        DevptsOptions {
+            uid: None,
+            gid: None,
+            mode: 0o600,
+            ptmxmode: 0,
+            max: NR_UNIX98_PTY_MAX,
+        }
+    }
+}
+
+/// Parses devpts's options (`uid=`, `gid=`, `mode=`, `ptmxmode=`, `max=`, `newinstance`) over
+/// the defaults, as a fresh mount does. Unknown keys and bad values are EINVAL.
+pub fn parse_devpts(data: &str) -> Result<DevptsOptions, Errno> {
+    let mut o = DevptsOptions::default();
+    for word in data.split(',').filter(|w| !w.is_empty()) {
+        let (key, value) = match word.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (word, None),
+        };
+        match (key, value) {
+            ("uid", Some(v)) => o.uid = Some(id(v)?),
+            ("gid", Some(v)) => o.gid = Some(id(v)?),
+            ("mode", Some(v)) => o.mode = number(v, 8)? & 0o7777,
+            ("ptmxmode", Some(v)) => o.ptmxmode = number(v, 8)? & 0o7777,
+            ("max", Some(v)) => match number(v, 10)? {
+                n if n <= NR_UNIX98_PTY_MAX => o.max = n,
+                _ => return Err(Errno::EINVAL),
+            },
+            ("newinstance", None) => {}
+            (
+                "ro" | "rw" | "sync" | "async" | "dirsync" | "mand" | "nomand" | "lazytime"
+                | "nolazytime",
+                None,
+            ) => {}
+            ("source", Some(_)) => {}
+            _ => return Err(Errno::EINVAL),
+        }
+    }
+    Ok(o)
+}
+
 /// The option field of a /proc/mounts line for a tmpfs (`rw,relatime,size=8192k`):
 /// the mount flags, then the tmpfs options that differ from the defaults.
 /// `default_blocks` is the size a mount without `size=` gets. A limit whose size in bytes does
@@ -227,6 +285,18 @@ mod tests {
 
     fn p(s: &str) -> Result<TmpfsOptions, Errno> {
         parse_tmpfs(s, RAM)
+    }
+
+    #[test]
+    fn devpts_options() {
+        let d = parse_devpts("").unwrap();
+        assert_eq!(d, DevptsOptions::default());
+        assert_eq!((d.mode, d.ptmxmode, d.gid), (0o600, 0, None));
+        let o = parse_devpts("gid=5,mode=620,ptmxmode=666,newinstance").unwrap();
+        assert_eq!((o.gid, o.mode, o.ptmxmode), (Some(5), 0o620, 0o666));
+        assert_eq!(parse_devpts("max=1048577"), Err(Errno::EINVAL));
+        assert_eq!(parse_devpts("size=1"), Err(Errno::EINVAL));
+        assert_eq!(parse_devpts("mode=9"), Err(Errno::EINVAL));
     }
 
     #[test]

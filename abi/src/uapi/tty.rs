@@ -75,6 +75,9 @@ pub const TCSETSW2: u32 = iow(b'T', 0x2C, 44);
 pub const TCSETSF2: u32 = iow(b'T', 0x2D, 44);
 pub const TIOCGPTN: u32 = ior(b'T', 0x30, 4);
 pub const TIOCSPTLCK: u32 = iow(b'T', 0x31, 4);
+pub const TIOCSIG: u32 = iow(b'T', 0x36, 4);
+pub const TIOCGPKT: u32 = ior(b'T', 0x38, 4);
+pub const TIOCGPTLCK: u32 = ior(b'T', 0x39, 4);
 pub const TIOCGPTPEER: u32 = io(b'T', 0x41);
 pub const FIONCLEX: u32 = 0x5450;
 pub const FIOCLEX: u32 = 0x5451;
@@ -233,6 +236,32 @@ impl Termios {
     }
 }
 
+impl Termios {
+    /// A pty slave's modes when its pair is made (Linux's `tty_std_termios` with the pts
+    /// driver's cflag B38400|CS8|CREAD).
+    pub const fn pty_slave_default() -> Termios {
+        Termios {
+            c_cflag: B38400 | CS8 | CREAD,
+            ..Termios::console_default()
+        }
+    }
+
+    /// A pty master's modes: raw, no echo, no output processing (the ptm driver's).
+    pub const fn pty_master_default() -> Termios {
+        Termios {
+            c_iflag: 0,
+            c_oflag: 0,
+            c_cflag: B38400 | CS8 | CREAD,
+            c_lflag: 0,
+            c_line: N_TTY,
+            c_cc: INIT_C_CC,
+        }
+    }
+}
+
+/// A pty's line speed (B38400), as TCGETS2 reports it.
+pub const PTY_BAUD: u32 = 38_400;
+
 /// The kernel `struct termios2` (TCGETS2/TCSETS2*): `struct termios` and the two speeds.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
@@ -280,6 +309,9 @@ mod tests {
         assert_eq!(TCSETS2, 0x402c_542b);
         assert_eq!(TIOCGPTN, 0x8004_5430);
         assert_eq!(TIOCGPTPEER, 0x5441);
+        assert_eq!(TIOCGPTLCK, 0x8004_5439);
+        assert_eq!(TIOCSIG, 0x4004_5436);
+        assert_eq!(TIOCSPTLCK, 0x4004_5431);
     }
 
     #[test]

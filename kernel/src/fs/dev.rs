@@ -1,5 +1,5 @@
 //! Character devices: null, zero, full, (u)random, kmsg, and the terminal's nodes (the tty
-//! module opens those: `register_tty`).
+//! module opens those: `register_tty`), /dev/ptmx and the pty slaves (`register_pty`).
 
 #![forbid(unsafe_code)]
 
@@ -12,7 +12,7 @@ use spin::{Mutex, Once};
 use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// (name, major, minor, mode) of the nodes /dev always has (devtmpfs-like).
-const NODES: [(&str, u32, u32, u32); 9] = [
+const NODES: [(&str, u32, u32, u32); 10] = [
     ("console", 5, 1, 0o600),
     ("tty", 5, 0, 0o666),
     ("ttyAMA0", 204, 64, 0o620),
@@ -22,8 +22,10 @@ const NODES: [(&str, u32, u32, u32); 9] = [
     ("random", 1, 8, 0o666),
     ("urandom", 1, 9, 0o666),
     ("kmsg", 1, 11, 0o644),
+    ("ptmx", 5, 2, 0o666),
 ];
 
+/// The device nodes, and devpts at /dev/pts (over any directory the initramfs put there).
 pub fn populate(dev: &dyn Inode) {
     for (name, major, minor, mode) in NODES {
         if dev.lookup(name).is_err() {
@@ -34,6 +36,18 @@ pub fn populate(dev: &dyn Inode) {
         if dev.lookup(d.name).is_err() {
             let _ = dev.link(d.name, DevNode::new(d.mode, d.major, d.minor));
         }
+    }
+    let pts: Arc<dyn Inode> = super::devpts::root();
+    match dev.lookup("pts") {
+        Err(_) => {
+            let _ = dev.link("pts", pts);
+        }
+        Ok(old) if old.kind() == super::Kind::Dir => {
+            if let Some(d) = dev.as_any().downcast_ref::<super::ramfs::RamDir>() {
+                d.replace("pts", pts);
+            }
+        }
+        Ok(_) => {}
     }
 }
 
@@ -79,12 +93,27 @@ fn tty_open(kind: TtyKind, flags: u32) -> SysResult<Arc<dyn FileOps>> {
     TTY_OPEN.get().ok_or(Errno::ENXIO)?(kind, flags)
 }
 
+/// What opens the pty nodes (the tty module's pty driver, registered at boot): /dev/ptmx
+/// (a new pair) and slave `index`, each with open(2)'s flags.
+pub struct PtyDriver {
+    pub open_ptmx: fn(u32) -> SysResult<Arc<dyn FileOps>>,
+    pub open_slave: fn(u32, u32) -> SysResult<Arc<dyn FileOps>>,
+}
+
+static PTY: Once<PtyDriver> = Once::new();
+
+/// Makes `d` the driver of /dev/ptmx and the pty slaves.
+pub fn register_pty(d: PtyDriver) {
+    PTY.call_once(|| d);
+}
+
 /// Opens device (major, minor) with open(2)'s `flags`.
 pub fn open(major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
     Ok(match (major, minor) {
         (5, 0) => tty_open(TtyKind::CurrentTty, flags)?,
         (5, 1) | (4, _) => tty_open(TtyKind::Console, flags)?,
         (204, 64) => tty_open(TtyKind::Device, flags)?,
+        (5, 2) => (PTY.get().ok_or(Errno::ENODEV)?.open_ptmx)(flags)?,
         (1, 3) => Arc::new(Null),
         (1, 5) => Arc::new(Zero),
         (1, 7) => Arc::new(Full),
@@ -92,14 +121,17 @@ pub fn open(major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
         (1, 11) => Arc::new(Kmsg {
             seq: Mutex::new(crate::klog::bounds().0),
         }),
-        _ => {
-            let open = DRIVERS
-                .lock()
-                .iter()
-                .find(|d| (d.major, d.minor) == (major, minor))
-                .map(|d| d.open);
-            return open.ok_or(Errno::ENXIO)?(flags);
-        }
+        (m, n) => match super::devpts::slave_index(m, n) {
+            Some(i) => (PTY.get().ok_or(Errno::ENXIO)?.open_slave)(i, flags)?,
+            None => {
+                let open = DRIVERS
+                    .lock()
+                    .iter()
+                    .find(|d| (d.major, d.minor) == (major, minor))
+                    .map(|d| d.open);
+                return open.ok_or(Errno::ENXIO)?(flags);
+            }
+        },
     })
 }
 

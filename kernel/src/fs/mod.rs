@@ -11,6 +11,7 @@
 
 pub mod caller;
 pub mod dev;
+pub mod devpts;
 pub mod epoll;
 pub mod eventfd;
 pub mod flock;
@@ -29,7 +30,7 @@ mod vfs;
 
 pub use attr::{stat_of, Attrs};
 pub use fdtable::{nofile_limit, FdTable, NR_OPEN};
-pub use mount::{for_each_mount, mount_fresh, mounts_text, umount, NewMount};
+pub use mount::{for_each_mount, mount_existing, mount_fresh, mounts_text, umount, NewMount};
 pub use namei::{resolve, resolve_parent, FsContext, Resolved, ResolvedParent};
 pub use vfs::{new_ino, open_node, File, FileOps, Inode, Kind, NodeOps};
 

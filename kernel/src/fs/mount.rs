@@ -63,6 +63,32 @@ fn as_ramdir(node: &Arc<dyn Inode>) -> SysResult<&ramfs::RamDir> {
 /// Puts a new, empty file system in place of the directory `target` in its parent.
 /// EBUSY for "/", EINVAL when the parent is not a ramfs directory (inside /proc or /sys).
 pub fn mount_fresh(target: &Resolved, m: NewMount) -> SysResult<()> {
+    let root: Arc<dyn Inode> =
+        ramfs::RamDir::with_sb(m.mode, pagecache::TmpfsSb::new(m.limit, m.magic));
+    graft(target, root, m.source, m.fstype, m.flags, m.opts)
+}
+
+/// Shows the existing directory `root` (a generated file system's, such as devpts) in place of
+/// the directory `target`, with the same rules as `mount_fresh`.
+pub fn mount_existing(
+    target: &Resolved,
+    root: Arc<dyn Inode>,
+    source: String,
+    fstype: &'static str,
+    flags: u64,
+) -> SysResult<()> {
+    let opts = svelt_abi::uapi::mount::TmpfsOptions::default();
+    graft(target, root, source, fstype, flags, opts)
+}
+
+fn graft(
+    target: &Resolved,
+    root: Arc<dyn Inode>,
+    source: String,
+    fstype: &'static str,
+    flags: u64,
+    opts: svelt_abi::uapi::mount::TmpfsOptions,
+) -> SysResult<()> {
     if target.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
@@ -72,8 +98,6 @@ pub fn mount_fresh(target: &Resolved, m: NewMount) -> SysResult<()> {
         Some((p, n)) => (p, n),
     };
     let (_, parent) = path_stack(parent_path)?.pop().ok_or(Errno::ENOENT)?;
-    let root: Arc<dyn Inode> =
-        ramfs::RamDir::with_sb(m.mode, pagecache::TmpfsSb::new(m.limit, m.magic));
     let mut mounts = MOUNTS.lock();
     // The target may have gone since the walk.
     if !as_ramdir(&parent)?.replace_if(name, &target.node, root.clone()) {
@@ -81,10 +105,10 @@ pub fn mount_fresh(target: &Resolved, m: NewMount) -> SysResult<()> {
     }
     mounts.push(Mount {
         path: target.path.clone(),
-        source: m.source,
-        fstype: m.fstype,
-        flags: m.flags,
-        opts: m.opts,
+        source,
+        fstype,
+        flags,
+        opts,
         parent: parent.clone(),
         name: name.to_string(),
         root,

@@ -12,11 +12,12 @@ use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::procfs::{self, MountInfo};
 
 /// The mounts every Svelt system has, before those a program made: (point, type).
-const BASE_MOUNTS: [(&str, &str); 4] = [
+const BASE_MOUNTS: [(&str, &str); 5] = [
     ("/", "rootfs"),
     ("/proc", "proc"),
     ("/sys", "sysfs"),
     ("/dev", "devtmpfs"),
+    ("/dev/pts", "devpts"),
 ];
 
 pub(super) fn mountinfo(_t: Target, out: &mut Text) -> SysResult<()> {
@@ -87,11 +88,12 @@ pub(super) fn mountinfo(_t: Target, out: &mut Text) -> SysResult<()> {
 
 /// /proc/mounts (and /proc/PID/mounts): the base mounts, then the tmpfs and ramfs ones.
 pub(super) fn mounts() -> String {
-    "rootfs / rootfs rw 0 0\nproc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\n".to_string()
+    "rootfs / rootfs rw 0 0\nproc /proc proc rw 0 0\nsysfs /sys sysfs rw 0 0\ndevtmpfs /dev devtmpfs rw 0 0\ndevpts /dev/pts devpts rw 0 0\n".to_string()
         + &crate::fs::mounts_text()
 }
 
 /// /proc/filesystems.
 pub(super) fn filesystems() -> String {
-    "nodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\ttmpfs\nnodev\tramfs\n".to_string()
+    "nodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\ttmpfs\nnodev\tramfs\nnodev\tdevpts\n"
+        .to_string()
 }

@@ -256,8 +256,31 @@ pub fn mknodat(dirfd: i32, path: usize, mode: u32, dev: u64) -> SysResult<usize>
     Ok(0)
 }
 
-/// mount(2): tmpfs and ramfs are real, empty instances grafted over the target; proc, sysfs,
-/// devtmpfs and devpts are built in at their usual places, so mounting them changes nothing.
+fn mount_devpts(r: &fs::Resolved, source: usize, flags: u64, data: usize) -> SysResult<usize> {
+    let data = match data {
+        0 => String::new(),
+        va => match UserPtr::<u8>::new(va).read_cstring(4095) {
+            Ok(b) => String::from_utf8(b).map_err(|_| Errno::EINVAL)?,
+            Err(Errno::EFAULT) => return Err(Errno::EFAULT),
+            Err(_) => return Err(Errno::EINVAL),
+        },
+    };
+    let opts = svelt_abi::uapi::mount::parse_devpts(&data)?;
+    if !fs::devpts::is_root(&*r.node) {
+        let source = match source {
+            0 => String::from("none"),
+            va => UserPtr::<u8>::new(va).read_path()?,
+        };
+        fs::mount_existing(r, fs::devpts::root(), source, "devpts", flags)?;
+    }
+    fs::devpts::configure(opts);
+    Ok(0)
+}
+
+/// mount(2): tmpfs and ramfs are real, empty instances grafted over the target; proc, sysfs
+/// and devtmpfs are built in at their usual places, so mounting them changes nothing; devpts
+/// is one instance (fs::devpts): a mount sets its options, and shows it at the target unless
+/// the target is that instance already.
 /// Remounts, binds, moves and propagation changes are accepted and do nothing.
 pub fn mount(
     source: usize,
@@ -285,7 +308,8 @@ pub fn mount(
     }
     let ty = UserPtr::<u8>::new(fstype).read_path()?;
     let (fstype, magic) = match ty.as_str() {
-        "proc" | "sysfs" | "devtmpfs" | "devpts" => return Ok(0),
+        "proc" | "sysfs" | "devtmpfs" => return Ok(0),
+        "devpts" => return mount_devpts(&r, source, flags, data),
         "tmpfs" => ("tmpfs", TMPFS_MAGIC),
         "ramfs" => ("ramfs", RAMFS_MAGIC),
         _ => return Err(Errno::ENODEV),

@@ -19,17 +19,24 @@ const TIMEOUT_NS: u64 = 300_000_000_000;
 const SELFCHECK_MARKER: &str = "/etc/svelt-selfcheck";
 const ENV: &[&str] = &["PATH=/bin/tests:/bin", "HOME=/", "TERM=linux"];
 
-/// Mounts proc, sysfs, devtmpfs and tmpfs; returns the failures as text.
+/// Mounts proc, sysfs, devtmpfs, devpts (with the options a Debian system gives it) and
+/// tmpfs; returns the failures as text.
 fn mount_all() -> Result<(), String> {
     let mut errors = String::new();
-    for (src, target, fstype) in [
-        ("proc", "/proc", "proc"),
-        ("sysfs", "/sys", "sysfs"),
-        ("devtmpfs", "/dev", "devtmpfs"),
-        ("tmpfs", "/tmp", "tmpfs"),
+    for (src, target, fstype, data) in [
+        ("proc", "/proc", "proc", ""),
+        ("sysfs", "/sys", "sysfs", ""),
+        ("devtmpfs", "/dev", "devtmpfs", ""),
+        (
+            "devpts",
+            "/dev/pts",
+            "devpts",
+            "gid=5,mode=620,ptmxmode=000",
+        ),
+        ("tmpfs", "/tmp", "tmpfs", ""),
     ] {
         let _ = sys::mkdirat(sys::AT_FDCWD, target, 0o755);
-        match sys::mount(src, target, fstype, 0) {
+        match sys::mount_data(src, target, fstype, 0, data) {
             Ok(_) => {}
             // devtmpfs may already be mounted by the kernel (CONFIG_DEVTMPFS_MOUNT).
             Err(sys::EBUSY) if fstype == "devtmpfs" => {}
