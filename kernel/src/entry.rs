@@ -39,7 +39,8 @@ extern "C" fn svelt_el0_sync(tf: &mut TrapFrame) {
 extern "C" fn svelt_el0_svc(tf: &mut TrapFrame) {
     // SAFETY: a syscall from EL0: the running task is the one that made it.
     let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
-    cur.cputime.enter_kernel();
+    // The core's fields through the core's token: one load fewer than through the thread.
+    cur.core().task().cputime.enter_kernel();
     cpu::irq_enable();
     crate::syscall::dispatch(&cur, tf);
     crate::trap::return_from_syscall(&cur, tf);

@@ -380,7 +380,11 @@ fn do_save(t: &Task, f: &mut TaskFpState, save: Save) {
 /// The task's FP state, to change: its `work::FP` bit is set, so its next return to user mode
 /// (and, while SVE or SME is enabled, each syscall entry) runs the FP hooks.
 fn fpu_mut<'a>(t: &Task, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
-    t.work.set(work::FP);
+    // Only the task itself, or the holder of a task that is not running, sets or clears this
+    // bit: a plain look first saves the atomic update when it is already set.
+    if t.work.get() & work::FP == 0 {
+        t.work.set(work::FP);
+    }
     l.fpu.borrow_mut()
 }
 
