@@ -8,17 +8,15 @@ use crate::arch::exception::TrapFrame;
 use crate::mm::aspace::{Access, FaultError};
 use crate::process::signal::{self, SigInfo};
 use crate::process::{sched, CurrentTask, Thread};
+use crate::task::work;
 use svelt_abi::isa::esr::{Ec, Esr};
+use svelt_abi::uapi::errno::Errno;
 use svelt_abi::uapi::signal as sig;
 
 /// A synchronous exception from EL0 (IRQs masked on entry).
 pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
     let esr = Esr(tf.esr);
     cpu::irq_enable();
-    // The system call first, on the raw class (EC 0x15), before the full decode.
-    if tf.esr >> 26 == 0x15 {
-        return crate::syscall::dispatch(cur, tf);
-    }
     let fault = |signo, code, addr, esr| fault(cur, signo, code, addr, esr);
     match esr.ec() {
         Ec::Svc64 => crate::syscall::dispatch(cur, tf),
@@ -199,17 +197,38 @@ fn emulate_mrs(tf: &mut TrapFrame, access: svelt_abi::isa::idregs::SysRegAccess)
     }
 }
 
-/// Work before returning to user mode. Returns with IRQs masked.
-pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
+/// The way back to user mode after a syscall (IRQs masked on return): with the work word
+/// clear and no restart to consider, only the end of the syscall and the user CPU clock; else
+/// the full path.
+#[inline(always)]
+pub fn return_from_syscall(cur: &CurrentTask, tf: &mut TrapFrame) {
     cpu::irq_disable();
     // The core's fields through the core's token: one load fewer than through the thread.
     let t = cur.core().task();
-    // One look at everything that needs the loop below; most returns need none of it.
-    if t.killed.load(core::sync::atomic::Ordering::Acquire)
-        || sched::need_resched()
-        || cur.local().rseq_resched.get()
-        || signal::has_work(t)
-    {
+    // Read with IRQs masked: a bit set after this read comes with an IPI, taken right after
+    // the ERET (work.rs).
+    if t.work.get() & work::EXIT != 0 || restarts(tf.x[0]) {
+        return return_to_user(cur, tf);
+    }
+    cur.local().in_syscall.set(-1);
+    t.cputime.leave_kernel();
+}
+
+/// `x0` is one of the restart codes `signal::finish_syscall` acts on.
+#[inline(always)]
+fn restarts(x0: u64) -> bool {
+    const FIRST: u64 = Errno::ERESTARTSYS as u64;
+    const LAST: u64 = Errno::ERESTART_RESTARTBLOCK as u64;
+    x0.wrapping_neg().wrapping_sub(FIRST) <= LAST - FIRST
+}
+
+/// The full way back to user mode, after an exception or an IRQ (and a syscall with work):
+/// the work loop if the word says so, then a syscall's restart, ptrace's single step, the FP
+/// state and the user CPU clock. Returns with IRQs masked.
+pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
+    cpu::irq_disable();
+    let t = cur.core().task();
+    if t.work.get() & work::LOOP != 0 {
         return_to_user_work(cur, tf);
     }
     signal::finish_syscall(cur, tf);
@@ -228,6 +247,10 @@ fn return_to_user_work(cur: &CurrentTask, tf: &mut TrapFrame) {
     loop {
         cpu::irq_disable();
         let t = cur.task();
+        // The hints' states are asked below; a hint set again from here on is seen next time.
+        if t.work.get() & work::LOOP_HINTS != 0 {
+            t.work.clear(work::LOOP_HINTS);
+        }
         if t.killed.load(core::sync::atomic::Ordering::Acquire) {
             cpu::irq_enable();
             crate::process::gcs::thread_exit(cur);

@@ -500,7 +500,7 @@ fn de_thread(me: &Arc<super::Thread>) {
     }
     for t in &others {
         t.exit_code.store(0, Ordering::Relaxed);
-        t.killed.store(true, Ordering::Release);
+        t.set_killed();
         crate::process::ptrace::wake_unless_frozen(t);
     }
     // Wait for them to leave (they exit on their way back to user mode).

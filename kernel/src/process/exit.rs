@@ -94,7 +94,7 @@ pub fn kill_group(p: &Arc<Process>, status: i32, except: Option<u32>) {
     for th in p.live_threads() {
         if Some(th.tid) != except {
             th.exit_code.store(status, Ordering::Relaxed);
-            th.killed.store(true, Ordering::Release);
+            th.set_killed();
             crate::process::ptrace::wake_unless_frozen(&th);
         }
     }

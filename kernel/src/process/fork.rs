@@ -183,6 +183,7 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
         // Under the seccomp lock until the child is listed, so a TSYNC reaches it.
         let _g = crate::process::seccomp::attach_lock();
         child.seccomp.inherit(&parent.seccomp);
+        crate::process::seccomp::inherited(&child);
         process.threads.lock().push(Arc::downgrade(&child));
     }
     register(&child);

@@ -95,6 +95,7 @@ pub fn rseq(cur: &CurrentTask, addr: usize, len: u32, flags: u32, sig: u32) -> S
     local.rseq.set(Some(Registration { addr, len, sig }));
     // The CPU fields are filled on the way out.
     local.rseq_resched.set(true);
+    cur.work.set(crate::task::work::RSEQ);
     Ok(0)
 }
 

@@ -102,6 +102,19 @@ impl Seccomp {
     }
 }
 
+/// Sets `t`'s mode (after its filter), and the work bit that sends its syscalls through it.
+fn set_mode(t: &Thread, mode: u8) {
+    t.seccomp.mode.store(mode, Ordering::Release);
+    t.work.set(crate::task::work::SECCOMP);
+}
+
+/// A new thread `t` under its creator's mode (after `Seccomp::inherit`).
+pub fn inherited(t: &Thread) {
+    if t.seccomp.mode.load(Ordering::Relaxed) != SECCOMP_MODE_DISABLED {
+        t.work.set(crate::task::work::SECCOMP);
+    }
+}
+
 /// Serialises mode changes, filter attachment and TSYNC against each other and against
 /// thread creation.
 static ATTACH: Mutex<()> = Mutex::new(());
@@ -143,9 +156,9 @@ pub fn check(cur: &CurrentTask, t: &CurrentTask, tf: &mut TrapFrame) -> Option<u
 
 /// Ends the current thread on its way out of the kernel, with wait status `status`.
 fn kill_thread(t: &Thread, status: i32) {
-    t.seccomp.mode.store(SECCOMP_MODE_DEAD, Ordering::Relaxed);
+    set_mode(t, SECCOMP_MODE_DEAD);
     t.exit_code.store(status, Ordering::Relaxed);
-    t.killed.store(true, Ordering::Release);
+    t.set_killed();
 }
 
 /// The filters' verdict on syscall `nr`: true to run it, false to skip it (`__seccomp_filter`).
@@ -328,7 +341,7 @@ fn set_mode_strict(t: &Thread) -> SysResult<usize> {
     if !may_assign(t, SECCOMP_MODE_STRICT) {
         return Err(Errno::EINVAL);
     }
-    t.seccomp.mode.store(SECCOMP_MODE_STRICT, Ordering::Release);
+    set_mode(t, SECCOMP_MODE_STRICT);
     Ok(0)
 }
 
@@ -418,7 +431,7 @@ fn set_mode_filter(t: &Thread, flags: u32, uargs: usize, privileged: bool) -> Sy
         prev: cur,
     });
     *t.seccomp.filter.lock() = Some(f.clone());
-    t.seccomp.mode.store(SECCOMP_MODE_FILTER, Ordering::Release);
+    set_mode(t, SECCOMP_MODE_FILTER);
     let nnp = t.seccomp.no_new_privs.load(Ordering::Relaxed);
     for o in &others {
         // The old chain is dropped outside the other thread's lock.
@@ -427,7 +440,7 @@ fn set_mode_filter(t: &Thread, flags: u32, uargs: usize, privileged: bool) -> Sy
         if nnp {
             o.seccomp.no_new_privs.store(true, Ordering::Relaxed);
         }
-        o.seccomp.mode.store(SECCOMP_MODE_FILTER, Ordering::Release);
+        set_mode(o, SECCOMP_MODE_FILTER);
     }
     Ok(0)
 }

@@ -23,6 +23,7 @@ pub mod time;
 
 use crate::arch::exception::TrapFrame;
 use crate::process::{self, CurrentTask};
+use crate::task::work;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::nr;
@@ -94,15 +95,26 @@ static UNKNOWN_LOGGED: [AtomicU64; TABLE_LEN / 64 + 1] =
 
 /// A syscall from EL0 (x8 the number, x0-x5 the arguments, x0 the result).
 pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) {
-    let mut n = tf.x[8];
+    let n = tf.x[8];
     let l = cur.local();
     l.orig_x0.set(tf.x[0]);
     l.in_syscall.set(n as i64);
+    // One load and one branch unless there is entry work (task/work.rs).
+    if cur.core().task().work.get() & work::ENTRY != 0 {
+        return dispatch_work(cur, tf);
+    }
+    call(n, &mut Syscall { cur, tf });
+}
+
+/// A syscall with entry work: an SVE/SME task's state to discard, PTRACE_SYSCALL, seccomp.
+#[cold]
+#[inline(never)]
+fn dispatch_work(cur: &CurrentTask, tf: &mut TrapFrame) {
+    let mut n = tf.x[8];
     crate::task::fpstate::fp_user_discard(cur.core());
     if cur.syscall_trace.load(Relaxed) {
         return dispatch_traced(cur, tf);
     }
-    // One load and one branch unless the task is under seccomp.
     if cur.seccomp.mode.load(Relaxed) != 0 {
         match crate::process::seccomp::check(cur, cur, tf) {
             Some(nr) => n = nr,

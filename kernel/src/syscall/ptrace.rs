@@ -71,9 +71,9 @@ pub fn ptrace(
             Ok(0)
         }
         PtraceRequest::Resume { how, signal } => {
-            f.task
-                .syscall_trace
-                .store(how == Resume::Syscall, Ordering::Release);
+            let trace = how == Resume::Syscall;
+            f.task.syscall_trace.store(trace, Ordering::Release);
+            f.task.work.put(crate::task::work::SYSCALL_TRACE, trace);
             resume(f, signal, how == Resume::SingleStep);
             Ok(0)
         }

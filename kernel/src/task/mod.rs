@@ -17,6 +17,7 @@ pub mod local;
 pub mod sched;
 pub mod timer;
 pub mod wait;
+pub mod work;
 
 use crate::arch::context::Context;
 use crate::arch::exception::TrapFrame;
@@ -110,9 +111,8 @@ pub struct Task {
     /// Set when the task must stop running user code (exit_group, exec from another thread, a
     /// fatal signal): every wait ends.
     pub killed: AtomicBool,
-    /// Work for the way back to user mode may be pending (a signal: Linux's TIF_SIGPENDING);
-    /// the layer that queues it sets it, the return path asks that layer.
-    pub sig_hint: AtomicBool,
+    /// What a syscall's entry or the way back to user mode must do (work.rs).
+    pub work: work::Work,
     /// Lazy FP counters (/proc/svelt/fpstat), written only by the holder of this task's FP
     /// state.
     pub fpstat: fpstate::Counters,
@@ -144,7 +144,7 @@ impl Task {
             user_ttbr0: AtomicU64::new(0),
             tagged_addr: AtomicBool::new(false),
             killed: AtomicBool::new(false),
-            sig_hint: AtomicBool::new(false),
+            work: work::Work::new(),
             fpstat: fpstate::ZERO_COUNTERS,
             cputime: cputime::CpuTime::new(),
             data: Data {
@@ -246,6 +246,13 @@ impl Task {
 
     pub fn is_idle(&self) -> bool {
         self.tid == 0
+    }
+
+    /// Marks the task to stop running user code (`killed`, and its work bit); the caller kicks
+    /// or wakes it.
+    pub fn set_killed(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.work.set(work::KILLED);
     }
 }
 

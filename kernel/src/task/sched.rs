@@ -131,8 +131,13 @@ pub fn need_resched() -> bool {
     percpu::this().need_resched.load(Ordering::Relaxed)
 }
 
+/// Asks this CPU to reschedule: the per-CPU flag, and its work bit on the running task (whose
+/// way back to user mode then looks at the flag).
 pub fn set_need_resched() {
     percpu::this().need_resched.store(true, Ordering::Relaxed);
+    if let Some(t) = try_current() {
+        t.work.set(super::work::NEED_RESCHED);
+    }
 }
 
 /// Has the timer interrupt run `tick` and the reschedule IPI set `need_resched`. Boot time,
@@ -149,7 +154,7 @@ fn tick() {
         super::cputime::tick(t);
     }
     if started() && CPUS.this().queued.load(Ordering::Relaxed) != 0 {
-        percpu::this().need_resched.store(true, Ordering::Relaxed);
+        set_need_resched();
     }
 }
 
@@ -384,6 +389,7 @@ pub fn schedule() {
         // Only a task with an rseq area has anything to do about the switch on its way back.
         if pl.rseq.get().is_some() {
             pl.rseq_resched.set(true);
+            prev.work.set(super::work::RSEQ);
         }
     }
     if prev_user {
@@ -391,6 +397,7 @@ pub fn schedule() {
     }
     if !next.is_idle() {
         cpu::set_user_tls(nl.tpidr_el0.get(), nl.tpidrro_el0.get());
+        crate::task::fpstate::fpsimd_thread_switch_in(next);
     }
     percpu::this()
         .user_tagged_addr

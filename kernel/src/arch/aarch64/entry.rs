@@ -13,11 +13,14 @@ unsafe extern "C" {
     /// A new task's first Rust code (from `ret_from_fork`), with its user trap frame; returns
     /// ready for the exception return.
     pub fn svelt_ret_from_fork(tf: &mut TrapFrame);
-    /// A synchronous exception from EL0 (syscall, fault, trap), straight from its vector with
-    /// the saved frame; returns ready for the exception return to `tf`. Only the vector calls
-    /// it; declared here so the contract is written down with the others.
+    /// A synchronous exception from EL0 other than a syscall (fault, trap), straight from its
+    /// vector with the saved frame; returns ready for the exception return to `tf`. Only the
+    /// vector calls it; declared here so the contract is written down with the others.
     #[allow(dead_code)]
     pub fn svelt_el0_sync(tf: &mut TrapFrame);
+    /// A syscall from EL0 (ESR.EC SVC64), as `svelt_el0_sync`.
+    #[allow(dead_code)]
+    pub fn svelt_el0_svc(tf: &mut TrapFrame);
 }
 
 unsafe extern "efiapi" {

@@ -14,6 +14,7 @@ pub mod regset;
 use crate::arch::exception::TrapFrame;
 use crate::process::signal::{self, SigInfo};
 use crate::process::{sched, CurrentTask, Held, Process, State, Thread};
+use crate::task::work;
 use alloc::sync::{Arc, Weak};
 use core::sync::atomic::Ordering;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -135,6 +136,7 @@ pub fn link(t: &Arc<Thread>, tracer: &Arc<Process>, options: u32, seized: bool) 
         };
     }
     t.traced.store(true, Ordering::Release);
+    t.work.set(work::PTRACED);
     tracer.tracees.lock().push(t.clone());
 }
 
@@ -156,6 +158,7 @@ pub fn unlink(t: &Arc<Thread>, signo: u32) {
     };
     t.traced.store(false, Ordering::Release);
     t.syscall_trace.store(false, Ordering::Release);
+    t.work.clear(work::PTRACED | work::SYSCALL_TRACE);
     if let Some(p) = tracer.and_then(|w| w.upgrade()) {
         p.tracees.lock().retain(|x| !Arc::ptr_eq(x, t));
     }

@@ -10,6 +10,7 @@ use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::UserPtr;
 use crate::process::exit;
 use crate::process::{self, CurrentTask, Process, Thread};
+use crate::task::work;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
@@ -353,12 +354,12 @@ fn unblocked_pending(t: &Thread, s: &SigState) -> bool {
 /// Set whenever something may need the return-to-user path's attention (a new signal, a
 /// mask change, a stop), so the common case checks one flag; `do_signal` recomputes it.
 pub fn has_work(t: &crate::task::Task) -> bool {
-    t.sig_hint.load(Ordering::Acquire)
+    t.work.get() & work::SIGPENDING != 0
 }
 
 /// Marks `t` for a look at its signals on its next return to user mode.
 pub fn hint(t: &Thread) {
-    t.sig_hint.store(true, Ordering::Release);
+    t.work.set(work::SIGPENDING);
 }
 
 fn notify_parent_stop(p: &Arc<Process>, status: i32) {
@@ -467,7 +468,7 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
     // Borrowed, not counted: the delivery path takes no reference it would have to drop.
     let t: &Thread = cur;
     let p = &t.process;
-    t.sig_hint.store(false, Ordering::Release);
+    t.work.clear(work::SIGPENDING);
     let traced = t.traced.load(Ordering::Acquire);
     loop {
         // A traced thread reports a group stop (or PTRACE_INTERRUPT) to its tracer and runs

@@ -27,7 +27,7 @@ pub use vl::{
 use crate::arch::cpu;
 use crate::arch::fpsimd::{fpsimd, sme, sve};
 use crate::percpu::{self, PerCpuArray};
-use crate::task::{CurrentTask, Task, TaskLocal};
+use crate::task::{work, CurrentTask, Task, TaskLocal};
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::cell::{RefMut, UnsafeCell};
@@ -377,6 +377,23 @@ fn do_save(t: &Task, f: &mut TaskFpState, save: Save) {
 
 /// Context switch away from task `t`, whose locals these are, under the scheduler's
 /// interrupt mask.
+/// The task's FP state, to change: its `work::FP` bit is set, so its next return to user mode
+/// (and, while SVE or SME is enabled, each syscall entry) runs the FP hooks.
+fn fpu_mut<'a>(t: &Task, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
+    // Only the task itself, or the holder of a task that is not running, sets or clears this
+    // bit: a plain look first saves the atomic update when it is already set.
+    if t.work.get() & work::FP == 0 {
+        t.work.set(work::FP);
+    }
+    l.fpu.borrow_mut()
+}
+
+/// A switch to task `next`: its return to user mode loads its state if this CPU no longer
+/// holds it (one bit: cheaper than asking the CPU here, and every switch used to ask).
+pub fn fpsimd_thread_switch_in(next: &Task) {
+    next.work.set(work::FP);
+}
+
 pub fn fpsimd_thread_switch(t: &Task, l: &TaskLocal, irqs: &cpu::IrqGuard) {
     let f = &mut *l.fpu.borrow_mut();
     let hw = hw_svcr(f);
@@ -404,6 +421,12 @@ pub fn lend_to_guest(cur: &CurrentTask) {
 pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
     let f = &mut *cur.local().fpu.borrow_mut();
     let r = with_cpu(&cpu::IrqGuard::new(), |c| fps::return_to_user(c, &mut f.st));
+    // Loaded: the bit stays only for an SVE or SME task, whose syscalls discard state and
+    // whose returns reset `to_save`. Nobody else sets it while this task runs here.
+    let t = cur.task();
+    if !f.st.sve && !f.st.sme && t.work.get() & work::FP != 0 {
+        t.work.clear(work::FP);
+    }
     let Some(format) = r.load else { return };
     if let Some(len) = r.set_zcr {
         sve::set_len(len);
@@ -420,7 +443,6 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
     if let Some(s) = r.svcr {
         sme::write_svcr(s);
     }
-    let t = cur.task();
     // After SVCR: a change of streaming mode zeroes FPMR.
     if has_fpmr() {
         fpsimd::fpmr::write(f.fpmr);
@@ -473,7 +495,7 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
 
 /// The first SVE instruction from EL0 trapped (EC 0x19).
 pub fn do_sve_acc(cur: &CurrentTask) {
-    let f = &mut *cur.local().fpu.borrow_mut();
+    let f = &mut *fpu_mut(cur.task(), cur.local());
     let irqs = cpu::IrqGuard::new();
     let plan = with_cpu(&irqs, |c| fps::sve_trap(c, &mut f.st));
     match plan {
@@ -503,7 +525,7 @@ pub fn do_sve_acc(cur: &CurrentTask) {
 /// An SME trap from EL0 (EC 0x1D): first use enables SME; other trap codes are SIGILL
 /// (returns false).
 pub fn do_sme_acc(cur: &CurrentTask, smtc: u8) -> bool {
-    let f = &mut *cur.local().fpu.borrow_mut();
+    let f = &mut *fpu_mut(cur.task(), cur.local());
     let irqs = cpu::IrqGuard::new();
     let plan = with_cpu(&irqs, |c| fps::sme_trap(c, &mut f.st, smtc));
     let ok = match plan {
@@ -555,7 +577,7 @@ pub fn fp_user_discard(cur: &CurrentTask) {
 /// Saves the running task's live registers to memory, keeping them live (signal delivery,
 /// fork). Returns the task's FP state.
 fn fpsimd_preserve_current_state<'a>(t: &Task, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
-    let mut f = l.fpu.borrow_mut();
+    let mut f = fpu_mut(t, l);
     let irqs = cpu::IrqGuard::new();
     let hw = hw_svcr(&f);
     let save = with_cpu(&irqs, |c| fps::sync_to_memory(c, &mut f.st, hw));
@@ -593,7 +615,7 @@ pub fn fork_state(cur: &CurrentTask, clone_vm: bool) -> TaskFpState {
 
 /// execve: zeroed FPSIMD state; VLs from pending ONEXEC requests or the system defaults.
 pub fn fpsimd_flush_thread(cur: &CurrentTask) {
-    let f = &mut *cur.local().fpu.borrow_mut();
+    let f = &mut *fpu_mut(cur.task(), cur.local());
     let sv = vlctl::on_exec(&sve_ctl(f), SVE_DEFAULT_VL.load(Ordering::Relaxed));
     let sm = vlctl::on_exec(&sme_ctl(f), SME_DEFAULT_VL.load(Ordering::Relaxed));
     f.sve_onexec = sv.onexec;

@@ -37,6 +37,8 @@ fn regset_state<'a>(h: &'a Held<'_>) -> RefMut<'a, TaskFpState> {
         // another way exist, wait rather than panic.
         loop {
             if let Ok(f) = h.local().fpu.try_borrow_mut() {
+                // Read or written, the tracee's next return reloads what memory holds.
+                h.task().work.set(crate::task::work::FP);
                 return f;
             }
             crate::task::sched::yield_now();

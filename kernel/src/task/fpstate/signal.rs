@@ -4,7 +4,8 @@
 #![forbid(unsafe_code)]
 
 use super::{
-    fpsimd_preserve_current_state, has_sme, put_vregs, sme2, TaskFpState, FPSR_AFTER_SMSTOP,
+    fpsimd_preserve_current_state, fpu_mut, has_sme, put_vregs, sme2, TaskFpState,
+    FPSR_AFTER_SMSTOP,
 };
 use crate::arch::fpsimd::{sme, sve};
 use crate::task::CurrentTask;
@@ -74,7 +75,7 @@ pub fn for_signal(cur: &CurrentTask) -> SignalState<'_> {
 /// After the frame is written: the handler runs out of streaming mode with ZA off and TPIDR2
 /// zero (6.16+).
 pub fn signal_entered(cur: &CurrentTask) {
-    let f = &mut *cur.local().fpu.borrow_mut();
+    let f = &mut *fpu_mut(cur.task(), cur.local());
     let e = fps::signal_entry(&mut f.st);
     if e.left_streaming {
         f.fp.vregs = [0; 32];
@@ -110,7 +111,7 @@ pub fn from_sigreturn(
     use svelt_abi::fp::sigframe::FpRestore;
     // None: that step refused the frame, and nothing is restored.
     let Some(restore) = r.fp else { return };
-    let f = &mut *cur.local().fpu.borrow_mut();
+    let f = &mut *fpu_mut(cur.task(), cur.local());
     f.fp.vregs = fp.vregs;
     f.fp.fpsr = fp.fpsr;
     f.fp.fpcr = fp.fpcr;

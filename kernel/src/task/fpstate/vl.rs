@@ -4,7 +4,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{fpsimd_preserve_current_state, has_sme, TaskFpState};
+use super::{fpsimd_preserve_current_state, fpu_mut, has_sme, TaskFpState};
 use crate::task::CurrentTask;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -91,7 +91,7 @@ pub fn vec_set_current_vl(cur: &CurrentTask, kind: VecKind, arg: u64) -> SysResu
             change_live_vl(&mut f, kind, vl);
             f
         }
-        None => cur.local().fpu.borrow_mut(),
+        None => fpu_mut(cur.task(), cur.local()),
     };
     commit_vl_settings(&mut f, kind, r.new);
     Ok(r.ret as usize)

@@ -79,12 +79,18 @@ exception_vectors:
 
 // From EL0 the frame record below the TrapFrame ends the chain (x29 = 0): a backtrace of a
 // kernel fault under a syscall stops at the handler, never walking into user memory.
+// A syscall (ESR.EC SVC64) goes to its own handler, the rest to svelt_el0_sync.
 el0_sync_common:
     SAVE_REST
     stp     xzr, xzr, [sp, #-16]!
     mov     x29, xzr
     add     x0, sp, #16
-    bl      svelt_el0_sync
+    lsr     x1, x1, #26
+    cmp     x1, #0x15
+    b.ne    1f
+    bl      svelt_el0_svc
+    b       exception_return
+1:  bl      svelt_el0_sync
     b       exception_return
 
 el1_common:
