@@ -407,7 +407,8 @@ pub fn fpsimd_thread_switch(t: &Task, l: &TaskLocal, irqs: &cpu::IrqGuard) {
 /// end, and its return to user mode reloads its state.
 pub fn lend_to_guest(cur: &CurrentTask) {
     let irqs = cpu::IrqGuard::new();
-    let f = &mut *cur.local().fpu.borrow_mut();
+    // The registers will not hold the task's state: its return to user mode must look.
+    let f = &mut *fpu_mut(cur.task(), cur.local());
     let hw = hw_svcr(f);
     let save = with_cpu(&irqs, |c| fps::lend_to_guest(c, &mut f.st, hw));
     do_save(cur.task(), f, save);
