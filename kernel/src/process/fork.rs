@@ -130,7 +130,12 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
         local.rseq.set(pl.rseq.get());
         local.rseq_resched.set(true);
     }
+    let rseq = local.rseq_resched.get();
     let core = Arc::new(Task::new(tid, Some(kstack), local));
+    if rseq {
+        // Its first return to user mode fills the area's CPU fields for wherever it runs.
+        core.work.set(crate::task::work::RSEQ);
+    }
     let child = Thread::new(core, process.clone(), Some(charge), mm, files, fs, sighand);
     // The child's user registers: the parent's, returning 0, on a new stack if one was given.
     let ctf = child.trap_frame();
