@@ -71,7 +71,7 @@ pub fn handle_sync(
                 // a signal to the VMM thread.
                 st.put_fp();
                 super::WFI_SLEEPS.fetch_add(1, Ordering::Relaxed);
-                vcpu.wait_for_kick(cur, || false)?;
+                vcpu.wait_for_kick(|| false)?;
             }
             Ok(Next::Enter)
         }
@@ -164,11 +164,10 @@ fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
 /// The affinity fields of an MPIDR.
 const MPIDR_HWID: u64 = 0xff_00ff_ffff;
 
+/// A vCPU's affinity as KVM gives it (a VMM may change MPIDR before the first run; that copy
+/// is behind a lock the vCPU's own KVM_RUN holds, so the default is used here).
 fn mpidr_of(v: &Vcpu) -> u64 {
-    // The vCPU's MPIDR as KVM gives it (a VMM may change it before the first run; the copy in
-    // the state is behind a lock its own KVM_RUN holds, so the default is used here).
-    let id = v.id as u64;
-    ((id & 0xf) | (((id >> 4) & 0xff) << 8) | (((id >> 12) & 0xff) << 16)) & MPIDR_HWID
+    super::vcpu::mpidr_for(v.id) & MPIDR_HWID
 }
 
 /// PSCI CPU_ON for the vCPU with affinity `target`.

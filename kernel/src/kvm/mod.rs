@@ -37,7 +37,7 @@ fn max_ipa_bits() -> u32 {
 }
 
 /// KVM_CHECK_EXTENSION's answer (on /dev/kvm, a VM or a vCPU): exactly what is implemented.
-pub fn check_extension(cap: u64, _vm: Option<&Arc<vm::Vm>>) -> usize {
+pub fn check_extension(cap: u64) -> usize {
     match cap {
         k::KVM_CAP_USER_MEMORY
         | k::KVM_CAP_DESTROY_MEMORY_REGION_WORKS
@@ -75,7 +75,7 @@ impl FileOps for KvmDev {
                 let vm = vm::Vm::new(bits)?;
                 vm::install(vm::vm_file(vm))
             }
-            k::KVM_CHECK_EXTENSION => Ok(check_extension(arg as u64, None)),
+            k::KVM_CHECK_EXTENSION => Ok(check_extension(arg as u64)),
             // The kvm_run page and the (unused) coalesced MMIO ring after it.
             k::KVM_GET_VCPU_MMAP_SIZE if arg == 0 => Ok(2 * 4096),
             _ => Err(Errno::EINVAL),

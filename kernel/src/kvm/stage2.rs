@@ -133,7 +133,8 @@ impl Stage2 {
         let table = self.leaf_table(ipa, true)?.ok_or(Errno::ENOMEM)?;
         let i = self.index(ipa, 3);
         let old = read(table, i);
-        guest::clean_page_for_guest(phys_to_virt(pa), PAGE as usize);
+        // A guest with its MMU off reads memory uncached.
+        crate::arch::cpu::clean_dcache_to_poc(phys_to_virt(pa), PAGE as usize);
         frame::get(pa);
         let ap = if writable { S2AP_R | S2AP_W } else { S2AP_R };
         write(table, i, (pa & ADDR) | LEAF | ap);

@@ -118,7 +118,7 @@ impl Drop for StateGuard<'_> {
 }
 
 /// The MPIDR KVM gives vCPU `id`: Aff0 = id % 16, Aff1 and Aff2 the next bits, bit 31 RES1.
-fn mpidr_for(id: u32) -> u64 {
+pub fn mpidr_for(id: u32) -> u64 {
     let id = id as u64;
     (1 << 31) | (id & 0xf) | (((id >> 4) & 0xff) << 8) | (((id >> 12) & 0xff) << 16)
 }
@@ -217,8 +217,12 @@ impl Vcpu {
     }
 
     /// KVM_RUN.
-    fn run_ioctl(&self, vm: &Arc<Vm>, cur: &task::CurrentTask) -> SysResult<usize> {
-        let mm = vm.check_caller()?;
+    fn run_ioctl(
+        &self,
+        vm: &Arc<Vm>,
+        mm: &Mutex<crate::mm::aspace::AddrSpace>,
+        cur: &task::CurrentTask,
+    ) -> SysResult<usize> {
         if !crate::arch::el::vhe() {
             return Err(Errno::ENXIO);
         }
@@ -237,7 +241,7 @@ impl Vcpu {
         self.set_exit_reason(k::KVM_EXIT_UNKNOWN);
         self.run_write(k::run::FLAGS, &0u16.to_le_bytes());
         st.fp_lent = false;
-        let r = self.run_loop(vm, &mm, &mut st, cur);
+        let r = self.run_loop(vm, mm, &mut st, cur);
         st.put_fp();
         r
     }
@@ -256,7 +260,7 @@ impl Vcpu {
             }
             if self.power.lock().off {
                 st.put_fp();
-                self.wait_for_kick(cur, || !self.power.lock().off)?;
+                self.wait_for_kick(|| !self.power.lock().off)?;
                 continue;
             }
             if let Some((entry, context)) = self.power.lock().on.take() {
@@ -278,11 +282,10 @@ impl Vcpu {
                 continue;
             }
             let controls = {
-                let inner = vm.inner.lock();
                 guest::Controls {
                     hcr: exit::GUEST_HCR,
-                    vttbr: vm.vttbr(&inner),
-                    vtcr: inner.s2.vtcr(),
+                    vttbr: vm.vttbr,
+                    vtcr: vm.vtcr,
                     vmpidr: st.mpidr,
                     cntvoff: vm.cntvoff.load(Ordering::Relaxed),
                     cptr: if st.fp_live { guest::CPTR_FP_ON } else { 0 },
@@ -312,12 +315,7 @@ impl Vcpu {
     }
 
     /// Sleeps until `ready()` or a kick; EINTR (and KVM_EXIT_INTR) on a signal.
-    pub fn wait_for_kick(
-        &self,
-        cur: &task::CurrentTask,
-        ready: impl Fn() -> bool,
-    ) -> SysResult<()> {
-        let _ = cur;
+    pub fn wait_for_kick(&self, ready: impl Fn() -> bool) -> SysResult<()> {
         let r = self
             .wake
             .wait(|| (self.kicked.swap(false, Ordering::AcqRel) || ready()).then_some(()));
@@ -364,14 +362,14 @@ impl FileOps for VcpuFile {
         cmd: u32,
         arg: usize,
     ) -> SysResult<usize> {
-        self.vm.check_caller()?;
+        let mm = self.vm.check_caller()?;
         let vcpu = &self.vcpu;
         match cmd {
             k::KVM_RUN => {
                 if arg != 0 {
                     return Err(Errno::EINVAL);
                 }
-                vcpu.run_ioctl(&self.vm, cur)
+                vcpu.run_ioctl(&self.vm, &mm, cur)
             }
             k::KVM_ARM_VCPU_INIT => {
                 let init = UserPtr::<KvmVcpuInit>::new(arg).read()?;
@@ -417,7 +415,7 @@ impl FileOps for VcpuFile {
                 vcpu.kick();
                 Ok(0)
             }
-            k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64, Some(&self.vm))),
+            k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64)),
             _ => Err(Errno::ENOTTY),
         }
     }

@@ -86,6 +86,9 @@ pub struct VmInner {
 pub struct Vm {
     pub ipa_bits: u32,
     pub vmid: u16,
+    /// VTTBR_EL2 and VTCR_EL2 for this VM: its VMID and stage-2 root never change.
+    pub vttbr: u64,
+    pub vtcr: u64,
     /// The VMM's address space (KVM's kvm->mm): only its threads may use the VM.
     mm: Weak<Mutex<AddrSpace>>,
     pub inner: Mutex<VmInner>,
@@ -111,9 +114,12 @@ impl Vm {
         let mm = crate::process::current().mm().ok_or(Errno::EINVAL)?;
         let s2 = Stage2::new(ipa_bits)?;
         let vmid = alloc_vmid()?;
+        let (vttbr, vtcr) = (((vmid as u64) << 48) | s2.root(), s2.vtcr());
         let vm = Arc::new(Vm {
             ipa_bits,
             vmid,
+            vttbr,
+            vtcr,
             mm: Arc::downgrade(&mm),
             inner: Mutex::new(VmInner {
                 slots: BTreeMap::new(),
@@ -127,11 +133,6 @@ impl Vm {
         mm.lock().add_notifier(weak)?;
         VMS.fetch_add(1, Ordering::Relaxed);
         Ok(vm)
-    }
-
-    /// VTTBR_EL2 for this VM.
-    pub fn vttbr(&self, inner: &VmInner) -> u64 {
-        ((self.vmid as u64) << 48) | inner.s2.root()
     }
 
     /// EIO unless the caller is a thread of the VMM that created the VM (as KVM checks
@@ -187,7 +188,7 @@ impl Vm {
         match inner.s2.map(page, pa & !0xfff, writable) {
             Ok(replaced) => {
                 if replaced {
-                    guest::flush_tlb_vm(self.vttbr(&inner));
+                    guest::flush_tlb_vm(self.vttbr);
                 }
                 Fault::Mapped
             }
@@ -203,7 +204,7 @@ impl Vm {
             1u64 << self.ipa_bits,
         )?;
         let mut inner = self.inner.lock();
-        let vttbr = self.vttbr(&inner);
+        let vttbr = self.vttbr;
         match change {
             SlotChange::Delete { slot } => {
                 let old = inner.slots.remove(&slot).ok_or(Errno::EINVAL)?;
@@ -300,15 +301,14 @@ impl MmNotifier for Vm {
             }
         }
         if any {
-            guest::flush_tlb_vm(((self.vmid as u64) << 48) | s2.root());
+            guest::flush_tlb_vm(self.vttbr);
         }
     }
 }
 
 impl Drop for Vm {
     fn drop(&mut self) {
-        let inner = self.inner.get_mut();
-        guest::flush_tlb_vm(((self.vmid as u64) << 48) | inner.s2.root());
+        guest::flush_tlb_vm(self.vttbr);
         free_vmid(self.vmid);
         VMS.fetch_sub(1, Ordering::Relaxed);
     }
@@ -329,7 +329,7 @@ impl FileOps for VmFile {
     fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         self.vm.check_caller()?;
         match cmd {
-            k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64, Some(&self.vm))),
+            k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64)),
             k::KVM_CREATE_VCPU => self.vm.create_vcpu(arg),
             k::KVM_SET_USER_MEMORY_REGION => {
                 let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;

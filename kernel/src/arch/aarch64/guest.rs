@@ -360,9 +360,3 @@ pub fn flush_tlb_vm(vttbr: u64) {
     };
     wr!("S3_4_C2_C1_0", old);
 }
-
-/// Cleans a page the guest will see to the point of coherency: a guest with its MMU off
-/// reads memory uncached.
-pub fn clean_page_for_guest(va: usize, len: usize) {
-    super::cpu::clean_dcache_to_poc(va, len);
-}
