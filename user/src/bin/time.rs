@@ -200,6 +200,10 @@ extern "C" fn noop(_sig: i32, _info: *mut SigInfo, _uc: *mut u8) {}
 fn itimer_cancel_is_final() -> TestResult {
     const CHILDREN: u32 = 4;
     const ROUNDS: u32 = 1000;
+    // Linux under TCG needs ~35 s for all the rounds (Svelt ~1 s); the race this guards against
+    // killed 1 to 5 of 20 children within their first rounds, so each child stops at this budget.
+    const BUDGET_NS: u64 = 3_000_000_000;
+    let start = sys::now_ns();
     let mut pids = [0i32; CHILDREN as usize];
     for (c, pid) in pids.iter_mut().enumerate() {
         *pid = t!(spawn(move || {
@@ -221,6 +225,9 @@ fn itimer_cancel_is_final() -> TestResult {
                     let _ = sys::getppid();
                 }
                 let _ = sys::sched_yield();
+                if sys::now_ns() - start > BUDGET_NS {
+                    break;
+                }
             }
             0
         }));
