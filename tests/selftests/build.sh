@@ -28,7 +28,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/tests/selftests"
 out="$root/target/selftests"
 src_pkg=linux-source-7.3
-# Upstream's whole list (ARM64_SUBTARGETS); every one builds static with Debian's gcc 12.
+# Upstream's whole list (ARM64_SUBTARGETS); every one builds static with Debian's gcc 12. The
+# subtarget "kvm" is Linux's KVM selftests instead (build_kvm_selftests below).
 subtargets=${SELFTESTS_SUBTARGETS:-"tags signal pauth fp mte bti abi gcs"}
 skip=${SELFTESTS_SKIP-}
 only=${SELFTESTS_ONLY-}
@@ -121,6 +122,10 @@ build_selftests() {
     [ -d "$out/install/arm64" ] && rm -rf "$out/install" "$out/kselftest-build"
     for sub in $subtargets; do
         [ -f "$out/install/$sub/.built" ] && continue
+        if [ "$sub" = kvm ]; then
+            build_kvm_selftests
+            continue
+        fi
         if ! command -v aarch64-linux-gnu-gcc >/dev/null || [ ! -f /usr/aarch64-linux-gnu/lib/libc.a ]; then
             apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
         fi
@@ -135,20 +140,43 @@ build_selftests() {
     done
 }
 
+# 4b. The subtarget "kvm": Linux's KVM selftests (tools/testing/selftests/kvm, the generic
+#     programs and arm64/), static, into target/selftests/install/kvm/ (programs only: they
+#     need no helpers). Their run list is every program built, in name order.
+build_kvm_selftests() {
+    local build="$out/kselftest-build/kvm" dest="$out/install/kvm" f
+    if ! command -v aarch64-linux-gnu-gcc >/dev/null || [ ! -f /usr/aarch64-linux-gnu/lib/libc.a ]; then
+        apt_install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+    fi
+    log "building tools/testing/selftests/kvm, static"
+    rm -rf "$build" "$dest"
+    mkdir -p "$build" "$dest/kvm"
+    make -s -C "$out/linux/tools/testing/selftests/kvm" -j"$(nproc)" \
+        ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu- CC=aarch64-linux-gnu-gcc LDFLAGS=-static \
+        KHDR_INCLUDES="-isystem $out/headers/include" OUTPUT="$build" >&2
+    for f in "$build"/* "$build"/arm64/*; do
+        [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" | grep -q ELF || continue
+        cp "$f" "$dest/kvm/"
+    done
+    (cd "$dest/kvm" && ls | sed 's/^/kvm:/') >"$dest/kselftest-list.txt"
+    touch "$dest/.built"
+}
+
 # Whether word $1 is one of the space-separated words $2 (grep -w would take "ptrace" in
 # "sve-ptrace").
 among() {
     tr ' ' '\n' <<<"$2" | grep -qxF -- "$1"
 }
 
-# One list line for program $1: skipped, or with its own time limit.
+# One list line for program $1 of directory $2 (default arm64): skipped, or with its own time
+# limit.
 list_line() {
-    local limit
+    local limit dir=${2:-arm64}
     if among "$1" "$skip"; then
-        echo "arm64/$1 # SKIP by build.sh (SELFTESTS_SKIP)"
+        echo "$dir/$1 # SKIP by build.sh (SELFTESTS_SKIP)"
     else
         limit=$(tr ' ' '\n' <<<"$long" | sed -n "s/^$1=//p")
-        echo "arm64/$1${limit:+ timeout=$limit}"
+        echo "$dir/$1${limit:+ timeout=$limit}"
     fi
 }
 
@@ -156,15 +184,15 @@ list_line() {
 pack() {
     local stage="$out/$name.stage" f prog sub list
     log "packing target/selftests/$name.cpio.gz"
-    rm -rf "$stage" && mkdir -p "$stage/arm64"
+    rm -rf "$stage" && mkdir -p "$stage/arm64" "$stage/kvm"
     aarch64-linux-gnu-gcc -static -O2 -g -Wall -Wextra -Werror -o "$out/runner" "$here/runner.c"
     aarch64-linux-gnu-strip -o "$stage/init" "$out/runner"
     # Every installed executable (the listed programs and the helpers they start, such as
     # fp-stress's ./sve-test); not the objects and not the shell scripts (no shell here).
     for sub in $subtargets; do
-        for f in "$out/install/$sub"/arm64/*; do
+        for f in "$out/install/$sub"/arm64/* "$out/install/$sub"/kvm/*; do
             [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" | grep -q ELF || continue
-            aarch64-linux-gnu-strip -o "$stage/arm64/$(basename "$f")" "$f"
+            aarch64-linux-gnu-strip -o "$stage/$(basename "$(dirname "$f")")/$(basename "$f")" "$f"
         done
     done
     # The programs to run, in the subtargets' order and each kselftest-list.txt's, then the
@@ -172,9 +200,9 @@ pack() {
     list="$stage/list"
     echo "timeout=$timeout" >"$list"
     for sub in $subtargets; do
-        sed -n 's/^arm64://p' "$out/install/$sub/kselftest-list.txt" | while read -r prog; do
+        sed -n 's/^\(arm64\|kvm\)://p' "$out/install/$sub/kselftest-list.txt" | while read -r prog; do
             if [ -n "$only" ] && ! among "$prog" "$only"; then continue; fi
-            list_line "$prog"
+            if [ "$sub" = kvm ]; then list_line "$prog" kvm; else list_line "$prog"; fi
         done
     done >>"$list"
     for prog in $extra; do
@@ -182,12 +210,14 @@ pack() {
         list_line "$prog" >>"$list"
     done
     local args=(--dir selftests --dir selftests/arm64 --add selftests/list="$list")
-    for f in "$stage"/arm64/*; do
-        args+=(--add-exec "selftests/arm64/$(basename "$f")=$f")
+    [ -n "$(ls "$stage/kvm")" ] && args+=(--dir selftests/kvm)
+    for f in "$stage"/arm64/* "$stage"/kvm/*; do
+        [ -f "$f" ] || continue
+        args+=(--add-exec "selftests/$(basename "$(dirname "$f")")/$(basename "$f")=$f")
     done
     (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
         --out "$out/$name.cpio" --gzip "$out/$name.cpio.gz" --init "$stage/init" "${args[@]}")
-    log "$(grep -c '^arm64/' "$list") programs ($(grep -c SKIP "$list") skipped); $(du -sh --apparent-size "$stage" | cut -f1) unpacked, $(du -h --apparent-size "$out/$name.cpio.gz" | cut -f1) gzip"
+    log "$(grep -cE '^(arm64|kvm)/' "$list") programs ($(grep -c SKIP "$list") skipped); $(du -sh --apparent-size "$stage" | cut -f1) unpacked, $(du -h --apparent-size "$out/$name.cpio.gz" | cut -f1) gzip"
 }
 
 t0=$(date +%s)

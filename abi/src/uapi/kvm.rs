@@ -21,6 +21,9 @@ pub const KVM_GET_VCPU_MMAP_SIZE: u32 = io(KVMIO, 0x04);
 // ---- VM ----
 pub const KVM_CREATE_VCPU: u32 = io(KVMIO, 0x41);
 pub const KVM_SET_USER_MEMORY_REGION: u32 = iow(KVMIO, 0x46, 32);
+/// `struct kvm_userspace_memory_region2`: the first one's 32 bytes, then guest_memfd_offset,
+/// guest_memfd and padding, 160 bytes in all.
+pub const KVM_SET_USER_MEMORY_REGION2: u32 = iow(KVMIO, 0x49, 160);
 pub const KVM_ARM_PREFERRED_TARGET: u32 = ior(KVMIO, 0xaf, 32);
 pub const KVM_ENABLE_CAP: u32 = iow(KVMIO, 0xa3, 104);
 
@@ -30,6 +33,10 @@ pub const KVM_GET_ONE_REG: u32 = iow(KVMIO, 0xab, 16);
 pub const KVM_SET_ONE_REG: u32 = iow(KVMIO, 0xac, 16);
 pub const KVM_ARM_VCPU_INIT: u32 = iow(KVMIO, 0xae, 32);
 pub const KVM_GET_REG_LIST: u32 = iowr(KVMIO, 0xb0, 8);
+pub const KVM_CREATE_DEVICE: u32 = iowr(KVMIO, 0xe0, 12);
+pub const KVM_SET_DEVICE_ATTR: u32 = iow(KVMIO, 0xe1, 24);
+pub const KVM_GET_DEVICE_ATTR: u32 = iow(KVMIO, 0xe2, 24);
+pub const KVM_HAS_DEVICE_ATTR: u32 = iow(KVMIO, 0xe3, 24);
 pub const KVM_GET_MP_STATE: u32 = ior(KVMIO, 0x98, 4);
 pub const KVM_SET_MP_STATE: u32 = iow(KVMIO, 0x99, 4);
 
@@ -49,6 +56,7 @@ pub const KVM_CAP_MAX_VCPU_ID: u64 = 128;
 pub const KVM_CAP_IMMEDIATE_EXIT: u64 = 136;
 pub const KVM_CAP_ARM_VM_IPA_SIZE: u64 = 165;
 pub const KVM_CAP_ARM_NISV_TO_USER: u64 = 177;
+pub const KVM_CAP_USER_MEMORY2: u64 = 231;
 
 /// The vCPU limit Linux's arm64 KVM reports with a GICv3 (KVM_MAX_VCPUS).
 pub const KVM_MAX_VCPUS: usize = 512;
@@ -202,6 +210,42 @@ pub struct KvmOneReg {
     pub addr: u64,
 }
 
+/// `struct kvm_create_device`.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct KvmCreateDevice {
+    pub ty: u32,
+    pub fd: u32,
+    pub flags: u32,
+}
+/// KVM_CREATE_DEVICE only asks whether the type exists.
+pub const KVM_CREATE_DEVICE_TEST: u32 = 1;
+
+/// `struct kvm_device_attr`: a device's (or a VM's, or a vCPU's) attribute `attr` of `group`,
+/// read or written at the user address `addr`.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct KvmDeviceAttr {
+    pub flags: u32,
+    pub group: u32,
+    pub attr: u64,
+    pub addr: u64,
+}
+
+/// The vCPU attribute group of the timers' interrupt numbers, and its attributes: the EL1
+/// virtual and physical timers' PPIs (the EL2 ones exist only with nested virtualization).
+pub const KVM_ARM_VCPU_TIMER_CTRL: u32 = 1;
+pub const KVM_ARM_VCPU_TIMER_IRQ_VTIMER: u64 = 0;
+pub const KVM_ARM_VCPU_TIMER_IRQ_PTIMER: u64 = 1;
+/// The PPIs a VM's timers use until the VMM chooses others (Linux's defaults, which are the
+/// `virt` machine's).
+pub const DEFAULT_VTIMER_PPI: u32 = 27;
+pub const DEFAULT_PTIMER_PPI: u32 = 30;
+
 // ---- register IDs ----
 pub const KVM_REG_ARCH_MASK: u64 = 0xff00_0000_0000_0000;
 pub const KVM_REG_ARM64: u64 = 0x6000_0000_0000_0000;
@@ -340,6 +384,53 @@ pub const fn sysreg_id(op0: u64, op1: u64, crn: u64, crm: u64, op2: u64) -> u64 
 
 /// The firmware pseudo-register holding the PSCI version the guest sees.
 pub const KVM_REG_ARM_PSCI_VERSION: u64 = KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_FW;
+/// The firmware pseudo-registers of the three Spectre workarounds (1: branch predictor
+/// hardening, 2: speculative store bypass, 3: branch history): what the guest's SMCCC
+/// ARCH_FEATURES calls are told. 0 is "not available" for each, which is what Svelt's SMCCC
+/// answers (it offers none of the workaround calls).
+pub const KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_1: u64 = KVM_REG_ARM_PSCI_VERSION | 1;
+pub const KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_2: u64 = KVM_REG_ARM_PSCI_VERSION | 2;
+pub const KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_3: u64 = KVM_REG_ARM_PSCI_VERSION | 3;
+/// The hypercall service bitmaps (Documentation/virt/kvm/arm/fw-pseudo-registers.rst): standard
+/// services (TRNG), standard hypervisor services (PV time), KVM's vendor services (feature
+/// discovery, PTP) and the second vendor bitmap. A set bit offers the service to the guest.
+pub const KVM_REG_ARM_FW_FEAT_BMAP: u64 = 0x0016 << 16;
+pub const fn fw_feat_bmap_reg(r: u64) -> u64 {
+    KVM_REG_ARM64 | KVM_REG_SIZE_U64 | KVM_REG_ARM_FW_FEAT_BMAP | r
+}
+pub const FW_FEAT_BMAP_REGS: u64 = 4;
+
+/// The ID register space HCR_EL2.TID3 traps: op0=3, op1=0, CRn=0, CRm 1..=7, op2 0..=7.
+pub const ID_REGS: usize = 56;
+
+/// The index in a VM's ID register array of the register with this sysreg ID, if it is one.
+pub fn id_reg_index(id: u64) -> Option<usize> {
+    let enc = id & 0xffff;
+    let (op0, op1, crn, crm, op2) = (
+        enc >> 14,
+        (enc >> 11) & 7,
+        (enc >> 7) & 0xf,
+        (enc >> 3) & 0xf,
+        enc & 7,
+    );
+    (op0 == 3 && op1 == 0 && crn == 0 && (1..=7).contains(&crm))
+        .then(|| ((crm - 1) * 8 + op2) as usize)
+}
+
+/// The sysreg ID of ID register `index` (the inverse of `id_reg_index`).
+pub const fn id_reg_id(index: usize) -> u64 {
+    sysreg_id(3, 0, 0, 1 + (index / 8) as u64, (index % 8) as u64)
+}
+
+/// Whether a VMM may write `new` to an ID register whose value for this VM is at most
+/// `limit`: each 4-bit feature field may keep or lower its level (a VMM hides features, or
+/// matches an older CPU to migrate), never raise it. A register that reads as 0 everywhere
+/// (unallocated) takes only 0.
+pub fn id_reg_write_ok(limit: u64, new: u64) -> bool {
+    (0..64)
+        .step_by(4)
+        .all(|sh| (new >> sh) & 0xf <= (limit >> sh) & 0xf)
+}
 
 // ---- the kvm_run page ----
 pub mod run {
@@ -372,6 +463,9 @@ pub const KVM_EXIT_ARM_NISV: u32 = 28;
 pub const KVM_SYSTEM_EVENT_SHUTDOWN: u32 = 1;
 pub const KVM_SYSTEM_EVENT_RESET: u32 = 2;
 pub const KVM_SYSTEM_EVENT_RESET_FLAG_PSCI_RESET2: u64 = 1;
+pub const KVM_SYSTEM_EVENT_SUSPEND: u32 = 5;
+pub const KVM_SYSTEM_EVENT_SHUTDOWN_FLAG_PSCI_OFF2: u64 = 1;
+pub const KVM_CAP_ARM_SYSTEM_SUSPEND: u64 = 216;
 
 pub const KVM_MP_STATE_RUNNABLE: u32 = 0;
 pub const KVM_MP_STATE_STOPPED: u32 = 5;
@@ -451,6 +545,12 @@ pub const PSCI_0_2_FN64_CPU_ON: u32 = 0xc400_0003;
 pub const PSCI_0_2_FN64_AFFINITY_INFO: u32 = 0xc400_0004;
 pub const PSCI_1_1_FN_SYSTEM_RESET2: u32 = 0x8400_0012;
 pub const PSCI_1_1_FN64_SYSTEM_RESET2: u32 = 0xc400_0012;
+pub const PSCI_1_0_FN_SYSTEM_SUSPEND: u32 = 0x8400_000e;
+pub const PSCI_1_0_FN64_SYSTEM_SUSPEND: u32 = 0xc400_000e;
+pub const PSCI_1_3_FN_SYSTEM_OFF2: u32 = 0x8400_0015;
+pub const PSCI_1_3_FN64_SYSTEM_OFF2: u32 = 0xc400_0015;
+/// SYSTEM_OFF2's hibernation type, and PSCI_FEATURES' answer for it (the types offered).
+pub const PSCI_1_3_OFF_TYPE_HIBERNATE_OFF: u64 = 1;
 
 pub const ARM_SMCCC_VERSION_FUNC_ID: u32 = 0x8000_0000;
 pub const ARM_SMCCC_ARCH_FEATURES_FUNC_ID: u32 = 0x8000_0001;
@@ -459,10 +559,15 @@ pub const PSCI_RET_SUCCESS: i64 = 0;
 pub const PSCI_RET_NOT_SUPPORTED: i64 = -1;
 pub const PSCI_RET_INVALID_PARAMS: i64 = -2;
 pub const PSCI_RET_ALREADY_ON: i64 = -4;
+pub const PSCI_RET_INTERNAL_FAILURE: i64 = -6;
 pub const SMCCC_RET_NOT_SUPPORTED: i64 = -1;
 
 /// The PSCI version Svelt's guests see (1.1: SYSTEM_RESET2 and PSCI_FEATURES).
 pub const PSCI_VERSION_1_1: u64 = 0x1_0001;
+/// What Linux 7.3's KVM tells guests (KVM_ARM_PSCI_LATEST), and Svelt too.
+pub const PSCI_VERSION_1_3: u64 = 0x1_0003;
+/// The versions a VMM may choose for a vCPU with PSCI 0.2 or later.
+pub const PSCI_VERSIONS: [u64; 5] = [0x2, 0x1_0000, 0x1_0001, 0x1_0002, 0x1_0003];
 /// SMCCC 1.1.
 pub const SMCCC_VERSION_1_1: u64 = 0x1_0001;
 
@@ -481,14 +586,46 @@ pub enum Call {
     },
     /// Is the vCPU with MPIDR `target` on?
     AffinityInfo { target: u64, level: u64 },
-    /// Ends KVM_RUN with KVM_EXIT_SYSTEM_EVENT of this type and flags.
-    SystemEvent { ty: u32, flags: u64 },
+    /// Every vCPU stops, and KVM_RUN ends with KVM_EXIT_SYSTEM_EVENT of this type and flags;
+    /// x0 is set first if `x0` says so.
+    SystemEvent {
+        ty: u32,
+        flags: u64,
+        x0: Option<u64>,
+    },
+    /// KVM_EXIT_SYSTEM_EVENT(SUSPEND) for this vCPU alone, its registers untouched.
+    SystemSuspend,
+    /// CPU_SUSPEND: wait as WFI does, then return SUCCESS.
+    CpuSuspend,
+    /// A call of KVM's vendor hypervisor service (its UID, its feature bitmap): offered only
+    /// while bit 0 of the VM's vendor bitmap (KVM_REG_ARM_VENDOR_HYP_BMAP, FUNC_FEAT) is set.
+    /// The answer for x0..x3 when it is.
+    Vendor([u64; 4]),
+}
+
+/// The vendor hypervisor service bitmap's bits Svelt offers: FUNC_FEAT (the UID and feature
+/// discovery calls). PTP is not offered.
+pub const VENDOR_HYP_BMAP_SUPPORTED: u64 = 1;
+/// ARM_SMCCC_VENDOR_HYP_CALL_UID and ARM_SMCCC_VENDOR_HYP_KVM_FEATURES.
+pub const VENDOR_HYP_CALL_UID_FUNC_ID: u32 = 0x8600_ff01;
+pub const VENDOR_HYP_KVM_FEATURES_FUNC_ID: u32 = 0x8600_0000;
+/// KVM's UID in x0..x3 (28b46fb6-2ec5-11e9-a9ca-4b564d003a74, as Linux's
+/// ARM_SMCCC_VENDOR_HYP_UID_KVM_REG_*).
+pub const KVM_UID: [u64; 4] = [0xb66f_b428, 0xe911_c52e, 0x564b_caa9, 0x743a_004d];
+
+/// What a vCPU's PSCI offers: the version its VMM chose (KVM_REG_ARM_PSCI_VERSION) and
+/// whether SYSTEM_SUSPEND exits to the VMM (KVM_CAP_ARM_SYSTEM_SUSPEND is on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Psci {
+    pub version: u64,
+    pub system_suspend: bool,
 }
 
 /// Decides an SMCCC call (x0 = `func`, x1.. = `args`) for a vCPU with PSCI 0.2 or later, as
-/// `kvm_psci_call` and `kvm_smccc_call_handler` do. SMC32 arguments are truncated to 32
-/// bits. Unknown functions return NOT_SUPPORTED (-1).
-pub fn smccc_call(func: u64, args: [u64; 3]) -> Call {
+/// `kvm_psci_call` and `kvm_smccc_call_handler` do: the PSCI functions of `psci.version` and no
+/// newer ones. SMC32 arguments are truncated to 32 bits. Unknown functions return
+/// NOT_SUPPORTED (-1).
+pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
     let ret = |v: i64| Call::Return(v as u64);
     let func32 = func as u32;
     let a = |i: usize| {
@@ -501,13 +638,19 @@ pub fn smccc_call(func: u64, args: [u64; 3]) -> Call {
     if func >> 32 != 0 {
         return ret(SMCCC_RET_NOT_SUPPORTED);
     }
+    // PSCI 0.2 has no minor functions; 1.x has those of its minor version and below.
+    let minor = if psci.version >> 16 >= 1 {
+        Some(psci.version & 0xffff)
+    } else {
+        None
+    };
+    let at_least = |m: u64| minor.is_some_and(|v| v >= m);
     match func32 {
         ARM_SMCCC_VERSION_FUNC_ID => Call::Return(SMCCC_VERSION_1_1),
-        ARM_SMCCC_ARCH_FEATURES_FUNC_ID => match a(0) as u32 {
-            ARM_SMCCC_VERSION_FUNC_ID | ARM_SMCCC_ARCH_FEATURES_FUNC_ID => ret(0),
-            _ => ret(SMCCC_RET_NOT_SUPPORTED),
-        },
-        PSCI_0_2_FN_PSCI_VERSION => Call::Return(PSCI_VERSION_1_1),
+        VENDOR_HYP_CALL_UID_FUNC_ID => Call::Vendor(KVM_UID),
+        VENDOR_HYP_KVM_FEATURES_FUNC_ID => Call::Vendor([VENDOR_HYP_BMAP_SUPPORTED, 0, 0, 0]),
+        PSCI_0_2_FN_PSCI_VERSION => Call::Return(psci.version),
+        PSCI_0_2_FN_CPU_SUSPEND | PSCI_0_2_FN64_CPU_SUSPEND => Call::CpuSuspend,
         PSCI_0_2_FN_CPU_OFF => Call::CpuOff,
         PSCI_0_2_FN_CPU_ON | PSCI_0_2_FN64_CPU_ON => Call::CpuOn {
             target: a(0),
@@ -523,25 +666,50 @@ pub fn smccc_call(func: u64, args: [u64; 3]) -> Call {
         PSCI_0_2_FN_SYSTEM_OFF => Call::SystemEvent {
             ty: KVM_SYSTEM_EVENT_SHUTDOWN,
             flags: 0,
+            x0: None,
         },
         PSCI_0_2_FN_SYSTEM_RESET => Call::SystemEvent {
             ty: KVM_SYSTEM_EVENT_RESET,
             flags: 0,
+            x0: None,
         },
-        PSCI_1_1_FN_SYSTEM_RESET2 | PSCI_1_1_FN64_SYSTEM_RESET2 => {
+        PSCI_1_1_FN_SYSTEM_RESET2 | PSCI_1_1_FN64_SYSTEM_RESET2 if at_least(1) => {
             // Architectural warm reset (type 0) or a vendor type (bit 31); nothing else.
             let ty = a(0);
             if ty == 0 || ty & (1 << 31) != 0 && ty <= u32::MAX as u64 {
                 Call::SystemEvent {
                     ty: KVM_SYSTEM_EVENT_RESET,
                     flags: KVM_SYSTEM_EVENT_RESET_FLAG_PSCI_RESET2,
+                    x0: None,
                 }
             } else {
                 ret(PSCI_RET_INVALID_PARAMS)
             }
         }
-        PSCI_1_0_FN_PSCI_FEATURES => match a(0) as u32 {
+        // Hibernation (type HIBERNATE_OFF, or 0, its alias) with a zero cookie. The guest is
+        // not meant to come back; if the VMM runs it again, the call failed.
+        PSCI_1_3_FN_SYSTEM_OFF2 | PSCI_1_3_FN64_SYSTEM_OFF2 if at_least(3) => {
+            let ty = a(0);
+            if (ty != 0 && ty != PSCI_1_3_OFF_TYPE_HIBERNATE_OFF) || a(1) != 0 {
+                ret(PSCI_RET_INVALID_PARAMS)
+            } else {
+                Call::SystemEvent {
+                    ty: KVM_SYSTEM_EVENT_SHUTDOWN,
+                    flags: KVM_SYSTEM_EVENT_SHUTDOWN_FLAG_PSCI_OFF2,
+                    x0: Some(PSCI_RET_INTERNAL_FAILURE as u64),
+                }
+            }
+        }
+        // The VMM implements the suspend; the registers stay as the guest left them.
+        PSCI_1_0_FN_SYSTEM_SUSPEND | PSCI_1_0_FN64_SYSTEM_SUSPEND
+            if at_least(0) && psci.system_suspend =>
+        {
+            Call::SystemSuspend
+        }
+        PSCI_1_0_FN_PSCI_FEATURES if at_least(0) => match a(0) as u32 {
             PSCI_0_2_FN_PSCI_VERSION
+            | PSCI_0_2_FN_CPU_SUSPEND
+            | PSCI_0_2_FN64_CPU_SUSPEND
             | PSCI_0_2_FN_CPU_OFF
             | PSCI_0_2_FN_CPU_ON
             | PSCI_0_2_FN64_CPU_ON
@@ -551,9 +719,14 @@ pub fn smccc_call(func: u64, args: [u64; 3]) -> Call {
             | PSCI_0_2_FN_SYSTEM_OFF
             | PSCI_0_2_FN_SYSTEM_RESET
             | PSCI_1_0_FN_PSCI_FEATURES
-            | PSCI_1_1_FN_SYSTEM_RESET2
-            | PSCI_1_1_FN64_SYSTEM_RESET2
             | ARM_SMCCC_VERSION_FUNC_ID => ret(0),
+            PSCI_1_0_FN_SYSTEM_SUSPEND | PSCI_1_0_FN64_SYSTEM_SUSPEND if psci.system_suspend => {
+                ret(0)
+            }
+            PSCI_1_1_FN_SYSTEM_RESET2 | PSCI_1_1_FN64_SYSTEM_RESET2 if at_least(1) => ret(0),
+            PSCI_1_3_FN_SYSTEM_OFF2 | PSCI_1_3_FN64_SYSTEM_OFF2 if at_least(3) => {
+                Call::Return(PSCI_1_3_OFF_TYPE_HIBERNATE_OFF)
+            }
             _ => ret(PSCI_RET_NOT_SUPPORTED),
         },
         _ => ret(SMCCC_RET_NOT_SUPPORTED),
@@ -629,6 +802,10 @@ mod tests {
         assert_eq!(KVM_CREATE_VM, 0xae01);
         assert_eq!(KVM_CREATE_VCPU, 0xae41);
         assert_eq!(KVM_SET_USER_MEMORY_REGION, 0x4020_ae46);
+        assert_eq!(KVM_SET_USER_MEMORY_REGION2, 0x40a0_ae49);
+        assert_eq!(KVM_CREATE_DEVICE, 0xc00c_aee0);
+        assert_eq!(KVM_SET_DEVICE_ATTR, 0x4018_aee1);
+        assert_eq!(KVM_HAS_DEVICE_ATTR, 0x4018_aee3);
         assert_eq!(KVM_RUN, 0xae80);
         assert_eq!(KVM_GET_ONE_REG, 0x4010_aeab);
         assert_eq!(KVM_SET_ONE_REG, 0x4010_aeac);
@@ -636,6 +813,24 @@ mod tests {
         assert_eq!(KVM_ARM_PREFERRED_TARGET, 0x8020_aeaf);
         assert_eq!(KVM_GET_REG_LIST, 0xc008_aeb0);
         assert_eq!(KVM_ENABLE_CAP, 0x4068_aea3);
+    }
+
+    #[test]
+    fn id_register_indices() {
+        assert_eq!(id_reg_index(sysreg_id(3, 0, 0, 1, 0)), Some(0));
+        assert_eq!(id_reg_index(sysreg_id(3, 0, 0, 7, 7)), Some(55));
+        assert_eq!(id_reg_index(sysreg_id(3, 0, 0, 0, 5)), None); // MPIDR_EL1
+        assert_eq!(id_reg_index(sysreg_id(3, 0, 1, 0, 0)), None); // SCTLR_EL1
+        for i in 0..ID_REGS {
+            assert_eq!(id_reg_index(id_reg_id(i)), Some(i));
+        }
+        // ID_AA64PFR0_EL1 with EL2 (bits 8..11) lowered from 1 to 0: fine; raised: not.
+        assert!(id_reg_write_ok(0x1111, 0x1011));
+        assert!(id_reg_write_ok(0x1111, 0x1111));
+        assert!(!id_reg_write_ok(0x1111, 0x1211));
+        assert!(!id_reg_write_ok(0, 1 << 60));
+        assert_eq!(fw_feat_bmap_reg(2), 0x6030_0000_0016_0002);
+        assert_eq!(KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_3, 0x6030_0000_0014_0003);
     }
 
     #[test]
@@ -749,27 +944,70 @@ mod tests {
 
     #[test]
     fn psci_calls() {
+        let v13 = Psci {
+            version: PSCI_VERSION_1_3,
+            system_suspend: false,
+        };
+        let call = |f: u64, a: [u64; 3]| smccc_call(f, a, v13);
+        assert_eq!(call(0x8400_0000, [0; 3]), Call::Return(PSCI_VERSION_1_3));
         assert_eq!(
-            smccc_call(0x8400_0000, [0; 3]),
-            Call::Return(PSCI_VERSION_1_1)
-        );
-        assert_eq!(
-            smccc_call(0x8400_0008, [0; 3]),
+            call(0x8400_0008, [0; 3]),
             Call::SystemEvent {
                 ty: KVM_SYSTEM_EVENT_SHUTDOWN,
-                flags: 0
+                flags: 0,
+                x0: None,
             }
         );
-        assert_eq!(smccc_call(0x8600_0000, [0; 3]), Call::Return(u64::MAX));
-        assert_eq!(smccc_call(0x1_8400_0000, [0; 3]), Call::Return(u64::MAX));
+        assert_eq!(call(0x8600_0000, [0; 3]), Call::Vendor([1, 0, 0, 0]));
+        assert_eq!(call(0x8600_ff01, [0; 3]), Call::Vendor(KVM_UID));
+        assert_eq!(call(0x8600_0001, [0; 3]), Call::Return(u64::MAX));
+        assert_eq!(call(0x1_8400_0000, [0; 3]), Call::Return(u64::MAX));
         // An SMC32 CPU_ON's arguments are 32 bits.
         assert_eq!(
-            smccc_call(0x8400_0003, [0x1_0000_0001, 0x8000_0000_1000, 7]),
+            call(0x8400_0003, [0x1_0000_0001, 0x8000_0000_1000, 7]),
             Call::CpuOn {
                 target: 1,
                 entry: 0x1000,
                 context: 7
             }
+        );
+        // SYSTEM_OFF2: hibernation (1, or its alias 0) with a zero cookie; from PSCI 1.3 on.
+        let off2 = Call::SystemEvent {
+            ty: KVM_SYSTEM_EVENT_SHUTDOWN,
+            flags: KVM_SYSTEM_EVENT_SHUTDOWN_FLAG_PSCI_OFF2,
+            x0: Some(PSCI_RET_INTERNAL_FAILURE as u64),
+        };
+        assert_eq!(call(0xc400_0015, [1, 0, 0]), off2);
+        assert_eq!(call(0x8400_0015, [0, 0, 0]), off2);
+        let invalid = Call::Return(PSCI_RET_INVALID_PARAMS as u64);
+        assert_eq!(call(0xc400_0015, [1, 1, 0]), invalid);
+        assert_eq!(call(0xc400_0015, [2, 0, 0]), invalid);
+        assert_eq!(call(0x8400_000a, [0xc400_0015, 0, 0]), Call::Return(1));
+        let v11 = Psci {
+            version: PSCI_VERSION_1_1,
+            ..v13
+        };
+        let nope = Call::Return(u64::MAX);
+        assert_eq!(smccc_call(0xc400_0015, [1, 0, 0], v11), nope);
+        assert_eq!(smccc_call(0x8400_000a, [0xc400_0015, 0, 0], v11), nope);
+        // PSCI 0.2: no PSCI_FEATURES, no SYSTEM_RESET2.
+        let v02 = Psci { version: 2, ..v13 };
+        assert_eq!(smccc_call(0x8400_000a, [0x8400_0000, 0, 0], v02), nope);
+        assert_eq!(smccc_call(0x8400_0012, [0, 0, 0], v02), nope);
+        // SYSTEM_SUSPEND only once the VMM enabled it.
+        assert_eq!(call(0xc400_000e, [0x1000, 1, 0]), nope);
+        assert_eq!(call(0x8400_000a, [0xc400_000e, 0, 0]), nope);
+        let susp = Psci {
+            system_suspend: true,
+            ..v13
+        };
+        assert_eq!(
+            smccc_call(0xc400_000e, [0, 0, 0], susp),
+            Call::SystemSuspend
+        );
+        assert_eq!(
+            smccc_call(0x8400_000a, [0xc400_000e, 0, 0], susp),
+            Call::Return(0)
         );
     }
 }

@@ -6,7 +6,7 @@
 use super::vcpu::{PendingMmio, Vcpu, VcpuState, PSTATE_RESET};
 use super::vm::{Fault, Vm};
 use crate::arch::fpsimd::fpsimd;
-use crate::arch::guest::{self, hcr, mdcr};
+use crate::arch::guest::{hcr, mdcr};
 use crate::mm::aspace::AddrSpace;
 use crate::task;
 use alloc::sync::Arc;
@@ -95,7 +95,7 @@ pub fn handle_sync(
             hypercall(vcpu, vm, st)
         }
         EC_SYS64 => {
-            sysreg(st, esr.iss());
+            sysreg(vm, st, esr.iss());
             Ok(Next::Enter)
         }
         EC_IABT_LOW | EC_DABT_LOW => abort(vcpu, vm, mm, st, esr),
@@ -111,18 +111,24 @@ pub fn handle_sync(
 fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
     let x = &mut st.regs.x;
     let call = if st.features & (1 << k::KVM_ARM_VCPU_PSCI_0_2) != 0 {
-        let mut c = k::smccc_call(x[0], [x[1], x[2], x[3]]);
-        // The PSCI version the VMM chose for this vCPU.
-        if x[0] as u32 == k::PSCI_0_2_FN_PSCI_VERSION {
-            c = Call::Return(st.psci_version);
-        }
-        c
+        let psci = k::Psci {
+            version: st.psci_version,
+            system_suspend: vm.system_suspend.load(Ordering::Relaxed),
+        };
+        k::smccc_call(x[0], [x[1], x[2], x[3]], psci)
     } else {
         Call::Return(k::PSCI_RET_NOT_SUPPORTED as u64)
     };
     let ret = |v: i64| v as u64;
     match call {
         Call::Return(v) => x[0] = v,
+        Call::Vendor(v) => {
+            if vm.fw_bmaps.lock()[2] & k::VENDOR_HYP_BMAP_SUPPORTED != 0 {
+                x[..4].copy_from_slice(&v);
+            } else {
+                x[0] = ret(k::SMCCC_RET_NOT_SUPPORTED);
+            }
+        }
         Call::CpuOff => {
             vcpu.power.lock().off = true;
         }
@@ -144,7 +150,27 @@ fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
                 }
             };
         }
-        Call::SystemEvent { ty, flags } => {
+        Call::CpuSuspend => {
+            // A WFI that returns SUCCESS (kvm_psci_vcpu_suspend).
+            x[0] = 0;
+            st.put_fp();
+            super::WFI_SLEEPS.fetch_add(1, Ordering::Relaxed);
+            vcpu.wait_for_kick(|| false)?;
+        }
+        Call::SystemSuspend => {
+            vcpu.run_write(
+                k::run::SYSTEM_EVENT_TYPE,
+                &k::KVM_SYSTEM_EVENT_SUSPEND.to_le_bytes(),
+            );
+            vcpu.run_write(k::run::SYSTEM_EVENT_NDATA, &0u32.to_le_bytes());
+            vcpu.run_write(k::run::SYSTEM_EVENT_DATA, &0u64.to_le_bytes());
+            vcpu.set_exit_reason(k::KVM_EXIT_SYSTEM_EVENT);
+            return Ok(Next::ToVmm);
+        }
+        Call::SystemEvent { ty, flags, x0 } => {
+            if let Some(v) = x0 {
+                x[0] = v;
+            }
             // Every vCPU stops; the VMM decides what happens next.
             for v in vm.vcpus.lock().iter() {
                 v.power.lock().off = true;
@@ -191,11 +217,12 @@ fn cpu_on(vm: &Vm, target: u64, entry: u64, context: u64) -> i64 {
 }
 
 /// A trapped system register access (ISS: Op0, Op2, Op1, CRn, Rt, CRm, direction): the ID
-/// registers read as `guest_id_reg` says; the debug,
+/// registers read as the VM has them (`Vm::id_regs`); a write to OSLAR_EL1 sets OSLSR_EL1's
+/// lock bit; the debug,
 /// OS lock and PMU registers read back what the guest wrote (MDSCR_EL1 is its own, loaded on
 /// entry), ACTLR_EL1 reads as 0, set/way cache operations do nothing (the host's caches are
 /// coherent for the guest's memory). The instruction is skipped.
-fn sysreg(st: &mut VcpuState, iss: u32) {
+fn sysreg(vm: &Vm, st: &mut VcpuState, iss: u32) {
     let op0 = (iss >> 20) & 3;
     let op2 = (iss >> 17) & 7;
     let op1 = (iss >> 14) & 7;
@@ -204,16 +231,13 @@ fn sysreg(st: &mut VcpuState, iss: u32) {
     let crm = (iss >> 1) & 0xf;
     let read = iss & 1 != 0;
     if op0 == 3 && op1 == 0 && crn == 0 && (1..=7).contains(&crm) {
-        // The ID registers (TID3): the host's, less what guests are not given; read-only.
+        // The ID registers (TID3): the VM's (the host's, less what guests are not given and
+        // what the VMM lowered); read-only.
         if !read {
             inject_undef(st);
             return;
         }
-        let v = k::guest_id_reg(
-            crm as u8,
-            op2 as u8,
-            guest::read_id_reg(crm as u8, op2 as u8),
-        );
+        let v = vm.id_regs.lock()[((crm - 1) * 8 + op2) as usize];
         if rt != 31 {
             st.regs.x[rt] = v;
         }
@@ -222,6 +246,7 @@ fn sysreg(st: &mut VcpuState, iss: u32) {
     }
     let key = (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2;
     const MDSCR: u32 = (2 << 14) | (2 << 3) | 2;
+    const OSLAR: u32 = (2 << 14) | (1 << 7) | (4 << 3);
     let value = |st: &VcpuState| match key {
         MDSCR => st.el1.mdscr,
         _ if op0 == 1 => 0,
@@ -236,6 +261,11 @@ fn sysreg(st: &mut VcpuState, iss: u32) {
         let v = if rt == 31 { 0 } else { st.regs.x[rt] };
         match key {
             MDSCR => st.el1.mdscr = v,
+            OSLAR => {
+                let k = super::regs::shadow_key(super::regs::OSLSR_EL1);
+                let lsr = st.shadow.get(&k).copied().unwrap_or(0) & !0b10;
+                let _ = st.shadow.insert(k, lsr | (v & 1) << 1);
+            }
             // Cache maintenance by set/way and other system instructions: nothing to keep.
             _ if op0 == 1 => {}
             _ => {

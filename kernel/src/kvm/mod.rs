@@ -40,6 +40,7 @@ fn max_ipa_bits() -> u32 {
 pub fn check_extension(cap: u64) -> usize {
     match cap {
         k::KVM_CAP_USER_MEMORY
+        | k::KVM_CAP_USER_MEMORY2
         | k::KVM_CAP_DESTROY_MEMORY_REGION_WORKS
         | k::KVM_CAP_JOIN_MEMORY_REGIONS_WORKS
         | k::KVM_CAP_SYNC_MMU
@@ -48,7 +49,8 @@ pub fn check_extension(cap: u64) -> usize {
         | k::KVM_CAP_ARM_PSCI_0_2
         | k::KVM_CAP_IMMEDIATE_EXIT
         | k::KVM_CAP_READONLY_MEM
-        | k::KVM_CAP_ARM_NISV_TO_USER => 1,
+        | k::KVM_CAP_ARM_NISV_TO_USER
+        | k::KVM_CAP_ARM_SYSTEM_SUSPEND => 1,
         k::KVM_CAP_NR_VCPUS => crate::percpu::online_count().min(k::KVM_MAX_VCPUS),
         k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
         k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,

@@ -56,16 +56,70 @@ pub const MPIDR_EL1: u64 = sysreg_id(3, 0, 0, 0, 5);
 pub const TIMER_CVAL: u64 = sysreg_id(3, 3, 14, 0, 2);
 pub const TIMER_CNT: u64 = sysreg_id(3, 3, 14, 3, 2);
 pub const CNTPCT: u64 = sysreg_id(3, 3, 14, 0, 1);
+/// MIDR_EL1, REVIDR_EL1, CLIDR_EL1, AIDR_EL1, CTR_EL0 (`Vm::impl_regs` order).
+const IMPL_REGS: [u64; 5] = [
+    sysreg_id(3, 0, 0, 0, 0),
+    sysreg_id(3, 0, 0, 0, 6),
+    sysreg_id(3, 1, 0, 0, 1),
+    sysreg_id(3, 1, 0, 0, 7),
+    sysreg_id(3, 3, 0, 0, 1),
+];
+pub const OSLSR_EL1: u64 = sysreg_id(2, 0, 1, 1, 4);
+/// OSLSR_EL1 out of reset: the OS lock is implemented (OSLM 0b10) and unlocked.
+const OSLSR_RESET: u64 = 0b1000;
+const OSLSR_OSLK: u64 = 0b10;
+
+/// The registers that hold only what the VMM or the guest wrote (the guest's accesses trap
+/// and never reach the CPU's own): the breakpoint and watchpoint registers (all sixteen of
+/// each, as Linux lists them whatever ID_AA64DFR0_EL1 says), MDCCINT_EL1, OSLSR_EL1,
+/// DBGVCR32_EL2, ACTLR_EL1, DISR_EL1 and the AArch32 DACR32_EL2, IFSR32_EL2, FPEXC32_EL2.
+fn shadowed() -> impl Iterator<Item = u64> {
+    let debug = (0..16).flat_map(|n| (4..8).map(move |op2| sysreg_id(2, 0, 0, n, op2)));
+    debug.chain([
+        sysreg_id(2, 0, 0, 2, 0), // MDCCINT_EL1
+        OSLSR_EL1,
+        sysreg_id(2, 4, 0, 7, 0),  // DBGVCR32_EL2
+        sysreg_id(3, 0, 1, 0, 1),  // ACTLR_EL1
+        sysreg_id(3, 0, 12, 1, 1), // DISR_EL1
+        sysreg_id(3, 4, 3, 0, 0),  // DACR32_EL2
+        sysreg_id(3, 4, 5, 0, 1),  // IFSR32_EL2
+        sysreg_id(3, 4, 5, 3, 0),  // FPEXC32_EL2
+    ])
+}
+
+/// The key of a system register in `VcpuState::shadow`: its encoding, as the ID's low bits
+/// and the trap's ISS both give it.
+pub fn shadow_key(id: u64) -> u32 {
+    (id & 0xffff) as u32
+}
+
+/// The shadowed registers' reset values (all 0 but OSLSR_EL1).
+pub fn reset_shadow(st: &mut VcpuState) {
+    let _ = st.shadow.insert(shadow_key(OSLSR_EL1), OSLSR_RESET);
+}
+
+/// The firmware pseudo-registers: the PSCI version, the three workaround registers, the four
+/// service bitmaps.
+fn firmware() -> impl Iterator<Item = u64> {
+    [
+        k::KVM_REG_ARM_PSCI_VERSION,
+        k::KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_1,
+        k::KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_2,
+        k::KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_3,
+    ]
+    .into_iter()
+    .chain((0..k::FW_FEAT_BMAP_REGS).map(k::fw_feat_bmap_reg))
+}
 
 /// Every register ID the vCPU has, in KVM_GET_REG_LIST's order: core, firmware, system.
 fn all() -> impl Iterator<Item = u64> {
     let mut sys: Vec<u64> = SYSREGS.iter().map(|r| r.0).collect();
     sys.extend([MPIDR_EL1, TIMER_CVAL, TIMER_CNT, CNTPCT]);
+    sys.extend(IMPL_REGS);
+    sys.extend(shadowed());
+    sys.extend((0..k::ID_REGS).map(k::id_reg_id));
     sys.sort_unstable();
-    CoreReg::all()
-        .map(CoreReg::id)
-        .chain([k::KVM_REG_ARM_PSCI_VERSION])
-        .chain(sys)
+    CoreReg::all().map(CoreReg::id).chain(firmware()).chain(sys)
 }
 
 fn counter() -> u64 {
@@ -94,6 +148,11 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
             Ok(v)
         }
         k::KVM_REG_ARM_FW if id == k::KVM_REG_ARM_PSCI_VERSION => Ok(st.psci_version as u128),
+        // No workaround call is offered ("not available").
+        k::KVM_REG_ARM_FW if firmware().any(|f| f == id) => Ok(0),
+        k::KVM_REG_ARM_FW_FEAT_BMAP if firmware().any(|f| f == id) => {
+            Ok(vm.fw_bmaps.lock()[(id & 0xffff) as usize] as u128)
+        }
         k::KVM_REG_ARM64_SYSREG => {
             if k::reg_size(id) != 8 {
                 return Err(Errno::ENOENT);
@@ -102,16 +161,41 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
                 MPIDR_EL1 => st.mpidr,
                 TIMER_CVAL => st.el1.cntv_cval,
                 TIMER_CNT => counter().wrapping_sub(vm.cntvoff.load(Ordering::Relaxed)),
-                CNTPCT => counter(),
+                CNTPCT => counter().wrapping_sub(vm.cntpoff.load(Ordering::Relaxed)),
                 _ => {
-                    let r = SYSREGS.iter().find(|r| r.0 == id).ok_or(Errno::ENOENT)?;
-                    (r.1)(&st.el1)
+                    if let Some(i) = k::id_reg_index(id) {
+                        vm.id_regs.lock()[i]
+                    } else if let Some(i) = IMPL_REGS.iter().position(|&r| r == id) {
+                        vm.impl_regs[i]
+                    } else if shadowed().any(|r| r == id) {
+                        st.shadow.get(&shadow_key(id)).copied().unwrap_or(0)
+                    } else {
+                        let r = SYSREGS.iter().find(|r| r.0 == id).ok_or(Errno::ENOENT)?;
+                        (r.1)(&st.el1)
+                    }
                 }
             };
             Ok(v as u128)
         }
         _ => Err(Errno::ENOENT),
     }
+}
+
+/// A VMM's write to an ID register (set_id_reg): before the VM runs, any value that keeps or
+/// lowers each feature of the VM's limit; afterwards only the value it has (EBUSY).
+fn set_id_reg(vm: &Vm, i: usize, v: u64) -> SysResult<()> {
+    let mut regs = vm.id_regs.lock();
+    if regs[i] == v {
+        return Ok(());
+    }
+    if vm.ran.load(Ordering::Relaxed) {
+        return Err(Errno::EBUSY);
+    }
+    if !k::id_reg_write_ok(vm.id_limits[i], v) {
+        return Err(Errno::EINVAL);
+    }
+    regs[i] = v;
+    Ok(())
 }
 
 /// KVM_GET_ONE_REG.
@@ -151,12 +235,31 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
             CoreReg::Fpsr => st.fp.fpsr = v64 as u32,
             CoreReg::Fpcr => st.fp.fpcr = v64 as u32,
         },
-        k::KVM_REG_ARM_FW => {
-            // PSCI 0.2, 1.0 and 1.1 may be chosen (a guest migrated from an older host).
-            if !matches!(v64, 0x2 | 0x1_0000 | 0x1_0001) {
+        k::KVM_REG_ARM_FW if r.id == k::KVM_REG_ARM_PSCI_VERSION => {
+            // PSCI 0.2 and 1.0 to 1.3 may be chosen (a guest migrated from an older host).
+            if !k::PSCI_VERSIONS.contains(&v64) {
                 return Err(Errno::EINVAL);
             }
             st.psci_version = v64;
+        }
+        // The workaround levels: only "not available", what Svelt's SMCCC answers.
+        k::KVM_REG_ARM_FW => {
+            if v64 != 0 {
+                return Err(Errno::EINVAL);
+            }
+        }
+        // A service bitmap: any subset of what Svelt offers, until the VM has run
+        // (kvm_arm_set_fw_reg_bmap).
+        k::KVM_REG_ARM_FW_FEAT_BMAP => {
+            let i = (r.id & 0xffff) as usize;
+            let mut maps = vm.fw_bmaps.lock();
+            if v64 & !super::vm::FW_BMAPS_SUPPORTED[i] != 0 {
+                return Err(Errno::EINVAL);
+            }
+            if maps[i] != v64 && vm.ran.load(Ordering::Relaxed) {
+                return Err(Errno::EBUSY);
+            }
+            maps[i] = v64;
         }
         _ => match r.id {
             MPIDR_EL1 => st.mpidr = v64,
@@ -164,10 +267,25 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
             TIMER_CNT => vm
                 .cntvoff
                 .store(counter().wrapping_sub(v64), Ordering::Relaxed),
-            CNTPCT => return Err(Errno::EINVAL),
+            CNTPCT => vm
+                .cntpoff
+                .store(counter().wrapping_sub(v64), Ordering::Relaxed),
+            // Only the OS lock bit of OSLSR_EL1 is the VMM's to change (set_oslsr_el1).
+            OSLSR_EL1 if v64 & !OSLSR_OSLK != OSLSR_RESET => return Err(Errno::EINVAL),
             id => {
-                let r = SYSREGS.iter().find(|r| r.0 == id).ok_or(Errno::ENOENT)?;
-                (r.2)(&mut st.el1, v64);
+                if let Some(i) = k::id_reg_index(id) {
+                    set_id_reg(vm, i, v64)?;
+                } else if IMPL_REGS.contains(&id) {
+                    // The CPU's identification: only the value the VM has.
+                    if value(vm, st, id)? as u64 != v64 {
+                        return Err(Errno::EINVAL);
+                    }
+                } else if shadowed().any(|r| r == id) {
+                    let _ = st.shadow.insert(shadow_key(id), v64);
+                } else {
+                    let r = SYSREGS.iter().find(|r| r.0 == id).ok_or(Errno::ENOENT)?;
+                    (r.2)(&mut st.el1, v64);
+                }
             }
         },
     }

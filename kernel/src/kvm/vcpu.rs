@@ -69,6 +69,25 @@ impl VcpuState {
     }
 }
 
+/// A vCPU's device attributes (kvm_arm_vcpu_{set,get,has}_attr): the timers' PPIs, which
+/// can be read; setting them needs the in-kernel vGIC (EINVAL without one, as Linux). The PMU
+/// and PV-time groups are not offered (ENXIO).
+fn timer_attr(cmd: u32, a: &k::KvmDeviceAttr) -> SysResult<usize> {
+    let ppi = match (a.group, a.attr) {
+        (k::KVM_ARM_VCPU_TIMER_CTRL, k::KVM_ARM_VCPU_TIMER_IRQ_VTIMER) => k::DEFAULT_VTIMER_PPI,
+        (k::KVM_ARM_VCPU_TIMER_CTRL, k::KVM_ARM_VCPU_TIMER_IRQ_PTIMER) => k::DEFAULT_PTIMER_PPI,
+        _ => return Err(Errno::ENXIO),
+    };
+    match cmd {
+        k::KVM_HAS_DEVICE_ATTR => Ok(0),
+        k::KVM_GET_DEVICE_ATTR => {
+            UserPtr::<u32>::new(a.addr as usize).write(&ppi)?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
 pub struct Vcpu {
     pub id: u32,
     /// The `kvm_run` page the VMM maps.
@@ -142,7 +161,7 @@ impl Vcpu {
                 fp: FpsimdState::default(),
                 spsr32: [0; 4],
                 mpidr: mpidr_for(id),
-                psci_version: k::PSCI_VERSION_1_1,
+                psci_version: k::PSCI_VERSION_1_3,
                 mmio: None,
                 shadow: BTreeMap::new(),
                 fp_live: false,
@@ -207,6 +226,7 @@ impl Vcpu {
         st.fp = FpsimdState::default();
         st.spsr32 = [0; 4];
         st.shadow.clear();
+        super::regs::reset_shadow(st);
         st.mmio = None;
         *self.power.lock() = Power {
             off: features & (1 << k::KVM_ARM_VCPU_POWER_OFF) != 0,
@@ -230,6 +250,9 @@ impl Vcpu {
         if !st.inited {
             return Err(Errno::ENOEXEC);
         }
+        // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
+        // (kvm_arch_vcpu_run_pid_change marks the VM as having run, immediate_exit or not).
+        vm.ran.store(true, Ordering::Relaxed);
         if let Some(p) = st.mmio.take() {
             exit::complete_mmio(self, &mut st, p);
         }
@@ -387,6 +410,10 @@ impl FileOps for VcpuFile {
                 } else {
                     regs::set(&self.vm, &mut st, &r)
                 }
+            }
+            k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR | k::KVM_HAS_DEVICE_ATTR => {
+                let a = UserPtr::<k::KvmDeviceAttr>::new(arg).read()?;
+                timer_attr(cmd, &a)
             }
             k::KVM_GET_REG_LIST => {
                 let st = vcpu.lock()?;

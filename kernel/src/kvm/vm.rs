@@ -95,8 +95,23 @@ pub struct Vm {
     pub vcpus: Mutex<Vec<Arc<Vcpu>>>,
     /// KVM_CAP_ARM_NISV_TO_USER is on: an MMIO access without a syndrome exits to the VMM.
     pub nisv_to_user: AtomicBool,
+    /// KVM_CAP_ARM_SYSTEM_SUSPEND is on: PSCI SYSTEM_SUSPEND exits to the VMM.
+    pub system_suspend: AtomicBool,
     /// CNTVOFF_EL2 for every vCPU (the counter the guest sees starts near 0 at creation).
     pub cntvoff: AtomicU64,
+    /// The physical counter's offset a VMM wrote through CNTPCT_EL0 (kept for
+    /// KVM_GET_ONE_REG; without FEAT_ECV the guest's own reads are not offset).
+    pub cntpoff: AtomicU64,
+    /// A vCPU of this VM has entered KVM_RUN: its ID registers and firmware bitmaps are fixed.
+    pub ran: AtomicBool,
+    /// The VM's view of the ID registers (`k::id_reg_index` order), which the VMM may lower
+    /// until the VM runs, and their highest values: the CPU's, less what guests are not given.
+    pub id_regs: Mutex<[u64; k::ID_REGS]>,
+    pub id_limits: [u64; k::ID_REGS],
+    /// The hypercall service bitmaps (KVM_REG_ARM_*_BMAP): what the guest is offered.
+    pub fw_bmaps: Mutex<[u64; k::FW_FEAT_BMAP_REGS as usize]>,
+    /// MIDR_EL1, REVIDR_EL1, CLIDR_EL1, AIDR_EL1, CTR_EL0 as the VM reports them.
+    pub impl_regs: [u64; 5],
 }
 
 /// What one stage-2 fault became.
@@ -109,12 +124,25 @@ pub enum Fault {
     Efault,
 }
 
+/// Each service bitmap's bits Svelt can offer (and offers a new VM): only the vendor
+/// service's FUNC_FEAT.
+pub const FW_BMAPS_SUPPORTED: [u64; k::FW_FEAT_BMAP_REGS as usize] =
+    [0, 0, k::VENDOR_HYP_BMAP_SUPPORTED, 0];
+
 impl Vm {
     pub fn new(ipa_bits: u32) -> SysResult<Arc<Vm>> {
         let mm = crate::process::current().mm().ok_or(Errno::EINVAL)?;
         let s2 = Stage2::new(ipa_bits)?;
         let vmid = alloc_vmid()?;
         let (vttbr, vtcr) = (((vmid as u64) << 48) | s2.root(), s2.vtcr());
+        let id_limits: [u64; k::ID_REGS] = core::array::from_fn(|i| {
+            let (crm, op2) = (1 + i / 8, i % 8);
+            k::guest_id_reg(
+                crm as u8,
+                op2 as u8,
+                guest::read_id_reg(crm as u8, op2 as u8),
+            )
+        });
         let vm = Arc::new(Vm {
             ipa_bits,
             vmid,
@@ -127,7 +155,14 @@ impl Vm {
             }),
             vcpus: Mutex::new(Vec::new()),
             nisv_to_user: AtomicBool::new(false),
+            system_suspend: AtomicBool::new(false),
             cntvoff: AtomicU64::new(crate::arch::cpu::counter()),
+            cntpoff: AtomicU64::new(0),
+            ran: AtomicBool::new(false),
+            id_regs: Mutex::new(id_limits),
+            id_limits,
+            fw_bmaps: Mutex::new(FW_BMAPS_SUPPORTED),
+            impl_regs: guest::impl_regs(),
         });
         let weak: Weak<dyn MmNotifier> = Arc::downgrade(&vm) as Weak<dyn MmNotifier>;
         mm.lock().add_notifier(weak)?;
@@ -335,6 +370,24 @@ impl FileOps for VmFile {
                 let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
                 self.vm.set_region(&r)
             }
+            k::KVM_SET_USER_MEMORY_REGION2 => {
+                // The same region; guest_memfd is not offered, so its flag is refused with
+                // the other unknown ones and its fields are not read.
+                let mut all = [0u8; 160];
+                UserPtr::<u8>::new(arg).read_slice(&mut all)?;
+                let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
+                self.vm.set_region(&r)
+            }
+            // No in-kernel device yet (the vGIC comes next): every type is unknown.
+            k::KVM_CREATE_DEVICE => {
+                UserPtr::<k::KvmCreateDevice>::new(arg).read()?;
+                Err(Errno::ENODEV)
+            }
+            // The VM's own attributes (the SMCCC filter): none offered.
+            k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR | k::KVM_HAS_DEVICE_ATTR => {
+                UserPtr::<k::KvmDeviceAttr>::new(arg).read()?;
+                Err(Errno::ENXIO)
+            }
             k::KVM_ARM_PREFERRED_TARGET => {
                 UserPtr::<KvmVcpuInit>::new(arg).write(&KvmVcpuInit {
                     target: k::KVM_ARM_TARGET_GENERIC_V8,
@@ -351,6 +404,10 @@ impl FileOps for VmFile {
                 match cap {
                     k::KVM_CAP_ARM_NISV_TO_USER => {
                         self.vm.nisv_to_user.store(true, Ordering::Relaxed);
+                        Ok(0)
+                    }
+                    k::KVM_CAP_ARM_SYSTEM_SUSPEND => {
+                        self.vm.system_suspend.store(true, Ordering::Relaxed);
                         Ok(0)
                     }
                     _ => Err(Errno::EINVAL),

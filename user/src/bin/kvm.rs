@@ -107,6 +107,28 @@ core::arch::global_asm!(
     "str x6, [x3, #8]",
     "b .",
     "guest_nisv_end:",
+    // Reads ID_AA64ISAR0_EL1 into x10 and stores it to MMIO, then PSCI 1.3's SYSTEM_OFF2
+    // (hibernate) and, if the VMM runs it again, the same with a bad cookie.
+    ".global guest_isar0_off2, guest_isar0_off2_end",
+    "guest_isar0_off2:",
+    "mrs x10, S3_0_C0_C6_0",
+    "movz x1, #0x1000, lsl #16",
+    "str x10, [x1]",
+    "movz x0, #0xc400, lsl #16",
+    "add x0, x0, #0x15",
+    "mov x1, #1",
+    "mov x2, #0",
+    "hvc #0",
+    "mov x11, x0",
+    "movz x0, #0xc400, lsl #16",
+    "add x0, x0, #0x15",
+    "mov x1, #1",
+    "mov x2, #1",
+    "hvc #0",
+    "movz x1, #0x1000, lsl #16",
+    "str x0, [x1]",
+    "b .",
+    "guest_isar0_off2_end:",
     ".text",
 );
 
@@ -123,6 +145,8 @@ unsafe extern "C" {
     static guest_idregs_end: u8;
     static guest_nisv: u8;
     static guest_nisv_end: u8;
+    static guest_isar0_off2: u8;
+    static guest_isar0_off2_end: u8;
 }
 
 /// A guest's code as bytes.
@@ -825,6 +849,82 @@ fn guest_memory_is_the_vmms() -> TestResult {
 
 /// On Svelt, /proc/svelt/kvm shows every VM, VMID and stage-2 page given back once the VMs of
 /// the tests above are closed.
+/// The VM's ID registers are the VMM's to lower (not raise) until the VM first runs, and the
+/// guest reads what the VMM wrote; the firmware registers and PSCI 1.3's SYSTEM_OFF2; an
+/// unknown device type.
+fn id_registers_and_firmware() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_isar0_off2, guest_isar0_off2_end)
+    ));
+    const ISAR0: u64 = k::sysreg_id(3, 0, 0, 6, 0);
+    let isar0 = t!(get_reg(g.vcpu, ISAR0)) as u64;
+    // The AES field (bits 4..7): raised to 0xf is refused, lowered to 0 taken.
+    check_eq!(
+        set_reg(g.vcpu, ISAR0, (isar0 | 0xf << 4) as u128),
+        Err(EINVAL)
+    );
+    let lowered = isar0 & !(0xf << 4);
+    t!(set_reg(g.vcpu, ISAR0, lowered as u128));
+    check_eq!(get_reg(g.vcpu, ISAR0), Ok(lowered as u128));
+    // The PSCI version (1.3 by default on Linux 7.3), a version no kernel has, a service
+    // bitmap emptied, a bit no kernel offers.
+    check_eq!(
+        get_reg(g.vcpu, k::KVM_REG_ARM_PSCI_VERSION),
+        Ok(k::PSCI_VERSION_1_3 as u128)
+    );
+    check_eq!(
+        set_reg(g.vcpu, k::KVM_REG_ARM_PSCI_VERSION, 0x1_0009),
+        Err(EINVAL)
+    );
+    let vendor = k::fw_feat_bmap_reg(2);
+    t!(set_reg(g.vcpu, vendor, 0));
+    check_eq!(get_reg(g.vcpu, vendor), Ok(0));
+    check_eq!(set_reg(g.vcpu, vendor, 1 << 63), Err(EINVAL));
+    let mut dev = k::KvmCreateDevice {
+        ty: 0x7fff,
+        ..Default::default()
+    };
+    check_eq!(
+        ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut dev as *mut _ as usize),
+        Err(ENODEV)
+    );
+
+    let (addr, data, _, write) = t!(g.run_to_mmio());
+    check_eq!((addr, write), (0x1000_0000, true));
+    check_eq!(data, lowered, "the guest's ID_AA64ISAR0_EL1");
+    // Once the VM has run: the same value is fine, any other is EBUSY.
+    t!(set_reg(g.vcpu, ISAR0, lowered as u128));
+    check_eq!(set_reg(g.vcpu, ISAR0, isar0 as u128), Err(EBUSY));
+    check_eq!(set_reg(g.vcpu, vendor, 0), Ok(0));
+
+    // SYSTEM_OFF2: a shutdown event flagged PSCI_OFF2, x0 INTERNAL_FAILURE if run again.
+    t!(g.run());
+    check_eq!(g.exit_reason(), k::KVM_EXIT_SYSTEM_EVENT);
+    check_eq!(
+        g.run_u32(k::run::SYSTEM_EVENT_TYPE),
+        k::KVM_SYSTEM_EVENT_SHUTDOWN
+    );
+    check_eq!(
+        g.run_u64(k::run::SYSTEM_EVENT_DATA) & k::KVM_SYSTEM_EVENT_SHUTDOWN_FLAG_PSCI_OFF2,
+        k::KVM_SYSTEM_EVENT_SHUTDOWN_FLAG_PSCI_OFF2
+    );
+    check_eq!(
+        get_reg(g.vcpu, x(0)),
+        Ok(k::PSCI_RET_INTERNAL_FAILURE as u64 as u128)
+    );
+    let runnable: u32 = k::KVM_MP_STATE_RUNNABLE;
+    t!(ioctl(
+        g.vcpu,
+        k::KVM_SET_MP_STATE,
+        &runnable as *const u32 as usize
+    ));
+    let (_, data, _, _) = t!(g.run_to_mmio());
+    check_eq!(data, k::PSCI_RET_INVALID_PARAMS as u64, "a non-zero cookie");
+    Ok(())
+}
+
 fn everything_given_back() -> TestResult {
     let text = match io::read_file("/proc/svelt/kvm") {
         Ok(t) => t,
@@ -859,6 +959,7 @@ fn main(_a: &rt::Args) -> i32 {
         ),
         ("guest_sees_no_sve_or_sme", guest_sees_no_sve_or_sme),
         ("guest_memory_is_the_vmms", guest_memory_is_the_vmms),
+        ("id_registers_and_firmware", id_registers_and_firmware),
         ("everything_given_back", everything_given_back),
     ])
 }

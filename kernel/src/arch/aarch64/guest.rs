@@ -254,6 +254,18 @@ pub fn world_switch(c: &Controls, el1: &mut El1State, regs: &mut GuestRegs) -> E
     }
 }
 
+/// MIDR_EL1, REVIDR_EL1, CLIDR_EL1, AIDR_EL1 and CTR_EL0: the CPU's identification and cache
+/// geometry, which a VM reports as its own.
+pub fn impl_regs() -> [u64; 5] {
+    [
+        rd!("midr_el1"),
+        rd!("revidr_el1"),
+        rd!("clidr_el1"),
+        rd!("aidr_el1"),
+        rd!("ctr_el0"),
+    ]
+}
+
 /// The CPU's own value of the ID register at op0=3, op1=0, CRn=0, `crm` (1..=7), `op2` (the
 /// space HCR_EL2.TID3 traps); 0 outside it.
 pub fn read_id_reg(crm: u8, op2: u8) -> u64 {
