@@ -61,11 +61,23 @@ fn vq4() -> Config {
     }
 }
 
+fn all_configurations() -> bool {
+    if std::env::var("SVELT_KSELFTESTS").as_deref() == Ok("all") {
+        return true;
+    }
+    eprintln!("SKIPPED: set SVELT_KSELFTESTS=all for this configuration");
+    false
+}
+
 fn check(name: &str, config: Config) {
     static ARCHIVE: OnceLock<Option<PathBuf>> = OnceLock::new();
     let Some(archive) = ARCHIVE.get_or_init(|| kselftest::archive(&SELECTION)) else {
         return;
     };
+    compare(name, archive, config);
+}
+
+fn compare(name: &str, archive: &std::path::Path, config: Config) {
     let Some(c) = Comparison::boot(archive, &config) else {
         return;
     };
@@ -105,7 +117,7 @@ fn kvm_selftests_match_linux() {
 /// QEMU 11.1's `-cpu max` (SME2, FEAT_FGT2, ...): SME stays hidden from guests on both kernels.
 #[test]
 fn kvm_selftests_match_linux_qemu11() {
-    if std::env::var("SVELT_KSELFTESTS").as_deref() == Ok("all") {
+    if all_configurations() {
         check(
             "qemu11-vq4",
             Config {
@@ -113,7 +125,21 @@ fn kvm_selftests_match_linux_qemu11() {
                 ..vq4()
             },
         );
-    } else {
-        eprintln!("SKIPPED: set SVELT_KSELFTESTS=all for this configuration");
+    }
+}
+
+/// The long-running programs (SLOW), on QEMU 10.
+#[test]
+fn kvm_selftests_slow_match_linux() {
+    if !all_configurations() {
+        return;
+    }
+    let sel = Selection {
+        name: "kvm-selftests-slow",
+        only: SLOW,
+        ..SELECTION
+    };
+    if let Some(archive) = kselftest::archive(&sel) {
+        compare("slow-vq4", &archive, vq4());
     }
 }

@@ -400,6 +400,19 @@ pub const fn fw_feat_bmap_reg(r: u64) -> u64 {
 }
 pub const FW_FEAT_BMAP_REGS: u64 = 4;
 
+/// HCRX_EL2 for a guest whose ID_AA64ISAR2_EL1 is `isar2`: FEAT_MOPS's instructions enabled
+/// (MSCEn) exactly when the VM has MOPS, so that a VMM that hides it gets UNDEF in the guest.
+/// The MOPS exceptions of EL1 stay the guest's (MCE2 clear). Nothing else of HCRX_EL2 (TCR2,
+/// FPMR, GCS, ...) is given yet.
+pub fn guest_hcrx(isar2: u64) -> u64 {
+    const MSCEN: u64 = 1 << 11;
+    if (isar2 >> 16) & 0xf != 0 {
+        MSCEN
+    } else {
+        0
+    }
+}
+
 /// The ID register space HCR_EL2.TID3 traps: op0=3, op1=0, CRn=0, CRm 1..=7, op2 0..=7.
 pub const ID_REGS: usize = 56;
 
@@ -526,12 +539,27 @@ impl MmioAccess {
             reg_value & ((1u64 << (8 * self.len)) - 1)
         }
     }
+
+    /// The access's `len` bytes of `data` in the other byte order: how a big-endian guest's
+    /// data (SCTLR_EL1.EE, or E0E at EL0) meets the VMM's little-endian `kvm_run`
+    /// (vcpu_data_guest_to_host and back).
+    pub fn byte_swap(&self, data: u64) -> u64 {
+        data.swap_bytes() >> (64 - 8 * self.len)
+    }
 }
 
 // ---- exits: SMCCC and PSCI calls (Documentation/virt/kvm/arm/hypercalls.rst, the PSCI
 // and SMCCC specifications) ----
 
 pub const PSCI_0_2_FN_PSCI_VERSION: u32 = 0x8400_0000;
+/// The standard PSCI function ranges (SMC32 and SMC64).
+pub const PSCI_FN_FIRST: u32 = 0x8400_0000;
+pub const PSCI_FN_LAST: u32 = 0x8400_001f;
+pub const PSCI_FN64_FIRST: u32 = 0xc400_0000;
+pub const PSCI_FN64_LAST: u32 = 0xc400_001f;
+/// PSCI 0.1 as KVM numbers it (KVM_PSCI_FN_*), for vCPUs without KVM_ARM_VCPU_PSCI_0_2.
+pub const KVM_PSCI_FN_CPU_OFF: u32 = 0x95c1_ba5f;
+pub const KVM_PSCI_FN_CPU_ON: u32 = 0x95c1_ba60;
 pub const PSCI_0_2_FN_CPU_SUSPEND: u32 = 0x8400_0001;
 pub const PSCI_0_2_FN_CPU_OFF: u32 = 0x8400_0002;
 pub const PSCI_0_2_FN_CPU_ON: u32 = 0x8400_0003;
@@ -564,6 +592,8 @@ pub const SMCCC_RET_NOT_SUPPORTED: i64 = -1;
 
 /// The PSCI version Svelt's guests see (1.1: SYSTEM_RESET2 and PSCI_FEATURES).
 pub const PSCI_VERSION_1_1: u64 = 0x1_0001;
+/// PSCI 0.1: a vCPU initialised without KVM_ARM_VCPU_PSCI_0_2.
+pub const PSCI_VERSION_0_1: u64 = 1;
 /// What Linux 7.3's KVM tells guests (KVM_ARM_PSCI_LATEST), and Svelt too.
 pub const PSCI_VERSION_1_3: u64 = 0x1_0003;
 /// The versions a VMM may choose for a vCPU with PSCI 0.2 or later.
@@ -645,6 +675,21 @@ pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
         None
     };
     let at_least = |m: u64| minor.is_some_and(|v| v >= m);
+    if psci.version == PSCI_VERSION_0_1 {
+        // KVM's own PSCI 0.1 numbering, and none of the standard PSCI functions.
+        return match func32 {
+            KVM_PSCI_FN_CPU_OFF => Call::CpuOff,
+            KVM_PSCI_FN_CPU_ON => Call::CpuOn {
+                target: a(0),
+                entry: a(1),
+                context: a(2),
+            },
+            PSCI_FN_FIRST..=PSCI_FN_LAST | PSCI_FN64_FIRST..=PSCI_FN64_LAST => {
+                ret(PSCI_RET_NOT_SUPPORTED)
+            }
+            _ => smccc_call(func, args, Psci { version: 2, ..psci }),
+        };
+    }
     match func32 {
         ARM_SMCCC_VERSION_FUNC_ID => Call::Return(SMCCC_VERSION_1_1),
         VENDOR_HYP_CALL_UID_FUNC_ID => Call::Vendor(KVM_UID),
@@ -775,15 +820,16 @@ const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
     (5, 1, u64::MAX),
     // ID_AA64ISAR1_EL1: APA, API, GPA, GPI (pointer authentication traps for guests).
     (6, 1, 0xf << 4 | 0xf << 8 | 0xf << 24 | 0xf << 28),
-    // ID_AA64ISAR2_EL1: GPA3, APA3, MOPS.
-    (6, 2, 0xf << 8 | 0xf << 12 | 0xf << 16),
+    // ID_AA64ISAR2_EL1: GPA3, APA3 (MOPS is given: HCRX_EL2.MSCEn while the VM has it).
+    (6, 2, 0xf << 8 | 0xf << 12),
     // ID_AA64MMFR3_EL1: TCRX, SCTLRX, S1PIE, S2PIE, S1POE, S2POE, AIE, MEC, D128.
     (7, 3, 0xf_ffff_ffff),
 ];
 
 /// What a guest reads from the ID register at CRm, op2 when the CPU's value is `host`: the
 /// host's, with the features guests are not given yet (SVE and SME, MTE, PMU and trace, pointer
-/// authentication, MOPS, FPMR, GCS, the EL1 controls behind HCRX_EL2) read as absent. Linux's
+/// authentication, FPMR, GCS, the EL1 controls behind HCRX_EL2 other than MOPS's) read as
+/// absent. Linux's
 /// KVM shows SVE only to vCPUs initialised with it and SME to none, as here.
 pub fn guest_id_reg(crm: u8, op2: u8, host: u64) -> u64 {
     match GUEST_HIDDEN.iter().find(|h| h.0 == crm && h.1 == op2) {
@@ -940,6 +986,11 @@ mod tests {
         assert_eq!(w.load_value(0x80), 0xffff_ff80);
         assert_eq!(w.store_value(0x1234), 0x34);
         assert_eq!(mmio_access(3 << 22), None);
+        // A big-endian guest's halfword 0x8001 is 0x0180 in kvm_run.
+        let h = mmio_access((1 << 24) | (1 << 22)).unwrap();
+        assert_eq!(h.byte_swap(0x0180), 0x8001);
+        let d = mmio_access((1 << 24) | (3 << 22)).unwrap();
+        assert_eq!(d.byte_swap(0x0102_0304_0506_0708), 0x0807_0605_0403_0201);
     }
 
     #[test]
@@ -994,6 +1045,13 @@ mod tests {
         let v02 = Psci { version: 2, ..v13 };
         assert_eq!(smccc_call(0x8400_000a, [0x8400_0000, 0, 0], v02), nope);
         assert_eq!(smccc_call(0x8400_0012, [0, 0, 0], v02), nope);
+        // PSCI 0.1: KVM's numbers only, SMCCC's own calls as ever.
+        let v01 = Psci { version: 1, ..v13 };
+        assert_eq!(smccc_call(0x8400_0000, [0; 3], v01), nope);
+        assert_eq!(smccc_call(0x95c1_ba5f, [0; 3], v01), Call::CpuOff);
+        assert_eq!(smccc_call(0x95c1_ba5f, [0; 3], v13), nope);
+        assert_eq!(smccc_call(0x8600_ff01, [0; 3], v01), Call::Vendor(KVM_UID));
+        assert_eq!(smccc_call(0x8000_0000, [0; 3], v01), Call::Return(0x1_0001));
         // SYSTEM_SUSPEND only once the VMM enabled it.
         assert_eq!(call(0xc400_000e, [0x1000, 1, 0]), nope);
         assert_eq!(call(0x8400_000a, [0xc400_000e, 0, 0]), nope);

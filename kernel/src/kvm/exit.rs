@@ -6,7 +6,7 @@
 use super::vcpu::{PendingMmio, Vcpu, VcpuState, PSTATE_RESET};
 use super::vm::{Fault, Vm};
 use crate::arch::fpsimd::fpsimd;
-use crate::arch::guest::{hcr, mdcr};
+use crate::arch::guest::{self, hcr, mdcr};
 use crate::mm::aspace::AddrSpace;
 use crate::task;
 use alloc::sync::Arc;
@@ -28,7 +28,10 @@ pub const GUEST_HCR: u64 = hcr::VM
     | hcr::FB
     | hcr::BSU_IS
     | hcr::TWI
+    | hcr::TID1
+    | hcr::TID2
     | hcr::TID3
+    | hcr::TID5
     | hcr::TSC
     | hcr::TSW
     | hcr::TACR
@@ -95,7 +98,7 @@ pub fn handle_sync(
             hypercall(vcpu, vm, st)
         }
         EC_SYS64 => {
-            sysreg(vm, st, esr.iss());
+            sysreg(vm, st, esr);
             Ok(Next::Enter)
         }
         EC_IABT_LOW | EC_DABT_LOW => abort(vcpu, vm, mm, st, esr),
@@ -110,15 +113,11 @@ pub fn handle_sync(
 /// An SMCCC call by HVC or SMC: PSCI and the SMCCC discovery calls.
 fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
     let x = &mut st.regs.x;
-    let call = if st.features & (1 << k::KVM_ARM_VCPU_PSCI_0_2) != 0 {
-        let psci = k::Psci {
-            version: st.psci_version,
-            system_suspend: vm.system_suspend.load(Ordering::Relaxed),
-        };
-        k::smccc_call(x[0], [x[1], x[2], x[3]], psci)
-    } else {
-        Call::Return(k::PSCI_RET_NOT_SUPPORTED as u64)
+    let psci = k::Psci {
+        version: st.psci_version,
+        system_suspend: vm.system_suspend.load(Ordering::Relaxed),
     };
+    let call = k::smccc_call(x[0], [x[1], x[2], x[3]], psci);
     let ret = |v: i64| v as u64;
     match call {
         Call::Return(v) => x[0] = v,
@@ -222,7 +221,8 @@ fn cpu_on(vm: &Vm, target: u64, entry: u64, context: u64) -> i64 {
 /// OS lock and PMU registers read back what the guest wrote (MDSCR_EL1 is its own, loaded on
 /// entry), ACTLR_EL1 reads as 0, set/way cache operations do nothing (the host's caches are
 /// coherent for the guest's memory). The instruction is skipped.
-fn sysreg(vm: &Vm, st: &mut VcpuState, iss: u32) {
+fn sysreg(vm: &Vm, st: &mut VcpuState, esr: Esr) {
+    let iss = esr.iss();
     let op0 = (iss >> 20) & 3;
     let op2 = (iss >> 17) & 7;
     let op1 = (iss >> 14) & 7;
@@ -245,6 +245,10 @@ fn sysreg(vm: &Vm, st: &mut VcpuState, iss: u32) {
         return;
     }
     let key = (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2;
+    if op0 == 3 && crn == 0 && crm == 0 && matches!(op1, 0 | 1 | 2 | 3) && key != MPIDR_KEY {
+        identification(vm, st, esr, key, rt, read);
+        return;
+    }
     const MDSCR: u32 = (2 << 14) | (2 << 3) | 2;
     const OSLAR: u32 = (2 << 14) | (1 << 7) | (4 << 3);
     let value = |st: &VcpuState| match key {
@@ -274,6 +278,60 @@ fn sysreg(vm: &Vm, st: &mut VcpuState, iss: u32) {
         }
     }
     st.regs.pc += 4;
+}
+
+const fn sysreg_key(op0: u32, op1: u32, crn: u32, crm: u32, op2: u32) -> u32 {
+    (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2
+}
+const MPIDR_KEY: u32 = sysreg_key(3, 0, 0, 0, 5);
+const MIDR_KEY: u32 = sysreg_key(3, 0, 0, 0, 0);
+const REVIDR_KEY: u32 = sysreg_key(3, 0, 0, 0, 6);
+const CCSIDR_KEY: u32 = sysreg_key(3, 1, 0, 0, 0);
+const CLIDR_KEY: u32 = sysreg_key(3, 1, 0, 0, 1);
+const CCSIDR2_KEY: u32 = sysreg_key(3, 1, 0, 0, 2);
+const AIDR_KEY: u32 = sysreg_key(3, 1, 0, 0, 7);
+const CSSELR_KEY: u32 = sysreg_key(3, 2, 0, 0, 0);
+const CTR_KEY: u32 = sysreg_key(3, 3, 0, 0, 1);
+
+/// The identification and cache-geometry registers HCR_EL2.TID1, TID2 and TID5 trap: the VM's
+/// MIDR, REVIDR, AIDR, CTR and CLIDR; CSSELR_EL1 the guest's own; CCSIDR_EL1 (and CCSIDR2_EL1
+/// where the VM has FEAT_CCIDX) the CPU's for the guest's selection. Registers of features the
+/// VM does not have (SMIDR_EL1, GMID_EL1, CCSIDR2_EL1 without CCIDX, the rest of the space) are
+/// reported to the guest as the trapped access itself where the VM has FEAT_IDST (Linux hands
+/// the same syndrome on), and as UNDEF otherwise. The instruction is skipped when emulated.
+fn identification(vm: &Vm, st: &mut VcpuState, esr: Esr, key: u32, rt: usize, read: bool) {
+    let ids = vm.id_regs.lock();
+    let mmfr2 = ids[(7 - 1) * 8 + 2];
+    drop(ids);
+    let v = match (key, read) {
+        (CSSELR_KEY, false) => {
+            st.el1.csselr = if rt == 31 { 0 } else { st.regs.x[rt] };
+            st.regs.pc += 4;
+            return;
+        }
+        (CSSELR_KEY, true) => Some(st.el1.csselr),
+        (MIDR_KEY, true) => Some(vm.impl_regs[0]),
+        (REVIDR_KEY, true) => Some(vm.impl_regs[1]),
+        (CLIDR_KEY, true) => Some(vm.impl_regs[2]),
+        (AIDR_KEY, true) => Some(vm.impl_regs[3]),
+        (CTR_KEY, true) => Some(vm.impl_regs[4]),
+        (CCSIDR_KEY, true) => Some(guest::ccsidr(st.el1.csselr, false)),
+        (CCSIDR2_KEY, true) if (mmfr2 >> 20) & 0xf != 0 => {
+            Some(guest::ccsidr(st.el1.csselr, true))
+        }
+        _ => None,
+    };
+    match v {
+        Some(v) => {
+            if rt != 31 {
+                st.regs.x[rt] = v;
+            }
+            st.regs.pc += 4;
+        }
+        // ID_AA64MMFR2_EL1.IDS: the trapped access's own syndrome (EC 0x18).
+        None if (mmfr2 >> 36) & 0xf != 0 => enter_el1(st, esr.0),
+        None => inject_undef(st),
+    }
 }
 
 /// A stage-2 fault: RAM of a slot, or an MMIO access, or something the guest is told about.
@@ -327,6 +385,9 @@ fn abort(
         return Ok(Next::ToVmm);
     };
     super::MMIO_EXITS.fetch_add(1, Ordering::Relaxed);
+    // SCTLR_EL1.EE for EL1's accesses, E0E for EL0's (kvm_vcpu_is_be).
+    let at_el1 = st.regs.pstate & 0x1f != 0;
+    let big_endian = st.el1.sctlr & (1 << if at_el1 { 25 } else { 24 }) != 0;
     let mut data = [0u8; 8];
     if access.write {
         let reg = if access.reg == 31 {
@@ -334,14 +395,18 @@ fn abort(
         } else {
             st.regs.x[access.reg as usize]
         };
-        data = access.store_value(reg).to_le_bytes();
+        let mut v = access.store_value(reg);
+        if big_endian {
+            v = access.byte_swap(v);
+        }
+        data = v.to_le_bytes();
     }
     vcpu.run_write(k::run::MMIO_PHYS_ADDR, &ipa.to_le_bytes());
     vcpu.run_write(k::run::MMIO_DATA, &data);
     vcpu.run_write(k::run::MMIO_LEN, &access.len.to_le_bytes());
     vcpu.run_write(k::run::MMIO_IS_WRITE, &[access.write as u8]);
     vcpu.set_exit_reason(k::KVM_EXIT_MMIO);
-    st.mmio = Some(PendingMmio { access });
+    st.mmio = Some(PendingMmio { access, big_endian });
     Ok(Next::ToVmm)
 }
 
@@ -350,7 +415,10 @@ fn abort(
 pub fn complete_mmio(vcpu: &Vcpu, st: &mut VcpuState, p: PendingMmio) {
     let a = p.access;
     if !a.write && a.reg != 31 {
-        let data = u64::from_le_bytes(vcpu.run_read::<8>(k::run::MMIO_DATA));
+        let mut data = u64::from_le_bytes(vcpu.run_read::<8>(k::run::MMIO_DATA));
+        if p.big_endian {
+            data = a.byte_swap(data & a.store_value(u64::MAX));
+        }
         st.regs.x[a.reg as usize] = a.load_value(data);
     }
     st.regs.pc += 4;

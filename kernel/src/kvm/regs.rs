@@ -236,8 +236,15 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
             CoreReg::Fpcr => st.fp.fpcr = v64 as u32,
         },
         k::KVM_REG_ARM_FW if r.id == k::KVM_REG_ARM_PSCI_VERSION => {
-            // PSCI 0.2 and 1.0 to 1.3 may be chosen (a guest migrated from an older host).
-            if !k::PSCI_VERSIONS.contains(&v64) {
+            // PSCI 0.2 and 1.0 to 1.3 may be chosen for a vCPU with PSCI 0.2 (a guest
+            // migrated from an older host); 0.1 is the only one for a vCPU without.
+            let wants_02 = st.features & (1 << k::KVM_ARM_VCPU_PSCI_0_2) != 0;
+            let ok = if wants_02 {
+                k::PSCI_VERSIONS.contains(&v64)
+            } else {
+                v64 == k::PSCI_VERSION_0_1
+            };
+            if !ok {
                 return Err(Errno::EINVAL);
             }
             st.psci_version = v64;

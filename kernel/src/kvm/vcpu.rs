@@ -32,6 +32,8 @@ use svelt_abi::uapi::kvm::{self as k, KvmOneReg, KvmVcpuInit, MmioAccess};
 #[derive(Clone, Copy, Debug)]
 pub struct PendingMmio {
     pub access: MmioAccess,
+    /// The guest accessed the data big-endian: `kvm_run` holds it byte-swapped.
+    pub big_endian: bool,
 }
 
 /// A vCPU's state while the holder of its lock (an ioctl on it) works on it.
@@ -232,8 +234,35 @@ impl Vcpu {
             off: features & (1 << k::KVM_ARM_VCPU_POWER_OFF) != 0,
             on: None,
         };
+        if !st.inited {
+            // The newest PSCI with KVM_ARM_VCPU_PSCI_0_2, KVM's 0.1 without; a VMM's choice
+            // (KVM_REG_ARM_PSCI_VERSION) survives a re-init.
+            st.psci_version = if features & (1 << k::KVM_ARM_VCPU_PSCI_0_2) != 0 {
+                k::PSCI_VERSION_1_3
+            } else {
+                k::PSCI_VERSION_0_1
+            };
+        }
         st.inited = true;
         Ok(0)
+    }
+
+    /// A CPU_ON another vCPU made for this one: the reset state, at the entry point with the
+    /// context in x0. Applied before this vCPU runs or its registers are read or written
+    /// (KVM_REQ_VCPU_RESET), so that the VMM sees what the guest will.
+    fn apply_cpu_on(&self, st: &mut VcpuState) {
+        if let Some((entry, context)) = self.power.lock().on.take() {
+            st.regs = GuestRegs {
+                pstate: PSTATE_RESET,
+                pc: entry,
+                ..GuestRegs::default()
+            };
+            st.regs.x[0] = context;
+            st.el1 = El1State {
+                sctlr: SCTLR_RESET,
+                ..El1State::default()
+            };
+        }
     }
 
     /// KVM_RUN.
@@ -253,6 +282,8 @@ impl Vcpu {
         // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
         // (kvm_arch_vcpu_run_pid_change marks the VM as having run, immediate_exit or not).
         vm.ran.store(true, Ordering::Relaxed);
+        let isar2 = vm.id_regs.lock()[(6 - 1) * 8 + 2];
+        vm.hcrx.store(k::guest_hcrx(isar2), Ordering::Relaxed);
         if let Some(p) = st.mmio.take() {
             exit::complete_mmio(self, &mut st, p);
         }
@@ -286,19 +317,7 @@ impl Vcpu {
                 self.wait_for_kick(|| !self.power.lock().off)?;
                 continue;
             }
-            if let Some((entry, context)) = self.power.lock().on.take() {
-                // CPU_ON: the reset state, at the entry point with the context in x0.
-                st.regs = GuestRegs {
-                    pstate: PSTATE_RESET,
-                    pc: entry,
-                    ..GuestRegs::default()
-                };
-                st.regs.x[0] = context;
-                st.el1 = El1State {
-                    sctlr: SCTLR_RESET,
-                    ..El1State::default()
-                };
-            }
+            self.apply_cpu_on(st);
             if sched::need_resched() {
                 st.put_fp();
                 sched::schedule();
@@ -313,6 +332,7 @@ impl Vcpu {
                     cntvoff: vm.cntvoff.load(Ordering::Relaxed),
                     cptr: if st.fp_live { guest::CPTR_FP_ON } else { 0 },
                     mdcr_traps: exit::GUEST_MDCR_TRAPS,
+                    hcrx: vm.hcrx.load(Ordering::Relaxed),
                 }
             };
             let kind = {
@@ -405,6 +425,7 @@ impl FileOps for VcpuFile {
                 if !st.inited {
                     return Err(Errno::ENOEXEC);
                 }
+                vcpu.apply_cpu_on(&mut st);
                 if cmd == k::KVM_GET_ONE_REG {
                     regs::get(&self.vm, &st, &r)
                 } else {

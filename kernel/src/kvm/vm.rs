@@ -102,6 +102,8 @@ pub struct Vm {
     /// The physical counter's offset a VMM wrote through CNTPCT_EL0 (kept for
     /// KVM_GET_ONE_REG; without FEAT_ECV the guest's own reads are not offset).
     pub cntpoff: AtomicU64,
+    /// HCRX_EL2 for this VM's vCPUs, from its ID registers when KVM_RUN starts.
+    pub hcrx: AtomicU64,
     /// A vCPU of this VM has entered KVM_RUN: its ID registers and firmware bitmaps are fixed.
     pub ran: AtomicBool,
     /// The VM's view of the ID registers (`k::id_reg_index` order), which the VMM may lower
@@ -158,6 +160,7 @@ impl Vm {
             system_suspend: AtomicBool::new(false),
             cntvoff: AtomicU64::new(crate::arch::cpu::counter()),
             cntpoff: AtomicU64::new(0),
+            hcrx: AtomicU64::new(0),
             ran: AtomicBool::new(false),
             id_regs: Mutex::new(id_limits),
             id_limits,

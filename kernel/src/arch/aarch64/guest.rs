@@ -126,6 +126,8 @@ pub struct Controls {
     pub cptr: u64,
     /// MDCR_EL2 bits to set over the host's (debug and PMU register traps).
     pub mdcr_traps: u64,
+    /// HCRX_EL2 for the guest (where the CPU has it).
+    pub hcrx: u64,
 }
 
 /// HCR_EL2 bits a guest runs with.
@@ -139,8 +141,13 @@ pub mod hcr {
     /// Barriers are Inner Shareable at least.
     pub const BSU_IS: u64 = 1 << 10;
     pub const TWI: u64 = 1 << 13;
+    /// TID1: REVIDR_EL1, AIDR_EL1, SMIDR_EL1. TID2: CTR_EL0, CLIDR_EL1, CSSELR_EL1 and the
+    /// CCSIDRs. TID3: the ID register space. TID5: GMID_EL1.
+    pub const TID1: u64 = 1 << 16;
+    pub const TID2: u64 = 1 << 17;
     pub const TSC: u64 = 1 << 19;
     pub const TID3: u64 = 1 << 18;
+    pub const TID5: u64 = 1 << 58;
     pub const TACR: u64 = 1 << 21;
     pub const TSW: u64 = 1 << 22;
     pub const RW: u64 = 1 << 31;
@@ -211,9 +218,9 @@ pub fn world_switch(c: &Controls, el1: &mut El1State, regs: &mut GuestRegs) -> E
     // TDE off: the guest's debug exceptions are its own.
     wr!("S3_4_C1_C1_1", (host_mdcr & !mdcr::TDE) | c.mdcr_traps);
     if hcx {
-        // No TCR2, FPMR, GCS or MOPS for guests yet: their ID fields are what a guest reads,
-        // and these controls make the instructions and registers UNDEFINED or trapped.
-        wr!("S3_4_C1_C2_2", 0);
+        // What the VM is given (MOPS at most); TCR2, FPMR and GCS stay UNDEFINED or trapped,
+        // as the guest's ID registers say.
+        wr!("S3_4_C1_C2_2", c.hcrx);
     }
     el1.load();
     wr!("S3_0_C1_C0_2", c.cptr);
@@ -264,6 +271,23 @@ pub fn impl_regs() -> [u64; 5] {
         rd!("aidr_el1"),
         rd!("ctr_el0"),
     ]
+}
+
+/// CCSIDR_EL1 and CCSIDR2_EL1 of the cache level and kind `csselr` selects (a guest's
+/// CSSELR_EL1, trapped by HCR_EL2.TID2): read with the host's CSSELR_EL1 set to it for the
+/// moment. `two`: CCSIDR2 (only with FEAT_CCIDX).
+pub fn ccsidr(csselr: u64, two: bool) -> u64 {
+    let old = rd!("csselr_el1");
+    wr!("csselr_el1", csselr & 0x1f);
+    // SAFETY: a barrier; the read below must see the new selection.
+    unsafe { core::arch::asm!("isb", options(nomem, nostack)) };
+    let v = if two {
+        rd!("S3_1_C0_C0_2")
+    } else {
+        rd!("ccsidr_el1")
+    };
+    wr!("csselr_el1", old);
+    v
 }
 
 /// The CPU's own value of the ID register at op0=3, op1=0, CRn=0, `crm` (1..=7), `op2` (the
