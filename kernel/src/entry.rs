@@ -30,7 +30,6 @@ extern "C" fn svelt_el0_sync(tf: &mut TrapFrame) {
     let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
     cur.cputime.enter_kernel();
     crate::trap::el0_sync(&cur, tf);
-    crate::trap::return_to_user(&cur, tf);
 }
 
 /// Called by the EL0 synchronous vector for a syscall (EC SVC64), hence the C ABI: the
