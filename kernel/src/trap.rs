@@ -84,10 +84,17 @@ fn fp_access(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {
     use crate::task::fpstate::{self, AccessTrap};
     let irqs = cpu::IrqGuard::new();
     let core = cur.core();
-    let done = match esr.ec() {
-        Ec::SveAccess if fpstate::has_sve() => fpstate::do_sve_acc(core, &irqs),
-        Ec::SmeAccess if fpstate::has_sme() => fpstate::do_sme_acc(core, &irqs, esr.smtc()),
-        _ => AccessTrap::Illegal,
+    // Bit 2 of the class tells SME (0x1D) from SVE (0x19).
+    let done = if esr.ec_raw() & 4 == 0 {
+        if fpstate::has_sve() {
+            fpstate::do_sve_acc(core, &irqs)
+        } else {
+            AccessTrap::Illegal
+        }
+    } else if fpstate::has_sme() {
+        fpstate::do_sme_acc(core, &irqs, esr.smtc())
+    } else {
+        AccessTrap::Illegal
     };
     let t = core.task();
     if done == AccessTrap::Live && t.work.get() & (work::EXIT & !work::FP) == 0 {
