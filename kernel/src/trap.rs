@@ -16,10 +16,6 @@ use svelt_abi::uapi::signal as sig;
 /// A synchronous exception from EL0 (IRQs masked on entry), and the way back to user mode.
 pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
     let esr = Esr(tf.esr);
-    // SVE (EC 0x19) and SME (EC 0x1D) access traps, told apart from the rest by one test.
-    if esr.ec_raw() | 4 == 0x1d {
-        return fp_access(cur, tf, esr);
-    }
     cpu::irq_enable();
     let fault = |signo, code, addr, esr| fault(cur, signo, code, addr, esr);
     match esr.ec() {
@@ -75,13 +71,16 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
     return_to_user(cur, tf);
 }
 
-/// An SVE or SME access trap from EL0: first use (Linux's do_sve_acc and do_sme_acc), handled
-/// with IRQs still masked. When the registers keep the task's state and the work word has
-/// nothing but the FP bit (which an SVE or SME task keeps), the way back to user mode is only
-/// the user CPU clock, as a syscall's without work. An SME trap that is not first use, and
-/// either trap on a CPU that does not offer the extension, is an undefined instruction.
-fn fp_access(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {
+/// An SVE or SME access trap from EL0 (EC 0x19 or 0x1D), IRQs masked on entry: first use
+/// (Linux's do_sve_acc and do_sme_acc), handled with IRQs still masked. Returns `Live` when
+/// the registers keep the task's state and the work word has nothing but the FP bit (which an
+/// SVE or SME task keeps): the way back to user mode is then only the user CPU clock, as a
+/// syscall's without work, and the vector restores only the registers the call may change.
+/// Otherwise `fp_access_return` takes the full way back. An SME trap that is not first use, and
+/// either trap on a CPU that does not offer the extension, is `Illegal`.
+pub fn fp_access(cur: &CurrentTask, tf: &TrapFrame) -> crate::task::fpstate::AccessTrap {
     use crate::task::fpstate::{self, AccessTrap};
+    let esr = Esr(tf.esr);
     let irqs = cpu::IrqGuard::new();
     let core = cur.core();
     // Bit 2 of the class tells SME (0x1D) from SVE (0x19).
@@ -97,12 +96,24 @@ fn fp_access(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {
         AccessTrap::Illegal
     };
     let t = core.task();
-    if done == AccessTrap::Live && t.work.get() & (work::EXIT & !work::FP) == 0 {
-        t.cputime.leave_kernel();
-        return;
+    if done == AccessTrap::Live {
+        if t.work.get() & (work::EXIT & !work::FP) == 0 {
+            t.cputime.leave_kernel();
+            return AccessTrap::Live;
+        }
+        return AccessTrap::Reload;
     }
-    drop(irqs);
-    if done == AccessTrap::Illegal {
+    done
+}
+
+/// The rest of an access trap `fp_access` did not finish (the frame is now whole): SIGILL for
+/// an `Illegal` one, then the full way back to user mode.
+pub fn fp_access_return(
+    cur: &CurrentTask,
+    tf: &mut TrapFrame,
+    done: crate::task::fpstate::AccessTrap,
+) {
+    if done == crate::task::fpstate::AccessTrap::Illegal {
         cpu::irq_enable();
         fault(cur, sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
     }

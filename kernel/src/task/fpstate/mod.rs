@@ -501,12 +501,14 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
     }
 }
 
-/// How an SVE or SME access trap from EL0 ended.
+/// How an SVE or SME access trap from EL0 ended (the codes the vector acts on: 0 goes
+/// straight back to user mode).
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
 pub enum AccessTrap {
     /// First use, with the registers still holding the task's state: its return to user mode
     /// has nothing to load.
-    Live,
+    Live = 0,
     /// First use (or a trap the state machine refused, counted as a mismatch); the return to
     /// user mode must go the full way.
     Reload,
