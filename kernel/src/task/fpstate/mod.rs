@@ -612,6 +612,24 @@ fn fpsimd_preserve_current_state<'a>(t: &Task, l: &'a TaskLocal) -> RefMut<'a, T
     f
 }
 
+/// sigreturn's save (`fps::sigreturn_entry`): of the live state only SVCR, ZA and FPMR, which a
+/// frame may leave as they are. Returns the task's FP state.
+fn sigreturn_preserve<'a>(t: &Task, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
+    let mut f = fpu_mut(t, l);
+    let irqs = cpu::IrqGuard::new();
+    let hw = hw_svcr(&f);
+    let (save, live) = with_cpu(&irqs, |c| {
+        let live = c.holds(&f.st);
+        (fps::sigreturn_entry(c, &mut f.st, hw), live)
+    });
+    if live && has_fpmr() {
+        f.fpmr = fpsimd::fpmr::read();
+    }
+    do_save(t, &mut f, save);
+    drop(irqs);
+    f
+}
+
 /// A new task's FP state: the parent's V registers (zero if it was streaming), FPSIMD only,
 /// same VLs and VL settings; ZA and TPIDR2 copied unless the child shares the address space.
 pub fn fork_state(cur: &CurrentTask, clone_vm: bool) -> TaskFpState {
