@@ -30,7 +30,26 @@ extern "C" fn svelt_el0_sync(tf: &mut TrapFrame) {
     let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
     cur.cputime.enter_kernel();
     crate::trap::el0_sync(&cur, tf);
-    crate::trap::return_to_user(&cur, tf);
+}
+
+/// Called by the EL0 synchronous vector for an SVE or SME access trap, with x20-x28 and SP_EL0
+/// not yet in the frame (nothing here reads them), hence the C ABI. Returns 0 (`Live`) when the
+/// task goes straight back to user mode; any other code, the vector saves the rest of the frame
+/// and calls `svelt_el0_fp_return` with it.
+#[unsafe(no_mangle)]
+extern "C" fn svelt_el0_fp(tf: &mut TrapFrame) -> crate::task::fpstate::AccessTrap {
+    // SAFETY: a synchronous exception from EL0: the running task is the one that trapped.
+    let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
+    cur.core().task().cputime.enter_kernel();
+    crate::trap::fp_access(&cur, tf)
+}
+
+/// The rest of an access trap `svelt_el0_fp` did not finish, with the whole frame.
+#[unsafe(no_mangle)]
+extern "C" fn svelt_el0_fp_return(tf: &mut TrapFrame, done: crate::task::fpstate::AccessTrap) {
+    // SAFETY: still the exception `svelt_el0_fp` took, on the same task.
+    let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
+    crate::trap::fp_access_return(&cur, tf, done);
 }
 
 /// Called by the EL0 synchronous vector for a syscall (EC SVC64), hence the C ABI: the

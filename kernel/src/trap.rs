@@ -13,7 +13,7 @@ use svelt_abi::isa::esr::{Ec, Esr};
 use svelt_abi::uapi::errno::Errno;
 use svelt_abi::uapi::signal as sig;
 
-/// A synchronous exception from EL0 (IRQs masked on entry).
+/// A synchronous exception from EL0 (IRQs masked on entry), and the way back to user mode.
 pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
     let esr = Esr(tf.esr);
     cpu::irq_enable();
@@ -48,14 +48,6 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
             sig::SIGSEGV,
             SigInfo::fault(sig::SIGSEGV, sig::SEGV_CPERR, tf.elr),
         ),
-        Ec::SveAccess if crate::cpufeature::features().sve => {
-            crate::task::fpstate::do_sve_acc(cur.core())
-        }
-        Ec::SmeAccess if crate::cpufeature::offer().sme => {
-            if !crate::task::fpstate::do_sme_acc(cur.core(), esr.smtc()) {
-                fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
-            }
-        }
         Ec::SysReg => {
             let access = svelt_abi::isa::idregs::SysRegAccess::from_iss(esr.iss());
             if !emulate_mrs(tf, access) {
@@ -73,10 +65,59 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
                 fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
             }
         }
-        // Anything else from EL0 (SVE/SME traps on a CPU without them included) is an
-        // undefined instruction, as Linux reports it.
+        // Anything else from EL0 is an undefined instruction, as Linux reports it.
         _ => fault(sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0),
     }
+    return_to_user(cur, tf);
+}
+
+/// An SVE or SME access trap from EL0 (EC 0x19 or 0x1D), IRQs masked on entry: first use
+/// (Linux's do_sve_acc and do_sme_acc), handled with IRQs still masked. Returns `Live` when
+/// the registers keep the task's state and the work word has nothing but the FP bit (which an
+/// SVE or SME task keeps): the way back to user mode is then only the user CPU clock, as a
+/// syscall's without work, and the vector restores only the registers the call may change.
+/// Otherwise `fp_access_return` takes the full way back. An SME trap that is not first use, and
+/// either trap on a CPU that does not offer the extension, is `Illegal`.
+pub fn fp_access(cur: &CurrentTask, tf: &TrapFrame) -> crate::task::fpstate::AccessTrap {
+    use crate::task::fpstate::{self, AccessTrap};
+    let esr = Esr(tf.esr);
+    let irqs = cpu::IrqGuard::new();
+    let core = cur.core();
+    // Bit 2 of the class tells SME (0x1D) from SVE (0x19).
+    let done = if esr.ec_raw() & 4 == 0 {
+        if fpstate::has_sve() {
+            fpstate::do_sve_acc(core, &irqs)
+        } else {
+            AccessTrap::Illegal
+        }
+    } else if fpstate::has_sme() {
+        fpstate::do_sme_acc(core, &irqs, esr.smtc())
+    } else {
+        AccessTrap::Illegal
+    };
+    let t = core.task();
+    if done == AccessTrap::Live {
+        if t.work.get() & (work::EXIT & !work::FP) == 0 {
+            t.cputime.leave_kernel();
+            return AccessTrap::Live;
+        }
+        return AccessTrap::Reload;
+    }
+    done
+}
+
+/// The rest of an access trap `fp_access` did not finish (the frame is now whole): SIGILL for
+/// an `Illegal` one, then the full way back to user mode.
+pub fn fp_access_return(
+    cur: &CurrentTask,
+    tf: &mut TrapFrame,
+    done: crate::task::fpstate::AccessTrap,
+) {
+    if done == crate::task::fpstate::AccessTrap::Illegal {
+        cpu::irq_enable();
+        fault(cur, sig::SIGILL, sig::ILL_ILLOPC, tf.elr, 0);
+    }
+    return_to_user(cur, tf);
 }
 
 /// A fault signal for the current task. `addr` goes into si_addr as given (a data abort's FAR

@@ -64,8 +64,9 @@
 //! ([`sync_to_memory`]), so the frame's records hold the real values: an SVE record with a
 //! payload only when SVE or streaming state is live, a ZA record with a payload only while ZA is
 //! on, ZT0 with SME2, TPIDR2. The handler then starts with SM and ZA off ([`signal_entry`]).
-//! sigreturn checks every record (the `sigframe` module), writes the saved copy and cuts the
-//! task's side of the link, so the registers reload lazily on the way out.
+//! sigreturn first saves only what a frame may leave as it is ([`sigreturn_entry`]: SVCR and
+//! ZA), checks every record (the `sigframe` module), writes the saved copy and cuts the task's
+//! side of the link, so the registers reload lazily on the way out.
 //!
 //! **fork, exec and vector-length changes** ([`fork`], [`exec`], [`change_vl`],
 //! [`change_sme_vl`]) all act on the memory copy and leave the task to reload on return.
@@ -471,6 +472,26 @@ pub fn syscall_entry(cpu: &mut CpuFp, t: &TaskFp, hw_sm: bool, policy: SveSyscal
 /// save what is live, keeping it live (the registers still hold exactly what was saved).
 pub fn sync_to_memory(cpu: &mut CpuFp, t: &mut TaskFp, hw: Svcr) -> Save {
     switch_out(cpu, t, hw)
+}
+
+/// sigreturn, before the frame's records are checked: sigreturn replaces V0-V31, FPSR, FPCR
+/// and the SVE or streaming registers from the frame, so of what is live only what a frame may
+/// leave as it is must reach memory: PSTATE.SM/ZA (the records are checked against ZA's state)
+/// and ZA's contents (kept when the frame has no za_context). The registers stay live, so a
+/// refused frame changes nothing; an accepted one cuts the link (`invalidate`) and the state
+/// reloads from memory. Leaves `to_save` as a save would (the syscall's discard is over). The
+/// caller reads FPMR too (kept without an fpmr_context) when the state is live.
+pub fn sigreturn_entry(cpu: &mut CpuFp, t: &mut TaskFp, hw: Svcr) -> Save {
+    if !cpu.holds(t) {
+        return Save::NOTHING;
+    }
+    let hw = if t.sme { hw } else { Svcr::default() };
+    t.svcr = hw;
+    cpu.to_save = ToSave::Current;
+    Save {
+        regs: Regs::Nothing,
+        za: hw.za.then_some(t.sme_vl),
+    }
 }
 
 /// A guest takes the registers on `cpu` (a vCPU's first FP access in KVM_RUN, on the task's own

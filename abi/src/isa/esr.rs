@@ -41,6 +41,7 @@ pub enum Ec {
 }
 
 impl Ec {
+    #[inline]
     pub fn from_raw(ec: u8) -> Ec {
         match ec {
             0x00 => Ec::Unknown,
@@ -116,9 +117,11 @@ impl Ec {
 pub struct Esr(pub u64);
 
 impl Esr {
+    #[inline]
     pub fn ec_raw(self) -> u8 {
         ((self.0 >> 26) & 0x3f) as u8
     }
+    #[inline]
     pub fn ec(self) -> Ec {
         Ec::from_raw(self.ec_raw())
     }
@@ -145,6 +148,7 @@ impl Esr {
         self.0 & (1 << 10) != 0
     }
     /// SME trap code, ISS[2:0].
+    #[inline]
     pub fn smtc(self) -> u8 {
         (self.0 & 7) as u8
     }

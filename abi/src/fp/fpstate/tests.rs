@@ -584,3 +584,37 @@ fn a_guest_borrowing_the_registers_makes_the_task_reload() {
     );
     assert!(r.load_za);
 }
+
+#[test]
+fn sigreturn_entry_saves_only_what_a_frame_may_keep() {
+    // Not live: nothing to save.
+    let mut c = CpuFp::new(0, true);
+    let mut t = TaskFp::new(1, 64, 32);
+    assert_eq!(sigreturn_entry(&mut c, &mut t, OFF), Save::NOTHING);
+    // Live SVE task inside a syscall: no register saved, the discard's `to_save` ends.
+    let (mut c, mut t) = live(0, 2);
+    t.sve = true;
+    t.format = Format::Fpsimd;
+    c.to_save = ToSave::FpsimdOnly;
+    assert_eq!(sigreturn_entry(&mut c, &mut t, OFF), Save::NOTHING);
+    assert!(c.holds(&t));
+    assert_eq!(c.to_save, ToSave::Current);
+    assert_eq!(t.format, Format::Fpsimd);
+    // Live SME task with ZA on: ZA (at the SME VL) and SVCR; SM from the CPU as well.
+    let (mut c, mut t) = live_sme(1, 3);
+    t.sme = true;
+    let hw = Svcr { sm: true, za: true };
+    assert_eq!(
+        sigreturn_entry(&mut c, &mut t, hw),
+        Save {
+            regs: Regs::Nothing,
+            za: Some(32)
+        }
+    );
+    assert_eq!(t.svcr, hw);
+    assert!(c.holds(&t));
+    // Without SME enabled SVCR reads as zero whatever is passed.
+    let (mut c, mut t) = live(2, 4);
+    assert_eq!(sigreturn_entry(&mut c, &mut t, hw), Save::NOTHING);
+    assert_eq!(t.svcr, OFF);
+}

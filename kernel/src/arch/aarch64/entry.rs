@@ -21,6 +21,16 @@ unsafe extern "C" {
     /// A syscall from EL0 (ESR.EC SVC64), as `svelt_el0_sync`.
     #[allow(dead_code)]
     pub fn svelt_el0_svc(tf: &mut TrapFrame);
+    /// An SVE or SME access trap from EL0 (ESR.EC 0x19 or 0x1D), with x20-x28 and SP_EL0 not
+    /// saved in `tf`: returns 0 when the task goes straight back to user mode (the vector then
+    /// restores x0-x18, x29, x30, ELR and SPSR), else a code for `svelt_el0_fp_return`. (The
+    /// Rust side returns its `AccessTrap`, a `repr(u32)` enum.)
+    #[allow(dead_code)]
+    pub fn svelt_el0_fp(tf: &mut TrapFrame) -> u32;
+    /// The rest of such a trap, with the whole frame saved; returns ready for the exception
+    /// return.
+    #[allow(dead_code)]
+    pub fn svelt_el0_fp_return(tf: &mut TrapFrame, code: u32);
 }
 
 unsafe extern "efiapi" {

@@ -187,12 +187,19 @@ const CAP_SME: u8 = 1;
 const CAP_FA64: u8 = 2;
 const CAP_SME2: u8 = 4;
 const CAP_FPMR: u8 = 8;
+const CAP_SVE: u8 = 16;
 
 fn cap(bit: u8) -> bool {
     CAPS.load(Ordering::Relaxed) & bit != 0
 }
 
-fn has_sme() -> bool {
+/// SVE is offered to user space (its access trap means first use).
+pub fn has_sve() -> bool {
+    cap(CAP_SVE)
+}
+
+/// SME is offered to user space (its access trap with SMTC 0 means first use).
+pub fn has_sme() -> bool {
     cap(CAP_SME)
 }
 
@@ -494,12 +501,26 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
     }
 }
 
-/// The first SVE instruction from EL0 trapped (EC 0x19).
-pub fn do_sve_acc(cur: &CurrentTask) {
-    let f = &mut *fpu_mut(cur.task(), cur.local());
-    let irqs = cpu::IrqGuard::new();
-    let plan = with_cpu(&irqs, |c| fps::sve_trap(c, &mut f.st));
-    match plan {
+/// How an SVE or SME access trap from EL0 ended (the codes the vector acts on: 0 goes
+/// straight back to user mode).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum AccessTrap {
+    /// First use, with the registers still holding the task's state: its return to user mode
+    /// has nothing to load.
+    Live = 0,
+    /// First use (or a trap the state machine refused, counted as a mismatch); the return to
+    /// user mode must go the full way.
+    Reload,
+    /// Not first use: an SME instruction illegal in the current mode (SIGILL).
+    Illegal,
+}
+
+/// The first SVE instruction from EL0 trapped (EC 0x19); `irqs` proves IRQs are masked.
+pub fn do_sve_acc(cur: &CurrentTask, irqs: &cpu::IrqGuard) -> AccessTrap {
+    let t = cur.task();
+    let f = &mut *fpu_mut(t, cur.local());
+    let done = match with_cpu(irqs, |c| fps::sve_trap(c, &mut f.st)) {
         Ok(p) => {
             if let Some(len) = p.set_zcr {
                 sve::set_len(len);
@@ -513,44 +534,48 @@ pub fn do_sve_acc(cur: &CurrentTask) {
             if p.enable_zen_el0 {
                 sve::set_el0_access(true);
             }
+            if p.flush_live {
+                AccessTrap::Live
+            } else {
+                AccessTrap::Reload
+            }
         }
         Err(fps::AlreadyEnabled) => {
             log::error!("SVE trap with SVE already enabled for tid {}", cur.tid);
-            count(cur.task(), Counter::Mismatch, 1);
+            count(t, Counter::Mismatch, 1);
+            AccessTrap::Reload
         }
-    }
-    drop(irqs);
-    count(cur.task(), Counter::SveTraps, 1);
+    };
+    count(t, Counter::SveTraps, 1);
+    done
 }
 
-/// An SME trap from EL0 (EC 0x1D): first use enables SME; other trap codes are SIGILL
-/// (returns false).
-pub fn do_sme_acc(cur: &CurrentTask, smtc: u8) -> bool {
-    let f = &mut *fpu_mut(cur.task(), cur.local());
-    let irqs = cpu::IrqGuard::new();
-    let plan = with_cpu(&irqs, |c| fps::sme_trap(c, &mut f.st, smtc));
-    let ok = match plan {
+/// An SME trap from EL0 (EC 0x1D); `irqs` proves IRQs are masked. First use (SMTC 0) enables
+/// SME; any other trap code is `Illegal` (SIGILL).
+pub fn do_sme_acc(cur: &CurrentTask, irqs: &cpu::IrqGuard, smtc: u8) -> AccessTrap {
+    let t = cur.task();
+    let f = &mut *fpu_mut(t, cur.local());
+    let done = match with_cpu(irqs, |c| fps::sme_trap(c, &mut f.st, smtc)) {
         Ok(p) => {
             if let Some(len) = p.set_smcr {
                 sme::set_len(len);
             }
             if p.enable_smen_el0 {
                 sme::set_el0_access(true);
+                AccessTrap::Live
+            } else {
+                AccessTrap::Reload
             }
-            true
         }
-        Err(SmeTrapError::Illegal) => false,
+        Err(SmeTrapError::Illegal) => return AccessTrap::Illegal,
         Err(SmeTrapError::AlreadyEnabled) => {
             log::error!("SME trap with SME already enabled for tid {}", cur.tid);
-            count(cur.task(), Counter::Mismatch, 1);
-            true
+            count(t, Counter::Mismatch, 1);
+            AccessTrap::Reload
         }
     };
-    drop(irqs);
-    if ok {
-        count(cur.task(), Counter::SmeTraps, 1);
-    }
-    ok
+    count(t, Counter::SmeTraps, 1);
+    done
 }
 
 /// Syscall entry: streaming mode ends; SVE state beyond V0-V31 becomes zero (kept under
@@ -582,6 +607,24 @@ fn fpsimd_preserve_current_state<'a>(t: &Task, l: &'a TaskLocal) -> RefMut<'a, T
     let irqs = cpu::IrqGuard::new();
     let hw = hw_svcr(&f);
     let save = with_cpu(&irqs, |c| fps::sync_to_memory(c, &mut f.st, hw));
+    do_save(t, &mut f, save);
+    drop(irqs);
+    f
+}
+
+/// sigreturn's save (`fps::sigreturn_entry`): of the live state only SVCR, ZA and FPMR, which a
+/// frame may leave as they are. Returns the task's FP state.
+fn sigreturn_preserve<'a>(t: &Task, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
+    let mut f = fpu_mut(t, l);
+    let irqs = cpu::IrqGuard::new();
+    let hw = hw_svcr(&f);
+    let (save, live) = with_cpu(&irqs, |c| {
+        let live = c.holds(&f.st);
+        (fps::sigreturn_entry(c, &mut f.st, hw), live)
+    });
+    if live && has_fpmr() {
+        f.fpmr = fpsimd::fpmr::read();
+    }
     do_save(t, &mut f, save);
     drop(irqs);
     f
@@ -671,6 +714,7 @@ pub fn switch_tpidr2(prev: Option<&TaskLocal>, next: Option<&TaskLocal>) {
 pub fn cpu_init() {
     let f = crate::cpufeature::features();
     let caps = [
+        (f.sve, CAP_SVE),
         (crate::cpufeature::offer().sme, CAP_SME),
         (f.sme_fa64, CAP_FA64),
         (f.sme2(), CAP_SME2),

@@ -4,8 +4,8 @@
 #![forbid(unsafe_code)]
 
 use super::{
-    fpsimd_preserve_current_state, fpu_mut, has_sme, put_vregs, sme2, TaskFpState,
-    FPSR_AFTER_SMSTOP,
+    fpsimd_preserve_current_state, fpu_mut, has_sme, put_vregs, sigreturn_preserve, sme2,
+    TaskFpState, FPSR_AFTER_SMSTOP,
 };
 use crate::arch::fpsimd::{sme, sve};
 use crate::task::CurrentTask;
@@ -88,11 +88,11 @@ pub fn signal_entered(cur: &CurrentTask) {
     }
 }
 
-/// sigreturn, before the records are checked: saves the live state (it stays live), which is
-/// what a frame without a record keeps — ZA and its contents as the handler left them — and
-/// reports what the FP records are checked against.
+/// sigreturn, before the records are checked: saves what a frame without a record keeps — ZA
+/// and its contents as the handler left them, FPMR — (the state stays live: the registers the
+/// frame replaces are not saved) and reports what the FP records are checked against.
 pub fn for_sigreturn(cur: &CurrentTask) -> svelt_abi::fp::sigframe::SigreturnTask {
-    let f = fpsimd_preserve_current_state(cur.task(), cur.local());
+    let f = sigreturn_preserve(cur.task(), cur.local());
     svelt_abi::fp::sigframe::SigreturnTask {
         sve_vl: f.st.sve_vl,
         sme_vl: f.st.sme_vl,

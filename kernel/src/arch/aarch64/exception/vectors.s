@@ -50,9 +50,9 @@ exception_vectors:
     VENTRY 14
     VENTRY 15
 
-// Saves x2-x30, SP_EL0, ELR, SPSR, ESR and FAR into the TrapFrame at sp (x0 and x1 are
-// already there); leaves ESR in x1.
-.macro SAVE_REST
+// Saves x2-x19, ELR, SPSR, ESR and FAR into the TrapFrame at sp (x0 and x1 are already
+// there); leaves ESR in x1.
+.macro SAVE_LOW
     stp     x2, x3, [sp, #2 * 8]
     stp     x4, x5, [sp, #4 * 8]
     stp     x6, x7, [sp, #6 * 8]
@@ -62,13 +62,6 @@ exception_vectors:
     stp     x14, x15, [sp, #14 * 8]
     stp     x16, x17, [sp, #16 * 8]
     stp     x18, x19, [sp, #18 * 8]
-    stp     x20, x21, [sp, #20 * 8]
-    stp     x22, x23, [sp, #22 * 8]
-    stp     x24, x25, [sp, #24 * 8]
-    stp     x26, x27, [sp, #26 * 8]
-    stp     x28, x29, [sp, #28 * 8]
-    mrs     x1, sp_el0
-    stp     x30, x1, [sp, #30 * 8]
     mrs     x1, elr_el1
     mrs     x2, spsr_el1
     stp     x1, x2, [sp, #TF_ELR]
@@ -77,20 +70,89 @@ exception_vectors:
     stp     x1, x2, [sp, #TF_ESR]
 .endm
 
+// Saves x20-x30 and SP_EL0 into the TrapFrame at sp + \off (clobbers x2).
+.macro SAVE_HIGH off
+    stp     x20, x21, [sp, #\off + 20 * 8]
+    stp     x22, x23, [sp, #\off + 22 * 8]
+    stp     x24, x25, [sp, #\off + 24 * 8]
+    stp     x26, x27, [sp, #\off + 26 * 8]
+    stp     x28, x29, [sp, #\off + 28 * 8]
+    mrs     x2, sp_el0
+    stp     x30, x2, [sp, #\off + 30 * 8]
+.endm
+
+// Saves x2-x30, SP_EL0, ELR, SPSR, ESR and FAR into the TrapFrame at sp (x0 and x1 are
+// already there); leaves ESR in x1.
+.macro SAVE_REST
+    SAVE_LOW
+    SAVE_HIGH 0
+.endm
+
 // From EL0 the frame record below the TrapFrame ends the chain (x29 = 0): a backtrace of a
 // kernel fault under a syscall stops at the handler, never walking into user memory.
-// A syscall (ESR.EC SVC64) goes to its own handler, the rest to svelt_el0_sync.
+// A syscall (ESR.EC SVC64) goes to its own handler; an SVE or SME access trap (EC 0x19 or
+// 0x1D: bit 2 tells them apart) to svelt_el0_fp with x20-x28 and SP_EL0 left unsaved (the
+// Rust code it runs keeps them, and reads no register of the frame); the rest to
+// svelt_el0_sync.
 el0_sync_common:
-    SAVE_REST
-    stp     xzr, xzr, [sp, #-16]!
-    mov     x29, xzr
-    add     x0, sp, #16
+    SAVE_LOW
     lsr     x1, x1, #26
     cmp     x1, #0x15
     b.ne    1f
+    SAVE_HIGH 0
+    stp     xzr, xzr, [sp, #-16]!
+    mov     x29, xzr
+    add     x0, sp, #16
     bl      svelt_el0_svc
     b       exception_return
-1:  bl      svelt_el0_sync
+1:  orr     x2, x1, #4
+    cmp     x2, #0x1d
+    b.eq    el0_fp
+    SAVE_HIGH 0
+    stp     xzr, xzr, [sp, #-16]!
+    mov     x29, xzr
+    add     x0, sp, #16
+    bl      svelt_el0_sync
+    b       exception_return
+
+// An SVE or SME access trap. svelt_el0_fp returns 0 when the task goes straight back to user
+// mode: only what the call may have changed (x0-x18, x29, x30) is restored. Otherwise the rest
+// of the frame is saved (x20-x28 still hold the user's values) and svelt_el0_fp_return, given
+// the code, takes the full way back.
+el0_fp:
+    stp     x29, x30, [sp, #29 * 8]
+    stp     xzr, xzr, [sp, #-16]!
+    mov     x29, xzr
+    add     x0, sp, #16
+    bl      svelt_el0_fp
+    cbnz    w0, 2f
+    add     sp, sp, #16
+    ldp     x1, x2, [sp, #TF_ELR]
+    msr     elr_el1, x1
+    msr     spsr_el1, x2
+    ldp     x0, x1, [sp, #0]
+    ldp     x2, x3, [sp, #2 * 8]
+    ldp     x4, x5, [sp, #4 * 8]
+    ldp     x6, x7, [sp, #6 * 8]
+    ldp     x8, x9, [sp, #8 * 8]
+    ldp     x10, x11, [sp, #10 * 8]
+    ldp     x12, x13, [sp, #12 * 8]
+    ldp     x14, x15, [sp, #14 * 8]
+    ldp     x16, x17, [sp, #16 * 8]
+    ldr     x18, [sp, #18 * 8]
+    ldp     x29, x30, [sp, #29 * 8]
+    add     sp, sp, #TF_SIZE
+    eret
+2:  mov     w1, w0
+    stp     x20, x21, [sp, #16 + 20 * 8]
+    stp     x22, x23, [sp, #16 + 22 * 8]
+    stp     x24, x25, [sp, #16 + 24 * 8]
+    stp     x26, x27, [sp, #16 + 26 * 8]
+    str     x28, [sp, #16 + 28 * 8]
+    mrs     x2, sp_el0
+    str     x2, [sp, #16 + TF_SP_EL0]
+    add     x0, sp, #16
+    bl      svelt_el0_fp_return
     b       exception_return
 
 el1_common:

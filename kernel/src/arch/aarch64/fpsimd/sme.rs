@@ -66,7 +66,8 @@ pub fn set_len(len: u32) {
     SMCR_EL1.modify(SMCR::LEN.val(len as u64));
 }
 
-/// Enables or disables EL0 SME access (EL1 keeps it).
+/// Enables or disables EL0 SME access (EL1 keeps it). No ISB: the change matters only to EL0,
+/// and the ERET back to it is a context synchronization event.
 pub fn set_el0_access(on: bool) {
     use crate::arch::aarch64::sysreg::{CPACR, CPACR_EL1};
     CPACR_EL1.modify(if on {
@@ -74,7 +75,6 @@ pub fn set_el0_access(on: bool) {
     } else {
         CPACR::SMEN::TrapEl0
     });
-    aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
 }
 
 /// Bytes of ZA for a streaming vector length of `svl` bytes.

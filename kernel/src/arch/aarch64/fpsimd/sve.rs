@@ -36,14 +36,14 @@ pub fn set_len(len: u32) {
     ZCR_EL1.set(len as u64);
 }
 
-/// Enables or disables EL0 SVE access (EL1 keeps it).
+/// Enables or disables EL0 SVE access (EL1 keeps it). No ISB: the change matters only to EL0,
+/// and the ERET back to it is a context synchronization event.
 pub fn set_el0_access(on: bool) {
     CPACR_EL1.modify(if on {
         CPACR::ZEN::TrapNone
     } else {
         CPACR::ZEN::TrapEl0
     });
-    aarch64_cpu::asm::barrier::isb(aarch64_cpu::asm::barrier::SY);
 }
 
 /// Bytes of a saved SVE state for `vq` (Z, P, FFR).
