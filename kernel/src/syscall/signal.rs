@@ -213,3 +213,41 @@ pub fn tgkill(cur: &CurrentTask, tgid: i32, tid: i32, signo: i32) -> SysResult<u
     }
     Ok(0)
 }
+
+/// signalfd4(fd, mask, sizemask, flags): with fd -1 a new signalfd (process/signal/
+/// signalfd.rs), `anon_inode:[signalfd]`, read-only for write(2); otherwise fd's mask is
+/// replaced. Linux's order: the flags (EINVAL), the size (EINVAL, 8 only), the mask (EFAULT),
+/// then the descriptor (EBADF, EINVAL for one that is not a signalfd). SIGKILL and SIGSTOP
+/// leave the mask silently.
+pub fn signalfd4(
+    cur: &CurrentTask,
+    fd: i32,
+    mask: UserPtr<u64>,
+    sizemask: usize,
+    flags: u32,
+) -> SysResult<usize> {
+    use crate::fs::File;
+    use crate::process::signal::signalfd::SignalFd;
+    use svelt_abi::uapi::fs::O_RDWR;
+    if flags & !(sig::SFD_CLOEXEC | sig::SFD_NONBLOCK) != 0 || sizemask != 8 {
+        return Err(Errno::EINVAL);
+    }
+    let m = mask.read()?;
+    if fd == -1 {
+        let f = File::new(
+            None,
+            alloc::sync::Arc::new(SignalFd::new(m)),
+            O_RDWR | (flags & sig::SFD_NONBLOCK),
+            alloc::string::String::from("anon_inode:[signalfd]"),
+        );
+        return super::file::install(cur, f, flags & sig::SFD_CLOEXEC != 0);
+    }
+    let f = super::file::file(cur, fd)?;
+    let s = f
+        .ops
+        .as_any()
+        .downcast_ref::<SignalFd>()
+        .ok_or(Errno::EINVAL)?;
+    s.set_mask(m);
+    Ok(fd as usize)
+}
