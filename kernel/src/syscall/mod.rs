@@ -208,6 +208,9 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::SYNC] = v(|_| Ok(0));
     t[nr::PIPE2] = v(|c| file::pipe2(c.cur, c.arg(0), c.arg(1)));
     t[nr::EVENTFD2] = v(|c| file::eventfd2(c.cur, c.arg(0), c.arg(1)));
+    t[nr::RT_SIGQUEUEINFO] = v(|c| signal::rt_sigqueueinfo(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::RT_TGSIGQUEUEINFO] =
+        v(|c| signal::rt_tgsigqueueinfo(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SIGNALFD4] = v(|c| signal::signalfd4(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::TIMERFD_CREATE] = v(|c| time::timerfd_create(c.cur, c.arg(0), c.arg(1)));
     t[nr::TIMERFD_SETTIME] =
