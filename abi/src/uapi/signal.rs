@@ -1065,7 +1065,10 @@ mod signalfd_tests {
         assert_eq!(get_u64(&q, 48), 0x1_0000_0005);
 
         let t = signalfd_siginfo(&Siginfo::timer(SIGALRM, 3, 2, 9));
-        assert_eq!((get_u32(&t, 24), get_u32(&t, 32), get_u64(&t, 48)), (3, 2, 9));
+        assert_eq!(
+            (get_u32(&t, 24), get_u32(&t, 32), get_u64(&t, 48)),
+            (3, 2, 9)
+        );
         assert_eq!(get_u32(&t, 12), 0);
 
         let c = signalfd_siginfo(&Siginfo::chld(CLD_EXITED, 5, 0, 3, 11, 12));

@@ -58,15 +58,16 @@ impl State {
         if self.expiry == 0 || now < self.expiry {
             return false;
         }
-        if self.interval == 0 {
-            self.ticks = self.ticks.saturating_add(1);
-            self.expiry = 0;
-        } else {
-            let n = (now - self.expiry) / self.interval + 1;
-            self.ticks = self.ticks.saturating_add(n);
-            self.expiry = self
-                .expiry
-                .saturating_add(n.saturating_mul(self.interval));
+        match (now - self.expiry).checked_div(self.interval) {
+            None => {
+                self.ticks = self.ticks.saturating_add(1);
+                self.expiry = 0;
+            }
+            Some(periods) => {
+                let n = periods + 1;
+                self.ticks = self.ticks.saturating_add(n);
+                self.expiry = self.expiry.saturating_add(n.saturating_mul(self.interval));
+            }
         }
         true
     }
@@ -93,7 +94,10 @@ pub struct TimerFd {
 pub fn valid_clock(clock: u32) -> bool {
     matches!(
         clock,
-        CLOCK_REALTIME | CLOCK_MONOTONIC | CLOCK_BOOTTIME | CLOCK_REALTIME_ALARM
+        CLOCK_REALTIME
+            | CLOCK_MONOTONIC
+            | CLOCK_BOOTTIME
+            | CLOCK_REALTIME_ALARM
             | CLOCK_BOOTTIME_ALARM
     )
 }

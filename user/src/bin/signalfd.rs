@@ -189,10 +189,17 @@ fn errors() -> TestResult {
     check_eq!(signalfd(r, bit(SIGUSR1), 0), Err(EINVAL), "not a signalfd");
     t!(sys::close(r));
     t!(sys::close(w));
-    check_eq!(signalfd(r, bit(SIGUSR1), 0), Err(EBADF), "a closed descriptor");
+    check_eq!(
+        signalfd(r, bit(SIGUSR1), 0),
+        Err(EBADF),
+        "a closed descriptor"
+    );
     check_eq!(signalfd(-2, bit(SIGUSR1), 0), Err(EBADF));
     let fd = t!(signalfd(-1, bit(SIGKILL) | bit(SIGSTOP), SFD_CLOEXEC));
-    check_eq!(sys::fcntl(fd, F_GETFL, 0).map(|f| f as u32 & O_NONBLOCK), Ok(0));
+    check_eq!(
+        sys::fcntl(fd, F_GETFL, 0).map(|f| f as u32 & O_NONBLOCK),
+        Ok(0)
+    );
     t!(sys::close(fd));
     Ok(())
 }

@@ -138,7 +138,10 @@ fn errors_and_a_fresh_timer() -> TestResult {
         sys::syscall(TIMERFD_SETTIME, &[fd as usize, 0, 0, 0]),
         Err(EFAULT)
     );
-    check_eq!(sys::syscall(TIMERFD_GETTIME, &[fd as usize, 8]), Err(EFAULT));
+    check_eq!(
+        sys::syscall(TIMERFD_GETTIME, &[fd as usize, 8]),
+        Err(EFAULT)
+    );
     let [r, w] = t!(sys::pipe2(O_CLOEXEC));
     check_eq!(settime(r, 0, its(MS, 0)), Err(EINVAL), "not a timerfd");
     check_eq!(gettime(r), Err(EINVAL));
@@ -343,7 +346,11 @@ fn set_ticks_ioctl() -> TestResult {
         Err(EINVAL)
     );
     check_eq!(sys::ioctl(fd, TFD_IOC_SET_TICKS, 8), Err(EFAULT));
-    t!(sys::ioctl(fd, TFD_IOC_SET_TICKS, &five as *const u64 as usize));
+    t!(sys::ioctl(
+        fd,
+        TFD_IOC_SET_TICKS,
+        &five as *const u64 as usize
+    ));
     check_eq!(poll_ms(fd, 0), Ok(POLLIN));
     check_eq!(read_count(fd), Ok(5));
     check_eq!(read_count(fd), Err(EAGAIN));
