@@ -45,6 +45,8 @@ struct State {
     interval: u64,
     /// Expiries not yet read.
     ticks: u64,
+    /// The flags of the last timerfd_settime (fdinfo shows them).
+    flags: u32,
     /// Set up with CLOCK_REALTIME, TFD_TIMER_ABSTIME and TFD_TIMER_CANCEL_ON_SET.
     might_cancel: bool,
     /// CLOCK_REALTIME minus CLOCK_MONOTONIC when last looked at; CANCELED once the clock was
@@ -119,6 +121,7 @@ impl TimerFd {
                 expiry: 0,
                 interval: 0,
                 ticks: 0,
+                flags: 0,
                 might_cancel: false,
                 moffs: crate::time::realtime_offset(),
             }),
@@ -177,6 +180,7 @@ impl TimerFd {
             let old = remaining(&st, now);
             st.ticks = 0;
             st.interval = interval;
+            st.flags = flags;
             st.expiry = match value {
                 0 => 0,
                 v if flags & TFD_TIMER_ABSTIME != 0 => v,
@@ -275,6 +279,25 @@ impl FileOps for TimerFd {
         }
         self.changed();
         Ok(0)
+    }
+
+    /// The clock, the count not yet read, the settime flags and the setting (Linux's
+    /// timerfd_show).
+    fn fdinfo(&self, out: &mut dyn core::fmt::Write) {
+        let now = self.now();
+        let (ticks, flags, (left, interval)) = {
+            let st = self.st.lock();
+            (st.ticks, st.flags, remaining(&st, now))
+        };
+        let ts = |ns: u64| (ns / 1_000_000_000, ns % 1_000_000_000);
+        let _ = write!(
+            out,
+            "clockid: {}\nticks: {ticks}\nsettime flags: 0{flags:o}\nit_value: {:?}\n\
+             it_interval: {:?}\n",
+            self.clock,
+            ts(left),
+            ts(interval)
+        );
     }
 
     fn as_any(&self) -> &dyn Any {

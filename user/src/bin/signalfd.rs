@@ -167,6 +167,16 @@ fn reads_pending_signals() -> TestResult {
     })
 }
 
+/// The line of /proc/self/fdinfo/FD that starts with `key`.
+fn fdinfo_line(fd: i32, key: &str) -> Result<String, String> {
+    let text = io::read_file(&format!("/proc/self/fdinfo/{fd}")).map_err(|e| format!("{e:?}"))?;
+    String::from_utf8_lossy(&text)
+        .lines()
+        .find(|l| l.starts_with(key))
+        .map(String::from)
+        .ok_or_else(|| format!("no {key} in fdinfo"))
+}
+
 /// Bad flags, sizes, masks and descriptors; SIGKILL and SIGSTOP in the mask are no error.
 fn errors() -> TestResult {
     check_eq!(signalfd(-1, bit(SIGUSR1), 1), Err(EINVAL), "flags");
@@ -195,10 +205,24 @@ fn errors() -> TestResult {
         "a closed descriptor"
     );
     check_eq!(signalfd(-2, bit(SIGUSR1), 0), Err(EBADF));
-    let fd = t!(signalfd(-1, bit(SIGKILL) | bit(SIGSTOP), SFD_CLOEXEC));
+    // SIGKILL and SIGSTOP leave the mask (fdinfo's `sigmask:` shows it).
+    let fd = t!(signalfd(
+        -1,
+        bit(SIGKILL) | bit(SIGSTOP) | bit(SIGUSR1),
+        SFD_CLOEXEC
+    ));
     check_eq!(
         sys::fcntl(fd, F_GETFL, 0).map(|f| f as u32 & O_NONBLOCK),
         Ok(0)
+    );
+    check_eq!(
+        t!(fdinfo_line(fd, "sigmask:")),
+        "sigmask:\t0000000000000200"
+    );
+    check_eq!(signalfd(fd, bit(SIGKILL) | bit(SIGRTMIN), 0), Ok(fd));
+    check_eq!(
+        t!(fdinfo_line(fd, "sigmask:")),
+        "sigmask:\t0000000080000000"
     );
     t!(sys::close(fd));
     Ok(())

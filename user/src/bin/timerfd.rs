@@ -351,6 +351,16 @@ fn set_ticks_ioctl() -> TestResult {
         TFD_IOC_SET_TICKS,
         &five as *const u64 as usize
     ));
+    // fdinfo shows the clock, the count and the setting.
+    let info = t!(io::read_file(&format!("/proc/self/fdinfo/{fd}")));
+    let info = String::from_utf8_lossy(&info);
+    check!(
+        info.contains(
+            "clockid: 1\nticks: 5\nsettime flags: 00\nit_value: (0, 0)\nit_interval: (0, 0)\n"
+        ),
+        "{info}"
+    );
+
     check_eq!(poll_ms(fd, 0), Ok(POLLIN));
     check_eq!(read_count(fd), Ok(5));
     check_eq!(read_count(fd), Err(EAGAIN));

@@ -14,6 +14,7 @@ use crate::fs::{epoll, File, FileOps};
 use crate::process::{self, Thread};
 use crate::task::wait::WaitQueue;
 use core::any::Any;
+use core::fmt::Write as _;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::fs::POLLIN;
@@ -107,6 +108,11 @@ impl FileOps for SignalFd {
         } else {
             0
         }
+    }
+
+    /// The signals it reads, as /proc/PID/status shows a set.
+    fn fdinfo(&self, out: &mut dyn core::fmt::Write) {
+        let _ = writeln!(out, "sigmask:\t{:016x}", self.mask.load(Ordering::Relaxed));
     }
 
     fn as_any(&self) -> &dyn Any {
