@@ -14,7 +14,6 @@ use crate::fs::{epoll, File, FileOps};
 use crate::process::{self, Thread};
 use crate::task::wait::WaitQueue;
 use core::any::Any;
-use core::fmt::Write as _;
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::fs::POLLIN;
