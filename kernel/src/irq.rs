@@ -24,7 +24,7 @@ pub fn timer_intid() -> u32 {
 pub type Handler = fn();
 
 /// Most handlers the timer interrupt runs.
-const TICK_SLOTS: usize = 4;
+const TICK_SLOTS: usize = 6;
 
 /// The timer interrupt's handlers, in the order registered; the first empty slot ends the list.
 static TICK: [Once<Handler>; TICK_SLOTS] = [const { Once::new() }; TICK_SLOTS];

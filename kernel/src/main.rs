@@ -198,9 +198,10 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
     task::fpstate::cpu_init();
 
     // The timer interrupt runs its handlers in the order they register: the tasks' timers
-    // (here) and the processes' interval timers, the tty's typed signals (tty::enable_input), the scheduler's slice.
+    // (here), the processes' interval timers and the timerfds, the tty's typed signals (tty::enable_input), the scheduler's slice.
     task::timer::init_irq();
     process::itimer::init_irq();
+    fs::timerfd::init_irq();
     if let (Some(g), Some((dist, second, n))) = (&gic_info, gic_vas) {
         if let Some(id) = dt::timer_intid(&fdt, cpu::timer_interrupt_index()) {
             irq::set_timer_intid(id);

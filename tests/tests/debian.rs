@@ -1,11 +1,13 @@
 //! Debian's own arm64 programs as the userland: `./qemu-run.sh --debian PACKAGES` unpacks
-//! trixie's busybox-static, bash, coreutils, strace and gdb (dynamically linked, with glibc's
+//! trixie's busybox-static, bash, coreutils, bsdutils, strace and gdb (dynamically linked, with glibc's
 //! ld.so) under the test programs, and one test program runs as the first process, on Svelt at
 //! 1 and 2 CPUs and on Linux 7.3.4:
 //! - /bin/tests/debian_userland (user/c/debian_userland.c): busybox sh and bash (with `-c` and
 //!   as a `#!` script) run one script with pipes, redirections, globbing, subshells,
 //!   substitution, background jobs and wait, trap and ulimit; coreutils list /proc/self/, sort,
-//!   hash a file and run dd. Every test must pass (none may skip).
+//!   hash a file and run dd; util-linux's `script -q -c 'echo hi; tty' LOG` (bsdutils: a pty,
+//!   signalfd and poll) prints and logs the command's output. Every test must pass (none may
+//!   skip).
 //! - /bin/tests/debug_tools (user/c/debug_tools.c): `strace -f` of a program that forks, execs
 //!   itself and uses SVE, and `gdb --batch` stopping an SVE/SME program at a breakpoint, printing
 //!   VG, SVG, SVCR, Z0, P0, FFR and ZA, setting Z0 and ZA and continuing (the program reports
@@ -28,7 +30,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 use svelt_tests::{boot, ready, Config, Console, Initrd, Run};
 
-const PACKAGES: &str = "busybox-static,bash,coreutils,strace,gdb";
+const PACKAGES: &str = "busybox-static,bash,coreutils,bsdutils,strace,gdb";
 
 fn config(init: &str, smp: u32, linux: bool) -> Config {
     Config {
@@ -70,17 +72,17 @@ fn run_all(cfg: &Config, tests: usize) -> Option<Run> {
 
 #[test]
 fn shells_and_coreutils_svelt_1cpu() {
-    run_all(&config("debian_userland", 1, false), 7);
+    run_all(&config("debian_userland", 1, false), 8);
 }
 
 #[test]
 fn shells_and_coreutils_svelt_2cpus() {
-    run_all(&config("debian_userland", 2, false), 7);
+    run_all(&config("debian_userland", 2, false), 8);
 }
 
 #[test]
 fn shells_and_coreutils_linux() {
-    run_all(&config("debian_userland", 2, true), 7);
+    run_all(&config("debian_userland", 2, true), 8);
 }
 
 /// `0x` and five or more hex digits (an address) becomes `0xADDR`.

@@ -1,7 +1,8 @@
 /* Debian's own programs on the kernel: busybox sh and bash run one POSIX script (pipes,
  * redirections, globbing, a subshell, command substitution, background jobs with wait, trap,
- * ulimit), and coreutils list /proc/self/, sort, hash a file and copy with dd. The programs come
- * from the image `./qemu-run.sh --debian busybox-static,bash,coreutils` builds; each test skips
+ * ulimit), coreutils list /proc/self/, sort, hash a file and copy with dd, and util-linux's
+ * script runs a command on a pseudo-terminal. The programs come from the image
+ * `./qemu-run.sh --debian busybox-static,bash,coreutils,bsdutils` builds; each test skips
  * when its program is not there (the ordinary userland has none of them). KTAP, like the other
  * test programs; the exit status is nonzero iff a test failed. */
 #define _GNU_SOURCE
@@ -180,6 +181,35 @@ static void test_coreutils(void)
 	       "coreutils_dd", why);
 }
 
+
+/* util-linux's script(1) (bsdutils): a shell command on a pseudo-terminal, its output copied
+ * to stdout and to a log. It needs /dev/ptmx and devpts on /dev/pts (mounted here if not), and
+ * the event loop script runs on: signalfd for SIGCHLD and the terminal signals, poll. */
+static void test_script(void)
+{
+	char why[1200];
+	if (!exists("/usr/bin/script")) {
+		skip("util_linux_script", "no /usr/bin/script (boot with --debian bsdutils)");
+		return;
+	}
+	mkdir("/dev/pts", 0755);
+	mount("devpts", "/dev/pts", "devpts", 0, "ptmxmode=0666");
+	unlink("/tmp/script.log");
+	char *envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", "SHELL=/bin/sh", NULL };
+	char *argv[] = { "/usr/bin/script", "-q", "-c", "echo hi; tty", "/tmp/script.log", NULL };
+	int st = run(argv, envp, out, sizeof out);
+	char log[4096] = "";
+	FILE *f = fopen("/tmp/script.log", "r");
+	if (f) {
+		size_t n = fread(log, 1, sizeof log - 1, f);
+		log[n] = 0;
+		fclose(f);
+	}
+	int ok = st == 0 && strstr(out, "hi\r\n/dev/pts/") && strstr(log, "hi\r\n/dev/pts/");
+	snprintf(why, sizeof why, "status %#x, printed:\n%.400s\nlog:\n%.600s", st, out, log);
+	result(ok, "util_linux_script", why);
+}
+
 int main(void)
 {
 	/* As the first process (--init) nothing has mounted /proc and /dev yet. */
@@ -188,11 +218,12 @@ int main(void)
 		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
 		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
 	}
-	printf("TAP version 13\n1..7\n");
+	printf("TAP version 13\n1..8\n");
 	fflush(stdout);
 	test_busybox_sh();
 	test_bash();
 	test_bash_shebang();
 	test_coreutils();
+	test_script();
 	return ktap_finish();
 }

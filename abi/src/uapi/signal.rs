@@ -908,3 +908,178 @@ mod sigevent_tests {
         assert_eq!((e.notify, e.signo), (SIGEV_SIGNAL, 0));
     }
 }
+
+// ---- signalfd -------------------------------------------------------------------------------
+
+/// signalfd4's flags (O_CLOEXEC and O_NONBLOCK).
+pub const SFD_CLOEXEC: u32 = 0o2000000;
+pub const SFD_NONBLOCK: u32 = 0o4000;
+
+/// Which members of a `siginfo_t` union a signal carries (Linux's `siginfo_layout`, reduced
+/// to the cases signalfd tells apart; arm64 has no si_trapno).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SiginfoLayout {
+    Kill,
+    Timer,
+    Poll,
+    Fault,
+    FaultMceErr,
+    Chld,
+    Rt,
+    Sys,
+}
+
+/// The layout of a signal `signo` with code `code`: kernel codes (0 < code < SI_KERNEL) of the
+/// signals that define them up to their limit (NSIGILL 11, NSIGFPE 15, NSIGSEGV 10, NSIGBUS 5,
+/// NSIGTRAP 6, NSIGCHLD 6, NSIGPOLL 6, NSIGSYS 2), another small code as SIGPOLL's; SI_TIMER,
+/// SI_SIGIO and the other negative codes; SI_USER and SI_KERNEL are kill's.
+pub fn siginfo_layout(signo: u32, code: i32) -> SiginfoLayout {
+    use SiginfoLayout::*;
+    if code > SI_USER && code < SI_KERNEL {
+        let by_signal = match signo {
+            SIGILL => Some((11, Fault)),
+            SIGFPE => Some((15, Fault)),
+            SIGSEGV => Some((10, Fault)),
+            SIGBUS => Some((5, Fault)),
+            SIGTRAP => Some((6, Fault)),
+            SIGCHLD => Some((6, Chld)),
+            SIGPOLL => Some((6, Poll)),
+            SIGSYS => Some((2, Sys)),
+            _ => None,
+        };
+        match by_signal {
+            Some((limit, l)) if code <= limit => {
+                if signo == SIGBUS && (BUS_MCEERR_AR..=BUS_MCEERR_AO).contains(&code) {
+                    FaultMceErr
+                } else {
+                    l
+                }
+            }
+            _ if code <= 6 => Poll,
+            _ => Kill,
+        }
+    } else if code == SI_TIMER {
+        Timer
+    } else if code == SI_SIGIO {
+        Poll
+    } else if code < 0 {
+        Rt
+    } else {
+        Kill
+    }
+}
+
+/// `struct signalfd_siginfo`, 128 bytes, as a read of a signalfd returns it:
+///
+/// ```text
+/// ssi_signo u32 @0, ssi_errno i32 @4, ssi_code i32 @8, ssi_pid u32 @12, ssi_uid u32 @16,
+/// ssi_fd i32 @20, ssi_tid u32 @24, ssi_band u32 @28, ssi_overrun u32 @32, ssi_trapno u32 @36,
+/// ssi_status i32 @40, ssi_int i32 @44, ssi_ptr u64 @48, ssi_utime u64 @56, ssi_stime u64 @64,
+/// ssi_addr u64 @72, ssi_addr_lsb u16 @80, ssi_syscall i32 @84, ssi_call_addr u64 @88,
+/// ssi_arch u32 @96, padding to 128
+/// ```
+pub const SIGNALFD_SIGINFO_SIZE: usize = 128;
+
+/// The `signalfd_siginfo` for a dequeued `siginfo_t` (Linux's signalfd_copyinfo): the
+/// members its layout carries, every other byte zero.
+pub fn signalfd_siginfo(i: &Siginfo) -> [u8; SIGNALFD_SIGINFO_SIZE] {
+    let mut b = [0u8; SIGNALFD_SIGINFO_SIZE];
+    let s = &i.0;
+    put_u32(&mut b, 0, i.signo());
+    put_i32(&mut b, 4, i.errno());
+    put_i32(&mut b, 8, i.code());
+    let value = get_u64(s, 24);
+    match siginfo_layout(i.signo(), i.code()) {
+        SiginfoLayout::Kill => {
+            put_u32(&mut b, 12, get_u32(s, 16));
+            put_u32(&mut b, 16, get_u32(s, 20));
+        }
+        SiginfoLayout::Timer => {
+            put_u32(&mut b, 24, get_u32(s, 16));
+            put_u32(&mut b, 32, get_u32(s, 20));
+            put_u64(&mut b, 48, value);
+            put_i32(&mut b, 44, value as i32);
+        }
+        SiginfoLayout::Poll => {
+            // si_band (long) @16, si_fd @24.
+            put_u32(&mut b, 28, get_u64(s, 16) as u32);
+            put_i32(&mut b, 20, get_i32(s, 24));
+        }
+        SiginfoLayout::Fault => put_u64(&mut b, 72, get_u64(s, 16)),
+        SiginfoLayout::FaultMceErr => {
+            put_u64(&mut b, 72, get_u64(s, 16));
+            put_u16(&mut b, 80, get_u16(s, 24));
+        }
+        SiginfoLayout::Chld => {
+            put_u32(&mut b, 12, get_u32(s, 16));
+            put_u32(&mut b, 16, get_u32(s, 20));
+            put_i32(&mut b, 40, get_i32(s, 24));
+            put_u64(&mut b, 56, get_u64(s, 32));
+            put_u64(&mut b, 64, get_u64(s, 40));
+        }
+        SiginfoLayout::Rt => {
+            put_u32(&mut b, 12, get_u32(s, 16));
+            put_u32(&mut b, 16, get_u32(s, 20));
+            put_u64(&mut b, 48, value);
+            put_i32(&mut b, 44, value as i32);
+        }
+        SiginfoLayout::Sys => {
+            put_u64(&mut b, 88, get_u64(s, 16));
+            put_i32(&mut b, 84, get_i32(s, 24));
+            put_u32(&mut b, 96, get_u32(s, 28));
+        }
+    }
+    b
+}
+
+#[cfg(test)]
+mod signalfd_tests {
+    use super::*;
+
+    #[test]
+    fn layouts() {
+        use SiginfoLayout::*;
+        assert_eq!(siginfo_layout(SIGUSR1, SI_USER), Kill);
+        assert_eq!(siginfo_layout(SIGUSR1, SI_KERNEL), Kill);
+        assert_eq!(siginfo_layout(SIGUSR1, SI_TKILL), Rt);
+        assert_eq!(siginfo_layout(SIGRTMIN, SI_QUEUE), Rt);
+        assert_eq!(siginfo_layout(SIGALRM, SI_TIMER), Timer);
+        assert_eq!(siginfo_layout(SIGIO, SI_SIGIO), Poll);
+        assert_eq!(siginfo_layout(SIGSEGV, SEGV_MAPERR), Fault);
+        assert_eq!(siginfo_layout(SIGSEGV, 11), Kill);
+        assert_eq!(siginfo_layout(SIGBUS, BUS_MCEERR_AR), FaultMceErr);
+        assert_eq!(siginfo_layout(SIGCHLD, CLD_EXITED), Chld);
+        assert_eq!(siginfo_layout(SIGSYS, SYS_SECCOMP), Sys);
+        assert_eq!(siginfo_layout(SIGUSR1, 3), Poll);
+    }
+
+    #[test]
+    fn copied_members() {
+        let k = signalfd_siginfo(&Siginfo::kill(SIGUSR1, 42, 1000));
+        assert_eq!((get_u32(&k, 0), get_i32(&k, 8)), (SIGUSR1, SI_USER));
+        assert_eq!((get_u32(&k, 12), get_u32(&k, 16)), (42, 1000));
+        assert!(k[20..].iter().all(|&x| x == 0));
+
+        let q = signalfd_siginfo(&Siginfo::queue(SIGRTMIN, SI_QUEUE, 7, 0, 0x1_0000_0005));
+        assert_eq!((get_u32(&q, 12), get_i32(&q, 44)), (7, 5));
+        assert_eq!(get_u64(&q, 48), 0x1_0000_0005);
+
+        let t = signalfd_siginfo(&Siginfo::timer(SIGALRM, 3, 2, 9));
+        assert_eq!(
+            (get_u32(&t, 24), get_u32(&t, 32), get_u64(&t, 48)),
+            (3, 2, 9)
+        );
+        assert_eq!(get_u32(&t, 12), 0);
+
+        let c = signalfd_siginfo(&Siginfo::chld(CLD_EXITED, 5, 0, 3, 11, 12));
+        assert_eq!((get_u32(&c, 12), get_i32(&c, 40)), (5, 3));
+        assert_eq!((get_u64(&c, 56), get_u64(&c, 64)), (11, 12));
+
+        let f = signalfd_siginfo(&Siginfo::fault(SIGSEGV, SEGV_MAPERR, 0xdead));
+        assert_eq!((get_u64(&f, 72), get_u32(&f, 12)), (0xdead, 0));
+
+        let s = signalfd_siginfo(&Siginfo::sigsys(0x400, 99, 0xc00000b7, 1));
+        assert_eq!((get_i32(&s, 4), get_u64(&s, 88)), (1, 0x400));
+        assert_eq!((get_i32(&s, 84), get_u32(&s, 96)), (99, 0xc00000b7));
+    }
+}

@@ -24,6 +24,16 @@ pub const CLOCK_TAI: u32 = 11;
 /// clock_nanosleep / timer_settime / timerfd_settime flag: the time is absolute.
 pub const TIMER_ABSTIME: u32 = 1;
 
+/// timerfd_create's flags (O_CLOEXEC and O_NONBLOCK).
+pub const TFD_CLOEXEC: u32 = 0o2000000;
+pub const TFD_NONBLOCK: u32 = 0o4000;
+/// timerfd_settime's flags: the value is a time on the timer's clock; with CLOCK_REALTIME
+/// (absolute), a read after the clock is set says ECANCELED.
+pub const TFD_TIMER_ABSTIME: u32 = 1;
+pub const TFD_TIMER_CANCEL_ON_SET: u32 = 2;
+/// ioctl TFD_IOC_SET_TICKS, `_IOW('T', 0, u64)`: sets the expiration count (checkpoint/restore).
+pub const TFD_IOC_SET_TICKS: u32 = 0x4008_5400;
+
 pub const ITIMER_REAL: u32 = 0;
 pub const ITIMER_VIRTUAL: u32 = 1;
 pub const ITIMER_PROF: u32 = 2;

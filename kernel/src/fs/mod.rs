@@ -21,6 +21,7 @@ pub mod pagecache;
 pub mod pipe;
 pub mod ramfs;
 pub mod sys;
+pub mod timerfd;
 
 mod attr;
 mod fdtable;

@@ -213,6 +213,9 @@ pub trait FileOps: Send + Sync + Any {
     ) -> SysResult<usize> {
         self.ioctl(file, cmd, arg)
     }
+    /// Lines of its own that /proc/PID/fdinfo/N shows after the common ones (Linux's
+    /// show_fdinfo).
+    fn fdinfo(&self, _out: &mut dyn core::fmt::Write) {}
     /// What mmap(2) maps for a file with no inode (a vCPU's `kvm_run` page); None: ENODEV.
     fn mmap_file(&self) -> Option<Arc<dyn MappedFile>> {
         None

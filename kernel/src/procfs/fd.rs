@@ -97,5 +97,6 @@ fn fdinfo(t: Target, out: &mut Text) -> SysResult<()> {
         out,
         "pos:\t{pos}\nflags:\t0{flags:o}\nmnt_id:\t1\nino:\t{ino}\n"
     );
+    file.ops.fdinfo(out);
     Ok(())
 }

@@ -208,6 +208,14 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::SYNC] = v(|_| Ok(0));
     t[nr::PIPE2] = v(|c| file::pipe2(c.cur, c.arg(0), c.arg(1)));
     t[nr::EVENTFD2] = v(|c| file::eventfd2(c.cur, c.arg(0), c.arg(1)));
+    t[nr::RT_SIGQUEUEINFO] = v(|c| signal::rt_sigqueueinfo(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::RT_TGSIGQUEUEINFO] =
+        v(|c| signal::rt_tgsigqueueinfo(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::SIGNALFD4] = v(|c| signal::signalfd4(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::TIMERFD_CREATE] = v(|c| time::timerfd_create(c.cur, c.arg(0), c.arg(1)));
+    t[nr::TIMERFD_SETTIME] =
+        v(|c| time::timerfd_settime(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::TIMERFD_GETTIME] = v(|c| time::timerfd_gettime(c.cur, c.arg(0), c.arg(1)));
     t[nr::MEMFD_CREATE] = v(|c| file::memfd_create(c.cur, c.arg(0), c.arg(1)));
     t[nr::FLOCK] = v(|c| file::flock(c.cur, c.arg(0), c.arg(1)));
     t[nr::FALLOCATE] = v(|c| file::fallocate(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));

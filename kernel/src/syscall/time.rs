@@ -2,6 +2,7 @@
 
 #![forbid(unsafe_code)]
 
+use crate::fs::timerfd;
 use crate::mm::uaccess::UserPtr;
 use crate::process::{self, cputime, posix_timer, CurrentTask};
 use crate::task::local::RestartBlock;
@@ -103,6 +104,7 @@ fn settimeofday64(
     if let Some(ns) = ns {
         time::set_realtime(ns)?;
         crate::vdso::update();
+        crate::fs::timerfd::clock_was_set();
     }
     Ok(0)
 }
@@ -351,5 +353,85 @@ pub fn timer_getoverrun(cur: &CurrentTask, id: i32) -> SysResult<usize> {
 
 pub fn timer_delete(cur: &CurrentTask, id: i32) -> SysResult<usize> {
     posix_timer::delete(&cur.process(), id)?;
+    Ok(0)
+}
+
+// ---- timerfd ----
+
+/// timerfd_create(clock, flags): a disarmed timer (fs/timerfd.rs), `anon_inode:[timerfd]`.
+/// EINVAL for other flags or clocks; the _ALARM clocks need CAP_WAKE_ALARM (uid 0 here), EPERM.
+pub fn timerfd_create(cur: &CurrentTask, clock: u32, flags: u32) -> SysResult<usize> {
+    use svelt_abi::uapi::fs::O_RDWR;
+    if flags & !(abi::TFD_CLOEXEC | abi::TFD_NONBLOCK) != 0 || !timerfd::valid_clock(clock) {
+        return Err(Errno::EINVAL);
+    }
+    if timerfd::is_alarm(clock) && !may_wake_alarm(cur) {
+        return Err(Errno::EPERM);
+    }
+    let f = crate::fs::File::new(
+        None,
+        timerfd::TimerFd::new(clock),
+        O_RDWR | (flags & abi::TFD_NONBLOCK),
+        alloc::string::String::from("anon_inode:[timerfd]"),
+    );
+    super::file::install(cur, f, flags & abi::TFD_CLOEXEC != 0)
+}
+
+/// CAP_WAKE_ALARM: uid 0 stands for it.
+fn may_wake_alarm(cur: &CurrentTask) -> bool {
+    cur.process()
+        .euid
+        .load(core::sync::atomic::Ordering::Relaxed)
+        == 0
+}
+
+/// Runs `f` on the timerfd behind `fd`: EBADF for no descriptor, EINVAL for another kind of
+/// file.
+fn with_timerfd<R>(
+    cur: &CurrentTask,
+    fd: i32,
+    f: impl FnOnce(&timerfd::TimerFd) -> SysResult<R>,
+) -> SysResult<R> {
+    let file = super::file::file(cur, fd)?;
+    let t = file
+        .ops
+        .as_any()
+        .downcast_ref::<timerfd::TimerFd>()
+        .ok_or(Errno::EINVAL)?;
+    f(t)
+}
+
+/// timerfd_settime: Linux's order: the new setting is read (EFAULT), the flags and the
+/// setting checked (EINVAL), the descriptor (EBADF, EINVAL), an alarm clock's privilege
+/// (EPERM); the old setting is written last (EFAULT) when asked for.
+pub fn timerfd_settime(
+    cur: &CurrentTask,
+    fd: i32,
+    flags: u32,
+    new: UserPtr<Itimerspec>,
+    old: UserPtr<Itimerspec>,
+) -> SysResult<usize> {
+    let v = new.read()?;
+    if flags & !(abi::TFD_TIMER_ABSTIME | abi::TFD_TIMER_CANCEL_ON_SET) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let v = v.validate()?;
+    let ns = |t: Timespec| t.to_nanos().unwrap_or(u64::MAX);
+    let (left, interval) = with_timerfd(cur, fd, |t| {
+        if timerfd::is_alarm(t.clock()) && !may_wake_alarm(cur) {
+            return Err(Errno::EPERM);
+        }
+        t.settime(flags, ns(v.it_value), ns(v.it_interval))
+    })?;
+    if !old.is_null() {
+        old.write(&itimerspec(left, interval))?;
+    }
+    Ok(0)
+}
+
+/// timerfd_gettime: the time to the next expiry and the interval.
+pub fn timerfd_gettime(cur: &CurrentTask, fd: i32, out: UserPtr<Itimerspec>) -> SysResult<usize> {
+    let (left, interval) = with_timerfd(cur, fd, |t| Ok(t.gettime()))?;
+    out.write(&itimerspec(left, interval))?;
     Ok(0)
 }

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod frame;
+pub mod signalfd;
 
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::UserPtr;
@@ -238,6 +239,7 @@ pub fn send_to_task(t: &Arc<Thread>, signo: u32, info: SigInfo) {
     }
     t.sig.lock().pending.add(info);
     kick(t);
+    signalfd::notify();
 }
 
 /// A POSIX timer's expiry (`info` made by `SigInfo::timer`), to thread `t` or to `p`: while
@@ -291,6 +293,7 @@ pub fn send_to_process(p: &Arc<Process>, signo: u32, info: SigInfo) {
             kick(t);
         }
     }
+    signalfd::notify();
 }
 
 /// A synchronous fault signal, as Linux's force_sig_info_to_task sends it with the handler
