@@ -165,6 +165,15 @@ pub fn mmap_check(
         return Err(Errno::EINVAL);
     }
     let anonymous = flags & MAP_ANONYMOUS != 0;
+    // No huge page pool (as Linux with vm.nr_hugepages = 0): an anonymous MAP_HUGETLB finds
+    // no pages to reserve; a file that is not on hugetlbfs refuses the flag (ksys_mmap_pgoff).
+    if flags & MAP_HUGETLB != 0 {
+        return Err(if anonymous {
+            Errno::ENOMEM
+        } else {
+            Errno::EINVAL
+        });
+    }
     Ok(MmapRequest {
         addr: addr & !(page - 1),
         len,
@@ -207,6 +216,16 @@ mod tests {
         assert_eq!(
             mmap_check(0, PG, 0, MAP_SHARED_VALIDATE | 0x200_0000, 0, PG),
             Err(Errno::EOPNOTSUPP)
+        );
+        // No huge pages: anonymous MAP_HUGETLB finds none, a plain file refuses it.
+        let huge = MAP_PRIVATE | MAP_HUGETLB | (21 << 26);
+        assert_eq!(
+            mmap_check(0, 2 << 20, PROT_READ, huge | MAP_ANONYMOUS, 0, PG),
+            Err(Errno::ENOMEM)
+        );
+        assert_eq!(
+            mmap_check(0, PG, PROT_READ, huge, 0, PG),
+            Err(Errno::EINVAL)
         );
         // Unknown flags are ignored with plain MAP_SHARED.
         assert!(

@@ -316,9 +316,7 @@ fn identification(vm: &Vm, st: &mut VcpuState, esr: Esr, key: u32, rt: usize, re
         (AIDR_KEY, true) => Some(vm.impl_regs[3]),
         (CTR_KEY, true) => Some(vm.impl_regs[4]),
         (CCSIDR_KEY, true) => Some(guest::ccsidr(st.el1.csselr, false)),
-        (CCSIDR2_KEY, true) if (mmfr2 >> 20) & 0xf != 0 => {
-            Some(guest::ccsidr(st.el1.csselr, true))
-        }
+        (CCSIDR2_KEY, true) if (mmfr2 >> 20) & 0xf != 0 => Some(guest::ccsidr(st.el1.csselr, true)),
         _ => None,
     };
     match v {

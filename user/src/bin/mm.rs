@@ -122,6 +122,20 @@ fn mmap_errors() -> TestResult {
     );
     check_eq!(sys::munmap(0x10_0001, PAGE), Err(EINVAL));
     check_eq!(sys::mprotect(0x10_0001, PAGE, PROT_READ), Err(EINVAL));
+    // No huge pages are reserved (vm.nr_hugepages is 0 on both kernels).
+    const MAP_HUGE_2MB: u32 = 21 << 26;
+    check_eq!(
+        sys::mmap(
+            0,
+            2 << 20,
+            rw,
+            anon | svelt_abi::uapi::mm::MAP_HUGETLB | MAP_HUGE_2MB,
+            -1,
+            0
+        ),
+        Err(ENOMEM),
+        "MAP_HUGETLB without reserved huge pages"
+    );
     Ok(())
 }
 
