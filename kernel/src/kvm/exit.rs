@@ -245,7 +245,7 @@ fn sysreg(vm: &Vm, st: &mut VcpuState, esr: Esr) {
         return;
     }
     let key = (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2;
-    if op0 == 3 && crn == 0 && crm == 0 && matches!(op1, 0 | 1 | 2 | 3) && key != MPIDR_KEY {
+    if op0 == 3 && crn == 0 && crm == 0 && op1 <= 3 && key != MPIDR_KEY {
         identification(vm, st, esr, key, rt, read);
         return;
     }
