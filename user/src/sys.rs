@@ -476,6 +476,32 @@ pub struct EpollEvent {
 }
 const _: () = assert!(core::mem::size_of::<EpollEvent>() == 16);
 
+pub fn epoll_create1(flags: u32) -> SysResult {
+    syscall(nr::EPOLL_CREATE1, &[flags as usize])
+}
+
+/// epoll_ctl(2); `ev` None passes a null event (EPOLL_CTL_DEL).
+pub fn epoll_ctl(ep: i32, op: u32, fd: i32, ev: Option<&EpollEvent>) -> SysResult {
+    let e = ev.map_or(0, |e| e as *const EpollEvent as usize);
+    syscall(nr::EPOLL_CTL, &[ep as usize, op as usize, fd as usize, e])
+}
+
+/// epoll_pwait(2) with no signal mask: up to `evs.len()` events, waiting `timeout_ms` (-1:
+/// for ever).
+pub fn epoll_wait(ep: i32, evs: &mut [EpollEvent], timeout_ms: i32) -> SysResult {
+    syscall(
+        nr::EPOLL_PWAIT,
+        &[
+            ep as usize,
+            evs.as_mut_ptr() as usize,
+            evs.len(),
+            timeout_ms as usize,
+            0,
+            8,
+        ],
+    )
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug)]
 pub struct Rlimit {

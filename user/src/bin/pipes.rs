@@ -193,25 +193,6 @@ fn epipe_and_sigpipe() -> TestResult {
     Ok(())
 }
 
-fn epoll_ctl(ep: i32, op: u32, fd: i32, ev: Option<&EpollEvent>) -> SysResult {
-    let e = ev.map_or(0, |e| e as *const EpollEvent as usize);
-    sys::syscall(nr::EPOLL_CTL, &[ep as usize, op as usize, fd as usize, e])
-}
-
-fn epoll_wait(ep: i32, evs: &mut [EpollEvent], timeout_ms: i32) -> SysResult {
-    sys::syscall(
-        nr::EPOLL_PWAIT,
-        &[
-            ep as usize,
-            evs.as_mut_ptr() as usize,
-            evs.len(),
-            timeout_ms as usize,
-            0,
-            8,
-        ],
-    )
-}
-
 fn epoll_on_pipes() -> TestResult {
     let ep = t!(sys::syscall(nr::EPOLL_CREATE1, &[EPOLL_CLOEXEC as usize])) as i32;
     check_eq!(sys::fcntl(ep, F_GETFD, 0), Ok(FD_CLOEXEC));

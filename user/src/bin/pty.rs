@@ -441,20 +441,6 @@ fn master_after_slave_close() -> TestResult {
     Ok(())
 }
 
-fn epoll_wait(ep: i32, evs: &mut [EpollEvent], timeout_ms: i32) -> SysResult {
-    sys::syscall(
-        nr::EPOLL_PWAIT,
-        &[
-            ep as usize,
-            evs.as_mut_ptr() as usize,
-            evs.len(),
-            timeout_ms as usize,
-            0,
-            8,
-        ],
-    )
-}
-
 fn poll_readiness() -> TestResult {
     let (m, s, _) = t!(open_pair());
     check_eq!(poll1(m, POLLIN | POLLOUT, 0), POLLOUT, "master: writable");
@@ -464,21 +450,13 @@ fn poll_readiness() -> TestResult {
     check!(poll1(m, POLLIN, 2_000_000_000) & POLLIN != 0, "the echo");
     check_eq!(poll1(s, POLLIN, 50_000_000), 0, "half a line");
     let _ = read_until(m, 1);
-    let ep = t!(sys::syscall(nr::EPOLL_CREATE1, &[0])) as i32;
+    let ep = t!(sys::epoll_create1(0)) as i32;
     for fd in [m, s] {
         let ev = EpollEvent {
             events: POLLIN as u32,
             data: fd as u64,
         };
-        t!(sys::syscall(
-            nr::EPOLL_CTL,
-            &[
-                ep as usize,
-                EPOLL_CTL_ADD as usize,
-                fd as usize,
-                &ev as *const EpollEvent as usize
-            ]
-        ));
+        t!(sys::epoll_ctl(ep, EPOLL_CTL_ADD, fd, Some(&ev)));
     }
     let mut evs = [EpollEvent::default(); 4];
     check_eq!(epoll_wait(ep, &mut evs, 0), Ok(0), "nothing to read");

@@ -271,27 +271,15 @@ fn blocking_read_and_epoll() -> TestResult {
         let (_, st) = t!(sys::waitpid(child, 0));
         check!(wifexited(st) && wexitstatus(st) == 0, "{}", describe(st));
 
-        let ep = t!(sys::syscall(nr::EPOLL_CREATE1, &[O_CLOEXEC as usize])) as i32;
+        let ep = t!(sys::epoll_create1(O_CLOEXEC)) as i32;
         let ev = EpollEvent {
             events: EPOLLIN,
             data: 77,
         };
-        t!(sys::syscall(
-            nr::EPOLL_CTL,
-            &[
-                ep as usize,
-                EPOLL_CTL_ADD as usize,
-                fd as usize,
-                &ev as *const EpollEvent as usize
-            ]
-        ));
+        t!(sys::epoll_ctl(ep, EPOLL_CTL_ADD, fd, Some(&ev)));
         let wait = |ms: i32| {
-            let mut out = [EpollEvent { events: 0, data: 0 }];
-            sys::syscall(
-                nr::EPOLL_PWAIT,
-                &[ep as usize, out.as_mut_ptr() as usize, 1, ms as usize, 0, 8],
-            )
-            .map(|n| (n, out[0].events, out[0].data))
+            let mut out = [EpollEvent::default()];
+            sys::epoll_wait(ep, &mut out, ms).map(|n| (n, out[0].events, out[0].data))
         };
         check_eq!(wait(0), Ok((0, 0, 0)));
         let child = t!(spawn(move || {
