@@ -13,6 +13,7 @@ pub const IPPROTO_IPV6: u32 = 41;
 pub const SO_REUSEADDR: u32 = 2;
 pub const SO_KEEPALIVE: u32 = 9;
 pub const SO_REUSEPORT: u32 = 15;
+pub const SO_LINGER: u32 = 13;
 pub const TCP_NODELAY: u32 = 1;
 pub const IPV6_V6ONLY: u32 = 26;
 
@@ -169,6 +170,17 @@ pub fn bind_conflict(a: &InetAddr, b: &InetAddr) -> bool {
     }
 }
 
+/// bind_conflict for sockets that may be IPV6_V6ONLY (`a6`, `b6`): a V6ONLY socket shares its
+/// port with IPv4 addresses, wildcard included.
+pub fn bind_conflict_v6only(a: &InetAddr, a6: bool, b: &InetAddr, b6: bool) -> bool {
+    let v4 = |x: &InetAddr| matches!(x.unmapped(), InetAddr::V4 { .. });
+    let only6 = |x: &InetAddr, on: bool| on && matches!(x, InetAddr::V6 { .. }) && !v4(x);
+    if (only6(a, a6) && v4(b)) || (only6(b, b6) && v4(a)) {
+        return false;
+    }
+    bind_conflict(a, b)
+}
+
 /// The next ephemeral port to try after `prev` (wrapping within the range).
 pub fn next_ephemeral(prev: u16) -> u16 {
     if !(EPHEMERAL_LOW..EPHEMERAL_HIGH).contains(&prev) {
@@ -261,6 +273,16 @@ mod tests {
         assert!(!bind_conflict(&v4([0; 4]), &v6lo));
         assert!(!bind_conflict(&v4([127, 0, 0, 1]), &v6lo));
         assert!(bind_conflict(&v6lo, &v6any));
+        // IPV6_V6ONLY leaves IPv4 to others, not IPv6.
+        assert!(bind_conflict_v6only(&v6any, false, &v4([0; 4]), false));
+        assert!(!bind_conflict_v6only(&v6any, true, &v4([0; 4]), false));
+        assert!(!bind_conflict_v6only(
+            &v4([127, 0, 0, 1]),
+            false,
+            &v6any,
+            true
+        ));
+        assert!(bind_conflict_v6only(&v6lo, false, &v6any, true));
     }
 
     #[test]

@@ -142,9 +142,9 @@ pub(super) fn recv_other(
     }
 }
 
-/// setsockopt on an inet or netlink socket: SO_REUSEADDR and TCP_NODELAY are kept; the
-/// buffer sizes, keep-alive, time-outs, IPV6_V6ONLY and netlink's options are taken without
-/// effect.
+/// setsockopt on an inet or netlink socket: SO_REUSEADDR, SO_LINGER, TCP_NODELAY and
+/// IPV6_V6ONLY are kept; the buffer sizes, keep-alive, time-outs and netlink's options are
+/// taken without effect.
 pub(super) fn setsockopt_other(
     o: Other,
     level: u32,
@@ -160,15 +160,25 @@ pub(super) fn setsockopt_other(
     const SOL_NETLINK: u32 = 270;
     match (o, level, name) {
         (Other::Inet(s), SOL_SOCKET, SO_REUSEADDR) => s.set_reuse(v != 0),
+        (Other::Inet(s), SOL_SOCKET, SO_LINGER) => {
+            // struct linger { int l_onoff; int l_linger; }
+            if len < 8 {
+                return Err(Errno::EINVAL);
+            }
+            let secs: i32 = UserPtr::new(val + 4).read()?;
+            s.set_linger(v != 0, secs);
+        }
         (
             _,
             SOL_SOCKET,
-            SO_SNDBUF | SO_RCVBUF | SO_KEEPALIVE | SO_REUSEPORT | 6 | 13 | 20 | 21 | 66 | 67,
+            SO_SNDBUF | SO_RCVBUF | SO_KEEPALIVE | SO_REUSEPORT | 6 | SO_LINGER | 20 | 21 | 66 | 67,
         ) => {}
         (Other::Inet(s), IPPROTO_TCP, TCP_NODELAY) if s.ty == SOCK_STREAM => s
             .nodelay
             .store(v != 0, core::sync::atomic::Ordering::Relaxed),
-        (Other::Inet(s), IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => {}
+        (Other::Inet(s), IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => {
+            s.set_v6only(v != 0)?
+        }
         (Other::Nl(_), SOL_NETLINK, _) => {}
         _ => return Err(Errno::ENOPROTOOPT),
     }
@@ -188,6 +198,16 @@ pub(super) fn getsockopt_other(
         return Err(Errno::EINVAL);
     }
     let v: i32 = match (&o, level, name) {
+        (Other::Inet(s), SOL_SOCKET, SO_LINGER) => {
+            let (on, secs) = s.linger();
+            let ling = [on as i32, secs];
+            let b = zerocopy::IntoBytes::as_bytes(&ling);
+            let n = (len as usize).min(b.len());
+            UserSlice::new(val, n).copy_out(&b[..n])?;
+            UserPtr::new(lenp).write(&(n as i32))?;
+            return Ok(0);
+        }
+        (Other::Inet(s), IPPROTO_IPV6, IPV6_V6ONLY) if s.family == AF_INET6 => s.v6only() as i32,
         (Other::Inet(s), SOL_SOCKET, SO_TYPE) => s.ty as i32,
         (Other::Nl(s), SOL_SOCKET, SO_TYPE) => s.ty as i32,
         (Other::Inet(s), SOL_SOCKET, SO_DOMAIN) => s.family as i32,

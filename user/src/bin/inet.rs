@@ -3,7 +3,9 @@
 //! 127.0.0.1 and ::1 with names, EOF after shutdown and close; non-blocking connect and
 //! accept (EINPROGRESS, EAGAIN, poll, SO_ERROR); ECONNREFUSED blocking and not; UDP with
 //! addresses, connected sends and MSG_TRUNC; EADDRINUSE; the families' type and protocol
-//! errors; an RTM_GETLINK dump that finds lo (index 1, UP|LOOPBACK) and an RTM_GETADDR dump
+//! errors; ECONNRESET after the peer's RST (a close with unread data, SO_LINGER {1, 0});
+//! IPV6_V6ONLY and the ports it shares; a connected UDP socket's ECONNREFUSED from lo's port
+//! unreachable; an RTM_GETLINK dump that finds lo (index 1, UP|LOOPBACK) and an RTM_GETADDR dump
 //! with 127.0.0.1.
 #![no_std]
 #![no_main]
@@ -500,6 +502,169 @@ fn addresses_in_use_and_errors() -> TestResult {
     Ok(())
 }
 
+/// A connected TCP pair on lo of `fam`: (client, server side).
+fn tcp_pair(fam: u32) -> SysResult<(i32, i32)> {
+    let (l, la) = listener(fam, 0)?;
+    let c = socket(fam, SOCK_STREAM)?;
+    addr_call(nr::CONNECT, c, &la)?;
+    let s = accept(l, 0)?;
+    close(l)?;
+    Ok((c, s))
+}
+
+fn set_linger(fd: i32, on: i32, secs: i32) -> SysResult {
+    let v = [on, secs];
+    sc(
+        nr::SETSOCKOPT,
+        &[
+            fd as usize,
+            SOL_SOCKET as usize,
+            SO_LINGER as usize,
+            v.as_ptr() as usize,
+            8,
+        ],
+    )
+}
+
+fn linger(fd: i32) -> SysResult<([i32; 2], i32)> {
+    let mut v = [-1i32; 2];
+    let mut len = 8i32;
+    sc(
+        nr::GETSOCKOPT,
+        &[
+            fd as usize,
+            SOL_SOCKET as usize,
+            SO_LINGER as usize,
+            v.as_mut_ptr() as usize,
+            &mut len as *mut i32 as usize,
+        ],
+    )?;
+    Ok((v, len))
+}
+
+/// After the peer's RST: the first read fails ECONNRESET, the next says end of file, a send
+/// EPIPE (tcp_reset, then SEND_SHUTDOWN).
+fn check_reset(c: i32) -> TestResult {
+    let mut buf = [0u8; 16];
+    check_eq!(
+        t!(poll1(c, POLLIN, 1000)) & (POLLIN | POLLERR),
+        POLLIN | POLLERR
+    );
+    check_eq!(recv(c, &mut buf, 0), Err(ECONNRESET));
+    check_eq!(recv(c, &mut buf, 0), Ok(0));
+    check_eq!(send(c, b"x", MSG_NOSIGNAL), Err(EPIPE));
+    check_eq!(sockopt_int(c, SOL_SOCKET, SO_ERROR), Ok(0));
+    Ok(())
+}
+
+fn reset_by_close_with_unread_data() -> TestResult {
+    let (c, s) = t!(tcp_pair(AF_INET));
+    check_eq!(send(c, b"unread", 0), Ok(6));
+    // Let it arrive before the close.
+    check_eq!(t!(poll1(s, POLLIN, 1000)) & POLLIN, POLLIN);
+    t!(close(s));
+    check_reset(c)?;
+    t!(close(c));
+    Ok(())
+}
+
+fn reset_by_so_linger_zero() -> TestResult {
+    let (c, s) = t!(tcp_pair(AF_INET6));
+    check_eq!(linger(s), Ok(([0, 0], 8)));
+    t!(set_linger(s, 1, 0));
+    check_eq!(linger(s), Ok(([1, 0], 8)));
+    t!(set_linger(s, 5, 7));
+    check_eq!(linger(s), Ok(([1, 7], 8)));
+    // l_onoff 0 keeps the time.
+    t!(set_linger(s, 0, 3));
+    check_eq!(linger(s), Ok(([0, 7], 8)));
+    check_eq!(
+        sc(
+            nr::SETSOCKOPT,
+            &[
+                s as usize,
+                SOL_SOCKET as usize,
+                SO_LINGER as usize,
+                [1i32, 0].as_ptr() as usize,
+                4
+            ]
+        ),
+        Err(EINVAL)
+    );
+    t!(set_linger(s, 1, 0));
+    t!(close(s));
+    check_reset(c)?;
+    t!(close(c));
+    Ok(())
+}
+
+fn ipv6_v6only() -> TestResult {
+    let s6 = t!(socket(AF_INET6, SOCK_STREAM));
+    check_eq!(sockopt_int(s6, IPPROTO_IPV6, IPV6_V6ONLY), Ok(0));
+    t!(addr_call(nr::BIND, s6, &InetAddr::any(AF_INET6)));
+    let p = t!(name_of(nr::GETSOCKNAME, s6)).port();
+    // Too late once bound.
+    check_eq!(set_int(s6, IPPROTO_IPV6, IPV6_V6ONLY, 1), Err(EINVAL));
+    let s4 = t!(socket(AF_INET, SOCK_STREAM));
+    check_eq!(
+        addr_call(nr::BIND, s4, &InetAddr::any(AF_INET).with_port(p)),
+        Err(EADDRINUSE)
+    );
+    t!(close(s6));
+    // V6ONLY: [::]:P leaves 0.0.0.0:P free, and the other way round.
+    let s6 = t!(socket(AF_INET6, SOCK_STREAM));
+    t!(set_int(s6, IPPROTO_IPV6, IPV6_V6ONLY, 1));
+    check_eq!(sockopt_int(s6, IPPROTO_IPV6, IPV6_V6ONLY), Ok(1));
+    t!(addr_call(
+        nr::BIND,
+        s6,
+        &InetAddr::any(AF_INET6).with_port(p)
+    ));
+    t!(addr_call(
+        nr::BIND,
+        s4,
+        &InetAddr::any(AF_INET).with_port(p)
+    ));
+    // Each listens, and each family's connection reaches its own.
+    t!(sc(nr::LISTEN, &[s6 as usize, 4]));
+    t!(sc(nr::LISTEN, &[s4 as usize, 4]));
+    for (fam, l) in [(AF_INET, s4), (AF_INET6, s6)] {
+        let c = t!(socket(fam, SOCK_STREAM));
+        t!(addr_call(nr::CONNECT, c, &lo(fam, p)));
+        let a = t!(accept(l, SOCK_NONBLOCK));
+        t!(close(a));
+        t!(close(c));
+    }
+    t!(close(s4));
+    t!(close(s6));
+    let u = t!(socket(AF_INET, SOCK_DGRAM));
+    check_eq!(set_int(u, IPPROTO_IPV6, IPV6_V6ONLY, 1), Err(ENOPROTOOPT));
+    t!(close(u));
+    Ok(())
+}
+
+fn udp_connection_refused() -> TestResult {
+    // A port nobody holds: bind one, note it, free it.
+    let x = t!(socket(AF_INET, SOCK_DGRAM));
+    t!(addr_call(nr::BIND, x, &lo(AF_INET, 0)));
+    let dead = t!(name_of(nr::GETSOCKNAME, x));
+    t!(close(x));
+    let u = t!(socket(AF_INET, SOCK_DGRAM));
+    t!(addr_call(nr::CONNECT, u, &dead));
+    check_eq!(send(u, b"anyone?", 0), Ok(7));
+    // The port unreachable comes back as the socket's error: poll, then the next receive.
+    check_eq!(t!(poll1(u, POLLIN, 1000)) & POLLERR, POLLERR);
+    let mut buf = [0u8; 16];
+    check_eq!(recv(u, &mut buf, 0), Err(ECONNREFUSED));
+    check_eq!(recv(u, &mut buf, MSG_DONTWAIT), Err(EAGAIN));
+    // Again: the next send reports it.
+    check_eq!(send(u, b"again", 0), Ok(5));
+    check_eq!(send(u, b"again", 0), Err(ECONNREFUSED));
+    check_eq!(sockopt_int(u, SOL_SOCKET, SO_ERROR), Ok(0));
+    t!(close(u));
+    Ok(())
+}
+
 /// Sends a dump request of `ty` and collects every message up to NLMSG_DONE, as
 /// (type, flags, seq, body).
 /// A reply message: type, flags, sequence number, body.
@@ -647,6 +812,13 @@ fn main(_a: &rt::Args) -> i32 {
         ("udp_ipv4", udp_ipv4),
         ("udp_ipv6", udp_ipv6),
         ("addresses_in_use_and_errors", addresses_in_use_and_errors),
+        (
+            "reset_by_close_with_unread_data",
+            reset_by_close_with_unread_data,
+        ),
+        ("reset_by_so_linger_zero", reset_by_so_linger_zero),
+        ("ipv6_v6only", ipv6_v6only),
+        ("udp_connection_refused", udp_connection_refused),
         ("netlink_route_dumps", netlink_route_dumps),
     ])
 }

@@ -66,6 +66,42 @@ struct State {
     connecting: bool,
     /// A connection was ever established (for ENOTCONN versus end of file).
     connected: bool,
+    /// The peer's RST was noted (its ECONNRESET put in `err`).
+    reset: bool,
+    /// SO_LINGER: on, and the time in seconds.
+    linger: (bool, i32),
+    /// IPV6_V6ONLY (an AF_INET6 socket that takes no IPv4 traffic).
+    v6only: bool,
+}
+
+impl State {
+    fn new(kind: Kind, connected: bool) -> State {
+        State {
+            kind,
+            local: None,
+            peer: None,
+            reuse: false,
+            shutdown: 0,
+            err: None,
+            connecting: false,
+            connected,
+            reset: false,
+            linger: (false, 0),
+            v6only: false,
+        }
+    }
+
+    /// Where smoltcp listens for this socket bound to `a`: a V6ONLY wildcard is lo's only
+    /// IPv6 address, so IPv4 traffic to the port passes it by.
+    fn listen_endpoint(&self, a: &InetAddr) -> IpListenEndpoint {
+        if self.v6only && a.is_any() && matches!(a, InetAddr::V6 { .. }) {
+            return listen_endpoint(&InetAddr::V6 {
+                addr: Ipv6Address::LOCALHOST.octets(),
+                port: a.port(),
+            });
+        }
+        listen_endpoint(a)
+    }
 }
 
 pub struct InetSocket {
@@ -145,16 +181,7 @@ impl InetSocket {
             ty,
             ino: new_ino(),
             nodelay: AtomicBool::new(false),
-            st: Mutex::new(State {
-                kind,
-                local: None,
-                peer: None,
-                reuse: false,
-                shutdown: 0,
-                err: None,
-                connecting: false,
-                connected: false,
-            }),
+            st: Mutex::new(State::new(kind, false)),
         })
     }
 
@@ -182,6 +209,34 @@ impl InetSocket {
         self.st.lock().reuse
     }
 
+    pub fn set_linger(&self, on: bool, secs: i32) {
+        let mut st = self.st.lock();
+        // Turning it off keeps the time (sock_setsockopt).
+        st.linger = if on {
+            (true, secs)
+        } else {
+            (false, st.linger.1)
+        };
+    }
+
+    pub fn linger(&self) -> (bool, i32) {
+        self.st.lock().linger
+    }
+
+    /// IPV6_V6ONLY: only before the socket has a port (EINVAL after).
+    pub fn set_v6only(&self, on: bool) -> SysResult<()> {
+        let mut st = self.st.lock();
+        if st.local.is_some() {
+            return Err(Errno::EINVAL);
+        }
+        st.v6only = on;
+        Ok(())
+    }
+
+    pub fn v6only(&self) -> bool {
+        self.st.lock().v6only
+    }
+
     pub fn take_error(&self) -> i32 {
         self.st.lock().err.take().map_or(0, |e| e as i32)
     }
@@ -192,11 +247,10 @@ impl InetSocket {
 
     /// Binds on the stack (the caller holds it and this socket's state).
     fn bind_locked(&self, s: &mut Stack, st: &mut State, addr: InetAddr) -> SysResult<InetAddr> {
-        let a = s.bind(self.ino, self.proto(), addr, st.reuse)?;
+        let a = s.bind(self.ino, self.proto(), addr, st.reuse, st.v6only)?;
         if let Kind::Udp(h) = st.kind {
-            s.udp(h)
-                .bind(listen_endpoint(&a))
-                .map_err(|_| Errno::EINVAL)?;
+            let le = st.listen_endpoint(&a);
+            s.udp(h).bind(le).map_err(|_| Errno::EINVAL)?;
         }
         st.local = Some(a);
         Ok(a)
@@ -243,7 +297,7 @@ impl InetSocket {
             };
             while pool.len() < want {
                 let h = s.new_tcp();
-                if s.tcp(h).listen(listen_endpoint(&local)).is_err() {
+                if s.tcp(h).listen(st.listen_endpoint(&local)).is_err() {
                     s.sockets.remove(h);
                     break;
                 }
@@ -292,7 +346,7 @@ impl InetSocket {
             let local = self.autobind(s, &mut st)?;
             let h = s.new_tcp();
             let cx_remote = endpoint(&to);
-            let le = listen_endpoint(&local);
+            let le = st.listen_endpoint(&local);
             let r = s.connect(h, cx_remote, le);
             if r.is_err() {
                 s.sockets.remove(h);
@@ -326,6 +380,18 @@ impl InetSocket {
 
     /// Notes how a non-blocking connect ended (for SO_ERROR and poll).
     fn settle(&self, s: &mut Stack, st: &mut State) {
+        // An established connection that went to CLOSED without our FIN was reset by the
+        // peer: its error is ECONNRESET, once (tcp_reset), and both directions are shut.
+        if let Kind::Conn(h) = st.kind {
+            if st.connected
+                && !st.reset
+                && st.shutdown & SEND_SHUTDOWN == 0
+                && s.tcp(h).state() == tcp::State::Closed
+            {
+                st.reset = true;
+                st.err = Some(Errno::ECONNRESET);
+            }
+        }
         if let (Kind::Conn(h), true) = (&st.kind, st.connecting) {
             match s.tcp(*h).state() {
                 tcp::State::SynSent | tcp::State::SynReceived => {}
@@ -348,6 +414,7 @@ impl InetSocket {
         let (h, local) = stack::wait(|s| {
             let mut st = self.st.lock();
             let local = st.local;
+            let le = local.map(|a| st.listen_endpoint(&a));
             let Kind::Listen { pool, .. } = &mut st.kind else {
                 return Some(Err(Errno::EINVAL));
             };
@@ -362,7 +429,7 @@ impl InetSocket {
                     let h = pool.remove(i);
                     // A fresh listener takes the place of the one that became a connection.
                     let n = s.new_tcp();
-                    if s.tcp(n).listen(listen_endpoint(&local.unwrap())).is_ok() {
+                    if s.tcp(n).listen(le.unwrap()).is_ok() {
                         pool.push(n);
                     } else {
                         s.sockets.remove(n);
@@ -379,16 +446,7 @@ impl InetSocket {
             ty: SOCK_STREAM,
             ino: new_ino(),
             nodelay: AtomicBool::new(false),
-            st: Mutex::new(State {
-                kind: Kind::Conn(h),
-                local: None,
-                peer: None,
-                reuse: false,
-                shutdown: 0,
-                err: None,
-                connecting: false,
-                connected: true,
-            }),
+            st: Mutex::new(State::new(Kind::Conn(h), true)),
         }))
     }
 
@@ -498,11 +556,7 @@ impl InetSocket {
                 }
                 let t = s.tcp(h);
                 if !t.may_send() {
-                    return Some(Err(if t.state() == tcp::State::Closed {
-                        Errno::ECONNRESET
-                    } else {
-                        Errno::EPIPE
-                    }));
+                    return Some(Err(Errno::EPIPE));
                 }
                 let room = t.send_capacity() - t.send_queue();
                 if room > 0 {
@@ -558,6 +612,10 @@ impl InetSocket {
             if st.shutdown & SEND_SHUTDOWN != 0 {
                 return Some(Err(Errno::EPIPE));
             }
+            // A port unreachable reported earlier fails this send (sock_alloc_send_pskb).
+            if let Some(e) = st.err.take() {
+                return Some(Err(e));
+            }
             let Some(to) = to.or(st.peer) else {
                 return Some(Err(Errno::EDESTADDRREQ));
             };
@@ -565,7 +623,14 @@ impl InetSocket {
                 return Some(Err(e));
             }
             match s.udp(h).send_slice(&buf, endpoint(&to)) {
-                Ok(()) => Some(Ok(len)),
+                Ok(()) => {
+                    // Nobody on lo takes it: lo answers with an ICMP port unreachable, which
+                    // a connected socket takes as ECONNREFUSED (__udp4_lib_err).
+                    if st.peer.is_some() && !s.udp_bound(&to) {
+                        st.err = Some(Errno::ECONNREFUSED);
+                    }
+                    Some(Ok(len))
+                }
                 Err(udp::SendError::BufferFull) if nonblock => Some(Err(Errno::EAGAIN)),
                 Err(udp::SendError::BufferFull) => None,
                 Err(udp::SendError::Unaddressable) => Some(Err(Errno::EINVAL)),
@@ -583,10 +648,13 @@ impl InetSocket {
         let data_len = want;
         if self.ty == SOCK_DGRAM {
             let (buf, full, from) = stack::wait(|s| {
-                let st = self.st.lock();
+                let mut st = self.st.lock();
                 let Kind::Udp(h) = st.kind else {
                     return Some(Err(Errno::EINVAL));
                 };
+                if let Some(e) = st.err.take() {
+                    return Some(Err(e));
+                }
                 let peer = st.peer.map(|p| endpoint(&p));
                 let u = s.udp(h);
                 loop {
@@ -779,8 +847,9 @@ impl InetSocket {
             let mut st = self.st.lock();
             match core::mem::replace(&mut st.kind, Kind::Fresh) {
                 Kind::Conn(h) => {
-                    let unread = s.tcp(h).recv_queue() > 0;
-                    s.close_tcp(h, unread);
+                    // SO_LINGER on with no time resets too (tcp_close).
+                    let abort = s.tcp(h).recv_queue() > 0 || st.linger == (true, 0);
+                    s.close_tcp(h, abort);
                 }
                 Kind::Listen { pool, .. } => {
                     for h in pool {

@@ -16,7 +16,7 @@ use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr, IpEndpoint, Ipv4Address,
 use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::inet::{
-    bind_conflict, next_ephemeral, InetAddr, EPHEMERAL_HIGH, EPHEMERAL_LOW,
+    bind_conflict_v6only, next_ephemeral, InetAddr, EPHEMERAL_HIGH, EPHEMERAL_LOW,
 };
 
 /// Per-socket buffers: TCP's window each way, UDP's queued payload.
@@ -33,6 +33,7 @@ struct Binding {
     addr: InetAddr,
     reuse: bool,
     listening: bool,
+    v6only: bool,
 }
 
 pub struct Stack {
@@ -176,10 +177,13 @@ impl Stack {
         proto: u32,
         addr: InetAddr,
         reuse: bool,
+        v6only: bool,
     ) -> SysResult<InetAddr> {
         let free = |bs: &[Binding], a: &InetAddr| {
             !bs.iter().any(|b| {
-                b.proto == proto && bind_conflict(&b.addr, a) && !(reuse && b.reuse && !b.listening)
+                b.proto == proto
+                    && bind_conflict_v6only(&b.addr, b.v6only, a, v6only)
+                    && !(reuse && b.reuse && !b.listening)
             })
         };
         let addr = if addr.port() == 0 {
@@ -214,8 +218,18 @@ impl Stack {
             addr,
             reuse,
             listening: false,
+            v6only,
         });
         Ok(addr)
+    }
+
+    /// Whether a UDP socket is bound where a datagram to `to` would arrive.
+    pub fn udp_bound(&self, to: &InetAddr) -> bool {
+        let to = to.unmapped();
+        self.bindings.iter().any(|b| {
+            b.proto == svelt_abi::uapi::inet::IPPROTO_UDP
+                && bind_conflict_v6only(&b.addr, b.v6only, &to, false)
+        })
     }
 
     pub fn set_listening(&mut self, owner: u64) {
