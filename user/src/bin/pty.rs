@@ -424,11 +424,12 @@ fn master_after_slave_close() -> TestResult {
     check_eq!(sys::write(s, b"bye\n"), Ok(4));
     t!(sys::close(s));
     check!(poll1(m, POLLIN, 2_000_000_000) & POLLHUP != 0, "POLLHUP");
-    // What the slave wrote (with the echo of "x", which on Linux may come before or after) is
-    // still read, then EIO.
+    // What the slave wrote is still read, then EIO. The echo of "x" may come before it or
+    // after it, or not at all: Linux's line discipline echoes from a work item, which the
+    // slave's close can overtake (seen once in a CI run, on Linux at EL2 with 2 CPUs).
     let got = read_until(m, 6);
     check!(
-        got == b"xbye\r\n" || got == b"bye\r\nx",
+        got == b"xbye\r\n" || got == b"bye\r\nx" || got == b"bye\r\n",
         "master read {}",
         show(&got)
     );
