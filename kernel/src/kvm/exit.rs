@@ -70,11 +70,7 @@ pub fn handle_sync(
         EC_WFX => {
             st.regs.pc += 4;
             if esr.iss() & 1 == 0 {
-                // WFI: nothing can interrupt this guest yet but a kick (CPU_ON, MP state) or
-                // a signal to the VMM thread.
-                st.put_fp();
-                super::WFI_SLEEPS.fetch_add(1, Ordering::Relaxed);
-                vcpu.wait_for_kick(|| false)?;
+                wfi(vcpu, st)?;
             }
             Ok(Next::Enter)
         }
@@ -152,9 +148,7 @@ fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
         Call::CpuSuspend => {
             // A WFI that returns SUCCESS (kvm_psci_vcpu_suspend).
             x[0] = 0;
-            st.put_fp();
-            super::WFI_SLEEPS.fetch_add(1, Ordering::Relaxed);
-            vcpu.wait_for_kick(|| false)?;
+            wfi(vcpu, st)?;
         }
         Call::SystemSuspend => {
             vcpu.run_write(
@@ -184,6 +178,14 @@ fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
         }
     }
     Ok(Next::Enter)
+}
+
+/// A WFI: nothing can interrupt this guest yet but a kick (CPU_ON, MP state) or a signal to
+/// the VMM thread. Its FP registers go back to memory before it sleeps.
+fn wfi(vcpu: &Vcpu, st: &mut VcpuState) -> SysResult<()> {
+    st.put_fp();
+    super::WFI_SLEEPS.fetch_add(1, Ordering::Relaxed);
+    vcpu.wait_for_kick(|| false)
 }
 
 /// The affinity fields of an MPIDR.
@@ -237,7 +239,7 @@ fn sysreg(vm: &Vm, st: &mut VcpuState, esr: Esr) {
             inject_undef(st);
             return;
         }
-        let v = vm.id_regs.lock()[((crm - 1) * 8 + op2) as usize];
+        let v = vm.id_reg(crm, op2);
         if rt != 31 {
             st.regs.x[rt] = v;
         }
@@ -300,9 +302,7 @@ const CTR_KEY: u32 = sysreg_key(3, 3, 0, 0, 1);
 /// reported to the guest as the trapped access itself where the VM has FEAT_IDST (Linux hands
 /// the same syndrome on), and as UNDEF otherwise. The instruction is skipped when emulated.
 fn identification(vm: &Vm, st: &mut VcpuState, esr: Esr, key: u32, rt: usize, read: bool) {
-    let ids = vm.id_regs.lock();
-    let mmfr2 = ids[(7 - 1) * 8 + 2];
-    drop(ids);
+    let mmfr2 = vm.id_reg(7, 2); // ID_AA64MMFR2_EL1
     let v = match (key, read) {
         (CSSELR_KEY, false) => {
             st.el1.csselr = if rt == 31 { 0 } else { st.regs.x[rt] };

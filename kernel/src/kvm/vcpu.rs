@@ -282,8 +282,8 @@ impl Vcpu {
         // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
         // (kvm_arch_vcpu_run_pid_change marks the VM as having run, immediate_exit or not).
         vm.ran.store(true, Ordering::Relaxed);
-        let isar2 = vm.id_regs.lock()[(6 - 1) * 8 + 2];
-        vm.hcrx.store(k::guest_hcrx(isar2), Ordering::Relaxed);
+        vm.hcrx
+            .store(k::guest_hcrx(vm.id_reg(6, 2)), Ordering::Relaxed); // ID_AA64ISAR2_EL1
         if let Some(p) = st.mmio.take() {
             exit::complete_mmio(self, &mut st, p);
         }

@@ -132,6 +132,11 @@ pub const FW_BMAPS_SUPPORTED: [u64; k::FW_FEAT_BMAP_REGS as usize] =
     [0, 0, k::VENDOR_HYP_BMAP_SUPPORTED, 0];
 
 impl Vm {
+    /// The VM's ID register at op0=3, op1=0, CRn=0, `crm` (1..=7), `op2`.
+    pub fn id_reg(&self, crm: u32, op2: u32) -> u64 {
+        self.id_regs.lock()[((crm - 1) * 8 + op2) as usize]
+    }
+
     pub fn new(ipa_bits: u32) -> SysResult<Arc<Vm>> {
         let mm = crate::process::current().mm().ok_or(Errno::EINVAL)?;
         let s2 = Stage2::new(ipa_bits)?;
