@@ -51,6 +51,9 @@ pub const IFA_LOCAL: u16 = 2;
 pub const IFA_LABEL: u16 = 3;
 pub const IFA_CACHEINFO: u16 = 6;
 pub const IFA_FLAGS: u16 = 8;
+pub const IFA_PROTO: u16 = 11;
+/// IFA_PROTO's value for the address the kernel gives loopback itself (IPv6's ::1).
+pub const IFAPROT_KERNEL_LO: u8 = 1;
 
 pub const IFF_UP: u32 = 0x1;
 pub const IFF_LOOPBACK: u32 = 0x8;
@@ -283,11 +286,14 @@ pub struct AddrInfo<'a> {
     pub index: u32,
     pub addr: &'a [u8],
     pub label: &'a str,
+    /// Who made it (IFA_PROTO, left out when 0): Linux marks only IPv6's ::1 on lo, which
+    /// addrconf adds itself (init_loopback), with IFAPROT_KERNEL_LO.
+    pub proto: u8,
 }
 
 /// RTM_NEWADDR for `a`: IPv4 gives IFA_ADDRESS, IFA_LOCAL and IFA_LABEL (inet_fill_ifaddr),
 /// IPv6 IFA_ADDRESS alone (inet6_fill_ifaddr); both end with IFA_CACHEINFO (lifetimes
-/// "forever", as for a permanent address) and IFA_FLAGS.
+/// "forever", as for a permanent address), IFA_FLAGS and, when set, IFA_PROTO.
 pub fn write_addr(w: &mut NlWriter, a: &AddrInfo, flags: u16, seq: u32, pid: u32) -> Option<()> {
     w.begin(RTM_NEWADDR, flags, seq, pid)?;
     let mut ifa = [0u8; IFADDRMSG_SIZE];
@@ -310,6 +316,9 @@ pub fn write_addr(w: &mut NlWriter, a: &AddrInfo, flags: u16, seq: u32, pid: u32
     ci[..8].fill(0xff);
     w.attr(IFA_CACHEINFO, &ci)?;
     w.attr(IFA_FLAGS, &a.flags.to_ne_bytes())?;
+    if a.proto != 0 {
+        w.attr(IFA_PROTO, &[a.proto])?;
+    }
     w.finish();
     Some(())
 }
@@ -381,6 +390,7 @@ mod tests {
             index: 1,
             addr: &[127, 0, 0, 1],
             label: "lo",
+            proto: 0,
         };
         write_addr(&mut w, &a, NLM_F_MULTI, 1, 2).unwrap();
         let six = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
@@ -388,6 +398,7 @@ mod tests {
             family: 10,
             prefixlen: 128,
             addr: &six,
+            proto: IFAPROT_KERNEL_LO,
             ..a
         };
         write_addr(&mut w, &b, NLM_F_MULTI, 1, 2).unwrap();
@@ -402,7 +413,7 @@ mod tests {
         );
         let (_, v6) = msgs[1];
         let t: std::vec::Vec<u16> = attrs(&v6[8..]).iter().map(|x| x.0).collect();
-        assert_eq!(t, [IFA_ADDRESS, IFA_CACHEINFO, IFA_FLAGS]);
+        assert_eq!(t, [IFA_ADDRESS, IFA_CACHEINFO, IFA_FLAGS, IFA_PROTO]);
     }
 
     #[test]

@@ -244,6 +244,7 @@ fn answer(w: &mut NlWriter, h: &NlMsgHdr, payload: &[u8], pid: u32) {
                     index: 1,
                     addr: &[127, 0, 0, 1],
                     label: "lo",
+                    proto: 0,
                 };
                 if fam == AF_UNSPEC || fam == AF_INET {
                     let _ = write_addr(w, &v4, NLM_F_MULTI, h.seq, pid);
@@ -253,6 +254,7 @@ fn answer(w: &mut NlWriter, h: &NlMsgHdr, payload: &[u8], pid: u32) {
                         family: AF_INET6 as u8,
                         prefixlen: 128,
                         addr: &IPV6_LO,
+                        proto: IFAPROT_KERNEL_LO,
                         ..v4
                     };
                     let _ = write_addr(w, &v6, NLM_F_MULTI, h.seq, pid);

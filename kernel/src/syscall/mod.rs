@@ -475,10 +475,13 @@ fn unknown(cur: &CurrentTask, n: usize) -> SysResult<usize> {
     let word = &UNKNOWN_LOGGED[bit / 64];
     // Debug: kept in the kernel log, not printed over a user's terminal.
     if word.fetch_or(1 << (bit % 64), Relaxed) & (1 << (bit % 64)) == 0 {
+        let comm = cur.comm();
+        let len = comm.iter().position(|&b| b == 0).unwrap_or(comm.len());
         log::debug!(
-            "unknown syscall {n} ({}) from pid {}",
+            "unknown syscall {n} ({}) from pid {} ({})",
             nr::name(n).unwrap_or("?"),
-            cur.pid()
+            cur.pid(),
+            core::str::from_utf8(&comm[..len]).unwrap_or("?")
         );
     }
     Err(Errno::ENOSYS)
