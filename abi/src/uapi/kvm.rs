@@ -732,8 +732,8 @@ pub struct Psci {
 
 /// Decides an SMCCC call (x0 = `func`, x1.. = `args`) for a vCPU with PSCI 0.2 or later, as
 /// `kvm_psci_call` and `kvm_smccc_call_handler` do: the PSCI functions of `psci.version` and no
-/// newer ones. SMC32 arguments are truncated to 32 bits. Unknown functions return
-/// NOT_SUPPORTED (-1).
+/// newer ones. The function ID is x0's low 32 bits (`smccc_get_function`); SMC32 arguments are
+/// truncated to 32 bits. Unknown functions return NOT_SUPPORTED (-1).
 pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
     let ret = |v: i64| Call::Return(v as u64);
     let func32 = func as u32;
@@ -744,9 +744,6 @@ pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
             args[i]
         }
     };
-    if func >> 32 != 0 {
-        return ret(SMCCC_RET_NOT_SUPPORTED);
-    }
     // PSCI 0.2 has no minor functions; 1.x has those of its minor version and below.
     let minor = if psci.version >> 16 >= 1 {
         Some(psci.version & 0xffff)
@@ -1091,7 +1088,8 @@ mod tests {
         assert_eq!(call(0x8600_0000, [0; 3]), Call::Vendor([1, 0, 0, 0]));
         assert_eq!(call(0x8600_ff01, [0; 3]), Call::Vendor(KVM_UID));
         assert_eq!(call(0x8600_0001, [0; 3]), Call::Return(u64::MAX));
-        assert_eq!(call(0x1_8400_0000, [0; 3]), Call::Return(u64::MAX));
+        // The function ID is W0: the upper half of x0 is not looked at.
+        assert_eq!(call(0x1_8400_0000, [0; 3]), Call::Return(PSCI_VERSION_1_3));
         // An SMC32 CPU_ON's arguments are 32 bits.
         assert_eq!(
             call(0x8400_0003, [0x1_0000_0001, 0x8000_0000_1000, 7]),
