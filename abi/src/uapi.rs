@@ -12,6 +12,7 @@ pub mod futex;
 pub mod inet;
 pub mod klog;
 pub mod kvm;
+pub mod kvm_stats;
 pub mod ldisc;
 pub mod mm;
 pub mod mount;

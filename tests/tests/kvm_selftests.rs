@@ -88,14 +88,6 @@ const KNOWN_DIFFERENT: &[Known] = &[
     },
     Known {
         config: "vq4",
-        program: "kvm:kvm_binary_stats_test",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "the binary statistics descriptors (KVM_GET_STATS_FD) are not offered yet",
-    },
-    Known {
-        config: "vq4",
         program: "kvm:no-vgic",
         subtests: &[],
         svelt: Skip,
@@ -109,14 +101,6 @@ const KNOWN_DIFFERENT: &[Known] = &[
         svelt: Skip,
         linux: Pass,
         why: "KVM_CAP_ARM_SUPPORTED_REG_MASK_RANGES and KVM_ARM_GET_REG_WRITABLE_MASKS (Linux's per-field writable masks) are not offered yet",
-    },
-    Known {
-        config: "vq4",
-        program: "kvm:smccc_filter",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "the SMCCC filter (KVM_ARM_VM_SMCCC_FILTER, KVM_EXIT_HYPERCALL) is not offered yet",
     },
     Known {
         config: "vq4",

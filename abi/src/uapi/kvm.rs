@@ -38,6 +38,8 @@ pub const KVM_SET_DEVICE_ATTR: u32 = iow(KVMIO, 0xe1, 24);
 pub const KVM_GET_DEVICE_ATTR: u32 = iow(KVMIO, 0xe2, 24);
 pub const KVM_HAS_DEVICE_ATTR: u32 = iow(KVMIO, 0xe3, 24);
 pub const KVM_GET_MP_STATE: u32 = ior(KVMIO, 0x98, 4);
+/// On a VM or a vCPU: a new read-only descriptor of its binary statistics (`kvm_stats`).
+pub const KVM_GET_STATS_FD: u32 = io(KVMIO, 0xce);
 pub const KVM_SET_MP_STATE: u32 = iow(KVMIO, 0x99, 4);
 
 // ---- capabilities (KVM_CHECK_EXTENSION) ----
@@ -57,6 +59,7 @@ pub const KVM_CAP_IMMEDIATE_EXIT: u64 = 136;
 pub const KVM_CAP_ARM_VM_IPA_SIZE: u64 = 165;
 pub const KVM_CAP_ARM_NISV_TO_USER: u64 = 177;
 pub const KVM_CAP_USER_MEMORY2: u64 = 231;
+pub const KVM_CAP_BINARY_STATS_FD: u64 = 203;
 
 /// The vCPU limit Linux's arm64 KVM reports with a GICv3 (KVM_MAX_VCPUS).
 pub const KVM_MAX_VCPUS: usize = 512;
@@ -463,9 +466,14 @@ pub mod run {
     pub const NISV_ESR_ISS: usize = U;
     pub const NISV_FAULT_IPA: usize = U + 8;
     pub const INTERNAL_SUBERROR: usize = U;
+    /// KVM_EXIT_HYPERCALL: the function ID, six argument words and a return word (unused on
+    /// arm64, zeroed), then the flags (KVM_HYPERCALL_EXIT_*).
+    pub const HYPERCALL_NR: usize = U;
+    pub const HYPERCALL_FLAGS: usize = U + 64;
 }
 
 pub const KVM_EXIT_UNKNOWN: u32 = 0;
+pub const KVM_EXIT_HYPERCALL: u32 = 3;
 pub const KVM_EXIT_MMIO: u32 = 6;
 pub const KVM_EXIT_FAIL_ENTRY: u32 = 9;
 pub const KVM_EXIT_INTR: u32 = 10;
@@ -590,6 +598,77 @@ pub const PSCI_RET_ALREADY_ON: i64 = -4;
 pub const PSCI_RET_INTERNAL_FAILURE: i64 = -6;
 pub const SMCCC_RET_NOT_SUPPORTED: i64 = -1;
 
+// ---- the SMCCC filter (Documentation/virt/kvm/devices/vm.rst, KVM_ARM_VM_SMCCC_CTRL) ----
+
+/// The VM attribute group of the SMCCC filter, and its one attribute (write-only).
+pub const KVM_ARM_VM_SMCCC_CTRL: u32 = 0;
+pub const KVM_ARM_VM_SMCCC_FILTER: u64 = 0;
+
+/// `struct kvm_smccc_filter`: `nr_functions` function IDs from `base` get `action`.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct KvmSmcccFilter {
+    pub base: u32,
+    pub nr_functions: u32,
+    pub action: u8,
+    pub pad: [u8; 15],
+}
+
+/// What the filter does with a call (`enum kvm_smccc_filter_action`): KVM handles it, KVM
+/// answers NOT_SUPPORTED, or KVM_RUN returns with KVM_EXIT_HYPERCALL for the VMM to answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SmcccAction {
+    Handle = 0,
+    Deny = 1,
+    FwdToUser = 2,
+}
+
+/// KVM_EXIT_HYPERCALL's flags on arm64: the guest used SMC (else HVC); a 16-bit instruction
+/// (never for an AArch64 guest).
+pub const KVM_HYPERCALL_EXIT_SMC: u64 = 1 << 0;
+pub const KVM_HYPERCALL_EXIT_16BIT: u64 = 1 << 1;
+
+/// The Arm Architecture Calls (SMC32 and SMC64, function numbers 0..=0xffff), which the filter
+/// keeps for KVM itself once it has any range: a range touching them is refused (EEXIST).
+pub const SMCCC_ARCH_RANGES: [(u32, u32); 2] =
+    [(0x8000_0000, 0x8000_ffff), (0xc000_0000, 0xc000_ffff)];
+
+/// Checks a filter range as `kvm_smccc_set_filter` does before looking at the VM: zero padding,
+/// at least one function, no wrap past 0xffff_ffff and a known action, each refused with
+/// EINVAL. The inclusive range and its action.
+pub fn check_smccc_filter(f: &KvmSmcccFilter) -> Result<(u32, u32, SmcccAction), Errno> {
+    if f.pad.iter().any(|&b| b != 0) || f.nr_functions == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end = f
+        .base
+        .checked_add(f.nr_functions - 1)
+        .ok_or(Errno::EINVAL)?;
+    let action = match f.action {
+        0 => SmcccAction::Handle,
+        1 => SmcccAction::Deny,
+        2 => SmcccAction::FwdToUser,
+        _ => return Err(Errno::EINVAL),
+    };
+    Ok((f.base, end, action))
+}
+
+/// KVM_EXIT_HYPERCALL's flags for a call trapped with syndrome `esr` (EC 0x13 or 0x17 is an
+/// SMC; IL clear is a 16-bit instruction), as `kvm_prepare_hypercall_exit` sets them.
+pub fn hypercall_exit_flags(esr: u64) -> u64 {
+    let ec = (esr >> 26) & 0x3f;
+    let mut flags = 0;
+    if ec == 0x13 || ec == 0x17 {
+        flags |= KVM_HYPERCALL_EXIT_SMC;
+    }
+    if esr & (1 << 25) == 0 {
+        flags |= KVM_HYPERCALL_EXIT_16BIT;
+    }
+    flags
+}
+
 /// The PSCI version Svelt's guests see (1.1: SYSTEM_RESET2 and PSCI_FEATURES).
 pub const PSCI_VERSION_1_1: u64 = 0x1_0001;
 /// PSCI 0.1: a vCPU initialised without KVM_ARM_VCPU_PSCI_0_2.
@@ -653,8 +732,8 @@ pub struct Psci {
 
 /// Decides an SMCCC call (x0 = `func`, x1.. = `args`) for a vCPU with PSCI 0.2 or later, as
 /// `kvm_psci_call` and `kvm_smccc_call_handler` do: the PSCI functions of `psci.version` and no
-/// newer ones. SMC32 arguments are truncated to 32 bits. Unknown functions return
-/// NOT_SUPPORTED (-1).
+/// newer ones. The function ID is x0's low 32 bits (`smccc_get_function`); SMC32 arguments are
+/// truncated to 32 bits. Unknown functions return NOT_SUPPORTED (-1).
 pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
     let ret = |v: i64| Call::Return(v as u64);
     let func32 = func as u32;
@@ -665,9 +744,6 @@ pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
             args[i]
         }
     };
-    if func >> 32 != 0 {
-        return ret(SMCCC_RET_NOT_SUPPORTED);
-    }
     // PSCI 0.2 has no minor functions; 1.x has those of its minor version and below.
     let minor = if psci.version >> 16 >= 1 {
         Some(psci.version & 0xffff)
@@ -1012,7 +1088,8 @@ mod tests {
         assert_eq!(call(0x8600_0000, [0; 3]), Call::Vendor([1, 0, 0, 0]));
         assert_eq!(call(0x8600_ff01, [0; 3]), Call::Vendor(KVM_UID));
         assert_eq!(call(0x8600_0001, [0; 3]), Call::Return(u64::MAX));
-        assert_eq!(call(0x1_8400_0000, [0; 3]), Call::Return(u64::MAX));
+        // The function ID is W0: the upper half of x0 is not looked at.
+        assert_eq!(call(0x1_8400_0000, [0; 3]), Call::Return(PSCI_VERSION_1_3));
         // An SMC32 CPU_ON's arguments are 32 bits.
         assert_eq!(
             call(0x8400_0003, [0x1_0000_0001, 0x8000_0000_1000, 7]),
@@ -1067,5 +1144,57 @@ mod tests {
             smccc_call(0x8400_000a, [0xc400_000e, 0, 0], susp),
             Call::Return(0)
         );
+    }
+
+    #[test]
+    fn smccc_filter_checks_as_linux() {
+        let f = |base, nr_functions, action| KvmSmcccFilter {
+            base,
+            nr_functions,
+            action,
+            pad: [0; 15],
+        };
+        assert_eq!(
+            check_smccc_filter(&f(0xc400_0003, 1, 1)),
+            Ok((0xc400_0003, 0xc400_0003, SmcccAction::Deny))
+        );
+        assert_eq!(
+            check_smccc_filter(&f(0xffff_ffff, 1, 2)),
+            Ok((0xffff_ffff, 0xffff_ffff, SmcccAction::FwdToUser))
+        );
+        assert_eq!(
+            check_smccc_filter(&f(0, u32::MAX, 0)),
+            Ok((0, u32::MAX - 1, SmcccAction::Handle))
+        );
+        // No functions, a wrap, an unknown action, padding.
+        assert_eq!(check_smccc_filter(&f(0, 0, 1)), Err(Errno::EINVAL));
+        assert_eq!(check_smccc_filter(&f(!0, !0, 1)), Err(Errno::EINVAL));
+        assert_eq!(
+            check_smccc_filter(&f(0x8400_0000, 1, 3)),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            check_smccc_filter(&f(0x8400_0000, 1, 0xff)),
+            Err(Errno::EINVAL)
+        );
+        let mut padded = f(0x8400_0000, 1, 1);
+        padded.pad[14] = 1;
+        assert_eq!(check_smccc_filter(&padded), Err(Errno::EINVAL));
+        assert_eq!(core::mem::size_of::<KvmSmcccFilter>(), 24);
+    }
+
+    #[test]
+    fn hypercall_exit_flags_from_the_syndrome() {
+        let il = 1 << 25;
+        assert_eq!(hypercall_exit_flags((0x16 << 26) | il), 0);
+        assert_eq!(
+            hypercall_exit_flags((0x17 << 26) | il),
+            KVM_HYPERCALL_EXIT_SMC
+        );
+        assert_eq!(
+            hypercall_exit_flags(0x13 << 26),
+            KVM_HYPERCALL_EXIT_SMC | KVM_HYPERCALL_EXIT_16BIT
+        );
+        assert_eq!(hypercall_exit_flags(0x12 << 26), KVM_HYPERCALL_EXIT_16BIT);
     }
 }

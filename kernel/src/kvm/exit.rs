@@ -14,7 +14,8 @@ use core::sync::atomic::Ordering;
 use spin::Mutex;
 use svelt_abi::isa::esr::Esr;
 use svelt_abi::uapi::errno::{Errno, SysResult};
-use svelt_abi::uapi::kvm::{self as k, Call};
+use svelt_abi::uapi::kvm::{self as k, Call, SmcccAction};
+use svelt_abi::uapi::kvm_stats::vcpu as stat;
 
 /// HCR_EL2 while a guest runs: stage 2 on; physical IRQs, FIQs and SErrors to EL2; set/way
 /// invalidation as clean-and-invalidate, broadcast TLB and barrier operations; WFI, the ID
@@ -70,7 +71,10 @@ pub fn handle_sync(
         EC_WFX => {
             st.regs.pc += 4;
             if esr.iss() & 1 == 0 {
+                vcpu.stats.inc(stat::WFI_EXIT_STAT);
                 wfi(vcpu, st)?;
+            } else {
+                vcpu.stats.inc(stat::WFE_EXIT_STAT);
             }
             Ok(Next::Enter)
         }
@@ -88,10 +92,29 @@ pub fn handle_sync(
         }
         EC_HVC64 | EC_SMC64 => {
             if esr.ec_raw() == EC_SMC64 {
-                // An SMC's return address is the SMC itself.
+                // An SMC's return address is the SMC itself. One with a nonzero immediate is
+                // no SMCCC call (handle_smc): all ones in x0.
                 st.regs.pc += 4;
+                if esr.iss() & 0xffff != 0 {
+                    st.regs.x[0] = !0;
+                    return Ok(Next::Enter);
+                }
+            } else {
+                vcpu.stats.inc(stat::HVC_EXIT_STAT);
             }
-            hypercall(vcpu, vm, st)
+            // The VMM's filter comes first (kvm_smccc_get_action).
+            let func = st.regs.x[0] as u32;
+            match vm.smccc_filter.action(func) {
+                SmcccAction::Handle => hypercall(vcpu, vm, st),
+                SmcccAction::Deny => {
+                    set_retval(st, [k::SMCCC_RET_NOT_SUPPORTED as u64, 0, 0, 0]);
+                    Ok(Next::Enter)
+                }
+                SmcccAction::FwdToUser => {
+                    super::smccc::forward(vcpu, func, esr.0);
+                    Ok(Next::ToVmm)
+                }
+            }
         }
         EC_SYS64 => {
             sysreg(vm, st, esr);
@@ -106,22 +129,27 @@ pub fn handle_sync(
     }
 }
 
+/// An SMCCC call's results in x0..x3 (`smccc_set_retval`).
+fn set_retval(st: &mut VcpuState, v: [u64; 4]) {
+    st.regs.x[..4].copy_from_slice(&v);
+}
+
 /// An SMCCC call by HVC or SMC: PSCI and the SMCCC discovery calls.
 fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
-    let x = &mut st.regs.x;
+    let x = &st.regs.x;
     let psci = k::Psci {
         version: st.psci_version,
         system_suspend: vm.system_suspend.load(Ordering::Relaxed),
     };
     let call = k::smccc_call(x[0], [x[1], x[2], x[3]], psci);
-    let ret = |v: i64| v as u64;
+    let ret = |v: i64| [v as u64, 0, 0, 0];
     match call {
-        Call::Return(v) => x[0] = v,
+        Call::Return(v) => set_retval(st, [v, 0, 0, 0]),
         Call::Vendor(v) => {
             if vm.fw_bmaps.lock()[2] & k::VENDOR_HYP_BMAP_SUPPORTED != 0 {
-                x[..4].copy_from_slice(&v);
+                set_retval(st, v);
             } else {
-                x[0] = ret(k::SMCCC_RET_NOT_SUPPORTED);
+                set_retval(st, ret(k::SMCCC_RET_NOT_SUPPORTED));
             }
         }
         Call::CpuOff => {
@@ -132,22 +160,23 @@ fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
             entry,
             context,
         } => {
-            x[0] = ret(cpu_on(vm, target, entry, context));
+            set_retval(st, ret(cpu_on(vm, target, entry, context)));
         }
         Call::AffinityInfo { target, level } => {
-            x[0] = if level != 0 {
-                ret(k::PSCI_RET_INVALID_PARAMS)
+            let r = if level != 0 {
+                k::PSCI_RET_INVALID_PARAMS
             } else {
                 let vcpus = vm.vcpus.lock();
                 match vcpus.iter().find(|v| mpidr_of(v) == target & MPIDR_HWID) {
-                    Some(v) => u64::from(v.power.lock().off),
-                    None => ret(k::PSCI_RET_INVALID_PARAMS),
+                    Some(v) => i64::from(v.power.lock().off),
+                    None => k::PSCI_RET_INVALID_PARAMS,
                 }
             };
+            set_retval(st, ret(r));
         }
         Call::CpuSuspend => {
             // A WFI that returns SUCCESS (kvm_psci_vcpu_suspend).
-            x[0] = 0;
+            set_retval(st, ret(0));
             wfi(vcpu, st)?;
         }
         Call::SystemSuspend => {
@@ -162,7 +191,7 @@ fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
         }
         Call::SystemEvent { ty, flags, x0 } => {
             if let Some(v) = x0 {
-                x[0] = v;
+                st.regs.x[0] = v;
             }
             // Every vCPU stops; the VMM decides what happens next.
             for v in vm.vcpus.lock().iter() {
@@ -185,7 +214,13 @@ fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
 fn wfi(vcpu: &Vcpu, st: &mut VcpuState) -> SysResult<()> {
     st.put_fp();
     super::WFI_SLEEPS.fetch_add(1, Ordering::Relaxed);
-    vcpu.wait_for_kick(|| false)
+    vcpu.stats.set(stat::BLOCKING, 1);
+    let start = crate::time::now_ns();
+    let r = vcpu.wait_for_kick(|| false);
+    vcpu.stats.set(stat::BLOCKING, 0);
+    vcpu.stats
+        .halted(crate::time::now_ns().saturating_sub(start), r.is_ok());
+    r
 }
 
 /// The affinity fields of an MPIDR.
@@ -383,6 +418,7 @@ fn abort(
         return Ok(Next::ToVmm);
     };
     super::MMIO_EXITS.fetch_add(1, Ordering::Relaxed);
+    vcpu.stats.inc(stat::MMIO_EXIT_USER);
     // SCTLR_EL1.EE for EL1's accesses, E0E for EL0's (kvm_vcpu_is_be).
     let at_el1 = st.regs.pstate & 0x1f != 0;
     let big_endian = st.el1.sctlr & (1 << if at_el1 { 25 } else { 24 }) != 0;

@@ -6,6 +6,8 @@
 //! - `vcpu`: a vCPU, its `kvm_run` page, its file's ioctls, and the run loop.
 //! - `exit`: what each kind of guest exit becomes.
 //! - `regs`: the vCPU's registers by KVM's register IDs.
+//! - `smccc`: the VM's SMCCC filter (calls the VMM denies or answers).
+//! - `stats`: the binary statistics files (KVM_GET_STATS_FD).
 //!
 //! A vCPU is the VMM thread that calls KVM_RUN: the guest runs on that thread's kernel stack,
 //! so the scheduler, signals and the lazy FP machine treat it as that thread. Only a kernel at
@@ -13,7 +15,9 @@
 
 mod exit;
 mod regs;
+mod smccc;
 mod stage2;
+mod stats;
 mod vcpu;
 mod vm;
 
@@ -50,7 +54,8 @@ pub fn check_extension(cap: u64) -> usize {
         | k::KVM_CAP_IMMEDIATE_EXIT
         | k::KVM_CAP_READONLY_MEM
         | k::KVM_CAP_ARM_NISV_TO_USER
-        | k::KVM_CAP_ARM_SYSTEM_SUSPEND => 1,
+        | k::KVM_CAP_ARM_SYSTEM_SUSPEND
+        | k::KVM_CAP_BINARY_STATS_FD => 1,
         k::KVM_CAP_NR_VCPUS => crate::percpu::online_count().min(k::KVM_MAX_VCPUS),
         k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
         k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,

@@ -8,6 +8,7 @@
 //! registers, stage-2 faults on RAM) go straight back in; MMIO and system events return to
 //! the VMM with the `kvm_run` page filled in.
 
+use super::stats::VcpuStats;
 use super::vm::Vm;
 use super::{exit, regs};
 use crate::arch::fpsimd::fpsimd::{self, FpsimdState};
@@ -27,6 +28,7 @@ use spin::{Mutex, MutexGuard};
 use svelt_abi::isa::esr::Esr;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::kvm::{self as k, KvmOneReg, KvmVcpuInit, MmioAccess};
+use svelt_abi::uapi::kvm_stats::vcpu as stat;
 
 /// An MMIO access the VMM is completing: the register a load writes.
 #[derive(Clone, Copy, Debug)]
@@ -103,6 +105,9 @@ pub struct Vcpu {
     /// Powered off, and a pending CPU_ON; apart from the state's lock, which the vCPU's own
     /// KVM_RUN holds while another vCPU powers it on.
     pub power: Mutex<Power>,
+    /// The thread that created the vCPU (its statistics' id), and the statistics.
+    pub creator: u32,
+    pub stats: VcpuStats,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -173,6 +178,8 @@ impl Vcpu {
             wake: WaitQueue::new(),
             kicked: AtomicBool::new(false),
             power: Mutex::new(Power::default()),
+            creator: sched::current().tid,
+            stats: VcpuStats::new(),
         }))
     }
 
@@ -310,6 +317,7 @@ impl Vcpu {
         loop {
             if cur.killed.load(Ordering::Acquire) || task::hooks::interrupted(cur.task()) {
                 self.set_exit_reason(k::KVM_EXIT_INTR);
+                self.stats.inc(stat::SIGNAL_EXITS);
                 return Err(Errno::EINTR);
             }
             if self.power.lock().off {
@@ -341,6 +349,7 @@ impl Vcpu {
                 guest::world_switch(&controls, el1, regs)
             };
             super::EXITS.fetch_add(1, Ordering::Relaxed);
+            self.stats.inc(stat::EXITS);
             match kind {
                 guest::Exit::Irq | guest::Exit::Fiq => continue,
                 guest::Exit::SError => {
@@ -364,6 +373,7 @@ impl Vcpu {
             .wait(|| (self.kicked.swap(false, Ordering::AcqRel) || ready()).then_some(()));
         if r.is_err() {
             self.set_exit_reason(k::KVM_EXIT_INTR);
+            self.stats.inc(stat::SIGNAL_EXITS);
         }
         r
     }
@@ -464,6 +474,7 @@ impl FileOps for VcpuFile {
                 Ok(0)
             }
             k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64)),
+            k::KVM_GET_STATS_FD => super::stats::vcpu_fd(vcpu),
             _ => Err(Errno::ENOTTY),
         }
     }

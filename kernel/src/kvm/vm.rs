@@ -6,7 +6,9 @@
 //! (munmap, mprotect, mremap, MADV_DONTNEED, fork's copy-on-write) and drops its leaves first,
 //! as Linux's mmu notifier does. Locks: the address space's, then the VM's `inner`.
 
+use super::smccc::SmcccFilter;
 use super::stage2::Stage2;
+use super::stats::VmStats;
 use super::vcpu::{Vcpu, VcpuFile};
 use crate::arch::guest;
 use crate::fs::{File, FileOps};
@@ -114,6 +116,11 @@ pub struct Vm {
     pub fw_bmaps: Mutex<[u64; k::FW_FEAT_BMAP_REGS as usize]>,
     /// MIDR_EL1, REVIDR_EL1, CLIDR_EL1, AIDR_EL1, CTR_EL0 as the VM reports them.
     pub impl_regs: [u64; 5],
+    /// The SMCCC calls the VMM denies or answers itself (KVM_ARM_VM_SMCCC_FILTER).
+    pub smccc_filter: SmcccFilter,
+    /// The thread that created the VM (its statistics' id), and the statistics.
+    pub creator: u32,
+    pub stats: VmStats,
 }
 
 /// What one stage-2 fault became.
@@ -171,11 +178,23 @@ impl Vm {
             id_limits,
             fw_bmaps: Mutex::new(FW_BMAPS_SUPPORTED),
             impl_regs: guest::impl_regs(),
+            smccc_filter: SmcccFilter::new(),
+            creator: crate::task::sched::current().tid,
+            stats: VmStats::new(),
         });
         let weak: Weak<dyn MmNotifier> = Arc::downgrade(&vm) as Weak<dyn MmNotifier>;
         mm.lock().add_notifier(weak)?;
         VMS.fetch_add(1, Ordering::Relaxed);
         Ok(vm)
+    }
+
+    /// Invalidates the VM's stage-2 TLB entries on every CPU, counted as KVM's
+    /// `kvm_flush_remote_tlbs` counts them.
+    fn flush_tlbs(&self) {
+        use svelt_abi::uapi::kvm_stats::vm as st;
+        self.stats.inc(st::REMOTE_TLB_FLUSH_REQUESTS);
+        self.stats.inc(st::REMOTE_TLB_FLUSH);
+        guest::flush_tlb_vm(self.vttbr);
     }
 
     /// EIO unless the caller is a thread of the VMM that created the VM (as KVM checks
@@ -231,7 +250,7 @@ impl Vm {
         match inner.s2.map(page, pa & !0xfff, writable) {
             Ok(replaced) => {
                 if replaced {
-                    guest::flush_tlb_vm(self.vttbr);
+                    self.flush_tlbs();
                 }
                 Fault::Mapped
             }
@@ -247,12 +266,11 @@ impl Vm {
             1u64 << self.ipa_bits,
         )?;
         let mut inner = self.inner.lock();
-        let vttbr = self.vttbr;
         match change {
             SlotChange::Delete { slot } => {
                 let old = inner.slots.remove(&slot).ok_or(Errno::EINVAL)?;
                 if inner.s2.unmap(old.gpa, old.gpa + old.size) {
-                    guest::flush_tlb_vm(vttbr);
+                    self.flush_tlbs();
                 }
             }
             SlotChange::Set {
@@ -288,7 +306,7 @@ impl Vm {
                     },
                 ) {
                     if inner.s2.unmap(old.gpa, old.gpa + old.size) {
-                        guest::flush_tlb_vm(vttbr);
+                        self.flush_tlbs();
                     }
                 }
             }
@@ -344,7 +362,7 @@ impl MmNotifier for Vm {
             }
         }
         if any {
-            guest::flush_tlb_vm(self.vttbr);
+            self.flush_tlbs();
         }
     }
 }
@@ -391,11 +409,11 @@ impl FileOps for VmFile {
                 UserPtr::<k::KvmCreateDevice>::new(arg).read()?;
                 Err(Errno::ENODEV)
             }
-            // The VM's own attributes (the SMCCC filter): none offered.
+            // The VM's own attributes: the SMCCC filter.
             k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR | k::KVM_HAS_DEVICE_ATTR => {
-                UserPtr::<k::KvmDeviceAttr>::new(arg).read()?;
-                Err(Errno::ENXIO)
+                super::smccc::vm_attr(&self.vm, cmd, arg)
             }
+            k::KVM_GET_STATS_FD => super::stats::vm_fd(&self.vm),
             k::KVM_ARM_PREFERRED_TARGET => {
                 UserPtr::<KvmVcpuInit>::new(arg).write(&KvmVcpuInit {
                     target: k::KVM_ARM_TARGET_GENERIC_V8,

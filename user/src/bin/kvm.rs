@@ -10,6 +10,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmOneReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
+use svelt_abi::uapi::kvm_stats as ks;
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::*;
 use svelt_user::sig::*;
@@ -129,6 +130,26 @@ core::arch::global_asm!(
     "str x0, [x1]",
     "b .",
     "guest_isar0_off2_end:",
+    // PSCI_VERSION by HVC and by SMC (forwarded to the VMM: x10 and x11 keep what it left in
+    // x0), CPU_ON (denied: x12 and x13 keep x0 and x1), then an MMIO store.
+    ".global guest_filtered, guest_filtered_end",
+    "guest_filtered:",
+    "movz x0, #0x8400, lsl #16",
+    "hvc #0",
+    "mov x10, x0",
+    "movz x0, #0x8400, lsl #16",
+    "smc #0",
+    "mov x11, x0",
+    "movz x0, #0xc400, lsl #16",
+    "add x0, x0, #3",
+    "mov x1, #5",
+    "hvc #0",
+    "mov x12, x0",
+    "mov x13, x1",
+    "movz x1, #0x1000, lsl #16",
+    "str x10, [x1]",
+    "b .",
+    "guest_filtered_end:",
     ".text",
 );
 
@@ -147,6 +168,8 @@ unsafe extern "C" {
     static guest_nisv_end: u8;
     static guest_isar0_off2: u8;
     static guest_isar0_off2_end: u8;
+    static guest_filtered: u8;
+    static guest_filtered_end: u8;
 }
 
 /// A guest's code as bytes.
@@ -925,6 +948,325 @@ fn id_registers_and_firmware() -> TestResult {
     Ok(())
 }
 
+/// KVM_SET_DEVICE_ATTR(KVM_ARM_VM_SMCCC_FILTER) on `vm`.
+fn set_filter(vm: i32, base: u32, nr_functions: u32, action: u8) -> SysResult {
+    let f = k::KvmSmcccFilter {
+        base,
+        nr_functions,
+        action,
+        pad: [0; 15],
+    };
+    filter_attr(vm, k::KVM_SET_DEVICE_ATTR, 0, &f as *const _ as u64)
+}
+
+fn filter_attr(vm: i32, cmd: u32, attr: u64, addr: u64) -> SysResult {
+    let a = k::KvmDeviceAttr {
+        flags: 0,
+        group: k::KVM_ARM_VM_SMCCC_CTRL,
+        attr,
+        addr,
+    };
+    ioctl(vm, cmd, &a as *const _ as usize)
+}
+
+const DENY: u8 = k::SmcccAction::Deny as u8;
+const FWD: u8 = k::SmcccAction::FwdToUser as u8;
+const PSCI_VERSION: u32 = k::PSCI_0_2_FN_PSCI_VERSION;
+const CPU_ON64: u32 = k::PSCI_0_2_FN64_CPU_ON;
+
+/// The SMCCC filter: its argument checks, then a guest whose PSCI_VERSION calls (HVC and SMC)
+/// go to the VMM as KVM_EXIT_HYPERCALL and whose CPU_ON is denied.
+fn smccc_filter() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_filtered, guest_filtered_end)));
+    check_eq!(filter_attr(g.vm, k::KVM_HAS_DEVICE_ATTR, 0, 0), Ok(0));
+    check_eq!(filter_attr(g.vm, k::KVM_HAS_DEVICE_ATTR, 1, 0), Err(ENXIO));
+    // The first range on a fresh VM already meets the reserved architecture calls.
+    check_eq!(set_filter(g.vm, 0x8000_8000, 1, DENY), Err(EEXIST));
+    check_eq!(set_filter(g.vm, 0xbfff_ffff, 2, DENY), Err(EEXIST));
+    check_eq!(set_filter(g.vm, 0xc000_ffff, 1, FWD), Err(EEXIST));
+    // Malformed ranges.
+    check_eq!(set_filter(g.vm, CPU_ON64, 0, DENY), Err(EINVAL));
+    check_eq!(set_filter(g.vm, !0, !0, DENY), Err(EINVAL));
+    check_eq!(set_filter(g.vm, 0xffff_fff0, 0x11, DENY), Err(EINVAL));
+    check_eq!(set_filter(g.vm, CPU_ON64, 1, 3), Err(EINVAL));
+    let padded = k::KvmSmcccFilter {
+        base: CPU_ON64,
+        nr_functions: 1,
+        action: DENY,
+        pad: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    };
+    let padded_addr = &padded as *const _ as u64;
+    check_eq!(
+        filter_attr(g.vm, k::KVM_SET_DEVICE_ATTR, 0, padded_addr),
+        Err(EINVAL)
+    );
+    check_eq!(filter_attr(g.vm, k::KVM_SET_DEVICE_ATTR, 0, 8), Err(EFAULT));
+    check_eq!(
+        filter_attr(g.vm, k::KVM_SET_DEVICE_ATTR, 1, padded_addr),
+        Err(ENXIO)
+    );
+    // The filter can be set, not read.
+    check_eq!(
+        filter_attr(g.vm, k::KVM_GET_DEVICE_ATTR, 0, padded_addr),
+        Err(EINVAL)
+    );
+    // The last function ID, then the ranges the guest meets; overlaps are refused.
+    t!(set_filter(g.vm, 0xffff_ffff, 1, DENY));
+    t!(set_filter(g.vm, PSCI_VERSION, 1, FWD));
+    t!(set_filter(g.vm, CPU_ON64, 1, DENY));
+    check_eq!(set_filter(g.vm, CPU_ON64, 1, DENY), Err(EEXIST));
+    check_eq!(set_filter(g.vm, PSCI_VERSION - 4, 5, DENY), Err(EEXIST));
+    check_eq!(set_filter(g.vm, CPU_ON64 - 1, 3, FWD), Err(EEXIST));
+
+    // HVC: the VMM sees the function, the PC is past the call, and what the VMM puts in x0
+    // is the guest's result.
+    t!(g.run());
+    check_eq!(g.exit_reason(), k::KVM_EXIT_HYPERCALL, "exit reason (HVC)");
+    check_eq!(g.run_u64(k::run::HYPERCALL_NR), PSCI_VERSION as u64);
+    check_eq!(g.run_u64(k::run::HYPERCALL_FLAGS), 0, "flags (HVC)");
+    check_eq!(get_reg(g.vcpu, CoreReg::Pc.id()), Ok((RAM_IPA + 8) as u128));
+    t!(set_reg(g.vcpu, x(0), 0x1234));
+    // SMC: the same, flagged; the VMM leaves x0 as the guest had it.
+    t!(g.run());
+    check_eq!(g.exit_reason(), k::KVM_EXIT_HYPERCALL, "exit reason (SMC)");
+    check_eq!(g.run_u64(k::run::HYPERCALL_NR), PSCI_VERSION as u64);
+    check_eq!(
+        g.run_u64(k::run::HYPERCALL_FLAGS),
+        k::KVM_HYPERCALL_EXIT_SMC,
+        "flags (SMC)"
+    );
+    check_eq!(
+        get_reg(g.vcpu, CoreReg::Pc.id()),
+        Ok((RAM_IPA + 20) as u128)
+    );
+    // CPU_ON is denied without leaving the kernel: NOT_SUPPORTED, x1 cleared.
+    let (addr, data, _, write) = t!(g.run_to_mmio());
+    check_eq!((addr, data, write), (MMIO, 0x1234, true));
+    check_eq!(get_reg(g.vcpu, x(10)), Ok(0x1234));
+    check_eq!(get_reg(g.vcpu, x(11)), Ok(PSCI_VERSION as u128));
+    check_eq!(
+        get_reg(g.vcpu, x(12)),
+        Ok(u64::MAX as u128),
+        "denied CPU_ON"
+    );
+    check_eq!(get_reg(g.vcpu, x(13)), Ok(0), "x1 after a denied call");
+    // Fixed once a vCPU has run; malformed ranges are still EINVAL first.
+    check_eq!(set_filter(g.vm, 0xc600_0000, 1, DENY), Err(EBUSY));
+    check_eq!(set_filter(g.vm, 0xc600_0000, 0, DENY), Err(EINVAL));
+    check_eq!(filter_attr(g.vm, k::KVM_HAS_DEVICE_ATTR, 0, 0), Ok(0));
+    Ok(())
+}
+
+/// A statistics file's header, id string and named descriptors.
+struct StatsFile {
+    fd: i32,
+    header: ks::KvmStatsHeader,
+    id: String,
+    descs: Vec<(String, ks::KvmStatsDesc)>,
+}
+
+impl StatsFile {
+    fn open(fd: i32) -> Result<StatsFile, String> {
+        let mut h = [0u8; 24];
+        check_eq!(sys::pread(fd, &mut h, 0), Ok(24));
+        let header = ks::KvmStatsHeader {
+            flags: u32_at(&h, 0),
+            name_size: u32_at(&h, 4),
+            num_desc: u32_at(&h, 8),
+            id_offset: u32_at(&h, 12),
+            desc_offset: u32_at(&h, 16),
+            data_offset: u32_at(&h, 20),
+        };
+        let name_size = header.name_size as usize;
+        let mut id = vec![0u8; name_size];
+        check_eq!(
+            sys::pread(fd, &mut id, header.id_offset as u64),
+            Ok(name_size)
+        );
+        let desc_size = 16 + name_size;
+        let mut all = vec![0u8; desc_size * header.num_desc as usize];
+        check_eq!(
+            sys::pread(fd, &mut all, header.desc_offset as u64),
+            Ok(all.len())
+        );
+        let descs = all
+            .chunks(desc_size)
+            .map(|d| {
+                let desc = ks::KvmStatsDesc {
+                    flags: u32_at(d, 0),
+                    exponent: i16::from_le_bytes([d[4], d[5]]),
+                    size: u16::from_le_bytes([d[6], d[7]]),
+                    offset: u32_at(d, 8),
+                    bucket_size: u32_at(d, 12),
+                };
+                (cstr(&d[16..]), desc)
+            })
+            .collect();
+        Ok(StatsFile {
+            fd,
+            header,
+            id: cstr(&id),
+            descs,
+        })
+    }
+
+    fn desc(&self, name: &str) -> Result<ks::KvmStatsDesc, String> {
+        self.descs
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| *d)
+            .ok_or(format!("no statistic {name} in {}", self.id))
+    }
+
+    /// The first value of statistic `name`.
+    fn value(&self, name: &str) -> Result<u64, String> {
+        let d = self.desc(name)?;
+        let mut b = [0u8; 8];
+        let at = self.header.data_offset as u64 + d.offset as u64;
+        check_eq!(sys::pread(self.fd, &mut b, at), Ok(8), "{name}");
+        Ok(u64::from_le_bytes(b))
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn cstr(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+/// KVM_GET_STATS_FD: a VM's and a vCPU's statistics files, their layout and Linux's names, a
+/// vCPU's exit counters growing as its guest runs, and the files outliving the VM's.
+fn binary_stats() -> TestResult {
+    let kvm = kvm!();
+    check_eq!(
+        ioctl(
+            kvm,
+            k::KVM_CHECK_EXTENSION,
+            k::KVM_CAP_BINARY_STATS_FD as usize
+        ),
+        Ok(1)
+    );
+    let g = t!(Guest::new(kvm, code!(guest_psci, guest_psci_end)));
+    let vm_fd = t!(ioctl(g.vm, k::KVM_GET_STATS_FD, 0)) as i32;
+    let vcpu_fd = t!(ioctl(g.vcpu, k::KVM_GET_STATS_FD, 0)) as i32;
+    check_eq!(sys::fcntl(vm_fd, F_GETFD, 0), Ok(FD_CLOEXEC));
+    check_eq!(
+        sys::fcntl(vcpu_fd, F_GETFL, 0).map(|f| f as u32 & O_ACCMODE),
+        Ok(O_RDONLY)
+    );
+    let mut link = [0u8; 64];
+    let n = t!(sys::readlinkat(
+        AT_FDCWD,
+        &format!("/proc/self/fd/{vm_fd}"),
+        &mut link
+    ));
+    check_eq!(&link[..n], b"anon_inode:kvm-vm-stats");
+    let n = t!(sys::readlinkat(
+        AT_FDCWD,
+        &format!("/proc/self/fd/{vcpu_fd}"),
+        &mut link
+    ));
+    check_eq!(&link[..n], b"anon_inode:kvm-vcpu-stats:0");
+    let tid = sys::gettid();
+    let vm = t!(StatsFile::open(vm_fd));
+    let vcpu = t!(StatsFile::open(vcpu_fd));
+    check_eq!(vm.id, format!("kvm-{tid}"));
+    check_eq!(vcpu.id, format!("kvm-{tid}/vcpu-0"));
+    for f in [&vm, &vcpu] {
+        let h = f.header;
+        check_eq!((h.flags, h.name_size), (0, 48), "{}", f.id);
+        check_eq!((h.id_offset, h.desc_offset), (24, 72), "{}", f.id);
+        check_eq!(h.data_offset, 72 + h.num_desc * 64, "{}", f.id);
+        // Every descriptor as kvm_binary_stats_test wants it: known kinds, exponents that fit
+        // the unit, a bucket size only for linear histograms, values in the data block.
+        for (name, d) in &f.descs {
+            let (ty, unit) = (
+                d.flags & ks::KVM_STATS_TYPE_MASK,
+                d.flags & ks::KVM_STATS_UNIT_MASK,
+            );
+            check!(ty <= ks::KVM_STATS_TYPE_LOG_HIST, "{name}: type {ty}");
+            check!(unit <= ks::KVM_STATS_UNIT_BOOLEAN, "{name}: unit {unit}");
+            check!(
+                d.flags & ks::KVM_STATS_BASE_MASK <= ks::KVM_STATS_BASE_POW2,
+                "{name}"
+            );
+            check!(d.size > 0, "{name}: size 0");
+            check_eq!(
+                d.bucket_size != 0,
+                ty == ks::KVM_STATS_TYPE_LINEAR_HIST,
+                "{name}"
+            );
+            check!(name.len() < 48, "{name}");
+        }
+    }
+    check_eq!(vm.desc("remote_tlb_flush")?.flags, 0, "a counter");
+    let exits = vcpu.desc("exits")?;
+    check_eq!(
+        (exits.flags, exits.exponent, exits.size),
+        (0, 0, 1),
+        "exits"
+    );
+    let hist = vcpu.desc("halt_wait_hist")?;
+    check_eq!(
+        (hist.flags, hist.exponent, hist.size),
+        (
+            ks::KVM_STATS_TYPE_LOG_HIST | ks::KVM_STATS_UNIT_SECONDS,
+            -9,
+            32
+        ),
+        "halt_wait_hist"
+    );
+    let blocking = vcpu.desc("blocking")?;
+    check_eq!(
+        blocking.flags,
+        ks::KVM_STATS_TYPE_INSTANT | ks::KVM_STATS_UNIT_BOOLEAN
+    );
+    // Read-only, read in order from the file position too, nothing past the end.
+    check_eq!(sys::write(vcpu_fd, &[0u8; 8]), Err(EBADF));
+    let mut b = [0u8; 24];
+    check_eq!(sys::read(vm_fd, &mut b), Ok(24));
+    check_eq!(u32_at(&b, 8), vm.header.num_desc);
+    check_eq!(sys::read(vm_fd, &mut b[..4]), Ok(4));
+    check_eq!(&b[..4], b"kvm-");
+    let end = vm.header.data_offset as u64 + 8 * vm.descs.len() as u64;
+    check_eq!(sys::pread(vm_fd, &mut b, end), Ok(0));
+    check_eq!(sys::pread(vm_fd, &mut b, end - 3), Ok(3));
+
+    // The guest makes three HVCs, an SMC and an MMIO store.
+    check_eq!(vcpu.value("exits"), Ok(0));
+    check_eq!(vcpu.value("hvc_exit_stat"), Ok(0));
+    t!(g.run_to_mmio());
+    check_eq!(vcpu.value("hvc_exit_stat"), Ok(3));
+    check_eq!(vcpu.value("mmio_exit_user"), Ok(1));
+    let first = t!(vcpu.value("exits"));
+    check!(first >= 5, "exits {first}");
+    // Once more from the start.
+    t!(set_reg(g.vcpu, CoreReg::Pc.id(), RAM_IPA as u128));
+    t!(g.run_to_mmio());
+    check_eq!(vcpu.value("hvc_exit_stat"), Ok(6));
+    check_eq!(vcpu.value("mmio_exit_user"), Ok(2));
+    let second = t!(vcpu.value("exits"));
+    check!(second > first, "exits {first} then {second}");
+    check_eq!(vcpu.value("blocking"), Ok(0));
+    // The files outlive the VM's and vCPU's own descriptors.
+    drop(g);
+    check_eq!(vcpu.value("exits"), Ok(second));
+    check_eq!(vcpu.value("mmio_exit_user"), Ok(2));
+    t!(vm.value("remote_tlb_flush"));
+    println!(
+        "    # {} vCPU exits, {} statistics per vCPU",
+        second,
+        vcpu.descs.len()
+    );
+    t!(sys::close(vm_fd));
+    t!(sys::close(vcpu_fd));
+    Ok(())
+}
+
 fn everything_given_back() -> TestResult {
     let text = match io::read_file("/proc/svelt/kvm") {
         Ok(t) => t,
@@ -960,6 +1302,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("guest_sees_no_sve_or_sme", guest_sees_no_sve_or_sme),
         ("guest_memory_is_the_vmms", guest_memory_is_the_vmms),
         ("id_registers_and_firmware", id_registers_and_firmware),
+        ("smccc_filter", smccc_filter),
+        ("binary_stats", binary_stats),
         ("everything_given_back", everything_given_back),
     ])
 }
