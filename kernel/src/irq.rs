@@ -51,6 +51,11 @@ pub fn on_ipi(sgi: u32, f: Handler) {
 static SPI_INTID: AtomicU32 = AtomicU32::new(0);
 static SPI: Once<Handler> = Once::new();
 
+/// The console UART's SPI, once routed.
+pub fn uart_intid() -> Option<u32> {
+    Some(SPI_INTID.load(Ordering::Relaxed)).filter(|&id| id != 0)
+}
+
 /// Routes SPI `id` to this CPU with `f` as its handler. False without a GIC.
 pub fn enable_spi(id: u32, f: Handler) -> bool {
     let Some(gic) = gic::get() else { return false };
@@ -76,10 +81,18 @@ pub fn handle() {
                 f();
             }
         } else if id != 0 && id == SPI_INTID.load(Ordering::Relaxed) {
+            crate::percpu::this()
+                .uart_irqs
+                .fetch_add(1, Ordering::Relaxed);
             if let Some(f) = SPI.get() {
                 f();
             }
         } else if let Some(f) = IPI.get(id as usize).and_then(Once::get) {
+            if id == SGI_RESCHEDULE {
+                crate::percpu::this()
+                    .resched_ipis
+                    .fetch_add(1, Ordering::Relaxed);
+            }
             f();
         } else {
             log::warn!("unexpected interrupt {id}");

@@ -20,6 +20,9 @@ pub struct PerCpu {
     pub mpidr: AtomicU64,
     pub online: AtomicBool,
     pub ticks: AtomicU64,
+    /// Console receive interrupts and reschedule IPIs taken here (/proc/interrupts).
+    pub uart_irqs: AtomicU64,
+    pub resched_ipis: AtomicU64,
     /// The running task (the scheduler's, kept here so finding it is one load from TPIDR_EL1).
     pub current_task: AtomicUsize,
     /// The scheduler should run at the next chance.
@@ -41,6 +44,8 @@ impl PerCpu {
             mpidr: AtomicU64::new(u64::MAX),
             online: AtomicBool::new(false),
             ticks: AtomicU64::new(0),
+            uart_irqs: AtomicU64::new(0),
+            resched_ipis: AtomicU64::new(0),
             current_task: AtomicUsize::new(0),
             need_resched: AtomicBool::new(false),
             sve_vls: AtomicU16::new(0),

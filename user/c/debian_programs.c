@@ -220,6 +220,39 @@ static void test_time(void)
 	       why);
 }
 
+/* procps and util-linux tools a user reaches for first: each one's exit status is printed
+ * (`# tools: `) and compared with Linux's; their output is each kernel's own. */
+static void run_tools(void)
+{
+	static char *const tools[][6] = {
+		{ "/usr/bin/ps", "-ef" },
+		{ "/usr/bin/top", "-b", "-n", "1" },
+		{ "/usr/bin/vmstat" },
+		{ "/usr/bin/free" },
+		{ "/usr/bin/uptime" },
+		{ "/usr/bin/pmap", "1" },
+		{ "/usr/bin/lscpu" },
+		{ "/usr/bin/nice", "-n", "5", "/usr/bin/true" },
+		{ "/usr/bin/chrt", "-p", "1" },
+		{ "/usr/bin/ionice", "-p", "1" },
+		{ "/usr/bin/taskset", "-p", "1" },
+		{ "/usr/bin/df", "/" },
+		{ "/usr/bin/findmnt", "/proc" },
+		{ "/usr/bin/nproc" },
+	};
+	for (size_t i = 0; i < sizeof tools / sizeof *tools; i++) {
+		if (!exists(tools[i][0]))
+			continue;
+		int st = run(tools[i], envp, out, sizeof out);
+		printf("# tools: %s %s: %s %d\n", tools[i][0], tools[i][1] ? tools[i][1] : "",
+		       WIFEXITED(st) ? "status" : "signal",
+		       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		if (st != 0)
+			ktap_lines("#   ", out);
+	}
+	fflush(stdout);
+}
+
 /* The calls these programs made that the kernel does not have: Svelt logs each one
  * ("unknown syscall N (name) from pid P"), Linux has none of these lines. Not a test: the list,
  * as `# enosys: ` lines, is what is left to build. */
@@ -264,6 +297,7 @@ int main(void)
 	test_make();
 	test_dmesg();
 	test_time();
+	run_tools();
 	report_enosys();
 	return ktap_finish();
 }

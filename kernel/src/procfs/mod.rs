@@ -28,12 +28,14 @@ use alloc::vec::Vec;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 
 /// The system-wide files in /proc itself, and what makes each one's text.
-const FILES: [(&str, crate::fs::generic::Gen); 9] = [
+const FILES: [(&str, crate::fs::generic::Gen); 11] = [
     ("cpuinfo", system::cpuinfo),
     ("meminfo", system::meminfo),
     ("uptime", system::uptime),
     ("loadavg", system::loadavg),
     ("stat", system::kernel_stat),
+    ("interrupts", system::interrupts),
+    ("vmstat", system::vmstat),
     ("version", system::version),
     ("cmdline", system::kernel_cmdline),
     ("mounts", mounts::mounts),

@@ -1,11 +1,13 @@
 //! The system-wide files of /proc (Linux's fs/proc/cpuinfo.c, meminfo.c, uptime.c, loadavg.c,
-//! stat.c, cmdline.c and version.c) and Svelt's own meminfo under /proc/svelt.
+//! stat.c, interrupts.c, cmdline.c and version.c, and mm/vmstat.c) and Svelt's own meminfo
+//! under /proc/svelt.
 
 #![forbid(unsafe_code)]
 
 use crate::process;
 use alloc::format;
 use alloc::string::{String, ToString};
+use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
@@ -203,6 +205,85 @@ pub(super) fn kernel_stat() -> String {
         process::last_pid(),
         runnable_threads().max(1),
     ));
+    s
+}
+
+/// /proc/interrupts: the timer, the console's receive interrupt and the reschedule IPI per
+/// online CPU (Linux's show_interrupts and arm64's show_ipi_list).
+pub(super) fn interrupts() -> String {
+    use procfs::{IrqKind, IrqRow};
+    let cpus: Vec<usize> = crate::percpu::online_mask().iter().collect();
+    let count = |f: fn(&crate::percpu::PerCpu) -> u64| -> Vec<u64> {
+        cpus.iter().map(|&c| f(crate::percpu::get(c))).collect()
+    };
+    let ticks = count(|p| p.ticks.load(Ordering::Relaxed));
+    let uart = count(|p| p.uart_irqs.load(Ordering::Relaxed));
+    let resched = count(|p| p.resched_ipis.load(Ordering::Relaxed));
+    let mut rows = vec![IrqRow {
+        kind: IrqKind::Gic {
+            intid: crate::irq::timer_intid(),
+            level: true,
+            name: "arch_timer",
+        },
+        counts: &ticks,
+    }];
+    if let Some(intid) = crate::irq::uart_intid() {
+        rows.push(IrqRow {
+            kind: IrqKind::Gic {
+                intid,
+                level: true,
+                name: "uart",
+            },
+            counts: &uart,
+        });
+    }
+    rows.push(IrqRow {
+        kind: IrqKind::Ipi {
+            n: crate::irq::SGI_RESCHEDULE,
+            name: "Rescheduling interrupts",
+        },
+        counts: &resched,
+    });
+    let mut s = String::new();
+    let _ = procfs::write_interrupts(&mut s, &cpus, &rows);
+    s
+}
+
+/// /proc/vmstat: the counters Svelt keeps, under Linux's names and in pages (Linux's
+/// mm/vmstat.c); no swap and no block device, so nothing is paged in or out.
+pub(super) fn vmstat() -> String {
+    use crate::mm::frame::{self, ANON_PAGES, CACHE_PAGES, HEAP_LARGE_PAGES, KSTACK_PAGES};
+    use crate::mm::frame::{SLAB_PAGES, TABLE_PAGES};
+    let pages = |c: &core::sync::atomic::AtomicUsize| c.load(Ordering::Relaxed) as u64;
+    let kb = (crate::arch::mmu::PAGE_SIZE / 1024) as u64;
+    let anon = pages(&ANON_PAGES);
+    let cache = pages(&CACHE_PAGES);
+    let lines: [(&str, u64); 16] = [
+        ("nr_free_pages", frame::free_count() as u64),
+        ("nr_inactive_anon", 0),
+        ("nr_active_anon", anon + cache),
+        ("nr_inactive_file", 0),
+        ("nr_active_file", 0),
+        ("nr_unevictable", 0),
+        ("nr_anon_pages", anon),
+        ("nr_file_pages", cache),
+        ("nr_shmem", cache),
+        // Linux counts kernel stacks in kB here.
+        ("nr_kernel_stack", pages(&KSTACK_PAGES) * kb),
+        ("nr_page_table_pages", pages(&TABLE_PAGES)),
+        (
+            "nr_slab_unreclaimable",
+            pages(&SLAB_PAGES) + pages(&HEAP_LARGE_PAGES),
+        ),
+        ("pgpgin", 0),
+        ("pgpgout", 0),
+        ("pswpin", 0),
+        ("pswpout", 0),
+    ];
+    let mut s = String::new();
+    for (name, v) in lines {
+        let _ = writeln!(s, "{name} {v}");
+    }
     s
 }
 

@@ -621,6 +621,77 @@ fn uptime_advances() -> TestResult {
     Ok(())
 }
 
+/// /proc/interrupts: a CPU column per online CPU, each row's counts right-aligned under them,
+/// the timer's row counting (ticks have happened by now), the reschedule IPI's row.
+fn interrupts_rows() -> TestResult {
+    let s = text("/proc/interrupts")?;
+    let header = s.lines().next().unwrap_or("");
+    let ncpus = header.split_whitespace().count();
+    // The label column's width follows the number of interrupts (Linux's nr_irqs), so only the
+    // alignment is checked: the first count ends where "CPU0" does.
+    let col = header.find("CPU0").ok_or("no CPU0 column")? + 4;
+    check!(header[..col - 4].trim().is_empty(), "{header:?}");
+    // /proc/stat has a cpuN line per online CPU too.
+    let stat = text("/proc/stat")?;
+    let stat_cpus = stat
+        .lines()
+        .filter(|l| l.starts_with("cpu") && !l.starts_with("cpu "))
+        .count();
+    check_eq!(ncpus, stat_cpus, "header {header:?}");
+    let counts = |l: &str| -> Result<Vec<u64>, String> {
+        let colon = l.find(':').ok_or_else(|| format!("{l:?}"))?;
+        check!(
+            l.get(..col)
+                .is_some_and(|f| f.ends_with(|c: char| c.is_ascii_digit())),
+            "{l:?}"
+        );
+        l[colon + 1..]
+            .split_whitespace()
+            .take(ncpus)
+            .map(|c| c.parse().map_err(|_| format!("{l:?}")))
+            .collect()
+    };
+    let timer = s
+        .lines()
+        .find(|l| l.ends_with(" arch_timer"))
+        .ok_or("no arch_timer row")?;
+    check!(timer.contains(" Level "), "{timer:?}");
+    check!(counts(timer)?.iter().sum::<u64>() > 0, "{timer:?}");
+    let ipi = s
+        .lines()
+        .find(|l| l.starts_with("IPI0:"))
+        .ok_or("no IPI0 row")?;
+    check!(ipi.ends_with("  Rescheduling interrupts"), "{ipi:?}");
+    check_eq!(counts(ipi)?.len(), ncpus);
+    Ok(())
+}
+
+/// /proc/vmstat: "name value" lines, free pages within what meminfo says, no swapping.
+fn vmstat_fields() -> TestResult {
+    let s = text("/proc/vmstat")?;
+    let get = |name: &str| -> Result<u64, String> {
+        let l = s
+            .lines()
+            .find(|l| l.split(' ').next() == Some(name))
+            .ok_or_else(|| format!("no {name}"))?;
+        l[name.len() + 1..].parse().map_err(|_| format!("{l:?}"))
+    };
+    let free = get("nr_free_pages")?;
+    check!(free > 0, "nr_free_pages {free}");
+    for n in [
+        "nr_anon_pages",
+        "nr_file_pages",
+        "nr_kernel_stack",
+        "nr_page_table_pages",
+    ] {
+        get(n)?;
+    }
+    check_eq!(get("pswpin")?, 0);
+    check_eq!(get("pswpout")?, 0);
+    check!(s.lines().all(|l| l.split(' ').count() == 2), "{s}");
+    Ok(())
+}
+
 fn meminfo_fields() -> TestResult {
     let s = text("/proc/meminfo")?;
     let kb = |name: &str| -> Result<u64, String> {
@@ -916,6 +987,8 @@ fn main(a: &rt::Args) -> i32 {
         ("comm_round_trip", comm_round_trip),
         ("uptime_advances", uptime_advances),
         ("meminfo_fields", meminfo_fields),
+        ("interrupts_rows", interrupts_rows),
+        ("vmstat_fields", vmstat_fields),
         ("loadavg_fields", loadavg_fields),
         ("task_lists_threads", task_lists_threads),
         ("links_cwd_exe_root", links_cwd_exe_root),
