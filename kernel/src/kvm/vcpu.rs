@@ -13,7 +13,7 @@ use super::vm::Vm;
 use super::{exit, regs};
 use crate::arch::fpsimd::fpsimd::{self, FpsimdState};
 use crate::arch::guest::{self, El1State, GuestRegs};
-use crate::fs::{File, FileOps};
+use crate::fs::{Caller, File, FileOps};
 use crate::mm::aspace::MappedFile;
 use crate::mm::frame::Page;
 use crate::mm::uaccess::UserPtr;
@@ -402,27 +402,27 @@ impl MappedFile for Vcpu {
 }
 
 impl FileOps for VcpuFile {
-    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
     fn ioctl_as(
         &self,
         _file: &Arc<File>,
-        cur: &task::CurrentTask,
+        cur: &dyn Caller,
         cmd: u32,
         arg: usize,
     ) -> SysResult<usize> {
-        let mm = self.vm.check_caller()?;
+        let mm = self.vm.check_caller(cur)?;
         let vcpu = &self.vcpu;
         match cmd {
             k::KVM_RUN => {
                 if arg != 0 {
                     return Err(Errno::EINVAL);
                 }
-                vcpu.run_ioctl(&self.vm, &mm, cur)
+                vcpu.run_ioctl(&self.vm, &mm, cur.core())
             }
             k::KVM_ARM_VCPU_INIT => {
                 let init = UserPtr::<KvmVcpuInit>::new(arg).read()?;
@@ -478,13 +478,13 @@ impl FileOps for VcpuFile {
             _ => Err(Errno::ENOTTY),
         }
     }
-    fn ioctl(&self, _file: &File, _cmd: u32, _arg: usize) -> SysResult<usize> {
+    fn ioctl(&self, _cur: &dyn Caller, _file: &File, _cmd: u32, _arg: usize) -> SysResult<usize> {
         Err(Errno::ENOTTY)
     }
     fn mmap_file(&self) -> Option<Arc<dyn MappedFile>> {
         Some(self.vcpu.clone())
     }
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         0
     }
     fn as_any(&self) -> &dyn Any {

@@ -89,8 +89,10 @@ pub struct CurrentTask {
 
 impl CurrentTask {
     /// # Safety
-    /// Only at an entry from EL0 (an exception, or a new task's first return): the task running
-    /// here is the one that came from user mode, and every holder of the token runs as it.
+    /// Only at an entry from EL0 (an exception, or a new task's first return), or in a kernel
+    /// task's own code that hands the token to no other task (boot, as the boot CPU's idle
+    /// task): the task running here is the one the token names, and every holder of the token
+    /// runs as it.
     pub unsafe fn enter() -> CurrentTask {
         CurrentTask {
             task: super::sched::current(),
