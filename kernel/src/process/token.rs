@@ -62,21 +62,28 @@ impl Deref for CurrentTask {
 }
 
 /// The file layer's questions about the caller (fs/caller.rs), answered by the running thread.
+/// Inline: a syscall handler that has the trait in scope calls these for the thread's own
+/// methods (`cur.files()` on the read and write paths), and must pay no call for it.
 impl crate::fs::Caller for CurrentTask {
+    #[inline]
     fn core(&self) -> &task::CurrentTask {
         &self.core
     }
+    #[inline]
     fn euid(&self) -> u32 {
         self.thread.process.euid.load(Ordering::Relaxed)
     }
+    #[inline]
     fn nofile(&self) -> u64 {
         self.thread
             .process
             .rlimit(svelt_abi::uapi::sys::RLIMIT_NOFILE)
     }
+    #[inline]
     fn fs(&self) -> Arc<Mutex<FsContext>> {
         self.thread.fs()
     }
+    #[inline]
     fn files(&self) -> Arc<Mutex<FdTable>> {
         self.thread.files()
     }
