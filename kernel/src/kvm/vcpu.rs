@@ -155,7 +155,7 @@ pub const PSTATE_RESET: u64 = 0x3c5;
 const SCTLR_RESET: u64 = 0x30d0_0800;
 
 impl Vcpu {
-    pub fn new(id: u32) -> SysResult<Arc<Vcpu>> {
+    pub fn new(cur: &dyn Caller, id: u32) -> SysResult<Arc<Vcpu>> {
         let run = Page::new_user().ok_or(Errno::ENOMEM)?;
         Ok(Arc::new(Vcpu {
             id,
@@ -178,7 +178,7 @@ impl Vcpu {
             wake: WaitQueue::new(),
             kicked: AtomicBool::new(false),
             power: Mutex::new(Power::default()),
-            creator: sched::current().tid,
+            creator: cur.core().tid,
             stats: VcpuStats::new(),
         }))
     }
@@ -474,7 +474,7 @@ impl FileOps for VcpuFile {
                 Ok(0)
             }
             k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64)),
-            k::KVM_GET_STATS_FD => super::stats::vcpu_fd(vcpu),
+            k::KVM_GET_STATS_FD => super::stats::vcpu_fd(cur, vcpu),
             _ => Err(Errno::ENOTTY),
         }
     }

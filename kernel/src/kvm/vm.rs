@@ -181,7 +181,7 @@ impl Vm {
             fw_bmaps: Mutex::new(FW_BMAPS_SUPPORTED),
             impl_regs: guest::impl_regs(),
             smccc_filter: SmcccFilter::new(),
-            creator: crate::task::sched::current().tid,
+            creator: cur.core().tid,
             stats: VmStats::new(),
         });
         let weak: Weak<dyn MmNotifier> = Arc::downgrade(&vm) as Weak<dyn MmNotifier>;
@@ -328,7 +328,7 @@ impl Vm {
             if vcpus.iter().any(|v| v.id == id as u32) {
                 return Err(Errno::EEXIST);
             }
-            let vcpu = Vcpu::new(id as u32)?;
+            let vcpu = Vcpu::new(cur, id as u32)?;
             vcpus.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
             vcpus.push(vcpu.clone());
             vcpu
@@ -414,7 +414,7 @@ impl FileOps for VmFile {
             k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR | k::KVM_HAS_DEVICE_ATTR => {
                 super::smccc::vm_attr(&self.vm, cmd, arg)
             }
-            k::KVM_GET_STATS_FD => super::stats::vm_fd(&self.vm),
+            k::KVM_GET_STATS_FD => super::stats::vm_fd(cur, &self.vm),
             k::KVM_ARM_PREFERRED_TARGET => {
                 UserPtr::<KvmVcpuInit>::new(arg).write(&KvmVcpuInit {
                     target: k::KVM_ARM_TARGET_GENERIC_V8,
