@@ -73,6 +73,16 @@ extern "C" fn svelt_ret_from_fork(tf: &mut TrapFrame) {
     crate::trap::return_to_user(&cur, tf);
 }
 
+/// Called by arch's uaccess fixup, by its symbol name, when a kernel copy to or from user
+/// memory faults (arch/aarch64/uaccess.rs declares it).
+#[unsafe(no_mangle)]
+fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
+    // SAFETY: the copy runs for the running task on its own kernel stack, and the token stays
+    // here.
+    let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
+    crate::trap::user_access_fault(&cur, va, esr)
+}
+
 static DYING: AtomicBool = AtomicBool::new(false);
 
 /// Reports an exception the kernel cannot handle and ends the run with the kernel-bug status.

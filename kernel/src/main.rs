@@ -254,7 +254,10 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
         power::exit(0);
     }
     let init = cmdline.init.unwrap_or("/init");
-    if let Err(e) = process::exec::spawn_init(init) {
+    // SAFETY: boot runs as this CPU's idle task (process::init_cpu), which never enters user
+    // mode; the token lives on this stack only until PID 1 is made.
+    let boot = process::CurrentTask::new(unsafe { task::CurrentTask::enter() });
+    if let Err(e) = process::exec::spawn_init(&boot, init) {
         println!("svelt: cannot run {init}: {e}");
         power::exit(1);
     }

@@ -194,13 +194,10 @@ fn resolve_fault(t: &Thread, va: usize, access: Access) -> Result<(), FaultError
     }
 }
 
-/// A kernel user-access instruction faulted on `va` (arch::uaccess): true if the page
-/// is now there and the access may be retried. Never called with the address-space lock held:
-/// user copies run outside `with_mm`.
-// The file's one unsafe attribute: arch's uaccess fixup calls this by its symbol name.
-#[allow(unsafe_code)]
-#[no_mangle]
-fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
+/// A kernel user-access instruction faulted on `va` (arch::uaccess) in a copy `t` makes: true
+/// if the page is now there and the access may be retried. Never called with the
+/// address-space lock held: user copies run outside `with_mm`.
+pub fn user_access_fault(t: &Thread, va: usize, esr: u64) -> bool {
     let esr = Esr(esr);
     let access = if esr.gcs_access() {
         Access::Gcs
@@ -209,9 +206,6 @@ fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool {
     } else {
         Access::Read
     };
-    // Called from arch's uaccess fixup with no token at hand: the running task, from the
-    // scheduler (a context-free caller).
-    let t = crate::process::current();
     match resolve_fault(t, svelt_abi::uapi::sys::untagged_addr(va), access) {
         Ok(()) => true,
         // The copy fails with EFAULT, and the process is killed as a user fault would be.

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 use super::{pagecache, Inode, Kind};
+use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use svelt_abi::uapi::fs::Stat;
 
@@ -22,12 +23,12 @@ pub struct Attrs {
 }
 
 impl Attrs {
-    /// A new node's: owned by the caller's effective uid (root for the kernel's own), all
-    /// three times now.
+    /// A new node's: owned by root (a node a task makes is given its maker's effective uid
+    /// with `created_by` before anything can see it), all three times now.
     pub fn new(perm: u32) -> Attrs {
         let now = crate::time::realtime_ns();
         // Svelt keeps no group ids: the group is root's.
-        let (uid, gid) = (super::caller::euid(), 0);
+        let (uid, gid) = (0, 0);
         Attrs {
             nlink: AtomicU32::new(0),
             perm: AtomicU32::new(perm & 0o7777),
@@ -70,6 +71,11 @@ impl Attrs {
         self.perm.store(perm & 0o7777, Ordering::Relaxed);
         self.changed();
     }
+    /// A node a task made, before it is linked anywhere: its owner is `euid`, the maker's
+    /// effective uid (part of its making: no ctime change).
+    pub fn created_by(&self, euid: u32) {
+        self.uid.store(euid, Ordering::Relaxed);
+    }
     pub fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) {
         if let Some(u) = uid {
             self.uid.store(u, Ordering::Relaxed);
@@ -100,6 +106,14 @@ impl Attrs {
         self.ctime
             .store(crate::time::realtime_ns(), Ordering::Relaxed);
     }
+}
+
+/// `node`, made for `cur` and not linked anywhere yet, owned by its effective uid.
+pub fn made_by<T: Inode + ?Sized>(cur: &dyn super::Caller, node: Arc<T>) -> Arc<T> {
+    if let Some(a) = node.attrs() {
+        a.created_by(cur.euid());
+    }
+    node
 }
 
 /// A directory's link count is 2 plus its subdirectories (their ".."); another node's is the

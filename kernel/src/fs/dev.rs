@@ -4,7 +4,7 @@
 #![forbid(unsafe_code)]
 
 use super::ramfs::DevNode;
-use super::{File, FileOps, Inode};
+use super::{Caller, File, FileOps, Inode};
 use crate::mm::uaccess::UserSlice;
 use alloc::sync::Arc;
 use core::any::Any;
@@ -51,13 +51,18 @@ pub fn populate(dev: &dyn Inode) {
     }
 }
 
+/// An open device's operations, or why it did not open.
+pub type OpenResult = SysResult<Arc<dyn FileOps>>;
+/// What opens a device node for a caller, with open(2)'s flags.
+pub type DevOpen = fn(&dyn Caller, u32) -> OpenResult;
+
 /// A character device a module above fs drives (KVM's /dev/kvm): its node and how to open it.
 pub struct Driver {
     pub name: &'static str,
     pub major: u32,
     pub minor: u32,
     pub mode: u32,
-    pub open: fn(u32) -> SysResult<Arc<dyn FileOps>>,
+    pub open: DevOpen,
 }
 
 static DRIVERS: Mutex<alloc::vec::Vec<Driver>> = Mutex::new(alloc::vec::Vec::new());
@@ -80,7 +85,7 @@ pub enum TtyKind {
 }
 
 /// What opens a terminal node (the tty module, which registers at boot).
-pub type TtyOpen = fn(TtyKind, u32) -> SysResult<Arc<dyn FileOps>>;
+pub type TtyOpen = fn(&dyn Caller, TtyKind, u32) -> OpenResult;
 
 static TTY_OPEN: Once<TtyOpen> = Once::new();
 
@@ -89,15 +94,16 @@ pub fn register_tty(open: TtyOpen) {
     TTY_OPEN.call_once(|| open);
 }
 
-fn tty_open(kind: TtyKind, flags: u32) -> SysResult<Arc<dyn FileOps>> {
-    TTY_OPEN.get().ok_or(Errno::ENXIO)?(kind, flags)
+fn tty_open(cur: &dyn Caller, kind: TtyKind, flags: u32) -> SysResult<Arc<dyn FileOps>> {
+    TTY_OPEN.get().ok_or(Errno::ENXIO)?(cur, kind, flags)
 }
 
 /// What opens the pty nodes (the tty module's pty driver, registered at boot): /dev/ptmx
 /// (a new pair) and slave `index`, each with open(2)'s flags.
 pub struct PtyDriver {
-    pub open_ptmx: fn(u32) -> SysResult<Arc<dyn FileOps>>,
-    pub open_slave: fn(u32, u32) -> SysResult<Arc<dyn FileOps>>,
+    pub open_ptmx: DevOpen,
+    /// Slave `index` (the first `u32`).
+    pub open_slave: fn(&dyn Caller, u32, u32) -> OpenResult,
 }
 
 static PTY: Once<PtyDriver> = Once::new();
@@ -107,13 +113,13 @@ pub fn register_pty(d: PtyDriver) {
     PTY.call_once(|| d);
 }
 
-/// Opens device (major, minor) with open(2)'s `flags`.
-pub fn open(major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
+/// Opens device (major, minor) for `cur` with open(2)'s `flags`.
+pub fn open(cur: &dyn Caller, major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
     Ok(match (major, minor) {
-        (5, 0) => tty_open(TtyKind::CurrentTty, flags)?,
-        (5, 1) | (4, _) => tty_open(TtyKind::Console, flags)?,
-        (204, 64) => tty_open(TtyKind::Device, flags)?,
-        (5, 2) => (PTY.get().ok_or(Errno::ENODEV)?.open_ptmx)(flags)?,
+        (5, 0) => tty_open(cur, TtyKind::CurrentTty, flags)?,
+        (5, 1) | (4, _) => tty_open(cur, TtyKind::Console, flags)?,
+        (204, 64) => tty_open(cur, TtyKind::Device, flags)?,
+        (5, 2) => (PTY.get().ok_or(Errno::ENODEV)?.open_ptmx)(cur, flags)?,
         (1, 3) => Arc::new(Null),
         (1, 5) => Arc::new(Zero),
         (1, 7) => Arc::new(Full),
@@ -122,14 +128,14 @@ pub fn open(major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
             seq: Mutex::new(crate::klog::bounds().0),
         }),
         (m, n) => match super::devpts::slave_index(m, n) {
-            Some(i) => (PTY.get().ok_or(Errno::ENXIO)?.open_slave)(i, flags)?,
+            Some(i) => (PTY.get().ok_or(Errno::ENXIO)?.open_slave)(cur, i, flags)?,
             None => {
                 let open = DRIVERS
                     .lock()
                     .iter()
                     .find(|d| (d.major, d.minor) == (major, minor))
                     .map(|d| d.open);
-                return open.ok_or(Errno::ENXIO)?(flags);
+                return open.ok_or(Errno::ENXIO)?(cur, flags);
             }
         },
     })
@@ -139,11 +145,11 @@ pub fn open(major: u32, minor: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
 pub struct Full;
 
 impl FileOps for Full {
-    fn read(&self, _file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, buf: &mut [u8]) -> SysResult<usize> {
         buf.fill(0);
         Ok(buf.len())
     }
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::ENOSPC)
     }
     fn seekable(&self) -> bool {
@@ -157,16 +163,22 @@ impl FileOps for Full {
 pub struct Null;
 
 impl FileOps for Null {
-    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
         Ok(0)
     }
-    fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, buf: &[u8]) -> SysResult<usize> {
         Ok(buf.len())
     }
-    fn pread(&self, _file: &File, _buf: &mut [u8], _off: u64) -> SysResult<usize> {
+    fn pread(
+        &self,
+        _cur: &dyn Caller,
+        _file: &File,
+        _buf: &mut [u8],
+        _off: u64,
+    ) -> SysResult<usize> {
         Ok(0)
     }
-    fn pwrite(&self, _file: &File, buf: &[u8], _off: u64) -> SysResult<usize> {
+    fn pwrite(&self, _cur: &dyn Caller, _file: &File, buf: &[u8], _off: u64) -> SysResult<usize> {
         Ok(buf.len())
     }
     fn seekable(&self) -> bool {
@@ -180,11 +192,11 @@ impl FileOps for Null {
 pub struct Zero;
 
 impl FileOps for Zero {
-    fn read(&self, _file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, buf: &mut [u8]) -> SysResult<usize> {
         buf.fill(0);
         Ok(buf.len())
     }
-    fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, buf: &[u8]) -> SysResult<usize> {
         Ok(buf.len())
     }
     fn seekable(&self) -> bool {
@@ -203,7 +215,7 @@ pub struct Kmsg {
 }
 
 impl FileOps for Kmsg {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         use crate::klog::Next;
         let mut seq = self.seq.lock();
         loop {
@@ -227,7 +239,7 @@ impl FileOps for Kmsg {
             }
         }
     }
-    fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, buf: &[u8]) -> SysResult<usize> {
         let (prio, text) = svelt_abi::uapi::klog::parse_kmsg_write(buf);
         let t = crate::arch::cpu::counter();
         if crate::klog::record(prio, crate::time::counter_to_ns(t), text) {
@@ -242,7 +254,7 @@ impl FileOps for Kmsg {
         }
         Ok(buf.len())
     }
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         let seq = *self.seq.lock();
         let (_, next) = crate::klog::bounds();
         if seq < next {
@@ -259,14 +271,19 @@ impl FileOps for Kmsg {
 pub struct Random;
 
 impl FileOps for Random {
-    fn read(&self, _file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, buf: &mut [u8]) -> SysResult<usize> {
         fill_random(buf);
         Ok(buf.len())
     }
-    fn read_to_user(&self, _file: &File, dst: UserSlice) -> Option<SysResult<usize>> {
-        Some(fill_random_user(dst))
+    fn read_to_user(
+        &self,
+        cur: &dyn Caller,
+        _file: &File,
+        dst: UserSlice,
+    ) -> Option<SysResult<usize>> {
+        Some(fill_random_user(cur, dst))
     }
-    fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, buf: &[u8]) -> SysResult<usize> {
         Ok(buf.len())
     }
     fn as_any(&self) -> &dyn Any {
@@ -291,7 +308,7 @@ pub fn seed_random(seed: &[u8]) {
 /// Fills a user buffer of any size (read of /dev/urandom, getrandom), as Linux's
 /// get_random_bytes_user: whole, unless a signal is pending at a page boundary after some bytes,
 /// or a fault stops it (EFAULT only when nothing was written).
-pub fn fill_random_user(mut dst: UserSlice) -> SysResult<usize> {
+pub fn fill_random_user(cur: &dyn Caller, mut dst: UserSlice) -> SysResult<usize> {
     const PAGE: usize = 4096;
     let len = dst.len();
     let mut chunk = [0u8; 256];
@@ -303,10 +320,7 @@ pub fn fill_random_user(mut dst: UserSlice) -> SysResult<usize> {
             return p.after(done).short_count();
         }
         done += n;
-        if done % PAGE == 0
-            && done < len
-            && crate::task::hooks::interrupted(crate::task::sched::current())
-        {
+        if done % PAGE == 0 && done < len && crate::task::hooks::interrupted(cur.core()) {
             break;
         }
     }

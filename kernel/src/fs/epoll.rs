@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{File, FileOps};
+use super::{Caller, File, FileOps};
 use crate::task::wait::WaitQueue;
 use alloc::collections::BTreeMap;
 use alloc::sync::{Arc, Weak};
@@ -85,7 +85,7 @@ impl Epoll {
     }
 
     /// Ready events now (level-triggered), at most `max`.
-    pub fn collect(&self, max: usize) -> Vec<EpollEvent> {
+    pub fn collect(&self, cur: &dyn Caller, max: usize) -> Vec<EpollEvent> {
         let mut out = Vec::new();
         let mut m = self.interest.lock();
         m.retain(|_, i| i.file.strong_count() > 0);
@@ -96,7 +96,7 @@ impl Epoll {
             let Some(file) = i.file.upgrade() else {
                 continue;
             };
-            let ready = file.ops.poll() & (i.events | EPOLLERR | EPOLLHUP);
+            let ready = file.ops.poll(cur) & (i.events | EPOLLERR | EPOLLHUP);
             if ready != 0 {
                 out.push(EpollEvent::new(ready, i.data));
                 if i.events & EPOLLONESHOT != 0 {
@@ -109,14 +109,14 @@ impl Epoll {
 }
 
 impl FileOps for Epoll {
-    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn poll(&self) -> u32 {
-        if self.collect(1).is_empty() {
+    fn poll(&self, cur: &dyn Caller) -> u32 {
+        if self.collect(cur, 1).is_empty() {
             0
         } else {
             POLLIN as u32

@@ -4,7 +4,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{epoll, File, FileOps};
+use super::{epoll, Caller, File, FileOps};
 use crate::task::wait::WaitQueue;
 use core::any::Any;
 use spin::Mutex;
@@ -39,7 +39,7 @@ impl EventFd {
 }
 
 impl FileOps for EventFd {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         if buf.len() < 8 {
             return Err(Errno::EINVAL);
         }
@@ -63,7 +63,7 @@ impl FileOps for EventFd {
         Ok(8)
     }
 
-    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, file: &File, buf: &[u8]) -> SysResult<usize> {
         let Some(bytes) = buf.get(..8) else {
             return Err(Errno::EINVAL);
         };
@@ -92,7 +92,7 @@ impl FileOps for EventFd {
         Ok(8)
     }
 
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         let c = *self.count.lock();
         let mut ev = 0;
         if c > 0 {

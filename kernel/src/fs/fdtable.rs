@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::File;
+use super::{Caller, File};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -11,9 +11,9 @@ use svelt_abi::uapi::errno::{Errno, SysResult};
 /// fs.nr_open: no descriptor table grows beyond this (RLIMIT_NOFILE's ceiling).
 pub const NR_OPEN: usize = 1 << 20;
 
-/// RLIMIT_NOFILE of the current process: descriptors it may have are below this.
-pub fn nofile_limit() -> usize {
-    let l = super::caller::nofile();
+/// RLIMIT_NOFILE of the caller's process: descriptors it may have are below this.
+pub fn nofile_limit(cur: &dyn Caller) -> usize {
+    let l = cur.nofile();
     (l.min(NR_OPEN as u64)) as usize
 }
 
@@ -50,9 +50,15 @@ impl FdTable {
             .ok_or(Errno::EBADF)
     }
 
-    /// Installs at the lowest free descriptor >= `min`.
-    pub fn install_from(&mut self, min: usize, file: Arc<File>, cloexec: bool) -> SysResult<i32> {
-        let idx = (min..nofile_limit())
+    /// Installs at the lowest free descriptor >= `min` below the caller's limit.
+    pub fn install_from(
+        &mut self,
+        cur: &dyn Caller,
+        min: usize,
+        file: Arc<File>,
+        cloexec: bool,
+    ) -> SysResult<i32> {
+        let idx = (min..nofile_limit(cur))
             .find(|&i| self.fds.get(i).is_none_or(Option::is_none))
             .ok_or(Errno::EMFILE)?;
         if idx >= self.fds.len() {
@@ -84,18 +90,19 @@ impl FdTable {
         used.max(64).next_power_of_two()
     }
 
-    pub fn install(&mut self, file: Arc<File>, cloexec: bool) -> SysResult<i32> {
-        self.install_from(0, file, cloexec)
+    pub fn install(&mut self, cur: &dyn Caller, file: Arc<File>, cloexec: bool) -> SysResult<i32> {
+        self.install_from(cur, 0, file, cloexec)
     }
 
     /// Puts `file` at `fd`, returning what was there.
     pub fn install_at(
         &mut self,
+        cur: &dyn Caller,
         fd: usize,
         file: Arc<File>,
         cloexec: bool,
     ) -> SysResult<Option<FdEntry>> {
-        if fd >= nofile_limit() {
+        if fd >= nofile_limit(cur) {
             return Err(Errno::EBADF);
         }
         if fd >= self.fds.len() {

@@ -4,7 +4,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::fs::{new_ino, File, FileOps, Inode, Kind};
+use crate::fs::{new_ino, Caller, File, FileOps, Inode, Kind};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -68,8 +68,10 @@ fn copy_from(text: &[u8], off: u64, buf: &mut [u8]) -> usize {
 /// Writes a generated file's text for its subject (`C`: a process, or nothing for the
 /// system-wide files).
 pub type Render<C> = fn(C, &mut Text) -> SysResult<()>;
-/// A write to a generated file: the bytes taken (it moves no file position).
-pub type Take<C> = fn(C, &[u8]) -> SysResult<usize>;
+/// A write to a generated file by `cur`: the bytes taken (it moves no file position).
+pub type Take<C> = fn(&dyn Caller, C, &[u8]) -> SysResult<usize>;
+/// Whether `cur` may open a generated file.
+pub type MayOpen<C> = fn(&dyn Caller, C) -> SysResult<()>;
 
 /// What an open of a generated file keeps of it.
 #[derive(Clone, Copy)]
@@ -93,7 +95,7 @@ pub struct TextFile<C> {
     ino: u64,
     perm: u32,
     /// Whether the caller may open the file (private per-process files check ptrace access).
-    may_open: fn(C) -> SysResult<()>,
+    may_open: MayOpen<C>,
     src: Source<C>,
 }
 
@@ -103,11 +105,11 @@ impl<C: Copy> TextFile<C> {
         TextFile {
             ino,
             perm,
-            may_open: |_| Ok(()),
+            may_open: |_, _| Ok(()),
             src: Source {
                 ctx,
                 render,
-                write: |_, _| Err(Errno::EINVAL),
+                write: |_, _, _| Err(Errno::EINVAL),
             },
         }
     }
@@ -119,7 +121,7 @@ impl<C: Copy> TextFile<C> {
     }
 
     /// Opens only when `check` allows it.
-    pub fn checked(mut self, check: fn(C) -> SysResult<()>) -> TextFile<C> {
+    pub fn checked(mut self, check: MayOpen<C>) -> TextFile<C> {
         self.may_open = check;
         self
     }
@@ -135,7 +137,7 @@ impl GenFile {
     /// Read-only; a write is EACCES.
     pub fn system(gen: Gen) -> Arc<GenFile> {
         let file = TextFile::new(new_ino(), 0o444, gen, |gen, out| write_str(out, &gen()));
-        Arc::new(file.writer(|_, _| Err(Errno::EACCES)))
+        Arc::new(file.writer(|_, _, _| Err(Errno::EACCES)))
     }
 }
 
@@ -152,8 +154,8 @@ impl<C: Copy + Send + Sync + 'static> Inode for TextFile<C> {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<usize> {
         Ok(copy_from(&self.src.text()?, off, buf))
     }
-    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
-        (self.may_open)(self.src.ctx)?;
+    fn open(&self, cur: &dyn Caller, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+        (self.may_open)(cur, self.src.ctx)?;
         Ok(Some(Arc::new(TextOps {
             src: self.src,
             text: Mutex::new(None),
@@ -170,21 +172,21 @@ struct TextOps<C> {
 }
 
 impl<C: Copy + Send + Sync + 'static> FileOps for TextOps<C> {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
-        file.at_pos(|pos| self.pread(file, buf, pos))
+    fn read(&self, cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        file.at_pos(|pos| self.pread(cur, file, buf, pos))
     }
-    fn pread(&self, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
+    fn pread(&self, _cur: &dyn Caller, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
         let mut text = self.text.lock();
         if off == 0 || text.is_none() {
             *text = Some(self.src.text()?);
         }
         Ok(copy_from(text.as_deref().unwrap_or_default(), off, buf))
     }
-    fn write(&self, _file: &File, buf: &[u8]) -> SysResult<usize> {
-        (self.src.write)(self.src.ctx, buf)
+    fn write(&self, cur: &dyn Caller, _file: &File, buf: &[u8]) -> SysResult<usize> {
+        (self.src.write)(cur, self.src.ctx, buf)
     }
-    fn pwrite(&self, file: &File, buf: &[u8], _off: u64) -> SysResult<usize> {
-        self.write(file, buf)
+    fn pwrite(&self, cur: &dyn Caller, file: &File, buf: &[u8], _off: u64) -> SysResult<usize> {
+        self.write(cur, file, buf)
     }
     fn seekable(&self) -> bool {
         true
@@ -194,15 +196,18 @@ impl<C: Copy + Send + Sync + 'static> FileOps for TextOps<C> {
     }
 }
 
+/// A symlink's target, computed for its reader when it is read.
+pub type Target<C> = fn(&dyn Caller, C) -> SysResult<String>;
+
 /// A symlink whose target is computed when it is read (/proc/self, /proc/PID/cwd...).
 pub struct Link<C> {
     ino: u64,
     ctx: C,
-    target: fn(C) -> SysResult<String>,
+    target: Target<C>,
 }
 
 impl<C> Link<C> {
-    pub fn new(ino: u64, ctx: C, target: fn(C) -> SysResult<String>) -> Link<C> {
+    pub fn new(ino: u64, ctx: C, target: Target<C>) -> Link<C> {
         Link { ino, ctx, target }
     }
 }
@@ -217,8 +222,8 @@ impl<C: Copy + Send + Sync + 'static> Inode for Link<C> {
     fn perm(&self) -> u32 {
         0o777
     }
-    fn readlink(&self) -> SysResult<String> {
-        (self.target)(self.ctx)
+    fn readlink(&self, cur: &dyn Caller) -> SysResult<String> {
+        (self.target)(cur, self.ctx)
     }
     fn as_any(&self) -> &dyn Any {
         self

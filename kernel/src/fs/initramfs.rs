@@ -197,7 +197,7 @@ fn mkdir_p(root: &Arc<RamDir>, path: &str) -> Arc<dyn Inode> {
         cur = match cur.lookup(comp) {
             Ok(n) => n,
             Err(_) => cur
-                .create(comp, Kind::Dir, 0o755)
+                .create(comp, Kind::Dir, 0o755, 0)
                 .unwrap_or_else(|_| RamDir::new(0o755)),
         };
     }

@@ -9,7 +9,6 @@
 
 #![forbid(unsafe_code)]
 
-pub mod caller;
 pub mod dev;
 pub mod devpts;
 pub mod epoll;
@@ -24,12 +23,14 @@ pub mod sys;
 pub mod timerfd;
 
 mod attr;
+mod caller;
 mod fdtable;
 mod mount;
 mod namei;
 mod vfs;
 
-pub use attr::{stat_of, Attrs};
+pub use attr::{made_by, stat_of, Attrs};
+pub use caller::Caller;
 pub use fdtable::{nofile_limit, FdTable, NR_OPEN};
 pub use mount::{for_each_mount, mount_existing, mount_fresh, mounts_text, umount, NewMount};
 pub use namei::{resolve, resolve_parent, FsContext, Resolved, ResolvedParent};
@@ -58,7 +59,7 @@ pub fn init(initrd: Option<&[u8]>, proc_root: alloc::sync::Arc<dyn Inode>) {
     }
     for d in ["proc", "sys", "dev", "tmp"] {
         if root.lookup(d).is_err() {
-            let _ = root.create(d, Kind::Dir, 0o755);
+            let _ = root.create(d, Kind::Dir, 0o755, 0);
         }
     }
     let _ = root.replace("proc", proc_root);

@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{ramfs, Inode, Kind};
+use super::{ramfs, Caller, Inode, Kind};
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -69,6 +69,7 @@ fn join(dir: &str, name: &str) -> String {
 /// Walks `path` from `start` (a directory stack of (path, node)), following symlinks in the
 /// middle, and in the last component if `follow`.
 fn walk(
+    caller: &dyn Caller,
     mut stack: Vec<(String, Arc<dyn Inode>)>,
     path: &str,
     follow: bool,
@@ -103,8 +104,8 @@ fn walk(
             if *depth > MAX_SYMLINKS {
                 return Err(Errno::ELOOP);
             }
-            let target = next.readlink()?;
-            let r = walk(stack.clone(), &target, true, depth)?;
+            let target = next.readlink(caller)?;
+            let r = walk(caller, stack.clone(), &target, true, depth)?;
             stack = path_stack(&r.path)?;
             continue;
         }
@@ -129,14 +130,18 @@ pub(super) fn path_stack(path: &str) -> SysResult<Vec<(String, Arc<dyn Inode>)>>
 }
 
 /// Where a relative path starts: the cwd or an open directory.
-fn start_stack(dirfd: i32, path: &str) -> SysResult<Vec<(String, Arc<dyn Inode>)>> {
+fn start_stack(
+    cur: &dyn Caller,
+    dirfd: i32,
+    path: &str,
+) -> SysResult<Vec<(String, Arc<dyn Inode>)>> {
     if path.starts_with('/') {
         return Ok(alloc::vec![("/".to_string(), root())]);
     }
     let base = if dirfd == AT_FDCWD {
-        super::caller::fs().lock().cwd.clone()
+        cur.fs().lock().cwd.clone()
     } else {
-        let file = super::caller::files().lock().get(dirfd)?;
+        let file = cur.files().lock().get(dirfd)?;
         match &file.node {
             Some(n) if n.kind() == Kind::Dir => file.path.clone(),
             Some(_) => return Err(Errno::ENOTDIR),
@@ -146,16 +151,16 @@ fn start_stack(dirfd: i32, path: &str) -> SysResult<Vec<(String, Arc<dyn Inode>)
     path_stack(&base)
 }
 
-/// Resolves `path` relative to `dirfd`.
-pub fn resolve(dirfd: i32, path: &str, follow: bool) -> SysResult<Resolved> {
+/// Resolves `path` relative to `dirfd`, for `cur` (its cwd and descriptors; /proc/self).
+pub fn resolve(cur: &dyn Caller, dirfd: i32, path: &str, follow: bool) -> SysResult<Resolved> {
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
-    let stack = start_stack(dirfd, path)?;
+    let stack = start_stack(cur, dirfd, path)?;
     let mut depth = 0;
     // A trailing slash asks for a directory, so a final symlink is followed even by the
     // no-follow calls (lstat("link/") stats the directory, as on Linux).
-    let r = walk(stack, path, follow || path.ends_with('/'), &mut depth)?;
+    let r = walk(cur, stack, path, follow || path.ends_with('/'), &mut depth)?;
     if path.ends_with('/') && r.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
@@ -163,7 +168,7 @@ pub fn resolve(dirfd: i32, path: &str, follow: bool) -> SysResult<Resolved> {
 }
 
 /// Resolves all but the last component of `path`.
-pub fn resolve_parent(dirfd: i32, path: &str) -> SysResult<ResolvedParent> {
+pub fn resolve_parent(cur: &dyn Caller, dirfd: i32, path: &str) -> SysResult<ResolvedParent> {
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
@@ -185,13 +190,13 @@ pub fn resolve_parent(dirfd: i32, path: &str) -> SysResult<ResolvedParent> {
     if name.len() > 255 {
         return Err(Errno::ENAMETOOLONG);
     }
-    let stack = start_stack(dirfd, path)?;
+    let stack = start_stack(cur, dirfd, path)?;
     let mut depth = 0;
     let dir = if dir_part.is_empty() {
         let (p, n) = stack.last().unwrap().clone();
         Resolved { node: n, path: p }
     } else {
-        walk(stack, dir_part, true, &mut depth)?
+        walk(cur, stack, dir_part, true, &mut depth)?
     };
     if dir.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);

@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{epoll, new_ino, Attrs, File, FileOps, Inode, Kind};
+use super::{epoll, new_ino, Attrs, Caller, File, FileOps, Inode, Kind};
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::task::wait::WaitQueue;
 use alloc::collections::VecDeque;
@@ -278,7 +278,7 @@ impl Inode for FifoNode {
     fn attrs(&self) -> Option<&Attrs> {
         Some(&self.attrs)
     }
-    fn open(&self, flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+    fn open(&self, _cur: &dyn Caller, flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
         if flags & O_PATH != 0 {
             return Ok(None);
         }
@@ -306,7 +306,7 @@ impl Drop for PipeEnd {
 }
 
 impl FileOps for PipeEnd {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         self.take(file, buf.len(), |a, b| {
             buf[..a.len()].copy_from_slice(a);
             buf[a.len()..a.len() + b.len()].copy_from_slice(b);
@@ -314,7 +314,12 @@ impl FileOps for PipeEnd {
         })
     }
 
-    fn read_to_user(&self, file: &File, dst: UserSlice) -> Option<SysResult<usize>> {
+    fn read_to_user(
+        &self,
+        _cur: &dyn Caller,
+        file: &File,
+        dst: UserSlice,
+    ) -> Option<SysResult<usize>> {
         Some(self.take(file, dst.len(), move |a, b| {
             let mut dst = dst;
             dst.copy_out(a)?;
@@ -326,7 +331,7 @@ impl FileOps for PipeEnd {
         true
     }
 
-    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, cur: &dyn Caller, file: &File, buf: &[u8]) -> SysResult<usize> {
         if !self.write {
             return Err(Errno::EBADF);
         }
@@ -370,7 +375,7 @@ impl FileOps for PipeEnd {
                     p.changed();
                 }
                 Ok(Err(Errno::EPIPE)) => {
-                    super::caller::broken_pipe();
+                    cur.broken_pipe();
                     return Partial {
                         done,
                         err: Errno::EPIPE,
@@ -390,7 +395,7 @@ impl FileOps for PipeEnd {
         Ok(done)
     }
 
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         let r = self.pipe.ring.lock();
         let mut ev = 0u32;
         if self.write {
@@ -413,7 +418,7 @@ impl FileOps for PipeEnd {
         ev
     }
 
-    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+    fn ioctl(&self, _cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         if cmd == svelt_abi::uapi::tty::FIONREAD {
             let n = self.pipe.ring.lock().data.len() as u32;
             UserPtr::new(arg).write(&n)?;

@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use super::pagecache::{PageCache, TmpfsSb};
-use super::{new_ino, Attrs, Inode, Kind};
+use super::{new_ino, Attrs, Caller, Inode, Kind};
 use crate::mm::frame::Page;
 use alloc::collections::BTreeMap;
 use alloc::string::{String, ToString};
@@ -99,7 +99,7 @@ impl Inode for RamDir {
             .filter(|i| i.kind() == Kind::Dir)
             .count()
     }
-    fn create(&self, name: &str, kind: Kind, perm: u32) -> SysResult<Arc<dyn Inode>> {
+    fn create(&self, name: &str, kind: Kind, perm: u32, uid: u32) -> SysResult<Arc<dyn Inode>> {
         // A new node is kernel memory a program asked for: not from the kernel's reserve.
         if !crate::mm::frame::user_can_alloc(1) {
             return Err(Errno::ENOSPC);
@@ -113,11 +113,12 @@ impl Inode for RamDir {
             Kind::File => RamFile::with_sb(perm, self.sb.clone()),
             _ => return Err(Errno::EPERM),
         };
-        e.insert(name.to_string(), node.clone());
-        self.attrs.modified();
         if let Some(a) = node.attrs() {
+            a.created_by(uid);
             a.linked();
         }
+        e.insert(name.to_string(), node.clone());
+        self.attrs.modified();
         Ok(node)
     }
     fn link(&self, name: &str, node: Arc<dyn Inode>) -> SysResult<()> {
@@ -263,7 +264,7 @@ impl Inode for RamSymlink {
     fn size(&self) -> u64 {
         self.target.len() as u64
     }
-    fn readlink(&self) -> SysResult<String> {
+    fn readlink(&self, _cur: &dyn Caller) -> SysResult<String> {
         Ok(self.target.clone())
     }
     fn as_any(&self) -> &dyn Any {
@@ -303,8 +304,8 @@ impl Inode for DevNode {
     fn rdev(&self) -> (u32, u32) {
         (self.major, self.minor)
     }
-    fn open(&self, flags: u32) -> SysResult<Option<Arc<dyn super::FileOps>>> {
-        super::dev::open(self.major, self.minor, flags).map(Some)
+    fn open(&self, cur: &dyn Caller, flags: u32) -> SysResult<Option<Arc<dyn super::FileOps>>> {
+        super::dev::open(cur, self.major, self.minor, flags).map(Some)
     }
     fn as_any(&self) -> &dyn Any {
         self

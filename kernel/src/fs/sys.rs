@@ -35,7 +35,7 @@ pub fn sys_root() -> Arc<dyn Inode> {
     devices.replace("system", system);
     root.replace("devices", devices);
     for d in ["kernel", "fs", "class", "bus"] {
-        let _ = root.create(d, Kind::Dir, 0o755);
+        let _ = root.create(d, Kind::Dir, 0o755, 0);
     }
     root
 }

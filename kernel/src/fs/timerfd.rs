@@ -13,7 +13,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{epoll, File, FileOps};
+use super::{epoll, Caller, File, FileOps};
 use crate::mm::uaccess::UserPtr;
 use crate::sync::IrqLock;
 use crate::task::wait::WaitQueue;
@@ -218,7 +218,7 @@ fn remaining(st: &State, now: u64) -> (u64, u64) {
 }
 
 impl FileOps for TimerFd {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         if buf.len() < 8 {
             return Err(Errno::EINVAL);
         }
@@ -240,11 +240,11 @@ impl FileOps for TimerFd {
         Ok(8)
     }
 
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
 
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         let now = self.now();
         let (fired, ready) = {
             let mut st = self.st.lock();
@@ -262,7 +262,7 @@ impl FileOps for TimerFd {
     }
 
     /// TFD_IOC_SET_TICKS: the expiration count becomes the given non-zero one.
-    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+    fn ioctl(&self, _cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         if cmd != TFD_IOC_SET_TICKS {
             return Err(Errno::ENOTTY);
         }

@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{flock, pagecache, Attrs};
+use super::{flock, pagecache, Attrs, Caller};
 use crate::mm::aspace::MappedFile;
 use crate::mm::frame::Page;
 use crate::mm::uaccess::UserSlice;
@@ -98,7 +98,8 @@ pub trait Inode: MappedFile + Send + Sync + Any {
         self.entries()
             .map_or(0, |e| e.iter().filter(|(_, _, k)| *k == Kind::Dir).count())
     }
-    fn create(&self, _name: &str, _kind: Kind, _perm: u32) -> SysResult<Arc<dyn Inode>> {
+    /// A new file or directory `name`, owned by `uid`.
+    fn create(&self, _name: &str, _kind: Kind, _perm: u32, _uid: u32) -> SysResult<Arc<dyn Inode>> {
         Err(if self.kind() == Kind::Dir {
             Errno::EACCES
         } else {
@@ -137,7 +138,8 @@ pub trait Inode: MappedFile + Send + Sync + Any {
     fn truncate(&self, _len: u64) -> SysResult<()> {
         Err(Errno::EINVAL)
     }
-    fn readlink(&self) -> SysResult<String> {
+    /// The target, as `cur` reads it (/proc/self names the reader).
+    fn readlink(&self, _cur: &dyn Caller) -> SysResult<String> {
         Err(Errno::EINVAL)
     }
     /// The frame holding page `index` of the file's data, for a mapping of it: the same frame
@@ -151,8 +153,8 @@ pub trait Inode: MappedFile + Send + Sync + Any {
     fn superblock(&self) -> Option<Arc<pagecache::TmpfsSb>> {
         None
     }
-    /// File operations for an open of this node, when it is not a plain ramfs file.
-    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+    /// File operations for `cur`'s open of this node, when it is not a plain ramfs file.
+    fn open(&self, _cur: &dyn Caller, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
         Ok(None)
     }
     fn as_any(&self) -> &dyn Any;
@@ -172,14 +174,21 @@ impl<T: Inode> MappedFile for T {
     }
 }
 
-/// What an open file does.
+/// What an open file does. The operations a task asks for are given the task (`cur`: its
+/// signals, its terminal, its credentials).
 pub trait FileOps: Send + Sync + Any {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize>;
-    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize>;
-    fn pread(&self, _file: &File, _buf: &mut [u8], _off: u64) -> SysResult<usize> {
+    fn read(&self, cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize>;
+    fn write(&self, cur: &dyn Caller, file: &File, buf: &[u8]) -> SysResult<usize>;
+    fn pread(
+        &self,
+        _cur: &dyn Caller,
+        _file: &File,
+        _buf: &mut [u8],
+        _off: u64,
+    ) -> SysResult<usize> {
         Err(Errno::ESPIPE)
     }
-    fn pwrite(&self, _file: &File, _buf: &[u8], _off: u64) -> SysResult<usize> {
+    fn pwrite(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8], _off: u64) -> SysResult<usize> {
         Err(Errno::ESPIPE)
     }
     fn seekable(&self) -> bool {
@@ -187,7 +196,12 @@ pub trait FileOps: Send + Sync + Any {
     }
     /// read(2) straight into the user buffer `dst`, for files that must not lose bytes when the
     /// copy faults (pipes); `None`: read into a kernel buffer, then copy.
-    fn read_to_user(&self, _file: &File, _dst: UserSlice) -> Option<SysResult<usize>> {
+    fn read_to_user(
+        &self,
+        _cur: &dyn Caller,
+        _file: &File,
+        _dst: UserSlice,
+    ) -> Option<SysResult<usize>> {
         None
     }
     /// Whether write(2) hands over each chunk whole or not at all when the user buffer faults
@@ -195,23 +209,23 @@ pub trait FileOps: Send + Sync + Any {
     fn whole_chunks(&self) -> bool {
         false
     }
-    /// POLLIN/POLLOUT/POLLHUP/POLLERR readiness now.
-    fn poll(&self) -> u32 {
+    /// POLLIN/POLLOUT/POLLHUP/POLLERR readiness now, for `cur`.
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         (POLLIN | POLLOUT) as u32
     }
-    fn ioctl(&self, _file: &File, _cmd: u32, _arg: usize) -> SysResult<usize> {
+    fn ioctl(&self, _cur: &dyn Caller, _file: &File, _cmd: u32, _arg: usize) -> SysResult<usize> {
         Err(Errno::ENOTTY)
     }
-    /// An ioctl that runs as the calling task itself (KVM_RUN runs a guest on it), with the
-    /// core's token for it; the rest take `ioctl`, which this calls by default.
+    /// An ioctl that needs its open file as an `Arc` (KVM_RUN runs a guest on the calling
+    /// task); the rest take `ioctl`, which this calls by default.
     fn ioctl_as(
         &self,
         file: &Arc<File>,
-        _cur: &crate::task::CurrentTask,
+        cur: &dyn Caller,
         cmd: u32,
         arg: usize,
     ) -> SysResult<usize> {
-        self.ioctl(file, cmd, arg)
+        self.ioctl(cur, file, cmd, arg)
     }
     /// Lines of its own that /proc/PID/fdinfo/N shows after the common ones (Linux's
     /// show_fdinfo).
@@ -280,10 +294,10 @@ impl File {
 pub struct NodeOps(pub Arc<dyn Inode>);
 
 impl FileOps for NodeOps {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         file.at_pos(|pos| self.0.read_at(pos, buf))
     }
-    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, file: &File, buf: &[u8]) -> SysResult<usize> {
         let mut pos = file.pos.lock();
         if file.flags() & O_APPEND != 0 {
             *pos = self.0.size();
@@ -292,10 +306,10 @@ impl FileOps for NodeOps {
         *pos += n as u64;
         Ok(n)
     }
-    fn pread(&self, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
+    fn pread(&self, _cur: &dyn Caller, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
         self.0.read_at(off, buf)
     }
-    fn pwrite(&self, _file: &File, buf: &[u8], off: u64) -> SysResult<usize> {
+    fn pwrite(&self, _cur: &dyn Caller, _file: &File, buf: &[u8], off: u64) -> SysResult<usize> {
         self.0.write_at(off, buf)
     }
     fn seekable(&self) -> bool {
@@ -306,9 +320,14 @@ impl FileOps for NodeOps {
     }
 }
 
-/// Opens a resolved node.
-pub fn open_node(node: Arc<dyn Inode>, flags: u32, path: String) -> SysResult<Arc<File>> {
-    let ops: Arc<dyn FileOps> = match node.open(flags)? {
+/// Opens a resolved node for `cur`.
+pub fn open_node(
+    cur: &dyn Caller,
+    node: Arc<dyn Inode>,
+    flags: u32,
+    path: String,
+) -> SysResult<Arc<File>> {
+    let ops: Arc<dyn FileOps> = match node.open(cur, flags)? {
         Some(ops) => ops,
         None => Arc::new(NodeOps(node.clone())),
     };

@@ -21,7 +21,7 @@ mod stats;
 mod vcpu;
 mod vm;
 
-use crate::fs::{dev, File, FileOps};
+use crate::fs::{dev, Caller, File, FileOps};
 use alloc::sync::Arc;
 use core::any::Any;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -68,19 +68,19 @@ pub fn check_extension(cap: u64) -> usize {
 struct KvmDev;
 
 impl FileOps for KvmDev {
-    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+    fn ioctl(&self, cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         match cmd {
             k::KVM_GET_API_VERSION if arg == 0 => Ok(k::KVM_API_VERSION),
             k::KVM_CREATE_VM => {
                 let bits = k::vm_ipa_bits(arg as u64, max_ipa_bits())?;
-                let vm = vm::Vm::new(bits)?;
-                vm::install(vm::vm_file(vm))
+                let vm = vm::Vm::new(cur, bits)?;
+                vm::install(cur, vm::vm_file(vm))
             }
             k::KVM_CHECK_EXTENSION => Ok(check_extension(arg as u64)),
             // The kvm_run page and the (unused) coalesced MMIO ring after it.
@@ -88,7 +88,7 @@ impl FileOps for KvmDev {
             _ => Err(Errno::EINVAL),
         }
     }
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         0
     }
     fn as_any(&self) -> &dyn Any {
@@ -107,7 +107,7 @@ pub fn init() {
         major: 10,
         minor: 232,
         mode: 0o660,
-        open: |_flags| Ok(Arc::new(KvmDev)),
+        open: |_, _flags| Ok(Arc::new(KvmDev)),
     });
 }
 

@@ -10,7 +10,7 @@
 
 use super::vcpu::Vcpu;
 use super::vm::{install, Vm};
-use crate::fs::{File, FileOps};
+use crate::fs::{Caller, File, FileOps};
 use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -86,13 +86,13 @@ impl StatsFile {
 }
 
 impl FileOps for StatsFile {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         file.at_pos(|pos| Ok(self.read_at(pos, buf)))
     }
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn pread(&self, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
+    fn pread(&self, _cur: &dyn Caller, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
         Ok(self.read_at(off, buf))
     }
     fn as_any(&self) -> &dyn Any {
@@ -100,18 +100,17 @@ impl FileOps for StatsFile {
     }
 }
 
-fn open(id: String, owner: Owner, name: String) -> SysResult<usize> {
-    install(File::new(
-        None,
-        Arc::new(StatsFile { id, owner }),
-        O_RDONLY,
-        name,
-    ))
+fn open(cur: &dyn Caller, id: String, owner: Owner, name: String) -> SysResult<usize> {
+    install(
+        cur,
+        File::new(None, Arc::new(StatsFile { id, owner }), O_RDONLY, name),
+    )
 }
 
 /// KVM_GET_STATS_FD on a VM: `anon_inode:kvm-vm-stats`, close-on-exec.
-pub fn vm_fd(vm: &Arc<Vm>) -> SysResult<usize> {
+pub fn vm_fd(cur: &dyn Caller, vm: &Arc<Vm>) -> SysResult<usize> {
     open(
+        cur,
         format!("kvm-{}", vm.creator),
         Owner::Vm(vm.clone()),
         String::from("anon_inode:kvm-vm-stats"),
@@ -119,8 +118,9 @@ pub fn vm_fd(vm: &Arc<Vm>) -> SysResult<usize> {
 }
 
 /// KVM_GET_STATS_FD on a vCPU: `anon_inode:kvm-vcpu-stats:N`, close-on-exec.
-pub fn vcpu_fd(vcpu: &Arc<Vcpu>) -> SysResult<usize> {
+pub fn vcpu_fd(cur: &dyn Caller, vcpu: &Arc<Vcpu>) -> SysResult<usize> {
     open(
+        cur,
         format!("kvm-{}/vcpu-{}", vcpu.creator, vcpu.id),
         Owner::Vcpu(vcpu.clone()),
         format!("anon_inode:kvm-vcpu-stats:{}", vcpu.id),

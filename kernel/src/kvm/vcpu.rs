@@ -13,7 +13,7 @@ use super::vm::Vm;
 use super::{exit, regs};
 use crate::arch::fpsimd::fpsimd::{self, FpsimdState};
 use crate::arch::guest::{self, El1State, GuestRegs};
-use crate::fs::{File, FileOps};
+use crate::fs::{Caller, File, FileOps};
 use crate::mm::aspace::MappedFile;
 use crate::mm::frame::Page;
 use crate::mm::uaccess::UserPtr;
@@ -155,7 +155,7 @@ pub const PSTATE_RESET: u64 = 0x3c5;
 const SCTLR_RESET: u64 = 0x30d0_0800;
 
 impl Vcpu {
-    pub fn new(id: u32) -> SysResult<Arc<Vcpu>> {
+    pub fn new(cur: &dyn Caller, id: u32) -> SysResult<Arc<Vcpu>> {
         let run = Page::new_user().ok_or(Errno::ENOMEM)?;
         Ok(Arc::new(Vcpu {
             id,
@@ -178,7 +178,7 @@ impl Vcpu {
             wake: WaitQueue::new(),
             kicked: AtomicBool::new(false),
             power: Mutex::new(Power::default()),
-            creator: sched::current().tid,
+            creator: cur.core().tid,
             stats: VcpuStats::new(),
         }))
     }
@@ -402,27 +402,27 @@ impl MappedFile for Vcpu {
 }
 
 impl FileOps for VcpuFile {
-    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
     fn ioctl_as(
         &self,
         _file: &Arc<File>,
-        cur: &task::CurrentTask,
+        cur: &dyn Caller,
         cmd: u32,
         arg: usize,
     ) -> SysResult<usize> {
-        let mm = self.vm.check_caller()?;
+        let mm = self.vm.check_caller(cur)?;
         let vcpu = &self.vcpu;
         match cmd {
             k::KVM_RUN => {
                 if arg != 0 {
                     return Err(Errno::EINVAL);
                 }
-                vcpu.run_ioctl(&self.vm, &mm, cur)
+                vcpu.run_ioctl(&self.vm, &mm, cur.core())
             }
             k::KVM_ARM_VCPU_INIT => {
                 let init = UserPtr::<KvmVcpuInit>::new(arg).read()?;
@@ -474,17 +474,17 @@ impl FileOps for VcpuFile {
                 Ok(0)
             }
             k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64)),
-            k::KVM_GET_STATS_FD => super::stats::vcpu_fd(vcpu),
+            k::KVM_GET_STATS_FD => super::stats::vcpu_fd(cur, vcpu),
             _ => Err(Errno::ENOTTY),
         }
     }
-    fn ioctl(&self, _file: &File, _cmd: u32, _arg: usize) -> SysResult<usize> {
+    fn ioctl(&self, _cur: &dyn Caller, _file: &File, _cmd: u32, _arg: usize) -> SysResult<usize> {
         Err(Errno::ENOTTY)
     }
     fn mmap_file(&self) -> Option<Arc<dyn MappedFile>> {
         Some(self.vcpu.clone())
     }
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         0
     }
     fn as_any(&self) -> &dyn Any {

@@ -11,7 +11,7 @@ use super::stage2::Stage2;
 use super::stats::VmStats;
 use super::vcpu::{Vcpu, VcpuFile};
 use crate::arch::guest;
-use crate::fs::{File, FileOps};
+use crate::fs::{Caller, File, FileOps};
 use crate::mm::aspace::{Access, AddrSpace, MmNotifier};
 use crate::mm::uaccess::UserPtr;
 use alloc::collections::BTreeMap;
@@ -144,8 +144,10 @@ impl Vm {
         self.id_regs.lock()[((crm - 1) * 8 + op2) as usize]
     }
 
-    pub fn new(ipa_bits: u32) -> SysResult<Arc<Vm>> {
-        let mm = crate::process::current().mm().ok_or(Errno::EINVAL)?;
+    pub fn new(cur: &dyn Caller, ipa_bits: u32) -> SysResult<Arc<Vm>> {
+        let mm = crate::process::caller_thread(cur)
+            .mm()
+            .ok_or(Errno::EINVAL)?;
         let s2 = Stage2::new(ipa_bits)?;
         let vmid = alloc_vmid()?;
         let (vttbr, vtcr) = (((vmid as u64) << 48) | s2.root(), s2.vtcr());
@@ -179,7 +181,7 @@ impl Vm {
             fw_bmaps: Mutex::new(FW_BMAPS_SUPPORTED),
             impl_regs: guest::impl_regs(),
             smccc_filter: SmcccFilter::new(),
-            creator: crate::task::sched::current().tid,
+            creator: cur.core().tid,
             stats: VmStats::new(),
         });
         let weak: Weak<dyn MmNotifier> = Arc::downgrade(&vm) as Weak<dyn MmNotifier>;
@@ -199,8 +201,8 @@ impl Vm {
 
     /// EIO unless the caller is a thread of the VMM that created the VM (as KVM checks
     /// `kvm->mm != current->mm` on every ioctl).
-    pub fn check_caller(&self) -> SysResult<Arc<Mutex<AddrSpace>>> {
-        let mine = crate::process::current().mm().ok_or(Errno::EIO)?;
+    pub fn check_caller(&self, cur: &dyn Caller) -> SysResult<Arc<Mutex<AddrSpace>>> {
+        let mine = crate::process::caller_thread(cur).mm().ok_or(Errno::EIO)?;
         match self.mm.upgrade() {
             Some(mm) if Arc::ptr_eq(&mm, &mine) => Ok(mm),
             _ => Err(Errno::EIO),
@@ -314,7 +316,7 @@ impl Vm {
         Ok(0)
     }
 
-    fn create_vcpu(self: &Arc<Vm>, id: usize) -> SysResult<usize> {
+    fn create_vcpu(self: &Arc<Vm>, cur: &dyn Caller, id: usize) -> SysResult<usize> {
         if id >= k::KVM_MAX_VCPUS {
             return Err(Errno::EINVAL);
         }
@@ -326,7 +328,7 @@ impl Vm {
             if vcpus.iter().any(|v| v.id == id as u32) {
                 return Err(Errno::EEXIST);
             }
-            let vcpu = Vcpu::new(id as u32)?;
+            let vcpu = Vcpu::new(cur, id as u32)?;
             vcpus.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
             vcpus.push(vcpu.clone());
             vcpu
@@ -336,16 +338,15 @@ impl Vm {
             vcpu,
         });
         let f = File::new(None, ops, O_RDWR, format!("anon_inode:kvm-vcpu:{id}"));
-        install(f)
+        install(cur, f)
     }
 }
 
 /// Installs `f` as a new descriptor of the caller, close-on-exec (as KVM's anon_inode_getfd).
-pub fn install(f: Arc<File>) -> SysResult<usize> {
-    crate::process::current()
-        .files()
+pub fn install(cur: &dyn Caller, f: Arc<File>) -> SysResult<usize> {
+    cur.files()
         .lock()
-        .install(f, true)
+        .install(cur, f, true)
         .map(|fd| fd as usize)
 }
 
@@ -381,17 +382,17 @@ pub struct VmFile {
 }
 
 impl FileOps for VmFile {
-    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
-        self.vm.check_caller()?;
+    fn ioctl(&self, cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+        self.vm.check_caller(cur)?;
         match cmd {
             k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64)),
-            k::KVM_CREATE_VCPU => self.vm.create_vcpu(arg),
+            k::KVM_CREATE_VCPU => self.vm.create_vcpu(cur, arg),
             k::KVM_SET_USER_MEMORY_REGION => {
                 let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
                 self.vm.set_region(&r)
@@ -413,7 +414,7 @@ impl FileOps for VmFile {
             k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR | k::KVM_HAS_DEVICE_ATTR => {
                 super::smccc::vm_attr(&self.vm, cmd, arg)
             }
-            k::KVM_GET_STATS_FD => super::stats::vm_fd(&self.vm),
+            k::KVM_GET_STATS_FD => super::stats::vm_fd(cur, &self.vm),
             k::KVM_ARM_PREFERRED_TARGET => {
                 UserPtr::<KvmVcpuInit>::new(arg).write(&KvmVcpuInit {
                     target: k::KVM_ARM_TARGET_GENERIC_V8,
@@ -442,7 +443,7 @@ impl FileOps for VmFile {
             _ => Err(Errno::ENOTTY),
         }
     }
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         0
     }
     fn as_any(&self) -> &dyn Any {

@@ -6,10 +6,11 @@
 
 #![forbid(unsafe_code)]
 
-use crate::fs::{epoll, new_ino, File, FileOps};
+use crate::fs::{epoll, new_ino, Caller, File, FileOps};
 use crate::mm::uaccess::UserSlice;
 use crate::net::inet::{lo_flags, set_lo_flags};
 use crate::net::IovCursor;
+use crate::process::Thread;
 use crate::task::wait::WaitQueue;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -58,13 +59,12 @@ impl NlSocket {
     }
 
     /// netlink_autobind: the caller's thread-group id first, then -4096, -4097...
-    fn autobind(st: &mut State) {
+    fn autobind(cur: &Thread, st: &mut State) {
         if st.pid != 0 {
             return;
         }
         let mut pids = PIDS.lock();
-        let tgid = crate::process::current().pid();
-        let mut cand = tgid;
+        let mut cand = cur.pid();
         let mut next: i32 = -4096;
         while pids.contains(&cand) {
             cand = next as u32;
@@ -74,7 +74,7 @@ impl NlSocket {
         st.pid = cand;
     }
 
-    pub fn bind(&self, addr: &[u8]) -> SysResult<()> {
+    pub fn bind(&self, cur: &Thread, addr: &[u8]) -> SysResult<()> {
         if addr.len() < SOCKADDR_NL_SIZE
             || u16::from_ne_bytes([addr[0], addr[1]]) as u32 != AF_NETLINK
         {
@@ -88,7 +88,7 @@ impl NlSocket {
                 return Err(Errno::EINVAL);
             }
         } else if pid == 0 {
-            Self::autobind(&mut st);
+            Self::autobind(cur, &mut st);
         } else {
             let mut pids = PIDS.lock();
             if pids.contains(&pid) {
@@ -101,7 +101,7 @@ impl NlSocket {
         Ok(())
     }
 
-    pub fn connect(&self, addr: &[u8]) -> SysResult<()> {
+    pub fn connect(&self, cur: &Thread, addr: &[u8]) -> SysResult<()> {
         if addr.len() < 2 {
             return Err(Errno::EINVAL);
         }
@@ -112,7 +112,7 @@ impl NlSocket {
         if addr.len() < SOCKADDR_NL_SIZE || fam != AF_NETLINK {
             return Err(Errno::EINVAL);
         }
-        Self::autobind(&mut self.st.lock());
+        Self::autobind(cur, &mut self.st.lock());
         Ok(())
     }
 
@@ -121,20 +121,21 @@ impl NlSocket {
         sockaddr_nl(st.pid, st.groups)
     }
 
-    /// Sends requests to the kernel: each is answered into the queue.
-    pub fn send(&self, data: &mut IovCursor) -> SysResult<usize> {
+    /// Sends `cur`'s requests to the kernel: each is answered into the queue.
+    pub fn send(&self, cur: &Thread, data: &mut IovCursor) -> SysResult<usize> {
         let len = data.len();
         let mut buf = vec![0u8; len];
         data.copy_in(&mut buf).map_err(|p| p.err)?;
         let pid = {
             let mut st = self.st.lock();
-            Self::autobind(&mut st);
+            Self::autobind(cur, &mut st);
             st.pid
         };
+        let euid = cur.process.euid.load(core::sync::atomic::Ordering::Relaxed);
         let mut out = vec![0u8; REPLY_ROOM];
         for (h, payload) in messages(&buf) {
             let mut w = NlWriter::new(&mut out);
-            answer(&mut w, &h, payload, pid);
+            answer(&mut w, &h, payload, pid, euid);
             let n = w.len();
             if n > 0 {
                 self.st.lock().rx.push_back(out[..n].to_vec());
@@ -220,7 +221,8 @@ fn wanted_link(payload: &[u8]) -> SysResult<()> {
     Err(Errno::EINVAL)
 }
 
-fn answer(w: &mut NlWriter, h: &NlMsgHdr, payload: &[u8], pid: u32) {
+/// Answers a request of a sender whose effective uid is `euid`.
+fn answer(w: &mut NlWriter, h: &NlMsgHdr, payload: &[u8], pid: u32, euid: u32) {
     let dump = h.flags & NLM_F_DUMP == NLM_F_DUMP;
     let r: SysResult<()> = if h.flags & NLM_F_REQUEST == 0 || h.ty < 0x10 {
         Ok(())
@@ -263,7 +265,7 @@ fn answer(w: &mut NlWriter, h: &NlMsgHdr, payload: &[u8], pid: u32) {
                 return;
             }
             RTM_NEWLINK | RTM_SETLINK => wanted_link(payload).and_then(|()| {
-                if crate::fs::caller::euid() != 0 {
+                if euid != 0 {
                     return Err(Errno::EPERM);
                 }
                 let flags = u32::from_ne_bytes(payload[8..12].try_into().unwrap());
@@ -307,20 +309,25 @@ pub fn of(file: &File) -> Option<&Arc<NlSocket>> {
 }
 
 impl FileOps for NlFile {
-    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
 
-    fn read_to_user(&self, file: &File, dst: UserSlice) -> Option<SysResult<usize>> {
+    fn read_to_user(
+        &self,
+        _cur: &dyn Caller,
+        file: &File,
+        dst: UserSlice,
+    ) -> Option<SysResult<usize>> {
         let mut c = IovCursor::new(alloc::vec![dst]);
         Some(self.0.recv(&mut c, 0, file.nonblocking()).map(|r| r.n))
     }
 
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
 
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         self.0.poll()
     }
 

@@ -44,8 +44,8 @@ struct Exe {
 }
 
 impl Exe {
-    fn open(path: &str) -> SysResult<Exe> {
-        let r = fs::resolve(svelt_abi::uapi::fs::AT_FDCWD, path, true)?;
+    fn open(cur: &super::CurrentTask, path: &str) -> SysResult<Exe> {
+        let r = fs::resolve(cur, svelt_abi::uapi::fs::AT_FDCWD, path, true)?;
         if r.node.kind() != Kind::File || r.node.perm() & 0o111 == 0 {
             return Err(Errno::EACCES);
         }
@@ -87,10 +87,8 @@ fn parse<'a>(exe: &'a Exe, whole: &'a mut Vec<u8>) -> Result<ElfFile<'a>, ElfErr
 
 /// The main thread's stack: RLIMIT_STACK (the soft limit in force at exec, as Linux's stack
 /// may grow to), at least 128 KiB and at most what fits above the mmap area.
-fn stack_size() -> usize {
-    let limit = super::current()
-        .process()
-        .rlimit(svelt_abi::uapi::sys::RLIMIT_STACK);
+fn stack_size(cur: &super::CurrentTask) -> usize {
+    let limit = cur.process.rlimit(svelt_abi::uapi::sys::RLIMIT_STACK);
     let max = STACK_TOP - crate::mm::aspace::MMAP_TOP - (1 << 20);
     (usize::try_from(limit).unwrap_or(usize::MAX))
         .clamp(128 << 10, max)
@@ -172,24 +170,20 @@ fn check_properties(elf: &ElfFile<'_>, exe: &Exe) -> SysResult<()> {
 /// Opens the program interpreter a dynamically linked executable names (PT_INTERP). Linux's
 /// errors: the path's own (ENOENT, EACCES...) as for any executable, ELIBBAD for a file that is
 /// not an AArch64 ELF image.
-fn open_interp(name: &[u8]) -> SysResult<Exe> {
+fn open_interp(cur: &super::CurrentTask, name: &[u8]) -> SysResult<Exe> {
     let path = core::str::from_utf8(name).map_err(|_| Errno::ENOENT)?;
-    Exe::open(path)
+    Exe::open(cur, path)
 }
 
 /// Where the interpreter goes: at the top of the mmap area (where Linux's mmap would put it),
 /// lowered by a random number of pages (none under ADDR_NO_RANDOMIZE, as debuggers ask) and
 /// aligned to its segments' alignment.
-fn interp_bias(mm: &AddrSpace, elf: &ElfFile<'_>) -> SysResult<u64> {
+fn interp_bias(persona: u32, mm: &AddrSpace, elf: &ElfFile<'_>) -> SysResult<u64> {
     if !elf.is_dyn() {
         return Ok(0);
     }
     let align = elf.max_align().max(PAGE);
     let mut r = [0u8; 2];
-    let persona = super::current()
-        .process()
-        .personality
-        .load(Ordering::Relaxed);
     if persona & svelt_abi::uapi::sys::ADDR_NO_RANDOMIZE == 0 {
         crate::fs::dev::fill_random(&mut r);
     }
@@ -227,11 +221,18 @@ struct Loaded {
 /// Builds the new address space and initial stack. A dynamically linked program gets its
 /// interpreter mapped too, and starts there (AT_BASE says where it is). Err: execve fails
 /// (what Linux checks before the old program is gone).
-fn load(exe: &Exe, argv: &[Vec<u8>], envp: &[Vec<u8>], execfn: &[u8]) -> SysResult<Loaded> {
+fn load(
+    cur: &super::CurrentTask,
+    exe: &Exe,
+    argv: &[Vec<u8>],
+    envp: &[Vec<u8>],
+    execfn: &[u8],
+) -> SysResult<Loaded> {
+    let persona = cur.process.personality.load(Ordering::Relaxed);
     let mut whole = Vec::new();
     let elf = parse(exe, &mut whole)?;
     let interp = match elf.interp() {
-        Some(name) => Some(open_interp(name)?),
+        Some(name) => Some(open_interp(cur, name)?),
         None => None,
     };
     let mut iwhole = Vec::new();
@@ -251,7 +252,7 @@ fn load(exe: &Exe, argv: &[Vec<u8>], envp: &[Vec<u8>], execfn: &[u8]) -> SysResu
         mm.brk = brk;
         match (&ielf, &interp) {
             (Some(ie), Some(iexe)) => {
-                let bias = interp_bias(&mm, ie)?;
+                let bias = interp_bias(persona, &mm, ie)?;
                 let iplan = map_image(&mut mm, ie, bias, iexe, false)?;
                 Ok((plan, iplan.entry, iplan.bias))
             }
@@ -271,15 +272,12 @@ fn load(exe: &Exe, argv: &[Vec<u8>], envp: &[Vec<u8>], execfn: &[u8]) -> SysResu
     };
 
     mm.map(
-        STACK_TOP - stack_size(),
+        STACK_TOP - stack_size(cur),
         STACK_TOP,
         Prot(Prot::READ | Prot::WRITE),
         Backing::Anon,
     )?;
-    let vdso = crate::vdso::map(
-        &mut mm,
-        super::current().process.personality.load(Ordering::Relaxed),
-    )?;
+    let vdso = crate::vdso::map(&mut mm, persona)?;
     let [hwcap, hwcap2, hwcap3] = crate::cpufeature::hwcaps().0;
     let auxv = [
         (AT_SYSINFO_EHDR, vdso as u64),
@@ -348,10 +346,10 @@ fn load(exe: &Exe, argv: &[Vec<u8>], envp: &[Vec<u8>], execfn: &[u8]) -> SysResu
 /// Reads the binary execve runs for `path`: the file itself, or for a `#!` script its
 /// interpreter (scripts may name scripts, [`script::MAX_DEPTH`] deep), with `argv` rewritten as
 /// Linux rewrites it: `[interpreter, argument?, path, argv[1..]]` at each level.
-fn read_program(path: &str, argv: &mut Vec<Vec<u8>>) -> SysResult<Exe> {
+fn read_program(cur: &super::CurrentTask, path: &str, argv: &mut Vec<Vec<u8>>) -> SysResult<Exe> {
     let mut file = String::from(path);
     for _ in 0..=script::MAX_DEPTH {
-        let exe = Exe::open(&file)?;
+        let exe = Exe::open(cur, &file)?;
         let sb = match script::parse(&exe.head) {
             None => return Ok(exe),
             Some(Err(())) => return Err(Errno::ENOEXEC),
@@ -434,13 +432,13 @@ pub fn do_execve(
     let mut total = 0;
     let mut argv = read_strings(argv_va, &mut total)?;
     let envp = read_strings(envp_va, &mut total)?;
-    let exe = read_program(&path, &mut argv)?;
+    let exe = read_program(cur, &path, &mut argv)?;
     let Loaded {
         mut mm,
         entry,
         sp,
         fatal,
-    } = load(&exe, &argv, &envp, path.as_bytes())?;
+    } = load(cur, &exe, &argv, &envp, path.as_bytes())?;
     mm.exec.exe_ino = exe.ino;
     let canonical = exe.path;
 
@@ -512,13 +510,13 @@ fn de_thread(me: &Arc<super::Thread>) {
 /// Starts PID 1 running `path`, with /dev/console on descriptors 0, 1 and 2.
 // The file's one unsafe: writing the first task's trap frame and context before it runs.
 #[allow(unsafe_code)]
-pub fn spawn_init(path: &str) -> SysResult<()> {
+pub fn spawn_init(cur: &super::CurrentTask, path: &str) -> SysResult<()> {
     use super::{register, Process, Thread, ThreadCharge};
     use crate::task::{fpstate::TaskFpState, KernelStack, Task, TaskLocal};
     let mut argv = vec![path.as_bytes().to_vec()];
-    let exe = read_program(path, &mut argv)?;
+    let exe = read_program(cur, path, &mut argv)?;
     let envp = [b"HOME=/".to_vec(), b"TERM=linux".to_vec()];
-    let loaded = load(&exe, &argv, &envp, path.as_bytes())?;
+    let loaded = load(cur, &exe, &argv, &envp, path.as_bytes())?;
     if loaded.fatal {
         return Err(Errno::ENOEXEC);
     }
@@ -530,10 +528,10 @@ pub fn spawn_init(path: &str) -> SysResult<()> {
     let process = Process::new(super::alloc_pid(), alloc::sync::Weak::new());
     *process.exe.lock() = canonical;
     let mut files = crate::fs::FdTable::new();
-    if let Ok(r) = fs::resolve(svelt_abi::uapi::fs::AT_FDCWD, "/dev/console", true) {
-        let f = fs::open_node(r.node, svelt_abi::uapi::fs::O_RDWR, r.path)?;
+    if let Ok(r) = fs::resolve(cur, svelt_abi::uapi::fs::AT_FDCWD, "/dev/console", true) {
+        let f = fs::open_node(cur, r.node, svelt_abi::uapi::fs::O_RDWR, r.path)?;
         for _ in 0..3 {
-            files.install(f.clone(), false)?;
+            files.install(cur, f.clone(), false)?;
         }
     }
     let charge = ThreadCharge::new(0, u64::MAX)?;

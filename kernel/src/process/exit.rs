@@ -2,7 +2,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{current_arc, futex, sched, unregister, CurrentTask, ProcState, Process, State};
+use super::{futex, sched, unregister, CurrentTask, ProcState, Process, State};
 use crate::process::signal;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -61,7 +61,7 @@ pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
         } else {
             status
         };
-        process_exit(&p, status);
+        process_exit(cur, &p, status);
     }
     {
         // No preemption between the move and the mark: a switch away from a live task could
@@ -110,9 +110,9 @@ pub fn on_exit(f: fn(&Process)) {
     ON_EXIT.call_once(|| f);
 }
 
-fn process_exit(p: &Arc<Process>, status: i32) {
+fn process_exit(cur: &CurrentTask, p: &Arc<Process>, status: i32) {
     // The last thread is the one running this.
-    *p.zombie_comm.lock() = super::current().comm();
+    *p.zombie_comm.lock() = cur.comm();
     if let Some(f) = ON_EXIT.get() {
         f(p);
     }
@@ -270,8 +270,8 @@ fn tracee_event(me: &Arc<Process>, which: Which, options: u32) -> Result<Option<
 }
 
 /// A reported child event.
-pub fn do_wait(which: Which, options: u32) -> SysResult<Option<Reported>> {
-    let me = current_arc().process();
+pub fn do_wait(cur: &CurrentTask, which: Which, options: u32) -> SysResult<Option<Reported>> {
+    let me = cur.process();
     let matches = |c: &Arc<Process>| match which {
         Which::Any => true,
         Which::Pid(pid) => c.pid == pid,

@@ -5,7 +5,7 @@
 
 #![forbid(unsafe_code)]
 
-use super::{current_arc, sched, State, Thread};
+use super::{sched, CurrentTask, State, Thread};
 use crate::mm::uaccess::UserPtr;
 use crate::sync::IrqLock;
 use alloc::sync::Arc;
@@ -49,6 +49,7 @@ fn key_of(t: &Thread, uaddr: usize, private: bool) -> SysResult<Key> {
 }
 
 pub fn futex(
+    cur: &CurrentTask,
     uaddr: usize,
     op: u32,
     val: u32,
@@ -63,14 +64,22 @@ pub fn futex(
     };
     let FutexOp { cmd, private, .. } = FutexOp::decode(op, val, timeout, uaddr2, val3)?;
     match cmd {
-        FutexCmd::Wait { val, bitset } => wait(uaddr, val, deadline, bitset, private),
-        FutexCmd::Wake { count, bitset } => wake(uaddr, count as usize, bitset, private),
+        FutexCmd::Wait { val, bitset } => wait(cur, uaddr, val, deadline, bitset, private),
+        FutexCmd::Wake { count, bitset } => wake(cur, uaddr, count as usize, bitset, private),
         FutexCmd::Requeue {
             wake,
             requeue: nreq,
             uaddr2,
             cmp,
-        } => requeue(uaddr, uaddr2, wake as usize, nreq as usize, cmp, private),
+        } => requeue(
+            cur,
+            uaddr,
+            uaddr2,
+            wake as usize,
+            nreq as usize,
+            cmp,
+            private,
+        ),
         // WAKE_OP needs an atomic read-modify-write of user memory, and the PI commands
         // priority inheritance: neither exists here.
         FutexCmd::WakeOp { .. }
@@ -97,13 +106,14 @@ fn read_deadline(t: FutexTimeout) -> SysResult<u64> {
 }
 
 fn wait(
+    cur: &CurrentTask,
     uaddr: usize,
     val: u32,
     deadline: Option<u64>,
     bitset: u32,
     private: bool,
 ) -> SysResult<usize> {
-    let me = current_arc();
+    let me = cur.to_arc();
     let key = key_of(&me, uaddr, private)?;
     {
         let _g = FUTEX_LOCK.lock();
@@ -180,8 +190,8 @@ fn wake_key(key: Key, n: usize, bitset: u32) -> usize {
     n
 }
 
-fn wake(uaddr: usize, n: usize, bitset: u32, private: bool) -> SysResult<usize> {
-    let key = key_of(&current_arc(), uaddr, private)?;
+fn wake(cur: &CurrentTask, uaddr: usize, n: usize, bitset: u32, private: bool) -> SysResult<usize> {
+    let key = key_of(cur, uaddr, private)?;
     let _g = FUTEX_LOCK.lock();
     Ok(wake_key(key, n, bitset))
 }
@@ -194,6 +204,7 @@ pub fn wake_addr(t: &Thread, uaddr: usize, n: usize) -> SysResult<usize> {
 }
 
 fn requeue(
+    cur: &CurrentTask,
     uaddr: usize,
     uaddr2: usize,
     nwake: usize,
@@ -201,8 +212,7 @@ fn requeue(
     cmp: Option<u32>,
     private: bool,
 ) -> SysResult<usize> {
-    let me = current_arc();
-    let (k1, k2) = (key_of(&me, uaddr, private)?, key_of(&me, uaddr2, private)?);
+    let (k1, k2) = (key_of(cur, uaddr, private)?, key_of(cur, uaddr2, private)?);
     let _g = FUTEX_LOCK.lock();
     if let Some(v) = cmp {
         if UserPtr::<u32>::new(uaddr).read()? != v {

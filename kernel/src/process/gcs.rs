@@ -11,7 +11,7 @@ use crate::arch::gcs as hw;
 use crate::arch::mmu::PAGE_SIZE;
 use crate::mm::aspace::{Backing, Prot};
 use crate::mm::uaccess::UserPtr;
-use crate::process::{with_mm, CurrentTask, Held, TaskLocal};
+use crate::process::{CurrentTask, Held, TaskLocal};
 use svelt_abi::fp::sigframe::BadFrame;
 use svelt_abi::isa::gcs::{self as g, GcsState};
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -67,7 +67,7 @@ fn map_gcs(cur: &CurrentTask, addr: u64, len: u64) -> SysResult<u64> {
     };
     let prot = Prot(Prot::READ | Prot::WRITE | Prot::SHADOW);
     let rlimit = |r| cur.process().rlimit(r);
-    with_mm(|mm| map_new(mm, addr as usize, len, prot, Backing::Anon, place, rlimit))
+    cur.with_mm(|mm| map_new(mm, addr as usize, len, prot, Backing::Anon, place, rlimit))
         .map(|a| a as u64)
 }
 
@@ -81,7 +81,7 @@ pub fn map_shadow_stack(cur: &CurrentTask, addr: u64, size: u64, flags: u64) -> 
     if let Some(off) = req.token_at {
         let at = start + off;
         if crate::arch::uaccess::gcs_store_user(at as usize, g::cap_token(at)).is_err() {
-            let _ = with_mm(|mm| mm.unmap(start as usize, (start + req.len) as usize));
+            let _ = cur.with_mm(|mm| mm.unmap(start as usize, (start + req.len) as usize));
             return Err(Errno::EFAULT);
         }
         hw::barrier();
@@ -167,7 +167,7 @@ pub fn flush(cur: &CurrentTask) {
 pub fn thread_exit(cur: &CurrentTask) {
     let s = cur.local().gcs.get();
     if s.base != 0 {
-        let _ = with_mm(|mm| mm.unmap(s.base as usize, (s.base + s.size) as usize));
+        let _ = cur.with_mm(|mm| mm.unmap(s.base as usize, (s.base + s.size) as usize));
     }
 }
 

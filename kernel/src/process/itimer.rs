@@ -55,13 +55,14 @@ pub fn itimer_remaining(p: &Process) -> (u64, u64) {
 
 /// Has the timer interrupt run `tick`. Boot time, before interrupts are on.
 pub fn init_irq() {
-    crate::irq::on_tick(tick);
+    crate::task::sched::on_tick_with_task(tick);
 }
 
-/// Timer tick on any CPU: expired interval timers send SIGALRM; the running thread's
-/// process's CPU-time interval timers and every armed POSIX timer are looked at too.
-fn tick() {
-    if let Some(t) = crate::task::sched::try_current().filter(|t| !t.is_idle()) {
+/// Timer tick on any CPU, with the task it interrupted: expired interval timers send SIGALRM;
+/// the interrupted thread's process's CPU-time interval timers and every armed POSIX timer are
+/// looked at too.
+fn tick(running: Option<&crate::task::Task>) {
+    if let Some(t) = running.filter(|t| !t.is_idle()) {
         super::cputime::tick(super::thread_of(t));
     }
     super::posix_timer::tick();

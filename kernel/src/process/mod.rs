@@ -426,6 +426,13 @@ impl Thread {
         self.mm.lock().clone()
     }
 
+    /// Runs `f` on the thread's address space (EFAULT without one).
+    pub fn with_mm<R>(&self, f: impl FnOnce(&mut AddrSpace) -> SysResult<R>) -> SysResult<R> {
+        let mm = self.mm().ok_or(Errno::EFAULT)?;
+        let mut g = mm.lock();
+        f(&mut g)
+    }
+
     /// Installs `mm` as this task's address space (None: none), returning the old one; the
     /// scheduler's copy of its TTBR0 value follows.
     pub fn set_mm(&self, mm: Option<Mm>) -> Option<Mm> {
@@ -607,8 +614,8 @@ pub fn system_fp_counters() -> [u64; fpstate::NR_COUNTERS] {
 /// first runs until after its last switch away): only for the running task, or a task the
 /// caller knows to be alive and not yet switched away from for the last time (`Task::data_arc`
 /// is the way for any other).
-// The one unsafe of this layer's tables: the syscall entry and every `current()` come here, and
-// the typed `Task::data` would compare type ids each time.
+// The one unsafe of this layer's tables: every entry's token and every file operation's caller
+// come here, and the typed `Task::data` would compare type ids each time.
 #[allow(unsafe_code)]
 pub fn thread_of(t: &Task) -> &Thread {
     debug_assert!(t.data::<Thread>().is_some(), "a task without its thread");
@@ -618,22 +625,10 @@ pub fn thread_of(t: &Task) -> &Thread {
     unsafe { &*(t.data_ptr() as *const Thread) }
 }
 
-/// The running thread, for code that no token reaches: the file operations and inodes the VFS
-/// calls (procfs, the terminal, sockets), `fs::caller` and the core's hooks. Syscall handlers,
-/// the trap path and everything they call take the `CurrentTask` they were given instead.
-pub fn current() -> &'static Thread {
-    thread_of(sched::current())
-}
-
-/// The running thread, if the scheduler runs on this CPU yet.
-pub fn try_current() -> Option<&'static Thread> {
-    sched::try_current()?.data::<Thread>()
-}
-
-pub fn current_arc() -> Arc<Thread> {
-    sched::current()
-        .data_arc::<Thread>()
-        .expect("a task without its thread")
+/// The thread a file operation runs for (layers above this one are handed the running thread
+/// by the file layer as a `fs::Caller`).
+pub fn caller_thread(cur: &dyn crate::fs::Caller) -> &Thread {
+    thread_of(cur.core())
 }
 
 /// Answers the task core's questions (task/hooks.rs): a pending signal or a tracer's interrupt
@@ -651,27 +646,13 @@ pub fn init() {
             None => sched::wake(t),
         },
     });
-    crate::fs::caller::register(crate::fs::caller::Caller {
-        euid: || try_current().map_or(0, |t| t.process.euid.load(Ordering::Relaxed)),
-        nofile: || {
-            current()
-                .process
-                .rlimit(svelt_abi::uapi::sys::RLIMIT_NOFILE)
-        },
-        fs: || current().fs(),
-        files: || current().files(),
-        broken_pipe: || {
-            let s = svelt_abi::uapi::signal::SIGPIPE;
-            signal::send_to_task(&current_arc(), s, signal::SigInfo::kernel(s));
-        },
-    });
 }
 
 /// Makes the code running on this CPU its idle task, a thread of the kernel's process 0.
 pub fn init_cpu() {
-    sched::init_cpu();
+    let idle = sched::init_cpu();
     let _ = Thread::new(
-        sched::current_arc(),
+        idle,
         kernel_process(),
         None,
         None,
@@ -679,11 +660,4 @@ pub fn init_cpu() {
         Arc::new(Mutex::new(FsContext::root())),
         Arc::new(IrqLock::new(SigHandlers::default())),
     );
-}
-
-/// Runs `f` on the current task's address space.
-pub fn with_mm<R>(f: impl FnOnce(&mut AddrSpace) -> SysResult<R>) -> SysResult<R> {
-    let mm = current().mm().ok_or(Errno::EFAULT)?;
-    let mut g = mm.lock();
-    f(&mut g)
 }

@@ -4,7 +4,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::fs::{File, FileOps};
+use crate::fs::{Caller, File, FileOps};
 use crate::process::{ProcState, Process};
 use alloc::sync::{Arc, Weak};
 use core::any::Any;
@@ -24,13 +24,13 @@ impl PidFd {
 }
 
 impl FileOps for PidFd {
-    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         let ended = self
             .process
             .upgrade()

@@ -4,11 +4,14 @@
 
 #![forbid(unsafe_code)]
 
-use super::{current_arc, thread_of, Thread};
+use super::{thread_of, Thread};
 use crate::arch::exception::TrapFrame;
+use crate::fs::{FdTable, FsContext};
 use crate::task::{self, TaskLocal};
 use alloc::sync::Arc;
 use core::ops::Deref;
+use core::sync::atomic::Ordering;
+use spin::Mutex;
 
 /// The running thread, as the right to its locals and trap frame.
 pub struct CurrentTask {
@@ -38,7 +41,9 @@ impl CurrentTask {
 
     /// An owned reference to the running thread, for a caller that must keep it.
     pub fn to_arc(&self) -> Arc<Thread> {
-        current_arc()
+        self.core
+            .data_arc::<Thread>()
+            .expect("a task without its thread")
     }
 
     pub fn held(&self) -> Held<'_> {
@@ -53,6 +58,38 @@ impl Deref for CurrentTask {
     type Target = Thread;
     fn deref(&self) -> &Thread {
         self.thread
+    }
+}
+
+/// The file layer's questions about the caller (fs/caller.rs), answered by the running thread.
+/// Inline: a syscall handler that has the trait in scope calls these for the thread's own
+/// methods (`cur.files()` on the read and write paths), and must pay no call for it.
+impl crate::fs::Caller for CurrentTask {
+    #[inline]
+    fn core(&self) -> &task::CurrentTask {
+        &self.core
+    }
+    #[inline]
+    fn euid(&self) -> u32 {
+        self.thread.process.euid.load(Ordering::Relaxed)
+    }
+    #[inline]
+    fn nofile(&self) -> u64 {
+        self.thread
+            .process
+            .rlimit(svelt_abi::uapi::sys::RLIMIT_NOFILE)
+    }
+    #[inline]
+    fn fs(&self) -> Arc<Mutex<FsContext>> {
+        self.thread.fs()
+    }
+    #[inline]
+    fn files(&self) -> Arc<Mutex<FdTable>> {
+        self.thread.files()
+    }
+    fn broken_pipe(&self) {
+        let s = svelt_abi::uapi::signal::SIGPIPE;
+        super::signal::send_to_task(&self.to_arc(), s, super::signal::SigInfo::kernel(s));
     }
 }
 

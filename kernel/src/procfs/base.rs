@@ -8,7 +8,7 @@
 use super::fd::{fd_name, FdDir};
 use super::{array, mounts, task_mmu};
 use crate::fs::generic::{write_str, Dir, Link, Listing, Render, Text, TextFile};
-use crate::fs::{File, FileOps, Inode, Kind};
+use crate::fs::{Caller, File, FileOps, Inode, Kind};
 use crate::process::{self, Process, Thread};
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -68,9 +68,9 @@ impl Target {
 
     /// Private files (environ, auxv, maps...) open only for those who may trace the process
     /// (PTRACE_MODE_READ).
-    pub(super) fn may_trace(self) -> SysResult<()> {
-        let p = self.process()?;
-        if crate::process::ptrace::may_access(&process::current().process, &p) {
+    pub(super) fn may_trace(cur: &dyn Caller, target: Target) -> SysResult<()> {
+        let p = target.process()?;
+        if crate::process::ptrace::may_access(&process::caller_thread(cur).process, &p) {
             Ok(())
         } else {
             Err(Errno::EACCES)
@@ -98,7 +98,7 @@ pub(super) enum LinkTo {
 
 /// cwd, exe, root and fd/N: symlinks whose targets are the process's (Linux's are magic
 /// links that open the object itself; here they are followed by name).
-fn link_target((target, to): (Target, LinkTo)) -> SysResult<String> {
+fn link_target(_cur: &dyn Caller, (target, to): (Target, LinkTo)) -> SysResult<String> {
     let t = target.task().map_err(|_| Errno::ENOENT)?;
     match to {
         LinkTo::Cwd => Ok(t.fs().lock().cwd.clone()),
@@ -272,9 +272,9 @@ impl Inode for MemFile {
     fn perm(&self) -> u32 {
         0o600
     }
-    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+    fn open(&self, cur: &dyn Caller, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
         let p = process::find_process(self.pid).ok_or(Errno::ENOENT)?;
-        if !crate::process::ptrace::may_access(&process::current().process, &p) {
+        if !crate::process::ptrace::may_access(&process::caller_thread(cur).process, &p) {
             return Err(Errno::EACCES);
         }
         Ok(Some(Arc::new(MemOps { pid: self.pid })))
@@ -289,12 +289,12 @@ struct MemOps {
 }
 
 impl MemOps {
-    fn access(&self, off: u64, buf: &mut [u8], write: bool) -> SysResult<usize> {
+    fn access(&self, cur: &dyn Caller, off: u64, buf: &mut [u8], write: bool) -> SysResult<usize> {
         let t = process::find_process(self.pid)
             .and_then(|p| p.live_threads().into_iter().next())
             .ok_or(Errno::EIO)?;
         crate::process::ptrace::access_mem(
-            &process::current().process,
+            &process::caller_thread(cur).process,
             &t,
             off as usize,
             buf,
@@ -303,13 +303,13 @@ impl MemOps {
     }
 
     /// Writes through a small bounce buffer (the memory writer takes a mutable slice).
-    fn write_from(&self, off: u64, buf: &[u8]) -> SysResult<usize> {
+    fn write_from(&self, cur: &dyn Caller, off: u64, buf: &[u8]) -> SysResult<usize> {
         let mut chunk = [0u8; 512];
         let mut done = 0;
         while done < buf.len() {
             let n = (buf.len() - done).min(chunk.len());
             chunk[..n].copy_from_slice(&buf[done..done + n]);
-            match self.access(off + done as u64, &mut chunk[..n], true) {
+            match self.access(cur, off + done as u64, &mut chunk[..n], true) {
                 Ok(k) => {
                     done += k;
                     if k < n {
@@ -325,17 +325,17 @@ impl MemOps {
 }
 
 impl FileOps for MemOps {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
-        file.at_pos(|pos| self.access(pos, buf, false))
+    fn read(&self, cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        file.at_pos(|pos| self.access(cur, pos, buf, false))
     }
-    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
-        file.at_pos(|pos| self.write_from(pos, buf))
+    fn write(&self, cur: &dyn Caller, file: &File, buf: &[u8]) -> SysResult<usize> {
+        file.at_pos(|pos| self.write_from(cur, pos, buf))
     }
-    fn pread(&self, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
-        self.access(off, buf, false)
+    fn pread(&self, cur: &dyn Caller, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
+        self.access(cur, off, buf, false)
     }
-    fn pwrite(&self, _file: &File, buf: &[u8], off: u64) -> SysResult<usize> {
-        self.write_from(off, buf)
+    fn pwrite(&self, cur: &dyn Caller, _file: &File, buf: &[u8], off: u64) -> SysResult<usize> {
+        self.write_from(cur, off, buf)
     }
     fn seekable(&self) -> bool {
         true
@@ -358,9 +358,9 @@ fn comm(t: Target, out: &mut Text) -> SysResult<()> {
 
 /// A write to comm renames the thread (the first 15 bytes, newline and all, as Linux keeps
 /// them); only threads of the writer's own process may be renamed (EINVAL otherwise).
-fn comm_write(t: Target, buf: &[u8]) -> SysResult<usize> {
+fn comm_write(cur: &dyn Caller, t: Target, buf: &[u8]) -> SysResult<usize> {
     let task = t.task()?;
-    if task.pid() != process::current().pid() {
+    if task.pid() != process::caller_thread(cur).pid() {
         return Err(Errno::EINVAL);
     }
     task.set_comm(&buf[..buf.len().min(procfs::TASK_COMM_LEN - 1)]);

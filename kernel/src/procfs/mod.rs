@@ -66,18 +66,15 @@ impl ProcRoot {
         fixed.replace("svelt", svelt);
         fixed.replace(
             "self",
-            Arc::new(Link::new(new_ino(), (), |()| {
-                Ok(format!("{}", process::current().pid()))
+            Arc::new(Link::new(new_ino(), (), |cur, ()| {
+                Ok(format!("{}", process::caller_thread(cur).pid()))
             })),
         );
         fixed.replace(
             "thread-self",
-            Arc::new(Link::new(new_ino(), (), |()| {
-                Ok(format!(
-                    "{}/task/{}",
-                    process::current().pid(),
-                    process::current().tid
-                ))
+            Arc::new(Link::new(new_ino(), (), |cur, ()| {
+                let me = process::caller_thread(cur);
+                Ok(format!("{}/task/{}", me.pid(), me.tid))
             })),
         );
         Dir::new(new_ino(), 0o555, ProcRoot { fixed })

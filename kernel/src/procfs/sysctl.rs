@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use crate::fs::ramfs::RamDir;
-use crate::fs::{new_ino, File, FileOps, Inode, Kind};
+use crate::fs::{new_ino, Caller, File, FileOps, Inode, Kind};
 use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -86,16 +86,16 @@ impl Sysctl {
 }
 
 impl FileOps for Sysctl {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         file.at_pos(|pos| Ok(self.read_at(pos, buf)))
     }
-    fn pread(&self, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
+    fn pread(&self, _cur: &dyn Caller, _file: &File, buf: &mut [u8], off: u64) -> SysResult<usize> {
         Ok(self.read_at(off, buf))
     }
-    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, file: &File, buf: &[u8]) -> SysResult<usize> {
         file.at_pos(|pos| self.write_at(buf, pos))
     }
-    fn pwrite(&self, _file: &File, buf: &[u8], off: u64) -> SysResult<usize> {
+    fn pwrite(&self, _cur: &dyn Caller, _file: &File, buf: &[u8], off: u64) -> SysResult<usize> {
         self.write_at(buf, off)
     }
     fn seekable(&self) -> bool {
@@ -150,7 +150,7 @@ impl Inode for SysctlFile {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> SysResult<usize> {
         Ok(self.value.read_at(off, buf))
     }
-    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+    fn open(&self, _cur: &dyn Caller, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
         Ok(Some(Arc::new(self.value)))
     }
     fn as_any(&self) -> &dyn Any {

@@ -43,7 +43,7 @@ fn node_at(
         }
         return file(cur, dirfd)?.node.clone().ok_or(Errno::EPERM);
     }
-    Ok(fs::resolve(dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?.node)
+    Ok(fs::resolve(cur, dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?.node)
 }
 
 fn attrs_of(node: &dyn Inode) -> SysResult<&Attrs> {
@@ -151,7 +151,7 @@ pub fn xattr(cur: &CurrentTask, what: Xattr, target: usize, follow: bool) -> Sys
         }
         Xattr::Path => {
             let p = UserPtr::<u8>::new(target).read_path()?;
-            fs::resolve(AT_FDCWD, &p, follow)?;
+            fs::resolve(cur, AT_FDCWD, &p, follow)?;
         }
     }
     Err(Errno::EOPNOTSUPP)

@@ -4,7 +4,7 @@
 #![forbid(unsafe_code)]
 
 use crate::fs::epoll::{self};
-use crate::fs::{self, pipe, File, Kind};
+use crate::fs::{self, pipe, Caller, File, Kind};
 use crate::mm::uaccess::{Partial, UserPtr, UserSlice};
 use crate::mm::{try_reserve, try_vec};
 use crate::process::CurrentTask;
@@ -27,7 +27,7 @@ pub(super) fn file(cur: &CurrentTask, fd: i32) -> SysResult<Arc<File>> {
 pub(super) fn install(cur: &CurrentTask, file: Arc<File>, cloexec: bool) -> SysResult<usize> {
     cur.files()
         .lock()
-        .install(file, cloexec)
+        .install(cur, file, cloexec)
         .map(|fd| fd as usize)
 }
 
@@ -40,7 +40,7 @@ pub fn openat(
 ) -> SysResult<usize> {
     let path = UserPtr::<u8>::new(path).read_path()?;
     let follow = flags & O_NOFOLLOW == 0;
-    let node = match fs::resolve(dirfd, &path, follow) {
+    let node = match fs::resolve(cur, dirfd, &path, follow) {
         Ok(r) => {
             if flags & O_CREAT != 0 && flags & O_EXCL != 0 {
                 return Err(Errno::EEXIST);
@@ -48,12 +48,14 @@ pub fn openat(
             r
         }
         Err(Errno::ENOENT) if flags & O_CREAT != 0 => {
-            let p = fs::resolve_parent(dirfd, &path)?;
+            let p = fs::resolve_parent(cur, dirfd, &path)?;
             if p.trailing_slash {
                 return Err(Errno::EISDIR);
             }
             let umask = cur.fs().lock().umask;
-            let node = p.dir.create(&p.name, Kind::File, mode & 0o7777 & !umask)?;
+            let node = p
+                .dir
+                .create(&p.name, Kind::File, mode & 0o7777 & !umask, cur.euid())?;
             let full = if p.dir_path == "/" {
                 alloc::format!("/{}", p.name)
             } else {
@@ -86,6 +88,7 @@ pub fn openat(
         )
     } else {
         fs::open_node(
+            cur,
             node.node,
             flags & !(O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC),
             node.path,
@@ -135,7 +138,13 @@ pub fn close(cur: &CurrentTask, fd: i32) -> SysResult<usize> {
     Ok(0)
 }
 
-fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult<usize> {
+fn do_read(
+    cur: &CurrentTask,
+    file: &File,
+    buf: usize,
+    count: usize,
+    off: Option<u64>,
+) -> SysResult<usize> {
     if !file.readable() {
         return Err(Errno::EBADF);
     }
@@ -145,7 +154,7 @@ fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult
     let count = count.min(MAX_RW_COUNT);
     let mut user = UserSlice::new(buf, count);
     user.check()?;
-    if let Some(r) = file.ops.read_to_user(file, user) {
+    if let Some(r) = file.ops.read_to_user(cur, file, user) {
         return r;
     }
     let mut kbuf = try_vec(count.min(CHUNK), 0u8)?;
@@ -153,8 +162,10 @@ fn do_read(file: &File, buf: usize, count: usize, off: Option<u64>) -> SysResult
     loop {
         let want = kbuf.len().min(count - done);
         let n = match off {
-            Some(o) => file.ops.pread(file, &mut kbuf[..want], o + done as u64)?,
-            None => match file.ops.read(file, &mut kbuf[..want]) {
+            Some(o) => file
+                .ops
+                .pread(cur, file, &mut kbuf[..want], o + done as u64)?,
+            None => match file.ops.read(cur, file, &mut kbuf[..want]) {
                 Ok(n) => n,
                 Err(e) if done > 0 && matches!(e, Errno::EAGAIN | Errno::ERESTARTSYS) => 0,
                 Err(e) => return Err(e),
@@ -204,8 +215,8 @@ fn do_write(
             Err(p) => (p.done, Some(p.err)),
         };
         let w = match off {
-            Some(o) => file.ops.pwrite(file, &kbuf[..n], o + done as u64),
-            None => file.ops.write(file, &kbuf[..n]),
+            Some(o) => file.ops.pwrite(cur, file, &kbuf[..n], o + done as u64),
+            None => file.ops.write(cur, file, &kbuf[..n]),
         };
         match w {
             Ok(w) => {
@@ -228,13 +239,13 @@ fn do_write(
 
 pub fn read(cur: &CurrentTask, fd: i32, buf: usize, count: usize) -> SysResult<usize> {
     let f = file(cur, fd)?;
-    do_read(&f, buf, count, None)
+    do_read(cur, &f, buf, count, None)
 }
 
 pub fn write(cur: &CurrentTask, fd: i32, buf: usize, count: usize) -> SysResult<usize> {
     let f = file(cur, fd)?;
     if super::net::is_socket(&f) {
-        return super::net::write(&f, buf, count);
+        return super::net::write(cur, &f, buf, count);
     }
     do_write(cur, &f, buf, count, None)
 }
@@ -244,7 +255,7 @@ pub fn pread64(cur: &CurrentTask, fd: i32, buf: usize, count: usize, off: i64) -
     if off < 0 {
         return Err(Errno::EINVAL);
     }
-    do_read(&file, buf, count, Some(off as u64))
+    do_read(cur, &file, buf, count, Some(off as u64))
 }
 
 pub fn pwrite64(
@@ -291,14 +302,14 @@ pub(super) fn user_segments(vs: &[Iovec]) -> SysResult<Vec<UserSlice>> {
 pub fn readv(cur: &CurrentTask, fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     let file = file(cur, fd)?;
     if super::net::is_socket(&file) {
-        return super::net::rw(&file, iov, cnt, false);
+        return super::net::rw(cur, &file, iov, cnt, false);
     }
     let mut total = 0;
     for v in read_iovecs(iov, cnt)? {
         if v.iov_len == 0 {
             continue;
         }
-        let n = match do_read(&file, v.iov_base as usize, v.iov_len as usize, None) {
+        let n = match do_read(cur, &file, v.iov_base as usize, v.iov_len as usize, None) {
             Ok(n) => n,
             Err(err) => return Partial { done: total, err }.short_count(),
         };
@@ -313,7 +324,7 @@ pub fn readv(cur: &CurrentTask, fd: i32, iov: usize, cnt: usize) -> SysResult<us
 pub fn writev(cur: &CurrentTask, fd: i32, iov: usize, cnt: usize) -> SysResult<usize> {
     let file = file(cur, fd)?;
     if super::net::is_socket(&file) {
-        return super::net::rw(&file, iov, cnt, true);
+        return super::net::rw(cur, &file, iov, cnt, true);
     }
     let vs = read_iovecs(iov, cnt)?;
     if !file.writable() {
@@ -334,7 +345,7 @@ pub fn writev(cur: &CurrentTask, fd: i32, iov: usize, cnt: usize) -> SysResult<u
             seg.copy_in(&mut kbuf[at..at + len])?;
             at += len;
         }
-        return file.ops.write(&file, &kbuf);
+        return file.ops.write(cur, &file, &kbuf);
     }
     let mut done = 0;
     for seg in segs.iter().filter(|s| !s.is_empty()) {
@@ -426,7 +437,7 @@ pub fn sendfile(
         let want = kbuf.len().min(count - done);
         let n = match input
             .ops
-            .pread(&input, &mut kbuf[..want], start + done as u64)
+            .pread(cur, &input, &mut kbuf[..want], start + done as u64)
         {
             Ok(0) => break,
             Ok(n) => n,
@@ -435,7 +446,7 @@ pub fn sendfile(
                 break;
             }
         };
-        match out.ops.write(&out, &kbuf[..n]) {
+        match out.ops.write(cur, &out, &kbuf[..n]) {
             Ok(w) => {
                 done += w;
                 if w < n {
@@ -489,8 +500,8 @@ pub fn pipe2(cur: &CurrentTask, fds: usize, flags: u32) -> SysResult<usize> {
     let cloexec = flags & O_CLOEXEC != 0;
     let files = cur.files();
     let mut t = files.lock();
-    let a = t.install(rf, cloexec)?;
-    let b = match t.install(wf, cloexec) {
+    let a = t.install(cur, rf, cloexec)?;
+    let b = match t.install(cur, wf, cloexec) {
         Ok(b) => b,
         Err(e) => {
             let _ = t.close(a);
@@ -511,7 +522,7 @@ pub fn dup(cur: &CurrentTask, fd: i32) -> SysResult<usize> {
     let files = cur.files();
     let mut t = files.lock();
     let file = t.get(fd)?;
-    t.install(file, false).map(|fd| fd as usize)
+    t.install(cur, file, false).map(|fd| fd as usize)
 }
 
 pub fn dup3(cur: &CurrentTask, old: i32, new: i32, flags: u32) -> SysResult<usize> {
@@ -524,7 +535,7 @@ pub fn dup3(cur: &CurrentTask, old: i32, new: i32, flags: u32) -> SysResult<usiz
     let files = cur.files();
     let mut t = files.lock();
     let file = t.get(old)?;
-    let prev = t.install_at(new as usize, file, flags & O_CLOEXEC != 0)?;
+    let prev = t.install_at(cur, new as usize, file, flags & O_CLOEXEC != 0)?;
     drop(t);
     drop(prev);
     Ok(new as usize)
@@ -542,10 +553,11 @@ pub fn fcntl(cur: &CurrentTask, fd: i32, cmd: u32, arg: usize) -> SysResult<usiz
     match cmd {
         FcntlCmd::DupFd { min, cloexec } => {
             let min = min as usize;
-            if min >= fs::nofile_limit() {
+            if min >= fs::nofile_limit(cur) {
                 return Err(Errno::EINVAL);
             }
-            t.install_from(min, file, cloexec).map(|fd| fd as usize)
+            t.install_from(cur, min, file, cloexec)
+                .map(|fd| fd as usize)
         }
         FcntlCmd::GetFd => Ok(t.entry_mut(fd)?.cloexec as usize),
         FcntlCmd::SetFd { cloexec } => {
@@ -598,7 +610,7 @@ pub fn ioctl(cur: &CurrentTask, fd: i32, cmd: u32, arg: usize) -> SysResult<usiz
             );
             Ok(0)
         }
-        _ => file.ops.ioctl_as(&file, cur.core(), cmd, arg),
+        _ => file.ops.ioctl_as(&file, cur, cmd, arg),
     }
 }
 
@@ -667,9 +679,12 @@ pub fn memfd_create(cur: &CurrentTask, name: UserPtr<u8>, flags: u32) -> SysResu
     } else {
         0o777
     };
-    let node = fs::ramfs::RamFile::with_sb(perm, fs::pagecache::TmpfsSb::root());
+    let node = fs::made_by(
+        cur,
+        fs::ramfs::RamFile::with_sb(perm, fs::pagecache::TmpfsSb::root()),
+    );
     let path = alloc::format!("/memfd:{} (deleted)", String::from_utf8_lossy(&name));
-    let f = fs::open_node(node, O_RDWR | O_LARGEFILE, path)?;
+    let f = fs::open_node(cur, node, O_RDWR | O_LARGEFILE, path)?;
     install(cur, f, flags & MFD_CLOEXEC != 0)
 }
 

@@ -39,7 +39,7 @@ pub fn sethostname(cur: &CurrentTask, name: usize, len: usize) -> SysResult<usiz
     Ok(0)
 }
 
-pub fn getrandom(buf: usize, len: usize, flags: u32) -> SysResult<usize> {
+pub fn getrandom(cur: &CurrentTask, buf: usize, len: usize, flags: u32) -> SysResult<usize> {
     const GRND_NONBLOCK: u32 = 1;
     const GRND_RANDOM: u32 = 2;
     const GRND_INSECURE: u32 = 4;
@@ -51,7 +51,7 @@ pub fn getrandom(buf: usize, len: usize, flags: u32) -> SysResult<usize> {
     // Linux caps a request at INT_MAX bytes.
     let user = UserSlice::new(buf, len.min(i32::MAX as usize));
     user.check()?;
-    crate::fs::dev::fill_random_user(user)
+    crate::fs::dev::fill_random_user(cur, user)
 }
 
 pub fn reboot(cur: &CurrentTask, magic1: u32, magic2: u32, cmd: u32) -> SysResult<usize> {

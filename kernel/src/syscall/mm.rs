@@ -10,7 +10,7 @@ use crate::arch::mmu::PAGE_SIZE;
 use crate::fs::Kind;
 use crate::mm::aspace::{AddrSpace, Backing, Prot, SharedMem, MMAP_MIN, USER_END};
 use crate::mm::place::{check_limits, map_new, Place};
-use crate::process::{with_mm, CurrentTask};
+use crate::process::CurrentTask;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::fs::{O_APPEND, O_PATH};
 use svelt_abi::uapi::mm as m;
@@ -22,7 +22,7 @@ fn rlimit(cur: &CurrentTask, resource: u32) -> u64 {
 }
 
 pub fn brk(me: &CurrentTask, addr: usize) -> SysResult<usize> {
-    with_mm(|mm| {
+    me.with_mm(|mm| {
         let (start, cur) = (mm.brk_start, mm.brk);
         if addr < start || addr >= crate::mm::aspace::MMAP_TOP {
             return Ok(cur);
@@ -86,7 +86,8 @@ pub fn mmap(
                 shared: req.shared,
                 maywrite: !req.shared || file.writable(),
             };
-            return with_mm(|mm| map_new(mm, addr, req.len, p, backing, place, |r| rlimit(cur, r)));
+            return cur
+                .with_mm(|mm| map_new(mm, addr, req.len, p, backing, place, |r| rlimit(cur, r)));
         };
         match node.kind() {
             Kind::File => {}
@@ -126,7 +127,7 @@ pub fn mmap(
         Backing::File { node, .. } => Some(node.clone()),
         _ => None,
     };
-    let r = with_mm(|mm| map_new(mm, addr, len, p, backing, place, |r| rlimit(cur, r)))?;
+    let r = cur.with_mm(|mm| map_new(mm, addr, len, p, backing, place, |r| rlimit(cur, r)))?;
     if let (Some(node), Some(mm)) = (file_node, cur.mm()) {
         crate::mm::aspace::register_file_map(&mm, &node);
     }
@@ -148,21 +149,21 @@ fn user_range(addr: usize, len: usize, err: Errno) -> SysResult<usize> {
     Ok(end)
 }
 
-pub fn munmap(addr: usize, len: usize) -> SysResult<usize> {
+pub fn munmap(cur: &CurrentTask, addr: usize, len: usize) -> SysResult<usize> {
     if len == 0 {
         return Err(Errno::EINVAL);
     }
     let end = user_range(addr, len, Errno::EINVAL)?;
-    with_mm(|mm| mm.unmap(addr, end).map(|()| 0))
+    cur.with_mm(|mm| mm.unmap(addr, end).map(|()| 0))
 }
 
-pub fn mprotect(addr: usize, len: usize, prot: u32) -> SysResult<usize> {
+pub fn mprotect(cur: &CurrentTask, addr: usize, len: usize, prot: u32) -> SysResult<usize> {
     let prot = m::mprotect_prot_check(prot)?;
     let end = user_range(addr, len, Errno::ENOMEM)?;
     if len == 0 {
         return Ok(0);
     }
-    with_mm(|mm| {
+    cur.with_mm(|mm| {
         // A shared mapping of a file not open for writing never becomes writable.
         if prot & m::PROT_WRITE != 0
             && mm.vmas().any(|v| {
@@ -197,7 +198,7 @@ fn fully_mapped(mm: &AddrSpace, start: usize, end: usize) -> bool {
     mm.mapped_until(start, end) == end
 }
 
-pub fn msync(addr: usize, len: usize, flags: u32) -> SysResult<usize> {
+pub fn msync(cur: &CurrentTask, addr: usize, len: usize, flags: u32) -> SysResult<usize> {
     if flags & !(m::MS_ASYNC | m::MS_INVALIDATE | m::MS_SYNC) != 0
         || flags & (m::MS_ASYNC | m::MS_SYNC) == (m::MS_ASYNC | m::MS_SYNC)
     {
@@ -205,7 +206,7 @@ pub fn msync(addr: usize, len: usize, flags: u32) -> SysResult<usize> {
     }
     let end = user_range(addr, len, Errno::ENOMEM)?;
     // File pages are the page cache itself: there is nothing to write back.
-    with_mm(|mm| {
+    cur.with_mm(|mm| {
         if fully_mapped(mm, addr, end) {
             Ok(0)
         } else {
@@ -243,7 +244,7 @@ pub fn mremap(
         return Err(Errno::EINVAL);
     }
     let old_end = old.checked_add(old_len).ok_or(Errno::EFAULT)?;
-    with_mm(|mm| {
+    cur.with_mm(|mm| {
         let v = mm.find_vma(old).ok_or(Errno::EFAULT)?;
         if old_end > v.end {
             return Err(Errno::EFAULT);
@@ -309,14 +310,14 @@ fn move_range(
     Ok(new)
 }
 
-pub fn madvise(addr: usize, len: usize, advice: u32) -> SysResult<usize> {
+pub fn madvise(cur: &CurrentTask, addr: usize, len: usize, advice: u32) -> SysResult<usize> {
     if !addr.is_multiple_of(PAGE) {
         return Err(Errno::EINVAL);
     }
     match advice {
         m::MADV_DONTNEED | m::MADV_FREE => {
             let end = user_range(addr, len, Errno::EINVAL)?;
-            with_mm(|mm| {
+            cur.with_mm(|mm| {
                 // Private anonymous pages read back as zero, file and shared pages as what
                 // the object holds: drop this address space's references.
                 let hole = !fully_mapped(mm, addr, end);
@@ -378,7 +379,7 @@ pub fn mlock(
     if start == end {
         return Ok(0);
     }
-    with_mm(|mm| {
+    cur.with_mm(|mm| {
         if lock {
             check_memlock(cur, mm, mm.unlocked_in(start, end))?;
         }
@@ -403,7 +404,7 @@ pub fn mlockall(cur: &CurrentTask, flags: u32) -> SysResult<usize> {
     {
         return Err(Errno::EINVAL);
     }
-    with_mm(|mm| {
+    cur.with_mm(|mm| {
         if flags & m::MCL_CURRENT != 0 {
             let all = crate::mm::try_collect(mm.vmas().map(|v| (v.start, v.end)))?;
             check_memlock(
@@ -420,8 +421,8 @@ pub fn mlockall(cur: &CurrentTask, flags: u32) -> SysResult<usize> {
     })
 }
 
-pub fn munlockall() -> SysResult<usize> {
-    with_mm(|mm| {
+pub fn munlockall(cur: &CurrentTask) -> SysResult<usize> {
+    cur.with_mm(|mm| {
         let all = crate::mm::try_collect(mm.vmas().map(|v| (v.start, v.end)))?;
         for (s, e) in all {
             mm.set_locked(s, e, false, false)?;

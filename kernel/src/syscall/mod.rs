@@ -186,19 +186,20 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FSTAT] = v(|c| stat::fstat(c.cur, c.arg(0), c.arg(1)));
     t[nr::STATX] = v(|c| stat::statx(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::GETDENTS64] = v(|c| stat::getdents64(c.cur, c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::READLINKAT] = v(|c| stat::readlinkat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
-    t[nr::FACCESSAT] = v(|c| stat::faccessat(c.arg(0), c.arg(1), c.arg(2), 0));
-    t[nr::FACCESSAT2] = v(|c| stat::faccessat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::READLINKAT] = v(|c| stat::readlinkat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::FACCESSAT] = v(|c| stat::faccessat(c.cur, c.arg(0), c.arg(1), c.arg(2), 0));
+    t[nr::FACCESSAT2] = v(|c| stat::faccessat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::CHDIR] = v(|c| namei::chdir(c.cur, c.arg(0)));
     t[nr::FCHDIR] = v(|c| namei::fchdir(c.cur, c.arg(0)));
     t[nr::GETCWD] = v(|c| namei::getcwd(c.cur, c.arg(0), c.arg(1)));
     t[nr::MKDIRAT] = v(|c| namei::mkdirat(c.cur, c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::UNLINKAT] = v(|c| namei::unlinkat(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::RENAMEAT] = v(|c| namei::renameat2(c.arg(0), c.arg(1), c.arg(2), c.arg(3), 0));
-    t[nr::RENAMEAT2] = v(|c| namei::renameat2(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::UNLINKAT] = v(|c| namei::unlinkat(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::RENAMEAT] = v(|c| namei::renameat2(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), 0));
+    t[nr::RENAMEAT2] =
+        v(|c| namei::renameat2(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::LINKAT] = v(|c| namei::linkat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::SYMLINKAT] = v(|c| namei::symlinkat(c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::MKNODAT] = v(|c| namei::mknodat(c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::SYMLINKAT] = v(|c| namei::symlinkat(c.cur, c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::MKNODAT] = v(|c| namei::mknodat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::FTRUNCATE] = v(|c| file::ftruncate(c.cur, c.arg(0), c.arg(1)));
     t[nr::FSYNC] = v(|c| file::fsync(c.cur, c.arg(0)));
     t[nr::FDATASYNC] = v(|c| file::fsync(c.cur, c.arg(0)));
@@ -248,10 +249,10 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
             c.arg(5),
         )
     });
-    t[nr::MOUNT] = v(|c| namei::mount(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
-    t[nr::UMOUNT2] = v(|c| namei::umount2(c.arg(0), c.arg(1)));
+    t[nr::MOUNT] = v(|c| namei::mount(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
+    t[nr::UMOUNT2] = v(|c| namei::umount2(c.cur, c.arg(0), c.arg(1)));
     t[nr::UMASK] = v(|c| namei::umask(c.cur, c.arg(0)));
-    t[nr::STATFS] = v(|c| stat::statfs(c.arg(0), c.arg(1)));
+    t[nr::STATFS] = v(|c| stat::statfs(c.cur, c.arg(0), c.arg(1)));
     t[nr::FSTATFS] = v(|c| stat::fstatfs(c.cur, c.arg(0), c.arg(1)));
     {
         use attr::Xattr::{Fd, Path};
@@ -288,19 +289,19 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
             c.arg(5),
         )
     });
-    t[nr::MUNMAP] = v(|c| mm::munmap(c.arg(0), c.arg(1)));
-    t[nr::MPROTECT] = v(|c| mm::mprotect(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::MUNMAP] = v(|c| mm::munmap(c.cur, c.arg(0), c.arg(1)));
+    t[nr::MPROTECT] = v(|c| mm::mprotect(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::PIDFD_OPEN] = v(|c| file::pidfd_open(c.cur, c.arg(0), c.arg(1)));
     t[nr::MAP_SHADOW_STACK] =
         v(|c| crate::process::gcs::map_shadow_stack(c.cur, c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::MADVISE] = v(|c| mm::madvise(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::MADVISE] = v(|c| mm::madvise(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::MREMAP] = v(|c| mm::mremap(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4)));
     t[nr::MLOCK] = v(|c| mm::mlock(c.cur, c.arg(0), c.arg(1), true, 0));
     t[nr::MLOCK2] = v(|c| mm::mlock(c.cur, c.arg(0), c.arg(1), true, c.arg(2)));
     t[nr::MUNLOCK] = v(|c| mm::mlock(c.cur, c.arg(0), c.arg(1), false, 0));
     t[nr::MLOCKALL] = v(|c| mm::mlockall(c.cur, c.arg(0)));
-    t[nr::MUNLOCKALL] = v(|_| mm::munlockall());
-    t[nr::MSYNC] = v(|c| mm::msync(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::MUNLOCKALL] = v(|c| mm::munlockall(c.cur));
+    t[nr::MSYNC] = v(|c| mm::msync(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     // processes
     t[nr::CLONE] = v(|c| {
         proc::clone(
@@ -344,7 +345,15 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::SET_ROBUST_LIST] = v(|c| proc::set_robust_list(c.cur, c.arg(0), c.arg(1)));
     t[nr::GET_ROBUST_LIST] = v(|c| proc::get_robust_list(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::FUTEX] = v(|c| {
-        crate::process::futex::futex(c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.arg(5))
+        crate::process::futex::futex(
+            c.cur,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.arg(5),
+        )
     });
     t[nr::SCHED_YIELD] = v(|_| {
         process::sched::yield_now();
@@ -462,7 +471,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::UNAME] = v(|c| misc::uname(c.arg(0)));
     t[nr::SETHOSTNAME] = v(|c| misc::sethostname(c.cur, c.arg(0), c.arg(1)));
     t[nr::SYSLOG] = v(|c| misc::syslog(c.cur, c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::GETRANDOM] = v(|c| misc::getrandom(c.arg(0), c.arg(1), c.arg(2)));
+    t[nr::GETRANDOM] = v(|c| misc::getrandom(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::REBOOT] = v(|c| misc::reboot(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SYSINFO] = v(|c| misc::sysinfo(c.arg(0)));
     t[nr::GETCPU] = v(|c| misc::getcpu(c.arg(0), c.arg(1)));

@@ -3,7 +3,7 @@
 #![forbid(unsafe_code)]
 
 use super::file::file;
-use crate::fs::{self, Kind};
+use crate::fs::{self, Caller, Kind};
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::process::CurrentTask;
 use alloc::string::String;
@@ -12,7 +12,7 @@ use svelt_abi::uapi::fs::{AT_FDCWD, AT_REMOVEDIR, S_IFCHR, S_IFIFO, S_IFMT, S_IF
 
 pub fn chdir(cur: &CurrentTask, path: usize) -> SysResult<usize> {
     let p = UserPtr::<u8>::new(path).read_path()?;
-    let r = fs::resolve(AT_FDCWD, &p, true)?;
+    let r = fs::resolve(cur, AT_FDCWD, &p, true)?;
     if r.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
@@ -50,21 +50,22 @@ pub fn getcwd(cur: &CurrentTask, buf: usize, size: usize) -> SysResult<usize> {
 
 pub fn mkdirat(cur: &CurrentTask, dirfd: i32, path: usize, mode: u32) -> SysResult<usize> {
     let p = UserPtr::<u8>::new(path).read_path()?;
-    let r = fs::resolve_parent(dirfd, &p)?;
+    let r = fs::resolve_parent(cur, dirfd, &p)?;
     if r.name == "." || r.name == ".." {
         return Err(Errno::EEXIST);
     }
     let umask = cur.fs().lock().umask;
-    r.dir.create(&r.name, Kind::Dir, mode & 0o7777 & !umask)?;
+    r.dir
+        .create(&r.name, Kind::Dir, mode & 0o7777 & !umask, cur.euid())?;
     Ok(0)
 }
 
-pub fn unlinkat(dirfd: i32, path: usize, flags: u32) -> SysResult<usize> {
+pub fn unlinkat(cur: &CurrentTask, dirfd: i32, path: usize, flags: u32) -> SysResult<usize> {
     if flags & !AT_REMOVEDIR != 0 {
         return Err(Errno::EINVAL);
     }
     let p = UserPtr::<u8>::new(path).read_path()?;
-    let r = fs::resolve_parent(dirfd, &p)?;
+    let r = fs::resolve_parent(cur, dirfd, &p)?;
     match r.name.as_str() {
         "." => return Err(Errno::EINVAL),
         ".." => return Err(Errno::ENOTEMPTY),
@@ -88,6 +89,7 @@ fn same_fs(a: &dyn fs::Inode, b: &dyn fs::Inode) -> bool {
 /// non-directory would swap places, ENOTEMPTY for a non-empty target directory, EINVAL for a
 /// directory moved under itself, EEXIST for NOREPLACE. Renaming a node onto itself does nothing.
 pub fn renameat2(
+    cur: &CurrentTask,
     olddfd: i32,
     oldpath: usize,
     newdfd: i32,
@@ -101,8 +103,8 @@ pub fn renameat2(
     }
     let o = UserPtr::<u8>::new(oldpath).read_path()?;
     let n = UserPtr::<u8>::new(newpath).read_path()?;
-    let op = fs::resolve_parent(olddfd, &o)?;
-    let np = fs::resolve_parent(newdfd, &n)?;
+    let op = fs::resolve_parent(cur, olddfd, &o)?;
+    let np = fs::resolve_parent(cur, newdfd, &n)?;
     if [&op.name, &np.name].iter().any(|x| *x == "." || *x == "..") {
         return Err(Errno::EBUSY);
     }
@@ -192,10 +194,10 @@ pub fn linkat(
     let src = if o.is_empty() && flags & AT_EMPTY_PATH != 0 {
         file(cur, olddfd)?.node.clone().ok_or(Errno::ENOENT)?
     } else {
-        fs::resolve(olddfd, &o, flags & AT_SYMLINK_FOLLOW != 0)?.node
+        fs::resolve(cur, olddfd, &o, flags & AT_SYMLINK_FOLLOW != 0)?.node
     };
     let n = UserPtr::<u8>::new(newpath).read_path()?;
-    let np = fs::resolve_parent(newdfd, &n)?;
+    let np = fs::resolve_parent(cur, newdfd, &n)?;
     // Linux's order: the new name first (EEXIST), then the mounts (EXDEV), then the type.
     if np.dir.lookup(&np.name).is_ok() {
         return Err(Errno::EEXIST);
@@ -219,37 +221,41 @@ pub fn linkat(
     Ok(0)
 }
 
-pub fn symlinkat(target: usize, dirfd: i32, path: usize) -> SysResult<usize> {
+pub fn symlinkat(cur: &CurrentTask, target: usize, dirfd: i32, path: usize) -> SysResult<usize> {
     let t = UserPtr::<u8>::new(target).read_path()?;
     let p = UserPtr::<u8>::new(path).read_path()?;
-    let r = fs::resolve_parent(dirfd, &p)?;
-    r.dir.link(&r.name, crate::fs::ramfs::RamSymlink::new(t))?;
+    let r = fs::resolve_parent(cur, dirfd, &p)?;
+    r.dir
+        .link(&r.name, fs::made_by(cur, fs::ramfs::RamSymlink::new(t)))?;
     Ok(0)
 }
 
-pub fn mknodat(dirfd: i32, path: usize, mode: u32, dev: u64) -> SysResult<usize> {
+pub fn mknodat(
+    cur: &CurrentTask,
+    dirfd: i32,
+    path: usize,
+    mode: u32,
+    dev: u64,
+) -> SysResult<usize> {
     let p = UserPtr::<u8>::new(path).read_path()?;
-    let r = fs::resolve_parent(dirfd, &p)?;
+    let r = fs::resolve_parent(cur, dirfd, &p)?;
     match mode & S_IFMT {
         S_IFCHR => {
             let (major, minor) = (
                 ((dev >> 8) & 0xfff) as u32,
                 ((dev & 0xff) | ((dev >> 12) & !0xff)) as u32,
             );
-            r.dir.link(
-                &r.name,
-                crate::fs::ramfs::DevNode::new(mode & 0o7777, major, minor),
-            )?;
+            let node = fs::ramfs::DevNode::new(mode & 0o7777, major, minor);
+            r.dir.link(&r.name, fs::made_by(cur, node))?;
         }
         0 | S_IFREG => {
-            r.dir.create(&r.name, Kind::File, mode & 0o7777)?;
+            r.dir
+                .create(&r.name, Kind::File, mode & 0o7777, cur.euid())?;
         }
         S_IFIFO => {
-            let umask = crate::process::current().fs().lock().umask;
-            r.dir.link(
-                &r.name,
-                crate::fs::pipe::FifoNode::new(mode & 0o7777 & !umask),
-            )?;
+            let umask = cur.fs().lock().umask;
+            let node = fs::pipe::FifoNode::new(mode & 0o7777 & !umask);
+            r.dir.link(&r.name, fs::made_by(cur, node))?;
         }
         _ => return Err(Errno::EPERM),
     }
@@ -283,6 +289,7 @@ fn mount_devpts(r: &fs::Resolved, source: usize, flags: u64, data: usize) -> Sys
 /// the target is that instance already.
 /// Remounts, binds, moves and propagation changes are accepted and do nothing.
 pub fn mount(
+    cur: &CurrentTask,
     source: usize,
     target: usize,
     fstype: usize,
@@ -299,7 +306,7 @@ pub fn mount(
         | m::MS_SLAVE
         | m::MS_UNBINDABLE;
     let t = UserPtr::<u8>::new(target).read_path()?;
-    let r = fs::resolve(AT_FDCWD, &t, true)?;
+    let r = fs::resolve(cur, AT_FDCWD, &t, true)?;
     if r.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
@@ -366,7 +373,7 @@ pub fn mount(
 }
 
 /// umount2(2): tmpfs and ramfs mounts go away (busy or not); anything else is EINVAL.
-pub fn umount2(target: usize, flags: u32) -> SysResult<usize> {
+pub fn umount2(cur: &CurrentTask, target: usize, flags: u32) -> SysResult<usize> {
     use svelt_abi::uapi::mount as m;
     let known = m::MNT_FORCE | m::MNT_DETACH | m::MNT_EXPIRE | m::UMOUNT_NOFOLLOW;
     let expire_with_force =
@@ -375,7 +382,7 @@ pub fn umount2(target: usize, flags: u32) -> SysResult<usize> {
         return Err(Errno::EINVAL);
     }
     let t = UserPtr::<u8>::new(target).read_path()?;
-    let r = fs::resolve(AT_FDCWD, &t, flags & m::UMOUNT_NOFOLLOW == 0)?;
+    let r = fs::resolve(cur, AT_FDCWD, &t, flags & m::UMOUNT_NOFOLLOW == 0)?;
     fs::umount(&r)?;
     Ok(0)
 }

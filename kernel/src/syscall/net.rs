@@ -5,7 +5,7 @@
 
 use super::file::{file, install, read_iovecs, user_segments};
 use super::net_other::*;
-use crate::fs::{self, File, FileOps};
+use crate::fs::{self, Caller, File, FileOps};
 use crate::mm::uaccess::{UserPtr, UserSlice};
 use crate::net::inet::InetFile;
 use crate::net::unix::{self, Scm, SockFile, SockType, UnixSocket};
@@ -78,13 +78,13 @@ pub fn socketpair(
         return Err(Errno::EOPNOTSUPP);
     }
     let st = check_family_and_type(family, ty, protocol)?;
-    let (a, b) = UnixSocket::pair(st);
+    let (a, b) = UnixSocket::pair(cur, st);
     let (fa, fb) = (new_file(a, ty), new_file(b, ty));
     let cloexec = ty & SOCK_CLOEXEC != 0;
     let table = cur.files();
     let mut t = table.lock();
-    let x = t.install(fa, cloexec)?;
-    let y = match t.install(fb, cloexec) {
+    let x = t.install(cur, fa, cloexec)?;
+    let y = match t.install(cur, fb, cloexec) {
         Ok(y) => y,
         Err(e) => {
             let _ = t.close(x);
@@ -140,7 +140,7 @@ pub fn bind(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<usiz
         let a = raw_addr(addr, len)?;
         match o {
             Other::Inet(s) => s.bind(&a)?,
-            Other::Nl(s) => s.bind(&a)?,
+            Other::Nl(s) => s.bind(cur, &a)?,
         }
         return Ok(0);
     }
@@ -163,9 +163,9 @@ pub fn bind(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<usiz
         return Err(Errno::EINVAL);
     }
     let path = core::str::from_utf8(name.path()).map_err(|_| Errno::ENOENT)?;
-    let p = fs::resolve_parent(svelt_abi::uapi::fs::AT_FDCWD, path)?;
+    let p = fs::resolve_parent(cur, svelt_abi::uapi::fs::AT_FDCWD, path)?;
     let umask = cur.fs().lock().umask;
-    let node = unix::SockNode::new(0o777 & !umask);
+    let node = fs::made_by(cur, unix::SockNode::new(0o777 & !umask));
     match p.dir.link(&p.name, node.clone()) {
         Ok(()) => {}
         Err(Errno::EEXIST) => return Err(Errno::EADDRINUSE),
@@ -185,17 +185,17 @@ pub fn listen(cur: &CurrentTask, fd: i32, backlog: i32) -> SysResult<usize> {
         None => {}
     }
     let (_, s) = sock(cur, fd)?;
-    s.listen(backlog)?;
+    s.listen(cur, backlog)?;
     Ok(0)
 }
 
 /// The socket a name is bound to.
-fn find(name: &UnixName, ty: SockType) -> SysResult<Arc<UnixSocket>> {
+fn find(cur: &CurrentTask, name: &UnixName, ty: SockType) -> SysResult<Arc<UnixSocket>> {
     if name.is_abstract() {
         return UnixSocket::find(None, name, ty);
     }
     let path = core::str::from_utf8(name.path()).map_err(|_| Errno::ENOENT)?;
-    let r = fs::resolve(svelt_abi::uapi::fs::AT_FDCWD, path, true)?;
+    let r = fs::resolve(cur, svelt_abi::uapi::fs::AT_FDCWD, path, true)?;
     UnixSocket::find(Some(r.node), name, ty)
 }
 
@@ -204,7 +204,7 @@ pub fn connect(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<u
         let a = raw_addr(addr, len)?;
         match o {
             Other::Inet(s) => s.connect(&a, f.nonblocking())?,
-            Other::Nl(s) => s.connect(&a)?,
+            Other::Nl(s) => s.connect(cur, &a)?,
         }
         return Ok(0);
     }
@@ -222,15 +222,15 @@ pub fn connect(cur: &CurrentTask, fd: i32, addr: usize, len: u32) -> SysResult<u
         let UnixAddr::Named(name) = a? else {
             return Err(Errno::EINVAL);
         };
-        let target = find(&name, s.ty)?;
+        let target = find(cur, &name, s.ty)?;
         s.connect_dgram(Some(target))?;
         return Ok(0);
     }
     let UnixAddr::Named(name) = a? else {
         return Err(Errno::EINVAL);
     };
-    let target = find(&name, s.ty)?;
-    s.connect_stream(&target, f.nonblocking())?;
+    let target = find(cur, &name, s.ty)?;
+    s.connect_stream(cur, &target, f.nonblocking())?;
     Ok(0)
 }
 
@@ -338,7 +338,7 @@ fn iov_slices(iov: usize, cnt: usize) -> SysResult<IovCursor> {
 fn read_scm(cur: &CurrentTask, control: usize, len: usize) -> SysResult<Scm> {
     let mut scm = Scm {
         fds: Vec::new(),
-        cred: unix::current_cred(),
+        cred: unix::cred_of(cur),
     };
     if len == 0 {
         return Ok(scm);
@@ -399,7 +399,7 @@ fn do_send(
             // A connection-based socket refuses an address (unix_stream_sendmsg).
             Some(None)
         } else {
-            Some(Some(find(&name, s.ty)?))
+            Some(Some(find(cur, &name, s.ty)?))
         }
     } else {
         None
@@ -408,13 +408,14 @@ fn do_send(
     if flags & MSG_OOB != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
+    let sigpipe_to: Option<&dyn Caller> = (flags & MSG_NOSIGNAL == 0).then_some(cur);
     s.send(
         &mut data,
         dest.clone().flatten(),
         dest.is_some(),
         scm,
         nonblock,
-        flags & MSG_NOSIGNAL != 0,
+        sigpipe_to,
     )
 }
 
@@ -431,6 +432,7 @@ pub fn sendto(
     seg.check()?;
     if let Some((f, o)) = other(cur, fd)? {
         return send_other(
+            cur,
             &f,
             o,
             IovCursor::new(alloc::vec![seg]),
@@ -441,7 +443,7 @@ pub fn sendto(
     }
     let scm = Scm {
         fds: Vec::new(),
-        cred: unix::current_cred(),
+        cred: unix::cred_of(cur),
     };
     do_send(
         cur,
@@ -458,7 +460,7 @@ pub fn sendmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<
     let m: Msghdr = UserPtr::new(msg).read()?;
     if let Some((f, o)) = other(cur, fd)? {
         let data = iov_slices(m.msg_iov as usize, m.msg_iovlen as usize)?;
-        return send_other(&f, o, data, flags, m.msg_name as usize, m.msg_namelen);
+        return send_other(cur, &f, o, data, flags, m.msg_name as usize, m.msg_namelen);
     }
     sock(cur, fd)?;
     let data = iov_slices(m.msg_iov as usize, m.msg_iovlen as usize)?;
@@ -589,7 +591,7 @@ pub fn recvmsg(cur: &CurrentTask, fd: i32, msg: usize, flags: u32) -> SysResult<
                 let table = cur.files();
                 let mut t = table.lock();
                 for f in r.fds.iter().take(fit) {
-                    match t.install(f.clone(), cloexec) {
+                    match t.install(cur, f.clone(), cloexec) {
                         Ok(n) => fds.push(n),
                         Err(_) => {
                             b.truncated = true;
@@ -689,16 +691,17 @@ pub fn getsockopt(
 
 /// read/readv/write/writev on a socket: recv/send without flags (a datagram whole, not one per
 /// piece).
-pub fn rw(f: &File, iov: usize, cnt: usize, write: bool) -> SysResult<usize> {
+pub fn rw(cur: &CurrentTask, f: &File, iov: usize, cnt: usize, write: bool) -> SysResult<usize> {
     let data = iov_slices(iov, cnt)?;
     if let Some(o) = other_of(f) {
-        return rw_other(f, o, data, write);
+        return rw_other(cur, f, o, data, write);
     }
     let s = unix::of(f)?.clone();
-    rw_cursor(f, &s, data, write)
+    rw_cursor(cur, f, &s, data, write)
 }
 
 pub fn rw_cursor(
+    cur: &CurrentTask,
     f: &File,
     s: &Arc<UnixSocket>,
     mut data: IovCursor,
@@ -708,9 +711,9 @@ pub fn rw_cursor(
     if write {
         let scm = Scm {
             fds: Vec::new(),
-            cred: unix::current_cred(),
+            cred: unix::cred_of(cur),
         };
-        s.send(&mut data, None, false, scm, nonblock, false)
+        s.send(&mut data, None, false, scm, nonblock, Some(cur))
     } else {
         s.recv(&mut data, 0, nonblock).map(|r| r.n)
     }
@@ -722,12 +725,12 @@ pub fn is_socket(f: &File) -> bool {
 }
 
 /// write(2) on a socket.
-pub fn write(f: &File, buf: usize, len: usize) -> SysResult<usize> {
+pub fn write(cur: &CurrentTask, f: &File, buf: usize, len: usize) -> SysResult<usize> {
     let seg = UserSlice::new(buf, len.min(MAX_RW_COUNT));
     seg.check()?;
     if let Some(o) = other_of(f) {
-        return rw_other(f, o, IovCursor::new(alloc::vec![seg]), true);
+        return rw_other(cur, f, o, IovCursor::new(alloc::vec![seg]), true);
     }
     let s = unix::of(f)?.clone();
-    rw_cursor(f, &s, IovCursor::new(alloc::vec![seg]), true)
+    rw_cursor(cur, f, &s, IovCursor::new(alloc::vec![seg]), true)
 }

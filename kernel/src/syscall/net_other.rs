@@ -79,6 +79,7 @@ pub(super) fn socket_other(family: u32, ty: u32, protocol: u32) -> SysResult<Arc
 
 /// send, sendto, sendmsg on an inet or netlink socket.
 pub(super) fn send_other(
+    cur: &CurrentTask,
     f: &File,
     o: Other,
     mut data: IovCursor,
@@ -97,6 +98,7 @@ pub(super) fn send_other(
     let nonblock = f.nonblocking() || flags & MSG_DONTWAIT != 0;
     match o {
         Other::Inet(s) => s.send(
+            cur,
             &mut data,
             dest.as_deref(),
             nonblock,
@@ -110,7 +112,7 @@ pub(super) fn send_other(
                     return Err(Errno::EINVAL);
                 }
             }
-            s.send(&mut data)
+            s.send(cur, &mut data)
         }
     }
 }
@@ -238,12 +240,18 @@ pub(super) fn other_of(f: &File) -> Option<Other> {
     crate::net::netlink::of(f).map(|s| Other::Nl(s.clone()))
 }
 
-pub(super) fn rw_other(f: &File, o: Other, mut data: IovCursor, write: bool) -> SysResult<usize> {
+pub(super) fn rw_other(
+    cur: &CurrentTask,
+    f: &File,
+    o: Other,
+    mut data: IovCursor,
+    write: bool,
+) -> SysResult<usize> {
     let nonblock = f.nonblocking();
     match (o, write) {
-        (Other::Inet(s), true) => s.send(&mut data, None, nonblock, false),
+        (Other::Inet(s), true) => s.send(cur, &mut data, None, nonblock, false),
         (Other::Inet(s), false) => s.recv(&mut data, 0, nonblock).map(|r| r.n),
-        (Other::Nl(s), true) => s.send(&mut data),
+        (Other::Nl(s), true) => s.send(cur, &mut data),
         (Other::Nl(s), false) => s.recv(&mut data, 0, nonblock).map(|r| r.n),
     }
 }

@@ -82,7 +82,7 @@ pub fn epoll_pwait(
     let _mask = crate::process::signal::TempMask::from_user(cur, sigmask, sigsetsize)?;
     let ready = epoll::wait_ready(
         || {
-            let v = ep.collect(max as usize);
+            let v = ep.collect(cur, max as usize);
             (!v.is_empty()).then_some(v)
         },
         if timeout == 0 {
@@ -118,7 +118,7 @@ pub fn ppoll(
     sigmask: usize,
     sigsetsize: usize,
 ) -> SysResult<usize> {
-    if nfds > fs::nofile_limit() {
+    if nfds > fs::nofile_limit(cur) {
         return Err(Errno::EINVAL);
     }
     let mut pfds = try_vec(nfds, PollFd::default())?;
@@ -138,7 +138,7 @@ pub fn ppoll(
                 }
                 let ev = match t.get(p.fd) {
                     Ok(file) => {
-                        let ready = file.ops.poll() as u16;
+                        let ready = file.ops.poll(cur) as u16;
                         ready & (p.events as u16 | POLLERR | POLLHUP)
                     }
                     Err(_) => POLLNVAL,
@@ -211,7 +211,7 @@ pub fn pselect6(
                 let Ok(file) = t.get(i as i32) else {
                     return Some(Err(Errno::EBADF));
                 };
-                let ready = file.ops.poll() as u16;
+                let ready = file.ops.poll(cur) as u16;
                 if bit(&rs, i) && ready & (POLLIN | POLLHUP | POLLERR) != 0 {
                     out.0[i / 8] |= 1 << (i % 8);
                     n += 1;

@@ -74,7 +74,7 @@ pub fn wait4(
     if pid == i32::MIN {
         return Err(Errno::ESRCH);
     }
-    match exit::do_wait(which_from_wait4(cur, pid), options | s::WEXITED)? {
+    match exit::do_wait(cur, which_from_wait4(cur, pid), options | s::WEXITED)? {
         Some(exit::Reported {
             pid,
             status: st,
@@ -113,7 +113,7 @@ pub fn waitid(
         _ => return Err(Errno::EINVAL),
     };
     // waitid reports stops with WSTOPPED (same bit as WUNTRACED).
-    let r = exit::do_wait(which, options)?;
+    let r = exit::do_wait(cur, which, options)?;
     if infop != 0 {
         let info = match r {
             Some(r) if r.trapped => {

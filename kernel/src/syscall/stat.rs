@@ -57,7 +57,7 @@ fn stat_at(cur: &CurrentTask, dirfd: i32, path: usize, flags: u32) -> SysResult<
         }
         return Err(Errno::ENOENT);
     }
-    let r = fs::resolve(dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?;
+    let r = fs::resolve(cur, dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?;
     Ok(fs::stat_of(&*r.node))
 }
 
@@ -125,24 +125,36 @@ pub fn getdents64(cur: &CurrentTask, fd: i32, buf: usize, count: usize) -> SysRe
     Ok(n)
 }
 
-pub fn readlinkat(dirfd: i32, path: usize, buf: usize, size: usize) -> SysResult<usize> {
+pub fn readlinkat(
+    cur: &CurrentTask,
+    dirfd: i32,
+    path: usize,
+    buf: usize,
+    size: usize,
+) -> SysResult<usize> {
     if (size as i32) <= 0 {
         return Err(Errno::EINVAL);
     }
     let p = UserPtr::<u8>::new(path).read_path()?;
-    let r = fs::resolve(dirfd, &p, false)?;
-    let target = r.node.readlink()?;
+    let r = fs::resolve(cur, dirfd, &p, false)?;
+    let target = r.node.readlink(cur)?;
     let n = target.len().min(size);
     UserSlice::new(buf, size).copy_out(&target.as_bytes()[..n])?;
     Ok(n)
 }
 
-pub fn faccessat(dirfd: i32, path: usize, mode: u32, flags: u32) -> SysResult<usize> {
+pub fn faccessat(
+    cur: &CurrentTask,
+    dirfd: i32,
+    path: usize,
+    mode: u32,
+    flags: u32,
+) -> SysResult<usize> {
     if mode & !7 != 0 || flags & !(AT_EACCESS | AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
     let p = UserPtr::<u8>::new(path).read_path()?;
-    let r = fs::resolve(dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?;
+    let r = fs::resolve(cur, dirfd, &p, flags & AT_SYMLINK_NOFOLLOW == 0)?;
     // Everything runs as root: only execute permission needs an x bit (directories always pass).
     if mode & X_OK != 0 && r.node.kind() != Kind::Dir && r.node.perm() & 0o111 == 0 {
         return Err(Errno::EACCES);
@@ -181,9 +193,9 @@ fn write_statfs(buf: usize, node: Option<&dyn fs::Inode>, path: &str) -> SysResu
     Ok(0)
 }
 
-pub fn statfs(path: usize, buf: usize) -> SysResult<usize> {
+pub fn statfs(cur: &CurrentTask, path: usize, buf: usize) -> SysResult<usize> {
     let p = UserPtr::<u8>::new(path).read_path()?;
-    let r = fs::resolve(AT_FDCWD, &p, true)?;
+    let r = fs::resolve(cur, AT_FDCWD, &p, true)?;
     write_statfs(buf, Some(&*r.node), &r.path)
 }
 

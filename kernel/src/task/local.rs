@@ -5,8 +5,10 @@
 //! tracer's breakpoints. Its fields are `Cell`s and `RefCell`s, so holders share `&TaskLocal`
 //! and a second mutable borrow is caught (a kernel bug) instead of aliasing. Who may hold one:
 //!
-//! - `CurrentTask`: the running task, made once per exception entry from EL0 (kernel/src/entry.rs)
-//!   and passed down; it is neither `Send` nor `Sync`, so it never reaches another task.
+//! - `CurrentTask`: the running task, made once per exception entry from EL0 (kernel/src/entry.rs,
+//!   which also makes one when a kernel copy faults on user memory) and passed down; it is
+//!   neither `Send` nor `Sync`, so it never reaches another task. It is the only way above the
+//!   task core to the running task (the scheduler's own pointer is private to task/).
 //! - `Held`: a task whose user state the holder may read and write: the current task, or one
 //!   parked off its CPU that the holder keeps parked (a tracer's `ptrace::Frozen`, a core dump's
 //!   stopped threads).
@@ -89,8 +91,10 @@ pub struct CurrentTask {
 
 impl CurrentTask {
     /// # Safety
-    /// Only at an entry from EL0 (an exception, or a new task's first return): the task running
-    /// here is the one that came from user mode, and every holder of the token runs as it.
+    /// Only at an entry from EL0 (an exception, or a new task's first return), or in a kernel
+    /// task's own code that hands the token to no other task (boot, as the boot CPU's idle
+    /// task): the task running here is the one the token names, and every holder of the token
+    /// runs as it.
     pub unsafe fn enter() -> CurrentTask {
         CurrentTask {
             task: super::sched::current(),

@@ -93,18 +93,23 @@ pub fn started() -> bool {
     STARTED.load(Ordering::Acquire)
 }
 
-/// Makes the code running on this CPU its idle task.
-pub fn init_cpu() {
+/// Makes the code running on this CPU its idle task, which it returns.
+pub fn init_cpu() -> Arc<Task> {
     let id = percpu::cpu_id();
     let idle = Arc::new(Task::new_idle(id));
     set_current(&idle);
     let mut rq = runq(id).lock();
     rq.current = Some(idle.clone());
-    rq.idle = Some(idle);
+    rq.idle = Some(idle.clone());
     STARTED.store(true, Ordering::Release);
+    idle
 }
 
-pub fn current() -> &'static Task {
+// The running task, known to the task core alone: everything above reaches it through the
+// token made at entry (`CurrentTask::enter`), and the timer tick, which runs for no task, is
+// handed the task it interrupted (`on_tick_with_task`).
+
+pub(super) fn current() -> &'static Task {
     let p = percpu::this().current_task.load(Ordering::Acquire) as *const Task;
     // SAFETY: this CPU's `current_task` points at the task running on it, which is us; the run
     // queue's `current` Arc keeps it alive for as long as it runs, and a task only calls this
@@ -113,13 +118,13 @@ pub fn current() -> &'static Task {
 }
 
 /// The running task, if the scheduler runs on this CPU yet.
-pub fn try_current() -> Option<&'static Task> {
+pub(super) fn try_current() -> Option<&'static Task> {
     let p = percpu::this().current_task.load(Ordering::Acquire) as *const Task;
     // SAFETY: as in `current`; null before init_cpu.
     unsafe { p.as_ref() }
 }
 
-pub fn current_arc() -> Arc<Task> {
+pub(super) fn current_arc() -> Arc<Task> {
     runq(percpu::cpu_id())
         .lock()
         .current
@@ -138,6 +143,22 @@ pub fn set_need_resched() {
     if let Some(t) = try_current() {
         t.work.set(super::work::NEED_RESCHED);
     }
+}
+
+/// What the timer interrupt tells a layer above about the task it interrupted.
+static TASK_TICK: spin::Once<fn(Option<&Task>)> = spin::Once::new();
+
+/// Has every timer interrupt run `f` with the task it interrupted (None before the scheduler
+/// runs on that CPU), in this place among the tick's handlers: the process layer's CPU-time
+/// accounting. The tick runs for no task, so this is how it learns whose time went. Boot time,
+/// once.
+pub fn on_tick_with_task(f: fn(Option<&Task>)) {
+    TASK_TICK.call_once(|| f);
+    crate::irq::on_tick(|| {
+        if let Some(f) = TASK_TICK.get() {
+            f(try_current());
+        }
+    });
 }
 
 /// Has the timer interrupt run `tick` and the reschedule IPI set `need_resched`. Boot time,

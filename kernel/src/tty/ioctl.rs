@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 use super::{emit, kill_pgrp, Line, Terminal};
+use crate::fs::Caller;
 use crate::mm::uaccess::UserPtr;
 use crate::process;
 use core::sync::atomic::Ordering;
@@ -31,8 +32,8 @@ impl Terminal {
         }
     }
 
-    fn tcsets(&self, cmd: u32, arg: usize) -> SysResult<usize> {
-        self.check_change(sig::SIGTTOU)?;
+    fn tcsets(&self, cur: &dyn Caller, cmd: u32, arg: usize) -> SysResult<usize> {
+        self.check_change(cur, sig::SIGTTOU)?;
         let mut new: Termios = if matches!(cmd, tty::TCSETS2 | tty::TCSETSW2 | tty::TCSETSF2) {
             UserPtr::<Termios2>::new(arg).read()?.termios
         } else {
@@ -61,8 +62,8 @@ impl Terminal {
 
     /// TIOCSCTTY: the caller, a session leader without a controlling terminal, takes this
     /// one (from another session only as root, with `arg` 1).
-    pub(super) fn tiocsctty(&self, arg: usize) -> SysResult<usize> {
-        let p = process::current().process();
+    pub(super) fn tiocsctty(&self, cur: &dyn Caller, arg: usize) -> SysResult<usize> {
+        let p = process::caller_thread(cur).process();
         let leader = p.sid.load(Ordering::Relaxed) == p.pid;
         let others = has_other_ctty(self, &p);
         let mut t = self.st.lock();
@@ -84,9 +85,9 @@ impl Terminal {
 
     /// TIOCSPGRP: the caller's controlling terminal gets group `arg` of its session in the
     /// foreground.
-    pub(super) fn tiocspgrp(&self, arg: usize) -> SysResult<usize> {
-        let p = process::current().process();
-        match self.check_change(sig::SIGTTOU) {
+    pub(super) fn tiocspgrp(&self, cur: &dyn Caller, arg: usize) -> SysResult<usize> {
+        let p = process::caller_thread(cur).process();
+        match self.check_change(cur, sig::SIGTTOU) {
             Err(Errno::EIO) => return Err(Errno::ENOTTY),
             r => r?,
         }
@@ -109,8 +110,8 @@ impl Terminal {
         Ok(0)
     }
 
-    pub(super) fn ioctl(&self, cmd: u32, arg: usize) -> SysResult<usize> {
-        let p = process::current().process();
+    pub(super) fn ioctl(&self, cur: &dyn Caller, cmd: u32, arg: usize) -> SysResult<usize> {
+        let p = process::caller_thread(cur).process();
         if self.st.lock().link.hung_up {
             // Linux's hung_up_tty_ioctl.
             return Err(if cmd == tty::TIOCSPGRP {
@@ -134,8 +135,8 @@ impl Terminal {
                 UserPtr::new(arg).write(&t)?;
                 Ok(0)
             }
-            tty::TCSETS | tty::TCSETSW | tty::TCSETSF => self.tcsets(cmd, arg),
-            tty::TCSETS2 | tty::TCSETSW2 | tty::TCSETSF2 => self.tcsets(cmd, arg),
+            tty::TCSETS | tty::TCSETSW | tty::TCSETSF => self.tcsets(cur, cmd, arg),
+            tty::TCSETS2 | tty::TCSETSW2 | tty::TCSETSF2 => self.tcsets(cur, cmd, arg),
             tty::TIOCGWINSZ => {
                 let w = self.st.lock().winsize;
                 UserPtr::new(arg).write(&w)?;
@@ -157,7 +158,7 @@ impl Terminal {
                 UserPtr::new(arg).write(&g)?;
                 Ok(0)
             }
-            tty::TIOCSPGRP => self.tiocspgrp(arg),
+            tty::TIOCSPGRP => self.tiocspgrp(cur, arg),
             tty::TIOCGSID => {
                 let s = {
                     let t = self.st.lock();
@@ -169,7 +170,7 @@ impl Terminal {
                 UserPtr::new(arg).write(&s)?;
                 Ok(0)
             }
-            tty::TIOCSCTTY => self.tiocsctty(arg),
+            tty::TIOCSCTTY => self.tiocsctty(cur, arg),
             tty::TIOCNOTTY => {
                 let fg = {
                     let mut t = self.st.lock();
@@ -200,7 +201,7 @@ impl Terminal {
                 Ok(0)
             }
             tty::TCFLSH => {
-                self.check_change(sig::SIGTTOU)?;
+                self.check_change(cur, sig::SIGTTOU)?;
                 match arg as u32 {
                     tty::TCIFLUSH | tty::TCIOFLUSH => self.st.lock().ld.flush_input(),
                     tty::TCOFLUSH => {}
@@ -210,7 +211,7 @@ impl Terminal {
                 Ok(0)
             }
             tty::TCXONC => {
-                self.check_change(sig::SIGTTOU)?;
+                self.check_change(cur, sig::SIGTTOU)?;
                 let mut t = self.st.lock();
                 match arg as u32 {
                     tty::TCOOFF => t.ld.set_stopped(true),
@@ -233,7 +234,7 @@ impl Terminal {
                 Ok(0)
             }
             tty::TCSBRK | tty::TCSBRKP | tty::TIOCSBRK | tty::TIOCCBRK => {
-                self.check_change(sig::SIGTTOU)?;
+                self.check_change(cur, sig::SIGTTOU)?;
                 // Output is written synchronously: draining is waiting for the UART.
                 self.drain();
                 Ok(0)

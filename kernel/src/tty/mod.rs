@@ -16,7 +16,7 @@ mod serial;
 
 pub use serial::enable_input;
 
-use crate::fs::{epoll, File, FileOps};
+use crate::fs::{epoll, Caller, File, FileOps};
 use crate::process::{self, Process};
 use crate::sync::IrqLock;
 use crate::task::wait::WaitQueue;
@@ -130,8 +130,7 @@ fn kill_pgrp_mask(g: u32, mask: u64) {
 }
 
 /// `s` is blocked or ignored by the calling thread.
-fn ignoring(s: u32) -> bool {
-    let me = process::current();
+fn ignoring(me: &process::Thread, s: u32) -> bool {
     let blocked = me.sig.lock().blocked & (1 << (s - 1)) != 0;
     blocked || me.sighand().lock().get(s).sa_handler == sig::SIG_IGN
 }
@@ -224,8 +223,9 @@ impl Terminal {
     /// Linux's tty_check_change: a member of a background group that uses its controlling
     /// terminal gets `s` (SIGTTOU or SIGTTIN) sent to its group and the call restarts after
     /// it; EIO when it cannot be stopped (SIGTTIN ignored, or an orphaned group).
-    fn check_change(&self, s: u32) -> SysResult<()> {
-        let p = process::current().process();
+    fn check_change(&self, cur: &dyn Caller, s: u32) -> SysResult<()> {
+        let me = process::caller_thread(cur);
+        let p = me.process();
         let fg = {
             let t = self.st.lock();
             if !t.is_ctty(&p) {
@@ -237,7 +237,7 @@ impl Terminal {
         if fg == 0 || fg == mine {
             return Ok(());
         }
-        if ignoring(s) {
+        if ignoring(me, s) {
             return if s == sig::SIGTTIN {
                 Err(Errno::EIO)
             } else {
@@ -303,7 +303,13 @@ impl Terminal {
     }
 
     /// read(2) of the terminal; `redirected` (/dev/console) skips the background check.
-    fn read(&self, file: &File, buf: &mut [u8], redirected: bool) -> SysResult<usize> {
+    fn read(
+        &self,
+        cur: &dyn Caller,
+        file: &File,
+        buf: &mut [u8],
+        redirected: bool,
+    ) -> SysResult<usize> {
         enum Got {
             Bytes(usize),
             TimedOut,
@@ -314,7 +320,7 @@ impl Terminal {
             return Ok(0);
         }
         if !redirected {
-            self.check_change(sig::SIGTTIN)?;
+            self.check_change(cur, sig::SIGTTIN)?;
         }
         if buf.is_empty() {
             return Ok(0);
@@ -371,7 +377,13 @@ impl Terminal {
     const OUT_CHUNK: usize = 256;
 
     /// write(2) of the terminal; `redirected` (/dev/console) skips the background check.
-    fn write(&self, file: &File, buf: &[u8], redirected: bool) -> SysResult<usize> {
+    fn write(
+        &self,
+        cur: &dyn Caller,
+        file: &File,
+        buf: &[u8],
+        redirected: bool,
+    ) -> SysResult<usize> {
         let (tostop, hung_up) = {
             let t = self.st.lock();
             (t.ld.termios().c_lflag & tty::TOSTOP != 0, t.link.hung_up)
@@ -380,7 +392,7 @@ impl Terminal {
             return Err(Errno::EIO);
         }
         if !redirected && tostop {
-            self.check_change(sig::SIGTTOU)?;
+            self.check_change(cur, sig::SIGTTOU)?;
         }
         let line = self.line;
         let mut done = 0;
@@ -454,15 +466,15 @@ pub fn process_exit(p: &Process) {
 }
 
 /// Opens /dev/tty: the caller's controlling terminal, ENXIO without one.
-fn open_current(flags: u32) -> SysResult<Arc<dyn FileOps>> {
-    let p = process::current().process();
+fn open_current(cur: &dyn Caller, flags: u32) -> SysResult<Arc<dyn FileOps>> {
+    let p = process::caller_thread(cur).process();
     if serial::CONSOLE.is_ctty_of(&p) {
         return Ok(Arc::new(TtyFile {
             term: TermRef::Console,
             redirected: false,
         }));
     }
-    pty::open_ctty(&p, flags)
+    pty::open_ctty(cur, &p, flags)
 }
 
 /// The terminal a file is open on.
@@ -497,20 +509,20 @@ impl Drop for TtyFile {
 }
 
 impl FileOps for TtyFile {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
-        self.term().read(file, buf, self.redirected)
+    fn read(&self, cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+        self.term().read(cur, file, buf, self.redirected)
     }
 
-    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
-        self.term().write(file, buf, self.redirected)
+    fn write(&self, cur: &dyn Caller, file: &File, buf: &[u8]) -> SysResult<usize> {
+        self.term().write(cur, file, buf, self.redirected)
     }
 
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         self.term().poll()
     }
 
-    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
-        self.term().ioctl(cmd, arg)
+    fn ioctl(&self, cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+        self.term().ioctl(cur, cmd, arg)
     }
 
     fn as_any(&self) -> &dyn Any {

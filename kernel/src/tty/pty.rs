@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 use super::{kill_pgrp, kill_pgrp_mask, Line, TermRef, Terminal, TtyFile};
-use crate::fs::{devpts, File, FileOps};
+use crate::fs::{devpts, Caller, File, FileOps};
 use crate::mm::uaccess::UserPtr;
 use crate::process::{self, Process};
 use alloc::collections::BTreeMap;
@@ -64,7 +64,7 @@ fn find(index: u32) -> Option<Arc<Pair>> {
 }
 
 /// open(2) of /dev/ptmx: a new pair at the lowest free index, its slave locked.
-pub(super) fn open_ptmx(_flags: u32) -> SysResult<Arc<dyn FileOps>> {
+pub(super) fn open_ptmx(_cur: &dyn Caller, _flags: u32) -> SysResult<Arc<dyn FileOps>> {
     let limit = devpts::max().min(PTY_MAX);
     let pair = {
         let mut table = PAIRS.lock();
@@ -84,8 +84,13 @@ pub(super) fn open_ptmx(_flags: u32) -> SysResult<Arc<dyn FileOps>> {
 
 /// A slave file on `pair`, counted as open (Linux's pty_open: EIO while locked or once the
 /// master closed). `flags` may make it the caller's controlling terminal.
-fn slave_file(pair: Arc<Pair>, flags: u32, ctty_rules: bool) -> SysResult<Arc<TtyFile>> {
-    let p = process::current().process();
+fn slave_file(
+    cur: &dyn Caller,
+    pair: Arc<Pair>,
+    flags: u32,
+    ctty_rules: bool,
+) -> SysResult<Arc<TtyFile>> {
+    let p = process::caller_thread(cur).process();
     let has = ctty_rules && (pair.slave.is_ctty_of(&p) || has_any_ctty(&p));
     {
         let mut t = pair.slave.st.lock();
@@ -111,18 +116,18 @@ fn has_any_ctty(p: &Process) -> bool {
 }
 
 /// open(2) of /dev/pts/N.
-pub(super) fn open_slave(index: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
+pub(super) fn open_slave(cur: &dyn Caller, index: u32, flags: u32) -> SysResult<Arc<dyn FileOps>> {
     let pair = find(index).ok_or(Errno::EIO)?;
-    Ok(slave_file(pair, flags, true)?)
+    Ok(slave_file(cur, pair, flags, true)?)
 }
 
 /// open(2) of /dev/tty when the caller's controlling terminal is a pty slave.
-pub(super) fn open_ctty(p: &Process, flags: u32) -> SysResult<Arc<dyn FileOps>> {
+pub(super) fn open_ctty(cur: &dyn Caller, p: &Process, flags: u32) -> SysResult<Arc<dyn FileOps>> {
     let pair = pairs()
         .into_iter()
         .find(|q| q.slave.is_ctty_of(p))
         .ok_or(Errno::ENXIO)?;
-    Ok(slave_file(pair, flags, false)?)
+    Ok(slave_file(cur, pair, flags, false)?)
 }
 
 /// A slave file closed: after the last, master reads end in EIO.
@@ -180,22 +185,19 @@ impl Master {
 
     /// TIOCGPTPEER: a new descriptor for the slave, opened with `flags` (O_NOCTTY,
     /// O_CLOEXEC...), without a path walk.
-    fn open_peer(&self, flags: u32) -> SysResult<usize> {
-        let file = slave_file(self.pair.clone(), flags, true)?;
+    fn open_peer(&self, cur: &dyn Caller, flags: u32) -> SysResult<usize> {
+        let file = slave_file(cur, self.pair.clone(), flags, true)?;
         let node = devpts::slave_node(self.pair.index).ok_or(Errno::EIO)?;
         let path = format!("/dev/pts/{}", self.pair.index);
         let f = File::new(Some(node), file, flags & !O_CLOEXEC, path);
-        let fd = process::current()
-            .files()
-            .lock()
-            .install(f, flags & O_CLOEXEC != 0)?;
+        let fd = cur.files().lock().install(cur, f, flags & O_CLOEXEC != 0)?;
         Ok(fd as usize)
     }
 }
 
 impl FileOps for Master {
     /// The slave's output; EIO once every slave file closed and nothing is left.
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         if buf.is_empty() {
             return Ok(0);
         }
@@ -228,7 +230,7 @@ impl FileOps for Master {
     }
 
     /// Typed at the slave: through its line discipline, as far as its input has room.
-    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, file: &File, buf: &[u8]) -> SysResult<usize> {
         let t = self.term();
         let mut done = 0;
         while done < buf.len() {
@@ -265,7 +267,7 @@ impl FileOps for Master {
         Ok(done)
     }
 
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         let s = self.term().st.lock();
         let mut ev = 0;
         if !s.out.is_empty() {
@@ -280,7 +282,7 @@ impl FileOps for Master {
         ev
     }
 
-    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+    fn ioctl(&self, cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         let t = self.term();
         match cmd {
             tty::TIOCGPTN => {
@@ -297,7 +299,7 @@ impl FileOps for Master {
                 UserPtr::new(arg).write(&v)?;
                 Ok(0)
             }
-            tty::TIOCGPTPEER => self.open_peer(arg as u32),
+            tty::TIOCGPTPEER => self.open_peer(cur, arg as u32),
             tty::TIOCSIG => {
                 let s = arg as u32;
                 if ![sig::SIGINT, sig::SIGQUIT, sig::SIGTSTP].contains(&s) {
@@ -332,8 +334,8 @@ impl FileOps for Master {
                 UserPtr::new(arg).write(&s)?;
                 Ok(0)
             }
-            tty::TIOCSPGRP => t.tiocspgrp(arg),
-            tty::TIOCSCTTY => t.tiocsctty(arg),
+            tty::TIOCSPGRP => t.tiocspgrp(cur, arg),
+            tty::TIOCSCTTY => t.tiocsctty(cur, arg),
             tty::TCGETS => {
                 let m = t.st.lock().link.master_termios;
                 UserPtr::new(arg).write(&m)?;

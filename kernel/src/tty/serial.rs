@@ -9,7 +9,7 @@
 #![forbid(unsafe_code)]
 
 use super::{Line, TermRef, Terminal, TtyFile};
-use crate::fs::FileOps;
+use crate::fs::{Caller, FileOps};
 use crate::process;
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -101,12 +101,12 @@ pub use crate::fs::dev::TtyKind as Kind;
 /// Opening a console node. /dev/tty is the caller's controlling terminal, whichever it is
 /// (ENXIO without one); opening /dev/ttyAMA0 for reading without O_NOCTTY makes it the
 /// controlling terminal of a session leader that has none, if no session has it.
-pub fn open(kind: Kind, flags: u32) -> SysResult<Arc<dyn FileOps>> {
+pub fn open(cur: &dyn Caller, kind: Kind, flags: u32) -> SysResult<Arc<dyn FileOps>> {
     if kind == Kind::CurrentTty {
-        return super::open_current(flags);
+        return super::open_current(cur, flags);
     }
     if kind == Kind::Device {
-        let p = process::current().process();
+        let p = process::caller_thread(cur).process();
         let has = CONSOLE.is_ctty_of(&p) || super::ioctl::has_other_ctty(&CONSOLE, &p);
         CONSOLE.st.lock().open_sets_ctty(&p, flags, has);
     }

@@ -361,7 +361,7 @@ fn fixup_for(pc: usize) -> Option<usize> {
 
 extern "Rust" {
     /// Resolves a fault on user address `va` for the current task the way an EL0 fault would
-    /// be (demand paging): true if the access may be retried. Defined in `trap.rs`; may take
+    /// be (demand paging): true if the access may be retried. Defined in `entry.rs`; may take
     /// the address-space lock, so no user access may run while that lock is held.
     fn svelt_resolve_user_fault(va: usize, esr: u64) -> bool;
 }
@@ -390,7 +390,7 @@ pub fn handle_kernel_abort(tf: &mut TrapFrame) -> bool {
         if irqs_were_on {
             super::cpu::irq_enable();
         }
-        // SAFETY: svelt_resolve_user_fault is defined (trap.rs) with exactly this signature.
+        // SAFETY: svelt_resolve_user_fault is defined (entry.rs) with exactly this signature.
         let ok = unsafe { svelt_resolve_user_fault(far, esr.0) };
         if irqs_were_on {
             super::cpu::irq_disable();

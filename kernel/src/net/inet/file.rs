@@ -19,27 +19,32 @@ pub fn of(file: &File) -> Option<&Arc<InetSocket>> {
 }
 
 impl FileOps for InetFile {
-    fn read(&self, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
 
-    fn read_to_user(&self, file: &File, dst: UserSlice) -> Option<SysResult<usize>> {
+    fn read_to_user(
+        &self,
+        _cur: &dyn Caller,
+        file: &File,
+        dst: UserSlice,
+    ) -> Option<SysResult<usize>> {
         let mut c = IovCursor::new(alloc::vec![dst]);
         Some(self.0.recv(&mut c, 0, file.nonblocking()).map(|r| r.n))
     }
 
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
 
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         self.0.poll()
     }
 
-    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+    fn ioctl(&self, cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         let v = match cmd {
             svelt_abi::uapi::tty::FIONREAD => self.0.inq(),
-            _ => return ifreq_ioctl(cmd, arg),
+            _ => return ifreq_ioctl(cur, cmd, arg),
         };
         crate::mm::uaccess::UserPtr::new(arg).write(&(v as i32))?;
         Ok(0)

@@ -28,7 +28,7 @@ pub fn set_lo_flags(flags: u32, change: u32) {
 /// The interface ioctls on a `struct ifreq` (a name, then a union): SIOCGIFFLAGS and
 /// SIOCSIFFLAGS (flags as a short), SIOCGIFINDEX, SIOCGIFMTU, SIOCGIFTXQLEN (an int), and
 /// SIOCGIFNAME (the name of an index). lo is the one interface.
-pub fn ifreq_ioctl(cmd: u32, arg: usize) -> SysResult<usize> {
+pub fn ifreq_ioctl(cur: &dyn Caller, cmd: u32, arg: usize) -> SysResult<usize> {
     const SIOCGIFNAME: u32 = 0x8910;
     const SIOCGIFFLAGS: u32 = 0x8913;
     const SIOCSIFFLAGS: u32 = 0x8914;
@@ -65,7 +65,7 @@ pub fn ifreq_ioctl(cmd: u32, arg: usize) -> SysResult<usize> {
         SIOCGIFINDEX => int(1)?,
         SIOCGIFTXQLEN => int(1000)?,
         _ => {
-            if crate::fs::caller::euid() != 0 {
+            if cur.euid() != 0 {
                 return Err(Errno::EPERM);
             }
             set_lo_flags(u16::from_ne_bytes([ifr[16], ifr[17]]) as u32, IFF_UP);

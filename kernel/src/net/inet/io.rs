@@ -8,9 +8,10 @@
 use super::*;
 
 impl InetSocket {
-    /// send/sendto/sendmsg/write. `dest` is the address given, if any.
+    /// send/sendto/sendmsg/write by `cur`. `dest` is the address given, if any.
     pub fn send(
         &self,
+        cur: &dyn Caller,
         data: &mut IovCursor,
         dest: Option<&[u8]>,
         nonblock: bool,
@@ -22,7 +23,7 @@ impl InetSocket {
             self.send_tcp(data, nonblock)
         };
         if r == Err(Errno::EPIPE) && !nosignal {
-            sigpipe();
+            cur.broken_pipe();
         }
         r
     }

@@ -15,7 +15,7 @@ pub mod stack;
 pub use file::{of, InetFile};
 pub use iface::{ifreq_ioctl, lo_flags, set_lo_flags};
 
-use crate::fs::{new_ino, File, FileOps};
+use crate::fs::{new_ino, Caller, File, FileOps};
 use crate::mm::uaccess::UserSlice;
 use crate::net::IovCursor;
 use alloc::sync::Arc;
@@ -160,14 +160,6 @@ fn listen_endpoint(a: &InetAddr) -> IpListenEndpoint {
             port: e.port,
         }
     }
-}
-
-fn sigpipe() {
-    crate::process::signal::send_to_task(
-        &crate::process::current_arc(),
-        svelt_abi::uapi::signal::SIGPIPE,
-        crate::process::signal::SigInfo::kernel(svelt_abi::uapi::signal::SIGPIPE),
-    );
 }
 
 impl InetSocket {

@@ -17,11 +17,12 @@ mod scm;
 
 pub use names::SockNode;
 pub use queue::Recv;
-pub use scm::{current_cred, Scm};
+pub use scm::{cred_of, Scm};
 
-use crate::fs::{epoll, new_ino, File, FileOps};
+use crate::fs::{epoll, new_ino, Caller, File, FileOps};
 use crate::mm::uaccess::UserSlice;
 use crate::net::IovCursor;
+use crate::process::Thread;
 use crate::task::wait::WaitQueue;
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -133,10 +134,10 @@ impl UnixSocket {
         })
     }
 
-    /// socketpair: two sockets connected to each other, each with the caller's credentials.
-    pub fn pair(ty: SockType) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
+    /// socketpair: two sockets connected to each other, each with `cur`'s credentials.
+    pub fn pair(cur: &Thread, ty: SockType) -> (Arc<UnixSocket>, Arc<UnixSocket>) {
         let (a, b) = (Self::new(ty), Self::new(ty));
-        let cred = current_cred();
+        let cred = cred_of(cur);
         for (x, y) in [(&a, &b), (&b, &a)] {
             let mut s = x.st.lock();
             s.peer = Some(y.clone());
@@ -195,7 +196,7 @@ impl UnixSocket {
         self.st.lock().listen.is_some()
     }
 
-    pub fn listen(&self, backlog: i32) -> SysResult<()> {
+    pub fn listen(&self, cur: &Thread, backlog: i32) -> SysResult<()> {
         if !self.ty.connection() {
             return Err(Errno::EOPNOTSUPP);
         }
@@ -210,7 +211,7 @@ impl UnixSocket {
             (backlog as usize).min(4096)
         };
         // connect hands the caller of listen's credentials to the client (SO_PEERCRED).
-        st.peercred = Some(current_cred());
+        st.peercred = Some(cred_of(cur));
         match &mut st.listen {
             Some(l) => l.backlog = backlog,
             None => {
@@ -243,6 +244,7 @@ impl UnixSocket {
     /// connected to this one. Waits while the queue is full (EAGAIN when non-blocking).
     pub fn connect_stream(
         self: &Arc<Self>,
+        cur: &Thread,
         target: &Arc<UnixSocket>,
         nonblock: bool,
     ) -> SysResult<()> {
@@ -255,7 +257,7 @@ impl UnixSocket {
                 return Err(Errno::EINVAL);
             }
         }
-        let me = current_cred();
+        let me = cred_of(cur);
         let srv = UnixSocket::new(self.ty);
         WQ.wait(|| {
             let mut guard = target.st.lock();
@@ -448,26 +450,31 @@ pub fn of(file: &File) -> SysResult<&Arc<UnixSocket>> {
 }
 
 impl FileOps for SockFile {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, _cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         let _ = (file, buf);
         Err(Errno::EINVAL)
     }
 
-    fn read_to_user(&self, file: &File, dst: UserSlice) -> Option<SysResult<usize>> {
+    fn read_to_user(
+        &self,
+        _cur: &dyn Caller,
+        file: &File,
+        dst: UserSlice,
+    ) -> Option<SysResult<usize>> {
         let mut c = IovCursor::new(alloc::vec![dst]);
         Some(self.0.recv(&mut c, 0, file.nonblocking()).map(|r| r.n))
     }
 
-    fn write(&self, file: &File, buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, file: &File, buf: &[u8]) -> SysResult<usize> {
         let _ = (file, buf);
         Err(Errno::EINVAL)
     }
 
-    fn poll(&self) -> u32 {
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
         self.0.poll()
     }
 
-    fn ioctl(&self, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+    fn ioctl(&self, _cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         const SIOCOUTQ: u32 = 0x5411;
         let v = match cmd {
             svelt_abi::uapi::tty::FIONREAD => self.0.inq(),

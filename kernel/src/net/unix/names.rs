@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use super::{SockType, UnixSocket};
-use crate::fs::{new_ino, Attrs, FileOps, Inode, Kind};
+use crate::fs::{new_ino, Attrs, Caller, FileOps, Inode, Kind};
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::any::Any;
@@ -127,7 +127,7 @@ impl Inode for SockNode {
     fn attrs(&self) -> Option<&Attrs> {
         Some(&self.attrs)
     }
-    fn open(&self, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
+    fn open(&self, _cur: &dyn Caller, _flags: u32) -> SysResult<Option<Arc<dyn FileOps>>> {
         Err(Errno::ENXIO)
     }
     fn as_any(&self) -> &dyn Any {

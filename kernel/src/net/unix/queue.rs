@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use super::{changed, Msg, Scm, SockType, UnixSocket, RCV_SHUTDOWN, SEND_SHUTDOWN, WQ};
-use crate::fs::File;
+use crate::fs::{Caller, File};
 use crate::mm::uaccess::Partial;
 use crate::net::IovCursor;
 use alloc::sync::Arc;
@@ -19,7 +19,8 @@ const MSG_OVERHEAD: usize = 768;
 
 impl UnixSocket {
     /// Sends `len` bytes from `src` (and `scm`, with the first piece) to `dest` or the peer.
-    /// Returns the bytes sent; raises SIGPIPE on EPIPE unless `nosignal`.
+    /// Returns the bytes sent; on EPIPE raises SIGPIPE in `sigpipe_to`, the sender (None:
+    /// MSG_NOSIGNAL).
     pub fn send(
         self: &Arc<Self>,
         src: &mut IovCursor,
@@ -27,7 +28,7 @@ impl UnixSocket {
         had_dest: bool,
         mut scm: Scm,
         nonblock: bool,
-        nosignal: bool,
+        sigpipe_to: Option<&dyn Caller>,
     ) -> SysResult<usize> {
         let len = src.len();
         let r = self.send_inner(src, len, dest, had_dest, &mut scm, nonblock);
@@ -35,12 +36,8 @@ impl UnixSocket {
             err: Errno::EPIPE, ..
         }) = r
         {
-            if !nosignal {
-                crate::process::signal::send_to_task(
-                    &crate::process::current_arc(),
-                    svelt_abi::uapi::signal::SIGPIPE,
-                    crate::process::signal::SigInfo::kernel(svelt_abi::uapi::signal::SIGPIPE),
-                );
+            if let Some(cur) = sigpipe_to {
+                cur.broken_pipe();
             }
         }
         match r {

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 use crate::fs::File;
+use crate::process::Thread;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
@@ -17,9 +18,8 @@ pub struct Scm {
     pub cred: Ucred,
 }
 
-/// The calling task's credentials, as a message or a connection records them.
-pub fn current_cred() -> Ucred {
-    let t = crate::process::current();
+/// A thread's credentials, as a message or a connection records its sender's.
+pub fn cred_of(t: &Thread) -> Ucred {
     Ucred {
         pid: t.pid() as i32,
         uid: t.process().euid.load(Ordering::Relaxed),

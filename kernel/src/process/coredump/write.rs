@@ -312,7 +312,8 @@ fn open_core(t: &Thread) -> SysResult<Arc<dyn Inode>> {
         (g.cwd_node.clone(), g.umask)
     };
     let _ = dir.unlink("core", false);
-    let node = dir.create("core", Kind::File, 0o600 & !umask)?;
+    let euid = t.process.euid.load(core::sync::atomic::Ordering::Relaxed);
+    let node = dir.create("core", Kind::File, 0o600 & !umask, euid)?;
     if node.perm() & 0o677 != 0o600 {
         return Err(Errno::EACCES);
     }

@@ -6,7 +6,7 @@
 use super::{AltStack, SigAction, SigInfo};
 use crate::arch::exception::TrapFrame;
 use crate::mm::uaccess::{UserPtr, UserSlice};
-use crate::process::{self, CurrentTask, Thread};
+use crate::process::{CurrentTask, Thread};
 use svelt_abi::fp::sigframe as sf;
 use svelt_abi::uapi::errno::Errno;
 use svelt_abi::uapi::signal::{self as sig, Sigset};
@@ -314,7 +314,9 @@ fn restore_sigframe(
 /// A bad frame: `arm64_notify_segfault(sp)`, SIGSEGV at `sp` (the SP the task goes on with).
 fn bad_frame(t: &Thread, sp: u64) {
     let va = svelt_abi::uapi::sys::untagged_addr(sp as usize);
-    let above = process::with_mm(|mm| Ok(mm.vmas().any(|v| v.end > va))).unwrap_or(false);
+    let above = t
+        .with_mm(|mm| Ok(mm.vmas().any(|v| v.end > va)))
+        .unwrap_or(false);
     super::force(t, sig::SIGSEGV, sf::bad_frame_siginfo(sp, above));
 }
 

@@ -10,7 +10,7 @@
 #![forbid(unsafe_code)]
 
 use super::SigInfo;
-use crate::fs::{epoll, File, FileOps};
+use crate::fs::{epoll, Caller, File, FileOps};
 use crate::process::{self, Thread};
 use crate::task::wait::WaitQueue;
 use core::any::Any;
@@ -66,12 +66,12 @@ pub(super) fn notify() {
 }
 
 impl FileOps for SignalFd {
-    fn read(&self, file: &File, buf: &mut [u8]) -> SysResult<usize> {
+    fn read(&self, cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         let n = buf.len() / SIGNALFD_SIGINFO_SIZE;
         if n == 0 {
             return Err(Errno::EINVAL);
         }
-        let t = process::current();
+        let t = process::caller_thread(cur);
         let first = if file.nonblocking() {
             self.take(t).ok_or(Errno::EAGAIN)?
         } else {
@@ -94,12 +94,12 @@ impl FileOps for SignalFd {
         Ok(done)
     }
 
-    fn write(&self, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
     }
 
-    fn poll(&self) -> u32 {
-        let t = process::current();
+    fn poll(&self, cur: &dyn Caller) -> u32 {
+        let t = process::caller_thread(cur);
         let mask = self.mask.load(Ordering::Relaxed);
         let pending = t.sig.lock().pending.pending_mask() | t.process.shared_sig.lock().mask;
         if pending & mask != 0 {
