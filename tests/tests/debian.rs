@@ -18,6 +18,13 @@
 //!   on Svelt as on Linux line for line once addresses, pids, random bytes and column padding
 //!   are normalised.
 //!
+//! - /bin/tests/debian_programs (user/c/debian_programs.c), over python3, make, iproute2,
+//!   util-linux, procps, bash and coreutils: a Python script with socketpair, an asyncio TCP
+//!   echo on 127.0.0.1, multiprocessing's Pipe, Manager and Pool, pty.fork and os.mkfifo;
+//!   `make -j2` whose two recipes must run at once (the FIFO jobserver); `ip link set lo up`
+//!   and `ip addr`; dmesg; bash's `time` of a busy loop; the exit status of ps, top, vmstat,
+//!   free, uptime, pmap, lscpu, nice, chrt, ionice, taskset, df, findmnt and nproc. All pass,
+//!   and every `# TAG: ` line is the same as on Linux (on 2 CPUs).
 //! - /bin/tests/shell_session (user/c/shell_session.c): an interactive busybox sh on the serial
 //!   line (a session whose controlling terminal is /dev/ttyAMA0), driven by the harness typing:
 //!   the terminal echoes a command and the shell runs it, ^C interrupts `sleep 100` (status
@@ -32,9 +39,9 @@ use std::time::Duration;
 use svelt_tests::{boot, ready, Config, Console, Initrd, Run};
 
 const PACKAGES: &str = "busybox-static,bash,coreutils,bsdutils,strace,gdb";
-/// What debian_programs runs: Python, make, iproute2 and util-linux (with bash for `time`,
-/// coreutils for the makefile's recipes).
-const PROGRAMS: &str = "python3,make,iproute2,util-linux,bash,coreutils";
+/// What debian_programs runs: Python, make, iproute2, util-linux and procps (with bash for
+/// `time`, coreutils for the makefile's recipes).
+const PROGRAMS: &str = "python3,make,iproute2,util-linux,bash,coreutils,procps";
 
 fn config(init: &str, smp: u32, linux: bool) -> Config {
     let packages = if init == "debian_programs" {
@@ -215,7 +222,8 @@ fn linux_programs() -> Option<&'static Run> {
         .as_ref()
 }
 
-/// Each program's output, line by line, as Linux's (dmesg and time by what they showed).
+/// Each program's output, line by line, as Linux's (dmesg and time by what they showed, the
+/// procps and util-linux tools by their exit statuses).
 fn check_programs_against_linux(smp: u32) {
     let Some(svelt) = run_all(&config("debian_programs", smp, false), 5) else {
         return;
@@ -223,7 +231,15 @@ fn check_programs_against_linux(smp: u32) {
     let Some(linux) = linux_programs() else {
         return;
     };
-    for tag in ["python", "make", "ip-link-up", "ip", "dmesg", "time"] {
+    for tag in [
+        "python",
+        "make",
+        "ip-link-up",
+        "ip",
+        "dmesg",
+        "time",
+        "tools",
+    ] {
         let (s, l) = (tool_lines(&svelt, tag), tool_lines(linux, tag));
         assert_eq!(
             s, l,

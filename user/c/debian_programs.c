@@ -3,7 +3,7 @@
  * Manager, pty.fork and os.mkfifo; GNU make -j2 (its jobserver is a FIFO); iproute2's `ip addr`
  * over a netlink route socket; util-linux's dmesg reading the kernel log; and bash's `time` of
  * a busy loop (CPU-time accounting). The programs come from the image
- * `./qemu-run.sh --debian python3,make,iproute2,util-linux,bash,coreutils` builds; each test skips when
+ * `./qemu-run.sh --debian python3,make,iproute2,util-linux,bash,coreutils,procps` builds; each test skips when
  * its program is not there. Each program's output is also printed as `# prog: ` lines, which
  * tests/tests/debian.rs compares with Linux's. KTAP; the exit status is nonzero iff a test
  * failed. */
@@ -23,7 +23,8 @@
 static char out[65536];
 static char why[4096];
 
-static char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LC_ALL=C", NULL };
+static char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LC_ALL=C",
+			"TERM=linux", NULL };
 
 static int exists(const char *p)
 {
@@ -281,6 +282,8 @@ int main(void)
 	/* As the first process (--init) nothing has mounted /proc, /dev or /tmp yet. */
 	if (getpid() == 1) {
 		mount("proc", "/proc", "proc", 0, NULL);
+		mkdir("/sys", 0555);
+		mount("sysfs", "/sys", "sysfs", 0, NULL);
 		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
 		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);
 		mkdir("/dev/pts", 0755);
