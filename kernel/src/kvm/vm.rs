@@ -207,6 +207,23 @@ impl Vm {
         }
     }
 
+    /// The 8 bytes of guest memory at `ipa` (8-aligned), read through the VMM's mapping of its
+    /// slot (the caller is the VMM's thread); None outside every slot or where the VMM's memory
+    /// cannot be read.
+    pub fn read_guest_u64(&self, ipa: u64) -> Option<u64> {
+        let slot = self
+            .inner
+            .lock()
+            .slots
+            .values()
+            .find(|s| s.contains(ipa))
+            .copied()?;
+        let va = slot.uaddr + (ipa & !7) - slot.gpa;
+        crate::mm::uaccess::UserPtr::<u64>::new(va as usize)
+            .read()
+            .ok()
+    }
+
     /// Resolves a stage-2 fault at `ipa` (a write if `write`): maps the slot's page, or says
     /// why not. The VMM's page is faulted in writable for a writable slot, so that neither
     /// side's later write moves it to another frame (copy-on-write) behind the guest's back.
@@ -422,8 +439,9 @@ impl FileOps for VmFile {
                 Ok(0)
             }
             k::KVM_ENABLE_CAP => {
-                let cap = UserPtr::<u64>::new(arg).read()?;
-                let flags = UserPtr::<u32>::new(arg + 8).read()?;
+                // `struct kvm_enable_cap`: u32 cap, u32 flags, then the arguments.
+                let cap = UserPtr::<u32>::new(arg).read()? as u64;
+                let flags = UserPtr::<u32>::new(arg + 4).read()?;
                 if flags != 0 {
                     return Err(Errno::EINVAL);
                 }
