@@ -56,14 +56,6 @@ const KNOWN_DIFFERENT: &[Known] = &[
     },
     Known {
         config: "vq4",
-        program: "kvm:external_aborts",
-        subtests: &[],
-        svelt: Fail,
-        linux: Pass,
-        why: "KVM_GET/SET_VCPU_EVENTS (SError and external abort injection) are not offered yet",
-    },
-    Known {
-        config: "vq4",
         program: "kvm:guest_memfd_test",
         subtests: &[],
         svelt: Skip,

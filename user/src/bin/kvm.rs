@@ -150,6 +150,44 @@ core::arch::global_asm!(
     "str x10, [x1]",
     "b .",
     "guest_filtered_end:",
+    // Its own vectors; reports through MMIO stores: ready (+0), ISR_EL1 (+8), then unmasks
+    // SErrors. The SError vector stores ESR_EL1 (+0x20) and ELR_EL1 (+0x28) and loads from
+    // MMIO (+0x30); the EL1h synchronous vector stores ESR_EL1 (+0x10), FAR_EL1 (+0x18) and
+    // ELR_EL1 (+0x28), unmasks SErrors and stores to +0x38.
+    ".balign 2048",
+    ".global guest_events, guest_events_end",
+    "guest_events:",
+    "adr x0, 1f",
+    "msr vbar_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "str xzr, [x1]",
+    "mrs x2, isr_el1",
+    "str x2, [x1, #8]",
+    "msr daifclr, #4",
+    "isb",
+    "b .",
+    ".balign 2048",
+    "1:",
+    ".skip 0x200",
+    "mrs x2, esr_el1",
+    "str x2, [x1, #0x10]",
+    "mrs x2, far_el1",
+    "str x2, [x1, #0x18]",
+    "mrs x2, elr_el1",
+    "str x2, [x1, #0x28]",
+    "msr daifclr, #4",
+    "str xzr, [x1, #0x38]",
+    "b .",
+    ".balign 0x80",
+    ".skip 0x100",
+    "mrs x2, esr_el1",
+    "str x2, [x1, #0x20]",
+    "mrs x2, elr_el1",
+    "str x2, [x1, #0x28]",
+    "ldr x4, [x1, #0x30]",
+    "b .",
+    "guest_events_end:",
     ".text",
 );
 
@@ -170,6 +208,8 @@ unsafe extern "C" {
     static guest_isar0_off2_end: u8;
     static guest_filtered: u8;
     static guest_filtered_end: u8;
+    static guest_events: u8;
+    static guest_events_end: u8;
 }
 
 /// A guest's code as bytes.
@@ -1267,6 +1307,127 @@ fn binary_stats() -> TestResult {
     Ok(())
 }
 
+fn get_events(vcpu: i32) -> SysResult<k::KvmVcpuEvents> {
+    let mut e = k::KvmVcpuEvents::default();
+    ioctl(vcpu, k::KVM_GET_VCPU_EVENTS, &mut e as *mut _ as usize)?;
+    Ok(e)
+}
+
+fn set_events(vcpu: i32, e: &k::KvmVcpuEvents) -> SysResult {
+    ioctl(vcpu, k::KVM_SET_VCPU_EVENTS, e as *const _ as usize)
+}
+
+/// An SError the VMM injects: pending while the guest masks SErrors (ISR_EL1.A shows it, GET
+/// reports it with its syndrome where FEAT_RAS gives one), taken when the guest unmasks them
+/// (after which it is no longer pending), taken at once when they are unmasked already; an
+/// external data abort on an MMIO load the VMM was answering (the load is abandoned, the guest
+/// takes the abort at its PC with the address in FAR_EL1). Linux's errors on the way.
+fn vcpu_events() -> TestResult {
+    let kvm = kvm!();
+    let code = code!(guest_events, guest_events_end);
+    let g = t!(Guest::new(kvm, code));
+    let vbar = RAM_IPA + 0x800;
+    for cap in [k::KVM_CAP_VCPU_EVENTS, k::KVM_CAP_ARM_INJECT_EXT_DABT] {
+        check_eq!(
+            ioctl(g.vm, k::KVM_CHECK_EXTENSION, cap as usize),
+            Ok(1),
+            "cap {cap}"
+        );
+    }
+    let ras = t!(ioctl(
+        g.vm,
+        k::KVM_CHECK_EXTENSION,
+        k::KVM_CAP_ARM_INJECT_SERROR_ESR as usize
+    )) != 0;
+    println!("    # SError syndromes (FEAT_RAS): {ras}");
+    // Not before KVM_ARM_VCPU_INIT.
+    let raw = t!(ioctl(g.vm, k::KVM_CREATE_VCPU, 1)) as i32;
+    check_eq!(get_events(raw), Err(ENOEXEC));
+    t!(sys::close(raw));
+    check_eq!(g.run_to_mmio(), Ok((MMIO, 0, 8, true)));
+    let none = k::KvmVcpuEvents {
+        serror_has_esr: ras as u8,
+        ..Default::default()
+    };
+    check_eq!(get_events(g.vcpu), Ok(none));
+    // Padding, reserved words, a syndrome beyond ESR's ISS field.
+    let serror = k::KvmVcpuEvents {
+        serror_pending: 1,
+        serror_has_esr: ras as u8,
+        serror_esr: if ras { 0x1_d1ed } else { 0 },
+        ..Default::default()
+    };
+    let mut bad = serror;
+    bad.pad[2] = 1;
+    check_eq!(set_events(g.vcpu, &bad), Err(EINVAL));
+    bad = serror;
+    bad.reserved[5] = 1;
+    check_eq!(set_events(g.vcpu, &bad), Err(EINVAL));
+    bad = serror;
+    bad.serror_has_esr = 1;
+    bad.serror_esr = 1 << 25;
+    check_eq!(set_events(g.vcpu, &bad), Err(EINVAL));
+    check_eq!(get_events(g.vcpu), Ok(none), "nothing made pending");
+    // The guest starts with SErrors masked: the SError waits.
+    t!(set_events(g.vcpu, &serror));
+    check_eq!(get_events(g.vcpu), Ok(serror));
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 8);
+    check!(isr & (1 << 8) != 0, "ISR_EL1 {isr:#x}: no SError pending");
+    check_eq!(get_events(g.vcpu), Ok(serror), "still pending");
+    // Unmasked: taken; the CPU cleared the pending state.
+    let (addr, esr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x20);
+    check_eq!(esr >> 26, 0x2f, "SError's ESR_EL1 {esr:#x}");
+    if ras {
+        check_eq!(esr & k::ESR_ISS_MASK, 0x1_d1ed, "ESR_EL1 {esr:#x}");
+    }
+    check_eq!(get_events(g.vcpu), Ok(none), "taken");
+    let (addr, elr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x28);
+    check!(
+        (RAM_IPA..RAM_IPA + 0x40).contains(&elr),
+        "SError taken at {elr:#x}"
+    );
+    // An external abort on the MMIO load: not completed, the abort taken at the load.
+    t!(set_reg(g.vcpu, x(4), 0x77));
+    let (addr, _, len, write) = t!(g.run_to_mmio());
+    check_eq!((addr, len, write), (MMIO + 0x30, 8, false));
+    g.set_run_u64(k::run::MMIO_DATA, 0x5555);
+    let dabt = k::KvmVcpuEvents {
+        ext_dabt_pending: 1,
+        ..Default::default()
+    };
+    t!(set_events(g.vcpu, &dabt));
+    check_eq!(
+        get_reg(g.vcpu, CoreReg::Pc.id()),
+        Ok((vbar + 0x200) as u128)
+    );
+    check_eq!(get_events(g.vcpu), Ok(none), "an abort is never pending");
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x10, 0x9600_0010, 8, true)));
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x18, MMIO + 0x30, 8, true)));
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x28, vbar + 0x380 + 16, 8, true))
+    );
+    check_eq!(get_reg(g.vcpu, x(4)), Ok(0x77), "the load was abandoned");
+    // SErrors unmasked: an SError is taken at once, at the store the VMM was answering.
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x38, 0, 8, true)));
+    t!(set_events(g.vcpu, &serror));
+    check_eq!(
+        get_reg(g.vcpu, CoreReg::Pc.id()),
+        Ok((vbar + 0x380) as u128)
+    );
+    check_eq!(get_events(g.vcpu), Ok(none), "taken, not pending");
+    let iss = if ras { 0x1_d1ed } else { k::ESR_SERROR_IDS };
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x20, (0x2f << 26) | (1 << 25) | iss, 8, true))
+    );
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x28, vbar + 0x21c, 8, true)));
+    Ok(())
+}
+
 fn everything_given_back() -> TestResult {
     let text = match io::read_file("/proc/svelt/kvm") {
         Ok(t) => t,
@@ -1304,6 +1465,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("id_registers_and_firmware", id_registers_and_firmware),
         ("smccc_filter", smccc_filter),
         ("binary_stats", binary_stats),
+        ("vcpu_events", vcpu_events),
         ("everything_given_back", everything_given_back),
     ])
 }
