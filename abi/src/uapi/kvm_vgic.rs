@@ -90,7 +90,7 @@ pub fn check_iorange(
     if cur.is_some() {
         return Err(Errno::EEXIST);
     }
-    if addr % align != 0 || size % align != 0 {
+    if !addr.is_multiple_of(align) || !size.is_multiple_of(align) {
         return Err(Errno::EINVAL);
     }
     let end = addr.checked_add(size).ok_or(Errno::EINVAL)?;
@@ -117,7 +117,7 @@ impl VgicV3Config {
     /// KVM_DEV_ARM_VGIC_GRP_NR_IRQS set: at least 32 SPIs, at most 992 interrupts, a multiple
     /// of 32 (EINVAL); once only, and not after the initialisation chose (EBUSY).
     pub fn set_nr_irqs(&mut self, val: u32) -> Result<(), Errno> {
-        if val < NR_PRIVATE_IRQS + 32 || val > MAX_IRQS || val % 32 != 0 {
+        if !(NR_PRIVATE_IRQS + 32..=MAX_IRQS).contains(&val) || !val.is_multiple_of(32) {
             return Err(Errno::EINVAL);
         }
         if self.nr_spis != 0 {

@@ -204,7 +204,8 @@ pub fn set_events(vm: &Vm, st: &mut VcpuState, arg: usize) -> SysResult<usize> {
 pub fn s1ptw_ipa(st: &VcpuState) -> Option<u64> {
     let ec = (st.regs.esr >> 26) & 0x3f;
     let abort = ec == 0x20 || ec == 0x24;
-    (abort && st.regs.esr & (1 << 7) != 0).then(|| ((st.regs.hpfar >> 4) & ((1 << 40) - 1)) << 12)
+    let ipa = ((st.regs.hpfar >> 4) & ((1 << 40) - 1)) << 12;
+    (abort && st.regs.esr & (1 << 7) != 0).then_some(ipa)
 }
 
 /// Refuses an event ioctl before KVM_ARM_VCPU_INIT.
