@@ -28,6 +28,15 @@ pub const KVM_VGIC_V3_ADDR_TYPE_REDIST: u64 = 3;
 pub const KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION: u64 = 5;
 // GRP_CTRL attributes.
 pub const KVM_DEV_ARM_VGIC_CTRL_INIT: u64 = 0;
+/// GRP_REDIST_REGS attributes: the redistributor's vCPU by affinity (Aff3.Aff2.Aff1.Aff0,
+/// bits 63:32) and the register's offset in its frames (bits 31:0).
+pub const GICR_TYPER: u64 = 0x8;
+
+/// GICR_TYPER of the redistributor of a vCPU with MPIDR `mpidr` and id `id`
+/// (vgic_mmio_read_v3r_typer without an ITS): affinity, processor number, Last.
+pub fn gicr_typer(mpidr: u64, id: u32, last: bool) -> u64 {
+    ((mpidr & 0xff_ffff) << 32) | (((id & 0xffff) as u64) << 8) | (last as u64) << 4
+}
 
 /// The distributor's frame, and one redistributor's two frames (RD_base, SGI_base).
 pub const DIST_SIZE: u64 = 0x1_0000;
@@ -207,7 +216,7 @@ impl VgicV3Config {
 
     /// vgic_v3_check_base: every region inside the IPA space, and the distributor clear of
     /// every region.
-    fn frames_apart<'a>(
+    pub fn frames_apart<'a>(
         &self,
         regions: impl Iterator<Item = &'a RedistRegion> + Clone,
         nr_vcpus: u32,
@@ -341,6 +350,12 @@ mod tests {
             c.add_redist_region(&two, region(1, 0x26_0000, 2), 4, 1, IPA),
             Err(Errno::EINVAL)
         );
+    }
+
+    #[test]
+    fn typer() {
+        assert_eq!(gicr_typer(0x8000_0003, 3, true) as u32, 0x310);
+        assert_eq!(gicr_typer(0x8000_0102, 0x12, false), 0x102_0000_1200);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! - `regs`: the vCPU's registers by KVM's register IDs.
 //! - `smccc`: the VM's SMCCC filter (calls the VMM denies or answers).
 //! - `stats`: the binary statistics files (KVM_GET_STATS_FD).
+//! - `vgic`: the in-kernel vGICv3 device (begun: its configuration).
 //!
 //! A vCPU is the VMM thread that calls KVM_RUN: the guest runs on that thread's kernel stack,
 //! so the scheduler, signals and the lazy FP machine treat it as that thread. Only a kernel at
@@ -21,6 +22,7 @@ mod smccc;
 mod stage2;
 mod stats;
 mod vcpu;
+mod vgic;
 mod vm;
 
 use crate::fs::{dev, File, FileOps};

@@ -294,6 +294,8 @@ impl Vcpu {
         if !st.inited {
             return Err(Errno::ENOEXEC);
         }
+        // A vGIC must be placed and initialised (kvm_vgic_map_resources).
+        super::vgic::first_run(vm)?;
         // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
         // (kvm_arch_vcpu_run_pid_change marks the VM as having run, immediate_exit or not).
         vm.ran.store(true, Ordering::Relaxed);

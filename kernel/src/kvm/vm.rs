@@ -121,6 +121,8 @@ pub struct Vm {
     /// The thread that created the VM (its statistics' id), and the statistics.
     pub creator: u32,
     pub stats: VmStats,
+    /// The in-kernel vGICv3, once the VMM made one.
+    pub vgic: Mutex<Option<super::vgic::Vgic>>,
 }
 
 /// What one stage-2 fault became.
@@ -181,6 +183,7 @@ impl Vm {
             smccc_filter: SmcccFilter::new(),
             creator: crate::task::sched::current().tid,
             stats: VmStats::new(),
+            vgic: Mutex::new(None),
         });
         let weak: Weak<dyn MmNotifier> = Arc::downgrade(&vm) as Weak<dyn MmNotifier>;
         mm.lock().add_notifier(weak)?;
@@ -335,6 +338,9 @@ impl Vm {
         if id >= k::KVM_MAX_VCPUS {
             return Err(Errno::EINVAL);
         }
+        if super::vgic::refuses_vcpus(self) {
+            return Err(Errno::EBUSY);
+        }
         let vcpu = {
             let mut vcpus = self.vcpus.lock();
             if vcpus.len() >= k::KVM_MAX_VCPUS {
@@ -348,6 +354,10 @@ impl Vm {
             vcpus.push(vcpu.clone());
             vcpu
         };
+        if let Err(e) = super::vgic::vcpu_created(self, id as u32) {
+            self.vcpus.lock().retain(|v| !Arc::ptr_eq(v, &vcpu));
+            return Err(e);
+        }
         let ops = Arc::new(VcpuFile {
             vm: self.clone(),
             vcpu,
@@ -421,10 +431,20 @@ impl FileOps for VmFile {
                 let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
                 self.vm.set_region(&r)
             }
-            // No in-kernel device yet (the vGIC comes next): every type is unknown.
+            // The vGICv3 (begun: its configuration); every other type is unknown.
             k::KVM_CREATE_DEVICE => {
-                UserPtr::<k::KvmCreateDevice>::new(arg).read()?;
-                Err(Errno::ENODEV)
+                let mut d = UserPtr::<k::KvmCreateDevice>::new(arg).read()?;
+                if d.ty != svelt_abi::uapi::kvm_vgic::KVM_DEV_TYPE_ARM_VGIC_V3 {
+                    return Err(Errno::ENODEV);
+                }
+                let test = d.flags & k::KVM_CREATE_DEVICE_TEST != 0;
+                let Some(f) = super::vgic::create(&self.vm, test)? else {
+                    return Ok(0);
+                };
+                let fd = install(f)?;
+                d.fd = fd as u32;
+                UserPtr::<k::KvmCreateDevice>::new(arg).write(&d)?;
+                Ok(0)
             }
             // The VM's own attributes: the SMCCC filter.
             k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR | k::KVM_HAS_DEVICE_ATTR => {
