@@ -117,7 +117,7 @@ pub fn create(vm: &Arc<Vm>, test: bool) -> SysResult<Option<Arc<File>>> {
 
 /// The first KVM_RUN of a VM with a vGICv3 (vgic_v3_map_resources): every vCPU has a
 /// redistributor and the distributor is placed (ENXIO), the frames do not collide (EINVAL),
-/// the VMM initialised the device (EBUSY).
+/// the VMM initialised the device (EBUSY). A failure kills the VM.
 pub fn first_run(vm: &Vm) -> SysResult<()> {
     let ids: Vec<u32> = vm.vcpus.lock().iter().map(|c| c.id).collect();
     let n = ids.len() as u32;
@@ -129,7 +129,11 @@ pub fn first_run(vm: &Vm) -> SysResult<()> {
         return Ok(());
     }
     let placed = ids.iter().all(|id| v.placed.contains_key(id));
-    v.cfg.check_base(&v.regions, placed, n, vm.ipa_bits)?;
+    if let Err(e) = v.cfg.check_base(&v.regions, placed, n, vm.ipa_bits) {
+        // A VM whose vGIC cannot be mapped is dead (kvm_vgic_map_resources).
+        vm.dead.store(true, Ordering::Relaxed);
+        return Err(e);
+    }
     v.ready = true;
     Ok(())
 }

@@ -123,6 +123,8 @@ pub struct Vm {
     pub stats: VmStats,
     /// The in-kernel vGICv3, once the VMM made one.
     pub vgic: Mutex<Option<super::vgic::Vgic>>,
+    /// The VM is dead (kvm_vm_dead): every ioctl on it, its vCPUs and its devices is EIO.
+    pub dead: AtomicBool,
 }
 
 /// What one stage-2 fault became.
@@ -184,6 +186,7 @@ impl Vm {
             creator: crate::task::sched::current().tid,
             stats: VmStats::new(),
             vgic: Mutex::new(None),
+            dead: AtomicBool::new(false),
         });
         let weak: Weak<dyn MmNotifier> = Arc::downgrade(&vm) as Weak<dyn MmNotifier>;
         mm.lock().add_notifier(weak)?;
@@ -201,8 +204,11 @@ impl Vm {
     }
 
     /// EIO unless the caller is a thread of the VMM that created the VM (as KVM checks
-    /// `kvm->mm != current->mm` on every ioctl).
+    /// `kvm->mm != current->mm` on every ioctl), and once the VM is dead.
     pub fn check_caller(&self) -> SysResult<Arc<Mutex<AddrSpace>>> {
+        if self.dead.load(Ordering::Relaxed) {
+            return Err(Errno::EIO);
+        }
         let mine = crate::process::current().mm().ok_or(Errno::EIO)?;
         match self.mm.upgrade() {
             Some(mm) if Arc::ptr_eq(&mm, &mine) => Ok(mm),

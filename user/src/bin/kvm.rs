@@ -1428,6 +1428,238 @@ fn vcpu_events() -> TestResult {
     Ok(())
 }
 
+fn dev_attr(fd: i32, cmd: u32, group: u32, attr: u64, addr: usize) -> SysResult {
+    let a = k::KvmDeviceAttr {
+        flags: 0,
+        group,
+        attr,
+        addr: addr as u64,
+    };
+    ioctl(fd, cmd, &a as *const _ as usize)
+}
+
+fn set_u64(fd: i32, group: u32, attr: u64, v: u64) -> SysResult {
+    dev_attr(
+        fd,
+        k::KVM_SET_DEVICE_ATTR,
+        group,
+        attr,
+        &v as *const u64 as usize,
+    )
+}
+
+fn get_u64(fd: i32, group: u32, attr: u64, v: u64) -> SysResult<u64> {
+    let mut v = v;
+    dev_attr(
+        fd,
+        k::KVM_GET_DEVICE_ATTR,
+        group,
+        attr,
+        &mut v as *mut u64 as usize,
+    )?;
+    Ok(v)
+}
+
+fn get_u32(fd: i32, group: u32, attr: u64) -> SysResult<u32> {
+    let mut v = 0u32;
+    dev_attr(
+        fd,
+        k::KVM_GET_DEVICE_ATTR,
+        group,
+        attr,
+        &mut v as *mut u32 as usize,
+    )?;
+    Ok(v)
+}
+
+/// The vGICv3 device's configuration: one per VM; the distributor's address, a redistributor
+/// region and the interrupt count with Linux's checks; the first KVM_RUN refused until the
+/// VMM initialised the device; GICR_TYPER of the vCPU's redistributor; no vCPUs after the
+/// initialisation.
+fn vgic_config() -> TestResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_idregs, guest_idregs_end)));
+    let mut d = k::KvmCreateDevice {
+        ty: v::KVM_DEV_TYPE_ARM_VGIC_V3,
+        fd: 0,
+        flags: k::KVM_CREATE_DEVICE_TEST,
+    };
+    check_eq!(
+        ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize),
+        Ok(0)
+    );
+    d.flags = 0;
+    t!(ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize));
+    let gic = d.fd as i32;
+    check!(gic > 2, "device fd {gic}");
+    check_eq!(
+        ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize),
+        Err(EEXIST)
+    );
+    let (addr, nr, ctrl, redist) = (
+        v::KVM_DEV_ARM_VGIC_GRP_ADDR,
+        v::KVM_DEV_ARM_VGIC_GRP_NR_IRQS,
+        v::KVM_DEV_ARM_VGIC_GRP_CTRL,
+        v::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS,
+    );
+    let has = |group, attr| dev_attr(gic, k::KVM_HAS_DEVICE_ATTR, group, attr, 0);
+    check_eq!(has(addr, v::KVM_VGIC_V3_ADDR_TYPE_DIST), Ok(0));
+    check_eq!(has(addr, v::KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION), Ok(0));
+    check_eq!(has(addr, 0xff), Err(ENXIO));
+    check_eq!(has(ctrl, v::KVM_DEV_ARM_VGIC_CTRL_INIT), Ok(0));
+    // The interrupt count: 64..992 in steps of 32, once.
+    let set_nr = |n: u32| {
+        dev_attr(
+            gic,
+            k::KVM_SET_DEVICE_ATTR,
+            nr,
+            0,
+            &n as *const u32 as usize,
+        )
+    };
+    check_eq!(set_nr(48), Err(EINVAL));
+    check_eq!(set_nr(100), Err(EINVAL));
+    check_eq!(set_nr(96), Ok(0));
+    check_eq!(get_u32(gic, nr, 0), Ok(96));
+    check_eq!(set_nr(128), Err(EBUSY));
+    // The distributor: 64K-aligned, inside the 40-bit IPA space, once.
+    let dist = v::KVM_VGIC_V3_ADDR_TYPE_DIST;
+    check_eq!(set_u64(gic, addr, dist, 0x800_1000), Err(EINVAL));
+    check_eq!(set_u64(gic, addr, dist, 1 << 40), Err(E2BIG));
+    check_eq!(set_u64(gic, addr, dist, 0x800_0000), Ok(0));
+    check_eq!(get_u64(gic, addr, dist, 0), Ok(0x800_0000));
+    check_eq!(set_u64(gic, addr, dist, 0x900_0000), Err(EEXIST));
+    // A region of one redistributor (count 1 at 0x80a0000, index 0).
+    let region = v::KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION;
+    let one = (1u64 << 52) | 0x80a_0000;
+    check_eq!(get_u64(gic, addr, region, 0), Err(ENOENT));
+    check_eq!(
+        set_u64(gic, addr, region, 0x80a_0000),
+        Err(EINVAL),
+        "count 0"
+    );
+    check_eq!(
+        set_u64(gic, addr, region, one | 1),
+        Err(EINVAL),
+        "index 1 first"
+    );
+    // vCPU 0 would take a redistributor whose frames collide with the distributor's.
+    check_eq!(
+        set_u64(gic, addr, region, (1 << 52) | 0x800_0000),
+        Err(EINVAL)
+    );
+    check_eq!(set_u64(gic, addr, region, one), Ok(0));
+    check_eq!(get_u64(gic, addr, region, 0), Ok(one));
+    // GICR_TYPER: the vCPU by affinity (none has Aff0 5), once initialised.
+    check_eq!(get_u32(gic, redist, (5 << 32) | v::GICR_TYPER), Err(EINVAL));
+    check_eq!(get_u32(gic, redist, v::GICR_TYPER), Err(EBUSY));
+    t!(dev_attr(
+        gic,
+        k::KVM_SET_DEVICE_ATTR,
+        ctrl,
+        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+        0
+    ));
+    // Processor 0, the last of its region.
+    check_eq!(get_u32(gic, redist, v::GICR_TYPER), Ok(0x10));
+    check_eq!(get_u32(gic, redist, v::GICR_TYPER + 4), Ok(0));
+    check_eq!(ioctl(g.vm, k::KVM_CREATE_VCPU, 1), Err(EBUSY));
+    t!(sys::close(gic));
+    Ok(())
+}
+
+/// A VM with a vGICv3 and one vCPU, and the device's descriptor.
+fn vgic_guest(kvm: i32) -> Result<(Guest, i32), String> {
+    let g = t!(Guest::new(kvm, code!(guest_idregs, guest_idregs_end)));
+    let mut d = k::KvmCreateDevice {
+        ty: svelt_abi::uapi::kvm_vgic::KVM_DEV_TYPE_ARM_VGIC_V3,
+        fd: 0,
+        flags: 0,
+    };
+    t!(ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize));
+    Ok((g, d.fd as i32))
+}
+
+/// The first KVM_RUN of a VM with a vGICv3: ENXIO while a vCPU has no redistributor, EBUSY
+/// before the initialisation, and either kills the VM (its, its vCPUs' and its device's ioctls
+/// are EIO); placed and initialised, the guest runs.
+fn vgic_first_run() -> TestResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
+    let init = |gic| {
+        dev_attr(
+            gic,
+            k::KVM_SET_DEVICE_ATTR,
+            v::KVM_DEV_ARM_VGIC_GRP_CTRL,
+            v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+            0,
+        )
+    };
+    let dead = |g: &Guest, gic| -> TestResult {
+        check_eq!(ioctl(g.vm, k::KVM_CHECK_EXTENSION, 0), Err(EIO), "VM");
+        check_eq!(get_reg(g.vcpu, CoreReg::Pc.id()), Err(EIO), "vCPU");
+        check_eq!(
+            get_u32(gic, v::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, 0),
+            Err(EIO),
+            "device"
+        );
+        Ok(())
+    };
+    // Initialised, not placed.
+    let kvm = kvm!();
+    let (g, gic) = t!(vgic_guest(kvm));
+    t!(init(gic));
+    check_eq!(g.run(), Err(ENXIO));
+    dead(&g, gic)?;
+    t!(sys::close(gic));
+    drop(g);
+    // Placed (the legacy region), not initialised.
+    let kvm = kvm!();
+    let (g, gic) = t!(vgic_guest(kvm));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
+        0x800_0000
+    ));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
+        0x80a_0000
+    ));
+    check_eq!(
+        get_u64(gic, addr, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0),
+        Ok(0x80a_0000)
+    );
+    check_eq!(g.run(), Err(EBUSY));
+    dead(&g, gic)?;
+    t!(sys::close(gic));
+    drop(g);
+    // Both: the guest runs (256 interrupts when NR_IRQS was not set).
+    let kvm = kvm!();
+    let (g, gic) = t!(vgic_guest(kvm));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
+        0x800_0000
+    ));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
+        0x80a_0000
+    ));
+    t!(init(gic));
+    check_eq!(get_u32(gic, v::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, 0), Ok(256));
+    let (a, _, _, write) = t!(g.run_to_mmio());
+    check_eq!((a, write), (MMIO, true));
+    t!(sys::close(gic));
+    Ok(())
+}
+
 fn everything_given_back() -> TestResult {
     let text = match io::read_file("/proc/svelt/kvm") {
         Ok(t) => t,
@@ -1466,6 +1698,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("smccc_filter", smccc_filter),
         ("binary_stats", binary_stats),
         ("vcpu_events", vcpu_events),
+        ("vgic_config", vgic_config),
+        ("vgic_first_run", vgic_first_run),
         ("everything_given_back", everything_given_back),
     ])
 }
