@@ -6,9 +6,8 @@
 //! vgic_check_iorange, vgic_set_common_attr; vgic-mmio-v3.c: vgic_v3_alloc_redist_region;
 //! vgic-v3.c: vgic_v3_check_base, vgic_v3_map_resources).
 //!
-//! Not offered by the kernel yet: KVM_CREATE_DEVICE(KVM_DEV_TYPE_ARM_VGIC_V3) stays ENODEV
-//! until the distributor and redistributor registers and the guest's CPU interface are real
-//! (Linux's selftests give every VM a vGICv3 once the device exists).
+//! The kernel's device (kvm/vgic.rs) keeps the state these rules decide on; the registers
+//! behind the frames, the guest's CPU interface and interrupt delivery are still to come.
 
 use super::errno::Errno;
 
