@@ -41,6 +41,8 @@ pub const KVM_GET_MP_STATE: u32 = ior(KVMIO, 0x98, 4);
 /// On a VM or a vCPU: a new read-only descriptor of its binary statistics (`kvm_stats`).
 pub const KVM_GET_STATS_FD: u32 = io(KVMIO, 0xce);
 pub const KVM_SET_MP_STATE: u32 = iow(KVMIO, 0x99, 4);
+pub const KVM_GET_VCPU_EVENTS: u32 = ior(KVMIO, 0x9f, 64);
+pub const KVM_SET_VCPU_EVENTS: u32 = iow(KVMIO, 0xa0, 64);
 
 // ---- capabilities (KVM_CHECK_EXTENSION) ----
 pub const KVM_CAP_USER_MEMORY: u64 = 3;
@@ -49,15 +51,18 @@ pub const KVM_CAP_NR_MEMSLOTS: u64 = 10;
 pub const KVM_CAP_SYNC_MMU: u64 = 16;
 pub const KVM_CAP_DESTROY_MEMORY_REGION_WORKS: u64 = 21;
 pub const KVM_CAP_JOIN_MEMORY_REGIONS_WORKS: u64 = 30;
+pub const KVM_CAP_VCPU_EVENTS: u64 = 41;
 pub const KVM_CAP_MAX_VCPUS: u64 = 66;
 pub const KVM_CAP_ONE_REG: u64 = 70;
 pub const KVM_CAP_ARM_PSCI: u64 = 87;
 pub const KVM_CAP_READONLY_MEM: u64 = 81;
 pub const KVM_CAP_ARM_PSCI_0_2: u64 = 102;
 pub const KVM_CAP_MAX_VCPU_ID: u64 = 128;
+pub const KVM_CAP_ARM_INJECT_SERROR_ESR: u64 = 158;
 pub const KVM_CAP_IMMEDIATE_EXIT: u64 = 136;
 pub const KVM_CAP_ARM_VM_IPA_SIZE: u64 = 165;
 pub const KVM_CAP_ARM_NISV_TO_USER: u64 = 177;
+pub const KVM_CAP_ARM_INJECT_EXT_DABT: u64 = 178;
 pub const KVM_CAP_USER_MEMORY2: u64 = 231;
 pub const KVM_CAP_BINARY_STATS_FD: u64 = 203;
 
@@ -248,6 +253,79 @@ pub const KVM_ARM_VCPU_TIMER_IRQ_PTIMER: u64 = 1;
 /// `virt` machine's).
 pub const DEFAULT_VTIMER_PPI: u32 = 27;
 pub const DEFAULT_PTIMER_PPI: u32 = 30;
+
+// ---- vCPU events (KVM_GET_VCPU_EVENTS, KVM_SET_VCPU_EVENTS) ----
+
+/// `struct kvm_vcpu_events` (arm64): a pending virtual SError and its syndrome, and an external
+/// data abort to take now. 64 bytes.
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct KvmVcpuEvents {
+    pub serror_pending: u8,
+    pub serror_has_esr: u8,
+    pub ext_dabt_pending: u8,
+    pub pad: [u8; 5],
+    pub serror_esr: u64,
+    pub reserved: [u32; 12],
+}
+
+/// ESR_ELx's syndrome field (ISS, bits 24:0): all an injected SError's ESR may hold.
+pub const ESR_ISS_MASK: u64 = 0x1ff_ffff;
+/// ESR_ELx.IDS (once ISV) of an SError: the syndrome is IMPLEMENTATION DEFINED. What an SError
+/// injected without a syndrome carries (kvm_inject_serror).
+pub const ESR_SERROR_IDS: u64 = 1 << 24;
+
+/// What a KVM_SET_VCPU_EVENTS asks, once its padding is checked: an external data abort first,
+/// then an SError with this syndrome (or the error that refuses the SError after the abort has
+/// been taken, as kvm_arm_vcpu_set_events orders them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventsRequest {
+    pub ext_dabt: bool,
+    pub serror: Result<Option<u64>, Errno>,
+}
+
+/// Checks a KVM_SET_VCPU_EVENTS as Linux does: reserved words and padding must be zero
+/// (EINVAL); an SError's syndrome needs FEAT_RAS (`ras`) and may hold only ISS bits (EINVAL,
+/// reported after the abort is injected); an SError without one is injected with IDS set.
+pub fn check_vcpu_events(e: &KvmVcpuEvents, ras: bool) -> Result<EventsRequest, Errno> {
+    if e.reserved.iter().any(|&r| r != 0) || e.pad.iter().any(|&p| p != 0) {
+        return Err(Errno::EINVAL);
+    }
+    let has_esr = e.serror_has_esr != 0;
+    let serror = if e.serror_pending == 0 {
+        Ok(None)
+    } else if has_esr && (!ras || e.serror_esr & !ESR_ISS_MASK != 0) {
+        Err(Errno::EINVAL)
+    } else if has_esr {
+        Ok(Some(e.serror_esr))
+    } else {
+        Ok(Some(ESR_SERROR_IDS))
+    };
+    Ok(EventsRequest {
+        ext_dabt: e.ext_dabt_pending != 0,
+        serror,
+    })
+}
+
+/// The syndrome (ESR_ELx) of a synchronous external abort taken to the guest's EL1:
+/// instruction or data abort, from EL1 (`from_el1`) or EL0, IL set, the fault status code
+/// `fsc` (0x10 external abort, 0x14 + level on a translation table walk: inject_abt64).
+pub fn sea_esr(iabt: bool, from_el1: bool, fsc: u64) -> u64 {
+    let ec: u64 = match (iabt, from_el1) {
+        (true, false) => 0x20,
+        (true, true) => 0x21,
+        (false, false) => 0x24,
+        (false, true) => 0x25,
+    };
+    (ec << 26) | (1 << 25) | fsc
+}
+
+/// ESR_ELx of an SError exception with syndrome `iss` (EC 0x2f, IL set).
+pub fn serror_esr(iss: u64) -> u64 {
+    (0x2f << 26) | (1 << 25) | (iss & ESR_ISS_MASK)
+}
 
 // ---- register IDs ----
 pub const KVM_REG_ARCH_MASK: u64 = 0xff00_0000_0000_0000;
@@ -935,6 +1013,59 @@ mod tests {
         assert_eq!(KVM_ARM_PREFERRED_TARGET, 0x8020_aeaf);
         assert_eq!(KVM_GET_REG_LIST, 0xc008_aeb0);
         assert_eq!(KVM_ENABLE_CAP, 0x4068_aea3);
+        assert_eq!(KVM_GET_VCPU_EVENTS, 0x8040_ae9f);
+        assert_eq!(KVM_SET_VCPU_EVENTS, 0x4040_aea0);
+        assert_eq!(core::mem::size_of::<KvmVcpuEvents>(), 64);
+        assert_eq!(core::mem::offset_of!(KvmVcpuEvents, serror_esr), 8);
+    }
+
+    #[test]
+    fn vcpu_events_are_checked_as_linux() {
+        let ok = |e: &KvmVcpuEvents, ras| check_vcpu_events(e, ras);
+        let mut e = KvmVcpuEvents::default();
+        assert_eq!(
+            ok(&e, true),
+            Ok(EventsRequest {
+                ext_dabt: false,
+                serror: Ok(None)
+            })
+        );
+        e.pad[4] = 1;
+        assert_eq!(ok(&e, true), Err(Errno::EINVAL));
+        e.pad[4] = 0;
+        e.reserved[11] = 1;
+        assert_eq!(ok(&e, true), Err(Errno::EINVAL));
+        e.reserved[11] = 0;
+        // No syndrome: IDS; a syndrome needs RAS and only ISS bits; both events at once.
+        e.serror_pending = 1;
+        e.ext_dabt_pending = 1;
+        assert_eq!(ok(&e, false).unwrap().serror, Ok(Some(ESR_SERROR_IDS)));
+        e.serror_has_esr = 1;
+        e.serror_esr = 0x1_d1ed;
+        assert_eq!(ok(&e, false).unwrap().serror, Err(Errno::EINVAL));
+        assert_eq!(
+            ok(&e, true),
+            Ok(EventsRequest {
+                ext_dabt: true,
+                serror: Ok(Some(0x1_d1ed))
+            })
+        );
+        e.serror_esr = 1 << 25;
+        let r = ok(&e, true).unwrap();
+        assert!(r.ext_dabt);
+        assert_eq!(r.serror, Err(Errno::EINVAL));
+        // has_esr without serror_pending asks nothing.
+        e.serror_pending = 0;
+        assert_eq!(ok(&e, false).unwrap().serror, Ok(None));
+    }
+
+    #[test]
+    fn injected_syndromes() {
+        assert_eq!(sea_esr(false, true, 0x10), 0x9600_0010);
+        assert_eq!(sea_esr(false, false, 0x10), 0x9200_0010);
+        assert_eq!(sea_esr(true, true, 0x17), 0x8600_0017);
+        assert_eq!(sea_esr(true, false, 0x10), 0x8200_0010);
+        assert_eq!(serror_esr(ESR_SERROR_IDS | 0x1_d1ed), 0xbf01_d1ed);
     }
 
     #[test]

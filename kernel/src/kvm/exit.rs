@@ -3,7 +3,8 @@
 //! exception injected back into the guest (Linux's arch/arm64/kvm/handle_exit.c, mmu.c,
 //! mmio.c, psci.c and inject_fault.c decide the same cases).
 
-use super::vcpu::{PendingMmio, Vcpu, VcpuState, PSTATE_RESET};
+use super::inject;
+use super::vcpu::{PendingMmio, Vcpu, VcpuState};
 use super::vm::{Fault, Vm};
 use crate::arch::fpsimd::fpsimd;
 use crate::arch::guest::{self, hcr, mdcr};
@@ -123,7 +124,7 @@ pub fn handle_sync(
         EC_IABT_LOW | EC_DABT_LOW => abort(vcpu, vm, mm, st, esr),
         // SVE, SME, pointer authentication and anything else this guest was not given.
         _ => {
-            inject_undef(st);
+            inject::inject_undef(st);
             Ok(Next::Enter)
         }
     }
@@ -271,7 +272,7 @@ fn sysreg(vm: &Vm, st: &mut VcpuState, esr: Esr) {
         // The ID registers (TID3): the VM's (the host's, less what guests are not given and
         // what the VMM lowered); read-only.
         if !read {
-            inject_undef(st);
+            inject::inject_undef(st);
             return;
         }
         let v = vm.id_reg(crm, op2);
@@ -362,8 +363,8 @@ fn identification(vm: &Vm, st: &mut VcpuState, esr: Esr, key: u32, rt: usize, re
             st.regs.pc += 4;
         }
         // ID_AA64MMFR2_EL1.IDS: the trapped access's own syndrome (EC 0x18).
-        None if (mmfr2 >> 36) & 0xf != 0 => enter_el1(st, esr.0),
-        None => inject_undef(st),
+        None if (mmfr2 >> 36) & 0xf != 0 => inject::reflect(st, esr.0),
+        None => inject::inject_undef(st),
     }
 }
 
@@ -387,8 +388,16 @@ fn abort(
     let cm = !iabt && iss & (1 << 8) != 0;
     let write = s1ptw || (!iabt && !cm && iss & (1 << 6) != 0);
     let ipa = (((st.regs.hpfar >> 4) & ((1 << 40) - 1)) << 12) | (st.regs.far & 0xfff);
+    let s1 = inject::s1ptw_ipa(st);
+    let far = st.regs.far;
+    // Beyond any VM's IPA size: an address size fault; beyond this VM's: an external abort
+    // at the IPA (kvm_handle_guest_abort).
+    if ipa >> super::max_ipa_bits() != 0 {
+        inject::inject_size_fault(vm, st, iabt, far, s1);
+        return Ok(Next::Enter);
+    }
     if ipa >> vm.ipa_bits != 0 {
-        inject_abort(st, iabt);
+        inject::inject_sea(vm, st, iabt, ipa, s1);
         return Ok(Next::Enter);
     }
     match vm.fault(mm, ipa, write) {
@@ -396,9 +405,10 @@ fn abort(
         Fault::Efault => return Err(Errno::EFAULT),
         Fault::Mmio => {}
     }
-    // Not RAM: no instructions or page tables may come from there.
+    // Not RAM: no instructions or page tables may come from there. An abort on a stage-1
+    // walk is reported at the walk's level.
     if iabt || s1ptw {
-        inject_abort(st, iabt);
+        inject::inject_sea(vm, st, iabt, far, s1);
         return Ok(Next::Enter);
     }
     if cm {
@@ -456,47 +466,4 @@ pub fn complete_mmio(vcpu: &Vcpu, st: &mut VcpuState, p: PendingMmio) {
         st.regs.x[a.reg as usize] = a.load_value(data);
     }
     st.regs.pc += 4;
-}
-
-/// Takes an exception to the guest's EL1, as the CPU would (the vector by where it came from,
-/// PSTATE masked at EL1h, PAN and SSBS as SCTLR_EL1 says).
-fn enter_el1(st: &mut VcpuState, esr: u64) {
-    let mode = st.regs.pstate & 0x1f;
-    let offset = match mode {
-        0b00000 => 0x400, // from EL0 (AArch64)
-        0b00100 => 0x000, // EL1t
-        _ => 0x200,       // EL1h
-    };
-    st.el1.elr = st.regs.pc;
-    st.el1.spsr = st.regs.pstate;
-    st.el1.esr = esr;
-    let mut pstate = PSTATE_RESET;
-    if st.el1.sctlr & (1 << 23) == 0 {
-        pstate |= 1 << 22; // SPAN clear: PAN set on entry
-    }
-    if st.el1.sctlr & (1 << 44) != 0 {
-        pstate |= 1 << 12; // DSSBS
-    }
-    pstate |= st.regs.pstate & (1 << 24); // DIT is kept
-    st.regs.pstate = pstate;
-    st.regs.pc = st.el1.vbar + offset;
-}
-
-/// An Undefined Instruction exception for the guest (EC 0, IL set).
-pub fn inject_undef(st: &mut VcpuState) {
-    enter_el1(st, 1 << 25);
-}
-
-/// A synchronous external abort on the access that faulted (instruction or data, from the
-/// guest's EL0 or EL1), at FAR.
-fn inject_abort(st: &mut VcpuState, iabt: bool) {
-    let from_el1 = st.regs.pstate & 0x1f != 0;
-    let ec: u64 = match (iabt, from_el1) {
-        (true, false) => 0x20,
-        (true, true) => 0x21,
-        (false, false) => 0x24,
-        (false, true) => 0x25,
-    };
-    st.el1.far = st.regs.far;
-    enter_el1(st, (ec << 26) | (1 << 25) | 0x10);
 }

@@ -5,20 +5,24 @@
 //! - `vm`: a VM's memory slots, stage-2 tables (`stage2`) and VMID, and its file's ioctls.
 //! - `vcpu`: a vCPU, its `kvm_run` page, its file's ioctls, and the run loop.
 //! - `exit`: what each kind of guest exit becomes.
+//! - `inject`: exceptions given to the guest, and the vCPU events ioctls.
 //! - `regs`: the vCPU's registers by KVM's register IDs.
 //! - `smccc`: the VM's SMCCC filter (calls the VMM denies or answers).
 //! - `stats`: the binary statistics files (KVM_GET_STATS_FD).
+//! - `vgic`: the in-kernel vGICv3 device (begun: its configuration).
 //!
 //! A vCPU is the VMM thread that calls KVM_RUN: the guest runs on that thread's kernel stack,
 //! so the scheduler, signals and the lazy FP machine treat it as that thread. Only a kernel at
 //! EL2 with VHE offers the device (at EL1 there is no hypervisor to be).
 
 mod exit;
+mod inject;
 mod regs;
 mod smccc;
 mod stage2;
 mod stats;
 mod vcpu;
+mod vgic;
 mod vm;
 
 use crate::fs::{dev, Caller, File, FileOps};
@@ -36,7 +40,7 @@ pub static GUEST_FP_LOADS: AtomicU64 = AtomicU64::new(0);
 
 /// The largest IPA size a VM may have: what the CPU's physical addresses reach, at most 48 bits
 /// (no 52-bit stage-2 descriptors yet).
-fn max_ipa_bits() -> u32 {
+pub(crate) fn max_ipa_bits() -> u32 {
     crate::arch::guest::pa_bits().min(48)
 }
 
@@ -55,7 +59,10 @@ pub fn check_extension(cap: u64) -> usize {
         | k::KVM_CAP_READONLY_MEM
         | k::KVM_CAP_ARM_NISV_TO_USER
         | k::KVM_CAP_ARM_SYSTEM_SUSPEND
-        | k::KVM_CAP_BINARY_STATS_FD => 1,
+        | k::KVM_CAP_BINARY_STATS_FD
+        | k::KVM_CAP_VCPU_EVENTS
+        | k::KVM_CAP_ARM_INJECT_EXT_DABT => 1,
+        k::KVM_CAP_ARM_INJECT_SERROR_ESR => inject::has_ras() as usize,
         k::KVM_CAP_NR_VCPUS => crate::percpu::online_count().min(k::KVM_MAX_VCPUS),
         k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
         k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,

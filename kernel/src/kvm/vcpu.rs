@@ -10,7 +10,7 @@
 
 use super::stats::VcpuStats;
 use super::vm::Vm;
-use super::{exit, regs};
+use super::{exit, inject, regs};
 use crate::arch::fpsimd::fpsimd::{self, FpsimdState};
 use crate::arch::guest::{self, El1State, GuestRegs};
 use crate::fs::{Caller, File, FileOps};
@@ -60,6 +60,10 @@ pub struct VcpuState {
     pub fp_live: bool,
     /// This KVM_RUN already took the registers from the VMM thread's own state.
     pub fp_lent: bool,
+    /// A virtual SError is pending (HCR_EL2.VSE, which the CPU clears when the guest takes
+    /// it), with VSESR_EL2's syndrome.
+    pub vse: bool,
+    pub vsesr: u64,
 }
 
 impl VcpuState {
@@ -173,6 +177,8 @@ impl Vcpu {
                 shadow: BTreeMap::new(),
                 fp_live: false,
                 fp_lent: false,
+                vse: false,
+                vsesr: 0,
             }),
             lockq: WaitQueue::new(),
             wake: WaitQueue::new(),
@@ -237,6 +243,8 @@ impl Vcpu {
         st.shadow.clear();
         super::regs::reset_shadow(st);
         st.mmio = None;
+        st.vse = false;
+        st.vsesr = 0;
         *self.power.lock() = Power {
             off: features & (1 << k::KVM_ARM_VCPU_POWER_OFF) != 0,
             on: None,
@@ -286,6 +294,8 @@ impl Vcpu {
         if !st.inited {
             return Err(Errno::ENOEXEC);
         }
+        // A vGIC must be placed and initialised (kvm_vgic_map_resources).
+        super::vgic::first_run(vm)?;
         // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
         // (kvm_arch_vcpu_run_pid_change marks the VM as having run, immediate_exit or not).
         vm.ran.store(true, Ordering::Relaxed);
@@ -331,9 +341,10 @@ impl Vcpu {
                 sched::schedule();
                 continue;
             }
-            let controls = {
+            let mut controls = {
                 guest::Controls {
-                    hcr: exit::GUEST_HCR,
+                    hcr: exit::GUEST_HCR | if st.vse { guest::hcr::VSE } else { 0 },
+                    vsesr: st.vsesr,
                     vttbr: vm.vttbr,
                     vtcr: vm.vtcr,
                     vmpidr: st.mpidr,
@@ -346,8 +357,9 @@ impl Vcpu {
             let kind = {
                 let _irqs = crate::arch::cpu::IrqGuard::new();
                 let VcpuState { el1, regs, .. } = st;
-                guest::world_switch(&controls, el1, regs)
+                guest::world_switch(&mut controls, el1, regs)
             };
+            st.vse = controls.hcr & guest::hcr::VSE != 0;
             super::EXITS.fetch_add(1, Ordering::Relaxed);
             self.stats.inc(stat::EXITS);
             match kind {
@@ -472,6 +484,16 @@ impl FileOps for VcpuFile {
                 vcpu.power.lock().off = off;
                 vcpu.kick();
                 Ok(0)
+            }
+            k::KVM_GET_VCPU_EVENTS | k::KVM_SET_VCPU_EVENTS => {
+                let mut st = vcpu.lock()?;
+                inject::check_inited(&st)?;
+                vcpu.apply_cpu_on(&mut st);
+                if cmd == k::KVM_GET_VCPU_EVENTS {
+                    inject::get_events(&st, arg)
+                } else {
+                    inject::set_events(&self.vm, &mut st, arg)
+                }
             }
             k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64)),
             k::KVM_GET_STATS_FD => super::stats::vcpu_fd(cur, vcpu),

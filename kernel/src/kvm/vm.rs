@@ -121,6 +121,10 @@ pub struct Vm {
     /// The thread that created the VM (its statistics' id), and the statistics.
     pub creator: u32,
     pub stats: VmStats,
+    /// The in-kernel vGICv3, once the VMM made one.
+    pub vgic: Mutex<Option<super::vgic::Vgic>>,
+    /// The VM is dead (kvm_vm_dead): every ioctl on it, its vCPUs and its devices is EIO.
+    pub dead: AtomicBool,
 }
 
 /// What one stage-2 fault became.
@@ -183,6 +187,8 @@ impl Vm {
             smccc_filter: SmcccFilter::new(),
             creator: cur.core().tid,
             stats: VmStats::new(),
+            vgic: Mutex::new(None),
+            dead: AtomicBool::new(false),
         });
         let weak: Weak<dyn MmNotifier> = Arc::downgrade(&vm) as Weak<dyn MmNotifier>;
         mm.lock().add_notifier(weak)?;
@@ -200,13 +206,33 @@ impl Vm {
     }
 
     /// EIO unless the caller is a thread of the VMM that created the VM (as KVM checks
-    /// `kvm->mm != current->mm` on every ioctl).
+    /// `kvm->mm != current->mm` on every ioctl), and once the VM is dead.
     pub fn check_caller(&self, cur: &dyn Caller) -> SysResult<Arc<Mutex<AddrSpace>>> {
+        if self.dead.load(Ordering::Relaxed) {
+            return Err(Errno::EIO);
+        }
         let mine = crate::process::caller_thread(cur).mm().ok_or(Errno::EIO)?;
         match self.mm.upgrade() {
             Some(mm) if Arc::ptr_eq(&mm, &mine) => Ok(mm),
             _ => Err(Errno::EIO),
         }
+    }
+
+    /// The 8 bytes of guest memory at `ipa` (8-aligned), read through the VMM's mapping of its
+    /// slot (the caller is the VMM's thread); None outside every slot or where the VMM's memory
+    /// cannot be read.
+    pub fn read_guest_u64(&self, ipa: u64) -> Option<u64> {
+        let slot = self
+            .inner
+            .lock()
+            .slots
+            .values()
+            .find(|s| s.contains(ipa))
+            .copied()?;
+        let va = slot.uaddr + (ipa & !7) - slot.gpa;
+        crate::mm::uaccess::UserPtr::<u64>::new(va as usize)
+            .read()
+            .ok()
     }
 
     /// Resolves a stage-2 fault at `ipa` (a write if `write`): maps the slot's page, or says
@@ -320,6 +346,9 @@ impl Vm {
         if id >= k::KVM_MAX_VCPUS {
             return Err(Errno::EINVAL);
         }
+        if super::vgic::refuses_vcpus(self) {
+            return Err(Errno::EBUSY);
+        }
         let vcpu = {
             let mut vcpus = self.vcpus.lock();
             if vcpus.len() >= k::KVM_MAX_VCPUS {
@@ -333,6 +362,10 @@ impl Vm {
             vcpus.push(vcpu.clone());
             vcpu
         };
+        if let Err(e) = super::vgic::vcpu_created(self, id as u32) {
+            self.vcpus.lock().retain(|v| !Arc::ptr_eq(v, &vcpu));
+            return Err(e);
+        }
         let ops = Arc::new(VcpuFile {
             vm: self.clone(),
             vcpu,
@@ -405,10 +438,20 @@ impl FileOps for VmFile {
                 let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
                 self.vm.set_region(&r)
             }
-            // No in-kernel device yet (the vGIC comes next): every type is unknown.
+            // The vGICv3 (begun: its configuration); every other type is unknown.
             k::KVM_CREATE_DEVICE => {
-                UserPtr::<k::KvmCreateDevice>::new(arg).read()?;
-                Err(Errno::ENODEV)
+                let mut d = UserPtr::<k::KvmCreateDevice>::new(arg).read()?;
+                if d.ty != svelt_abi::uapi::kvm_vgic::KVM_DEV_TYPE_ARM_VGIC_V3 {
+                    return Err(Errno::ENODEV);
+                }
+                let test = d.flags & k::KVM_CREATE_DEVICE_TEST != 0;
+                let Some(f) = super::vgic::create(&self.vm, test)? else {
+                    return Ok(0);
+                };
+                let fd = install(cur, f)?;
+                d.fd = fd as u32;
+                UserPtr::<k::KvmCreateDevice>::new(arg).write(&d)?;
+                Ok(0)
             }
             // The VM's own attributes: the SMCCC filter.
             k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR | k::KVM_HAS_DEVICE_ATTR => {
@@ -423,8 +466,9 @@ impl FileOps for VmFile {
                 Ok(0)
             }
             k::KVM_ENABLE_CAP => {
-                let cap = UserPtr::<u64>::new(arg).read()?;
-                let flags = UserPtr::<u32>::new(arg + 8).read()?;
+                // `struct kvm_enable_cap`: u32 cap, u32 flags, then the arguments.
+                let cap = UserPtr::<u32>::new(arg).read()? as u64;
+                let flags = UserPtr::<u32>::new(arg + 4).read()?;
                 if flags != 0 {
                     return Err(Errno::EINVAL);
                 }

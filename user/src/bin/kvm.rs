@@ -150,6 +150,44 @@ core::arch::global_asm!(
     "str x10, [x1]",
     "b .",
     "guest_filtered_end:",
+    // Its own vectors; reports through MMIO stores: ready (+0), ISR_EL1 (+8), then unmasks
+    // SErrors. The SError vector stores ESR_EL1 (+0x20) and ELR_EL1 (+0x28) and loads from
+    // MMIO (+0x30); the EL1h synchronous vector stores ESR_EL1 (+0x10), FAR_EL1 (+0x18) and
+    // ELR_EL1 (+0x28), unmasks SErrors and stores to +0x38.
+    ".balign 2048",
+    ".global guest_events, guest_events_end",
+    "guest_events:",
+    "adr x0, 1f",
+    "msr vbar_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "str xzr, [x1]",
+    "mrs x2, isr_el1",
+    "str x2, [x1, #8]",
+    "msr daifclr, #4",
+    "isb",
+    "b .",
+    ".balign 2048",
+    "1:",
+    ".skip 0x200",
+    "mrs x2, esr_el1",
+    "str x2, [x1, #0x10]",
+    "mrs x2, far_el1",
+    "str x2, [x1, #0x18]",
+    "mrs x2, elr_el1",
+    "str x2, [x1, #0x28]",
+    "msr daifclr, #4",
+    "str xzr, [x1, #0x38]",
+    "b .",
+    ".balign 0x80",
+    ".skip 0x100",
+    "mrs x2, esr_el1",
+    "str x2, [x1, #0x20]",
+    "mrs x2, elr_el1",
+    "str x2, [x1, #0x28]",
+    "ldr x4, [x1, #0x30]",
+    "b .",
+    "guest_events_end:",
     ".text",
 );
 
@@ -170,6 +208,8 @@ unsafe extern "C" {
     static guest_isar0_off2_end: u8;
     static guest_filtered: u8;
     static guest_filtered_end: u8;
+    static guest_events: u8;
+    static guest_events_end: u8;
 }
 
 /// A guest's code as bytes.
@@ -1267,6 +1307,359 @@ fn binary_stats() -> TestResult {
     Ok(())
 }
 
+fn get_events(vcpu: i32) -> SysResult<k::KvmVcpuEvents> {
+    let mut e = k::KvmVcpuEvents::default();
+    ioctl(vcpu, k::KVM_GET_VCPU_EVENTS, &mut e as *mut _ as usize)?;
+    Ok(e)
+}
+
+fn set_events(vcpu: i32, e: &k::KvmVcpuEvents) -> SysResult {
+    ioctl(vcpu, k::KVM_SET_VCPU_EVENTS, e as *const _ as usize)
+}
+
+/// An SError the VMM injects: pending while the guest masks SErrors (ISR_EL1.A shows it, GET
+/// reports it with its syndrome where FEAT_RAS gives one), taken when the guest unmasks them
+/// (after which it is no longer pending), taken at once when they are unmasked already; an
+/// external data abort on an MMIO load the VMM was answering (the load is abandoned, the guest
+/// takes the abort at its PC with the address in FAR_EL1). Linux's errors on the way.
+fn vcpu_events() -> TestResult {
+    let kvm = kvm!();
+    let code = code!(guest_events, guest_events_end);
+    let g = t!(Guest::new(kvm, code));
+    let vbar = RAM_IPA + 0x800;
+    for cap in [k::KVM_CAP_VCPU_EVENTS, k::KVM_CAP_ARM_INJECT_EXT_DABT] {
+        check_eq!(
+            ioctl(g.vm, k::KVM_CHECK_EXTENSION, cap as usize),
+            Ok(1),
+            "cap {cap}"
+        );
+    }
+    let ras = t!(ioctl(
+        g.vm,
+        k::KVM_CHECK_EXTENSION,
+        k::KVM_CAP_ARM_INJECT_SERROR_ESR as usize
+    )) != 0;
+    println!("    # SError syndromes (FEAT_RAS): {ras}");
+    // Not before KVM_ARM_VCPU_INIT.
+    let raw = t!(ioctl(g.vm, k::KVM_CREATE_VCPU, 1)) as i32;
+    check_eq!(get_events(raw), Err(ENOEXEC));
+    t!(sys::close(raw));
+    check_eq!(g.run_to_mmio(), Ok((MMIO, 0, 8, true)));
+    let none = k::KvmVcpuEvents {
+        serror_has_esr: ras as u8,
+        ..Default::default()
+    };
+    check_eq!(get_events(g.vcpu), Ok(none));
+    // Padding, reserved words, a syndrome beyond ESR's ISS field.
+    let serror = k::KvmVcpuEvents {
+        serror_pending: 1,
+        serror_has_esr: ras as u8,
+        serror_esr: if ras { 0x1_d1ed } else { 0 },
+        ..Default::default()
+    };
+    let mut bad = serror;
+    bad.pad[2] = 1;
+    check_eq!(set_events(g.vcpu, &bad), Err(EINVAL));
+    bad = serror;
+    bad.reserved[5] = 1;
+    check_eq!(set_events(g.vcpu, &bad), Err(EINVAL));
+    bad = serror;
+    bad.serror_has_esr = 1;
+    bad.serror_esr = 1 << 25;
+    check_eq!(set_events(g.vcpu, &bad), Err(EINVAL));
+    check_eq!(get_events(g.vcpu), Ok(none), "nothing made pending");
+    // The guest starts with SErrors masked: the SError waits.
+    t!(set_events(g.vcpu, &serror));
+    check_eq!(get_events(g.vcpu), Ok(serror));
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 8);
+    check!(isr & (1 << 8) != 0, "ISR_EL1 {isr:#x}: no SError pending");
+    check_eq!(get_events(g.vcpu), Ok(serror), "still pending");
+    // Unmasked: taken; the CPU cleared the pending state.
+    let (addr, esr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x20);
+    check_eq!(esr >> 26, 0x2f, "SError's ESR_EL1 {esr:#x}");
+    if ras {
+        check_eq!(esr & k::ESR_ISS_MASK, 0x1_d1ed, "ESR_EL1 {esr:#x}");
+    }
+    check_eq!(get_events(g.vcpu), Ok(none), "taken");
+    let (addr, elr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x28);
+    check!(
+        (RAM_IPA..RAM_IPA + 0x40).contains(&elr),
+        "SError taken at {elr:#x}"
+    );
+    // An external abort on the MMIO load: not completed, the abort taken at the load.
+    t!(set_reg(g.vcpu, x(4), 0x77));
+    let (addr, _, len, write) = t!(g.run_to_mmio());
+    check_eq!((addr, len, write), (MMIO + 0x30, 8, false));
+    g.set_run_u64(k::run::MMIO_DATA, 0x5555);
+    let dabt = k::KvmVcpuEvents {
+        ext_dabt_pending: 1,
+        ..Default::default()
+    };
+    t!(set_events(g.vcpu, &dabt));
+    check_eq!(
+        get_reg(g.vcpu, CoreReg::Pc.id()),
+        Ok((vbar + 0x200) as u128)
+    );
+    check_eq!(get_events(g.vcpu), Ok(none), "an abort is never pending");
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x10, 0x9600_0010, 8, true)));
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x18, MMIO + 0x30, 8, true)));
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x28, vbar + 0x380 + 16, 8, true))
+    );
+    check_eq!(get_reg(g.vcpu, x(4)), Ok(0x77), "the load was abandoned");
+    // SErrors unmasked: an SError is taken at once, at the store the VMM was answering.
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x38, 0, 8, true)));
+    t!(set_events(g.vcpu, &serror));
+    check_eq!(
+        get_reg(g.vcpu, CoreReg::Pc.id()),
+        Ok((vbar + 0x380) as u128)
+    );
+    check_eq!(get_events(g.vcpu), Ok(none), "taken, not pending");
+    let iss = if ras { 0x1_d1ed } else { k::ESR_SERROR_IDS };
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x20, (0x2f << 26) | (1 << 25) | iss, 8, true))
+    );
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x28, vbar + 0x21c, 8, true)));
+    Ok(())
+}
+
+fn dev_attr(fd: i32, cmd: u32, group: u32, attr: u64, addr: usize) -> SysResult {
+    let a = k::KvmDeviceAttr {
+        flags: 0,
+        group,
+        attr,
+        addr: addr as u64,
+    };
+    ioctl(fd, cmd, &a as *const _ as usize)
+}
+
+fn set_u64(fd: i32, group: u32, attr: u64, v: u64) -> SysResult {
+    dev_attr(
+        fd,
+        k::KVM_SET_DEVICE_ATTR,
+        group,
+        attr,
+        &v as *const u64 as usize,
+    )
+}
+
+fn get_u64(fd: i32, group: u32, attr: u64, v: u64) -> SysResult<u64> {
+    let mut v = v;
+    dev_attr(
+        fd,
+        k::KVM_GET_DEVICE_ATTR,
+        group,
+        attr,
+        &mut v as *mut u64 as usize,
+    )?;
+    Ok(v)
+}
+
+fn get_u32(fd: i32, group: u32, attr: u64) -> SysResult<u32> {
+    let mut v = 0u32;
+    dev_attr(
+        fd,
+        k::KVM_GET_DEVICE_ATTR,
+        group,
+        attr,
+        &mut v as *mut u32 as usize,
+    )?;
+    Ok(v)
+}
+
+/// The vGICv3 device's configuration: one per VM; the distributor's address, a redistributor
+/// region and the interrupt count with Linux's checks; the first KVM_RUN refused until the
+/// VMM initialised the device; GICR_TYPER of the vCPU's redistributor; no vCPUs after the
+/// initialisation.
+fn vgic_config() -> TestResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_idregs, guest_idregs_end)));
+    let mut d = k::KvmCreateDevice {
+        ty: v::KVM_DEV_TYPE_ARM_VGIC_V3,
+        fd: 0,
+        flags: k::KVM_CREATE_DEVICE_TEST,
+    };
+    check_eq!(
+        ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize),
+        Ok(0)
+    );
+    d.flags = 0;
+    t!(ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize));
+    let gic = d.fd as i32;
+    check!(gic > 2, "device fd {gic}");
+    check_eq!(
+        ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize),
+        Err(EEXIST)
+    );
+    let (addr, nr, ctrl, redist) = (
+        v::KVM_DEV_ARM_VGIC_GRP_ADDR,
+        v::KVM_DEV_ARM_VGIC_GRP_NR_IRQS,
+        v::KVM_DEV_ARM_VGIC_GRP_CTRL,
+        v::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS,
+    );
+    let has = |group, attr| dev_attr(gic, k::KVM_HAS_DEVICE_ATTR, group, attr, 0);
+    check_eq!(has(addr, v::KVM_VGIC_V3_ADDR_TYPE_DIST), Ok(0));
+    check_eq!(has(addr, v::KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION), Ok(0));
+    check_eq!(has(addr, 0xff), Err(ENXIO));
+    check_eq!(has(ctrl, v::KVM_DEV_ARM_VGIC_CTRL_INIT), Ok(0));
+    // The interrupt count: 64..992 in steps of 32, once.
+    let set_nr = |n: u32| {
+        dev_attr(
+            gic,
+            k::KVM_SET_DEVICE_ATTR,
+            nr,
+            0,
+            &n as *const u32 as usize,
+        )
+    };
+    check_eq!(set_nr(48), Err(EINVAL));
+    check_eq!(set_nr(100), Err(EINVAL));
+    check_eq!(set_nr(96), Ok(0));
+    check_eq!(get_u32(gic, nr, 0), Ok(96));
+    check_eq!(set_nr(128), Err(EBUSY));
+    // The distributor: 64K-aligned, inside the 40-bit IPA space, once.
+    let dist = v::KVM_VGIC_V3_ADDR_TYPE_DIST;
+    check_eq!(set_u64(gic, addr, dist, 0x800_1000), Err(EINVAL));
+    check_eq!(set_u64(gic, addr, dist, 1 << 40), Err(E2BIG));
+    check_eq!(set_u64(gic, addr, dist, 0x800_0000), Ok(0));
+    check_eq!(get_u64(gic, addr, dist, 0), Ok(0x800_0000));
+    check_eq!(set_u64(gic, addr, dist, 0x900_0000), Err(EEXIST));
+    // A region of one redistributor (count 1 at 0x80a0000, index 0).
+    let region = v::KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION;
+    let one = (1u64 << 52) | 0x80a_0000;
+    check_eq!(get_u64(gic, addr, region, 0), Err(ENOENT));
+    check_eq!(
+        set_u64(gic, addr, region, 0x80a_0000),
+        Err(EINVAL),
+        "count 0"
+    );
+    check_eq!(
+        set_u64(gic, addr, region, one | 1),
+        Err(EINVAL),
+        "index 1 first"
+    );
+    // vCPU 0 would take a redistributor whose frames collide with the distributor's.
+    check_eq!(
+        set_u64(gic, addr, region, (1 << 52) | 0x800_0000),
+        Err(EINVAL)
+    );
+    check_eq!(set_u64(gic, addr, region, one), Ok(0));
+    check_eq!(get_u64(gic, addr, region, 0), Ok(one));
+    // GICR_TYPER: the vCPU by affinity (none has Aff0 5), once initialised.
+    check_eq!(get_u32(gic, redist, (5 << 32) | v::GICR_TYPER), Err(EINVAL));
+    check_eq!(get_u32(gic, redist, v::GICR_TYPER), Err(EBUSY));
+    t!(dev_attr(
+        gic,
+        k::KVM_SET_DEVICE_ATTR,
+        ctrl,
+        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+        0
+    ));
+    // Processor 0, the last of its region.
+    check_eq!(get_u32(gic, redist, v::GICR_TYPER), Ok(0x10));
+    check_eq!(get_u32(gic, redist, v::GICR_TYPER + 4), Ok(0));
+    check_eq!(ioctl(g.vm, k::KVM_CREATE_VCPU, 1), Err(EBUSY));
+    t!(sys::close(gic));
+    Ok(())
+}
+
+/// A VM with a vGICv3 and one vCPU, and the device's descriptor.
+fn vgic_guest(kvm: i32) -> Result<(Guest, i32), String> {
+    let g = t!(Guest::new(kvm, code!(guest_idregs, guest_idregs_end)));
+    let mut d = k::KvmCreateDevice {
+        ty: svelt_abi::uapi::kvm_vgic::KVM_DEV_TYPE_ARM_VGIC_V3,
+        fd: 0,
+        flags: 0,
+    };
+    t!(ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize));
+    Ok((g, d.fd as i32))
+}
+
+/// The first KVM_RUN of a VM with a vGICv3: ENXIO while a vCPU has no redistributor, EBUSY
+/// before the initialisation, and either kills the VM (its, its vCPUs' and its device's ioctls
+/// are EIO); placed and initialised, the guest runs.
+fn vgic_first_run() -> TestResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
+    let init = |gic| {
+        dev_attr(
+            gic,
+            k::KVM_SET_DEVICE_ATTR,
+            v::KVM_DEV_ARM_VGIC_GRP_CTRL,
+            v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+            0,
+        )
+    };
+    let dead = |g: &Guest, gic| -> TestResult {
+        check_eq!(ioctl(g.vm, k::KVM_CHECK_EXTENSION, 0), Err(EIO), "VM");
+        check_eq!(get_reg(g.vcpu, CoreReg::Pc.id()), Err(EIO), "vCPU");
+        check_eq!(
+            get_u32(gic, v::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, 0),
+            Err(EIO),
+            "device"
+        );
+        Ok(())
+    };
+    // Initialised, not placed.
+    let kvm = kvm!();
+    let (g, gic) = t!(vgic_guest(kvm));
+    t!(init(gic));
+    check_eq!(g.run(), Err(ENXIO));
+    dead(&g, gic)?;
+    t!(sys::close(gic));
+    drop(g);
+    // Placed (the legacy region), not initialised.
+    let kvm = kvm!();
+    let (g, gic) = t!(vgic_guest(kvm));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
+        0x800_0000
+    ));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
+        0x80a_0000
+    ));
+    check_eq!(
+        get_u64(gic, addr, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0),
+        Ok(0x80a_0000)
+    );
+    check_eq!(g.run(), Err(EBUSY));
+    dead(&g, gic)?;
+    t!(sys::close(gic));
+    drop(g);
+    // Both: the guest runs (256 interrupts when NR_IRQS was not set).
+    let kvm = kvm!();
+    let (g, gic) = t!(vgic_guest(kvm));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
+        0x800_0000
+    ));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
+        0x80a_0000
+    ));
+    t!(init(gic));
+    check_eq!(get_u32(gic, v::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, 0), Ok(256));
+    let (a, _, _, write) = t!(g.run_to_mmio());
+    check_eq!((a, write), (MMIO, true));
+    t!(sys::close(gic));
+    Ok(())
+}
+
 fn everything_given_back() -> TestResult {
     let text = match io::read_file("/proc/svelt/kvm") {
         Ok(t) => t,
@@ -1304,6 +1697,9 @@ fn main(_a: &rt::Args) -> i32 {
         ("id_registers_and_firmware", id_registers_and_firmware),
         ("smccc_filter", smccc_filter),
         ("binary_stats", binary_stats),
+        ("vcpu_events", vcpu_events),
+        ("vgic_config", vgic_config),
+        ("vgic_first_run", vgic_first_run),
         ("everything_given_back", everything_given_back),
     ])
 }

@@ -128,6 +128,8 @@ pub struct Controls {
     pub mdcr_traps: u64,
     /// HCRX_EL2 for the guest (where the CPU has it).
     pub hcrx: u64,
+    /// VSESR_EL2: the syndrome of a virtual SError HCR_EL2.VSE makes pending (with FEAT_RAS).
+    pub vsesr: u64,
 }
 
 /// HCR_EL2 bits a guest runs with.
@@ -137,6 +139,8 @@ pub mod hcr {
     pub const FMO: u64 = 1 << 3;
     pub const IMO: u64 = 1 << 4;
     pub const AMO: u64 = 1 << 5;
+    /// A virtual SError is pending; the CPU clears it when the guest takes it.
+    pub const VSE: u64 = 1 << 8;
     pub const FB: u64 = 1 << 9;
     /// Barriers are Inner Shareable at least.
     pub const BSU_IS: u64 = 1 << 10;
@@ -186,6 +190,11 @@ macro_rules! wr {
     }};
 }
 
+/// Whether the CPU implements FEAT_RAS (ID_AA64PFR0_EL1.RAS), and with it VSESR_EL2.
+pub fn has_ras() -> bool {
+    (rd!("S3_0_C0_C4_0") >> 28) & 0xf != 0
+}
+
 /// Whether the CPU implements HCRX_EL2 (FEAT_HCX).
 fn has_hcx() -> bool {
     (rd!("S3_0_C0_C7_1") >> 40) & 0xf != 0 // ID_AA64MMFR1_EL1.HCX
@@ -194,8 +203,9 @@ fn has_hcx() -> bool {
 /// Runs the guest once: loads `el1` and `c`, enters at `regs`, and on its next exception to EL2
 /// saves its registers back and restores the host's. Interrupts must be masked (the guest's
 /// IRQs come back as [`Exit::Irq`] and are taken by the host once it unmasks). Only in a
-/// kernel at EL2.
-pub fn world_switch(c: &Controls, el1: &mut El1State, regs: &mut GuestRegs) -> Exit {
+/// kernel at EL2. `c.hcr` comes back as the guest left it: VSE clear if it took its virtual
+/// SError.
+pub fn world_switch(c: &mut Controls, el1: &mut El1State, regs: &mut GuestRegs) -> Exit {
     let host_hcr = rd!("S3_4_C1_C1_0");
     let host_mdcr = rd!("S3_4_C1_C1_1");
     let host_cptr = rd!("S3_0_C1_C0_2"); // CPTR_EL2 through CPACR_EL1 (E2H)
@@ -222,6 +232,9 @@ pub fn world_switch(c: &Controls, el1: &mut El1State, regs: &mut GuestRegs) -> E
         // as the guest's ID registers say.
         wr!("S3_4_C1_C2_2", c.hcrx);
     }
+    if c.hcr & hcr::VSE != 0 && has_ras() {
+        wr!("S3_4_C5_C2_3", c.vsesr); // VSESR_EL2
+    }
     el1.load();
     wr!("S3_0_C1_C0_2", c.cptr);
     wr!("S3_4_C1_C1_0", c.hcr);
@@ -232,6 +245,7 @@ pub fn world_switch(c: &Controls, el1: &mut El1State, regs: &mut GuestRegs) -> E
     // on the host's stack with the host's vectors; `regs` is valid for the whole call.
     let kind = unsafe { guest_enter(regs) };
 
+    c.hcr = rd!("S3_4_C1_C1_0");
     wr!("S3_4_C1_C1_0", host_hcr);
     wr!("S3_0_C1_C0_2", host_cptr);
     el1.save();

@@ -1,0 +1,379 @@
+//! The in-kernel vGICv3 device's configuration as a VMM sets it through KVM_SET_DEVICE_ATTR
+//! (Documentation/virt/kvm/devices/arm-vgic-v3.rst): the distributor's and the redistributors'
+//! guest physical addresses (KVM_DEV_ARM_VGIC_GRP_ADDR), the number of interrupts
+//! (KVM_DEV_ARM_VGIC_GRP_NR_IRQS) and the initialisation (KVM_DEV_ARM_VGIC_GRP_CTRL), with
+//! Linux's rules and errors (arch/arm64/kvm/vgic/vgic-kvm-device.c: kvm_vgic_addr,
+//! vgic_check_iorange, vgic_set_common_attr; vgic-mmio-v3.c: vgic_v3_alloc_redist_region;
+//! vgic-v3.c: vgic_v3_check_base, vgic_v3_map_resources).
+//!
+//! The kernel's device (kvm/vgic.rs) keeps the state these rules decide on; the registers
+//! behind the frames, the guest's CPU interface and interrupt delivery are still to come.
+
+use super::errno::Errno;
+
+pub const KVM_DEV_TYPE_ARM_VGIC_V3: u32 = 7;
+
+// Attribute groups.
+pub const KVM_DEV_ARM_VGIC_GRP_ADDR: u32 = 0;
+pub const KVM_DEV_ARM_VGIC_GRP_DIST_REGS: u32 = 1;
+pub const KVM_DEV_ARM_VGIC_GRP_NR_IRQS: u32 = 3;
+pub const KVM_DEV_ARM_VGIC_GRP_CTRL: u32 = 4;
+pub const KVM_DEV_ARM_VGIC_GRP_REDIST_REGS: u32 = 5;
+pub const KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS: u32 = 6;
+
+// GRP_ADDR attributes.
+pub const KVM_VGIC_V3_ADDR_TYPE_DIST: u64 = 2;
+pub const KVM_VGIC_V3_ADDR_TYPE_REDIST: u64 = 3;
+pub const KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION: u64 = 5;
+// GRP_CTRL attributes.
+pub const KVM_DEV_ARM_VGIC_CTRL_INIT: u64 = 0;
+/// GRP_REDIST_REGS attributes: the redistributor's vCPU by affinity (Aff3.Aff2.Aff1.Aff0,
+/// bits 63:32) and the register's offset in its frames (bits 31:0).
+pub const GICR_TYPER: u64 = 0x8;
+
+/// GICR_TYPER of the redistributor of a vCPU with MPIDR `mpidr` and id `id`
+/// (vgic_mmio_read_v3r_typer without an ITS): affinity, processor number, Last.
+pub fn gicr_typer(mpidr: u64, id: u32, last: bool) -> u64 {
+    ((mpidr & 0xff_ffff) << 32) | (((id & 0xffff) as u64) << 8) | (last as u64) << 4
+}
+
+/// The distributor's frame, and one redistributor's two frames (RD_base, SGI_base).
+pub const DIST_SIZE: u64 = 0x1_0000;
+pub const REDIST_SIZE: u64 = 0x2_0000;
+/// Both are 64K-aligned.
+const ALIGN: u64 = 0x1_0000;
+
+/// SGIs and PPIs, the interrupts every vCPU has of its own.
+pub const NR_PRIVATE_IRQS: u32 = 32;
+/// NR_IRQS may not exceed this (VGIC_MAX_RESERVED, the last INTID before the special
+/// range): with the multiple-of-32 rule, 992 interrupts at most.
+pub const MAX_IRQS: u32 = 1023;
+
+/// One redistributor region: `count` redistributors from `base` (count 0: the legacy single
+/// region KVM_VGIC_V3_ADDR_TYPE_REDIST sets, one redistributor per vCPU).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RedistRegion {
+    pub index: u32,
+    pub base: u64,
+    pub count: u32,
+}
+
+impl RedistRegion {
+    /// Bytes it covers with `nr_vcpus` vCPUs (vgic_v3_rd_region_size).
+    pub fn size(&self, nr_vcpus: u32) -> u64 {
+        let n = if self.count == 0 {
+            nr_vcpus
+        } else {
+            self.count
+        };
+        n as u64 * REDIST_SIZE
+    }
+}
+
+/// A REDIST_REGION attribute's value: index (bits 11:0), flags (15:12), base (51:16), count
+/// (63:52).
+pub fn decode_region_attr(v: u64) -> (u32, u32, u64, u32) {
+    (
+        (v & 0xfff) as u32,
+        ((v >> 12) & 0xf) as u32,
+        v & 0x000f_ffff_ffff_0000,
+        (v >> 52) as u32,
+    )
+}
+
+pub fn encode_region_attr(r: &RedistRegion) -> u64 {
+    r.index as u64 | r.base | (r.count as u64) << 52
+}
+
+/// Whether an I/O frame of `size` at `addr` may be placed in a VM with `ipa_bits` of IPA space
+/// (vgic_check_iorange): EEXIST if the frame is placed already (`cur`), EINVAL if misaligned
+/// or wrapping, E2BIG past the IPA space.
+pub fn check_iorange(
+    cur: Option<u64>,
+    addr: u64,
+    align: u64,
+    size: u64,
+    ipa_bits: u32,
+) -> Result<(), Errno> {
+    if cur.is_some() {
+        return Err(Errno::EEXIST);
+    }
+    if !addr.is_multiple_of(align) || !size.is_multiple_of(align) {
+        return Err(Errno::EINVAL);
+    }
+    let end = addr.checked_add(size).ok_or(Errno::EINVAL)?;
+    if addr >> ipa_bits != 0 || end > 1u64 << ipa_bits {
+        return Err(Errno::E2BIG);
+    }
+    Ok(())
+}
+
+/// The configuration a vGICv3 device holds before and after KVM_DEV_ARM_VGIC_CTRL_INIT.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VgicV3Config {
+    pub dist: Option<u64>,
+    /// SPIs (interrupts beyond the private 32); 0 until NR_IRQS or the initialisation sets it.
+    pub nr_spis: u32,
+    pub initialized: bool,
+}
+
+/// SPIs the initialisation gives a distributor NR_IRQS did not size (VGIC_NR_IRQS_LEGACY, 256
+/// interrupts, less the private ones).
+pub const DEFAULT_NR_SPIS: u32 = 256 - NR_PRIVATE_IRQS;
+
+impl VgicV3Config {
+    /// KVM_DEV_ARM_VGIC_GRP_NR_IRQS set: at least 32 SPIs, at most 992 interrupts, a multiple
+    /// of 32 (EINVAL); once only, and not after the initialisation chose (EBUSY).
+    pub fn set_nr_irqs(&mut self, val: u32) -> Result<(), Errno> {
+        if !(NR_PRIVATE_IRQS + 32..=MAX_IRQS).contains(&val) || !val.is_multiple_of(32) {
+            return Err(Errno::EINVAL);
+        }
+        if self.nr_spis != 0 {
+            return Err(Errno::EBUSY);
+        }
+        self.nr_spis = val - NR_PRIVATE_IRQS;
+        Ok(())
+    }
+
+    /// KVM_DEV_ARM_VGIC_GRP_NR_IRQS get: the private interrupts and the SPIs.
+    pub fn nr_irqs(&self) -> u32 {
+        self.nr_spis + NR_PRIVATE_IRQS
+    }
+
+    /// KVM_VGIC_V3_ADDR_TYPE_DIST set.
+    pub fn set_dist(&mut self, addr: u64, ipa_bits: u32) -> Result<(), Errno> {
+        check_iorange(self.dist, addr, ALIGN, DIST_SIZE, ipa_bits)?;
+        self.dist = Some(addr);
+        Ok(())
+    }
+
+    /// KVM_DEV_ARM_VGIC_CTRL_INIT: sizes the distributor if NR_IRQS did not; a second one
+    /// changes nothing.
+    pub fn init(&mut self) {
+        if !self.initialized {
+            if self.nr_spis == 0 {
+                self.nr_spis = DEFAULT_NR_SPIS;
+            }
+            self.initialized = true;
+        }
+    }
+
+    /// A new redistributor region after `regions` (vgic_v3_alloc_redist_region): the first has
+    /// index 0, each next one the last's plus one (EINVAL); the legacy single region (count 0)
+    /// neither follows nor precedes counted ones (EINVAL, EEXIST for a second legacy one); no
+    /// overlap with another region, or, for the legacy one, with the distributor (EINVAL);
+    /// then the frame rules of [`check_iorange`]. `unplaced`: vCPUs that have no redistributor
+    /// yet and take one in the new region, after which the frames must not collide
+    /// ([`check_base`], EINVAL).
+    pub fn add_redist_region(
+        &self,
+        regions: &[RedistRegion],
+        new: RedistRegion,
+        nr_vcpus: u32,
+        unplaced: u32,
+        ipa_bits: u32,
+    ) -> Result<(), Errno> {
+        let size = new.size(nr_vcpus);
+        new.base.checked_add(size).ok_or(Errno::EINVAL)?;
+        match regions.last() {
+            None if new.index != 0 => return Err(Errno::EINVAL),
+            None => {}
+            Some(last) => {
+                if new.count == 0 && last.count != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                if new.count == 0 {
+                    return Err(Errno::EEXIST);
+                }
+                if new.index != last.index + 1 {
+                    return Err(Errno::EINVAL);
+                }
+            }
+        }
+        let overlaps = |base: u64, len: u64, r: &RedistRegion| {
+            base + len > r.base && base < r.base + r.size(nr_vcpus)
+        };
+        if new.count == 0 {
+            if let Some(d) = self.dist {
+                if overlaps(d, DIST_SIZE, &new) {
+                    return Err(Errno::EINVAL);
+                }
+            }
+        }
+        if regions.iter().any(|r| overlaps(new.base, size, r)) {
+            return Err(Errno::EINVAL);
+        }
+        check_iorange(None, new.base, ALIGN, size, ipa_bits)?;
+        if unplaced != 0 && new.size(nr_vcpus) != 0 {
+            let with_new = regions.iter().chain(core::iter::once(&new));
+            if !self.frames_apart(with_new, nr_vcpus, ipa_bits) {
+                return Err(Errno::EINVAL);
+            }
+        }
+        Ok(())
+    }
+
+    /// vgic_v3_check_base: every region inside the IPA space, and the distributor clear of
+    /// every region.
+    pub fn frames_apart<'a>(
+        &self,
+        regions: impl Iterator<Item = &'a RedistRegion> + Clone,
+        nr_vcpus: u32,
+        ipa_bits: u32,
+    ) -> bool {
+        if let Some(d) = self.dist {
+            if d.checked_add(DIST_SIZE).is_none() {
+                return false;
+            }
+        }
+        for r in regions.clone() {
+            if check_iorange(None, r.base, ALIGN, r.size(nr_vcpus), ipa_bits).is_err() {
+                return false;
+            }
+        }
+        match self.dist {
+            None => true,
+            Some(d) => !regions
+                .into_iter()
+                .any(|r| d + DIST_SIZE > r.base && d < r.base + r.size(nr_vcpus)),
+        }
+    }
+
+    /// What the first KVM_RUN checks (vgic_v3_map_resources): every vCPU has a redistributor
+    /// (`all_placed`) and the distributor is placed (ENXIO), the frames are apart (EINVAL),
+    /// the device was initialised (EBUSY).
+    pub fn check_base(
+        &self,
+        regions: &[RedistRegion],
+        all_placed: bool,
+        nr_vcpus: u32,
+        ipa_bits: u32,
+    ) -> Result<(), Errno> {
+        if !all_placed || self.dist.is_none() {
+            return Err(Errno::ENXIO);
+        }
+        if !self.frames_apart(regions.iter(), nr_vcpus, ipa_bits) {
+            return Err(Errno::EINVAL);
+        }
+        if !self.initialized {
+            return Err(Errno::EBUSY);
+        }
+        Ok(())
+    }
+}
+
+/// The redistributor slots `regions` offer with `nr_vcpus` vCPUs: vCPU n takes the n-th, in
+/// region order (vgic_v3_rdist_free_slot).
+pub fn redist_slots(regions: &[RedistRegion], nr_vcpus: u32) -> u64 {
+    regions.iter().map(|r| r.size(nr_vcpus) / REDIST_SIZE).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IPA: u32 = 40;
+    const MAX: u64 = 1 << IPA;
+
+    fn region(count: u32, base: u64, index: u32) -> RedistRegion {
+        RedistRegion { index, base, count }
+    }
+
+    #[test]
+    fn region_attr_round_trips() {
+        let v = (2u64 << 52) | 0x20_0000 | 1;
+        assert_eq!(decode_region_attr(v), (1, 0, 0x20_0000, 2));
+        assert_eq!(encode_region_attr(&region(2, 0x20_0000, 1)), v);
+        assert_eq!(decode_region_attr(2 << 12).1, 2);
+    }
+
+    /// subtest_dist_rdist of Linux's vgic_init selftest, for GICv3 with 4 vCPUs.
+    #[test]
+    fn dist_and_legacy_redist() {
+        let mut c = VgicV3Config::default();
+        assert_eq!(c.set_dist(ALIGN / 0x10, IPA), Err(Errno::EINVAL));
+        assert_eq!(c.set_dist(MAX, IPA), Err(Errno::E2BIG));
+        let legacy = |base| region(0, base, 0);
+        assert_eq!(
+            c.add_redist_region(&[], legacy(ALIGN / 0x10), 4, 0, IPA),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            c.add_redist_region(&[], legacy(MAX), 4, 0, IPA),
+            Err(Errno::E2BIG)
+        );
+        assert_eq!(
+            c.add_redist_region(&[], legacy(MAX - ALIGN), 4, 0, IPA),
+            Err(Errno::E2BIG)
+        );
+        assert_eq!(c.add_redist_region(&[], legacy(0), 4, 0, IPA), Ok(()));
+        let regions = [legacy(0)];
+        assert_eq!(
+            c.add_redist_region(&regions, legacy(0xe_0000), 4, 0, IPA),
+            Err(Errno::EEXIST)
+        );
+        assert_eq!(
+            c.add_redist_region(&regions, region(4, 0x10_0000, 0), 4, 0, IPA),
+            Err(Errno::EINVAL)
+        );
+        // Overlapping the redistributors: only the first run sees it.
+        assert_eq!(c.set_dist(4 * REDIST_SIZE - ALIGN, IPA), Ok(()));
+        assert_eq!(c.set_dist(0x100_0000, IPA), Err(Errno::EEXIST));
+        c.init();
+        assert_eq!(c.check_base(&regions, true, 4, IPA), Err(Errno::EINVAL));
+        assert_eq!(c.check_base(&regions, false, 4, IPA), Err(Errno::ENXIO));
+    }
+
+    /// subtest_v3_redist_regions of the same selftest.
+    #[test]
+    fn redist_regions() {
+        let c = VgicV3Config::default();
+        let add = |rs: &[RedistRegion], r| c.add_redist_region(rs, r, 4, 0, IPA);
+        assert_eq!(add(&[], region(2, 0x20_0000, 1)), Err(Errno::EINVAL));
+        assert_eq!(add(&[], region(2, 0x20_1000, 0)), Err(Errno::EINVAL));
+        assert_eq!(add(&[], region(2, 0x20_0000, 0)), Ok(()));
+        let one = [region(2, 0x20_0000, 0)];
+        assert_eq!(add(&one, region(2, 0x20_0000, 1)), Err(Errno::EINVAL));
+        assert_eq!(add(&one, region(1, 0x21_0000, 2)), Err(Errno::EINVAL));
+        assert_eq!(add(&one, region(1, 0x24_0000, 2)), Err(Errno::EINVAL));
+        assert_eq!(add(&one, region(1, 0x24_0000, 1)), Ok(()));
+        let two = [one[0], region(1, 0x24_0000, 1)];
+        assert_eq!(add(&two, region(1, MAX, 2)), Err(Errno::E2BIG));
+        assert_eq!(add(&two, region(2, MAX - 0x3_0000, 2)), Err(Errno::E2BIG));
+        assert_eq!(add(&two, region(0, 0x26_0000, 0)), Err(Errno::EINVAL));
+        assert_eq!(redist_slots(&two, 4), 3);
+        // With the distributor at 0x260000, a region there that the fourth vCPU would take.
+        let mut c = c.clone();
+        assert_eq!(c.set_dist(0x26_0000, IPA), Ok(()));
+        assert_eq!(
+            c.add_redist_region(&two, region(1, 0x26_0000, 2), 4, 1, IPA),
+            Err(Errno::EINVAL)
+        );
+    }
+
+    #[test]
+    fn typer() {
+        assert_eq!(gicr_typer(0x8000_0003, 3, true) as u32, 0x310);
+        assert_eq!(gicr_typer(0x8000_0102, 0x12, false), 0x102_0000_1200);
+    }
+
+    #[test]
+    fn nr_irqs_and_init() {
+        let mut c = VgicV3Config::default();
+        for bad in [32, 63, 1024, 100] {
+            assert_eq!(c.set_nr_irqs(bad), Err(Errno::EINVAL), "{bad}");
+        }
+        let mut e = VgicV3Config::default();
+        assert_eq!(e.set_nr_irqs(992), Ok(()));
+        assert_eq!(c.set_nr_irqs(64), Ok(()));
+        assert_eq!(c.nr_irqs(), 64);
+        assert_eq!(c.set_nr_irqs(128), Err(Errno::EBUSY));
+        c.init();
+        assert_eq!(c.nr_irqs(), 64);
+        let mut d = VgicV3Config::default();
+        d.init();
+        assert_eq!(d.nr_irqs(), 256);
+        assert_eq!(d.set_nr_irqs(64), Err(Errno::EBUSY));
+        assert_eq!(d.check_base(&[], true, 1, IPA), Err(Errno::ENXIO));
+    }
+}

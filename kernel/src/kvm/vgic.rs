@@ -1,0 +1,308 @@
+//! The in-kernel vGICv3 device (KVM_CREATE_DEVICE with KVM_DEV_TYPE_ARM_VGIC_V3), begun: its
+//! configuration (where the distributor and the redistributors sit in guest physical space,
+//! how many interrupts the distributor has, the initialisation) as the VMM sets and reads it
+//! through the device's attributes, with Linux's rules (`abi::uapi::kvm_vgic`) and the checks
+//! of the first KVM_RUN. The registers behind those frames, the guest's CPU interface and
+//! interrupt delivery are not there yet: their attribute groups answer ENXIO.
+
+use super::vm::Vm;
+use crate::fs::{Caller, File, FileOps};
+use crate::mm::uaccess::UserPtr;
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+use core::sync::atomic::Ordering;
+use svelt_abi::uapi::errno::{Errno, SysResult};
+use svelt_abi::uapi::kvm::{self as k, KvmDeviceAttr};
+use svelt_abi::uapi::kvm_vgic::{self as g, RedistRegion, VgicV3Config};
+
+/// A VM's vGICv3: its configuration and redistributor regions, in index order.
+#[derive(Default)]
+pub struct Vgic {
+    pub cfg: VgicV3Config,
+    pub regions: Vec<RedistRegion>,
+    /// Each region's next free redistributor (Linux's free_index).
+    free: Vec<u32>,
+    /// Each vCPU's redistributor (by vCPU id): its region's position and slot there.
+    placed: BTreeMap<u32, (usize, u32)>,
+    /// The first KVM_RUN's checks passed (Linux's vgic_ready).
+    pub ready: bool,
+}
+
+impl Vgic {
+    /// Gives vCPU `id` the first free redistributor, if any region has one
+    /// (vgic_register_redist_iodev): the frames must then be apart (EINVAL).
+    fn place(&mut self, id: u32, nr_vcpus: u32, ipa_bits: u32) -> SysResult<()> {
+        if self.placed.contains_key(&id) {
+            return Ok(());
+        }
+        let Some(pos) = self
+            .regions
+            .iter()
+            .zip(&self.free)
+            .position(|(r, &f)| r.count == 0 || f < r.count)
+        else {
+            return Ok(());
+        };
+        if !self
+            .cfg
+            .frames_apart(self.regions.iter(), nr_vcpus, ipa_bits)
+        {
+            return Err(Errno::EINVAL);
+        }
+        self.placed.insert(id, (pos, self.free[pos]));
+        self.free[pos] += 1;
+        Ok(())
+    }
+
+    /// Whether vCPU `id`'s redistributor is the last of a contiguous run of frames
+    /// (vgic_mmio_vcpu_rdist_is_last).
+    fn is_last(&self, id: u32) -> bool {
+        let Some(&(pos, slot)) = self.placed.get(&id) else {
+            return false;
+        };
+        let (r, free) = (&self.regions[pos], self.free[pos]);
+        if slot + 1 < free {
+            return false;
+        }
+        if r.count != 0 && slot == r.count - 1 {
+            let end = r.base + r.count as u64 * g::REDIST_SIZE;
+            let next_used = self
+                .regions
+                .iter()
+                .zip(&self.free)
+                .any(|(o, &f)| o.base == end && f > 0);
+            return !next_used;
+        }
+        true
+    }
+}
+
+/// A new vCPU of a VM with a vGICv3 takes a redistributor (kvm_vgic_vcpu_init). The frames
+/// are checked as the VM stood before it: a legacy region covers the vCPUs already online.
+pub fn vcpu_created(vm: &Vm, id: u32) -> SysResult<()> {
+    let n = (vm.vcpus.lock().len() as u32).saturating_sub(1);
+    match vm.vgic.lock().as_mut() {
+        Some(v) => v.place(id, n, vm.ipa_bits),
+        None => Ok(()),
+    }
+}
+
+/// What reads of an address not set yet give (VGIC_ADDR_UNDEF).
+const ADDR_UNDEF: u64 = u64::MAX;
+
+/// KVM_CREATE_DEVICE for the vGICv3 (kvm_vgic_create): one per VM (EEXIST), not once a vCPU
+/// has run (EBUSY). `test`: only asks whether the type exists.
+pub fn create(vm: &Arc<Vm>, test: bool) -> SysResult<Option<Arc<File>>> {
+    if test {
+        return Ok(None);
+    }
+    let mut vgic = vm.vgic.lock();
+    if vgic.is_some() {
+        return Err(Errno::EEXIST);
+    }
+    if vm.ran.load(Ordering::Relaxed) {
+        return Err(Errno::EBUSY);
+    }
+    *vgic = Some(Vgic::default());
+    let ops = Arc::new(VgicFile { vm: vm.clone() });
+    Ok(Some(File::new(
+        None,
+        ops,
+        svelt_abi::uapi::fs::O_RDWR,
+        "anon_inode:kvm-arm-vgic-v3".into(),
+    )))
+}
+
+/// The first KVM_RUN of a VM with a vGICv3 (vgic_v3_map_resources): every vCPU has a
+/// redistributor and the distributor is placed (ENXIO), the frames do not collide (EINVAL),
+/// the VMM initialised the device (EBUSY). A failure kills the VM.
+pub fn first_run(vm: &Vm) -> SysResult<()> {
+    let ids: Vec<u32> = vm.vcpus.lock().iter().map(|c| c.id).collect();
+    let n = ids.len() as u32;
+    let mut vgic = vm.vgic.lock();
+    let Some(v) = vgic.as_mut() else {
+        return Ok(());
+    };
+    if v.ready {
+        return Ok(());
+    }
+    let placed = ids.iter().all(|id| v.placed.contains_key(id));
+    if let Err(e) = v.cfg.check_base(&v.regions, placed, n, vm.ipa_bits) {
+        // A VM whose vGIC cannot be mapped is dead (kvm_vgic_map_resources).
+        vm.dead.store(true, Ordering::Relaxed);
+        return Err(e);
+    }
+    v.ready = true;
+    Ok(())
+}
+
+/// Whether KVM_CREATE_VCPU must fail: the vGIC is initialised (kvm_arch_vcpu_precreate).
+pub fn refuses_vcpus(vm: &Vm) -> bool {
+    vm.vgic.lock().as_ref().is_some_and(|v| v.cfg.initialized)
+}
+
+/// The device's file.
+struct VgicFile {
+    vm: Arc<Vm>,
+}
+
+impl VgicFile {
+    fn has(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
+        match (a.group, a.attr) {
+            (
+                g::KVM_DEV_ARM_VGIC_GRP_ADDR,
+                g::KVM_VGIC_V3_ADDR_TYPE_DIST
+                | g::KVM_VGIC_V3_ADDR_TYPE_REDIST
+                | g::KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION,
+            )
+            | (g::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, _)
+            | (g::KVM_DEV_ARM_VGIC_GRP_CTRL, g::KVM_DEV_ARM_VGIC_CTRL_INIT) => Ok(0),
+            _ => Err(Errno::ENXIO),
+        }
+    }
+
+    fn set(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
+        let vm = &self.vm;
+        let ids: Vec<u32> = vm.vcpus.lock().iter().map(|c| c.id).collect();
+        let n = ids.len() as u32;
+        let mut guard = vm.vgic.lock();
+        let v = guard.as_mut().ok_or(Errno::ENODEV)?;
+        match (a.group, a.attr) {
+            (g::KVM_DEV_ARM_VGIC_GRP_ADDR, attr) => {
+                let addr = UserPtr::<u64>::new(a.addr as usize).read()?;
+                let new = match attr {
+                    g::KVM_VGIC_V3_ADDR_TYPE_DIST => {
+                        v.cfg.set_dist(addr, vm.ipa_bits)?;
+                        return Ok(0);
+                    }
+                    g::KVM_VGIC_V3_ADDR_TYPE_REDIST => RedistRegion {
+                        index: 0,
+                        base: addr,
+                        count: 0,
+                    },
+                    g::KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION => {
+                        let (index, flags, base, count) = g::decode_region_attr(addr);
+                        if count == 0 || flags != 0 {
+                            return Err(Errno::EINVAL);
+                        }
+                        RedistRegion { index, base, count }
+                    }
+                    _ => return Err(Errno::ENXIO),
+                };
+                let unplaced = (n as u64).saturating_sub(g::redist_slots(&v.regions, n)) as u32;
+                v.cfg
+                    .add_redist_region(&v.regions, new, n, unplaced, vm.ipa_bits)?;
+                v.regions.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                v.free.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                v.regions.push(new);
+                v.free.push(0);
+                // The vCPUs without a redistributor take theirs, in creation order; if the
+                // frames collide the region goes again (vgic_v3_set_redist_base).
+                let before = v.placed.clone();
+                for &id in &ids {
+                    if let Err(e) = v.place(id, n, vm.ipa_bits) {
+                        v.regions.pop();
+                        v.free.pop();
+                        v.placed = before;
+                        return Err(e);
+                    }
+                }
+                Ok(0)
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, _) => {
+                let val = UserPtr::<u32>::new(a.addr as usize).read()?;
+                v.cfg.set_nr_irqs(val)?;
+                Ok(0)
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_CTRL, g::KVM_DEV_ARM_VGIC_CTRL_INIT) => {
+                v.cfg.init();
+                Ok(0)
+            }
+            _ => Err(Errno::ENXIO),
+        }
+    }
+
+    fn get(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
+        let guard = self.vm.vgic.lock();
+        let v = guard.as_ref().ok_or(Errno::ENODEV)?;
+        let out = UserPtr::<u64>::new(a.addr as usize);
+        match (a.group, a.attr) {
+            (g::KVM_DEV_ARM_VGIC_GRP_ADDR, g::KVM_VGIC_V3_ADDR_TYPE_DIST) => {
+                out.write(&v.cfg.dist.unwrap_or(ADDR_UNDEF))?;
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_ADDR, g::KVM_VGIC_V3_ADDR_TYPE_REDIST) => {
+                out.write(&v.regions.first().map_or(ADDR_UNDEF, |r| r.base))?;
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_ADDR, g::KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION) => {
+                let index = (out.read()? & 0xfff) as u32;
+                let r = v
+                    .regions
+                    .iter()
+                    .find(|r| r.index == index)
+                    .ok_or(Errno::ENOENT)?;
+                out.write(&g::encode_region_attr(r))?;
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, _) => {
+                UserPtr::<u32>::new(a.addr as usize).write(&v.cfg.nr_irqs())?;
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, attr) => {
+                // The vCPU by affinity (EINVAL if none), then the initialisation (EBUSY).
+                let aff = attr >> 32;
+                let mpidr = ((aff & 0xff00_0000) << 8) | (aff & 0xff_ffff);
+                let vcpu = self
+                    .vm
+                    .vcpus
+                    .lock()
+                    .iter()
+                    .find(|c| super::vcpu::mpidr_for(c.id) & 0xff_00ff_ffff == mpidr)
+                    .map(|c| c.id)
+                    .ok_or(Errno::EINVAL)?;
+                if !v.cfg.initialized {
+                    return Err(Errno::EBUSY);
+                }
+                let typer = g::gicr_typer(super::vcpu::mpidr_for(vcpu), vcpu, v.is_last(vcpu));
+                let val = match attr & 0xffff_ffff {
+                    g::GICR_TYPER => typer as u32,
+                    o if o == g::GICR_TYPER + 4 => (typer >> 32) as u32,
+                    // The other registers are not there yet.
+                    _ => return Err(Errno::ENXIO),
+                };
+                UserPtr::<u32>::new(a.addr as usize).write(&val)?;
+            }
+            _ => return Err(Errno::ENXIO),
+        }
+        Ok(0)
+    }
+}
+
+impl FileOps for VgicFile {
+    fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    fn write(&self, _cur: &dyn Caller, _file: &File, _buf: &[u8]) -> SysResult<usize> {
+        Err(Errno::EINVAL)
+    }
+    fn ioctl(&self, cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
+        self.vm.check_caller(cur)?;
+        if !matches!(
+            cmd,
+            k::KVM_HAS_DEVICE_ATTR | k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR
+        ) {
+            return Err(Errno::ENOTTY);
+        }
+        let a = UserPtr::<KvmDeviceAttr>::new(arg).read()?;
+        match cmd {
+            k::KVM_HAS_DEVICE_ATTR => self.has(&a),
+            k::KVM_SET_DEVICE_ATTR => self.set(&a),
+            _ => self.get(&a),
+        }
+    }
+    fn poll(&self, _cur: &dyn Caller) -> u32 {
+        0
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
