@@ -601,6 +601,11 @@ fn packet_flush_status() -> TestResult {
         check_eq!(b[0], want, "tcflush({how})");
         check_eq!(poll1(m, POLLIN | POLLPRI, 0), 0, "read: nothing pending");
     }
+    // TCSETSF flushes the slave's input.
+    let mut t = Termios::new_zeroed();
+    t!(ioctl_ptr(s, tt::TCGETS, &mut t));
+    t!(ioctl_ptr(s, tt::TCSETSF, &mut t));
+    check_eq!(status(m), [tt::TIOCPKT_FLUSHREAD], "TCSETSF");
     // Statuses gather, and come before data, alone.
     check_eq!(sys::write(s, b"x"), Ok(1));
     check!(poll1(m, POLLIN, 2_000_000_000) & POLLIN != 0, "the data");
