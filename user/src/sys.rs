@@ -319,6 +319,7 @@ pub const EPOLLOUT: u32 = 4;
 pub const EPOLLERR: u32 = 8;
 pub const EPOLLHUP: u32 = 0x10;
 pub const POLLIN: i16 = 1;
+pub const POLLPRI: i16 = 2;
 pub const POLLOUT: i16 = 4;
 pub const POLLERR: i16 = 8;
 pub const POLLHUP: i16 = 0x10;

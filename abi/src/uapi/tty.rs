@@ -262,6 +262,118 @@ impl Termios {
 /// A pty's line speed (B38400), as TCGETS2 reports it.
 pub const PTY_BAUD: u32 = 38_400;
 
+/// Packet mode's status bits (TIOCPKT): what a pty master in packet mode reads, one byte
+/// alone, before any more data; data comes after a `TIOCPKT_DATA` byte.
+pub const TIOCPKT_DATA: u8 = 0;
+pub const TIOCPKT_FLUSHREAD: u8 = 1;
+pub const TIOCPKT_FLUSHWRITE: u8 = 2;
+pub const TIOCPKT_STOP: u8 = 4;
+pub const TIOCPKT_START: u8 = 8;
+pub const TIOCPKT_NOSTOP: u8 = 16;
+pub const TIOCPKT_DOSTOP: u8 = 32;
+pub const TIOCPKT_IOCTL: u8 = 64;
+
+/// A pty master's packet mode and the status its slave's events left for it (Linux's
+/// `ctrl.packet` on the master and `ctrl.pktstatus` on the slave, pty.c and n_tty.c). Events
+/// are recorded only while the mode is on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Packet {
+    on: bool,
+    status: u8,
+}
+
+/// The slave's modes ask for ^S/^Q flow control as a remote end can do it itself: IXON with
+/// the standard characters (what DOSTOP and NOSTOP report).
+fn standard_flow(t: &Termios) -> bool {
+    t.c_iflag & IXON != 0 && t.c_cc[VSTOP] == 0x13 && t.c_cc[VSTART] == 0x11
+}
+
+impl Packet {
+    pub const fn new() -> Packet {
+        Packet {
+            on: false,
+            status: 0,
+        }
+    }
+
+    /// TIOCGPKT.
+    pub fn on(&self) -> bool {
+        self.on
+    }
+
+    /// TIOCPKT: turning the mode on (from off) forgets any old status.
+    pub fn set(&mut self, on: bool) {
+        if on && !self.on {
+            self.status = 0;
+        }
+        self.on = on;
+    }
+
+    /// The status a read would return now.
+    pub fn pending(&self) -> Option<u8> {
+        (self.on && self.status != 0).then_some(self.status)
+    }
+
+    /// The status, read: gone once taken.
+    pub fn take(&mut self) -> Option<u8> {
+        let s = self.pending()?;
+        self.status = 0;
+        Some(s)
+    }
+
+    fn note(&mut self, bits: u8) {
+        if self.on {
+            self.status |= bits;
+        }
+    }
+
+    /// The slave's input was flushed (`read`: TCIFLUSH, TCSETSF, a signal character) or its
+    /// output (`write`: TCOFLUSH, a signal character).
+    pub fn flushed(&mut self, read: bool, write: bool) {
+        let r = if read { TIOCPKT_FLUSHREAD } else { 0 };
+        let w = if write { TIOCPKT_FLUSHWRITE } else { 0 };
+        self.note(r | w);
+    }
+
+    /// A signal character reached the slave with modes `t`: unless NOFLSH, both ways flushed.
+    pub fn signal_char(&mut self, t: &Termios) {
+        if t.c_lflag & NOFLSH == 0 {
+            self.flushed(true, true);
+        }
+    }
+
+    /// The slave's output stopped or started again (only a change is an event); the newer
+    /// replaces the other.
+    pub fn flow(&mut self, stopped: bool) {
+        if !self.on {
+            return;
+        }
+        let (set, clear) = if stopped {
+            (TIOCPKT_STOP, TIOCPKT_START)
+        } else {
+            (TIOCPKT_START, TIOCPKT_STOP)
+        };
+        self.status = (self.status & !clear) | set;
+    }
+
+    /// The slave's modes changed from `old` to `new`: DOSTOP or NOSTOP when standard flow
+    /// control was turned on or off (the newer replaces the other), IOCTL whenever EXTPROC is
+    /// in either.
+    pub fn termios_changed(&mut self, old: &Termios, new: &Termios) {
+        if !self.on {
+            return;
+        }
+        let (was, now) = (standard_flow(old), standard_flow(new));
+        if was != now {
+            self.status &= !(TIOCPKT_DOSTOP | TIOCPKT_NOSTOP);
+            self.status |= if now { TIOCPKT_DOSTOP } else { TIOCPKT_NOSTOP };
+        }
+        if (old.c_lflag | new.c_lflag) & EXTPROC != 0 {
+            self.status |= TIOCPKT_IOCTL;
+        }
+    }
+}
+
 /// The kernel `struct termios2` (TCGETS2/TCSETS2*): `struct termios` and the two speeds.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
@@ -312,6 +424,62 @@ mod tests {
         assert_eq!(TIOCGPTLCK, 0x8004_5439);
         assert_eq!(TIOCSIG, 0x4004_5436);
         assert_eq!(TIOCSPTLCK, 0x4004_5431);
+        assert_eq!(TIOCPKT, 0x5420);
+        assert_eq!(TIOCGPKT, 0x8004_5438);
+    }
+
+    #[test]
+    fn packet_status() {
+        let mut p = Packet::new();
+        p.flushed(true, false);
+        assert_eq!(p.pending(), None, "nothing recorded while off");
+        p.set(true);
+        assert!(p.on());
+        p.flushed(true, false);
+        p.flushed(false, true);
+        p.set(true);
+        assert_eq!(p.pending(), Some(3), "on again while on keeps it");
+        assert_eq!(p.take(), Some(3));
+        assert_eq!(p.take(), None, "read once");
+        p.flow(true);
+        p.flow(false);
+        assert_eq!(p.take(), Some(TIOCPKT_START), "START replaces STOP");
+        p.signal_char(&Termios::pty_slave_default());
+        assert_eq!(p.pending(), Some(3));
+        p.set(false);
+        assert_eq!(p.pending(), None, "off: nothing to read");
+        p.set(true);
+        assert_eq!(p.pending(), None, "turned on: the old status is gone");
+        let mut t = Termios::pty_slave_default();
+        t.c_lflag |= NOFLSH;
+        p.signal_char(&t);
+        assert_eq!(p.pending(), None, "NOFLSH");
+    }
+
+    #[test]
+    fn packet_termios() {
+        let std = Termios::pty_slave_default();
+        let mut p = Packet::new();
+        p.set(true);
+        p.termios_changed(&std, &std);
+        assert_eq!(p.pending(), None, "no change");
+        let mut off = std;
+        off.c_iflag &= !IXON;
+        p.termios_changed(&std, &off);
+        assert_eq!(p.take(), Some(TIOCPKT_NOSTOP));
+        p.termios_changed(&std, &off);
+        p.termios_changed(&off, &std);
+        assert_eq!(p.take(), Some(TIOCPKT_DOSTOP), "DOSTOP replaces NOSTOP");
+        let mut other = std;
+        other.c_cc[VSTOP] = 0x10;
+        p.termios_changed(&std, &other);
+        assert_eq!(p.take(), Some(TIOCPKT_NOSTOP), "not ^S");
+        let mut ext = std;
+        ext.c_lflag |= EXTPROC;
+        p.termios_changed(&std, &ext);
+        assert_eq!(p.take(), Some(TIOCPKT_IOCTL));
+        p.termios_changed(&ext, &std);
+        assert_eq!(p.take(), Some(TIOCPKT_IOCTL), "EXTPROC in the old modes");
     }
 
     #[test]

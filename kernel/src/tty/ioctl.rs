@@ -53,8 +53,18 @@ impl Terminal {
             let mut t = self.st.lock();
             if matches!(cmd, tty::TCSETSF | tty::TCSETSF2) {
                 t.ld.flush_input();
+                t.link.packet.flushed(true, false);
             }
+            let (old, was) = (*t.ld.termios(), t.ld.stopped());
             t.ld.set_termios(new);
+            // What a pty master in packet mode hears of it (Linux's pty_set_termios, then
+            // n_tty_set_termios restarting output stopped by a ^S once IXON is off).
+            let new = *t.ld.termios();
+            t.link.packet.termios_changed(&old, &new);
+            if t.ld.stopped() != was {
+                let stopped = t.ld.stopped();
+                t.link.packet.flow(stopped);
+            }
         }
         self.changed();
         Ok(0)
@@ -202,11 +212,21 @@ impl Terminal {
             }
             tty::TCFLSH => {
                 self.check_change(cur, sig::SIGTTOU)?;
-                match arg as u32 {
-                    tty::TCIFLUSH | tty::TCIOFLUSH => self.st.lock().ld.flush_input(),
-                    tty::TCOFLUSH => {}
-                    _ => return Err(Errno::EINVAL),
+                let how = arg as u32;
+                if how > tty::TCIOFLUSH {
+                    return Err(Errno::EINVAL);
                 }
+                let (input, output) = (how != tty::TCOFLUSH, how != tty::TCIFLUSH);
+                let mut t = self.st.lock();
+                if input {
+                    t.ld.flush_input();
+                }
+                // Output is never held back (a pty's is in its master's input already, as
+                // Linux's flip buffers usually have passed it on): only a pty master in
+                // packet mode hears of it (Linux's n_tty_packet_mode_flush and
+                // pty_flush_buffer).
+                t.link.packet.flushed(input, output);
+                drop(t);
                 self.changed();
                 Ok(0)
             }
@@ -214,8 +234,13 @@ impl Terminal {
                 self.check_change(cur, sig::SIGTTOU)?;
                 let mut t = self.st.lock();
                 match arg as u32 {
-                    tty::TCOOFF => t.ld.set_stopped(true),
-                    tty::TCOON => t.ld.set_stopped(false),
+                    tty::TCOOFF | tty::TCOON => {
+                        let stop = arg as u32 == tty::TCOOFF;
+                        if t.ld.stopped() != stop {
+                            t.ld.set_stopped(stop);
+                            t.link.packet.flow(stop);
+                        }
+                    }
                     tty::TCIOFF | tty::TCION => {
                         let i = if arg as u32 == tty::TCIOFF {
                             tty::VSTOP

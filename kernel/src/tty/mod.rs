@@ -65,6 +65,8 @@ struct PtyLink {
     hung_up: bool,
     /// The master's own modes (TCGETS/TCSETS on it); its input is always raw.
     master_termios: Termios,
+    /// The master's packet mode and the status the slave's events left for it.
+    packet: tty::Packet,
 }
 
 struct TermState {
@@ -189,6 +191,7 @@ impl Terminal {
                     slave_closed: false,
                     hung_up: false,
                     master_termios: Termios::pty_master_default(),
+                    packet: tty::Packet::new(),
                 },
                 deferred: 0,
                 deferred_pgrp: 0,
@@ -208,13 +211,19 @@ impl Terminal {
 
     /// Bytes typed at the terminal, through the line discipline: echoes go out, and the
     /// signal characters' signals are returned (a mask, bit n-1 for signal n) with the
-    /// foreground group to send them to.
+    /// foreground group to send them to. A pty master in packet mode is told of flushes and
+    /// of output stopped or started.
     fn receive(st: &mut TermState, line: Line, bytes: &[u8]) -> (u64, u32) {
-        let TermState { ld, out, .. } = &mut *st;
+        let TermState { ld, out, link, .. } = &mut *st;
         let mut mask = 0u64;
         for &c in bytes {
+            let was = ld.stopped();
             if let Some(s) = ld.receive(c, &mut |b: &[u8]| emit(line, out, b)) {
                 mask |= 1 << (s - 1);
+                link.packet.signal_char(ld.termios());
+            }
+            if ld.stopped() != was {
+                link.packet.flow(ld.stopped());
             }
         }
         (mask, st.pgrp)

@@ -6,8 +6,17 @@
 //! Closing the master hangs the slave up: its session leader gets SIGHUP and SIGCONT, the
 //! session loses it, its files read 0 (a reader waiting then gets EIO) and write EIO, and
 //! /dev/pts/N goes. Once every slave file that was opened is closed, master reads find EIO
-//! after the output left. The index is free again when both sides are closed. Packet mode
-//! (TIOCPKT) is not implemented: it answers ENOTTY.
+//! after the output left. The index is free again when both sides are closed.
+//!
+//! Packet mode (TIOCPKT on the master; TIOCGPKT asks; the slave answers both ENOTTY): each
+//! master read returns either one status byte alone, when the slave's events left one, or a
+//! `TIOCPKT_DATA` (0) byte then data (a 1-byte buffer gets the 0 alone, the data staying).
+//! Statuses (`abi::uapi::tty::Packet`): FLUSHREAD and FLUSHWRITE for the slave's TCFLSH,
+//! TCSETSF and signal characters without NOFLSH; STOP and START when its output stops or
+//! starts (^S/^Q with IXON, TCOOFF/TCOON, IXON turned off); DOSTOP and NOSTOP when its modes
+//! turn ^S/^Q flow control on or off; IOCTL for a mode change with EXTPROC. A pending status
+//! makes the master poll POLLPRI as well as POLLIN; reading it clears it, and so does turning
+//! the mode on.
 
 #![forbid(unsafe_code)]
 
@@ -23,7 +32,7 @@ use core::any::Any;
 use core::sync::atomic::Ordering;
 use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
-use svelt_abi::uapi::fs::{O_CLOEXEC, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use svelt_abi::uapi::fs::{O_CLOEXEC, POLLHUP, POLLIN, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM};
 use svelt_abi::uapi::signal as sig;
 use svelt_abi::uapi::tty::{self, Termios, Termios2, Winsize};
 
@@ -196,7 +205,9 @@ impl Master {
 }
 
 impl FileOps for Master {
-    /// The slave's output; EIO once every slave file closed and nothing is left.
+    /// The slave's output; EIO once every slave file closed and nothing is left. In packet
+    /// mode a pending status comes first, alone; data comes after a `TIOCPKT_DATA` byte
+    /// (Linux's n_tty_read on the master).
     fn read(&self, _cur: &dyn Caller, file: &File, buf: &mut [u8]) -> SysResult<usize> {
         if buf.is_empty() {
             return Ok(0);
@@ -204,12 +215,20 @@ impl FileOps for Master {
         let t = self.term();
         let r = t.wq.wait(|| {
             let mut s = t.st.lock();
-            if !s.out.is_empty() {
-                let n = s.out.len().min(buf.len());
-                for (d, b) in buf.iter_mut().zip(s.out.drain(..n)) {
+            if let Some(status) = s.link.packet.take() {
+                buf[0] = status;
+                Some(Ok(1))
+            } else if !s.out.is_empty() {
+                let skip = usize::from(s.link.packet.on());
+                let dst = &mut buf[skip..];
+                let n = s.out.len().min(dst.len());
+                for (d, b) in dst.iter_mut().zip(s.out.drain(..n)) {
                     *d = b;
                 }
-                Some(Ok(n))
+                if skip == 1 {
+                    buf[0] = tty::TIOCPKT_DATA;
+                }
+                Some(Ok(n + skip))
             } else if s.link.slave_closed {
                 Some(Err(Errno::EIO))
             } else if file.nonblocking() {
@@ -273,6 +292,9 @@ impl FileOps for Master {
         if !s.out.is_empty() {
             ev |= (POLLIN | POLLRDNORM) as u32;
         }
+        if s.link.packet.pending().is_some() {
+            ev |= (POLLPRI | POLLIN | POLLRDNORM) as u32;
+        }
         if s.link.slave_closed {
             ev |= POLLHUP as u32;
         }
@@ -300,6 +322,17 @@ impl FileOps for Master {
                 Ok(0)
             }
             tty::TIOCGPTPEER => self.open_peer(cur, arg as u32),
+            tty::TIOCPKT => {
+                let v: i32 = UserPtr::new(arg).read()?;
+                t.st.lock().link.packet.set(v != 0);
+                t.changed();
+                Ok(0)
+            }
+            tty::TIOCGPKT => {
+                let v = i32::from(t.st.lock().link.packet.on());
+                UserPtr::new(arg).write(&v)?;
+                Ok(0)
+            }
             tty::TIOCSIG => {
                 let s = arg as u32;
                 if ![sig::SIGINT, sig::SIGQUIT, sig::SIGTSTP].contains(&s) {

@@ -3,7 +3,9 @@
 //! number, the slave's line discipline seen through the master (echo, erase, ONLCR, raw
 //! mode, FIONREAD), ^C typed at the master reaching the slave's foreground group, the window
 //! size and SIGWINCH, the hang-up when the master closes, EIO on the master once the slave
-//! closed, and poll and epoll readiness of both sides.
+//! closed, poll and epoll readiness of both sides, and packet mode (TIOCPKT): data after a
+//! TIOCPKT_DATA byte, and the status bytes the slave's flushes, flow control, mode changes and
+//! signal characters leave for the master, each read alone and flagged by POLLPRI.
 //!
 //! Run as the first process on Linux /dev/pts is not mounted: the test mounts devpts there
 //! itself (and devtmpfs on /dev if /dev/ptmx is missing), with gid=5,mode=620,ptmxmode=666.
@@ -479,6 +481,224 @@ fn poll_readiness() -> TestResult {
     Ok(())
 }
 
+fn set_packet(m: i32, on: i32) -> SysResult {
+    let mut v = on;
+    ioctl_ptr(m, tt::TIOCPKT, &mut v)
+}
+
+fn tcflush(fd: i32, how: u32) -> SysResult {
+    sys::ioctl(fd, tt::TCFLSH as usize, how as usize)
+}
+
+/// The slave's modes changed by `f` (TCSETS).
+fn change_modes(s: i32, f: impl FnOnce(&mut Termios)) -> SysResult {
+    let mut t = Termios::new_zeroed();
+    ioctl_ptr(s, tt::TCGETS, &mut t)?;
+    f(&mut t);
+    ioctl_ptr(s, tt::TCSETS, &mut t)
+}
+
+/// What one read of master `m` (packet mode, a 64-byte buffer) returns once it polls
+/// POLLPRI (2 s at most; nothing if it never does): a status comes in its own time on Linux
+/// when the master's writes caused it.
+fn status(m: i32) -> Vec<u8> {
+    if poll1(m, POLLPRI, 2_000_000_000) & POLLPRI == 0 {
+        return Vec::new();
+    }
+    let mut b = [0u8; 64];
+    match sys::read(m, &mut b) {
+        Ok(n) => b[..n].to_vec(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Reads master `m` in packet mode until `want` data bytes came (or 2 s of nothing); each
+/// read must begin with TIOCPKT_DATA. The data, or the read that did not.
+fn read_packets(m: i32, want: usize) -> Result<Vec<u8>, Vec<u8>> {
+    let mut got = Vec::new();
+    let mut b = [0u8; 256];
+    while got.len() < want {
+        if poll1(m, POLLIN, 2_000_000_000) & POLLIN == 0 {
+            break;
+        }
+        match sys::read(m, &mut b) {
+            Ok(0) | Err(_) => break,
+            Ok(n) if b[0] != tt::TIOCPKT_DATA => return Err(b[..n].to_vec()),
+            Ok(n) => got.extend_from_slice(&b[1..n]),
+        }
+    }
+    Ok(got)
+}
+
+fn packet_mode_switch() -> TestResult {
+    let (m, s, _) = t!(open_pair());
+    check_eq!(ioctl_int(m, tt::TIOCGPKT), Ok(0), "off in a new pair");
+    t!(set_packet(m, 2));
+    check_eq!(
+        ioctl_int(m, tt::TIOCGPKT),
+        Ok(1),
+        "any non-zero turns it on"
+    );
+    check_eq!(set_packet(s, 1), Err(ENOTTY), "TIOCPKT on the slave");
+    check_eq!(
+        ioctl_int(s, tt::TIOCGPKT),
+        Err(ENOTTY),
+        "TIOCGPKT on the slave"
+    );
+    t!(set_packet(m, 0));
+    check_eq!(ioctl_int(m, tt::TIOCGPKT), Ok(0));
+    t!(sys::close(s));
+    t!(sys::close(m));
+    Ok(())
+}
+
+fn packet_data() -> TestResult {
+    let (m, s, _) = t!(open_pair());
+    t!(set_packet(m, 1));
+    check_eq!(sys::write(s, b"hi\n"), Ok(3));
+    let ev = poll1(m, POLLIN | POLLPRI, 2_000_000_000);
+    check_eq!(
+        ev & (POLLIN | POLLPRI),
+        POLLIN,
+        "data, no status: poll {ev:#x}"
+    );
+    // A 1-byte buffer has room for the TIOCPKT_DATA byte alone: the data stays.
+    let mut one = [0xffu8; 1];
+    check_eq!(sys::read(m, &mut one), Ok(1));
+    check_eq!(one[0], tt::TIOCPKT_DATA);
+    let got = read_packets(m, 4).map(|d| show(&d));
+    check_eq!(
+        got,
+        Ok(show(b"hi\r\n")),
+        "each read: TIOCPKT_DATA, then data"
+    );
+    // Off again: data alone.
+    t!(set_packet(m, 0));
+    check_eq!(sys::write(s, b"x"), Ok(1));
+    check_eq!(show(&read_until(m, 1)), show(b"x"), "packet mode off");
+    t!(sys::close(s));
+    t!(sys::close(m));
+    Ok(())
+}
+
+fn packet_flush_status() -> TestResult {
+    let (m, s, _) = t!(open_pair());
+    t!(set_packet(m, 1));
+    for (how, want) in [
+        (tt::TCIFLUSH, tt::TIOCPKT_FLUSHREAD),
+        (tt::TCOFLUSH, tt::TIOCPKT_FLUSHWRITE),
+        (
+            tt::TCIOFLUSH,
+            tt::TIOCPKT_FLUSHREAD | tt::TIOCPKT_FLUSHWRITE,
+        ),
+    ] {
+        t!(tcflush(s, how));
+        let ev = poll1(m, POLLIN | POLLPRI, 0);
+        check_eq!(ev, POLLIN | POLLPRI, "tcflush({how}): a status pending");
+        // Read with a 1-byte buffer: the status alone.
+        let mut b = [0xffu8; 1];
+        check_eq!(sys::read(m, &mut b), Ok(1));
+        check_eq!(b[0], want, "tcflush({how})");
+        check_eq!(poll1(m, POLLIN | POLLPRI, 0), 0, "read: nothing pending");
+    }
+    // TCSETSF flushes the slave's input.
+    let mut t = Termios::new_zeroed();
+    t!(ioctl_ptr(s, tt::TCGETS, &mut t));
+    t!(ioctl_ptr(s, tt::TCSETSF, &mut t));
+    check_eq!(status(m), [tt::TIOCPKT_FLUSHREAD], "TCSETSF");
+    // Statuses gather, and come before data, alone.
+    check_eq!(sys::write(s, b"x"), Ok(1));
+    check!(poll1(m, POLLIN, 2_000_000_000) & POLLIN != 0, "the data");
+    t!(tcflush(s, tt::TCIFLUSH));
+    t!(tcflush(s, tt::TCOFLUSH));
+    let mut b = [0u8; 64];
+    check_eq!(sys::read(m, &mut b), Ok(1), "the status alone");
+    check_eq!(b[0], tt::TIOCPKT_FLUSHREAD | tt::TIOCPKT_FLUSHWRITE);
+    check_eq!(poll1(m, POLLIN | POLLPRI, 0), POLLIN, "the data left");
+    check_eq!(sys::read(m, &mut b), Ok(2));
+    check_eq!(b[..2], [tt::TIOCPKT_DATA, b'x']);
+    // Turning packet mode on while on keeps a status; off, none shows; on again, it is gone.
+    t!(tcflush(s, tt::TCIFLUSH));
+    t!(set_packet(m, 1));
+    check_eq!(poll1(m, POLLPRI, 0), POLLPRI, "on again while on");
+    t!(set_packet(m, 0));
+    check_eq!(poll1(m, POLLIN | POLLPRI, 0), 0, "off: no status");
+    t!(set_packet(m, 1));
+    check_eq!(
+        poll1(m, POLLIN | POLLPRI, 0),
+        0,
+        "turned on: the old status is gone"
+    );
+    t!(sys::close(s));
+    t!(sys::close(m));
+    Ok(())
+}
+
+fn packet_flow_status() -> TestResult {
+    let (m, s, _) = t!(open_pair());
+    t!(set_packet(m, 1));
+    // ^S and ^Q typed with IXON (a new slave's default).
+    check_eq!(sys::write(m, b"\x13"), Ok(1));
+    check_eq!(status(m), [tt::TIOCPKT_STOP], "^S");
+    check_eq!(sys::write(m, b"\x11"), Ok(1));
+    check_eq!(status(m), [tt::TIOCPKT_START], "^Q");
+    // tcflow on the slave.
+    t!(sys::ioctl(s, tt::TCXONC as usize, tt::TCOOFF as usize));
+    check_eq!(status(m), [tt::TIOCPKT_STOP], "TCOOFF");
+    t!(sys::ioctl(s, tt::TCXONC as usize, tt::TCOON as usize));
+    check_eq!(status(m), [tt::TIOCPKT_START], "TCOON");
+    // ^S/^Q flow control turned off and on by the slave's modes.
+    t!(change_modes(s, |t| t.c_iflag &= !tt::IXON));
+    check_eq!(status(m), [tt::TIOCPKT_NOSTOP], "IXON off");
+    t!(change_modes(s, |_| {}));
+    check_eq!(poll1(m, POLLPRI, 0), 0, "the same modes again");
+    t!(change_modes(s, |t| t.c_iflag |= tt::IXON));
+    check_eq!(status(m), [tt::TIOCPKT_DOSTOP], "IXON on");
+    t!(change_modes(s, |t| t.c_cc[tt::VSTOP] = 0x10));
+    check_eq!(status(m), [tt::TIOCPKT_NOSTOP], "VSTOP not ^S");
+    t!(change_modes(s, |t| t.c_cc[tt::VSTOP] = 0x13));
+    check_eq!(status(m), [tt::TIOCPKT_DOSTOP], "VSTOP ^S again");
+    // Stopped by ^S, then IXON off: output starts again.
+    check_eq!(sys::write(m, b"\x13"), Ok(1));
+    check_eq!(status(m), [tt::TIOCPKT_STOP], "^S");
+    t!(change_modes(s, |t| t.c_iflag &= !tt::IXON));
+    check_eq!(
+        status(m),
+        [tt::TIOCPKT_NOSTOP | tt::TIOCPKT_START],
+        "IXON off while stopped"
+    );
+    // EXTPROC: every mode change is reported.
+    t!(change_modes(s, |t| t.c_lflag |= tt::EXTPROC));
+    check_eq!(status(m), [tt::TIOCPKT_IOCTL], "EXTPROC on");
+    t!(change_modes(s, |t| t.c_lflag &= !tt::EXTPROC));
+    check_eq!(status(m), [tt::TIOCPKT_IOCTL], "EXTPROC off");
+    t!(sys::close(s));
+    t!(sys::close(m));
+    Ok(())
+}
+
+fn packet_signal_char() -> TestResult {
+    // The slave is no one's controlling terminal: ^C signals no one, but flushes both ways.
+    let (m, s, _) = t!(open_pair());
+    t!(set_packet(m, 1));
+    check_eq!(sys::write(m, b"\x03"), Ok(1));
+    check_eq!(
+        status(m),
+        [tt::TIOCPKT_FLUSHREAD | tt::TIOCPKT_FLUSHWRITE],
+        "^C"
+    );
+    let got = read_packets(m, 2).map(|d| show(&d));
+    check_eq!(got, Ok(show(b"^C")), "the echo after the status");
+    // NOFLSH: the echo alone.
+    t!(change_modes(s, |t| t.c_lflag |= tt::NOFLSH));
+    check_eq!(sys::write(m, b"\x03"), Ok(1));
+    let got = read_packets(m, 2).map(|d| show(&d));
+    check_eq!(got, Ok(show(b"^C")), "NOFLSH: no status");
+    t!(sys::close(s));
+    t!(sys::close(m));
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     ensure_devpts();
     ktap::run(&[
@@ -494,6 +714,11 @@ fn main(_a: &rt::Args) -> i32 {
         ),
         ("master_after_slave_close", master_after_slave_close),
         ("poll_readiness", poll_readiness),
+        ("packet_mode_switch", packet_mode_switch),
+        ("packet_data", packet_data),
+        ("packet_flush_status", packet_flush_status),
+        ("packet_flow_status", packet_flow_status),
+        ("packet_signal_char", packet_signal_char),
     ])
 }
 
