@@ -160,12 +160,13 @@ static void test_ip(void)
 	const char *ip = exists("/usr/bin/ip") ? "/usr/bin/ip" : "/usr/sbin/ip";
 	char *up[] = { (char *)ip, "link", "set", "lo", "up", NULL };
 	int st_up = run(up, envp, out, sizeof out);
-	show("ip-link-up", out);
+	char up_out[512];
+	snprintf(up_out, sizeof up_out, "%.400s", out);
 	char *addr[] = { (char *)ip, "addr", NULL };
 	int st = run(addr, envp, out, sizeof out);
 	show("ip", out);
-	snprintf(why, sizeof why, "ip link set lo up: %#x; ip addr: %#x, printed:\n%.3000s", st_up,
-		 st, out);
+	snprintf(why, sizeof why, "ip link set lo up: %#x (%s); ip addr: %#x, printed:\n%.3000s",
+		 st_up, up_out, st, out);
 	result(st_up == 0 && st == 0 && strstr(out, "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536") &&
 		       strstr(out, "link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00") &&
 		       strstr(out, "inet 127.0.0.1/8 scope host lo") &&
