@@ -64,6 +64,7 @@ pub mod nr {
     pub const FTRUNCATE: usize = 46;
     pub const FACCESSAT: usize = 48;
     pub const CHDIR: usize = 49;
+    pub const CHROOT: usize = 51;
     pub const FCHDIR: usize = 50;
     pub const FCHMOD: usize = 52;
     pub const FCHMODAT: usize = 53;

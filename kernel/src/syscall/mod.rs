@@ -191,6 +191,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FACCESSAT2] = v(|c| stat::faccessat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::CHDIR] = v(|c| namei::chdir(c.cur, c.arg(0)));
     t[nr::FCHDIR] = v(|c| namei::fchdir(c.cur, c.arg(0)));
+    t[nr::CHROOT] = v(|c| namei::chroot(c.cur, c.arg(0)));
     t[nr::GETCWD] = v(|c| namei::getcwd(c.cur, c.arg(0), c.arg(1)));
     t[nr::MKDIRAT] = v(|c| namei::mkdirat(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::UNLINKAT] = v(|c| namei::unlinkat(c.cur, c.arg(0), c.arg(1), c.arg(2)));
