@@ -65,6 +65,7 @@ pub mod nr {
     pub const FACCESSAT: usize = 48;
     pub const CHDIR: usize = 49;
     pub const CHROOT: usize = 51;
+    pub const UNSHARE: usize = 97;
     pub const FCHDIR: usize = 50;
     pub const FCHMOD: usize = 52;
     pub const FCHMODAT: usize = 53;

@@ -32,6 +32,78 @@ pub fn clone(
     process::fork::do_clone(cur, &args, tf).map(|t| t as usize)
 }
 
+/// unshare: what Linux's ksys_unshare does, for a kernel with no namespaces. The implied flags
+/// first (CLONE_NEWUSER takes CLONE_THREAD and CLONE_FS, CLONE_VM takes CLONE_SIGHAND which
+/// takes CLONE_THREAD, CLONE_NEWNS takes CLONE_FS); bits outside the known set, or
+/// thread/handler/memory sharing to undo in a process that shares them, are EINVAL
+/// (check_unshare_flags). A new user namespace is EINVAL (CONFIG_USER_NS off); the other
+/// namespaces ask for CAP_SYS_ADMIN first (EPERM), then are EINVAL as with them configured out.
+/// CLONE_FS and CLONE_FILES give the caller its own copy of the fs context and descriptor
+/// table; CLONE_SYSVSEM has no semaphore undo list to drop.
+pub fn unshare(cur: &CurrentTask, flags: u64) -> SysResult<usize> {
+    let mut f = flags;
+    if f & s::CLONE_NEWUSER != 0 {
+        f |= s::CLONE_THREAD | s::CLONE_FS;
+    }
+    if f & s::CLONE_VM != 0 {
+        f |= s::CLONE_SIGHAND;
+    }
+    if f & s::CLONE_SIGHAND != 0 {
+        f |= s::CLONE_THREAD;
+    }
+    if f & s::CLONE_NEWNS != 0 {
+        f |= s::CLONE_FS;
+    }
+    const NAMESPACES: u64 = s::CLONE_NEWNS
+        | s::CLONE_NEWUTS
+        | s::CLONE_NEWIPC
+        | s::CLONE_NEWNET
+        | s::CLONE_NEWPID
+        | s::CLONE_NEWCGROUP
+        | s::CLONE_NEWTIME;
+    const KNOWN: u64 = s::CLONE_THREAD
+        | s::CLONE_FS
+        | s::CLONE_SIGHAND
+        | s::CLONE_VM
+        | s::CLONE_FILES
+        | s::CLONE_SYSVSEM
+        | s::CLONE_NEWUSER
+        | NAMESPACES;
+    if f & !KNOWN != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f & (s::CLONE_THREAD | s::CLONE_SIGHAND | s::CLONE_VM) != 0
+        && cur.process().live_threads().len() > 1
+    {
+        return Err(Errno::EINVAL);
+    }
+    // Handlers shared with another process (clone with CLONE_SIGHAND but not CLONE_THREAD).
+    if f & (s::CLONE_SIGHAND | s::CLONE_VM) != 0
+        && alloc::sync::Arc::strong_count(&cur.sighand.lock()) > 1
+    {
+        return Err(Errno::EINVAL);
+    }
+    if f & s::CLONE_NEWUSER != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f & NAMESPACES != 0 {
+        return Err(if super::cred::privileged(cur) {
+            Errno::EINVAL
+        } else {
+            Errno::EPERM
+        });
+    }
+    if f & s::CLONE_FS != 0 {
+        let copy = cur.fs().lock().clone();
+        *cur.fs.lock() = alloc::sync::Arc::new(spin::Mutex::new(copy));
+    }
+    if f & s::CLONE_FILES != 0 {
+        let copy = cur.files().lock().clone();
+        *cur.files.lock() = alloc::sync::Arc::new(spin::Mutex::new(copy));
+    }
+    Ok(0)
+}
+
 /// On success the registers are the new program's (x0 zero).
 pub fn execve(
     cur: &CurrentTask,

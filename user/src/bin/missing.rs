@@ -1,9 +1,10 @@
-//! Calls Svelt once answered ENOSYS, with Linux's semantics and errors: chroot.
+//! Calls Svelt once answered ENOSYS, with Linux's semantics and errors: chroot, unshare.
 #![no_std]
 #![no_main]
 
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::*;
+use svelt_user::sig::SIGCHLD;
 use svelt_user::sys::*;
 use svelt_user::*;
 
@@ -88,9 +89,95 @@ fn chroot_root() -> TestResult {
     r2
 }
 
+fn unshare(flags: usize) -> SysResult {
+    sys::syscall(nr::UNSHARE, &[flags])
+}
+
+const CLONE_NEWNS: usize = 0x2_0000;
+const CLONE_NEWUTS: usize = 0x400_0000;
+const CLONE_NEWIPC: usize = 0x800_0000;
+const CLONE_NEWNET: usize = 0x4000_0000;
+
+/// A child made by the raw clone with `flags` (no CLONE_VM: it runs on its copy of the
+/// stack) that runs `f` and exits with its result; returns its exit status.
+fn clone_child(flags: usize, f: impl FnOnce() -> i32) -> SysResult<i32> {
+    match sys::syscall(nr::CLONE, &[flags | SIGCHLD as usize, 0, 0, 0, 0])? {
+        0 => sys::exit_group(f()),
+        pid => {
+            let (_, st) = sys::waitpid(pid as i32, 0)?;
+            Ok(if wifexited(st) { wexitstatus(st) } else { -1 })
+        }
+    }
+}
+
+/// unshare: 0 does nothing; unknown bits are EINVAL; CLONE_FILES and CLONE_FS give the caller
+/// its own descriptor table and cwd (a process made with CLONE_FILES / CLONE_FS stops seeing
+/// the other's changes); undoing thread sharing is a no-op alone, EINVAL with a second
+/// thread; namespaces need CAP_SYS_ADMIN (EPERM for a non-root caller).
+fn unshare_flags() -> TestResult {
+    check_eq!(unshare(0), Ok(0));
+    for bad in [0x1, CLONE_VFORK, 0x1000, 0x8000, 0x40_0000, 1 << 32] {
+        check_eq!(unshare(bad), Err(EINVAL), "flags {bad:#x}");
+    }
+    check_eq!(unshare(CLONE_SYSVSEM), Ok(0));
+    // Descriptors: a shared table shows the child's open; an unshared one does not.
+    for (unshared, want) in [(false, Ok(0)), (true, Err(EBADF))] {
+        let fd = t!(clone_child(CLONE_FILES, || {
+            if unshared && unshare(CLONE_FILES).is_err() {
+                return 255;
+            }
+            sys::open("/dev/null", O_RDONLY).unwrap_or(254)
+        }));
+        check!(fd < 250, "child: {fd}");
+        check_eq!(sys::fcntl(fd, F_GETFD, 0), want, "unshared {unshared}");
+        let _ = sys::close(fd);
+    }
+    // The cwd: shared, the child's chdir moves the parent too; unshared, it does not.
+    for (unshared, want) in [(false, "/proc"), (true, "/")] {
+        t!(sys::chdir("/"));
+        let st = t!(clone_child(CLONE_FS, || {
+            if unshared && unshare(CLONE_FS).is_err() {
+                return 1;
+            }
+            sys::chdir("/proc").map_or(2, |_| 0)
+        }));
+        check_eq!(st, 0);
+        check_eq!(cwd(), want, "unshared {unshared}");
+    }
+    t!(sys::chdir("/"));
+    child(|| {
+        for f in [
+            CLONE_THREAD,
+            CLONE_SIGHAND,
+            CLONE_VM,
+            CLONE_FS | CLONE_FILES,
+        ] {
+            check_eq!(unshare(f), Ok(0), "flags {f:#x}");
+        }
+        extern "C" fn linger(_: usize) -> i32 {
+            sys::sleep_ns(300_000_000);
+            0
+        }
+        let th = t!(spawn_thread(linger, 0, tpidr_el0()));
+        for f in [CLONE_THREAD, CLONE_SIGHAND, CLONE_VM] {
+            check_eq!(unshare(f), Err(EINVAL), "flags {f:#x} with a second thread");
+        }
+        check_eq!(unshare(CLONE_FILES), Ok(0));
+        th.join();
+        t!(sys::setuid(1000));
+        for f in [CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET] {
+            check_eq!(unshare(f), Err(EPERM), "flags {f:#x} as uid 1000");
+        }
+        Ok(())
+    })
+}
+
 fn main(_a: &rt::Args) -> i32 {
     svelt_user::proc::mount_when_init();
-    ktap::run(&[("chroot_root", chroot_root)])
+    ktap::run(&[
+        ("chroot_root", chroot_root),
+        ("unshare_flags", unshare_flags),
+    ])
 }
 
 entry!(main);
