@@ -66,6 +66,7 @@ pub mod nr {
     pub const CHDIR: usize = 49;
     pub const CHROOT: usize = 51;
     pub const UNSHARE: usize = 97;
+    pub const COPY_FILE_RANGE: usize = 285;
     pub const FCHDIR: usize = 50;
     pub const FCHMOD: usize = 52;
     pub const FCHMODAT: usize = 53;

@@ -206,6 +206,17 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FDATASYNC] = v(|c| file::fsync(c.cur, c.arg(0)));
     t[nr::CLOSE_RANGE] = v(|c| file::close_range(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SENDFILE] = v(|c| file::sendfile(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::COPY_FILE_RANGE] = v(|c| {
+        file::copy_file_range(
+            c.cur,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.arg(5),
+        )
+    });
     t[nr::FADVISE64] = v(|c| file::fadvise64(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SYNC] = v(|_| Ok(0));
     t[nr::PIPE2] = v(|c| file::pipe2(c.cur, c.arg(0), c.arg(1)));

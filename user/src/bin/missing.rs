@@ -1,4 +1,5 @@
-//! Calls Svelt once answered ENOSYS, with Linux's semantics and errors: chroot, unshare.
+//! Calls Svelt once answered ENOSYS, with Linux's semantics and errors: chroot, unshare,
+//! copy_file_range.
 #![no_std]
 #![no_main]
 
@@ -172,11 +173,125 @@ fn unshare_flags() -> TestResult {
     })
 }
 
+fn cfr(
+    fd_in: i32,
+    off_in: Option<&mut i64>,
+    fd_out: i32,
+    off_out: Option<&mut i64>,
+    len: usize,
+    flags: usize,
+) -> SysResult {
+    let p = |o: Option<&mut i64>| o.map_or(0, |r| r as *mut i64 as usize);
+    sys::syscall(
+        nr::COPY_FILE_RANGE,
+        &[
+            fd_in as usize,
+            p(off_in),
+            fd_out as usize,
+            p(off_out),
+            len,
+            flags,
+        ],
+    )
+}
+
+fn contents(fd: i32) -> Vec<u8> {
+    let mut b = [0u8; 64];
+    let n = sys::pread(fd, &mut b, 0).unwrap_or(0);
+    b[..n].to_vec()
+}
+
+/// copy_file_range between tmpfs files: NULL offsets use and move the file positions, given
+/// offsets are updated instead; the copy stops at the input's end (0 there); Linux's errors
+/// for flags, bad descriptors, directories, pipes, O_APPEND, negative offsets and overlapping
+/// ranges in one file.
+fn copy_file_range_files() -> TestResult {
+    let base = format!("/tmp/missing-cfr-{}", sys::getpid());
+    let (a, b) = (format!("{base}-a"), format!("{base}-b"));
+    t!(io::write_file(&a, b"0123456789", 0o644));
+    let src = t!(sys::openat(AT_FDCWD, &a, O_RDWR | O_CLOEXEC, 0));
+    let dst = t!(sys::openat(
+        AT_FDCWD,
+        &b,
+        O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+        0o644
+    ));
+    let wo = t!(sys::openat(AT_FDCWD, &a, O_WRONLY | O_CLOEXEC, 0));
+    let ro = t!(sys::openat(AT_FDCWD, &b, O_RDONLY | O_CLOEXEC, 0));
+    let app = t!(sys::openat(
+        AT_FDCWD,
+        &b,
+        O_WRONLY | O_APPEND | O_CLOEXEC,
+        0
+    ));
+    let dir = t!(sys::openat(
+        AT_FDCWD,
+        "/tmp",
+        O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+        0
+    ));
+    let [pr, pw] = t!(sys::pipe2(O_CLOEXEC));
+
+    check_eq!(cfr(src, None, dst, None, 4, 1), Err(EINVAL));
+    check_eq!(cfr(999, None, dst, None, 4, 0), Err(EBADF));
+    check_eq!(cfr(src, None, 999, None, 4, 0), Err(EBADF));
+    check_eq!(cfr(wo, None, dst, None, 4, 0), Err(EBADF));
+    check_eq!(cfr(src, None, ro, None, 4, 0), Err(EBADF));
+    check_eq!(cfr(src, None, app, None, 4, 0), Err(EBADF));
+    check_eq!(cfr(dir, None, dst, None, 4, 0), Err(EISDIR));
+    check_eq!(cfr(src, None, dir, None, 4, 0), Err(EISDIR));
+    check_eq!(cfr(pr, None, dst, None, 4, 0), Err(EINVAL));
+    check_eq!(cfr(src, None, pw, None, 4, 0), Err(EINVAL));
+    // A negative offset whose sum with the length wraps is EOVERFLOW, any other EINVAL.
+    let mut neg = -1i64;
+    check_eq!(
+        cfr(src, Some(&mut neg), dst, None, 4, 0),
+        Err(Errno(75)),
+        "EOVERFLOW"
+    );
+    let mut neg = -100i64;
+    check_eq!(cfr(src, Some(&mut neg), dst, None, 4, 0), Err(EINVAL));
+    check_eq!(cfr(src, None, dst, Some(&mut neg), 4, 0), Err(EINVAL));
+    check_eq!(cfr(src, None, dst, None, 0, 0), Ok(0));
+
+    // File positions: both move by what was copied.
+    check_eq!(cfr(src, None, dst, None, 4, 0), Ok(4));
+    check_eq!(sys::lseek(src, 0, 1), Ok(4));
+    check_eq!(sys::lseek(dst, 0, 1), Ok(4));
+    check_eq!(contents(dst), b"0123".to_vec());
+    // Given offsets move instead; a copy past the end is cut there, then returns 0.
+    let (mut oi, mut oo) = (8i64, 2i64);
+    check_eq!(cfr(src, Some(&mut oi), dst, Some(&mut oo), 100, 0), Ok(2));
+    check_eq!((oi, oo), (10, 4));
+    check_eq!(sys::lseek(src, 0, 1), Ok(4));
+    check_eq!(sys::lseek(dst, 0, 1), Ok(4));
+    check_eq!(contents(dst), b"0189".to_vec());
+    check_eq!(cfr(src, Some(&mut oi), dst, Some(&mut oo), 100, 0), Ok(0));
+    check_eq!((oi, oo), (10, 4));
+    // One file: overlapping ranges are EINVAL, disjoint ones copy (and grow the file).
+    let (mut x, mut y) = (0i64, 5i64);
+    check_eq!(cfr(src, Some(&mut x), src, Some(&mut y), 6, 0), Err(EINVAL));
+    let (mut x, mut y) = (0i64, 10i64);
+    check_eq!(cfr(src, Some(&mut x), src, Some(&mut y), 5, 0), Ok(5));
+    check_eq!(contents(src), b"012345678901234".to_vec());
+    // The overlap is judged on the length cut at the end: 10..15 to 0.. overlaps nothing.
+    let (mut x, mut y) = (10i64, 0i64);
+    check_eq!(cfr(src, Some(&mut x), src, Some(&mut y), 100, 0), Ok(5));
+
+    for fd in [src, dst, wo, ro, app, dir, pr, pw] {
+        let _ = sys::close(fd);
+    }
+    let _ = sys::unlinkat(AT_FDCWD, &a, 0);
+    let _ = sys::unlinkat(AT_FDCWD, &b, 0);
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     svelt_user::proc::mount_when_init();
     ktap::run(&[
         ("chroot_root", chroot_root),
         ("unshare_flags", unshare_flags),
+        ("copy_file_range_files", copy_file_range_files),
     ])
 }
 
