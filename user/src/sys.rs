@@ -67,6 +67,7 @@ pub mod nr {
     pub const CHROOT: usize = 51;
     pub const UNSHARE: usize = 97;
     pub const COPY_FILE_RANGE: usize = 285;
+    pub const CLONE3: usize = 435;
     pub const FCHDIR: usize = 50;
     pub const FCHMOD: usize = 52;
     pub const FCHMODAT: usize = 53;

@@ -327,7 +327,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
         )
     });
     t[nr::UNSHARE] = v(|c| proc::unshare(c.cur, c.arg(0)));
-    t[nr::CLONE3] = v(|_| Err(Errno::ENOSYS));
+    t[nr::CLONE3] = v(|c| proc::clone3(c.cur, c.arg(0), c.arg(1), c.tf));
     t[nr::EXECVE] = regs(|c| proc::execve(c.cur, c.arg(0), c.arg(1), c.arg(2), c.tf));
     t[nr::EXIT] = v(|c| proc::exit(c.cur, c.arg(0)));
     t[nr::EXIT_GROUP] = v(|c| proc::exit_group(c.cur, c.arg(0)));

@@ -29,7 +29,43 @@ pub fn clone(
         tls,
         child_tid as u64,
     );
-    process::fork::do_clone(cur, &args, tf).map(|t| t as usize)
+    let tid = process::fork::do_clone(cur, &args, tf, true)?;
+    pidfd_for(cur, &args, args.parent_tid, tid)?;
+    Ok(tid as usize)
+}
+
+/// clone3: the argument block (at most a page, E2BIG past it; EINVAL below the first
+/// version's 64 bytes) decoded as Linux's copy_clone_args_from_user and clone3_args_valid do.
+/// A PID namespace to choose the child's pid in (set_tid) is not modelled: EINVAL.
+pub fn clone3(cur: &CurrentTask, uargs: usize, size: usize, tf: &TrapFrame) -> SysResult<usize> {
+    if size > crate::arch::mmu::PAGE_SIZE {
+        return Err(Errno::E2BIG);
+    }
+    if size < s::CLONE_ARGS_SIZE_VER0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut bytes = alloc::vec![0u8; size];
+    UserSlice::new(uargs, size)
+        .copy_in(&mut bytes)
+        .map_err(|p| p.err)?;
+    let args = CloneArgs::from_clone3(&bytes)?;
+    if args.set_tid != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let tid = process::fork::do_clone(cur, &args, tf, false)?;
+    pidfd_for(cur, &args, args.pidfd, tid)?;
+    Ok(tid as usize)
+}
+
+/// CLONE_PIDFD: a pidfd for the new process, its number stored at `at` (clone's parent_tid,
+/// clone3's pidfd field).
+fn pidfd_for(cur: &CurrentTask, args: &CloneArgs, at: u64, tid: u32) -> SysResult<()> {
+    if args.flags & s::CLONE_PIDFD == 0 {
+        return Ok(());
+    }
+    // Close-on-exec, as Linux makes it.
+    let fd = super::file::pidfd_open(cur, tid as i32, 0)?;
+    UserPtr::new(at as usize).write(&(fd as i32))
 }
 
 /// unshare: what Linux's ksys_unshare does, for a kernel with no namespaces. The implied flags

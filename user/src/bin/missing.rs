@@ -1,5 +1,5 @@
 //! Calls Svelt once answered ENOSYS, with Linux's semantics and errors: chroot, unshare,
-//! copy_file_range.
+//! copy_file_range, clone3.
 #![no_std]
 #![no_main]
 
@@ -286,12 +286,120 @@ fn copy_file_range_files() -> TestResult {
     Ok(())
 }
 
+/// struct clone_args, with room past its 88 bytes for the larger-struct cases.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+    tail: [u64; 2],
+}
+
+fn clone3(a: &CloneArgs, size: usize) -> SysResult {
+    sys::syscall(nr::CLONE3, &[a as *const CloneArgs as usize, size])
+}
+
+const CLONE_PIDFD: u64 = 0x1000;
+
+/// clone3 as a fork (no CLONE_VM, the child goes on with its copy of this stack): the sizes it
+/// takes (64, 80, 88, larger with a zero tail), E2BIG past a page or for a non-zero tail,
+/// EINVAL below 64 bytes, for unknown flags, the exit signal in the flags or above 255, a
+/// stack without a size; CLONE_PARENT_SETTID, CLONE_CHILD_SETTID and CLONE_PIDFD (a
+/// close-on-exec descriptor) stored where asked.
+fn clone3_fork() -> TestResult {
+    let base = CloneArgs {
+        exit_signal: SIGCHLD as u64,
+        ..Default::default()
+    };
+    check_eq!(clone3(&base, 63), Err(EINVAL));
+    check_eq!(clone3(&base, 4097), Err(E2BIG));
+    let mut a = base;
+    a.tail[1] = 1;
+    check_eq!(clone3(&a, 104), Err(E2BIG));
+    for (flags, sig) in [(1u64 << 40, 17u64), (17, 0), (0, 0x100), (0, 65)] {
+        let a = CloneArgs {
+            flags,
+            exit_signal: sig,
+            ..Default::default()
+        };
+        check_eq!(clone3(&a, 88), Err(EINVAL), "flags {flags:#x} signal {sig}");
+    }
+    let mut a = base;
+    a.stack = 0x1000;
+    check_eq!(clone3(&a, 88), Err(EINVAL), "stack without a size");
+    // Every accepted size forks.
+    for size in [64usize, 80, 88, 104] {
+        let pid = match t!(clone3(&base, size)) {
+            0 => sys::exit_group(size as i32),
+            pid => pid as i32,
+        };
+        let (_, st) = t!(sys::waitpid(pid, 0));
+        check!(
+            wifexited(st) && wexitstatus(st) == size as i32,
+            "size {size}: {}",
+            describe(st)
+        );
+    }
+    let mut ptid = 0u32;
+    let mut ctid = 0u32;
+    let mut pidfd = -1i32;
+    let a = CloneArgs {
+        flags: (CLONE_PARENT_SETTID | CLONE_CHILD_SETTID) as u64 | CLONE_PIDFD,
+        parent_tid: &mut ptid as *mut u32 as u64,
+        child_tid: &mut ctid as *mut u32 as u64,
+        pidfd: &mut pidfd as *mut i32 as u64,
+        exit_signal: SIGCHLD as u64,
+        ..Default::default()
+    };
+    let pid = match t!(clone3(&a, 88)) {
+        // SAFETY: this process's own copy of the word, written by the kernel before it ran.
+        0 => sys::exit_group(
+            if unsafe { core::ptr::read_volatile(&ctid) } == sys::gettid() as u32 {
+                0
+            } else {
+                1
+            },
+        ),
+        pid => pid as i32,
+    };
+    // SAFETY: written by the kernel before clone3 returned.
+    let (p, c, fd) = unsafe {
+        (
+            core::ptr::read_volatile(&ptid),
+            core::ptr::read_volatile(&ctid),
+            core::ptr::read_volatile(&pidfd),
+        )
+    };
+    let (_, st) = t!(sys::waitpid(pid, 0));
+    check!(
+        wifexited(st) && wexitstatus(st) == 0,
+        "CLONE_CHILD_SETTID: {}",
+        describe(st)
+    );
+    check_eq!(p, pid as u32, "CLONE_PARENT_SETTID");
+    check_eq!(c, 0, "CLONE_CHILD_SETTID writes the child's memory only");
+    check!(fd >= 0, "pidfd {fd}");
+    check_eq!(sys::fcntl(fd, F_GETFD, 0), Ok(1), "pidfd close-on-exec");
+    t!(sys::close(fd));
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     svelt_user::proc::mount_when_init();
     ktap::run(&[
         ("chroot_root", chroot_root),
         ("unshare_flags", unshare_flags),
         ("copy_file_range_files", copy_file_range_files),
+        ("clone3_fork", clone3_fork),
     ])
 }
 
