@@ -1,5 +1,5 @@
 //! Calls Svelt once answered ENOSYS, with Linux's semantics and errors: chroot, unshare,
-//! copy_file_range, clone3.
+//! copy_file_range, clone3; the per-CPU topology in /sys.
 #![no_std]
 #![no_main]
 
@@ -11,7 +11,7 @@ use svelt_user::*;
 
 fn chroot(path: &str) -> SysResult {
     let p = CPath::new(path);
-    sys::syscall(nr::CHROOT, &[p.ptr() as usize])
+    sys::syscall(nr::CHROOT, &[p.ptr()])
 }
 
 fn cwd() -> String {
@@ -393,6 +393,55 @@ fn clone3_fork() -> TestResult {
     Ok(())
 }
 
+/// Per-CPU topology under /sys/devices/system/cpu as Linux 7.3 shows it on QEMU's virt
+/// board: each CPU its own core, all of them in one cluster and one package (masks in hex,
+/// lists as ranges), so lscpu counts 1 thread per core, N cores per socket, 1 socket.
+fn cpu_topology() -> TestResult {
+    let _ = sys::mkdirat(AT_FDCWD, "/sys", 0o755);
+    let _ = sys::mount("sysfs", "/sys", "sysfs", 0);
+    let possible = t!(io::read_file("/sys/devices/system/cpu/possible"));
+    let possible = String::from_utf8_lossy(&possible).into_owned();
+    let n = match possible.trim().split_once('-') {
+        Some((_, hi)) => hi.parse::<usize>().unwrap_or(0) + 1,
+        None => 1,
+    };
+    check!(
+        n <= 4,
+        "{n} CPUs: the masks below are written for at most 4"
+    );
+    let all_list = if n == 1 {
+        "0".into()
+    } else {
+        format!("0-{}", n - 1)
+    };
+    let all_hex = format!("{:x}", (1u32 << n) - 1);
+    for cpu in 0..n {
+        let own_hex = format!("{:x}", 1u32 << cpu);
+        let own_list = format!("{cpu}");
+        let cpu_s = format!("{cpu}");
+        for (file, want) in [
+            ("core_id", &cpu_s),
+            ("cluster_id", &"0".into()),
+            ("physical_package_id", &"0".into()),
+            ("thread_siblings", &own_hex),
+            ("thread_siblings_list", &own_list),
+            ("core_cpus", &own_hex),
+            ("core_cpus_list", &own_list),
+            ("core_siblings", &all_hex),
+            ("core_siblings_list", &all_list),
+            ("cluster_cpus", &all_hex),
+            ("cluster_cpus_list", &all_list),
+            ("package_cpus", &all_hex),
+            ("package_cpus_list", &all_list),
+        ] {
+            let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/{file}");
+            let got = t!(io::read_file(&path));
+            check_eq!(String::from_utf8_lossy(&got), format!("{want}\n"), "{path}");
+        }
+    }
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     svelt_user::proc::mount_when_init();
     ktap::run(&[
@@ -400,6 +449,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("unshare_flags", unshare_flags),
         ("copy_file_range_files", copy_file_range_files),
         ("clone3_fork", clone3_fork),
+        ("cpu_topology", cpu_topology),
     ])
 }
 
