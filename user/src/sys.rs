@@ -64,6 +64,10 @@ pub mod nr {
     pub const FTRUNCATE: usize = 46;
     pub const FACCESSAT: usize = 48;
     pub const CHDIR: usize = 49;
+    pub const CHROOT: usize = 51;
+    pub const UNSHARE: usize = 97;
+    pub const COPY_FILE_RANGE: usize = 285;
+    pub const CLONE3: usize = 435;
     pub const FCHDIR: usize = 50;
     pub const FCHMOD: usize = 52;
     pub const FCHMODAT: usize = 53;

@@ -33,7 +33,7 @@ pub use attr::{made_by, stat_of, Attrs};
 pub use caller::Caller;
 pub use fdtable::{nofile_limit, FdTable, NR_OPEN};
 pub use mount::{for_each_mount, mount_existing, mount_fresh, mounts_text, umount, NewMount};
-pub use namei::{resolve, resolve_parent, FsContext, Resolved, ResolvedParent};
+pub use namei::{relative_to_root, resolve, resolve_parent, FsContext, Resolved, ResolvedParent};
 pub use vfs::{new_ino, open_node, File, FileOps, Inode, Kind, NodeOps};
 
 /// Sets up the root: the initramfs (if any) unpacked into a ramfs, with /proc, /sys and /dev.

@@ -16,6 +16,9 @@ pub struct FsContext {
     /// Canonical absolute path of the cwd.
     pub cwd: String,
     pub cwd_node: Arc<dyn Inode>,
+    /// Canonical absolute path of the root (chroot): absolute paths start there and `..`
+    /// stops there.
+    pub root: String,
     pub umask: u32,
 }
 
@@ -30,6 +33,7 @@ impl FsContext {
         FsContext {
             cwd: "/".to_string(),
             cwd_node: root_or_empty(),
+            root: "/".to_string(),
             umask: 0o022,
         }
     }
@@ -70,13 +74,14 @@ fn join(dir: &str, name: &str) -> String {
 /// middle, and in the last component if `follow`.
 fn walk(
     caller: &dyn Caller,
+    root: &str,
     mut stack: Vec<(String, Arc<dyn Inode>)>,
     path: &str,
     follow: bool,
     depth: &mut usize,
 ) -> SysResult<Resolved> {
     if path.starts_with('/') {
-        stack.truncate(1);
+        stack = path_stack(root)?;
     }
     let comps = crate::mm::try_collect(path.split('/').filter(|c| !c.is_empty()))?;
     for (i, comp) in comps.iter().enumerate() {
@@ -88,7 +93,8 @@ fn walk(
         match *comp {
             "." => continue,
             ".." => {
-                if stack.len() > 1 {
+                // `..` of the process's root is the root itself (as Linux's follow_dotdot).
+                if stack.len() > 1 && cur_path != root {
                     stack.pop();
                 }
                 continue;
@@ -105,7 +111,7 @@ fn walk(
                 return Err(Errno::ELOOP);
             }
             let target = next.readlink(caller)?;
-            let r = walk(caller, stack.clone(), &target, true, depth)?;
+            let r = walk(caller, root, stack.clone(), &target, true, depth)?;
             stack = path_stack(&r.path)?;
             continue;
         }
@@ -133,10 +139,11 @@ pub(super) fn path_stack(path: &str) -> SysResult<Vec<(String, Arc<dyn Inode>)>>
 fn start_stack(
     cur: &dyn Caller,
     dirfd: i32,
+    root: &str,
     path: &str,
 ) -> SysResult<Vec<(String, Arc<dyn Inode>)>> {
     if path.starts_with('/') {
-        return Ok(alloc::vec![("/".to_string(), root())]);
+        return path_stack(root);
     }
     let base = if dirfd == AT_FDCWD {
         cur.fs().lock().cwd.clone()
@@ -156,11 +163,19 @@ pub fn resolve(cur: &dyn Caller, dirfd: i32, path: &str, follow: bool) -> SysRes
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
-    let stack = start_stack(cur, dirfd, path)?;
+    let root = cur.fs().lock().root.clone();
+    let stack = start_stack(cur, dirfd, &root, path)?;
     let mut depth = 0;
     // A trailing slash asks for a directory, so a final symlink is followed even by the
     // no-follow calls (lstat("link/") stats the directory, as on Linux).
-    let r = walk(cur, stack, path, follow || path.ends_with('/'), &mut depth)?;
+    let r = walk(
+        cur,
+        &root,
+        stack,
+        path,
+        follow || path.ends_with('/'),
+        &mut depth,
+    )?;
     if path.ends_with('/') && r.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
@@ -174,11 +189,13 @@ pub fn resolve_parent(cur: &dyn Caller, dirfd: i32, path: &str) -> SysResult<Res
     }
     let trailing_slash = path.ends_with('/') && path.len() > 1;
     let trimmed = path.trim_end_matches('/');
+    let root = cur.fs().lock().root.clone();
     if trimmed.is_empty() {
         // "/" itself.
+        let (dir_path, dir) = path_stack(&root)?.pop().ok_or(Errno::ENOENT)?;
         return Ok(ResolvedParent {
-            dir: root(),
-            dir_path: "/".to_string(),
+            dir,
+            dir_path,
             name: ".".to_string(),
             trailing_slash,
         });
@@ -190,13 +207,13 @@ pub fn resolve_parent(cur: &dyn Caller, dirfd: i32, path: &str) -> SysResult<Res
     if name.len() > 255 {
         return Err(Errno::ENAMETOOLONG);
     }
-    let stack = start_stack(cur, dirfd, path)?;
+    let stack = start_stack(cur, dirfd, &root, path)?;
     let mut depth = 0;
     let dir = if dir_part.is_empty() {
         let (p, n) = stack.last().unwrap().clone();
         Resolved { node: n, path: p }
     } else {
-        walk(cur, stack, dir_part, true, &mut depth)?
+        walk(cur, &root, stack, dir_part, true, &mut depth)?
     };
     if dir.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
@@ -207,4 +224,17 @@ pub fn resolve_parent(cur: &dyn Caller, dirfd: i32, path: &str) -> SysResult<Res
         name: name.to_string(),
         trailing_slash,
     })
+}
+
+/// `path` (canonical, absolute) as seen from `root`: "/" for the root itself, None for a path
+/// outside it (Linux's getcwd then prefixes "(unreachable)").
+pub fn relative_to_root<'a>(path: &'a str, root: &str) -> Option<&'a str> {
+    if root == "/" {
+        return Some(path);
+    }
+    match path.strip_prefix(root) {
+        Some("") => Some("/"),
+        Some(rest) if rest.starts_with('/') => Some(rest),
+        _ => None,
+    }
 }

@@ -11,11 +11,17 @@ use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::sched::{self as s, CloneArgs, SCHED_RESET_ON_FORK};
 
-/// Creates a task from the current one as `clone` describes; returns the child's tid.
+/// Creates a task from the current one as `clone` (`legacy`) or `clone3` describes; returns
+/// the child's tid.
 // The file's one unsafe: writing the child's trap frame and context before it runs.
 #[allow(unsafe_code)]
-pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResult<u32> {
-    args.check_flags(true)?;
+pub fn do_clone(
+    cur: &CurrentTask,
+    args: &CloneArgs,
+    tf: &TrapFrame,
+    legacy: bool,
+) -> SysResult<u32> {
+    args.check_flags(legacy)?;
     let flags = args.flags;
     let parent = cur.to_arc();
     let parent_proc = parent.process();
@@ -41,6 +47,11 @@ pub fn do_clone(cur: &CurrentTask, args: &CloneArgs, tf: &TrapFrame) -> SysResul
     };
     let sighand = if flags & s::CLONE_SIGHAND != 0 {
         parent.sighand()
+    } else if flags & s::CLONE_CLEAR_SIGHAND != 0 {
+        // clone3's CLONE_CLEAR_SIGHAND: caught signals start at their default, as at exec.
+        Arc::new(crate::sync::IrqLock::new(
+            parent.sighand().lock().for_exec(),
+        ))
     } else {
         Arc::new(crate::sync::IrqLock::new(parent.sighand().lock().clone()))
     };

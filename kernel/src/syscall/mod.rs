@@ -191,6 +191,7 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FACCESSAT2] = v(|c| stat::faccessat(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::CHDIR] = v(|c| namei::chdir(c.cur, c.arg(0)));
     t[nr::FCHDIR] = v(|c| namei::fchdir(c.cur, c.arg(0)));
+    t[nr::CHROOT] = v(|c| namei::chroot(c.cur, c.arg(0)));
     t[nr::GETCWD] = v(|c| namei::getcwd(c.cur, c.arg(0), c.arg(1)));
     t[nr::MKDIRAT] = v(|c| namei::mkdirat(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::UNLINKAT] = v(|c| namei::unlinkat(c.cur, c.arg(0), c.arg(1), c.arg(2)));
@@ -205,6 +206,17 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FDATASYNC] = v(|c| file::fsync(c.cur, c.arg(0)));
     t[nr::CLOSE_RANGE] = v(|c| file::close_range(c.cur, c.arg(0), c.arg(1), c.arg(2)));
     t[nr::SENDFILE] = v(|c| file::sendfile(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::COPY_FILE_RANGE] = v(|c| {
+        file::copy_file_range(
+            c.cur,
+            c.arg(0),
+            c.arg(1),
+            c.arg(2),
+            c.arg(3),
+            c.arg(4),
+            c.arg(5),
+        )
+    });
     t[nr::FADVISE64] = v(|c| file::fadvise64(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::SYNC] = v(|_| Ok(0));
     t[nr::PIPE2] = v(|c| file::pipe2(c.cur, c.arg(0), c.arg(1)));
@@ -314,7 +326,8 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
             c.tf,
         )
     });
-    t[nr::CLONE3] = v(|_| Err(Errno::ENOSYS));
+    t[nr::UNSHARE] = v(|c| proc::unshare(c.cur, c.arg(0)));
+    t[nr::CLONE3] = v(|c| proc::clone3(c.cur, c.arg(0), c.arg(1), c.tf));
     t[nr::EXECVE] = regs(|c| proc::execve(c.cur, c.arg(0), c.arg(1), c.arg(2), c.tf));
     t[nr::EXIT] = v(|c| proc::exit(c.cur, c.arg(0)));
     t[nr::EXIT_GROUP] = v(|c| proc::exit_group(c.cur, c.arg(0)));

@@ -36,8 +36,47 @@ pub fn fchdir(cur: &CurrentTask, fd: i32) -> SysResult<usize> {
     Ok(0)
 }
 
+/// chroot: the directory becomes the process's root. The path is looked up first (ENOENT,
+/// ENOTDIR), then searched (EACCES), and only then is CAP_SYS_CHROOT (root here) asked for
+/// (EPERM), in Linux's order (fs/open.c, ksys_chroot). The cwd stays where it was.
+pub fn chroot(cur: &CurrentTask, path: usize) -> SysResult<usize> {
+    let p = UserPtr::<u8>::new(path).read_path()?;
+    let r = fs::resolve(cur, AT_FDCWD, &p, true)?;
+    if r.node.kind() != Kind::Dir {
+        return Err(Errno::ENOTDIR);
+    }
+    let euid = cur
+        .process()
+        .euid
+        .load(core::sync::atomic::Ordering::Relaxed);
+    if euid != 0 {
+        let perm = r.node.perm();
+        let owner = r.node.attrs().map_or(0, |a| a.owner().0);
+        let x = if owner == euid {
+            perm & 0o100
+        } else {
+            perm & 0o001
+        };
+        if x == 0 {
+            return Err(Errno::EACCES);
+        }
+        return Err(Errno::EPERM);
+    }
+    cur.fs().lock().root = r.path;
+    Ok(0)
+}
+
 pub fn getcwd(cur: &CurrentTask, buf: usize, size: usize) -> SysResult<usize> {
-    let cwd = cur.fs().lock().cwd.clone();
+    let (cwd, root) = {
+        let fs = cur.fs();
+        let g = fs.lock();
+        (g.cwd.clone(), g.root.clone())
+    };
+    // A cwd outside the root (chroot without chdir) is shown as Linux shows it.
+    let cwd = match fs::relative_to_root(&cwd, &root) {
+        Some(c) => String::from(c),
+        None => alloc::format!("(unreachable){cwd}"),
+    };
     let len = cwd.len() + 1;
     if size < len {
         return Err(Errno::ERANGE);

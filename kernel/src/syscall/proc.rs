@@ -29,7 +29,115 @@ pub fn clone(
         tls,
         child_tid as u64,
     );
-    process::fork::do_clone(cur, &args, tf).map(|t| t as usize)
+    let tid = process::fork::do_clone(cur, &args, tf, true)?;
+    pidfd_for(cur, &args, args.parent_tid, tid)?;
+    Ok(tid as usize)
+}
+
+/// clone3: the argument block (at most a page, E2BIG past it; EINVAL below the first
+/// version's 64 bytes) decoded as Linux's copy_clone_args_from_user and clone3_args_valid do.
+/// A PID namespace to choose the child's pid in (set_tid) is not modelled: EINVAL.
+pub fn clone3(cur: &CurrentTask, uargs: usize, size: usize, tf: &TrapFrame) -> SysResult<usize> {
+    if size > crate::arch::mmu::PAGE_SIZE {
+        return Err(Errno::E2BIG);
+    }
+    if size < s::CLONE_ARGS_SIZE_VER0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut bytes = alloc::vec![0u8; size];
+    UserSlice::new(uargs, size)
+        .copy_in(&mut bytes)
+        .map_err(|p| p.err)?;
+    let args = CloneArgs::from_clone3(&bytes)?;
+    if args.set_tid != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let tid = process::fork::do_clone(cur, &args, tf, false)?;
+    pidfd_for(cur, &args, args.pidfd, tid)?;
+    Ok(tid as usize)
+}
+
+/// CLONE_PIDFD: a pidfd for the new process, its number stored at `at` (clone's parent_tid,
+/// clone3's pidfd field).
+fn pidfd_for(cur: &CurrentTask, args: &CloneArgs, at: u64, tid: u32) -> SysResult<()> {
+    if args.flags & s::CLONE_PIDFD == 0 {
+        return Ok(());
+    }
+    // Close-on-exec, as Linux makes it.
+    let fd = super::file::pidfd_open(cur, tid as i32, 0)?;
+    UserPtr::new(at as usize).write(&(fd as i32))
+}
+
+/// unshare: what Linux's ksys_unshare does, for a kernel with no namespaces. The implied flags
+/// first (CLONE_NEWUSER takes CLONE_THREAD and CLONE_FS, CLONE_VM takes CLONE_SIGHAND which
+/// takes CLONE_THREAD, CLONE_NEWNS takes CLONE_FS); bits outside the known set, or
+/// thread/handler/memory sharing to undo in a process that shares them, are EINVAL
+/// (check_unshare_flags). A new user namespace is EINVAL (CONFIG_USER_NS off); the other
+/// namespaces ask for CAP_SYS_ADMIN first (EPERM), then are EINVAL as with them configured out.
+/// CLONE_FS and CLONE_FILES give the caller its own copy of the fs context and descriptor
+/// table; CLONE_SYSVSEM has no semaphore undo list to drop.
+pub fn unshare(cur: &CurrentTask, flags: u64) -> SysResult<usize> {
+    let mut f = flags;
+    if f & s::CLONE_NEWUSER != 0 {
+        f |= s::CLONE_THREAD | s::CLONE_FS;
+    }
+    if f & s::CLONE_VM != 0 {
+        f |= s::CLONE_SIGHAND;
+    }
+    if f & s::CLONE_SIGHAND != 0 {
+        f |= s::CLONE_THREAD;
+    }
+    if f & s::CLONE_NEWNS != 0 {
+        f |= s::CLONE_FS;
+    }
+    const NAMESPACES: u64 = s::CLONE_NEWNS
+        | s::CLONE_NEWUTS
+        | s::CLONE_NEWIPC
+        | s::CLONE_NEWNET
+        | s::CLONE_NEWPID
+        | s::CLONE_NEWCGROUP
+        | s::CLONE_NEWTIME;
+    const KNOWN: u64 = s::CLONE_THREAD
+        | s::CLONE_FS
+        | s::CLONE_SIGHAND
+        | s::CLONE_VM
+        | s::CLONE_FILES
+        | s::CLONE_SYSVSEM
+        | s::CLONE_NEWUSER
+        | NAMESPACES;
+    if f & !KNOWN != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f & (s::CLONE_THREAD | s::CLONE_SIGHAND | s::CLONE_VM) != 0
+        && cur.process().live_threads().len() > 1
+    {
+        return Err(Errno::EINVAL);
+    }
+    // Handlers shared with another process (clone with CLONE_SIGHAND but not CLONE_THREAD).
+    if f & (s::CLONE_SIGHAND | s::CLONE_VM) != 0
+        && alloc::sync::Arc::strong_count(&cur.sighand.lock()) > 1
+    {
+        return Err(Errno::EINVAL);
+    }
+    if f & s::CLONE_NEWUSER != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if f & NAMESPACES != 0 {
+        return Err(if super::cred::privileged(cur) {
+            Errno::EINVAL
+        } else {
+            Errno::EPERM
+        });
+    }
+    if f & s::CLONE_FS != 0 {
+        let copy = cur.fs().lock().clone();
+        *cur.fs.lock() = alloc::sync::Arc::new(spin::Mutex::new(copy));
+    }
+    if f & s::CLONE_FILES != 0 {
+        let copy = cur.files().lock().clone();
+        *cur.files.lock() = alloc::sync::Arc::new(spin::Mutex::new(copy));
+    }
+    Ok(0)
 }
 
 /// On success the registers are the new program's (x0 zero).
