@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod attr;
+mod copy;
 pub mod cred;
 pub mod file;
 pub mod misc;
@@ -205,9 +206,9 @@ static TABLE: [Option<Handler>; TABLE_LEN] = {
     t[nr::FSYNC] = v(|c| file::fsync(c.cur, c.arg(0)));
     t[nr::FDATASYNC] = v(|c| file::fsync(c.cur, c.arg(0)));
     t[nr::CLOSE_RANGE] = v(|c| file::close_range(c.cur, c.arg(0), c.arg(1), c.arg(2)));
-    t[nr::SENDFILE] = v(|c| file::sendfile(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
+    t[nr::SENDFILE] = v(|c| copy::sendfile(c.cur, c.arg(0), c.arg(1), c.arg(2), c.arg(3)));
     t[nr::COPY_FILE_RANGE] = v(|c| {
-        file::copy_file_range(
+        copy::copy_file_range(
             c.cur,
             c.arg(0),
             c.arg(1),
