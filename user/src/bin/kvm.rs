@@ -1596,6 +1596,11 @@ fn vgic_first_run() -> TestResult {
             0,
         )
     };
+    // The distributor and the legacy redistributor region at QEMU virt's addresses.
+    let place = |gic| {
+        set_u64(gic, addr, v::KVM_VGIC_V3_ADDR_TYPE_DIST, 0x800_0000)?;
+        set_u64(gic, addr, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0x80a_0000)
+    };
     let dead = |g: &Guest, gic| -> TestResult {
         check_eq!(ioctl(g.vm, k::KVM_CHECK_EXTENSION, 0), Err(EIO), "VM");
         check_eq!(get_reg(g.vcpu, CoreReg::Pc.id()), Err(EIO), "vCPU");
@@ -1617,18 +1622,7 @@ fn vgic_first_run() -> TestResult {
     // Placed (the legacy region), not initialised.
     let kvm = kvm!();
     let (g, gic) = t!(vgic_guest(kvm));
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
-        0x800_0000
-    ));
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
-        0x80a_0000
-    ));
+    t!(place(gic));
     check_eq!(
         get_u64(gic, addr, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0),
         Ok(0x80a_0000)
@@ -1640,18 +1634,7 @@ fn vgic_first_run() -> TestResult {
     // Both: the guest runs (256 interrupts when NR_IRQS was not set).
     let kvm = kvm!();
     let (g, gic) = t!(vgic_guest(kvm));
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
-        0x800_0000
-    ));
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
-        0x80a_0000
-    ));
+    t!(place(gic));
     t!(init(gic));
     check_eq!(get_u32(gic, v::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, 0), Ok(256));
     let (a, _, _, write) = t!(g.run_to_mmio());
