@@ -201,10 +201,12 @@ fn interval_counts_and_old_setting() -> TestResult {
     check!(n >= 10 && n <= most, "{n} expiries in {elapsed} ns");
     let cur = t!(gettime(fd));
     check_eq!(cur.interval, Timespec::from_ns(10 * MS));
-    check!(cur.value.ns() > 0 && cur.value.ns() <= 10 * MS, "{cur:?}");
+    // Linux answers 0 for an expiry that is due but whose timer has not run yet
+    // (timerfd_get_remaining clamps a negative remainder): seen under a loaded host.
+    check!(cur.value.ns() <= 10 * MS, "{cur:?}");
     let old = t!(settime(fd, 0, its(0, 0)));
     check_eq!(old.interval, Timespec::from_ns(10 * MS));
-    check!(old.value.ns() > 0 && old.value.ns() <= 10 * MS, "{old:?}");
+    check!(old.value.ns() <= 10 * MS, "{old:?}");
     check_eq!(gettime(fd), Ok(Itimerspec::default()));
     check_eq!(read_count(fd), Err(EAGAIN), "disarming drops the count");
     // A long timer's old value.
