@@ -581,6 +581,21 @@ impl KtapRun {
         }
         out
     }
+
+    /// What each failed program printed (its nested diagnostics, at most the last 30 lines of
+    /// each), so that the first lines of a failure message say why, not only which.
+    pub fn failure_details(&self) -> String {
+        let mut out = String::new();
+        for p in self.programs.iter().filter(|p| !p.ok) {
+            let skip = p.output.len().saturating_sub(30);
+            out.push_str(&format!("--- {} printed ---\n", p.name));
+            for l in &p.output[skip..] {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        out
+    }
 }
 
 fn parse_result_line(line: &str) -> Option<(bool, String, Option<String>)> {
@@ -639,8 +654,9 @@ pub fn check_userland(cfg: &Config) -> Run {
     let failures = k.failures();
     assert!(
         failures.is_empty(),
-        "failed tests: {}\n{}",
+        "failed tests: {}\n{}{}",
         failures.join(", "),
+        k.failure_details(),
         ctx()
     );
     assert!(
@@ -1041,6 +1057,9 @@ mod parse_tests {
             (true, "c".to_string(), Some("no proc".to_string()))
         );
         assert_eq!(k.failures(), ["prog/b", "crashed"]);
+        let d = k.failure_details();
+        assert!(d.starts_with("--- prog printed ---\nTAP version 13\n1..2\n# why\n# Totals"));
+        assert!(d.ends_with("--- crashed printed ---\n"), "{d}");
         assert_eq!(k.totals, Some((1, 2)));
         assert_eq!(k.init_status, Some(1));
     }
