@@ -13,6 +13,7 @@ pub mod inet;
 pub mod klog;
 pub mod kvm;
 pub mod kvm_stats;
+pub mod kvm_sve;
 pub mod kvm_vgic;
 pub mod ldisc;
 pub mod mm;

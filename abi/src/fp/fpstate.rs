@@ -500,6 +500,8 @@ pub fn sigreturn_entry(cpu: &mut CpuFp, t: &mut TaskFp, hw: Svcr) -> Save {
 pub fn lend_to_guest(cpu: &mut CpuFp, t: &mut TaskFp, hw: Svcr) -> Save {
     let save = switch_out(cpu, t, hw);
     cpu.owner = 0;
+    // A guest with SVE runs under its own ZCR_EL2.LEN: the next load writes the task's again.
+    cpu.zcr_len = None;
     save
 }
 

@@ -57,6 +57,7 @@ const EC_FP: u8 = 0x07;
 const EC_HVC64: u8 = 0x16;
 const EC_SMC64: u8 = 0x17;
 const EC_SYS64: u8 = 0x18;
+const EC_SVE: u8 = 0x19;
 const EC_IABT_LOW: u8 = 0x20;
 const EC_DABT_LOW: u8 = 0x24;
 
@@ -79,14 +80,19 @@ pub fn handle_sync(
             }
             Ok(Next::Enter)
         }
-        EC_FP => {
-            // The guest's first FP/SIMD access since its registers went back to memory: the
-            // VMM thread's own state goes to memory (once per KVM_RUN), the guest's comes in.
+        EC_FP | EC_SVE if esr.ec_raw() == EC_FP || st.sve.is_some() => {
+            // The guest's first FP/SIMD (or SVE) access since its registers went back to
+            // memory: the VMM thread's own state goes to memory (once per KVM_RUN), the
+            // guest's comes in, all of its SVE state for a vCPU that has SVE. (A vCPU without
+            // it gets UNDEF for SVE, below.)
             if !st.fp_lent {
                 crate::task::fpstate::lend_to_guest(cur);
                 st.fp_lent = true;
             }
-            fpsimd::load(&st.fp);
+            match &mut st.sve {
+                Some(g) => g.load(&st.fp),
+                None => fpsimd::load(&st.fp),
+            }
             st.fp_live = true;
             super::GUEST_FP_LOADS.fetch_add(1, Ordering::Relaxed);
             Ok(Next::Enter)

@@ -9,6 +9,7 @@
 //! - `regs`: the vCPU's registers by KVM's register IDs.
 //! - `smccc`: the VM's SMCCC filter (calls the VMM denies or answers).
 //! - `stats`: the binary statistics files (KVM_GET_STATS_FD).
+//! - `sve`: SVE for guests (the vCPU feature, its registers, their lazy switch).
 //! - `vgic`: the in-kernel vGICv3 device (begun: its configuration).
 //!
 //! A vCPU is the VMM thread that calls KVM_RUN: the guest runs on that thread's kernel stack,
@@ -21,6 +22,7 @@ mod regs;
 mod smccc;
 mod stage2;
 mod stats;
+mod sve;
 mod vcpu;
 mod vgic;
 mod vm;
@@ -67,6 +69,7 @@ pub fn check_extension(cap: u64) -> usize {
         k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
         k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,
         k::KVM_CAP_ARM_VM_IPA_SIZE => max_ipa_bits() as usize,
+        svelt_abi::uapi::kvm_sve::KVM_CAP_ARM_SVE => sve::offered() as usize,
         _ => 0,
     }
 }

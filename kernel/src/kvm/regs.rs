@@ -111,15 +111,36 @@ fn firmware() -> impl Iterator<Item = u64> {
     .chain((0..k::FW_FEAT_BMAP_REGS).map(k::fw_feat_bmap_reg))
 }
 
-/// Every register ID the vCPU has, in KVM_GET_REG_LIST's order: core, firmware, system.
-fn all() -> impl Iterator<Item = u64> {
+/// ZCR_EL1, which only a vCPU with SVE has.
+const ZCR_EL1: u64 = sysreg_id(3, 0, 1, 2, 0);
+
+/// Every register ID the vCPU has, in KVM_GET_REG_LIST's order: core (the FP/SIMD V registers
+/// only without SVE, whose Z registers hold them), SVE, firmware, system.
+fn all(st: &VcpuState) -> impl Iterator<Item = u64> {
+    let has_sve = st.sve.is_some();
     let mut sys: Vec<u64> = SYSREGS.iter().map(|r| r.0).collect();
+    if has_sve {
+        sys.push(ZCR_EL1);
+    }
     sys.extend([MPIDR_EL1, TIMER_CVAL, TIMER_CNT, CNTPCT]);
     sys.extend(IMPL_REGS);
     sys.extend(shadowed());
     sys.extend((0..k::ID_REGS).map(k::id_reg_id));
     sys.sort_unstable();
-    CoreReg::all().map(CoreReg::id).chain(firmware()).chain(sys)
+    let sve_ids = has_sve.then(svelt_abi::uapi::kvm_sve::reg_ids);
+    CoreReg::all()
+        .filter(move |r| !(has_sve && matches!(r, CoreReg::V(_))))
+        .map(CoreReg::id)
+        .chain(sve_ids.into_iter().flatten())
+        .chain(firmware())
+        .chain(sys)
+}
+
+/// An ID of the SVE block (KVM_REG_ARM64_SVE), with arm64's architecture bits
+/// (kvm_arm_get_reg's check of the upper half comes first).
+fn is_sve(id: u64) -> bool {
+    id & k::KVM_REG_ARCH_MASK == k::KVM_REG_ARM64
+        && id & k::KVM_REG_ARM_COPROC_MASK == svelt_abi::uapi::kvm_sve::KVM_REG_ARM64_SVE
 }
 
 fn counter() -> u64 {
@@ -132,7 +153,13 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
     }
     match id & k::KVM_REG_ARM_COPROC_MASK {
         k::KVM_REG_ARM_CORE => {
-            let v = match CoreReg::from_id(id)? {
+            let r = CoreReg::from_id(id)?;
+            // A vCPU with SVE has its V registers only as the Z registers' low bits
+            // (validate_core_offset).
+            if st.sve.is_some() && matches!(r, CoreReg::V(_)) {
+                return Err(Errno::EINVAL);
+            }
+            let v = match r {
                 CoreReg::X(n) => st.regs.x[n] as u128,
                 CoreReg::Sp => st.el1.sp_el0 as u128,
                 CoreReg::Pc => st.regs.pc as u128,
@@ -159,6 +186,7 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
             }
             let v = match id {
                 MPIDR_EL1 => st.mpidr,
+                ZCR_EL1 => st.sve.as_ref().ok_or(Errno::ENOENT)?.zcr_el1,
                 TIMER_CVAL => st.el1.cntv_cval,
                 TIMER_CNT => counter().wrapping_sub(vm.cntvoff.load(Ordering::Relaxed)),
                 CNTPCT => counter().wrapping_sub(vm.cntpoff.load(Ordering::Relaxed)),
@@ -200,6 +228,9 @@ fn set_id_reg(vm: &Vm, i: usize, v: u64) -> SysResult<()> {
 
 /// KVM_GET_ONE_REG.
 pub fn get(vm: &Vm, st: &VcpuState, r: &KvmOneReg) -> SysResult<usize> {
+    if is_sve(r.id) {
+        return super::sve::get(st, r);
+    }
     let v = value(vm, st, r.id)?;
     let n = k::reg_size(r.id);
     let bytes = v.to_le_bytes();
@@ -209,6 +240,9 @@ pub fn get(vm: &Vm, st: &VcpuState, r: &KvmOneReg) -> SysResult<usize> {
 
 /// KVM_SET_ONE_REG.
 pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
+    if is_sve(r.id) {
+        return super::sve::set(st, r);
+    }
     // The register must exist (and its size be right) before its value is read.
     value(vm, st, r.id)?;
     let n = k::reg_size(r.id);
@@ -270,6 +304,11 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
         }
         _ => match r.id {
             MPIDR_EL1 => st.mpidr = v64,
+            ZCR_EL1 => {
+                if let Some(g) = &mut st.sve {
+                    g.zcr_el1 = v64;
+                }
+            }
             TIMER_CVAL => st.el1.cntv_cval = v64,
             TIMER_CNT => vm
                 .cntvoff
@@ -301,14 +340,14 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
 
 /// KVM_GET_REG_LIST: `struct kvm_reg_list { u64 n; u64 reg[]; }`. A list too short for every
 /// ID gets the count and E2BIG.
-pub fn list(arg: usize) -> SysResult<usize> {
+pub fn list(st: &VcpuState, arg: usize) -> SysResult<usize> {
     let n_user = UserPtr::<u64>::new(arg).read()?;
-    let count = all().count() as u64;
+    let count = all(st).count() as u64;
     UserPtr::<u64>::new(arg).write(&count)?;
     if n_user < count {
         return Err(Errno::E2BIG);
     }
-    for (i, id) in all().enumerate() {
+    for (i, id) in all(st).enumerate() {
         UserPtr::<u64>::new(arg + 8 + 8 * i).write(&id)?;
     }
     Ok(0)

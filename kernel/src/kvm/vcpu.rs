@@ -9,6 +9,7 @@
 //! the VMM with the `kvm_run` page filled in.
 
 use super::stats::VcpuStats;
+use super::sve::{self, GuestSve};
 use super::vm::Vm;
 use super::{exit, inject, regs};
 use crate::arch::fpsimd::fpsimd::{self, FpsimdState};
@@ -64,6 +65,8 @@ pub struct VcpuState {
     /// it), with VSESR_EL2's syndrome.
     pub vse: bool,
     pub vsesr: u64,
+    /// SVE, for a vCPU initialised with KVM_ARM_VCPU_SVE.
+    pub sve: Option<GuestSve>,
 }
 
 impl VcpuState {
@@ -71,7 +74,10 @@ impl VcpuState {
     /// to the VMM).
     pub fn put_fp(&mut self) {
         if self.fp_live {
-            fpsimd::save(&mut self.fp);
+            match &mut self.sve {
+                Some(g) => g.put(&mut self.fp),
+                None => fpsimd::save(&mut self.fp),
+            }
             self.fp_live = false;
         }
     }
@@ -179,6 +185,7 @@ impl Vcpu {
                 fp_lent: false,
                 vse: false,
                 vsesr: 0,
+                sve: None,
             }),
             lockq: WaitQueue::new(),
             wake: WaitQueue::new(),
@@ -222,14 +229,34 @@ impl Vcpu {
         self.run_write(k::run::EXIT_REASON, &reason.to_le_bytes());
     }
 
-    fn init(&self, st: &mut VcpuState, init: &KvmVcpuInit) -> SysResult<usize> {
-        let offered = (1 << k::KVM_ARM_VCPU_POWER_OFF) | (1 << k::KVM_ARM_VCPU_PSCI_0_2);
-        let features = k::check_init(init, offered)?;
-        // A second init must ask for the same features (kvm_vcpu_init_changed).
-        if st.inited && features != st.features {
-            return Err(Errno::EINVAL);
+    fn init(&self, vm: &Vm, st: &mut VcpuState, init: &KvmVcpuInit) -> SysResult<usize> {
+        let sve_bit = 1 << svelt_abi::uapi::kvm_sve::KVM_ARM_VCPU_SVE;
+        let offered = (1 << k::KVM_ARM_VCPU_POWER_OFF)
+            | (1 << k::KVM_ARM_VCPU_PSCI_0_2)
+            | if sve::offered() { sve_bit } else { 0 };
+        let asked = k::check_init(init, offered)?;
+        // POWER_OFF belongs to this call only; the rest is the VM's, the same for every vCPU
+        // and every re-init (kvm_vcpu_set_target, kvm_vcpu_init_changed).
+        let power_off = asked & (1 << k::KVM_ARM_VCPU_POWER_OFF) != 0;
+        let features = asked & !(1 << k::KVM_ARM_VCPU_POWER_OFF);
+        {
+            let mut vm_features = vm.vcpu_features.lock();
+            if vm_features.is_some_and(|f| f != features) {
+                return Err(Errno::EINVAL);
+            }
+            *vm_features = Some(features);
         }
         st.features = features;
+        // SVE: every host length until the VMM chooses (and finalizes); a finalized vCPU's
+        // registers back to zero (kvm_reset_vcpu).
+        match (&mut st.sve, features & sve_bit != 0) {
+            (Some(g), true) if g.finalized() => g.reset(),
+            (g, true) => *g = Some(GuestSve::new()),
+            (g, false) => *g = None,
+        }
+        if !st.inited {
+            sve::init_id_regs(vm, features & sve_bit != 0);
+        }
         st.regs = GuestRegs {
             pstate: PSTATE_RESET,
             ..GuestRegs::default()
@@ -246,7 +273,7 @@ impl Vcpu {
         st.vse = false;
         st.vsesr = 0;
         *self.power.lock() = Power {
-            off: features & (1 << k::KVM_ARM_VCPU_POWER_OFF) != 0,
+            off: power_off,
             on: None,
         };
         if !st.inited {
@@ -294,6 +321,7 @@ impl Vcpu {
         if !st.inited {
             return Err(Errno::ENOEXEC);
         }
+        sve::check_finalized(&st)?;
         // A vGIC must be placed and initialised (kvm_vgic_map_resources).
         super::vgic::first_run(vm)?;
         // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
@@ -349,7 +377,11 @@ impl Vcpu {
                     vtcr: vm.vtcr,
                     vmpidr: st.mpidr,
                     cntvoff: vm.cntvoff.load(Ordering::Relaxed),
-                    cptr: if st.fp_live { guest::CPTR_FP_ON } else { 0 },
+                    cptr: match (st.fp_live, st.sve.is_some()) {
+                        (false, _) => 0,
+                        (true, false) => guest::CPTR_FP_ON,
+                        (true, true) => guest::CPTR_FP_ON | guest::CPTR_SVE_ON,
+                    },
                     mdcr_traps: exit::GUEST_MDCR_TRAPS,
                     hcrx: vm.hcrx.load(Ordering::Relaxed),
                 }
@@ -439,7 +471,7 @@ impl FileOps for VcpuFile {
             k::KVM_ARM_VCPU_INIT => {
                 let init = UserPtr::<KvmVcpuInit>::new(arg).read()?;
                 let mut st = vcpu.lock()?;
-                vcpu.init(&mut st, &init)
+                vcpu.init(&self.vm, &mut st, &init)
             }
             k::KVM_GET_ONE_REG | k::KVM_SET_ONE_REG => {
                 let r = UserPtr::<KvmOneReg>::new(arg).read()?;
@@ -463,7 +495,16 @@ impl FileOps for VcpuFile {
                 if !st.inited {
                     return Err(Errno::ENOEXEC);
                 }
-                regs::list(arg)
+                sve::check_finalized(&st)?;
+                regs::list(&st, arg)
+            }
+            svelt_abi::uapi::kvm_sve::KVM_ARM_VCPU_FINALIZE => {
+                let mut st = vcpu.lock()?;
+                if !st.inited {
+                    return Err(Errno::ENOEXEC);
+                }
+                let what = UserPtr::<i32>::new(arg).read()?;
+                sve::finalize(&mut st, what)
             }
             k::KVM_GET_MP_STATE => {
                 let s = if vcpu.power.lock().off {

@@ -125,6 +125,9 @@ pub struct Vm {
     pub vgic: Mutex<Option<super::vgic::Vgic>>,
     /// The VM is dead (kvm_vm_dead): every ioctl on it, its vCPUs and its devices is EIO.
     pub dead: AtomicBool,
+    /// The vCPU features of the VM's first KVM_ARM_VCPU_INIT, less POWER_OFF: every vCPU has
+    /// these (kvm->arch.vcpu_features).
+    pub vcpu_features: Mutex<Option<u32>>,
 }
 
 /// What one stage-2 fault became.
@@ -155,7 +158,7 @@ impl Vm {
         let s2 = Stage2::new(ipa_bits)?;
         let vmid = alloc_vmid()?;
         let (vttbr, vtcr) = (((vmid as u64) << 48) | s2.root(), s2.vtcr());
-        let id_limits: [u64; k::ID_REGS] = core::array::from_fn(|i| {
+        let mut id_limits: [u64; k::ID_REGS] = core::array::from_fn(|i| {
             let (crm, op2) = (1 + i / 8, i % 8);
             k::guest_id_reg(
                 crm as u8,
@@ -163,6 +166,13 @@ impl Vm {
                 guest::read_id_reg(crm as u8, op2 as u8),
             )
         });
+        // SVE is shown once a vCPU asks for it (sve::init_id_regs), up to the host's.
+        let id_regs = id_limits;
+        super::sve::widen_limits(
+            &mut id_limits,
+            guest::read_id_reg(4, 0),
+            guest::read_id_reg(4, 4),
+        );
         let vm = Arc::new(Vm {
             ipa_bits,
             vmid,
@@ -180,7 +190,7 @@ impl Vm {
             cntpoff: AtomicU64::new(0),
             hcrx: AtomicU64::new(0),
             ran: AtomicBool::new(false),
-            id_regs: Mutex::new(id_limits),
+            id_regs: Mutex::new(id_regs),
             id_limits,
             fw_bmaps: Mutex::new(FW_BMAPS_SUPPORTED),
             impl_regs: guest::impl_regs(),
@@ -189,6 +199,7 @@ impl Vm {
             stats: VmStats::new(),
             vgic: Mutex::new(None),
             dead: AtomicBool::new(false),
+            vcpu_features: Mutex::new(None),
         });
         let weak: Weak<dyn MmNotifier> = Arc::downgrade(&vm) as Weak<dyn MmNotifier>;
         mm.lock().add_notifier(weak)?;

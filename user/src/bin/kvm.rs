@@ -11,6 +11,7 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmOneReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
 use svelt_abi::uapi::kvm_stats as ks;
+use svelt_abi::uapi::kvm_sve as ks_sve;
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::*;
 use svelt_user::sig::*;
@@ -99,6 +100,28 @@ core::arch::global_asm!(
     "str x4, [x1]",
     "b .",
     "guest_idregs_end:",
+    // SVE: opens FP and SVE at EL1, asks for the largest VL (ZCR_EL1.LEN all ones), reads its
+    // VL and ID_AA64PFR0_EL1, writes Z2 = 1, 2, 3, ... (bytes), Z3 = Z1 + Z1 (64-bit lanes,
+    // Z1 from the VMM), P1 = all true, and stores the VL to MMIO.
+    ".global guest_sve, guest_sve_end",
+    "guest_sve:",
+    ".arch_extension sve",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "mov x0, #0x1ff",
+    "msr S3_0_C1_C2_0, x0",
+    "isb",
+    "rdvl x4, #1",
+    "mrs x5, S3_0_C0_C4_0",
+    "index z2.b, #1, #1",
+    "add z3.d, z1.d, z1.d",
+    "ptrue p1.b",
+    "movz x1, #0x1000, lsl #16",
+    "str x4, [x1]",
+    "b .",
+    "guest_sve_end:",
     // A load pair from MMIO (no syndrome), then a store into the read-only slot at x3.
     ".global guest_nisv, guest_nisv_end",
     "guest_nisv:",
@@ -202,6 +225,8 @@ unsafe extern "C" {
     static guest_fp_end: u8;
     static guest_idregs: u8;
     static guest_idregs_end: u8;
+    static guest_sve: u8;
+    static guest_sve_end: u8;
     static guest_nisv: u8;
     static guest_nisv_end: u8;
     static guest_isar0_off2: u8;
@@ -302,6 +327,11 @@ struct Guest {
 
 impl Guest {
     fn new(kvm: i32, code: &[u8]) -> Result<Guest, String> {
+        Guest::with_features(kvm, code, 0)
+    }
+
+    /// The same with these vCPU features besides PSCI 0.2.
+    fn with_features(kvm: i32, code: &[u8], features: u32) -> Result<Guest, String> {
         let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
         let ram = t!(sys::mmap_anon(RAM_SIZE)) as *mut u8;
         // SAFETY: a fresh private mapping of RAM_SIZE bytes, code shorter than DATA_OFF.
@@ -323,7 +353,7 @@ impl Guest {
             k::KVM_ARM_PREFERRED_TARGET,
             &mut init as *mut _ as usize
         ));
-        init.features[0] |= 1 << k::KVM_ARM_VCPU_PSCI_0_2;
+        init.features[0] |= 1 << k::KVM_ARM_VCPU_PSCI_0_2 | features;
         t!(ioctl(
             vcpu,
             k::KVM_ARM_VCPU_INIT,
@@ -849,6 +879,172 @@ fn guest_sees_no_sve_or_sme() -> TestResult {
     check_eq!((pfr1 >> 24) & 0xf, 0, "SME in ID_AA64PFR1_EL1 {pfr1:#x}");
     check_eq!(get_reg(g.vcpu, x(6)), Ok(0), "ID_AA64ZFR0_EL1");
     check_eq!(get_reg(g.vcpu, x(7)), Ok(0), "ID_AA64SMFR0_EL1");
+    Ok(())
+}
+
+/// The VMM thread's own SVE vector length (RDVL).
+fn host_vl() -> u64 {
+    let vl: u64;
+    // SAFETY: RDVL only writes a general register; the caller checked SVE exists.
+    unsafe { core::arch::asm!(".arch_extension sve", "rdvl {}, #1", out(reg) vl) };
+    vl
+}
+
+fn finalize(vcpu: i32, what: i32) -> SysResult {
+    ioctl(
+        vcpu,
+        ks_sve::KVM_ARM_VCPU_FINALIZE,
+        &what as *const i32 as usize,
+    )
+}
+
+/// KVM_GET_ONE_REG of an SVE register into a buffer of its slice's size.
+fn get_sve(vcpu: i32, id: u64, buf: &mut [u8]) -> SysResult {
+    let r = KvmOneReg {
+        id,
+        addr: buf.as_mut_ptr() as u64,
+    };
+    ioctl(vcpu, k::KVM_GET_ONE_REG, &r as *const _ as usize)
+}
+
+fn set_sve(vcpu: i32, id: u64, buf: &[u8]) -> SysResult {
+    let r = KvmOneReg {
+        id,
+        addr: buf.as_ptr() as u64,
+    };
+    ioctl(vcpu, k::KVM_SET_ONE_REG, &r as *const _ as usize)
+}
+
+/// A vCPU with SVE (KVM_ARM_VCPU_SVE): its vector lengths (every host length, up to the
+/// largest, until the VMM lowers it; nothing but a prefix of the host's set; fixed at
+/// finalize), what needs finalize (KVM_RUN, the register list, the Z/P/FFR registers), the V
+/// registers replaced by the Z registers, and a guest that runs at the VL the VMM chose and
+/// whose Z, P and ZCR_EL1 the VMM reads back, while the VMM's own VL stays its own.
+fn sve_guest() -> TestResult {
+    let kvm = kvm!();
+    let cap = ioctl(
+        kvm,
+        k::KVM_CHECK_EXTENSION,
+        ks_sve::KVM_CAP_ARM_SVE as usize,
+    );
+    if cap != Ok(1) {
+        let _ = sys::close(kvm);
+        return ktap::skip("no KVM_CAP_ARM_SVE");
+    }
+    let sve_bit = 1 << ks_sve::KVM_ARM_VCPU_SVE;
+    {
+        // A VM's vCPUs all have the features of its first: a second one cannot add SVE.
+        let kvm2 = t!(sys::open("/dev/kvm", O_RDWR | O_CLOEXEC));
+        let g = t!(Guest::new(kvm2, code!(guest_sve, guest_sve_end)));
+        let mut init = KvmVcpuInit::default();
+        let pt = &mut init as *mut _ as usize;
+        t!(ioctl(g.vm, k::KVM_ARM_PREFERRED_TARGET, pt));
+        init.features[0] |= 1 << k::KVM_ARM_VCPU_PSCI_0_2 | sve_bit;
+        let vcpu = t!(ioctl(g.vm, k::KVM_CREATE_VCPU, 1)) as i32;
+        let sve = ks_sve::KVM_ARM_VCPU_SVE as i32;
+        check_eq!(finalize(vcpu, sve), Err(ENOEXEC));
+        let r = ioctl(vcpu, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize);
+        check_eq!(r, Err(EINVAL));
+        let mut b = [0u8; 64];
+        let vls = ks_sve::KVM_REG_ARM64_SVE_VLS;
+        check_eq!(get_sve(g.vcpu, vls, &mut b), Err(ENOENT));
+        check_eq!(finalize(g.vcpu, sve), Err(EINVAL));
+        let _ = sys::close(vcpu);
+    }
+    let g = t!(Guest::with_features(
+        kvm,
+        code!(guest_sve, guest_sve_end),
+        sve_bit
+    ));
+    let vcpu = g.vcpu;
+    let mut b = [0u8; 256];
+    // The host's lengths: all of them up to its largest (QEMU's CPU has each vq up to its
+    // maximum).
+    let host_max = t!(svelt_user::sme::sve_set_vl(8192)) as u64 & 0xffff;
+    let host_max_vq = host_max / 16;
+    t!(get_sve(vcpu, ks_sve::KVM_REG_ARM64_SVE_VLS, &mut b));
+    let w0 = u64::from_le_bytes(b[..8].try_into().unwrap());
+    check_eq!(w0, (1u64 << host_max_vq) - 1, "VLS of a fresh vCPU");
+    check!(b[8..64].iter().all(|&x| x == 0));
+    // Before finalize: no run, no register list, no Z registers.
+    check_eq!(g.run(), Err(EPERM));
+    let mut list = [0u64; 1024];
+    list[0] = 1000;
+    let lp = list.as_mut_ptr() as usize;
+    check_eq!(ioctl(vcpu, k::KVM_GET_REG_LIST, lp), Err(EPERM));
+    check_eq!(get_sve(vcpu, ks_sve::zreg(0, 0), &mut b), Err(EPERM));
+    // Lengths: a prefix of the host's set, not empty, no larger than the host's.
+    let set_vls = |w0: u64, w7: u64| {
+        let mut b = [0u8; 64];
+        b[..8].copy_from_slice(&w0.to_le_bytes());
+        b[56..].copy_from_slice(&w7.to_le_bytes());
+        set_sve(vcpu, ks_sve::KVM_REG_ARM64_SVE_VLS, &b)
+    };
+    check_eq!(set_vls(0, 0), Err(EINVAL));
+    check_eq!(set_vls(1 << host_max_vq, 0), Err(EINVAL));
+    check_eq!(set_vls(0, 1 << 63), Err(EINVAL));
+    let guest_vq = host_max_vq.min(2);
+    if host_max_vq >= 3 {
+        check_eq!(set_vls(0b101, 0), Err(EINVAL));
+    }
+    t!(set_vls((1 << guest_vq) - 1, 0));
+    t!(get_sve(vcpu, ks_sve::KVM_REG_ARM64_SVE_VLS, &mut b));
+    check_eq!(b[0] as u64, (1 << guest_vq) - 1);
+    // Finalize: once, for SVE only.
+    let sve = ks_sve::KVM_ARM_VCPU_SVE as i32;
+    check_eq!(finalize(vcpu, 0), Err(EINVAL));
+    t!(finalize(vcpu, sve));
+    check_eq!(finalize(vcpu, sve), Err(EPERM));
+    check_eq!(set_vls(1, 0), Err(EPERM));
+    // The list: VLS, Z0-Z31, P0-P15, FFR and ZCR_EL1; no V registers.
+    let zcr = k::sysreg_id(3, 0, 1, 2, 0);
+    list[0] = 1000;
+    t!(ioctl(vcpu, k::KVM_GET_REG_LIST, lp));
+    let ids = &list[1..1 + list[0] as usize];
+    for id in ks_sve::reg_ids().chain([zcr]) {
+        check!(ids.contains(&id), "{id:#x} missing from the list");
+    }
+    check!(!ids.contains(&CoreReg::V(0).id()));
+    check_eq!(get_reg(vcpu, CoreReg::V(0).id()), Err(EINVAL));
+    check_eq!(get_sve(vcpu, ks_sve::zreg(0, 1), &mut b), Err(ENOENT));
+    // Z1 from the VMM: 64-bit lanes 1, 2, 3, ...; the bytes past the VL are not read.
+    let vl = 16 * guest_vq as usize;
+    let mut z1 = [0xeeu8; 256];
+    for (i, c) in z1[..vl].chunks_exact_mut(8).enumerate() {
+        c.copy_from_slice(&(i as u64 + 1).to_le_bytes());
+    }
+    t!(set_sve(vcpu, ks_sve::zreg(1, 0), &z1));
+    t!(get_sve(vcpu, ks_sve::zreg(1, 0), &mut b));
+    check_eq!(&b[..vl], &z1[..vl]);
+    check!(b[vl..].iter().all(|&x| x == 0), "Z1 past the VL reads 0");
+    // Run it: the guest asks for the largest VL and gets the VMM's choice. Its ZCR_EL1 starts
+    // at that already (a guest's own VL change leaves the Z registers' upper bytes UNKNOWN).
+    check_eq!(get_reg(vcpu, zcr), Ok(0));
+    t!(set_reg(vcpu, zcr, 0xf));
+    let vmm_vl = host_vl();
+    t!(g.run());
+    check_eq!(host_vl(), vmm_vl, "the VMM's VL after KVM_RUN");
+    check_eq!(g.exit_reason(), k::KVM_EXIT_MMIO);
+    check_eq!(get_reg(vcpu, x(4)), Ok(vl as u128), "the guest's RDVL");
+    let pfr0 = t!(get_reg(vcpu, x(5))) as u64;
+    check_eq!((pfr0 >> 32) & 0xf, 1, "SVE in ID_AA64PFR0_EL1 {pfr0:#x}");
+    t!(get_sve(vcpu, ks_sve::zreg(2, 0), &mut b));
+    let counting = b[..vl]
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x as usize == i + 1);
+    check!(counting, "Z2 {:?}", &b[..vl]);
+    check!(b[vl..].iter().all(|&x| x == 0));
+    t!(get_sve(vcpu, ks_sve::zreg(3, 0), &mut b));
+    for (i, c) in b[..vl].chunks_exact(8).enumerate() {
+        let lane = u64::from_le_bytes(c.try_into().unwrap());
+        check_eq!(lane, 2 * (i as u64 + 1), "Z3 lane {i}");
+    }
+    let mut p = [0u8; 32];
+    t!(get_sve(vcpu, ks_sve::preg(1, 0), &mut p));
+    let ptrue = p[..vl / 8].iter().all(|&x| x == 0xff) && p[vl / 8..].iter().all(|&x| x == 0);
+    check!(ptrue, "P1 {p:?}");
+    check_eq!(get_reg(vcpu, zcr), Ok(0xf), "ZCR_EL1");
     Ok(())
 }
 
@@ -1676,6 +1872,7 @@ fn main(_a: &rt::Args) -> i32 {
             no_syndrome_and_readonly_slots,
         ),
         ("guest_sees_no_sve_or_sme", guest_sees_no_sve_or_sme),
+        ("sve_guest", sve_guest),
         ("guest_memory_is_the_vmms", guest_memory_is_the_vmms),
         ("id_registers_and_firmware", id_registers_and_firmware),
         ("smccc_filter", smccc_filter),

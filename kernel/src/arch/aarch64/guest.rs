@@ -169,8 +169,10 @@ pub mod mdcr {
     pub const TDRA: u64 = 1 << 11;
 }
 
-/// CPTR_EL2 (CPACR layout under E2H): FP, SVE and SME untrapped at every level.
+/// CPTR_EL2 (CPACR layout under E2H): FP untrapped at every level (FPEN).
 pub const CPTR_FP_ON: u64 = 3 << 20;
+/// The same for SVE (ZEN), for a guest with SVE whose registers are loaded.
+pub const CPTR_SVE_ON: u64 = 3 << 16;
 
 macro_rules! rd {
     ($enc:literal) => {{
@@ -188,6 +190,17 @@ macro_rules! wr {
         // value is put back before they are unmasked.
         unsafe { core::arch::asm!(concat!("msr ", $enc, ", {}"), in(reg) v, options(nomem, nostack)) };
     }};
+}
+
+/// The guest's ZCR_EL1 (ZCR_EL12 from EL2 with E2H), which caps its VL under ZCR_EL2's cap.
+pub fn guest_zcr() -> u64 {
+    rd!("S3_5_C1_C2_0")
+}
+
+pub fn set_guest_zcr(v: u64) {
+    // SAFETY: ZCR_EL12 is the guest's own register (the host's EL0 and EL2 vector lengths
+    // come from ZCR_EL2), written while the guest's SVE state is being loaded.
+    unsafe { core::arch::asm!("msr S3_5_C1_C2_0, {}", in(reg) v, options(nomem, nostack)) };
 }
 
 /// Whether the CPU implements FEAT_RAS (ID_AA64PFR0_EL1.RAS), and with it VSESR_EL2.
