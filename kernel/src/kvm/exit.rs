@@ -91,7 +91,10 @@ pub fn handle_sync(
             }
             match &mut st.sve {
                 Some(g) => g.load(&st.fp),
-                None => fpsimd::load(&st.fp),
+                None => {
+                    fpsimd::load(&st.fp);
+                    super::GUEST_FP.count(false, true, super::vcpu::FPSIMD_BYTES);
+                }
             }
             st.fp_live = true;
             super::GUEST_FP_LOADS.fetch_add(1, Ordering::Relaxed);

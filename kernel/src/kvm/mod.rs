@@ -40,6 +40,55 @@ pub static MMIO_EXITS: AtomicU64 = AtomicU64::new(0);
 pub static WFI_SLEEPS: AtomicU64 = AtomicU64::new(0);
 pub static GUEST_FP_LOADS: AtomicU64 = AtomicU64::new(0);
 
+/// Guest vector-state saves and restores over every vCPU, counted apart from the host tasks'
+/// (/proc/svelt/fpstat's `guest_` lines).
+pub struct GuestFpCounters {
+    pub fpsimd_saves: AtomicU64,
+    pub fpsimd_restores: AtomicU64,
+    pub sve_saves: AtomicU64,
+    pub sve_restores: AtomicU64,
+    pub bytes_saved: AtomicU64,
+    pub bytes_restored: AtomicU64,
+}
+
+pub static GUEST_FP: GuestFpCounters = GuestFpCounters {
+    fpsimd_saves: AtomicU64::new(0),
+    fpsimd_restores: AtomicU64::new(0),
+    sve_saves: AtomicU64::new(0),
+    sve_restores: AtomicU64::new(0),
+    bytes_saved: AtomicU64::new(0),
+    bytes_restored: AtomicU64::new(0),
+};
+
+impl GuestFpCounters {
+    /// One save (`restore` false) or restore of `bytes`, of an SVE state or an FP/SIMD one.
+    pub fn count(&self, sve: bool, restore: bool, bytes: usize) {
+        let (n, b) = match (sve, restore) {
+            (false, false) => (&self.fpsimd_saves, &self.bytes_saved),
+            (false, true) => (&self.fpsimd_restores, &self.bytes_restored),
+            (true, false) => (&self.sve_saves, &self.bytes_saved),
+            (true, true) => (&self.sve_restores, &self.bytes_restored),
+        };
+        n.fetch_add(1, Ordering::Relaxed);
+        b.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+}
+
+/// The guests' lines of /proc/svelt/fpstat.
+pub fn fpstat_lines() -> alloc::string::String {
+    let g = &GUEST_FP;
+    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    alloc::format!(
+        "guest_fpsimd_saves {}\nguest_fpsimd_restores {}\nguest_sve_saves {}\nguest_sve_restores {}\nguest_bytes_saved {}\nguest_bytes_restored {}\n",
+        l(&g.fpsimd_saves),
+        l(&g.fpsimd_restores),
+        l(&g.sve_saves),
+        l(&g.sve_restores),
+        l(&g.bytes_saved),
+        l(&g.bytes_restored),
+    )
+}
+
 /// The largest IPA size a VM may have: what the CPU's physical addresses reach, at most 48 bits
 /// (no 52-bit stage-2 descriptors yet).
 pub(crate) fn max_ipa_bits() -> u32 {

@@ -81,6 +81,7 @@ impl GuestSve {
         }
         fpsimd::load_control(fp);
         self.live = true;
+        super::GUEST_FP.count(true, true, self.state.len());
     }
 
     /// Puts live registers back in memory (ZCR_EL2 still holds the guest's cap).
@@ -95,6 +96,7 @@ impl GuestSve {
         }
         fpsimd::save_control(fp);
         self.live = false;
+        super::GUEST_FP.count(true, false, self.state.len());
     }
 }
 

@@ -39,6 +39,9 @@ pub struct PendingMmio {
     pub big_endian: bool,
 }
 
+/// Bytes of an FP/SIMD state: V0-V31, FPSR and FPCR.
+pub const FPSIMD_BYTES: usize = 32 * 16 + 8;
+
 /// A vCPU's state while the holder of its lock (an ioctl on it) works on it.
 pub struct VcpuState {
     pub inited: bool,
@@ -76,7 +79,10 @@ impl VcpuState {
         if self.fp_live {
             match &mut self.sve {
                 Some(g) => g.put(&mut self.fp),
-                None => fpsimd::save(&mut self.fp),
+                None => {
+                    fpsimd::save(&mut self.fp);
+                    super::GUEST_FP.count(false, false, FPSIMD_BYTES);
+                }
             }
             self.fp_live = false;
         }

@@ -58,7 +58,8 @@ impl ProcRoot {
         svelt.replace(
             "fpstat",
             GenFile::system(|| {
-                crate::task::fpstate::format_system_fpstat(&process::system_fp_counters())
+                let host = process::system_fp_counters();
+                crate::task::fpstate::format_system_fpstat(&host) + &crate::kvm::fpstat_lines()
             }),
         );
         svelt.replace("meminfo", GenFile::system(system::svelt_meminfo));

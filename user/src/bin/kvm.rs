@@ -915,6 +915,25 @@ fn set_sve(vcpu: i32, id: u64, buf: &[u8]) -> SysResult {
     ioctl(vcpu, k::KVM_SET_ONE_REG, &r as *const _ as usize)
 }
 
+/// Svelt's guest SVE restores, saves, bytes restored and bytes saved (/proc/svelt/fpstat);
+/// None elsewhere.
+fn guest_sve_counts() -> Option<[u64; 4]> {
+    let text = svelt_user::io::read_file("/proc/svelt/fpstat").ok()?;
+    let text = core::str::from_utf8(&text).ok()?;
+    let get = |key: &str| {
+        let l = text
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))?;
+        l.trim().parse().ok()
+    };
+    Some([
+        get("guest_sve_restores")?,
+        get("guest_sve_saves")?,
+        get("guest_bytes_restored")?,
+        get("guest_bytes_saved")?,
+    ])
+}
+
 /// A vCPU with SVE (KVM_ARM_VCPU_SVE): its vector lengths (every host length, up to the
 /// largest, until the VMM lowers it; nothing but a prefix of the host's set; fixed at
 /// finalize), what needs finalize (KVM_RUN, the register list, the Z/P/FFR registers), the V
@@ -1022,8 +1041,20 @@ fn sve_guest() -> TestResult {
     check_eq!(get_reg(vcpu, zcr), Ok(0));
     t!(set_reg(vcpu, zcr, 0xf));
     let vmm_vl = host_vl();
+    let counts = guest_sve_counts();
     t!(g.run());
     check_eq!(host_vl(), vmm_vl, "the VMM's VL after KVM_RUN");
+    // Svelt counts guest SVE loads and saves apart from the host's: each moved the whole
+    // state at the guest's VL, and every load was saved again.
+    if let (Some(b), Some(a)) = (counts, guest_sve_counts()) {
+        let (loads, saves) = (a[0] - b[0], a[1] - b[1]);
+        check!(
+            loads >= 1 && loads == saves,
+            "guest SVE loads {loads}, saves {saves}"
+        );
+        let size = 546 * guest_vq;
+        check_eq!((a[2] - b[2], a[3] - b[3]), (loads * size, saves * size));
+    }
     check_eq!(g.exit_reason(), k::KVM_EXIT_MMIO);
     check_eq!(get_reg(vcpu, x(4)), Ok(vl as u128), "the guest's RDVL");
     let pfr0 = t!(get_reg(vcpu, x(5))) as u64;
