@@ -122,6 +122,17 @@ core::arch::global_asm!(
     "str x4, [x1]",
     "b .",
     "guest_sve_end:",
+    // SVE live for ever: opens FP and SVE, then counts in Z0.
+    ".global guest_sve_spin, guest_sve_spin_end",
+    "guest_sve_spin:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "ptrue p0.b",
+    "1: add z0.d, z0.d, #1",
+    "b 1b",
+    "guest_sve_spin_end:",
     // A load pair from MMIO (no syndrome), then a store into the read-only slot at x3.
     ".global guest_nisv, guest_nisv_end",
     "guest_nisv:",
@@ -227,6 +238,8 @@ unsafe extern "C" {
     static guest_idregs_end: u8;
     static guest_sve: u8;
     static guest_sve_end: u8;
+    static guest_sve_spin: u8;
+    static guest_sve_spin_end: u8;
     static guest_nisv: u8;
     static guest_nisv_end: u8;
     static guest_isar0_off2: u8;
@@ -1079,6 +1092,65 @@ fn sve_guest() -> TestResult {
     Ok(())
 }
 
+/// A VMM killed (SIGKILL) while its vCPU runs a guest with SVE live: the VMM dies of the
+/// signal, and on Svelt the guest's state went back to memory as it left the CPU (as many
+/// saves as loads) and the VM is gone once the VMM is reaped.
+fn vmm_killed_in_run() -> TestResult {
+    let kvm = kvm!();
+    let cap = ioctl(
+        kvm,
+        k::KVM_CHECK_EXTENSION,
+        ks_sve::KVM_CAP_ARM_SVE as usize,
+    );
+    let _ = sys::close(kvm);
+    let sve = cap == Ok(1);
+    let running = Shared::new(0u32);
+    let before = guest_sve_counts();
+    let pid = t!(spawn(|| {
+        let Ok(kvm) = sys::open("/dev/kvm", O_RDWR | O_CLOEXEC) else {
+            return 2;
+        };
+        let features = if sve {
+            1 << ks_sve::KVM_ARM_VCPU_SVE
+        } else {
+            0
+        };
+        let code = code!(guest_sve_spin, guest_sve_spin_end);
+        let Ok(g) = Guest::with_features(kvm, code, features) else {
+            return 3;
+        };
+        if sve && finalize(g.vcpu, ks_sve::KVM_ARM_VCPU_SVE as i32).is_err() {
+            return 4;
+        }
+        running.set(1);
+        let _ = g.run();
+        5
+    }));
+    while running.get() == 0 {
+        sys::sleep_ns(1_000_000);
+    }
+    sys::sleep_ns(50_000_000);
+    t!(sys::kill(pid, SIGKILL));
+    let (_, st) = t!(sys::waitpid(pid, 0));
+    check!(
+        wifsignaled(st) && wtermsig(st) == SIGKILL,
+        "VMM: {}",
+        describe(st)
+    );
+    if let (true, Some(b), Some(a)) = (sve, before, guest_sve_counts()) {
+        let (loads, saves) = (a[0] - b[0], a[1] - b[1]);
+        check!(
+            loads >= 1 && loads == saves,
+            "guest SVE loads {loads}, saves {saves}"
+        );
+    }
+    if let Ok(text) = io::read_file("/proc/svelt/kvm") {
+        let text = String::from_utf8_lossy(&text).into_owned();
+        check!(text.starts_with("vms 0\n"), "after the VMM died: {text}");
+    }
+    Ok(())
+}
+
 /// Restarts the guest_mmio guest at its first instruction and returns what it stores (RAM's
 /// value plus one).
 fn rerun_mmio_guest(g: &Guest) -> Result<u64, String> {
@@ -1904,6 +1976,7 @@ fn main(_a: &rt::Args) -> i32 {
         ),
         ("guest_sees_no_sve_or_sme", guest_sees_no_sve_or_sme),
         ("sve_guest", sve_guest),
+        ("vmm_killed_in_run", vmm_killed_in_run),
         ("guest_memory_is_the_vmms", guest_memory_is_the_vmms),
         ("id_registers_and_firmware", id_registers_and_firmware),
         ("smccc_filter", smccc_filter),
