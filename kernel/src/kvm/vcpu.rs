@@ -245,13 +245,13 @@ impl Vcpu {
         // and every re-init (kvm_vcpu_set_target, kvm_vcpu_init_changed).
         let power_off = asked & (1 << k::KVM_ARM_VCPU_POWER_OFF) != 0;
         let features = asked & !(1 << k::KVM_ARM_VCPU_POWER_OFF);
-        {
+        let first_in_vm = {
             let mut vm_features = vm.vcpu_features.lock();
             if vm_features.is_some_and(|f| f != features) {
                 return Err(Errno::EINVAL);
             }
-            *vm_features = Some(features);
-        }
+            vm_features.replace(features).is_none()
+        };
         st.features = features;
         // SVE: every host length until the VMM chooses (and finalizes); a finalized vCPU's
         // registers back to zero (kvm_reset_vcpu).
@@ -260,7 +260,9 @@ impl Vcpu {
             (g, true) => *g = Some(GuestSve::new()),
             (g, false) => *g = None,
         }
-        if !st.inited {
+        // The VM's ID registers follow its features once, at its first vCPU's init (a VMM's
+        // later writes stay).
+        if first_in_vm {
             sve::init_id_regs(vm, features & sve_bit != 0);
         }
         st.regs = GuestRegs {
