@@ -224,20 +224,20 @@ fn strace_and_gdb_match_linux_2cpus() {
 fn linux_programs() -> Option<&'static Run> {
     static LINUX: OnceLock<Option<Run>> = OnceLock::new();
     LINUX
-        .get_or_init(|| run_all(&config("debian_programs", 2, true), 5))
+        .get_or_init(|| run_all(&config("debian_programs", 2, true), 6))
         .as_ref()
 }
 
 /// Each program's output, line by line, as Linux's (dmesg and time by what they showed, the
 /// procps and util-linux tools by their exit statuses).
 fn check_programs_against_linux(smp: u32) {
-    let Some(svelt) = run_all(&config("debian_programs", smp, false), 5) else {
+    let Some(svelt) = run_all(&config("debian_programs", smp, false), 6) else {
         return;
     };
     let Some(linux) = linux_programs() else {
         return;
     };
-    let tags = ["python", "make", "ip", "dmesg", "time", "tools"];
+    let tags = ["python", "make", "ip", "dmesg", "time", "df", "tools"];
     compare_tagged_lines(&svelt, linux, &tags);
 }
 

@@ -2,7 +2,7 @@
  * script with socketpair, an asyncio TCP echo over 127.0.0.1, multiprocessing's Pipe and
  * Manager, pty.fork and os.mkfifo; GNU make -j2 (its jobserver is a FIFO); iproute2's `ip addr`
  * over a netlink route socket; util-linux's dmesg reading the kernel log; and bash's `time` of
- * a busy loop (CPU-time accounting). The programs come from the image
+ * a busy loop (CPU-time accounting); coreutils' `df -i` (statfs's inode counts). The programs come from the image
  * `./qemu-run.sh --debian python3,make,iproute2,util-linux,bash,coreutils,procps` builds; each test skips when
  * its program is not there. Each program's output is also printed as `# prog: ` lines, which
  * tests/tests/debian.rs compares with Linux's. KTAP; the exit status is nonzero iff a test
@@ -222,6 +222,58 @@ static void test_time(void)
 	       why);
 }
 
+/* coreutils' `df -i` over a tmpfs and /proc: statfs's inode counts. The numbers are each
+ * kernel's own (RAM, files in the archive), so the lines are compared by shape: a count that is
+ * 0 stays 0, any other becomes N (IUse% N%); proc has no inode counts (0 0 0 -). The first
+ * column (the source df finds through mountinfo's device numbers) is left out: Svelt's
+ * mountinfo does not give each mount its own st_dev yet, so df names /proc's source "-". */
+static void test_df_inodes(void)
+{
+	if (!exists("/usr/bin/df")) {
+		skip("coreutils_df_inodes", "no /usr/bin/df (boot with --debian coreutils)");
+		return;
+	}
+	char *argv[] = { "/usr/bin/df", "-i", "/tmp", "/proc", "/dev/shm", NULL };
+	int st = run(argv, envp, out, sizeof out);
+	static char shape[8192];
+	size_t n = 0;
+	int lines = 0, zeros = 0, field = 0;
+	for (char *p = out; *p && n + 64 < sizeof shape;) {
+		size_t w = strcspn(p, " \t\n");
+		if (w > 0 && field++ == 0) {
+			p += w;
+			continue;
+		}
+		if (w == 0) {
+			if (*p == '\n') {
+				lines++;
+				field = 0;
+				shape[n++] = '\n';
+			} else if (field > 1 && n && shape[n - 1] != ' ' && shape[n - 1] != '\n') {
+				shape[n++] = ' ';
+			}
+			p++;
+			continue;
+		}
+		size_t d = strspn(p, "0123456789");
+		if (d == w || (d + 1 == w && p[d] == '%' && d > 0)) {
+			int zero = d == 1 && p[0] == '0';
+			zeros += zero;
+			n += snprintf(shape + n, sizeof shape - n, "%s%s", zero ? "0" : "N",
+				      d == w ? "" : "%");
+		} else {
+			n += snprintf(shape + n, sizeof shape - n, "%.*s", (int)w, p);
+		}
+		p += w;
+	}
+	shape[n] = 0;
+	show("df", shape);
+	snprintf(why, sizeof why, "status %#x, printed:\n%.1500s", st, out);
+	result(st == 0 && lines == 4 && zeros == 3 && strstr(shape, "0 0 0 - /proc") &&
+		       strstr(shape, "N N N N% /tmp"),
+	       "coreutils_df_inodes", why);
+}
+
 /* procps and util-linux tools a user reaches for first: each one's exit status is printed
  * (`# tools: `) and compared with Linux's; their output is each kernel's own. */
 static void run_tools(void)
@@ -292,7 +344,7 @@ int main(void)
 		mkdir("/dev/shm", 01777);
 		mount("tmpfs", "/dev/shm", "tmpfs", 0, NULL);
 	}
-	printf("TAP version 13\n1..5\n");
+	printf("TAP version 13\n1..6\n");
 	fflush(stdout);
 	/* Linux boots with lo down (an init script brings it up): `ip` first, then Python's
 	 * TCP over 127.0.0.1. */
@@ -301,6 +353,7 @@ int main(void)
 	test_make();
 	test_dmesg();
 	test_time();
+	test_df_inodes();
 	run_tools();
 	report_enosys();
 	return ktap_finish();

@@ -61,6 +61,7 @@ pub mod nr {
     pub const UMOUNT2: usize = 39;
     pub const MOUNT: usize = 40;
     pub const STATFS: usize = 43;
+    pub const FSTATFS: usize = 44;
     pub const FTRUNCATE: usize = 46;
     pub const FACCESSAT: usize = 48;
     pub const CHDIR: usize = 49;

@@ -245,22 +245,44 @@ impl Termios {
             ..Termios::console_default()
         }
     }
-
-    /// A pty master's modes: raw, no echo, no output processing (the ptm driver's).
-    pub const fn pty_master_default() -> Termios {
-        Termios {
-            c_iflag: 0,
-            c_oflag: 0,
-            c_cflag: B38400 | CS8 | CREAD,
-            c_lflag: 0,
-            c_line: N_TTY,
-            c_cc: INIT_C_CC,
-        }
-    }
 }
 
 /// A pty's line speed (B38400), as TCGETS2 reports it.
 pub const PTY_BAUD: u32 = 38_400;
+
+/// Where c_cflag's input-speed code sits (CBAUD is the output one).
+pub const IBSHIFT: u32 = 16;
+
+/// The rate a Bnnn code names (Linux's baud_table), or `other` for BOTHER.
+fn code_rate(code: u32, other: u32) -> u32 {
+    const LOW: [u32; 16] = [
+        0, 50, 75, 110, 134, 150, 200, 300, 600, 1200, 1800, 2400, 4800, 9600, 19200, 38400,
+    ];
+    const HIGH: [u32; 15] = [
+        57600, 115200, 230400, 460800, 500000, 576000, 921600, 1000000, 1152000, 1500000, 2000000,
+        2500000, 3000000, 3500000, 4000000,
+    ];
+    match code {
+        BOTHER => other,
+        c if c & BOTHER == 0 => LOW[(c & 0o17) as usize],
+        c => HIGH[((c & 0o17) - 1) as usize],
+    }
+}
+
+/// The (input, output) speeds a TCSETS* gives a terminal whose driver keeps them as set
+/// (Linux's set_termios: tty_termios_input_baud_rate and tty_termios_baud_rate): the output
+/// speed from c_cflag's code (c_ospeed for BOTHER), the input one from its own code, the output
+/// speed when that is B0.
+pub fn termios_speeds(c_cflag: u32, c_ispeed: u32, c_ospeed: u32) -> (u32, u32) {
+    let out = code_rate(c_cflag & CBAUD, c_ospeed);
+    let in_code = (c_cflag >> IBSHIFT) & CBAUD;
+    let input = if in_code == 0 {
+        out
+    } else {
+        code_rate(in_code, c_ispeed)
+    };
+    (input, out)
+}
 
 /// Packet mode's status bits (TIOCPKT): what a pty master in packet mode reads, one byte
 /// alone, before any more data; data comes after a `TIOCPKT_DATA` byte.
@@ -502,5 +524,22 @@ mod tests {
         };
         assert_eq!(Winsize::read_from_bytes(w.as_bytes()).ok(), Some(w));
         assert_eq!(w.as_bytes(), [24, 0, 80, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn speeds_from_cflag() {
+        assert_eq!(termios_speeds(CS8 | CREAD | B38400, 1, 2), (38400, 38400));
+        assert_eq!(termios_speeds(CS8 | B9600, 0, 0), (9600, 9600));
+        // BOTHER takes c_ospeed; no input code means the output speed.
+        assert_eq!(termios_speeds(CS8 | BOTHER, 1234, 5678), (5678, 5678));
+        assert_eq!(
+            termios_speeds(BOTHER | (BOTHER << IBSHIFT), 1234, 5678),
+            (1234, 5678)
+        );
+        assert_eq!(
+            termios_speeds(0o10002 | (B9600 << IBSHIFT), 0, 0),
+            (9600, 115200)
+        );
+        assert_eq!(termios_speeds(0o10017, 0, 0), (4000000, 4000000));
     }
 }

@@ -6,6 +6,8 @@
 use super::{pagecache, Inode, Kind};
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use spin::Once;
+use svelt_abi::uapi::errno::SysResult;
 use svelt_abi::uapi::fs::Stat;
 
 /// What chmod, chown and utimensat change, and write updates: a node's owner, permission bits
@@ -20,6 +22,9 @@ pub struct Attrs {
     atime: AtomicU64,
     mtime: AtomicU64,
     ctime: AtomicU64,
+    /// The tmpfs instance the node's inode is charged to, once it has been linked into one
+    /// (given back when the node goes).
+    charged: Once<Arc<pagecache::TmpfsSb>>,
 }
 
 impl Attrs {
@@ -37,6 +42,52 @@ impl Attrs {
             atime: AtomicU64::new(now),
             mtime: AtomicU64::new(now),
             ctime: AtomicU64::new(now),
+            charged: Once::new(),
+        }
+    }
+
+    /// The node is made in, or first linked into, a directory of `sb`: it takes one of the
+    /// instance's inodes (ENOSPC when none is left). Nothing for a node charged already.
+    pub fn charge_inode(&self, sb: &Arc<pagecache::TmpfsSb>) -> SysResult<()> {
+        if self.charged.is_completed() {
+            return Ok(());
+        }
+        sb.reserve_inode()?;
+        let mut ours = false;
+        self.charged.call_once(|| {
+            ours = true;
+            sb.clone()
+        });
+        if !ours {
+            // A racing link charged it first.
+            sb.release_inode();
+        }
+        Ok(())
+    }
+
+    /// A second (third...) name for a linked node takes an inode of its own, as Linux's
+    /// shmem_link: Ok(true) when one was taken, ENOSPC when none is left.
+    pub fn charge_link(&self) -> SysResult<bool> {
+        match self.charged.get() {
+            Some(sb) if self.nlink() > 0 => sb.reserve_inode().map(|()| true),
+            _ => Ok(false),
+        }
+    }
+
+    /// One of several names of a non-directory goes (unlink, a rename's replaced target):
+    /// the inode its link took comes back. The last name keeps the node's own.
+    pub fn release_link(&self, kind: Kind) {
+        if kind != Kind::Dir && self.nlink() > 1 {
+            if let Some(sb) = self.charged.get() {
+                sb.release_inode();
+            }
+        }
+    }
+
+    /// Gives back what `charge_link` took (the link then failed).
+    pub fn uncharge_link(&self) {
+        if let Some(sb) = self.charged.get() {
+            sb.release_inode();
         }
     }
     pub fn perm(&self) -> u32 {
@@ -105,6 +156,15 @@ impl Attrs {
     pub fn changed(&self) {
         self.ctime
             .store(crate::time::realtime_ns(), Ordering::Relaxed);
+    }
+}
+
+/// The node is gone: its inode goes back to its tmpfs.
+impl Drop for Attrs {
+    fn drop(&mut self) {
+        if let Some(sb) = self.charged.get() {
+            sb.release_inode();
+        }
     }
 }
 

@@ -20,6 +20,8 @@ pub trait Caller {
     fn core(&self) -> &CurrentTask;
     /// Its effective user ID (the owner of the nodes it makes).
     fn euid(&self) -> u32;
+    /// Its file-system user and group IDs (permission checks).
+    fn fs_ids(&self) -> (u32, u32);
     /// Its RLIMIT_NOFILE soft limit.
     fn nofile(&self) -> u64;
     /// Its cwd and root.

@@ -33,12 +33,17 @@ pub use attr::{made_by, stat_of, Attrs};
 pub use caller::Caller;
 pub use fdtable::{nofile_limit, FdTable, NR_OPEN};
 pub use mount::{for_each_mount, mount_existing, mount_fresh, mounts_text, umount, NewMount};
-pub use namei::{relative_to_root, resolve, resolve_parent, FsContext, Resolved, ResolvedParent};
+pub use namei::{
+    may_search, relative_to_root, resolve, resolve_parent, FsContext, Resolved, ResolvedParent,
+};
 pub use vfs::{new_ino, open_node, File, FileOps, Inode, Kind, NodeOps};
 
 /// Sets up the root: the initramfs (if any) unpacked into a ramfs, with /proc, /sys and /dev.
 pub fn init(initrd: Option<&[u8]>, proc_root: alloc::sync::Arc<dyn Inode>) {
     let root = ramfs::RamDir::new(0o755);
+    if let Some(a) = root.attrs() {
+        let _ = a.charge_inode(&pagecache::TmpfsSb::root());
+    }
     if let Some(archive) = initrd {
         let t0 = crate::time::now_ns();
         let mut st = initramfs::Stats::default();

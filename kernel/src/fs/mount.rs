@@ -49,6 +49,7 @@ pub struct NewMount {
     pub flags: u64,
     pub opts: svelt_abi::uapi::mount::TmpfsOptions,
     pub limit: pagecache::Limit,
+    pub inode_limit: pagecache::Limit,
     pub magic: u64,
     /// Permission bits of its root directory.
     pub mode: u32,
@@ -63,8 +64,11 @@ fn as_ramdir(node: &Arc<dyn Inode>) -> SysResult<&ramfs::RamDir> {
 /// Puts a new, empty file system in place of the directory `target` in its parent.
 /// EBUSY for "/", EINVAL when the parent is not a ramfs directory (inside /proc or /sys).
 pub fn mount_fresh(target: &Resolved, m: NewMount) -> SysResult<()> {
-    let root: Arc<dyn Inode> =
-        ramfs::RamDir::with_sb(m.mode, pagecache::TmpfsSb::new(m.limit, m.magic));
+    let sb = pagecache::TmpfsSb::new(m.limit, m.inode_limit, m.magic);
+    let dir = ramfs::RamDir::with_sb(m.mode, sb.clone());
+    // Its root directory is its first inode.
+    dir.attrs().map(|a| a.charge_inode(&sb)).transpose()?;
+    let root: Arc<dyn Inode> = dir;
     graft(target, root, m.source, m.fstype, m.flags, m.opts)
 }
 

@@ -62,6 +62,33 @@ pub struct ResolvedParent {
 
 const MAX_SYMLINKS: usize = 40;
 
+/// Search (x) permission on the directory `dir` for `caller` (Linux's may_lookup and
+/// generic_permission): root passes; anyone else needs the x bit of the class that applies,
+/// the owner's if it owns the directory, else the group's if the group is its own, else the
+/// others'. Generated directories (/proc, /sys) keep no owner and are not checked.
+pub fn may_search(caller: &dyn Caller, dir: &dyn Inode) -> SysResult<()> {
+    let (uid, gid) = caller.fs_ids();
+    let Some(a) = dir.attrs() else {
+        return Ok(());
+    };
+    if uid == 0 {
+        return Ok(());
+    }
+    let (owner, group) = a.owner();
+    let perm = a.perm();
+    let x = if owner == uid {
+        perm & 0o100
+    } else if group == gid {
+        perm & 0o010
+    } else {
+        perm & 0o001
+    };
+    if x == 0 {
+        return Err(Errno::EACCES);
+    }
+    Ok(())
+}
+
 fn join(dir: &str, name: &str) -> String {
     if dir == "/" {
         alloc::format!("/{name}")
@@ -90,6 +117,8 @@ fn walk(
         if cur.kind() != Kind::Dir {
             return Err(Errno::ENOTDIR);
         }
+        // Before the name is looked up, "." and ".." included.
+        may_search(caller, &*cur)?;
         match *comp {
             "." => continue,
             ".." => {
@@ -218,6 +247,7 @@ pub fn resolve_parent(cur: &dyn Caller, dirfd: i32, path: &str) -> SysResult<Res
     if dir.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
+    may_search(cur, &*dir.node)?;
     Ok(ResolvedParent {
         dir: dir.node,
         dir_path: dir.path,

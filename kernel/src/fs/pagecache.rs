@@ -23,20 +23,37 @@ pub const PAGE: u64 = 4096;
 /// Largest file size (Linux's MAX_LFS_FILESIZE on 64-bit).
 pub const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 
-/// How big a file system instance may grow.
+/// How big a file system instance may grow (in pages, or in inodes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
-    /// Half of RAM as it is now (the root, and a tmpfs mounted without `size=`).
+    /// Half of RAM's pages as it is now (the root, and a tmpfs mounted without `size=` or
+    /// `nr_inodes=`).
     HalfOfRam,
     Pages(usize),
-    /// ramfs, or tmpfs with `size=0`.
+    /// ramfs, or tmpfs with `size=0` or `nr_inodes=0`.
     None,
 }
 
-/// One tmpfs (or ramfs) instance: every page of its files' data is charged here.
+impl Limit {
+    fn get(self) -> Option<usize> {
+        match self {
+            // Computed each time: frames handed back after boot (the archive's) count too.
+            Limit::HalfOfRam => Some(frame::total() / 2),
+            Limit::Pages(n) => Some(n),
+            Limit::None => None,
+        }
+    }
+}
+
+/// One tmpfs (or ramfs) instance: every page of its files' data is charged here, and every
+/// inode (`Attrs::charge_inode`) against its `nr_inodes`.
 pub struct TmpfsSb {
     limit: Limit,
     used: AtomicUsize,
+    /// The inode limit (`nr_inodes=`; half of RAM's pages by default, as Linux's
+    /// shmem_default_max_inodes; none for ramfs).
+    inode_limit: Limit,
+    inodes: AtomicUsize,
     /// statfs's f_type.
     pub magic: u64,
     /// st_dev of its nodes: an anonymous device (major 0) of its own, as Linux gives each
@@ -56,10 +73,12 @@ pub const RAMFS_MAGIC: u64 = 0x8584_58f6;
 static ROOT_SB: Once<Arc<TmpfsSb>> = Once::new();
 
 impl TmpfsSb {
-    pub fn new(limit: Limit, magic: u64) -> Arc<TmpfsSb> {
+    pub fn new(limit: Limit, inode_limit: Limit, magic: u64) -> Arc<TmpfsSb> {
         Arc::new(TmpfsSb {
             limit,
             used: AtomicUsize::new(0),
+            inode_limit,
+            inodes: AtomicUsize::new(0),
             magic,
             dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed) as u64,
         })
@@ -68,18 +87,38 @@ impl TmpfsSb {
     /// The root file system's: a tmpfs of half of RAM, as Linux's rootfs.
     pub fn root() -> Arc<TmpfsSb> {
         ROOT_SB
-            .call_once(|| TmpfsSb::new(Limit::HalfOfRam, TMPFS_MAGIC))
+            .call_once(|| TmpfsSb::new(Limit::HalfOfRam, Limit::HalfOfRam, TMPFS_MAGIC))
             .clone()
     }
 
     /// The size limit in pages; `None` without one.
     pub fn limit(&self) -> Option<usize> {
-        match self.limit {
-            // Computed each time: frames handed back after boot (the archive's) count too.
-            Limit::HalfOfRam => Some(frame::total() / 2),
-            Limit::Pages(n) => Some(n),
-            Limit::None => None,
-        }
+        self.limit.get()
+    }
+
+    /// The inode limit (statfs's f_files); `None` without one.
+    pub fn inode_limit(&self) -> Option<usize> {
+        self.inode_limit.get()
+    }
+
+    /// Live inodes charged here, each extra hard link counted as one (Linux's shmem_link).
+    pub fn inodes(&self) -> usize {
+        self.inodes.load(Ordering::Relaxed)
+    }
+
+    /// Takes one inode of the limit, or ENOSPC.
+    pub fn reserve_inode(&self) -> SysResult<()> {
+        let limit = self.inode_limit().unwrap_or(usize::MAX);
+        self.inodes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                (u < limit).then_some(u + 1)
+            })
+            .map(|_| ())
+            .map_err(|_| Errno::ENOSPC)
+    }
+
+    pub fn release_inode(&self) {
+        self.inodes.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Pages in use against `limit`.

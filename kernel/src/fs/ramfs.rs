@@ -47,10 +47,15 @@ impl RamDir {
     /// counting links as link and unlink do.
     pub fn put(&self, name: &str, node: Arc<dyn Inode>) {
         if let Some(a) = node.attrs() {
+            // The archive is unpacked whole, inode limit or not (a tmpfs of half of RAM).
+            if a.charge_inode(&self.sb).is_ok() {
+                let _ = a.charge_link();
+            }
             a.linked();
         }
         if let Some(old) = self.replace(name, node) {
             if let Some(a) = old.attrs() {
+                a.release_link(old.kind());
                 a.unlinked();
             }
         }
@@ -114,6 +119,7 @@ impl Inode for RamDir {
             _ => return Err(Errno::EPERM),
         };
         if let Some(a) = node.attrs() {
+            a.charge_inode(&self.sb)?;
             a.created_by(uid);
             a.linked();
         }
@@ -126,7 +132,10 @@ impl Inode for RamDir {
         if e.contains_key(name) {
             return Err(Errno::EEXIST);
         }
+        // A new node (symlink, device, FIFO, socket) takes its inode here; a further name
+        // for a linked one is charged by linkat.
         if let Some(a) = node.attrs() {
+            a.charge_inode(&self.sb)?;
             a.linked();
         }
         e.insert(name.to_string(), node);
@@ -144,6 +153,7 @@ impl Inode for RamDir {
         }
         if let Some(old) = e.remove(name) {
             if let Some(a) = old.attrs() {
+                a.release_link(old.kind());
                 a.unlinked();
             }
         }

@@ -74,6 +74,14 @@ impl crate::fs::Caller for CurrentTask {
         self.thread.process.euid.load(Ordering::Relaxed)
     }
     #[inline]
+    fn fs_ids(&self) -> (u32, u32) {
+        let p = &self.thread.process;
+        (
+            p.fsuid.load(Ordering::Relaxed),
+            p.fsgid.load(Ordering::Relaxed),
+        )
+    }
+    #[inline]
     fn nofile(&self) -> u64 {
         self.thread
             .process

@@ -97,24 +97,32 @@ pub(super) enum LinkTo {
 }
 
 /// cwd, exe, root and fd/N: symlinks whose targets are the process's (Linux's are magic
-/// links that open the object itself; here they are followed by name).
-fn link_target(_cur: &dyn Caller, (target, to): (Target, LinkTo)) -> SysResult<String> {
+/// links that open the object itself; here they are followed by name). A path reads as from
+/// the reader's root (chroot), and one outside that root from the global root, as Linux's
+/// d_path prints it.
+fn link_target(cur: &dyn Caller, (target, to): (Target, LinkTo)) -> SysResult<String> {
     let t = target.task().map_err(|_| Errno::ENOENT)?;
-    match to {
-        LinkTo::Cwd => Ok(t.fs().lock().cwd.clone()),
-        LinkTo::Root => Ok("/".to_string()),
+    let path = match to {
+        LinkTo::Cwd => t.fs().lock().cwd.clone(),
+        LinkTo::Root => t.fs().lock().root.clone(),
         LinkTo::Exe => {
             let exe = t.process().exe.lock().clone();
             if exe.is_empty() {
                 return Err(Errno::ENOENT);
             }
-            Ok(exe)
+            exe
         }
         LinkTo::Fd(fd) => {
             let f = t.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;
-            Ok(fd_name(&f))
+            fd_name(&f)
         }
+    };
+    if !path.starts_with('/') {
+        // pipe:[N], socket:[N], anon_inode:[...]
+        return Ok(path);
     }
+    let root = cur.fs().lock().root.clone();
+    Ok(crate::fs::relative_to_root(&path, &root).map_or(path.clone(), String::from))
 }
 
 /// A link of /proc/PID (or fd/N) to what `to` names.

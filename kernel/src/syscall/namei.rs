@@ -16,6 +16,7 @@ pub fn chdir(cur: &CurrentTask, path: usize) -> SysResult<usize> {
     if r.node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
+    fs::may_search(cur, &*r.node)?;
     let fs = cur.fs();
     let mut g = fs.lock();
     g.cwd = r.path;
@@ -29,6 +30,7 @@ pub fn fchdir(cur: &CurrentTask, fd: i32) -> SysResult<usize> {
     if node.kind() != Kind::Dir {
         return Err(Errno::ENOTDIR);
     }
+    fs::may_search(cur, &*node)?;
     let fs = cur.fs();
     let mut g = fs.lock();
     g.cwd = file.path.clone();
@@ -49,17 +51,8 @@ pub fn chroot(cur: &CurrentTask, path: usize) -> SysResult<usize> {
         .process()
         .euid
         .load(core::sync::atomic::Ordering::Relaxed);
+    fs::may_search(cur, &*r.node)?;
     if euid != 0 {
-        let perm = r.node.perm();
-        let owner = r.node.attrs().map_or(0, |a| a.owner().0);
-        let x = if owner == euid {
-            perm & 0o100
-        } else {
-            perm & 0o001
-        };
-        if x == 0 {
-            return Err(Errno::EACCES);
-        }
         return Err(Errno::EPERM);
     }
     cur.fs().lock().root = r.path;
@@ -200,6 +193,9 @@ pub fn renameat2(
                 (true, true) if !d.entries()?.is_empty() => return Err(Errno::ENOTEMPTY),
                 _ => {}
             }
+            if let Some(a) = d.attrs() {
+                a.release_link(d.kind());
+            }
             np.dir.detach(&np.name)?;
             np.dir.link(&np.name, src)?;
             op.dir.detach(&op.name)?;
@@ -256,7 +252,14 @@ pub fn linkat(
     if src.kind() == Kind::Dir {
         return Err(Errno::EPERM);
     }
-    np.dir.link(&np.name, src)?;
+    // The new name costs an inode of the file system (ENOSPC when none is left).
+    let charged = src.attrs().map(|a| a.charge_link()).transpose()? == Some(true);
+    if let Err(e) = np.dir.link(&np.name, src.clone()) {
+        if let (true, Some(a)) = (charged, src.attrs()) {
+            a.uncharge_link();
+        }
+        return Err(e);
+    }
     Ok(0)
 }
 
@@ -381,6 +384,11 @@ pub fn mount(
             Some(0) => Limit::None,
             Some(n) => Limit::Pages(usize::try_from(n).unwrap_or(usize::MAX)),
         };
+        let inode_limit = match opts.nr_inodes {
+            None => Limit::HalfOfRam,
+            Some(0) => Limit::None,
+            Some(n) => Limit::Pages(usize::try_from(n).unwrap_or(usize::MAX)),
+        };
         let mode = opts.mode.unwrap_or(0o1777);
         fs::NewMount {
             source,
@@ -388,6 +396,7 @@ pub fn mount(
             flags,
             opts,
             limit,
+            inode_limit,
             magic,
             mode,
         }
@@ -403,6 +412,7 @@ pub fn mount(
             flags,
             opts: m::TmpfsOptions::default(),
             limit: Limit::None,
+            inode_limit: Limit::None,
             magic,
             mode,
         }

@@ -162,8 +162,9 @@ pub fn faccessat(
     Ok(0)
 }
 
-/// struct statfs (arm64: 64-bit words, 120 bytes). /proc and /sys go by their place; every
-/// other node reports its tmpfs/ramfs instance (the root's when it has none: devices, pipes).
+/// struct statfs (arm64: 64-bit words, 120 bytes). /proc and /sys go by their place (no
+/// block or inode counts, as Linux's simple_statfs); every other node reports its tmpfs/ramfs
+/// instance (the root's when it has none: devices, pipes).
 fn write_statfs(buf: usize, node: Option<&dyn fs::Inode>, path: &str) -> SysResult<usize> {
     const PROC_SUPER_MAGIC: u64 = 0x9fa0;
     const SYSFS_MAGIC: u64 = 0x6265_6572;
@@ -184,6 +185,11 @@ fn write_statfs(buf: usize, node: Option<&dyn fs::Inode>, path: &str) -> SysResu
             w[2] = limit as u64;
             w[3] = limit.saturating_sub(sb.used()) as u64;
             w[4] = w[3];
+        }
+        // The inode limit and what is left of it (f_files, f_ffree); zero without a limit.
+        if let Some(limit) = sb.inode_limit() {
+            w[5] = limit as u64;
+            w[6] = limit.saturating_sub(sb.inodes()) as u64;
         }
     }
     w[1] = 4096; // f_bsize

@@ -16,6 +16,10 @@ use svelt_abi::uapi::tty::{self, Termios, Termios2, Winsize};
 /// The console's line speed as TCGETS2 reports it.
 const SERIAL_BAUD: u32 = 115_200;
 
+/// How much of a pty's output its master's line discipline holds (Linux's N_TTY_BUF_SIZE
+/// less the one byte n_tty keeps free); an output flush drops what is beyond it.
+const MASTER_LDISC_BYTES: usize = 4095;
+
 impl Terminal {
     /// Waits for written output to leave (the console's UART; a pty's output is already in
     /// its master's buffer).
@@ -25,17 +29,21 @@ impl Terminal {
         }
     }
 
-    fn speed(&self) -> u32 {
+    /// (input, output) speeds as TCGETS2 reports them.
+    fn speeds(&self) -> (u32, u32) {
         match self.line {
-            Line::Serial => SERIAL_BAUD,
-            Line::Pty => tty::PTY_BAUD,
+            Line::Serial => (SERIAL_BAUD, SERIAL_BAUD),
+            Line::Pty => self.st.lock().link.speeds,
         }
     }
 
     fn tcsets(&self, cur: &dyn Caller, cmd: u32, arg: usize) -> SysResult<usize> {
         self.check_change(cur, sig::SIGTTOU)?;
+        let (mut ispeed, mut ospeed) = self.speeds();
         let mut new: Termios = if matches!(cmd, tty::TCSETS2 | tty::TCSETSW2 | tty::TCSETSF2) {
-            UserPtr::<Termios2>::new(arg).read()?.termios
+            let t2 = UserPtr::<Termios2>::new(arg).read()?;
+            (ispeed, ospeed) = (t2.c_ispeed, t2.c_ospeed);
+            t2.termios
         } else {
             UserPtr::new(arg).read()?
         };
@@ -57,6 +65,9 @@ impl Terminal {
             }
             let (old, was) = (*t.ld.termios(), t.ld.stopped());
             t.ld.set_termios(new);
+            if self.line == Line::Pty {
+                t.link.speeds = tty::termios_speeds(new.c_cflag, ispeed, ospeed);
+            }
             // What a pty master in packet mode hears of it (Linux's pty_set_termios, then
             // n_tty_set_termios restarting output stopped by a ^S once IXON is off).
             let new = *t.ld.termios();
@@ -137,10 +148,11 @@ impl Terminal {
                 Ok(0)
             }
             tty::TCGETS2 => {
+                let (c_ispeed, c_ospeed) = self.speeds();
                 let t = Termios2 {
                     termios: *self.st.lock().ld.termios(),
-                    c_ispeed: self.speed(),
-                    c_ospeed: self.speed(),
+                    c_ispeed,
+                    c_ospeed,
                 };
                 UserPtr::new(arg).write(&t)?;
                 Ok(0)
@@ -221,10 +233,13 @@ impl Terminal {
                 if input {
                     t.ld.flush_input();
                 }
-                // Output is never held back (a pty's is in its master's input already, as
-                // Linux's flip buffers usually have passed it on): only a pty master in
-                // packet mode hears of it (Linux's n_tty_packet_mode_flush and
-                // pty_flush_buffer).
+                // A pty's output the master has not read: Linux's master holds the first
+                // N_TTY_BUF_SIZE - 1 bytes in its line discipline, which a flush leaves, and
+                // the rest in its flip buffers, which pty_flush_buffer drops. A pty master in
+                // packet mode hears of it (n_tty_packet_mode_flush and pty_flush_buffer).
+                if output && self.line == Line::Pty {
+                    t.out.truncate(MASTER_LDISC_BYTES);
+                }
                 t.link.packet.flushed(input, output);
                 drop(t);
                 self.changed();

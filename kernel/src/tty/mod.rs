@@ -63,8 +63,9 @@ struct PtyLink {
     slave_closed: bool,
     /// The master closed: the slave is hung up (reads 0, writes EIO).
     hung_up: bool,
-    /// The master's own modes (TCGETS/TCSETS on it); its input is always raw.
-    master_termios: Termios,
+    /// The line's (input, output) speeds as last set (TCGETS2 shows them; a pty keeps what
+    /// it is given, as Linux's pty driver does).
+    speeds: (u32, u32),
     /// The master's packet mode and the status the slave's events left for it.
     packet: tty::Packet,
 }
@@ -190,7 +191,7 @@ impl Terminal {
                     slaves: 0,
                     slave_closed: false,
                     hung_up: false,
-                    master_termios: Termios::pty_master_default(),
+                    speeds: (tty::PTY_BAUD, tty::PTY_BAUD),
                     packet: tty::Packet::new(),
                 },
                 deferred: 0,

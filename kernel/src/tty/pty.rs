@@ -34,7 +34,7 @@ use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::fs::{O_CLOEXEC, POLLHUP, POLLIN, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM};
 use svelt_abi::uapi::signal as sig;
-use svelt_abi::uapi::tty::{self, Termios, Termios2, Winsize};
+use svelt_abi::uapi::tty::{self, Termios, Winsize};
 
 /// The most pairs at once (Linux's kernel.pty.max default).
 const PTY_MAX: u32 = 4096;
@@ -369,30 +369,15 @@ impl FileOps for Master {
             }
             tty::TIOCSPGRP => t.tiocspgrp(cur, arg),
             tty::TIOCSCTTY => t.tiocsctty(cur, arg),
-            tty::TCGETS => {
-                let m = t.st.lock().link.master_termios;
-                UserPtr::new(arg).write(&m)?;
-                Ok(0)
-            }
-            tty::TCGETS2 => {
-                let m = Termios2 {
-                    termios: t.st.lock().link.master_termios,
-                    c_ispeed: tty::PTY_BAUD,
-                    c_ospeed: tty::PTY_BAUD,
-                };
-                UserPtr::new(arg).write(&m)?;
-                Ok(0)
-            }
-            tty::TCSETS | tty::TCSETSW | tty::TCSETSF => {
-                let m: Termios = UserPtr::new(arg).read()?;
-                t.st.lock().link.master_termios = m;
-                Ok(0)
-            }
-            tty::TCSETS2 | tty::TCSETSW2 | tty::TCSETSF2 => {
-                let m = UserPtr::<Termios2>::new(arg).read()?.termios;
-                t.st.lock().link.master_termios = m;
-                Ok(0)
-            }
+            // The modes are the slave's: Linux's tty_mode_ioctl acts on the pty's other side.
+            tty::TCGETS
+            | tty::TCGETS2
+            | tty::TCSETS
+            | tty::TCSETSW
+            | tty::TCSETSF
+            | tty::TCSETS2
+            | tty::TCSETSW2
+            | tty::TCSETSF2 => t.ioctl(cur, cmd, arg),
             tty::FIONREAD => {
                 let n = t.st.lock().out.len() as i32;
                 UserPtr::new(arg).write(&n)?;

@@ -6,7 +6,9 @@
 //! errors; ECONNRESET after the peer's RST (a close with unread data, SO_LINGER {1, 0});
 //! IPV6_V6ONLY and the ports it shares; a connected UDP socket's ECONNREFUSED from lo's port
 //! unreachable; an RTM_GETLINK dump that finds lo (index 1, UP|LOOPBACK) and an RTM_GETADDR dump
-//! with 127.0.0.1.
+//! with 127.0.0.1; writes after the peer closed (the RST it answers with: EPIPE and SIGPIPE in
+//! CLOSE_WAIT, ECONNRESET first when established), a refused connect tried again, and
+//! shutdown(SHUT_WR) seen by the peer (end of file, POLLRDHUP).
 #![no_std]
 #![no_main]
 
@@ -795,6 +797,145 @@ fn netlink_route_dumps() -> TestResult {
     Ok(())
 }
 
+/// SIGPIPE blocked, whether one is pending now (taken off if so).
+fn sigpipe_taken() -> bool {
+    const BIT: u64 = 1 << (svelt_user::sig::SIGPIPE - 1);
+    let pending = svelt_user::sig::sigpending().unwrap_or(0) & BIT != 0;
+    if pending {
+        // Ignoring a pending signal discards it.
+        let old = svelt_user::sig::set_disposition(svelt_user::sig::SIGPIPE, 1);
+        if let Ok(o) = old {
+            let _ = svelt_user::sig::sigaction_raw(svelt_user::sig::SIGPIPE, Some(&o));
+        }
+    }
+    pending
+}
+
+fn with_sigpipe_blocked(f: impl FnOnce() -> TestResult) -> TestResult {
+    const BIT: u64 = 1 << (svelt_user::sig::SIGPIPE - 1);
+    let old = t!(svelt_user::sig::sigprocmask(0, Some(BIT)));
+    let r = f();
+    let _ = sigpipe_taken();
+    t!(svelt_user::sig::sigprocmask(2, Some(old)));
+    r
+}
+
+fn settle() {
+    sys::sleep_ns(100_000_000);
+}
+
+const POLLRDHUP: i16 = 0x2000;
+
+/// A connection's events of interest to these cases, now.
+fn events(fd: i32) -> SysResult<i16> {
+    poll1(fd, POLLIN | POLLOUT | POLLRDHUP, 0)
+}
+
+/// The peer closed (FIN) with nothing unread: a first write still goes out; the peer, gone,
+/// answers it with RST, which in CLOSE_WAIT is EPIPE (tcp_reset): the next write fails EPIPE
+/// with SIGPIPE, and so does every one after; reads say end of file first (the FIN came), and
+/// SO_ERROR shows the EPIPE once if asked before a write. An RST while established is
+/// ECONNRESET for the first write (no SIGPIPE), then EPIPE with SIGPIPE.
+fn write_after_peer_close() -> TestResult {
+    with_sigpipe_blocked(|| {
+        let all = POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDHUP;
+        let mut buf = [0u8; 8];
+        let (c, s) = t!(tcp_pair(AF_INET));
+        t!(close(s));
+        settle();
+        check_eq!(t!(events(c)), POLLIN | POLLOUT | POLLRDHUP);
+        check_eq!(send(c, b"x", 0), Ok(1));
+        check!(!sigpipe_taken());
+        settle();
+        check_eq!(t!(events(c)), all);
+        for _ in 0..2 {
+            check_eq!(send(c, b"y", 0), Err(EPIPE));
+            check!(sigpipe_taken());
+        }
+        check_eq!(recv(c, &mut buf, 0), Ok(0));
+        check_eq!(sockopt_int(c, SOL_SOCKET, SO_ERROR), Ok(0));
+        t!(close(c));
+
+        let (c, s) = t!(tcp_pair(AF_INET));
+        t!(close(s));
+        settle();
+        check_eq!(send(c, b"x", 0), Ok(1));
+        settle();
+        check_eq!(sockopt_int(c, SOL_SOCKET, SO_ERROR), Ok(EPIPE.0));
+        check_eq!(sockopt_int(c, SOL_SOCKET, SO_ERROR), Ok(0));
+        check_eq!(recv(c, &mut buf, 0), Ok(0));
+        check_eq!(send(c, b"y", 0), Err(EPIPE));
+        check!(sigpipe_taken());
+        t!(close(c));
+
+        let (c, s) = t!(tcp_pair(AF_INET6));
+        t!(close(s));
+        settle();
+        check_eq!(send(c, b"x", 0), Ok(1));
+        settle();
+        check_eq!(recv(c, &mut buf, 0), Ok(0));
+        check_eq!(recv(c, &mut buf, 0), Ok(0));
+        check_eq!(send(c, b"y", 0), Err(EPIPE));
+        check!(sigpipe_taken());
+        t!(close(c));
+
+        let (c, s) = t!(tcp_pair(AF_INET));
+        check_eq!(send(c, b"unread", 0), Ok(6));
+        check_eq!(t!(poll1(s, POLLIN, 1000)) & POLLIN, POLLIN);
+        t!(close(s));
+        settle();
+        check_eq!(t!(events(c)), all);
+        check_eq!(send(c, b"x", 0), Err(ECONNRESET));
+        check!(!sigpipe_taken());
+        check_eq!(send(c, b"y", 0), Err(EPIPE));
+        check!(sigpipe_taken());
+        check_eq!(recv(c, &mut buf, 0), Ok(0));
+        t!(close(c));
+        Ok(())
+    })
+}
+
+/// A connect to a port nobody has is refused, and the socket may try again (refused again).
+fn connect_closed_port() -> TestResult {
+    let b = t!(socket(AF_INET, SOCK_STREAM));
+    t!(addr_call(nr::BIND, b, &lo(AF_INET, 0)));
+    let ba = t!(name_of(nr::GETSOCKNAME, b));
+    t!(close(b));
+    let c = t!(socket(AF_INET, SOCK_STREAM));
+    check_eq!(addr_call(nr::CONNECT, c, &ba), Err(ECONNREFUSED));
+    check_eq!(sockopt_int(c, SOL_SOCKET, SO_ERROR), Ok(0));
+    // A second try is refused again.
+    check_eq!(addr_call(nr::CONNECT, c, &ba), Err(ECONNREFUSED));
+    t!(close(c));
+    Ok(())
+}
+
+/// shutdown(SHUT_WR): the peer reads what was sent, then end of file (POLLRDHUP), and may
+/// still send back; a write after it is EPIPE with SIGPIPE, and the socket polls writable.
+fn shutdown_write_then_eof() -> TestResult {
+    with_sigpipe_blocked(|| {
+        let (c, s) = t!(tcp_pair(AF_INET6));
+        check_eq!(send(c, b"last", 0), Ok(4));
+        t!(sc(nr::SHUTDOWN, &[c as usize, SHUT_WR as usize]));
+        check_eq!(t!(poll1(s, POLLIN | POLLRDHUP, 1000)), POLLIN | POLLRDHUP);
+        let mut buf = [0u8; 16];
+        check_eq!(recv(s, &mut buf, 0), Ok(4));
+        check_eq!(recv(s, &mut buf, 0), Ok(0));
+        check_eq!(recv(s, &mut buf, 0), Ok(0));
+        check_eq!(send(c, b"x", 0), Err(EPIPE));
+        check!(sigpipe_taken());
+        check_eq!(t!(events(c)), POLLOUT);
+        check_eq!(send(s, b"reply", 0), Ok(5));
+        check_eq!(t!(poll1(c, POLLIN, 1000)) & POLLIN, POLLIN);
+        check_eq!(recv(c, &mut buf, 0), Ok(5));
+        t!(close(s));
+        check_eq!(recv(c, &mut buf, 0), Ok(0));
+        check_eq!(t!(events(c)), POLLIN | POLLOUT | POLLHUP | POLLRDHUP);
+        t!(close(c));
+        Ok(())
+    })
+}
+
 fn main(_a: &rt::Args) -> i32 {
     ktap::run(&[
         ("lo_is_up", lo_is_up),
@@ -820,6 +961,9 @@ fn main(_a: &rt::Args) -> i32 {
         ("ipv6_v6only", ipv6_v6only),
         ("udp_connection_refused", udp_connection_refused),
         ("netlink_route_dumps", netlink_route_dumps),
+        ("write_after_peer_close", write_after_peer_close),
+        ("connect_closed_port", connect_closed_port),
+        ("shutdown_write_then_eof", shutdown_write_then_eof),
     ])
 }
 

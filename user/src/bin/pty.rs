@@ -5,7 +5,9 @@
 //! size and SIGWINCH, the hang-up when the master closes, EIO on the master once the slave
 //! closed, poll and epoll readiness of both sides, and packet mode (TIOCPKT): data after a
 //! TIOCPKT_DATA byte, and the status bytes the slave's flushes, flow control, mode changes and
-//! signal characters leave for the master, each read alone and flagged by POLLPRI.
+//! signal characters leave for the master, each read alone and flagged by POLLPRI; TCFLSH on
+//! either side with both directions full (what each side's line discipline holds survives an
+//! output flush from the other), and the master's termios being the slave's.
 //!
 //! Run as the first process on Linux /dev/pts is not mounted: the test mounts devpts there
 //! itself (and devtmpfs on /dev if /dev/ptmx is missing), with gid=5,mode=620,ptmxmode=666.
@@ -699,6 +701,163 @@ fn packet_signal_char() -> TestResult {
     Ok(())
 }
 
+/// Writes `fd` (non-blocking) with 256-byte blocks until it would block: the bytes written.
+fn fill(fd: i32, byte: u8) -> usize {
+    let b = [byte; 256];
+    let mut n = 0;
+    while let Ok(k) = sys::write(fd, &b) {
+        if k == 0 {
+            break;
+        }
+        n += k;
+        if n > 1 << 20 {
+            break;
+        }
+    }
+    n
+}
+
+/// Reads `fd` (non-blocking) until it would block: the bytes read.
+fn drain(fd: i32) -> usize {
+    let mut b = [0u8; 1024];
+    let mut n = 0;
+    while let Ok(k) = sys::read(fd, &mut b) {
+        if k == 0 {
+            break;
+        }
+        n += k;
+    }
+    n
+}
+
+/// A pair with the slave raw and both sides non-blocking.
+fn raw_pair() -> SysResult<(i32, i32)> {
+    let (m, s, _) = open_pair()?;
+    change_modes(s, |t| {
+        t.c_iflag = 0;
+        t.c_oflag = 0;
+        t.c_lflag = 0;
+        t.c_cc[tt::VMIN] = 1;
+        t.c_cc[tt::VTIME] = 0;
+    })?;
+    for fd in [m, s] {
+        sys::fcntl(fd, F_SETFL, O_NONBLOCK as usize)?;
+    }
+    Ok((m, s))
+}
+
+/// Reads `fd` until nothing more comes for 100 ms: the bytes read.
+fn drain_quiet(fd: i32) -> usize {
+    let mut total = 0;
+    for _ in 0..50 {
+        let n = drain(fd);
+        total += n;
+        if n == 0 {
+            sys::sleep_ns(100_000_000);
+            if poll1(fd, POLLIN, 0) & POLLIN == 0 {
+                break;
+            }
+        }
+    }
+    total
+}
+
+/// TCFLSH on either side of a pty whose both directions are full: TCIFLUSH drops everything
+/// the caller's side has not read; TCOFLUSH drops what the other side's line discipline has
+/// not taken in yet, all but its first 4095 bytes (Linux's pty_flush_buffer empties the
+/// other side's flip buffers, not its n_tty buffer); TCIOFLUSH both.
+fn pty_flush_queued() -> TestResult {
+    const LDISC: usize = 4095;
+    for (who, how) in [
+        ("none", None),
+        ("slave", Some(tt::TCOFLUSH)),
+        ("slave", Some(tt::TCIFLUSH)),
+        ("slave", Some(tt::TCIOFLUSH)),
+        ("master", Some(tt::TCOFLUSH)),
+        ("master", Some(tt::TCIFLUSH)),
+        ("master", Some(tt::TCIOFLUSH)),
+    ] {
+        let (m, s) = t!(raw_pair());
+        let up = fill(s, b'u');
+        let down = fill(m, b'd');
+        sys::sleep_ns(100_000_000);
+        if let Some(how) = how {
+            t!(tcflush(if who == "slave" { s } else { m }, how));
+        }
+        let at_m = drain_quiet(m);
+        let at_s = drain_quiet(s);
+        let _ = sys::close(s);
+        let _ = sys::close(m);
+        let input = how.is_some_and(|h| h != tt::TCOFLUSH);
+        let output = how.is_some_and(|h| h != tt::TCIFLUSH);
+        let want_m = match who {
+            "slave" if output => up.min(LDISC),
+            "master" if input => 0,
+            _ => up,
+        };
+        let want_s = match who {
+            "master" if output => down.min(LDISC),
+            "slave" if input => 0,
+            _ => down,
+        };
+        check!(up > LDISC && down >= LDISC, "wrote {up} up, {down} down");
+        check_eq!(
+            (at_m, at_s),
+            (want_m, want_s),
+            "{who} {how:?}: wrote {up} up and {down} down"
+        );
+    }
+    Ok(())
+}
+
+fn termios_of(fd: i32) -> SysResult<(Termios, (u32, u32))> {
+    let mut t = Termios::new_zeroed();
+    ioctl_ptr(fd, tt::TCGETS, &mut t)?;
+    let mut t2 = [0u32; 11];
+    ioctl_ptr(fd, tt::TCGETS2, &mut t2)?;
+    Ok((t, (t2[9], t2[10])))
+}
+
+/// The master's modes are its slave's (Linux's tty_mode_ioctl acts on the pty's other side):
+/// TCGETS on either shows the same, TCSETS on the master changes the slave's. A pty's line is
+/// CS8 without parity whatever is asked; its speeds are kept as set (B9600 reads 9600,
+/// BOTHER the given output speed, which the input takes without an input code).
+fn master_termios() -> TestResult {
+    let (m, s, _) = t!(open_pair());
+    let (ms, ss) = (t!(termios_of(m)), t!(termios_of(s)));
+    check_eq!(ms, ss);
+    check_eq!(
+        (ms.0.c_iflag, ms.0.c_oflag, ms.0.c_cflag, ms.0.c_lflag),
+        (0o2400, 0o5, 0o277, 0o105073)
+    );
+    check_eq!(ms.1, (38400, 38400));
+    let mut t = ms.0;
+    t.c_iflag = tt::ICRNL | tt::IXON;
+    t.c_oflag = tt::OPOST;
+    t.c_cflag = tt::CS7 | tt::PARENB | tt::HUPCL | tt::CLOCAL | tt::B9600;
+    t.c_lflag = tt::ISIG;
+    t.c_cc[tt::VMIN] = 5;
+    t!(ioctl_ptr(m, tt::TCSETS, &mut t));
+    let (ms, ss) = (t!(termios_of(m)), t!(termios_of(s)));
+    check_eq!(ms, ss);
+    check_eq!(
+        (ss.0.c_iflag, ss.0.c_oflag, ss.0.c_cflag, ss.0.c_lflag),
+        (0o2400, 0o1, 0o6275, 0o1)
+    );
+    check_eq!((ss.0.c_cc[tt::VMIN], ss.1), (5, (9600, 9600)));
+    let mut t2 = [0u32; 11];
+    t!(ioctl_ptr(m, tt::TCGETS2, &mut t2));
+    t2[2] = tt::CS8 | tt::CREAD | 0o10000; // BOTHER
+    t2[9] = 1234;
+    t2[10] = 5678;
+    t!(ioctl_ptr(m, tt::TCSETS2, &mut t2));
+    let ss = t!(termios_of(s));
+    check_eq!((ss.0.c_cflag, ss.1), (0o10260, (5678, 5678)));
+    let _ = sys::close(s);
+    let _ = sys::close(m);
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     ensure_devpts();
     ktap::run(&[
@@ -719,6 +878,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("packet_flush_status", packet_flush_status),
         ("packet_flow_status", packet_flow_status),
         ("packet_signal_char", packet_signal_char),
+        ("pty_flush_queued", pty_flush_queued),
+        ("master_termios", master_termios),
     ])
 }
 

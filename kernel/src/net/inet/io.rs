@@ -222,8 +222,12 @@ impl InetSocket {
                     return Some(Ok(b));
                 }
                 if !t.may_recv() {
-                    if let Some(e) = st.err.take() {
-                        return Some(Err(e));
+                    // After the peer's FIN a read ends there, leaving a later RST's error
+                    // for the next send (tcp_recvmsg checks SOCK_DONE first).
+                    if !st.peer_fin {
+                        if let Some(e) = st.err.take() {
+                            return Some(Err(e));
+                        }
                     }
                     return Some(Ok(Vec::new()));
                 }

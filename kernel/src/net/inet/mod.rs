@@ -67,8 +67,11 @@ struct State {
     connecting: bool,
     /// A connection was ever established (for ENOTCONN versus end of file).
     connected: bool,
-    /// The peer's RST was noted (its ECONNRESET put in `err`).
+    /// The peer's RST was noted (its ECONNRESET or EPIPE put in `err`).
     reset: bool,
+    /// The peer's FIN came (Linux's SOCK_DONE): reads end at once, and an RST after it is
+    /// EPIPE rather than ECONNRESET.
+    peer_fin: bool,
     /// SO_LINGER: on, and the time in seconds.
     linger: (bool, i32),
     /// IPV6_V6ONLY (an AF_INET6 socket that takes no IPv4 traffic).
@@ -87,6 +90,7 @@ impl State {
             connecting: false,
             connected,
             reset: false,
+            peer_fin: false,
             linger: (false, 0),
             v6only: false,
         }
@@ -230,8 +234,13 @@ impl InetSocket {
         self.st.lock().v6only
     }
 
+    /// SO_ERROR: the pending error, taken (what the stack did since is noted first).
     pub fn take_error(&self) -> i32 {
-        self.st.lock().err.take().map_or(0, |e| e as i32)
+        stack::peek(|s| {
+            let mut st = self.st.lock();
+            self.settle(s, &mut st);
+            st.err.take().map_or(0, |e| e as i32)
+        })
     }
 
     pub fn listening(&self) -> bool {
@@ -320,15 +329,24 @@ impl InetSocket {
         }
         let h = stack::with(|s| {
             let mut st = self.st.lock();
+            self.settle(s, &mut st);
             match st.kind {
                 Kind::Listen { .. } => return Err(Errno::EINVAL),
-                Kind::Conn(h) => {
-                    if st.connecting {
-                        if nonblock {
-                            return Err(Errno::EALREADY);
-                        }
-                        return Ok(h);
+                Kind::Conn(h) if st.connecting => {
+                    if nonblock {
+                        return Err(Errno::EALREADY);
                     }
+                    return Ok(h);
+                }
+                Kind::Conn(h) if !st.connected => {
+                    // A non-blocking connect that failed: this call reports it (or
+                    // ECONNABORTED once SO_ERROR took it) and the next one starts afresh
+                    // (__inet_stream_connect's sock_error).
+                    s.sockets.remove(h);
+                    st.kind = Kind::Fresh;
+                    return Err(st.err.take().unwrap_or(Errno::ECONNABORTED));
+                }
+                Kind::Conn(_) => {
                     if let Some(e) = st.err.take() {
                         return Err(e);
                     }
@@ -358,8 +376,11 @@ impl InetSocket {
             match s.tcp(h).state() {
                 tcp::State::SynSent | tcp::State::SynReceived => None,
                 tcp::State::Closed => {
+                    // Refused: the socket may connect again.
                     st.connecting = false;
                     st.err = None;
+                    s.sockets.remove(h);
+                    st.kind = Kind::Fresh;
                     Some(Err(Errno::ECONNREFUSED))
                 }
                 _ => {
@@ -374,15 +395,32 @@ impl InetSocket {
     /// Notes how a non-blocking connect ended (for SO_ERROR and poll).
     fn settle(&self, s: &mut Stack, st: &mut State) {
         // An established connection that went to CLOSED without our FIN was reset by the
-        // peer: its error is ECONNRESET, once (tcp_reset), and both directions are shut.
+        // peer: its error is ECONNRESET, or EPIPE after the peer's FIN, once (tcp_reset), and
+        // both directions are shut.
         if let Kind::Conn(h) = st.kind {
+            let state = s.tcp(h).state();
+            if st.connected
+                && matches!(
+                    state,
+                    tcp::State::CloseWait
+                        | tcp::State::LastAck
+                        | tcp::State::Closing
+                        | tcp::State::TimeWait
+                )
+            {
+                st.peer_fin = true;
+            }
             if st.connected
                 && !st.reset
                 && st.shutdown & SEND_SHUTDOWN == 0
-                && s.tcp(h).state() == tcp::State::Closed
+                && state == tcp::State::Closed
             {
                 st.reset = true;
-                st.err = Some(Errno::ECONNRESET);
+                st.err = Some(if st.peer_fin {
+                    Errno::EPIPE
+                } else {
+                    Errno::ECONNRESET
+                });
             }
         }
         if let (Kind::Conn(h), true) = (&st.kind, st.connecting) {
@@ -537,21 +575,27 @@ impl InetSocket {
                     let t = s.tcp(h);
                     if st.connecting {
                         // Nothing yet: the handshake is under way.
-                    } else if !st.connected || t.state() == tcp::State::Closed {
+                    } else if !st.connected {
                         ev |= POLLHUP as u32 | wr | rd;
+                    } else if t.state() == tcp::State::Closed {
+                        // Both directions shut (tcp_done).
+                        ev |= POLLHUP as u32 | wr | rd | POLLRDHUP;
                     } else {
-                        if t.can_recv() || !t.may_recv() {
+                        // smoltcp may still receive after the FIN while data is unread;
+                        // Linux's RCV_SHUTDOWN comes with the FIN.
+                        let fin = !t.may_recv() || st.peer_fin;
+                        if t.can_recv() || fin {
                             ev |= rd;
                         }
-                        if !t.may_recv() {
+                        if fin {
                             ev |= POLLRDHUP;
                         }
-                        if !t.may_send() && !t.may_recv() {
+                        if !t.may_send() && fin {
                             ev |= POLLHUP as u32;
                         }
-                        if st.shutdown & SEND_SHUTDOWN == 0
-                            && t.may_send()
-                            && t.send_queue() < t.send_capacity()
+                        // Shut for sending, it is writable: a writer gets EPIPE at once.
+                        if st.shutdown & SEND_SHUTDOWN != 0
+                            || t.may_send() && t.send_queue() < t.send_capacity()
                         {
                             ev |= wr;
                         }

@@ -77,17 +77,33 @@ impl Stack {
     /// Runs the interface until nothing moves (a packet sent on lo is received by the next
     /// round), then lets go of sockets that finished closing. Says whether anything moved.
     pub fn pump(&mut self) -> bool {
-        let mut quiet = 0;
         let mut moved = false;
-        for _ in 0..10_000 {
-            match self.iface.poll(now(), &mut self.dev, &mut self.sockets) {
-                PollResult::None => quiet += 1,
-                PollResult::SocketStateChanged => {
-                    quiet = 0;
-                    moved = true;
+        for _ in 0..4 {
+            let mut quiet = 0;
+            for _ in 0..10_000 {
+                match self.iface.poll(now(), &mut self.dev, &mut self.sockets) {
+                    PollResult::None => quiet += 1,
+                    PollResult::SocketStateChanged => {
+                        quiet = 0;
+                        moved = true;
+                    }
+                }
+                if quiet == 3 {
+                    break;
                 }
             }
-            if quiet == 3 {
+            // Data for a connection whose file is gone: nobody will read it, so the peer is
+            // reset (Linux's tcp_rcv_state_process for a socket shut for reading), and the
+            // interface runs again to send the RST.
+            let mut aborted = false;
+            for &h in &self.closing {
+                let s = self.sockets.get_mut::<tcp::Socket>(h);
+                if s.recv_queue() > 0 && s.state() != tcp::State::Closed {
+                    s.abort();
+                    aborted = true;
+                }
+            }
+            if !aborted {
                 break;
             }
         }
