@@ -8,6 +8,7 @@
 //! - `inject`: exceptions given to the guest, and the vCPU events ioctls.
 //! - `regs`: the vCPU's registers by KVM's register IDs.
 //! - `smccc`: the VM's SMCCC filter (calls the VMM denies or answers).
+//! - `pvtime`: stolen time for guests (PV_TIME_ST).
 //! - `stats`: the binary statistics files (KVM_GET_STATS_FD).
 //! - `vgic`: the in-kernel vGICv3 device (begun: its configuration).
 //!
@@ -17,6 +18,7 @@
 
 mod exit;
 mod inject;
+mod pvtime;
 mod regs;
 mod smccc;
 mod stage2;
@@ -61,7 +63,10 @@ pub fn check_extension(cap: u64) -> usize {
         | k::KVM_CAP_ARM_SYSTEM_SUSPEND
         | k::KVM_CAP_BINARY_STATS_FD
         | k::KVM_CAP_VCPU_EVENTS
-        | k::KVM_CAP_ARM_INJECT_EXT_DABT => 1,
+        | k::KVM_CAP_ARM_INJECT_EXT_DABT
+        | svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS => 1,
+        // Only the feature ID range (KVM_ARM_FEATURE_ID_RANGE).
+        svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_SUPPORTED_REG_MASK_RANGES => 1,
         k::KVM_CAP_ARM_INJECT_SERROR_ESR => inject::has_ras() as usize,
         k::KVM_CAP_NR_VCPUS => crate::percpu::online_count().min(k::KVM_MAX_VCPUS),
         k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
