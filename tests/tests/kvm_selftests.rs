@@ -48,14 +48,6 @@ use Outcome::{Fail, Pass, Skip};
 const KNOWN_DIFFERENT: &[Known] = &[
     Known {
         config: "vq4",
-        program: "kvm:coalesced_io_test",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "KVM_CAP_COALESCED_MMIO (the MMIO ring in the kvm_run mapping) is not offered yet",
-    },
-    Known {
-        config: "vq4",
         program: "kvm:guest_memfd_test",
         subtests: &[],
         svelt: Skip,

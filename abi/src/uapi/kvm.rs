@@ -517,6 +517,55 @@ pub const fn id_reg_id(index: usize) -> u64 {
     sysreg_id(3, 0, 0, 1 + (index / 8) as u64, (index % 8) as u64)
 }
 
+// ---- coalesced MMIO (virt/kvm/coalesced_mmio.c) ----
+
+pub const KVM_CAP_COALESCED_MMIO: u64 = 15;
+pub const KVM_CAP_COALESCED_PIO: u64 = 162;
+/// The page of the vCPU mapping that holds the VM's ring (KVM_COALESCED_MMIO_PAGE_OFFSET), and
+/// KVM_CHECK_EXTENSION(KVM_CAP_COALESCED_MMIO)'s answer.
+pub const KVM_COALESCED_MMIO_PAGE_OFFSET: usize = 1;
+pub const KVM_REGISTER_COALESCED_MMIO: u32 = iow(KVMIO, 0x67, 16);
+pub const KVM_UNREGISTER_COALESCED_MMIO: u32 = iow(KVMIO, 0x68, 16);
+
+/// `struct kvm_coalesced_mmio_zone`: `size` bytes at `addr`, on the MMIO bus (`pio` 0) or the
+/// port I/O bus (1, which arm64 guests never reach).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct KvmCoalescedMmioZone {
+    pub addr: u64,
+    pub size: u32,
+    pub pio: u32,
+}
+
+/// The ring (`struct kvm_coalesced_mmio_ring`): `first` (the VMM's next entry to take) and
+/// `last` (KVM's next entry to fill) as u32s, then 24-byte entries (`struct
+/// kvm_coalesced_mmio`: u64 phys_addr, u32 len, u32 pio, u8 data[8]) to the end of the page.
+pub mod ring {
+    pub const FIRST: usize = 0;
+    pub const LAST: usize = 4;
+    pub const ENTRIES: usize = 8;
+    pub const ENTRY_SIZE: usize = 24;
+    /// KVM_COALESCED_MMIO_MAX for 4 KiB pages.
+    pub const MAX: u32 = ((4096 - ENTRIES) / ENTRY_SIZE) as u32;
+}
+
+/// Whether an access of `len` bytes at `addr` lies inside the zone (`coalesced_mmio_in_range`).
+pub fn in_zone(z: &KvmCoalescedMmioZone, addr: u64, len: u64) -> bool {
+    match addr.checked_add(len) {
+        Some(end) => addr >= z.addr && end <= z.addr + z.size as u64,
+        None => false,
+    }
+}
+
+/// The entry a write may fill with the ring's indices as read (`coalesced_mmio_write`): none if
+/// the VMM left `last` out of range or the ring is full (one entry always stays free, so that
+/// a full ring differs from an empty one).
+pub fn ring_slot(first: u32, last: u32) -> Option<u32> {
+    (last < ring::MAX && (last + 1) % ring::MAX != first).then_some(last)
+}
+
 // ---- the kvm_run page ----
 pub mod run {
     /// u8: set by userspace, KVM_RUN returns EINTR at once.
@@ -1136,6 +1185,27 @@ mod tests {
         }
         assert_eq!(fw_feat_bmap_reg(2), 0x6030_0000_0016_0002);
         assert_eq!(KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_3, 0x6030_0000_0014_0003);
+    }
+
+    #[test]
+    fn coalesced_ring_and_zones() {
+        assert_eq!(ring::MAX, 170);
+        assert_eq!(KVM_REGISTER_COALESCED_MMIO, 0x4010_ae67);
+        assert_eq!(ring_slot(0, 0), Some(0));
+        assert_eq!(ring_slot(0, 169), None); // full: one entry stays free
+        assert_eq!(ring_slot(5, 4), None);
+        assert_eq!(ring_slot(0, 170), None); // the VMM's index out of range
+        assert_eq!(ring_slot(1, 169), Some(169));
+        let z = KvmCoalescedMmioZone {
+            addr: 0x1000,
+            size: 8,
+            pio: 0,
+        };
+        assert!(in_zone(&z, 0x1000, 8));
+        assert!(in_zone(&z, 0x1004, 4));
+        assert!(!in_zone(&z, 0x1004, 8));
+        assert!(!in_zone(&z, 0xffc, 8));
+        assert!(!in_zone(&z, u64::MAX, 2));
     }
 
     #[test]

@@ -472,8 +472,6 @@ fn abort(
         vcpu.set_exit_reason(k::KVM_EXIT_ARM_NISV);
         return Ok(Next::ToVmm);
     };
-    super::MMIO_EXITS.fetch_add(1, Ordering::Relaxed);
-    vcpu.stats.inc(stat::MMIO_EXIT_USER);
     // SCTLR_EL1.EE for EL1's accesses, E0E for EL0's (kvm_vcpu_is_be).
     let at_el1 = st.regs.pstate & 0x1f != 0;
     let big_endian = st.el1.sctlr & (1 << if at_el1 { 25 } else { 24 }) != 0;
@@ -490,6 +488,14 @@ fn abort(
         }
         data = v.to_le_bytes();
     }
+    // A write in a coalesced zone with room in the ring is done here (kvm_io_bus_write).
+    if access.write && vm.coalesced.write(ipa, &data[..access.len as usize]) {
+        vcpu.stats.inc(stat::MMIO_EXIT_KERNEL);
+        st.regs.pc += 4;
+        return Ok(Next::Enter);
+    }
+    super::MMIO_EXITS.fetch_add(1, Ordering::Relaxed);
+    vcpu.stats.inc(stat::MMIO_EXIT_USER);
     vcpu.run_write(k::run::MMIO_PHYS_ADDR, &ipa.to_le_bytes());
     vcpu.run_write(k::run::MMIO_DATA, &data);
     vcpu.run_write(k::run::MMIO_LEN, &access.len.to_le_bytes());

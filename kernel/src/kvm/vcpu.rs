@@ -101,8 +101,9 @@ fn timer_attr(cmd: u32, a: &k::KvmDeviceAttr) -> SysResult<usize> {
 
 pub struct Vcpu {
     pub id: u32,
-    /// The `kvm_run` page the VMM maps.
+    /// The `kvm_run` page the VMM maps, and after it the VM's coalesced MMIO ring.
     pub run: Page,
+    ring: Page,
     state: Mutex<VcpuState>,
     /// Where ioctls wait for the state's lock (KVM's vcpu->mutex).
     lockq: WaitQueue,
@@ -162,11 +163,12 @@ pub const PSTATE_RESET: u64 = 0x3c5;
 const SCTLR_RESET: u64 = 0x30d0_0800;
 
 impl Vcpu {
-    pub fn new(cur: &dyn Caller, id: u32, clidr: u64) -> SysResult<Arc<Vcpu>> {
+    pub fn new(cur: &dyn Caller, id: u32, clidr: u64, ring: Page) -> SysResult<Arc<Vcpu>> {
         let run = Page::new_user().ok_or(Errno::ENOMEM)?;
         Ok(Arc::new(Vcpu {
             id,
             run,
+            ring,
             state: Mutex::new(VcpuState {
                 inited: false,
                 features: 0,
@@ -410,6 +412,8 @@ impl MappedFile for Vcpu {
     fn cache_page(&self, index: u64) -> SysResult<Page> {
         if index == 0 {
             Ok(self.run.clone())
+        } else if index == k::KVM_COALESCED_MMIO_PAGE_OFFSET as u64 {
+            Ok(self.ring.clone())
         } else {
             Err(Errno::EFAULT)
         }

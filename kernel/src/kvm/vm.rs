@@ -128,6 +128,8 @@ pub struct Vm {
     pub stats: VmStats,
     /// The in-kernel vGICv3, once the VMM made one.
     pub vgic: Mutex<Option<super::vgic::Vgic>>,
+    /// Zones of coalesced MMIO writes and their ring.
+    pub coalesced: super::coalesced::Coalesced,
     /// The VM is dead (kvm_vm_dead): every ioctl on it, its vCPUs and its devices is EIO.
     pub dead: AtomicBool,
 }
@@ -190,6 +192,7 @@ impl Vm {
             creator: cur.core().tid,
             stats: VmStats::new(),
             vgic: Mutex::new(None),
+            coalesced: super::coalesced::Coalesced::new()?,
             dead: AtomicBool::new(false),
         });
         let weak: Weak<dyn MmNotifier> = Arc::downgrade(&vm) as Weak<dyn MmNotifier>;
@@ -381,7 +384,8 @@ impl Vm {
             if vcpus.iter().any(|v| v.id == id as u32) {
                 return Err(Errno::EEXIST);
             }
-            let vcpu = Vcpu::new(cur, id as u32, self.impl_regs.lock()[2])?;
+            let clidr = self.impl_regs.lock()[2];
+            let vcpu = Vcpu::new(cur, id as u32, clidr, self.coalesced.ring.clone())?;
             vcpus.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
             vcpus.push(vcpu.clone());
             vcpu
@@ -483,6 +487,9 @@ impl FileOps for VmFile {
             }
             k::KVM_GET_STATS_FD => super::stats::vm_fd(cur, &self.vm),
             ki::KVM_ARM_GET_REG_WRITABLE_MASKS => super::regs::writable_masks(arg),
+            k::KVM_REGISTER_COALESCED_MMIO | k::KVM_UNREGISTER_COALESCED_MMIO => {
+                self.vm.coalesced.ioctl(cmd, arg)
+            }
             k::KVM_ARM_PREFERRED_TARGET => {
                 UserPtr::<KvmVcpuInit>::new(arg).write(&KvmVcpuInit {
                     target: k::KVM_ARM_TARGET_GENERIC_V8,
