@@ -339,13 +339,8 @@ fn aa32_writable(i: usize) -> bool {
 pub fn writable_mask(i: usize, aa32: bool) -> u64 {
     const ALL: u64 = u64::MAX;
     match i {
-        _ if aa32_writable(i) => {
-            if aa32 {
-                0xffff_ffff
-            } else {
-                0
-            }
-        }
+        _ if aa32_writable(i) && aa32 => 0xffff_ffff,
+        _ if aa32_writable(i) => 0,
         MIDR => 0xffff_ffff,
         REVIDR | AIDR => ALL,
         CLIDR => !0xffff_8000_0000_0000,
