@@ -1,7 +1,8 @@
 //! Linux's KVM API from a small VMM of our own: /dev/kvm's system ioctls, VMs and vCPUs and
 //! their argument checks, memory slots, the core registers by ONE_REG, and guests that run:
 //! RAM shared with the VMM, MMIO exits (loads with sign extension, stores, read-only slots,
-//! accesses without a syndrome), PSCI and SMCCC calls, a signal or `immediate_exit` ending
+//! accesses without a syndrome, coalesced writes), PSCI and SMCCC calls (TRNG, PV time, PTP),
+//! the ID registers a VMM may write, a signal or `immediate_exit` ending
 //! KVM_RUN, WFI sleeping until a signal, and a guest's FP/SIMD registers kept apart from the
 //! VMM's. Every guest is a few instructions assembled into this program and copied into guest
 //! memory. Skipped where the kernel offers no KVM (a kernel at EL1).
