@@ -48,14 +48,6 @@ use Outcome::{Fail, Pass, Skip};
 const KNOWN_DIFFERENT: &[Known] = &[
     Known {
         config: "vq4",
-        program: "kvm:coalesced_io_test",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "KVM_CAP_COALESCED_MMIO (the MMIO ring in the kvm_run mapping) is not offered yet",
-    },
-    Known {
-        config: "vq4",
         program: "kvm:guest_memfd_test",
         subtests: &[],
         svelt: Skip,
@@ -72,35 +64,11 @@ const KNOWN_DIFFERENT: &[Known] = &[
     },
     Known {
         config: "vq4",
-        program: "kvm:hypercalls",
-        subtests: &[],
-        svelt: Fail,
-        linux: Pass,
-        why: "PV time (KVM_ARM_VCPU_PVTIME_CTRL, the stolen-time structure) and the TRNG and PTP services are not offered yet",
-    },
-    Known {
-        config: "vq4",
         program: "kvm:no-vgic",
         subtests: &[],
         svelt: Skip,
         linux: Pass,
         why: "the program needs a CPU interface it can check the VM lacks, found through KVM_CREATE_DEVICE(VGIC_V3): no in-kernel vGICv3 yet",
-    },
-    Known {
-        config: "vq4",
-        program: "kvm:set_id_regs",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "KVM_CAP_ARM_SUPPORTED_REG_MASK_RANGES and KVM_ARM_GET_REG_WRITABLE_MASKS (Linux's per-field writable masks) are not offered yet",
-    },
-    Known {
-        config: "vq4",
-        program: "kvm:steal_time",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "PV time (stolen time) is not offered yet",
     },
     Known {
         config: "vq4",

@@ -5,6 +5,7 @@
 //! access, an HVC into a PSCI or SMCCC call).
 
 use super::errno::Errno;
+use super::kvm_services as sv;
 use super::tty::{io, ior, iow, iowr};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
@@ -516,14 +517,53 @@ pub const fn id_reg_id(index: usize) -> u64 {
     sysreg_id(3, 0, 0, 1 + (index / 8) as u64, (index % 8) as u64)
 }
 
-/// Whether a VMM may write `new` to an ID register whose value for this VM is at most
-/// `limit`: each 4-bit feature field may keep or lower its level (a VMM hides features, or
-/// matches an older CPU to migrate), never raise it. A register that reads as 0 everywhere
-/// (unallocated) takes only 0.
-pub fn id_reg_write_ok(limit: u64, new: u64) -> bool {
-    (0..64)
-        .step_by(4)
-        .all(|sh| (new >> sh) & 0xf <= (limit >> sh) & 0xf)
+// ---- coalesced MMIO (virt/kvm/coalesced_mmio.c) ----
+
+pub const KVM_CAP_COALESCED_MMIO: u64 = 15;
+pub const KVM_CAP_COALESCED_PIO: u64 = 162;
+/// The page of the vCPU mapping that holds the VM's ring (KVM_COALESCED_MMIO_PAGE_OFFSET), and
+/// KVM_CHECK_EXTENSION(KVM_CAP_COALESCED_MMIO)'s answer.
+pub const KVM_COALESCED_MMIO_PAGE_OFFSET: usize = 1;
+pub const KVM_REGISTER_COALESCED_MMIO: u32 = iow(KVMIO, 0x67, 16);
+pub const KVM_UNREGISTER_COALESCED_MMIO: u32 = iow(KVMIO, 0x68, 16);
+
+/// `struct kvm_coalesced_mmio_zone`: `size` bytes at `addr`, on the MMIO bus (`pio` 0) or the
+/// port I/O bus (1, which arm64 guests never reach).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+pub struct KvmCoalescedMmioZone {
+    pub addr: u64,
+    pub size: u32,
+    pub pio: u32,
+}
+
+/// The ring (`struct kvm_coalesced_mmio_ring`): `first` (the VMM's next entry to take) and
+/// `last` (KVM's next entry to fill) as u32s, then 24-byte entries (`struct
+/// kvm_coalesced_mmio`: u64 phys_addr, u32 len, u32 pio, u8 data[8]) to the end of the page.
+pub mod ring {
+    pub const FIRST: usize = 0;
+    pub const LAST: usize = 4;
+    pub const ENTRIES: usize = 8;
+    pub const ENTRY_SIZE: usize = 24;
+    /// KVM_COALESCED_MMIO_MAX for 4 KiB pages.
+    pub const MAX: u32 = ((4096 - ENTRIES) / ENTRY_SIZE) as u32;
+}
+
+/// Whether an access of `len` bytes at `addr` lies inside the zone (`coalesced_mmio_in_range`).
+pub fn in_zone(z: &KvmCoalescedMmioZone, addr: u64, len: u64) -> bool {
+    match addr.checked_add(len) {
+        Some(end) => addr >= z.addr && end <= z.addr + z.size as u64,
+        None => false,
+    }
+}
+
+/// The entry a write may fill with the ring's indices as read (`coalesced_mmio_write`): none if
+/// the VMM left `last` out of range or the ring is full (one entry always stays free, so that
+/// a full ring differs from an empty one).
+pub fn ring_slot(first: u32, last: u32) -> Option<u32> {
+    (last < ring::MAX && (last + 1) % ring::MAX != first).then_some(last)
 }
 
 // ---- the kvm_run page ----
@@ -784,15 +824,22 @@ pub enum Call {
     SystemSuspend,
     /// CPU_SUSPEND: wait as WFI does, then return SUCCESS.
     CpuSuspend,
-    /// A call of KVM's vendor hypervisor service (its UID, its feature bitmap): offered only
-    /// while bit 0 of the VM's vendor bitmap (KVM_REG_ARM_VENDOR_HYP_BMAP, FUNC_FEAT) is set.
-    /// The answer for x0..x3 when it is.
-    Vendor([u64; 4]),
+    /// The answer for x0..x3 (a UID).
+    Words([u64; 4]),
+    /// ARCH_FEATURES(PV_TIME_FEATURES): SUCCESS while the VM offers PV time.
+    ArchFeaturesPvTime,
+    /// KVM_FEATURES: the VM's vendor bitmaps in x0 and x2.
+    VendorFeatures,
+    /// PV_TIME_FEATURES(feature): SUCCESS for PV_TIME_FEATURES and PV_TIME_ST once the VMM gave
+    /// this vCPU a stolen-time structure.
+    PvTimeFeatures(u64),
+    /// PV_TIME_ST: the structure's IPA, its counting started afresh.
+    PvTimeSt,
+    /// TRNG_RND32 or TRNG_RND64: `bits` random bits.
+    TrngRnd { bits: u64, size: u32 },
+    /// KVM's PTP call: the wall clock with the virtual (0) or physical (1) counter.
+    Ptp(u64),
 }
-
-/// The vendor hypervisor service bitmap's bits Svelt offers: FUNC_FEAT (the UID and feature
-/// discovery calls). PTP is not offered.
-pub const VENDOR_HYP_BMAP_SUPPORTED: u64 = 1;
 /// ARM_SMCCC_VENDOR_HYP_CALL_UID and ARM_SMCCC_VENDOR_HYP_KVM_FEATURES.
 pub const VENDOR_HYP_CALL_UID_FUNC_ID: u32 = 0x8600_ff01;
 pub const VENDOR_HYP_KVM_FEATURES_FUNC_ID: u32 = 0x8600_0000;
@@ -846,8 +893,32 @@ pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
     }
     match func32 {
         ARM_SMCCC_VERSION_FUNC_ID => Call::Return(SMCCC_VERSION_1_1),
-        VENDOR_HYP_CALL_UID_FUNC_ID => Call::Vendor(KVM_UID),
-        VENDOR_HYP_KVM_FEATURES_FUNC_ID => Call::Vendor([VENDOR_HYP_BMAP_SUPPORTED, 0, 0, 0]),
+        VENDOR_HYP_CALL_UID_FUNC_ID => Call::Words(KVM_UID),
+        VENDOR_HYP_KVM_FEATURES_FUNC_ID => Call::VendorFeatures,
+        ARM_SMCCC_ARCH_FEATURES_FUNC_ID if a(0) as u32 == sv::PV_TIME_FEATURES => {
+            Call::ArchFeaturesPvTime
+        }
+        sv::PV_TIME_FEATURES => Call::PvTimeFeatures(a(0)),
+        sv::PV_TIME_ST => Call::PvTimeSt,
+        sv::VENDOR_HYP_KVM_PTP => Call::Ptp(a(0)),
+        sv::TRNG_VERSION => Call::Return(sv::TRNG_VERSION_1_0),
+        sv::TRNG_FEATURES => match a(0) as u32 {
+            sv::TRNG_VERSION
+            | sv::TRNG_FEATURES
+            | sv::TRNG_GET_UUID
+            | sv::TRNG_RND32
+            | sv::TRNG_RND64 => Call::Return(0),
+            _ => ret(SMCCC_RET_NOT_SUPPORTED),
+        },
+        sv::TRNG_GET_UUID => Call::Words(sv::TRNG_UUID),
+        sv::TRNG_RND32 => Call::TrngRnd {
+            bits: a(0),
+            size: 32,
+        },
+        sv::TRNG_RND64 => Call::TrngRnd {
+            bits: a(0),
+            size: 64,
+        },
         PSCI_0_2_FN_PSCI_VERSION => Call::Return(psci.version),
         PSCI_0_2_FN_CPU_SUSPEND | PSCI_0_2_FN64_CPU_SUSPEND => Call::CpuSuspend,
         PSCI_0_2_FN_CPU_OFF => Call::CpuOff,
@@ -937,6 +1008,13 @@ pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
 /// Fields of one ID register (op0=3, op1=0, CRn=0, CRm, op2) a guest reads as 0: features the
 /// host does not give guests yet. Each mask covers whole 4-bit fields.
 const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
+    // ID_DFR0_EL1.PerfMon (no PMU for guests); ID_AFR0_EL1, ID_DFR1_EL1, ID_AA64AFR0_EL1 and
+    // ID_AA64AFR1_EL1 read as 0 (Linux's ID_HIDDEN).
+    (1, 2, 0xf << 24),
+    (1, 3, u64::MAX),
+    (3, 5, u64::MAX),
+    (5, 4, u64::MAX),
+    (5, 5, u64::MAX),
     // ID_AA64PFR0_EL1: GIC (no in-kernel GIC for guests yet: the system registers of the CPU
     // interface are not offered, as on Linux without a vGIC), SVE, MPAM, AMU, RME.
     (
@@ -944,11 +1022,20 @@ const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
         0,
         0xf << 24 | 0xf << 32 | 0xf << 40 | 0xf << 44 | 0xf << 52,
     ),
-    // ID_AA64PFR1_EL1: MTE, SME, NMI, MTE_frac, GCS, THE, MTEX.
+    // ID_AA64PFR1_EL1: MTE, MPAM_frac, SME, RNDR_trap, NMI, MTE_frac, GCS, THE, MTEX, PFAR.
     (
         4,
         1,
-        0xf << 8 | 0xf << 24 | 0xf << 36 | 0xf << 40 | 0xf << 44 | 0xf << 48 | 0xf << 52,
+        0xf << 8
+            | 0xf << 16
+            | 0xf << 24
+            | 0xf << 28
+            | 0xf << 36
+            | 0xf << 40
+            | 0xf << 44
+            | 0xf << 48
+            | 0xf << 52
+            | 0xf << 60,
     ),
     // ID_AA64PFR2_EL1 (MTE's extensions, FPMR), ID_AA64ZFR0_EL1, ID_AA64SMFR0_EL1,
     // ID_AA64FPFR0_EL1: all of it.
@@ -976,6 +1063,12 @@ const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
     (6, 1, 0xf << 4 | 0xf << 8 | 0xf << 24 | 0xf << 28),
     // ID_AA64ISAR2_EL1: GPA3, APA3 (MOPS is given: HCRX_EL2.MSCEn while the VM has it).
     (6, 2, 0xf << 8 | 0xf << 12),
+    // ID_MMFR4_EL1.CCIDX and ID_AA64MMFR2_EL1's CCIDX and NV, as Linux hides them (the
+    // cache geometry registers are the CPU's; no nested virtualization).
+    (2, 6, 0xf << 24),
+    (7, 2, 0xf << 20 | 0xf << 24),
+    // ID_AA64ISAR3_EL1: all but FPRCVT, LSUI, LSFE and FAMINMAX.
+    (6, 3, !(0xf << 28 | 0xf << 24 | 0xf << 16 | 0xf << 4)),
     // ID_AA64MMFR3_EL1: TCRX, SCTLRX, S1PIE, S2PIE, S1POE, S2POE, AIE, MEC, D128.
     (7, 3, 0xf_ffff_ffff),
 ];
@@ -986,9 +1079,22 @@ const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
 /// absent. Linux's
 /// KVM shows SVE only to vCPUs initialised with it and SME to none, as here.
 pub fn guest_id_reg(crm: u8, op2: u8, host: u64) -> u64 {
-    match GUEST_HIDDEN.iter().find(|h| h.0 == crm && h.1 == op2) {
+    let v = match GUEST_HIDDEN.iter().find(|h| h.0 == crm && h.1 == op2) {
         Some(h) => host & !h.2,
         None => host,
+    };
+    // The debug architecture a guest is offered stops at Armv8.8 (ID_AA64DFR0_EL1.DebugVer,
+    // ID_DFR0_EL1.CopDbg), as Linux's sanitise_id_aa64dfr0_el1 and read_sanitised_id_dfr0_el1.
+    let cap = |v: u64, sh: u32, max: u64| {
+        if (v >> sh) & 0xf > max {
+            v & !(0xf << sh) | max << sh
+        } else {
+            v
+        }
+    };
+    match (crm, op2) {
+        (5, 0) | (1, 2) => cap(v, 0, 0b1010),
+        _ => v,
     }
 }
 
@@ -1077,13 +1183,29 @@ mod tests {
         for i in 0..ID_REGS {
             assert_eq!(id_reg_index(id_reg_id(i)), Some(i));
         }
-        // ID_AA64PFR0_EL1 with EL2 (bits 8..11) lowered from 1 to 0: fine; raised: not.
-        assert!(id_reg_write_ok(0x1111, 0x1011));
-        assert!(id_reg_write_ok(0x1111, 0x1111));
-        assert!(!id_reg_write_ok(0x1111, 0x1211));
-        assert!(!id_reg_write_ok(0, 1 << 60));
         assert_eq!(fw_feat_bmap_reg(2), 0x6030_0000_0016_0002);
         assert_eq!(KVM_REG_ARM_SMCCC_ARCH_WORKAROUND_3, 0x6030_0000_0014_0003);
+    }
+
+    #[test]
+    fn coalesced_ring_and_zones() {
+        assert_eq!(ring::MAX, 170);
+        assert_eq!(KVM_REGISTER_COALESCED_MMIO, 0x4010_ae67);
+        assert_eq!(ring_slot(0, 0), Some(0));
+        assert_eq!(ring_slot(0, 169), None); // full: one entry stays free
+        assert_eq!(ring_slot(5, 4), None);
+        assert_eq!(ring_slot(0, 170), None); // the VMM's index out of range
+        assert_eq!(ring_slot(1, 169), Some(169));
+        let z = KvmCoalescedMmioZone {
+            addr: 0x1000,
+            size: 8,
+            pio: 0,
+        };
+        assert!(in_zone(&z, 0x1000, 8));
+        assert!(in_zone(&z, 0x1004, 4));
+        assert!(!in_zone(&z, 0x1004, 8));
+        assert!(!in_zone(&z, 0xffc, 8));
+        assert!(!in_zone(&z, u64::MAX, 2));
     }
 
     #[test]
@@ -1216,9 +1338,15 @@ mod tests {
                 x0: None,
             }
         );
-        assert_eq!(call(0x8600_0000, [0; 3]), Call::Vendor([1, 0, 0, 0]));
-        assert_eq!(call(0x8600_ff01, [0; 3]), Call::Vendor(KVM_UID));
-        assert_eq!(call(0x8600_0001, [0; 3]), Call::Return(u64::MAX));
+        assert_eq!(call(0x8600_0000, [0; 3]), Call::VendorFeatures);
+        assert_eq!(call(0x8600_ff01, [0; 3]), Call::Words(KVM_UID));
+        assert_eq!(call(0x8600_0001, [0; 3]), Call::Ptp(0));
+        assert_eq!(call(0x8600_0002, [0; 3]), Call::Return(u64::MAX));
+        assert_eq!(call(0x8400_0051, [0xc400_0053, 0, 0]), Call::Return(0));
+        assert_eq!(
+            call(0x8000_0001, [0xc500_0020, 0, 0]),
+            Call::ArchFeaturesPvTime
+        );
         // The function ID is W0: the upper half of x0 is not looked at.
         assert_eq!(call(0x1_8400_0000, [0; 3]), Call::Return(PSCI_VERSION_1_3));
         // An SMC32 CPU_ON's arguments are 32 bits.
@@ -1258,7 +1386,7 @@ mod tests {
         assert_eq!(smccc_call(0x8400_0000, [0; 3], v01), nope);
         assert_eq!(smccc_call(0x95c1_ba5f, [0; 3], v01), Call::CpuOff);
         assert_eq!(smccc_call(0x95c1_ba5f, [0; 3], v13), nope);
-        assert_eq!(smccc_call(0x8600_ff01, [0; 3], v01), Call::Vendor(KVM_UID));
+        assert_eq!(smccc_call(0x8600_ff01, [0; 3], v01), Call::Words(KVM_UID));
         assert_eq!(smccc_call(0x8000_0000, [0; 3], v01), Call::Return(0x1_0001));
         // SYSTEM_SUSPEND only once the VMM enabled it.
         assert_eq!(call(0xc400_000e, [0x1000, 1, 0]), nope);

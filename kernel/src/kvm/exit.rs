@@ -16,6 +16,7 @@ use spin::Mutex;
 use svelt_abi::isa::esr::Esr;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::kvm::{self as k, Call, SmcccAction};
+use svelt_abi::uapi::kvm_services as sv;
 use svelt_abi::uapi::kvm_stats::vcpu as stat;
 
 /// HCR_EL2 while a guest runs: stage 2 on; physical IRQs, FIQs and SErrors to EL2; set/way
@@ -114,8 +115,14 @@ pub fn handle_sync(
             }
             // The VMM's filter comes first (kvm_smccc_get_action).
             let func = st.regs.x[0] as u32;
+            let offered = |f| sv::smccc_offered(f, &vm.fw_bmaps.lock());
             match vm.smccc_filter.action(func) {
-                SmcccAction::Handle => hypercall(vcpu, vm, st),
+                SmcccAction::Handle if offered(func) => hypercall(vcpu, vm, st, cur),
+                SmcccAction::Handle => {
+                    // A service the VMM turned off (kvm_smccc_get_action's DENY).
+                    set_retval(st, [k::SMCCC_RET_NOT_SUPPORTED as u64, 0, 0, 0]);
+                    Ok(Next::Enter)
+                }
                 SmcccAction::Deny => {
                     set_retval(st, [k::SMCCC_RET_NOT_SUPPORTED as u64, 0, 0, 0]);
                     Ok(Next::Enter)
@@ -145,7 +152,12 @@ fn set_retval(st: &mut VcpuState, v: [u64; 4]) {
 }
 
 /// An SMCCC call by HVC or SMC: PSCI and the SMCCC discovery calls.
-fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
+fn hypercall(
+    vcpu: &Vcpu,
+    vm: &Arc<Vm>,
+    st: &mut VcpuState,
+    cur: &task::CurrentTask,
+) -> SysResult<Next> {
     let x = &st.regs.x;
     let psci = k::Psci {
         version: st.psci_version,
@@ -155,11 +167,44 @@ fn hypercall(vcpu: &Vcpu, vm: &Arc<Vm>, st: &mut VcpuState) -> SysResult<Next> {
     let ret = |v: i64| [v as u64, 0, 0, 0];
     match call {
         Call::Return(v) => set_retval(st, [v, 0, 0, 0]),
-        Call::Vendor(v) => {
-            if vm.fw_bmaps.lock()[2] & k::VENDOR_HYP_BMAP_SUPPORTED != 0 {
-                set_retval(st, v);
-            } else {
-                set_retval(st, ret(k::SMCCC_RET_NOT_SUPPORTED));
+        Call::Words(v) => set_retval(st, v),
+        Call::VendorFeatures => {
+            let b = *vm.fw_bmaps.lock();
+            set_retval(st, [b[2], 0, b[3], 0]);
+        }
+        Call::ArchFeaturesPvTime => {
+            let on = vm.fw_bmaps.lock()[1] & 1 != 0;
+            set_retval(st, ret(if on { 0 } else { k::SMCCC_RET_NOT_SUPPORTED }));
+        }
+        Call::PvTimeFeatures(f) => {
+            let known = matches!(f as u32, sv::PV_TIME_FEATURES | sv::PV_TIME_ST);
+            let on = known && st.steal.base.is_some();
+            set_retval(st, ret(if on { 0 } else { k::SMCCC_RET_NOT_SUPPORTED }));
+        }
+        Call::PvTimeSt => {
+            let r = super::pvtime::init(vm, st, cur.task()).unwrap_or(u64::MAX);
+            set_retval(st, [r, 0, 0, 0]);
+        }
+        Call::TrngRnd { bits, size } => {
+            let mut b = [0u8; 24];
+            crate::fs::dev::fill_random(&mut b);
+            let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+            set_retval(st, sv::trng_rnd(bits, size, [w(0), w(1), w(2)]));
+        }
+        Call::Ptp(counter) => {
+            // The wall clock and the chosen counter, read together (kvm_ptp_get_time).
+            let off = match counter {
+                sv::KVM_PTP_VIRT_COUNTER => Some(vm.cntvoff.load(Ordering::Relaxed)),
+                sv::KVM_PTP_PHYS_COUNTER => Some(vm.cntpoff.load(Ordering::Relaxed)),
+                _ => None,
+            };
+            match off {
+                Some(off) => {
+                    let cycles = crate::arch::cpu::counter();
+                    let ns = crate::time::realtime_ns();
+                    set_retval(st, sv::ptp_words(ns, cycles.wrapping_sub(off)));
+                }
+                None => set_retval(st, ret(k::SMCCC_RET_NOT_SUPPORTED)),
             }
         }
         Call::CpuOff => {
@@ -355,11 +400,11 @@ fn identification(vm: &Vm, st: &mut VcpuState, esr: Esr, key: u32, rt: usize, re
             return;
         }
         (CSSELR_KEY, true) => Some(st.el1.csselr),
-        (MIDR_KEY, true) => Some(vm.impl_regs[0]),
-        (REVIDR_KEY, true) => Some(vm.impl_regs[1]),
-        (CLIDR_KEY, true) => Some(vm.impl_regs[2]),
-        (AIDR_KEY, true) => Some(vm.impl_regs[3]),
-        (CTR_KEY, true) => Some(vm.impl_regs[4]),
+        (MIDR_KEY, true) => Some(vm.impl_regs.lock()[0]),
+        (REVIDR_KEY, true) => Some(vm.impl_regs.lock()[1]),
+        (CLIDR_KEY, true) => Some(st.clidr),
+        (AIDR_KEY, true) => Some(vm.impl_regs.lock()[3]),
+        (CTR_KEY, true) => Some(vm.impl_regs.lock()[4]),
         (CCSIDR_KEY, true) => Some(guest::ccsidr(st.el1.csselr, false)),
         (CCSIDR2_KEY, true) if (mmfr2 >> 20) & 0xf != 0 => Some(guest::ccsidr(st.el1.csselr, true)),
         _ => None,
@@ -436,8 +481,6 @@ fn abort(
         vcpu.set_exit_reason(k::KVM_EXIT_ARM_NISV);
         return Ok(Next::ToVmm);
     };
-    super::MMIO_EXITS.fetch_add(1, Ordering::Relaxed);
-    vcpu.stats.inc(stat::MMIO_EXIT_USER);
     // SCTLR_EL1.EE for EL1's accesses, E0E for EL0's (kvm_vcpu_is_be).
     let at_el1 = st.regs.pstate & 0x1f != 0;
     let big_endian = st.el1.sctlr & (1 << if at_el1 { 25 } else { 24 }) != 0;
@@ -454,6 +497,14 @@ fn abort(
         }
         data = v.to_le_bytes();
     }
+    // A write in a coalesced zone with room in the ring is done here (kvm_io_bus_write).
+    if access.write && vm.coalesced.write(ipa, &data[..access.len as usize]) {
+        vcpu.stats.inc(stat::MMIO_EXIT_KERNEL);
+        st.regs.pc += 4;
+        return Ok(Next::Enter);
+    }
+    super::MMIO_EXITS.fetch_add(1, Ordering::Relaxed);
+    vcpu.stats.inc(stat::MMIO_EXIT_USER);
     vcpu.run_write(k::run::MMIO_PHYS_ADDR, &ipa.to_le_bytes());
     vcpu.run_write(k::run::MMIO_DATA, &data);
     vcpu.run_write(k::run::MMIO_LEN, &access.len.to_le_bytes());

@@ -8,6 +8,8 @@
 //! - `inject`: exceptions given to the guest, and the vCPU events ioctls.
 //! - `regs`: the vCPU's registers by KVM's register IDs.
 //! - `smccc`: the VM's SMCCC filter (calls the VMM denies or answers).
+//! - `pvtime`: stolen time for guests (PV_TIME_ST).
+//! - `coalesced`: MMIO writes queued in a ring instead of exiting.
 //! - `stats`: the binary statistics files (KVM_GET_STATS_FD).
 //! - `sve`: SVE for guests (the vCPU feature, its registers, their lazy switch).
 //! - `vgic`: the in-kernel vGICv3 device (begun: its configuration).
@@ -16,8 +18,10 @@
 //! so the scheduler, signals and the lazy FP machine treat it as that thread. Only a kernel at
 //! EL2 with VHE offers the device (at EL1 there is no hypervisor to be).
 
+mod coalesced;
 mod exit;
 mod inject;
+mod pvtime;
 mod regs;
 mod smccc;
 mod stage2;
@@ -112,10 +116,15 @@ pub fn check_extension(cap: u64) -> usize {
         | k::KVM_CAP_ARM_SYSTEM_SUSPEND
         | k::KVM_CAP_BINARY_STATS_FD
         | k::KVM_CAP_VCPU_EVENTS
-        | k::KVM_CAP_ARM_INJECT_EXT_DABT => 1,
+        | k::KVM_CAP_ARM_INJECT_EXT_DABT
+        | svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS => 1,
+        // Only the feature ID range (KVM_ARM_FEATURE_ID_RANGE).
+        svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_SUPPORTED_REG_MASK_RANGES => 1,
         k::KVM_CAP_ARM_INJECT_SERROR_ESR => inject::has_ras() as usize,
         k::KVM_CAP_NR_VCPUS => crate::percpu::online_count().min(k::KVM_MAX_VCPUS),
         k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
+        k::KVM_CAP_COALESCED_MMIO => k::KVM_COALESCED_MMIO_PAGE_OFFSET,
+        k::KVM_CAP_COALESCED_PIO => 1,
         k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,
         k::KVM_CAP_ARM_VM_IPA_SIZE => max_ipa_bits() as usize,
         svelt_abi::uapi::kvm_sve::KVM_CAP_ARM_SVE => sve::offered() as usize,
@@ -142,7 +151,7 @@ impl FileOps for KvmDev {
                 vm::install(cur, vm::vm_file(vm))
             }
             k::KVM_CHECK_EXTENSION => Ok(check_extension(arg as u64)),
-            // The kvm_run page and the (unused) coalesced MMIO ring after it.
+            // The kvm_run page and the VM's coalesced MMIO ring after it.
             k::KVM_GET_VCPU_MMAP_SIZE if arg == 0 => Ok(2 * 4096),
             _ => Err(Errno::EINVAL),
         }

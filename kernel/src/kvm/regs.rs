@@ -5,12 +5,13 @@
 
 use super::vcpu::VcpuState;
 use super::vm::Vm;
-use crate::arch::guest::El1State;
+use crate::arch::guest::{self, El1State};
 use crate::mm::uaccess::UserPtr;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::kvm::{self as k, sysreg_id, CoreReg, KvmOneReg};
+use svelt_abi::uapi::kvm_idregs as ki;
 
 type Get = fn(&El1State) -> u64;
 type Set = fn(&mut El1State, u64);
@@ -193,8 +194,10 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
                 _ => {
                     if let Some(i) = k::id_reg_index(id) {
                         vm.id_regs.lock()[i]
+                    } else if ki::idx_of_sysreg(id) == Some(ki::CLIDR) {
+                        st.clidr
                     } else if let Some(i) = IMPL_REGS.iter().position(|&r| r == id) {
-                        vm.impl_regs[i]
+                        vm.impl_regs.lock()[i]
                     } else if shadowed().any(|r| r == id) {
                         st.shadow.get(&shadow_key(id)).copied().unwrap_or(0)
                     } else {
@@ -209,21 +212,98 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
     }
 }
 
-/// A VMM's write to an ID register (set_id_reg): before the VM runs, any value that keeps or
-/// lowers each feature of the VM's limit; afterwards only the value it has (EBUSY).
-fn set_id_reg(vm: &Vm, i: usize, v: u64) -> SysResult<()> {
-    let mut regs = vm.id_regs.lock();
-    if regs[i] == v {
-        return Ok(());
-    }
+/// Whether the CPU runs AArch32 at EL0 (the AArch32 ID registers are then writable).
+fn aa32() -> bool {
+    guest::read_id_reg(4, 0) & 0xf == 2
+}
+
+/// The write of a register fixed once the VM has run: the value it has is accepted, any other
+/// is EBUSY (`kvm_vm_has_ran_once`); before, `check` decides.
+fn set_fixed(
+    vm: &Vm,
+    cur: &mut u64,
+    v: u64,
+    check: impl FnOnce() -> SysResult<()>,
+) -> SysResult<()> {
     if vm.ran.load(Ordering::Relaxed) {
-        return Err(Errno::EBUSY);
+        return if *cur == v { Ok(()) } else { Err(Errno::EBUSY) };
     }
-    if !k::id_reg_write_ok(vm.id_limits[i], v) {
+    check()?;
+    *cur = v;
+    Ok(())
+}
+
+/// A VMM's write to an ID register (`set_id_reg` with its register's filter): each writable
+/// field may take a safe value against the VM's limit (lower for most features), every other
+/// bit only the limit's; afterwards only the value it has.
+fn set_id_reg(vm: &Vm, i: usize, v: u64) -> SysResult<()> {
+    let (crm, op2) = ((1 + i / 8) as u8, (i % 8) as u8);
+    let r = ki::idx(0, crm, op2);
+    let v = ki::filter_write(r, guest::read_id_reg(crm, op2), v)?;
+    let mut regs = vm.id_regs.lock();
+    set_fixed(vm, &mut regs[i], v, || {
+        ki::check_features(
+            r,
+            ki::writable_mask(r, aa32()),
+            super::sve::id_limit(vm, i),
+            v,
+        )
+    })
+}
+
+/// A VMM's write to the identification registers: CLIDR_EL1 is the vCPU's own (`set_clidr`),
+/// CTR_EL0 the VM's with the feature rules (`set_ctr_el0`), MIDR_EL1, REVIDR_EL1 and AIDR_EL1
+/// the VM's, any value within their masks once the VMM enabled
+/// KVM_CAP_ARM_WRITABLE_IMP_ID_REGS (`set_imp_id_reg`).
+fn set_impl_reg(vm: &Vm, st: &mut VcpuState, slot: usize, v: u64) -> SysResult<()> {
+    let r = ki::idx_of_sysreg(IMPL_REGS[slot]).ok_or(Errno::ENOENT)?;
+    let limit = vm.impl_limits[slot];
+    match r {
+        ki::CLIDR => {
+            if !ki::clidr_write_ok(v, vm.impl_limits[4]) {
+                return Err(Errno::EINVAL);
+            }
+            st.clidr = v;
+            Ok(())
+        }
+        ki::CTR => {
+            let v = ki::filter_write(r, limit, v)?;
+            let mut regs = vm.impl_regs.lock();
+            set_fixed(vm, &mut regs[slot], v, || {
+                ki::check_features(r, ki::writable_mask(r, aa32()), limit, v)
+            })
+        }
+        _ => {
+            let mut regs = vm.impl_regs.lock();
+            if regs[slot] == v {
+                return Ok(());
+            }
+            if !vm.writable_imp.load(Ordering::Relaxed) {
+                return Err(Errno::EINVAL);
+            }
+            set_fixed(vm, &mut regs[slot], v, || {
+                if v & ki::writable_mask(r, false) != v {
+                    return Err(Errno::EINVAL);
+                }
+                Ok(())
+            })
+        }
+    }
+}
+
+/// KVM_ARM_GET_REG_WRITABLE_MASKS (`kvm_vm_ioctl_get_reg_writable_masks`): the writable bits
+/// of every register in KVM's feature ID range, 0 for the rest. Only range 0 exists, and the
+/// reserved words must be 0 (EINVAL).
+pub fn writable_masks(arg: usize) -> SysResult<usize> {
+    let r = UserPtr::<ki::RegMaskRange>::new(arg).read()?;
+    if r.range != 0 || r.reserved.iter().any(|&w| w != 0) {
         return Err(Errno::EINVAL);
     }
-    regs[i] = v;
-    Ok(())
+    let aa32 = aa32();
+    let masks: [u64; ki::FEATURE_ID_RANGE_SIZE] =
+        core::array::from_fn(|i| ki::writable_mask(i, aa32));
+    UserPtr::<u64>::new(r.addr as usize).write_slice(&masks)?;
+    Ok(0)
 }
 
 /// KVM_GET_ONE_REG.
@@ -294,7 +374,7 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
         k::KVM_REG_ARM_FW_FEAT_BMAP => {
             let i = (r.id & 0xffff) as usize;
             let mut maps = vm.fw_bmaps.lock();
-            if v64 & !super::vm::FW_BMAPS_SUPPORTED[i] != 0 {
+            if v64 & !svelt_abi::uapi::kvm_services::FW_BMAPS_SUPPORTED[i] != 0 {
                 return Err(Errno::EINVAL);
             }
             if maps[i] != v64 && vm.ran.load(Ordering::Relaxed) {
@@ -321,11 +401,8 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
             id => {
                 if let Some(i) = k::id_reg_index(id) {
                     set_id_reg(vm, i, v64)?;
-                } else if IMPL_REGS.contains(&id) {
-                    // The CPU's identification: only the value the VM has.
-                    if value(vm, st, id)? as u64 != v64 {
-                        return Err(Errno::EINVAL);
-                    }
+                } else if let Some(slot) = IMPL_REGS.iter().position(|&r| r == id) {
+                    set_impl_reg(vm, st, slot, v64)?;
                 } else if shadowed().any(|r| r == id) {
                     let _ = st.shadow.insert(shadow_key(id), v64);
                 } else {

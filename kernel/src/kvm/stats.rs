@@ -4,9 +4,10 @@
 //! pread at any offset, and keeps its VM or vCPU alive after the VMM has closed the VM's file,
 //! as KVM's takes a reference on the VM.
 //!
-//! What Svelt counts: every guest exit, HVC, WFI and WFE exits, MMIO exits to the VMM, exits
-//! for a signal, the time and wake-ups of WFI sleeps, and the VM's stage-2 TLB flushes. Halt
-//! polling and in-kernel MMIO do not exist here, so their statistics stay 0.
+//! What Svelt counts: every guest exit, HVC, WFI and WFE exits, MMIO exits to the VMM and MMIO
+//! writes kept in the kernel (coalesced), exits for a signal, the time and wake-ups of WFI
+//! sleeps, and the VM's stage-2 TLB flushes. Halt polling does not exist here, so its
+//! statistics stay 0.
 
 use super::vcpu::Vcpu;
 use super::vm::{install, Vm};

@@ -193,6 +193,20 @@ pub fn widen_limits(limits: &mut [u64], host_pfr0: u64, host_zfr0: u64) {
     }
 }
 
+/// ID register `i`'s limit for this VM: the SVE fields only for a VM whose vCPUs have SVE
+/// (Linux's limit is the VM's own sanitised value, `kvm_read_sanitised_id_reg`).
+pub fn id_limit(vm: &Vm, i: usize) -> u64 {
+    let has_sve = vm
+        .vcpu_features
+        .lock()
+        .is_some_and(|f| f & (1 << s::KVM_ARM_VCPU_SVE) != 0);
+    match i {
+        PFR0 if !has_sve => vm.id_limits[i] & !PFR0_SVE,
+        ZFR0 if !has_sve => 0,
+        _ => vm.id_limits[i],
+    }
+}
+
 /// The VM's ID registers at its first vCPU's init (before it has run): SVE shown or not.
 pub fn init_id_regs(vm: &Vm, with_sve: bool) {
     if vm.ran.load(Ordering::Relaxed) {

@@ -52,6 +52,8 @@ pub struct VcpuState {
     /// The AArch32 banked SPSRs (abt, und, irq, fiq): kept for KVM_{GET,SET}_ONE_REG only.
     pub spsr32: [u64; 4],
     pub mpidr: u64,
+    /// CLIDR_EL1, the vCPU's own (a VMM may describe another cache hierarchy).
+    pub clidr: u64,
     /// The PSCI version the guest is told (the firmware pseudo-register).
     pub psci_version: u64,
     /// The last exit was an MMIO load or store the VMM answers in `kvm_run`.
@@ -70,6 +72,8 @@ pub struct VcpuState {
     pub vsesr: u64,
     /// SVE, for a vCPU initialised with KVM_ARM_VCPU_SVE.
     pub sve: Option<GuestSve>,
+    /// The stolen-time structure the VMM gave (KVM_ARM_VCPU_PVTIME_IPA).
+    pub steal: super::pvtime::StealTime,
 }
 
 impl VcpuState {
@@ -89,9 +93,8 @@ impl VcpuState {
     }
 }
 
-/// A vCPU's device attributes (kvm_arm_vcpu_{set,get,has}_attr): the timers' PPIs, which
-/// can be read; setting them needs the in-kernel vGIC (EINVAL without one, as Linux). The PMU
-/// and PV-time groups are not offered (ENXIO).
+/// A vCPU's timer attributes (kvm_arm_timer_{set,get,has}_attr): the timers' PPIs, which
+/// can be read; setting them needs the in-kernel vGIC (EINVAL without one, as Linux).
 fn timer_attr(cmd: u32, a: &k::KvmDeviceAttr) -> SysResult<usize> {
     let ppi = match (a.group, a.attr) {
         (k::KVM_ARM_VCPU_TIMER_CTRL, k::KVM_ARM_VCPU_TIMER_IRQ_VTIMER) => k::DEFAULT_VTIMER_PPI,
@@ -110,8 +113,9 @@ fn timer_attr(cmd: u32, a: &k::KvmDeviceAttr) -> SysResult<usize> {
 
 pub struct Vcpu {
     pub id: u32,
-    /// The `kvm_run` page the VMM maps.
+    /// The `kvm_run` page the VMM maps, and after it the VM's coalesced MMIO ring.
     pub run: Page,
+    ring: Page,
     state: Mutex<VcpuState>,
     /// Where ioctls wait for the state's lock (KVM's vcpu->mutex).
     lockq: WaitQueue,
@@ -171,11 +175,12 @@ pub const PSTATE_RESET: u64 = 0x3c5;
 const SCTLR_RESET: u64 = 0x30d0_0800;
 
 impl Vcpu {
-    pub fn new(cur: &dyn Caller, id: u32) -> SysResult<Arc<Vcpu>> {
+    pub fn new(cur: &dyn Caller, id: u32, clidr: u64, ring: Page) -> SysResult<Arc<Vcpu>> {
         let run = Page::new_user().ok_or(Errno::ENOMEM)?;
         Ok(Arc::new(Vcpu {
             id,
             run,
+            ring,
             state: Mutex::new(VcpuState {
                 inited: false,
                 features: 0,
@@ -184,6 +189,7 @@ impl Vcpu {
                 fp: FpsimdState::default(),
                 spsr32: [0; 4],
                 mpidr: mpidr_for(id),
+                clidr,
                 psci_version: k::PSCI_VERSION_1_3,
                 mmio: None,
                 shadow: BTreeMap::new(),
@@ -192,6 +198,7 @@ impl Vcpu {
                 vse: false,
                 vsesr: 0,
                 sve: None,
+                steal: Default::default(),
             }),
             lockq: WaitQueue::new(),
             wake: WaitQueue::new(),
@@ -348,6 +355,7 @@ impl Vcpu {
         self.set_exit_reason(k::KVM_EXIT_UNKNOWN);
         self.run_write(k::run::FLAGS, &0u16.to_le_bytes());
         st.fp_lent = false;
+        super::pvtime::update(vm, &mut st, cur.task());
         let r = self.run_loop(vm, mm, &mut st, cur);
         st.put_fp();
         r
@@ -375,6 +383,8 @@ impl Vcpu {
             if sched::need_resched() {
                 st.put_fp();
                 sched::schedule();
+                // Loaded again: the wait for the CPU is the guest's stolen time.
+                super::pvtime::update(vm, st, cur.task());
                 continue;
             }
             let mut controls = {
@@ -384,6 +394,7 @@ impl Vcpu {
                     vttbr: vm.vttbr,
                     vtcr: vm.vtcr,
                     vmpidr: st.mpidr,
+                    vpidr: vm.impl_regs.lock()[0],
                     cntvoff: vm.cntvoff.load(Ordering::Relaxed),
                     cptr: match (st.fp_live, st.sve.is_some()) {
                         (false, _) => 0,
@@ -441,6 +452,8 @@ impl MappedFile for Vcpu {
     fn cache_page(&self, index: u64) -> SysResult<Page> {
         if index == 0 {
             Ok(self.run.clone())
+        } else if index == k::KVM_COALESCED_MMIO_PAGE_OFFSET as u64 {
+            Ok(self.ring.clone())
         } else {
             Err(Errno::EFAULT)
         }
@@ -494,8 +507,13 @@ impl FileOps for VcpuFile {
                     regs::set(&self.vm, &mut st, &r)
                 }
             }
+            // The vCPU's attribute groups: timers and stolen time (no PMU: ENXIO).
             k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR | k::KVM_HAS_DEVICE_ATTR => {
                 let a = UserPtr::<k::KvmDeviceAttr>::new(arg).read()?;
+                if a.group == svelt_abi::uapi::kvm_services::KVM_ARM_VCPU_PVTIME_CTRL {
+                    let mut st = vcpu.lock()?;
+                    return super::pvtime::attr(&self.vm, &mut st, cmd, &a);
+                }
                 timer_attr(cmd, &a)
             }
             k::KVM_GET_REG_LIST => {

@@ -25,6 +25,7 @@ use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::fs::O_RDWR;
 use svelt_abi::uapi::kvm::{self as k, KvmUserspaceMemoryRegion, KvmVcpuInit, SlotChange};
+use svelt_abi::uapi::kvm_idregs as ki;
 
 /// VMs alive now, and VMIDs given out (/proc/svelt/kvm).
 pub static VMS: AtomicUsize = AtomicUsize::new(0);
@@ -114,8 +115,12 @@ pub struct Vm {
     pub id_limits: [u64; k::ID_REGS],
     /// The hypercall service bitmaps (KVM_REG_ARM_*_BMAP): what the guest is offered.
     pub fw_bmaps: Mutex<[u64; k::FW_FEAT_BMAP_REGS as usize]>,
-    /// MIDR_EL1, REVIDR_EL1, CLIDR_EL1, AIDR_EL1, CTR_EL0 as the VM reports them.
-    pub impl_regs: [u64; 5],
+    /// MIDR_EL1, REVIDR_EL1, CLIDR_EL1, AIDR_EL1, CTR_EL0 as the VM reports them (CLIDR_EL1
+    /// there is only each new vCPU's first value), and the CPU's own.
+    pub impl_regs: Mutex<[u64; 5]>,
+    pub impl_limits: [u64; 5],
+    /// KVM_CAP_ARM_WRITABLE_IMP_ID_REGS is on: MIDR_EL1, REVIDR_EL1 and AIDR_EL1 may change.
+    pub writable_imp: AtomicBool,
     /// The SMCCC calls the VMM denies or answers itself (KVM_ARM_VM_SMCCC_FILTER).
     pub smccc_filter: SmcccFilter,
     /// The thread that created the VM (its statistics' id), and the statistics.
@@ -123,6 +128,8 @@ pub struct Vm {
     pub stats: VmStats,
     /// The in-kernel vGICv3, once the VMM made one.
     pub vgic: Mutex<Option<super::vgic::Vgic>>,
+    /// Zones of coalesced MMIO writes and their ring.
+    pub coalesced: super::coalesced::Coalesced,
     /// The VM is dead (kvm_vm_dead): every ioctl on it, its vCPUs and its devices is EIO.
     pub dead: AtomicBool,
     /// The vCPU features of the VM's first KVM_ARM_VCPU_INIT, less POWER_OFF: every vCPU has
@@ -139,11 +146,6 @@ pub enum Fault {
     /// The slot's VMM memory cannot be had (unmapped, no permission): KVM_RUN fails EFAULT.
     Efault,
 }
-
-/// Each service bitmap's bits Svelt can offer (and offers a new VM): only the vendor
-/// service's FUNC_FEAT.
-pub const FW_BMAPS_SUPPORTED: [u64; k::FW_FEAT_BMAP_REGS as usize] =
-    [0, 0, k::VENDOR_HYP_BMAP_SUPPORTED, 0];
 
 impl Vm {
     /// The VM's ID register at op0=3, op1=0, CRn=0, `crm` (1..=7), `op2`.
@@ -192,12 +194,15 @@ impl Vm {
             ran: AtomicBool::new(false),
             id_regs: Mutex::new(id_regs),
             id_limits,
-            fw_bmaps: Mutex::new(FW_BMAPS_SUPPORTED),
-            impl_regs: guest::impl_regs(),
+            fw_bmaps: Mutex::new(svelt_abi::uapi::kvm_services::FW_BMAPS_RESET),
+            impl_regs: Mutex::new(guest::impl_regs()),
+            impl_limits: guest::impl_regs(),
+            writable_imp: AtomicBool::new(false),
             smccc_filter: SmcccFilter::new(),
             creator: cur.core().tid,
             stats: VmStats::new(),
             vgic: Mutex::new(None),
+            coalesced: super::coalesced::Coalesced::new()?,
             dead: AtomicBool::new(false),
             vcpu_features: Mutex::new(None),
         });
@@ -244,6 +249,28 @@ impl Vm {
         crate::mm::uaccess::UserPtr::<u64>::new(va as usize)
             .read()
             .ok()
+    }
+
+    /// Whether `ipa` lies in a memory slot.
+    pub fn in_slot(&self, ipa: u64) -> bool {
+        self.inner.lock().slots.values().any(|s| s.contains(ipa))
+    }
+
+    /// Writes `bytes` to guest memory at `ipa` through the VMM's mapping of its slot (the caller
+    /// is the VMM's thread); false where there is no slot or the VMM's memory refuses.
+    pub fn write_guest(&self, ipa: u64, bytes: &[u8]) -> bool {
+        let Some(slot) = self
+            .inner
+            .lock()
+            .slots
+            .values()
+            .find(|s| s.contains(ipa) && s.contains(ipa + bytes.len() as u64 - 1))
+            .copied()
+        else {
+            return false;
+        };
+        let va = slot.uaddr + ipa - slot.gpa;
+        UserPtr::<u8>::new(va as usize).write_slice(bytes).is_ok()
     }
 
     /// Resolves a stage-2 fault at `ipa` (a write if `write`): maps the slot's page, or says
@@ -368,7 +395,8 @@ impl Vm {
             if vcpus.iter().any(|v| v.id == id as u32) {
                 return Err(Errno::EEXIST);
             }
-            let vcpu = Vcpu::new(cur, id as u32)?;
+            let clidr = self.impl_regs.lock()[2];
+            let vcpu = Vcpu::new(cur, id as u32, clidr, self.coalesced.ring.clone())?;
             vcpus.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
             vcpus.push(vcpu.clone());
             vcpu
@@ -469,6 +497,10 @@ impl FileOps for VmFile {
                 super::smccc::vm_attr(&self.vm, cmd, arg)
             }
             k::KVM_GET_STATS_FD => super::stats::vm_fd(cur, &self.vm),
+            ki::KVM_ARM_GET_REG_WRITABLE_MASKS => super::regs::writable_masks(arg),
+            k::KVM_REGISTER_COALESCED_MMIO | k::KVM_UNREGISTER_COALESCED_MMIO => {
+                self.vm.coalesced.ioctl(cmd, arg)
+            }
             k::KVM_ARM_PREFERRED_TARGET => {
                 UserPtr::<KvmVcpuInit>::new(arg).write(&KvmVcpuInit {
                     target: k::KVM_ARM_TARGET_GENERIC_V8,
@@ -490,6 +522,11 @@ impl FileOps for VmFile {
                     }
                     k::KVM_CAP_ARM_SYSTEM_SUSPEND => {
                         self.vm.system_suspend.store(true, Ordering::Relaxed);
+                        Ok(0)
+                    }
+                    // Only before the first vCPU (EINVAL after, as Linux).
+                    ki::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS if self.vm.vcpus.lock().is_empty() => {
+                        self.vm.writable_imp.store(true, Ordering::Relaxed);
                         Ok(0)
                     }
                     _ => Err(Errno::EINVAL),

@@ -144,7 +144,7 @@ enum Entry {
 }
 
 /// The entries of /proc/PID (task/TID has all but `task`): name, what it is.
-const PID_ENTRIES: [(&str, Entry); 20] = [
+const PID_ENTRIES: [(&str, Entry); 21] = [
     ("auxv", Entry::Gen(auxv, 0o400, true)),
     ("cmdline", Entry::Gen(cmdline, 0o444, false)),
     ("comm", Entry::Comm),
@@ -163,6 +163,7 @@ const PID_ENTRIES: [(&str, Entry); 20] = [
         Entry::Gen(|_, out| write_str(out, &mounts::mounts()), 0o444, false),
     ),
     ("root", Entry::Link(LinkTo::Root)),
+    ("schedstat", Entry::Gen(schedstat, 0o444, false)),
     ("smaps", Entry::Gen(task_mmu::smaps, 0o444, true)),
     ("stat", Entry::Gen(array::stat, 0o444, false)),
     ("statm", Entry::Gen(task_mmu::statm, 0o444, false)),
@@ -453,6 +454,17 @@ fn fpstat(t: Target, out: &mut Text) -> SysResult<()> {
         out,
         &crate::task::fpstate::format_counters(&process::fp_counters(&p)),
     )
+}
+
+/// schedstat (Linux's proc_pid_schedstat): the thread's time on a CPU and its time queued
+/// runnable waiting for one (run_delay), in nanoseconds, and how often it left a CPU.
+fn schedstat(t: Target, out: &mut Text) -> SysResult<()> {
+    let th = t.task()?;
+    let c = th.core();
+    let u = c.cputime.usage();
+    let on_cpu = crate::time::counter_to_ns(u.user + u.system);
+    let delay = crate::task::cputime::run_delay_ns(c);
+    write_str(out, &format!("{on_cpu} {delay} {}\n", u.nvcsw + u.nivcsw))
 }
 
 fn limits(t: Target, out: &mut Text) -> SysResult<()> {

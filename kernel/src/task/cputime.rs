@@ -31,6 +31,10 @@ pub struct CpuTime {
     /// Switches away while blocked (voluntary) and while still runnable (involuntary).
     pub nvcsw: AtomicU64,
     pub nivcsw: AtomicU64,
+    /// Time spent queued, runnable, waiting for a CPU (schedstat's run_delay, a guest's stolen
+    /// time): runs from the enqueue to the pick, as `total` runs on the CPU. Written under the
+    /// run queue's lock from any CPU, so with atomic adds.
+    wait: AtomicU64,
 }
 
 /// A word's value now: a running clock's word is wrapped below zero. A reader on another CPU
@@ -70,6 +74,7 @@ impl CpuTime {
             mark_total: AtomicU64::new(0),
             nvcsw: AtomicU64::new(0),
             nivcsw: AtomicU64::new(0),
+            wait: AtomicU64::new(0),
         }
     }
 
@@ -99,6 +104,23 @@ impl CpuTime {
             nivcsw: self.nivcsw.load(Ordering::Relaxed),
         }
     }
+}
+
+/// `t` went on a run queue (run queue lock held): its wait clock runs.
+pub fn queued(t: &Task) {
+    t.cputime
+        .wait
+        .fetch_add(cpu::counter().wrapping_neg(), Ordering::Relaxed);
+}
+
+/// `t` was taken off a run queue to run (run queue lock held): its wait clock stops.
+pub fn picked(t: &Task) {
+    t.cputime.wait.fetch_add(cpu::counter(), Ordering::Relaxed);
+}
+
+/// The time `t` has waited runnable for a CPU, in nanoseconds.
+pub fn run_delay_ns(t: &Task) -> u64 {
+    crate::time::counter_to_ns(read(&t.cputime.wait, cpu::counter()))
 }
 
 /// One CPU's time (counter ticks): user and system time of the tasks it ran, and its idle

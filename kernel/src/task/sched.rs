@@ -216,6 +216,7 @@ fn enqueue_on(t: &Arc<Task>, target: usize) {
         if t.on_rq.swap(true, Ordering::AcqRel) {
             return;
         }
+        super::cputime::queued(t);
         push_queued(CPUS.get(target), &mut rq, t.clone());
     }
     percpu::get(target)
@@ -346,6 +347,7 @@ pub fn schedule() {
         if !allowed(&prev, id) {
             migrate = true;
         } else if !prev.on_rq.swap(true, Ordering::AcqRel) {
+            super::cputime::queued(&prev);
             push_queued(here, &mut rq, prev.clone());
         }
     }
@@ -365,7 +367,9 @@ pub fn schedule() {
         })
         .or_else(|| rq.idle.clone())
         .unwrap();
-    next.on_rq.store(false, Ordering::Release);
+    if next.on_rq.swap(false, Ordering::AcqRel) {
+        super::cputime::picked(&next);
+    }
     if Arc::ptr_eq(&prev, &next) {
         next.set_state(State::Running);
         rq.current = Some(prev);

@@ -1,7 +1,8 @@
 //! Linux's KVM API from a small VMM of our own: /dev/kvm's system ioctls, VMs and vCPUs and
 //! their argument checks, memory slots, the core registers by ONE_REG, and guests that run:
 //! RAM shared with the VMM, MMIO exits (loads with sign extension, stores, read-only slots,
-//! accesses without a syndrome), PSCI and SMCCC calls, a signal or `immediate_exit` ending
+//! accesses without a syndrome, coalesced writes), PSCI and SMCCC calls (TRNG, PV time, PTP),
+//! the ID registers a VMM may write, a signal or `immediate_exit` ending
 //! KVM_RUN, WFI sleeping until a signal, and a guest's FP/SIMD registers kept apart from the
 //! VMM's. Every guest is a few instructions assembled into this program and copied into guest
 //! memory. Skipped where the kernel offers no KVM (a kernel at EL1).
@@ -10,6 +11,8 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmOneReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
+use svelt_abi::uapi::kvm_idregs as ki;
+use svelt_abi::uapi::kvm_services as sv;
 use svelt_abi::uapi::kvm_stats as ks;
 use svelt_abi::uapi::kvm_sve as ks_sve;
 use svelt_user::ktap::TestResult;
@@ -1959,6 +1962,379 @@ fn everything_given_back() -> TestResult {
     Ok(())
 }
 
+core::arch::global_asm!(
+    ".section .rodata.guests, \"a\"",
+    ".balign 4",
+    // Reads MIDR_EL1 and CTR_EL0 into MMIO stores, then spins.
+    ".global guest_midr, guest_midr_end",
+    "guest_midr:",
+    "movz x1, #0x1000, lsl #16",
+    "mrs x2, midr_el1",
+    "str x2, [x1]",
+    "mrs x2, ctr_el0",
+    "str x2, [x1]",
+    "b .",
+    "guest_midr_end:",
+    // ARCH_FEATURES(PV_TIME_FEATURES), PV_TIME_FEATURES(PV_TIME_ST), PV_TIME_ST, TRNG_VERSION,
+    // TRNG_RND64(192), TRNG_RND64(193), PTP(virtual counter), KVM_FEATURES: x0 of each in x10..x17
+    // (PTP's lower wall-clock word in x20), then an MMIO store.
+    ".global guest_services, guest_services_end",
+    "guest_services:",
+    "movz x0, #0x8000, lsl #16",
+    "add x0, x0, #1",
+    "movz x1, #0xc500, lsl #16",
+    "add x1, x1, #0x20",
+    "hvc #0",
+    "mov x10, x0",
+    "movz x0, #0xc500, lsl #16",
+    "add x0, x0, #0x20",
+    "movz x1, #0xc500, lsl #16",
+    "add x1, x1, #0x21",
+    "hvc #0",
+    "mov x11, x0",
+    "movz x0, #0xc500, lsl #16",
+    "add x0, x0, #0x21",
+    "hvc #0",
+    "mov x12, x0",
+    "movz x0, #0x8400, lsl #16",
+    "add x0, x0, #0x50",
+    "hvc #0",
+    "mov x13, x0",
+    "movz x0, #0xc400, lsl #16",
+    "add x0, x0, #0x53",
+    "mov x1, #192",
+    "hvc #0",
+    "mov x14, x0",
+    "movz x0, #0xc400, lsl #16",
+    "add x0, x0, #0x53",
+    "mov x1, #193",
+    "hvc #0",
+    "mov x15, x0",
+    "movz x0, #0x8600, lsl #16",
+    "add x0, x0, #1",
+    "mov x1, #0",
+    "hvc #0",
+    "mov x16, x0",
+    "mov x20, x1",
+    "movz x0, #0x8600, lsl #16",
+    "hvc #0",
+    "mov x17, x0",
+    "movz x1, #0x1000, lsl #16",
+    "str x10, [x1]",
+    "b .",
+    "guest_services_end:",
+    // Three stores into a coalesced zone (x2, x2 + 1, x2 + 2), one beyond it, then two more into
+    // it.
+    ".global guest_coalesced, guest_coalesced_end",
+    "guest_coalesced:",
+    "movz x1, #0x1000, lsl #16",
+    "str x2, [x1]",
+    "add x2, x2, #1",
+    "str x2, [x1]",
+    "add x2, x2, #1",
+    "str x2, [x1]",
+    "str x2, [x1, #0x100]",
+    "str x2, [x1]",
+    "str x2, [x1]",
+    "b .",
+    "guest_coalesced_end:",
+    ".text",
+);
+
+unsafe extern "C" {
+    static guest_midr: u8;
+    static guest_midr_end: u8;
+    static guest_services: u8;
+    static guest_services_end: u8;
+    static guest_coalesced: u8;
+    static guest_coalesced_end: u8;
+}
+
+/// The index of op0=3, `op1`, CRn=0, `crm`, `op2` in KVM_ARM_GET_REG_WRITABLE_MASKS' array.
+fn mask_idx(op1: usize, crm: usize, op2: usize) -> usize {
+    (op1 - (op1 == 3) as usize) << 6 | crm << 3 | op2
+}
+
+fn writable_masks(vm: i32, range: u32, reserved0: u32) -> SysResult<[u64; 192]> {
+    let mut masks = [0u64; 192];
+    let mut r = [0u32; 16];
+    r[..2].copy_from_slice(&[
+        masks.as_mut_ptr() as u64 as u32,
+        (masks.as_mut_ptr() as u64 >> 32) as u32,
+    ]);
+    r[2] = range;
+    r[3] = reserved0;
+    ioctl(vm, ki::KVM_ARM_GET_REG_WRITABLE_MASKS, r.as_ptr() as usize)?;
+    Ok(masks)
+}
+
+fn enable_cap(vm: i32, cap: u64) -> SysResult {
+    let mut c = [0u64; 13];
+    c[0] = cap;
+    ioctl(vm, k::KVM_ENABLE_CAP, c.as_ptr() as usize)
+}
+
+fn writable_id_registers() -> TestResult {
+    let kvm = kvm!();
+    check_eq!(
+        ioctl(
+            kvm,
+            k::KVM_CHECK_EXTENSION,
+            ki::KVM_CAP_ARM_SUPPORTED_REG_MASK_RANGES as usize
+        ),
+        Ok(1)
+    );
+    check_eq!(
+        ioctl(
+            kvm,
+            k::KVM_CHECK_EXTENSION,
+            ki::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS as usize
+        ),
+        Ok(1)
+    );
+    let g = t!(Guest::new(kvm, code!(guest_midr, guest_midr_end)));
+    check_eq!(
+        writable_masks(g.vm, 0, 1).map(|_| ()),
+        Err(EINVAL),
+        "reserved word"
+    );
+    check_eq!(
+        writable_masks(g.vm, 1, 0).map(|_| ()),
+        Err(EINVAL),
+        "range 1"
+    );
+    let m = t!(writable_masks(g.vm, 0, 0));
+    // ID_AA64PFR0_EL1: GIC writable, SVE and FP not; MPIDR_EL1 never; ID_AA64MMFR1_EL1's
+    // SpecSEI and CTR_EL0's IminLine are.
+    check_eq!(
+        m[mask_idx(0, 4, 0)] & (0xf << 24 | 0xf << 32 | 0xf << 16),
+        0xf << 24
+    );
+    check_eq!(m[mask_idx(0, 0, 5)], 0);
+    check_eq!(m[mask_idx(0, 7, 1)] & 0xf << 24, 0xf << 24);
+    check_eq!(m[mask_idx(3, 0, 1)] & 0xf, 0xf);
+    check_eq!(m[mask_idx(0, 0, 0)], 0xffff_ffff, "MIDR_EL1");
+    const PFR0: u64 = k::sysreg_id(3, 0, 0, 4, 0);
+    const MMFR1: u64 = k::sysreg_id(3, 0, 0, 7, 1);
+    const MIDR: u64 = k::sysreg_id(3, 0, 0, 0, 0);
+    const CTR: u64 = k::sysreg_id(3, 3, 0, 0, 1);
+    // AArch64 at EL0 cannot be taken away.
+    let pfr0 = t!(get_reg(g.vcpu, PFR0)) as u64;
+    check_eq!(set_reg(g.vcpu, PFR0, (pfr0 & !0xf) as u128), Err(EINVAL));
+    // SpecSEI is higher-safe: one more is taken, and then one less than that too.
+    let mmfr1 = t!(get_reg(g.vcpu, MMFR1)) as u64;
+    if (mmfr1 >> 24) & 0xf < 0xf {
+        t!(set_reg(g.vcpu, MMFR1, (mmfr1 + (1 << 24)) as u128));
+        t!(set_reg(g.vcpu, MMFR1, mmfr1 as u128));
+    }
+    // CTR_EL0: L1Ip 0b01 is reserved; IminLine one smaller is taken.
+    let ctr = t!(get_reg(g.vcpu, CTR)) as u64;
+    check_eq!(
+        set_reg(g.vcpu, CTR, (ctr & !(3 << 14) | 1 << 14) as u128),
+        Err(EINVAL)
+    );
+    let ctr2 = if ctr & 0xf != 0 { ctr - 1 } else { ctr };
+    t!(set_reg(g.vcpu, CTR, ctr2 as u128));
+    // MIDR_EL1 only with KVM_CAP_ARM_WRITABLE_IMP_ID_REGS, which comes before any vCPU.
+    let midr = t!(get_reg(g.vcpu, MIDR)) as u64;
+    check_eq!(set_reg(g.vcpu, MIDR, (midr ^ 1) as u128), Err(EINVAL));
+    check_eq!(
+        enable_cap(g.vm, ki::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS),
+        Err(EINVAL)
+    );
+    // The guest reads the VM's MIDR_EL1 and CTR_EL0.
+    check_eq!(t!(g.run_to_mmio()).1, midr);
+    check_eq!(t!(g.run_to_mmio()).1, ctr2);
+    check_eq!(set_reg(g.vcpu, CTR, ctr as u128), Err(EBUSY));
+    drop(g);
+
+    let kvm = kvm!();
+    let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
+    t!(enable_cap(vm, ki::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS));
+    let vcpu = t!(ioctl(vm, k::KVM_CREATE_VCPU, 0)) as i32;
+    let mut init = KvmVcpuInit::default();
+    t!(ioctl(
+        vm,
+        k::KVM_ARM_PREFERRED_TARGET,
+        &mut init as *mut _ as usize
+    ));
+    t!(ioctl(
+        vcpu,
+        k::KVM_ARM_VCPU_INIT,
+        &init as *const _ as usize
+    ));
+    t!(set_reg(vcpu, MIDR, (midr ^ 1) as u128));
+    check_eq!(get_reg(vcpu, MIDR), Ok((midr ^ 1) as u128));
+    check_eq!(
+        set_reg(vcpu, MIDR, (midr | 1 << 32) as u128),
+        Err(EINVAL),
+        "beyond the mask"
+    );
+    let _ = sys::close(vcpu);
+    let _ = sys::close(vm);
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
+fn pvtime_attr(vcpu: i32, cmd: u32, attr: u64, v: &mut u64) -> SysResult {
+    dev_attr(
+        vcpu,
+        cmd,
+        sv::KVM_ARM_VCPU_PVTIME_CTRL,
+        attr,
+        v as *mut u64 as usize,
+    )
+}
+
+fn smccc_services() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_services, guest_services_end)));
+    // The stolen-time structure: in RAM, 64-byte aligned, once.
+    let st_ipa = RAM_IPA + 0xc000;
+    let mut v = 0u64;
+    check_eq!(
+        pvtime_attr(g.vcpu, k::KVM_HAS_DEVICE_ATTR, 0, &mut v),
+        Ok(0)
+    );
+    check_eq!(
+        pvtime_attr(g.vcpu, k::KVM_HAS_DEVICE_ATTR, 1, &mut v),
+        Err(ENXIO)
+    );
+    v = st_ipa + 8;
+    check_eq!(
+        pvtime_attr(g.vcpu, k::KVM_SET_DEVICE_ATTR, 0, &mut v),
+        Err(EINVAL)
+    );
+    v = MMIO;
+    check_eq!(
+        pvtime_attr(g.vcpu, k::KVM_SET_DEVICE_ATTR, 0, &mut v),
+        Err(EINVAL),
+        "no slot"
+    );
+    v = st_ipa;
+    t!(pvtime_attr(g.vcpu, k::KVM_SET_DEVICE_ATTR, 0, &mut v));
+    check_eq!(
+        pvtime_attr(g.vcpu, k::KVM_SET_DEVICE_ATTR, 0, &mut v),
+        Err(EEXIST)
+    );
+    v = 0;
+    t!(pvtime_attr(g.vcpu, k::KVM_GET_DEVICE_ATTR, 0, &mut v));
+    check_eq!(v, st_ipa);
+    // The service bitmaps a new VM has: TRNG, PV time, KVM's features and PTP.
+    let bmaps: [u64; 4] = core::array::from_fn(|i| {
+        get_reg(g.vcpu, k::fw_feat_bmap_reg(i as u64)).unwrap_or(9) as u64
+    });
+    check_eq!(bmaps, [1, 1, 3, 0]);
+    check_eq!(set_reg(g.vcpu, k::fw_feat_bmap_reg(0), 2), Err(EINVAL));
+    for i in 0..8 {
+        g.set_data(0x4000 + 8 * i, u64::MAX);
+    }
+    let (_, x10, _, _) = t!(g.run_to_mmio());
+    let reg = |n| get_reg(g.vcpu, x(n)).map(|v| v as u64);
+    check_eq!(x10, 0, "ARCH_FEATURES(PV_TIME_FEATURES)");
+    check_eq!(reg(11), Ok(0), "PV_TIME_FEATURES(PV_TIME_ST)");
+    check_eq!(reg(12), Ok(st_ipa), "PV_TIME_ST");
+    check_eq!(reg(13), Ok(sv::TRNG_VERSION_1_0), "TRNG_VERSION");
+    check_eq!(reg(14), Ok(0), "TRNG_RND64(192)");
+    check_eq!(
+        reg(15),
+        Ok(sv::TRNG_INVALID_PARAMETER as u64),
+        "TRNG_RND64(193)"
+    );
+    check_eq!(reg(17), Ok(3), "KVM_FEATURES");
+    // PTP: the wall clock the guest got is the VMM's, give or take.
+    let ns = t!(reg(16)) << 32 | t!(reg(20));
+    let now = t!(sys::clock_gettime(CLOCK_REALTIME)).ns();
+    check!(
+        now.abs_diff(ns) < 10_000_000_000,
+        "PTP {ns} against CLOCK_REALTIME {now}"
+    );
+    // PV_TIME_ST cleared the structure: revision and attributes 0, stolen time small.
+    check_eq!(g.data(0x4000), 0);
+    check!(g.data(0x4008) < 5_000_000_000, "stolen {}", g.data(0x4008));
+    for i in 2..8 {
+        check_eq!(g.data(0x4000 + 8 * i), 0);
+    }
+    check_eq!(set_reg(g.vcpu, k::fw_feat_bmap_reg(0), 0), Err(EBUSY));
+    drop(g);
+
+    // With every service turned off, each call is NOT_SUPPORTED.
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_services, guest_services_end)));
+    for i in 0..4 {
+        t!(set_reg(g.vcpu, k::fw_feat_bmap_reg(i), 0));
+    }
+    let (_, x10, _, _) = t!(g.run_to_mmio());
+    check_eq!(x10, u64::MAX);
+    for n in 11..=17 {
+        check_eq!(get_reg(g.vcpu, x(n)), Ok(u64::MAX as u128), "x{n}");
+    }
+    Ok(())
+}
+
+fn coalesced_mmio() -> TestResult {
+    let kvm = kvm!();
+    check_eq!(
+        ioctl(
+            kvm,
+            k::KVM_CHECK_EXTENSION,
+            k::KVM_CAP_COALESCED_MMIO as usize
+        ),
+        Ok(1)
+    );
+    let g = t!(Guest::new(kvm, code!(guest_coalesced, guest_coalesced_end)));
+    check!(g.run_size >= 2 * 4096, "mapping of {} bytes", g.run_size);
+    let zone = |pio: u32| k::KvmCoalescedMmioZone {
+        addr: MMIO,
+        size: 8,
+        pio,
+    };
+    let reg = |cmd, z: &k::KvmCoalescedMmioZone| ioctl(g.vm, cmd, z as *const _ as usize);
+    check_eq!(reg(k::KVM_REGISTER_COALESCED_MMIO, &zone(2)), Err(EINVAL));
+    check_eq!(reg(k::KVM_UNREGISTER_COALESCED_MMIO, &zone(2)), Err(EINVAL));
+    t!(reg(k::KVM_REGISTER_COALESCED_MMIO, &zone(0)));
+    // SAFETY: page 1 of the vCPU mapping, the VM's ring.
+    let ring = unsafe { g.run.add(4096) };
+    let ring_u32 = |off: usize| unsafe { (ring.add(off) as *const u32).read_volatile() };
+    let ring_u64 = |off: usize| unsafe { (ring.add(off) as *const u64).read_volatile() };
+    let set_ring = |first: u32, last: u32| unsafe {
+        (ring as *mut u32).write_volatile(first);
+        (ring.add(4) as *mut u32).write_volatile(last);
+    };
+    set_ring(5, 5);
+    t!(set_reg(g.vcpu, x(2), 100));
+    // Three writes queued, the fourth (outside the zone) exits.
+    check_eq!(t!(g.run_to_mmio()), (MMIO + 0x100, 102, 8, true));
+    check_eq!((ring_u32(0), ring_u32(4)), (5, 8));
+    for i in 0..3 {
+        let e = 8 + (5 + i) * 24;
+        check_eq!(
+            (
+                ring_u64(e),
+                ring_u32(e + 8),
+                ring_u32(e + 12),
+                ring_u64(e + 16)
+            ),
+            (MMIO, 8, 0, 100 + i as u64)
+        );
+    }
+    // A full ring (one entry always free) sends the write to the VMM.
+    set_ring(1, 0);
+    check_eq!(t!(g.run_to_mmio()), (MMIO, 102, 8, true));
+    check_eq!(ring_u32(4), 0);
+    // Unregistered (a range inside the zone names it): every write exits.
+    set_ring(0, 0);
+    let inner = k::KvmCoalescedMmioZone {
+        addr: MMIO + 4,
+        size: 4,
+        pio: 0,
+    };
+    t!(reg(k::KVM_UNREGISTER_COALESCED_MMIO, &inner));
+    check_eq!(t!(g.run_to_mmio()), (MMIO, 102, 8, true));
+    check_eq!(ring_u32(4), 0);
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     mount_when_init();
     ktap::run(&[
@@ -1984,6 +2360,9 @@ fn main(_a: &rt::Args) -> i32 {
         ("vcpu_events", vcpu_events),
         ("vgic_config", vgic_config),
         ("vgic_first_run", vgic_first_run),
+        ("writable_id_registers", writable_id_registers),
+        ("smccc_services", smccc_services),
+        ("coalesced_mmio", coalesced_mmio),
         ("everything_given_back", everything_given_back),
     ])
 }

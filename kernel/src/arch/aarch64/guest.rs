@@ -121,6 +121,8 @@ pub struct Controls {
     pub vttbr: u64,
     pub vtcr: u64,
     pub vmpidr: u64,
+    /// VPIDR_EL2: the MIDR_EL1 the guest reads (never trapped).
+    pub vpidr: u64,
     pub cntvoff: u64,
     /// CPTR_EL2 in CPACR_EL1's layout (E2H): which FP/SVE/SME accesses trap to EL2.
     pub cptr: u64,
@@ -237,6 +239,7 @@ pub fn world_switch(c: &mut Controls, el1: &mut El1State, regs: &mut GuestRegs) 
     wr!("S3_4_C2_C1_2", c.vtcr);
     wr!("S3_4_C2_C1_0", c.vttbr);
     wr!("S3_4_C0_C0_5", c.vmpidr);
+    wr!("S3_4_C0_C0_0", c.vpidr);
     wr!("S3_4_C14_C0_3", c.cntvoff);
     // TDE off: the guest's debug exceptions are its own.
     wr!("S3_4_C1_C1_1", (host_mdcr & !mdcr::TDE) | c.mdcr_traps);
