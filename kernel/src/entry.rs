@@ -61,8 +61,11 @@ extern "C" fn svelt_el0_svc(tf: &mut TrapFrame) {
     // The core's fields through the core's token: one load fewer than through the thread.
     cur.core().task().cputime.enter_kernel();
     cpu::irq_enable();
-    crate::syscall::dispatch(&cur, tf);
-    crate::trap::return_from_syscall(&cur, tf);
+    if crate::syscall::dispatch(&cur, tf) {
+        crate::trap::return_to_user(&cur, tf);
+    } else {
+        crate::trap::return_from_syscall(&cur, tf);
+    }
 }
 
 #[unsafe(no_mangle)]

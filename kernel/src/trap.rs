@@ -19,7 +19,9 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
     cpu::irq_enable();
     let fault = |signo, code, addr, esr| fault(cur, signo, code, addr, esr);
     match esr.ec() {
-        Ec::Svc64 => crate::syscall::dispatch(cur, tf),
+        Ec::Svc64 => {
+            crate::syscall::dispatch(cur, tf);
+        }
         Ec::DataAbortLower | Ec::InstrAbortLower => user_abort(cur, tf, esr),
         Ec::PcAlignment => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.far, esr.0),
         Ec::SpAlignment => fault(sig::SIGBUS, sig::BUS_ADRALN, tf.sp_el0, esr.0),

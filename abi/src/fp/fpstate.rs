@@ -291,11 +291,22 @@ const NO_RESTORE: Restore = Restore {
     load_za: false,
 };
 
+/// The common case of `return_to_user`, for callers that want it without building a
+/// `Restore`: true when this CPU's registers hold the task's state, which then counts in full
+/// again (the syscall, if any, is over) and needs no load.
+#[inline]
+pub fn resume_held(cpu: &mut CpuFp, t: &TaskFp) -> bool {
+    if cpu.holds(t) {
+        cpu.to_save = ToSave::Current;
+        true
+    } else {
+        false
+    }
+}
+
 /// Return to user mode: reload the task's state if this CPU does not hold it.
 pub fn return_to_user(cpu: &mut CpuFp, t: &mut TaskFp) -> Restore {
-    if cpu.holds(t) {
-        // The syscall (if any) is over: what is live counts in full again.
-        cpu.to_save = ToSave::Current;
+    if resume_held(cpu, t) {
         return NO_RESTORE;
     }
     // A task whose state was last saved as FPSIMD only stops using SVE until it traps again.

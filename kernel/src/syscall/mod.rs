@@ -94,17 +94,21 @@ const TABLE_LEN: usize = 512;
 static UNKNOWN_LOGGED: [AtomicU64; TABLE_LEN / 64 + 1] =
     [const { AtomicU64::new(0) }; TABLE_LEN / 64 + 1];
 
-/// A syscall from EL0 (x8 the number, x0-x5 the arguments, x0 the result).
-pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) {
+/// A syscall from EL0 (x8 the number, x0-x5 the arguments, x0 the result). True when it took
+/// the entry-work path: the way back is then the full one (the FP bit that sent it there is
+/// still set), so the caller need not test the work word again.
+pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) -> bool {
     let n = tf.x[8];
     let l = cur.local();
     l.orig_x0.set(tf.x[0]);
     l.in_syscall.set(n as i64);
     // One load and one branch unless there is entry work (task/work.rs).
     if cur.core().task().work.get() & work::ENTRY != 0 {
-        return dispatch_work(cur, tf);
+        dispatch_work(cur, tf);
+        return true;
     }
     call(n, &mut Syscall { cur, tf });
+    false
 }
 
 /// A syscall with entry work: an SVE/SME task's state to discard, PTRACE_SYSCALL, seccomp.

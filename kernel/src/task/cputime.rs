@@ -168,13 +168,10 @@ pub fn tick(t: &Task) {
 /// A switch from `prev` to `next` on this CPU (IRQs masked): `prev`'s CPU clock stops and
 /// `next`'s runs; `voluntary` when `prev` blocked rather than being preempted or yielding.
 /// The CPU's sums are left to the tick (a task's time since its last fold goes to the CPU
-/// whose tick finds it running), but for a task that will never run again.
+/// whose tick finds it running), but for a task that will never run again (`fold_dead`).
 pub fn switch(prev: &Task, next: &Task, voluntary: bool) {
     let now = cpu::counter_unordered();
     bump(&prev.cputime.total, now);
-    if prev.state() == super::State::Dead {
-        fold(prev, now);
-    }
     bump(&next.cputime.total, now.wrapping_neg());
     let n = if voluntary {
         &prev.cputime.nvcsw
@@ -182,6 +179,12 @@ pub fn switch(prev: &Task, next: &Task, voluntary: bool) {
         &prev.cputime.nivcsw
     };
     bump(n, 1);
+}
+
+/// A dead task's last switch is complete (IRQs masked, on the CPU it ran on): its time since
+/// the last tick goes into this CPU's sums. Both its clocks are stopped.
+pub fn fold_dead(t: &Task) {
+    fold(t, 0);
 }
 
 /// A CPU's idle task starts its clock (it is on its CPU from boot).

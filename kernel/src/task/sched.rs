@@ -19,6 +19,8 @@ struct RunQueue {
     idle: Option<Arc<Task>>,
     /// The task switched away from, until the switch is complete.
     prev: Option<Arc<Task>>,
+    /// `prev` had died (read once by `schedule`, which saw it Dead).
+    prev_dead: bool,
 }
 
 impl RunQueue {
@@ -28,6 +30,7 @@ impl RunQueue {
             current: None,
             idle: None,
             prev: None,
+            prev_dead: false,
         }
     }
 }
@@ -339,21 +342,27 @@ pub fn schedule() {
     // (the queue, for a task still runnable).
     let prev = rq.current.take().expect("scheduler running");
     // Still runnable: preempted or yielding (an involuntary switch, as Linux counts them).
-    let preempted = prev.state() == State::Running;
+    let state = prev.state();
+    let preempted = state == State::Running;
+    // A dead task's last switch: finish_switch folds its time and lets its data go.
+    let dead = state == State::Dead;
     // A running task whose affinity no longer includes this CPU goes to one it allows.
     let mut migrate = false;
+    // The queue's length is published once, after the push and the pop below (both under the
+    // lock, so nobody sees the length in between): a yield that requeues itself and takes the
+    // next task leaves it as it was and touches OVERLOADED not at all.
+    let before = rq.queue.len();
     if !prev.is_idle() && preempted {
         prev.set_state(State::Runnable);
         if !allowed(&prev, id) {
             migrate = true;
         } else if !prev.on_rq.swap(true, Ordering::AcqRel) {
             super::cputime::queued(&prev);
-            push_queued(here, &mut rq, prev.clone());
+            rq.queue.push_back(prev.clone());
         }
     }
-    let before = rq.queue.len();
     let next = rq.queue.pop_front();
-    if next.is_some() {
+    if rq.queue.len() != before {
         queue_changed(here, &rq, before);
     }
     let next = next
@@ -382,6 +391,7 @@ pub fn schedule() {
     let (prev_t, next_t) = (Arc::as_ptr(&prev), Arc::as_ptr(&next));
     rq.current = Some(next);
     rq.prev = Some(prev);
+    rq.prev_dead = dead;
     drop(rq);
     // SAFETY: rq.prev keeps prev alive until finish_switch and rq.current keeps next alive
     // until this CPU schedules again, both after the switch below; neither reference is used
@@ -408,7 +418,7 @@ pub fn schedule() {
     // SAFETY: prev is the task running here, so its locals are this CPU's; next is off every
     // CPU (on_cpu was clear) and this CPU claimed it, so its locals are ours until it runs.
     let (pl, nl) = unsafe { (prev.local_unchecked(), next.local_unchecked()) };
-    let prev_user = !prev.is_idle() && prev.state() != State::Dead;
+    let prev_user = !prev.is_idle() && !dead;
     if !prev.is_idle() {
         pl.tpidr_el0.set(cpu::tpidr_el0());
         // Only a task with an rseq area has anything to do about the switch on its way back.
@@ -470,11 +480,18 @@ fn switch_gcs(prev: Option<&TaskLocal>, next: Option<&TaskLocal>) {
 
 /// Completes a switch on the CPU that made it: the previous task may now run elsewhere.
 pub fn finish_switch() {
-    let prev = runq(percpu::cpu_id()).lock().prev.take();
+    let (prev, dead) = {
+        let mut rq = runq(percpu::cpu_id()).lock();
+        (rq.prev.take(), rq.prev_dead)
+    };
     if let Some(p) = prev {
-        // A dead task is never switched to again: what the layer above hung off it goes now
-        // (it may hold the task itself), outside the run queue's lock.
-        let data = (p.state() == State::Dead).then(|| p.release_data());
+        // A dead task is never switched to again: its time since the last tick goes into this
+        // CPU's sums, and what the layer above hung off it goes now (it may hold the task
+        // itself), outside the run queue's lock.
+        let data = dead.then(|| {
+            super::cputime::fold_dead(&p);
+            p.release_data()
+        });
         p.on_cpu.store(false, Ordering::Release);
         drop(data);
     }

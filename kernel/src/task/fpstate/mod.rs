@@ -428,13 +428,17 @@ pub fn lend_to_guest(cur: &CurrentTask) {
 /// hold it.
 pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
     let f = &mut *cur.local().fpu.borrow_mut();
-    let r = with_cpu(&cpu::IrqGuard::new(), |c| fps::return_to_user(c, &mut f.st));
+    // Held (the common case) is told apart before a `Restore` is built.
+    let r = with_cpu(&cpu::IrqGuard::new(), |c| {
+        (!fps::resume_held(c, &f.st)).then(|| fps::return_to_user(c, &mut f.st))
+    });
     // Loaded: the bit stays only for an SVE or SME task, whose syscalls discard state and
     // whose returns reset `to_save`. Nobody else sets it while this task runs here.
     let t = cur.task();
     if !f.st.sve && !f.st.sme && t.work.get() & work::FP != 0 {
         t.work.clear(work::FP);
     }
+    let Some(r) = r else { return };
     let Some(format) = r.load else { return };
     if let Some(len) = r.set_zcr {
         sve::set_len(len);
