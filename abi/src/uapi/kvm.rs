@@ -937,13 +937,9 @@ pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
 /// Fields of one ID register (op0=3, op1=0, CRn=0, CRm, op2) a guest reads as 0: features the
 /// host does not give guests yet. Each mask covers whole 4-bit fields.
 const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
-    // ID_AA64PFR0_EL1: GIC (no in-kernel GIC for guests yet: the system registers of the CPU
-    // interface are not offered, as on Linux without a vGIC), SVE, MPAM, AMU, RME.
-    (
-        4,
-        0,
-        0xf << 24 | 0xf << 32 | 0xf << 40 | 0xf << 44 | 0xf << 52,
-    ),
+    // ID_AA64PFR0_EL1: SVE, MPAM, AMU, RME. (GIC stays, at most 1: a VM without a vGICv3
+    // sees 0 once it runs.)
+    (4, 0, 0xf << 32 | 0xf << 40 | 0xf << 44 | 0xf << 52),
     // ID_AA64PFR1_EL1: MTE, SME, NMI, MTE_frac, GCS, THE, MTEX.
     (
         4,
@@ -986,11 +982,19 @@ const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
 /// absent. Linux's
 /// KVM shows SVE only to vCPUs initialised with it and SME to none, as here.
 pub fn guest_id_reg(crm: u8, op2: u8, host: u64) -> u64 {
-    match GUEST_HIDDEN.iter().find(|h| h.0 == crm && h.1 == op2) {
+    let v = match GUEST_HIDDEN.iter().find(|h| h.0 == crm && h.1 == op2) {
         Some(h) => host & !h.2,
         None => host,
+    };
+    if (crm, op2) == (4, 0) && v & ID_AA64PFR0_GIC != 0 {
+        // A GICv3 CPU interface (GICv4.1's system registers are the same to a guest).
+        return (v & !ID_AA64PFR0_GIC) | (1 << 24);
     }
+    v
 }
+
+/// ID_AA64PFR0_EL1.GIC: the GIC CPU interface's system registers.
+pub const ID_AA64PFR0_GIC: u64 = 0xf << 24;
 
 #[cfg(test)]
 mod tests {
@@ -1164,7 +1168,8 @@ mod tests {
     #[test]
     fn guests_do_not_see_sve_or_sme() {
         let pfr0 = 0x0000_0001_1111_0011; // SVE = 1, GIC = 1, EL0/EL1 AArch64
-        assert_eq!(guest_id_reg(4, 0, pfr0), 0x0000_0000_1011_0011);
+        assert_eq!(guest_id_reg(4, 0, pfr0), 0x0000_0000_1111_0011);
+        assert_eq!(guest_id_reg(4, 0, 0x0300_0011), 0x0100_0011);
         let pfr1 = 0x0000_0000_0200_0021; // SME = 2, MTE = 0, BT = 1, SSBS = 2
         assert_eq!(guest_id_reg(4, 1, pfr1), 0x21);
         assert_eq!(guest_id_reg(4, 5, u64::MAX), 0);

@@ -458,6 +458,7 @@ impl FileOps for VmFile {
                 super::smccc::vm_attr(&self.vm, cmd, arg)
             }
             k::KVM_GET_STATS_FD => super::stats::vm_fd(cur, &self.vm),
+            svelt_abi::uapi::kvm_vgic::KVM_IRQ_LINE => super::vgic::irq_line(&self.vm, arg),
             k::KVM_ARM_PREFERRED_TARGET => {
                 UserPtr::<KvmVcpuInit>::new(arg).write(&KvmVcpuInit {
                     target: k::KVM_ARM_TARGET_GENERIC_V8,
