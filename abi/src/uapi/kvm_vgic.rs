@@ -20,6 +20,12 @@ pub const KVM_DEV_ARM_VGIC_GRP_NR_IRQS: u32 = 3;
 pub const KVM_DEV_ARM_VGIC_GRP_CTRL: u32 = 4;
 pub const KVM_DEV_ARM_VGIC_GRP_REDIST_REGS: u32 = 5;
 pub const KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS: u32 = 6;
+pub const KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO: u32 = 7;
+/// GRP_LEVEL_INFO attributes: the vCPU by affinity (bits 63:32), the kind of information
+/// (bits 31:10; 0 is the line levels), the first of 32 INTIDs (bits 9:0, a multiple of 32).
+pub const LEVEL_INFO_SHIFT: u32 = 10;
+pub const LEVEL_INFO_MASK: u64 = 0x3_ffff_fc00;
+pub const LEVEL_INFO_INTID_MASK: u64 = 0x3ff;
 
 // GRP_ADDR attributes.
 pub const KVM_VGIC_V3_ADDR_TYPE_DIST: u64 = 2;

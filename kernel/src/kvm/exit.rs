@@ -332,13 +332,15 @@ fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
 /// A trapped GIC CPU interface register (op0 3, op1 0, CRn 12, and ICC_PMR_EL1). Without a vGIC, every one
 /// is UNDEFINED (ICH_HCR_EL2 traps them all). With one, only the SGI registers trap
 /// (HCR_EL2.IMO): ICC_SGI1R_EL1 (CRm 11, op2 5) sends Group 1 SGIs, ICC_ASGI1R_EL1 and
-/// ICC_SGI0R_EL1 (op2 6, 7) Group 0 ones; they are write-only. ICC_SRE_EL1 (CRm 12, op2 5)
+/// ICC_SGI0R_EL1 (op2 6, 7) Group 0 ones; they are write-only. ICC_DIR_EL1 (CRm 11, op2 1)
+/// traps while active interrupts are left out of the list registers. ICC_SRE_EL1 (CRm 12, op2 5)
 /// reads as system registers enabled, bypasses disabled, and ignores writes.
 fn gic_sysreg(id: u32, vm: &Vm, st: &mut VcpuState, crm: u32, op2: u32, rt: usize, read: bool) {
     let has_vgic = vm.vgic.lock().is_some();
     let val = if rt == 31 { 0 } else { st.regs.x[rt] };
     match (has_vgic, crm, op2, read) {
         (true, 11, 5..=7, false) => super::vgic::sgi(vm, id, val, op2 == 5),
+        (true, 11, 1, false) => super::vgic::dir(vm, id, val),
         (true, 12, 5, true) => {
             if rt != 31 {
                 st.regs.x[rt] = 0b111;

@@ -136,13 +136,16 @@ pub struct Controls {
 /// switch when the CPU has GICv3's system registers.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct VgicCpu {
-    /// ICH_HCR_EL2: the interface's enable, its maintenance conditions, the traps.
+    /// ICH_HCR_EL2: the interface's enable, its maintenance conditions, the traps (read back
+    /// on exit for its EOIcount).
     pub hcr: u64,
     /// ICH_VMCR_EL2: the guest's PMR, BPRs, group enables, EOI mode.
     pub vmcr: u64,
     /// The list registers in use (the first `nr_lr`), loaded on entry and read back on exit.
     pub lr: [u64; 16],
     pub nr_lr: usize,
+    /// The list registers as they were loaded (what the guest changed shows against them).
+    pub lr_in: [u64; 16],
     /// ICH_AP0R<n>_EL2 and ICH_AP1R<n>_EL2: the guest's active priorities.
     pub ap0r: [u64; 4],
     pub ap1r: [u64; 4],
@@ -158,6 +161,10 @@ pub mod ich_hcr {
     pub const TC: u64 = 1 << 10;
     pub const TALL0: u64 = 1 << 11;
     pub const TALL1: u64 = 1 << 12;
+    /// TDIR: the guest's writes to ICC_DIR_EL1 trap.
+    pub const TDIR: u64 = 1 << 14;
+    /// EOIcount: EOIs the guest made for interrupts in no list register.
+    pub const EOICOUNT_SHIFT: u32 = 27;
 }
 
 /// HCR_EL2 bits a guest runs with.
@@ -299,6 +306,7 @@ fn vgic_load(g: &mut VgicCpu, vtr: u64) {
 
 /// Reads the guest's virtual CPU interface back and turns it off for the host.
 fn vgic_save(g: &mut VgicCpu, vtr: u64) {
+    g.hcr = rd!("S3_4_C12_C11_0"); // with EOIcount
     for i in 0..g.nr_lr {
         g.lr[i] = lr_read(i);
         lr_write(i, 0);

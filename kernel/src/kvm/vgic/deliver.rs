@@ -64,10 +64,12 @@ pub fn before_entry(vm: &Vm, id: u32, st: &mut VcpuState) {
     }
 }
 
-/// After vCPU `id` exits: what the guest did with its list registers.
+/// After vCPU `id` exits: what the guest did with its list registers, and its timers' lines
+/// as it left them (a guest reading its timer's pending bit sees it at once).
 pub fn after_exit(vm: &Vm, id: u32, st: &mut VcpuState) {
     if let Some(v) = vm.vgic.lock().as_mut() {
-        v.fold(id, &mut st.gic);
+        v.fold(id, affinity(id), &mut st.gic);
+        sample_timers(v, id, &st.el1, vm.cntvoff.load(Ordering::Relaxed));
     }
 }
 
@@ -132,7 +134,8 @@ pub fn mmio_access(vm: &Vm, ipa: u64, a: &MmioAccess, st: &mut VcpuState) -> boo
     true
 }
 
-fn kick_all(vm: &Vm) {
+/// Wakes every vCPU of the VM (an interrupt any of them may take changed).
+pub fn kick_all(vm: &Vm) {
     let vcpus: Vec<_> = vm.vcpus.lock().iter().cloned().collect();
     for c in vcpus {
         c.kick();
@@ -167,6 +170,14 @@ pub fn sgi(vm: &Vm, sender: u32, val: u64, group1: bool) {
     }
     for c in woken {
         c.kick();
+    }
+}
+
+/// A trapped ICC_DIR_EL1 write (ICH_HCR_EL2.TDIR, set while active interrupts are left
+/// out of the list registers with EOImode 1): the interrupt is deactivated.
+pub fn dir(vm: &Vm, id: u32, val: u64) {
+    if let Some(v) = vm.vgic.lock().as_mut() {
+        v.deactivate(id, (val & 0xff_ffff) as u32);
     }
 }
 

@@ -35,6 +35,9 @@ pub struct Irq {
     pub priority: u8,
     /// An SPI's route (GICD_IROUTER: Aff3.Aff2.Aff1.Aff0 in MPIDR's layout).
     pub route: u64,
+    /// Deactivated by a trapped ICC_DIR_EL1 while it may sit in a list register (another
+    /// vCPU's acknowledgement not yet folded back): that fold must not make it active again.
+    pub deactivated: bool,
 }
 
 impl Irq {
@@ -57,6 +60,8 @@ pub fn private_reset() -> [Irq; NR_PRIVATE] {
 const LR_STATE_SHIFT: u32 = 62;
 const LR_GROUP: u64 = 1 << 60;
 const LR_PRIO_SHIFT: u32 = 48;
+/// ICH_VMCR_EL2.VEOIM: the guest's EOImode (EOI drops priority, DIR deactivates).
+const VMCR_VEOIM: u64 = 1 << 9;
 
 impl Vgic {
     /// The SPIs' state, made at the initialisation (NR_IRQS is fixed then).
@@ -121,9 +126,11 @@ impl Vgic {
             .any(|(_, q)| self.deliverable(q) && !q.active && q.priority < pmr)
     }
 
-    /// Fills vCPU `vcpu`'s list registers (up to `nr_lrs`) before it enters: its active
-    /// interrupts first (so that the guest can deactivate them), then the pending ones by
-    /// priority. When some are left out, the underflow maintenance condition is asked for.
+    /// Fills vCPU `vcpu`'s list registers (up to `nr_lrs`) before it enters: its pending
+    /// interrupts first, then the active ones, each by priority (vgic_irq_cmp). When some are
+    /// left out, the underflow maintenance condition is asked for; active ones left out are
+    /// deactivated by the guest's EOIs counted in EOIcount (`fold`), or with EOImode 1 by its
+    /// trapped writes to ICC_DIR_EL1 (`deactivate`).
     pub fn flush(&self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu, nr_lrs: usize) {
         let mut want: Vec<(bool, u8, u32, u64)> = Vec::new();
         for (intid, q) in self.routed(vcpu, mpidr) {
@@ -139,31 +146,78 @@ impl Vgic {
             if want.try_reserve(1).is_err() {
                 break;
             }
-            want.push((!q.active, q.priority, intid, lr));
+            want.push((!pending, q.priority, intid, lr));
         }
         want.sort_unstable();
         let n = want.len().min(nr_lrs).min(cpu.lr.len());
         for (slot, w) in cpu.lr.iter_mut().zip(&want[..n]) {
             *slot = w.3;
         }
+        cpu.lr_in = cpu.lr;
         cpu.nr_lr = n;
-        cpu.hcr = ich_hcr::EN | if want.len() > n { ich_hcr::UIE } else { 0 };
+        let left_out = want.len() > n;
+        // Every ICC_DIR_EL1 write traps (only EOImode 1 makes them, which the guest may turn
+        // on without an exit): one may deactivate an interrupt left out of the list
+        // registers, or an SPI another vCPU acknowledged.
+        cpu.hcr = ich_hcr::EN | ich_hcr::TDIR | if left_out { ich_hcr::UIE } else { 0 };
+    }
+
+    /// A guest's ICC_DIR_EL1 write the CPU interface could not do itself: interrupt
+    /// `intid` is no longer active.
+    pub fn deactivate(&mut self, vcpu: u32, intid: u32) {
+        if let Some(q) = self.irq_mut(vcpu, intid) {
+            q.active = false;
+            q.deactivated = true;
+        }
     }
 
     /// Takes back what the guest did with the list registers after an exit: an interrupt it
-    /// acknowledged is no longer pending by latch, one it deactivated is no longer active.
-    pub fn fold(&mut self, vcpu: u32, cpu: &mut VgicCpu) {
+    /// acknowledged is no longer pending by latch, one it deactivated is no longer active;
+    /// registers it left as they were change nothing.
+    pub fn fold(&mut self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu) {
+        let mut in_lrs = [u32::MAX; 16];
+        for i in 0..cpu.nr_lr {
+            in_lrs[i] = cpu.lr[i] as u32;
+        }
         for i in 0..cpu.nr_lr {
             let lr = cpu.lr[i];
             let state = lr >> LR_STATE_SHIFT;
+            // Unchanged by the guest: the state may have moved on meanwhile (another vCPU
+            // deactivated the SPI, the VMM cleared it) and stays as it is.
+            if state == cpu.lr_in[i] >> LR_STATE_SHIFT {
+                continue;
+            }
             let Some(q) = self.irq_mut(vcpu, lr as u32) else {
                 continue;
             };
-            q.active = state & 2 != 0;
+            q.active = state & 2 != 0 && !q.deactivated;
+            q.deactivated = false;
             if state & 1 == 0 {
                 q.latch = false;
             }
         }
+        // EOIs of interrupts in no list register (EOImode 0: each priority drop deactivates
+        // too): the highest-priority active ones left out, one per EOI, as the guest drops
+        // priorities from the highest down.
+        let mut eois = (cpu.hcr >> ich_hcr::EOICOUNT_SHIFT) & 0x1f;
+        if cpu.vmcr & VMCR_VEOIM != 0 {
+            eois = 0;
+        }
+        while eois > 0 {
+            let next = self
+                .routed(vcpu, mpidr)
+                .filter(|(i, q)| q.active && !in_lrs.contains(i))
+                .min_by_key(|(i, q)| (q.priority, *i))
+                .map(|(i, _)| i);
+            let Some(intid) = next else {
+                break;
+            };
+            if let Some(q) = self.irq_mut(vcpu, intid) {
+                q.active = false;
+            }
+            eois -= 1;
+        }
+        cpu.hcr &= !(0x1f << ich_hcr::EOICOUNT_SHIFT);
         cpu.nr_lr = 0;
     }
 }

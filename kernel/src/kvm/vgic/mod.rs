@@ -10,7 +10,7 @@ mod deliver;
 mod irq;
 mod mmio;
 
-pub use deliver::{after_exit, before_entry, irq_line, mmio_access, pending, sgi, wfi_wake};
+pub use deliver::{after_exit, before_entry, dir, irq_line, mmio_access, pending, sgi, wfi_wake};
 
 use super::vm::Vm;
 use crate::fs::{Caller, File, FileOps};
@@ -20,6 +20,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
 use core::sync::atomic::Ordering;
+use deliver::kick_all;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::kvm::{self as k, KvmDeviceAttr};
 use svelt_abi::uapi::kvm_vgic::{self as g, RedistRegion, VgicV3Config};
@@ -177,6 +178,25 @@ struct VgicFile {
 }
 
 impl VgicFile {
+    /// The vCPU and first INTID of a GRP_LEVEL_INFO attribute (vgic_v3_line_level_info_uaccess):
+    /// the vCPU by affinity (EINVAL), the initialisation (EBUSY), line levels only and an
+    /// INTID that is a multiple of 32 (EINVAL).
+    fn level_info_target(&self, v: &Vgic, a: &KvmDeviceAttr) -> SysResult<(u32, u32)> {
+        let redist = KvmDeviceAttr {
+            group: g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS,
+            attr: a.attr & !0xffff_ffff,
+            ..*a
+        };
+        let mmio::Frame::Rd(vcpu) = self.regs_frame(v, &redist)? else {
+            return Err(Errno::EINVAL);
+        };
+        let intid = (a.attr & g::LEVEL_INFO_INTID_MASK) as u32;
+        if (a.attr & g::LEVEL_INFO_MASK) >> g::LEVEL_INFO_SHIFT != 0 || intid % 32 != 0 {
+            return Err(Errno::EINVAL);
+        }
+        Ok((vcpu, intid))
+    }
+
     /// The frame a GRP_DIST_REGS or GRP_REDIST_REGS attribute names (vgic_v3_parse_attr):
     /// a redistributor's vCPU by affinity (EINVAL if none); then the device must be
     /// initialised (EBUSY).
@@ -216,6 +236,13 @@ impl VgicFile {
             )
             | (g::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, _)
             | (g::KVM_DEV_ARM_VGIC_GRP_CTRL, g::KVM_DEV_ARM_VGIC_CTRL_INIT) => Ok(0),
+            (g::KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO, attr) => {
+                if (attr & g::LEVEL_INFO_MASK) >> g::LEVEL_INFO_SHIFT == 0 {
+                    Ok(0)
+                } else {
+                    Err(Errno::ENXIO)
+                }
+            }
             (g::KVM_DEV_ARM_VGIC_GRP_DIST_REGS | g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, _) => {
                 // Whether a register is there (vgic_v3_has_attr_regs), seen from the first
                 // vCPU's redistributor for the redistributor's.
@@ -298,6 +325,19 @@ impl VgicFile {
                 v.alloc_spis();
                 Ok(0)
             }
+            (g::KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO, _) => {
+                let val = UserPtr::<u32>::new(a.addr as usize).read()?;
+                let (vcpu, intid) = self.level_info_target(v, a)?;
+                for i in 0..32 {
+                    // Past the last interrupt there is nothing to set.
+                    if v.set_line(vcpu, intid + i, val & (1 << i) != 0).is_none() {
+                        break;
+                    }
+                }
+                drop(guard);
+                kick_all(vm);
+                Ok(0)
+            }
             (g::KVM_DEV_ARM_VGIC_GRP_DIST_REGS | g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, _) => {
                 let frame = self.regs_frame(v, a)?;
                 let val = UserPtr::<u32>::new(a.addr as usize).read()?;
@@ -332,6 +372,17 @@ impl VgicFile {
             }
             (g::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, _) => {
                 UserPtr::<u32>::new(a.addr as usize).write(&v.cfg.nr_irqs())?;
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO, _) => {
+                let (vcpu, intid) = self.level_info_target(v, a)?;
+                let mut val = 0u32;
+                for i in 0..32 {
+                    if v.irq_mut(vcpu, intid + i).is_some_and(|q| q.line) {
+                        val |= 1 << i;
+                    }
+                }
+                UserPtr::<u32>::new(a.addr as usize).write(&val)?;
+                return Ok(0);
             }
             (g::KVM_DEV_ARM_VGIC_GRP_DIST_REGS | g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, _) => {
                 let frame = self.regs_frame(v, a)?;
