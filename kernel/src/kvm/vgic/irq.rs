@@ -176,8 +176,8 @@ impl Vgic {
     /// registers it left as they were change nothing.
     pub fn fold(&mut self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu) {
         let mut in_lrs = [u32::MAX; 16];
-        for i in 0..cpu.nr_lr {
-            in_lrs[i] = cpu.lr[i] as u32;
+        for (slot, lr) in in_lrs.iter_mut().zip(&cpu.lr[..cpu.nr_lr]) {
+            *slot = *lr as u32;
         }
         for i in 0..cpu.nr_lr {
             let lr = cpu.lr[i];

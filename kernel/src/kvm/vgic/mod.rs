@@ -191,7 +191,7 @@ impl VgicFile {
             return Err(Errno::EINVAL);
         };
         let intid = (a.attr & g::LEVEL_INFO_INTID_MASK) as u32;
-        if (a.attr & g::LEVEL_INFO_MASK) >> g::LEVEL_INFO_SHIFT != 0 || intid % 32 != 0 {
+        if (a.attr & g::LEVEL_INFO_MASK) >> g::LEVEL_INFO_SHIFT != 0 || !intid.is_multiple_of(32) {
             return Err(Errno::EINVAL);
         }
         Ok((vcpu, intid))
