@@ -112,14 +112,6 @@ const KNOWN_DIFFERENT: &[Known] = &[
     },
     Known {
         config: "vq4",
-        program: "kvm:vgic_irq",
-        subtests: &[],
-        svelt: Fail,
-        linux: Pass,
-        why: "the four single-vCPU configurations pass (KVM_IRQ_LINE, ISPENDR/ISACTIVER writes, LEVEL_INFO, preemption, restored active state); a two-vCPU case (asymmetric ICC_DIR_EL1, group enables, the timer with DIR trapping) does not yet; no irqfd",
-    },
-    Known {
-        config: "vq4",
         program: "kvm:vgic_its_save",
         subtests: &[],
         svelt: Fail,

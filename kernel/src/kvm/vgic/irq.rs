@@ -37,6 +37,7 @@ pub struct Irq {
     pub route: u64,
     /// Deactivated by a trapped ICC_DIR_EL1 while it may sit in a list register (another
     /// vCPU's acknowledgement not yet folded back): that fold must not make it active again.
+    /// Made pending anew, it is forgotten.
     pub deactivated: bool,
 }
 
@@ -88,6 +89,9 @@ impl Vgic {
     /// line; an edge-triggered one latches on a rising level. Says whether it is pending now.
     pub fn set_line(&mut self, vcpu: u32, intid: u32, level: bool) -> Option<bool> {
         let irq = self.irq_mut(vcpu, intid)?;
+        if level {
+            irq.deactivated = false;
+        }
         if irq.edge {
             if level {
                 irq.latch = true;
