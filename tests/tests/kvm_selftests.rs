@@ -64,14 +64,6 @@ const KNOWN_DIFFERENT: &[Known] = &[
     },
     Known {
         config: "vq4",
-        program: "kvm:no-vgic",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "the program needs a CPU interface it can check the VM lacks, found through KVM_CREATE_DEVICE(VGIC_V3): no in-kernel vGICv3 yet",
-    },
-    Known {
-        config: "vq4",
         program: "kvm:vcpu_width_config",
         subtests: &[],
         svelt: Skip,
@@ -84,15 +76,7 @@ const KNOWN_DIFFERENT: &[Known] = &[
         subtests: &[],
         svelt: Fail,
         linux: Pass,
-        why: "the vGICv3 is begun: its addresses, NR_IRQS, INIT, GICR_TYPER and the first run's checks agree (every subtest up to test_v3_its_region); no ITS device yet, nor the other redistributor and CPU interface registers",
-    },
-    Known {
-        config: "vq4",
-        program: "kvm:vgic_irq",
-        subtests: &[],
-        svelt: Fail,
-        linux: Pass,
-        why: "the vGICv3 is begun (configuration only): no KVM_IRQ_LINE, no interrupt delivery or CPU interface for the guest yet",
+        why: "every subtest up to test_v3_its_region agrees; no ITS device yet, nor GRP_CPU_SYSREGS (test_v3_sysregs) or GICD_TYPER2.nASSGIcap",
     },
     Known {
         config: "vq4",

@@ -1015,13 +1015,9 @@ const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
     (3, 5, u64::MAX),
     (5, 4, u64::MAX),
     (5, 5, u64::MAX),
-    // ID_AA64PFR0_EL1: GIC (no in-kernel GIC for guests yet: the system registers of the CPU
-    // interface are not offered, as on Linux without a vGIC), SVE, MPAM, AMU, RME.
-    (
-        4,
-        0,
-        0xf << 24 | 0xf << 32 | 0xf << 40 | 0xf << 44 | 0xf << 52,
-    ),
+    // ID_AA64PFR0_EL1: SVE, MPAM, AMU, RME. (GIC stays, at most 1: a VM without a vGICv3
+    // sees 0 once it runs.)
+    (4, 0, 0xf << 32 | 0xf << 40 | 0xf << 44 | 0xf << 52),
     // ID_AA64PFR1_EL1: MTE, MPAM_frac, SME, RNDR_trap, NMI, MTE_frac, GCS, THE, MTEX, PFAR.
     (
         4,
@@ -1083,6 +1079,10 @@ pub fn guest_id_reg(crm: u8, op2: u8, host: u64) -> u64 {
         Some(h) => host & !h.2,
         None => host,
     };
+    if (crm, op2) == (4, 0) && v & ID_AA64PFR0_GIC != 0 {
+        // A GICv3 CPU interface (GICv4.1's system registers are the same to a guest).
+        return (v & !ID_AA64PFR0_GIC) | (1 << 24);
+    }
     // The debug architecture a guest is offered stops at Armv8.8 (ID_AA64DFR0_EL1.DebugVer,
     // ID_DFR0_EL1.CopDbg), as Linux's sanitise_id_aa64dfr0_el1 and read_sanitised_id_dfr0_el1.
     let cap = |v: u64, sh: u32, max: u64| {
@@ -1097,6 +1097,9 @@ pub fn guest_id_reg(crm: u8, op2: u8, host: u64) -> u64 {
         _ => v,
     }
 }
+
+/// ID_AA64PFR0_EL1.GIC: the GIC CPU interface's system registers.
+pub const ID_AA64PFR0_GIC: u64 = 0xf << 24;
 
 #[cfg(test)]
 mod tests {
@@ -1286,7 +1289,8 @@ mod tests {
     #[test]
     fn guests_do_not_see_sve_or_sme() {
         let pfr0 = 0x0000_0001_1111_0011; // SVE = 1, GIC = 1, EL0/EL1 AArch64
-        assert_eq!(guest_id_reg(4, 0, pfr0), 0x0000_0000_1011_0011);
+        assert_eq!(guest_id_reg(4, 0, pfr0), 0x0000_0000_1111_0011);
+        assert_eq!(guest_id_reg(4, 0, 0x0300_0011), 0x0100_0011);
         let pfr1 = 0x0000_0000_0200_0021; // SME = 2, MTE = 0, BT = 1, SSBS = 2
         assert_eq!(guest_id_reg(4, 1, pfr1), 0x21);
         assert_eq!(guest_id_reg(4, 5, u64::MAX), 0);

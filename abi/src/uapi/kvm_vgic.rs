@@ -20,6 +20,12 @@ pub const KVM_DEV_ARM_VGIC_GRP_NR_IRQS: u32 = 3;
 pub const KVM_DEV_ARM_VGIC_GRP_CTRL: u32 = 4;
 pub const KVM_DEV_ARM_VGIC_GRP_REDIST_REGS: u32 = 5;
 pub const KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS: u32 = 6;
+pub const KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO: u32 = 7;
+/// GRP_LEVEL_INFO attributes: the vCPU by affinity (bits 63:32), the kind of information
+/// (bits 31:10; 0 is the line levels), the first of 32 INTIDs (bits 9:0, a multiple of 32).
+pub const LEVEL_INFO_SHIFT: u32 = 10;
+pub const LEVEL_INFO_MASK: u64 = 0x3_ffff_fc00;
+pub const LEVEL_INFO_INTID_MASK: u64 = 0x3ff;
 
 // GRP_ADDR attributes.
 pub const KVM_VGIC_V3_ADDR_TYPE_DIST: u64 = 2;
@@ -268,6 +274,84 @@ pub fn redist_slots(regions: &[RedistRegion], nr_vcpus: u32) -> u64 {
     regions.iter().map(|r| r.size(nr_vcpus) / REDIST_SIZE).sum()
 }
 
+// ---- interrupts a VMM raises (KVM_IRQ_LINE) ----
+
+/// KVM_IRQ_LINE: `struct kvm_irq_level` (u32 irq, u32 level).
+pub const KVM_IRQ_LINE: u32 = super::tty::iow(super::kvm::KVMIO, 0x61, 8);
+
+/// What KVM_IRQ_LINE's `irq` names on arm64 (arch/arm64/include/uapi/asm/kvm.h): its type in
+/// bits 27:24, the vCPU index in bits 23:16 (and 31:28 above them), the number in 15:0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IrqLine {
+    /// The vCPU's own IRQ (0) or FIQ (1) line: only without an in-kernel GIC.
+    Cpu { vcpu: u32, num: u32 },
+    /// An SPI (32 and up).
+    Spi { num: u32 },
+    /// A PPI (16..32) of one vCPU.
+    Ppi { vcpu: u32, num: u32 },
+}
+
+/// Decodes KVM_IRQ_LINE's `irq` (kvm_vm_ioctl_irq_line); None for an unknown type (EINVAL).
+pub fn decode_irq_line(irq: u32) -> Option<IrqLine> {
+    let vcpu = ((irq >> 16) & 0xff) + 256 * ((irq >> 28) & 0xf);
+    let num = irq & 0xffff;
+    match (irq >> 24) & 0xf {
+        0 => Some(IrqLine::Cpu { vcpu, num }),
+        1 => Some(IrqLine::Spi { num }),
+        2 => Some(IrqLine::Ppi { vcpu, num }),
+        _ => None,
+    }
+}
+
+/// GICD_IIDR and GICR_IIDR as KVM's vGICv3 reports them: KVM's product ID, Arm as the
+/// implementer, implementation revision 3 (vgic_mmio_read_v3_misc).
+pub const KVM_GIC_IIDR: u32 = (0x4b << 24) | (3 << 12) | 0x43b;
+/// The peripheral ID register PIDR2 of both frames: GICv3's architecture revision.
+pub const GIC_PIDR2_V3: u32 = 0x3b;
+/// ID bits of a distributor without LPIs (INTERRUPT_ID_BITS_SPIS: 10).
+pub const ID_BITS_SPIS: u32 = 10;
+
+/// GICD_TYPER of a distributor with `nr_irqs` interrupts and no ITS: ITLinesNumber and
+/// IDbits.
+pub fn gicd_typer(nr_irqs: u32) -> u32 {
+    ((nr_irqs >> 5) - 1) | ((ID_BITS_SPIS - 1) << 19)
+}
+
+/// Decodes a write to ICC_SGI0R_EL1/ICC_SGI1R_EL1: the SGI's INTID, whether it goes to every
+/// PE but the sender (IRM), and otherwise the affinity (Aff3.Aff2.Aff1 in MPIDR's layout)
+/// and the 16-bit target list at Aff0 = RS * 16 + bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SgiReq {
+    pub intid: u32,
+    pub broadcast: bool,
+    pub aff: u64,
+    pub rs: u32,
+    pub targets: u16,
+}
+
+pub fn decode_sgi(v: u64) -> SgiReq {
+    SgiReq {
+        intid: ((v >> 24) & 0xf) as u32,
+        broadcast: v & (1 << 40) != 0,
+        aff: (((v >> 48) & 0xff) << 32) | (((v >> 32) & 0xff) << 16) | (((v >> 16) & 0xff) << 8),
+        rs: ((v >> 44) & 0xf) as u32,
+        targets: v as u16,
+    }
+}
+
+impl SgiReq {
+    /// Whether the PE with affinity `mpidr` (MPIDR's layout) is a target (the sender aside).
+    pub fn targets_mpidr(&self, mpidr: u64) -> bool {
+        if self.broadcast {
+            return true;
+        }
+        let aff0 = (mpidr & 0xff) as u32;
+        mpidr & 0xff_00ff_ff00 == self.aff
+            && aff0 / 16 == self.rs
+            && self.targets & (1 << (aff0 % 16)) != 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +439,22 @@ mod tests {
     fn typer() {
         assert_eq!(gicr_typer(0x8000_0003, 3, true) as u32, 0x310);
         assert_eq!(gicr_typer(0x8000_0102, 0x12, false), 0x102_0000_1200);
+    }
+
+    #[test]
+    fn irq_line_and_sgi() {
+        assert_eq!(KVM_IRQ_LINE, 0x4008_ae61);
+        assert_eq!(decode_irq_line(0x0100_0020), Some(IrqLine::Spi { num: 32 }));
+        assert_eq!(
+            decode_irq_line(0x1203_001b),
+            Some(IrqLine::Ppi { vcpu: 259, num: 27 })
+        );
+        assert_eq!(decode_irq_line(0x0300_0000), None);
+        assert_eq!(gicd_typer(256), 7 | (9 << 19));
+        let r = decode_sgi((1 << 24) | (1 << 16) | 0b101);
+        assert!(r.targets_mpidr(0x100) && r.targets_mpidr(0x102) && !r.targets_mpidr(0x101));
+        assert!(!r.targets_mpidr(0x0));
+        assert!(decode_sgi(1 << 40).targets_mpidr(0x1234));
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn handle_sync(
             st.regs.pc += 4;
             if esr.iss() & 1 == 0 {
                 vcpu.stats.inc(stat::WFI_EXIT_STAT);
-                wfi(vcpu, st)?;
+                wfi(vcpu, vm, st)?;
             } else {
                 vcpu.stats.inc(stat::WFE_EXIT_STAT);
             }
@@ -134,7 +134,7 @@ pub fn handle_sync(
             }
         }
         EC_SYS64 => {
-            sysreg(vm, st, esr);
+            sysreg(vcpu.id, vm, st, esr);
             Ok(Next::Enter)
         }
         EC_IABT_LOW | EC_DABT_LOW => abort(vcpu, vm, mm, st, esr),
@@ -232,7 +232,7 @@ fn hypercall(
         Call::CpuSuspend => {
             // A WFI that returns SUCCESS (kvm_psci_vcpu_suspend).
             set_retval(st, ret(0));
-            wfi(vcpu, st)?;
+            wfi(vcpu, vm, st)?;
         }
         Call::SystemSuspend => {
             vcpu.run_write(
@@ -264,14 +264,20 @@ fn hypercall(
     Ok(Next::Enter)
 }
 
-/// A WFI: nothing can interrupt this guest yet but a kick (CPU_ON, MP state) or a signal to
-/// the VMM thread. Its FP registers go back to memory before it sleeps.
-fn wfi(vcpu: &Vcpu, st: &mut VcpuState) -> SysResult<()> {
+/// A WFI: the vCPU sleeps until an interrupt it can take is pending in its vGIC, one of its
+/// timers fires, a kick (CPU_ON, MP state, an SGI, KVM_IRQ_LINE) or a signal to the VMM
+/// thread. Its FP registers go back to memory before it sleeps.
+fn wfi(vcpu: &Vcpu, vm: &Vm, st: &mut VcpuState) -> SysResult<()> {
+    let (now, deadline) = super::vgic::wfi_wake(vm, vcpu.id, st);
+    if now {
+        return Ok(());
+    }
     st.put_fp();
     super::WFI_SLEEPS.fetch_add(1, Ordering::Relaxed);
     vcpu.stats.set(stat::BLOCKING, 1);
     let start = crate::time::now_ns();
-    let r = vcpu.wait_for_kick(|| false);
+    let vmcr = st.gic.vmcr;
+    let r = vcpu.wait_for_kick_until(|| super::vgic::pending(vm, vcpu.id, vmcr), deadline);
     vcpu.stats.set(stat::BLOCKING, 0);
     vcpu.stats
         .halted(crate::time::now_ns().saturating_sub(start), r.is_ok());
@@ -313,7 +319,7 @@ fn cpu_on(vm: &Vm, target: u64, entry: u64, context: u64) -> i64 {
 /// OS lock and PMU registers read back what the guest wrote (MDSCR_EL1 is its own, loaded on
 /// entry), ACTLR_EL1 reads as 0, set/way cache operations do nothing (the host's caches are
 /// coherent for the guest's memory). The instruction is skipped.
-fn sysreg(vm: &Vm, st: &mut VcpuState, esr: Esr) {
+fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
     let iss = esr.iss();
     let op0 = (iss >> 20) & 3;
     let op2 = (iss >> 17) & 7;
@@ -337,6 +343,11 @@ fn sysreg(vm: &Vm, st: &mut VcpuState, esr: Esr) {
         return;
     }
     let key = (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2;
+    // The GIC CPU interface: CRn 12, and ICC_PMR_EL1 at CRn 4, CRm 6.
+    if op0 == 3 && op1 == 0 && (crn == 12 || (crn, crm, op2) == (4, 6, 0)) {
+        gic_sysreg(vcpu_id, vm, st, crm, op2, rt, read);
+        return;
+    }
     if op0 == 3 && crn == 0 && crm == 0 && op1 <= 3 && key != MPIDR_KEY {
         identification(vm, st, esr, key, rt, read);
         return;
@@ -367,6 +378,32 @@ fn sysreg(vm: &Vm, st: &mut VcpuState, esr: Esr) {
             _ => {
                 let _ = st.shadow.insert(key, v);
             }
+        }
+    }
+    st.regs.pc += 4;
+}
+
+/// A trapped GIC CPU interface register (op0 3, op1 0, CRn 12, and ICC_PMR_EL1). Without a vGIC, every one
+/// is UNDEFINED (ICH_HCR_EL2 traps them all). With one, only the SGI registers trap
+/// (HCR_EL2.IMO): ICC_SGI1R_EL1 (CRm 11, op2 5) sends Group 1 SGIs, ICC_ASGI1R_EL1 and
+/// ICC_SGI0R_EL1 (op2 6, 7) Group 0 ones; they are write-only. ICC_DIR_EL1 (CRm 11, op2 1)
+/// traps while active interrupts are left out of the list registers. ICC_SRE_EL1 (CRm 12, op2 5)
+/// reads as system registers enabled, bypasses disabled, and ignores writes.
+fn gic_sysreg(id: u32, vm: &Vm, st: &mut VcpuState, crm: u32, op2: u32, rt: usize, read: bool) {
+    let has_vgic = vm.vgic.lock().is_some();
+    let val = if rt == 31 { 0 } else { st.regs.x[rt] };
+    match (has_vgic, crm, op2, read) {
+        (true, 11, 5..=7, false) => super::vgic::sgi(vm, id, val, op2 == 5),
+        (true, 11, 1, false) => super::vgic::dir(vm, id, val),
+        (true, 12, 5, true) => {
+            if rt != 31 {
+                st.regs.x[rt] = 0b111;
+            }
+        }
+        (true, 12, 5, false) => {}
+        _ => {
+            inject::inject_undef(st);
+            return;
         }
     }
     st.regs.pc += 4;
@@ -481,6 +518,9 @@ fn abort(
         vcpu.set_exit_reason(k::KVM_EXIT_ARM_NISV);
         return Ok(Next::ToVmm);
     };
+    if super::vgic::mmio_access(vm, ipa, &access, st) {
+        return Ok(Next::Enter);
+    }
     // SCTLR_EL1.EE for EL1's accesses, E0E for EL0's (kvm_vcpu_is_be).
     let at_el1 = st.regs.pstate & 0x1f != 0;
     let big_endian = st.el1.sctlr & (1 << if at_el1 { 25 } else { 24 }) != 0;

@@ -74,6 +74,8 @@ pub struct VcpuState {
     pub sve: Option<GuestSve>,
     /// The stolen-time structure the VMM gave (KVM_ARM_VCPU_PVTIME_IPA).
     pub steal: super::pvtime::StealTime,
+    /// The guest's GICv3 virtual CPU interface (list registers, VMCR, active priorities).
+    pub gic: guest::VgicCpu,
 }
 
 impl VcpuState {
@@ -199,6 +201,7 @@ impl Vcpu {
                 vsesr: 0,
                 sve: None,
                 steal: Default::default(),
+                gic: guest::VgicCpu::default(),
             }),
             lockq: WaitQueue::new(),
             wake: WaitQueue::new(),
@@ -287,6 +290,7 @@ impl Vcpu {
         st.mmio = None;
         st.vse = false;
         st.vsesr = 0;
+        st.gic = guest::VgicCpu::default();
         *self.power.lock() = Power {
             off: power_off,
             on: None,
@@ -405,11 +409,13 @@ impl Vcpu {
                     hcrx: vm.hcrx.load(Ordering::Relaxed),
                 }
             };
+            super::vgic::before_entry(vm, self.id, st);
             let kind = {
                 let _irqs = crate::arch::cpu::IrqGuard::new();
-                let VcpuState { el1, regs, .. } = st;
-                guest::world_switch(&mut controls, el1, regs)
+                let VcpuState { el1, regs, gic, .. } = st;
+                guest::world_switch(&mut controls, el1, regs, gic)
             };
+            super::vgic::after_exit(vm, self.id, st);
             st.vse = controls.hcr & guest::hcr::VSE != 0;
             super::EXITS.fetch_add(1, Ordering::Relaxed);
             self.stats.inc(stat::EXITS);
@@ -431,9 +437,23 @@ impl Vcpu {
 
     /// Sleeps until `ready()` or a kick; EINTR (and KVM_EXIT_INTR) on a signal.
     pub fn wait_for_kick(&self, ready: impl Fn() -> bool) -> SysResult<()> {
+        self.wait_for_kick_until(ready, None)
+    }
+
+    /// Sleeps until `ready()`, a kick or the host counter reaches `deadline`; EINTR (and
+    /// KVM_EXIT_INTR) on a signal.
+    pub fn wait_for_kick_until(
+        &self,
+        ready: impl Fn() -> bool,
+        deadline: Option<u64>,
+    ) -> SysResult<()> {
         let r = self
             .wake
-            .wait(|| (self.kicked.swap(false, Ordering::AcqRel) || ready()).then_some(()));
+            .wait_deadline(
+                || (self.kicked.swap(false, Ordering::AcqRel) || ready()).then_some(()),
+                deadline,
+            )
+            .map(|_| ());
         if r.is_err() {
             self.set_exit_reason(k::KVM_EXIT_INTR);
             self.stats.inc(stat::SIGNAL_EXITS);

@@ -501,6 +501,7 @@ impl FileOps for VmFile {
             k::KVM_REGISTER_COALESCED_MMIO | k::KVM_UNREGISTER_COALESCED_MMIO => {
                 self.vm.coalesced.ioctl(cmd, arg)
             }
+            svelt_abi::uapi::kvm_vgic::KVM_IRQ_LINE => super::vgic::irq_line(&self.vm, arg),
             k::KVM_ARM_PREFERRED_TARGET => {
                 UserPtr::<KvmVcpuInit>::new(arg).write(&KvmVcpuInit {
                     target: k::KVM_ARM_TARGET_GENERIC_V8,

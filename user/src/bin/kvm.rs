@@ -136,6 +136,38 @@ core::arch::global_asm!(
     "1: add z0.d, z0.d, #1",
     "b 1b",
     "guest_sve_spin_end:",
+    // With a vGICv3 at QEMU virt's addresses: enables the distributor and SPI 32, unmasks
+    // priorities below 0xf0 and Group 1, reports ID_AA64PFR0_EL1, waits in WFI (interrupts
+    // masked) for the SPI, and reports what ICC_IAR1_EL1 gave, GICD_ISACTIVER1 before and
+    // after ICC_EOIR1_EL1, and ICC_IAR1_EL1 again, each by an MMIO store.
+    ".global guest_spi, guest_spi_end",
+    "guest_spi:",
+    "movz x1, #0x800, lsl #16",
+    "mov w2, #2",
+    "str w2, [x1]",
+    "mov w2, #1",
+    "str w2, [x1, #0x104]",
+    "mov x3, #0xf0",
+    "msr S3_0_C4_C6_0, x3",
+    "mov x3, #1",
+    "msr S3_0_C12_C12_7, x3",
+    "isb",
+    "movz x4, #0x1000, lsl #16",
+    "mrs x7, S3_0_C0_C4_0",
+    "str x7, [x4]",
+    "wfi",
+    "mrs x5, S3_0_C12_C12_0",
+    "str x5, [x4, #8]",
+    "ldr w6, [x1, #0x304]",
+    "str x6, [x4, #16]",
+    "msr S3_0_C12_C12_1, x5",
+    "isb",
+    "ldr w6, [x1, #0x304]",
+    "str x6, [x4, #24]",
+    "mrs x5, S3_0_C12_C12_0",
+    "str x5, [x4, #32]",
+    "b .",
+    "guest_spi_end:",
     // A load pair from MMIO (no syndrome), then a store into the read-only slot at x3.
     ".global guest_nisv, guest_nisv_end",
     "guest_nisv:",
@@ -243,6 +275,8 @@ unsafe extern "C" {
     static guest_sve_end: u8;
     static guest_sve_spin: u8;
     static guest_sve_spin_end: u8;
+    static guest_spi: u8;
+    static guest_spi_end: u8;
     static guest_nisv: u8;
     static guest_nisv_end: u8;
     static guest_isar0_off2: u8;
@@ -1945,6 +1979,85 @@ fn vgic_first_run() -> TestResult {
     Ok(())
 }
 
+/// KVM_IRQ_LINE into the vGICv3: its errors (ENXIO without a vGIC, EINVAL for a vCPU or a
+/// number out of range, EBUSY before the initialisation), then an SPI raised while the guest
+/// waits in WFI, which the guest acknowledges through ICC_IAR1_EL1 (INTID 32, active in
+/// GICD_ISACTIVER1), ends with ICC_EOIR1_EL1 (no longer active) after the VMM lowered the
+/// line, and then finds nothing pending (1023). The guest sees ID_AA64PFR0_EL1.GIC = 1.
+fn vgic_spi() -> TestResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    let line = |vm: i32, irq: u32, level: u32| {
+        let l = [irq, level];
+        ioctl(vm, v::KVM_IRQ_LINE, l.as_ptr() as usize)
+    };
+    let spi = |n: u32| (1 << 24) | n;
+    let ppi = |vcpu: u32, n: u32| (2 << 24) | (vcpu << 16) | n;
+    // No vGIC: ENXIO.
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_spi, guest_spi_end)));
+    check_eq!(line(g.vm, spi(32), 1), Err(ENXIO), "no vGIC");
+    drop(g);
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_spi, guest_spi_end)));
+    let mut d = k::KvmCreateDevice {
+        ty: v::KVM_DEV_TYPE_ARM_VGIC_V3,
+        fd: 0,
+        flags: 0,
+    };
+    t!(ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize));
+    let gic = d.fd as i32;
+    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
+        0x800_0000
+    ));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
+        0x80a_0000
+    ));
+    check_eq!(line(g.vm, spi(32), 1), Err(EBUSY), "before INIT");
+    t!(dev_attr(
+        gic,
+        k::KVM_SET_DEVICE_ATTR,
+        v::KVM_DEV_ARM_VGIC_GRP_CTRL,
+        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+        0,
+    ));
+    check_eq!(line(g.vm, spi(16), 1), Err(EINVAL), "SPI 16");
+    check_eq!(line(g.vm, spi(256), 1), Err(EINVAL), "SPI 256 of 256");
+    check_eq!(line(g.vm, ppi(1, 20), 1), Err(EINVAL), "no vCPU 1");
+    check_eq!(line(g.vm, ppi(0, 15), 1), Err(EINVAL), "PPI 15");
+    check_eq!(line(g.vm, 3 << 24, 1), Err(EINVAL), "type 3");
+    check_eq!(line(g.vm, ppi(0, 20), 0), Ok(0), "PPI 20 low");
+    let (a, pfr0, _, _) = t!(g.run_to_mmio());
+    check_eq!(a, MMIO, "the guest is ready");
+    check_eq!((pfr0 >> 24) & 0xf, 1, "GIC in ID_AA64PFR0_EL1 {pfr0:#x}");
+    check_eq!(line(g.vm, spi(32), 1), Ok(0), "SPI 32 high");
+    check_eq!(t!(g.run_to_mmio()), (MMIO + 8, 32, 8, true), "ICC_IAR1_EL1");
+    check_eq!(line(g.vm, spi(32), 0), Ok(0), "SPI 32 low");
+    check_eq!(
+        t!(g.run_to_mmio()),
+        (MMIO + 16, 1, 8, true),
+        "GICD_ISACTIVER1 when acknowledged"
+    );
+    check_eq!(
+        t!(g.run_to_mmio()),
+        (MMIO + 24, 0, 8, true),
+        "GICD_ISACTIVER1 after the EOI"
+    );
+    check_eq!(
+        t!(g.run_to_mmio()),
+        (MMIO + 32, 1023, 8, true),
+        "nothing left"
+    );
+    t!(sys::close(gic));
+    Ok(())
+}
+
 fn everything_given_back() -> TestResult {
     let text = match io::read_file("/proc/svelt/kvm") {
         Ok(t) => t,
@@ -2363,6 +2476,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("writable_id_registers", writable_id_registers),
         ("smccc_services", smccc_services),
         ("coalesced_mmio", coalesced_mmio),
+        ("vgic_spi", vgic_spi),
         ("everything_given_back", everything_given_back),
     ])
 }

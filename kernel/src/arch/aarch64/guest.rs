@@ -134,6 +134,41 @@ pub struct Controls {
     pub vsesr: u64,
 }
 
+/// The guest's GICv3 virtual CPU interface (the ICH_*_EL2 registers), moved by the world
+/// switch when the CPU has GICv3's system registers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct VgicCpu {
+    /// ICH_HCR_EL2: the interface's enable, its maintenance conditions, the traps (read back
+    /// on exit for its EOIcount).
+    pub hcr: u64,
+    /// ICH_VMCR_EL2: the guest's PMR, BPRs, group enables, EOI mode.
+    pub vmcr: u64,
+    /// The list registers in use (the first `nr_lr`), loaded on entry and read back on exit.
+    pub lr: [u64; 16],
+    pub nr_lr: usize,
+    /// The list registers as they were loaded (what the guest changed shows against them).
+    pub lr_in: [u64; 16],
+    /// ICH_AP0R<n>_EL2 and ICH_AP1R<n>_EL2: the guest's active priorities.
+    pub ap0r: [u64; 4],
+    pub ap1r: [u64; 4],
+}
+
+/// ICH_HCR_EL2 bits.
+pub mod ich_hcr {
+    pub const EN: u64 = 1 << 0;
+    /// Underflow: a maintenance interrupt when at most one list register holds an interrupt.
+    pub const UIE: u64 = 1 << 1;
+    /// TC, TALL0, TALL1: the guest's accesses to the common, Group 0 and Group 1 CPU interface
+    /// registers trap to EL2.
+    pub const TC: u64 = 1 << 10;
+    pub const TALL0: u64 = 1 << 11;
+    pub const TALL1: u64 = 1 << 12;
+    /// TDIR: the guest's writes to ICC_DIR_EL1 trap.
+    pub const TDIR: u64 = 1 << 14;
+    /// EOIcount: EOIs the guest made for interrupts in no list register.
+    pub const EOICOUNT_SHIFT: u32 = 27;
+}
+
 /// HCR_EL2 bits a guest runs with.
 pub mod hcr {
     pub const VM: u64 = 1 << 0;
@@ -205,6 +240,97 @@ pub fn set_guest_zcr(v: u64) {
     unsafe { core::arch::asm!("msr S3_5_C1_C2_0, {}", in(reg) v, options(nomem, nostack)) };
 }
 
+/// ICH_VTR_EL2, where the CPU has GICv3's system registers (ID_AA64PFR0_EL1.GIC and
+/// ICC_SRE_EL2.SRE): list registers, priority and preemption bits.
+pub fn ich_vtr() -> Option<u64> {
+    if (rd!("S3_0_C0_C4_0") >> 24) & 0xf == 0 || rd_sre() & 1 == 0 {
+        return None;
+    }
+    Some(rd!("S3_4_C12_C11_1"))
+}
+
+fn rd_sre() -> u64 {
+    if (rd!("S3_0_C0_C4_0") >> 24) & 0xf == 0 {
+        return 0;
+    }
+    rd!("S3_4_C12_C9_5") // ICC_SRE_EL2
+}
+
+/// Active priority registers of each group the CPU has (ICH_VTR_EL2.PREbits: 5, 6 or 7 bits).
+fn nr_apr(vtr: u64) -> usize {
+    let pre = ((vtr >> 26) & 7) + 1;
+    1 << pre.saturating_sub(5).min(2)
+}
+
+macro_rules! lr_access {
+    ($($i:literal => $enc:literal),*) => {
+        /// Reads list register `n`.
+        fn lr_read(n: usize) -> u64 {
+            match n { $($i => rd!($enc),)* _ => 0 }
+        }
+        /// Writes list register `n`.
+        fn lr_write(n: usize, v: u64) {
+            match n { $($i => wr!($enc, v),)* _ => {} }
+        }
+    };
+}
+
+lr_access!(0 => "S3_4_C12_C12_0", 1 => "S3_4_C12_C12_1", 2 => "S3_4_C12_C12_2",
+    3 => "S3_4_C12_C12_3", 4 => "S3_4_C12_C12_4", 5 => "S3_4_C12_C12_5",
+    6 => "S3_4_C12_C12_6", 7 => "S3_4_C12_C12_7", 8 => "S3_4_C12_C13_0",
+    9 => "S3_4_C12_C13_1", 10 => "S3_4_C12_C13_2", 11 => "S3_4_C12_C13_3",
+    12 => "S3_4_C12_C13_4", 13 => "S3_4_C12_C13_5", 14 => "S3_4_C12_C13_6",
+    15 => "S3_4_C12_C13_7");
+
+fn apr_rw(n: usize, save: bool, g: &mut VgicCpu) {
+    macro_rules! one {
+        ($i:literal, $e0:literal, $e1:literal) => {
+            if save {
+                g.ap0r[$i] = rd!($e0);
+                g.ap1r[$i] = rd!($e1);
+            } else {
+                wr!($e0, g.ap0r[$i]);
+                wr!($e1, g.ap1r[$i]);
+            }
+        };
+    }
+    one!(0, "S3_4_C12_C8_0", "S3_4_C12_C9_0");
+    if n > 1 {
+        one!(1, "S3_4_C12_C8_1", "S3_4_C12_C9_1");
+    }
+    if n > 2 {
+        one!(2, "S3_4_C12_C8_2", "S3_4_C12_C9_2");
+        one!(3, "S3_4_C12_C8_3", "S3_4_C12_C9_3");
+    }
+}
+
+/// Loads the guest's virtual CPU interface (interrupts masked). ICC_SRE_EL2.Enable lets the
+/// guest reach its ICC_SRE_EL1 without a trap.
+fn vgic_load(g: &mut VgicCpu, vtr: u64) {
+    let sre = rd!("S3_4_C12_C9_5");
+    if sre & 0b1001 != 0b1001 {
+        wr!("S3_4_C12_C9_5", sre | 0b1001);
+    }
+    apr_rw(nr_apr(vtr), false, g);
+    wr!("S3_4_C12_C11_7", g.vmcr);
+    for i in 0..g.nr_lr {
+        lr_write(i, g.lr[i]);
+    }
+    wr!("S3_4_C12_C11_0", g.hcr);
+}
+
+/// Reads the guest's virtual CPU interface back and turns it off for the host.
+fn vgic_save(g: &mut VgicCpu, vtr: u64) {
+    g.hcr = rd!("S3_4_C12_C11_0"); // with EOIcount
+    for i in 0..g.nr_lr {
+        g.lr[i] = lr_read(i);
+        lr_write(i, 0);
+    }
+    g.vmcr = rd!("S3_4_C12_C11_7");
+    apr_rw(nr_apr(vtr), true, g);
+    wr!("S3_4_C12_C11_0", 0);
+}
+
 /// Whether the CPU implements FEAT_RAS (ID_AA64PFR0_EL1.RAS), and with it VSESR_EL2.
 pub fn has_ras() -> bool {
     (rd!("S3_0_C0_C4_0") >> 28) & 0xf != 0
@@ -220,7 +346,13 @@ fn has_hcx() -> bool {
 /// IRQs come back as [`Exit::Irq`] and are taken by the host once it unmasks). Only in a
 /// kernel at EL2. `c.hcr` comes back as the guest left it: VSE clear if it took its virtual
 /// SError.
-pub fn world_switch(c: &mut Controls, el1: &mut El1State, regs: &mut GuestRegs) -> Exit {
+pub fn world_switch(
+    c: &mut Controls,
+    el1: &mut El1State,
+    regs: &mut GuestRegs,
+    gic: &mut VgicCpu,
+) -> Exit {
+    let vtr = ich_vtr();
     let host_hcr = rd!("S3_4_C1_C1_0");
     let host_mdcr = rd!("S3_4_C1_C1_1");
     let host_cptr = rd!("S3_0_C1_C0_2"); // CPTR_EL2 through CPACR_EL1 (E2H)
@@ -252,6 +384,9 @@ pub fn world_switch(c: &mut Controls, el1: &mut El1State, regs: &mut GuestRegs) 
         wr!("S3_4_C5_C2_3", c.vsesr); // VSESR_EL2
     }
     el1.load();
+    if let Some(vtr) = vtr {
+        vgic_load(gic, vtr);
+    }
     wr!("S3_0_C1_C0_2", c.cptr);
     wr!("S3_4_C1_C1_0", c.hcr);
     // SAFETY: barrier only: the controls above take effect before the guest's first
@@ -265,6 +400,9 @@ pub fn world_switch(c: &mut Controls, el1: &mut El1State, regs: &mut GuestRegs) 
     wr!("S3_4_C1_C1_0", host_hcr);
     wr!("S3_0_C1_C0_2", host_cptr);
     el1.save();
+    if let Some(vtr) = vtr {
+        vgic_save(gic, vtr);
+    }
     // The guest's timers must not fire while it is away: the host takes their state from
     // `el1` and the vCPU's own deadline.
     wr!("S3_5_C14_C3_1", 0);

@@ -1,9 +1,16 @@
-//! The in-kernel vGICv3 device (KVM_CREATE_DEVICE with KVM_DEV_TYPE_ARM_VGIC_V3), begun: its
+//! The in-kernel vGICv3 device (KVM_CREATE_DEVICE with KVM_DEV_TYPE_ARM_VGIC_V3): its
 //! configuration (where the distributor and the redistributors sit in guest physical space,
 //! how many interrupts the distributor has, the initialisation) as the VMM sets and reads it
 //! through the device's attributes, with Linux's rules (`abi::uapi::kvm_vgic`) and the checks
-//! of the first KVM_RUN. The registers behind those frames, the guest's CPU interface and
-//! interrupt delivery are not there yet: their attribute groups answer ENXIO.
+//! of the first KVM_RUN; the registers behind those frames (`mmio`); the interrupts and their
+//! delivery through the list registers (`irq`); KVM_IRQ_LINE, SGIs, the guest timers' PPIs and
+//! the run loop's hooks (`deliver`).
+
+mod deliver;
+mod irq;
+mod mmio;
+
+pub use deliver::{after_exit, before_entry, dir, irq_line, mmio_access, pending, sgi, wfi_wake};
 
 use super::vm::Vm;
 use crate::fs::{Caller, File, FileOps};
@@ -13,6 +20,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
 use core::sync::atomic::Ordering;
+use deliver::kick_all;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::kvm::{self as k, KvmDeviceAttr};
 use svelt_abi::uapi::kvm_vgic::{self as g, RedistRegion, VgicV3Config};
@@ -28,6 +36,12 @@ pub struct Vgic {
     placed: BTreeMap<u32, (usize, u32)>,
     /// The first KVM_RUN's checks passed (Linux's vgic_ready).
     pub ready: bool,
+    /// GICD_CTLR.EnableGrp1 (KVM's one distributor enable).
+    pub enabled: bool,
+    /// The SPIs (from INTID 32), made at the initialisation.
+    pub spis: Vec<irq::Irq>,
+    /// Each vCPU's SGIs and PPIs, by vCPU id.
+    pub private: BTreeMap<u32, [irq::Irq; 32]>,
 }
 
 impl Vgic {
@@ -123,6 +137,11 @@ pub fn first_run(vm: &Vm) -> SysResult<()> {
     let n = ids.len() as u32;
     let mut vgic = vm.vgic.lock();
     let Some(v) = vgic.as_mut() else {
+        // Without a vGIC the guest has no GIC CPU interface: its ID register says so from
+        // the first run on (kvm_finalize_sys_regs), and its accesses to the ICC registers
+        // are UNDEFINED (`deliver::before_entry`).
+        let pfr0 = 3 * 8; // ID_AA64PFR0_EL1: CRm 4, op2 0
+        vm.id_regs.lock()[pfr0] &= !svelt_abi::uapi::kvm::ID_AA64PFR0_GIC;
         return Ok(());
     };
     if v.ready {
@@ -143,12 +162,70 @@ pub fn refuses_vcpus(vm: &Vm) -> bool {
     vm.vgic.lock().as_ref().is_some_and(|v| v.cfg.initialized)
 }
 
+/// The offset inside its frame of a register attribute's offset (an SGI frame's registers
+/// follow the redistributor's control frame).
+fn frame_off(frame: mmio::Frame, attr: u64) -> u64 {
+    let off = attr & 0xffff_ffff;
+    match frame {
+        mmio::Frame::Sgi(_) => off - g::DIST_SIZE,
+        _ => off,
+    }
+}
+
 /// The device's file.
 struct VgicFile {
     vm: Arc<Vm>,
 }
 
 impl VgicFile {
+    /// The vCPU and first INTID of a GRP_LEVEL_INFO attribute (vgic_v3_line_level_info_uaccess):
+    /// the vCPU by affinity (EINVAL), the initialisation (EBUSY), line levels only and an
+    /// INTID that is a multiple of 32 (EINVAL).
+    fn level_info_target(&self, v: &Vgic, a: &KvmDeviceAttr) -> SysResult<(u32, u32)> {
+        let redist = KvmDeviceAttr {
+            group: g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS,
+            attr: a.attr & !0xffff_ffff,
+            ..*a
+        };
+        let mmio::Frame::Rd(vcpu) = self.regs_frame(v, &redist)? else {
+            return Err(Errno::EINVAL);
+        };
+        let intid = (a.attr & g::LEVEL_INFO_INTID_MASK) as u32;
+        if (a.attr & g::LEVEL_INFO_MASK) >> g::LEVEL_INFO_SHIFT != 0 || !intid.is_multiple_of(32) {
+            return Err(Errno::EINVAL);
+        }
+        Ok((vcpu, intid))
+    }
+
+    /// The frame a GRP_DIST_REGS or GRP_REDIST_REGS attribute names (vgic_v3_parse_attr):
+    /// a redistributor's vCPU by affinity (EINVAL if none); then the device must be
+    /// initialised (EBUSY).
+    fn regs_frame(&self, v: &Vgic, a: &KvmDeviceAttr) -> SysResult<mmio::Frame> {
+        let frame = if a.group == g::KVM_DEV_ARM_VGIC_GRP_DIST_REGS {
+            mmio::Frame::Dist
+        } else {
+            let aff = a.attr >> 32;
+            let mpidr = ((aff & 0xff00_0000) << 8) | (aff & 0xff_ffff);
+            let vcpu = self
+                .vm
+                .vcpus
+                .lock()
+                .iter()
+                .find(|c| super::vcpu::mpidr_for(c.id) & 0xff_00ff_ffff == mpidr)
+                .map(|c| c.id)
+                .ok_or(Errno::EINVAL)?;
+            if a.attr & 0xffff_ffff < g::DIST_SIZE {
+                mmio::Frame::Rd(vcpu)
+            } else {
+                mmio::Frame::Sgi(vcpu)
+            }
+        };
+        if !v.cfg.initialized {
+            return Err(Errno::EBUSY);
+        }
+        Ok(frame)
+    }
+
     fn has(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
         match (a.group, a.attr) {
             (
@@ -159,6 +236,33 @@ impl VgicFile {
             )
             | (g::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, _)
             | (g::KVM_DEV_ARM_VGIC_GRP_CTRL, g::KVM_DEV_ARM_VGIC_CTRL_INIT) => Ok(0),
+            (g::KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO, attr) => {
+                if (attr & g::LEVEL_INFO_MASK) >> g::LEVEL_INFO_SHIFT == 0 {
+                    Ok(0)
+                } else {
+                    Err(Errno::ENXIO)
+                }
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_DIST_REGS | g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, _) => {
+                // Whether a register is there (vgic_v3_has_attr_regs), seen from the first
+                // vCPU's redistributor for the redistributor's.
+                let mut guard = self.vm.vgic.lock();
+                let v = guard.as_mut().ok_or(Errno::ENODEV)?;
+                let off = a.attr & 0xffff_ffff;
+                let frame = if a.group == g::KVM_DEV_ARM_VGIC_GRP_DIST_REGS {
+                    mmio::Frame::Dist
+                } else if off < g::DIST_SIZE {
+                    mmio::Frame::Rd(0)
+                } else {
+                    mmio::Frame::Sgi(0)
+                };
+                let off = if matches!(frame, mmio::Frame::Sgi(_)) {
+                    off - g::DIST_SIZE
+                } else {
+                    off
+                };
+                v.read32(frame, off).map(|_| 0).ok_or(Errno::ENXIO)
+            }
             _ => Err(Errno::ENXIO),
         }
     }
@@ -218,6 +322,28 @@ impl VgicFile {
             }
             (g::KVM_DEV_ARM_VGIC_GRP_CTRL, g::KVM_DEV_ARM_VGIC_CTRL_INIT) => {
                 v.cfg.init();
+                v.alloc_spis();
+                Ok(0)
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO, _) => {
+                let val = UserPtr::<u32>::new(a.addr as usize).read()?;
+                let (vcpu, intid) = self.level_info_target(v, a)?;
+                for i in 0..32 {
+                    // Past the last interrupt there is nothing to set.
+                    if v.set_line(vcpu, intid + i, val & (1 << i) != 0).is_none() {
+                        break;
+                    }
+                }
+                drop(guard);
+                kick_all(vm);
+                Ok(0)
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_DIST_REGS | g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, _) => {
+                let frame = self.regs_frame(v, a)?;
+                let val = UserPtr::<u32>::new(a.addr as usize).read()?;
+                if !v.write32(frame, frame_off(frame, a.attr), val) {
+                    return Err(Errno::ENXIO);
+                }
                 Ok(0)
             }
             _ => Err(Errno::ENXIO),
@@ -225,8 +351,8 @@ impl VgicFile {
     }
 
     fn get(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
-        let guard = self.vm.vgic.lock();
-        let v = guard.as_ref().ok_or(Errno::ENODEV)?;
+        let mut guard = self.vm.vgic.lock();
+        let v = guard.as_mut().ok_or(Errno::ENODEV)?;
         let out = UserPtr::<u64>::new(a.addr as usize);
         match (a.group, a.attr) {
             (g::KVM_DEV_ARM_VGIC_GRP_ADDR, g::KVM_VGIC_V3_ADDR_TYPE_DIST) => {
@@ -247,29 +373,24 @@ impl VgicFile {
             (g::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, _) => {
                 UserPtr::<u32>::new(a.addr as usize).write(&v.cfg.nr_irqs())?;
             }
-            (g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, attr) => {
-                // The vCPU by affinity (EINVAL if none), then the initialisation (EBUSY).
-                let aff = attr >> 32;
-                let mpidr = ((aff & 0xff00_0000) << 8) | (aff & 0xff_ffff);
-                let vcpu = self
-                    .vm
-                    .vcpus
-                    .lock()
-                    .iter()
-                    .find(|c| super::vcpu::mpidr_for(c.id) & 0xff_00ff_ffff == mpidr)
-                    .map(|c| c.id)
-                    .ok_or(Errno::EINVAL)?;
-                if !v.cfg.initialized {
-                    return Err(Errno::EBUSY);
+            (g::KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO, _) => {
+                let (vcpu, intid) = self.level_info_target(v, a)?;
+                let mut val = 0u32;
+                for i in 0..32 {
+                    if v.irq_mut(vcpu, intid + i).is_some_and(|q| q.line) {
+                        val |= 1 << i;
+                    }
                 }
-                let typer = g::gicr_typer(super::vcpu::mpidr_for(vcpu), vcpu, v.is_last(vcpu));
-                let val = match attr & 0xffff_ffff {
-                    g::GICR_TYPER => typer as u32,
-                    o if o == g::GICR_TYPER + 4 => (typer >> 32) as u32,
-                    // The other registers are not there yet.
-                    _ => return Err(Errno::ENXIO),
-                };
                 UserPtr::<u32>::new(a.addr as usize).write(&val)?;
+                return Ok(0);
+            }
+            (g::KVM_DEV_ARM_VGIC_GRP_DIST_REGS | g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, _) => {
+                let frame = self.regs_frame(v, a)?;
+                let val = v
+                    .read32(frame, frame_off(frame, a.attr))
+                    .ok_or(Errno::ENXIO)?;
+                UserPtr::<u32>::new(a.addr as usize).write(&val)?;
+                return Ok(0);
             }
             _ => return Err(Errno::ENXIO),
         }

@@ -1,0 +1,227 @@
+//! The vGICv3's interrupts and their delivery: each interrupt's state (enabled, pending,
+//! active, group, priority, trigger, route), what KVM_IRQ_LINE, SGIs and the guest's timers
+//! make pending, and the list registers (Linux's vgic.c: vgic_flush_lr_state before entry,
+//! vgic_fold_lr_state after exit, kvm_vgic_vcpu_pending_irq for WFI).
+//!
+//! The list registers are rebuilt from this state on every entry and folded back into it on
+//! every exit, so nothing but this state outlives an exit; the guest's acknowledgement
+//! (pending to active) and deactivation (active to nothing) come back through the registers'
+//! state bits.
+
+use super::Vgic;
+use crate::arch::guest::{ich_hcr, VgicCpu};
+use alloc::vec::Vec;
+use svelt_abi::uapi::kvm_vgic as g;
+
+/// The private interrupts' numbers: SGIs below 16, PPIs up to 32.
+pub const NR_SGIS: u32 = 16;
+const NR_PRIVATE: usize = g::NR_PRIVATE_IRQS as usize;
+/// The guest timers' PPIs (virtual, physical EL1), as KVM gives them by default.
+pub const VTIMER_PPI: u32 = 27;
+pub const PTIMER_PPI: u32 = 30;
+
+/// One interrupt's state.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Irq {
+    pub enabled: bool,
+    /// Pending by an edge, an SGI, a write to ISPENDR (cleared when the guest acknowledges).
+    pub latch: bool,
+    /// The input line's level (level-triggered interrupts are pending while it is high).
+    pub line: bool,
+    pub active: bool,
+    /// Edge-triggered (ICFGR 0b10); level-triggered otherwise.
+    pub edge: bool,
+    pub group1: bool,
+    pub priority: u8,
+    /// An SPI's route (GICD_IROUTER: Aff3.Aff2.Aff1.Aff0 in MPIDR's layout).
+    pub route: u64,
+    /// Deactivated by a trapped ICC_DIR_EL1 while it may sit in a list register (another
+    /// vCPU's acknowledgement not yet folded back): that fold must not make it active again.
+    /// Made pending anew, it is forgotten.
+    pub deactivated: bool,
+}
+
+impl Irq {
+    pub fn pending(&self) -> bool {
+        self.latch || (!self.edge && self.line)
+    }
+}
+
+/// The private interrupts of a vCPU at reset: SGIs edge-triggered and enabled-by-nobody, PPIs
+/// level-triggered, every one in Group 1 (vgic_v3 defaults).
+pub fn private_reset() -> [Irq; NR_PRIVATE] {
+    core::array::from_fn(|i| Irq {
+        edge: (i as u32) < NR_SGIS,
+        group1: true,
+        ..Irq::default()
+    })
+}
+
+/// A list register's fields.
+const LR_STATE_SHIFT: u32 = 62;
+const LR_GROUP: u64 = 1 << 60;
+const LR_PRIO_SHIFT: u32 = 48;
+/// ICH_VMCR_EL2.VEOIM: the guest's EOImode (EOI drops priority, DIR deactivates).
+const VMCR_VEOIM: u64 = 1 << 9;
+
+impl Vgic {
+    /// The SPIs' state, made at the initialisation (NR_IRQS is fixed then).
+    pub fn alloc_spis(&mut self) {
+        if self.spis.is_empty() {
+            let irq = Irq {
+                group1: true,
+                ..Irq::default()
+            };
+            self.spis = alloc::vec![irq; self.cfg.nr_spis as usize];
+        }
+    }
+
+    /// Interrupt `intid` as vCPU `vcpu` sees it (its own private ones, or an SPI).
+    pub fn irq_mut(&mut self, vcpu: u32, intid: u32) -> Option<&mut Irq> {
+        if intid < g::NR_PRIVATE_IRQS {
+            Some(&mut self.private.entry(vcpu).or_insert_with(private_reset)[intid as usize])
+        } else {
+            self.spis.get_mut((intid - g::NR_PRIVATE_IRQS) as usize)
+        }
+    }
+
+    /// Sets an interrupt's input (kvm_vgic_inject_irq): a level-triggered one follows the
+    /// line; an edge-triggered one latches on a rising level. Says whether it is pending now.
+    pub fn set_line(&mut self, vcpu: u32, intid: u32, level: bool) -> Option<bool> {
+        let irq = self.irq_mut(vcpu, intid)?;
+        if level {
+            irq.deactivated = false;
+        }
+        if irq.edge {
+            if level {
+                irq.latch = true;
+            }
+        } else {
+            irq.line = level;
+        }
+        Some(irq.pending())
+    }
+
+    /// Whether `irq` can be signalled now (enabled, pending, its group on).
+    fn deliverable(&self, irq: &Irq) -> bool {
+        self.enabled && irq.enabled && irq.pending()
+    }
+
+    /// The interrupts routed to vCPU `vcpu` (MPIDR affinity `mpidr`): (INTID, state).
+    fn routed(&self, vcpu: u32, mpidr: u64) -> impl Iterator<Item = (u32, &Irq)> {
+        let private = self.private.get(&vcpu);
+        let own = private
+            .into_iter()
+            .flat_map(|p| p.iter().enumerate().map(|(i, q)| (i as u32, q)));
+        let spis = self
+            .spis
+            .iter()
+            .enumerate()
+            .filter(move |(_, q)| q.route & 0xff_00ff_ffff == mpidr)
+            .map(|(i, q)| (i as u32 + g::NR_PRIVATE_IRQS, q));
+        own.chain(spis)
+    }
+
+    /// Whether a WFI of vCPU `vcpu` ends: an interrupt it can take is pending, above the
+    /// guest's priority mask (kvm_vgic_vcpu_pending_irq).
+    pub fn pending_for(&self, vcpu: u32, mpidr: u64, vmcr: u64) -> bool {
+        let pmr = (vmcr >> 24) as u8;
+        self.routed(vcpu, mpidr)
+            .any(|(_, q)| self.deliverable(q) && !q.active && q.priority < pmr)
+    }
+
+    /// Fills vCPU `vcpu`'s list registers (up to `nr_lrs`) before it enters: its pending
+    /// interrupts first, then the active ones, each by priority (vgic_irq_cmp). When some are
+    /// left out, the underflow maintenance condition is asked for; active ones left out are
+    /// deactivated by the guest's EOIs counted in EOIcount (`fold`), or with EOImode 1 by its
+    /// trapped writes to ICC_DIR_EL1 (`deactivate`).
+    pub fn flush(&self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu, nr_lrs: usize) {
+        let mut want: Vec<(bool, u8, u32, u64)> = Vec::new();
+        for (intid, q) in self.routed(vcpu, mpidr) {
+            let pending = self.deliverable(q);
+            if !q.active && !pending {
+                continue;
+            }
+            let state = (pending as u64) | ((q.active as u64) << 1);
+            let lr = (state << LR_STATE_SHIFT)
+                | if q.group1 { LR_GROUP } else { 0 }
+                | ((q.priority as u64) << LR_PRIO_SHIFT)
+                | intid as u64;
+            if want.try_reserve(1).is_err() {
+                break;
+            }
+            want.push((!pending, q.priority, intid, lr));
+        }
+        want.sort_unstable();
+        let n = want.len().min(nr_lrs).min(cpu.lr.len());
+        for (slot, w) in cpu.lr.iter_mut().zip(&want[..n]) {
+            *slot = w.3;
+        }
+        cpu.lr_in = cpu.lr;
+        cpu.nr_lr = n;
+        let left_out = want.len() > n;
+        // Every ICC_DIR_EL1 write traps (only EOImode 1 makes them, which the guest may turn
+        // on without an exit): one may deactivate an interrupt left out of the list
+        // registers, or an SPI another vCPU acknowledged.
+        cpu.hcr = ich_hcr::EN | ich_hcr::TDIR | if left_out { ich_hcr::UIE } else { 0 };
+    }
+
+    /// A guest's ICC_DIR_EL1 write the CPU interface could not do itself: interrupt
+    /// `intid` is no longer active.
+    pub fn deactivate(&mut self, vcpu: u32, intid: u32) {
+        if let Some(q) = self.irq_mut(vcpu, intid) {
+            q.active = false;
+            q.deactivated = true;
+        }
+    }
+
+    /// Takes back what the guest did with the list registers after an exit: an interrupt it
+    /// acknowledged is no longer pending by latch, one it deactivated is no longer active;
+    /// registers it left as they were change nothing.
+    pub fn fold(&mut self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu) {
+        let mut in_lrs = [u32::MAX; 16];
+        for (slot, lr) in in_lrs.iter_mut().zip(&cpu.lr[..cpu.nr_lr]) {
+            *slot = *lr as u32;
+        }
+        for i in 0..cpu.nr_lr {
+            let lr = cpu.lr[i];
+            let state = lr >> LR_STATE_SHIFT;
+            // Unchanged by the guest: the state may have moved on meanwhile (another vCPU
+            // deactivated the SPI, the VMM cleared it) and stays as it is.
+            if state == cpu.lr_in[i] >> LR_STATE_SHIFT {
+                continue;
+            }
+            let Some(q) = self.irq_mut(vcpu, lr as u32) else {
+                continue;
+            };
+            q.active = state & 2 != 0 && !q.deactivated;
+            q.deactivated = false;
+            if state & 1 == 0 {
+                q.latch = false;
+            }
+        }
+        // EOIs of interrupts in no list register (EOImode 0: each priority drop deactivates
+        // too): the highest-priority active ones left out, one per EOI, as the guest drops
+        // priorities from the highest down.
+        let mut eois = (cpu.hcr >> ich_hcr::EOICOUNT_SHIFT) & 0x1f;
+        if cpu.vmcr & VMCR_VEOIM != 0 {
+            eois = 0;
+        }
+        while eois > 0 {
+            let next = self
+                .routed(vcpu, mpidr)
+                .filter(|(i, q)| q.active && !in_lrs.contains(i))
+                .min_by_key(|(i, q)| (q.priority, *i))
+                .map(|(i, _)| i);
+            let Some(intid) = next else {
+                break;
+            };
+            if let Some(q) = self.irq_mut(vcpu, intid) {
+                q.active = false;
+            }
+            eois -= 1;
+        }
+        cpu.hcr &= !(0x1f << ich_hcr::EOICOUNT_SHIFT);
+        cpu.nr_lr = 0;
+    }
+}
