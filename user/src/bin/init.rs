@@ -144,6 +144,12 @@ fn run_one(name: &str, tally: &mut Tally) -> Result<i32, String> {
             );
             let _ = sys::kill(-pid, SIGKILL);
             let _ = sys::kill(pid, SIGKILL);
+            // As the first process, also everything else still alive: a program's children in
+            // groups of their own (a tracer left running would otherwise kill later programs'
+            // children with its pending SIGTRAPs). kill(-1) spares the first process itself.
+            if sys::getpid() == 1 {
+                let _ = sys::kill(-1, SIGKILL);
+            }
             deadline = now + 5_000_000_000;
             continue;
         }
