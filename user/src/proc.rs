@@ -62,6 +62,18 @@ pub fn in_child(f: impl FnOnce() -> i32) -> SysResult<i32> {
     Ok(st)
 }
 
+/// Runs test code `f` in a forked child: Ok when it exits 0; otherwise the child printed its
+/// message as `# child: ...` diagnostics and the error gives its wait status.
+pub fn in_child_test(f: impl FnOnce() -> crate::ktap::TestResult) -> crate::ktap::TestResult {
+    let st = in_child(|| crate::ktap::child_status("child", f()))
+        .map_err(|e| alloc::format!("fork: {e:?}"))?;
+    if wifexited(st) && wexitstatus(st) == 0 {
+        Ok(())
+    } else {
+        Err(alloc::format!("child: {}", describe(st)))
+    }
+}
+
 /// Waits at most `timeout_ns` for child `pid`. Past the deadline the child and its process group
 /// (if it made one) get SIGKILL and are reaped. Returns the wait status and whether it timed out:
 /// a test whose kernel misbehaves fails instead of hanging.

@@ -498,16 +498,21 @@ pub fn guest_hcrx(isar2: u64) -> u64 {
 /// The ID register space HCR_EL2.TID3 traps: op0=3, op1=0, CRn=0, CRm 1..=7, op2 0..=7.
 pub const ID_REGS: usize = 56;
 
-/// The index in a VM's ID register array of the register with this sysreg ID, if it is one.
-pub fn id_reg_index(id: u64) -> Option<usize> {
+/// A sysreg ID's encoding (its low 16 bits) as (op0, op1, CRn, CRm, op2).
+pub fn sysreg_fields(id: u64) -> (u64, u64, u64, u64, u64) {
     let enc = id & 0xffff;
-    let (op0, op1, crn, crm, op2) = (
+    (
         enc >> 14,
         (enc >> 11) & 7,
         (enc >> 7) & 0xf,
         (enc >> 3) & 0xf,
         enc & 7,
-    );
+    )
+}
+
+/// The index in a VM's ID register array of the register with this sysreg ID, if it is one.
+pub fn id_reg_index(id: u64) -> Option<usize> {
+    let (op0, op1, crn, crm, op2) = sysreg_fields(id);
     (op0 == 3 && op1 == 0 && crn == 0 && (1..=7).contains(&crm))
         .then(|| ((crm - 1) * 8 + op2) as usize)
 }

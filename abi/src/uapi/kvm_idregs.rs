@@ -40,14 +40,7 @@ pub const fn idx(op1: u8, crm: u8, op2: u8) -> usize {
 
 /// The index of a one-reg sysreg ID (its low 16 bits are the encoding), if it lies in the range.
 pub fn idx_of_sysreg(id: u64) -> Option<usize> {
-    let enc = id & 0xffff;
-    let (op0, op1, crn, crm, op2) = (
-        enc >> 14,
-        (enc >> 11) & 7,
-        (enc >> 7) & 0xf,
-        (enc >> 3) & 0xf,
-        enc & 7,
-    );
+    let (op0, op1, crn, crm, op2) = super::kvm::sysreg_fields(id);
     (op0 == 3 && matches!(op1, 0 | 1 | 3) && crn == 0 && crm <= 7)
         .then(|| idx(op1 as u8, crm as u8, op2 as u8))
 }

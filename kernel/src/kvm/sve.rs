@@ -84,7 +84,9 @@ impl GuestSve {
         super::GUEST_FP.count(true, true, self.state.len());
     }
 
-    /// Puts live registers back in memory (ZCR_EL2 still holds the guest's cap).
+    /// Puts live registers back in memory. ZCR_EL2 still holds the guest's cap (nothing on the
+    /// host touches it while the state is live); it is written again anyway, one MSR, so that
+    /// the save's VL check can never find another length.
     pub fn put(&mut self, fp: &mut fpsimd::FpsimdState) {
         if !self.live {
             return;

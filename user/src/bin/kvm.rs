@@ -940,6 +940,12 @@ fn host_vl() -> u64 {
     vl
 }
 
+/// KVM_CAP_ARM_SVE: vCPUs may have SVE.
+fn has_sve_guests(kvm: i32) -> bool {
+    let cap = ks_sve::KVM_CAP_ARM_SVE as usize;
+    ioctl(kvm, k::KVM_CHECK_EXTENSION, cap) == Ok(1)
+}
+
 fn finalize(vcpu: i32, what: i32) -> SysResult {
     ioctl(
         vcpu,
@@ -991,12 +997,7 @@ fn guest_sve_counts() -> Option<[u64; 4]> {
 /// whose Z, P and ZCR_EL1 the VMM reads back, while the VMM's own VL stays its own.
 fn sve_guest() -> TestResult {
     let kvm = kvm!();
-    let cap = ioctl(
-        kvm,
-        k::KVM_CHECK_EXTENSION,
-        ks_sve::KVM_CAP_ARM_SVE as usize,
-    );
-    if cap != Ok(1) {
+    if !has_sve_guests(kvm) {
         let _ = sys::close(kvm);
         return ktap::skip("no KVM_CAP_ARM_SVE");
     }
@@ -1134,13 +1135,8 @@ fn sve_guest() -> TestResult {
 /// saves as loads) and the VM is gone once the VMM is reaped.
 fn vmm_killed_in_run() -> TestResult {
     let kvm = kvm!();
-    let cap = ioctl(
-        kvm,
-        k::KVM_CHECK_EXTENSION,
-        ks_sve::KVM_CAP_ARM_SVE as usize,
-    );
+    let sve = has_sve_guests(kvm);
     let _ = sys::close(kvm);
-    let sve = cap == Ok(1);
     let running = Shared::new(0u32);
     let before = guest_sve_counts();
     let pid = t!(spawn(|| {

@@ -22,23 +22,6 @@ fn cwd() -> String {
     }
 }
 
-/// Runs `f` in a child; Ok when it exits 0, else the status and what the child printed.
-fn child(f: impl FnOnce() -> TestResult) -> TestResult {
-    let st = t!(in_child(|| match f() {
-        Ok(()) => 0,
-        Err(e) => {
-            println!("# child: {e}");
-            1
-        }
-    }));
-    check!(
-        wifexited(st) && wexitstatus(st) == 0,
-        "child: {}",
-        describe(st)
-    );
-    Ok(())
-}
-
 /// chroot: absolute paths and `..` stop at the new root; the cwd stays where it was (outside:
 /// getcwd shows "(unreachable)"); lookup errors come first, then search permission (EACCES),
 /// then the capability (EPERM for a non-root caller).
@@ -49,7 +32,7 @@ fn chroot_root() -> TestResult {
     t!(sys::mkdirat(AT_FDCWD, &format!("{dir}/priv"), 0o700));
     t!(io::write_file(&format!("{dir}/f"), b"inside", 0o644));
     let d = dir.clone();
-    let r = child(move || {
+    let r = in_child_test(move || {
         t!(sys::chdir("/"));
         check_eq!(chroot("/nonexistent-dir"), Err(ENOENT));
         check_eq!(chroot(&format!("{d}/f")), Err(ENOTDIR));
@@ -73,7 +56,7 @@ fn chroot_root() -> TestResult {
         Ok(())
     });
     let d = dir.clone();
-    let r2 = child(move || {
+    let r2 = in_child_test(move || {
         t!(sys::setuid(1000));
         check_eq!(chroot("/nonexistent-dir"), Err(ENOENT));
         check_eq!(chroot(&format!("{d}/priv")), Err(EACCES));
@@ -146,7 +129,7 @@ fn unshare_flags() -> TestResult {
         check_eq!(cwd(), want, "unshared {unshared}");
     }
     t!(sys::chdir("/"));
-    child(|| {
+    in_child_test(|| {
         for f in [
             CLONE_THREAD,
             CLONE_SIGHAND,

@@ -41,23 +41,6 @@ fn rmdir(path: &str) {
     let _ = sys::unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
 }
 
-/// Runs `f` in a child; Ok when it exits 0, else the status and what the child printed.
-fn child(f: impl FnOnce() -> TestResult) -> TestResult {
-    let st = t!(in_child(|| match f() {
-        Ok(()) => 0,
-        Err(e) => {
-            println!("# child: {e}");
-            1
-        }
-    }));
-    check!(
-        wifexited(st) && wexitstatus(st) == 0,
-        "child: {}",
-        describe(st)
-    );
-    Ok(())
-}
-
 /// tmpfs: f_files is nr_inodes (by default as many as f_blocks, half of RAM's pages), f_ffree
 /// what is left after every live inode (the root directory, each file, directory and symlink,
 /// each extra hard link, an unlinked file still open) and creating past it is ENOSPC;
@@ -280,7 +263,7 @@ fn search_permission() -> TestResult {
     t!(sys::symlinkat("nox/f", AT_FDCWD, &p("lnk")));
     let nox_fd = t!(sys::open(&p("nox"), O_PATH | O_DIRECTORY | O_CLOEXEC));
     let d = dir.clone();
-    let r = child(move || {
+    let r = in_child_test(move || {
         let p = |n: &str| format!("{d}/{n}");
         // Root is not stopped.
         t!(sys::stat(&p("nox/f")));
@@ -348,7 +331,7 @@ fn search_permission() -> TestResult {
     });
     // A cwd that lost its x: relative walks from it stop, "." included.
     let d = dir.clone();
-    let r2 = child(move || {
+    let r2 = in_child_test(move || {
         let p = |n: &str| format!("{d}/{n}");
         t!(sys::chdir(&p("nox")));
         t!(sys::setuid(1000));
