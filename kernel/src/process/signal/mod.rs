@@ -336,8 +336,18 @@ fn force_sigsegv(t: &Thread, failed: u32) {
 }
 
 /// A signal (or a kill) that should end an interruptible wait is pending for `t`.
+///
+/// When it is, `t`'s work word gets the signal bit here: a sender stores the signal first and
+/// sets the bit after, so a wait on another CPU can see the signal between the two and return
+/// EINTR; without the bit its return to user mode would skip delivery until the sender's kick
+/// arrives, and user code would run first with the EINTR and no handler run (a KVM_RUN ending
+/// with KVM_EXIT_INTR before its SIGALRM's handler, seen in the `kvm` test).
 pub fn interrupted(t: &Thread) -> bool {
-    stop_requested(t) || unblocked_pending(t, &t.sig.lock())
+    let yes = stop_requested(t) || unblocked_pending(t, &t.sig.lock());
+    if yes {
+        hint(t);
+    }
+    yes
 }
 
 /// `t` must stop waiting whatever its signals say: it is being killed, or its tracer
