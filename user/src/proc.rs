@@ -87,10 +87,35 @@ pub fn wait_bounded(pid: i32, timeout_ns: u64) -> SysResult<(i32, bool)> {
         if sys::now_ns() >= deadline {
             let _ = sys::kill(-pid, crate::sig::SIGKILL);
             let _ = sys::kill(pid, crate::sig::SIGKILL);
-            let (_, st) = sys::waitpid(pid, 0)?;
-            return Ok((st, true));
+            return reap_killed(pid).map(|st| (st, true));
         }
         sys::sleep_ns(5_000_000);
+    }
+}
+
+/// Reaps `pid` after its SIGKILL, for at most 20 s. A process that SIGKILL does not end within
+/// that (stuck in its kernel) is described on the console from its /proc files, and the wait
+/// fails with ETIMEDOUT rather than hanging the program that waits.
+fn reap_killed(pid: i32) -> SysResult<i32> {
+    let deadline = sys::now_ns() + 20_000_000_000;
+    loop {
+        match sys::waitpid(pid, sys::WNOHANG)? {
+            (0, _) => {}
+            (_, st) => return Ok(st),
+        }
+        if sys::now_ns() >= deadline {
+            let show = |what: &str| {
+                let path = alloc::format!("/proc/{pid}/{what}");
+                let text = crate::io::read_file(&path).unwrap_or_default();
+                let text = alloc::string::String::from_utf8_lossy(&text).replace('\n', " | ");
+                crate::println!("# pid {pid} lives 20 s after SIGKILL: {what}: {text}");
+            };
+            for what in ["stat", "wchan", "stack", "syscall"] {
+                show(what);
+            }
+            return Err(sys::ETIMEDOUT);
+        }
+        sys::sleep_ns(10_000_000);
     }
 }
 
