@@ -112,9 +112,7 @@ pub fn layout(
     let footprint = h.image_size.max(file_len);
     let initrd = (kernel + footprint).next_multiple_of(IMAGE_ALIGN);
     let ram_end = RAM_BASE + ram_size;
-    let dtb = ram_end
-        .checked_sub(DTB_MAX)
-        .ok_or(LayoutError::TooSmall)?;
+    let dtb = ram_end.checked_sub(DTB_MAX).ok_or(LayoutError::TooSmall)?;
     if initrd + initrd_len > dtb {
         return Err(LayoutError::TooSmall);
     }
@@ -351,7 +349,10 @@ mod tests {
         assert_eq!(l.dtb, RAM_BASE + (254 << 20));
         assert_eq!(l.ram_end, RAM_BASE + (256 << 20));
         assert_eq!(layout(&h, 0, 0x10_0000, 64 << 20).map(|_| ()), Ok(()));
-        assert_eq!(layout(&h, 0, 60 << 20, 64 << 20), Err(LayoutError::TooSmall));
+        assert_eq!(
+            layout(&h, 0, 60 << 20, 64 << 20),
+            Err(LayoutError::TooSmall)
+        );
         assert_eq!(layout(&h, 0, 0, 1 << 20), Err(LayoutError::TooSmall));
     }
 
@@ -427,7 +428,10 @@ mod tests {
         let n = write_dtb(&mut buf, &mut strings, &c).unwrap();
         let dtb = &buf[..n];
         assert_eq!(&dtb[..4], &[0xd0, 0x0d, 0xfe, 0xed]);
-        assert_eq!(find(dtb, "chosen", "bootargs"), Some(&b"console=ttyAMA0\0"[..]));
+        assert_eq!(
+            find(dtb, "chosen", "bootargs"),
+            Some(&b"console=ttyAMA0\0"[..])
+        );
         assert_eq!(
             find(dtb, "chosen", "stdout-path"),
             Some(&b"/pl011@9000000\0"[..])
@@ -440,7 +444,10 @@ mod tests {
             find(dtb, "cpus/cpu@1", "reg"),
             Some(&[0, 0, 0, 0, 0, 0, 0, 1][..])
         );
-        assert_eq!(find(dtb, "cpus/cpu@1", "enable-method"), Some(&b"psci\0"[..]));
+        assert_eq!(
+            find(dtb, "cpus/cpu@1", "enable-method"),
+            Some(&b"psci\0"[..])
+        );
         assert_eq!(find(dtb, "psci", "method"), Some(&b"hvc\0"[..]));
         let reg = find(dtb, "intc@8000000", "reg").unwrap();
         assert_eq!(reg.len(), 32);

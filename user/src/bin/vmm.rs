@@ -178,7 +178,8 @@ fn load_file(path: &str, dst: usize, room: u64) -> Result<u64, String> {
         let chunk = (size - done).min(1 << 20) as usize;
         // SAFETY: dst..dst+room is guest RAM mapped by this process, and done+chunk <= size <=
         // room.
-        let buf = unsafe { core::slice::from_raw_parts_mut((dst + done as usize) as *mut u8, chunk) };
+        let buf =
+            unsafe { core::slice::from_raw_parts_mut((dst + done as usize) as *mut u8, chunk) };
         match sys::read(fd, buf) {
             Ok(0) => return Err(format!("{path}: short read at {done}")),
             Ok(n) => done += n as u64,
@@ -426,14 +427,19 @@ fn boot(o: &Options) -> Result<(), String> {
         .map_err(|e| format!("open {}: {e:?}", o.kernel))?;
     let _ = sys::read(kfd, &mut head);
     let _ = sys::close(kfd);
-    let h = gl::parse_image(&head).map_err(|e| format!("{}: not an arm64 Image: {e:?}", o.kernel))?;
+    let h =
+        gl::parse_image(&head).map_err(|e| format!("{}: not an arm64 Image: {e:?}", o.kernel))?;
     let klen = file_size(&o.kernel)?;
     let ilen = match &o.initrd {
         Some(p) => file_size(p)?,
         None => 0,
     };
-    let l = gl::layout(&h, klen, ilen, ram_size)
-        .map_err(|_| format!("{} MiB of RAM hold no kernel, initramfs and device tree", o.mem_mib))?;
+    let l = gl::layout(&h, klen, ilen, ram_size).map_err(|_| {
+        format!(
+            "{} MiB of RAM hold no kernel, initramfs and device tree",
+            o.mem_mib
+        )
+    })?;
     let at = |ipa: u64| ram + (ipa - gl::RAM_BASE) as usize;
     load_file(&o.kernel, at(l.kernel), l.initrd - l.kernel)?;
     if let Some(p) = &o.initrd {
@@ -449,8 +455,12 @@ fn boot(o: &Options) -> Result<(), String> {
         let fd = ioctl(vm, k::KVM_CREATE_VCPU, i as usize)
             .map_err(|e| format!("KVM_CREATE_VCPU {i}: {e:?}"))? as i32;
         let mut init = KvmVcpuInit::default();
-        ioctl(vm, k::KVM_ARM_PREFERRED_TARGET, &mut init as *mut _ as usize)
-            .map_err(|e| format!("KVM_ARM_PREFERRED_TARGET: {e:?}"))?;
+        ioctl(
+            vm,
+            k::KVM_ARM_PREFERRED_TARGET,
+            &mut init as *mut _ as usize,
+        )
+        .map_err(|e| format!("KVM_ARM_PREFERRED_TARGET: {e:?}"))?;
         init.features[0] |= 1 << k::KVM_ARM_VCPU_PSCI_0_2;
         if i > 0 {
             init.features[0] |= 1 << k::KVM_ARM_VCPU_POWER_OFF;
@@ -471,8 +481,12 @@ fn boot(o: &Options) -> Result<(), String> {
                 })?;
             }
             let what = ksve::KVM_ARM_VCPU_SVE as i32;
-            ioctl(fd, ksve::KVM_ARM_VCPU_FINALIZE, &what as *const i32 as usize)
-                .map_err(|e| format!("KVM_ARM_VCPU_FINALIZE(SVE): {e:?}"))?;
+            ioctl(
+                fd,
+                ksve::KVM_ARM_VCPU_FINALIZE,
+                &what as *const i32 as usize,
+            )
+            .map_err(|e| format!("KVM_ARM_VCPU_FINALIZE(SVE): {e:?}"))?;
         }
         mpidrs.push(get_reg(fd, MPIDR_EL1).map_err(|e| format!("MPIDR_EL1 of vCPU {i}: {e:?}"))?);
         let run = sys::mmap(0, run_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
@@ -512,7 +526,8 @@ fn boot(o: &Options) -> Result<(), String> {
         bootargs: &o.append,
         initrd,
     };
-    let n = gl::write_dtb(&mut dtb, &mut strings, &cfg).map_err(|e| format!("device tree: {e:?}"))?;
+    let n =
+        gl::write_dtb(&mut dtb, &mut strings, &cfg).map_err(|e| format!("device tree: {e:?}"))?;
     // SAFETY: the last DTB_MAX bytes of guest RAM, which nothing else uses; n <= 16 KiB.
     unsafe { core::ptr::copy_nonoverlapping(dtb.as_ptr(), at(l.dtb) as *mut u8, n) };
 
@@ -545,11 +560,14 @@ fn args_file() -> Option<Vec<String>> {
 // ---- the checks run without arguments ----
 
 fn options_are_checked() -> TestResult {
-    let o = parse_options(&["--kernel", "/k", "--smp", "2", "--sve-vls", "16,32"]).map_err(|e| e)?;
+    let o = parse_options(&["--kernel", "/k", "--smp", "2", "--sve-vls", "16,32"])?;
     check_eq!(o.smp, 2);
     check_eq!(o.sve_vls.map(|s| s[0]), Some(0b11));
     check_eq!(o.mem_mib, 256);
-    check!(parse_options(&["--smp", "2"]).is_err(), "no kernel accepted");
+    check!(
+        parse_options(&["--smp", "2"]).is_err(),
+        "no kernel accepted"
+    );
     check!(parse_options(&["--kernel", "/k", "--smp", "0"]).is_err());
     check!(parse_options(&["--kernel", "/k", "--sve-vls", "24"]).is_err());
     check!(parse_options(&["--kernel", "/k", "--mem"]).is_err());
@@ -568,7 +586,10 @@ fn sme_refused_with_a_reason() -> TestResult {
         Ok(()) => return Err(String::from("--sme-vls accepted")),
         Err(e) => e,
     };
-    check!(e.contains("capability 252") || e.contains("EXTENSION 252"), "{e}");
+    check!(
+        e.contains("capability 252") || e.contains("EXTENSION 252"),
+        "{e}"
+    );
     let _ = sys::close(kvm);
     Ok(())
 }
@@ -593,7 +614,11 @@ fn boot_in_child_error(kernel: &str) -> Option<String> {
 }
 
 fn main(a: &rt::Args) -> i32 {
-    let words: Vec<&str> = a.argv().skip(1).filter_map(|w| core::str::from_utf8(w).ok()).collect();
+    let words: Vec<&str> = a
+        .argv()
+        .skip(1)
+        .filter_map(|w| core::str::from_utf8(w).ok())
+        .collect();
     let from_file;
     let words: Vec<&str> = if words.is_empty() && sys::getpid() == 1 {
         svelt_user::proc::mount_when_init();
