@@ -39,6 +39,13 @@
 # /soak/fp of an archive made for the purpose (target/soak/initramfs.cpio): fp-stress and the
 # fuzzers of /bin/tests run for MINUTES, then the switch and FP counters are printed. Its status
 # comes from `svelt-soak: exit status S`.
+#
+# --guest linux boots, as the first process, the VMM of user/src/bin/vmm.rs (on Svelt's KVM, or
+# on Linux's with --linux), which boots the same Debian Linux Image as a guest with a small
+# initramfs whose /init (user/src/bin/guest_init.rs) prints uname, the CPUs and the vector
+# lengths it sees, then powers off; --guest-initrd FILE gives the guest another initramfs. The
+# guest's console is the run's output; the status comes from `svelt-vmm: exit status S`
+# (docs/vmm.md).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
@@ -127,6 +134,18 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          prints the context switches and /proc/svelt/fpstat before and after;
                          fails if fp-stress, a fuzzer run or the mismatch counter says so (with
                          --linux: on Linux; builds the selftests with tests/selftests/build.sh)
+  --guest linux          boot the VMM (/bin/tests/vmm, user/src/bin/vmm.rs) as the first
+                         process; it boots Debian's Linux (the --linux Image) as a KVM guest
+                         whose console is the run's output and whose status is the run's
+  --guest-smp N          the guest's vCPUs (default 1)
+  --guest-mem MIB        the guest's RAM in MiB (default 256)
+  --guest-sve-vls LIST   the guest's SVE vector lengths in bytes, e.g. 16,32,64 (KVM takes
+                         exactly the host's lengths up to the largest; default: all of them)
+  --guest-sme-vls LIST   the guest's SME lengths: refused unless the kernel offers guests SME
+                         (KVM capability 252)
+  --guest-initrd FILE    the guest's initramfs (its /init runs; default: a small one whose init
+                         prints what the guest sees and powers off)
+  --guest-append "ARGS"  more words for the guest's command line
   -h | --help            this text
 EOF
 }
@@ -135,6 +154,7 @@ el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 e
 initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
 show_version=0 bench_cases="" compare=0 compare_append="" compare_policy="" firmware="" selfcheck=0 embed=""
 board="" soak=""
+guest="" guest_smp=1 guest_mem=256 guest_sve_vls="" guest_sme_vls="" guest_initrd="" guest_append=""
 extra=() cpu_opts=()
 # What --compare passes on to each of its two runs: everything but the comparison options.
 pass_args=()
@@ -179,6 +199,13 @@ while [ $# -gt 0 ]; do
         --linux) linux=1 ;;
         --bench) bench=1 ;;
         --soak) soak=$2; shift ;;
+        --guest) guest=$2; shift ;;
+        --guest-smp) guest_smp=$2; shift ;;
+        --guest-mem) guest_mem=$2; shift ;;
+        --guest-sve-vls) guest_sve_vls=$2; shift ;;
+        --guest-sme-vls) guest_sme_vls=$2; shift ;;
+        --guest-initrd) guest_initrd=$2; shift ;;
+        --guest-append) guest_append=$2; shift ;;
         --bench-cases) bench=1; bench_cases=$2; shift ;;
         --compare) bench=1; compare=1 ;;
         --compare-append) bench=1; compare=1; compare_append=$2; shift ;;
@@ -247,7 +274,19 @@ if [ -n "$soak" ]; then
     [ "$no_initrd" = 0 ] && [ -z "$initrd" ] && [ -z "$debian" ] || die "--soak packs its own archive (drop --initrd/--no-initrd/--debian)"
     [ -n "$init_path" ] || init_path=/bin/soak
 fi
-
+if [ -n "$guest" ]; then
+    [ "$guest" = linux ] || die "--guest wants linux (Debian's Linux Image as the guest)"
+    [[ "$guest_smp" =~ ^[0-9]+$ ]] && [ "$guest_smp" -ge 1 ] || die "--guest-smp wants a positive number"
+    [[ "$guest_mem" =~ ^[0-9]+$ ]] || die "--guest-mem wants MiB"
+    [ -z "$guest_initrd" ] || [ -f "$guest_initrd" ] || die "--guest-initrd: no file $guest_initrd"
+    [ -z "$guest_initrd" ] || guest_initrd=$(cd "$(dirname "$guest_initrd")" && pwd)/$(basename "$guest_initrd")
+    [ "$bench" = 0 ] && [ -z "$soak" ] && [ -z "$debian" ] && [ -z "$initrd" ] && [ "$no_initrd" = 0 ] &&
+        [ -z "$init_path" ] && [ -z "$board" ] && [ -z "$firmware" ] ||
+        die "--guest packs its own archive with the VMM as init (drop --bench/--soak/--debian/--initrd/--init/--board/--firmware)"
+    [ "$el" = 2 ] || die "--guest needs EL2 (drop --el1)"
+elif [ -n "$guest_sve_vls$guest_sme_vls$guest_initrd$guest_append" ] || [ "$guest_smp" != 1 ] || [ "$guest_mem" != 256 ]; then
+    die "the --guest-* options go with --guest linux"
+fi
 
 # Installs Debian packages when root (as for QEMU below), otherwise says the exact command.
 apt_install() {
@@ -377,7 +416,7 @@ build_userland() {
         name=$(basename "$b" .rs)
         if [ "$name" = init ]; then
             "$objcopy" --strip-debug "$user_bin/$name" "$stage/init"
-        elif [ "$name" = bench ] || [ "$name" = soak ]; then
+        elif [ "$name" = bench ] || [ "$name" = soak ] || [ "$name" = guest_init ]; then
             "$objcopy" --strip-debug "$user_bin/$name" "$stage/$name"
         else
             "$objcopy" --strip-debug "$user_bin/$name" "$stage/tests/$name"
@@ -509,6 +548,36 @@ linux_kernel() {
 }
 [ "$linux" = 1 ] && linux_kernel
 
+# --guest linux: the host's archive holds the VMM as /init, its arguments, the guest's Image
+# and the guest's initramfs (plain cpio: the host would spend longer inflating than loading).
+if [ -n "$guest" ]; then
+    linux_kernel
+    gdir="$root/target/guest"
+    mkdir -p "$gdir"
+    stage="$user_dir/initramfs"
+    [ -f "$stage/tests/vmm" ] && [ -f "$stage/guest_init" ] || die "no VMM built (drop --no-build)"
+    if [ -z "$guest_initrd" ]; then
+        guest_initrd="$gdir/guest.cpio"
+        (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
+            --out "$guest_initrd.$$" --init "$stage/guest_init") && mv -f "$guest_initrd.$$" "$guest_initrd"
+    fi
+    {
+        echo --kernel; echo /boot/Image
+        echo --initrd; echo /boot/initrd
+        echo --smp; echo "$guest_smp"
+        echo --mem; echo "$guest_mem"
+        if [ -n "$guest_sve_vls" ]; then echo --sve-vls; echo "$guest_sve_vls"; fi
+        if [ -n "$guest_sme_vls" ]; then echo --sme-vls; echo "$guest_sme_vls"; fi
+        echo --append; echo "quiet${guest_append:+ $guest_append}"
+    } >"$gdir/vmm-args.$$"
+    mv -f "$gdir/vmm-args.$$" "$gdir/vmm-args"
+    initrd="$gdir/host.cpio"
+    (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
+        --out "$initrd.$$" --init "$stage/tests/vmm" --dir boot \
+        --add etc/vmm-args="$gdir/vmm-args" --add boot/Image="$root/target/linux/vmlinuz" \
+        --add boot/initrd="$guest_initrd") && mv -f "$initrd.$$" "$initrd"
+fi
+
 # --firmware uboot: Debian's U-Boot for QEMU (u-boot-qemu), installed when missing (as root).
 uboot_bin=${UBOOT_BIN:-/usr/lib/u-boot/qemu_arm64/u-boot.bin}
 if [ "$firmware" = uboot ] && [ ! -f "$uboot_bin" ]; then
@@ -609,7 +678,16 @@ totals_failed() { grep -Eq '^# Totals: pass:[0-9]+ fail:[1-9]' <<<"$out"; }
 init_status() { sed -n 's/^svelt-init: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
 bench_status() { sed -n 's/^svelt-bench: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
 soak_status() { sed -n 's/^svelt-soak: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
-if [ "$bench" = 1 ] && [ "$init_path" = /bin/bench ]; then
+vmm_status() { sed -n 's/^svelt-vmm: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
+if [ -n "$guest" ]; then
+    s=$(vmm_status)
+    if [ -z "$s" ]; then
+        echo "qemu-run.sh: the VMM printed no 'svelt-vmm: exit status' line" >&2
+        [ "$linux" = 0 ] && [ "$status" != 0 ] || status=1
+    elif [ "$linux" = 1 ] || [ "$status" = 0 ]; then
+        status=$s
+    fi
+elif [ "$bench" = 1 ] && [ "$init_path" = /bin/bench ]; then
     s=$(bench_status)
     if [ -z "$s" ]; then
         echo "qemu-run.sh: the benchmark printed no 'svelt-bench: exit status' line" >&2

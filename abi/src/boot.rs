@@ -6,6 +6,7 @@ pub mod cmdline;
 pub mod cpio;
 pub mod efi;
 pub mod fdt;
+pub mod guest;
 pub mod memrange;
 pub mod smpboot;
 pub mod uart;
