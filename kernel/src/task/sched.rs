@@ -219,7 +219,7 @@ fn enqueue_on(t: &Arc<Task>, target: usize) {
         if t.on_rq.swap(true, Ordering::AcqRel) {
             return;
         }
-        super::cputime::queued(t);
+        super::cputime::queued(t, cpu::counter_unordered());
         push_queued(CPUS.get(target), &mut rq, t.clone());
     }
     percpu::get(target)
@@ -337,6 +337,9 @@ pub fn schedule() {
     let here = CPUS.get(id);
     percpu::this().need_resched.store(false, Ordering::Relaxed);
     let mut rq = here.rq.lock();
+    // One counter read for the switch: the run-delay clocks of the task queued and the task
+    // picked below, and the CPU clocks of both.
+    let now = cpu::counter_unordered();
     // The running task's reference moves out of `current` (to `prev` below), the next task's
     // from the queue to `current`: a reference is cloned only where a second holder appears
     // (the queue, for a task still runnable).
@@ -357,7 +360,7 @@ pub fn schedule() {
         if !allowed(&prev, id) {
             migrate = true;
         } else if !prev.on_rq.swap(true, Ordering::AcqRel) {
-            super::cputime::queued(&prev);
+            super::cputime::queued(&prev, now);
             rq.queue.push_back(prev.clone());
         }
     }
@@ -376,8 +379,11 @@ pub fn schedule() {
         })
         .or_else(|| rq.idle.clone())
         .unwrap();
-    if next.on_rq.swap(false, Ordering::AcqRel) {
-        super::cputime::picked(&next);
+    // The wait clock stops before the flag clears: an enqueue on another CPU that sets it
+    // again (and restarts the clock) sees this write.
+    if next.on_rq.load(Ordering::Relaxed) {
+        super::cputime::picked(&next, now);
+        next.on_rq.store(false, Ordering::Release);
     }
     if Arc::ptr_eq(&prev, &next) {
         next.set_state(State::Running);
@@ -411,7 +417,7 @@ pub fn schedule() {
     next.on_cpu.store(true, Ordering::Relaxed);
     next.cpu.store(id, Ordering::Relaxed);
     SWITCHES.fetch_add(1, Ordering::Relaxed);
-    super::cputime::switch(prev, next, !preempted);
+    super::cputime::switch(prev, next, !preempted, now);
 
     // User state: TLS and the address space are switched here; FP/SVE state is saved if the
     // outgoing task holds the registers, and loaded lazily on the way back to user mode.
