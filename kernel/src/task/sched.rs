@@ -43,12 +43,15 @@ struct CpuSched {
     queued: AtomicUsize,
     /// A task other than the idle task runs here.
     busy: AtomicBool,
+    /// Context switches on this CPU (written only here, IRQs masked: a load and a store).
+    switches: AtomicU64,
 }
 
 static CPUS: PerCpuArray<CpuSched> = PerCpuArray::new(|_| CpuSched {
     rq: IrqLock::new(RunQueue::new()),
     queued: AtomicUsize::new(0),
     busy: AtomicBool::new(false),
+    switches: AtomicU64::new(0),
 });
 /// CPUs with more than one task waiting: an idle CPU looks at the others only when there are
 /// some, so idling costs the same whatever the CPU count. Changed only when a queue crosses
@@ -86,8 +89,12 @@ fn set_current(t: &Arc<Task>) {
         .current_task
         .store(Arc::as_ptr(t) as usize, Ordering::Release);
 }
-/// Context switches, for /proc and benchmarks.
-pub static SWITCHES: AtomicU64 = AtomicU64::new(0);
+/// Context switches so far on all CPUs, for /proc/stat's ctxt.
+pub fn switches() -> u64 {
+    (0..percpu::possible())
+        .map(|c| CPUS.get(c).switches.load(Ordering::Relaxed))
+        .sum()
+}
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
@@ -416,7 +423,8 @@ pub fn schedule() {
     next.set_state(State::Running);
     next.on_cpu.store(true, Ordering::Relaxed);
     next.cpu.store(id, Ordering::Relaxed);
-    SWITCHES.fetch_add(1, Ordering::Relaxed);
+    here.switches
+        .store(here.switches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     super::cputime::switch(prev, next, !preempted, now);
 
     // User state: TLS and the address space are switched here; FP/SVE state is saved if the
