@@ -273,6 +273,9 @@ pub fn delete(p: &Process, id: i32) -> SysResult<()> {
 /// Every timer of `p` goes (exec, exit).
 pub fn clear(p: &Process) {
     let mut ts = p.timers.lock();
+    if ts.list.is_empty() {
+        return;
+    }
     for t in core::mem::take(&mut ts.list) {
         super::signal::drop_timer_signals(p, t.id);
     }

@@ -201,7 +201,7 @@ pub(super) fn kernel_stat() -> String {
     let btime = crate::time::realtime_ns().saturating_sub(now) / 1_000_000_000;
     s.push_str(&format!(
         "intr 0\nctxt {}\nbtime {btime}\nprocesses {}\nprocs_running {}\nprocs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
-        process::sched::SWITCHES.load(Ordering::Relaxed),
+        process::sched::switches(),
         process::last_pid(),
         runnable_threads().max(1),
     ));

@@ -106,16 +106,20 @@ impl CpuTime {
     }
 }
 
-/// `t` went on a run queue (run queue lock held): its wait clock runs.
-pub fn queued(t: &Task) {
-    t.cputime
-        .wait
-        .fetch_add(cpu::counter().wrapping_neg(), Ordering::Relaxed);
+/// `t` went on a run queue at `now` (run queue lock held): its wait clock runs. Only the
+/// caller that turned `t.on_rq` from false to true gets here, and `picked` runs before the
+/// flag is cleared again, so the word has one writer at a time (the flag's swap and store
+/// order them): a load and a store, no atomic add.
+#[inline(always)]
+pub fn queued(t: &Task, now: u64) {
+    bump(&t.cputime.wait, now.wrapping_neg());
 }
 
-/// `t` was taken off a run queue to run (run queue lock held): its wait clock stops.
-pub fn picked(t: &Task) {
-    t.cputime.wait.fetch_add(cpu::counter(), Ordering::Relaxed);
+/// `t` is taken off a run queue to run at `now` (run queue lock held, `t.on_rq` still set):
+/// its wait clock stops.
+#[inline(always)]
+pub fn picked(t: &Task, now: u64) {
+    bump(&t.cputime.wait, now);
 }
 
 /// The time `t` has waited runnable for a CPU, in nanoseconds.
@@ -165,12 +169,12 @@ pub fn tick(t: &Task) {
     fold(t, cpu::counter());
 }
 
-/// A switch from `prev` to `next` on this CPU (IRQs masked): `prev`'s CPU clock stops and
+/// A switch from `prev` to `next` on this CPU at `now` (IRQs masked; the counter as
+/// `schedule` read it once for the run-delay clocks too): `prev`'s CPU clock stops and
 /// `next`'s runs; `voluntary` when `prev` blocked rather than being preempted or yielding.
 /// The CPU's sums are left to the tick (a task's time since its last fold goes to the CPU
 /// whose tick finds it running), but for a task that will never run again (`fold_dead`).
-pub fn switch(prev: &Task, next: &Task, voluntary: bool) {
-    let now = cpu::counter_unordered();
+pub fn switch(prev: &Task, next: &Task, voluntary: bool, now: u64) {
     bump(&prev.cputime.total, now);
     bump(&next.cputime.total, now.wrapping_neg());
     let n = if voluntary {

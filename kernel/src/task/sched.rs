@@ -43,12 +43,15 @@ struct CpuSched {
     queued: AtomicUsize,
     /// A task other than the idle task runs here.
     busy: AtomicBool,
+    /// Context switches on this CPU (written only here, IRQs masked: a load and a store).
+    switches: AtomicU64,
 }
 
 static CPUS: PerCpuArray<CpuSched> = PerCpuArray::new(|_| CpuSched {
     rq: IrqLock::new(RunQueue::new()),
     queued: AtomicUsize::new(0),
     busy: AtomicBool::new(false),
+    switches: AtomicU64::new(0),
 });
 /// CPUs with more than one task waiting: an idle CPU looks at the others only when there are
 /// some, so idling costs the same whatever the CPU count. Changed only when a queue crosses
@@ -86,8 +89,12 @@ fn set_current(t: &Arc<Task>) {
         .current_task
         .store(Arc::as_ptr(t) as usize, Ordering::Release);
 }
-/// Context switches, for /proc and benchmarks.
-pub static SWITCHES: AtomicU64 = AtomicU64::new(0);
+/// Context switches so far on all CPUs, for /proc/stat's ctxt.
+pub fn switches() -> u64 {
+    (0..percpu::possible())
+        .map(|c| CPUS.get(c).switches.load(Ordering::Relaxed))
+        .sum()
+}
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
@@ -219,7 +226,7 @@ fn enqueue_on(t: &Arc<Task>, target: usize) {
         if t.on_rq.swap(true, Ordering::AcqRel) {
             return;
         }
-        super::cputime::queued(t);
+        super::cputime::queued(t, cpu::counter_unordered());
         push_queued(CPUS.get(target), &mut rq, t.clone());
     }
     percpu::get(target)
@@ -337,6 +344,9 @@ pub fn schedule() {
     let here = CPUS.get(id);
     percpu::this().need_resched.store(false, Ordering::Relaxed);
     let mut rq = here.rq.lock();
+    // One counter read for the switch: the run-delay clocks of the task queued and the task
+    // picked below, and the CPU clocks of both.
+    let now = cpu::counter_unordered();
     // The running task's reference moves out of `current` (to `prev` below), the next task's
     // from the queue to `current`: a reference is cloned only where a second holder appears
     // (the queue, for a task still runnable).
@@ -357,7 +367,7 @@ pub fn schedule() {
         if !allowed(&prev, id) {
             migrate = true;
         } else if !prev.on_rq.swap(true, Ordering::AcqRel) {
-            super::cputime::queued(&prev);
+            super::cputime::queued(&prev, now);
             rq.queue.push_back(prev.clone());
         }
     }
@@ -376,8 +386,11 @@ pub fn schedule() {
         })
         .or_else(|| rq.idle.clone())
         .unwrap();
-    if next.on_rq.swap(false, Ordering::AcqRel) {
-        super::cputime::picked(&next);
+    // The wait clock stops before the flag clears: an enqueue on another CPU that sets it
+    // again (and restarts the clock) sees this write.
+    if next.on_rq.load(Ordering::Relaxed) {
+        super::cputime::picked(&next, now);
+        next.on_rq.store(false, Ordering::Release);
     }
     if Arc::ptr_eq(&prev, &next) {
         next.set_state(State::Running);
@@ -410,8 +423,9 @@ pub fn schedule() {
     next.set_state(State::Running);
     next.on_cpu.store(true, Ordering::Relaxed);
     next.cpu.store(id, Ordering::Relaxed);
-    SWITCHES.fetch_add(1, Ordering::Relaxed);
-    super::cputime::switch(prev, next, !preempted);
+    here.switches
+        .store(here.switches.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    super::cputime::switch(prev, next, !preempted, now);
 
     // User state: TLS and the address space are switched here; FP/SVE state is saved if the
     // outgoing task holds the registers, and loaded lazily on the way back to user mode.

@@ -470,8 +470,13 @@ fn for_each_terminal(mut f: impl FnMut(&Terminal)) {
     pty::for_each(|t| f(t));
 }
 
-/// A process exits: a session leader's exit frees its controlling terminal.
+/// A process exits: a session leader's exit frees its controlling terminal. A terminal's
+/// session is its leader's pid, so the exit of any other process leaves every terminal as it
+/// is and need not list them (Linux's do_exit also disassociates only for a leader).
 pub fn process_exit(p: &Process) {
+    if p.sid.load(Ordering::Relaxed) != p.pid {
+        return;
+    }
     for_each_terminal(|t| t.leader_exit(p));
 }
 
