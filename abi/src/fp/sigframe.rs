@@ -1141,15 +1141,11 @@ pub fn parse_sigreturn<'a>(
         }
     };
     let frame: &'a [u8] = frame;
-    let get = |l: Option<RecordLoc>| {
-        l.map(|l| {
-            let area = match (l.extra, extra) {
-                (true, Some((_, bytes))) => bytes,
-                _ => &frame[RESERVED_OFFSET..],
-            };
-            &area[l.offset as usize..(l.offset + l.size) as usize]
-        })
-    };
+    // The two areas a record may lie in, found once: the lookups below are a branch and a
+    // slice each (most records are absent).
+    let in_frame: &'a [u8] = &frame[RESERVED_OFFSET..];
+    let in_extra: &'a [u8] = extra.map_or(&[], |(_, bytes)| bytes);
+    let get = |l: Option<RecordLoc>| record_bytes(l, in_frame, in_extra);
 
     let fpsimd = match get(locs.fpsimd) {
         None if features.fpsimd => {
@@ -1188,6 +1184,18 @@ pub fn parse_sigreturn<'a>(
         extra: extra.map(|(addr, bytes)| (addr, bytes.len())),
     });
     out
+}
+
+/// A record's bytes (head included) in `__reserved` or the extra space.
+#[inline(always)]
+fn record_bytes<'a>(
+    l: Option<RecordLoc>,
+    in_frame: &'a [u8],
+    in_extra: &'a [u8],
+) -> Option<&'a [u8]> {
+    let l = l?;
+    let area = if l.extra { in_extra } else { in_frame };
+    Some(&area[l.offset as usize..(l.offset + l.size) as usize])
 }
 
 /// `__reserved`, read from user memory as far as the record walk needs it.

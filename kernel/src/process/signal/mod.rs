@@ -114,7 +114,8 @@ impl Pending {
         let signo = ready.trailing_zeros() + 1;
         let i = self.queue.iter().position(|q| q.signo() == signo)?;
         let info = self.queue.remove(i);
-        if !self.queue.iter().any(|q| q.signo() == signo) {
+        // A standard signal is queued at most once (`add`): no second look for it.
+        if signo < sig::SIGRTMIN || !self.queue.iter().any(|q| q.signo() == signo) {
             self.mask &= !bit(signo);
         }
         Some(info)
