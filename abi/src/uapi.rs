@@ -14,6 +14,7 @@ pub mod klog;
 pub mod kvm;
 pub mod kvm_idregs;
 pub mod kvm_services;
+pub mod kvm_sme;
 pub mod kvm_stats;
 pub mod kvm_sve;
 pub mod kvm_vgic;

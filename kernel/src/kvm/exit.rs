@@ -59,6 +59,7 @@ const EC_HVC64: u8 = 0x16;
 const EC_SMC64: u8 = 0x17;
 const EC_SYS64: u8 = 0x18;
 const EC_SVE: u8 = 0x19;
+const EC_SME: u8 = 0x1d;
 const EC_IABT_LOW: u8 = 0x20;
 const EC_DABT_LOW: u8 = 0x24;
 
@@ -79,6 +80,17 @@ pub fn handle_sync(
             } else {
                 vcpu.stats.inc(stat::WFE_EXIT_STAT);
             }
+            Ok(Next::Enter)
+        }
+        // A vCPU with SME: its whole vector state, SVCR deciding the shapes (kvm::sme).
+        EC_FP | EC_SVE | EC_SME if st.sme.is_some() && !st.fp_live => {
+            if !st.fp_lent {
+                crate::task::fpstate::lend_to_guest(cur);
+                st.fp_lent = true;
+            }
+            super::sme::load(vm, st);
+            st.fp_live = true;
+            super::GUEST_FP_LOADS.fetch_add(1, Ordering::Relaxed);
             Ok(Next::Enter)
         }
         EC_FP | EC_SVE if esr.ec_raw() == EC_FP || st.sve.is_some() => {

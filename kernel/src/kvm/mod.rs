@@ -11,6 +11,7 @@
 //! - `pvtime`: stolen time for guests (PV_TIME_ST).
 //! - `coalesced`: MMIO writes queued in a ring instead of exiting.
 //! - `stats`: the binary statistics files (KVM_GET_STATS_FD).
+//! - `sme`: SME for guests (the vCPU feature, streaming lengths, SVCR, ZA and ZT0, ID registers).
 //! - `sve`: SVE for guests (the vCPU feature, its registers, their lazy switch).
 //! - `vgic`: the in-kernel vGICv3 device (begun: its configuration).
 //!
@@ -24,6 +25,7 @@ mod inject;
 mod pvtime;
 mod regs;
 mod smccc;
+mod sme;
 mod stage2;
 mod stats;
 mod sve;
@@ -90,6 +92,10 @@ pub fn fpstat_lines() -> alloc::string::String {
         l(&g.sve_restores),
         l(&g.bytes_saved),
         l(&g.bytes_restored),
+    ) + &alloc::format!(
+        "guest_sme_saves {}\nguest_sme_restores {}\n",
+        l(&sme::SME_SAVES),
+        l(&sme::SME_RESTORES)
     )
 }
 
@@ -128,6 +134,7 @@ pub fn check_extension(cap: u64) -> usize {
         k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,
         k::KVM_CAP_ARM_VM_IPA_SIZE => max_ipa_bits() as usize,
         svelt_abi::uapi::kvm_sve::KVM_CAP_ARM_SVE => sve::offered() as usize,
+        svelt_abi::uapi::kvm_sme::KVM_CAP_ARM_SME => sme::offered() as usize,
         _ => 0,
     }
 }

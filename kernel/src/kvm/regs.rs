@@ -117,22 +117,24 @@ const ZCR_EL1: u64 = sysreg_id(3, 0, 1, 2, 0);
 
 /// Every register ID the vCPU has, in KVM_GET_REG_LIST's order: core (the FP/SIMD V registers
 /// only without SVE, whose Z registers hold them), SVE, firmware, system.
-fn all(st: &VcpuState) -> impl Iterator<Item = u64> {
+fn all(vm: &Vm, st: &VcpuState) -> impl Iterator<Item = u64> {
     let has_sve = st.sve.is_some();
+    let v_hidden = super::sme::v_hidden(st);
     let mut sys: Vec<u64> = SYSREGS.iter().map(|r| r.0).collect();
     if has_sve {
         sys.push(ZCR_EL1);
     }
+    sys.extend(super::sme::sys_ids(st));
     sys.extend([MPIDR_EL1, TIMER_CVAL, TIMER_CNT, CNTPCT]);
     sys.extend(IMPL_REGS);
     sys.extend(shadowed());
     sys.extend((0..k::ID_REGS).map(k::id_reg_id));
     sys.sort_unstable();
-    let sve_ids = has_sve.then(svelt_abi::uapi::kvm_sve::reg_ids);
     CoreReg::all()
-        .filter(move |r| !(has_sve && matches!(r, CoreReg::V(_))))
+        .filter(move |r| !(v_hidden && matches!(r, CoreReg::V(_))))
         .map(CoreReg::id)
-        .chain(sve_ids.into_iter().flatten())
+        .chain(super::sme::sve_ids(vm, st))
+        .chain(super::sme::sme_ids(vm, st))
         .chain(firmware())
         .chain(sys)
 }
@@ -142,6 +144,12 @@ fn all(st: &VcpuState) -> impl Iterator<Item = u64> {
 fn is_sve(id: u64) -> bool {
     id & k::KVM_REG_ARCH_MASK == k::KVM_REG_ARM64
         && id & k::KVM_REG_ARM_COPROC_MASK == svelt_abi::uapi::kvm_sve::KVM_REG_ARM64_SVE
+}
+
+/// An ID of the SME block (KVM_REG_ARM64_SME).
+fn is_sme(id: u64) -> bool {
+    id & k::KVM_REG_ARCH_MASK == k::KVM_REG_ARM64
+        && id & k::KVM_REG_ARM_COPROC_MASK == svelt_abi::uapi::kvm_sme::KVM_REG_ARM64_SME
 }
 
 fn counter() -> u64 {
@@ -157,7 +165,7 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
             let r = CoreReg::from_id(id)?;
             // A vCPU with SVE has its V registers only as the Z registers' low bits
             // (validate_core_offset).
-            if st.sve.is_some() && matches!(r, CoreReg::V(_)) {
+            if super::sme::v_hidden(st) && matches!(r, CoreReg::V(_)) {
                 return Err(Errno::EINVAL);
             }
             let v = match r {
@@ -184,6 +192,9 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
         k::KVM_REG_ARM64_SYSREG => {
             if k::reg_size(id) != 8 {
                 return Err(Errno::ENOENT);
+            }
+            if let Some(v) = super::sme::sysreg_value(st, id) {
+                return v.map(u128::from);
             }
             let v = match id {
                 MPIDR_EL1 => st.mpidr,
@@ -240,13 +251,14 @@ fn set_id_reg(vm: &Vm, i: usize, v: u64) -> SysResult<()> {
     let (crm, op2) = ((1 + i / 8) as u8, (i % 8) as u8);
     let r = ki::idx(0, crm, op2);
     let v = ki::filter_write(r, guest::read_id_reg(crm, op2), v)?;
+    let checked = super::sme::id_check_value(vm, i, v)?.unwrap_or(v);
     let mut regs = vm.id_regs.lock();
     set_fixed(vm, &mut regs[i], v, || {
         ki::check_features(
             r,
             ki::writable_mask(r, aa32()),
-            super::sve::id_limit(vm, i),
-            v,
+            super::sme::id_limit(vm, i),
+            checked,
         )
     })
 }
@@ -308,8 +320,14 @@ pub fn writable_masks(arg: usize) -> SysResult<usize> {
 
 /// KVM_GET_ONE_REG.
 pub fn get(vm: &Vm, st: &VcpuState, r: &KvmOneReg) -> SysResult<usize> {
+    if is_sve(r.id) && super::sme::streaming_view(st, r.id) {
+        return super::sme::get_streaming(vm, st, r);
+    }
     if is_sve(r.id) {
         return super::sve::get(st, r);
+    }
+    if is_sme(r.id) {
+        return super::sme::get(vm, st, r);
     }
     let v = value(vm, st, r.id)?;
     let n = k::reg_size(r.id);
@@ -320,8 +338,14 @@ pub fn get(vm: &Vm, st: &VcpuState, r: &KvmOneReg) -> SysResult<usize> {
 
 /// KVM_SET_ONE_REG.
 pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
+    if is_sve(r.id) && super::sme::streaming_view(st, r.id) {
+        return super::sme::set_streaming(vm, st, r);
+    }
     if is_sve(r.id) {
         return super::sve::set(st, r);
+    }
+    if is_sme(r.id) {
+        return super::sme::set(vm, st, r);
     }
     // The register must exist (and its size be right) before its value is read.
     value(vm, st, r.id)?;
@@ -382,6 +406,7 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
             }
             maps[i] = v64;
         }
+        _ if super::sme::sysreg_value(st, r.id).is_some() => super::sme::sysreg_set(st, r.id, v64)?,
         _ => match r.id {
             MPIDR_EL1 => st.mpidr = v64,
             ZCR_EL1 => {
@@ -417,14 +442,14 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
 
 /// KVM_GET_REG_LIST: `struct kvm_reg_list { u64 n; u64 reg[]; }`. A list too short for every
 /// ID gets the count and E2BIG.
-pub fn list(st: &VcpuState, arg: usize) -> SysResult<usize> {
+pub fn list(vm: &Vm, st: &VcpuState, arg: usize) -> SysResult<usize> {
     let n_user = UserPtr::<u64>::new(arg).read()?;
-    let count = all(st).count() as u64;
+    let count = all(vm, st).count() as u64;
     UserPtr::<u64>::new(arg).write(&count)?;
     if n_user < count {
         return Err(Errno::E2BIG);
     }
-    for (i, id) in all(st).enumerate() {
+    for (i, id) in all(vm, st).enumerate() {
         UserPtr::<u64>::new(arg + 8 + 8 * i).write(&id)?;
     }
     Ok(0)

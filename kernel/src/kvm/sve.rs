@@ -71,6 +71,21 @@ impl GuestSve {
         self.zcr_el1 = 0;
     }
 
+    /// Z, P and FFR to zero (an SVCR.SM change, as the CPU does on entering or leaving
+    /// streaming mode).
+    pub fn zero(&mut self) {
+        self.state.fill(0);
+    }
+
+    /// The registers went to streaming mode in the guest (which zeroed them): nothing to save.
+    pub fn forget_live(&mut self) {
+        if self.live {
+            self.zcr_el1 = guest::guest_zcr();
+            self.state.fill(0);
+            self.live = false;
+        }
+    }
+
     /// The guest's first FP or SVE access of an entry sequence: its registers come in at its
     /// largest VL (the caller has lent the VMM thread's away) with its FPSR and FPCR.
     pub fn load(&mut self, fp: &fpsimd::FpsimdState) {

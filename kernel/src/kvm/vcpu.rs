@@ -72,6 +72,8 @@ pub struct VcpuState {
     pub vsesr: u64,
     /// SVE, for a vCPU initialised with KVM_ARM_VCPU_SVE.
     pub sve: Option<GuestSve>,
+    /// SME, for a vCPU initialised with KVM_ARM_VCPU_SME.
+    pub sme: Option<super::sme::GuestSme>,
     /// The stolen-time structure the VMM gave (KVM_ARM_VCPU_PVTIME_IPA).
     pub steal: super::pvtime::StealTime,
     /// The guest's GICv3 virtual CPU interface (list registers, VMCR, active priorities).
@@ -82,7 +84,10 @@ impl VcpuState {
     /// Puts the guest's live FP registers back in memory (before a switch, a sleep, the return
     /// to the VMM).
     pub fn put_fp(&mut self) {
-        if self.fp_live {
+        if self.fp_live && self.sme.is_some() {
+            super::sme::put(self);
+            self.fp_live = false;
+        } else if self.fp_live {
             match &mut self.sve {
                 Some(g) => g.put(&mut self.fp),
                 None => {
@@ -200,6 +205,7 @@ impl Vcpu {
                 vse: false,
                 vsesr: 0,
                 sve: None,
+                sme: None,
                 steal: Default::default(),
                 gic: guest::VgicCpu::default(),
             }),
@@ -247,10 +253,12 @@ impl Vcpu {
 
     fn init(&self, vm: &Vm, st: &mut VcpuState, init: &KvmVcpuInit) -> SysResult<usize> {
         let sve_bit = 1 << svelt_abi::uapi::kvm_sve::KVM_ARM_VCPU_SVE;
+        let sme_bit = 1 << svelt_abi::uapi::kvm_sme::KVM_ARM_VCPU_SME;
         let offered = (1 << k::KVM_ARM_VCPU_POWER_OFF)
             | (1 << k::KVM_ARM_VCPU_PSCI_0_2)
-            | if sve::offered() { sve_bit } else { 0 };
-        let asked = k::check_init(init, offered)?;
+            | if sve::offered() { sve_bit } else { 0 }
+            | if super::sme::offered() { sme_bit } else { 0 };
+        let asked = super::sme::check_init(init, offered)?;
         // POWER_OFF belongs to this call only; the rest is the VM's, the same for every vCPU
         // and every re-init (kvm_vcpu_set_target, kvm_vcpu_init_changed).
         let power_off = asked & (1 << k::KVM_ARM_VCPU_POWER_OFF) != 0;
@@ -270,10 +278,12 @@ impl Vcpu {
             (g, true) => *g = Some(GuestSve::new()),
             (g, false) => *g = None,
         }
+        super::sme::init(st, features & sme_bit != 0);
         // The VM's ID registers follow its features once, at its first vCPU's init (a VMM's
         // later writes stay).
         if first_in_vm {
             sve::init_id_regs(vm, features & sve_bit != 0);
+            super::sme::init_id_regs(vm, features & sme_bit != 0);
         }
         st.regs = GuestRegs {
             pstate: PSTATE_RESET,
@@ -340,7 +350,7 @@ impl Vcpu {
         if !st.inited {
             return Err(Errno::ENOEXEC);
         }
-        sve::check_finalized(&st)?;
+        super::sme::check_finalized(&st)?;
         // A vGIC must be placed and initialised (kvm_vgic_map_resources).
         super::vgic::first_run(vm)?;
         // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
@@ -404,7 +414,7 @@ impl Vcpu {
                         (false, _) => 0,
                         (true, false) => guest::CPTR_FP_ON,
                         (true, true) => guest::CPTR_FP_ON | guest::CPTR_SVE_ON,
-                    },
+                    } | super::sme::cptr(st),
                     mdcr_traps: exit::GUEST_MDCR_TRAPS,
                     hcrx: vm.hcrx.load(Ordering::Relaxed),
                 }
@@ -412,8 +422,11 @@ impl Vcpu {
             super::vgic::before_entry(vm, self.id, st);
             let kind = {
                 let _irqs = crate::arch::cpu::IrqGuard::new();
+                let tpidr2 = super::sme::enter(st);
                 let VcpuState { el1, regs, gic, .. } = st;
-                guest::world_switch(&mut controls, el1, regs, gic)
+                let kind = guest::world_switch(&mut controls, el1, regs, gic);
+                super::sme::exit(st, tpidr2);
+                kind
             };
             super::vgic::after_exit(vm, self.id, st);
             st.vse = controls.hcr & guest::hcr::VSE != 0;
@@ -541,8 +554,8 @@ impl FileOps for VcpuFile {
                 if !st.inited {
                     return Err(Errno::ENOEXEC);
                 }
-                sve::check_finalized(&st)?;
-                regs::list(&st, arg)
+                super::sme::check_finalized(&st)?;
+                regs::list(&self.vm, &st, arg)
             }
             svelt_abi::uapi::kvm_sve::KVM_ARM_VCPU_FINALIZE => {
                 let mut st = vcpu.lock()?;
@@ -550,7 +563,7 @@ impl FileOps for VcpuFile {
                     return Err(Errno::ENOEXEC);
                 }
                 let what = UserPtr::<i32>::new(arg).read()?;
-                sve::finalize(&mut st, what)
+                super::sme::finalize(&mut st, what)
             }
             k::KVM_GET_MP_STATE => {
                 let s = if vcpu.power.lock().off {

@@ -175,6 +175,12 @@ impl Vm {
             guest::read_id_reg(4, 0),
             guest::read_id_reg(4, 4),
         );
+        super::sme::widen_limits(
+            &mut id_limits,
+            guest::read_id_reg(4, 1),
+            guest::read_id_reg(4, 4),
+            guest::read_id_reg(4, 5),
+        );
         let vm = Arc::new(Vm {
             ipa_bits,
             vmid,

@@ -1,0 +1,868 @@
+//! SME for guests (issue 29; docs/kvm-sme.md): the capability and vCPU feature of the series
+//! "KVM: arm64: Implement support for SME", the streaming vector lengths and finalize, the
+//! errors of the ZA/ZT0 registers in the series' order, round trips of every new register
+//! through GET/SET_ONE_REG at each length the host offers while a guest runs streaming code and
+//! reports what it sees, a guest's first SME use reading zero, and ZA/ZT0 kept apart between
+//! VMs and between a guest and its VMM. On a kernel without SME for guests (Linux 7.3) only
+//! what it answers is checked: no capability, the feature bit refused, no SME registers.
+#![no_std]
+#![no_main]
+
+use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmOneReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
+use svelt_abi::uapi::kvm_sme as m;
+use svelt_abi::uapi::kvm_sve as ks;
+use svelt_user::fuzz::{Random, Rng};
+use svelt_user::ktap::TestResult;
+use svelt_user::proc::*;
+use svelt_user::sys::*;
+use svelt_user::*;
+
+const MKNODAT: usize = 33;
+const S_IFCHR: u32 = 0o020000;
+const RAM_IPA: u64 = 0x1_0000;
+/// Code at 0, the guest's dump area at DUMP (Z0 +0, P0 +0x100, ZT0 +0x200, ZA rows from
+/// +0x1000), a pattern the guest loads into ZA at PATTERN.
+const RAM_SIZE: usize = 0x4_0000;
+const DUMP: usize = 0x1_0000;
+const PATTERN: usize = 0x3_0000;
+const MMIO: u64 = 0x1000_0000;
+const SMCR_FA64: u64 = 1 << 31;
+const SMCR_EZT0: u64 = 1 << 30;
+
+core::arch::global_asm!(
+    ".section .rodata.guests, \"a\"",
+    ".balign 4",
+    ".arch_extension sme",
+    ".arch_extension sme2",
+    // Opens FP, SVE and SME at EL1; reads the SVL (x4), SVCR (x5), TPIDR2_EL0 (x6) and
+    // SMCR_EL1 (x7); stores Z0 and P0 if streaming, the ZA rows and (x9 != 0) ZT0 if ZA is on,
+    // at x3; exits by an MMIO store. Run again: adds 1 to Z0's bytes if streaming, zeroes ZA,
+    // sets TPIDR2_EL0 to 0x1234 and exits again.
+    ".global guest_dump, guest_dump_end",
+    "guest_dump:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "orr x0, x0, #(3 << 24)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "rdsvl x4, #1",
+    "mrs x5, S3_3_C4_C2_2",
+    "mrs x6, S3_3_C13_C0_5",
+    "mrs x7, S3_0_C1_C2_6",
+    "tbz x5, #0, 2f",
+    "str z0, [x3]",
+    "add x8, x3, #0x100",
+    "str p0, [x8]",
+    "2:",
+    "tbz x5, #1, 4f",
+    "mov w12, #0",
+    "add x8, x3, #0x1000",
+    "3:",
+    "str za[w12, 0], [x8]",
+    "add x8, x8, x4",
+    "add w12, w12, #1",
+    "cmp x12, x4",
+    "b.lt 3b",
+    "cbz x9, 4f",
+    "add x8, x3, #0x200",
+    "str zt0, [x8]",
+    "4:",
+    "movz x1, #0x1000, lsl #16",
+    "str x4, [x1]",
+    "tbz x5, #0, 5f",
+    "add z0.b, z0.b, #1",
+    "5:",
+    "tbz x5, #1, 6f",
+    "zero {{za}}",
+    "6:",
+    "mov x6, #0x1234",
+    "msr S3_3_C13_C0_5, x6",
+    "str x4, [x1]",
+    "b .",
+    "guest_dump_end:",
+    // The first SME use: opens SME, SMSTART (streaming mode and ZA), dumps Z0, P0, ZA and
+    // (x9 != 0) ZT0 at x3 as guest_dump does, exits; run again: loads every ZA row (and ZT0)
+    // from x10, exits with ZA live.
+    ".global guest_first, guest_first_end",
+    "guest_first:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "orr x0, x0, #(3 << 24)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "smstart",
+    "rdsvl x4, #1",
+    "mrs x5, S3_3_C4_C2_2",
+    "str z0, [x3]",
+    "add x8, x3, #0x100",
+    "str p0, [x8]",
+    "mov w12, #0",
+    "add x8, x3, #0x1000",
+    "3:",
+    "str za[w12, 0], [x8]",
+    "add x8, x8, x4",
+    "add w12, w12, #1",
+    "cmp x12, x4",
+    "b.lt 3b",
+    "cbz x9, 4f",
+    "add x8, x3, #0x200",
+    "str zt0, [x8]",
+    "4:",
+    "movz x1, #0x1000, lsl #16",
+    "str x4, [x1]",
+    "mov w12, #0",
+    "5:",
+    "ldr za[w12, 0], [x10]",
+    "add w12, w12, #1",
+    "cmp x12, x4",
+    "b.lt 5b",
+    "cbz x9, 6f",
+    "ldr zt0, [x10]",
+    "6:",
+    "str x4, [x1]",
+    "b .",
+    "guest_first_end:",
+    ".text",
+);
+
+unsafe extern "C" {
+    static guest_dump: u8;
+    static guest_dump_end: u8;
+    static guest_first: u8;
+    static guest_first_end: u8;
+}
+
+macro_rules! code {
+    ($start:ident, $end:ident) => {{
+        // SAFETY: two labels of the same .rodata block, `end` after `start`.
+        unsafe {
+            let s = &raw const $start;
+            let e = &raw const $end;
+            core::slice::from_raw_parts(s, e as usize - s as usize)
+        }
+    }};
+}
+
+fn ioctl(fd: i32, req: u32, arg: usize) -> SysResult {
+    sys::ioctl(fd, req as usize, arg)
+}
+
+/// /dev/kvm, made if the file system has no node for it; None where the kernel has no KVM.
+fn open_kvm() -> Result<Option<i32>, String> {
+    match sys::open("/dev/kvm", O_RDWR | O_CLOEXEC) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(ENOENT) => {
+            let p = CPath::new("/dev/kvm");
+            let dev = (10usize << 8) | 232;
+            sys::syscall(
+                MKNODAT,
+                &[AT_FDCWD as usize, p.ptr(), (S_IFCHR | 0o660) as usize, dev],
+            )
+            .map_err(|e| format!("mknod /dev/kvm: {e:?}"))?;
+            open_kvm()
+        }
+        Err(ENODEV | ENXIO) => Ok(None),
+        Err(e) => Err(format!("open /dev/kvm: {e:?}")),
+    }
+}
+
+macro_rules! kvm {
+    () => {
+        match open_kvm() {
+            Ok(Some(fd)) => fd,
+            Ok(None) => return ktap::skip("no KVM in this kernel"),
+            Err(e) => return Err(e),
+        }
+    };
+}
+
+fn has_sme_guests(kvm: i32) -> bool {
+    ioctl(kvm, k::KVM_CHECK_EXTENSION, m::KVM_CAP_ARM_SME as usize) == Ok(1)
+}
+
+fn has_sve_guests(kvm: i32) -> bool {
+    ioctl(kvm, k::KVM_CHECK_EXTENSION, ks::KVM_CAP_ARM_SVE as usize) == Ok(1)
+}
+
+/// Skips the calling test where the kernel offers no SME for guests.
+macro_rules! sme_or_skip {
+    ($kvm:expr) => {
+        if !has_sme_guests($kvm) {
+            let _ = sys::close($kvm);
+            return ktap::skip("no KVM_CAP_ARM_SME (252): no SME for guests");
+        }
+    };
+}
+
+fn get(vcpu: i32, id: u64, buf: &mut [u8]) -> SysResult {
+    let r = KvmOneReg {
+        id,
+        addr: buf.as_mut_ptr() as u64,
+    };
+    ioctl(vcpu, k::KVM_GET_ONE_REG, &r as *const _ as usize)
+}
+
+fn set(vcpu: i32, id: u64, buf: &[u8]) -> SysResult {
+    let r = KvmOneReg {
+        id,
+        addr: buf.as_ptr() as u64,
+    };
+    ioctl(vcpu, k::KVM_SET_ONE_REG, &r as *const _ as usize)
+}
+
+fn get64(vcpu: i32, id: u64) -> SysResult<u64> {
+    let mut b = [0u8; 8];
+    get(vcpu, id, &mut b).map(|_| u64::from_le_bytes(b))
+}
+
+fn set64(vcpu: i32, id: u64, v: u64) -> SysResult {
+    set(vcpu, id, &v.to_le_bytes())
+}
+
+fn finalize(vcpu: i32, what: i32) -> SysResult {
+    ioctl(
+        vcpu,
+        ks::KVM_ARM_VCPU_FINALIZE,
+        &what as *const i32 as usize,
+    )
+}
+
+fn vls_words(vcpu: i32, id: u64) -> SysResult<[u64; 8]> {
+    let mut b = [0u8; 64];
+    get(vcpu, id, &mut b)?;
+    Ok(core::array::from_fn(|i| {
+        u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap())
+    }))
+}
+
+fn set_vls(vcpu: i32, id: u64, w: [u64; 8]) -> SysResult {
+    let mut b = [0u8; 64];
+    for (c, v) in b.chunks_exact_mut(8).zip(w) {
+        c.copy_from_slice(&v.to_le_bytes());
+    }
+    set(vcpu, id, &b)
+}
+
+fn reg_list(vcpu: i32) -> SysResult<Vec<u64>> {
+    let mut list = vec![0u64; 2048];
+    list[0] = 2000;
+    ioctl(vcpu, k::KVM_GET_REG_LIST, list.as_mut_ptr() as usize)?;
+    let n = list[0] as usize;
+    Ok(list[1..1 + n].to_vec())
+}
+
+const PFR1: u64 = k::sysreg_id(3, 0, 0, 4, 1);
+const SMFR0: u64 = k::sysreg_id(3, 0, 0, 4, 5);
+
+/// A VM with guest RAM holding `code` and one vCPU initialised with `features` (besides PSCI
+/// 0.2), not finalized.
+struct Guest {
+    vm: i32,
+    vcpu: i32,
+    ram: *mut u8,
+    run: *mut u8,
+    run_size: usize,
+}
+
+impl Guest {
+    fn new(kvm: i32, code: &[u8], features: u32) -> Result<Guest, String> {
+        let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
+        let ram = t!(sys::mmap_anon(RAM_SIZE)) as *mut u8;
+        // SAFETY: a fresh private mapping of RAM_SIZE bytes, code shorter than DUMP.
+        unsafe { core::ptr::copy_nonoverlapping(code.as_ptr(), ram, code.len()) };
+        let region = KvmUserspaceMemoryRegion {
+            slot: 0,
+            flags: 0,
+            guest_phys_addr: RAM_IPA,
+            memory_size: RAM_SIZE as u64,
+            userspace_addr: ram as u64,
+        };
+        t!(ioctl(
+            vm,
+            k::KVM_SET_USER_MEMORY_REGION,
+            &region as *const _ as usize
+        ));
+        let vcpu = t!(ioctl(vm, k::KVM_CREATE_VCPU, 0)) as i32;
+        let run_size = t!(ioctl(kvm, k::KVM_GET_VCPU_MMAP_SIZE, 0));
+        let run = t!(sys::mmap(
+            0,
+            run_size,
+            PROT_READ | PROT_WRITE,
+            MAP_SHARED,
+            vcpu,
+            0
+        )) as *mut u8;
+        let g = Guest {
+            vm,
+            vcpu,
+            ram,
+            run,
+            run_size,
+        };
+        t!(g.init(features));
+        t!(set64(vcpu, CoreReg::Pc.id(), RAM_IPA));
+        t!(set64(vcpu, CoreReg::X(3).id(), RAM_IPA + DUMP as u64));
+        t!(set64(vcpu, CoreReg::X(10).id(), RAM_IPA + PATTERN as u64));
+        Ok(g)
+    }
+
+    fn init(&self, features: u32) -> SysResult {
+        let mut init = KvmVcpuInit::default();
+        ioctl(
+            self.vm,
+            k::KVM_ARM_PREFERRED_TARGET,
+            &mut init as *mut _ as usize,
+        )?;
+        init.features[0] |= 1 << k::KVM_ARM_VCPU_PSCI_0_2 | features;
+        ioctl(self.vcpu, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize)
+    }
+
+    fn ram(&self, off: usize, len: usize) -> &[u8] {
+        // SAFETY: inside the RAM mapping; the guest is not running (KVM_RUN returned).
+        unsafe { core::slice::from_raw_parts(self.ram.add(off), len) }
+    }
+
+    fn write_ram(&self, off: usize, bytes: &[u8]) {
+        // SAFETY: inside the RAM mapping (callers stay below RAM_SIZE); the guest is not
+        // running.
+        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ram.add(off), bytes.len()) };
+    }
+
+    /// Runs to the next exit, which must be an MMIO store to MMIO.
+    fn run_to_mmio(&self) -> TestResult {
+        t!(ioctl(self.vcpu, k::KVM_RUN, 0));
+        // SAFETY: inside the mapped kvm_run page.
+        let reason = unsafe { (self.run.add(k::run::EXIT_REASON) as *const u32).read_volatile() };
+        check_eq!(reason, k::KVM_EXIT_MMIO, "exit reason");
+        // SAFETY: as above.
+        let addr = unsafe { (self.run.add(k::run::MMIO_PHYS_ADDR) as *const u64).read_volatile() };
+        check_eq!(addr, MMIO, "MMIO address");
+        Ok(())
+    }
+}
+
+impl Drop for Guest {
+    fn drop(&mut self) {
+        let _ = sys::munmap(self.run as usize, self.run_size);
+        let _ = sys::munmap(self.ram as usize, RAM_SIZE);
+        let _ = sys::close(self.vcpu);
+        let _ = sys::close(self.vm);
+    }
+}
+
+const SME_BIT: u32 = 1 << m::KVM_ARM_VCPU_SME;
+const SVE_BIT: u32 = 1 << ks::KVM_ARM_VCPU_SVE;
+
+/// What Linux 7.3 (no SME for guests) and Svelt both answer, and Svelt's capability.
+fn capability_and_feature() -> TestResult {
+    let kvm = kvm!();
+    let cap = t!(ioctl(
+        kvm,
+        k::KVM_CHECK_EXTENSION,
+        m::KVM_CAP_ARM_SME as usize
+    ));
+    let g = t!(Guest::new(kvm, code!(guest_dump, guest_dump_end), 0));
+    // A vCPU without SME has none of its registers.
+    check_eq!(get64(g.vcpu, m::SVCR), Err(ENOENT));
+    check_eq!(get64(g.vcpu, m::TPIDR2_EL0), Err(ENOENT));
+    check_eq!(get64(g.vcpu, m::SMCR_EL1), Err(ENOENT));
+    check_eq!(vls_words(g.vcpu, m::KVM_REG_ARM64_SME_VLS), Err(ENOENT));
+    let ids = t!(reg_list(g.vcpu));
+    check!(!ids.contains(&m::SVCR) && !ids.contains(&m::KVM_REG_ARM64_SME_VLS));
+    // Its guest sees no SME.
+    check_eq!(t!(get64(g.vcpu, PFR1)) & m::PFR1_SME, 0);
+    check_eq!(t!(get64(g.vcpu, SMFR0)), 0);
+    let other = t!(ioctl(g.vm, k::KVM_CREATE_VCPU, 1)) as i32;
+    let mut init = KvmVcpuInit::default();
+    t!(ioctl(
+        g.vm,
+        k::KVM_ARM_PREFERRED_TARGET,
+        &mut init as *mut _ as usize
+    ));
+    init.features[0] |= SME_BIT;
+    let r = ioctl(other, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize);
+    let _ = sys::close(other);
+    // The feature differs from the VM's first vCPU (EINVAL); a kernel without SME for guests
+    // knows no bit 10 (ENOENT, its check of the valid features comes first).
+    check_eq!(r, Err(if cap == 0 { ENOENT } else { EINVAL }));
+    drop(g);
+    if cap == 0 {
+        // Linux 7.3: bit 10 is past KVM_VCPU_VALID_FEATURES (kvm_vcpu_init_check_features).
+        let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
+        let vcpu = t!(ioctl(vm, k::KVM_CREATE_VCPU, 0)) as i32;
+        t!(ioctl(
+            vm,
+            k::KVM_ARM_PREFERRED_TARGET,
+            &mut init as *mut _ as usize
+        ));
+        init.features[0] |= SME_BIT;
+        let r = ioctl(vcpu, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize);
+        let _ = (sys::close(vcpu), sys::close(vm), sys::close(kvm));
+        check_eq!(r, Err(ENOENT), "KVM_ARM_VCPU_SME without the capability");
+        return Ok(());
+    }
+    check_eq!(cap, 1);
+    check!(
+        svelt_user::sme::has_sme(),
+        "SME for guests on a host without SME"
+    );
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
+/// SME_VLS before and after finalize, finalize's errors, and the ZA/ZT0 errors in the series'
+/// order (ENOENT, EINVAL, EBUSY, EPERM).
+fn lengths_and_finalize() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let g = t!(Guest::new(kvm, code!(guest_dump, guest_dump_end), SME_BIT));
+    let vcpu = g.vcpu;
+    // SME without SVE: no SVE_VLS, no Z registers outside streaming mode.
+    check_eq!(vls_words(vcpu, ks::KVM_REG_ARM64_SVE_VLS), Err(ENOENT));
+    let host = t!(vls_words(vcpu, m::KVM_REG_ARM64_SME_VLS))[0];
+    check!(host != 0, "no SME length offered");
+    let expected: u64 = svelt_user::sme::sme_vls()
+        .iter()
+        .map(|vl| 1u64 << (vl / 16 - 1))
+        .sum();
+    check_eq!(
+        host,
+        expected,
+        "SME_VLS of a fresh vCPU (the host's lengths)"
+    );
+    let max_vq = 64 - host.leading_zeros() as u64;
+    check_eq!(set_vls(vcpu, m::KVM_REG_ARM64_SME_VLS, [0; 8]), Err(EINVAL));
+    check_eq!(
+        set_vls(
+            vcpu,
+            m::KVM_REG_ARM64_SME_VLS,
+            [host | 1 << max_vq, 0, 0, 0, 0, 0, 0, 0]
+        ),
+        Err(EINVAL)
+    );
+    check_eq!(
+        set_vls(
+            vcpu,
+            m::KVM_REG_ARM64_SME_VLS,
+            [host, 0, 0, 0, 0, 0, 0, 1 << 63]
+        ),
+        Err(EINVAL)
+    );
+    let low = host & host.wrapping_neg();
+    if host != low {
+        // A set with a hole (the largest without the smallest) cannot be had.
+        check_eq!(
+            set_vls(
+                vcpu,
+                m::KVM_REG_ARM64_SME_VLS,
+                [host & !low, 0, 0, 0, 0, 0, 0, 0]
+            ),
+            Err(EINVAL)
+        );
+    }
+    t!(set_vls(
+        vcpu,
+        m::KVM_REG_ARM64_SME_VLS,
+        [low, 0, 0, 0, 0, 0, 0, 0]
+    ));
+    check_eq!(t!(vls_words(vcpu, m::KVM_REG_ARM64_SME_VLS))[0], low);
+    // Before finalize: no run, no list; ZA EBUSY while SVCR.ZA is 0, then EPERM.
+    let mut b = [0u8; 256];
+    check_eq!(ioctl(vcpu, k::KVM_RUN, 0), Err(EPERM));
+    check_eq!(reg_list(vcpu), Err(EPERM));
+    check_eq!(get(vcpu, m::za_row(0, 0), &mut b), Err(EBUSY));
+    check_eq!(get(vcpu, m::za_row(0, 1), &mut b), Err(ENOENT));
+    check_eq!(set64(vcpu, m::SVCR, 4), Err(EINVAL));
+    t!(set64(vcpu, m::SVCR, m::SVCR_ZA));
+    check_eq!(get(vcpu, m::za_row(0, 0), &mut b), Err(EPERM));
+    let svl = 16 * (64 - low.leading_zeros() as u64);
+    check_eq!(get(vcpu, m::za_row(svl, 0), &mut b), Err(EINVAL));
+    check_eq!(finalize(vcpu, 0), Err(EINVAL));
+    t!(finalize(vcpu, m::KVM_ARM_VCPU_VEC));
+    check_eq!(finalize(vcpu, m::KVM_ARM_VCPU_VEC), Err(EPERM));
+    check_eq!(
+        set_vls(vcpu, m::KVM_REG_ARM64_SME_VLS, [low, 0, 0, 0, 0, 0, 0, 0]),
+        Err(EPERM)
+    );
+    t!(get(vcpu, m::za_row(svl - 1, 0), &mut b));
+    check!(b.iter().all(|&x| x == 0), "ZA after SVCR.ZA 0->1 is zero");
+    // SMPRI_EL1: no priorities (0 only).
+    check_eq!(t!(get64(vcpu, m::SMPRI_EL1)), 0);
+    check_eq!(set64(vcpu, m::SMPRI_EL1, 1), Err(EINVAL));
+    t!(set64(vcpu, m::SMPRI_EL1, 0));
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
+/// The VM's ID registers say SME (as the host) once its vCPUs have it; FA64 and SME2 can be
+/// taken away (then FFR in streaming mode, and ZT0, are gone), not added.
+fn id_registers() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let g = t!(Guest::new(kvm, code!(guest_dump, guest_dump_end), SME_BIT));
+    let vcpu = g.vcpu;
+    let pfr1 = t!(get64(vcpu, PFR1));
+    let smfr0 = t!(get64(vcpu, SMFR0));
+    let host_sme = (svelt_user::sme::id_aa64pfr1() & m::PFR1_SME) >> m::PFR1_SME_SHIFT;
+    check_eq!(
+        (pfr1 & m::PFR1_SME) >> m::PFR1_SME_SHIFT,
+        host_sme,
+        "PFR1.SME"
+    );
+    check_eq!(
+        smfr0 & m::SMFR0_FA64 != 0,
+        svelt_user::sme::has_fa64(),
+        "FA64"
+    );
+    check_eq!(set64(vcpu, PFR1, pfr1 & !m::PFR1_SME), Err(EINVAL));
+    check_eq!(
+        set64(vcpu, PFR1, pfr1 + (1 << m::PFR1_SME_SHIFT)),
+        Err(EINVAL)
+    );
+    if smfr0 & m::SMFR0_FA64 == 0 {
+        check_eq!(set64(vcpu, SMFR0, smfr0 | m::SMFR0_FA64), Err(EINVAL));
+    }
+    t!(set64(vcpu, SMFR0, smfr0 & !m::SMFR0_FA64));
+    if host_sme >= 2 {
+        t!(set64(
+            vcpu,
+            PFR1,
+            pfr1 & !m::PFR1_SME | 1 << m::PFR1_SME_SHIFT
+        ));
+    }
+    t!(finalize(vcpu, m::KVM_ARM_VCPU_VEC));
+    t!(set64(vcpu, m::SVCR, m::SVCR_SM | m::SVCR_ZA));
+    let mut b = [0u8; 256];
+    check_eq!(
+        get(vcpu, ks::ffr(0), &mut b),
+        Err(ENOENT),
+        "FFR without FA64"
+    );
+    check_eq!(get(vcpu, m::ZT0, &mut b), Err(ENOENT), "ZT0 without SME2");
+    t!(get(vcpu, ks::zreg(0, 0), &mut b));
+    let ids = t!(reg_list(vcpu));
+    check!(!ids.contains(&ks::ffr(0)) && !ids.contains(&m::ZT0));
+    check!(ids.contains(&ks::zreg(31, 0)) && ids.contains(&m::za_row(0, 0)));
+    check!(!ids.contains(&ks::KVM_REG_ARM64_SVE_VLS));
+    // Streaming mode hides the V registers of a vCPU without SVE.
+    check_eq!(get(vcpu, CoreReg::V(0).id(), &mut b), Err(EINVAL));
+    t!(set64(vcpu, m::SVCR, 0));
+    t!(get(vcpu, CoreReg::V(0).id(), &mut b));
+    check_eq!(get(vcpu, ks::zreg(0, 0), &mut b), Err(ENOENT));
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
+/// Every new register round-trips through SET/GET_ONE_REG at each SME length the host offers,
+/// with random values, and the guest, running streaming code, sees them; what the guest
+/// changes comes back.
+fn round_trips_with_a_streaming_guest() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let sve = if has_sve_guests(kvm) { SVE_BIT } else { 0 };
+    let mut seed = [0u8; 8];
+    t!(sys::getrandom(&mut seed, 0));
+    let mut rng = Rng(u64::from_le_bytes(seed) | 1);
+    let fa64 = svelt_user::sme::has_fa64();
+    let sme2 = svelt_user::sme::has_sme2();
+    let lens = svelt_user::sme::sme_vls();
+    for &svl in &lens {
+        let g = t!(Guest::new(
+            kvm,
+            code!(guest_dump, guest_dump_end),
+            SME_BIT | sve
+        ));
+        let vcpu = g.vcpu;
+        let host = t!(vls_words(vcpu, m::KVM_REG_ARM64_SME_VLS))[0];
+        let prefix = host & ((1u64 << (svl / 16)) - 1);
+        t!(set_vls(
+            vcpu,
+            m::KVM_REG_ARM64_SME_VLS,
+            [prefix, 0, 0, 0, 0, 0, 0, 0]
+        ));
+        t!(finalize(vcpu, m::KVM_ARM_VCPU_VEC));
+        t!(set64(vcpu, CoreReg::X(9).id(), sme2 as u64));
+        let smcr = 0x1ff | if fa64 { SMCR_FA64 } else { 0 } | if sme2 { SMCR_EZT0 } else { 0 };
+        t!(set64(vcpu, m::SMCR_EL1, smcr));
+        t!(set64(vcpu, m::SVCR, m::SVCR_SM | m::SVCR_ZA));
+        let tpidr2 = rng.next();
+        t!(set64(vcpu, m::TPIDR2_EL0, tpidr2));
+        let mut fill = |n: usize| -> Vec<u8> { (0..n).map(|_| rng.next() as u8).collect() };
+        let za: Vec<Vec<u8>> = (0..svl).map(|_| fill(svl)).collect();
+        let z: Vec<Vec<u8>> = (0..32).map(|_| fill(svl)).collect();
+        let p: Vec<Vec<u8>> = (0..17).map(|_| fill(svl / 8)).collect();
+        let zt0 = fill(64);
+        let mut b = [0u8; 256];
+        for (n, row) in za.iter().enumerate() {
+            b[..svl].copy_from_slice(row);
+            t!(set(vcpu, m::za_row(n as u64, 0), &b));
+        }
+        for (n, v) in z.iter().enumerate() {
+            b[..svl].copy_from_slice(v);
+            t!(set(vcpu, ks::zreg(n as u64, 0), &b));
+        }
+        for (n, v) in p.iter().enumerate() {
+            b[..32].fill(0);
+            b[..svl / 8].copy_from_slice(v);
+            let id = if n == 16 {
+                ks::ffr(0)
+            } else {
+                ks::preg(n as u64, 0)
+            };
+            if n == 16 && !fa64 {
+                check_eq!(set(vcpu, id, &b[..32]), Err(ENOENT));
+                continue;
+            }
+            t!(set(vcpu, id, &b[..32]));
+        }
+        if sme2 {
+            t!(set(vcpu, m::ZT0, &zt0));
+        } else {
+            check_eq!(set(vcpu, m::ZT0, &zt0), Err(ENOENT));
+        }
+        // Read back before the guest runs.
+        for (n, row) in za.iter().enumerate() {
+            t!(get(vcpu, m::za_row(n as u64, 0), &mut b));
+            check!(b[..svl] == row[..], "ZA row {n} at SVL {svl}");
+            check!(b[svl..].iter().all(|&x| x == 0));
+        }
+        for (n, v) in z.iter().enumerate() {
+            t!(get(vcpu, ks::zreg(n as u64, 0), &mut b));
+            check!(b[..svl] == v[..], "Z{n} at SVL {svl}");
+        }
+        for (n, v) in p.iter().enumerate().take(if fa64 { 17 } else { 16 }) {
+            let id = if n == 16 {
+                ks::ffr(0)
+            } else {
+                ks::preg(n as u64, 0)
+            };
+            t!(get(vcpu, id, &mut b[..32]));
+            check!(b[..svl / 8] == v[..], "P{n} at SVL {svl}");
+        }
+        if sme2 {
+            let mut zb = [0u8; 64];
+            t!(get(vcpu, m::ZT0, &mut zb));
+            check!(zb[..] == zt0[..], "ZT0");
+        }
+        check_eq!(t!(get64(vcpu, m::TPIDR2_EL0)), tpidr2);
+        check_eq!(t!(get64(vcpu, m::SMCR_EL1)), smcr);
+        let ids = t!(reg_list(vcpu));
+        let rows = ids
+            .iter()
+            .filter(|&&id| id & !0x1fe0 == m::za_row(0, 0))
+            .count();
+        check_eq!(rows, svl, "ZA rows listed");
+        check_eq!(ids.contains(&m::ZT0), sme2);
+        check_eq!(ids.contains(&ks::ffr(0)), fa64);
+        for id in m::SYSREGS {
+            check!(ids.contains(&id), "{id:#x} listed");
+        }
+        // The guest sees them.
+        t!(g.run_to_mmio());
+        check_eq!(
+            t!(get64(vcpu, CoreReg::X(4).id())),
+            svl as u64,
+            "guest's SVL"
+        );
+        check_eq!(t!(get64(vcpu, CoreReg::X(5).id())), 3, "guest's SVCR");
+        check_eq!(
+            t!(get64(vcpu, CoreReg::X(6).id())),
+            tpidr2,
+            "guest's TPIDR2"
+        );
+        // SMCR_EL1 as the VMM set it (LEN keeps its 4 bits; SMCR_EL2 caps the SVL).
+        check_eq!(
+            t!(get64(vcpu, CoreReg::X(7).id())),
+            smcr & m::SMCR_LOADED,
+            "guest's SMCR"
+        );
+        check!(g.ram(DUMP, svl) == &z[0][..], "guest's Z0 at SVL {svl}");
+        check!(g.ram(DUMP + 0x100, svl / 8) == &p[0][..], "guest's P0");
+        for (n, row) in za.iter().enumerate() {
+            check!(
+                g.ram(DUMP + 0x1000 + n * svl, svl) == &row[..],
+                "guest's ZA row {n}"
+            );
+        }
+        if sme2 {
+            check!(g.ram(DUMP + 0x200, 64) == &zt0[..], "guest's ZT0");
+        }
+        // What the guest changes comes back.
+        t!(g.run_to_mmio());
+        check_eq!(t!(get64(vcpu, m::SVCR)), 3);
+        check_eq!(t!(get64(vcpu, m::TPIDR2_EL0)), 0x1234);
+        t!(get(vcpu, ks::zreg(0, 0), &mut b));
+        let want: Vec<u8> = z[0].iter().map(|x| x.wrapping_add(1)).collect();
+        check!(b[..svl] == want[..], "Z0 + 1 from the guest");
+        for n in 0..svl {
+            t!(get(vcpu, m::za_row(n as u64, 0), &mut b));
+            check!(
+                b[..svl].iter().all(|&x| x == 0),
+                "ZA row {n} zeroed by the guest"
+            );
+        }
+        // SVCR writes: leaving streaming mode zeroes the vectors; ZA off hides ZA.
+        t!(set64(vcpu, m::SVCR, m::SVCR_ZA));
+        check_eq!(get(vcpu, m::ZT0, &mut b[..64]).is_ok(), sme2);
+        t!(set64(vcpu, m::SVCR, 0));
+        check_eq!(get(vcpu, m::za_row(0, 0), &mut b), Err(EBUSY));
+    }
+    println!("# round trips at SVL {lens:?} (FA64 {fa64}, SME2 {sme2})");
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
+/// The host's ZA (the VMM thread's own) with `pattern` in every row, ZA on.
+fn host_za_set(pattern: &[u8]) {
+    let svl = svelt_user::sme::rdsvl();
+    // SAFETY: SMSTART ZA and LDR ZA touch only ZA; `pattern` holds svl bytes.
+    unsafe {
+        core::arch::asm!(
+            ".arch_extension sme",
+            "smstart za",
+            "mov w12, #0",
+            "2:",
+            "ldr za[w12, 0], [{p}]",
+            "add w12, w12, #1",
+            "cmp x12, {n}",
+            "b.lt 2b",
+            p = in(reg) pattern.as_ptr(),
+            n = in(reg) svl,
+            out("x12") _,
+            options(nostack),
+        )
+    };
+}
+
+/// The host's ZA rows, then ZA off.
+fn host_za_take() -> Vec<u8> {
+    let svl = svelt_user::sme::rdsvl();
+    let mut v = vec![0u8; svl * svl];
+    // SAFETY: STR ZA writes svl rows of svl bytes into v; PSTATE.ZA is on (host_za_set).
+    unsafe {
+        core::arch::asm!(
+            ".arch_extension sme",
+            "mov w12, #0",
+            "2:",
+            "str za[w12, 0], [{p}]",
+            "add {p}, {p}, {n}",
+            "add w12, w12, #1",
+            "cmp x12, {n}",
+            "b.lt 2b",
+            "smstop za",
+            p = inout(reg) v.as_mut_ptr() => _,
+            n = in(reg) svl,
+            out("x12") _,
+            options(nostack),
+        )
+    };
+    v
+}
+
+/// A guest's first SME use reads zero, with the VMM's own ZA full and another guest's ZA and
+/// ZT0 left full before it; the VMM gets its own ZA back, never a guest's.
+fn first_use_and_no_leaks() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let sme2 = svelt_user::sme::has_sme2();
+    let guest_pattern: Vec<u8> = (0..256).map(|i| 0xa0 ^ i as u8).collect();
+    let host_pattern: Vec<u8> = (0..256).map(|i| 0x3c ^ (i as u8).wrapping_mul(7)).collect();
+    for round in 0..2 {
+        let g = t!(Guest::new(
+            kvm,
+            code!(guest_first, guest_first_end),
+            SME_BIT
+        ));
+        t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
+        t!(set64(g.vcpu, CoreReg::X(9).id(), sme2 as u64));
+        let smcr = 0x1ff | if sme2 { SMCR_EZT0 } else { 0 };
+        t!(set64(g.vcpu, m::SMCR_EL1, smcr));
+        g.write_ram(PATTERN, &guest_pattern);
+        // The VMM's own ZA is live across KVM_RUN (syscalls keep ZA).
+        host_za_set(&host_pattern);
+        let r = g.run_to_mmio();
+        let host = host_za_take();
+        r?;
+        let svl = t!(get64(g.vcpu, CoreReg::X(4).id())) as usize;
+        let hsvl = svelt_user::sme::rdsvl();
+        check!(
+            host.chunks(hsvl).all(|row| row == &host_pattern[..hsvl]),
+            "round {round}: the VMM's ZA changed across KVM_RUN"
+        );
+        check_eq!(
+            t!(get64(g.vcpu, CoreReg::X(5).id())),
+            3,
+            "SVCR after SMSTART"
+        );
+        check!(
+            g.ram(DUMP, svl).iter().all(|&x| x == 0),
+            "round {round}: streaming Z0 at first use"
+        );
+        check!(g.ram(DUMP + 0x100, svl / 8).iter().all(|&x| x == 0));
+        check!(
+            g.ram(DUMP + 0x1000, svl * svl).iter().all(|&x| x == 0),
+            "round {round}: ZA at first use"
+        );
+        if sme2 {
+            check!(g.ram(DUMP + 0x200, 64).iter().all(|&x| x == 0), "ZT0");
+        }
+        // The guest fills ZA (and ZT0) and exits with them live; the VMM's ZA is its own.
+        host_za_set(&host_pattern);
+        let r = g.run_to_mmio();
+        let host = host_za_take();
+        r?;
+        check!(
+            host.chunks(hsvl).all(|row| row == &host_pattern[..hsvl]),
+            "the VMM saw the guest's ZA"
+        );
+        let mut b = [0u8; 256];
+        t!(get(g.vcpu, m::za_row(svl as u64 - 1, 0), &mut b));
+        check!(b[..svl] == guest_pattern[..svl], "the guest's ZA saved");
+        // The next round's new VM must not see this one's ZA.
+    }
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
+/// /proc/svelt/fpstat counts guest SME saves and restores apart (Svelt only).
+fn fpstat_counts() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let _ = sys::close(kvm);
+    let count = |name: &str| -> Option<u64> {
+        let text = io::read_file("/proc/svelt/fpstat").ok()?;
+        let text = String::from_utf8_lossy(&text).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+    };
+    let (Some(s0), Some(r0)) = (count("guest_sme_saves "), count("guest_sme_restores ")) else {
+        return Err("no guest_sme_ lines in /proc/svelt/fpstat".into());
+    };
+    first_use_and_no_leaks()?;
+    let (s1, r1) = (
+        count("guest_sme_saves ").unwrap_or(0),
+        count("guest_sme_restores ").unwrap_or(0),
+    );
+    // Each round: a save at each exit with ZA live (two), a restore at the second entry's
+    // first SME use.
+    check!(s1 >= s0 + 4, "guest SME saves {s0} -> {s1}");
+    check!(r1 >= r0 + 2, "guest SME restores {r0} -> {r1}");
+    Ok(())
+}
+
+fn main(_a: &rt::Args) -> i32 {
+    mount_when_init();
+    ktap::run(&[
+        ("capability_and_feature", capability_and_feature),
+        ("lengths_and_finalize", lengths_and_finalize),
+        ("id_registers", id_registers),
+        (
+            "round_trips_with_a_streaming_guest",
+            round_trips_with_a_streaming_guest,
+        ),
+        ("first_use_and_no_leaks", first_use_and_no_leaks),
+        ("fpstat_counts", fpstat_counts),
+    ])
+}
+
+entry!(main);
