@@ -129,6 +129,8 @@ pub fn check_extension(cap: u64) -> usize {
         // Only the feature ID range (KVM_ARM_FEATURE_ID_RANGE).
         svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_SUPPORTED_REG_MASK_RANGES => 1,
         k::KVM_CAP_ARM_INJECT_SERROR_ESR => inject::has_ras() as usize,
+        // The vGICv3 needs the CPU's GICv3 system registers (Linux's vgic_present).
+        k::KVM_CAP_IRQCHIP => crate::arch::guest::ich_vtr().is_some() as usize,
         k::KVM_CAP_NR_VCPUS => crate::percpu::online_count().min(k::KVM_MAX_VCPUS),
         k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
         k::KVM_CAP_COALESCED_MMIO => k::KVM_COALESCED_MMIO_PAGE_OFFSET,

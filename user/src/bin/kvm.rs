@@ -964,6 +964,9 @@ fn guest_sees_no_sve_or_sme() -> TestResult {
     // No in-kernel GIC was made: the GIC system registers are not offered.
     check_eq!((pfr0 >> 24) & 0xf, 0, "GIC in ID_AA64PFR0_EL1 {pfr0:#x}");
     check_eq!((pfr1 >> 24) & 0xf, 0, "SME in ID_AA64PFR1_EL1 {pfr1:#x}");
+    // CSV2 and CSV3 say only "not affected" (1), never a later CSV2 level.
+    check!((pfr0 >> 56) & 0xf <= 1, "CSV2 in ID_AA64PFR0_EL1 {pfr0:#x}");
+    check!((pfr0 >> 60) & 0xf <= 1, "CSV3 in ID_AA64PFR0_EL1 {pfr0:#x}");
     check_eq!(get_reg(g.vcpu, x(6)), Ok(0), "ID_AA64ZFR0_EL1");
     check_eq!(get_reg(g.vcpu, x(7)), Ok(0), "ID_AA64SMFR0_EL1");
     Ok(())
@@ -2518,6 +2521,8 @@ fn irqfd_and_ioeventfd() -> TestResult {
     check_eq!(cap(e::KVM_CAP_IOEVENTFD), Ok(1), "KVM_CAP_IOEVENTFD");
     check_eq!(cap(e::KVM_CAP_IOEVENTFD_ANY_LENGTH), Ok(1));
     check_eq!(cap(e::KVM_CAP_IRQ_ROUTING), Ok(4096), "KVM_CAP_IRQ_ROUTING");
+    // QEMU's virt machine here has a GICv3, so the vGIC can be made.
+    check_eq!(cap(k::KVM_CAP_IRQCHIP), Ok(1), "KVM_CAP_IRQCHIP");
     let g = t!(Guest::new(kvm, code!(guest_eventfd, guest_eventfd_end)));
     let (io, irq, resample) = (t!(eventfd()), t!(eventfd()), t!(eventfd()));
     let ioev = |addr: u64, len: u32, fd: i32, flags: u32, datamatch: u64| {
