@@ -46,6 +46,8 @@ pub const KVM_GET_VCPU_EVENTS: u32 = ior(KVMIO, 0x9f, 64);
 pub const KVM_SET_VCPU_EVENTS: u32 = iow(KVMIO, 0xa0, 64);
 
 // ---- capabilities (KVM_CHECK_EXTENSION) ----
+/// An in-kernel interrupt controller can be made (on arm64: the vGIC).
+pub const KVM_CAP_IRQCHIP: u64 = 0;
 pub const KVM_CAP_USER_MEMORY: u64 = 3;
 pub const KVM_CAP_NR_VCPUS: u64 = 9;
 pub const KVM_CAP_NR_MEMSLOTS: u64 = 10;
@@ -1084,9 +1086,21 @@ pub fn guest_id_reg(crm: u8, op2: u8, host: u64) -> u64 {
         Some(h) => host & !h.2,
         None => host,
     };
-    if (crm, op2) == (4, 0) && v & ID_AA64PFR0_GIC != 0 {
-        // A GICv3 CPU interface (GICv4.1's system registers are the same to a guest).
-        return (v & !ID_AA64PFR0_GIC) | (1 << 24);
+    if (crm, op2) == (4, 0) {
+        // A CPU that is not affected by Spectre-v2 or Meltdown says so with CSV2 and CSV3 at
+        // 1 (FEAT_CSV2, FEAT_CSV3), whatever later CSV2 level it has (Linux's
+        // sanitise_id_aa64pfr0_el1).
+        let mut v = v;
+        for sh in [ID_AA64PFR0_CSV2_SHIFT, ID_AA64PFR0_CSV3_SHIFT] {
+            if (v >> sh) & 0xf != 0 {
+                v = (v & !(0xf << sh)) | (1 << sh);
+            }
+        }
+        if v & ID_AA64PFR0_GIC != 0 {
+            // A GICv3 CPU interface (GICv4.1's system registers are the same to a guest).
+            return (v & !ID_AA64PFR0_GIC) | (1 << 24);
+        }
+        return v;
     }
     // The debug architecture a guest is offered stops at Armv8.8 (ID_AA64DFR0_EL1.DebugVer,
     // ID_DFR0_EL1.CopDbg), as Linux's sanitise_id_aa64dfr0_el1 and read_sanitised_id_dfr0_el1.
@@ -1105,6 +1119,9 @@ pub fn guest_id_reg(crm: u8, op2: u8, host: u64) -> u64 {
 
 /// ID_AA64PFR0_EL1.GIC: the GIC CPU interface's system registers.
 pub const ID_AA64PFR0_GIC: u64 = 0xf << 24;
+/// ID_AA64PFR0_EL1.CSV2 and CSV3.
+pub const ID_AA64PFR0_CSV2_SHIFT: u32 = 56;
+pub const ID_AA64PFR0_CSV3_SHIFT: u32 = 60;
 
 #[cfg(test)]
 mod tests {
@@ -1296,6 +1313,12 @@ mod tests {
         let pfr0 = 0x0000_0001_1111_0011; // SVE = 1, GIC = 1, EL0/EL1 AArch64
         assert_eq!(guest_id_reg(4, 0, pfr0), 0x0000_0000_1111_0011);
         assert_eq!(guest_id_reg(4, 0, 0x0300_0011), 0x0100_0011);
+        // CSV2 = 3 (FEAT_CSV2_3), CSV3 = 1: both shown as 1; 0 stays 0.
+        assert_eq!(
+            guest_id_reg(4, 0, 0x1300_0000_0000_0011),
+            0x1100_0000_0000_0011
+        );
+        assert_eq!(guest_id_reg(4, 0, 0x0000_0000_0000_0011), 0x11);
         let pfr1 = 0x0000_0000_0200_0021; // SME = 2, MTE = 0, BT = 1, SSBS = 2
         assert_eq!(guest_id_reg(4, 1, pfr1), 0x21);
         assert_eq!(guest_id_reg(4, 5, u64::MAX), 0);

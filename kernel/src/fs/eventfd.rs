@@ -6,6 +6,7 @@
 
 use super::{epoll, Caller, File, FileOps};
 use crate::task::wait::WaitQueue;
+use alloc::sync::Arc;
 use core::any::Any;
 use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -14,11 +15,21 @@ use svelt_abi::uapi::fs::{POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
 /// The largest value the counter holds.
 const MAX: u64 = u64::MAX - 1;
 
+/// A kernel listener that takes an eventfd's signals before any reader sees them (KVM's irqfd:
+/// Linux's exclusive priority waiter on the eventfd's wait queue).
+pub trait EventHook: Send + Sync {
+    /// The counter went up: the hook may take it (`EventFd::take`).
+    fn signalled(&self, ef: &EventFd);
+    /// Whether the hook still listens (a dead one may be replaced).
+    fn alive(&self) -> bool;
+}
+
 pub struct EventFd {
     count: Mutex<u64>,
     semaphore: bool,
     readable: WaitQueue,
     writable: WaitQueue,
+    hook: Mutex<Option<Arc<dyn EventHook>>>,
 }
 
 impl EventFd {
@@ -28,6 +39,56 @@ impl EventFd {
             semaphore,
             readable: WaitQueue::new(),
             writable: WaitQueue::new(),
+            hook: Mutex::new(None),
+        }
+    }
+
+    /// Attaches `h` as the one hook; EBUSY while another live one is there.
+    pub fn set_hook(&self, h: Arc<dyn EventHook>) -> SysResult<()> {
+        let mut hook = self.hook.lock();
+        if hook.as_ref().is_some_and(|o| o.alive()) {
+            return Err(Errno::EBUSY);
+        }
+        *hook = Some(h);
+        Ok(())
+    }
+
+    /// Detaches the hook if it is `h`.
+    pub fn clear_hook(&self, h: &Arc<dyn EventHook>) {
+        let mut hook = self.hook.lock();
+        if hook.as_ref().is_some_and(|o| Arc::ptr_eq(o, h)) {
+            *hook = None;
+        }
+    }
+
+    /// Whether the counter is above 0 now.
+    pub fn ready(&self) -> bool {
+        *self.count.lock() > 0
+    }
+
+    /// Takes the whole counter (eventfd_ctx_do_read), waking writers.
+    pub fn take(&self) -> u64 {
+        let v = core::mem::take(&mut *self.count.lock());
+        if v != 0 {
+            self.changed();
+        }
+        v
+    }
+
+    /// Adds `n`, stopping at the largest value (eventfd_signal), from inside the kernel.
+    pub fn signal(&self, n: u64) {
+        {
+            let mut c = self.count.lock();
+            *c += n.min(MAX - *c);
+        }
+        self.notify_hook();
+        self.changed();
+    }
+
+    fn notify_hook(&self) {
+        let hook = self.hook.lock().clone();
+        if let Some(h) = hook {
+            h.signalled(self);
         }
     }
 
@@ -87,6 +148,7 @@ impl FileOps for EventFd {
             })
             .map_err(|_| Errno::ERESTARTSYS)??;
         if v != 0 {
+            self.notify_hook();
             self.changed();
         }
         Ok(8)

@@ -549,8 +549,12 @@ fn abort(
         }
         data = v.to_le_bytes();
     }
-    // A write in a coalesced zone with room in the ring is done here (kvm_io_bus_write).
-    if access.write && vm.coalesced.write(ipa, &data[..access.len as usize]) {
+    // A write an ioeventfd takes, or one in a coalesced zone with room in the ring, is done
+    // here (kvm_io_bus_write).
+    if access.write
+        && (super::eventfd::mmio_write(vm, ipa, access.len, u64::from_le_bytes(data))
+            || vm.coalesced.write(ipa, &data[..access.len as usize]))
+    {
         vcpu.stats.inc(stat::MMIO_EXIT_KERNEL);
         st.regs.pc += 4;
         return Ok(Next::Enter);

@@ -10,6 +10,7 @@
 //! - `smccc`: the VM's SMCCC filter (calls the VMM denies or answers).
 //! - `pvtime`: stolen time for guests (PV_TIME_ST).
 //! - `coalesced`: MMIO writes queued in a ring instead of exiting.
+//! - `eventfd`: irqfds, ioeventfds and the GSI routing.
 //! - `stats`: the binary statistics files (KVM_GET_STATS_FD).
 //! - `sme`: SME for guests (the vCPU feature, streaming lengths, SVCR, ZA and ZT0, ID registers).
 //! - `sve`: SVE for guests (the vCPU feature, its registers, their lazy switch).
@@ -20,6 +21,7 @@
 //! EL2 with VHE offers the device (at EL1 there is no hypervisor to be).
 
 mod coalesced;
+pub(crate) mod eventfd;
 mod exit;
 mod inject;
 mod pvtime;
@@ -39,6 +41,7 @@ use core::any::Any;
 use core::sync::atomic::{AtomicU64, Ordering};
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::kvm as k;
+use svelt_abi::uapi::kvm_eventfd as ke;
 
 /// Guest exits of every kind, MMIO exits to a VMM, WFI sleeps, guest FP loads (/proc/svelt/kvm).
 pub static EXITS: AtomicU64 = AtomicU64::new(0);
@@ -123,10 +126,17 @@ pub fn check_extension(cap: u64) -> usize {
         | k::KVM_CAP_BINARY_STATS_FD
         | k::KVM_CAP_VCPU_EVENTS
         | k::KVM_CAP_ARM_INJECT_EXT_DABT
-        | svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS => 1,
+        | svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS
+        | ke::KVM_CAP_IRQFD
+        | ke::KVM_CAP_IRQFD_RESAMPLE
+        | ke::KVM_CAP_IOEVENTFD
+        | ke::KVM_CAP_IOEVENTFD_ANY_LENGTH => 1,
+        ke::KVM_CAP_IRQ_ROUTING => ke::KVM_MAX_IRQ_ROUTES as usize,
         // Only the feature ID range (KVM_ARM_FEATURE_ID_RANGE).
         svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_SUPPORTED_REG_MASK_RANGES => 1,
         k::KVM_CAP_ARM_INJECT_SERROR_ESR => inject::has_ras() as usize,
+        // The vGICv3 needs the CPU's GICv3 system registers (Linux's vgic_present).
+        k::KVM_CAP_IRQCHIP => crate::arch::guest::ich_vtr().is_some() as usize,
         k::KVM_CAP_NR_VCPUS => crate::percpu::online_count().min(k::KVM_MAX_VCPUS),
         k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
         k::KVM_CAP_COALESCED_MMIO => k::KVM_COALESCED_MMIO_PAGE_OFFSET,

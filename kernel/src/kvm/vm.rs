@@ -25,6 +25,7 @@ use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::fs::O_RDWR;
 use svelt_abi::uapi::kvm::{self as k, KvmUserspaceMemoryRegion, KvmVcpuInit, SlotChange};
+use svelt_abi::uapi::kvm_eventfd as ke;
 use svelt_abi::uapi::kvm_idregs as ki;
 
 /// VMs alive now, and VMIDs given out (/proc/svelt/kvm).
@@ -130,6 +131,8 @@ pub struct Vm {
     pub vgic: Mutex<Option<super::vgic::Vgic>>,
     /// Zones of coalesced MMIO writes and their ring.
     pub coalesced: super::coalesced::Coalesced,
+    /// The GSI routing, irqfds and ioeventfds.
+    pub events: super::eventfd::VmEvents,
     /// The VM is dead (kvm_vm_dead): every ioctl on it, its vCPUs and its devices is EIO.
     pub dead: AtomicBool,
     /// The vCPU features of the VM's first KVM_ARM_VCPU_INIT, less POWER_OFF: every vCPU has
@@ -209,6 +212,7 @@ impl Vm {
             stats: VmStats::new(),
             vgic: Mutex::new(None),
             coalesced: super::coalesced::Coalesced::new()?,
+            events: super::eventfd::VmEvents::default(),
             dead: AtomicBool::new(false),
             vcpu_features: Mutex::new(None),
         });
@@ -508,6 +512,9 @@ impl FileOps for VmFile {
                 self.vm.coalesced.ioctl(cmd, arg)
             }
             svelt_abi::uapi::kvm_vgic::KVM_IRQ_LINE => super::vgic::irq_line(&self.vm, arg),
+            ke::KVM_IRQFD => super::eventfd::irqfd(&self.vm, cur, arg),
+            ke::KVM_IOEVENTFD => super::eventfd::ioeventfd(&self.vm, cur, arg),
+            ke::KVM_SET_GSI_ROUTING => super::eventfd::set_routing(&self.vm, arg),
             k::KVM_ARM_PREFERRED_TARGET => {
                 UserPtr::<KvmVcpuInit>::new(arg).write(&KvmVcpuInit {
                     target: k::KVM_ARM_TARGET_GENERIC_V8,

@@ -136,6 +136,41 @@ core::arch::global_asm!(
     "1: add z0.d, z0.d, #1",
     "b 1b",
     "guest_sve_spin_end:",
+    // With a vGICv3 at QEMU virt's addresses, set up as guest_spi with SPIs 32-47 made
+    // level-triggered (GICD_ICFGR2, as they reset edge-triggered): a 4-byte store of 5 to
+    // MMIO + 0x40 (no ioeventfd matches it), two of 7 (one does), a store to MMIO, then WFI
+    // for SPI 32 raised through an irqfd; reports ICC_IAR1_EL1, EOIs it, stores again, and
+    // reports ICC_IAR1_EL1 once more.
+    ".global guest_eventfd, guest_eventfd_end",
+    "guest_eventfd:",
+    "movz x1, #0x800, lsl #16",
+    "mov w2, #2",
+    "str w2, [x1]",
+    "str wzr, [x1, #0xc08]",
+    "mov w2, #1",
+    "str w2, [x1, #0x104]",
+    "mov x3, #0xf0",
+    "msr S3_0_C4_C6_0, x3",
+    "mov x3, #1",
+    "msr S3_0_C12_C12_7, x3",
+    "isb",
+    "movz x4, #0x1000, lsl #16",
+    "mov w2, #5",
+    "str w2, [x4, #0x40]",
+    "mov w2, #7",
+    "str w2, [x4, #0x40]",
+    "str w2, [x4, #0x40]",
+    "str x2, [x4]",
+    "wfi",
+    "mrs x5, S3_0_C12_C12_0",
+    "str x5, [x4, #8]",
+    "msr S3_0_C12_C12_1, x5",
+    "isb",
+    "str x5, [x4, #16]",
+    "mrs x5, S3_0_C12_C12_0",
+    "str x5, [x4, #24]",
+    "b .",
+    "guest_eventfd_end:",
     // With a vGICv3 at QEMU virt's addresses: enables the distributor and SPI 32, unmasks
     // priorities below 0xf0 and Group 1, reports ID_AA64PFR0_EL1, waits in WFI (interrupts
     // masked) for the SPI, and reports what ICC_IAR1_EL1 gave, GICD_ISACTIVER1 before and
@@ -277,6 +312,8 @@ unsafe extern "C" {
     static guest_sve_spin_end: u8;
     static guest_spi: u8;
     static guest_spi_end: u8;
+    static guest_eventfd: u8;
+    static guest_eventfd_end: u8;
     static guest_nisv: u8;
     static guest_nisv_end: u8;
     static guest_isar0_off2: u8;
@@ -927,6 +964,9 @@ fn guest_sees_no_sve_or_sme() -> TestResult {
     // No in-kernel GIC was made: the GIC system registers are not offered.
     check_eq!((pfr0 >> 24) & 0xf, 0, "GIC in ID_AA64PFR0_EL1 {pfr0:#x}");
     check_eq!((pfr1 >> 24) & 0xf, 0, "SME in ID_AA64PFR1_EL1 {pfr1:#x}");
+    // CSV2 and CSV3 say only "not affected" (1), never a later CSV2 level.
+    check!((pfr0 >> 56) & 0xf <= 1, "CSV2 in ID_AA64PFR0_EL1 {pfr0:#x}");
+    check!((pfr0 >> 60) & 0xf <= 1, "CSV3 in ID_AA64PFR0_EL1 {pfr0:#x}");
     check_eq!(get_reg(g.vcpu, x(6)), Ok(0), "ID_AA64ZFR0_EL1");
     check_eq!(get_reg(g.vcpu, x(7)), Ok(0), "ID_AA64SMFR0_EL1");
     Ok(())
@@ -2444,6 +2484,186 @@ fn coalesced_mmio() -> TestResult {
     Ok(())
 }
 
+const EVENTFD2: usize = 19;
+const EFD_NONBLOCK: usize = 0o4000;
+
+fn eventfd() -> Result<i32, String> {
+    Ok(t!(sys::syscall(EVENTFD2, &[0, EFD_NONBLOCK])) as i32)
+}
+
+/// An eventfd's counter, taken (0 if it is 0).
+fn take_count(fd: i32) -> Result<u64, String> {
+    let mut b = [0u8; 8];
+    match sys::read(fd, &mut b) {
+        Ok(8) => Ok(u64::from_ne_bytes(b)),
+        Err(EAGAIN) => Ok(0),
+        r => Err(format!("read of the eventfd: {r:?}")),
+    }
+}
+
+/// KVM_IOEVENTFD, KVM_SET_GSI_ROUTING and KVM_IRQFD with a resample eventfd: their
+/// capabilities and errors; a guest write that matches an ioeventfd's address, length and
+/// value signals it without an exit, one that does not exits; a signalled irqfd makes SPI 32
+/// (GSI 3 routed to pin 0) pending for a guest in WFI, the guest's EOI lowers the line and
+/// signals the resample eventfd, and nothing is left pending; deassigned, the irqfd leaves
+/// its eventfd's counter to its readers.
+fn irqfd_and_ioeventfd() -> TestResult {
+    use svelt_abi::uapi::kvm_eventfd as e;
+    use svelt_abi::uapi::kvm_vgic as v;
+    let kvm = kvm!();
+    let cap = |c: u64| ioctl(kvm, k::KVM_CHECK_EXTENSION, c as usize);
+    check_eq!(cap(e::KVM_CAP_IRQFD), Ok(1), "KVM_CAP_IRQFD");
+    check_eq!(
+        cap(e::KVM_CAP_IRQFD_RESAMPLE),
+        Ok(1),
+        "KVM_CAP_IRQFD_RESAMPLE"
+    );
+    check_eq!(cap(e::KVM_CAP_IOEVENTFD), Ok(1), "KVM_CAP_IOEVENTFD");
+    check_eq!(cap(e::KVM_CAP_IOEVENTFD_ANY_LENGTH), Ok(1));
+    check_eq!(cap(e::KVM_CAP_IRQ_ROUTING), Ok(4096), "KVM_CAP_IRQ_ROUTING");
+    // QEMU's virt machine here has a GICv3, so the vGIC can be made.
+    check_eq!(cap(k::KVM_CAP_IRQCHIP), Ok(1), "KVM_CAP_IRQCHIP");
+    let g = t!(Guest::new(kvm, code!(guest_eventfd, guest_eventfd_end)));
+    let (io, irq, resample) = (t!(eventfd()), t!(eventfd()), t!(eventfd()));
+    let ioev = |addr: u64, len: u32, fd: i32, flags: u32, datamatch: u64| {
+        let a = e::KvmIoeventfd {
+            datamatch,
+            addr,
+            len,
+            fd,
+            flags,
+            pad: [0; 36],
+        };
+        ioctl(g.vm, e::KVM_IOEVENTFD, &a as *const _ as usize)
+    };
+    let dm = e::KVM_IOEVENTFD_FLAG_DATAMATCH;
+    let deassign = e::KVM_IOEVENTFD_FLAG_DEASSIGN;
+    let at = MMIO + 0x40;
+    check_eq!(ioev(at, 3, io, 0, 0), Err(EINVAL), "length 3");
+    check_eq!(ioev(at, 0, io, dm, 7), Err(EINVAL), "match without length");
+    check_eq!(ioev(at, 4, io, 1 << 5, 7), Err(EINVAL), "unknown flag");
+    check_eq!(ioev(at, 4, 1000, dm, 7), Err(EBADF), "no such fd");
+    check_eq!(ioev(at, 4, g.vm, dm, 7), Err(EINVAL), "not an eventfd");
+    check_eq!(ioev(at, 4, io, dm, 7), Ok(0));
+    check_eq!(ioev(at, 4, irq, dm, 7), Err(EEXIST), "same match");
+    check_eq!(ioev(at, 4, irq, 0, 0), Err(EEXIST), "wildcard over a match");
+    check_eq!(
+        ioev(at, 4, io, dm | deassign, 8),
+        Err(ENOENT),
+        "unknown deassign"
+    );
+    // The irqfd needs the vGIC initialised.
+    let irqfd = |gsi: u32, fd: i32, flags: u32, resamplefd: i32| {
+        let a = e::KvmIrqfd {
+            fd: fd as u32,
+            gsi,
+            flags,
+            resamplefd: resamplefd as u32,
+            pad: [0; 16],
+        };
+        ioctl(g.vm, e::KVM_IRQFD, &a as *const _ as usize)
+    };
+    let rs = e::KVM_IRQFD_FLAG_RESAMPLE;
+    check_eq!(irqfd(3, irq, rs, resample), Err(EAGAIN), "no vGIC");
+    let mut d = k::KvmCreateDevice {
+        ty: v::KVM_DEV_TYPE_ARM_VGIC_V3,
+        fd: 0,
+        flags: 0,
+    };
+    t!(ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize));
+    let gic = d.fd as i32;
+    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
+        0x800_0000
+    ));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
+        0x80a_0000
+    ));
+    check_eq!(irqfd(3, irq, rs, resample), Err(EAGAIN), "before INIT");
+    t!(dev_attr(
+        gic,
+        k::KVM_SET_DEVICE_ATTR,
+        v::KVM_DEV_ARM_VGIC_GRP_CTRL,
+        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+        0,
+    ));
+    // GSI 3 to pin 0 (SPI 32) alone.
+    let routing = |nr: u32, flags: u32, entries: &[(u32, u32, u32)]| {
+        let mut buf = [0u32; 2 + 12 * 2];
+        buf[0] = nr;
+        buf[1] = flags;
+        for (i, &(gsi, ty, pin)) in entries.iter().enumerate() {
+            let w = &mut buf[2 + 12 * i..];
+            (w[0], w[1], w[5]) = (gsi, ty, pin);
+        }
+        ioctl(g.vm, e::KVM_SET_GSI_ROUTING, buf.as_ptr() as usize)
+    };
+    let chip = e::KVM_IRQ_ROUTING_IRQCHIP;
+    check_eq!(routing(4097, 0, &[]), Err(EINVAL), "too many routes");
+    check_eq!(routing(1, 1, &[(3, chip, 0)]), Err(EINVAL), "flags");
+    check_eq!(routing(1, 0, &[(3, chip, 988)]), Err(EINVAL), "pin 988");
+    check_eq!(routing(1, 0, &[(3, 9, 0)]), Err(EINVAL), "type 9");
+    check_eq!(
+        routing(2, 0, &[(3, chip, 0), (3, chip, 1)]),
+        Err(EINVAL),
+        "GSI 3 twice"
+    );
+    check_eq!(routing(1, 0, &[(3, chip, 0)]), Ok(0));
+    check_eq!(irqfd(3, irq, 1 << 2, resample), Err(EINVAL), "unknown flag");
+    check_eq!(irqfd(3, 1000, rs, resample), Err(EBADF), "no such fd");
+    check_eq!(irqfd(3, irq, rs, 1000), Err(EBADF), "no such resample fd");
+    check_eq!(irqfd(3, g.vm, rs, resample), Err(EINVAL), "not an eventfd");
+    check_eq!(irqfd(3, irq, rs, resample), Ok(0));
+    check_eq!(irqfd(4, irq, 0, 0), Err(EBUSY), "an eventfd has one irqfd");
+    check_eq!(
+        irqfd(9, irq, e::KVM_IRQFD_FLAG_DEASSIGN, 0),
+        Ok(0),
+        "never assigned"
+    );
+    // The guest's writes.
+    check_eq!(t!(g.run_to_mmio()), (at, 5, 4, true), "no match: an exit");
+    check_eq!(
+        t!(g.run_to_mmio()),
+        (MMIO, 7, 8, true),
+        "the guest is ready"
+    );
+    check_eq!(t!(take_count(io)), 2, "two matching writes signalled");
+    check_eq!(t!(sys::write(irq, &1u64.to_ne_bytes())), 8);
+    check_eq!(t!(take_count(irq)), 0, "KVM took the irqfd's count");
+    check_eq!(t!(g.run_to_mmio()), (MMIO + 8, 32, 8, true), "ICC_IAR1_EL1");
+    check_eq!(t!(take_count(resample)), 0, "not resampled before the EOI");
+    check_eq!(
+        t!(g.run_to_mmio()),
+        (MMIO + 16, 32, 8, true),
+        "after the EOI"
+    );
+    check_eq!(t!(take_count(resample)), 1, "resampled at the EOI");
+    check_eq!(
+        t!(g.run_to_mmio()),
+        (MMIO + 24, 1023, 8, true),
+        "the line is low"
+    );
+    check_eq!(irqfd(3, irq, e::KVM_IRQFD_FLAG_DEASSIGN, 0), Ok(0));
+    check_eq!(t!(sys::write(irq, &1u64.to_ne_bytes())), 8);
+    check_eq!(t!(take_count(irq)), 1, "deassigned: the count stays");
+    check_eq!(ioev(at, 4, io, dm | deassign, 7), Ok(0));
+    check_eq!(
+        ioev(at, 4, io, dm | deassign, 7),
+        Err(ENOENT),
+        "already gone"
+    );
+    for fd in [io, irq, resample, gic] {
+        t!(sys::close(fd));
+    }
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     mount_when_init();
     ktap::run(&[
@@ -2473,6 +2693,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("smccc_services", smccc_services),
         ("coalesced_mmio", coalesced_mmio),
         ("vgic_spi", vgic_spi),
+        ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
         ("everything_given_back", everything_given_back),
     ])
 }

@@ -67,10 +67,58 @@ pub fn before_entry(vm: &Vm, id: u32, st: &mut VcpuState) {
 /// After vCPU `id` exits: what the guest did with its list registers, and its timers' lines
 /// as it left them (a guest reading its timer's pending bit sees it at once).
 pub fn after_exit(vm: &Vm, id: u32, st: &mut VcpuState) {
-    if let Some(v) = vm.vgic.lock().as_mut() {
-        v.fold(id, affinity(id), &mut st.gic);
+    let acked = {
+        let mut guard = vm.vgic.lock();
+        let Some(v) = guard.as_mut() else {
+            return;
+        };
+        let acked = v.fold(id, affinity(id), &mut st.gic);
         sample_timers(v, id, &st.el1, vm.cntvoff.load(Ordering::Relaxed));
+        acked
+    };
+    // Resamplers lower their lines and signal their VMMs (irqfd_resampler_ack).
+    for &pin in acked.pins() {
+        crate::kvm::eventfd::acked(vm, pin);
     }
+}
+
+/// The vCPU an SPI routes to, among `vcpus`.
+fn spi_target(
+    v: &mut Vgic,
+    vcpus: Vec<Arc<crate::kvm::vcpu::Vcpu>>,
+    intid: u32,
+) -> Option<Arc<crate::kvm::vcpu::Vcpu>> {
+    let route = v.irq_mut(0, intid).map_or(0, |q| q.route) & MPIDR_HWID;
+    vcpus.into_iter().find(|c| affinity(c.id) == route)
+}
+
+/// An SPI's input set from an irqfd (vgic_irqfd_set_irq): pin `pin` is INTID pin + 32; a pin
+/// past the distributor's SPIs, or a vGIC not initialised, takes nothing. The vCPU it routes
+/// to is woken.
+pub fn set_spi(vm: &Vm, pin: u32, level: bool) {
+    let intid = pin + g::NR_PRIVATE_IRQS;
+    let vcpus: Vec<Arc<crate::kvm::vcpu::Vcpu>> = vm.vcpus.lock().iter().cloned().collect();
+    let mut guard = vm.vgic.lock();
+    let Some(v) = guard.as_mut() else {
+        return;
+    };
+    if !v.cfg.initialized || v.set_line(0, intid, level).is_none() {
+        return;
+    }
+    let wake = spi_target(v, vcpus, intid);
+    drop(guard);
+    if let Some(c) = wake {
+        c.kick();
+    }
+}
+
+/// The SPIs the vGIC has (0 before the initialisation).
+pub fn nr_spis(vm: &Vm) -> u32 {
+    vm.vgic
+        .lock()
+        .as_ref()
+        .filter(|v| v.cfg.initialized)
+        .map_or(0, |v| v.cfg.nr_spis)
 }
 
 /// Whether a WFI of vCPU `id` ends at once (an interrupt it can take is pending), and if not,
@@ -227,10 +275,7 @@ pub fn irq_line(vm: &Vm, arg: usize) -> SysResult<usize> {
     v.set_line(owner, intid, level).ok_or(Errno::EINVAL)?;
     let wake = match target {
         Some(c) => Some(c),
-        None => {
-            let route = v.irq_mut(0, intid).map_or(0, |q| q.route) & MPIDR_HWID;
-            vcpus.into_iter().find(|c| affinity(c.id) == route)
-        }
+        None => spi_target(v, vcpus, intid),
     };
     drop(guard);
     if let Some(c) = wake {

@@ -64,12 +64,37 @@ const LR_PRIO_SHIFT: u32 = 48;
 /// ICH_VMCR_EL2.VEOIM: the guest's EOImode (EOI drops priority, DIR deactivates).
 const VMCR_VEOIM: u64 = 1 << 9;
 
+/// The level-triggered SPIs the guest deactivated during one entry (what Linux's
+/// kvm_notify_acked_irq hears of), as SPI pins (INTID - 32); at most one per list register
+/// and EOI, and the first 16 only.
+#[derive(Default)]
+pub struct Acked {
+    pins: [u32; 16],
+    n: usize,
+}
+
+impl Acked {
+    fn push(&mut self, intid: u32) {
+        if intid >= g::NR_PRIVATE_IRQS && self.n < self.pins.len() {
+            self.pins[self.n] = intid - g::NR_PRIVATE_IRQS;
+            self.n += 1;
+        }
+    }
+
+    pub fn pins(&self) -> &[u32] {
+        &self.pins[..self.n]
+    }
+}
+
 impl Vgic {
     /// The SPIs' state, made at the initialisation (NR_IRQS is fixed then).
     pub fn alloc_spis(&mut self) {
         if self.spis.is_empty() {
+            // Edge-triggered until the guest says otherwise: KVM's SPIs start zeroed, and its
+            // zero configuration is edge (kvm_vgic_dist_init).
             let irq = Irq {
                 group1: true,
+                edge: true,
                 ..Irq::default()
             };
             self.spis = alloc::vec![irq; self.cfg.nr_spis as usize];
@@ -178,7 +203,8 @@ impl Vgic {
     /// Takes back what the guest did with the list registers after an exit: an interrupt it
     /// acknowledged is no longer pending by latch, one it deactivated is no longer active;
     /// registers it left as they were change nothing.
-    pub fn fold(&mut self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu) {
+    pub fn fold(&mut self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu) -> Acked {
+        let mut acked = Acked::default();
         let mut in_lrs = [u32::MAX; 16];
         for (slot, lr) in in_lrs.iter_mut().zip(&cpu.lr[..cpu.nr_lr]) {
             *slot = *lr as u32;
@@ -194,8 +220,12 @@ impl Vgic {
             let Some(q) = self.irq_mut(vcpu, lr as u32) else {
                 continue;
             };
+            let was_active = q.active;
             q.active = state & 2 != 0 && !q.deactivated;
             q.deactivated = false;
+            if was_active && !q.active && !q.edge {
+                acked.push(lr as u32);
+            }
             if state & 1 == 0 {
                 q.latch = false;
             }
@@ -218,10 +248,14 @@ impl Vgic {
             };
             if let Some(q) = self.irq_mut(vcpu, intid) {
                 q.active = false;
+                if !q.edge {
+                    acked.push(intid);
+                }
             }
             eois -= 1;
         }
         cpu.hcr &= !(0x1f << ich_hcr::EOICOUNT_SHIFT);
         cpu.nr_lr = 0;
+        acked
     }
 }

@@ -10,7 +10,9 @@ mod deliver;
 mod irq;
 mod mmio;
 
-pub use deliver::{after_exit, before_entry, dir, irq_line, mmio_access, pending, sgi, wfi_wake};
+pub use deliver::{
+    after_exit, before_entry, dir, irq_line, mmio_access, nr_spis, pending, set_spi, sgi, wfi_wake,
+};
 
 use super::vm::Vm;
 use crate::fs::{Caller, File, FileOps};
@@ -321,8 +323,15 @@ impl VgicFile {
                 Ok(0)
             }
             (g::KVM_DEV_ARM_VGIC_GRP_CTRL, g::KVM_DEV_ARM_VGIC_CTRL_INIT) => {
+                let first = !v.cfg.initialized;
                 v.cfg.init();
                 v.alloc_spis();
+                let nr_spis = v.cfg.nr_spis;
+                drop(guard);
+                // The routing is reset to GSI N to SPI N (vgic_init).
+                if first {
+                    crate::kvm::eventfd::default_routes(vm, nr_spis);
+                }
                 Ok(0)
             }
             (g::KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO, _) => {
