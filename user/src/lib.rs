@@ -23,6 +23,7 @@ pub mod elfimg;
 pub mod fuzz;
 pub mod io;
 pub mod ktap;
+pub mod kvm;
 pub mod proc;
 pub mod ptrace;
 pub mod rt;

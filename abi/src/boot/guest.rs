@@ -318,6 +318,7 @@ pub fn status_line(line: &[u8], prefixes: &[&str]) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::boot::fdt::tests::find_prop;
 
     fn image(text_offset: u64, size: u64, flags: u64) -> [u8; 64] {
         let mut b = [0u8; 64];
@@ -377,43 +378,6 @@ mod tests {
         assert_eq!(status_line(b"vmm-guest: exit status ", &p), None);
     }
 
-    /// Finds `path` (slash-separated node names) and property `prop` in a DTB; its value.
-    fn find<'a>(dtb: &'a [u8], path: &str, prop: &str) -> Option<&'a [u8]> {
-        let be = |o: usize| u32::from_be_bytes(dtb[o..o + 4].try_into().unwrap()) as usize;
-        let (structs, strings) = (be(8), be(12));
-        let want: std::vec::Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        let mut stack: std::vec::Vec<&str> = std::vec::Vec::new();
-        let mut o = structs;
-        loop {
-            match be(o) {
-                1 => {
-                    let start = o + 4;
-                    let end = start + dtb[start..].iter().position(|&b| b == 0).unwrap();
-                    stack.push(core::str::from_utf8(&dtb[start..end]).unwrap());
-                    o = (end + 1).next_multiple_of(4);
-                }
-                2 => {
-                    stack.pop();
-                    o += 4;
-                }
-                3 => {
-                    let (len, nameoff) = (be(o + 4), be(o + 8));
-                    let n0 = strings + nameoff;
-                    let n1 = n0 + dtb[n0..].iter().position(|&b| b == 0).unwrap();
-                    if stack.len() == want.len() + 1
-                        && stack[1..] == want[..]
-                        && &dtb[n0..n1] == prop.as_bytes()
-                    {
-                        return Some(&dtb[o + 12..o + 12 + len]);
-                    }
-                    o = (o + 12 + len).next_multiple_of(4);
-                }
-                4 => o += 4,
-                _ => return None,
-            }
-        }
-    }
-
     #[test]
     fn device_tree() {
         let mut buf = [0u8; 8192];
@@ -429,36 +393,36 @@ mod tests {
         let dtb = &buf[..n];
         assert_eq!(&dtb[..4], &[0xd0, 0x0d, 0xfe, 0xed]);
         assert_eq!(
-            find(dtb, "chosen", "bootargs"),
+            find_prop(dtb, "chosen", "bootargs"),
             Some(&b"console=ttyAMA0\0"[..])
         );
         assert_eq!(
-            find(dtb, "chosen", "stdout-path"),
+            find_prop(dtb, "chosen", "stdout-path"),
             Some(&b"/pl011@9000000\0"[..])
         );
         assert_eq!(
-            find(dtb, "chosen", "linux,initrd-end"),
+            find_prop(dtb, "chosen", "linux,initrd-end"),
             Some(&0x4410_0000u64.to_be_bytes()[..])
         );
         assert_eq!(
-            find(dtb, "cpus/cpu@1", "reg"),
+            find_prop(dtb, "cpus/cpu@1", "reg"),
             Some(&[0, 0, 0, 0, 0, 0, 0, 1][..])
         );
         assert_eq!(
-            find(dtb, "cpus/cpu@1", "enable-method"),
+            find_prop(dtb, "cpus/cpu@1", "enable-method"),
             Some(&b"psci\0"[..])
         );
-        assert_eq!(find(dtb, "psci", "method"), Some(&b"hvc\0"[..]));
-        let reg = find(dtb, "intc@8000000", "reg").unwrap();
+        assert_eq!(find_prop(dtb, "psci", "method"), Some(&b"hvc\0"[..]));
+        let reg = find_prop(dtb, "intc@8000000", "reg").unwrap();
         assert_eq!(reg.len(), 32);
         assert_eq!(&reg[16..24], &GICR_BASE.to_be_bytes());
         assert_eq!(&reg[24..32], &(2 * GICR_STRIDE).to_be_bytes());
-        let timer = find(dtb, "timer", "interrupts").unwrap();
+        let timer = find_prop(dtb, "timer", "interrupts").unwrap();
         assert_eq!(&timer[4..8], &13u32.to_be_bytes());
-        let mem = find(dtb, "memory@40000000", "reg").unwrap();
+        let mem = find_prop(dtb, "memory@40000000", "reg").unwrap();
         assert_eq!(&mem[8..16], &(256u64 << 20).to_be_bytes());
         assert_eq!(
-            find(dtb, "pl011@9000000", "interrupts"),
+            find_prop(dtb, "pl011@9000000", "interrupts"),
             Some(&[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 4][..])
         );
         // Too small a buffer is an error, not a partial tree.

@@ -15,16 +15,18 @@ use svelt_abi::uapi::kvm_idregs as ki;
 use svelt_abi::uapi::kvm_services as sv;
 use svelt_abi::uapi::kvm_stats as ks;
 use svelt_abi::uapi::kvm_sve as ks_sve;
+use svelt_user::guest_code as code;
 use svelt_user::ktap::TestResult;
+use svelt_user::kvm::{
+    self, finalize, get_one as get_sve, ioctl, open as open_kvm, set_one as set_sve,
+};
 use svelt_user::proc::*;
 use svelt_user::sig::*;
 use svelt_user::sys::*;
 use svelt_user::*;
 
-const MKNODAT: usize = 33;
 const MADVISE: usize = 233;
 const MADV_DONTNEED: usize = 4;
-const S_IFCHR: u32 = 0o020000;
 /// Where the guests find their RAM (slot 0) and their MMIO device.
 const RAM_IPA: u64 = 0x1_0000;
 const RAM_SIZE: usize = 0x1_0000;
@@ -324,37 +326,6 @@ unsafe extern "C" {
     static guest_events_end: u8;
 }
 
-/// A guest's code as bytes.
-macro_rules! code {
-    ($start:ident, $end:ident) => {{
-        // SAFETY: two labels of the same .rodata block, `end` after `start`.
-        unsafe {
-            let s = &raw const $start;
-            let e = &raw const $end;
-            core::slice::from_raw_parts(s, e as usize - s as usize)
-        }
-    }};
-}
-
-/// /dev/kvm, made if the file system has no node for it; None where the kernel has no KVM.
-fn open_kvm() -> Result<Option<i32>, String> {
-    match sys::open("/dev/kvm", O_RDWR | O_CLOEXEC) {
-        Ok(fd) => Ok(Some(fd)),
-        Err(ENOENT) => {
-            let p = CPath::new("/dev/kvm");
-            let dev = (10usize << 8) | 232;
-            sys::syscall(
-                MKNODAT,
-                &[AT_FDCWD as usize, p.ptr(), (S_IFCHR | 0o660) as usize, dev],
-            )
-            .map_err(|e| format!("mknod /dev/kvm: {e:?}"))?;
-            open_kvm()
-        }
-        Err(ENODEV | ENXIO) => Ok(None),
-        Err(e) => Err(format!("open /dev/kvm: {e:?}")),
-    }
-}
-
 fn kvm_or_skip() -> Result<i32, TestResult> {
     match open_kvm() {
         Ok(Some(fd)) => Ok(fd),
@@ -370,10 +341,6 @@ macro_rules! kvm {
             Err(r) => return r,
         }
     };
-}
-
-fn ioctl(fd: i32, req: u32, arg: usize) -> SysResult {
-    sys::ioctl(fd, req as usize, arg)
 }
 
 fn set_region(vm: i32, r: &KvmUserspaceMemoryRegion) -> SysResult {
@@ -982,33 +949,7 @@ fn host_vl() -> u64 {
 
 /// KVM_CAP_ARM_SVE: vCPUs may have SVE.
 fn has_sve_guests(kvm: i32) -> bool {
-    let cap = ks_sve::KVM_CAP_ARM_SVE as usize;
-    ioctl(kvm, k::KVM_CHECK_EXTENSION, cap) == Ok(1)
-}
-
-fn finalize(vcpu: i32, what: i32) -> SysResult {
-    ioctl(
-        vcpu,
-        ks_sve::KVM_ARM_VCPU_FINALIZE,
-        &what as *const i32 as usize,
-    )
-}
-
-/// KVM_GET_ONE_REG of an SVE register into a buffer of its slice's size.
-fn get_sve(vcpu: i32, id: u64, buf: &mut [u8]) -> SysResult {
-    let r = KvmOneReg {
-        id,
-        addr: buf.as_mut_ptr() as u64,
-    };
-    ioctl(vcpu, k::KVM_GET_ONE_REG, &r as *const _ as usize)
-}
-
-fn set_sve(vcpu: i32, id: u64, buf: &[u8]) -> SysResult {
-    let r = KvmOneReg {
-        id,
-        addr: buf.as_ptr() as u64,
-    };
-    ioctl(vcpu, k::KVM_SET_ONE_REG, &r as *const _ as usize)
+    kvm::has_cap(kvm, ks_sve::KVM_CAP_ARM_SVE)
 }
 
 /// Svelt's guest SVE restores, saves, bytes restored and bytes saved (/proc/svelt/fpstat);

@@ -8,17 +8,19 @@
 #![no_std]
 #![no_main]
 
-use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmOneReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
+use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
 use svelt_abi::uapi::kvm_sme as m;
 use svelt_abi::uapi::kvm_sve as ks;
 use svelt_user::fuzz::{Random, Rng};
+use svelt_user::guest_code as code;
 use svelt_user::ktap::TestResult;
+use svelt_user::kvm::{
+    self, finalize, get_one as get, ioctl, open as open_kvm, reg_list, set_one as set,
+};
 use svelt_user::proc::*;
 use svelt_user::sys::*;
 use svelt_user::*;
 
-const MKNODAT: usize = 33;
-const S_IFCHR: u32 = 0o020000;
 const RAM_IPA: u64 = 0x1_0000;
 /// Code at 0, the guest's dump area at DUMP (Z0 +0, P0 +0x100, ZT0 +0x200, ZA rows from
 /// +0x1000), a pattern the guest loads into ZA at PATTERN.
@@ -132,40 +134,6 @@ unsafe extern "C" {
     static guest_first_end: u8;
 }
 
-macro_rules! code {
-    ($start:ident, $end:ident) => {{
-        // SAFETY: two labels of the same .rodata block, `end` after `start`.
-        unsafe {
-            let s = &raw const $start;
-            let e = &raw const $end;
-            core::slice::from_raw_parts(s, e as usize - s as usize)
-        }
-    }};
-}
-
-fn ioctl(fd: i32, req: u32, arg: usize) -> SysResult {
-    sys::ioctl(fd, req as usize, arg)
-}
-
-/// /dev/kvm, made if the file system has no node for it; None where the kernel has no KVM.
-fn open_kvm() -> Result<Option<i32>, String> {
-    match sys::open("/dev/kvm", O_RDWR | O_CLOEXEC) {
-        Ok(fd) => Ok(Some(fd)),
-        Err(ENOENT) => {
-            let p = CPath::new("/dev/kvm");
-            let dev = (10usize << 8) | 232;
-            sys::syscall(
-                MKNODAT,
-                &[AT_FDCWD as usize, p.ptr(), (S_IFCHR | 0o660) as usize, dev],
-            )
-            .map_err(|e| format!("mknod /dev/kvm: {e:?}"))?;
-            open_kvm()
-        }
-        Err(ENODEV | ENXIO) => Ok(None),
-        Err(e) => Err(format!("open /dev/kvm: {e:?}")),
-    }
-}
-
 macro_rules! kvm {
     () => {
         match open_kvm() {
@@ -177,11 +145,11 @@ macro_rules! kvm {
 }
 
 fn has_sme_guests(kvm: i32) -> bool {
-    ioctl(kvm, k::KVM_CHECK_EXTENSION, m::KVM_CAP_ARM_SME as usize) == Ok(1)
+    kvm::has_cap(kvm, m::KVM_CAP_ARM_SME)
 }
 
 fn has_sve_guests(kvm: i32) -> bool {
-    ioctl(kvm, k::KVM_CHECK_EXTENSION, ks::KVM_CAP_ARM_SVE as usize) == Ok(1)
+    kvm::has_cap(kvm, ks::KVM_CAP_ARM_SVE)
 }
 
 /// Skips the calling test where the kernel offers no SME for guests.
@@ -194,22 +162,6 @@ macro_rules! sme_or_skip {
     };
 }
 
-fn get(vcpu: i32, id: u64, buf: &mut [u8]) -> SysResult {
-    let r = KvmOneReg {
-        id,
-        addr: buf.as_mut_ptr() as u64,
-    };
-    ioctl(vcpu, k::KVM_GET_ONE_REG, &r as *const _ as usize)
-}
-
-fn set(vcpu: i32, id: u64, buf: &[u8]) -> SysResult {
-    let r = KvmOneReg {
-        id,
-        addr: buf.as_ptr() as u64,
-    };
-    ioctl(vcpu, k::KVM_SET_ONE_REG, &r as *const _ as usize)
-}
-
 fn get64(vcpu: i32, id: u64) -> SysResult<u64> {
     let mut b = [0u8; 8];
     get(vcpu, id, &mut b).map(|_| u64::from_le_bytes(b))
@@ -217,14 +169,6 @@ fn get64(vcpu: i32, id: u64) -> SysResult<u64> {
 
 fn set64(vcpu: i32, id: u64, v: u64) -> SysResult {
     set(vcpu, id, &v.to_le_bytes())
-}
-
-fn finalize(vcpu: i32, what: i32) -> SysResult {
-    ioctl(
-        vcpu,
-        ks::KVM_ARM_VCPU_FINALIZE,
-        &what as *const i32 as usize,
-    )
 }
 
 fn vls_words(vcpu: i32, id: u64) -> SysResult<[u64; 8]> {
@@ -241,14 +185,6 @@ fn set_vls(vcpu: i32, id: u64, w: [u64; 8]) -> SysResult {
         c.copy_from_slice(&v.to_le_bytes());
     }
     set(vcpu, id, &b)
-}
-
-fn reg_list(vcpu: i32) -> SysResult<Vec<u64>> {
-    let mut list = vec![0u64; 2048];
-    list[0] = 2000;
-    ioctl(vcpu, k::KVM_GET_REG_LIST, list.as_mut_ptr() as usize)?;
-    let n = list[0] as usize;
-    Ok(list[1..1 + n].to_vec())
 }
 
 const PFR1: u64 = k::sysreg_id(3, 0, 0, 4, 1);
