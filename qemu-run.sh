@@ -141,8 +141,8 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
   --guest-mem MIB        the guest's RAM in MiB (default 256)
   --guest-sve-vls LIST   the guest's SVE vector lengths in bytes, e.g. 16,32,64 (KVM takes
                          exactly the host's lengths up to the largest; default: all of them)
-  --guest-sme-vls LIST   the guest's SME lengths: refused unless the kernel offers guests SME
-                         (KVM capability 252)
+  --guest-sme-vls LIST   the guest's SME (streaming) lengths in bytes, e.g. 16,32: needs a kernel
+                         that offers guests SME (KVM capability 252: Svelt; not Linux 7.3)
   --guest-initrd FILE    the guest's initramfs (its /init runs; default: a small one whose init
                          prints what the guest sees and powers off)
   --guest-append "ARGS"  more words for the guest's command line

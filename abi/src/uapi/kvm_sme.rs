@@ -58,6 +58,21 @@ pub const PFR1_SME_SHIFT: u32 = 24;
 pub const PFR1_SME: u64 = 0xf << PFR1_SME_SHIFT;
 pub const SMFR0_FA64: u64 = 1 << 63;
 
+/// SMIDR_EL1 (op0 3, op1 1, CRn 0, CRm 0, op2 6), which HCR_EL2.TID1 traps.
+pub const SMIDR_EL1: u64 = sysreg_id(3, 1, 0, 0, 6);
+/// SMIDR_EL1.SMPS: streaming-mode execution priorities are supported.
+pub const SMIDR_SMPS: u64 = 1 << 15;
+/// SMIDR_EL1's fields (Arm ARM; Linux's arch/arm64/tools/sysreg): NSMC 59:56, HIP 55:52,
+/// AFFINITY2 51:32, IMPLEMENTER 31:24, REVISION 23:16, SMPS 15, SH 14:13, AFFINITY 11:0.
+const SMIDR_FIELDS: u64 = 0x0fff_ffff_ffff_efff;
+
+/// What a guest with SME reads as SMIDR_EL1, from the CPU's: every field but SMPS, which is
+/// hidden because guests get no priorities (SMPRI_EL1 is RAZ/WI for them, as in the series'
+/// "Sanitise SMIDR_EL1"); the RES0 bits stay 0.
+pub const fn guest_smidr(host: u64) -> u64 {
+    host & SMIDR_FIELDS & !SMIDR_SMPS
+}
+
 /// What a SET of SVCR does besides storing it (the series' "flush" rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SvcrChange {
@@ -149,6 +164,15 @@ pub fn pfr1_sme_ok(limit: u64, v: u64) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn guest_smidr_hides_priorities_only() {
+        // Implementer 0x41, revision 2, SMPS, SH 0b11, affinity 0x123, and RES0 bits 63:60, 12.
+        let host = 0xf000_0000_4102_f123 | 1 << 12;
+        assert_eq!(guest_smidr(host), 0x0000_0000_4102_6123);
+        assert_eq!(guest_smidr(0), 0);
+        assert_eq!(SMIDR_EL1 & 0xffff, 0xc806);
+    }
+
     use super::*;
 
     #[test]

@@ -430,14 +430,16 @@ const REVIDR_KEY: u32 = sysreg_key(3, 0, 0, 0, 6);
 const CCSIDR_KEY: u32 = sysreg_key(3, 1, 0, 0, 0);
 const CLIDR_KEY: u32 = sysreg_key(3, 1, 0, 0, 1);
 const CCSIDR2_KEY: u32 = sysreg_key(3, 1, 0, 0, 2);
+const SMIDR_KEY: u32 = sysreg_key(3, 1, 0, 0, 6);
 const AIDR_KEY: u32 = sysreg_key(3, 1, 0, 0, 7);
 const CSSELR_KEY: u32 = sysreg_key(3, 2, 0, 0, 0);
 const CTR_KEY: u32 = sysreg_key(3, 3, 0, 0, 1);
 
 /// The identification and cache-geometry registers HCR_EL2.TID1, TID2 and TID5 trap: the VM's
 /// MIDR, REVIDR, AIDR, CTR and CLIDR; CSSELR_EL1 the guest's own; CCSIDR_EL1 (and CCSIDR2_EL1
-/// where the VM has FEAT_CCIDX) the CPU's for the guest's selection. Registers of features the
-/// VM does not have (SMIDR_EL1, GMID_EL1, CCSIDR2_EL1 without CCIDX, the rest of the space) are
+/// where the VM has FEAT_CCIDX) the CPU's for the guest's selection; SMIDR_EL1 where its vCPUs
+/// have SME (sme::guest_smidr). Registers of features the VM does not have (SMIDR_EL1 without
+/// SME, GMID_EL1, CCSIDR2_EL1 without CCIDX, the rest of the space) are
 /// reported to the guest as the trapped access itself where the VM has FEAT_IDST (Linux hands
 /// the same syndrome on), and as UNDEF otherwise. The instruction is skipped when emulated.
 fn identification(vm: &Vm, st: &mut VcpuState, esr: Esr, key: u32, rt: usize, read: bool) {
@@ -454,6 +456,7 @@ fn identification(vm: &Vm, st: &mut VcpuState, esr: Esr, key: u32, rt: usize, re
         (CLIDR_KEY, true) => Some(st.clidr),
         (AIDR_KEY, true) => Some(vm.impl_regs.lock()[3]),
         (CTR_KEY, true) => Some(vm.impl_regs.lock()[4]),
+        (SMIDR_KEY, true) => super::sme::guest_smidr(vm),
         (CCSIDR_KEY, true) => Some(guest::ccsidr(st.el1.csselr, false)),
         (CCSIDR2_KEY, true) if (mmfr2 >> 20) & 0xf != 0 => Some(guest::ccsidr(st.el1.csselr, true)),
         _ => None,

@@ -377,6 +377,12 @@ fn vm_has_sme(vm: &Vm) -> bool {
         .is_some_and(|f| f & (1 << m::KVM_ARM_VCPU_SME) != 0)
 }
 
+/// SMIDR_EL1 as a guest of this VM reads it: the CPU's, without priority support, for a VM
+/// whose vCPUs have SME; None (the register is absent) otherwise.
+pub fn guest_smidr(vm: &Vm) -> Option<u64> {
+    vm_has_sme(vm).then(|| m::guest_smidr(guest::smidr()))
+}
+
 /// ID register `i`'s limit for this VM: the SME fields only for a VM whose vCPUs have SME,
 /// ZFR0 for one with SVE or SME.
 pub fn id_limit(vm: &Vm, i: usize) -> u64 {

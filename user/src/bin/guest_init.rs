@@ -44,10 +44,13 @@ fn main(_a: &rt::Args) -> i32 {
         println!("vmm-guest: sve none");
     }
     if sme::has_sme() {
-        let max = sme::sme_set_vl(256).map(|v| v & 0xffff).unwrap_or(0);
+        let vls = sme::sme_vls();
+        let max = vls.last().copied().unwrap_or(0);
         println!(
-            "vmm-guest: sme max {max} default {}",
-            default_vl("/proc/sys/abi/sme_default_vector_length")
+            "vmm-guest: sme vls {vls:?} max {max} default {} fa64 {} sme2 {}",
+            default_vl("/proc/sys/abi/sme_default_vector_length"),
+            sme::has_fa64() as u8,
+            sme::has_sme2() as u8
         );
     } else {
         println!("vmm-guest: sme none");

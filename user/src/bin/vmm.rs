@@ -18,6 +18,7 @@
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
 use svelt_abi::boot::guest as gl;
 use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmOneReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
+use svelt_abi::uapi::kvm_sme as ksme;
 use svelt_abi::uapi::kvm_sve as ksve;
 use svelt_abi::uapi::kvm_vgic as vg;
 use svelt_user::ktap::TestResult;
@@ -26,8 +27,8 @@ use svelt_user::*;
 
 const MKNODAT: usize = 33;
 const S_IFCHR: u32 = 0o020000;
-/// KVM_CAP_ARM_SME in the posted series that gives guests SME (issue 29).
-const KVM_CAP_ARM_SME: usize = 252;
+/// KVM_CAP_ARM_SME in the posted series that gives guests SME (docs/kvm-sme.md).
+const KVM_CAP_ARM_SME: usize = ksme::KVM_CAP_ARM_SME as usize;
 /// MPIDR_EL1 as a ONE_REG system register.
 const MPIDR_EL1: u64 = k::sysreg_id(3, 0, 0, 0, 5);
 /// The console lines whose status the VMM takes as the guest's.
@@ -43,7 +44,7 @@ struct Options {
     smp: u32,
     mem_mib: u64,
     sve_vls: Option<[u64; 8]>,
-    sme_vls: Option<String>,
+    sme_vls: Option<[u64; 8]>,
 }
 
 const DEFAULT_APPEND: &str = "console=ttyAMA0 panic=-1";
@@ -88,7 +89,11 @@ fn parse_options(words: &[&str]) -> Result<Options, String> {
                     format!("--sve-vls wants lengths in bytes (multiples of 16 up to 256, each once), not {val}")
                 })?)
             }
-            "--sme-vls" => o.sme_vls = Some(String::from(val)),
+            "--sme-vls" => {
+                o.sme_vls = Some(gl::parse_vls(val).ok_or_else(|| {
+                    format!("--sme-vls wants lengths in bytes (multiples of 16 up to 256, each once), not {val}")
+                })?)
+            }
             _ => return Err(format!("unknown option {opt}")),
         }
         i += 2;
@@ -121,18 +126,16 @@ fn open_kvm() -> Result<i32, String> {
     }
 }
 
-/// Refuses --sme-vls: SME for guests needs the kernel's KVM_CAP_ARM_SME, and this VMM does not
-/// drive that ABI yet even where it is offered.
-fn check_sme(kvm: i32, o: &Options) -> Result<(), String> {
-    let Some(vls) = &o.sme_vls else {
-        return Ok(());
-    };
+/// Whether the guest gets SME: only when --sme-vls asks for it, and then only from a kernel that
+/// offers SME to guests (KVM_CAP_ARM_SME, which Linux 7.3 does not have); otherwise the reason.
+fn check_sme(kvm: i32, o: &Options) -> Result<bool, String> {
+    if o.sme_vls.is_none() {
+        return Ok(false);
+    }
     match ioctl(kvm, k::KVM_CHECK_EXTENSION, KVM_CAP_ARM_SME) {
-        Ok(n) if n > 0 => Err(format!(
-            "--sme-vls {vls}: this kernel offers SME to guests (capability {KVM_CAP_ARM_SME}), but this VMM does not set it up yet"
-        )),
+        Ok(n) if n > 0 => Ok(true),
         _ => Err(format!(
-            "--sme-vls {vls}: this kernel's KVM offers no SME to guests (KVM_CHECK_EXTENSION {KVM_CAP_ARM_SME} is 0)"
+            "--sme-vls: this kernel's KVM offers no SME to guests (KVM_CHECK_EXTENSION {KVM_CAP_ARM_SME} is 0)"
         )),
     }
 }
@@ -143,6 +146,12 @@ fn set_reg(vcpu: i32, id: u64, v: u64) -> SysResult {
         addr: &v as *const u64 as u64,
     };
     ioctl(vcpu, k::KVM_SET_ONE_REG, &r as *const _ as usize)
+}
+
+/// Writes a vector-length set register (SVE_VLS or SME_VLS: eight words, one bit per VQ).
+fn set_vls(vcpu: i32, id: u64, vls: &[u64; 8]) -> SysResult {
+    let bytes: Vec<u8> = vls.iter().flat_map(|w| w.to_le_bytes()).collect();
+    svelt_user::kvm::set_one(vcpu, id, &bytes)
 }
 
 fn get_reg(vcpu: i32, id: u64) -> SysResult<u64> {
@@ -389,7 +398,7 @@ extern "C" fn vcpu_thread(arg: usize) -> i32 {
 /// Sets up the VM and runs it; returns only on an error before the guest starts.
 fn boot(o: &Options) -> Result<(), String> {
     let kvm = open_kvm()?;
-    check_sme(kvm, o)?;
+    let sme = check_sme(kvm, o)?;
     let sve_cap = ioctl(kvm, k::KVM_CHECK_EXTENSION, ksve::KVM_CAP_ARM_SVE as usize) == Ok(1);
     if o.sve_vls.is_some() && !sve_cap {
         return Err(String::from(
@@ -468,25 +477,26 @@ fn boot(o: &Options) -> Result<(), String> {
         if sve_cap {
             init.features[0] |= 1 << ksve::KVM_ARM_VCPU_SVE;
         }
+        if sme {
+            init.features[0] |= 1 << ksme::KVM_ARM_VCPU_SME;
+        }
         ioctl(fd, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize)
             .map_err(|e| format!("KVM_ARM_VCPU_INIT {i}: {e:?}"))?;
-        if sve_cap {
-            if let Some(vls) = &o.sve_vls {
-                let r = KvmOneReg {
-                    id: ksve::KVM_REG_ARM64_SVE_VLS,
-                    addr: vls.as_ptr() as u64,
-                };
-                ioctl(fd, k::KVM_SET_ONE_REG, &r as *const _ as usize).map_err(|e| {
-                    format!("--sve-vls: KVM refused the set ({e:?}); Linux's KVM takes exactly the host's lengths up to the largest")
-                })?;
-            }
-            let what = ksve::KVM_ARM_VCPU_SVE as i32;
-            ioctl(
-                fd,
-                ksve::KVM_ARM_VCPU_FINALIZE,
-                &what as *const i32 as usize,
-            )
-            .map_err(|e| format!("KVM_ARM_VCPU_FINALIZE(SVE): {e:?}"))?;
+        if let (true, Some(vls)) = (sve_cap, &o.sve_vls) {
+            set_vls(fd, ksve::KVM_REG_ARM64_SVE_VLS, vls).map_err(|e| {
+                format!("--sve-vls: KVM refused the set ({e:?}); Linux's KVM takes exactly the host's lengths up to the largest")
+            })?;
+        }
+        if let (true, Some(vls)) = (sme, &o.sme_vls) {
+            set_vls(fd, ksme::KVM_REG_ARM64_SME_VLS, vls).map_err(|e| {
+                format!("--sme-vls: KVM refused the set ({e:?}); it takes the host's streaming lengths up to the largest")
+            })?;
+        }
+        // One finalize covers every vector feature the vCPU has (SVE's number is also the
+        // series' KVM_ARM_VCPU_VEC).
+        if sve_cap || sme {
+            svelt_user::kvm::finalize(fd, ksme::KVM_ARM_VCPU_VEC)
+                .map_err(|e| format!("KVM_ARM_VCPU_FINALIZE(VEC): {e:?}"))?;
         }
         mpidrs.push(get_reg(fd, MPIDR_EL1).map_err(|e| format!("MPIDR_EL1 of vCPU {i}: {e:?}"))?);
         let run = sys::mmap(0, run_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
@@ -575,21 +585,24 @@ fn options_are_checked() -> TestResult {
     Ok(())
 }
 
-/// --sme-vls is refused before any VM exists, with the reason.
-fn sme_refused_with_a_reason() -> TestResult {
+/// --sme-vls is taken where the kernel offers SME to guests (capability 252) and refused, naming
+/// the capability, where it does not (Linux 7.3).
+fn sme_needs_the_capability() -> TestResult {
     let kvm = match sys::open("/dev/kvm", O_RDWR | O_CLOEXEC) {
         Ok(fd) => fd,
         Err(_) => return ktap::skip("no /dev/kvm"),
     };
-    let o = t!(parse_options(&["--kernel", "/k", "--sme-vls", "32"]).map_err(|_| EINVAL));
-    let e = match check_sme(kvm, &o) {
-        Ok(()) => return Err(String::from("--sme-vls accepted")),
-        Err(e) => e,
-    };
-    check!(
-        e.contains("capability 252") || e.contains("EXTENSION 252"),
-        "{e}"
-    );
+    let o = t!(parse_options(&["--kernel", "/k", "--sme-vls", "16,32"]).map_err(|_| EINVAL));
+    check_eq!(o.sme_vls.map(|s| s[0]), Some(0b11));
+    let offered = svelt_user::kvm::has_cap(kvm, KVM_CAP_ARM_SME as u64);
+    match check_sme(kvm, &o) {
+        Ok(got) => check!(got && offered, "--sme-vls taken without the capability"),
+        Err(e) => {
+            check!(!offered, "refused although offered: {e}");
+            check!(e.contains("EXTENSION 252"), "{e}");
+        }
+    }
+    check!(parse_options(&["--kernel", "/k", "--sme-vls", "24"]).is_err());
     let _ = sys::close(kvm);
     Ok(())
 }
@@ -634,7 +647,7 @@ fn main(a: &rt::Args) -> i32 {
     if words.is_empty() {
         return ktap::run(&[
             ("options_are_checked", options_are_checked),
-            ("sme_refused_with_a_reason", sme_refused_with_a_reason),
+            ("sme_needs_the_capability", sme_needs_the_capability),
             ("not_an_image", not_an_image),
         ]);
     }

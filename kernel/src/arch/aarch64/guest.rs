@@ -458,6 +458,11 @@ pub fn ccsidr(csselr: u64, two: bool) -> u64 {
     v
 }
 
+/// The CPU's SMIDR_EL1 (only where it has SME: the register is UNDEFINED otherwise).
+pub fn smidr() -> u64 {
+    rd!("S3_1_C0_C0_6")
+}
+
 /// The CPU's own value of the ID register at op0=3, op1=0, CRn=0, `crm` (1..=7), `op2` (the
 /// space HCR_EL2.TID3 traps); 0 outside it.
 pub fn read_id_reg(crm: u8, op2: u8) -> u64 {
