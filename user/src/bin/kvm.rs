@@ -11,6 +11,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmOneReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
+use svelt_abi::uapi::kvm_dirty as kd;
 use svelt_abi::uapi::kvm_idregs as ki;
 use svelt_abi::uapi::kvm_services as sv;
 use svelt_abi::uapi::kvm_stats as ks;
@@ -2605,6 +2606,206 @@ fn irqfd_and_ioeventfd() -> TestResult {
     Ok(())
 }
 
+core::arch::global_asm!(
+    ".section .rodata.guests, \"a\"",
+    ".balign 4",
+    // Writes each page of a list: x3 the slot's base, x4 the list (page numbers, ended by one
+    // with bit 63 set); then a store to MMIO says it is done, and it starts over from x4.
+    ".global guest_dirty, guest_dirty_end",
+    "guest_dirty:",
+    "1:",
+    "ldr x5, [x4], #8",
+    "tbnz x5, #63, 2f",
+    "lsl x6, x5, #12",
+    "str x5, [x3, x6]",
+    "b 1b",
+    "2:",
+    "movz x1, #0x1000, lsl #16",
+    "str xzr, [x1]",
+    "b 1b",
+    "guest_dirty_end:",
+    ".text",
+);
+
+unsafe extern "C" {
+    static guest_dirty: u8;
+    static guest_dirty_end: u8;
+}
+
+/// The logging slot of `dirty_log`: 128 pages, two words of bitmap.
+const LOG_IPA: u64 = 0x100_0000;
+const LOG_PAGES: u64 = 128;
+
+/// Has the guest write the pages `pages` of the slot at `base`, and waits until it has.
+fn write_pages(g: &Guest, base: u64, pages: &[u64]) -> Result<(), String> {
+    for (i, &p) in pages.iter().enumerate() {
+        g.set_data(8 * i, p);
+    }
+    g.set_data(8 * pages.len(), u64::MAX);
+    t!(set_reg(g.vcpu, x(3), base as u128));
+    t!(set_reg(g.vcpu, x(4), (RAM_IPA + DATA_OFF as u64) as u128));
+    let (addr, _, _, write) = t!(g.run_to_mmio());
+    check_eq!((addr, write), (MMIO, true), "the guest's done");
+    Ok(())
+}
+
+fn get_log(vm: i32, slot: u32, bits: &mut [u64; 2]) -> SysResult {
+    let log = kd::KvmDirtyLog {
+        slot,
+        padding1: 0,
+        dirty_bitmap: bits.as_mut_ptr() as u64,
+    };
+    ioctl(vm, kd::KVM_GET_DIRTY_LOG, &log as *const _ as usize)
+}
+
+fn clear_log(vm: i32, slot: u32, first_page: u64, num_pages: u32, bits: u64) -> SysResult {
+    let log = kd::KvmClearDirtyLog {
+        slot,
+        num_pages,
+        first_page,
+        dirty_bitmap: bits,
+    };
+    ioctl(vm, kd::KVM_CLEAR_DIRTY_LOG, &log as *const _ as usize)
+}
+
+/// Dirty-page logging (KVM_MEM_LOG_DIRTY_PAGES): GET_DIRTY_LOG shows exactly the pages the
+/// guest wrote since the last GET; with KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 a new slot starts
+/// all dirty, GET leaves the bits and CLEAR_DIRTY_LOG takes them away; Linux's errors.
+fn dirty_log() -> TestResult {
+    let kvm = kvm!();
+    check_eq!(
+        ioctl(
+            kvm,
+            k::KVM_CHECK_EXTENSION,
+            kd::KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 as usize
+        ),
+        Ok(3),
+        "manual protect caps"
+    );
+    let size = (LOG_PAGES * 4096) as usize;
+    let mem = t!(sys::mmap_anon(size));
+    let slot1 = |flags| KvmUserspaceMemoryRegion {
+        slot: 1,
+        flags,
+        guest_phys_addr: LOG_IPA,
+        memory_size: LOG_PAGES * 4096,
+        userspace_addr: mem as u64,
+    };
+    let g = t!(Guest::new(kvm, code!(guest_dirty, guest_dirty_end)));
+    t!(set_region(g.vm, &slot1(k::KVM_MEM_LOG_DIRTY_PAGES)));
+    let mut bits = [!0u64; 2];
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0, 0], "a new logging slot");
+    t!(write_pages(&g, LOG_IPA, &[0, 3, 64, 127]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0b1001, 1 | 1 << 63], "the pages written");
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0, 0], "a second GET without writes");
+    t!(write_pages(&g, LOG_IPA, &[5]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 5, 0], "one more page");
+    // A page written, reported and so write-protected again, written once more.
+    t!(write_pages(&g, LOG_IPA, &[3]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 3, 0], "a page written again");
+
+    // Errors: a slot without logging or none at all, another address space, bad pointers.
+    check_eq!(
+        get_log(g.vm, 0, &mut bits),
+        Err(ENOENT),
+        "slot 0 does not log"
+    );
+    check_eq!(get_log(g.vm, 9, &mut bits), Err(ENOENT), "no slot 9");
+    check_eq!(get_log(g.vm, 1 << 16 | 1, &mut bits), Err(EINVAL));
+    check_eq!(get_log(g.vm, 32767, &mut bits), Err(EINVAL));
+    let bad = kd::KvmDirtyLog {
+        slot: 1,
+        padding1: 0,
+        dirty_bitmap: 8,
+    };
+    check_eq!(
+        ioctl(g.vm, kd::KVM_GET_DIRTY_LOG, &bad as *const _ as usize),
+        Err(EFAULT)
+    );
+    check_eq!(ioctl(g.vm, kd::KVM_GET_DIRTY_LOG, 8), Err(EFAULT));
+    let ones = [u64::MAX; 2];
+    let p = ones.as_ptr() as u64;
+    check_eq!(clear_log(g.vm, 1, 1, 64, p), Err(EINVAL), "first_page");
+    check_eq!(clear_log(g.vm, 1, 0, 32, p), Err(EINVAL), "num_pages");
+    check_eq!(
+        clear_log(g.vm, 1, 64, 63, p),
+        Err(EINVAL),
+        "short of the end"
+    );
+    check_eq!(clear_log(g.vm, 1, 192, 0, p), Err(EINVAL), "past the end");
+    check_eq!(
+        clear_log(g.vm, 1, 64, 128, p),
+        Err(EINVAL),
+        "beyond the end"
+    );
+    check_eq!(clear_log(g.vm, 0, 1, 64, p), Err(EINVAL), "alignment first");
+    check_eq!(
+        clear_log(g.vm, 0, 0, 64, p),
+        Err(ENOENT),
+        "slot 0 does not log"
+    );
+    check_eq!(clear_log(g.vm, 1, 0, 64, 8), Err(EFAULT));
+    check_eq!(clear_log(g.vm, 1, 64, 64, p), Ok(0), "the second half");
+
+    // Logging turned off and on again: a new, empty bitmap.
+    t!(set_region(g.vm, &slot1(0)));
+    check_eq!(get_log(g.vm, 1, &mut bits), Err(ENOENT), "logging off");
+    t!(write_pages(&g, LOG_IPA, &[10]));
+    t!(set_region(g.vm, &slot1(k::KVM_MEM_LOG_DIRTY_PAGES)));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0, 0], "logging on again");
+    t!(write_pages(&g, LOG_IPA, &[10]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 10, 0], "a page mapped before logging");
+    drop(g);
+
+    // Manual protection with every page dirty at first.
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_dirty, guest_dirty_end)));
+    let manual = |arg: u64| {
+        let mut c = [0u64; 13];
+        c[0] = kd::KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2;
+        c[1] = arg;
+        ioctl(g.vm, k::KVM_ENABLE_CAP, c.as_ptr() as usize)
+    };
+    check_eq!(manual(kd::KVM_DIRTY_LOG_INITIALLY_SET), Err(EINVAL));
+    check_eq!(manual(1 | 4), Err(EINVAL));
+    t!(manual(kd::KVM_DIRTY_LOG_MANUAL_CAPS));
+    t!(set_region(g.vm, &slot1(k::KVM_MEM_LOG_DIRTY_PAGES)));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [u64::MAX; 2], "INITIALLY_SET");
+    t!(write_pages(&g, LOG_IPA, &[9]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [u64::MAX; 2], "GET leaves the bits");
+    t!(clear_log(g.vm, 1, 0, LOG_PAGES as u32, p));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0, 0], "all cleared");
+    t!(write_pages(&g, LOG_IPA, &[9, 70]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 9, 1 << 6], "the pages rewritten");
+    let second = [1u64 << 6];
+    t!(clear_log(g.vm, 1, 64, 64, second.as_ptr() as u64));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 9, 0], "a range cleared");
+    t!(write_pages(&g, LOG_IPA, &[70]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 9, 1 << 6], "the cleared page rewritten");
+    // Without the manual mode again, GET clears.
+    t!(manual(0));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 9, 1 << 6]);
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0, 0], "cleared by GET");
+    drop(g);
+    t!(sys::munmap(mem, size));
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     mount_when_init();
     ktap::run(&[
@@ -2635,6 +2836,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("coalesced_mmio", coalesced_mmio),
         ("vgic_spi", vgic_spi),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
+        ("dirty_log", dirty_log),
         ("everything_given_back", everything_given_back),
     ])
 }
