@@ -367,16 +367,13 @@ impl Vm {
                 Err(_) => return Fault::Efault,
             }
         };
-        // A logging slot's page becomes writable only on a write, which is logged
-        // (arch/arm64/kvm/mmu.c: only a write fault maps writable while logging).
-        if slot.logging() && !write {
-            writable = false;
-        }
         let mut inner = self.inner.lock();
         // The slot may have gone or changed while the address space was being asked.
         let Some(now) = inner.slots.values().find(|s| s.contains(page)) else {
             return Fault::Mmio;
         };
+        // A logging slot's page becomes writable only on a write, which is logged
+        // (arch/arm64/kvm/mmu.c: only a write fault maps writable while logging).
         if now.logging() && !write {
             writable = false;
         }
