@@ -1206,7 +1206,7 @@ mod tests {
         assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 5, 1), Some(1 << 24)); // RVAE1OS
         assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 2, 7), Some(1 << 37)); // RVAALE1IS
         assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 6, 3), Some(1 << 39)); // RVAAE1
-        // Not EL1 TLBIs: EL2's (op1 4), an unallocated op2, DC/IC (CRn 7), a register.
+                                                                   // Not EL1 TLBIs: EL2's (op1 4), an unallocated op2, DC/IC (CRn 7), a register.
         assert_eq!(hfgitr_tlbi_bit(1, 4, 8, 1, 0), None);
         assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 1, 4), None);
         assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 5, 0), None);
@@ -1218,7 +1218,10 @@ mod tests {
         }
         for crm in [2, 5, 6] {
             for op2 in [1, 3, 5, 7] {
-                assert_ne!(hfgitr_tlbi_bit(1, 0, 8, crm, op2).unwrap() & HFGITR_TLBIRANGE, 0);
+                assert_ne!(
+                    hfgitr_tlbi_bit(1, 0, 8, crm, op2).unwrap() & HFGITR_TLBIRANGE,
+                    0
+                );
             }
         }
     }

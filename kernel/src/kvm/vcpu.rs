@@ -285,7 +285,8 @@ impl Vcpu {
     /// HCR_EL2.VI and VF for the vCPU's raised inputs.
     fn irq_line_hcr(&self) -> u64 {
         let l = self.irq_lines.load(Ordering::SeqCst);
-        (if l & 1 != 0 { guest::hcr::VI } else { 0 }) | (if l & 2 != 0 { guest::hcr::VF } else { 0 })
+        (if l & 1 != 0 { guest::hcr::VI } else { 0 })
+            | (if l & 2 != 0 { guest::hcr::VF } else { 0 })
     }
 
     pub fn run_write(&self, off: usize, bytes: &[u8]) {

@@ -2697,14 +2697,26 @@ fn hidden_tlbi_os() -> TestResult {
     t!(set_reg(g.vcpu, ISAR0, (isar0 & !(0xf << 56)) as u128));
     let (addr, esr, _, _) = t!(g.run_to_mmio());
     check_eq!(addr, MMIO + 8, "hidden: no UNDEF");
-    check_eq!(esr >> 26, 0, "ESR_EL1 {esr:#x}: not an Undefined Instruction");
-    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x10, 0, 8, true)), "after the UNDEF");
+    check_eq!(
+        esr >> 26,
+        0,
+        "ESR_EL1 {esr:#x}: not an Undefined Instruction"
+    );
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x10, 0, 8, true)),
+        "after the UNDEF"
+    );
     Ok(())
 }
 
 fn irq_line(vm: i32, irq: u32, level: u32) -> SysResult {
     let l = [irq, level];
-    ioctl(vm, svelt_abi::uapi::kvm_vgic::KVM_IRQ_LINE, l.as_ptr() as usize)
+    ioctl(
+        vm,
+        svelt_abi::uapi::kvm_vgic::KVM_IRQ_LINE,
+        l.as_ptr() as usize,
+    )
 }
 
 /// KVM_IRQ_LINE's `irq` for vCPU `vcpu`'s IRQ (0) or FIQ (1) input (KVM_ARM_IRQ_TYPE_CPU).
@@ -2727,9 +2739,17 @@ fn irq_line_without_vgic() -> TestResult {
     let g = t!(Guest::new(kvm, code!(guest_irq, guest_irq_end)));
     check_eq!(irq_line(g.vm, cpu_line(1, 0), 1), Err(EINVAL), "no vCPU 1");
     check_eq!(irq_line(g.vm, cpu_line(0, 2), 1), Err(EINVAL), "line 2");
-    check_eq!(irq_line(g.vm, (1 << 28) | cpu_line(0, 0), 1), Err(EINVAL), "vCPU 256");
+    check_eq!(
+        irq_line(g.vm, (1 << 28) | cpu_line(0, 0), 1),
+        Err(EINVAL),
+        "vCPU 256"
+    );
     check_eq!(g.run_to_mmio(), Ok((MMIO, 0, 8, true)), "ready");
-    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x30, 0, 8, true)), "nothing pending");
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x30, 0, 8, true)),
+        "nothing pending"
+    );
     // Raised: taken; lowered inside the handler: gone from ISR_EL1, not taken again.
     t!(irq_line(g.vm, cpu_line(0, 0), 1));
     check_eq!(irq_line(g.vm, cpu_line(0, 0), 1), Ok(0), "raised twice");
@@ -2740,7 +2760,11 @@ fn irq_line_without_vgic() -> TestResult {
     let (addr, isr, _, _) = t!(g.run_to_mmio());
     check_eq!(addr, MMIO + 0x28);
     check_eq!(isr & (ISR_I | ISR_F), 0, "ISR_EL1 {isr:#x} after lowering");
-    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x30, 0, 8, true)), "taken again");
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x30, 0, 8, true)),
+        "taken again"
+    );
     // Held high: taken again after the ERET.
     t!(irq_line(g.vm, cpu_line(0, 0), 1));
     check_eq!(g.run_to_mmio().map(|m| m.0), Ok(MMIO + 0x20));
@@ -2755,12 +2779,24 @@ fn irq_line_without_vgic() -> TestResult {
     t!(irq_line(g.vm, cpu_line(0, 1), 1));
     let (addr, isr, _, _) = t!(g.run_to_mmio());
     check_eq!(addr, MMIO + 0x40, "FIQ not taken");
-    check_eq!(isr & (ISR_I | ISR_F), ISR_F, "ISR_EL1 {isr:#x} in the FIQ handler");
+    check_eq!(
+        isr & (ISR_I | ISR_F),
+        ISR_F,
+        "ISR_EL1 {isr:#x} in the FIQ handler"
+    );
     t!(irq_line(g.vm, cpu_line(0, 1), 0));
     let (addr, isr, _, _) = t!(g.run_to_mmio());
     check_eq!(addr, MMIO + 0x48);
-    check_eq!(isr & (ISR_I | ISR_F), 0, "ISR_EL1 {isr:#x} after lowering the FIQ");
-    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x30, 0, 8, true)), "FIQ lowered");
+    check_eq!(
+        isr & (ISR_I | ISR_F),
+        0,
+        "ISR_EL1 {isr:#x} after lowering the FIQ"
+    );
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x30, 0, 8, true)),
+        "FIQ lowered"
+    );
     drop(g);
     // With a vGIC, the CPU lines are not there.
     let kvm = kvm!();
@@ -2820,13 +2856,17 @@ extern "C" fn kicked_vcpu(arg: usize) -> i32 {
                 let _ = irq_line(s.vm, cpu_line(0, 0), 0);
                 true
             }
-            Ok(_) if reason(s) == k::KVM_EXIT_MMIO && [MMIO, MMIO + 0x28].contains(&addr(s)) => false,
+            Ok(_) if reason(s) == k::KVM_EXIT_MMIO && [MMIO, MMIO + 0x28].contains(&addr(s)) => {
+                false
+            }
             r => {
                 let code = match r {
                     Err(e) => e.0 as u64,
                     Ok(_) => (reason(s) as u64) << 32 | addr(s),
                 };
-                let _ = s.bad.compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
+                let _ = s
+                    .bad
+                    .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
                 s.done.store(s.total, Ordering::Release);
                 return 1;
             }
@@ -2912,9 +2952,17 @@ fn kick_running_vcpu() -> TestResult {
         let _ = sys::tgkill(pid, th.tid, SIGUSR1);
     }
     th.join();
-    check_eq!(shared.bad.load(Ordering::Relaxed), 0, "the vCPU thread saw a wrong exit");
+    check_eq!(
+        shared.bad.load(Ordering::Relaxed),
+        0,
+        "the vCPU thread saw a wrong exit"
+    );
     check!(failed.is_none(), "kick {failed:?} never ended KVM_RUN");
-    check!(KICKS.load(Ordering::Relaxed) >= N, "handler ran {} times", KICKS.load(Ordering::Relaxed));
+    check!(
+        KICKS.load(Ordering::Relaxed) >= N,
+        "handler ran {} times",
+        KICKS.load(Ordering::Relaxed)
+    );
     println!(
         "    # kick to KVM_RUN's return, median of {N}: signal {:.0} us, KVM_IRQ_LINE {:.0} us ({resent} signals sent again)",
         median_us(&mut sig_lat),
