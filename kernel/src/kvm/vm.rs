@@ -144,6 +144,9 @@ pub struct Vm {
     pub cntpoff: AtomicU64,
     /// HCRX_EL2 for this VM's vCPUs, from its ID registers when KVM_RUN starts.
     pub hcrx: AtomicU64,
+    /// HFGITR_EL2 trap bits for this VM's vCPUs (the TLBIs its VMM hid), where the CPU has
+    /// FEAT_FGT; from its ID registers when KVM_RUN starts.
+    pub hfgitr: AtomicU64,
     /// A vCPU of this VM has entered KVM_RUN: its ID registers and firmware bitmaps are fixed.
     pub ran: AtomicBool,
     /// The VM's view of the ID registers (`k::id_reg_index` order), which the VMM may lower
@@ -238,6 +241,7 @@ impl Vm {
             cntvoff: AtomicU64::new(crate::arch::cpu::counter()),
             cntpoff: AtomicU64::new(0),
             hcrx: AtomicU64::new(0),
+            hfgitr: AtomicU64::new(0),
             ran: AtomicBool::new(false),
             id_regs: Mutex::new(id_regs),
             id_limits,

@@ -9,7 +9,7 @@
 #![no_std]
 #![no_main]
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmOneReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
 use svelt_abi::uapi::kvm_dirty as kd;
 use svelt_abi::uapi::kvm_idregs as ki;
@@ -295,6 +295,65 @@ core::arch::global_asm!(
     "ldr x4, [x1, #0x30]",
     "b .",
     "guest_events_end:",
+    // TLBI VMALLE1OS (as `sys #0, c8, c1, #0`), then an MMIO store (+0x10). Its EL1h
+    // synchronous vector stores ESR_EL1 (+8) and returns past the faulting instruction.
+    ".balign 2048",
+    ".global guest_tlbi, guest_tlbi_end",
+    "guest_tlbi:",
+    "adr x0, 1f",
+    "msr vbar_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    ".inst 0xd508811f",
+    "dsb ish",
+    "isb",
+    "str xzr, [x1, #0x10]",
+    "b .",
+    ".balign 2048",
+    "1:",
+    ".skip 0x200",
+    "mrs x2, esr_el1",
+    "str x2, [x1, #8]",
+    "mrs x2, elr_el1",
+    "add x2, x2, #4",
+    "msr elr_el1, x2",
+    "eret",
+    "guest_tlbi_end:",
+    // Its own vectors; stores to MMIO +0 (ready, interrupts masked), unmasks IRQs and FIQs,
+    // then stores to +0x30 again and again, or spins while x5 is nonzero. The EL1h IRQ vector
+    // stores ISR_EL1 twice (+0x20, +0x28), the FIQ vector likewise (+0x40, +0x48), and both
+    // return.
+    ".balign 2048",
+    ".global guest_irq, guest_irq_end",
+    "guest_irq:",
+    "adr x0, 1f",
+    "msr vbar_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "str xzr, [x1]",
+    "msr daifclr, #3",
+    "isb",
+    "2:",
+    "cbnz x5, 3f",
+    "str xzr, [x1, #0x30]",
+    "b 2b",
+    "3:",
+    "b 3b",
+    ".balign 2048",
+    "1:",
+    ".skip 0x280",
+    "mrs x2, isr_el1",
+    "str x2, [x1, #0x20]",
+    "mrs x2, isr_el1",
+    "str x2, [x1, #0x28]",
+    "eret",
+    ".balign 0x80",
+    "mrs x2, isr_el1",
+    "str x2, [x1, #0x40]",
+    "mrs x2, isr_el1",
+    "str x2, [x1, #0x48]",
+    "eret",
+    "guest_irq_end:",
     ".text",
 );
 
@@ -325,6 +384,10 @@ unsafe extern "C" {
     static guest_filtered_end: u8;
     static guest_events: u8;
     static guest_events_end: u8;
+    static guest_tlbi: u8;
+    static guest_tlbi_end: u8;
+    static guest_irq: u8;
+    static guest_irq_end: u8;
 }
 
 fn kvm_or_skip() -> Result<i32, TestResult> {
@@ -2806,6 +2869,309 @@ fn dirty_log() -> TestResult {
     Ok(())
 }
 
+/// ID_AA64ISAR0_EL1.TLB, the Outer Shareable TLBIs (FEAT_TLBIOS) and the range ones: a guest
+/// whose VMM left it runs TLBI VMALLE1OS; one whose VMM cleared it takes an Undefined
+/// Instruction exception there (ESR_EL1.EC 0), where the host can trap the instruction
+/// (fine-grained traps, or HCR_EL2.TTLBOS with FEAT_EVT; Linux's hidden_features).
+fn hidden_tlbi_os() -> TestResult {
+    const ISAR0: u64 = k::sysreg_id(3, 0, 0, 6, 0);
+    const MMFR0: u64 = k::sysreg_id(3, 0, 0, 7, 0);
+    const MMFR2: u64 = k::sysreg_id(3, 0, 0, 7, 2);
+    let code = code!(guest_tlbi, guest_tlbi_end);
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code));
+    let isar0 = t!(get_reg(g.vcpu, ISAR0)) as u64;
+    if (isar0 >> 56) & 0xf == 0 {
+        return ktap::skip("the VM has no TLBI OS");
+    }
+    let fgt = (t!(get_reg(g.vcpu, MMFR0)) as u64 >> 56) & 0xf != 0;
+    let evt = (t!(get_reg(g.vcpu, MMFR2)) as u64 >> 56) & 0xf >= 2;
+    // Advertised: it runs.
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x10, 0, 8, true)), "advertised");
+    drop(g);
+    if !fgt && !evt {
+        println!("    # hidden TLBI OS not checked: no FGT and no EVT to trap it");
+        return Ok(());
+    }
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code));
+    t!(set_reg(g.vcpu, ISAR0, (isar0 & !(0xf << 56)) as u128));
+    let (addr, esr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 8, "hidden: no UNDEF");
+    check_eq!(
+        esr >> 26,
+        0,
+        "ESR_EL1 {esr:#x}: not an Undefined Instruction"
+    );
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x10, 0, 8, true)),
+        "after the UNDEF"
+    );
+    Ok(())
+}
+
+fn irq_line(vm: i32, irq: u32, level: u32) -> SysResult {
+    let l = [irq, level];
+    ioctl(
+        vm,
+        svelt_abi::uapi::kvm_vgic::KVM_IRQ_LINE,
+        l.as_ptr() as usize,
+    )
+}
+
+/// KVM_IRQ_LINE's `irq` for vCPU `vcpu`'s IRQ (0) or FIQ (1) input (KVM_ARM_IRQ_TYPE_CPU).
+fn cpu_line(vcpu: u32, num: u32) -> u32 {
+    (vcpu << 16) | num
+}
+
+/// ISR_EL1's F and I bits.
+const ISR_F: u64 = 1 << 6;
+const ISR_I: u64 = 1 << 7;
+
+/// A VM without an in-kernel GIC: the VMM drives the vCPU's IRQ and FIQ inputs with
+/// KVM_IRQ_LINE (KVM_ARM_IRQ_TYPE_CPU, Linux's vcpu_interrupt_line). The guest takes the IRQ
+/// once it unmasks, sees it in ISR_EL1 while the line is high, takes it again after its ERET
+/// while the line stays high, and no more once it is lowered; the same for the FIQ. Linux's
+/// errors: EINVAL for a vCPU that does not exist or a number past the FIQ, ENXIO once the VM
+/// has a vGIC.
+fn irq_line_without_vgic() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_irq, guest_irq_end)));
+    check_eq!(irq_line(g.vm, cpu_line(1, 0), 1), Err(EINVAL), "no vCPU 1");
+    check_eq!(irq_line(g.vm, cpu_line(0, 2), 1), Err(EINVAL), "line 2");
+    check_eq!(
+        irq_line(g.vm, (1 << 28) | cpu_line(0, 0), 1),
+        Err(EINVAL),
+        "vCPU 256"
+    );
+    check_eq!(g.run_to_mmio(), Ok((MMIO, 0, 8, true)), "ready");
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x30, 0, 8, true)),
+        "nothing pending"
+    );
+    // Raised: taken; lowered inside the handler: gone from ISR_EL1, not taken again.
+    t!(irq_line(g.vm, cpu_line(0, 0), 1));
+    check_eq!(irq_line(g.vm, cpu_line(0, 0), 1), Ok(0), "raised twice");
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x20, "IRQ not taken");
+    check!(isr & ISR_I != 0, "ISR_EL1 {isr:#x} in the handler");
+    t!(irq_line(g.vm, cpu_line(0, 0), 0));
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x28);
+    check_eq!(isr & (ISR_I | ISR_F), 0, "ISR_EL1 {isr:#x} after lowering");
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x30, 0, 8, true)),
+        "taken again"
+    );
+    // Held high: taken again after the ERET.
+    t!(irq_line(g.vm, cpu_line(0, 0), 1));
+    check_eq!(g.run_to_mmio().map(|m| m.0), Ok(MMIO + 0x20));
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x28);
+    check!(isr & ISR_I != 0, "ISR_EL1 {isr:#x} while still high");
+    check_eq!(g.run_to_mmio().map(|m| m.0), Ok(MMIO + 0x20), "level");
+    t!(irq_line(g.vm, cpu_line(0, 0), 0));
+    check_eq!(g.run_to_mmio().map(|m| m.0), Ok(MMIO + 0x28));
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x30, 0, 8, true)), "lowered");
+    // The FIQ input.
+    t!(irq_line(g.vm, cpu_line(0, 1), 1));
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x40, "FIQ not taken");
+    check_eq!(
+        isr & (ISR_I | ISR_F),
+        ISR_F,
+        "ISR_EL1 {isr:#x} in the FIQ handler"
+    );
+    t!(irq_line(g.vm, cpu_line(0, 1), 0));
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x48);
+    check_eq!(
+        isr & (ISR_I | ISR_F),
+        0,
+        "ISR_EL1 {isr:#x} after lowering the FIQ"
+    );
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x30, 0, 8, true)),
+        "FIQ lowered"
+    );
+    drop(g);
+    // With a vGIC, the CPU lines are not there.
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_irq, guest_irq_end)));
+    let mut d = k::KvmCreateDevice {
+        ty: svelt_abi::uapi::kvm_vgic::KVM_DEV_TYPE_ARM_VGIC_V3,
+        fd: 0,
+        flags: 0,
+    };
+    if ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize).is_ok() {
+        check_eq!(irq_line(g.vm, cpu_line(0, 0), 1), Err(ENXIO), "with a vGIC");
+        t!(sys::close(d.fd as i32));
+    }
+    Ok(())
+}
+
+/// What the kicked vCPU's thread and the kicking thread share.
+struct KickShared {
+    vcpu: i32,
+    vm: i32,
+    run: usize,
+    /// Kicks the vCPU thread has seen end KVM_RUN.
+    done: AtomicU32,
+    /// How many it is to see.
+    total: u32,
+    /// CLOCK_MONOTONIC when KVM_RUN returned for the last one.
+    t1: AtomicU64,
+    /// The first thing that went wrong (an errno, or an exit's address), 0 if none.
+    bad: AtomicU64,
+}
+
+static KICKS: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_kick(_: i32, _: *mut SigInfo, _: *mut u8) {
+    KICKS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The vCPU thread: KVM_RUN over and over; a signal's EINTR (KVM_EXIT_INTR) and the guest's
+/// IRQ handler (MMIO +0x20, after which it lowers the line) are the kicks it counts.
+extern "C" fn kicked_vcpu(arg: usize) -> i32 {
+    // SAFETY: `arg` is the KickShared the main thread keeps until it joined this thread.
+    let s = unsafe { &*(arg as *const KickShared) };
+    let reason = |s: &KickShared| {
+        // SAFETY: the kvm_run page is mapped until the main thread joined this thread.
+        unsafe { ((s.run + k::run::EXIT_REASON) as *const u32).read_volatile() }
+    };
+    let addr = |s: &KickShared| {
+        // SAFETY: as above.
+        unsafe { ((s.run + k::run::MMIO_PHYS_ADDR) as *const u64).read_volatile() }
+    };
+    while s.done.load(Ordering::Relaxed) < s.total {
+        let r = ioctl(s.vcpu, k::KVM_RUN, 0);
+        let t1 = sys::now_ns();
+        let saw = match r {
+            Err(EINTR) if reason(s) == k::KVM_EXIT_INTR => true,
+            Ok(_) if reason(s) == k::KVM_EXIT_MMIO && addr(s) == MMIO + 0x20 => {
+                let _ = irq_line(s.vm, cpu_line(0, 0), 0);
+                true
+            }
+            Ok(_) if reason(s) == k::KVM_EXIT_MMIO && [MMIO, MMIO + 0x28].contains(&addr(s)) => {
+                false
+            }
+            r => {
+                let code = match r {
+                    Err(e) => e.0 as u64,
+                    Ok(_) => (reason(s) as u64) << 32 | addr(s),
+                };
+                let _ = s
+                    .bad
+                    .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
+                s.done.store(s.total, Ordering::Release);
+                return 1;
+            }
+        };
+        if saw {
+            s.t1.store(t1, Ordering::Relaxed);
+            s.done.fetch_add(1, Ordering::Release);
+        }
+    }
+    0
+}
+
+fn median_us(v: &mut [u64]) -> f64 {
+    v.sort_unstable();
+    v[v.len() / 2] as f64 / 1000.0
+}
+
+/// A vCPU thread spinning in guest code is made to leave it by another thread: a signal ends
+/// KVM_RUN with EINTR and KVM_EXIT_INTR, and an IRQ raised with KVM_IRQ_LINE is taken by the
+/// guest, both without waiting for a timer tick (Linux's kvm_vcpu_kick). The median time from
+/// the kick to KVM_RUN's return is printed, never checked.
+fn kick_running_vcpu() -> TestResult {
+    const N: u32 = 20;
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_irq, guest_irq_end)));
+    t!(set_reg(g.vcpu, x(5), 1)); // spin after unmasking
+    t!(set_handler(SIGUSR1, on_kick, 0, 0));
+    let shared = KickShared {
+        vcpu: g.vcpu,
+        vm: g.vm,
+        run: g.run as usize,
+        done: AtomicU32::new(0),
+        total: 2 * N,
+        t1: AtomicU64::new(0),
+        bad: AtomicU64::new(0),
+    };
+    let th = t!(spawn_thread(kicked_vcpu, &shared as *const _ as usize, 0));
+    let pid = sys::getpid();
+    let pause = |ms: u64| sys::nanosleep(&Timespec::from_ns(ms * 1_000_000), None);
+    let (mut sig_lat, mut irq_lat, mut resent) = (Vec::new(), Vec::new(), 0);
+    let mut failed = None;
+    for i in 0..2 * N {
+        // Let the vCPU thread get back into the guest (a signal that finds it outside
+        // KVM_RUN is sent again below).
+        let _ = pause(5);
+        if shared.bad.load(Ordering::Relaxed) != 0 {
+            break;
+        }
+        let signal = i < N;
+        let mut t0 = sys::now_ns();
+        if signal {
+            let _ = sys::tgkill(pid, th.tid, SIGUSR1);
+        } else {
+            let _ = irq_line(g.vm, cpu_line(0, 0), 1);
+        }
+        let mut waited = 0;
+        while shared.done.load(Ordering::Acquire) == i {
+            let _ = sys::sched_yield();
+            waited += 1;
+            if waited % 20_000 == 0 {
+                if !signal || waited > 400_000 {
+                    failed = Some(i);
+                    break;
+                }
+                resent += 1;
+                t0 = sys::now_ns();
+                let _ = sys::tgkill(pid, th.tid, SIGUSR1);
+            }
+        }
+        if failed.is_some() {
+            break;
+        }
+        let lat = shared.t1.load(Ordering::Relaxed).saturating_sub(t0);
+        if signal {
+            sig_lat.push(lat);
+        } else {
+            irq_lat.push(lat);
+        }
+    }
+    if failed.is_some() || shared.bad.load(Ordering::Relaxed) != 0 {
+        // Free the vCPU thread: the guest's spin ends with a signal's EINTR.
+        shared.done.store(shared.total, Ordering::Release);
+        let _ = sys::tgkill(pid, th.tid, SIGUSR1);
+    }
+    th.join();
+    check_eq!(
+        shared.bad.load(Ordering::Relaxed),
+        0,
+        "the vCPU thread saw a wrong exit"
+    );
+    check!(failed.is_none(), "kick {failed:?} never ended KVM_RUN");
+    check!(
+        KICKS.load(Ordering::Relaxed) >= N,
+        "handler ran {} times",
+        KICKS.load(Ordering::Relaxed)
+    );
+    println!(
+        "    # kick to KVM_RUN's return, median of {N}: signal {:.0} us, KVM_IRQ_LINE {:.0} us ({resent} signals sent again)",
+        median_us(&mut sig_lat),
+        median_us(&mut irq_lat)
+    );
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     mount_when_init();
     ktap::run(&[
@@ -2837,6 +3203,9 @@ fn main(_a: &rt::Args) -> i32 {
         ("vgic_spi", vgic_spi),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
         ("dirty_log", dirty_log),
+        ("hidden_tlbi_os", hidden_tlbi_os),
+        ("irq_line_without_vgic", irq_line_without_vgic),
+        ("kick_running_vcpu", kick_running_vcpu),
         ("everything_given_back", everything_given_back),
     ])
 }
