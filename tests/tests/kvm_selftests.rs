@@ -56,14 +56,6 @@ const KNOWN_DIFFERENT: &[Known] = &[
     },
     Known {
         config: "vq4",
-        program: "kvm:hidden_features",
-        subtests: &[],
-        svelt: Fail,
-        linux: Pass,
-        why: "a TLBI-OS the VMM hid must UNDEF in the guest: needs the fine-grained traps (HFGITR_EL2); MOPS, TCR2 and FPMR agree",
-    },
-    Known {
-        config: "vq4",
         program: "kvm:vcpu_width_config",
         subtests: &[],
         svelt: Skip,

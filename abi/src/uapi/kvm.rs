@@ -497,6 +497,58 @@ pub fn guest_hcrx(isar2: u64) -> u64 {
     }
 }
 
+/// HFGITR_EL2's trap bits for the TLBI instructions of FEAT_TLBIOS (the Outer Shareable EL1
+/// ones: VMALLE1OS, VAE1OS, ASIDE1OS, VAAE1OS, VALE1OS, VAALE1OS; bits 18..=23) and of
+/// FEAT_TLBIRANGE (RVAE1, RVAAE1, RVALE1, RVAALE1 in their OS, IS and non-shareable forms;
+/// bits 24..=27, 34..=37, 38..=41), as the Arm ARM lays HFGITR_EL2 out.
+pub const HFGITR_TLBIOS: u64 = 0x3f << 18;
+pub const HFGITR_TLBIRANGE: u64 = (0xf << 24) | (0xf << 34) | (0xf << 38);
+
+/// HFGITR_EL2 bits a guest runs with, where the CPU has FEAT_FGT: the TLBI instructions of a
+/// feature the CPU has (`host_isar0`'s ID_AA64ISAR0_EL1.TLB) and the VM's VMM hid
+/// (`vm_isar0`'s) trap to EL2, to be UNDEFINED there (Linux's hfgitr_feat_map in config.c with
+/// FEAT_TLBIOS and FEAT_TLBIRANGE, whose fine-grained-undef bits triage_sysreg_trap turns into
+/// an UNDEF).
+pub fn guest_hfgitr(host_isar0: u64, vm_isar0: u64) -> u64 {
+    let tlb = |isar0: u64| (isar0 >> 56) & 0xf;
+    let (host, vm) = (tlb(host_isar0), tlb(vm_isar0));
+    let mut bits = 0;
+    if host >= 1 && vm < 1 {
+        bits |= HFGITR_TLBIOS;
+    }
+    if host >= 2 && vm < 2 {
+        bits |= HFGITR_TLBIRANGE;
+    }
+    bits
+}
+
+/// The HFGITR_EL2 bit that traps the EL1 TLBI instruction a trapped access's ISS names
+/// (op0 1, op1 0, CRn 8, or 9 for its nXS form; CRm and op2 pick the instruction), if any.
+pub fn hfgitr_tlbi_bit(op0: u32, op1: u32, crn: u32, crm: u32, op2: u32) -> Option<u64> {
+    if op0 != 1 || op1 != 0 || !(crn == 8 || crn == 9) {
+        return None;
+    }
+    // VMALLE1, VAE1, ASIDE1, VAAE1, VALE1, VAALE1 at op2 0, 1, 2, 3, 5, 7.
+    let plain = match op2 {
+        0..=3 => Some(op2),
+        5 => Some(4),
+        7 => Some(5),
+        _ => None,
+    };
+    // RVAE1, RVAAE1, RVALE1, RVAALE1 at op2 1, 3, 5, 7.
+    let range = (op2 & 1 == 1).then_some(op2 / 2);
+    let (base, idx) = match crm {
+        1 => (18, plain?), // Outer Shareable
+        3 => (28, plain?), // Inner Shareable
+        7 => (42, plain?), // non-shareable
+        5 => (24, range?), // range, Outer Shareable
+        2 => (34, range?), // range, Inner Shareable
+        6 => (38, range?), // range, non-shareable
+        _ => return None,
+    };
+    Some(1 << (base + idx))
+}
+
 /// The ID register space HCR_EL2.TID3 traps: op0=3, op1=0, CRn=0, CRm 1..=7, op2 0..=7.
 pub const ID_REGS: usize = 56;
 
@@ -1125,6 +1177,54 @@ pub const ID_AA64PFR0_CSV3_SHIFT: u32 = 60;
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn hidden_tlbi_os_traps_only_what_the_cpu_has() {
+        let tlb = |v: u64| v << 56;
+        // Nothing hidden: nothing traps.
+        assert_eq!(guest_hfgitr(tlb(2), tlb(2)), 0);
+        assert_eq!(guest_hfgitr(tlb(1), tlb(1)), 0);
+        // TLB cleared on a CPU with ranges: both groups trap.
+        assert_eq!(guest_hfgitr(tlb(2), 0), HFGITR_TLBIOS | HFGITR_TLBIRANGE);
+        // Ranges hidden, OS kept.
+        assert_eq!(guest_hfgitr(tlb(2), tlb(1)), HFGITR_TLBIRANGE);
+        // A CPU without ranges never gets their (RES0) bits.
+        assert_eq!(guest_hfgitr(tlb(1), 0), HFGITR_TLBIOS);
+        assert_eq!(guest_hfgitr(0, 0), 0);
+        // Other ID_AA64ISAR0_EL1 fields do not matter.
+        assert_eq!(guest_hfgitr(tlb(2) | 0xffff, tlb(2)), 0);
+    }
+
+    #[test]
+    fn tlbi_encodings_map_to_their_hfgitr_bits() {
+        // TLBI VMALLE1OS: sys #0, c8, c1, #0 (bit 18); its nXS form at CRn 9.
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 1, 0), Some(1 << 18));
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 9, 1, 0), Some(1 << 18));
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 1, 7), Some(1 << 23)); // VAALE1OS
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 3, 0), Some(1 << 28)); // VMALLE1IS
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 7, 5), Some(1 << 46)); // VALE1
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 5, 1), Some(1 << 24)); // RVAE1OS
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 2, 7), Some(1 << 37)); // RVAALE1IS
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 6, 3), Some(1 << 39)); // RVAAE1
+                                                                   // Not EL1 TLBIs: EL2's (op1 4), an unallocated op2, DC/IC (CRn 7), a register.
+        assert_eq!(hfgitr_tlbi_bit(1, 4, 8, 1, 0), None);
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 1, 4), None);
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 8, 5, 0), None);
+        assert_eq!(hfgitr_tlbi_bit(1, 0, 7, 5, 1), None);
+        assert_eq!(hfgitr_tlbi_bit(3, 0, 8, 1, 0), None);
+        // Every OS bit is one of HFGITR_TLBIOS's, every range bit one of HFGITR_TLBIRANGE's.
+        for op2 in [0, 1, 2, 3, 5, 7] {
+            assert_ne!(hfgitr_tlbi_bit(1, 0, 8, 1, op2).unwrap() & HFGITR_TLBIOS, 0);
+        }
+        for crm in [2, 5, 6] {
+            for op2 in [1, 3, 5, 7] {
+                assert_ne!(
+                    hfgitr_tlbi_bit(1, 0, 8, crm, op2).unwrap() & HFGITR_TLBIRANGE,
+                    0
+                );
+            }
+        }
+    }
     use super::*;
 
     #[test]

@@ -281,7 +281,7 @@ fn hypercall(
 /// thread. Its FP registers go back to memory before it sleeps.
 fn wfi(vcpu: &Vcpu, vm: &Vm, st: &mut VcpuState) -> SysResult<()> {
     let (now, deadline) = super::vgic::wfi_wake(vm, vcpu.id, st);
-    if now {
+    if now || vcpu.irq_line_raised() {
         return Ok(());
     }
     st.put_fp();
@@ -289,7 +289,10 @@ fn wfi(vcpu: &Vcpu, vm: &Vm, st: &mut VcpuState) -> SysResult<()> {
     vcpu.stats.set(stat::BLOCKING, 1);
     let start = crate::time::now_ns();
     let vmcr = st.gic.vmcr;
-    let r = vcpu.wait_for_kick_until(|| super::vgic::pending(vm, vcpu.id, vmcr), deadline);
+    let r = vcpu.wait_for_kick_until(
+        || vcpu.irq_line_raised() || super::vgic::pending(vm, vcpu.id, vmcr),
+        deadline,
+    );
     vcpu.stats.set(stat::BLOCKING, 0);
     vcpu.stats
         .halted(crate::time::now_ns().saturating_sub(start), r.is_ok());
@@ -352,6 +355,14 @@ fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
             st.regs.x[rt] = v;
         }
         st.regs.pc += 4;
+        return;
+    }
+    // A TLBI of a feature the VMM hid (trapped by HFGITR_EL2): UNDEFINED, as Linux's
+    // triage_sysreg_trap for its fine-grained-undef bits.
+    if k::hfgitr_tlbi_bit(op0, op1, crn, crm, op2)
+        .is_some_and(|b| vm.hfgitr.load(Ordering::Relaxed) & b != 0)
+    {
+        inject::inject_undef(st);
         return;
     }
     let key = (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2;

@@ -132,6 +132,9 @@ pub fn check_extension(cap: u64) -> usize {
         | ke::KVM_CAP_IOEVENTFD
         | ke::KVM_CAP_IOEVENTFD_ANY_LENGTH => 1,
         ke::KVM_CAP_IRQ_ROUTING => ke::KVM_MAX_IRQ_ROUTES as usize,
+        svelt_abi::uapi::kvm_dirty::KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 => {
+            svelt_abi::uapi::kvm_dirty::KVM_DIRTY_LOG_MANUAL_CAPS as usize
+        }
         // Only the feature ID range (KVM_ARM_FEATURE_ID_RANGE).
         svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_SUPPORTED_REG_MASK_RANGES => 1,
         k::KVM_CAP_ARM_INJECT_SERROR_ESR => inject::has_ras() as usize,

@@ -172,6 +172,23 @@ impl Stage2 {
         any
     }
 
+    /// Takes write permission away from the leaf of guest page `ipa`, if there is one and it
+    /// had it (as `kvm_stage2_wp_range` for one page): the guest's next write to it faults.
+    /// Returns whether a leaf changed (the caller then flushes the VM's TLB entries).
+    pub fn write_protect(&mut self, ipa: u64) -> bool {
+        let Some(table) = self.leaf_table(ipa, false).ok().flatten() else {
+            return false;
+        };
+        let i = self.index(ipa, 3);
+        let e = read(table, i);
+        if e & VALID == 0 || e & S2AP_W == 0 {
+            return false;
+        }
+        write(table, i, e & !S2AP_W);
+        crate::arch::cpu::barrier_after_table_write();
+        true
+    }
+
     /// Drops everything below `table` (a table at `level` with `entries` entries): the
     /// frames its leaves reference and its lower tables.
     fn free_below(table: u64, level: u32, entries: u64) {

@@ -24,7 +24,7 @@ use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use core::any::Any;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use spin::{Mutex, MutexGuard};
 use svelt_abi::isa::esr::Esr;
 use svelt_abi::uapi::errno::{Errno, SysResult};
@@ -118,6 +118,9 @@ fn timer_attr(cmd: u32, a: &k::KvmDeviceAttr) -> SysResult<usize> {
     }
 }
 
+/// `Vcpu::running_on` while no CPU runs the vCPU's guest code.
+const NOT_IN_GUEST: usize = usize::MAX;
+
 pub struct Vcpu {
     pub id: u32,
     /// The `kvm_run` page the VMM maps, and after it the VM's coalesced MMIO ring.
@@ -129,6 +132,16 @@ pub struct Vcpu {
     /// Where a vCPU in WFI or powered off waits; `kicked` says something happened.
     pub wake: WaitQueue,
     pub kicked: AtomicBool,
+    /// The CPU running this vCPU's guest code (from just before the entry, with interrupts
+    /// masked, to just after the exit), or NOT_IN_GUEST: where a kick sends its IPI.
+    running_on: AtomicUsize,
+    /// Something for the guest changed since the run loop last looked (a kick): the entry
+    /// about to happen is abandoned and the loop goes round again (Linux's vcpu->requests
+    /// checked after IN_GUEST_MODE).
+    request: AtomicBool,
+    /// The vCPU's IRQ (bit 0) and FIQ (bit 1) inputs, for a VM without an in-kernel GIC
+    /// (KVM_IRQ_LINE with KVM_ARM_IRQ_TYPE_CPU): HCR_EL2.VI and VF while the guest runs.
+    irq_lines: AtomicU32,
     /// Powered off, and a pending CPU_ON; apart from the state's lock, which the vCPU's own
     /// KVM_RUN holds while another vCPU powers it on.
     pub power: Mutex<Power>,
@@ -212,6 +225,9 @@ impl Vcpu {
             lockq: WaitQueue::new(),
             wake: WaitQueue::new(),
             kicked: AtomicBool::new(false),
+            running_on: AtomicUsize::new(NOT_IN_GUEST),
+            request: AtomicBool::new(false),
+            irq_lines: AtomicU32::new(0),
             power: Mutex::new(Power::default()),
             creator: cur.core().tid,
             stats: VcpuStats::new(),
@@ -231,10 +247,46 @@ impl Vcpu {
         })
     }
 
-    /// Wakes the vCPU from WFI or power-off.
+    /// Wakes the vCPU from WFI or power-off, and makes it leave the guest if it runs guest
+    /// code on another CPU (Linux's kvm_vcpu_kick): the reschedule IPI ends the entry, and the
+    /// run loop looks at what changed before it enters again.
     pub fn kick(&self) {
         self.kicked.store(true, Ordering::Release);
         self.wake.wake_all();
+        // SeqCst pairs with the run loop's store to `running_on` before it takes `request`:
+        // either it sees the request, or this sees the CPU it is about to enter on.
+        self.request.store(true, Ordering::SeqCst);
+        let cpu = self.running_on.load(Ordering::SeqCst);
+        if cpu != NOT_IN_GUEST && cpu != crate::percpu::cpu_id() {
+            crate::irq::send_reschedule(cpu);
+        }
+    }
+
+    /// KVM_IRQ_LINE for the vCPU's IRQ (`num` 0) or FIQ (1) input (vcpu_interrupt_line): a
+    /// change wakes the vCPU and makes a running one enter again with the new level.
+    pub fn set_irq_line(&self, num: u32, level: bool) {
+        let bit = 1 << num;
+        let old = if level {
+            self.irq_lines.fetch_or(bit, Ordering::SeqCst)
+        } else {
+            self.irq_lines.fetch_and(!bit, Ordering::SeqCst)
+        };
+        if (old & bit != 0) != level {
+            self.kick();
+        }
+    }
+
+    /// One of the vCPU's IRQ and FIQ inputs is raised (a WFI wakes for it, whatever the
+    /// guest's PSTATE masks: kvm_arch_vcpu_runnable).
+    pub fn irq_line_raised(&self) -> bool {
+        self.irq_lines.load(Ordering::SeqCst) != 0
+    }
+
+    /// HCR_EL2.VI and VF for the vCPU's raised inputs.
+    fn irq_line_hcr(&self) -> u64 {
+        let l = self.irq_lines.load(Ordering::SeqCst);
+        (if l & 1 != 0 { guest::hcr::VI } else { 0 })
+            | (if l & 2 != 0 { guest::hcr::VF } else { 0 })
     }
 
     pub fn run_write(&self, off: usize, bytes: &[u8]) {
@@ -358,6 +410,13 @@ impl Vcpu {
         vm.ran.store(true, Ordering::Relaxed);
         vm.hcrx
             .store(k::guest_hcrx(vm.id_reg(6, 2)), Ordering::Relaxed); // ID_AA64ISAR2_EL1
+        let hfgitr = if guest::has_fgt() {
+            // ID_AA64ISAR0_EL1: the CPU's and the VM's.
+            k::guest_hfgitr(guest::read_id_reg(6, 0), vm.id_reg(6, 0))
+        } else {
+            0
+        };
+        vm.hfgitr.store(hfgitr, Ordering::Relaxed);
         if let Some(p) = st.mmio.take() {
             exit::complete_mmio(self, &mut st, p);
         }
@@ -417,18 +476,36 @@ impl Vcpu {
                     } | super::sme::cptr(st),
                     mdcr_traps: exit::GUEST_MDCR_TRAPS,
                     hcrx: vm.hcrx.load(Ordering::Relaxed),
+                    hfgitr: vm.hfgitr.load(Ordering::Relaxed),
                 }
             };
             super::vgic::before_entry(vm, self.id, st);
             let kind = {
                 let _irqs = crate::arch::cpu::IrqGuard::new();
-                let tpidr2 = super::sme::enter(st);
-                let VcpuState { el1, regs, gic, .. } = st;
-                let kind = guest::world_switch(&mut controls, el1, regs, gic);
-                super::sme::exit(st, tpidr2);
+                // From here a kick interrupts this CPU, and the IPI, masked, ends the entry
+                // at once; what happened before is looked at now (Linux's IN_GUEST_MODE and
+                // the request and signal checks with interrupts disabled).
+                self.running_on
+                    .store(crate::percpu::cpu_id(), Ordering::SeqCst);
+                let leave = self.request.swap(false, Ordering::SeqCst)
+                    || sched::need_resched()
+                    || cur.killed.load(Ordering::Acquire)
+                    || task::hooks::interrupted(cur.task());
+                let kind = (!leave).then(|| {
+                    controls.hcr |= self.irq_line_hcr();
+                    let tpidr2 = super::sme::enter(st);
+                    let VcpuState { el1, regs, gic, .. } = st;
+                    let kind = guest::world_switch(&mut controls, el1, regs, gic);
+                    super::sme::exit(st, tpidr2);
+                    kind
+                });
+                self.running_on.store(NOT_IN_GUEST, Ordering::Relaxed);
                 kind
             };
             super::vgic::after_exit(vm, self.id, st);
+            // Not entered: back to the checks at the top (the list registers are folded
+            // back as they were built).
+            let Some(kind) = kind else { continue };
             st.vse = controls.hcr & guest::hcr::VSE != 0;
             super::EXITS.fetch_add(1, Ordering::Relaxed);
             self.stats.inc(stat::EXITS);

@@ -25,6 +25,7 @@ use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::fs::O_RDWR;
 use svelt_abi::uapi::kvm::{self as k, KvmUserspaceMemoryRegion, KvmVcpuInit, SlotChange};
+use svelt_abi::uapi::kvm_dirty as kd;
 use svelt_abi::uapi::kvm_eventfd as ke;
 use svelt_abi::uapi::kvm_idregs as ki;
 
@@ -80,11 +81,46 @@ impl Slot {
     pub fn readonly(&self) -> bool {
         self.flags & k::KVM_MEM_READONLY != 0
     }
+    /// The slot logs dirty pages: its pages are mapped writable only once the guest writes.
+    fn logging(&self) -> bool {
+        self.flags & k::KVM_MEM_LOG_DIRTY_PAGES != 0
+    }
+    fn npages(&self) -> u64 {
+        self.size / 4096
+    }
 }
 
 pub struct VmInner {
     pub slots: BTreeMap<u32, Slot>,
     pub s2: Stage2,
+    /// The dirty bitmap of each slot that logs, by slot id (`abi::uapi::kvm_dirty`'s layout).
+    pub dirty: BTreeMap<u32, Vec<u64>>,
+    /// KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2's value (kvm->manual_dirty_log_protect).
+    pub manual_protect: u64,
+}
+
+impl VmInner {
+    /// Marks the page at `ipa` dirty in whichever logging slot holds it
+    /// (`mark_page_dirty_in_slot`).
+    fn mark_dirty(&mut self, ipa: u64) {
+        let Some((&id, s)) = self.slots.iter().find(|(_, s)| s.contains(ipa)) else {
+            return;
+        };
+        let page = (ipa - s.gpa) / 4096;
+        if let Some(bits) = self.dirty.get_mut(&id) {
+            kd::mark(bits, page);
+        }
+    }
+
+    /// Takes write permission away from the slot's pages `pages` (slot page numbers), so
+    /// that the guest's next write to each is seen. Returns whether a leaf changed.
+    fn write_protect(&mut self, slot: &Slot, pages: impl Iterator<Item = u64>) -> bool {
+        let mut any = false;
+        for p in pages {
+            any |= self.s2.write_protect(slot.gpa + p * 4096);
+        }
+        any
+    }
 }
 
 pub struct Vm {
@@ -108,6 +144,9 @@ pub struct Vm {
     pub cntpoff: AtomicU64,
     /// HCRX_EL2 for this VM's vCPUs, from its ID registers when KVM_RUN starts.
     pub hcrx: AtomicU64,
+    /// HFGITR_EL2 trap bits for this VM's vCPUs (the TLBIs its VMM hid), where the CPU has
+    /// FEAT_FGT; from its ID registers when KVM_RUN starts.
+    pub hfgitr: AtomicU64,
     /// A vCPU of this VM has entered KVM_RUN: its ID registers and firmware bitmaps are fixed.
     pub ran: AtomicBool,
     /// The VM's view of the ID registers (`k::id_reg_index` order), which the VMM may lower
@@ -193,6 +232,8 @@ impl Vm {
             inner: Mutex::new(VmInner {
                 slots: BTreeMap::new(),
                 s2,
+                dirty: BTreeMap::new(),
+                manual_protect: 0,
             }),
             vcpus: Mutex::new(Vec::new()),
             nisv_to_user: AtomicBool::new(false),
@@ -200,6 +241,7 @@ impl Vm {
             cntvoff: AtomicU64::new(crate::arch::cpu::counter()),
             cntpoff: AtomicU64::new(0),
             hcrx: AtomicU64::new(0),
+            hfgitr: AtomicU64::new(0),
             ran: AtomicBool::new(false),
             id_regs: Mutex::new(id_regs),
             id_limits,
@@ -280,7 +322,18 @@ impl Vm {
             return false;
         };
         let va = slot.uaddr + ipa - slot.gpa;
-        UserPtr::<u8>::new(va as usize).write_slice(bytes).is_ok()
+        if UserPtr::<u8>::new(va as usize).write_slice(bytes).is_err() {
+            return false;
+        }
+        // A write on the guest's behalf dirties its pages as the guest's own would
+        // (kvm_write_guest).
+        let mut inner = self.inner.lock();
+        let mut page = ipa & !0xfff;
+        while page < ipa + bytes.len() as u64 {
+            inner.mark_dirty(page);
+            page += 4096;
+        }
+        true
     }
 
     /// Resolves a stage-2 fault at `ipa` (a write if `write`): maps the slot's page, or says
@@ -303,7 +356,7 @@ impl Vm {
         }
         let va = (slot.uaddr + (page - slot.gpa)) as usize;
         let mut aspace = mm.lock();
-        let (pa, writable) = if slot.readonly() {
+        let (pa, mut writable) = if slot.readonly() {
             match aspace.translate(va, Access::Read) {
                 Ok(pa) => (pa, false),
                 Err(_) => return Fault::Efault,
@@ -319,14 +372,22 @@ impl Vm {
             }
         };
         let mut inner = self.inner.lock();
-        // The slot may have gone while the address space was being asked.
-        if !inner.slots.values().any(|s| s.contains(page)) {
+        // The slot may have gone or changed while the address space was being asked.
+        let Some(now) = inner.slots.values().find(|s| s.contains(page)) else {
             return Fault::Mmio;
+        };
+        // A logging slot's page becomes writable only on a write, which is logged
+        // (arch/arm64/kvm/mmu.c: only a write fault maps writable while logging).
+        if now.logging() && !write {
+            writable = false;
         }
         match inner.s2.map(page, pa & !0xfff, writable) {
             Ok(replaced) => {
                 if replaced {
                     self.flush_tlbs();
+                }
+                if writable {
+                    inner.mark_dirty(page);
                 }
                 Fault::Mapped
             }
@@ -345,6 +406,7 @@ impl Vm {
         match change {
             SlotChange::Delete { slot } => {
                 let old = inner.slots.remove(&slot).ok_or(Errno::EINVAL)?;
+                inner.dirty.remove(&slot);
                 if inner.s2.unmap(old.gpa, old.gpa + old.size) {
                     self.flush_tlbs();
                 }
@@ -372,6 +434,21 @@ impl Vm {
                 if overlaps {
                     return Err(Errno::EEXIST);
                 }
+                // The dirty bitmap: kept while the slot goes on logging, a new one (empty,
+                // or all set with INITIALLY_SET) when it starts, none when it stops
+                // (kvm_prepare_memory_region). The slot's leaves are all dropped below, so
+                // the guest's writes fault and are logged from now on.
+                if flags & k::KVM_MEM_LOG_DIRTY_PAGES == 0 {
+                    inner.dirty.remove(&slot);
+                } else if !inner.dirty.contains_key(&slot) {
+                    let npages = size / 4096;
+                    let mut bits = Vec::new();
+                    bits.try_reserve_exact(kd::bitmap_words(npages))
+                        .map_err(|_| Errno::ENOMEM)?;
+                    bits.resize(kd::bitmap_words(npages), 0);
+                    kd::init_bitmap(&mut bits, npages, kd::initially_set(inner.manual_protect));
+                    inner.dirty.insert(slot, bits);
+                }
                 if let Some(old) = inner.slots.insert(
                     slot,
                     Slot {
@@ -386,6 +463,81 @@ impl Vm {
                     }
                 }
             }
+        }
+        Ok(0)
+    }
+
+    /// KVM_GET_DIRTY_LOG (`kvm_get_dirty_log_protect`): the slot's bitmap to the caller;
+    /// without manual protection the bitmap is also cleared and those pages write-protected
+    /// again, so that the next call sees only newer writes.
+    fn get_dirty_log(&self, arg: usize) -> SysResult<usize> {
+        let log = UserPtr::<kd::KvmDirtyLog>::new(arg).read()?;
+        let id = kd::log_slot(log.slot)?;
+        let out = {
+            let mut inner = self.inner.lock();
+            let slot = inner.slots.get(&id).copied().ok_or(Errno::ENOENT)?;
+            let manual = inner.manual_protect != 0;
+            let bits = inner.dirty.get_mut(&id).ok_or(Errno::ENOENT)?;
+            let mut out = Vec::new();
+            out.try_reserve_exact(bits.len())
+                .map_err(|_| Errno::ENOMEM)?;
+            out.resize(bits.len(), 0);
+            if manual {
+                out.copy_from_slice(bits);
+            } else if kd::get_and_clear(bits, &mut out)
+                && inner.write_protect(&slot, kd::pages(0, &out))
+            {
+                self.flush_tlbs();
+            }
+            out
+        };
+        // Copied out with the VM unlocked: the caller's memory may need faulting in, which
+        // takes the address space's lock (the order is address space, then VM).
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(out.len() * 8)
+            .map_err(|_| Errno::ENOMEM)?;
+        bytes.extend(out.iter().flat_map(|w| w.to_le_bytes()));
+        UserPtr::<u8>::new(log.dirty_bitmap as usize).write_slice(&bytes)?;
+        Ok(0)
+    }
+
+    /// KVM_CLEAR_DIRTY_LOG (`kvm_clear_dirty_log_protect`): clears the bits the caller names
+    /// from `first_page` on and write-protects those pages again.
+    fn clear_dirty_log(&self, arg: usize) -> SysResult<usize> {
+        let log = UserPtr::<kd::KvmClearDirtyLog>::new(arg).read()?;
+        let id = kd::log_slot(log.slot)?;
+        kd::check_clear_start(log.first_page)?;
+        let words = {
+            let inner = self.inner.lock();
+            let slot = inner.slots.get(&id).ok_or(Errno::ENOENT)?;
+            if !inner.dirty.contains_key(&id) {
+                return Err(Errno::ENOENT);
+            }
+            kd::check_clear_range(log.first_page, log.num_pages, slot.npages())?
+        };
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(words * 8)
+            .map_err(|_| Errno::ENOMEM)?;
+        bytes.resize(words * 8, 0);
+        UserPtr::<u8>::new(log.dirty_bitmap as usize).read_slice(&mut bytes)?;
+        let mut mask = Vec::new();
+        mask.try_reserve_exact(words).map_err(|_| Errno::ENOMEM)?;
+        mask.extend(
+            bytes
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
+        );
+        let mut inner = self.inner.lock();
+        // The slot may have changed while the caller's bitmap was read.
+        let slot = inner.slots.get(&id).copied().ok_or(Errno::ENOENT)?;
+        kd::check_clear_range(log.first_page, log.num_pages, slot.npages())?;
+        let bits = inner.dirty.get_mut(&id).ok_or(Errno::ENOENT)?;
+        if kd::clear(bits, log.first_page, &mut mask)
+            && inner.write_protect(&slot, kd::pages(log.first_page, &mask))
+        {
+            self.flush_tlbs();
         }
         Ok(0)
     }
@@ -436,7 +588,7 @@ impl MmNotifier for Vm {
     fn invalidate(&self, start: usize, end: usize) {
         let (start, end) = (start as u64, end as u64);
         let mut inner = self.inner.lock();
-        let VmInner { slots, s2 } = &mut *inner;
+        let VmInner { slots, s2, .. } = &mut *inner;
         let mut any = false;
         for s in slots.values() {
             let (lo, hi) = (start.max(s.uaddr), end.min(s.uaddr + s.size));
@@ -488,6 +640,8 @@ impl FileOps for VmFile {
                 self.vm.set_region(&r)
             }
             // The vGICv3 (begun: its configuration); every other type is unknown.
+            kd::KVM_GET_DIRTY_LOG => self.vm.get_dirty_log(arg),
+            kd::KVM_CLEAR_DIRTY_LOG => self.vm.clear_dirty_log(arg),
             k::KVM_CREATE_DEVICE => {
                 let mut d = UserPtr::<k::KvmCreateDevice>::new(arg).read()?;
                 if d.ty != svelt_abi::uapi::kvm_vgic::KVM_DEV_TYPE_ARM_VGIC_V3 {
@@ -536,6 +690,11 @@ impl FileOps for VmFile {
                     }
                     k::KVM_CAP_ARM_SYSTEM_SUSPEND => {
                         self.vm.system_suspend.store(true, Ordering::Relaxed);
+                        Ok(0)
+                    }
+                    kd::KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 => {
+                        let arg0 = UserPtr::<u64>::new(arg + 8).read()?;
+                        self.vm.inner.lock().manual_protect = kd::manual_protect_arg(arg0)?;
                         Ok(0)
                     }
                     // Only before the first vCPU (EINVAL after, as Linux).

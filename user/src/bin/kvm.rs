@@ -9,8 +9,9 @@
 #![no_std]
 #![no_main]
 
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use svelt_abi::uapi::kvm::{self as k, CoreReg, KvmOneReg, KvmUserspaceMemoryRegion, KvmVcpuInit};
+use svelt_abi::uapi::kvm_dirty as kd;
 use svelt_abi::uapi::kvm_idregs as ki;
 use svelt_abi::uapi::kvm_services as sv;
 use svelt_abi::uapi::kvm_stats as ks;
@@ -294,6 +295,65 @@ core::arch::global_asm!(
     "ldr x4, [x1, #0x30]",
     "b .",
     "guest_events_end:",
+    // TLBI VMALLE1OS (as `sys #0, c8, c1, #0`), then an MMIO store (+0x10). Its EL1h
+    // synchronous vector stores ESR_EL1 (+8) and returns past the faulting instruction.
+    ".balign 2048",
+    ".global guest_tlbi, guest_tlbi_end",
+    "guest_tlbi:",
+    "adr x0, 1f",
+    "msr vbar_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    ".inst 0xd508811f",
+    "dsb ish",
+    "isb",
+    "str xzr, [x1, #0x10]",
+    "b .",
+    ".balign 2048",
+    "1:",
+    ".skip 0x200",
+    "mrs x2, esr_el1",
+    "str x2, [x1, #8]",
+    "mrs x2, elr_el1",
+    "add x2, x2, #4",
+    "msr elr_el1, x2",
+    "eret",
+    "guest_tlbi_end:",
+    // Its own vectors; stores to MMIO +0 (ready, interrupts masked), unmasks IRQs and FIQs,
+    // then stores to +0x30 again and again, or spins while x5 is nonzero. The EL1h IRQ vector
+    // stores ISR_EL1 twice (+0x20, +0x28), the FIQ vector likewise (+0x40, +0x48), and both
+    // return.
+    ".balign 2048",
+    ".global guest_irq, guest_irq_end",
+    "guest_irq:",
+    "adr x0, 1f",
+    "msr vbar_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "str xzr, [x1]",
+    "msr daifclr, #3",
+    "isb",
+    "2:",
+    "cbnz x5, 3f",
+    "str xzr, [x1, #0x30]",
+    "b 2b",
+    "3:",
+    "b 3b",
+    ".balign 2048",
+    "1:",
+    ".skip 0x280",
+    "mrs x2, isr_el1",
+    "str x2, [x1, #0x20]",
+    "mrs x2, isr_el1",
+    "str x2, [x1, #0x28]",
+    "eret",
+    ".balign 0x80",
+    "mrs x2, isr_el1",
+    "str x2, [x1, #0x40]",
+    "mrs x2, isr_el1",
+    "str x2, [x1, #0x48]",
+    "eret",
+    "guest_irq_end:",
     ".text",
 );
 
@@ -324,6 +384,10 @@ unsafe extern "C" {
     static guest_filtered_end: u8;
     static guest_events: u8;
     static guest_events_end: u8;
+    static guest_tlbi: u8;
+    static guest_tlbi_end: u8;
+    static guest_irq: u8;
+    static guest_irq_end: u8;
 }
 
 fn kvm_or_skip() -> Result<i32, TestResult> {
@@ -2605,6 +2669,509 @@ fn irqfd_and_ioeventfd() -> TestResult {
     Ok(())
 }
 
+core::arch::global_asm!(
+    ".section .rodata.guests, \"a\"",
+    ".balign 4",
+    // Writes each page of a list: x3 the slot's base, x4 the list (page numbers, ended by one
+    // with bit 63 set); then a store to MMIO says it is done, and it starts over from x4.
+    ".global guest_dirty, guest_dirty_end",
+    "guest_dirty:",
+    "1:",
+    "ldr x5, [x4], #8",
+    "tbnz x5, #63, 2f",
+    "lsl x6, x5, #12",
+    "str x5, [x3, x6]",
+    "b 1b",
+    "2:",
+    "movz x1, #0x1000, lsl #16",
+    "str xzr, [x1]",
+    "b 1b",
+    "guest_dirty_end:",
+    ".text",
+);
+
+unsafe extern "C" {
+    static guest_dirty: u8;
+    static guest_dirty_end: u8;
+}
+
+/// The logging slot of `dirty_log`: 128 pages, two words of bitmap.
+const LOG_IPA: u64 = 0x100_0000;
+const LOG_PAGES: u64 = 128;
+
+/// Has the guest write the pages `pages` of the slot at `base`, and waits until it has.
+fn write_pages(g: &Guest, base: u64, pages: &[u64]) -> Result<(), String> {
+    for (i, &p) in pages.iter().enumerate() {
+        g.set_data(8 * i, p);
+    }
+    g.set_data(8 * pages.len(), u64::MAX);
+    t!(set_reg(g.vcpu, x(3), base as u128));
+    t!(set_reg(g.vcpu, x(4), (RAM_IPA + DATA_OFF as u64) as u128));
+    let (addr, _, _, write) = t!(g.run_to_mmio());
+    check_eq!((addr, write), (MMIO, true), "the guest's done");
+    Ok(())
+}
+
+fn get_log(vm: i32, slot: u32, bits: &mut [u64; 2]) -> SysResult {
+    let log = kd::KvmDirtyLog {
+        slot,
+        padding1: 0,
+        dirty_bitmap: bits.as_mut_ptr() as u64,
+    };
+    ioctl(vm, kd::KVM_GET_DIRTY_LOG, &log as *const _ as usize)
+}
+
+fn clear_log(vm: i32, slot: u32, first_page: u64, num_pages: u32, bits: u64) -> SysResult {
+    let log = kd::KvmClearDirtyLog {
+        slot,
+        num_pages,
+        first_page,
+        dirty_bitmap: bits,
+    };
+    ioctl(vm, kd::KVM_CLEAR_DIRTY_LOG, &log as *const _ as usize)
+}
+
+/// Dirty-page logging (KVM_MEM_LOG_DIRTY_PAGES): GET_DIRTY_LOG shows exactly the pages the
+/// guest wrote since the last GET; with KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 a new slot starts
+/// all dirty, GET leaves the bits and CLEAR_DIRTY_LOG takes them away; Linux's errors.
+fn dirty_log() -> TestResult {
+    let kvm = kvm!();
+    check_eq!(
+        ioctl(
+            kvm,
+            k::KVM_CHECK_EXTENSION,
+            kd::KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 as usize
+        ),
+        Ok(3),
+        "manual protect caps"
+    );
+    let size = (LOG_PAGES * 4096) as usize;
+    let mem = t!(sys::mmap_anon(size));
+    let slot1 = |flags| KvmUserspaceMemoryRegion {
+        slot: 1,
+        flags,
+        guest_phys_addr: LOG_IPA,
+        memory_size: LOG_PAGES * 4096,
+        userspace_addr: mem as u64,
+    };
+    let g = t!(Guest::new(kvm, code!(guest_dirty, guest_dirty_end)));
+    t!(set_region(g.vm, &slot1(k::KVM_MEM_LOG_DIRTY_PAGES)));
+    let mut bits = [!0u64; 2];
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0, 0], "a new logging slot");
+    t!(write_pages(&g, LOG_IPA, &[0, 3, 64, 127]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0b1001, 1 | 1 << 63], "the pages written");
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0, 0], "a second GET without writes");
+    t!(write_pages(&g, LOG_IPA, &[5]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 5, 0], "one more page");
+    // A page written, reported and so write-protected again, written once more.
+    t!(write_pages(&g, LOG_IPA, &[3]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 3, 0], "a page written again");
+
+    // Errors: a slot without logging or none at all, another address space, bad pointers.
+    check_eq!(
+        get_log(g.vm, 0, &mut bits),
+        Err(ENOENT),
+        "slot 0 does not log"
+    );
+    check_eq!(get_log(g.vm, 9, &mut bits), Err(ENOENT), "no slot 9");
+    check_eq!(get_log(g.vm, 1 << 16 | 1, &mut bits), Err(EINVAL));
+    check_eq!(get_log(g.vm, 32767, &mut bits), Err(EINVAL));
+    let bad = kd::KvmDirtyLog {
+        slot: 1,
+        padding1: 0,
+        dirty_bitmap: 8,
+    };
+    check_eq!(
+        ioctl(g.vm, kd::KVM_GET_DIRTY_LOG, &bad as *const _ as usize),
+        Err(EFAULT)
+    );
+    check_eq!(ioctl(g.vm, kd::KVM_GET_DIRTY_LOG, 8), Err(EFAULT));
+    let ones = [u64::MAX; 2];
+    let p = ones.as_ptr() as u64;
+    check_eq!(clear_log(g.vm, 1, 1, 64, p), Err(EINVAL), "first_page");
+    check_eq!(clear_log(g.vm, 1, 0, 32, p), Err(EINVAL), "num_pages");
+    check_eq!(
+        clear_log(g.vm, 1, 64, 63, p),
+        Err(EINVAL),
+        "short of the end"
+    );
+    check_eq!(clear_log(g.vm, 1, 192, 0, p), Err(EINVAL), "past the end");
+    check_eq!(
+        clear_log(g.vm, 1, 64, 128, p),
+        Err(EINVAL),
+        "beyond the end"
+    );
+    check_eq!(clear_log(g.vm, 0, 1, 64, p), Err(EINVAL), "alignment first");
+    check_eq!(
+        clear_log(g.vm, 0, 0, 64, p),
+        Err(ENOENT),
+        "slot 0 does not log"
+    );
+    check_eq!(clear_log(g.vm, 1, 0, 64, 8), Err(EFAULT));
+    check_eq!(clear_log(g.vm, 1, 64, 64, p), Ok(0), "the second half");
+
+    // Logging turned off and on again: a new, empty bitmap.
+    t!(set_region(g.vm, &slot1(0)));
+    check_eq!(get_log(g.vm, 1, &mut bits), Err(ENOENT), "logging off");
+    t!(write_pages(&g, LOG_IPA, &[10]));
+    t!(set_region(g.vm, &slot1(k::KVM_MEM_LOG_DIRTY_PAGES)));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0, 0], "logging on again");
+    t!(write_pages(&g, LOG_IPA, &[10]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 10, 0], "a page mapped before logging");
+    drop(g);
+
+    // Manual protection with every page dirty at first.
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_dirty, guest_dirty_end)));
+    let manual = |arg: u64| {
+        let mut c = [0u64; 13];
+        c[0] = kd::KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2;
+        c[1] = arg;
+        ioctl(g.vm, k::KVM_ENABLE_CAP, c.as_ptr() as usize)
+    };
+    check_eq!(manual(kd::KVM_DIRTY_LOG_INITIALLY_SET), Err(EINVAL));
+    check_eq!(manual(1 | 4), Err(EINVAL));
+    t!(manual(kd::KVM_DIRTY_LOG_MANUAL_CAPS));
+    t!(set_region(g.vm, &slot1(k::KVM_MEM_LOG_DIRTY_PAGES)));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [u64::MAX; 2], "INITIALLY_SET");
+    t!(write_pages(&g, LOG_IPA, &[9]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [u64::MAX; 2], "GET leaves the bits");
+    t!(clear_log(g.vm, 1, 0, LOG_PAGES as u32, p));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0, 0], "all cleared");
+    t!(write_pages(&g, LOG_IPA, &[9, 70]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 9, 1 << 6], "the pages rewritten");
+    let second = [1u64 << 6];
+    t!(clear_log(g.vm, 1, 64, 64, second.as_ptr() as u64));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 9, 0], "a range cleared");
+    t!(write_pages(&g, LOG_IPA, &[70]));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 9, 1 << 6], "the cleared page rewritten");
+    // Without the manual mode again, GET clears.
+    t!(manual(0));
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [1 << 9, 1 << 6]);
+    t!(get_log(g.vm, 1, &mut bits));
+    check_eq!(bits, [0, 0], "cleared by GET");
+    drop(g);
+    t!(sys::munmap(mem, size));
+    Ok(())
+}
+
+/// ID_AA64ISAR0_EL1.TLB, the Outer Shareable TLBIs (FEAT_TLBIOS) and the range ones: a guest
+/// whose VMM left it runs TLBI VMALLE1OS; one whose VMM cleared it takes an Undefined
+/// Instruction exception there (ESR_EL1.EC 0), where the host can trap the instruction
+/// (fine-grained traps, or HCR_EL2.TTLBOS with FEAT_EVT; Linux's hidden_features).
+fn hidden_tlbi_os() -> TestResult {
+    const ISAR0: u64 = k::sysreg_id(3, 0, 0, 6, 0);
+    const MMFR0: u64 = k::sysreg_id(3, 0, 0, 7, 0);
+    const MMFR2: u64 = k::sysreg_id(3, 0, 0, 7, 2);
+    let code = code!(guest_tlbi, guest_tlbi_end);
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code));
+    let isar0 = t!(get_reg(g.vcpu, ISAR0)) as u64;
+    if (isar0 >> 56) & 0xf == 0 {
+        return ktap::skip("the VM has no TLBI OS");
+    }
+    let fgt = (t!(get_reg(g.vcpu, MMFR0)) as u64 >> 56) & 0xf != 0;
+    let evt = (t!(get_reg(g.vcpu, MMFR2)) as u64 >> 56) & 0xf >= 2;
+    // Advertised: it runs.
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x10, 0, 8, true)), "advertised");
+    drop(g);
+    if !fgt && !evt {
+        println!("    # hidden TLBI OS not checked: no FGT and no EVT to trap it");
+        return Ok(());
+    }
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code));
+    t!(set_reg(g.vcpu, ISAR0, (isar0 & !(0xf << 56)) as u128));
+    let (addr, esr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 8, "hidden: no UNDEF");
+    check_eq!(
+        esr >> 26,
+        0,
+        "ESR_EL1 {esr:#x}: not an Undefined Instruction"
+    );
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x10, 0, 8, true)),
+        "after the UNDEF"
+    );
+    Ok(())
+}
+
+fn irq_line(vm: i32, irq: u32, level: u32) -> SysResult {
+    let l = [irq, level];
+    ioctl(
+        vm,
+        svelt_abi::uapi::kvm_vgic::KVM_IRQ_LINE,
+        l.as_ptr() as usize,
+    )
+}
+
+/// KVM_IRQ_LINE's `irq` for vCPU `vcpu`'s IRQ (0) or FIQ (1) input (KVM_ARM_IRQ_TYPE_CPU).
+fn cpu_line(vcpu: u32, num: u32) -> u32 {
+    (vcpu << 16) | num
+}
+
+/// ISR_EL1's F and I bits.
+const ISR_F: u64 = 1 << 6;
+const ISR_I: u64 = 1 << 7;
+
+/// A VM without an in-kernel GIC: the VMM drives the vCPU's IRQ and FIQ inputs with
+/// KVM_IRQ_LINE (KVM_ARM_IRQ_TYPE_CPU, Linux's vcpu_interrupt_line). The guest takes the IRQ
+/// once it unmasks, sees it in ISR_EL1 while the line is high, takes it again after its ERET
+/// while the line stays high, and no more once it is lowered; the same for the FIQ. Linux's
+/// errors: EINVAL for a vCPU that does not exist or a number past the FIQ, ENXIO once the VM
+/// has a vGIC.
+fn irq_line_without_vgic() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_irq, guest_irq_end)));
+    check_eq!(irq_line(g.vm, cpu_line(1, 0), 1), Err(EINVAL), "no vCPU 1");
+    check_eq!(irq_line(g.vm, cpu_line(0, 2), 1), Err(EINVAL), "line 2");
+    check_eq!(
+        irq_line(g.vm, (1 << 28) | cpu_line(0, 0), 1),
+        Err(EINVAL),
+        "vCPU 256"
+    );
+    check_eq!(g.run_to_mmio(), Ok((MMIO, 0, 8, true)), "ready");
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x30, 0, 8, true)),
+        "nothing pending"
+    );
+    // Raised: taken; lowered inside the handler: gone from ISR_EL1, not taken again.
+    t!(irq_line(g.vm, cpu_line(0, 0), 1));
+    check_eq!(irq_line(g.vm, cpu_line(0, 0), 1), Ok(0), "raised twice");
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x20, "IRQ not taken");
+    check!(isr & ISR_I != 0, "ISR_EL1 {isr:#x} in the handler");
+    t!(irq_line(g.vm, cpu_line(0, 0), 0));
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x28);
+    check_eq!(isr & (ISR_I | ISR_F), 0, "ISR_EL1 {isr:#x} after lowering");
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x30, 0, 8, true)),
+        "taken again"
+    );
+    // Held high: taken again after the ERET.
+    t!(irq_line(g.vm, cpu_line(0, 0), 1));
+    check_eq!(g.run_to_mmio().map(|m| m.0), Ok(MMIO + 0x20));
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x28);
+    check!(isr & ISR_I != 0, "ISR_EL1 {isr:#x} while still high");
+    check_eq!(g.run_to_mmio().map(|m| m.0), Ok(MMIO + 0x20), "level");
+    t!(irq_line(g.vm, cpu_line(0, 0), 0));
+    check_eq!(g.run_to_mmio().map(|m| m.0), Ok(MMIO + 0x28));
+    check_eq!(g.run_to_mmio(), Ok((MMIO + 0x30, 0, 8, true)), "lowered");
+    // The FIQ input.
+    t!(irq_line(g.vm, cpu_line(0, 1), 1));
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x40, "FIQ not taken");
+    check_eq!(
+        isr & (ISR_I | ISR_F),
+        ISR_F,
+        "ISR_EL1 {isr:#x} in the FIQ handler"
+    );
+    t!(irq_line(g.vm, cpu_line(0, 1), 0));
+    let (addr, isr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x48);
+    check_eq!(
+        isr & (ISR_I | ISR_F),
+        0,
+        "ISR_EL1 {isr:#x} after lowering the FIQ"
+    );
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x30, 0, 8, true)),
+        "FIQ lowered"
+    );
+    drop(g);
+    // With a vGIC, the CPU lines are not there.
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_irq, guest_irq_end)));
+    let mut d = k::KvmCreateDevice {
+        ty: svelt_abi::uapi::kvm_vgic::KVM_DEV_TYPE_ARM_VGIC_V3,
+        fd: 0,
+        flags: 0,
+    };
+    if ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize).is_ok() {
+        check_eq!(irq_line(g.vm, cpu_line(0, 0), 1), Err(ENXIO), "with a vGIC");
+        t!(sys::close(d.fd as i32));
+    }
+    Ok(())
+}
+
+/// What the kicked vCPU's thread and the kicking thread share.
+struct KickShared {
+    vcpu: i32,
+    vm: i32,
+    run: usize,
+    /// Kicks the vCPU thread has seen end KVM_RUN.
+    done: AtomicU32,
+    /// How many it is to see.
+    total: u32,
+    /// CLOCK_MONOTONIC when KVM_RUN returned for the last one.
+    t1: AtomicU64,
+    /// The first thing that went wrong (an errno, or an exit's address), 0 if none.
+    bad: AtomicU64,
+}
+
+static KICKS: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_kick(_: i32, _: *mut SigInfo, _: *mut u8) {
+    KICKS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The vCPU thread: KVM_RUN over and over; a signal's EINTR (KVM_EXIT_INTR) and the guest's
+/// IRQ handler (MMIO +0x20, after which it lowers the line) are the kicks it counts.
+extern "C" fn kicked_vcpu(arg: usize) -> i32 {
+    // SAFETY: `arg` is the KickShared the main thread keeps until it joined this thread.
+    let s = unsafe { &*(arg as *const KickShared) };
+    let reason = |s: &KickShared| {
+        // SAFETY: the kvm_run page is mapped until the main thread joined this thread.
+        unsafe { ((s.run + k::run::EXIT_REASON) as *const u32).read_volatile() }
+    };
+    let addr = |s: &KickShared| {
+        // SAFETY: as above.
+        unsafe { ((s.run + k::run::MMIO_PHYS_ADDR) as *const u64).read_volatile() }
+    };
+    while s.done.load(Ordering::Relaxed) < s.total {
+        let r = ioctl(s.vcpu, k::KVM_RUN, 0);
+        let t1 = sys::now_ns();
+        let saw = match r {
+            Err(EINTR) if reason(s) == k::KVM_EXIT_INTR => true,
+            Ok(_) if reason(s) == k::KVM_EXIT_MMIO && addr(s) == MMIO + 0x20 => {
+                let _ = irq_line(s.vm, cpu_line(0, 0), 0);
+                true
+            }
+            Ok(_) if reason(s) == k::KVM_EXIT_MMIO && [MMIO, MMIO + 0x28].contains(&addr(s)) => {
+                false
+            }
+            r => {
+                let code = match r {
+                    Err(e) => e.0 as u64,
+                    Ok(_) => (reason(s) as u64) << 32 | addr(s),
+                };
+                let _ = s
+                    .bad
+                    .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
+                s.done.store(s.total, Ordering::Release);
+                return 1;
+            }
+        };
+        if saw {
+            s.t1.store(t1, Ordering::Relaxed);
+            s.done.fetch_add(1, Ordering::Release);
+        }
+    }
+    0
+}
+
+fn median_us(v: &mut [u64]) -> f64 {
+    v.sort_unstable();
+    v[v.len() / 2] as f64 / 1000.0
+}
+
+/// A vCPU thread spinning in guest code is made to leave it by another thread: a signal ends
+/// KVM_RUN with EINTR and KVM_EXIT_INTR, and an IRQ raised with KVM_IRQ_LINE is taken by the
+/// guest, both without waiting for a timer tick (Linux's kvm_vcpu_kick). The median time from
+/// the kick to KVM_RUN's return is printed, never checked.
+fn kick_running_vcpu() -> TestResult {
+    const N: u32 = 20;
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_irq, guest_irq_end)));
+    t!(set_reg(g.vcpu, x(5), 1)); // spin after unmasking
+    t!(set_handler(SIGUSR1, on_kick, 0, 0));
+    let shared = KickShared {
+        vcpu: g.vcpu,
+        vm: g.vm,
+        run: g.run as usize,
+        done: AtomicU32::new(0),
+        total: 2 * N,
+        t1: AtomicU64::new(0),
+        bad: AtomicU64::new(0),
+    };
+    let th = t!(spawn_thread(kicked_vcpu, &shared as *const _ as usize, 0));
+    let pid = sys::getpid();
+    let pause = |ms: u64| sys::nanosleep(&Timespec::from_ns(ms * 1_000_000), None);
+    let (mut sig_lat, mut irq_lat, mut resent) = (Vec::new(), Vec::new(), 0);
+    let mut failed = None;
+    for i in 0..2 * N {
+        // Let the vCPU thread get back into the guest (a signal that finds it outside
+        // KVM_RUN is sent again below).
+        let _ = pause(5);
+        if shared.bad.load(Ordering::Relaxed) != 0 {
+            break;
+        }
+        let signal = i < N;
+        let mut t0 = sys::now_ns();
+        if signal {
+            let _ = sys::tgkill(pid, th.tid, SIGUSR1);
+        } else {
+            let _ = irq_line(g.vm, cpu_line(0, 0), 1);
+        }
+        let mut waited = 0;
+        while shared.done.load(Ordering::Acquire) == i {
+            let _ = sys::sched_yield();
+            waited += 1;
+            if waited % 20_000 == 0 {
+                if !signal || waited > 400_000 {
+                    failed = Some(i);
+                    break;
+                }
+                resent += 1;
+                t0 = sys::now_ns();
+                let _ = sys::tgkill(pid, th.tid, SIGUSR1);
+            }
+        }
+        if failed.is_some() {
+            break;
+        }
+        let lat = shared.t1.load(Ordering::Relaxed).saturating_sub(t0);
+        if signal {
+            sig_lat.push(lat);
+        } else {
+            irq_lat.push(lat);
+        }
+    }
+    if failed.is_some() || shared.bad.load(Ordering::Relaxed) != 0 {
+        // Free the vCPU thread: the guest's spin ends with a signal's EINTR.
+        shared.done.store(shared.total, Ordering::Release);
+        let _ = sys::tgkill(pid, th.tid, SIGUSR1);
+    }
+    th.join();
+    check_eq!(
+        shared.bad.load(Ordering::Relaxed),
+        0,
+        "the vCPU thread saw a wrong exit"
+    );
+    check!(failed.is_none(), "kick {failed:?} never ended KVM_RUN");
+    check!(
+        KICKS.load(Ordering::Relaxed) >= N,
+        "handler ran {} times",
+        KICKS.load(Ordering::Relaxed)
+    );
+    println!(
+        "    # kick to KVM_RUN's return, median of {N}: signal {:.0} us, KVM_IRQ_LINE {:.0} us ({resent} signals sent again)",
+        median_us(&mut sig_lat),
+        median_us(&mut irq_lat)
+    );
+    Ok(())
+}
+
 fn main(_a: &rt::Args) -> i32 {
     mount_when_init();
     ktap::run(&[
@@ -2635,6 +3202,10 @@ fn main(_a: &rt::Args) -> i32 {
         ("coalesced_mmio", coalesced_mmio),
         ("vgic_spi", vgic_spi),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
+        ("dirty_log", dirty_log),
+        ("hidden_tlbi_os", hidden_tlbi_os),
+        ("irq_line_without_vgic", irq_line_without_vgic),
+        ("kick_running_vcpu", kick_running_vcpu),
         ("everything_given_back", everything_given_back),
     ])
 }

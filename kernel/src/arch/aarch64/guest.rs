@@ -130,6 +130,9 @@ pub struct Controls {
     pub mdcr_traps: u64,
     /// HCRX_EL2 for the guest (where the CPU has it).
     pub hcrx: u64,
+    /// HFGITR_EL2 bits to set over the host's (instructions the VM was not given); 0 where the
+    /// CPU has no FEAT_FGT.
+    pub hfgitr: u64,
     /// VSESR_EL2: the syndrome of a virtual SError HCR_EL2.VSE makes pending (with FEAT_RAS).
     pub vsesr: u64,
 }
@@ -176,6 +179,9 @@ pub mod hcr {
     pub const FMO: u64 = 1 << 3;
     pub const IMO: u64 = 1 << 4;
     pub const AMO: u64 = 1 << 5;
+    /// A virtual FIQ and a virtual IRQ are pending (levels the hypervisor holds).
+    pub const VF: u64 = 1 << 6;
+    pub const VI: u64 = 1 << 7;
     /// A virtual SError is pending; the CPU clears it when the guest takes it.
     pub const VSE: u64 = 1 << 8;
     pub const FB: u64 = 1 << 9;
@@ -336,6 +342,11 @@ pub fn has_ras() -> bool {
     (rd!("S3_0_C0_C4_0") >> 28) & 0xf != 0
 }
 
+/// Whether the CPU implements the fine-grained traps (FEAT_FGT: ID_AA64MMFR0_EL1.FGT).
+pub fn has_fgt() -> bool {
+    (rd!("S3_0_C0_C7_0") >> 56) & 0xf != 0
+}
+
 /// Whether the CPU implements HCRX_EL2 (FEAT_HCX).
 fn has_hcx() -> bool {
     (rd!("S3_0_C0_C7_1") >> 40) & 0xf != 0 // ID_AA64MMFR1_EL1.HCX
@@ -380,6 +391,14 @@ pub fn world_switch(
         // as the guest's ID registers say.
         wr!("S3_4_C1_C2_2", c.hcrx);
     }
+    // The fine-grained instruction traps apply to EL1 and EL0 only while HCR_EL2.{E2H, TGE} is
+    // not {1, 1} (the Arm ARM's HFGITR_EL2): the host under TGE never sees them, but the
+    // host's own value (head.s) comes back so that the next guest starts from it.
+    let host_hfgitr = (c.hfgitr != 0).then(|| {
+        let v = rd!("S3_4_C1_C1_6");
+        wr!("S3_4_C1_C1_6", v | c.hfgitr);
+        v
+    });
     if c.hcr & hcr::VSE != 0 && has_ras() {
         wr!("S3_4_C5_C2_3", c.vsesr); // VSESR_EL2
     }
@@ -417,6 +436,9 @@ pub fn world_switch(
     wr!("S3_4_C1_C1_1", host_mdcr);
     if hcx {
         wr!("S3_4_C1_C2_2", host_hcrx);
+    }
+    if let Some(v) = host_hfgitr {
+        wr!("S3_4_C1_C1_6", v);
     }
     wr!("S3_4_C14_C0_3", 0);
     // SAFETY: barrier only.

@@ -241,15 +241,18 @@ pub fn irq_line(vm: &Vm, arg: usize) -> SysResult<usize> {
     let mut guard = vm.vgic.lock();
     let (target, intid) = match line {
         // The vCPU's own IRQ and FIQ inputs exist only without an in-kernel GIC, for a VMM
-        // that models its own (not offered yet).
+        // that models its own (HCR_EL2.VI and VF).
         IrqLine::Cpu { vcpu, num } => {
             if guard.is_some() {
                 return Err(Errno::ENXIO);
             }
-            if num > 1 || !vcpus.iter().any(|c| c.id == vcpu) {
+            drop(guard);
+            let c = vcpus.iter().find(|c| c.id == vcpu).ok_or(Errno::EINVAL)?;
+            if num > 1 {
                 return Err(Errno::EINVAL);
             }
-            return Err(Errno::ENXIO);
+            c.set_irq_line(num, level);
+            return Ok(0);
         }
         IrqLine::Ppi { vcpu, num } => {
             guard.as_ref().ok_or(Errno::ENXIO)?;
