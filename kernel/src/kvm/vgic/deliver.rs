@@ -59,6 +59,7 @@ pub fn before_entry(vm: &Vm, id: u32, st: &mut VcpuState) {
         }
         Some(v) => {
             sample_timers(v, id, &st.el1, vm.cntvoff.load(Ordering::Relaxed));
+            v.settle_spis();
             v.flush(id, affinity(id), &mut st.gic, n);
         }
     }

@@ -106,7 +106,16 @@ impl Vgic {
         if intid < g::NR_PRIVATE_IRQS {
             Some(&mut self.private.entry(vcpu).or_insert_with(private_reset)[intid as usize])
         } else {
+            self.spis_busy = true;
             self.spis.get_mut((intid - g::NR_PRIVATE_IRQS) as usize)
+        }
+    }
+
+    /// Clears `spis_busy` if no SPI is pending or active (one walk, only after an SPI was
+    /// reached through `irq_mut`).
+    pub fn settle_spis(&mut self) {
+        if self.spis_busy {
+            self.spis_busy = self.spis.iter().any(|q| q.active || q.pending());
         }
     }
 
@@ -138,8 +147,8 @@ impl Vgic {
         let own = private
             .into_iter()
             .flat_map(|p| p.iter().enumerate().map(|(i, q)| (i as u32, q)));
-        let spis = self
-            .spis
+        let spis: &[Irq] = if self.spis_busy { &self.spis } else { &[] };
+        let spis = spis
             .iter()
             .enumerate()
             .filter(move |(_, q)| q.route & 0xff_00ff_ffff == mpidr)
