@@ -204,7 +204,13 @@ impl SmallVm {
         let addr = g::KVM_DEV_ARM_VGIC_GRP_ADDR;
         attr(addr, g::KVM_VGIC_V3_ADDR_TYPE_DIST, SMALL_GICD)
             .and_then(|_| attr(addr, g::KVM_VGIC_V3_ADDR_TYPE_REDIST, SMALL_GICR))
-            .and_then(|_| attr(g::KVM_DEV_ARM_VGIC_GRP_CTRL, g::KVM_DEV_ARM_VGIC_CTRL_INIT, 0))
+            .and_then(|_| {
+                attr(
+                    g::KVM_DEV_ARM_VGIC_GRP_CTRL,
+                    g::KVM_DEV_ARM_VGIC_CTRL_INIT,
+                    0,
+                )
+            })
             .map_err(|e| format!("vGICv3 set-up: {e:?}"))?;
         Ok(())
     }

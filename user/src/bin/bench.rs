@@ -26,10 +26,10 @@
 use core::arch::asm;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
+use svelt_user::kvm::{self, SmallVm, SmallVmOpts};
 use svelt_user::proc::{describe, wifexited, wifsignaled, wtermsig};
 use svelt_user::sig::{self, SigInfo, SIGALRM, SIGILL, SIGTRAP, SIGUSR1};
 use svelt_user::sys::{self, nr};
-use svelt_user::kvm::{self, SmallVm, SmallVmOpts};
 use svelt_user::*;
 
 /// Timed runs per case (odd: the median is one of them); one more untimed warm-up run first.
@@ -1672,7 +1672,9 @@ fn small_vm(code: &[u8], opts: SmallVmOpts) -> Result<SmallVm, NotRun> {
     let fd = kvm_or_skip()?;
     if opts.sve && !kvm::has_cap(fd, svelt_abi::uapi::kvm_sve::KVM_CAP_ARM_SVE) {
         let _ = sys::close(fd);
-        return Err(NotRun::Skip(String::from("no SVE guests (KVM_CAP_ARM_SVE)")));
+        return Err(NotRun::Skip(String::from(
+            "no SVE guests (KVM_CAP_ARM_SVE)",
+        )));
     }
     SmallVm::new(fd, code, opts).map_err(NotRun::Skip)
 }
