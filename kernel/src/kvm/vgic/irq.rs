@@ -10,7 +10,6 @@
 
 use super::Vgic;
 use crate::arch::guest::{ich_hcr, VgicCpu};
-use alloc::vec::Vec;
 use svelt_abi::uapi::kvm_vgic as g;
 
 /// The private interrupts' numbers: SGIs below 16, PPIs up to 32.
@@ -170,30 +169,43 @@ impl Vgic {
     /// deactivated by the guest's EOIs counted in EOIcount (`fold`), or with EOImode 1 by its
     /// trapped writes to ICC_DIR_EL1 (`deactivate`).
     pub fn flush(&self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu, nr_lrs: usize) {
-        let mut want: Vec<(bool, u8, u32, u64)> = Vec::new();
+        // The best `cap` candidates so far, in order (pending before active, then by priority
+        // and INTID: unique keys), kept by insertion: no allocation at each entry.
+        let cap = nr_lrs.min(cpu.lr.len());
+        let mut best = [(false, 0u8, 0u32, 0u64); 16];
+        let (mut n, mut wanted) = (0, 0);
         for (intid, q) in self.routed(vcpu, mpidr) {
             let pending = self.deliverable(q);
             if !q.active && !pending {
                 continue;
             }
+            wanted += 1;
             let state = (pending as u64) | ((q.active as u64) << 1);
             let lr = (state << LR_STATE_SHIFT)
                 | if q.group1 { LR_GROUP } else { 0 }
                 | ((q.priority as u64) << LR_PRIO_SHIFT)
                 | intid as u64;
-            if want.try_reserve(1).is_err() {
-                break;
+            let key = (!pending, q.priority, intid, lr);
+            if n == cap {
+                if n == 0 || key >= best[n - 1] {
+                    continue;
+                }
+                n -= 1;
             }
-            want.push((!pending, q.priority, intid, lr));
+            let mut i = n;
+            while i > 0 && best[i - 1] > key {
+                best[i] = best[i - 1];
+                i -= 1;
+            }
+            best[i] = key;
+            n += 1;
         }
-        want.sort_unstable();
-        let n = want.len().min(nr_lrs).min(cpu.lr.len());
-        for (slot, w) in cpu.lr.iter_mut().zip(&want[..n]) {
+        for (slot, w) in cpu.lr.iter_mut().zip(&best[..n]) {
             *slot = w.3;
         }
         cpu.lr_in = cpu.lr;
         cpu.nr_lr = n;
-        let left_out = want.len() > n;
+        let left_out = wanted > n;
         // Every ICC_DIR_EL1 write traps (only EOImode 1 makes them, which the guest may turn
         // on without an exit): one may deactivate an interrupt left out of the list
         // registers, or an SPI another vCPU acknowledged.
