@@ -40,8 +40,9 @@ fn sample_timers(v: &mut Vgic, id: u32, el1: &El1State, cntvoff: u64) {
     let now = crate::arch::cpu::counter();
     let vt = fired(el1.cntv_ctl, el1.cntv_cval, now.wrapping_sub(cntvoff));
     let pt = fired(el1.cntp_ctl, el1.cntp_cval, now);
-    v.set_line(id, VTIMER_PPI, vt);
-    v.set_line(id, PTIMER_PPI, pt);
+    let own = v.private_mut(id);
+    own[VTIMER_PPI as usize].set_level(vt);
+    own[PTIMER_PPI as usize].set_level(pt);
 }
 
 /// Before vCPU `id` enters: with a vGIC, the timers sampled and the list registers filled;

@@ -44,6 +44,21 @@ impl Irq {
     pub fn pending(&self) -> bool {
         self.latch || (!self.edge && self.line)
     }
+
+    /// Its input set to `level` (see `Vgic::set_line`); whether it is pending now.
+    pub fn set_level(&mut self, level: bool) -> bool {
+        if level {
+            self.deactivated = false;
+        }
+        if self.edge {
+            if level {
+                self.latch = true;
+            }
+        } else {
+            self.line = level;
+        }
+        self.pending()
+    }
 }
 
 /// The private interrupts of a vCPU at reset: SGIs edge-triggered and enabled-by-nobody, PPIs
@@ -121,18 +136,12 @@ impl Vgic {
     /// Sets an interrupt's input (kvm_vgic_inject_irq): a level-triggered one follows the
     /// line; an edge-triggered one latches on a rising level. Says whether it is pending now.
     pub fn set_line(&mut self, vcpu: u32, intid: u32, level: bool) -> Option<bool> {
-        let irq = self.irq_mut(vcpu, intid)?;
-        if level {
-            irq.deactivated = false;
-        }
-        if irq.edge {
-            if level {
-                irq.latch = true;
-            }
-        } else {
-            irq.line = level;
-        }
-        Some(irq.pending())
+        Some(self.irq_mut(vcpu, intid)?.set_level(level))
+    }
+
+    /// vCPU `vcpu`'s SGIs and PPIs.
+    pub fn private_mut(&mut self, vcpu: u32) -> &mut [Irq; NR_PRIVATE] {
+        self.private.entry(vcpu).or_insert_with(private_reset)
     }
 
     /// Whether `irq` can be signalled now (enabled, pending, its group on).
@@ -142,17 +151,19 @@ impl Vgic {
 
     /// The interrupts routed to vCPU `vcpu` (MPIDR affinity `mpidr`): (INTID, state).
     fn routed(&self, vcpu: u32, mpidr: u64) -> impl Iterator<Item = (u32, &Irq)> {
-        let private = self.private.get(&vcpu);
-        let own = private
-            .into_iter()
-            .flat_map(|p| p.iter().enumerate().map(|(i, q)| (i as u32, q)));
+        // Every caller wants only what is pending or active: the rest is skipped here, over
+        // two plain slices.
+        let own: &[Irq] = self.private.get(&vcpu).map_or(&[], |p| p);
         let spis: &[Irq] = if self.spis_busy { &self.spis } else { &[] };
         let spis = spis
             .iter()
-            .enumerate()
-            .filter(move |(_, q)| q.route & 0xff_00ff_ffff == mpidr)
-            .map(|(i, q)| (i as u32 + g::NR_PRIVATE_IRQS, q));
-        own.chain(spis)
+            .zip(g::NR_PRIVATE_IRQS..)
+            .filter(move |(q, _)| q.route & 0xff_00ff_ffff == mpidr);
+        own.iter()
+            .zip(0u32..)
+            .chain(spis)
+            .filter(|(q, _)| q.active || q.pending())
+            .map(|(q, i)| (i, q))
     }
 
     /// Whether a WFI of vCPU `vcpu` ends: an interrupt it can take is pending, above the
