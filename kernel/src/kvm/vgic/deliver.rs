@@ -132,7 +132,10 @@ pub fn wfi_wake(vm: &Vm, id: u32, st: &VcpuState) -> (bool, Option<u64>) {
     };
     let cntvoff = vm.cntvoff.load(Ordering::Relaxed);
     sample_timers(v, id, &st.el1, cntvoff);
-    if v.pending_for(id, affinity(id), st.gic.vmcr) {
+    // The timers first: the usual reason a WFI ends, found without a walk.
+    let vmcr = st.gic.vmcr;
+    let timer = |ppi| v.can_take_private(id, ppi, vmcr);
+    if timer(VTIMER_PPI) || timer(PTIMER_PPI) || v.pending_for(id, affinity(id), vmcr) {
         return (true, None);
     }
     let el1 = &st.el1;

@@ -169,9 +169,22 @@ impl Vgic {
     /// Whether a WFI of vCPU `vcpu` ends: an interrupt it can take is pending, above the
     /// guest's priority mask (kvm_vgic_vcpu_pending_irq).
     pub fn pending_for(&self, vcpu: u32, mpidr: u64, vmcr: u64) -> bool {
-        let pmr = (vmcr >> 24) as u8;
         self.routed(vcpu, mpidr)
-            .any(|(_, q)| self.deliverable(q) && !q.active && q.priority < pmr)
+            .any(|(_, q)| self.can_take(q, vmcr))
+    }
+
+    /// Whether vCPU `vcpu` can take its private interrupt `intid` now (as `pending_for`, for
+    /// one interrupt: the timers' PPIs, asked first).
+    pub fn can_take_private(&self, vcpu: u32, intid: u32, vmcr: u64) -> bool {
+        let own = self.private.get(&vcpu);
+        own.and_then(|p| p.get(intid as usize))
+            .is_some_and(|q| self.can_take(q, vmcr))
+    }
+
+    /// Pending, deliverable, not active and above the guest's priority mask (VMCR's VPMR).
+    fn can_take(&self, q: &Irq, vmcr: u64) -> bool {
+        let pmr = (vmcr >> 24) as u8;
+        self.deliverable(q) && !q.active && q.priority < pmr
     }
 
     /// Fills vCPU `vcpu`'s list registers (up to `nr_lrs`) before it enters: its pending
