@@ -250,10 +250,6 @@ impl Vgic {
     /// registers it left as they were change nothing.
     pub fn fold(&mut self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu) -> Acked {
         let mut acked = Acked::default();
-        let mut in_lrs = [u32::MAX; 16];
-        for (slot, lr) in in_lrs.iter_mut().zip(&cpu.lr[..cpu.nr_lr]) {
-            *slot = *lr as u32;
-        }
         for i in 0..cpu.nr_lr {
             let lr = cpu.lr[i];
             let state = lr >> LR_STATE_SHIFT;
@@ -281,6 +277,13 @@ impl Vgic {
         let mut eois = (cpu.hcr >> ich_hcr::EOICOUNT_SHIFT) & 0x1f;
         if cpu.vmcr & VMCR_VEOIM != 0 {
             eois = 0;
+        }
+        // The INTIDs that were in the list registers (made only when there are such EOIs).
+        let mut in_lrs = [u32::MAX; 16];
+        if eois > 0 {
+            for (slot, lr) in in_lrs.iter_mut().zip(&cpu.lr[..cpu.nr_lr]) {
+                *slot = *lr as u32;
+            }
         }
         while eois > 0 {
             let next = self
