@@ -91,3 +91,196 @@ macro_rules! guest_code {
         }
     }};
 }
+
+/// Where a [`SmallVm`]'s guest finds its RAM (slot 0; its code at the start), its MMIO device
+/// (any access there exits to the VMM) and, when it has one, its vGICv3's distributor and
+/// redistributor (QEMU virt's addresses).
+pub const SMALL_RAM_IPA: u64 = 0x1_0000;
+pub const SMALL_RAM_SIZE: usize = 0x1_0000;
+pub const SMALL_MMIO: u64 = 0x1000_0000;
+pub const SMALL_GICD: u64 = 0x800_0000;
+pub const SMALL_GICR: u64 = 0x80a_0000;
+
+/// What a [`SmallVm`] has besides its RAM and one vCPU with PSCI 0.2.
+#[derive(Clone, Copy, Default)]
+pub struct SmallVmOpts {
+    /// The vCPU has SVE (KVM_ARM_VCPU_SVE, every host length, finalized).
+    pub sve: bool,
+    /// The VM has an initialised in-kernel vGICv3 at SMALL_GICD/SMALL_GICR.
+    pub vgic: bool,
+}
+
+/// A VM with one slot of RAM holding a guest's code at SMALL_RAM_IPA and one vCPU about to run
+/// it, with its `kvm_run` page mapped; everything closed when dropped. For the benchmarks and
+/// any program that needs a guest of a few instructions.
+pub struct SmallVm {
+    pub kvm: i32,
+    pub vm: i32,
+    pub vcpu: i32,
+    pub gic: Option<i32>,
+    ram: *mut u8,
+    run: *mut u8,
+    run_size: usize,
+}
+
+impl SmallVm {
+    /// `kvm` is an open /dev/kvm, which the VM closes when dropped.
+    pub fn new(kvm: i32, code: &[u8], opts: SmallVmOpts) -> Result<SmallVm, String> {
+        fn e(what: &'static str) -> impl Fn(sys::Errno) -> String {
+            move |err| format!("{what}: {err:?}")
+        }
+        if code.len() > SMALL_RAM_SIZE {
+            return Err(format!("guest code of {} bytes", code.len()));
+        }
+        let vm = ioctl(kvm, k::KVM_CREATE_VM, 0).map_err(e("KVM_CREATE_VM"))? as i32;
+        let mut v = SmallVm {
+            kvm,
+            vm,
+            vcpu: -1,
+            gic: None,
+            ram: core::ptr::null_mut(),
+            run: core::ptr::null_mut(),
+            run_size: 0,
+        };
+        let ram = sys::mmap_anon(SMALL_RAM_SIZE).map_err(e("mmap"))? as *mut u8;
+        v.ram = ram;
+        // SAFETY: a fresh private mapping of SMALL_RAM_SIZE bytes; code is no longer (checked).
+        unsafe { core::ptr::copy_nonoverlapping(code.as_ptr(), ram, code.len()) };
+        let region = k::KvmUserspaceMemoryRegion {
+            slot: 0,
+            flags: 0,
+            guest_phys_addr: SMALL_RAM_IPA,
+            memory_size: SMALL_RAM_SIZE as u64,
+            userspace_addr: ram as u64,
+        };
+        let rp = &region as *const _ as usize;
+        ioctl(vm, k::KVM_SET_USER_MEMORY_REGION, rp).map_err(e("memory region"))?;
+        v.vcpu = ioctl(vm, k::KVM_CREATE_VCPU, 0).map_err(e("KVM_CREATE_VCPU"))? as i32;
+        let mut init = k::KvmVcpuInit::default();
+        let ip = &mut init as *mut _ as usize;
+        ioctl(vm, k::KVM_ARM_PREFERRED_TARGET, ip).map_err(e("preferred target"))?;
+        init.features[0] |= 1 << k::KVM_ARM_VCPU_PSCI_0_2;
+        if opts.sve {
+            init.features[0] |= 1 << svelt_abi::uapi::kvm_sve::KVM_ARM_VCPU_SVE;
+        }
+        let ip = &init as *const _ as usize;
+        ioctl(v.vcpu, k::KVM_ARM_VCPU_INIT, ip).map_err(e("KVM_ARM_VCPU_INIT"))?;
+        if opts.sve {
+            let sve = svelt_abi::uapi::kvm_sve::KVM_ARM_VCPU_SVE as i32;
+            finalize(v.vcpu, sve).map_err(e("finalize SVE"))?;
+        }
+        if opts.vgic {
+            v.add_vgic()?;
+        }
+        v.run_size = ioctl(kvm, k::KVM_GET_VCPU_MMAP_SIZE, 0).map_err(e("mmap size"))?;
+        let rw = sys::PROT_READ | sys::PROT_WRITE;
+        let run = sys::mmap(0, v.run_size, rw, sys::MAP_SHARED, v.vcpu, 0);
+        v.run = run.map_err(e("mmap kvm_run"))? as *mut u8;
+        v.set_pc(SMALL_RAM_IPA).map_err(e("set PC"))?;
+        Ok(v)
+    }
+
+    /// The in-kernel vGICv3: made, placed and initialised (after the vCPU, as Linux requires).
+    fn add_vgic(&mut self) -> Result<(), String> {
+        use svelt_abi::uapi::kvm_vgic as g;
+        let mut d = k::KvmCreateDevice {
+            ty: g::KVM_DEV_TYPE_ARM_VGIC_V3,
+            fd: 0,
+            flags: 0,
+        };
+        let dp = &mut d as *mut _ as usize;
+        ioctl(self.vm, k::KVM_CREATE_DEVICE, dp).map_err(|e| format!("vGICv3: {e:?}"))?;
+        let gic = d.fd as i32;
+        self.gic = Some(gic);
+        let attr = |group: u32, attr: u64, v: u64| {
+            let a = k::KvmDeviceAttr {
+                flags: 0,
+                group,
+                attr,
+                addr: &v as *const u64 as u64,
+            };
+            ioctl(gic, k::KVM_SET_DEVICE_ATTR, &a as *const _ as usize)
+        };
+        let addr = g::KVM_DEV_ARM_VGIC_GRP_ADDR;
+        attr(addr, g::KVM_VGIC_V3_ADDR_TYPE_DIST, SMALL_GICD)
+            .and_then(|_| attr(addr, g::KVM_VGIC_V3_ADDR_TYPE_REDIST, SMALL_GICR))
+            .and_then(|_| {
+                attr(
+                    g::KVM_DEV_ARM_VGIC_GRP_CTRL,
+                    g::KVM_DEV_ARM_VGIC_CTRL_INIT,
+                    0,
+                )
+            })
+            .map_err(|e| format!("vGICv3 set-up: {e:?}"))?;
+        Ok(())
+    }
+
+    /// Sets general register `n` (x0..x30).
+    pub fn set_x(&self, n: usize, v: u64) -> SysResult {
+        set_one(self.vcpu, k::CoreReg::X(n).id(), &v.to_le_bytes())
+    }
+
+    /// Reads general register `n` (x0..x30).
+    pub fn x(&self, n: usize) -> SysResult<u64> {
+        let mut b = [0u8; 8];
+        get_one(self.vcpu, k::CoreReg::X(n).id(), &mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    pub fn set_pc(&self, v: u64) -> SysResult {
+        set_one(self.vcpu, k::CoreReg::Pc.id(), &v.to_le_bytes())
+    }
+
+    /// KVM_RUN to the next exit.
+    #[inline]
+    pub fn run(&self) -> SysResult {
+        ioctl(self.vcpu, k::KVM_RUN, 0)
+    }
+
+    fn run_word<T: Copy>(&self, off: usize) -> T {
+        // SAFETY: `off` is a field of the mapped kvm_run page, aligned for T (the uapi layout).
+        unsafe { (self.run.add(off) as *const T).read_volatile() }
+    }
+
+    pub fn exit_reason(&self) -> u32 {
+        self.run_word(k::run::EXIT_REASON)
+    }
+
+    /// The last exit's MMIO access: (address, data, is_write).
+    pub fn mmio(&self) -> (u64, u64, bool) {
+        (
+            self.run_word(k::run::MMIO_PHYS_ADDR),
+            self.run_word(k::run::MMIO_DATA),
+            self.run_word::<u8>(k::run::MMIO_IS_WRITE) != 0,
+        )
+    }
+
+    /// KVM_RUN, which must end in an MMIO write: its (address, data).
+    #[inline]
+    pub fn run_to_mmio_write(&self) -> Result<(u64, u64), String> {
+        self.run().map_err(|e| format!("KVM_RUN: {e:?}"))?;
+        match (self.exit_reason(), self.mmio()) {
+            (k::KVM_EXIT_MMIO, (a, d, true)) => Ok((a, d)),
+            (r, _) => Err(format!("exit reason {r}, not an MMIO write")),
+        }
+    }
+}
+
+impl Drop for SmallVm {
+    fn drop(&mut self) {
+        if !self.run.is_null() {
+            let _ = sys::munmap(self.run as usize, self.run_size);
+        }
+        if !self.ram.is_null() {
+            let _ = sys::munmap(self.ram as usize, SMALL_RAM_SIZE);
+        }
+        if let Some(gic) = self.gic {
+            let _ = sys::close(gic);
+        }
+        if self.vcpu >= 0 {
+            let _ = sys::close(self.vcpu);
+        }
+        let _ = sys::close(self.vm);
+        let _ = sys::close(self.kvm);
+    }
+}

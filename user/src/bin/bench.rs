@@ -26,6 +26,7 @@
 use core::arch::asm;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
+use svelt_user::kvm::{self, SmallVm, SmallVmOpts};
 use svelt_user::proc::{describe, wifexited, wifsignaled, wtermsig};
 use svelt_user::sig::{self, SigInfo, SIGALRM, SIGILL, SIGTRAP, SIGUSR1};
 use svelt_user::sys::{self, nr};
@@ -1523,6 +1524,343 @@ fn yield_pingpong_sme_at(svl: usize) -> CaseResult {
     Ok(m)
 }
 
+// ---- KVM: the host kernel's exit paths, from a VMM of our own (the same guests on both) ----
+
+// The guests, copied to the start of a `SmallVm`'s RAM (SMALL_RAM_IPA). Each ends a run with an
+// MMIO store to SMALL_MMIO (0x1000_0000); the in-guest loops read their own virtual counter
+// around the loop (it runs at the host's rate: the guest's instructions and the host's both
+// advance it under icount) and report the ticks as the store's data.
+core::arch::global_asm!(
+    r#"
+    .section .rodata.kvmbench, "a"
+    .arch_extension sve
+    .balign 4
+    // x20 HVCs of PSCI_VERSION (answered by the host kernel), timed; x0 keeps the answer.
+    .global kvmb_hvc, kvmb_hvc_end
+kvmb_hvc:
+    isb
+    mrs x21, cntvct_el0
+1:  movz w0, #0x8400, lsl #16
+    hvc #0
+    subs x20, x20, #1
+    b.ne 1b
+    isb
+    mrs x22, cntvct_el0
+    sub x2, x22, x21
+    movz x1, #0x1000, lsl #16
+    str x2, [x1]
+    b kvmb_hvc
+kvmb_hvc_end:
+    // An MMIO store of a counter at each step: every one exits to the VMM.
+    .global kvmb_mmio, kvmb_mmio_end
+kvmb_mmio:
+    movz x1, #0x1000, lsl #16
+    mov x2, #0
+1:  add x2, x2, #1
+    str x2, [x1]
+    b 1b
+kvmb_mmio_end:
+    // The virtual timer through the vGIC: a vector table at its start (the IRQ entry of the
+    // current EL with SP_ELx at 0x280), the code at 0x800. Enables the distributor's group 1,
+    // PPI 27 in the redistributor's SGI frame (SMALL_GICR + 64 KiB), PMR and IGRPEN1. Then x20
+    // times: IRQs masked, CNTV_CVAL_EL0 = 0 (expired at once) and CNTV_CTL_EL0 = ENABLE, WFI,
+    // IRQs unmasked: the handler acknowledges (ICC_IAR1_EL1), disables the timer, ends the
+    // interrupt (ICC_EOIR1_EL1) and counts INTID 27 in x24. Timed; x25 = the last INTID.
+    .balign 2048
+    .global kvmb_vtimer, kvmb_vtimer_end
+kvmb_vtimer:
+    b 3f
+    .balign 0x200
+    .space 0x80
+    mrs x9, S3_0_C12_C12_0
+    msr S3_3_C14_C3_1, xzr
+    msr S3_0_C12_C12_1, x9
+    mov x25, x9
+    cmp x9, #27
+    cinc x24, x24, eq
+    eret
+    .balign 0x800
+3:  adr x0, kvmb_vtimer
+    msr vbar_el1, x0
+    movz x1, #0x800, lsl #16
+    mov w2, #2
+    str w2, [x1]
+    movz x1, #0x80b, lsl #16
+    mov w2, #(1 << 27)
+    str w2, [x1, #0x100]
+    mov x3, #0xf0
+    msr S3_0_C4_C6_0, x3
+    mov x3, #1
+    msr S3_0_C12_C12_7, x3
+    isb
+4:  mov x24, #0
+    isb
+    mrs x21, cntvct_el0
+1:  msr daifset, #2
+    msr S3_3_C14_C3_2, xzr
+    mov x3, #1
+    msr S3_3_C14_C3_1, x3
+    isb
+    wfi
+    msr daifclr, #2
+    isb
+    subs x20, x20, #1
+    b.ne 1b
+    isb
+    mrs x22, cntvct_el0
+    msr daifset, #2
+    sub x2, x22, x21
+    movz x1, #0x1000, lsl #16
+    str x2, [x1]
+    b 4b
+kvmb_vtimer_end:
+    // SVE at the largest VL, Z0, Z1 and Z31 all x5 (the VMM's tag for this VM) before each MMIO
+    // exit; after it, Z0's first lane and Z31's last must still be x5, or it stores them to
+    // SMALL_MMIO + 8 for good.
+    .balign 4
+    .global kvmb_sve, kvmb_sve_end
+kvmb_sve:
+    mov x0, #(3 << 20)
+    orr x0, x0, #(3 << 16)
+    msr cpacr_el1, x0
+    isb
+    mov x0, #0x1ff
+    msr S3_0_C1_C2_0, x0
+    isb
+    ptrue p0.d
+    movz x1, #0x1000, lsl #16
+1:  dup z0.d, x5
+    dup z1.d, x5
+    dup z31.d, x5
+    str x5, [x1]
+    fmov x6, d0
+    lastb x7, p0, z31.d
+    cmp x6, x5
+    ccmp x7, x5, #0, eq
+    b.eq 1b
+2:  str x6, [x1, #8]
+    b 2b
+kvmb_sve_end:
+    .text
+"#
+);
+
+extern "C" {
+    static kvmb_hvc: u8;
+    static kvmb_hvc_end: u8;
+    static kvmb_mmio: u8;
+    static kvmb_mmio_end: u8;
+    static kvmb_vtimer: u8;
+    static kvmb_vtimer_end: u8;
+    static kvmb_sve: u8;
+    static kvmb_sve_end: u8;
+}
+
+/// /dev/kvm, or a skip where the kernel offers none (at EL1, or a kernel without KVM).
+fn kvm_or_skip() -> Result<i32, NotRun> {
+    match kvm::open() {
+        Ok(Some(fd)) => Ok(fd),
+        Ok(None) => Err(NotRun::Skip(String::from(
+            "no KVM in this kernel (/dev/kvm: ENODEV/ENXIO)",
+        ))),
+        Err(e) => Err(NotRun::Skip(e)),
+    }
+}
+
+/// A small VM running `code`; a skip (with the reason) where it cannot be made.
+fn small_vm(code: &[u8], opts: SmallVmOpts) -> Result<SmallVm, NotRun> {
+    let fd = kvm_or_skip()?;
+    if opts.sve && !kvm::has_cap(fd, svelt_abi::uapi::kvm_sve::KVM_CAP_ARM_SVE) {
+        let _ = sys::close(fd);
+        return Err(NotRun::Skip(String::from(
+            "no SVE guests (KVM_CAP_ARM_SVE)",
+        )));
+    }
+    SmallVm::new(fd, code, opts).map_err(NotRun::Skip)
+}
+
+/// Runs an in-guest timed loop of `n` operations (count in x20): the guest's ticks.
+fn guest_timed_run(vm: &SmallVm, n: u64) -> Result<u64, String> {
+    vm.set_x(20, n).map_err(|e| format!("set x20: {e:?}"))?;
+    let (a, ticks) = vm.run_to_mmio_write()?;
+    if a != kvm::SMALL_MMIO {
+        return Err(format!("MMIO write to {a:#x}"));
+    }
+    Ok(ticks)
+}
+
+/// `measure` for an in-guest loop; the first error ends the case as a failure.
+fn measure_guest(vm: &SmallVm, ops: u64) -> Result<Measured, NotRun> {
+    let mut err = None;
+    let m = measure(ops, |n| {
+        guest_timed_run(vm, n).unwrap_or_else(|e| {
+            err.get_or_insert(e);
+            0
+        })
+    });
+    match err {
+        Some(e) => fail(e),
+        None => Ok(m),
+    }
+}
+
+/// A guest's HVC (PSCI_VERSION) answered by the host kernel: KVM_RUN never returns meanwhile.
+fn kvm_hvc_roundtrip() -> CaseResult {
+    let code = svelt_user::guest_code!(kvmb_hvc, kvmb_hvc_end);
+    let vm = small_vm(code, SmallVmOpts::default())?;
+    let mut m = measure_guest(&vm, 2000)?;
+    let v = vm.x(0).map_err(|e| NotRun::Fail(format!("x0: {e:?}")))?;
+    if v >> 16 != 1 {
+        return fail(format!("PSCI_VERSION answered {v:#x}"));
+    }
+    m.note = format!(
+        "per HVC (PSCI_VERSION {}.{}), timed in the guest",
+        v >> 16,
+        v & 0xffff
+    );
+    Ok(m)
+}
+
+/// A guest's MMIO store to an IPA without memory: KVM_EXIT_MMIO to the VMM, which re-enters.
+fn kvm_mmio_exit() -> CaseResult {
+    let code = svelt_user::guest_code!(kvmb_mmio, kvmb_mmio_end);
+    let vm = small_vm(code, SmallVmOpts::default())?;
+    let mut err = None;
+    let mut stores = 0u64;
+    let mut m = measure(1000, |n| {
+        let t0 = now();
+        for _ in 0..n {
+            match vm.run_to_mmio_write() {
+                Ok((_, d)) => stores = d,
+                Err(e) => {
+                    err.get_or_insert(e);
+                    break;
+                }
+            }
+        }
+        now() - t0
+    });
+    if let Some(e) = err {
+        return fail(e);
+    }
+    // The warm-up and RUNS timed runs, each one store per exit.
+    let want = m.ops * (RUNS as u64 + 1);
+    if stores != want {
+        return fail(format!("the guest's counter is {stores}, not {want}"));
+    }
+    m.note = String::from("per exit and re-entry (KVM_RUN to KVM_RUN), timed in the VMM");
+    Ok(m)
+}
+
+/// The guest's virtual timer, armed already expired, through the in-kernel vGICv3 to its IRQ
+/// handler (see kvmb_vtimer), per interrupt.
+fn kvm_vtimer_irq() -> CaseResult {
+    let code = svelt_user::guest_code!(kvmb_vtimer, kvmb_vtimer_end);
+    let opts = SmallVmOpts {
+        vgic: true,
+        ..SmallVmOpts::default()
+    };
+    let vm = small_vm(code, opts)?;
+    let mut m = measure_guest(&vm, 500)?;
+    let handled = vm.x(24).map_err(|e| NotRun::Fail(format!("x24: {e:?}")))?;
+    let intid = vm.x(25).map_err(|e| NotRun::Fail(format!("x25: {e:?}")))?;
+    if handled != m.ops {
+        return fail(format!(
+            "{handled} timer interrupts of {} (last INTID {intid})",
+            m.ops
+        ));
+    }
+    m.note = String::from(
+        "per interrupt: arm CNTV expired, WFI with IRQs masked, unmask, handler (IAR, timer off, EOI), timed in the guest",
+    );
+    Ok(m)
+}
+
+/// One VM's exit, its VMM's sched_yield to the other VMM and that one's re-entry: `n` times.
+fn sve_switch_loop(vm: &SmallVm, n: u64) -> Result<(), String> {
+    for _ in 0..n {
+        match vm.run_to_mmio_write()? {
+            (a, _) if a == kvm::SMALL_MMIO => {}
+            (_, z) => return Err(format!("the guest's Z registers lost its tag: {z:#x}")),
+        }
+        sys::sched_yield().map_err(|e| format!("sched_yield: {e:?}"))?;
+    }
+    Ok(())
+}
+
+/// Two VMs (one vCPU each, SVE live at the largest VL in both guests), their VMMs on one CPU
+/// handing it to each other after every MMIO exit: per switch from one guest to the other.
+fn kvm_vcpu_switch_sve() -> CaseResult {
+    // Both VMs are made before the helper forks off, so a skip needs no helper.
+    let code = svelt_user::guest_code!(kvmb_sve, kvmb_sve_end);
+    let opts = SmallVmOpts {
+        sve: true,
+        ..SmallVmOpts::default()
+    };
+    small_vm(code, opts)?;
+    let w = shared_words();
+    let (ready, stop, count, bad) = (&w[0], &w[1], &w[2], &w[3]);
+    let helper = proc::spawn(|| {
+        arm_limit();
+        let Ok(vm) = small_vm(code, opts) else {
+            bad.store(1, Ordering::SeqCst);
+            ready.store(1, Ordering::SeqCst);
+            return 1;
+        };
+        let _ = vm.set_x(5, 0x2222_2222_2222_2222);
+        ready.store(1, Ordering::SeqCst);
+        while stop.load(Ordering::SeqCst) == 0 {
+            if sve_switch_loop(&vm, 1).is_err() {
+                bad.store(2, Ordering::SeqCst);
+                return 1;
+            }
+            count.fetch_add(1, Ordering::SeqCst);
+        }
+        0
+    })
+    .map_err(|e| format!("fork: {e:?}"))?;
+    let vm = small_vm(code, opts)?;
+    vm.set_x(5, 0x1111_1111_1111_1111)
+        .map_err(|e| NotRun::Fail(format!("set x5: {e:?}")))?;
+    while ready.load(Ordering::SeqCst) == 0 {
+        yield_loop(1, false);
+    }
+    let (mut ours, mut theirs) = (0u64, 0u64);
+    let mut err = None;
+    let mut m = measure(200, |n| {
+        let c0 = count.load(Ordering::SeqCst);
+        let t0 = now();
+        if let Err(e) = sve_switch_loop(&vm, n) {
+            err.get_or_insert(e);
+        }
+        let t = now() - t0;
+        let c = count.load(Ordering::SeqCst) - c0;
+        ours += n;
+        theirs += c;
+        t * n / (n + c).max(1)
+    });
+    stop.store(1, Ordering::SeqCst);
+    let (_, st) = sys::waitpid(helper, 0).map_err(|e| format!("wait4: {e:?}"))?;
+    if let Some(e) = err {
+        return fail(e);
+    }
+    match bad.load(Ordering::SeqCst) {
+        0 => {}
+        1 => return fail(String::from("the helper's VM could not be made")),
+        _ => return fail(String::from("the helper's guest lost its Z registers")),
+    }
+    if !wifexited(st) {
+        return fail(format!("helper {}", describe(st)));
+    }
+    if theirs < ours / 2 {
+        return fail(format!("the helper ran {theirs} times to our {ours}"));
+    }
+    m.note = format!(
+        "per switch (exit, sched_yield, the other VM's entry); helper {theirs} runs to our {ours}, SVE live in both guests"
+    );
+    Ok(m)
+}
+
 macro_rules! at_vl {
     ($($name:ident => $f:ident($($arg:expr),*);)*) => {
         $(fn $name() -> CaseResult { $f($($arg),*) })*
@@ -1588,6 +1926,10 @@ const CASES: &[Case] = &[
     ("yield_switch_1cpu_2", yield_switch_1cpu_2),
     ("yield_switch_1cpu_8", yield_switch_1cpu_8),
     ("yield_switch_1cpu_64", yield_switch_1cpu_64),
+    ("kvm_hvc_roundtrip", kvm_hvc_roundtrip),
+    ("kvm_mmio_exit", kvm_mmio_exit),
+    ("kvm_vtimer_irq", kvm_vtimer_irq),
+    ("kvm_vcpu_switch_sve", kvm_vcpu_switch_sve),
     // Against the vector length (the plot of --compare): SVE, then SME streaming mode.
     ("signal_roundtrip_sve_vl16", signal_roundtrip_sve_vl16),
     ("signal_roundtrip_sve_vl32", signal_roundtrip_sve_vl32),

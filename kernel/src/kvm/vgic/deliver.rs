@@ -40,8 +40,9 @@ fn sample_timers(v: &mut Vgic, id: u32, el1: &El1State, cntvoff: u64) {
     let now = crate::arch::cpu::counter();
     let vt = fired(el1.cntv_ctl, el1.cntv_cval, now.wrapping_sub(cntvoff));
     let pt = fired(el1.cntp_ctl, el1.cntp_cval, now);
-    v.set_line(id, VTIMER_PPI, vt);
-    v.set_line(id, PTIMER_PPI, pt);
+    let own = v.private_mut(id);
+    own[VTIMER_PPI as usize].set_level(vt);
+    own[PTIMER_PPI as usize].set_level(pt);
 }
 
 /// Before vCPU `id` enters: with a vGIC, the timers sampled and the list registers filled;
@@ -59,6 +60,7 @@ pub fn before_entry(vm: &Vm, id: u32, st: &mut VcpuState) {
         }
         Some(v) => {
             sample_timers(v, id, &st.el1, vm.cntvoff.load(Ordering::Relaxed));
+            v.settle_spis();
             v.flush(id, affinity(id), &mut st.gic, n);
         }
     }
@@ -130,7 +132,10 @@ pub fn wfi_wake(vm: &Vm, id: u32, st: &VcpuState) -> (bool, Option<u64>) {
     };
     let cntvoff = vm.cntvoff.load(Ordering::Relaxed);
     sample_timers(v, id, &st.el1, cntvoff);
-    if v.pending_for(id, affinity(id), st.gic.vmcr) {
+    // The timers first: the usual reason a WFI ends, found without a walk.
+    let vmcr = st.gic.vmcr;
+    let timer = |ppi| v.can_take_private(id, ppi, vmcr);
+    if timer(VTIMER_PPI) || timer(PTIMER_PPI) || v.pending_for(id, affinity(id), vmcr) {
         return (true, None);
     }
     let el1 = &st.el1;

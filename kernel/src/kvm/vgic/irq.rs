@@ -10,7 +10,6 @@
 
 use super::Vgic;
 use crate::arch::guest::{ich_hcr, VgicCpu};
-use alloc::vec::Vec;
 use svelt_abi::uapi::kvm_vgic as g;
 
 /// The private interrupts' numbers: SGIs below 16, PPIs up to 32.
@@ -44,6 +43,21 @@ pub struct Irq {
 impl Irq {
     pub fn pending(&self) -> bool {
         self.latch || (!self.edge && self.line)
+    }
+
+    /// Its input set to `level` (see `Vgic::set_line`); whether it is pending now.
+    pub fn set_level(&mut self, level: bool) -> bool {
+        if level {
+            self.deactivated = false;
+        }
+        if self.edge {
+            if level {
+                self.latch = true;
+            }
+        } else {
+            self.line = level;
+        }
+        self.pending()
     }
 }
 
@@ -106,25 +120,28 @@ impl Vgic {
         if intid < g::NR_PRIVATE_IRQS {
             Some(&mut self.private.entry(vcpu).or_insert_with(private_reset)[intid as usize])
         } else {
+            self.spis_busy = true;
             self.spis.get_mut((intid - g::NR_PRIVATE_IRQS) as usize)
+        }
+    }
+
+    /// Clears `spis_busy` if no SPI is pending or active (one walk, only after an SPI was
+    /// reached through `irq_mut`).
+    pub fn settle_spis(&mut self) {
+        if self.spis_busy {
+            self.spis_busy = self.spis.iter().any(|q| q.active || q.pending());
         }
     }
 
     /// Sets an interrupt's input (kvm_vgic_inject_irq): a level-triggered one follows the
     /// line; an edge-triggered one latches on a rising level. Says whether it is pending now.
     pub fn set_line(&mut self, vcpu: u32, intid: u32, level: bool) -> Option<bool> {
-        let irq = self.irq_mut(vcpu, intid)?;
-        if level {
-            irq.deactivated = false;
-        }
-        if irq.edge {
-            if level {
-                irq.latch = true;
-            }
-        } else {
-            irq.line = level;
-        }
-        Some(irq.pending())
+        Some(self.irq_mut(vcpu, intid)?.set_level(level))
+    }
+
+    /// vCPU `vcpu`'s SGIs and PPIs.
+    pub fn private_mut(&mut self, vcpu: u32) -> &mut [Irq; NR_PRIVATE] {
+        self.private.entry(vcpu).or_insert_with(private_reset)
     }
 
     /// Whether `irq` can be signalled now (enabled, pending, its group on).
@@ -134,25 +151,40 @@ impl Vgic {
 
     /// The interrupts routed to vCPU `vcpu` (MPIDR affinity `mpidr`): (INTID, state).
     fn routed(&self, vcpu: u32, mpidr: u64) -> impl Iterator<Item = (u32, &Irq)> {
-        let private = self.private.get(&vcpu);
-        let own = private
-            .into_iter()
-            .flat_map(|p| p.iter().enumerate().map(|(i, q)| (i as u32, q)));
-        let spis = self
-            .spis
+        // Every caller wants only what is pending or active: the rest is skipped here, over
+        // two plain slices.
+        let own: &[Irq] = self.private.get(&vcpu).map_or(&[], |p| p);
+        let spis: &[Irq] = if self.spis_busy { &self.spis } else { &[] };
+        let spis = spis
             .iter()
-            .enumerate()
-            .filter(move |(_, q)| q.route & 0xff_00ff_ffff == mpidr)
-            .map(|(i, q)| (i as u32 + g::NR_PRIVATE_IRQS, q));
-        own.chain(spis)
+            .zip(g::NR_PRIVATE_IRQS..)
+            .filter(move |(q, _)| q.route & 0xff_00ff_ffff == mpidr);
+        own.iter()
+            .zip(0u32..)
+            .chain(spis)
+            .filter(|(q, _)| q.active || q.pending())
+            .map(|(q, i)| (i, q))
     }
 
     /// Whether a WFI of vCPU `vcpu` ends: an interrupt it can take is pending, above the
     /// guest's priority mask (kvm_vgic_vcpu_pending_irq).
     pub fn pending_for(&self, vcpu: u32, mpidr: u64, vmcr: u64) -> bool {
-        let pmr = (vmcr >> 24) as u8;
         self.routed(vcpu, mpidr)
-            .any(|(_, q)| self.deliverable(q) && !q.active && q.priority < pmr)
+            .any(|(_, q)| self.can_take(q, vmcr))
+    }
+
+    /// Whether vCPU `vcpu` can take its private interrupt `intid` now (as `pending_for`, for
+    /// one interrupt: the timers' PPIs, asked first).
+    pub fn can_take_private(&self, vcpu: u32, intid: u32, vmcr: u64) -> bool {
+        let own = self.private.get(&vcpu);
+        own.and_then(|p| p.get(intid as usize))
+            .is_some_and(|q| self.can_take(q, vmcr))
+    }
+
+    /// Pending, deliverable, not active and above the guest's priority mask (VMCR's VPMR).
+    fn can_take(&self, q: &Irq, vmcr: u64) -> bool {
+        let pmr = (vmcr >> 24) as u8;
+        self.deliverable(q) && !q.active && q.priority < pmr
     }
 
     /// Fills vCPU `vcpu`'s list registers (up to `nr_lrs`) before it enters: its pending
@@ -161,30 +193,43 @@ impl Vgic {
     /// deactivated by the guest's EOIs counted in EOIcount (`fold`), or with EOImode 1 by its
     /// trapped writes to ICC_DIR_EL1 (`deactivate`).
     pub fn flush(&self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu, nr_lrs: usize) {
-        let mut want: Vec<(bool, u8, u32, u64)> = Vec::new();
+        // The best `cap` candidates so far, in order (pending before active, then by priority
+        // and INTID: unique keys), kept by insertion: no allocation at each entry.
+        let cap = nr_lrs.min(cpu.lr.len());
+        let mut best = [(false, 0u8, 0u32, 0u64); 16];
+        let (mut n, mut wanted) = (0, 0);
         for (intid, q) in self.routed(vcpu, mpidr) {
             let pending = self.deliverable(q);
             if !q.active && !pending {
                 continue;
             }
+            wanted += 1;
             let state = (pending as u64) | ((q.active as u64) << 1);
             let lr = (state << LR_STATE_SHIFT)
                 | if q.group1 { LR_GROUP } else { 0 }
                 | ((q.priority as u64) << LR_PRIO_SHIFT)
                 | intid as u64;
-            if want.try_reserve(1).is_err() {
-                break;
+            let key = (!pending, q.priority, intid, lr);
+            if n == cap {
+                if n == 0 || key >= best[n - 1] {
+                    continue;
+                }
+                n -= 1;
             }
-            want.push((!pending, q.priority, intid, lr));
+            let mut i = n;
+            while i > 0 && best[i - 1] > key {
+                best[i] = best[i - 1];
+                i -= 1;
+            }
+            best[i] = key;
+            n += 1;
         }
-        want.sort_unstable();
-        let n = want.len().min(nr_lrs).min(cpu.lr.len());
-        for (slot, w) in cpu.lr.iter_mut().zip(&want[..n]) {
+        for (slot, w) in cpu.lr.iter_mut().zip(&best[..n]) {
             *slot = w.3;
         }
         cpu.lr_in = cpu.lr;
         cpu.nr_lr = n;
-        let left_out = want.len() > n;
+        let left_out = wanted > n;
         // Every ICC_DIR_EL1 write traps (only EOImode 1 makes them, which the guest may turn
         // on without an exit): one may deactivate an interrupt left out of the list
         // registers, or an SPI another vCPU acknowledged.
@@ -205,10 +250,6 @@ impl Vgic {
     /// registers it left as they were change nothing.
     pub fn fold(&mut self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu) -> Acked {
         let mut acked = Acked::default();
-        let mut in_lrs = [u32::MAX; 16];
-        for (slot, lr) in in_lrs.iter_mut().zip(&cpu.lr[..cpu.nr_lr]) {
-            *slot = *lr as u32;
-        }
         for i in 0..cpu.nr_lr {
             let lr = cpu.lr[i];
             let state = lr >> LR_STATE_SHIFT;
@@ -236,6 +277,13 @@ impl Vgic {
         let mut eois = (cpu.hcr >> ich_hcr::EOICOUNT_SHIFT) & 0x1f;
         if cpu.vmcr & VMCR_VEOIM != 0 {
             eois = 0;
+        }
+        // The INTIDs that were in the list registers (made only when there are such EOIs).
+        let mut in_lrs = [u32::MAX; 16];
+        if eois > 0 {
+            for (slot, lr) in in_lrs.iter_mut().zip(&cpu.lr[..cpu.nr_lr]) {
+                *slot = *lr as u32;
+            }
         }
         while eois > 0 {
             let next = self

@@ -40,8 +40,13 @@ pub struct Vgic {
     pub ready: bool,
     /// GICD_CTLR.EnableGrp1 (KVM's one distributor enable).
     pub enabled: bool,
-    /// The SPIs (from INTID 32), made at the initialisation.
-    pub spis: Vec<irq::Irq>,
+    /// The SPIs (from INTID 32), made at the initialisation. Changed only through `irq_mut`,
+    /// which marks them `spis_busy`.
+    spis: Vec<irq::Irq>,
+    /// Some SPI may be pending or active: set by each `irq_mut` of an SPI, cleared by
+    /// `settle_spis` once a walk finds none. While it is clear, the walks the run loop makes
+    /// at each entry and exit (`flush`, `pending_for`, `fold`) leave the SPIs out.
+    spis_busy: bool,
     /// Each vCPU's SGIs and PPIs, by vCPU id.
     pub private: BTreeMap<u32, [irq::Irq; 32]>,
 }
