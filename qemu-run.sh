@@ -143,6 +143,7 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          exactly the host's lengths up to the largest; default: all of them)
   --guest-sme-vls LIST   the guest's SME (streaming) lengths in bytes, e.g. 16,32: needs a kernel
                          that offers guests SME (KVM capability 252: Svelt; not Linux 7.3)
+  --guest-hide LIST      SME features the guest does not see: fa64, sme2 (with --guest-sme-vls)
   --guest-initrd FILE    the guest's initramfs (its /init runs; default: a small one whose init
                          prints what the guest sees and powers off)
   --guest-append "ARGS"  more words for the guest's command line
@@ -154,7 +155,7 @@ el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 e
 initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
 show_version=0 bench_cases="" compare=0 compare_append="" compare_policy="" firmware="" selfcheck=0 embed=""
 board="" soak=""
-guest="" guest_smp=1 guest_mem=256 guest_sve_vls="" guest_sme_vls="" guest_initrd="" guest_append=""
+guest="" guest_smp=1 guest_mem=256 guest_sve_vls="" guest_sme_vls="" guest_hide="" guest_initrd="" guest_append=""
 extra=() cpu_opts=()
 # What --compare passes on to each of its two runs: everything but the comparison options.
 pass_args=()
@@ -204,6 +205,7 @@ while [ $# -gt 0 ]; do
         --guest-mem) guest_mem=$2; shift ;;
         --guest-sve-vls) guest_sve_vls=$2; shift ;;
         --guest-sme-vls) guest_sme_vls=$2; shift ;;
+        --guest-hide) guest_hide=$2; shift ;;
         --guest-initrd) guest_initrd=$2; shift ;;
         --guest-append) guest_append=$2; shift ;;
         --bench-cases) bench=1; bench_cases=$2; shift ;;
@@ -284,7 +286,7 @@ if [ -n "$guest" ]; then
         [ -z "$init_path" ] && [ -z "$board" ] && [ -z "$firmware" ] ||
         die "--guest packs its own archive with the VMM as init (drop --bench/--soak/--debian/--initrd/--init/--board/--firmware)"
     [ "$el" = 2 ] || die "--guest needs EL2 (drop --el1)"
-elif [ -n "$guest_sve_vls$guest_sme_vls$guest_initrd$guest_append" ] || [ "$guest_smp" != 1 ] || [ "$guest_mem" != 256 ]; then
+elif [ -n "$guest_sve_vls$guest_sme_vls$guest_hide$guest_initrd$guest_append" ] || [ "$guest_smp" != 1 ] || [ "$guest_mem" != 256 ]; then
     die "the --guest-* options go with --guest linux"
 fi
 
@@ -568,6 +570,7 @@ if [ -n "$guest" ]; then
         echo --mem; echo "$guest_mem"
         if [ -n "$guest_sve_vls" ]; then echo --sve-vls; echo "$guest_sve_vls"; fi
         if [ -n "$guest_sme_vls" ]; then echo --sme-vls; echo "$guest_sme_vls"; fi
+        if [ -n "$guest_hide" ]; then echo --hide; echo "$guest_hide"; fi
         echo --append; echo "quiet${guest_append:+ $guest_append}"
     } >"$gdir/vmm-args.$$"
     mv -f "$gdir/vmm-args.$$" "$gdir/vmm-args"

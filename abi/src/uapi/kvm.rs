@@ -497,6 +497,21 @@ pub fn guest_hcrx(isar2: u64) -> u64 {
     }
 }
 
+/// HFGRTR_EL2's and HFGWTR_EL2's nGCS_EL1 (bit 53) and nGCS_EL0 (bit 52): clear, a guest's
+/// accesses to the GCS registers trap to EL2 (the Arm ARM; QEMU traps them only this way).
+pub const FGT_NGCS: u64 = 3 << 52;
+
+/// The HFGRTR_EL2/HFGWTR_EL2 "n" bits to clear for a guest (its register accesses then trap,
+/// to be UNDEFINED): the GCS registers where the CPU has GCS (`host_pfr1`'s
+/// ID_AA64PFR1_EL1.GCS), as Svelt gives guests no GCS; 0 without FEAT_FGT or GCS.
+pub fn guest_fgt_read_write_clear(has_fgt: bool, host_pfr1: u64) -> u64 {
+    if has_fgt && (host_pfr1 >> 44) & 0xf != 0 {
+        FGT_NGCS
+    } else {
+        0
+    }
+}
+
 /// HFGITR_EL2's trap bits for the TLBI instructions of FEAT_TLBIOS (the Outer Shareable EL1
 /// ones: VMALLE1OS, VAE1OS, ASIDE1OS, VAAE1OS, VALE1OS, VAALE1OS; bits 18..=23) and of
 /// FEAT_TLBIRANGE (RVAE1, RVAAE1, RVALE1, RVAALE1 in their OS, IS and non-shareable forms;
@@ -1177,6 +1192,12 @@ pub const ID_AA64PFR0_CSV3_SHIFT: u32 = 60;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gcs_registers_trap_for_guests_where_the_cpu_has_gcs() {
+        assert_eq!(guest_fgt_read_write_clear(true, 1 << 44), 3 << 52);
+        assert_eq!(guest_fgt_read_write_clear(false, 1 << 44), 0);
+        assert_eq!(guest_fgt_read_write_clear(true, 0xf << 40), 0);
+    }
 
     #[test]
     fn hidden_tlbi_os_traps_only_what_the_cpu_has() {

@@ -417,6 +417,11 @@ impl Vcpu {
             0
         };
         vm.hfgitr.store(hfgitr, Ordering::Relaxed);
+        let pfr1 = guest::read_id_reg(4, 1); // ID_AA64PFR1_EL1: the CPU's
+        vm.hfgrtr_clear.store(
+            k::guest_fgt_read_write_clear(guest::has_fgt(), pfr1),
+            Ordering::Relaxed,
+        );
         if let Some(p) = st.mmio.take() {
             exit::complete_mmio(self, &mut st, p);
         }
@@ -477,6 +482,7 @@ impl Vcpu {
                     mdcr_traps: exit::GUEST_MDCR_TRAPS,
                     hcrx: vm.hcrx.load(Ordering::Relaxed),
                     hfgitr: vm.hfgitr.load(Ordering::Relaxed),
+                    hfgrtr_clear: vm.hfgrtr_clear.load(Ordering::Relaxed),
                 }
             };
             super::vgic::before_entry(vm, self.id, st);

@@ -147,6 +147,8 @@ pub struct Vm {
     /// HFGITR_EL2 trap bits for this VM's vCPUs (the TLBIs its VMM hid), where the CPU has
     /// FEAT_FGT; from its ID registers when KVM_RUN starts.
     pub hfgitr: AtomicU64,
+    /// HFGRTR_EL2/HFGWTR_EL2 bits cleared for this VM's vCPUs (the GCS registers' traps).
+    pub hfgrtr_clear: AtomicU64,
     /// A vCPU of this VM has entered KVM_RUN: its ID registers and firmware bitmaps are fixed.
     pub ran: AtomicBool,
     /// The VM's view of the ID registers (`k::id_reg_index` order), which the VMM may lower
@@ -242,6 +244,7 @@ impl Vm {
             cntpoff: AtomicU64::new(0),
             hcrx: AtomicU64::new(0),
             hfgitr: AtomicU64::new(0),
+            hfgrtr_clear: AtomicU64::new(0),
             ran: AtomicBool::new(false),
             id_regs: Mutex::new(id_regs),
             id_limits,

@@ -319,6 +319,27 @@ core::arch::global_asm!(
     "msr elr_el1, x2",
     "eret",
     "guest_tlbi_end:",
+    // GCSPR_EL1 read (`mrs x3, S3_0_C2_C5_1`), then an MMIO store (+0x10); vectors as guest_tlbi's.
+    ".balign 2048",
+    ".global guest_gcspr, guest_gcspr_end",
+    "guest_gcspr:",
+    "adr x0, 1f",
+    "msr vbar_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "mrs x3, S3_0_C2_C5_1",
+    "str xzr, [x1, #0x10]",
+    "b .",
+    ".balign 2048",
+    "1:",
+    ".skip 0x200",
+    "mrs x2, esr_el1",
+    "str x2, [x1, #8]",
+    "mrs x2, elr_el1",
+    "add x2, x2, #4",
+    "msr elr_el1, x2",
+    "eret",
+    "guest_gcspr_end:",
     // Its own vectors; stores to MMIO +0 (ready, interrupts masked), unmasks IRQs and FIQs,
     // then stores to +0x30 again and again, or spins while x5 is nonzero. The EL1h IRQ vector
     // stores ISR_EL1 twice (+0x20, +0x28), the FIQ vector likewise (+0x40, +0x48), and both
@@ -386,6 +407,8 @@ unsafe extern "C" {
     static guest_events_end: u8;
     static guest_tlbi: u8;
     static guest_tlbi_end: u8;
+    static guest_gcspr: u8;
+    static guest_gcspr_end: u8;
     static guest_irq: u8;
     static guest_irq_end: u8;
 }
@@ -2911,6 +2934,33 @@ fn hidden_tlbi_os() -> TestResult {
     Ok(())
 }
 
+/// The GCS registers follow the VM's ID_AA64PFR1_EL1.GCS: a guest whose VM shows no GCS takes
+/// an Undefined Instruction exception reading GCSPR_EL1 (as on a CPU without GCS; Linux's hwcap
+/// selftest counts on it at EL0), one whose VM shows it reads the register.
+fn gcs_registers_follow_the_vm() -> TestResult {
+    const PFR1: u64 = k::sysreg_id(3, 0, 0, 4, 1);
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_gcspr, guest_gcspr_end)));
+    let gcs = (t!(get_reg(g.vcpu, PFR1)) as u64 >> 44) & 0xf != 0;
+    if gcs {
+        check_eq!(g.run_to_mmio(), Ok((MMIO + 0x10, 0, 8, true)), "GCS shown");
+        return Ok(());
+    }
+    let (addr, esr, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 8, "no GCS, yet GCSPR_EL1 read");
+    check_eq!(
+        esr >> 26,
+        0,
+        "ESR_EL1 {esr:#x}: not an Undefined Instruction"
+    );
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x10, 0, 8, true)),
+        "after the UNDEF"
+    );
+    Ok(())
+}
+
 fn irq_line(vm: i32, irq: u32, level: u32) -> SysResult {
     let l = [irq, level];
     ioctl(
@@ -3204,6 +3254,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
         ("dirty_log", dirty_log),
         ("hidden_tlbi_os", hidden_tlbi_os),
+        ("gcs_registers_follow_the_vm", gcs_registers_follow_the_vm),
         ("irq_line_without_vgic", irq_line_without_vgic),
         ("kick_running_vcpu", kick_running_vcpu),
         ("everything_given_back", everything_given_back),

@@ -4,7 +4,7 @@
 //! same binary runs on Svelt's KVM and on Linux's. docs/vmm.md describes it.
 //!
 //! `vmm --kernel FILE [--initrd FILE] [--append ARGS] [--smp N] [--mem MIB] [--sve-vls LIST]
-//! [--sme-vls LIST]`. Started as the first process with no arguments it reads them from
+//! [--sme-vls LIST [--hide fa64,sme2]]`. Started as the first process with no arguments it reads them from
 //! /etc/vmm-args (one per line) and powers the machine off at the end. Run with no arguments
 //! otherwise (as the userland runner does) it checks its option handling (KTAP).
 //!
@@ -45,6 +45,9 @@ struct Options {
     mem_mib: u64,
     sve_vls: Option<[u64; 8]>,
     sme_vls: Option<[u64; 8]>,
+    /// SME features the guest must not see (`--hide fa64,sme2`), lowered in its ID registers.
+    hide_fa64: bool,
+    hide_sme2: bool,
 }
 
 const DEFAULT_APPEND: &str = "console=ttyAMA0 panic=-1";
@@ -58,6 +61,8 @@ fn parse_options(words: &[&str]) -> Result<Options, String> {
         mem_mib: 256,
         sve_vls: None,
         sme_vls: None,
+        hide_fa64: false,
+        hide_sme2: false,
     };
     let mut i = 0;
     while i < words.len() {
@@ -94,12 +99,26 @@ fn parse_options(words: &[&str]) -> Result<Options, String> {
                     format!("--sme-vls wants lengths in bytes (multiples of 16 up to 256, each once), not {val}")
                 })?)
             }
+            "--hide" => {
+                for f in val.split(',') {
+                    match f {
+                        "fa64" => o.hide_fa64 = true,
+                        "sme2" => o.hide_sme2 = true,
+                        _ => return Err(format!("--hide takes fa64 and sme2, not {f}")),
+                    }
+                }
+            }
             _ => return Err(format!("unknown option {opt}")),
         }
         i += 2;
     }
     if o.kernel.is_empty() {
         return Err(String::from("--kernel FILE is needed"));
+    }
+    if (o.hide_fa64 || o.hide_sme2) && o.sme_vls.is_none() {
+        return Err(String::from(
+            "--hide is for SME features: it needs --sme-vls",
+        ));
     }
     Ok(o)
 }
@@ -171,6 +190,33 @@ fn set_dev_u64(fd: i32, group: u32, attr: u64, v: u64) -> SysResult {
         addr: &v as *const u64 as u64,
     };
     ioctl(fd, k::KVM_SET_DEVICE_ATTR, &a as *const _ as usize)
+}
+
+/// ID_AA64PFR1_EL1 and ID_AA64SMFR0_EL1 as ONE_REG system registers.
+const ID_AA64PFR1_EL1: u64 = k::sysreg_id(3, 0, 0, 4, 1);
+const ID_AA64SMFR0_EL1: u64 = k::sysreg_id(3, 0, 0, 4, 5);
+/// ID_AA64SMFR0_EL1.SMEver (bits 59:56): 1 or more is SME2.
+const SMFR0_SMEVER: u64 = 0xf << 56;
+
+/// Lowers the VM's SME ID fields for `--hide` (before any vCPU runs: the VM's ID registers are
+/// shared by its vCPUs): FA64 off in ID_AA64SMFR0_EL1; SME2 off as SMEver 0 there and
+/// ID_AA64PFR1_EL1.SME 1 (SME without ZT0).
+fn hide_sme_features(vcpu: i32, o: &Options) -> Result<(), String> {
+    let mut smfr0 =
+        get_reg(vcpu, ID_AA64SMFR0_EL1).map_err(|e| format!("ID_AA64SMFR0_EL1: {e:?}"))?;
+    if o.hide_fa64 {
+        smfr0 &= !ksme::SMFR0_FA64;
+    }
+    if o.hide_sme2 {
+        smfr0 &= !SMFR0_SMEVER;
+        let pfr1 = get_reg(vcpu, ID_AA64PFR1_EL1).map_err(|e| format!("ID_AA64PFR1_EL1: {e:?}"))?;
+        let one = (pfr1 & !ksme::PFR1_SME) | 1 << ksme::PFR1_SME_SHIFT;
+        set_reg(vcpu, ID_AA64PFR1_EL1, one)
+            .map_err(|e| format!("--hide sme2: ID_AA64PFR1_EL1.SME 1 refused ({e:?})"))?;
+    }
+    set_reg(vcpu, ID_AA64SMFR0_EL1, smfr0)
+        .map_err(|e| format!("--hide: ID_AA64SMFR0_EL1 {smfr0:#x} refused ({e:?})"))?;
+    Ok(())
 }
 
 /// Reads all of `path` into guest memory at `dst` (at most `room` bytes); its length.
@@ -504,6 +550,10 @@ fn boot(o: &Options) -> Result<(), String> {
         vcpus.push(Vcpu { index: i, fd, run });
     }
 
+    if sme {
+        hide_sme_features(vcpus[0].fd, o)?;
+    }
+
     // The vGICv3, at the addresses the device tree gives.
     let mut dev = k::KvmCreateDevice {
         ty: vg::KVM_DEV_TYPE_ARM_VGIC_V3,
@@ -582,6 +632,13 @@ fn options_are_checked() -> TestResult {
     check!(parse_options(&["--kernel", "/k", "--sve-vls", "24"]).is_err());
     check!(parse_options(&["--kernel", "/k", "--mem"]).is_err());
     check!(parse_options(&["--kernel", "/k", "--bogus", "1"]).is_err());
+    let o = parse_options(&["--kernel", "/k", "--sme-vls", "32", "--hide", "fa64,sme2"])?;
+    check!(o.hide_fa64 && o.hide_sme2);
+    check!(
+        parse_options(&["--kernel", "/k", "--hide", "fa64"]).is_err(),
+        "--hide without SME"
+    );
+    check!(parse_options(&["--kernel", "/k", "--sme-vls", "32", "--hide", "zt"]).is_err());
     Ok(())
 }
 

@@ -133,6 +133,9 @@ pub struct Controls {
     /// HFGITR_EL2 bits to set over the host's (instructions the VM was not given); 0 where the
     /// CPU has no FEAT_FGT.
     pub hfgitr: u64,
+    /// HFGRTR_EL2 and HFGWTR_EL2 "n" bits to clear from the host's (registers the VM was not
+    /// given, whose accesses must trap); 0 where nothing is hidden this way.
+    pub hfgrtr_clear: u64,
     /// VSESR_EL2: the syndrome of a virtual SError HCR_EL2.VSE makes pending (with FEAT_RAS).
     pub vsesr: u64,
 }
@@ -399,6 +402,12 @@ pub fn world_switch(
         wr!("S3_4_C1_C1_6", v | c.hfgitr);
         v
     });
+    let host_hfgrtr = (c.hfgrtr_clear != 0).then(|| {
+        let (r, w) = (rd!("S3_4_C1_C1_4"), rd!("S3_4_C1_C1_5"));
+        wr!("S3_4_C1_C1_4", r & !c.hfgrtr_clear);
+        wr!("S3_4_C1_C1_5", w & !c.hfgrtr_clear);
+        (r, w)
+    });
     if c.hcr & hcr::VSE != 0 && has_ras() {
         wr!("S3_4_C5_C2_3", c.vsesr); // VSESR_EL2
     }
@@ -439,6 +448,10 @@ pub fn world_switch(
     }
     if let Some(v) = host_hfgitr {
         wr!("S3_4_C1_C1_6", v);
+    }
+    if let Some((r, w)) = host_hfgrtr {
+        wr!("S3_4_C1_C1_4", r);
+        wr!("S3_4_C1_C1_5", w);
     }
     wr!("S3_4_C14_C0_3", 0);
     // SAFETY: barrier only.
