@@ -493,10 +493,14 @@ impl Vcpu {
                 // the request and signal checks with interrupts disabled).
                 self.running_on
                     .store(crate::percpu::cpu_id(), Ordering::SeqCst);
+                // A signal or a kill arriving since the loop's first check set the work word
+                // after its state (task/work.rs), so the word decides whether the real state
+                // (the signal layer's hook, which takes its locks) must be asked again.
                 let leave = self.request.swap(false, Ordering::SeqCst)
                     || sched::need_resched()
-                    || cur.killed.load(Ordering::Acquire)
-                    || task::hooks::interrupted(cur.task());
+                    || (cur.work.get() & (task::work::SIGPENDING | task::work::KILLED) != 0
+                        && (cur.killed.load(Ordering::Acquire)
+                            || task::hooks::interrupted(cur.task())));
                 let kind = (!leave).then(|| {
                     controls.hcr |= self.irq_line_hcr();
                     let tpidr2 = super::sme::enter(st);
