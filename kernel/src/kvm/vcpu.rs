@@ -408,20 +408,23 @@ impl Vcpu {
         // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
         // (kvm_arch_vcpu_run_pid_change marks the VM as having run, immediate_exit or not).
         vm.ran.store(true, Ordering::Relaxed);
-        vm.hcrx
-            .store(k::guest_hcrx(vm.id_reg(6, 2)), Ordering::Relaxed); // ID_AA64ISAR2_EL1
-        let hfgitr = if guest::has_fgt() {
-            // ID_AA64ISAR0_EL1: the CPU's and the VM's.
-            k::guest_hfgitr(guest::read_id_reg(6, 0), vm.id_reg(6, 0))
-        } else {
-            0
-        };
-        vm.hfgitr.store(hfgitr, Ordering::Relaxed);
-        let pfr1 = guest::read_id_reg(4, 1); // ID_AA64PFR1_EL1: the CPU's
-        vm.hfgrtr_clear.store(
-            k::guest_fgt_read_write_clear(guest::has_fgt(), pfr1),
-            Ordering::Relaxed,
-        );
+        // The controls that follow from the VM's ID registers, now fixed: worked out once.
+        vm.run_controls.call_once(|| {
+            vm.hcrx
+                .store(k::guest_hcrx(vm.id_reg(6, 2)), Ordering::Relaxed); // ID_AA64ISAR2_EL1
+            let hfgitr = if guest::has_fgt() {
+                // ID_AA64ISAR0_EL1: the CPU's and the VM's.
+                k::guest_hfgitr(guest::read_id_reg(6, 0), vm.id_reg(6, 0))
+            } else {
+                0
+            };
+            vm.hfgitr.store(hfgitr, Ordering::Relaxed);
+            let pfr1 = guest::read_id_reg(4, 1); // ID_AA64PFR1_EL1: the CPU's
+            vm.hfgrtr_clear.store(
+                k::guest_fgt_read_write_clear(guest::has_fgt(), pfr1),
+                Ordering::Relaxed,
+            );
+        });
         if let Some(p) = st.mmio.take() {
             exit::complete_mmio(self, &mut st, p);
         }

@@ -149,6 +149,9 @@ pub struct Vm {
     pub hfgitr: AtomicU64,
     /// HFGRTR_EL2/HFGWTR_EL2 bits cleared for this VM's vCPUs (the GCS registers' traps).
     pub hfgrtr_clear: AtomicU64,
+    /// `hcrx`, `hfgitr` and `hfgrtr_clear` are set: once, by the VM's first KVM_RUN, after
+    /// which its ID registers no longer change.
+    pub run_controls: spin::Once<()>,
     /// A vCPU of this VM has entered KVM_RUN: its ID registers and firmware bitmaps are fixed.
     pub ran: AtomicBool,
     /// The VM's view of the ID registers (`k::id_reg_index` order), which the VMM may lower
@@ -245,6 +248,7 @@ impl Vm {
             hcrx: AtomicU64::new(0),
             hfgitr: AtomicU64::new(0),
             hfgrtr_clear: AtomicU64::new(0),
+            run_controls: spin::Once::new(),
             ran: AtomicBool::new(false),
             id_regs: Mutex::new(id_regs),
             id_limits,
