@@ -64,6 +64,17 @@ pub fn set_one(vcpu: i32, id: u64, buf: &[u8]) -> SysResult {
     ioctl(vcpu, k::KVM_SET_ONE_REG, &r as *const _ as usize)
 }
 
+/// KVM_SET_DEVICE_ATTR of a 64-bit value on a device (or vCPU, or VM) fd.
+pub fn set_device_u64(fd: i32, group: u32, attr: u64, v: u64) -> SysResult {
+    let a = k::KvmDeviceAttr {
+        flags: 0,
+        group,
+        attr,
+        addr: &v as *const u64 as u64,
+    };
+    ioctl(fd, k::KVM_SET_DEVICE_ATTR, &a as *const _ as usize)
+}
+
 /// KVM_ARM_VCPU_FINALIZE of feature `what`.
 pub fn finalize(vcpu: i32, what: i32) -> SysResult {
     ioctl(vcpu, KVM_ARM_VCPU_FINALIZE, &what as *const i32 as usize)
@@ -192,15 +203,7 @@ impl SmallVm {
         ioctl(self.vm, k::KVM_CREATE_DEVICE, dp).map_err(|e| format!("vGICv3: {e:?}"))?;
         let gic = d.fd as i32;
         self.gic = Some(gic);
-        let attr = |group: u32, attr: u64, v: u64| {
-            let a = k::KvmDeviceAttr {
-                flags: 0,
-                group,
-                attr,
-                addr: &v as *const u64 as u64,
-            };
-            ioctl(gic, k::KVM_SET_DEVICE_ATTR, &a as *const _ as usize)
-        };
+        let attr = |group: u32, attr: u64, v: u64| set_device_u64(gic, group, attr, v);
         let addr = g::KVM_DEV_ARM_VGIC_GRP_ADDR;
         attr(addr, g::KVM_VGIC_V3_ADDR_TYPE_DIST, SMALL_GICD)
             .and_then(|_| attr(addr, g::KVM_VGIC_V3_ADDR_TYPE_REDIST, SMALL_GICR))

@@ -182,16 +182,6 @@ fn get_reg(vcpu: i32, id: u64) -> SysResult<u64> {
     ioctl(vcpu, k::KVM_GET_ONE_REG, &r as *const _ as usize).map(|_| v)
 }
 
-fn set_dev_u64(fd: i32, group: u32, attr: u64, v: u64) -> SysResult {
-    let a = k::KvmDeviceAttr {
-        flags: 0,
-        group,
-        attr,
-        addr: &v as *const u64 as u64,
-    };
-    ioctl(fd, k::KVM_SET_DEVICE_ATTR, &a as *const _ as usize)
-}
-
 /// ID_AA64PFR1_EL1 and ID_AA64SMFR0_EL1 as ONE_REG system registers.
 const ID_AA64PFR1_EL1: u64 = k::sysreg_id(3, 0, 0, 4, 1);
 const ID_AA64SMFR0_EL1: u64 = k::sysreg_id(3, 0, 0, 4, 5);
@@ -564,11 +554,11 @@ fn boot(o: &Options) -> Result<(), String> {
         .map_err(|e| format!("KVM_CREATE_DEVICE(VGIC_V3): {e:?}"))?;
     let gic = dev.fd as i32;
     let addr = vg::KVM_DEV_ARM_VGIC_GRP_ADDR;
-    set_dev_u64(gic, addr, vg::KVM_VGIC_V3_ADDR_TYPE_DIST, gl::GICD_BASE)
+    svelt_user::kvm::set_device_u64(gic, addr, vg::KVM_VGIC_V3_ADDR_TYPE_DIST, gl::GICD_BASE)
         .map_err(|e| format!("vGIC distributor address: {e:?}"))?;
-    set_dev_u64(gic, addr, vg::KVM_VGIC_V3_ADDR_TYPE_REDIST, gl::GICR_BASE)
+    svelt_user::kvm::set_device_u64(gic, addr, vg::KVM_VGIC_V3_ADDR_TYPE_REDIST, gl::GICR_BASE)
         .map_err(|e| format!("vGIC redistributor address: {e:?}"))?;
-    set_dev_u64(
+    svelt_user::kvm::set_device_u64(
         gic,
         vg::KVM_DEV_ARM_VGIC_GRP_CTRL,
         vg::KVM_DEV_ARM_VGIC_CTRL_INIT,
