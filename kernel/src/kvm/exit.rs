@@ -376,8 +376,9 @@ fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
         return;
     }
     // The GCS registers (GCSCR_EL1, GCSPR_EL1, GCSCRE0_EL1, GCSPR_EL0: CRn 2, CRm 5), which
-    // trap while HCRX_EL2.GCSEn is clear: guests are not given GCS, so they are UNDEFINED, as
-    // on a CPU without it (Linux's hwcap test reads GCSPR_EL0 and expects SIGILL).
+    // trap through HFGRTR_EL2/HFGWTR_EL2's nGCS bits (cleared while a guest runs where the CPU
+    // has GCS): guests are not given GCS, so they are UNDEFINED, as on a CPU without it
+    // (Linux's hwcap test reads GCSPR_EL0 and expects SIGILL).
     if op0 == 3 && crn == 2 && crm == 5 {
         inject::inject_undef(st);
         return;

@@ -385,7 +385,8 @@ impl Vm {
         };
         // A logging slot's page becomes writable only on a write, which is logged
         // (arch/arm64/kvm/mmu.c: only a write fault maps writable while logging).
-        if now.logging() && !write {
+        let logging = now.logging();
+        if logging && !write {
             writable = false;
         }
         match inner.s2.map(page, pa & !0xfff, writable) {
@@ -393,7 +394,7 @@ impl Vm {
                 if replaced {
                     self.flush_tlbs();
                 }
-                if writable {
+                if logging && writable {
                     inner.mark_dirty(page);
                 }
                 Fault::Mapped
@@ -500,12 +501,7 @@ impl Vm {
         };
         // Copied out with the VM unlocked: the caller's memory may need faulting in, which
         // takes the address space's lock (the order is address space, then VM).
-        let mut bytes = Vec::new();
-        bytes
-            .try_reserve_exact(out.len() * 8)
-            .map_err(|_| Errno::ENOMEM)?;
-        bytes.extend(out.iter().flat_map(|w| w.to_le_bytes()));
-        UserPtr::<u8>::new(log.dirty_bitmap as usize).write_slice(&bytes)?;
+        UserPtr::<u64>::new(log.dirty_bitmap as usize).write_slice(&out)?;
         Ok(0)
     }
 
@@ -523,19 +519,10 @@ impl Vm {
             }
             kd::check_clear_range(log.first_page, log.num_pages, slot.npages())?
         };
-        let mut bytes = Vec::new();
-        bytes
-            .try_reserve_exact(words * 8)
-            .map_err(|_| Errno::ENOMEM)?;
-        bytes.resize(words * 8, 0);
-        UserPtr::<u8>::new(log.dirty_bitmap as usize).read_slice(&mut bytes)?;
         let mut mask = Vec::new();
         mask.try_reserve_exact(words).map_err(|_| Errno::ENOMEM)?;
-        mask.extend(
-            bytes
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default())),
-        );
+        mask.resize(words, 0);
+        UserPtr::<u64>::new(log.dirty_bitmap as usize).read_slice(&mut mask)?;
         let mut inner = self.inner.lock();
         // The slot may have changed while the caller's bitmap was read.
         let slot = inner.slots.get(&id).copied().ok_or(Errno::ENOENT)?;
