@@ -45,7 +45,9 @@
 # initramfs whose /init (user/src/bin/guest_init.rs) prints uname, the CPUs and the vector
 # lengths it sees, then powers off; --guest-initrd FILE gives the guest another initramfs. The
 # guest's console is the run's output; the status comes from `svelt-vmm: exit status S`
-# (docs/vmm.md).
+# (docs/vmm.md). With --soak MINUTES it is /bin/soak that starts (--guest-vms N) VMMs, each
+# guest running the soak archive with /bin/soak as its own first process, beside the host's
+# fp-stress; the status is the host soak's.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
@@ -147,6 +149,12 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
   --guest-initrd FILE    the guest's initramfs (its /init runs; default: a small one whose init
                          prints what the guest sees and powers off)
   --guest-append "ARGS"  more words for the guest's command line
+  --guest-vms N          with --soak: /bin/soak starts N VMMs whose guests each run the soak
+                         (fp-stress and the fuzzers, rdinit=/bin/soak) beside the host's, and
+                         fails unless every guest passes and, on Svelt, /proc/svelt/kvm shows
+                         every VM, VMID and stage-2 page given back (default 1); the LISTs of
+                         --guest-sve-vls, --guest-sme-vls and --guest-hide may then hold one
+                         list per VM separated by '/', e.g. --guest-sme-vls 16,32/64
   -h | --help            this text
 EOF
 }
@@ -155,7 +163,7 @@ el=2 smp=2 vq=16 sme=on sme_max="" mem=1G gic=3 append="" gdb=0 build=1 boot=1 e
 initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on qemu=${QEMU:-} qemu11=0
 show_version=0 bench_cases="" compare=0 compare_append="" compare_policy="" firmware="" selfcheck=0 embed=""
 board="" soak=""
-guest="" guest_smp=1 guest_mem=256 guest_sve_vls="" guest_sme_vls="" guest_hide="" guest_initrd="" guest_append=""
+guest="" guest_smp=1 guest_mem=256 guest_sve_vls="" guest_sme_vls="" guest_hide="" guest_initrd="" guest_append="" guest_vms=1
 extra=() cpu_opts=()
 # What --compare passes on to each of its two runs: everything but the comparison options.
 pass_args=()
@@ -208,6 +216,7 @@ while [ $# -gt 0 ]; do
         --guest-hide) guest_hide=$2; shift ;;
         --guest-initrd) guest_initrd=$2; shift ;;
         --guest-append) guest_append=$2; shift ;;
+        --guest-vms) guest_vms=$2; shift ;;
         --bench-cases) bench=1; bench_cases=$2; shift ;;
         --compare) bench=1; compare=1 ;;
         --compare-append) bench=1; compare=1; compare_append=$2; shift ;;
@@ -282,11 +291,13 @@ if [ -n "$guest" ]; then
     [[ "$guest_mem" =~ ^[0-9]+$ ]] || die "--guest-mem wants MiB"
     [ -z "$guest_initrd" ] || [ -f "$guest_initrd" ] || die "--guest-initrd: no file $guest_initrd"
     [ -z "$guest_initrd" ] || guest_initrd=$(cd "$(dirname "$guest_initrd")" && pwd)/$(basename "$guest_initrd")
-    [ "$bench" = 0 ] && [ -z "$soak" ] && [ -z "$debian" ] && [ -z "$initrd" ] && [ "$no_initrd" = 0 ] &&
-        [ -z "$init_path" ] && [ -z "$board" ] && [ -z "$firmware" ] ||
-        die "--guest packs its own archive with the VMM as init (drop --bench/--soak/--debian/--initrd/--init/--board/--firmware)"
+    [ "$bench" = 0 ] && [ -z "$debian" ] && [ -z "$initrd" ] && [ "$no_initrd" = 0 ] &&
+        { [ -n "$soak" ] || [ -z "$init_path" ]; } && [ -z "$board" ] && [ -z "$firmware" ] ||
+        die "--guest packs its own archive with the VMM as init (drop --bench/--debian/--initrd/--init/--board/--firmware)"
+    [[ "$guest_vms" =~ ^[0-9]+$ ]] && [ "$guest_vms" -ge 1 ] || die "--guest-vms wants a positive number"
+    [ -n "$soak" ] || [ "$guest_vms" = 1 ] || die "--guest-vms goes with --soak (without it the VMM is the first process)"
     [ "$el" = 2 ] || die "--guest needs EL2 (drop --el1)"
-elif [ -n "$guest_sve_vls$guest_sme_vls$guest_hide$guest_initrd$guest_append" ] || [ "$guest_smp" != 1 ] || [ "$guest_mem" != 256 ]; then
+elif [ -n "$guest_sve_vls$guest_sme_vls$guest_hide$guest_initrd$guest_append" ] || [ "$guest_smp" != 1 ] || [ "$guest_mem" != 256 ] || [ "$guest_vms" != 1 ]; then
     die "the --guest-* options go with --guest linux"
 fi
 
@@ -552,33 +563,57 @@ linux_kernel() {
 
 # --guest linux: the host's archive holds the VMM as /init, its arguments, the guest's Image
 # and the guest's initramfs (plain cpio: the host would spend longer inflating than loading).
+# With --soak it is the soak archive with those added and /bin/soak as the first process, and
+# the guest's initramfs is the soak archive itself (its /bin/soak the guest's first process).
 if [ -n "$guest" ]; then
     linux_kernel
     gdir="$root/target/guest"
     mkdir -p "$gdir"
     stage="$user_dir/initramfs"
     [ -f "$stage/tests/vmm" ] && [ -f "$stage/guest_init" ] || die "no VMM built (drop --no-build)"
-    if [ -z "$guest_initrd" ]; then
+    if [ -n "$soak" ]; then
+        [ -n "$guest_initrd" ] || guest_initrd="$initrd"
+        guest_append="rdinit=/bin/soak${guest_append:+ $guest_append}"
+    elif [ -z "$guest_initrd" ]; then
         guest_initrd="$gdir/guest.cpio"
         (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
             --out "$guest_initrd.$$" --init "$stage/guest_init") && mv -f "$guest_initrd.$$" "$guest_initrd"
     fi
-    {
-        echo --kernel; echo /boot/Image
-        echo --initrd; echo /boot/initrd
-        echo --smp; echo "$guest_smp"
-        echo --mem; echo "$guest_mem"
-        if [ -n "$guest_sve_vls" ]; then echo --sve-vls; echo "$guest_sve_vls"; fi
-        if [ -n "$guest_sme_vls" ]; then echo --sme-vls; echo "$guest_sme_vls"; fi
-        if [ -n "$guest_hide" ]; then echo --hide; echo "$guest_hide"; fi
-        echo --append; echo "quiet${guest_append:+ $guest_append}"
-    } >"$gdir/vmm-args.$$"
-    mv -f "$gdir/vmm-args.$$" "$gdir/vmm-args"
-    initrd="$gdir/host.cpio"
-    (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
-        --out "$initrd.$$" --init "$stage/tests/vmm" --dir boot \
-        --add etc/vmm-args="$gdir/vmm-args" --add boot/Image="$root/target/linux/vmlinuz" \
-        --add boot/initrd="$guest_initrd") && mv -f "$initrd.$$" "$initrd"
+    # One argument file per VM: a LIST of the --guest-* options may hold one list per VM,
+    # separated by '/' (VM i takes the i-th, the last when there are fewer).
+    pick() { local IFS=/ f; read -ra f <<<"$1"; [ "${#f[@]}" = 0 ] || echo "${f[$((i < ${#f[@]} ? i : ${#f[@]} - 1))]}"; }
+    vm_files=()
+    for ((i = 0; i < guest_vms; i++)); do
+        sve_i=$(pick "$guest_sve_vls") sme_i=$(pick "$guest_sme_vls") hide_i=$(pick "$guest_hide")
+        {
+            echo --kernel; echo /boot/Image
+            echo --initrd; echo /boot/initrd
+            echo --smp; echo "$guest_smp"
+            echo --mem; echo "$guest_mem"
+            if [ -n "$sve_i" ]; then echo --sve-vls; echo "$sve_i"; fi
+            if [ -n "$sme_i" ]; then echo --sme-vls; echo "$sme_i"; fi
+            if [ -n "$hide_i" ]; then echo --hide; echo "$hide_i"; fi
+            echo --append; echo "quiet${guest_append:+ $guest_append}"
+        } >"$gdir/vmm-args.$i.$$"
+        mv -f "$gdir/vmm-args.$i.$$" "$gdir/vmm-args.$i"
+        if [ "$i" = 0 ]; then
+            vm_files+=(--add etc/vmm-args="$gdir/vmm-args.0")
+        else
+            vm_files+=(--add "etc/vmm-args.$i=$gdir/vmm-args.$i")
+        fi
+    done
+    boot_files=(--dir boot "${vm_files[@]}" --add boot/Image="$root/target/linux/vmlinuz"
+        --add boot/initrd="$guest_initrd")
+    if [ -n "$soak" ]; then
+        echo "$guest_vms" >"$gdir/soak-vms"
+        initrd="$root/target/soak/host.cpio"
+        pack_userland --out "$initrd.$$" "${soak_args[@]}" "${boot_files[@]}" --add etc/soak-vms="$gdir/soak-vms"
+        mv -f "$initrd.$$" "$initrd"
+    else
+        initrd="$gdir/host.cpio"
+        (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
+            --out "$initrd.$$" --init "$stage/tests/vmm" "${boot_files[@]}") && mv -f "$initrd.$$" "$initrd"
+    fi
 fi
 
 # --firmware uboot: Debian's U-Boot for QEMU (u-boot-qemu), installed when missing (as root).
@@ -682,7 +717,7 @@ init_status() { sed -n 's/^svelt-init: exit status \([0-9]*\)$/\1/p' <<<"$out" |
 bench_status() { sed -n 's/^svelt-bench: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
 soak_status() { sed -n 's/^svelt-soak: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
 vmm_status() { sed -n 's/^svelt-vmm: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
-if [ -n "$guest" ]; then
+if [ -n "$guest" ] && [ -z "$soak" ]; then
     s=$(vmm_status)
     if [ -z "$s" ]; then
         echo "qemu-run.sh: the VMM printed no 'svelt-vmm: exit status' line" >&2

@@ -377,3 +377,66 @@ fn selftests_in_sme_guests_match_bare_linux_every_cap() {
         }
     }
 }
+
+// ---- Guests and host sharing the CPUs under fp-stress (issues 28 and 29) ----
+
+/// `./qemu-run.sh --soak 1 --guest linux --guest-vms 2`: two VMs of two vCPUs each boot the
+/// soak archive and run Linux's fp-stress (and the fuzzers) inside, while the host runs its own
+/// fp-stress and switchers on the same two CPUs until both VMMs have ended. Every guest's soak
+/// and VMM must end with status 0, the host's fp-stress must pass with no FP state mismatch
+/// counted, and on Svelt /proc/svelt/kvm must show every VM, VMID and stage-2 page given back.
+fn soak_with_guests(qemu: Qemu, linux: bool, guest: &[&str]) -> Option<Run> {
+    let mut args = vec![
+        "--soak",
+        "1",
+        "--guest-vms",
+        "2",
+        "--guest-smp",
+        "2",
+        "--guest-mem",
+        "512",
+        "--mem",
+        "3G",
+    ];
+    args.extend_from_slice(guest);
+    let r = guest_run_on(qemu, linux, &args, Duration::from_secs(3000))?;
+    let mut want = vec![
+        "# svelt-soak: VM 0: pass",
+        "# svelt-soak: VM 1: pass",
+        "# svelt-soak: fp-stress: pass",
+        "svelt-soak: exit status 0",
+    ];
+    if !linux {
+        want.push("# svelt-soak: FP state mismatches: 0");
+        want.push("# svelt-soak: kvm: vms 0, vmids 0,");
+    }
+    check_lines(&format!("soak with guests (linux={linux})"), &r, &want);
+    Some(r)
+}
+
+/// Two SME guests with different caps (SME 16,32 and SME 64 only, over SVE 16..64) beside the
+/// host's fp-stress with SME and SME2, under Svelt on QEMU 11.1. About ten minutes; with
+/// SVELT_VMM_FULL=1.
+#[test]
+fn two_sme_guests_soak_beside_the_host() {
+    if full() {
+        let guest = [
+            "--guest-sve-vls",
+            "16,32,48,64",
+            "--guest-sme-vls",
+            "16,32/64",
+        ];
+        soak_with_guests(Qemu::V11, false, &guest);
+    }
+}
+
+/// The same with SVE guests on Svelt and on Linux's KVM (the check of the run itself), on the
+/// host's QEMU. About ten minutes each; with SVELT_VMM_FULL=1.
+#[test]
+fn two_sve_guests_soak_beside_the_host() {
+    if full() {
+        for linux in [false, true] {
+            soak_with_guests(Qemu::Host, linux, &["--guest-sve-vls", "16,32,64"]);
+        }
+    }
+}

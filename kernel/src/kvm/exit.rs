@@ -84,10 +84,7 @@ pub fn handle_sync(
         }
         // A vCPU with SME: its whole vector state, SVCR deciding the shapes (kvm::sme).
         EC_FP | EC_SVE | EC_SME if st.sme.is_some() && !st.fp_live => {
-            if !st.fp_lent {
-                crate::task::fpstate::lend_to_guest(cur);
-                st.fp_lent = true;
-            }
+            crate::task::fpstate::lend_to_guest(cur);
             super::sme::load(vm, st);
             st.fp_live = true;
             super::GUEST_FP_LOADS.fetch_add(1, Ordering::Relaxed);
@@ -95,13 +92,11 @@ pub fn handle_sync(
         }
         EC_FP | EC_SVE if esr.ec_raw() == EC_FP || st.sve.is_some() => {
             // The guest's first FP/SIMD (or SVE) access since its registers went back to
-            // memory: the VMM thread's own state goes to memory (once per KVM_RUN), the
-            // guest's comes in, all of its SVE state for a vCPU that has SVE. (A vCPU without
-            // it gets UNDEF for SVE, below.)
-            if !st.fp_lent {
-                crate::task::fpstate::lend_to_guest(cur);
-                st.fp_lent = true;
-            }
+            // memory: what this CPU holds of a host task goes to memory first (the VMM
+            // thread's own state, or another task's that ran here while the vCPU was put
+            // away), then the guest's comes in, all of its SVE state for a vCPU that has SVE.
+            // (A vCPU without it gets UNDEF for SVE, below.)
+            crate::task::fpstate::lend_to_guest(cur);
             match &mut st.sve {
                 Some(g) => g.load(&st.fp),
                 None => {

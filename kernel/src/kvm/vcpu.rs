@@ -64,8 +64,6 @@ pub struct VcpuState {
     /// The guest's FP/SIMD registers are live in this CPU (since its first FP access of this
     /// entry sequence); they go back to `fp` before anything else may run here.
     pub fp_live: bool,
-    /// This KVM_RUN already took the registers from the VMM thread's own state.
-    pub fp_lent: bool,
     /// A virtual SError is pending (HCR_EL2.VSE, which the CPU clears when the guest takes
     /// it), with VSESR_EL2's syndrome.
     pub vse: bool,
@@ -214,7 +212,6 @@ impl Vcpu {
                 mmio: None,
                 shadow: BTreeMap::new(),
                 fp_live: false,
-                fp_lent: false,
                 vse: false,
                 vsesr: 0,
                 sve: None,
@@ -435,7 +432,6 @@ impl Vcpu {
         }
         self.set_exit_reason(k::KVM_EXIT_UNKNOWN);
         self.run_write(k::run::FLAGS, &0u16.to_le_bytes());
-        st.fp_lent = false;
         super::pvtime::update(vm, &mut st, cur.task());
         let r = self.run_loop(vm, mm, &mut st, cur);
         st.put_fp();

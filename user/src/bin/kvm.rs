@@ -95,6 +95,15 @@ core::arch::global_asm!(
     "str x6, [x1]",
     "b .",
     "guest_fp_end:",
+    // Enables FP and writes x2 to D0 forever.
+    ".global guest_fp_spin, guest_fp_spin_end",
+    "guest_fp_spin:",
+    "mov x0, #(3 << 20)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "1: fmov d0, x2",
+    "b 1b",
+    "guest_fp_spin_end:",
     // Reads ID_AA64PFR0_EL1, ID_AA64PFR1_EL1, ID_AA64ZFR0_EL1 and ID_AA64SMFR0_EL1, exits.
     ".global guest_idregs, guest_idregs_end",
     "guest_idregs:",
@@ -366,6 +375,8 @@ unsafe extern "C" {
     static guest_wfi_end: u8;
     static guest_fp: u8;
     static guest_fp_end: u8;
+    static guest_fp_spin: u8;
+    static guest_fp_spin_end: u8;
     static guest_idregs: u8;
     static guest_idregs_end: u8;
     static guest_sve: u8;
@@ -925,6 +936,78 @@ fn fp_registers_stay_apart() -> TestResult {
     check_eq!(g.run_u64(k::run::MMIO_DATA), GUEST);
     check_eq!(get_reg(g.vcpu, x(7)), Ok(0xd1d1));
     check_eq!(d0, !VMM);
+    Ok(())
+}
+
+/// D0 and D7 set to `p` around a sched_yield (one asm block): whether both came back.
+fn yield_keeps(p: u64) -> bool {
+    let (a, b): (u64, u64);
+    // SAFETY: a sched_yield syscall with D0 and D7 set; V0, V7 and x0 are declared clobbered.
+    unsafe {
+        core::arch::asm!(
+            "fmov d0, {p}",
+            "fmov d7, {p}",
+            "svc #0",
+            "fmov {a}, d0",
+            "fmov {b}, d7",
+            p = in(reg) p,
+            a = lateout(reg) a,
+            b = lateout(reg) b,
+            inlateout("x0") 0usize => _,
+            in("x8") sys::nr::SCHED_YIELD,
+            out("v0") _,
+            out("v7") _,
+        )
+    };
+    a == p && b == p
+}
+
+/// A vCPU thread and a host task take turns on one CPU within one KVM_RUN: the guest writes
+/// its D0 in a loop (each time it is scheduled back, its first FP access loads its registers
+/// again), while the host task keeps a pattern in D0 and D7 across sched_yield. The host task
+/// must never find the guest's value in its registers, nor the VMM its own changed.
+fn fp_registers_stay_apart_across_switches() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_fp_spin, guest_fp_spin_end)));
+    const GUEST: u64 = 0x4755_4553_5446_5021;
+    const HOST: u64 = 0x484f_5354_5441_534b;
+    const VMM: u64 = 0x0766_6d6d_7661_6c21;
+    t!(set_reg(g.vcpu, x(2), GUEST as u128));
+    let mask = t!(sys::sched_getaffinity(0));
+    let cpu = 1u64 << mask.trailing_zeros();
+    t!(sys::sched_setaffinity(0, cpu));
+    let stop = Shared::new(0u32);
+    let child = spawn(|| {
+        let mut n = 0u32;
+        while stop.get() == 0 {
+            if !yield_keeps(HOST ^ n as u64) {
+                println!("    # the host task's D0/D7 changed across yield {n}");
+                return 1;
+            }
+            n += 1;
+        }
+        0
+    });
+    t!(set_handler(SIGALRM, on_alarm, 0, 0));
+    let mut runs = Vec::new();
+    for _ in 0..10 {
+        t!(sys::setitimer_real(40_000_000, 0));
+        runs.push(run_with_d0(g.vcpu, VMM));
+    }
+    stop.set(1);
+    let _ = sys::sched_setaffinity(0, mask);
+    let (_, st) = t!(sys::waitpid(t!(child), 0));
+    for (r, d0) in runs {
+        check_eq!(r, -(EINTR.0 as isize));
+        check_eq!(d0, VMM, "the VMM's D0 after KVM_RUN");
+    }
+    check_eq!(g.exit_reason(), k::KVM_EXIT_INTR);
+    check_eq!(get_reg(g.vcpu, CoreReg::V(0).id()), Ok(GUEST as u128));
+    check!(
+        wifexited(st) && wexitstatus(st) == 0,
+        "host task: {}",
+        describe(st)
+    );
     Ok(())
 }
 
@@ -3208,6 +3291,10 @@ fn main(_a: &rt::Args) -> i32 {
         ("psci_and_smccc", psci_and_smccc),
         ("signals_end_run", signals_end_run),
         ("fp_registers_stay_apart", fp_registers_stay_apart),
+        (
+            "fp_registers_stay_apart_across_switches",
+            fp_registers_stay_apart_across_switches,
+        ),
         (
             "no_syndrome_and_readonly_slots",
             no_syndrome_and_readonly_slots,

@@ -18,6 +18,14 @@
 //! (affinity), so that neither waits behind the other's slices. The fuzzers run on a CPU of
 //! their own with three CPUs or more (`--smp 4`), else beside fp-stress.
 //!
+//! With guests (`./qemu-run.sh --soak MINUTES --guest linux --guest-vms N`, Svelt's KVM or
+//! Linux's) the archive also holds the project's VMM, a Linux Image and a guest archive whose
+//! first process is this program (`rdinit=/bin/soak`): N VMMs (N from /etc/soak-vms, VM i's
+//! arguments from /etc/vmm-args.i, else /etc/vmm-args) boot N guests that each run the same
+//! soak inside; the host's own run starts once every guest's soak has begun and keeps going
+//! until the last VMM has ended (each console in /tmp/vmN.log). The run then also needs each VMM's and each guest's status 0 and,
+//! on Svelt, every VM, VMID and stage-2 page given back (/proc/svelt/kvm).
+//!
 //! The minutes come from the first argument or /etc/soak-minutes (qemu-run.sh writes it: the
 //! first process gets no arguments on Svelt); default 1. Not in /bin/tests: it is no test of the
 //! ordinary suite. On Svelt it exits with the status (the kernel makes it the run's); on Linux it
@@ -225,6 +233,146 @@ fn wait_until(pid: i32, deadline_ns: u64) -> (i32, bool) {
     }
 }
 
+/// The VMMs of a soak with guests, with their statuses once they ended.
+struct Guests {
+    vms: Vec<(i32, Option<i32>)>,
+}
+
+/// How long the guests may take to boot before the host's own run starts anyway.
+const GUEST_BOOT_NS: u64 = 900_000_000_000;
+/// How long the guests may take beyond the host's minutes (a guest's soak under a loaded TCG
+/// host runs slower than the host's).
+const GUEST_GRACE_NS: u64 = 1_800_000_000_000;
+
+impl Guests {
+    /// Starts the VMMs /etc/soak-vms asks for (none without it), each console to /tmp/vmN.log.
+    /// VM i's arguments come from /etc/vmm-args.i, else /etc/vmm-args.
+    fn start() -> Guests {
+        let n: usize = io::read_file("/etc/soak-vms")
+            .ok()
+            .and_then(|t| String::from_utf8_lossy(&t).trim().parse().ok())
+            .unwrap_or(0);
+        let mut vms = Vec::new();
+        for i in 0..n {
+            let text = io::read_file(&format!("/etc/vmm-args.{i}"))
+                .or_else(|_| io::read_file("/etc/vmm-args"))
+                .unwrap_or_default();
+            let text = String::from_utf8_lossy(&text);
+            let mut argv: Vec<&str> = vec!["vmm"];
+            argv.extend(text.lines());
+            println!("# svelt-soak: VM {i}: {}", argv.join(" "));
+            match start("/", "/bin/tests/vmm", &argv, Some(&Self::log(i)), None) {
+                Ok(pid) => vms.push((pid, None)),
+                Err(e) => println!("# svelt-soak: fork for VM {i}: {e:?}"),
+            }
+        }
+        Guests { vms }
+    }
+
+    /// Waits (at most `limit_ns`) until every guest's own soak has started (its console shows
+    /// the soak's first line) or its VMM has ended, so that the host's run overlaps theirs
+    /// rather than slowing their boots.
+    fn wait_started(&mut self, limit_ns: u64) {
+        let give_up = sys::now_ns() + limit_ns;
+        loop {
+            let running = self.running(u64::MAX);
+            let booted = self.vms.iter().enumerate().all(|(i, (_, st))| {
+                st.is_some()
+                    || io::read_file(&Self::log(i))
+                        .is_ok_and(|t| String::from_utf8_lossy(&t).contains("# svelt-soak: kernel"))
+            });
+            if booted || !running || sys::now_ns() >= give_up {
+                return;
+            }
+            sys::sleep_ns(1_000_000_000);
+        }
+    }
+
+    fn log(i: usize) -> String {
+        format!("/tmp/vm{i}.log")
+    }
+
+    /// Reaps the VMMs that ended; true while one still runs. Past `give_up_ns` the rest are
+    /// killed (and count as failed).
+    fn running(&mut self, give_up_ns: u64) -> bool {
+        let late = sys::now_ns() >= give_up_ns;
+        let mut any = false;
+        for (i, (pid, st)) in self.vms.iter_mut().enumerate() {
+            if st.is_some() {
+                continue;
+            }
+            match sys::waitpid(*pid, sys::WNOHANG) {
+                Ok((0, _)) if late => {
+                    println!("# svelt-soak: VM {i} still running after the grace period: killed");
+                    let _ = sys::kill(*pid, SIGKILL);
+                    *st = Some(sys::waitpid(*pid, 0).map_or(-1, |(_, s)| s));
+                }
+                Ok((0, _)) | Err(sys::EINTR) => any = true,
+                Ok((_, s)) => *st = Some(s),
+                Err(_) => *st = Some(-1),
+            }
+        }
+        any
+    }
+
+    /// Reports each guest (its soak summary and status) and the KVM counters; true when every
+    /// VMM and every guest ended with status 0 and, on Svelt, nothing of a VM is left.
+    fn report(&self) -> bool {
+        let mut ok = true;
+        for (i, (_, st)) in self.vms.iter().enumerate() {
+            let st = st.unwrap_or(-1);
+            let text = io::read_file(&Self::log(i)).unwrap_or_default();
+            let text = String::from_utf8_lossy(&text);
+            for line in text.lines() {
+                if line.starts_with("# svelt-soak:") || line.starts_with("svelt-soak:") {
+                    println!("# vm{i} | {line}");
+                }
+            }
+            let last = |prefix: &str| {
+                text.lines()
+                    .filter_map(|l| l.strip_prefix(prefix))
+                    .next_back()
+                    .map(String::from)
+            };
+            let guest = last("svelt-soak: exit status ");
+            let vmm = last("svelt-vmm: exit status ");
+            let good = passed(st) && guest.as_deref() == Some("0") && vmm.as_deref() == Some("0");
+            println!(
+                "# svelt-soak: VM {i}: {} (VMM {}, guest soak status {}, VMM status {})",
+                if good { "pass" } else { "FAIL" },
+                describe(st),
+                guest.as_deref().unwrap_or("none"),
+                vmm.as_deref().unwrap_or("none")
+            );
+            if !good {
+                show_log(&Self::log(i));
+            }
+            ok &= good;
+        }
+        if self.vms.is_empty() {
+            return ok;
+        }
+        match io::read_file("/proc/svelt/kvm") {
+            Ok(t) => {
+                let t = String::from_utf8_lossy(&t);
+                println!("# svelt-soak: kvm: {}", t.trim_end().replace('\n', ", "));
+                for key in ["vms", "vmids", "stage2_pages", "stage2_tables"] {
+                    let v = t
+                        .lines()
+                        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+                        .unwrap_or("missing");
+                    if v != "0" {
+                        println!("# svelt-soak: kvm: {key} {v} after every VM ended");
+                        ok = false;
+                    }
+                }
+            }
+            Err(_) => println!("# svelt-soak: no /proc/svelt/kvm (not Svelt)"),
+        }
+        ok
+    }
+}
+
 fn passed(st: i32) -> bool {
     wifexited(st) && wexitstatus(st) == 0
 }
@@ -305,9 +453,12 @@ fn soak(mins: u64) -> bool {
         switch_cpu.map_or(String::from("any"), |c| format!("CPU {c}"))
     );
 
+    let mut guests = Guests::start();
+    guests.wait_started(GUEST_BOOT_NS);
     let before = counters();
     let t0 = sys::now_ns();
     let deadline = t0 + mins * 60_000_000_000;
+    let give_up = deadline + GUEST_GRACE_NS;
     let switchers = start_switchers(switch_cpu, deadline);
     // fp-stress runs until told to stop (-t -1); SIGTERM ends it as its own timeout does.
     let fp = match start(
@@ -327,13 +478,14 @@ fn soak(mins: u64) -> bool {
     let mut runs = [0u32; FUZZERS.len()];
     let mut fails = [0u32; FUZZERS.len()];
     let mut fp_status = None;
-    'outer: while sys::now_ns() < deadline {
+    // With guests, the host's fp-stress goes on until the last of them has ended.
+    'outer: while sys::now_ns() < deadline || guests.running(give_up) {
         if fuzzers.is_empty() {
             // Nothing beside fp-stress: wake up now and then to see whether it ended early.
             sys::sleep_ns(1_000_000_000);
         }
         for (i, (name, path)) in fuzzers.iter().enumerate() {
-            if sys::now_ns() >= deadline {
+            if sys::now_ns() >= deadline && !guests.running(give_up) {
                 break;
             }
             let r = start(
@@ -392,6 +544,9 @@ fn soak(mins: u64) -> bool {
             switchers_ok = false;
         }
     }
+    while guests.running(give_up) {
+        sys::sleep_ns(200_000_000);
+    }
     let secs = (sys::now_ns() - t0) / 1_000_000_000;
     let after = counters();
 
@@ -440,6 +595,7 @@ fn soak(mins: u64) -> bool {
         }
         None => println!("# svelt-soak: no mismatch counter (not Svelt)"),
     }
+    ok &= guests.report();
     ok
 }
 

@@ -8,10 +8,11 @@
 //! /etc/vmm-args (one per line) and powers the machine off at the end. Run with no arguments
 //! otherwise (as the userland runner does) it checks its option handling (KTAP).
 //!
-//! The status: the guest's own if its console printed `svelt-init: exit status N` or
-//! `vmm-guest: exit status N` (the last one counts); else 0 when the guest powered off (PSCI
-//! SYSTEM_OFF) and 1 when it reset (PSCI SYSTEM_RESET, as Linux does after a panic with
-//! panic=-1) or the VMM failed. It prints `svelt-vmm: exit status N` last.
+//! The status: the guest's own if its console printed `svelt-init: exit status N`,
+//! `vmm-guest: exit status N` or `svelt-soak: exit status N` (the last one counts); else 0 when
+//! the guest powered off (PSCI SYSTEM_OFF) and 1 when it reset (PSCI SYSTEM_RESET, as Linux
+//! does after a panic with panic=-1) or the VMM failed. It prints `svelt-vmm: exit status N`
+//! last.
 #![no_std]
 #![no_main]
 
@@ -32,7 +33,7 @@ const KVM_CAP_ARM_SME: usize = ksme::KVM_CAP_ARM_SME as usize;
 /// MPIDR_EL1 as a ONE_REG system register.
 const MPIDR_EL1: u64 = k::sysreg_id(3, 0, 0, 0, 5);
 /// The console lines whose status the VMM takes as the guest's.
-const STATUS_PREFIXES: [&str; 2] = ["svelt-init", "vmm-guest"];
+const STATUS_PREFIXES: [&str; 3] = ["svelt-init", "vmm-guest", "svelt-soak"];
 /// How many vCPUs this VMM makes at most (the redistributor region's room).
 const MAX_SMP: u32 = gl::MAX_VCPUS;
 
