@@ -436,7 +436,7 @@ fn two_sme_guests_soak_beside_the_host() {
 fn two_sve_guests_soak_beside_the_host() {
     if full() {
         for linux in [false, true] {
-            soak_with_guests(Qemu::Host, linux, &["--guest-sve-vls", "16,32,64"]);
+            soak_with_guests(Qemu::Host, linux, &["--guest-sve-vls", "16,32,48,64"]);
         }
     }
 }

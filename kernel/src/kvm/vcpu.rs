@@ -64,6 +64,9 @@ pub struct VcpuState {
     /// The guest's FP/SIMD registers are live in this CPU (since its first FP access of this
     /// entry sequence); they go back to `fp` before anything else may run here.
     pub fp_live: bool,
+    /// The guest's registers left the CPU (`put_fp`) and other tasks may have run here since:
+    /// the next entry looks whether one left streaming mode on.
+    pub put_away: bool,
     /// A virtual SError is pending (HCR_EL2.VSE, which the CPU clears when the guest takes
     /// it), with VSESR_EL2's syndrome.
     pub vse: bool,
@@ -82,6 +85,7 @@ impl VcpuState {
     /// Puts the guest's live FP registers back in memory (before a switch, a sleep, the return
     /// to the VMM).
     pub fn put_fp(&mut self) {
+        self.put_away = true;
         if self.fp_live && self.sme.is_some() {
             super::sme::put(self);
             self.fp_live = false;
@@ -212,6 +216,7 @@ impl Vcpu {
                 mmio: None,
                 shadow: BTreeMap::new(),
                 fp_live: false,
+                put_away: true,
                 vse: false,
                 vsesr: 0,
                 sve: None,
@@ -463,6 +468,12 @@ impl Vcpu {
                 // Loaded again: the wait for the CPU is the guest's stolen time.
                 super::pvtime::update(vm, st, cur.task());
                 continue;
+            }
+            if st.put_away {
+                st.put_away = false;
+                // A task that ran here in between may have left PSTATE.SM on (its state is in
+                // memory already); the guest must not run in someone else's streaming mode.
+                crate::task::fpstate::leave_foreign_streaming(cur);
             }
             let mut controls = {
                 guest::Controls {

@@ -148,6 +148,18 @@ core::arch::global_asm!(
     "1: add z0.d, z0.d, #1",
     "b 1b",
     "guest_sve_spin_end:",
+    // Enables FP and SVE; then D0 := x2 and an SVE add, forever (the FP/SIMD access comes
+    // first after every return to the guest).
+    ".global guest_fp_sve_spin, guest_fp_sve_spin_end",
+    "guest_fp_sve_spin:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "1: fmov d0, x2",
+    "add z1.d, z1.d, #1",
+    "b 1b",
+    "guest_fp_sve_spin_end:",
     // With a vGICv3 at QEMU virt's addresses, set up as guest_spi with SPIs 32-47 made
     // level-triggered (GICD_ICFGR2, as they reset edge-triggered): a 4-byte store of 5 to
     // MMIO + 0x40 (no ioeventfd matches it), two of 7 (one does), a store to MMIO, then WFI
@@ -383,6 +395,8 @@ unsafe extern "C" {
     static guest_sve_end: u8;
     static guest_sve_spin: u8;
     static guest_sve_spin_end: u8;
+    static guest_fp_sve_spin: u8;
+    static guest_fp_sve_spin_end: u8;
     static guest_spi: u8;
     static guest_spi_end: u8;
     static guest_eventfd: u8;
@@ -1007,6 +1021,78 @@ fn fp_registers_stay_apart_across_switches() -> TestResult {
         wifexited(st) && wexitstatus(st) == 0,
         "host task: {}",
         describe(st)
+    );
+    Ok(())
+}
+
+/// A host task spinning in streaming mode (SME) and a vCPU thread whose guest spins on SVE
+/// share one CPU: the guest's loads find the CPU still in the task's streaming mode after a
+/// switch, and must leave it first (the task's Z, P and FFR survive every preemption; the
+/// host stays up).
+fn sve_guest_beside_a_streaming_task() -> TestResult {
+    let kvm = kvm!();
+    if !has_sve_guests(kvm) || !svelt_user::sme::has_sme() {
+        let _ = sys::close(kvm);
+        return ktap::skip("needs SVE for guests and SME on the host");
+    }
+    use svelt_user::sme;
+    let code = code!(guest_fp_sve_spin, guest_fp_sve_spin_end);
+    let g = t!(Guest::with_features(
+        kvm,
+        code,
+        1 << ks_sve::KVM_ARM_VCPU_SVE
+    ));
+    t!(set_reg(g.vcpu, x(2), 0x5354_5245_414d_2121));
+    t!(finalize(g.vcpu, ks_sve::KVM_ARM_VCPU_SVE as i32));
+    let mask = t!(sys::sched_getaffinity(0));
+    t!(sys::sched_setaffinity(0, 1u64 << mask.trailing_zeros()));
+    let stop = Shared::new(0u32);
+    let child = spawn(|| {
+        let svl = sme::svl();
+        let fa64 = sme::has_fa64();
+        let zin = sme::z_pattern(31, svl, fa64);
+        let mut n = 0u32;
+        while stop.get() == 0 {
+            let mut zout = sme::zeros(sme::z_image_len(svl));
+            let mut op = sme::Op {
+                flags: sme::F_SM | if fa64 { sme::F_FA64 } else { 0 },
+                z_in: zin.as_ptr() as usize,
+                action: sme::A_SPIN_COUNT,
+                spin: 200_000,
+                z_out: zout.as_mut_ptr() as usize,
+                ..sme::Op::default()
+            };
+            sme::run(&mut op);
+            if let Some(d) = sme::z_diff("streaming Z/P/FFR", svl, &zout, &zin) {
+                println!("    # spin {n}: {d}");
+                return 1;
+            }
+            n += 1;
+        }
+        0
+    });
+    t!(set_handler(SIGALRM, on_alarm, 0, 0));
+    let mut runs = Vec::new();
+    for _ in 0..10 {
+        t!(sys::setitimer_real(40_000_000, 0));
+        runs.push(g.run());
+    }
+    stop.set(1);
+    let _ = sys::sched_setaffinity(0, mask);
+    let (_, st) = t!(sys::waitpid(t!(child), 0));
+    for r in runs {
+        check_eq!(r, Err(EINTR));
+    }
+    check!(
+        wifexited(st) && wexitstatus(st) == 0,
+        "host task: {}",
+        describe(st)
+    );
+    // The guest ran its loop (never an exception of its own: it has no vectors).
+    let pc = t!(get_reg(g.vcpu, CoreReg::Pc.id())) as u64;
+    check!(
+        (RAM_IPA..RAM_IPA + 0x40).contains(&pc),
+        "the guest's pc {pc:#x} left its loop"
     );
     Ok(())
 }
@@ -3294,6 +3380,10 @@ fn main(_a: &rt::Args) -> i32 {
         (
             "fp_registers_stay_apart_across_switches",
             fp_registers_stay_apart_across_switches,
+        ),
+        (
+            "sve_guest_beside_a_streaming_task",
+            sve_guest_beside_a_streaming_task,
         ),
         (
             "no_syndrome_and_readonly_slots",

@@ -124,6 +124,26 @@ core::arch::global_asm!(
     "str x4, [x1]",
     "b .",
     "guest_first_end:",
+    // SMSTART, then loads every ZA row from x10 over and over (each load after the vCPU was
+    // put away traps and brings its state back in).
+    ".global guest_za_spin, guest_za_spin_end",
+    "guest_za_spin:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "orr x0, x0, #(3 << 24)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "smstart",
+    "rdsvl x4, #1",
+    "1:",
+    "mov w12, #0",
+    "2:",
+    "ldr za[w12, 0], [x10]",
+    "add w12, w12, #1",
+    "cmp x12, x4",
+    "b.lt 2b",
+    "b 1b",
+    "guest_za_spin_end:",
     ".text",
 );
 
@@ -132,6 +152,8 @@ unsafe extern "C" {
     static guest_dump_end: u8;
     static guest_first: u8;
     static guest_first_end: u8;
+    static guest_za_spin: u8;
+    static guest_za_spin_end: u8;
 }
 
 macro_rules! kvm {
@@ -760,6 +782,87 @@ fn first_use_and_no_leaks() -> TestResult {
     Ok(())
 }
 
+static ALARMS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+extern "C" fn on_alarm(_: i32, _: *mut sig::SigInfo, _: *mut u8) {
+    ALARMS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// A host task holding ZA (a pattern kept across sched_yield, checked after each) and a vCPU
+/// thread whose guest loads its own ZA in streaming mode over and over take turns on one CPU
+/// within each KVM_RUN: the task never finds the guest's ZA, the guest's ZA is its own at the
+/// end, and the VMM's own ZA survives every KVM_RUN.
+fn za_stays_apart_across_switches() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_za_spin, guest_za_spin_end),
+        SME_BIT
+    ));
+    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
+    t!(set64(g.vcpu, m::SMCR_EL1, 0x1ff));
+    let guest_pattern: Vec<u8> = (0..256).map(|i| 0x5a ^ i as u8).collect();
+    g.write_ram(PATTERN, &guest_pattern);
+    let mask = t!(sys::sched_getaffinity(0));
+    t!(sys::sched_setaffinity(0, 1u64 << mask.trailing_zeros()));
+    let stop = Shared::new(0u32);
+    let child = spawn(|| {
+        let svl = svelt_user::sme::rdsvl();
+        let pattern: Vec<u8> = (0..svl * svl).map(|i| (i * 13 + 7) as u8).collect();
+        let mut got = vec![0u8; svl * svl];
+        let mut n = 0u32;
+        while stop.get() == 0 {
+            let mut op = svelt_user::sme::Op {
+                flags: svelt_user::sme::F_ZA | svelt_user::sme::F_KEEP_ZA,
+                za_in: pattern.as_ptr() as usize,
+                action: svelt_user::sme::A_SVC,
+                x8: sys::nr::SCHED_YIELD as u64,
+                za_out: got.as_mut_ptr() as usize,
+                ..svelt_user::sme::Op::default()
+            };
+            svelt_user::sme::run(&mut op);
+            if got != pattern {
+                println!("    # the host task's ZA changed across yield {n}");
+                return 1;
+            }
+            n += 1;
+        }
+        0
+    });
+    t!(sig::set_handler(sig::SIGALRM, on_alarm, 0, 0));
+    let host_pattern: Vec<u8> = (0..256).map(|i| 0xc3 ^ (i as u8).wrapping_mul(5)).collect();
+    let hsvl = svelt_user::sme::rdsvl();
+    let mut results = Vec::new();
+    for _ in 0..10 {
+        t!(sys::setitimer_real(40_000_000, 0));
+        host_za_set(&host_pattern);
+        let r = ioctl(g.vcpu, k::KVM_RUN, 0);
+        let host = host_za_take();
+        results.push((r, host.chunks(hsvl).all(|row| row == &host_pattern[..hsvl])));
+    }
+    stop.set(1);
+    let _ = sys::sched_setaffinity(0, mask);
+    let (_, st) = t!(sys::waitpid(t!(child), 0));
+    for (r, vmm_za_kept) in results {
+        check_eq!(r, Err(EINTR));
+        check!(vmm_za_kept, "the VMM's ZA changed across KVM_RUN");
+    }
+    let svl = t!(get64(g.vcpu, CoreReg::X(4).id())) as usize;
+    let mut b = [0u8; 256];
+    for row in [0, svl as u64 - 1] {
+        t!(get(g.vcpu, m::za_row(row, 0), &mut b));
+        check!(b[..svl] == guest_pattern[..svl], "the guest's ZA row {row}");
+    }
+    check!(
+        wifexited(st) && wexitstatus(st) == 0,
+        "host task: {}",
+        describe(st)
+    );
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
 /// /proc/svelt/fpstat counts guest SME saves and restores apart (Svelt only).
 fn fpstat_counts() -> TestResult {
     let kvm = kvm!();
@@ -797,6 +900,10 @@ fn main(_a: &rt::Args) -> i32 {
             round_trips_with_a_streaming_guest,
         ),
         ("first_use_and_no_leaks", first_use_and_no_leaks),
+        (
+            "za_stays_apart_across_switches",
+            za_stays_apart_across_switches,
+        ),
         ("fpstat_counts", fpstat_counts),
     ])
 }

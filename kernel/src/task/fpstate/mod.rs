@@ -419,8 +419,20 @@ pub fn lend_to_guest(cur: &CurrentTask) {
     let hw = hw_svcr(f);
     let save = with_cpu(&irqs, |c| fps::lend_to_guest(c, &mut f.st, hw));
     do_save(cur.task(), f, save);
-    if hw.sm || hw.za {
+    // Streaming mode and ZA end whoever left them on: this task, or another that ran here
+    // since the vCPU last had the registers (its state already went to memory when it was
+    // switched out). The guest's loads need the non-streaming VL.
+    if has_sme() && sme::read_svcr() != Svcr::default() {
         sme::write_svcr(Svcr::default());
+    }
+}
+
+/// Before a vCPU thread enters its guest after being away from the CPU: when another task left
+/// streaming mode on here, the registers go to the guest's side (`lend_to_guest`), which ends
+/// it. Rare: one SVCR read otherwise.
+pub fn leave_foreign_streaming(cur: &CurrentTask) {
+    if has_sme() && sme::read_svcr().sm {
+        lend_to_guest(cur);
     }
 }
 
