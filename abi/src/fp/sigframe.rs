@@ -1145,9 +1145,9 @@ pub fn parse_sigreturn<'a>(
     // slice each (most records are absent).
     let in_frame: &'a [u8] = &frame[RESERVED_OFFSET..];
     let in_extra: &'a [u8] = extra.map_or(&[], |(_, bytes)| bytes);
-    let get = |l: Option<RecordLoc>| record_bytes(l, in_frame, in_extra);
+    let get = |i: usize| locs.bytes(i, in_frame, in_extra);
 
-    let fpsimd = match get(locs.fpsimd) {
+    let fpsimd = match get(LOC_FPSIMD) {
         None if features.fpsimd => {
             out.frame = Err(BadFrame::MissingFpsimd);
             return out;
@@ -1174,28 +1174,16 @@ pub fn parse_sigreturn<'a>(
         regs,
         fault_address: get_u64(frame, FAULT_ADDRESS_OFFSET),
         fpsimd,
-        sve: get(locs.sve),
-        tpidr2: get(locs.tpidr2),
-        za: get(locs.za),
-        zt: get(locs.zt),
-        fpmr: get(locs.fpmr),
-        poe: get(locs.poe),
-        gcs: get(locs.gcs),
+        sve: get(LOC_SVE),
+        tpidr2: get(LOC_TPIDR2),
+        za: get(LOC_ZA),
+        zt: get(LOC_ZT),
+        fpmr: get(LOC_FPMR),
+        poe: get(LOC_POE),
+        gcs: get(LOC_GCS),
         extra: extra.map(|(addr, bytes)| (addr, bytes.len())),
     });
     out
-}
-
-/// A record's bytes (head included) in `__reserved` or the extra space.
-#[inline(always)]
-fn record_bytes<'a>(
-    l: Option<RecordLoc>,
-    in_frame: &'a [u8],
-    in_extra: &'a [u8],
-) -> Option<&'a [u8]> {
-    let l = l?;
-    let area = if l.extra { in_extra } else { in_frame };
-    Some(&area[l.offset as usize..(l.offset + l.size) as usize])
 }
 
 /// `__reserved`, read from user memory as far as the record walk needs it.
@@ -1227,19 +1215,87 @@ impl Reserved<'_, '_, '_> {
 /// The extra space, once read: its user address and bytes.
 type ExtraSpace<'a> = Option<(u64, &'a [u8])>;
 
+/// Where the walk found each record: (offset, size) in its area, size 0 when absent (a record
+/// that is kept is at least 8 bytes: a smaller one ends the walk). The offset's top bit says
+/// the extra space. Eight words to clear, one compare to ask.
 #[derive(Default)]
-struct Locs {
-    fpsimd: Option<RecordLoc>,
-    sve: Option<RecordLoc>,
-    tpidr2: Option<RecordLoc>,
-    za: Option<RecordLoc>,
-    zt: Option<RecordLoc>,
-    fpmr: Option<RecordLoc>,
-    poe: Option<RecordLoc>,
-    gcs: Option<RecordLoc>,
+struct Locs([(u32, u32); 8]);
+
+const LOC_FPSIMD: usize = 0;
+const LOC_SVE: usize = 1;
+const LOC_TPIDR2: usize = 2;
+const LOC_ZA: usize = 3;
+const LOC_ZT: usize = 4;
+const LOC_FPMR: usize = 5;
+const LOC_POE: usize = 6;
+const LOC_GCS: usize = 7;
+const LOC_IN_EXTRA: u32 = 1 << 31;
+
+impl Locs {
+    /// Record `i`'s bytes (head included) in `__reserved` or the extra space.
+    #[inline(always)]
+    fn bytes<'a>(&self, i: usize, in_frame: &'a [u8], in_extra: &'a [u8]) -> Option<&'a [u8]> {
+        let (off, size) = self.0[i];
+        if size == 0 {
+            return None;
+        }
+        let area = if off & LOC_IN_EXTRA != 0 {
+            in_extra
+        } else {
+            in_frame
+        };
+        let off = (off & !LOC_IN_EXTRA) as usize;
+        area.get(off..off + size as usize)
+    }
 }
 
-/// `parse_user_sigframe`: walk __reserved, then the extra space if an extra_context says so.
+/// What a record's magic means on this system: a slot of `Locs`, or one of the records the
+/// walk handles itself.
+enum Kind {
+    Slot(usize),
+    Esr,
+    End,
+    Extra,
+}
+
+/// The magic's kind, or why a frame may not hold it here.
+#[inline(always)]
+fn kind_of(magic: u32, f: &SigFeatures) -> Result<Kind, BadFrame> {
+    let (slot, on) = match magic {
+        0 => return Ok(Kind::End),
+        ESR_MAGIC => return Ok(Kind::Esr),
+        EXTRA_MAGIC => return Ok(Kind::Extra),
+        FPSIMD_MAGIC => (LOC_FPSIMD, f.fpsimd),
+        SVE_MAGIC => (LOC_SVE, f.sve || f.sme),
+        TPIDR2_MAGIC => (LOC_TPIDR2, f.tpidr2()),
+        ZA_MAGIC => (LOC_ZA, f.sme),
+        ZT_MAGIC => (LOC_ZT, f.sme2),
+        FPMR_MAGIC => (LOC_FPMR, f.fpmr),
+        POE_MAGIC => (LOC_POE, f.poe),
+        GCS_MAGIC => (LOC_GCS, f.gcs),
+        _ => return Err(BadFrame::UnknownMagic(magic)),
+    };
+    if on {
+        Ok(Kind::Slot(slot))
+    } else {
+        Err(BadFrame::FeatureAbsent(magic))
+    }
+}
+
+/// The 8-byte head at `offset` of `area`: (magic, size). The caller made sure it is there.
+#[inline(always)]
+fn head_at(area: &[u8], offset: usize) -> Result<(u32, usize), BadFrame> {
+    let h: &[u8; 8] = area
+        .get(offset..offset + 8)
+        .and_then(|h| h.try_into().ok())
+        .ok_or(BadFrame::Fault)?;
+    let magic = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+    let size = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+    Ok((magic, size as usize))
+}
+
+/// `parse_user_sigframe`: walk __reserved, then the extra space if an extra_context says so,
+/// each record checked as it is met (the generic rules here, its own in `check_records`).
 /// Fills in where each record is (`locs`, which starts empty) and returns the extra space
 /// (user address, bytes) if there is one.
 fn scan_records<'a>(
@@ -1249,59 +1305,34 @@ fn scan_records<'a>(
     read_extra: &mut ReadExtra<'a, '_>,
     locs: &mut Locs,
 ) -> Result<ExtraSpace<'a>, BadFrame> {
-    let mut extra: ExtraSpace<'a> = None;
+    // __reserved, read as far as the walk goes.
     let mut offset = 0usize;
-    let mut limit = RESERVED_SIZE;
-    loop {
-        if limit - offset < 8 {
+    let (datap, esize) = loop {
+        if RESERVED_SIZE - offset < 8 {
             return Err(BadFrame::NoRoomForHead);
         }
         if !offset.is_multiple_of(16) {
             return Err(BadFrame::RecordMisaligned);
         }
-        let in_extra = extra.is_some();
-        if !in_extra {
-            reserved.need(offset + 8)?;
-        } else if extra.is_some_and(|(_, b)| b.len() < offset + 8) {
-            // The head lies past the readable part of the extra space.
-            return Err(BadFrame::Fault);
-        }
-        let area: &[u8] = match extra {
-            Some((_, bytes)) => bytes,
-            None => reserved.area(),
-        };
-        let magic = get_u32(area, offset);
-        let size = get_u32(area, offset + 4) as usize;
-        if limit - offset < size {
+        reserved.need(offset + 8)?;
+        let (magic, size) = head_at(reserved.area(), offset)?;
+        if RESERVED_SIZE - offset < size {
             return Err(BadFrame::RecordOverrun);
         }
-        let loc = Some(RecordLoc {
-            extra: in_extra,
-            offset: offset as u32,
-            size: size as u32,
-        });
-        let slot = match magic {
-            0 if size != 0 => return Err(BadFrame::BadTerminator),
-            0 => return Ok(extra),
-            ESR_MAGIC => None,
-            FPSIMD_MAGIC if f.fpsimd => Some(&mut locs.fpsimd),
-            SVE_MAGIC if f.sve || f.sme => Some(&mut locs.sve),
-            TPIDR2_MAGIC if f.tpidr2() => Some(&mut locs.tpidr2),
-            ZA_MAGIC if f.sme => Some(&mut locs.za),
-            ZT_MAGIC if f.sme2 => Some(&mut locs.zt),
-            FPMR_MAGIC if f.fpmr => Some(&mut locs.fpmr),
-            POE_MAGIC if f.poe => Some(&mut locs.poe),
-            GCS_MAGIC if f.gcs => Some(&mut locs.gcs),
-            FPSIMD_MAGIC | SVE_MAGIC | TPIDR2_MAGIC | ZA_MAGIC | ZT_MAGIC | FPMR_MAGIC
-            | POE_MAGIC | GCS_MAGIC => return Err(BadFrame::FeatureAbsent(magic)),
-            EXTRA_MAGIC => {
-                if in_extra {
-                    return Err(BadFrame::ExtraDuplicate);
-                }
+        match kind_of(magic, f)? {
+            Kind::End if size != 0 => return Err(BadFrame::BadTerminator),
+            Kind::End => return Ok(None),
+            Kind::Esr => {}
+            Kind::Slot(i) => {
+                keep(locs, i, magic, offset as u32, size)?;
+                // The record, and the next head with it when there is room for one.
+                reserved.need((offset + size + 8).min(RESERVED_SIZE))?;
+            }
+            Kind::Extra => {
                 if size < EXTRA_CONTEXT_SIZE as usize {
                     return Err(BadFrame::ExtraTooSmall);
                 }
-                if limit - offset - size < TERMINATOR_SIZE {
+                if RESERVED_SIZE - offset - size < TERMINATOR_SIZE {
                     return Err(BadFrame::ExtraNoTerminator);
                 }
                 let term = offset + size;
@@ -1309,7 +1340,7 @@ fn scan_records<'a>(
                 let area = reserved.area();
                 let datap = get_u64(area, offset + 8);
                 let esize = get_u32(area, offset + 16) as usize;
-                if get_u32(area, term) != 0 || get_u32(area, term + 4) != 0 {
+                if get_u64(area, term) != 0 {
                     return Err(BadFrame::ExtraNoTerminator);
                 }
                 if !datap.is_multiple_of(16) || !esize.is_multiple_of(16) {
@@ -1323,28 +1354,42 @@ fn scan_records<'a>(
                 if esize > SIGFRAME_MAXSZ - after {
                     return Err(BadFrame::ExtraTooLarge);
                 }
-                let bytes = read_extra(datap, esize)?;
-                if bytes.len() > esize {
-                    return Err(BadFrame::ExtraBufferTooSmall { needed: esize });
+                break (datap, esize);
+            }
+        }
+        if size < 8 {
+            return Err(BadFrame::RecordTooSmall(magic));
+        }
+        offset += size;
+    };
+    // The extra space: read once, walked in place.
+    let bytes = read_extra(datap, esize)?;
+    if bytes.len() > esize {
+        return Err(BadFrame::ExtraBufferTooSmall { needed: esize });
+    }
+    let mut offset = 0usize;
+    loop {
+        if esize - offset < 8 {
+            return Err(BadFrame::NoRoomForHead);
+        }
+        if !offset.is_multiple_of(16) {
+            return Err(BadFrame::RecordMisaligned);
+        }
+        // A head past the readable part of the extra space is a fault.
+        let (magic, size) = head_at(bytes, offset)?;
+        if esize - offset < size {
+            return Err(BadFrame::RecordOverrun);
+        }
+        match kind_of(magic, f)? {
+            Kind::End if size != 0 => return Err(BadFrame::BadTerminator),
+            Kind::End => return Ok(Some((datap, bytes))),
+            Kind::Esr => {}
+            Kind::Extra => return Err(BadFrame::ExtraDuplicate),
+            Kind::Slot(i) => {
+                keep(locs, i, magic, (offset as u32) | LOC_IN_EXTRA, size)?;
+                if bytes.len() < offset + size {
+                    return Err(BadFrame::Fault);
                 }
-                extra = Some((datap, bytes));
-                offset = 0;
-                limit = esize;
-                continue;
-            }
-            _ => return Err(BadFrame::UnknownMagic(magic)),
-        };
-        if let Some(slot) = slot {
-            if slot.is_some() {
-                return Err(BadFrame::Duplicate(magic));
-            }
-            *slot = loc;
-            if extra.is_some_and(|(_, b)| b.len() < offset + size) {
-                return Err(BadFrame::Fault);
-            }
-            if !in_extra {
-                // The record, and the next head with it when there is room for one.
-                reserved.need((offset + size + 8).min(limit))?;
             }
         }
         if size < 8 {
@@ -1352,6 +1397,17 @@ fn scan_records<'a>(
         }
         offset += size;
     }
+}
+
+/// Notes record `i` found at `off` (a second one is a duplicate).
+#[inline(always)]
+fn keep(locs: &mut Locs, i: usize, magic: u32, off: u32, size: usize) -> Result<(), BadFrame> {
+    let slot = &mut locs.0[i];
+    if slot.1 != 0 {
+        return Err(BadFrame::Duplicate(magic));
+    }
+    *slot = (off, size as u32);
+    Ok(())
 }
 
 #[cfg(test)]
