@@ -570,6 +570,12 @@ fn system_ioctls() -> TestResult {
         k::KVM_CAP_IMMEDIATE_EXIT,
         k::KVM_CAP_READONLY_MEM,
         k::KVM_CAP_ARM_NISV_TO_USER,
+        // What QEMU's kvm_init requires or looks at (kvm_required_capabilites).
+        k::KVM_CAP_INTERNAL_ERROR_DATA,
+        k::KVM_CAP_CHECK_EXTENSION_VM,
+        k::KVM_CAP_ENABLE_CAP_VM,
+        k::KVM_CAP_DEVICE_CTRL,
+        k::KVM_CAP_SYSTEM_EVENT_DATA,
     ] {
         check_eq!(
             ioctl(kvm, k::KVM_CHECK_EXTENSION, cap as usize),
