@@ -2026,6 +2026,70 @@ fn vgic_first_run() -> TestResult {
     Ok(())
 }
 
+/// The vGICv3's CPU interface registers as QEMU saves and restores them
+/// (KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS): EINVAL for a vCPU no affinity names, EBUSY before the
+/// initialisation, ENXIO (has) or ENOENT (get) for a register that is not one of them; what a
+/// VMM writes to ICC_PMR_EL1, ICC_IGRPEN1_EL1 and ICC_CTLR_EL1's EOImode reads back, SRE
+/// reads 7 and must stay set, and ICC_CTLR_EL1 may not claim more priority bits than it
+/// reports.
+fn vgic_cpu_sysregs() -> TestResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    use svelt_abi::uapi::kvm_vgic_sysregs as r;
+    let grp = v::KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS;
+    let kvm = kvm!();
+    let (_g, gic) = t!(vgic_guest(kvm));
+    let reg = |x: u16| x as u64;
+    let has = |attr| dev_attr(gic, k::KVM_HAS_DEVICE_ATTR, grp, attr, 0);
+    check_eq!(has(reg(r::ICC_CTLR_EL1)), Ok(0));
+    check_eq!(has(reg(r::ICC_AP1R0_EL1)), Ok(0));
+    check_eq!(has(0xc000), Err(ENXIO));
+    check_eq!(has((5 << 32) | reg(r::ICC_CTLR_EL1)), Err(EINVAL));
+    check_eq!(get_u64(gic, grp, reg(r::ICC_PMR_EL1), 0), Err(EBUSY));
+    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
+        0x800_0000
+    ));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
+        0x80a_0000
+    ));
+    t!(dev_attr(
+        gic,
+        k::KVM_SET_DEVICE_ATTR,
+        v::KVM_DEV_ARM_VGIC_GRP_CTRL,
+        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+        0
+    ));
+    check_eq!(get_u64(gic, grp, 0xc000, 0), Err(ENOENT));
+    check_eq!(
+        get_u64(gic, grp, (5 << 32) | reg(r::ICC_PMR_EL1), 0),
+        Err(EINVAL)
+    );
+    check_eq!(get_u64(gic, grp, reg(r::ICC_SRE_EL1), 0), Ok(7));
+    check_eq!(set_u64(gic, grp, reg(r::ICC_SRE_EL1), 6), Err(EINVAL));
+    t!(set_u64(gic, grp, reg(r::ICC_PMR_EL1), 0xf0));
+    check_eq!(get_u64(gic, grp, reg(r::ICC_PMR_EL1), 0), Ok(0xf0));
+    t!(set_u64(gic, grp, reg(r::ICC_IGRPEN1_EL1), 1));
+    check_eq!(get_u64(gic, grp, reg(r::ICC_IGRPEN1_EL1), 0), Ok(1));
+    let ctlr = t!(get_u64(gic, grp, reg(r::ICC_CTLR_EL1), 0));
+    t!(set_u64(gic, grp, reg(r::ICC_CTLR_EL1), ctlr | 2));
+    check_eq!(get_u64(gic, grp, reg(r::ICC_CTLR_EL1), 0), Ok(ctlr | 2));
+    let pri = (ctlr >> 8) & 7;
+    if pri < 7 {
+        check_eq!(
+            set_u64(gic, grp, reg(r::ICC_CTLR_EL1), ctlr + (1 << 8)),
+            Err(EINVAL)
+        );
+    }
+    t!(sys::close(gic));
+    Ok(())
+}
+
 /// KVM_IRQ_LINE into the vGICv3: its errors (ENXIO without a vGIC, EINVAL for a vCPU or a
 /// number out of range, EBUSY before the initialisation), then an SPI raised while the guest
 /// waits in WFI, which the guest acknowledges through ICC_IAR1_EL1 (INTID 32, active in
@@ -3228,6 +3292,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("vcpu_events", vcpu_events),
         ("vgic_config", vgic_config),
         ("vgic_first_run", vgic_first_run),
+        ("vgic_cpu_sysregs", vgic_cpu_sysregs),
         ("writable_id_registers", writable_id_registers),
         ("smccc_services", smccc_services),
         ("coalesced_mmio", coalesced_mmio),
