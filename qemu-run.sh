@@ -47,7 +47,12 @@
 # guest's console is the run's output; the status comes from `svelt-vmm: exit status S`
 # (docs/vmm.md). With --soak MINUTES it is /bin/soak that starts (--guest-vms N) VMMs, each
 # guest running the soak archive with /bin/soak as its own first process, beside the host's
-# fp-stress; the status is the host soak's.
+# fp-stress; the status is the host soak's. --guest qemu does the same with Debian's
+# qemu-system-aarch64 (trixie's qemu-system-arm, unpacked by tests/debian-userland.sh with
+# busybox-static) as the VMM, run with -accel kvm -cpu host -M virt,gic-version=3 by
+# user/data/qemu-host-init.sh (the host's /init); the status is the guest's last `vmm-guest:`
+# or `svelt-init: exit status S` line, or QEMU's own exit status when that is not 0
+# (docs/kvm.md).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")" && pwd)
@@ -139,12 +144,20 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
   --guest linux          boot the VMM (/bin/tests/vmm, user/src/bin/vmm.rs) as the first
                          process; it boots Debian's Linux (the --linux Image) as a KVM guest
                          whose console is the run's output and whose status is the run's
+  --guest qemu           the same with Debian's qemu-system-aarch64 (trixie) as the VMM:
+                         -accel kvm -cpu host -M virt,gic-version=3 -nodefaults, the guest's
+                         PL011 on QEMU's stdio; --debian PKGS adds packages to the host's tree
+                         (e.g. strace: --guest-wrap "strace -f" runs QEMU under it)
+  --guest-wrap "CMD"     with --guest qemu: run QEMU under CMD (a program of the host's tree)
+  --guest-machine M      with --guest qemu: QEMU's -M (default virt,gic-version=3; e.g.
+                         virt,gic-version=3,its=off for a kernel without an in-kernel ITS)
   --guest-smp N          the guest's vCPUs (default 1)
   --guest-mem MIB        the guest's RAM in MiB (default 256)
   --guest-sve-vls LIST   the guest's SVE vector lengths in bytes, e.g. 16,32,64 (KVM takes
                          exactly the host's lengths up to the largest; default: all of them)
   --guest-sme-vls LIST   the guest's SME (streaming) lengths in bytes, e.g. 16,32: needs a kernel
-                         that offers guests SME (KVM capability 252: Svelt; not Linux 7.3)
+                         that offers guests SME (KVM capability 252: Svelt; not Linux 7.3;
+                         not with --guest qemu)
   --guest-hide LIST      SME features the guest does not see: fa64, sme2 (with --guest-sme-vls)
   --guest-initrd FILE    the guest's initramfs (its /init runs; default: a small one whose init
                          prints what the guest sees and powers off)
@@ -164,6 +177,7 @@ initrd="" init_path="" debian="" no_initrd=0 linux=0 bench=0 core_dir="" fa64=on
 show_version=0 bench_cases="" compare=0 compare_append="" compare_policy="" firmware="" selfcheck=0 embed=""
 board="" soak=""
 guest="" guest_smp=1 guest_mem=256 guest_sve_vls="" guest_sme_vls="" guest_hide="" guest_initrd="" guest_append="" guest_vms=1
+guest_wrap="" guest_machine=virt,gic-version=3
 extra=() cpu_opts=()
 # What --compare passes on to each of its two runs: everything but the comparison options.
 pass_args=()
@@ -217,6 +231,8 @@ while [ $# -gt 0 ]; do
         --guest-initrd) guest_initrd=$2; shift ;;
         --guest-append) guest_append=$2; shift ;;
         --guest-vms) guest_vms=$2; shift ;;
+        --guest-wrap) guest_wrap=$2; shift ;;
+        --guest-machine) guest_machine=$2; shift ;;
         --bench-cases) bench=1; bench_cases=$2; shift ;;
         --compare) bench=1; compare=1 ;;
         --compare-append) bench=1; compare=1; compare_append=$2; shift ;;
@@ -286,19 +302,24 @@ if [ -n "$soak" ]; then
     [ -n "$init_path" ] || init_path=/bin/soak
 fi
 if [ -n "$guest" ]; then
-    [ "$guest" = linux ] || die "--guest wants linux (Debian's Linux Image as the guest)"
+    [ "$guest" = linux ] || [ "$guest" = qemu ] ||
+        die "--guest wants linux (the project's VMM) or qemu (Debian's QEMU), each booting Debian's Linux Image"
     [[ "$guest_smp" =~ ^[0-9]+$ ]] && [ "$guest_smp" -ge 1 ] || die "--guest-smp wants a positive number"
     [[ "$guest_mem" =~ ^[0-9]+$ ]] || die "--guest-mem wants MiB"
     [ -z "$guest_initrd" ] || [ -f "$guest_initrd" ] || die "--guest-initrd: no file $guest_initrd"
     [ -z "$guest_initrd" ] || guest_initrd=$(cd "$(dirname "$guest_initrd")" && pwd)/$(basename "$guest_initrd")
-    [ "$bench" = 0 ] && [ -z "$debian" ] && [ -z "$initrd" ] && [ "$no_initrd" = 0 ] &&
-        { [ -n "$soak" ] || [ -z "$init_path" ]; } && [ -z "$board" ] && [ -z "$firmware" ] ||
-        die "--guest packs its own archive with the VMM as init (drop --bench/--debian/--initrd/--init/--board/--firmware)"
+    { [ -z "$debian" ] || [ "$guest" = qemu ]; } && [ "$bench" = 0 ] && [ -z "$initrd" ] &&
+        [ "$no_initrd" = 0 ] && { [ -n "$soak" ] || [ -z "$init_path" ]; } && [ -z "$board" ] && [ -z "$firmware" ] ||
+        die "--guest packs its own archive with the VMM as init (drop --bench/--initrd/--init/--board/--firmware; --debian only with qemu)"
+    [ "$guest" = qemu ] || { [ -z "$guest_wrap" ] && [ "$guest_machine" = virt,gic-version=3 ]; } ||
+        die "--guest-wrap and --guest-machine go with --guest qemu"
+    [ "$guest" = linux ] || [ -z "$guest_sme_vls$guest_hide" ] || die "QEMU offers guests no SME on KVM (drop --guest-sme-vls/--guest-hide)"
+    [ "$guest" = linux ] || [ -z "$soak" ] || die "--soak with a guest goes with --guest linux"
     [[ "$guest_vms" =~ ^[0-9]+$ ]] && [ "$guest_vms" -ge 1 ] || die "--guest-vms wants a positive number"
     [ -n "$soak" ] || [ "$guest_vms" = 1 ] || die "--guest-vms goes with --soak (without it the VMM is the first process)"
     [ "$el" = 2 ] || die "--guest needs EL2 (drop --el1)"
-elif [ -n "$guest_sve_vls$guest_sme_vls$guest_hide$guest_initrd$guest_append" ] || [ "$guest_smp" != 1 ] || [ "$guest_mem" != 256 ] || [ "$guest_vms" != 1 ]; then
-    die "the --guest-* options go with --guest linux"
+elif [ -n "$guest_sve_vls$guest_sme_vls$guest_hide$guest_initrd$guest_append$guest_wrap" ] || [ "$guest_smp" != 1 ] || [ "$guest_mem" != 256 ] || [ "$guest_vms" != 1 ]; then
+    die "the --guest-* options go with --guest linux or --guest qemu"
 fi
 
 # Installs Debian packages when root (as for QEMU below), otherwise says the exact command.
@@ -485,7 +506,7 @@ if [ "$no_initrd" = 0 ] && [ -z "$initrd" ]; then
     initrd="$default_initrd"
     if [ "$build" = 1 ]; then build_userland; fi
     [ -f "$initrd" ] || die "no initramfs at $initrd (drop --no-build)"
-    if [ -n "$debian" ]; then
+    if [ -n "$debian" ] && [ -z "$guest" ]; then
         # The same userland on top of Debian's packages, as one plain archive (no gzip: it is
         # large, and the guest would spend longer inflating it than QEMU spends loading it).
         tree=$(debian_userland "$root" "$debian") || die "--debian: the packages could not be fetched (no network?)"
@@ -565,6 +586,8 @@ linux_kernel() {
 # and the guest's initramfs (plain cpio: the host would spend longer inflating than loading).
 # With --soak it is the soak archive with those added and /bin/soak as the first process, and
 # the guest's initramfs is the soak archive itself (its /bin/soak the guest's first process).
+# --guest qemu: Debian's QEMU and what it needs as the tree, QEMU's arguments and the host init
+# script that runs it, the same Image and guest initramfs.
 if [ -n "$guest" ]; then
     linux_kernel
     gdir="$root/target/guest"
@@ -579,6 +602,30 @@ if [ -n "$guest" ]; then
         (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
             --out "$guest_initrd.$$" --init "$stage/guest_init") && mv -f "$guest_initrd.$$" "$guest_initrd"
     fi
+fi
+if [ "$guest" = qemu ]; then
+    tree=$(debian_userland "$root" "qemu-system-arm,busybox-static${debian:+,$debian}") ||
+        die "--guest qemu: Debian's QEMU could not be fetched (no network?)"
+    cpu_q=host
+    if [ -n "$guest_sve_vls" ]; then
+        for b in ${guest_sve_vls//,/ }; do cpu_q="$cpu_q,sve$((b * 8))=on"; done
+    fi
+    {
+        echo "$guest_wrap"
+        for a in -accel kvm -cpu "$cpu_q" -M "$guest_machine" -smp "$guest_smp" -m "$guest_mem" \
+            -nodefaults -display none -serial stdio -monitor none -no-reboot \
+            -kernel /boot/Image -initrd /boot/initrd \
+            -append "console=ttyAMA0 panic=-1 quiet${guest_append:+ $guest_append}"; do
+            echo "$a"
+        done
+    } >"$gdir/qemu-args.$$"
+    mv -f "$gdir/qemu-args.$$" "$gdir/qemu-args"
+    initrd="$gdir/qemu-host.cpio"
+    (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
+        --out "$initrd.$$" --tree "$tree" --init "$root/user/data/qemu-host-init.sh" --dir boot \
+        --add etc/qemu-args="$gdir/qemu-args" --add boot/Image="$root/target/linux/vmlinuz" \
+        --add boot/initrd="$guest_initrd") && mv -f "$initrd.$$" "$initrd"
+elif [ -n "$guest" ]; then
     # One argument file per VM: a LIST of the --guest-* options may hold one list per VM,
     # separated by '/' (VM i takes the i-th, the last when there are fewer).
     pick() { local IFS=/ f; read -ra f <<<"$1"; [ "${#f[@]}" = 0 ] || echo "${f[$((i < ${#f[@]} ? i : ${#f[@]} - 1))]}"; }
@@ -716,8 +763,25 @@ totals_failed() { grep -Eq '^# Totals: pass:[0-9]+ fail:[1-9]' <<<"$out"; }
 init_status() { sed -n 's/^svelt-init: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
 bench_status() { sed -n 's/^svelt-bench: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
 soak_status() { sed -n 's/^svelt-soak: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
+qemu_status() { sed -n 's/^svelt-qemu: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
+guest_status() { sed -n 's/^\(vmm-guest\|svelt-init\): exit status \([0-9]*\)$/\2/p' <<<"$out" | tail -n 1; }
 vmm_status() { sed -n 's/^svelt-vmm: exit status \([0-9]*\)$/\1/p' <<<"$out" | tail -n 1; }
-if [ -n "$guest" ] && [ -z "$soak" ]; then
+if [ "$guest" = qemu ]; then
+    s=$(guest_status)
+    if [ "$status" != 0 ] && [ "$linux" = 0 ]; then
+        : # Svelt's own failure
+    elif ! grep -q '^svelt-qemu: exit status ' <<<"$out"; then
+        echo "qemu-run.sh: the host's init printed no 'svelt-qemu: exit status' line" >&2
+        status=1
+    elif [ "$(qemu_status)" != 0 ]; then
+        status=$(qemu_status)
+    elif [ -z "$s" ]; then
+        echo "qemu-run.sh: the guest printed no 'vmm-guest:' or 'svelt-init: exit status' line" >&2
+        status=1
+    else
+        status=$s
+    fi
+elif [ -n "$guest" ] && [ -z "$soak" ]; then
     s=$(vmm_status)
     if [ -z "$s" ]; then
         echo "qemu-run.sh: the VMM printed no 'svelt-vmm: exit status' line" >&2

@@ -24,7 +24,7 @@ pub const KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO: u32 = 7;
 /// GRP_LEVEL_INFO attributes: the vCPU by affinity (bits 63:32), the kind of information
 /// (bits 31:10; 0 is the line levels), the first of 32 INTIDs (bits 9:0, a multiple of 32).
 pub const LEVEL_INFO_SHIFT: u32 = 10;
-pub const LEVEL_INFO_MASK: u64 = 0x3_ffff_fc00;
+pub const LEVEL_INFO_MASK: u64 = 0x3f_ffff << LEVEL_INFO_SHIFT;
 pub const LEVEL_INFO_INTID_MASK: u64 = 0x3ff;
 
 // GRP_ADDR attributes.

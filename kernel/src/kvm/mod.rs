@@ -124,6 +124,15 @@ pub fn check_extension(cap: u64) -> usize {
         | k::KVM_CAP_ARM_NISV_TO_USER
         | k::KVM_CAP_ARM_SYSTEM_SUSPEND
         | k::KVM_CAP_BINARY_STATS_FD
+        // Generic ones QEMU requires (virt/kvm/kvm_main.c's
+        // kvm_vm_ioctl_check_extension_generic): KVM_EXIT_INTERNAL_ERROR with its data
+        // words (never raised here), KVM_CHECK_EXTENSION and KVM_ENABLE_CAP on a VM,
+        // KVM_CREATE_DEVICE, and KVM_EXIT_SYSTEM_EVENT's ndata/data.
+        | k::KVM_CAP_INTERNAL_ERROR_DATA
+        | k::KVM_CAP_CHECK_EXTENSION_VM
+        | k::KVM_CAP_ENABLE_CAP_VM
+        | k::KVM_CAP_DEVICE_CTRL
+        | k::KVM_CAP_SYSTEM_EVENT_DATA
         | k::KVM_CAP_VCPU_EVENTS
         | k::KVM_CAP_ARM_INJECT_EXT_DABT
         | svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS

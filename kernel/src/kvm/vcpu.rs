@@ -79,6 +79,8 @@ pub struct VcpuState {
     pub steal: super::pvtime::StealTime,
     /// The guest's GICv3 virtual CPU interface (list registers, VMCR, active priorities).
     pub gic: guest::VgicCpu,
+    /// The priority and ID bits its ICC_CTLR_EL1 reports to the VMM (GRP_CPU_SYSREGS).
+    pub gic_bits: (u32, u32),
 }
 
 impl VcpuState {
@@ -223,6 +225,12 @@ impl Vcpu {
                 sme: None,
                 steal: Default::default(),
                 gic: guest::VgicCpu::default(),
+                gic_bits: {
+                    let c = svelt_abi::uapi::kvm_vgic_sysregs::CpuIf::new(
+                        guest::ich_vtr().unwrap_or(0),
+                    );
+                    (c.pri_bits, c.id_bits)
+                },
             }),
             lockq: WaitQueue::new(),
             wake: WaitQueue::new(),
@@ -244,6 +252,16 @@ impl Vcpu {
             .wait_uninterruptible(|| self.state.try_lock())
             .ok_or(Errno::EINTR)?;
         Ok(StateGuard {
+            g: Some(g),
+            q: &self.lockq,
+        })
+    }
+
+    /// The state's lock if no one holds it (a VMM's access to the vGIC's CPU registers, which
+    /// is EBUSY while a vCPU runs or another ioctl has it, as Linux's kvm_trylock_all_vcpus).
+    pub fn try_lock(&self) -> Option<StateGuard<'_>> {
+        let g = self.state.try_lock()?;
+        Some(StateGuard {
             g: Some(g),
             q: &self.lockq,
         })

@@ -595,6 +595,12 @@ fn system_ioctls() -> TestResult {
         k::KVM_CAP_IMMEDIATE_EXIT,
         k::KVM_CAP_READONLY_MEM,
         k::KVM_CAP_ARM_NISV_TO_USER,
+        // What QEMU's kvm_init requires or looks at (kvm_required_capabilites).
+        k::KVM_CAP_INTERNAL_ERROR_DATA,
+        k::KVM_CAP_CHECK_EXTENSION_VM,
+        k::KVM_CAP_ENABLE_CAP_VM,
+        k::KVM_CAP_DEVICE_CTRL,
+        k::KVM_CAP_SYSTEM_EVENT_DATA,
     ] {
         check_eq!(
             ioctl(kvm, k::KVM_CHECK_EXTENSION, cap as usize),
@@ -2115,6 +2121,59 @@ fn vgic_config() -> TestResult {
     Ok(())
 }
 
+/// GRP_LEVEL_INFO names the vCPU by its affinity (bits 63:32) beside the kind of information
+/// (bits 31:10) and the first INTID (bits 9:0): every vCPU's, not only vCPU 0's, answers.
+fn vgic_level_info() -> TestResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    let kvm = kvm!();
+    let (g, gic) = t!(vgic_guest(kvm));
+    let vcpu1 = t!(ioctl(g.vm, k::KVM_CREATE_VCPU, 1)) as i32;
+    let mut init = KvmVcpuInit::default();
+    t!(ioctl(
+        g.vm,
+        k::KVM_ARM_PREFERRED_TARGET,
+        &mut init as *mut _ as usize
+    ));
+    init.features[0] |= 1 << k::KVM_ARM_VCPU_PSCI_0_2;
+    t!(ioctl(
+        vcpu1,
+        k::KVM_ARM_VCPU_INIT,
+        &init as *const _ as usize
+    ));
+    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
+        0x800_0000
+    ));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION,
+        (2u64 << 52) | 0x80a_0000
+    ));
+    t!(dev_attr(
+        gic,
+        k::KVM_SET_DEVICE_ATTR,
+        v::KVM_DEV_ARM_VGIC_GRP_CTRL,
+        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+        0
+    ));
+    let level = v::KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO;
+    check_eq!(get_u32(gic, level, 32), Ok(0), "vCPU 0, INTIDs 32..63");
+    check_eq!(get_u32(gic, level, (1 << 32) | 32), Ok(0), "vCPU 1");
+    check_eq!(get_u32(gic, level, (1 << 32) | (1 << 10) | 32), Err(EINVAL));
+    check_eq!(
+        get_u32(gic, level, (2 << 32) | 32),
+        Err(EINVAL),
+        "no vCPU 2"
+    );
+    let _ = sys::close(vcpu1);
+    t!(sys::close(gic));
+    Ok(())
+}
+
 /// A VM with a vGICv3 and one vCPU, and the device's descriptor.
 fn vgic_guest(kvm: i32) -> Result<(Guest, i32), String> {
     let g = t!(Guest::new(kvm, code!(guest_idregs, guest_idregs_end)));
@@ -2185,6 +2244,70 @@ fn vgic_first_run() -> TestResult {
     check_eq!(get_u32(gic, v::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, 0), Ok(256));
     let (a, _, _, write) = t!(g.run_to_mmio());
     check_eq!((a, write), (MMIO, true));
+    t!(sys::close(gic));
+    Ok(())
+}
+
+/// The vGICv3's CPU interface registers as QEMU saves and restores them
+/// (KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS): EINVAL for a vCPU no affinity names, EBUSY before the
+/// initialisation, ENXIO (has) or ENOENT (get) for a register that is not one of them; what a
+/// VMM writes to ICC_PMR_EL1, ICC_IGRPEN1_EL1 and ICC_CTLR_EL1's EOImode reads back, SRE
+/// reads 7 and must stay set, and ICC_CTLR_EL1 may not claim more priority bits than it
+/// reports.
+fn vgic_cpu_sysregs() -> TestResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    use svelt_abi::uapi::kvm_vgic_sysregs as r;
+    let grp = v::KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS;
+    let kvm = kvm!();
+    let (_g, gic) = t!(vgic_guest(kvm));
+    let reg = |x: u16| x as u64;
+    let has = |attr| dev_attr(gic, k::KVM_HAS_DEVICE_ATTR, grp, attr, 0);
+    check_eq!(has(reg(r::ICC_CTLR_EL1)), Ok(0));
+    check_eq!(has(reg(r::ICC_AP1R0_EL1)), Ok(0));
+    check_eq!(has(0xc000), Err(ENXIO));
+    check_eq!(has((5 << 32) | reg(r::ICC_CTLR_EL1)), Err(EINVAL));
+    check_eq!(get_u64(gic, grp, reg(r::ICC_PMR_EL1), 0), Err(EBUSY));
+    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
+        0x800_0000
+    ));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
+        0x80a_0000
+    ));
+    t!(dev_attr(
+        gic,
+        k::KVM_SET_DEVICE_ATTR,
+        v::KVM_DEV_ARM_VGIC_GRP_CTRL,
+        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+        0
+    ));
+    check_eq!(get_u64(gic, grp, 0xc000, 0), Err(ENOENT));
+    check_eq!(
+        get_u64(gic, grp, (5 << 32) | reg(r::ICC_PMR_EL1), 0),
+        Err(EINVAL)
+    );
+    check_eq!(get_u64(gic, grp, reg(r::ICC_SRE_EL1), 0), Ok(7));
+    check_eq!(set_u64(gic, grp, reg(r::ICC_SRE_EL1), 6), Err(EINVAL));
+    t!(set_u64(gic, grp, reg(r::ICC_PMR_EL1), 0xf0));
+    check_eq!(get_u64(gic, grp, reg(r::ICC_PMR_EL1), 0), Ok(0xf0));
+    t!(set_u64(gic, grp, reg(r::ICC_IGRPEN1_EL1), 1));
+    check_eq!(get_u64(gic, grp, reg(r::ICC_IGRPEN1_EL1), 0), Ok(1));
+    let ctlr = t!(get_u64(gic, grp, reg(r::ICC_CTLR_EL1), 0));
+    t!(set_u64(gic, grp, reg(r::ICC_CTLR_EL1), ctlr | 2));
+    check_eq!(get_u64(gic, grp, reg(r::ICC_CTLR_EL1), 0), Ok(ctlr | 2));
+    let pri = (ctlr >> 8) & 7;
+    if pri < 7 {
+        check_eq!(
+            set_u64(gic, grp, reg(r::ICC_CTLR_EL1), ctlr + (1 << 8)),
+            Err(EINVAL)
+        );
+    }
     t!(sys::close(gic));
     Ok(())
 }
@@ -3399,6 +3522,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("vcpu_events", vcpu_events),
         ("vgic_config", vgic_config),
         ("vgic_first_run", vgic_first_run),
+        ("vgic_level_info", vgic_level_info),
+        ("vgic_cpu_sysregs", vgic_cpu_sysregs),
         ("writable_id_registers", writable_id_registers),
         ("smccc_services", smccc_services),
         ("coalesced_mmio", coalesced_mmio),

@@ -14,6 +14,7 @@ pub use deliver::{
     after_exit, before_entry, dir, irq_line, mmio_access, nr_spis, pending, set_spi, sgi, wfi_wake,
 };
 
+use super::vcpu::Vcpu;
 use super::vm::Vm;
 use crate::fs::{Caller, File, FileOps};
 use crate::mm::uaccess::UserPtr;
@@ -26,6 +27,7 @@ use deliver::kick_all;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::kvm::{self as k, KvmDeviceAttr};
 use svelt_abi::uapi::kvm_vgic::{self as g, RedistRegion, VgicV3Config};
+use svelt_abi::uapi::kvm_vgic_sysregs as sr;
 
 /// A VM's vGICv3: its configuration and redistributor regions, in index order.
 #[derive(Default)]
@@ -233,8 +235,82 @@ impl VgicFile {
         Ok(frame)
     }
 
+    /// The vCPU a GRP_CPU_SYSREGS attribute names by affinity (vgic_v3_parse_attr: EINVAL
+    /// if none).
+    fn sysregs_vcpu(&self, a: &KvmDeviceAttr) -> SysResult<Arc<Vcpu>> {
+        let aff = a.attr >> 32;
+        let mpidr = ((aff & 0xff00_0000) << 8) | (aff & 0xff_ffff);
+        self.vm
+            .vcpus
+            .lock()
+            .iter()
+            .find(|c| super::vcpu::mpidr_for(c.id) & 0xff_00ff_ffff == mpidr)
+            .cloned()
+            .ok_or(Errno::EINVAL)
+    }
+
+    /// KVM_GET/SET_DEVICE_ATTR of GRP_CPU_SYSREGS (vgic_v3_attr_regs_access and
+    /// vgic_v3_cpu_sysregs_uaccess): the vCPU (EINVAL), a write's value (EFAULT), every vCPU
+    /// idle (EBUSY), the vGIC initialised (EBUSY), then the register (ENOENT, EINVAL).
+    fn cpu_sysregs(&self, a: &KvmDeviceAttr, write: bool) -> SysResult<usize> {
+        let vcpu = self.sysregs_vcpu(a)?;
+        let ptr = UserPtr::<u64>::new(a.addr as usize);
+        let val = if write { ptr.read()? } else { 0 };
+        let vcpus: Vec<Arc<Vcpu>> = self.vm.vcpus.lock().clone();
+        let mut guards = Vec::new();
+        guards.try_reserve(vcpus.len()).map_err(|_| Errno::ENOMEM)?;
+        for c in &vcpus {
+            guards.push((c.id, c.try_lock().ok_or(Errno::EBUSY)?));
+        }
+        if !self
+            .vm
+            .vgic
+            .lock()
+            .as_ref()
+            .is_some_and(|v| v.cfg.initialized)
+        {
+            return Err(Errno::EBUSY);
+        }
+        let st = &mut guards
+            .iter_mut()
+            .find(|(id, _)| *id == vcpu.id)
+            .ok_or(Errno::EINVAL)?
+            .1;
+        let vtr = crate::arch::guest::ich_vtr().unwrap_or(0);
+        let mut c = sr::CpuIf {
+            vmcr: st.gic.vmcr,
+            ap0r: st.gic.ap0r,
+            ap1r: st.gic.ap1r,
+            pri_bits: st.gic_bits.0,
+            id_bits: st.gic_bits.1,
+        };
+        let reg = (a.attr & sr::SYSREG_MASK) as u16;
+        if write {
+            let r = sr::set(&mut c, vtr, reg, val);
+            // A failed ICC_CTLR_EL1 write may have taken its priority bits (as Linux's).
+            st.gic.vmcr = c.vmcr;
+            st.gic.ap0r = c.ap0r;
+            st.gic.ap1r = c.ap1r;
+            st.gic_bits = (c.pri_bits, c.id_bits);
+            r?;
+        } else {
+            let v = sr::get(&c, vtr, reg)?;
+            drop(guards);
+            ptr.write(&v)?;
+        }
+        Ok(0)
+    }
+
     fn has(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
         match (a.group, a.attr) {
+            (g::KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS, attr) => {
+                self.sysregs_vcpu(a)?;
+                if sr::known((attr & sr::SYSREG_MASK) as u16) {
+                    Ok(0)
+                } else {
+                    Err(Errno::ENXIO)
+                }
+            }
             (
                 g::KVM_DEV_ARM_VGIC_GRP_ADDR,
                 g::KVM_VGIC_V3_ADDR_TYPE_DIST
@@ -275,6 +351,9 @@ impl VgicFile {
     }
 
     fn set(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
+        if a.group == g::KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS {
+            return self.cpu_sysregs(a, true);
+        }
         let vm = &self.vm;
         let ids: Vec<u32> = vm.vcpus.lock().iter().map(|c| c.id).collect();
         let n = ids.len() as u32;
@@ -365,6 +444,9 @@ impl VgicFile {
     }
 
     fn get(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
+        if a.group == g::KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS {
+            return self.cpu_sysregs(a, false);
+        }
         let mut guard = self.vm.vgic.lock();
         let v = guard.as_mut().ok_or(Errno::ENODEV)?;
         let out = UserPtr::<u64>::new(a.addr as usize);
