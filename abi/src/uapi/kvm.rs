@@ -51,6 +51,7 @@ pub const KVM_CAP_IRQCHIP: u64 = 0;
 pub const KVM_CAP_USER_MEMORY: u64 = 3;
 pub const KVM_CAP_NR_VCPUS: u64 = 9;
 pub const KVM_CAP_NR_MEMSLOTS: u64 = 10;
+pub const KVM_CAP_MP_STATE: u64 = 14;
 pub const KVM_CAP_SYNC_MMU: u64 = 16;
 pub const KVM_CAP_DESTROY_MEMORY_REGION_WORKS: u64 = 21;
 pub const KVM_CAP_JOIN_MEMORY_REGIONS_WORKS: u64 = 30;

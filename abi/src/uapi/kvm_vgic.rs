@@ -33,6 +33,9 @@ pub const KVM_VGIC_V3_ADDR_TYPE_REDIST: u64 = 3;
 pub const KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION: u64 = 5;
 // GRP_CTRL attributes.
 pub const KVM_DEV_ARM_VGIC_CTRL_INIT: u64 = 0;
+/// Writes the LPIs' pending bits to the guest's pending tables (a VMM's save before a
+/// migration; the vGICv3's, not the ITS's).
+pub const KVM_DEV_ARM_VGIC_SAVE_PENDING_TABLES: u64 = 3;
 /// GRP_REDIST_REGS attributes: the redistributor's vCPU by affinity (Aff3.Aff2.Aff1.Aff0,
 /// bits 63:32) and the register's offset in its frames (bits 31:0).
 pub const GICR_TYPER: u64 = 0x8;

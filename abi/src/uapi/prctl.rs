@@ -55,7 +55,30 @@ pub enum PrctlCmd {
     LockShadowStack {
         arg: u64,
     },
+    /// PR_CAPBSET_READ of a capability Linux 7.3 has (0..=CAP_LAST_CAP).
+    CapbsetRead {
+        cap: usize,
+    },
+    /// PR_SET_TIMERSLACK: the new slack in ns (0: the thread's default).
+    SetTimerSlack {
+        ns: usize,
+    },
+    GetTimerSlack,
+    /// PR_MCE_KILL: the policy PR_MCE_KILL_GET then reports (PR_MCE_KILL_LATE, _EARLY or
+    /// _DEFAULT; PR_MCE_KILL_CLEAR is _DEFAULT).
+    SetMceKill {
+        policy: u8,
+    },
+    GetMceKill,
 }
+
+/// The highest capability number of Linux 7.3 (CAP_CHECKPOINT_RESTORE).
+pub const CAP_LAST_CAP: usize = 40;
+pub const PR_MCE_KILL_CLEAR: usize = 0;
+pub const PR_MCE_KILL_SET: usize = 1;
+pub const PR_MCE_KILL_LATE: usize = 0;
+pub const PR_MCE_KILL_EARLY: usize = 1;
+pub const PR_MCE_KILL_DEFAULT: usize = 2;
 
 impl PrctlCmd {
     /// Decodes `prctl(option, a[0], a[1], a[2], a[3])`.
@@ -100,6 +123,24 @@ impl PrctlCmd {
             PR_LOCK_SHADOW_STACK_STATUS => {
                 need(zero_from(1), PrctlCmd::LockShadowStack { arg: a2 as u64 })
             }
+            PR_CAPBSET_READ => need(a2 <= CAP_LAST_CAP, PrctlCmd::CapbsetRead { cap: a2 }),
+            // Any value but zero is the slack (Linux takes it unsigned).
+            PR_SET_TIMERSLACK => Ok(PrctlCmd::SetTimerSlack { ns: a2 }),
+            PR_GET_TIMERSLACK => Ok(PrctlCmd::GetTimerSlack),
+            // kernel/sys.c: arg4 and arg5 zero; CLEAR wants arg3 zero, SET one of the three.
+            PR_MCE_KILL => {
+                let policy = match (a2, a3) {
+                    _ if !zero_from(2) => return Err(Errno::EINVAL),
+                    (PR_MCE_KILL_CLEAR, 0) => PR_MCE_KILL_DEFAULT,
+                    (PR_MCE_KILL_SET, p @ (PR_MCE_KILL_LATE | PR_MCE_KILL_EARLY)) => p,
+                    (PR_MCE_KILL_SET, PR_MCE_KILL_DEFAULT) => PR_MCE_KILL_DEFAULT,
+                    _ => return Err(Errno::EINVAL),
+                };
+                Ok(PrctlCmd::SetMceKill {
+                    policy: policy as u8,
+                })
+            }
+            PR_MCE_KILL_GET => need(zero_from(0), PrctlCmd::GetMceKill),
             _ => Err(Errno::EINVAL),
         }
     }
@@ -108,6 +149,31 @@ impl PrctlCmd {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capbset_timerslack_and_mce_kill_as_linux() {
+        let d = PrctlCmd::decode;
+        assert_eq!(
+            d(PR_CAPBSET_READ, [40, 0, 0, 0]),
+            Ok(PrctlCmd::CapbsetRead { cap: 40 })
+        );
+        assert_eq!(d(PR_CAPBSET_READ, [41, 0, 0, 0]), Err(Errno::EINVAL));
+        assert_eq!(
+            d(PR_SET_TIMERSLACK, [0, 0, 0, 0]),
+            Ok(PrctlCmd::SetTimerSlack { ns: 0 })
+        );
+        let mce = |a: [usize; 4]| d(PR_MCE_KILL, a);
+        assert_eq!(mce([1, 1, 0, 0]), Ok(PrctlCmd::SetMceKill { policy: 1 }));
+        assert_eq!(mce([1, 0, 0, 0]), Ok(PrctlCmd::SetMceKill { policy: 0 }));
+        assert_eq!(mce([1, 2, 0, 0]), Ok(PrctlCmd::SetMceKill { policy: 2 }));
+        assert_eq!(mce([0, 0, 0, 0]), Ok(PrctlCmd::SetMceKill { policy: 2 }));
+        assert_eq!(mce([0, 1, 0, 0]), Err(Errno::EINVAL));
+        assert_eq!(mce([1, 3, 0, 0]), Err(Errno::EINVAL));
+        assert_eq!(mce([2, 0, 0, 0]), Err(Errno::EINVAL));
+        assert_eq!(mce([1, 1, 1, 0]), Err(Errno::EINVAL));
+        assert_eq!(d(PR_MCE_KILL_GET, [0, 0, 0, 0]), Ok(PrctlCmd::GetMceKill));
+        assert_eq!(d(PR_MCE_KILL_GET, [0, 0, 0, 1]), Err(Errno::EINVAL));
+    }
 
     #[test]
     fn no_new_privs_wants_one_and_zeroes() {

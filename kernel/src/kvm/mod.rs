@@ -134,6 +134,8 @@ pub fn check_extension(cap: u64) -> usize {
         | k::KVM_CAP_DEVICE_CTRL
         | k::KVM_CAP_SYSTEM_EVENT_DATA
         | k::KVM_CAP_VCPU_EVENTS
+        // KVM_GET/SET_MP_STATE (QEMU powers its secondary vCPUs off through it).
+        | k::KVM_CAP_MP_STATE
         | k::KVM_CAP_ARM_INJECT_EXT_DABT
         | svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS
         | ke::KVM_CAP_IRQFD

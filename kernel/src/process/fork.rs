@@ -175,6 +175,13 @@ pub fn do_clone(
         parent.tagged_addr.load(Ordering::Relaxed),
         Ordering::Relaxed,
     );
+    // The child starts with its creator's slack, which is also its default (copy_process).
+    let slack = parent.timer_slack_ns.load(Ordering::Relaxed);
+    child.timer_slack_ns.store(slack, Ordering::Relaxed);
+    child.default_timer_slack_ns.store(slack, Ordering::Relaxed);
+    child
+        .mce_kill
+        .store(parent.mce_kill.load(Ordering::Relaxed), Ordering::Relaxed);
     if flags & s::CLONE_CHILD_CLEARTID != 0 {
         child
             .clear_child_tid

@@ -42,7 +42,9 @@ use alloc::collections::BTreeMap;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::ops::Deref;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use spin::Mutex;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 pub use token::{CurrentTask, Held};
@@ -120,6 +122,9 @@ impl Drop for ThreadCharge {
     }
 }
 
+/// The timer slack of the first thread (Linux's init_task: 50 us).
+const DEFAULT_TIMER_SLACK_NS: u64 = 50_000;
+
 pub struct Thread {
     /// The schedulable task this thread runs as (its id is the thread's tid).
     core: Arc<Task>,
@@ -156,6 +161,13 @@ pub struct Thread {
     pub nice: AtomicI32,
     pub policy: AtomicU32,
     pub ioprio: AtomicU32,
+    /// PR_SET_TIMERSLACK's slack and the default PR_SET_TIMERSLACK(0) goes back to (the
+    /// creator's slack at clone, 50 us at boot): kept and reported; timers expire without it.
+    pub timer_slack_ns: AtomicU64,
+    pub default_timer_slack_ns: AtomicU64,
+    /// PR_MCE_KILL's policy (PR_MCE_KILL_LATE, _EARLY or _DEFAULT), inherited at clone:
+    /// kept and reported (there are no memory-failure reports to act on).
+    pub mce_kill: AtomicU8,
 }
 
 impl Deref for Thread {
@@ -397,6 +409,9 @@ impl Thread {
             nice: AtomicI32::new(0),
             policy: AtomicU32::new(0),
             ioprio: AtomicU32::new(0),
+            timer_slack_ns: AtomicU64::new(DEFAULT_TIMER_SLACK_NS),
+            default_timer_slack_ns: AtomicU64::new(DEFAULT_TIMER_SLACK_NS),
+            mce_kill: AtomicU8::new(svelt_abi::uapi::prctl::PR_MCE_KILL_DEFAULT as u8),
         });
         core.set_data(t.clone());
         t

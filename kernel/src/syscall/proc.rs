@@ -471,6 +471,23 @@ pub fn prctl(
         PrctlCmd::GetShadowStack { ptr } => crate::process::gcs::prctl_get(cur, ptr),
         PrctlCmd::SetShadowStack { arg } => crate::process::gcs::prctl_set(cur, arg),
         PrctlCmd::LockShadowStack { arg } => crate::process::gcs::prctl_lock(cur, arg),
+        // Every task holds the full bounding set (there is no PR_CAPBSET_DROP).
+        PrctlCmd::CapbsetRead { .. } => Ok(1),
+        PrctlCmd::SetTimerSlack { ns } => {
+            let ns = if ns == 0 {
+                cur.default_timer_slack_ns.load(Ordering::Relaxed)
+            } else {
+                ns as u64
+            };
+            cur.timer_slack_ns.store(ns, Ordering::Relaxed);
+            Ok(0)
+        }
+        PrctlCmd::GetTimerSlack => Ok(cur.timer_slack_ns.load(Ordering::Relaxed) as usize),
+        PrctlCmd::SetMceKill { policy } => {
+            cur.mce_kill.store(policy, Ordering::Relaxed);
+            Ok(0)
+        }
+        PrctlCmd::GetMceKill => Ok(cur.mce_kill.load(Ordering::Relaxed) as usize),
     }
 }
 

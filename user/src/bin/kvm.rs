@@ -2174,6 +2174,76 @@ fn vgic_level_info() -> TestResult {
     Ok(())
 }
 
+/// What Debian's QEMU does with its vCPUs and its vGICv3 beyond the rest: KVM_CAP_MP_STATE is
+/// offered (without it QEMU leaves its secondary vCPUs running and the guest's PSCI CPU_ON
+/// finds them already on); KVM_SET_MP_STATE takes RUNNABLE and STOPPED (EINVAL for a state
+/// arm64 does not have) and KVM_GET_MP_STATE reads them back; the vGICv3's
+/// SAVE_PENDING_TABLES control (QEMU's save when its VM stops) is there, ENXIO before the
+/// initialisation and done after it.
+fn qemu_mp_state_and_pending_tables() -> TestResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    let kvm = kvm!();
+    check_eq!(
+        ioctl(kvm, k::KVM_CHECK_EXTENSION, k::KVM_CAP_MP_STATE as usize),
+        Ok(1)
+    );
+    let (g, gic) = t!(vgic_guest(kvm));
+    let get = || -> SysResult<u32> {
+        let mut mp = 0u32;
+        ioctl(g.vcpu, k::KVM_GET_MP_STATE, &mut mp as *mut u32 as usize)?;
+        Ok(mp)
+    };
+    let set = |mp: u32| ioctl(g.vcpu, k::KVM_SET_MP_STATE, &mp as *const u32 as usize);
+    check_eq!(
+        get(),
+        Ok(k::KVM_MP_STATE_RUNNABLE),
+        "after KVM_ARM_VCPU_INIT"
+    );
+    t!(set(k::KVM_MP_STATE_STOPPED));
+    check_eq!(get(), Ok(k::KVM_MP_STATE_STOPPED));
+    // KVM_MP_STATE_UNINITIALIZED and HALTED are x86's.
+    check_eq!(set(1), Err(EINVAL));
+    check_eq!(set(3), Err(EINVAL));
+    check_eq!(
+        get(),
+        Ok(k::KVM_MP_STATE_STOPPED),
+        "a refused state changes nothing"
+    );
+    t!(set(k::KVM_MP_STATE_RUNNABLE));
+    check_eq!(get(), Ok(k::KVM_MP_STATE_RUNNABLE));
+    let ctrl = v::KVM_DEV_ARM_VGIC_GRP_CTRL;
+    let save = v::KVM_DEV_ARM_VGIC_SAVE_PENDING_TABLES;
+    check_eq!(dev_attr(gic, k::KVM_HAS_DEVICE_ATTR, ctrl, save, 0), Ok(0));
+    check_eq!(
+        dev_attr(gic, k::KVM_SET_DEVICE_ATTR, ctrl, save, 0),
+        Err(ENXIO),
+        "before INIT"
+    );
+    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
+        0x800_0000
+    ));
+    t!(set_u64(
+        gic,
+        addr,
+        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
+        0x80a_0000
+    ));
+    t!(dev_attr(
+        gic,
+        k::KVM_SET_DEVICE_ATTR,
+        ctrl,
+        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+        0
+    ));
+    check_eq!(dev_attr(gic, k::KVM_SET_DEVICE_ATTR, ctrl, save, 0), Ok(0));
+    t!(sys::close(gic));
+    Ok(())
+}
+
 /// A VM with a vGICv3 and one vCPU, and the device's descriptor.
 fn vgic_guest(kvm: i32) -> Result<(Guest, i32), String> {
     let g = t!(Guest::new(kvm, code!(guest_idregs, guest_idregs_end)));
@@ -3524,6 +3594,10 @@ fn main(_a: &rt::Args) -> i32 {
         ("vgic_first_run", vgic_first_run),
         ("vgic_level_info", vgic_level_info),
         ("vgic_cpu_sysregs", vgic_cpu_sysregs),
+        (
+            "qemu_mp_state_and_pending_tables",
+            qemu_mp_state_and_pending_tables,
+        ),
         ("writable_id_registers", writable_id_registers),
         ("smccc_services", smccc_services),
         ("coalesced_mmio", coalesced_mmio),

@@ -1,5 +1,6 @@
 //! Small process-wide calls: ids, process groups, set_tid_address, set_robust_list, prlimit64,
-//! getrandom, uname, sched_yield and sched_getaffinity, personality.
+//! getrandom, uname, sched_yield and sched_getaffinity, personality, the prctl options Debian's
+//! QEMU calls at start (PR_CAPBSET_READ, PR_SET/GET_TIMERSLACK, PR_MCE_KILL/_GET).
 #![no_std]
 #![no_main]
 
@@ -255,6 +256,67 @@ fn personality() -> TestResult {
     Ok(())
 }
 
+fn prctl(op: u32, a: [usize; 4]) -> SysResult {
+    sys::syscall(nr::PRCTL, &[op as usize, a[0], a[1], a[2], a[3]])
+}
+
+/// The prctl options QEMU calls at start, as Linux answers them: PR_CAPBSET_READ is 1 for
+/// each capability root holds up to CAP_LAST_CAP (40), EINVAL past it; PR_SET_TIMERSLACK
+/// sets the thread's slack (0: back to its default, which a child takes from its creator's
+/// slack at fork); PR_MCE_KILL's policy reads back through PR_MCE_KILL_GET (late 0, early 1,
+/// default 2), with its argument rules.
+fn prctl_qemu_options() -> TestResult {
+    use svelt_abi::uapi::sys::{
+        PR_CAPBSET_READ, PR_GET_TIMERSLACK, PR_MCE_KILL, PR_MCE_KILL_GET, PR_SET_TIMERSLACK,
+    };
+    for cap in [0, 21, 40] {
+        check_eq!(prctl(PR_CAPBSET_READ, [cap, 0, 0, 0]), Ok(1), "cap {cap}");
+    }
+    check_eq!(prctl(PR_CAPBSET_READ, [41, 0, 0, 0]), Err(EINVAL));
+    let slack = t!(prctl(PR_GET_TIMERSLACK, [0; 4]));
+    check!(slack > 0, "slack {slack}");
+    t!(prctl(PR_SET_TIMERSLACK, [123_456, 0, 0, 0]));
+    check_eq!(prctl(PR_GET_TIMERSLACK, [0; 4]), Ok(123_456));
+    let st = t!(in_child(|| {
+        // The child's slack and default are its creator's slack.
+        let a = prctl(PR_GET_TIMERSLACK, [0; 4]);
+        let _ = prctl(PR_SET_TIMERSLACK, [7, 0, 0, 0]);
+        let _ = prctl(PR_SET_TIMERSLACK, [0, 0, 0, 0]);
+        let b = prctl(PR_GET_TIMERSLACK, [0; 4]);
+        i32::from(a != Ok(123_456)) | (i32::from(b != Ok(123_456)) << 1)
+    }));
+    check_eq!(st, 0, "child: {}", describe(st));
+    t!(prctl(PR_SET_TIMERSLACK, [0, 0, 0, 0]));
+    check_eq!(
+        prctl(PR_GET_TIMERSLACK, [0; 4]),
+        Ok(slack),
+        "the default again"
+    );
+    // PR_MCE_KILL: CLEAR 0, SET 1; PR_MCE_KILL_LATE 0, _EARLY 1, _DEFAULT 2.
+    check_eq!(prctl(PR_MCE_KILL_GET, [0; 4]), Ok(2));
+    t!(prctl(PR_MCE_KILL, [1, 1, 0, 0]));
+    check_eq!(prctl(PR_MCE_KILL_GET, [0; 4]), Ok(1), "early");
+    let st = t!(in_child(|| i32::from(
+        prctl(PR_MCE_KILL_GET, [0; 4]) != Ok(1)
+    )));
+    check_eq!(st, 0, "inherited: {}", describe(st));
+    t!(prctl(PR_MCE_KILL, [1, 0, 0, 0]));
+    check_eq!(prctl(PR_MCE_KILL_GET, [0; 4]), Ok(0), "late");
+    check_eq!(prctl(PR_MCE_KILL, [1, 3, 0, 0]), Err(EINVAL));
+    check_eq!(prctl(PR_MCE_KILL, [0, 1, 0, 0]), Err(EINVAL));
+    check_eq!(prctl(PR_MCE_KILL, [2, 0, 0, 0]), Err(EINVAL));
+    check_eq!(prctl(PR_MCE_KILL, [1, 1, 1, 0]), Err(EINVAL));
+    check_eq!(prctl(PR_MCE_KILL_GET, [1, 0, 0, 0]), Err(EINVAL));
+    check_eq!(
+        prctl(PR_MCE_KILL_GET, [0; 4]),
+        Ok(0),
+        "refusals change nothing"
+    );
+    t!(prctl(PR_MCE_KILL, [0, 0, 0, 0]));
+    check_eq!(prctl(PR_MCE_KILL_GET, [0; 4]), Ok(2), "cleared");
+    Ok(())
+}
+
 fn main(a: &rt::Args) -> i32 {
     if a.arg(1) == Some("--persona") {
         return i32::from(sys::personality(PERSONALITY_QUERY) != Ok(ADDR_NO_RANDOMIZE as usize));
@@ -269,6 +331,7 @@ fn main(a: &rt::Args) -> i32 {
         ("uname", uname),
         ("sched_yield_getaffinity", sched),
         ("personality", personality),
+        ("prctl_qemu_options", prctl_qemu_options),
     ])
 }
 

@@ -301,6 +301,29 @@ impl VgicFile {
         Ok(0)
     }
 
+    /// GRP_CTRL SAVE_PENDING_TABLES (QEMU's save when its VM stops; Linux's
+    /// vgic_v3_save_pending_tables): every vCPU idle (EBUSY), the vGIC initialised (ENXIO);
+    /// then each LPI's pending bit goes to its redistributor's table, and there are no LPIs
+    /// here (no ITS), so nothing is written.
+    fn save_pending_tables(&self) -> SysResult<usize> {
+        let vcpus: Vec<Arc<Vcpu>> = self.vm.vcpus.lock().clone();
+        let mut guards = Vec::new();
+        guards.try_reserve(vcpus.len()).map_err(|_| Errno::ENOMEM)?;
+        for c in &vcpus {
+            guards.push(c.try_lock().ok_or(Errno::EBUSY)?);
+        }
+        let initialized = self
+            .vm
+            .vgic
+            .lock()
+            .as_ref()
+            .is_some_and(|v| v.cfg.initialized);
+        if !initialized {
+            return Err(Errno::ENXIO);
+        }
+        Ok(0)
+    }
+
     fn has(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
         match (a.group, a.attr) {
             (g::KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS, attr) => {
@@ -318,7 +341,10 @@ impl VgicFile {
                 | g::KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION,
             )
             | (g::KVM_DEV_ARM_VGIC_GRP_NR_IRQS, _)
-            | (g::KVM_DEV_ARM_VGIC_GRP_CTRL, g::KVM_DEV_ARM_VGIC_CTRL_INIT) => Ok(0),
+            | (
+                g::KVM_DEV_ARM_VGIC_GRP_CTRL,
+                g::KVM_DEV_ARM_VGIC_CTRL_INIT | g::KVM_DEV_ARM_VGIC_SAVE_PENDING_TABLES,
+            ) => Ok(0),
             (g::KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO, attr) => {
                 if (attr & g::LEVEL_INFO_MASK) >> g::LEVEL_INFO_SHIFT == 0 {
                     Ok(0)
@@ -353,6 +379,14 @@ impl VgicFile {
     fn set(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
         if a.group == g::KVM_DEV_ARM_VGIC_GRP_CPU_SYSREGS {
             return self.cpu_sysregs(a, true);
+        }
+        if (a.group, a.attr)
+            == (
+                g::KVM_DEV_ARM_VGIC_GRP_CTRL,
+                g::KVM_DEV_ARM_VGIC_SAVE_PENDING_TABLES,
+            )
+        {
+            return self.save_pending_tables();
         }
         let vm = &self.vm;
         let ids: Vec<u32> = vm.vcpus.lock().iter().map(|c| c.id).collect();
