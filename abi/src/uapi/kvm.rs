@@ -682,12 +682,14 @@ pub const KVM_EXIT_ARM_NISV: u32 = 28;
 pub const KVM_SYSTEM_EVENT_SHUTDOWN: u32 = 1;
 pub const KVM_SYSTEM_EVENT_RESET: u32 = 2;
 pub const KVM_SYSTEM_EVENT_RESET_FLAG_PSCI_RESET2: u64 = 1;
+pub const KVM_SYSTEM_EVENT_WAKEUP: u32 = 4;
 pub const KVM_SYSTEM_EVENT_SUSPEND: u32 = 5;
 pub const KVM_SYSTEM_EVENT_SHUTDOWN_FLAG_PSCI_OFF2: u64 = 1;
 pub const KVM_CAP_ARM_SYSTEM_SUSPEND: u64 = 216;
 
 pub const KVM_MP_STATE_RUNNABLE: u32 = 0;
 pub const KVM_MP_STATE_STOPPED: u32 = 5;
+pub const KVM_MP_STATE_SUSPENDED: u32 = 10;
 
 // ---- exits: a data abort's syndrome as an MMIO access ----
 

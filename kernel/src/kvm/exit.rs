@@ -274,7 +274,7 @@ fn hypercall(
 /// A WFI: the vCPU sleeps until an interrupt it can take is pending in its vGIC, one of its
 /// timers fires, a kick (CPU_ON, MP state, an SGI, KVM_IRQ_LINE) or a signal to the VMM
 /// thread. Its FP registers go back to memory before it sleeps.
-fn wfi(vcpu: &Vcpu, vm: &Vm, st: &mut VcpuState) -> SysResult<()> {
+pub(super) fn wfi(vcpu: &Vcpu, vm: &Vm, st: &mut VcpuState) -> SysResult<()> {
     let (now, deadline) = super::vgic::wfi_wake(vm, vcpu.id, st);
     if now || vcpu.irq_line_raised() {
         return Ok(());
@@ -317,6 +317,7 @@ fn cpu_on(vm: &Vm, target: u64, entry: u64, context: u64) -> i64 {
         return k::PSCI_RET_ALREADY_ON;
     }
     p.off = false;
+    p.suspended = false;
     p.on = Some((entry, context));
     drop(p);
     t.kick();

@@ -157,6 +157,11 @@ pub struct Vcpu {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Power {
     pub off: bool,
+    /// KVM_SET_MP_STATE(SUSPENDED) (a VMM's PSCI SYSTEM_SUSPEND): until the VMM makes it
+    /// runnable, each KVM_RUN waits as a WFI and ends with KVM_SYSTEM_EVENT_WAKEUP once an
+    /// interrupt is pending (Linux's kvm_vcpu_suspend). Meaningless while `off`; CPU_ON and
+    /// every other MP state clear it.
+    pub suspended: bool,
     /// CPU_ON's entry point and context ID, applied when the vCPU next runs.
     pub on: Option<(u64, u64)>,
 }
@@ -375,6 +380,7 @@ impl Vcpu {
         st.gic = guest::VgicCpu::default();
         *self.power.lock() = Power {
             off: power_off,
+            suspended: false,
             on: None,
         };
         if !st.inited {
@@ -477,6 +483,22 @@ impl Vcpu {
             if self.power.lock().off {
                 st.put_fp();
                 self.wait_for_kick(|| !self.power.lock().off)?;
+                continue;
+            }
+            if self.power.lock().suspended {
+                // Sleeps as a WFI (a signal ends KVM_RUN from inside); then the VMM hears of
+                // a pending interrupt, and the vCPU stays suspended until it says otherwise.
+                exit::wfi(self, vm, st)?;
+                let still = self.power.lock().suspended;
+                if still && (super::vgic::wfi_wake(vm, self.id, st).0 || self.irq_line_raised()) {
+                    self.run_write(k::run::SYSTEM_EVENT_TYPE, &[0; 16]);
+                    self.run_write(
+                        k::run::SYSTEM_EVENT_TYPE,
+                        &k::KVM_SYSTEM_EVENT_WAKEUP.to_le_bytes(),
+                    );
+                    self.set_exit_reason(k::KVM_EXIT_SYSTEM_EVENT);
+                    return Ok(0);
+                }
                 continue;
             }
             self.apply_cpu_on(st);
@@ -681,22 +703,31 @@ impl FileOps for VcpuFile {
                 super::sme::finalize(&mut st, what)
             }
             k::KVM_GET_MP_STATE => {
-                let s = if vcpu.power.lock().off {
+                let p = vcpu.power.lock();
+                let s = if p.off {
                     k::KVM_MP_STATE_STOPPED
+                } else if p.suspended {
+                    k::KVM_MP_STATE_SUSPENDED
                 } else {
                     k::KVM_MP_STATE_RUNNABLE
                 };
+                drop(p);
                 UserPtr::<u32>::new(arg).write(&s)?;
                 Ok(0)
             }
             k::KVM_SET_MP_STATE => {
                 let s = UserPtr::<u32>::new(arg).read()?;
-                let off = match s {
-                    k::KVM_MP_STATE_RUNNABLE => false,
-                    k::KVM_MP_STATE_STOPPED => true,
+                // arm64's three (kvm_arch_vcpu_ioctl_set_mpstate).
+                let (off, suspended) = match s {
+                    k::KVM_MP_STATE_RUNNABLE => (false, false),
+                    k::KVM_MP_STATE_STOPPED => (true, false),
+                    k::KVM_MP_STATE_SUSPENDED => (false, true),
                     _ => return Err(Errno::EINVAL),
                 };
-                vcpu.power.lock().off = off;
+                let mut p = vcpu.power.lock();
+                p.off = off;
+                p.suspended = suspended;
+                drop(p);
                 vcpu.kick();
                 Ok(0)
             }

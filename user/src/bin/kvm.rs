@@ -3401,6 +3401,45 @@ fn irq_line_without_vgic() -> TestResult {
     Ok(())
 }
 
+/// KVM_SET_MP_STATE(SUSPENDED), arm64's third state (a VMM's PSCI SYSTEM_SUSPEND): it reads
+/// back; each KVM_RUN waits as a WFI and, with an interrupt pending (here the vCPU's IRQ line,
+/// no vGIC), ends with KVM_EXIT_SYSTEM_EVENT of type KVM_SYSTEM_EVENT_WAKEUP and no data,
+/// the guest not run; the state stays until the VMM makes the vCPU runnable, and then the
+/// guest runs.
+fn mp_state_suspended() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_irq, guest_irq_end)));
+    let get = || -> SysResult<u32> {
+        let mut mp = 0u32;
+        ioctl(g.vcpu, k::KVM_GET_MP_STATE, &mut mp as *mut u32 as usize)?;
+        Ok(mp)
+    };
+    let set = |mp: u32| ioctl(g.vcpu, k::KVM_SET_MP_STATE, &mp as *const u32 as usize);
+    t!(set(k::KVM_MP_STATE_SUSPENDED));
+    check_eq!(get(), Ok(k::KVM_MP_STATE_SUSPENDED));
+    t!(irq_line(g.vm, cpu_line(0, 0), 1));
+    let pc = t!(get_reg(g.vcpu, CoreReg::Pc.id()));
+    for round in 0..2 {
+        check_eq!(g.run(), Ok(0), "round {round}");
+        check_eq!(g.exit_reason(), k::KVM_EXIT_SYSTEM_EVENT, "round {round}");
+        check_eq!(
+            g.run_u32(k::run::SYSTEM_EVENT_TYPE),
+            k::KVM_SYSTEM_EVENT_WAKEUP
+        );
+        check_eq!(g.run_u32(k::run::SYSTEM_EVENT_NDATA), 0);
+        check_eq!(get(), Ok(k::KVM_MP_STATE_SUSPENDED), "sticky");
+    }
+    check_eq!(
+        get_reg(g.vcpu, CoreReg::Pc.id()),
+        Ok(pc),
+        "the guest did not run"
+    );
+    t!(irq_line(g.vm, cpu_line(0, 0), 0));
+    t!(set(k::KVM_MP_STATE_RUNNABLE));
+    check_eq!(g.run_to_mmio(), Ok((MMIO, 0, 8, true)), "runnable again");
+    Ok(())
+}
+
 /// What the kicked vCPU's thread and the kicking thread share.
 struct KickShared {
     vcpu: i32,
@@ -3607,6 +3646,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("hidden_tlbi_os", hidden_tlbi_os),
         ("gcs_registers_follow_the_vm", gcs_registers_follow_the_vm),
         ("irq_line_without_vgic", irq_line_without_vgic),
+        ("mp_state_suspended", mp_state_suspended),
         ("kick_running_vcpu", kick_running_vcpu),
         ("everything_given_back", everything_given_back),
     ])
