@@ -136,6 +136,12 @@ pub fn check_extension(cap: u64) -> usize {
         | k::KVM_CAP_VCPU_EVENTS
         // KVM_GET/SET_MP_STATE (QEMU powers its secondary vCPUs off through it).
         | k::KVM_CAP_MP_STATE
+        // KVM_SET/GET/HAS_DEVICE_ATTR on vCPUs (the timers, stolen time); stolen time for
+        // guests (`pvtime`; QEMU turns its kvm-steal-time on when offered); the PTP
+        // hypercall (KVM_PTP_VIRT/PHYS_COUNTER).
+        | k::KVM_CAP_VCPU_ATTRIBUTES
+        | k::KVM_CAP_STEAL_TIME
+        | k::KVM_CAP_PTP_KVM
         | k::KVM_CAP_ARM_INJECT_EXT_DABT
         | svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS
         | ke::KVM_CAP_IRQFD

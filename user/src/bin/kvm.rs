@@ -601,6 +601,11 @@ fn system_ioctls() -> TestResult {
         k::KVM_CAP_ENABLE_CAP_VM,
         k::KVM_CAP_DEVICE_CTRL,
         k::KVM_CAP_SYSTEM_EVENT_DATA,
+        // And what it turns on when offered: MP states, vCPU attributes, stolen time.
+        k::KVM_CAP_MP_STATE,
+        k::KVM_CAP_VCPU_ATTRIBUTES,
+        k::KVM_CAP_STEAL_TIME,
+        k::KVM_CAP_PTP_KVM,
     ] {
         check_eq!(
             ioctl(kvm, k::KVM_CHECK_EXTENSION, cap as usize),
