@@ -142,6 +142,8 @@ pub fn check_extension(cap: u64) -> usize {
         | k::KVM_CAP_VCPU_ATTRIBUTES
         | k::KVM_CAP_STEAL_TIME
         | k::KVM_CAP_PTP_KVM
+        // KVM_IRQ_LINE's vcpu2_index (bits 31:28: vCPUs past 255).
+        | k::KVM_CAP_ARM_IRQ_LINE_LAYOUT_2
         | k::KVM_CAP_ARM_INJECT_EXT_DABT
         | svelt_abi::uapi::kvm_idregs::KVM_CAP_ARM_WRITABLE_IMP_ID_REGS
         | ke::KVM_CAP_IRQFD

@@ -606,6 +606,7 @@ fn system_ioctls() -> TestResult {
         k::KVM_CAP_VCPU_ATTRIBUTES,
         k::KVM_CAP_STEAL_TIME,
         k::KVM_CAP_PTP_KVM,
+        k::KVM_CAP_ARM_IRQ_LINE_LAYOUT_2,
     ] {
         check_eq!(
             ioctl(kvm, k::KVM_CHECK_EXTENSION, cap as usize),
