@@ -144,6 +144,27 @@ core::arch::global_asm!(
     "b.lt 2b",
     "b 1b",
     "guest_za_spin_end:",
+    // SMCR_EL1.LEN := 0 and reports RDSVL; run again: SMCR_EL1.LEN := 1 as the first access
+    // of the run (the registers are not loaded) and reports RDSVL.
+    ".global guest_smcr, guest_smcr_end",
+    "guest_smcr:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "orr x0, x0, #(3 << 24)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "msr S3_0_C1_C2_6, xzr",
+    "isb",
+    "rdsvl x4, #1",
+    "str x4, [x1]",
+    "mov x6, #1",
+    "msr S3_0_C1_C2_6, x6",
+    "isb",
+    "rdsvl x4, #1",
+    "str x4, [x1]",
+    "b .",
+    "guest_smcr_end:",
     ".text",
 );
 
@@ -154,6 +175,8 @@ unsafe extern "C" {
     static guest_first_end: u8;
     static guest_za_spin: u8;
     static guest_za_spin_end: u8;
+    static guest_smcr: u8;
+    static guest_smcr_end: u8;
 }
 
 macro_rules! kvm {
@@ -782,6 +805,31 @@ fn first_use_and_no_leaks() -> TestResult {
     Ok(())
 }
 
+/// The guest's SMCR_EL1 is its own between runs: a write made while its registers are not
+/// loaded holds, and RDSVL follows it.
+fn smcr_written_between_runs() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let g = t!(Guest::new(kvm, code!(guest_smcr, guest_smcr_end), SME_BIT));
+    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
+    let lens = t!(vls_words(g.vcpu, m::KVM_REG_ARM64_SME_VLS));
+    if lens[0] & 3 != 3 {
+        let _ = sys::close(kvm);
+        return ktap::skip("needs streaming lengths 16 and 32");
+    }
+    t!(g.run_to_mmio());
+    check_eq!(t!(get64(g.vcpu, CoreReg::X(4).id())), 16, "SVL with LEN 0");
+    t!(g.run_to_mmio());
+    check_eq!(
+        t!(get64(g.vcpu, CoreReg::X(4).id())),
+        32,
+        "SVL after LEN 1 was written first thing in a run"
+    );
+    check_eq!(t!(get64(g.vcpu, m::SMCR_EL1)) & 0xf, 1);
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
 static ALARMS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
 extern "C" fn on_alarm(_: i32, _: *mut sig::SigInfo, _: *mut u8) {
@@ -904,6 +952,7 @@ fn main(_a: &rt::Args) -> i32 {
             "za_stays_apart_across_switches",
             za_stays_apart_across_switches,
         ),
+        ("smcr_written_between_runs", smcr_written_between_runs),
         ("fpstat_counts", fpstat_counts),
     ])
 }
