@@ -13,8 +13,10 @@ use svelt_abi::uapi::signal as sig;
 
 /// Ends the current thread; `status` (a wait status) becomes the process's if it is the last.
 pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
-    let t = cur.to_arc();
-    crate::process::coredump::task_exit(&t);
+    // The thread itself, not an owned reference: the task's data slot keeps it until the last
+    // switch away, after everything here.
+    let t = cur.task();
+    crate::process::coredump::task_exit(cur);
     let p = t.process();
     // The tracer's exit event comes first, before anything of the thread is torn down (a
     // joining thread must not be woken through clear_child_tid before it).
@@ -29,18 +31,18 @@ pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
             svelt_abi::uapi::ptrace::PTRACE_EVENT_EXIT,
             st as u32 as u64,
         );
-        crate::process::ptrace::tracee_exit(&t, st);
+        crate::process::ptrace::tracee_exit(&cur.to_arc(), st);
     }
     let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
     if ctid != 0 && t.mm().is_some() && crate::mm::uaccess::UserPtr::new(ctid).write(&0u32).is_ok()
     {
-        let _ = futex::wake_addr(&t, ctid, 1);
+        let _ = futex::wake_addr(t, ctid, 1);
     }
-    super::fork::release_vfork(&t);
+    super::fork::release_vfork(t);
     // Its CPU time joins the process's exited threads' in the same step as it leaves.
-    let last = crate::process::cputime::thread_exit(&t, || {
+    let last = crate::process::cputime::thread_exit(t, || {
         let mut th = p.threads.lock();
-        th.retain(|w| w.upgrade().is_some_and(|x| !Arc::ptr_eq(&x, &t)));
+        th.retain(|w| w.upgrade().is_some_and(|x| !core::ptr::eq(&*x, t)));
         th.is_empty()
     });
     // Drop this thread's resources. TTBR0 leaves the address space before its last reference
@@ -67,22 +69,17 @@ pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
         // No preemption between the move and the mark: a switch away from a live task could
         // still save (and count) its registers.
         let _irqs = crate::arch::cpu::IrqGuard::new();
-        crate::task::fpstate::thread_exit(&t, &t.process.fpstat);
+        crate::task::fpstate::thread_exit(t, &t.process.fpstat);
         t.set_state(State::Dead);
     }
     drop(p);
-    drop(t);
     sched::schedule();
     unreachable!("a dead task was scheduled");
 }
 
 /// Ends the whole thread group with `status`.
 pub fn do_group_exit(cur: &CurrentTask, status: i32) -> ! {
-    let t = cur.to_arc();
-    let p = t.process();
-    kill_group(&p, status, Some(t.tid));
-    drop(p);
-    drop(t);
+    kill_group(&cur.process, status, Some(cur.tid));
     do_exit(cur, status)
 }
 
@@ -151,9 +148,8 @@ fn process_exit(cur: &CurrentTask, p: &Arc<Process>, status: i32) {
         return;
     };
     let exit_signal = p.exit_signal.load(Ordering::Relaxed);
-    let (handler, flags) = parent.live_threads().first().map_or((0, 0), |t| {
-        let h = t.sighand();
-        let a = h.lock().get(sig::SIGCHLD);
+    let (handler, flags) = parent.first_live_thread().map_or((0, 0), |t| {
+        let a = t.sigaction(sig::SIGCHLD);
         (a.sa_handler, a.sa_flags)
     });
     // A parent that ignores SIGCHLD (or asks SA_NOCLDWAIT) does not get zombies.
