@@ -49,10 +49,7 @@ pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
     // can go.
     crate::arch::mmu::clear_user_table();
     drop(t.set_mm(None));
-    let files = core::mem::replace(
-        &mut *t.files.lock(),
-        Arc::new(spin::Mutex::new(crate::fs::FdTable::new())),
-    );
+    let files = core::mem::replace(&mut *t.files.lock(), no_files());
     drop(files);
     // Out of the task table before the process turns zombie: a parent that reaps it on
     // another CPU must find its /proc entries gone (ESRCH, ENOENT) at once.
@@ -75,6 +72,15 @@ pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
     drop(p);
     sched::schedule();
     unreachable!("a dead task was scheduled");
+}
+
+/// The descriptor table an exited thread is left with: one empty table, shared by all of them
+/// (nothing opens a file for a thread that has exited), so an exit allocates none.
+fn no_files() -> Arc<spin::Mutex<crate::fs::FdTable>> {
+    static EMPTY: spin::Once<Arc<spin::Mutex<crate::fs::FdTable>>> = spin::Once::new();
+    EMPTY
+        .call_once(|| Arc::new(spin::Mutex::new(crate::fs::FdTable::new())))
+        .clone()
 }
 
 /// Ends the whole thread group with `status`.
