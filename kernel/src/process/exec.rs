@@ -545,6 +545,7 @@ pub fn spawn_init(cur: &super::CurrentTask, path: &str) -> SysResult<()> {
         Some(KernelStack::new()?),
         TaskLocal::new(TaskFpState::new(), 0, 0),
     );
+    let comm = svelt_abi::uapi::procfs::exec_comm(process.exe.lock().as_bytes());
     let t = Thread::new(
         Arc::new(core),
         process.clone(),
@@ -556,6 +557,7 @@ pub fn spawn_init(cur: &super::CurrentTask, path: &str) -> SysResult<()> {
             crate::process::signal::SigHandlers::default(),
         )),
     );
+    *t.comm.lock() = comm;
     let tf = t.trap_frame();
     // SAFETY: tf is the top of the new task's kernel stack; the task has not run.
     unsafe {

@@ -299,7 +299,7 @@ pub fn do_wait(cur: &CurrentTask, which: Which, options: u32) -> SysResult<Optio
                 if options & s::WEXITED != 0
                     || options & (s::WEXITED | s::WSTOPPED | s::WCONTINUED) == 0
                 {
-                    reaped = Some((i, c.clone(), status));
+                    reaped = Some((i, status));
                     break;
                 }
             }
@@ -323,18 +323,19 @@ pub fn do_wait(cur: &CurrentTask, which: Which, options: u32) -> SysResult<Optio
                 }
             }
         }
-        if let Some((i, c, status)) = reaped {
-            let usage = if options & s::WNOWAIT == 0 {
+        if let Some((i, status)) = reaped {
+            let (pid, usage) = if options & s::WNOWAIT == 0 {
                 // Reaped: its pid is free from here (under the children lock, so no other
                 // wait of this parent reports it again), and its time is now ours.
-                children.remove(i);
+                let c = children.remove(i);
                 super::unhash_process(c.pid);
-                crate::process::cputime::reap(&me, &c)
+                (c.pid, crate::process::cputime::reap(&me, &c))
             } else {
-                crate::process::cputime::child_total(&c)
+                let c = &children[i];
+                (c.pid, crate::process::cputime::child_total(c))
             };
             return Some(Ok(Some(Reported {
-                pid: c.pid,
+                pid,
                 status,
                 trapped: false,
                 usage,
