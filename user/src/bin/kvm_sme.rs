@@ -165,6 +165,51 @@ core::arch::global_asm!(
     "str x4, [x1]",
     "b .",
     "guest_smcr_end:",
+    // SMSTART SM and exits; run again: reads SVCR as the first access of the run (the
+    // registers are not loaded) into x5 and exits.
+    ".global guest_svcr, guest_svcr_end",
+    "guest_svcr:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "orr x0, x0, #(3 << 24)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "smstart sm",
+    "str x1, [x1]",
+    "mrs x5, S3_3_C4_C2_2",
+    "str x1, [x1]",
+    "b .",
+    "guest_svcr_end:",
+    // SMSTART SM; Z0 from x10 and P2 from x11, then checks them against memory forever; on a
+    // difference, an MMIO store (x12 = 1 for Z0, 2 for P2).
+    ".global guest_sm_check, guest_sm_check_end",
+    "guest_sm_check:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "orr x0, x0, #(3 << 24)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "smstart sm",
+    "ptrue p0.b",
+    "ldr z0, [x10]",
+    "ldr p2, [x11]",
+    "1:",
+    "ldr z1, [x10]",
+    "cmpne p1.b, p0/z, z0.b, z1.b",
+    "mov x12, #1",
+    "b.any 2f",
+    "ldr p3, [x11]",
+    "eor p4.b, p0/z, p2.b, p3.b",
+    "ptest p0, p4.b",
+    "mov x12, #2",
+    "b.any 2f",
+    "b 1b",
+    "2:",
+    "str x12, [x1]",
+    "b .",
+    "guest_sm_check_end:",
     ".text",
 );
 
@@ -177,6 +222,10 @@ unsafe extern "C" {
     static guest_za_spin_end: u8;
     static guest_smcr: u8;
     static guest_smcr_end: u8;
+    static guest_svcr: u8;
+    static guest_svcr_end: u8;
+    static guest_sm_check: u8;
+    static guest_sm_check_end: u8;
 }
 
 macro_rules! kvm {
@@ -830,6 +879,102 @@ fn smcr_written_between_runs() -> TestResult {
     Ok(())
 }
 
+/// The guest's SVCR is its own between runs: read first thing in a run (its registers not
+/// loaded), it still says streaming mode.
+fn svcr_read_between_runs() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let g = t!(Guest::new(kvm, code!(guest_svcr, guest_svcr_end), SME_BIT));
+    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
+    t!(g.run_to_mmio());
+    check_eq!(t!(get64(g.vcpu, m::SVCR)), m::SVCR_SM);
+    t!(g.run_to_mmio());
+    check_eq!(
+        t!(get64(g.vcpu, CoreReg::X(5).id())),
+        m::SVCR_SM,
+        "SVCR read first thing in a run"
+    );
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
+/// A guest checking its streaming Z0 and P2 in a loop (SVL 32 under a cap of 16,32, SVE up to
+/// the host's) shares one CPU with a host task spinning in streaming mode at its own SVL: the
+/// guest never finds its registers changed across the switches of ten KVM_RUNs.
+fn streaming_state_kept_across_switches() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_sm_check, guest_sm_check_end),
+        SME_BIT | SVE_BIT
+    ));
+    t!(set_vls(
+        g.vcpu,
+        m::KVM_REG_ARM64_SME_VLS,
+        [3, 0, 0, 0, 0, 0, 0, 0]
+    ));
+    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
+    t!(set64(g.vcpu, m::SMCR_EL1, 1));
+    let pattern: Vec<u8> = (0..64).map(|i| 0x91 ^ (i as u8).wrapping_mul(29)).collect();
+    g.write_ram(PATTERN, &pattern);
+    t!(set64(
+        g.vcpu,
+        CoreReg::X(11).id(),
+        RAM_IPA + PATTERN as u64 + 32
+    ));
+    let mask = t!(sys::sched_getaffinity(0));
+    t!(sys::sched_setaffinity(0, 1u64 << mask.trailing_zeros()));
+    let stop = Shared::new(0u32);
+    let child = spawn(|| {
+        use svelt_user::sme as s;
+        let svl = s::svl();
+        let zin = s::z_pattern(41, svl, s::has_fa64());
+        while stop.get() == 0 {
+            let mut zout = s::zeros(s::z_image_len(svl));
+            let mut op = s::Op {
+                flags: s::F_SM | if s::has_fa64() { s::F_FA64 } else { 0 },
+                z_in: zin.as_ptr() as usize,
+                action: s::A_SPIN_COUNT,
+                spin: 100_000,
+                z_out: zout.as_mut_ptr() as usize,
+                ..s::Op::default()
+            };
+            s::run(&mut op);
+            if s::z_diff("host streaming Z/P/FFR", svl, &zout, &zin).is_some() {
+                return 1;
+            }
+        }
+        0
+    });
+    t!(sig::set_handler(sig::SIGALRM, on_alarm, 0, 0));
+    let mut results = Vec::new();
+    for _ in 0..10 {
+        t!(sys::setitimer_real(40_000_000, 0));
+        results.push(ioctl(g.vcpu, k::KVM_RUN, 0));
+    }
+    stop.set(1);
+    let _ = sys::sched_setaffinity(0, mask);
+    let (_, st) = t!(sys::waitpid(t!(child), 0));
+    for r in results {
+        if r.is_ok() {
+            let which = t!(get64(g.vcpu, CoreReg::X(12).id()));
+            return Err(format!(
+                "the guest found its streaming {} changed",
+                if which == 1 { "Z0" } else { "P2" }
+            ));
+        }
+        check_eq!(r, Err(EINTR));
+    }
+    check!(
+        wifexited(st) && wexitstatus(st) == 0,
+        "host task: {}",
+        describe(st)
+    );
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
 static ALARMS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
 extern "C" fn on_alarm(_: i32, _: *mut sig::SigInfo, _: *mut u8) {
@@ -953,6 +1098,11 @@ fn main(_a: &rt::Args) -> i32 {
             za_stays_apart_across_switches,
         ),
         ("smcr_written_between_runs", smcr_written_between_runs),
+        ("svcr_read_between_runs", svcr_read_between_runs),
+        (
+            "streaming_state_kept_across_switches",
+            streaming_state_kept_across_switches,
+        ),
         ("fpstat_counts", fpstat_counts),
     ])
 }
