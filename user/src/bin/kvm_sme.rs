@@ -923,10 +923,7 @@ fn streaming_state_kept_across_switches() -> TestResult {
         CoreReg::X(11).id(),
         RAM_IPA + PATTERN as u64 + 32
     ));
-    let mask = t!(sys::sched_getaffinity(0));
-    t!(sys::sched_setaffinity(0, 1u64 << mask.trailing_zeros()));
-    let stop = Shared::new(0u32);
-    let child = spawn(|| {
+    let task = |stop: &Shared<u32>| {
         use svelt_user::sme as s;
         let svl = s::svl();
         let zin = s::z_pattern(41, svl, s::has_fa64());
@@ -946,16 +943,10 @@ fn streaming_state_kept_across_switches() -> TestResult {
             }
         }
         0
-    });
-    t!(sig::set_handler(sig::SIGALRM, on_alarm, 0, 0));
-    let mut results = Vec::new();
-    for _ in 0..10 {
-        t!(sys::setitimer_real(40_000_000, 0));
-        results.push(ioctl(g.vcpu, k::KVM_RUN, 0));
-    }
-    stop.set(1);
-    let _ = sys::sched_setaffinity(0, mask);
-    let (_, st) = t!(sys::waitpid(t!(child), 0));
+    };
+    let (results, st) = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
+        ioctl(g.vcpu, k::KVM_RUN, 0)
+    }));
     for r in results {
         if r.is_ok() {
             let which = t!(get64(g.vcpu, CoreReg::X(12).id()));
@@ -975,12 +966,6 @@ fn streaming_state_kept_across_switches() -> TestResult {
     Ok(())
 }
 
-static ALARMS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-
-extern "C" fn on_alarm(_: i32, _: *mut sig::SigInfo, _: *mut u8) {
-    ALARMS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-}
-
 /// A host task holding ZA (a pattern kept across sched_yield, checked after each) and a vCPU
 /// thread whose guest loads its own ZA in streaming mode over and over take turns on one CPU
 /// within each KVM_RUN: the task never finds the guest's ZA, the guest's ZA is its own at the
@@ -997,10 +982,7 @@ fn za_stays_apart_across_switches() -> TestResult {
     t!(set64(g.vcpu, m::SMCR_EL1, 0x1ff));
     let guest_pattern: Vec<u8> = (0..256).map(|i| 0x5a ^ i as u8).collect();
     g.write_ram(PATTERN, &guest_pattern);
-    let mask = t!(sys::sched_getaffinity(0));
-    t!(sys::sched_setaffinity(0, 1u64 << mask.trailing_zeros()));
-    let stop = Shared::new(0u32);
-    let child = spawn(|| {
+    let task = |stop: &Shared<u32>| {
         let svl = svelt_user::sme::rdsvl();
         let pattern: Vec<u8> = (0..svl * svl).map(|i| (i * 13 + 7) as u8).collect();
         let mut got = vec![0u8; svl * svl];
@@ -1022,21 +1004,15 @@ fn za_stays_apart_across_switches() -> TestResult {
             n += 1;
         }
         0
-    });
-    t!(sig::set_handler(sig::SIGALRM, on_alarm, 0, 0));
+    };
     let host_pattern: Vec<u8> = (0..256).map(|i| 0xc3 ^ (i as u8).wrapping_mul(5)).collect();
     let hsvl = svelt_user::sme::rdsvl();
-    let mut results = Vec::new();
-    for _ in 0..10 {
-        t!(sys::setitimer_real(40_000_000, 0));
+    let (results, st) = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
         host_za_set(&host_pattern);
         let r = ioctl(g.vcpu, k::KVM_RUN, 0);
         let host = host_za_take();
-        results.push((r, host.chunks(hsvl).all(|row| row == &host_pattern[..hsvl])));
-    }
-    stop.set(1);
-    let _ = sys::sched_setaffinity(0, mask);
-    let (_, st) = t!(sys::waitpid(t!(child), 0));
+        (r, host.chunks(hsvl).all(|row| row == &host_pattern[..hsvl]))
+    }));
     for (r, vmm_za_kept) in results {
         check_eq!(r, Err(EINTR));
         check!(vmm_za_kept, "the VMM's ZA changed across KVM_RUN");
