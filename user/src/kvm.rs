@@ -293,14 +293,14 @@ extern "C" fn alarm_ends_run(_: i32, _: *mut crate::sig::SigInfo, _: *mut u8) {}
 /// A host task beside a vCPU on one CPU: pins the caller to its first allowed CPU, forks a
 /// child that runs `task(stop)` (it should loop until `stop` reads nonzero and return its exit
 /// status), then calls `run` (one KVM_RUN) `runs` times, each ended by a SIGALRM after
-/// `slice_ns`, so that the two take turns at every tick. Returns `run`'s results and the
-/// child's wait status; the caller's affinity is put back.
+/// `slice_ns`, so that the two take turns at every tick. Returns `run`'s results, or an error
+/// when the child did not exit with status 0; the caller's affinity is put back.
 pub fn beside_a_task<R>(
     task: impl FnOnce(&crate::proc::Shared<u32>) -> i32,
     runs: usize,
     slice_ns: u64,
     mut run: impl FnMut() -> R,
-) -> Result<(Vec<R>, i32), String> {
+) -> Result<Vec<R>, String> {
     let mask = sys::sched_getaffinity(0).map_err(|e| format!("sched_getaffinity: {e:?}"))?;
     sys::sched_setaffinity(0, 1u64 << mask.trailing_zeros())
         .map_err(|e| format!("sched_setaffinity: {e:?}"))?;
@@ -322,5 +322,8 @@ pub fn beside_a_task<R>(
     if results.len() != runs {
         return Err(format!("only {} of {runs} runs started", results.len()));
     }
-    Ok((results, status))
+    if !(crate::proc::wifexited(status) && crate::proc::wexitstatus(status) == 0) {
+        return Err(format!("host task: {}", crate::proc::describe(status)));
+    }
+    Ok(results)
 }

@@ -1004,7 +1004,7 @@ fn fp_registers_stay_apart_across_switches() -> TestResult {
         }
         0
     };
-    let (runs, st) = t!(svelt_user::kvm::beside_a_task(task, 10, 40_000_000, || {
+    let runs = t!(svelt_user::kvm::beside_a_task(task, 10, 40_000_000, || {
         run_with_d0(g.vcpu, VMM)
     }));
     for (r, d0) in runs {
@@ -1013,11 +1013,6 @@ fn fp_registers_stay_apart_across_switches() -> TestResult {
     }
     check_eq!(g.exit_reason(), k::KVM_EXIT_INTR);
     check_eq!(get_reg(g.vcpu, CoreReg::V(0).id()), Ok(GUEST as u128));
-    check!(
-        wifexited(st) && wexitstatus(st) == 0,
-        "host task: {}",
-        describe(st)
-    );
     Ok(())
 }
 
@@ -1031,7 +1026,6 @@ fn sve_guest_beside_a_streaming_task() -> TestResult {
         let _ = sys::close(kvm);
         return ktap::skip("needs SVE for guests and SME on the host");
     }
-    use svelt_user::sme;
     let code = code!(guest_fp_sve_spin, guest_fp_sve_spin_end);
     let g = t!(Guest::with_features(
         kvm,
@@ -1040,41 +1034,13 @@ fn sve_guest_beside_a_streaming_task() -> TestResult {
     ));
     t!(set_reg(g.vcpu, x(2), 0x5354_5245_414d_2121));
     t!(finalize(g.vcpu, ks_sve::KVM_ARM_VCPU_SVE as i32));
-    let task = |stop: &Shared<u32>| {
-        let svl = sme::svl();
-        let fa64 = sme::has_fa64();
-        let zin = sme::z_pattern(31, svl, fa64);
-        let mut n = 0u32;
-        while stop.get() == 0 {
-            let mut zout = sme::zeros(sme::z_image_len(svl));
-            let mut op = sme::Op {
-                flags: sme::F_SM | if fa64 { sme::F_FA64 } else { 0 },
-                z_in: zin.as_ptr() as usize,
-                action: sme::A_SPIN_COUNT,
-                spin: 200_000,
-                z_out: zout.as_mut_ptr() as usize,
-                ..sme::Op::default()
-            };
-            sme::run(&mut op);
-            if let Some(d) = sme::z_diff("streaming Z/P/FFR", svl, &zout, &zin) {
-                println!("    # spin {n}: {d}");
-                return 1;
-            }
-            n += 1;
-        }
-        0
-    };
-    let (runs, st) = t!(svelt_user::kvm::beside_a_task(task, 10, 40_000_000, || {
+    let task = |stop: &Shared<u32>| svelt_user::sme::spin_streaming_until(stop, 31, 200_000);
+    let runs = t!(svelt_user::kvm::beside_a_task(task, 10, 40_000_000, || {
         g.run()
     }));
     for r in runs {
         check_eq!(r, Err(EINTR));
     }
-    check!(
-        wifexited(st) && wexitstatus(st) == 0,
-        "host task: {}",
-        describe(st)
-    );
     // The guest ran its loop (never an exception of its own: it has no vectors).
     let pc = t!(get_reg(g.vcpu, CoreReg::Pc.id())) as u64;
     check!(

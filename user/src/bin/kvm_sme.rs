@@ -923,28 +923,8 @@ fn streaming_state_kept_across_switches() -> TestResult {
         CoreReg::X(11).id(),
         RAM_IPA + PATTERN as u64 + 32
     ));
-    let task = |stop: &Shared<u32>| {
-        use svelt_user::sme as s;
-        let svl = s::svl();
-        let zin = s::z_pattern(41, svl, s::has_fa64());
-        while stop.get() == 0 {
-            let mut zout = s::zeros(s::z_image_len(svl));
-            let mut op = s::Op {
-                flags: s::F_SM | if s::has_fa64() { s::F_FA64 } else { 0 },
-                z_in: zin.as_ptr() as usize,
-                action: s::A_SPIN_COUNT,
-                spin: 100_000,
-                z_out: zout.as_mut_ptr() as usize,
-                ..s::Op::default()
-            };
-            s::run(&mut op);
-            if s::z_diff("host streaming Z/P/FFR", svl, &zout, &zin).is_some() {
-                return 1;
-            }
-        }
-        0
-    };
-    let (results, st) = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
+    let task = |stop: &Shared<u32>| svelt_user::sme::spin_streaming_until(stop, 41, 100_000);
+    let results = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
         ioctl(g.vcpu, k::KVM_RUN, 0)
     }));
     for r in results {
@@ -957,11 +937,6 @@ fn streaming_state_kept_across_switches() -> TestResult {
         }
         check_eq!(r, Err(EINTR));
     }
-    check!(
-        wifexited(st) && wexitstatus(st) == 0,
-        "host task: {}",
-        describe(st)
-    );
     let _ = sys::close(kvm);
     Ok(())
 }
@@ -1007,7 +982,7 @@ fn za_stays_apart_across_switches() -> TestResult {
     };
     let host_pattern: Vec<u8> = (0..256).map(|i| 0xc3 ^ (i as u8).wrapping_mul(5)).collect();
     let hsvl = svelt_user::sme::rdsvl();
-    let (results, st) = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
+    let results = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
         host_za_set(&host_pattern);
         let r = ioctl(g.vcpu, k::KVM_RUN, 0);
         let host = host_za_take();
@@ -1023,11 +998,6 @@ fn za_stays_apart_across_switches() -> TestResult {
         t!(get(g.vcpu, m::za_row(row, 0), &mut b));
         check!(b[..svl] == guest_pattern[..svl], "the guest's ZA row {row}");
     }
-    check!(
-        wifexited(st) && wexitstatus(st) == 0,
-        "host task: {}",
-        describe(st)
-    );
     let _ = sys::close(kvm);
     Ok(())
 }
