@@ -414,9 +414,10 @@ fn soak_with_guests(qemu: Qemu, linux: bool, guest: &[&str]) -> Option<Run> {
     Some(r)
 }
 
-/// Two SME guests with different caps (SME 16,32 and SME 64 only, over SVE 16..64) beside the
-/// host's fp-stress with SME and SME2, under Svelt on QEMU 11.1. About ten minutes; with
-/// SVELT_VMM_FULL=1.
+/// Two SME guests with different caps (SME 16,32 with FA64; SME 16..64 without FA64; SVE
+/// 16..64 for both) beside the host's fp-stress with SME and SME2, under Svelt on QEMU 11.1.
+/// About ten minutes; with SVELT_VMM_FULL=1. It fails today: the guests' streaming-mode
+/// fp-stress tasks find their registers changed (docs/kvm-sme.md, "Open").
 #[test]
 fn two_sme_guests_soak_beside_the_host() {
     if full() {
@@ -424,7 +425,9 @@ fn two_sme_guests_soak_beside_the_host() {
             "--guest-sve-vls",
             "16,32,48,64",
             "--guest-sme-vls",
-            "16,32/64",
+            "16,32/16,32,64",
+            "--guest-hide",
+            "/fa64",
         ];
         soak_with_guests(Qemu::V11, false, &guest);
     }

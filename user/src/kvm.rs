@@ -287,3 +287,43 @@ impl Drop for SmallVm {
         let _ = sys::close(self.kvm);
     }
 }
+
+extern "C" fn alarm_ends_run(_: i32, _: *mut crate::sig::SigInfo, _: *mut u8) {}
+
+/// A host task beside a vCPU on one CPU: pins the caller to its first allowed CPU, forks a
+/// child that runs `task(stop)` (it should loop until `stop` reads nonzero and return its exit
+/// status), then calls `run` (one KVM_RUN) `runs` times, each ended by a SIGALRM after
+/// `slice_ns`, so that the two take turns at every tick. Returns `run`'s results, or an error
+/// when the child did not exit with status 0; the caller's affinity is put back.
+pub fn beside_a_task<R>(
+    task: impl FnOnce(&crate::proc::Shared<u32>) -> i32,
+    runs: usize,
+    slice_ns: u64,
+    mut run: impl FnMut() -> R,
+) -> Result<Vec<R>, String> {
+    let mask = sys::sched_getaffinity(0).map_err(|e| format!("sched_getaffinity: {e:?}"))?;
+    sys::sched_setaffinity(0, 1u64 << mask.trailing_zeros())
+        .map_err(|e| format!("sched_setaffinity: {e:?}"))?;
+    let stop = crate::proc::Shared::new(0u32);
+    let child = crate::proc::spawn(|| task(&stop));
+    let mut results = Vec::new();
+    if child.is_ok() && crate::sig::set_handler(crate::sig::SIGALRM, alarm_ends_run, 0, 0).is_ok() {
+        for _ in 0..runs {
+            if sys::setitimer_real(slice_ns, 0).is_err() {
+                break;
+            }
+            results.push(run());
+        }
+    }
+    stop.set(1);
+    let _ = sys::sched_setaffinity(0, mask);
+    let pid = child.map_err(|e| format!("fork: {e:?}"))?;
+    let (_, status) = sys::waitpid(pid, 0).map_err(|e| format!("waitpid: {e:?}"))?;
+    if results.len() != runs {
+        return Err(format!("only {} of {runs} runs started", results.len()));
+    }
+    if !(crate::proc::wifexited(status) && crate::proc::wexitstatus(status) == 0) {
+        return Err(format!("host task: {}", crate::proc::describe(status)));
+    }
+    Ok(results)
+}

@@ -813,3 +813,31 @@ pub fn sched_getaffinity(pid: i32) -> SysResult<u64> {
     )
     .map(|_| m)
 }
+
+/// A host task for the KVM switch tests: spins in streaming mode (`spin` iterations at a
+/// time) with Z/P (and FFR with FA64) holding a pattern from `seed`, checking them after each
+/// spin, until `stop` reads nonzero. Exit status 0, or 1 (after printing the difference).
+pub fn spin_streaming_until(stop: &crate::proc::Shared<u32>, seed: u64, spin: usize) -> i32 {
+    let svl = svl();
+    let fa64 = has_fa64();
+    let zin = z_pattern(seed, svl, fa64);
+    let mut n = 0u32;
+    while stop.get() == 0 {
+        let mut zout = zeros(z_image_len(svl));
+        let mut op = Op {
+            flags: F_SM | if fa64 { F_FA64 } else { 0 },
+            z_in: zin.as_ptr() as usize,
+            action: A_SPIN_COUNT,
+            spin,
+            z_out: zout.as_mut_ptr() as usize,
+            ..Op::default()
+        };
+        run(&mut op);
+        if let Some(d) = z_diff("streaming Z/P/FFR", svl, &zout, &zin) {
+            crate::println!("    # spin {n}: {d}");
+            return 1;
+        }
+        n += 1;
+    }
+    0
+}

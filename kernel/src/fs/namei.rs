@@ -17,8 +17,8 @@ pub struct FsContext {
     pub cwd: String,
     pub cwd_node: Arc<dyn Inode>,
     /// Canonical absolute path of the root (chroot): absolute paths start there and `..`
-    /// stops there.
-    pub root: String,
+    /// stops there. Shared: a fork copies the context, and every path lookup reads it.
+    pub root: Arc<str>,
     pub umask: u32,
 }
 
@@ -33,7 +33,7 @@ impl FsContext {
         FsContext {
             cwd: "/".to_string(),
             cwd_node: root_or_empty(),
-            root: "/".to_string(),
+            root: Arc::from("/"),
             umask: 0o022,
         }
     }
@@ -172,6 +172,9 @@ fn start_stack(
     path: &str,
 ) -> SysResult<Vec<(String, Arc<dyn Inode>)>> {
     if path.starts_with('/') {
+        if root == "/" {
+            return Ok(alloc::vec![("/".to_string(), self::root())]);
+        }
         return path_stack(root);
     }
     let base = if dirfd == AT_FDCWD {

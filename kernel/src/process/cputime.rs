@@ -102,7 +102,7 @@ pub fn children_times(p: &Process) -> Times {
 
 /// A thread leaves its process: its time joins the exited threads' sum in the same step as
 /// it leaves the thread list (`leave`, which returns whether it was the last).
-pub fn thread_exit(t: &Arc<Thread>, leave: impl FnOnce() -> bool) -> bool {
+pub fn thread_exit(t: &Thread, leave: impl FnOnce() -> bool) -> bool {
     let p = &t.process;
     sample_rss(p, t);
     let mine = task_times(t.core());

@@ -443,13 +443,13 @@ pub fn do_execve(
     let canonical = exe.path;
 
     // Past this point the old program is gone.
-    let me = cur.to_arc();
+    let me = cur.task();
     let p = me.process();
-    de_thread(&me);
+    de_thread(me);
     // The old program's timers go (Linux's exit_itimers; the interval timers stay), its
     // peak size stays in ru_maxrss.
     super::posix_timer::clear(&p);
-    super::cputime::sample_rss(&p, &me);
+    super::cputime::sample_rss(&p, me);
     let new_mm: Mm = Arc::new(Mutex::new(mm));
     crate::mm::aspace::register_file_maps(&new_mm);
     new_mm.lock().activate();
@@ -474,24 +474,29 @@ pub fn do_execve(
     cur.local().rseq.set(None);
     sched::set_current_tpidr_el0(cur.local(), 0);
     *tf = TrapFrame::program_start(entry, sp);
-    fork::release_vfork(&me);
+    fork::release_vfork(me);
     debug_assert!((sp as usize) < USER_END);
     if fatal {
         // The image could not be mapped, and the old program is gone (Linux's exec kills
         // with SIGSEGV past the point of no return).
         let segv = svelt_abi::uapi::signal::SIGSEGV;
-        crate::process::signal::force(&me, segv, crate::process::signal::SigInfo::kernel(segv));
+        crate::process::signal::force(me, segv, crate::process::signal::SigInfo::kernel(segv));
     }
     Ok(())
 }
 
 /// Makes the caller the only thread of its process (other threads exit).
-fn de_thread(me: &Arc<super::Thread>) {
-    let p = me.process();
+fn de_thread(me: &super::Thread) {
+    let p = &me.process;
+    // The common case: the caller is the only thread listed (a thread leaves the list in its
+    // exit), and there is nobody to wait for.
+    if p.threads.lock().len() == 1 {
+        return;
+    }
     let others: Vec<_> = p
         .live_threads()
         .into_iter()
-        .filter(|t| !Arc::ptr_eq(t, me))
+        .filter(|t| !core::ptr::eq(&**t, me))
         .collect();
     if others.is_empty() {
         return;
@@ -540,6 +545,7 @@ pub fn spawn_init(cur: &super::CurrentTask, path: &str) -> SysResult<()> {
         Some(KernelStack::new()?),
         TaskLocal::new(TaskFpState::new(), 0, 0),
     );
+    let comm = svelt_abi::uapi::procfs::exec_comm(process.exe.lock().as_bytes());
     let t = Thread::new(
         Arc::new(core),
         process.clone(),
@@ -551,6 +557,7 @@ pub fn spawn_init(cur: &super::CurrentTask, path: &str) -> SysResult<()> {
             crate::process::signal::SigHandlers::default(),
         )),
     );
+    *t.comm.lock() = comm;
     let tf = t.trap_frame();
     // SAFETY: tf is the top of the new task's kernel stack; the task has not run.
     unsafe {

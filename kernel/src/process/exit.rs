@@ -13,8 +13,10 @@ use svelt_abi::uapi::signal as sig;
 
 /// Ends the current thread; `status` (a wait status) becomes the process's if it is the last.
 pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
-    let t = cur.to_arc();
-    crate::process::coredump::task_exit(&t);
+    // The thread itself, not an owned reference: the task's data slot keeps it until the last
+    // switch away, after everything here.
+    let t = cur.task();
+    crate::process::coredump::task_exit(cur);
     let p = t.process();
     // The tracer's exit event comes first, before anything of the thread is torn down (a
     // joining thread must not be woken through clear_child_tid before it).
@@ -29,28 +31,25 @@ pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
             svelt_abi::uapi::ptrace::PTRACE_EVENT_EXIT,
             st as u32 as u64,
         );
-        crate::process::ptrace::tracee_exit(&t, st);
+        crate::process::ptrace::tracee_exit(&cur.to_arc(), st);
     }
     let ctid = t.clear_child_tid.swap(0, Ordering::AcqRel);
     if ctid != 0 && t.mm().is_some() && crate::mm::uaccess::UserPtr::new(ctid).write(&0u32).is_ok()
     {
-        let _ = futex::wake_addr(&t, ctid, 1);
+        let _ = futex::wake_addr(t, ctid, 1);
     }
-    super::fork::release_vfork(&t);
+    super::fork::release_vfork(t);
     // Its CPU time joins the process's exited threads' in the same step as it leaves.
-    let last = crate::process::cputime::thread_exit(&t, || {
+    let last = crate::process::cputime::thread_exit(t, || {
         let mut th = p.threads.lock();
-        th.retain(|w| w.upgrade().is_some_and(|x| !Arc::ptr_eq(&x, &t)));
+        th.retain(|w| w.upgrade().is_some_and(|x| !core::ptr::eq(&*x, t)));
         th.is_empty()
     });
     // Drop this thread's resources. TTBR0 leaves the address space before its last reference
     // can go.
     crate::arch::mmu::clear_user_table();
     drop(t.set_mm(None));
-    let files = core::mem::replace(
-        &mut *t.files.lock(),
-        Arc::new(spin::Mutex::new(crate::fs::FdTable::new())),
-    );
+    let files = core::mem::replace(&mut *t.files.lock(), no_files());
     drop(files);
     // Out of the task table before the process turns zombie: a parent that reaps it on
     // another CPU must find its /proc entries gone (ESRCH, ENOENT) at once.
@@ -67,22 +66,26 @@ pub fn do_exit(cur: &CurrentTask, status: i32) -> ! {
         // No preemption between the move and the mark: a switch away from a live task could
         // still save (and count) its registers.
         let _irqs = crate::arch::cpu::IrqGuard::new();
-        crate::task::fpstate::thread_exit(&t, &t.process.fpstat);
+        crate::task::fpstate::thread_exit(t, &t.process.fpstat);
         t.set_state(State::Dead);
     }
     drop(p);
-    drop(t);
     sched::schedule();
     unreachable!("a dead task was scheduled");
 }
 
+/// The descriptor table an exited thread is left with: one empty table, shared by all of them
+/// (nothing opens a file for a thread that has exited), so an exit allocates none.
+fn no_files() -> Arc<spin::Mutex<crate::fs::FdTable>> {
+    static EMPTY: spin::Once<Arc<spin::Mutex<crate::fs::FdTable>>> = spin::Once::new();
+    EMPTY
+        .call_once(|| Arc::new(spin::Mutex::new(crate::fs::FdTable::new())))
+        .clone()
+}
+
 /// Ends the whole thread group with `status`.
 pub fn do_group_exit(cur: &CurrentTask, status: i32) -> ! {
-    let t = cur.to_arc();
-    let p = t.process();
-    kill_group(&p, status, Some(t.tid));
-    drop(p);
-    drop(t);
+    kill_group(&cur.process, status, Some(cur.tid));
     do_exit(cur, status)
 }
 
@@ -151,9 +154,8 @@ fn process_exit(cur: &CurrentTask, p: &Arc<Process>, status: i32) {
         return;
     };
     let exit_signal = p.exit_signal.load(Ordering::Relaxed);
-    let (handler, flags) = parent.live_threads().first().map_or((0, 0), |t| {
-        let h = t.sighand();
-        let a = h.lock().get(sig::SIGCHLD);
+    let (handler, flags) = parent.first_live_thread().map_or((0, 0), |t| {
+        let a = t.sigaction(sig::SIGCHLD);
         (a.sa_handler, a.sa_flags)
     });
     // A parent that ignores SIGCHLD (or asks SA_NOCLDWAIT) does not get zombies.
@@ -297,7 +299,7 @@ pub fn do_wait(cur: &CurrentTask, which: Which, options: u32) -> SysResult<Optio
                 if options & s::WEXITED != 0
                     || options & (s::WEXITED | s::WSTOPPED | s::WCONTINUED) == 0
                 {
-                    reaped = Some((i, c.clone(), status));
+                    reaped = Some((i, status));
                     break;
                 }
             }
@@ -321,18 +323,19 @@ pub fn do_wait(cur: &CurrentTask, which: Which, options: u32) -> SysResult<Optio
                 }
             }
         }
-        if let Some((i, c, status)) = reaped {
-            let usage = if options & s::WNOWAIT == 0 {
+        if let Some((i, status)) = reaped {
+            let (pid, usage) = if options & s::WNOWAIT == 0 {
                 // Reaped: its pid is free from here (under the children lock, so no other
                 // wait of this parent reports it again), and its time is now ours.
-                children.remove(i);
+                let c = children.remove(i);
                 super::unhash_process(c.pid);
-                crate::process::cputime::reap(&me, &c)
+                (c.pid, crate::process::cputime::reap(&me, &c))
             } else {
-                crate::process::cputime::child_total(&c)
+                let c = &children[i];
+                (c.pid, crate::process::cputime::child_total(c))
             };
             return Some(Ok(Some(Reported {
-                pid: c.pid,
+                pid,
                 status,
                 trapped: false,
                 usage,

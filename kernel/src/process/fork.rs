@@ -23,7 +23,7 @@ pub fn do_clone(
 ) -> SysResult<u32> {
     args.check_flags(legacy)?;
     let flags = args.flags;
-    let parent = cur.to_arc();
+    let parent = cur.task();
     let parent_proc = parent.process();
 
     let mm = match parent.mm() {
@@ -170,7 +170,7 @@ pub fn do_clone(
     }
     *child.comm.lock() = parent.comm();
     child.affinity.store(parent.affinity.load());
-    inherit_sched(&parent, &child);
+    inherit_sched(parent, &child);
     child.tagged_addr.store(
         parent.tagged_addr.load(Ordering::Relaxed),
         Ordering::Relaxed,

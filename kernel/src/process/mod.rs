@@ -374,7 +374,8 @@ fn ttbr0_of(mm: &Option<Mm>) -> u64 {
 
 impl Thread {
     /// The thread for `core`, a task not yet running (or a CPU's idle task), which holds it
-    /// from now on.
+    /// from now on. Its name starts empty: the creator gives it one (fork the parent's, the
+    /// first process its program's).
     pub(crate) fn new(
         core: Arc<Task>,
         process: Arc<Process>,
@@ -384,7 +385,6 @@ impl Thread {
         fs: Arc<Mutex<FsContext>>,
         sighand: Arc<IrqLock<SigHandlers>>,
     ) -> Arc<Thread> {
-        let comm = svelt_abi::uapi::procfs::exec_comm(process.exe.lock().as_bytes());
         core.user_ttbr0.store(ttbr0_of(&mm), Ordering::Relaxed);
         let t = Arc::new(Thread {
             core: core.clone(),
@@ -404,7 +404,7 @@ impl Thread {
             syscall_trace: AtomicBool::new(false),
             ptrace: IrqLock::new(crate::process::ptrace::Link::default()),
             seccomp: crate::process::seccomp::Seccomp::new(),
-            comm: Mutex::new(comm),
+            comm: Mutex::new([0; svelt_abi::uapi::procfs::TASK_COMM_LEN]),
             start_ns: crate::time::now_ns(),
             nice: AtomicI32::new(0),
             policy: AtomicU32::new(0),

@@ -104,7 +104,7 @@ fn link_target(cur: &dyn Caller, (target, to): (Target, LinkTo)) -> SysResult<St
     let t = target.task().map_err(|_| Errno::ENOENT)?;
     let path = match to {
         LinkTo::Cwd => t.fs().lock().cwd.clone(),
-        LinkTo::Root => t.fs().lock().root.clone(),
+        LinkTo::Root => String::from(&*t.fs().lock().root),
         LinkTo::Exe => {
             let exe = t.process().exe.lock().clone();
             if exe.is_empty() {

@@ -55,7 +55,7 @@ pub fn chroot(cur: &CurrentTask, path: usize) -> SysResult<usize> {
     if euid != 0 {
         return Err(Errno::EPERM);
     }
-    cur.fs().lock().root = r.path;
+    cur.fs().lock().root = r.path.into();
     Ok(0)
 }
 

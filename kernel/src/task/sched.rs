@@ -229,10 +229,15 @@ fn enqueue_on(t: &Arc<Task>, target: usize) {
         super::cputime::queued(t, cpu::counter_unordered());
         push_queued(CPUS.get(target), &mut rq, t.clone());
     }
-    percpu::get(target)
-        .need_resched
-        .store(true, Ordering::Release);
-    if target != percpu::cpu_id() {
+    if target == percpu::cpu_id() {
+        // The running task's work bit with the flag, as the reschedule IPI would set them on
+        // another CPU: its way back to user mode gives the CPU up (to a woken task, a new
+        // child) instead of running on until the next tick or block.
+        set_need_resched();
+    } else {
+        percpu::get(target)
+            .need_resched
+            .store(true, Ordering::Release);
         crate::irq::send_reschedule(target);
     }
 }

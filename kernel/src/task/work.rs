@@ -20,8 +20,9 @@ use core::sync::atomic::{AtomicU32, Ordering};
 /// signal delivery before it looks at the queues (the state behind it is the queues).
 pub const SIGPENDING: u32 = 1 << 0;
 /// This CPU's `need_resched` was set while the task ran (Linux's TIF_NEED_RESCHED). Set on the
-/// running task with the per-CPU flag by the tick and the reschedule IPI; cleared by the full
-/// return path, which asks the per-CPU flag.
+/// running task with the per-CPU flag by the tick, the reschedule IPI and a task queued on
+/// this CPU (a wake-up, a new child); cleared by the full return path, which asks the per-CPU
+/// flag.
 pub const NEED_RESCHED: u32 = 1 << 1;
 /// The task must exit (`Task::killed`: exit_group, another thread's exec, a fatal signal).
 /// Set with `killed` (`Task::set_killed`); never cleared: the task does not return to user.

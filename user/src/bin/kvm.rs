@@ -999,11 +999,7 @@ fn fp_registers_stay_apart_across_switches() -> TestResult {
     const HOST: u64 = 0x484f_5354_5441_534b;
     const VMM: u64 = 0x0766_6d6d_7661_6c21;
     t!(set_reg(g.vcpu, x(2), GUEST as u128));
-    let mask = t!(sys::sched_getaffinity(0));
-    let cpu = 1u64 << mask.trailing_zeros();
-    t!(sys::sched_setaffinity(0, cpu));
-    let stop = Shared::new(0u32);
-    let child = spawn(|| {
+    let task = |stop: &Shared<u32>| {
         let mut n = 0u32;
         while stop.get() == 0 {
             if !yield_keeps(HOST ^ n as u64) {
@@ -1013,27 +1009,16 @@ fn fp_registers_stay_apart_across_switches() -> TestResult {
             n += 1;
         }
         0
-    });
-    t!(set_handler(SIGALRM, on_alarm, 0, 0));
-    let mut runs = Vec::new();
-    for _ in 0..10 {
-        t!(sys::setitimer_real(40_000_000, 0));
-        runs.push(run_with_d0(g.vcpu, VMM));
-    }
-    stop.set(1);
-    let _ = sys::sched_setaffinity(0, mask);
-    let (_, st) = t!(sys::waitpid(t!(child), 0));
+    };
+    let runs = t!(svelt_user::kvm::beside_a_task(task, 10, 40_000_000, || {
+        run_with_d0(g.vcpu, VMM)
+    }));
     for (r, d0) in runs {
         check_eq!(r, -(EINTR.0 as isize));
         check_eq!(d0, VMM, "the VMM's D0 after KVM_RUN");
     }
     check_eq!(g.exit_reason(), k::KVM_EXIT_INTR);
     check_eq!(get_reg(g.vcpu, CoreReg::V(0).id()), Ok(GUEST as u128));
-    check!(
-        wifexited(st) && wexitstatus(st) == 0,
-        "host task: {}",
-        describe(st)
-    );
     Ok(())
 }
 
@@ -1047,7 +1032,6 @@ fn sve_guest_beside_a_streaming_task() -> TestResult {
         let _ = sys::close(kvm);
         return ktap::skip("needs SVE for guests and SME on the host");
     }
-    use svelt_user::sme;
     let code = code!(guest_fp_sve_spin, guest_fp_sve_spin_end);
     let g = t!(Guest::with_features(
         kvm,
@@ -1056,50 +1040,13 @@ fn sve_guest_beside_a_streaming_task() -> TestResult {
     ));
     t!(set_reg(g.vcpu, x(2), 0x5354_5245_414d_2121));
     t!(finalize(g.vcpu, ks_sve::KVM_ARM_VCPU_SVE as i32));
-    let mask = t!(sys::sched_getaffinity(0));
-    t!(sys::sched_setaffinity(0, 1u64 << mask.trailing_zeros()));
-    let stop = Shared::new(0u32);
-    let child = spawn(|| {
-        let svl = sme::svl();
-        let fa64 = sme::has_fa64();
-        let zin = sme::z_pattern(31, svl, fa64);
-        let mut n = 0u32;
-        while stop.get() == 0 {
-            let mut zout = sme::zeros(sme::z_image_len(svl));
-            let mut op = sme::Op {
-                flags: sme::F_SM | if fa64 { sme::F_FA64 } else { 0 },
-                z_in: zin.as_ptr() as usize,
-                action: sme::A_SPIN_COUNT,
-                spin: 200_000,
-                z_out: zout.as_mut_ptr() as usize,
-                ..sme::Op::default()
-            };
-            sme::run(&mut op);
-            if let Some(d) = sme::z_diff("streaming Z/P/FFR", svl, &zout, &zin) {
-                println!("    # spin {n}: {d}");
-                return 1;
-            }
-            n += 1;
-        }
-        0
-    });
-    t!(set_handler(SIGALRM, on_alarm, 0, 0));
-    let mut runs = Vec::new();
-    for _ in 0..10 {
-        t!(sys::setitimer_real(40_000_000, 0));
-        runs.push(g.run());
-    }
-    stop.set(1);
-    let _ = sys::sched_setaffinity(0, mask);
-    let (_, st) = t!(sys::waitpid(t!(child), 0));
+    let task = |stop: &Shared<u32>| svelt_user::sme::spin_streaming_until(stop, 31, 200_000);
+    let runs = t!(svelt_user::kvm::beside_a_task(task, 10, 40_000_000, || {
+        g.run()
+    }));
     for r in runs {
         check_eq!(r, Err(EINTR));
     }
-    check!(
-        wifexited(st) && wexitstatus(st) == 0,
-        "host task: {}",
-        describe(st)
-    );
     // The guest ran its loop (never an exception of its own: it has no vectors).
     let pc = t!(get_reg(g.vcpu, CoreReg::Pc.id())) as u64;
     check!(
@@ -2112,13 +2059,7 @@ fn vgic_config() -> TestResult {
     // GICR_TYPER: the vCPU by affinity (none has Aff0 5), once initialised.
     check_eq!(get_u32(gic, redist, (5 << 32) | v::GICR_TYPER), Err(EINVAL));
     check_eq!(get_u32(gic, redist, v::GICR_TYPER), Err(EBUSY));
-    t!(dev_attr(
-        gic,
-        k::KVM_SET_DEVICE_ATTR,
-        ctrl,
-        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
-        0
-    ));
+    t!(init_vgic(gic));
     // Processor 0, the last of its region.
     check_eq!(get_u32(gic, redist, v::GICR_TYPER), Ok(0x10));
     check_eq!(get_u32(gic, redist, v::GICR_TYPER + 4), Ok(0));
@@ -2146,26 +2087,12 @@ fn vgic_level_info() -> TestResult {
         k::KVM_ARM_VCPU_INIT,
         &init as *const _ as usize
     ));
-    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
-    t!(set_u64(
+    t!(place_vgic(
         gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
-        0x800_0000
-    ));
-    t!(set_u64(
-        gic,
-        addr,
         v::KVM_VGIC_V3_ADDR_TYPE_REDIST_REGION,
         (2u64 << 52) | 0x80a_0000
     ));
-    t!(dev_attr(
-        gic,
-        k::KVM_SET_DEVICE_ATTR,
-        v::KVM_DEV_ARM_VGIC_GRP_CTRL,
-        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
-        0
-    ));
+    t!(init_vgic(gic));
     let level = v::KVM_DEV_ARM_VGIC_GRP_LEVEL_INFO;
     check_eq!(get_u32(gic, level, 32), Ok(0), "vCPU 0, INTIDs 32..63");
     check_eq!(get_u32(gic, level, (1 << 32) | 32), Ok(0), "vCPU 1");
@@ -2225,29 +2152,32 @@ fn qemu_mp_state_and_pending_tables() -> TestResult {
         Err(ENXIO),
         "before INIT"
     );
-    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
-        0x800_0000
-    ));
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
-        0x80a_0000
-    ));
-    t!(dev_attr(
-        gic,
-        k::KVM_SET_DEVICE_ATTR,
-        ctrl,
-        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
-        0
-    ));
+    t!(place_vgic(gic, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0x80a_0000));
+    t!(init_vgic(gic));
     check_eq!(dev_attr(gic, k::KVM_SET_DEVICE_ATTR, ctrl, save, 0), Ok(0));
     t!(sys::close(gic));
     Ok(())
+}
+
+/// Places the vGIC `gic`'s distributor at 0x800_0000 and its redistributors as `kind`
+/// (KVM_VGIC_V3_ADDR_TYPE_REDIST or _REDIST_REGION) says with `value`.
+fn place_vgic(gic: i32, kind: u64, value: u64) -> SysResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
+    set_u64(gic, addr, v::KVM_VGIC_V3_ADDR_TYPE_DIST, 0x800_0000)?;
+    set_u64(gic, addr, kind, value)
+}
+
+/// KVM_DEV_ARM_VGIC_CTRL_INIT on the vGIC `gic`.
+fn init_vgic(gic: i32) -> SysResult {
+    use svelt_abi::uapi::kvm_vgic as v;
+    dev_attr(
+        gic,
+        k::KVM_SET_DEVICE_ATTR,
+        v::KVM_DEV_ARM_VGIC_GRP_CTRL,
+        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
+        0,
+    )
 }
 
 /// A VM with a vGICv3 and one vCPU, and the device's descriptor.
@@ -2343,26 +2273,8 @@ fn vgic_cpu_sysregs() -> TestResult {
     check_eq!(has(0xc000), Err(ENXIO));
     check_eq!(has((5 << 32) | reg(r::ICC_CTLR_EL1)), Err(EINVAL));
     check_eq!(get_u64(gic, grp, reg(r::ICC_PMR_EL1), 0), Err(EBUSY));
-    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
-        0x800_0000
-    ));
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
-        0x80a_0000
-    ));
-    t!(dev_attr(
-        gic,
-        k::KVM_SET_DEVICE_ATTR,
-        v::KVM_DEV_ARM_VGIC_GRP_CTRL,
-        v::KVM_DEV_ARM_VGIC_CTRL_INIT,
-        0
-    ));
+    t!(place_vgic(gic, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0x80a_0000));
+    t!(init_vgic(gic));
     check_eq!(get_u64(gic, grp, 0xc000, 0), Err(ENOENT));
     check_eq!(
         get_u64(gic, grp, (5 << 32) | reg(r::ICC_PMR_EL1), 0),
@@ -2415,19 +2327,7 @@ fn vgic_spi() -> TestResult {
     };
     t!(ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize));
     let gic = d.fd as i32;
-    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
-        0x800_0000
-    ));
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
-        0x80a_0000
-    ));
+    t!(place_vgic(gic, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0x80a_0000));
     check_eq!(line(g.vm, spi(32), 1), Err(EBUSY), "before INIT");
     t!(dev_attr(
         gic,
@@ -2945,19 +2845,7 @@ fn irqfd_and_ioeventfd() -> TestResult {
     };
     t!(ioctl(g.vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize));
     let gic = d.fd as i32;
-    let addr = v::KVM_DEV_ARM_VGIC_GRP_ADDR;
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_DIST,
-        0x800_0000
-    ));
-    t!(set_u64(
-        gic,
-        addr,
-        v::KVM_VGIC_V3_ADDR_TYPE_REDIST,
-        0x80a_0000
-    ));
+    t!(place_vgic(gic, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0x80a_0000));
     check_eq!(irqfd(3, irq, rs, resample), Err(EAGAIN), "before INIT");
     t!(dev_attr(
         gic,

@@ -144,6 +144,72 @@ core::arch::global_asm!(
     "b.lt 2b",
     "b 1b",
     "guest_za_spin_end:",
+    // SMCR_EL1.LEN := 0 and reports RDSVL; run again: SMCR_EL1.LEN := 1 as the first access
+    // of the run (the registers are not loaded) and reports RDSVL.
+    ".global guest_smcr, guest_smcr_end",
+    "guest_smcr:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "orr x0, x0, #(3 << 24)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "msr S3_0_C1_C2_6, xzr",
+    "isb",
+    "rdsvl x4, #1",
+    "str x4, [x1]",
+    "mov x6, #1",
+    "msr S3_0_C1_C2_6, x6",
+    "isb",
+    "rdsvl x4, #1",
+    "str x4, [x1]",
+    "b .",
+    "guest_smcr_end:",
+    // SMSTART SM and exits; run again: reads SVCR as the first access of the run (the
+    // registers are not loaded) into x5 and exits.
+    ".global guest_svcr, guest_svcr_end",
+    "guest_svcr:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "orr x0, x0, #(3 << 24)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "smstart sm",
+    "str x1, [x1]",
+    "mrs x5, S3_3_C4_C2_2",
+    "str x1, [x1]",
+    "b .",
+    "guest_svcr_end:",
+    // SMSTART SM; Z0 from x10 and P2 from x11, then checks them against memory forever; on a
+    // difference, an MMIO store (x12 = 1 for Z0, 2 for P2).
+    ".global guest_sm_check, guest_sm_check_end",
+    "guest_sm_check:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 16)",
+    "orr x0, x0, #(3 << 24)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "smstart sm",
+    "ptrue p0.b",
+    "ldr z0, [x10]",
+    "ldr p2, [x11]",
+    "1:",
+    "ldr z1, [x10]",
+    "cmpne p1.b, p0/z, z0.b, z1.b",
+    "mov x12, #1",
+    "b.any 2f",
+    "ldr p3, [x11]",
+    "eor p4.b, p0/z, p2.b, p3.b",
+    "ptest p0, p4.b",
+    "mov x12, #2",
+    "b.any 2f",
+    "b 1b",
+    "2:",
+    "str x12, [x1]",
+    "b .",
+    "guest_sm_check_end:",
     ".text",
 );
 
@@ -154,6 +220,12 @@ unsafe extern "C" {
     static guest_first_end: u8;
     static guest_za_spin: u8;
     static guest_za_spin_end: u8;
+    static guest_smcr: u8;
+    static guest_smcr_end: u8;
+    static guest_svcr: u8;
+    static guest_svcr_end: u8;
+    static guest_sm_check: u8;
+    static guest_sm_check_end: u8;
 }
 
 macro_rules! kvm {
@@ -782,10 +854,91 @@ fn first_use_and_no_leaks() -> TestResult {
     Ok(())
 }
 
-static ALARMS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+/// The guest's SMCR_EL1 is its own between runs: a write made while its registers are not
+/// loaded holds, and RDSVL follows it.
+fn smcr_written_between_runs() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let g = t!(Guest::new(kvm, code!(guest_smcr, guest_smcr_end), SME_BIT));
+    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
+    let lens = t!(vls_words(g.vcpu, m::KVM_REG_ARM64_SME_VLS));
+    if lens[0] & 3 != 3 {
+        let _ = sys::close(kvm);
+        return ktap::skip("needs streaming lengths 16 and 32");
+    }
+    t!(g.run_to_mmio());
+    check_eq!(t!(get64(g.vcpu, CoreReg::X(4).id())), 16, "SVL with LEN 0");
+    t!(g.run_to_mmio());
+    check_eq!(
+        t!(get64(g.vcpu, CoreReg::X(4).id())),
+        32,
+        "SVL after LEN 1 was written first thing in a run"
+    );
+    check_eq!(t!(get64(g.vcpu, m::SMCR_EL1)) & 0xf, 1);
+    let _ = sys::close(kvm);
+    Ok(())
+}
 
-extern "C" fn on_alarm(_: i32, _: *mut sig::SigInfo, _: *mut u8) {
-    ALARMS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+/// The guest's SVCR is its own between runs: read first thing in a run (its registers not
+/// loaded), it still says streaming mode.
+fn svcr_read_between_runs() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let g = t!(Guest::new(kvm, code!(guest_svcr, guest_svcr_end), SME_BIT));
+    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
+    t!(g.run_to_mmio());
+    check_eq!(t!(get64(g.vcpu, m::SVCR)), m::SVCR_SM);
+    t!(g.run_to_mmio());
+    check_eq!(
+        t!(get64(g.vcpu, CoreReg::X(5).id())),
+        m::SVCR_SM,
+        "SVCR read first thing in a run"
+    );
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
+/// A guest checking its streaming Z0 and P2 in a loop (SVL 32 under a cap of 16,32, SVE up to
+/// the host's) shares one CPU with a host task spinning in streaming mode at its own SVL: the
+/// guest never finds its registers changed across the switches of ten KVM_RUNs.
+fn streaming_state_kept_across_switches() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_sm_check, guest_sm_check_end),
+        SME_BIT | SVE_BIT
+    ));
+    t!(set_vls(
+        g.vcpu,
+        m::KVM_REG_ARM64_SME_VLS,
+        [3, 0, 0, 0, 0, 0, 0, 0]
+    ));
+    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
+    t!(set64(g.vcpu, m::SMCR_EL1, 1));
+    let pattern: Vec<u8> = (0..64).map(|i| 0x91 ^ (i as u8).wrapping_mul(29)).collect();
+    g.write_ram(PATTERN, &pattern);
+    t!(set64(
+        g.vcpu,
+        CoreReg::X(11).id(),
+        RAM_IPA + PATTERN as u64 + 32
+    ));
+    let task = |stop: &Shared<u32>| svelt_user::sme::spin_streaming_until(stop, 41, 100_000);
+    let results = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
+        ioctl(g.vcpu, k::KVM_RUN, 0)
+    }));
+    for r in results {
+        if r.is_ok() {
+            let which = t!(get64(g.vcpu, CoreReg::X(12).id()));
+            return Err(format!(
+                "the guest found its streaming {} changed",
+                if which == 1 { "Z0" } else { "P2" }
+            ));
+        }
+        check_eq!(r, Err(EINTR));
+    }
+    let _ = sys::close(kvm);
+    Ok(())
 }
 
 /// A host task holding ZA (a pattern kept across sched_yield, checked after each) and a vCPU
@@ -804,10 +957,7 @@ fn za_stays_apart_across_switches() -> TestResult {
     t!(set64(g.vcpu, m::SMCR_EL1, 0x1ff));
     let guest_pattern: Vec<u8> = (0..256).map(|i| 0x5a ^ i as u8).collect();
     g.write_ram(PATTERN, &guest_pattern);
-    let mask = t!(sys::sched_getaffinity(0));
-    t!(sys::sched_setaffinity(0, 1u64 << mask.trailing_zeros()));
-    let stop = Shared::new(0u32);
-    let child = spawn(|| {
+    let task = |stop: &Shared<u32>| {
         let svl = svelt_user::sme::rdsvl();
         let pattern: Vec<u8> = (0..svl * svl).map(|i| (i * 13 + 7) as u8).collect();
         let mut got = vec![0u8; svl * svl];
@@ -829,21 +979,15 @@ fn za_stays_apart_across_switches() -> TestResult {
             n += 1;
         }
         0
-    });
-    t!(sig::set_handler(sig::SIGALRM, on_alarm, 0, 0));
+    };
     let host_pattern: Vec<u8> = (0..256).map(|i| 0xc3 ^ (i as u8).wrapping_mul(5)).collect();
     let hsvl = svelt_user::sme::rdsvl();
-    let mut results = Vec::new();
-    for _ in 0..10 {
-        t!(sys::setitimer_real(40_000_000, 0));
+    let results = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
         host_za_set(&host_pattern);
         let r = ioctl(g.vcpu, k::KVM_RUN, 0);
         let host = host_za_take();
-        results.push((r, host.chunks(hsvl).all(|row| row == &host_pattern[..hsvl])));
-    }
-    stop.set(1);
-    let _ = sys::sched_setaffinity(0, mask);
-    let (_, st) = t!(sys::waitpid(t!(child), 0));
+        (r, host.chunks(hsvl).all(|row| row == &host_pattern[..hsvl]))
+    }));
     for (r, vmm_za_kept) in results {
         check_eq!(r, Err(EINTR));
         check!(vmm_za_kept, "the VMM's ZA changed across KVM_RUN");
@@ -854,11 +998,6 @@ fn za_stays_apart_across_switches() -> TestResult {
         t!(get(g.vcpu, m::za_row(row, 0), &mut b));
         check!(b[..svl] == guest_pattern[..svl], "the guest's ZA row {row}");
     }
-    check!(
-        wifexited(st) && wexitstatus(st) == 0,
-        "host task: {}",
-        describe(st)
-    );
     let _ = sys::close(kvm);
     Ok(())
 }
@@ -903,6 +1042,12 @@ fn main(_a: &rt::Args) -> i32 {
         (
             "za_stays_apart_across_switches",
             za_stays_apart_across_switches,
+        ),
+        ("smcr_written_between_runs", smcr_written_between_runs),
+        ("svcr_read_between_runs", svcr_read_between_runs),
+        (
+            "streaming_state_kept_across_switches",
+            streaming_state_kept_across_switches,
         ),
         ("fpstat_counts", fpstat_counts),
     ])

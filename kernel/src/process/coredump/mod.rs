@@ -46,13 +46,14 @@ pub fn configure(semihosting: bool, dir: Option<&str>) {
 
 /// At the start of every thread exit: while another thread of the process dumps core, wait
 /// (parked, so the dumper may read this thread's registers) until the core is written.
-pub fn task_exit(t: &Arc<Thread>) {
-    let Some(cs) = t.process.core_state.lock().clone() else {
+pub fn task_exit(cur: &CurrentTask) {
+    let Some(cs) = cur.process.core_state.lock().clone() else {
         return;
     };
-    if cs.dumper == t.tid {
+    if cs.dumper == cur.tid {
         return;
     }
+    let t = &cur.to_arc();
     loop {
         {
             let mut parked = cs.parked.lock();
