@@ -368,33 +368,16 @@ impl SigDelivery<'_> {
     /// large for any frame.
     pub fn plan(&self) -> Result<DeliveryPlan, Errno> {
         let layout = self.layout()?;
-        let frame_record = self
-            .sp_top
-            .checked_sub(FRAME_RECORD_SIZE as u64)
-            .ok_or(Errno::EFAULT)?
-            & !15;
-        let base = frame_record
-            .checked_sub(layout.size as u64)
-            .ok_or(Errno::EFAULT)?;
-        let siginfo = self.action.sa_flags & SA_SIGINFO != 0;
-        let mut pstate = self.regs.pstate & !PSR_TCO_BIT;
-        if self.bti {
-            pstate = (pstate & !PSR_BTYPE_MASK) | PSR_BTYPE_C;
-        }
-        let entry = HandlerEntry {
-            x0: self.signo as u64,
-            x1: siginfo.then_some(base + INFO_OFFSET as u64),
-            x2: siginfo.then_some(base + UC_OFFSET as u64),
-            sp: base,
-            x29: frame_record,
-            x30: if self.action.sa_flags & SA_RESTORER != 0 {
-                self.action.sa_restorer
-            } else {
-                self.sigtramp
-            },
-            pc: self.action.sa_handler,
-            pstate,
-        };
+        let entry = deliver::handler_entry(
+            self.sp_top,
+            layout.size,
+            self.signo,
+            self.action,
+            self.regs,
+            self.bti,
+            self.sigtramp,
+        )?;
+        let (base, frame_record) = (entry.sp, entry.x29);
         Ok(DeliveryPlan {
             base,
             frame_record,
@@ -1409,6 +1392,9 @@ fn keep(locs: &mut Locs, i: usize, magic: u32, off: u32, size: usize) -> Result<
     *slot = (off, size as u32);
     Ok(())
 }
+
+mod deliver;
+pub use deliver::{Delivery, Records, VecRecord, WriteAt};
 
 #[cfg(test)]
 mod tests;
