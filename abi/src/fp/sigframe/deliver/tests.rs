@@ -131,13 +131,11 @@ fn case(r: &mut Rng) -> Case {
     }
 }
 
+/// One writer's outcome: its result and the frame memory it left.
+type Outcome = (Result<HandlerEntry, Errno>, Mem);
+
 /// The case through both writers: (result, memory relative to the frame base).
-fn both(
-    c: &Case,
-) -> (
-    (Result<HandlerEntry, Errno>, Mem),
-    (Result<HandlerEntry, Errno>, Mem),
-) {
+fn both(c: &Case) -> (Outcome, Outcome) {
     let vec_head = |vl: u16, flags: u16| {
         let mut h = [0u8; 8];
         h[0..2].copy_from_slice(&vl.to_le_bytes());
