@@ -156,7 +156,8 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
         return;
     }
     // Only the header and the records present are read; the extra space, if any, once, into
-    // memory of its size that is not zeroed first (up to SIGFRAME_MAXSZ, as on Linux).
+    // the thread's buffer for it (grown to its size the first time, not zeroed first; up to
+    // SIGFRAME_MAXSZ, as on Linux).
     let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
     let mut extra_store: Option<alloc::vec::Vec<u8>> = None;
     let mut extra_slot = Some(&mut extra_store);
@@ -164,13 +165,15 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
     // a size running past mapped memory is bad only where a record lies there (the parser says).
     let mut read_extra = |addr: u64, len: usize| {
         let slot = extra_slot.take().ok_or(sf::BadFrame::ExtraDuplicate)?;
-        let v = UserSlice::new(addr as usize, len)
-            .read_prefix()
+        let slot = slot.insert(t.local().sigreturn_extra.take());
+        UserSlice::new(addr as usize, len)
+            .read_prefix_into(slot)
             .map_err(|e| match e {
                 Errno::ENOMEM => sf::BadFrame::ExtraBufferTooSmall { needed: len },
                 _ => sf::BadFrame::Fault,
             })?;
-        Ok(&slot.insert(v)[..])
+        let bytes: &[u8] = slot;
+        Ok(bytes)
     };
     let f = features();
     let r = sf::parse_sigreturn(
@@ -185,7 +188,15 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
         &mut read_extra,
     );
     restore_sigframe(t, tf, &r, &f);
+    // Kept for the next sigreturn unless it is larger than the usual frames need (ZA at the
+    // largest vector length is 64 KiB).
+    if let Some(v) = extra_store.filter(|v| v.capacity() <= EXTRA_KEPT) {
+        t.local().sigreturn_extra.set(v);
+    }
 }
+
+/// The largest extra-space buffer a thread keeps between sigreturns.
+const EXTRA_KEPT: usize = 96 * 1024;
 
 /// Installs what a parsed frame holds, in Linux's order: the mask, the registers, the records
 /// one by one (a bad one ending it with SIGSEGV, what came before it kept), the alternate
