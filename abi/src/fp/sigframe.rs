@@ -7,6 +7,8 @@
 //! kernel copies to [base, base + image_len), and `HandlerEntry` holds the registers the
 //! handler starts with. Records other than fpsimd/esr (SVE, TPIDR2, ZA, ZT, FPMR, POE, GCS)
 //! are passed in as generic `RecordSpec`s, so they only need their bytes built elsewhere.
+//! The kernel delivers through `Delivery` (sigframe/deliver.rs), which names Linux's records
+//! and writes the same bytes in one pass; its host tests compare it with `SigDelivery::emit`.
 //!
 //! rt_sigreturn is `parse_sigreturn`: it reads the frame and any extra space through a
 //! user-copy callback and applies every generic rule of §6 plus the FPSIMD ones. Feature records
