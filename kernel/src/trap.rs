@@ -126,11 +126,6 @@ pub fn fp_access_return(
 /// with its tag: the handler sees it only with SA_EXPOSE_TAGBITS, see `deliver`); the frame's
 /// fault_address gets it untagged, as Linux's set_thread_esr.
 fn fault(t: &CurrentTask, signo: u32, code: i32, addr: u64, esr: u64) {
-    log::debug!(
-        "pid {} tid {}: signal {signo} code {code} addr {addr:#x} esr {esr:#x}",
-        t.pid(),
-        t.tid
-    );
     let l = t.local();
     l.fault_esr.set(esr);
     l.fault_address
@@ -139,7 +134,15 @@ fn fault(t: &CurrentTask, signo: u32, code: i32, addr: u64, esr: u64) {
         } else {
             0
         });
-    signal::force(t, signo, SigInfo::fault(signo, code, addr));
+    // Logged only when no handler takes it, as Linux's arm64_show_signal: a program that
+    // handles its own faults (a debugger's breakpoints, a JIT's guard pages) logs nothing.
+    if !signal::force_fault(t, signo, SigInfo::fault(signo, code, addr)) {
+        log::debug!(
+            "pid {} tid {}: signal {signo} code {code} addr {addr:#x} esr {esr:#x}",
+            t.pid(),
+            t.tid
+        );
+    }
 }
 
 fn user_abort(cur: &CurrentTask, tf: &mut TrapFrame, esr: Esr) {

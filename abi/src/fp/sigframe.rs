@@ -7,6 +7,8 @@
 //! kernel copies to [base, base + image_len), and `HandlerEntry` holds the registers the
 //! handler starts with. Records other than fpsimd/esr (SVE, TPIDR2, ZA, ZT, FPMR, POE, GCS)
 //! are passed in as generic `RecordSpec`s, so they only need their bytes built elsewhere.
+//! The kernel delivers through `Delivery` (sigframe/deliver.rs), which names Linux's records
+//! and writes the same bytes in one pass; its host tests compare it with `SigDelivery::emit`.
 //!
 //! rt_sigreturn is `parse_sigreturn`: it reads the frame and any extra space through a
 //! user-copy callback and applies every generic rule of §6 plus the FPSIMD ones. Feature records
@@ -368,33 +370,16 @@ impl SigDelivery<'_> {
     /// large for any frame.
     pub fn plan(&self) -> Result<DeliveryPlan, Errno> {
         let layout = self.layout()?;
-        let frame_record = self
-            .sp_top
-            .checked_sub(FRAME_RECORD_SIZE as u64)
-            .ok_or(Errno::EFAULT)?
-            & !15;
-        let base = frame_record
-            .checked_sub(layout.size as u64)
-            .ok_or(Errno::EFAULT)?;
-        let siginfo = self.action.sa_flags & SA_SIGINFO != 0;
-        let mut pstate = self.regs.pstate & !PSR_TCO_BIT;
-        if self.bti {
-            pstate = (pstate & !PSR_BTYPE_MASK) | PSR_BTYPE_C;
-        }
-        let entry = HandlerEntry {
-            x0: self.signo as u64,
-            x1: siginfo.then_some(base + INFO_OFFSET as u64),
-            x2: siginfo.then_some(base + UC_OFFSET as u64),
-            sp: base,
-            x29: frame_record,
-            x30: if self.action.sa_flags & SA_RESTORER != 0 {
-                self.action.sa_restorer
-            } else {
-                self.sigtramp
-            },
-            pc: self.action.sa_handler,
-            pstate,
-        };
+        let entry = deliver::handler_entry(
+            self.sp_top,
+            layout.size,
+            self.signo,
+            self.action,
+            self.regs,
+            self.bti,
+            self.sigtramp,
+        )?;
+        let (base, frame_record) = (entry.sp, entry.x29);
         Ok(DeliveryPlan {
             base,
             frame_record,
@@ -1409,6 +1394,9 @@ fn keep(locs: &mut Locs, i: usize, magic: u32, off: u32, size: usize) -> Result<
     *slot = (off, size as u32);
     Ok(())
 }
+
+mod deliver;
+pub use deliver::{Delivery, Records, VecRecord, WriteAt};
 
 #[cfg(test)]
 mod tests;

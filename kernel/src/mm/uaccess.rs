@@ -241,6 +241,20 @@ impl UserSlice {
         Ok(v)
     }
 
+    /// `read_prefix` into `v`, which is emptied first and keeps its memory when it is large
+    /// enough.
+    pub fn read_prefix_into(self, v: &mut Vec<u8>) -> SysResult<()> {
+        let len = self.len;
+        let va = access_ok(self.addr, len)?;
+        v.clear();
+        v.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
+        // SAFETY: the vector has room for `len` bytes; the user range was checked above.
+        let left = unsafe { arch::copy_from_user(v.as_mut_ptr(), va, len) };
+        // SAFETY: the copy initialised the first `len - left` bytes (it stops at the fault).
+        unsafe { v.set_len(len - left) };
+        Ok(())
+    }
+
     /// The whole buffer in a new vector: EFAULT if any of it cannot be read.
     pub fn read_vec(self) -> SysResult<Vec<u8>> {
         let v = self.read_prefix()?;

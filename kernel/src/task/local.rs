@@ -46,6 +46,9 @@ pub struct TaskLocal {
     /// What restart_syscall resumes: a relative sleep interrupted with no handler run
     /// (Linux's restart_block); `None` makes restart_syscall fail with EINTR.
     pub restart_block: Cell<Option<RestartBlock>>,
+    /// The memory rt_sigreturn last read a frame's extra space into, kept for the next one (a
+    /// task with large vector state takes one such frame per signal).
+    pub sigreturn_extra: Cell<alloc::vec::Vec<u8>>,
 }
 
 /// A thread's rseq(2) registration: where its `struct rseq` is, its length and the abort
@@ -79,6 +82,7 @@ impl TaskLocal {
             rseq: Cell::new(None),
             rseq_resched: Cell::new(false),
             restart_block: Cell::new(None),
+            sigreturn_extra: Cell::new(alloc::vec::Vec::new()),
         }
     }
 }

@@ -53,94 +53,38 @@ pub fn setup_rt_frame(
     let fp = st.fpsimd();
     let f = features();
     let sme = f.sme;
-    // Records after fpsimd (and esr), in Linux's order: gcs, sve, tpidr2, za, zt, fpmr.
-    // Register payloads go to the user stack straight from the saved state. At most six
-    // records: a fixed array, no allocation.
-    let mut records = Fixed::<sf::RecordSpec, 6>::new(sf::RecordSpec {
-        magic: 0,
-        size: 0,
-        body: &[],
-        payload: &[],
-    });
-    let head = |vl: u32, flags: u16| -> [u8; 8] {
-        let mut h = [0u8; 8];
-        h[0..2].copy_from_slice(&(vl as u16).to_le_bytes());
-        h[2..4].copy_from_slice(&flags.to_le_bytes());
-        h
-    };
+    // The records after fpsimd, by name (the writer puts them in Linux's order); register
+    // payloads go to the user stack straight from the saved state.
     let (sve_vl, streaming, sve_regs) = st.sve();
     let (za_vl, za_regs) = st.za();
-    let sve_head = head(sve_vl, if streaming { sf::SVE_SIG_FLAG_SM } else { 0 });
-    let tpidr2_body = st.tpidr2.to_le_bytes();
-    let fpmr_body = st.fpmr.to_le_bytes();
-    let za_head = head(za_vl, 0);
-    let zt_head = head(1, 0);
-    let gcs_body = crate::process::gcs::frame_body(t);
-    if let Some(body) = &gcs_body {
-        records.push(sf::RecordSpec {
-            magic: sf::GCS_MAGIC,
-            size: sf::GCS_CONTEXT_SIZE,
-            body,
-            payload: &[],
-        });
-    }
-    if f.sve || sme {
-        // sve_context: the payload when SVE (or streaming) state is live, else the header.
-        let (size, payload) = match sve_regs {
-            Some(p) => (
-                sf::sve_sig_context_size(sve_vl / 16).next_multiple_of(16),
-                p,
-            ),
-            None => (sf::SVE_CONTEXT_HEAD_SIZE, &[][..]),
-        };
-        records.push(sf::RecordSpec {
-            magic: sf::SVE_MAGIC,
-            size,
-            body: &sve_head,
-            payload,
-        });
-    }
-    if sme {
-        records.push(sf::RecordSpec {
-            magic: sf::TPIDR2_MAGIC,
-            size: sf::TPIDR2_CONTEXT_SIZE,
-            body: &tpidr2_body,
-            payload: &[],
-        });
-        let (size, payload) = match za_regs {
-            Some(p) => (sf::za_sig_context_size(za_vl / 16), p),
-            None => (sf::ZA_CONTEXT_HEAD_SIZE, &[][..]),
-        };
-        records.push(sf::RecordSpec {
-            magic: sf::ZA_MAGIC,
-            size,
-            body: &za_head,
-            payload,
-        });
-        if let Some(zt) = st.zt0() {
-            records.push(sf::RecordSpec {
-                magic: sf::ZT_MAGIC,
-                size: sf::zt_sig_context_size(1),
-                body: &zt_head,
-                payload: zt,
-            });
-        }
-    }
-    if f.fpmr {
-        records.push(sf::RecordSpec {
-            magic: sf::FPMR_MAGIC,
-            size: sf::FPMR_CONTEXT_SIZE,
-            body: &fpmr_body,
-            payload: &[],
-        });
-    }
     // The fault that raised the signal, if any: reported by this frame, and by the SIGSEGV
     // that follows should this frame not be written.
     let l = t.local();
     let esr = l.fault_esr.get();
-    let fault_address = l.fault_address.get();
+    let records = sf::Records {
+        esr: (esr != 0).then_some(esr),
+        gcs: crate::process::gcs::frame_body(t),
+        sve: (f.sve || sme).then_some(sf::VecRecord {
+            vl: sve_vl as u16,
+            flags: if streaming { sf::SVE_SIG_FLAG_SM } else { 0 },
+            payload: sve_regs,
+        }),
+        tpidr2: sme.then_some(st.tpidr2),
+        za: sme.then_some(sf::VecRecord {
+            vl: za_vl as u16,
+            flags: 0,
+            payload: za_regs,
+        }),
+        zt0: if sme {
+            st.zt0().and_then(|z| z.try_into().ok())
+        } else {
+            None
+        },
+        fpmr: f.fpmr.then_some(st.fpmr),
+        poe: None,
+    };
     let regs = user_regs(tf);
-    let d = sf::SigDelivery {
+    let d = sf::Delivery {
         sp_top: alt.frame_top(tf.sp_el0, a.sa_flags),
         signo: info.signo(),
         info,
@@ -148,10 +92,9 @@ pub fn setup_rt_frame(
         uc_stack: alt.saved(),
         sigmask: Sigset(mask),
         regs: &regs,
-        fault_address,
-        esr: (esr != 0).then_some(esr),
-        fpsimd: Some(&fp),
-        records: records.as_slice(),
+        fault_address: l.fault_address.get(),
+        fpsimd: &fp,
+        records,
         bti: false,
         // Read only when used: it takes the address-space lock.
         sigtramp: if a.sa_flags & sig::SA_RESTORER == 0 {
@@ -160,28 +103,24 @@ pub fn setup_rt_frame(
             0
         },
     };
-    let Ok(plan) = d.plan() else {
-        return Err(());
-    };
     // Only the bytes Linux writes go out (the unused rest of __reserved is left as it was), in
     // a few pieces, the payloads straight from the saved state.
-    let base = plan.base as usize;
-    d.emit(&plan, &mut |off, bytes| {
-        UserPtr::new(base + off)
-            .write_slice(bytes)
-            .map_err(|_| sf::Efault)
-    })
-    .map_err(|_| ())?;
+    let e = d
+        .write(&mut |addr, bytes| {
+            UserPtr::new(addr as usize)
+                .write_slice(bytes)
+                .map_err(|_| sf::Efault)
+        })
+        .map_err(|_| ())?;
     drop(st);
     // With GCS on, the handler's return address and a signal token go on the GCS.
-    crate::process::gcs::signal_entry(t, plan.entry.x30)?;
+    crate::process::gcs::signal_entry(t, e.x30)?;
     l.fault_esr.set(0);
     l.fault_address.set(0);
     crate::task::fpstate::signal_entered(t.core());
     if a.sa_flags & sig::SA_ONSTACK != 0 {
         t.sig.lock().altstack.disarm_after_save();
     }
-    let e = plan.entry;
     tf.x[0] = e.x0;
     if let Some(x1) = e.x1 {
         tf.x[1] = x1;
@@ -217,7 +156,8 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
         return;
     }
     // Only the header and the records present are read; the extra space, if any, once, into
-    // memory of its size that is not zeroed first (up to SIGFRAME_MAXSZ, as on Linux).
+    // the thread's buffer for it (grown to its size the first time, not zeroed first; up to
+    // SIGFRAME_MAXSZ, as on Linux).
     let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
     let mut extra_store: Option<alloc::vec::Vec<u8>> = None;
     let mut extra_slot = Some(&mut extra_store);
@@ -225,13 +165,15 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
     // a size running past mapped memory is bad only where a record lies there (the parser says).
     let mut read_extra = |addr: u64, len: usize| {
         let slot = extra_slot.take().ok_or(sf::BadFrame::ExtraDuplicate)?;
-        let v = UserSlice::new(addr as usize, len)
-            .read_prefix()
+        let slot = slot.insert(t.local().sigreturn_extra.take());
+        UserSlice::new(addr as usize, len)
+            .read_prefix_into(slot)
             .map_err(|e| match e {
                 Errno::ENOMEM => sf::BadFrame::ExtraBufferTooSmall { needed: len },
                 _ => sf::BadFrame::Fault,
             })?;
-        Ok(&slot.insert(v)[..])
+        let bytes: &[u8] = slot;
+        Ok(bytes)
     };
     let f = features();
     let r = sf::parse_sigreturn(
@@ -246,7 +188,15 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
         &mut read_extra,
     );
     restore_sigframe(t, tf, &r, &f);
+    // Kept for the next sigreturn unless it is larger than the usual frames need (ZA at the
+    // largest vector length is 64 KiB).
+    if let Some(v) = extra_store.filter(|v| v.capacity() <= EXTRA_KEPT) {
+        t.local().sigreturn_extra.set(v);
+    }
 }
+
+/// The largest extra-space buffer a thread keeps between sigreturns.
+const EXTRA_KEPT: usize = 96 * 1024;
 
 /// Installs what a parsed frame holds, in Linux's order: the mask, the registers, the records
 /// one by one (a bad one ending it with SIGSEGV, what came before it kept), the alternate
@@ -332,26 +282,4 @@ pub fn min_sigstksz() -> usize {
         },
         &f,
     )
-}
-
-/// A few values without a heap allocation (signal delivery is a hot path).
-struct Fixed<T: Copy, const N: usize> {
-    items: [T; N],
-    len: usize,
-}
-
-impl<T: Copy, const N: usize> Fixed<T, N> {
-    fn new(fill: T) -> Self {
-        Fixed {
-            items: [fill; N],
-            len: 0,
-        }
-    }
-    fn push(&mut self, v: T) {
-        self.items[self.len] = v;
-        self.len += 1;
-    }
-    fn as_slice(&self) -> &[T] {
-        &self.items[..self.len]
-    }
 }

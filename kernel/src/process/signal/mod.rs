@@ -304,13 +304,20 @@ pub fn force(t: &Thread, signo: u32, info: SigInfo) {
     force_to(t, signo, info, false);
 }
 
+/// `force` for a fault; says whether a handler will take the signal (the fault is then not
+/// worth a log line: Linux's arm64_show_signal reports only unhandled ones).
+pub fn force_fault(t: &Thread, signo: u32, info: SigInfo) -> bool {
+    force_to(t, signo, info, false)
+}
+
 /// `force`, with the handler reset to SIG_DFL in any case (Linux's force_fatal_sig).
 fn force_fatal(t: &Thread, signo: u32, info: SigInfo) {
     force_to(t, signo, info, true);
 }
 
-fn force_to(t: &Thread, signo: u32, info: SigInfo, to_default: bool) {
-    t.with_sighand(|h| {
+/// Says whether the signal goes to a handler (not SIG_DFL or SIG_IGN).
+fn force_to(t: &Thread, signo: u32, info: SigInfo, to_default: bool) -> bool {
+    let handled = t.with_sighand(|h| {
         let mut s = t.sig.lock();
         let mut a = h.get(signo);
         let blocked = s.blocked & bit(signo) != 0;
@@ -320,8 +327,10 @@ fn force_to(t: &Thread, signo: u32, info: SigInfo, to_default: bool) {
             s.blocked &= !bit(signo);
         }
         s.pending.add(info);
+        a.sa_handler != sig::SIG_DFL && a.sa_handler != sig::SIG_IGN
     });
     hint(t);
+    handled
 }
 
 /// A signal frame for `failed` could not be written: Linux's force_sigsegv. SIGSEGV follows,

@@ -115,15 +115,32 @@ pub fn load_za(buf: &[u8], svl: usize) -> Result<(), VlMismatch> {
 /// The streaming VL is `svl`, and `buf` holds `za_size(svl)` bytes.
 unsafe fn save_za_raw(buf: *mut u8, svl: usize) {
     // SAFETY: the streaming VL is `svl` and `buf` holds `za_size(svl)` bytes (the contract), so
-    // the svl rows of svl bytes the loop stores fit; w12 walks the rows.
+    // the svl rows of svl bytes the loop stores fit; w12 walks the rows, sixteen a turn (svl is
+    // a multiple of 16; each STR's immediate names both the row after w12 and the offset in
+    // vector lengths from p).
     unsafe {
         core::arch::asm!(
             ".arch_extension sme",
             "mov w12, #0",
             "2:",
             "str za[w12, 0], [{p}]",
-            "add {p}, {p}, {svl}",
-            "add w12, w12, #1",
+            "str za[w12, 1], [{p}, #1, mul vl]",
+            "str za[w12, 2], [{p}, #2, mul vl]",
+            "str za[w12, 3], [{p}, #3, mul vl]",
+            "str za[w12, 4], [{p}, #4, mul vl]",
+            "str za[w12, 5], [{p}, #5, mul vl]",
+            "str za[w12, 6], [{p}, #6, mul vl]",
+            "str za[w12, 7], [{p}, #7, mul vl]",
+            "str za[w12, 8], [{p}, #8, mul vl]",
+            "str za[w12, 9], [{p}, #9, mul vl]",
+            "str za[w12, 10], [{p}, #10, mul vl]",
+            "str za[w12, 11], [{p}, #11, mul vl]",
+            "str za[w12, 12], [{p}, #12, mul vl]",
+            "str za[w12, 13], [{p}, #13, mul vl]",
+            "str za[w12, 14], [{p}, #14, mul vl]",
+            "str za[w12, 15], [{p}, #15, mul vl]",
+            "add {p}, {p}, {svl}, lsl #4",
+            "add w12, w12, #16",
             "cmp w12, {rows:w}",
             "b.lo 2b",
             p = inout(reg) buf => _,
@@ -139,15 +156,31 @@ unsafe fn save_za_raw(buf: *mut u8, svl: usize) {
 /// As for [`save_za_raw`].
 unsafe fn load_za_raw(buf: *const u8, svl: usize) {
     // SAFETY: the streaming VL is `svl` and `buf` holds `za_size(svl)` bytes (the contract), so
-    // the svl rows the loop loads are inside it; only ZA (user state) is written.
+    // the svl rows the loop loads, sixteen a turn as in `save_za_raw`, are inside it; only ZA
+    // (user state) is written.
     unsafe {
         core::arch::asm!(
             ".arch_extension sme",
             "mov w12, #0",
             "2:",
             "ldr za[w12, 0], [{p}]",
-            "add {p}, {p}, {svl}",
-            "add w12, w12, #1",
+            "ldr za[w12, 1], [{p}, #1, mul vl]",
+            "ldr za[w12, 2], [{p}, #2, mul vl]",
+            "ldr za[w12, 3], [{p}, #3, mul vl]",
+            "ldr za[w12, 4], [{p}, #4, mul vl]",
+            "ldr za[w12, 5], [{p}, #5, mul vl]",
+            "ldr za[w12, 6], [{p}, #6, mul vl]",
+            "ldr za[w12, 7], [{p}, #7, mul vl]",
+            "ldr za[w12, 8], [{p}, #8, mul vl]",
+            "ldr za[w12, 9], [{p}, #9, mul vl]",
+            "ldr za[w12, 10], [{p}, #10, mul vl]",
+            "ldr za[w12, 11], [{p}, #11, mul vl]",
+            "ldr za[w12, 12], [{p}, #12, mul vl]",
+            "ldr za[w12, 13], [{p}, #13, mul vl]",
+            "ldr za[w12, 14], [{p}, #14, mul vl]",
+            "ldr za[w12, 15], [{p}, #15, mul vl]",
+            "add {p}, {p}, {svl}, lsl #4",
+            "add w12, w12, #16",
             "cmp w12, {rows:w}",
             "b.lo 2b",
             p = inout(reg) buf => _,
