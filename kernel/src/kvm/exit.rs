@@ -82,30 +82,17 @@ pub fn handle_sync(
             }
             Ok(Next::Enter)
         }
-        // A vCPU with SME: its whole vector state, SVCR deciding the shapes (kvm::sme).
-        EC_FP | EC_SVE | EC_SME if st.sme.is_some() && !st.fp_live => {
-            crate::task::fpstate::lend_to_guest(cur);
-            super::sme::load(vm, st);
-            st.fp_live = true;
-            super::GUEST_FP_LOADS.fetch_add(1, Ordering::Relaxed);
-            Ok(Next::Enter)
-        }
-        EC_FP | EC_SVE if esr.ec_raw() == EC_FP || st.sve.is_some() => {
-            // The guest's first FP/SIMD (or SVE) access since its registers went back to
-            // memory: what this CPU holds of a host task goes to memory first (the VMM
-            // thread's own state, or another task's that ran here while the vCPU was put
-            // away), then the guest's comes in, all of its SVE state for a vCPU that has SVE.
-            // (A vCPU without it gets UNDEF for SVE, below.)
-            crate::task::fpstate::lend_to_guest(cur);
-            match &mut st.sve {
-                Some(g) => g.load(&st.fp),
-                None => {
-                    fpsimd::load(&st.fp);
-                    super::GUEST_FP.count(false, true, super::vcpu::FPSIMD_BYTES);
-                }
-            }
-            st.fp_live = true;
-            super::GUEST_FP_LOADS.fetch_add(1, Ordering::Relaxed);
+        // The guest's first FP/SIMD, SVE or SME access since its registers went back to memory.
+        // (A trap with them loaded is one the vCPU's CPTR_EL2 should not have let through:
+        // reloading would lose the live values, so it falls to UNDEF below. A vCPU without SVE
+        // gets UNDEF for SVE, and one without SME for SME, the same way.)
+        EC_FP | EC_SVE | EC_SME
+            if !st.fp_live
+                && (esr.ec_raw() == EC_FP
+                    || st.sme.is_some()
+                    || (esr.ec_raw() == EC_SVE && st.sve.is_some())) =>
+        {
+            load_fp(vm, st, cur);
             Ok(Next::Enter)
         }
         EC_HVC64 | EC_SMC64 => {
@@ -269,6 +256,27 @@ fn hypercall(
         }
     }
     Ok(Next::Enter)
+}
+
+/// Lends the CPU's registers to the guest: what this CPU holds of a host task goes to memory
+/// first (the VMM thread's own state, or another task's that ran here while the vCPU was put
+/// away), then the guest's comes in, all of it: with SME its whole vector state as SVCR says
+/// (kvm::sme), with SVE its Z/P/FFR, otherwise its V registers.
+pub(super) fn load_fp(vm: &Vm, st: &mut VcpuState, cur: &task::CurrentTask) {
+    crate::task::fpstate::lend_to_guest(cur);
+    if st.sme.is_some() {
+        super::sme::load(vm, st);
+    } else {
+        match &mut st.sve {
+            Some(g) => g.load(&st.fp),
+            None => {
+                fpsimd::load(&st.fp);
+                super::GUEST_FP.count(false, true, super::vcpu::FPSIMD_BYTES);
+            }
+        }
+    }
+    st.fp_live = true;
+    super::GUEST_FP_LOADS.fetch_add(1, Ordering::Relaxed);
 }
 
 /// A WFI: the vCPU sleeps until an interrupt it can take is pending in its vGIC, one of its

@@ -515,6 +515,16 @@ impl Vcpu {
                 // memory already); the guest must not run in someone else's streaming mode.
                 crate::task::fpstate::leave_foreign_streaming(cur);
             }
+            // A vCPU in streaming mode enters with its registers loaded. Which trap an
+            // instruction takes depends on PSTATE.SM (streaming SVE answers to SMEN alone,
+            // non-streaming SVE to ZEN), and the guest's own CPACR_EL1 traps come before
+            // CPTR_EL2's: run outside streaming mode while its state is in memory, a guest
+            // task's streaming SVE instruction would become an SVE access trap in the guest
+            // kernel, which then clears the task's high Z bits and P registers as for a task
+            // without SVE (Linux's do_sve_acc).
+            if !st.fp_live && st.sme.as_ref().is_some_and(super::sme::GuestSme::streaming) {
+                exit::load_fp(vm, st, cur);
+            }
             let mut controls = {
                 guest::Controls {
                     hcr: exit::GUEST_HCR | if st.vse { guest::hcr::VSE } else { 0 },

@@ -210,6 +210,42 @@ core::arch::global_asm!(
     "str x12, [x1]",
     "b .",
     "guest_sm_check_end:",
+    // CPACR_EL1 with FP/SIMD and SME on but SVE off (ZEN 0: SVE instructions trap to EL1 outside
+    // streaming mode), its vectors at 3: (each stores 3 by MMIO, ESR_EL1 in x13), SMSTART SM,
+    // then Z0 from x10 checked against memory forever: in streaming mode SVE instructions
+    // answer to SMEN alone, so no exception is ever taken (x12 = 1: Z0 changed).
+    ".balign 2048",
+    ".global guest_sm_zen_off, guest_sm_zen_off_end",
+    "guest_sm_zen_off:",
+    "mov x0, #(3 << 20)",
+    "orr x0, x0, #(3 << 24)",
+    "msr cpacr_el1, x0",
+    "adr x0, 3f",
+    "msr vbar_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "smstart sm",
+    "ptrue p0.b",
+    "ldr z0, [x10]",
+    "1:",
+    "ldr z1, [x10]",
+    "cmpne p1.b, p0/z, z0.b, z1.b",
+    "mov x12, #1",
+    "b.any 2f",
+    "b 1b",
+    "2:",
+    "str x12, [x1]",
+    "b .",
+    ".balign 2048",
+    "3:",
+    ".rept 16",
+    "mrs x13, esr_el1",
+    "mov x12, #3",
+    "str x12, [x1]",
+    "b .",
+    ".balign 128",
+    ".endr",
+    "guest_sm_zen_off_end:",
     ".text",
 );
 
@@ -226,6 +262,8 @@ unsafe extern "C" {
     static guest_svcr_end: u8;
     static guest_sm_check: u8;
     static guest_sm_check_end: u8;
+    static guest_sm_zen_off: u8;
+    static guest_sm_zen_off_end: u8;
 }
 
 macro_rules! kvm {
@@ -898,6 +936,42 @@ fn svcr_read_between_runs() -> TestResult {
     Ok(())
 }
 
+/// A guest in streaming mode with SVE itself turned off in its CPACR_EL1 (only SMEN governs
+/// streaming SVE instructions) shares one CPU with a host task in streaming mode: across the
+/// switches of ten KVM_RUNs, the guest's streaming SVE instructions never trap to its own EL1
+/// (they would if the vCPU ran, while its registers are put away, outside streaming mode: the
+/// guest kernel would take an SVE access trap and, as Linux's do_sve_acc does, clear the high
+/// bits of Z and the P registers of a task it believes is not streaming).
+fn streaming_guest_never_sees_an_sve_trap() -> TestResult {
+    let kvm = kvm!();
+    sme_or_skip!(kvm);
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_sm_zen_off, guest_sm_zen_off_end),
+        SME_BIT | SVE_BIT
+    ));
+    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
+    let pattern: Vec<u8> = (0..256).map(|i| 0x3c ^ (i as u8).wrapping_mul(7)).collect();
+    g.write_ram(PATTERN, &pattern);
+    let task = |stop: &Shared<u32>| svelt_user::sme::spin_streaming_until(stop, 43, 100_000);
+    let results = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
+        ioctl(g.vcpu, k::KVM_RUN, 0)
+    }));
+    for r in results {
+        if r.is_ok() {
+            let what = t!(get64(g.vcpu, CoreReg::X(12).id()));
+            let esr = t!(get64(g.vcpu, CoreReg::X(13).id()));
+            return Err(match what {
+                3 => format!("the streaming guest took an exception at EL1, ESR_EL1 {esr:#x}"),
+                _ => "the guest found its streaming Z0 changed".into(),
+            });
+        }
+        check_eq!(r, Err(EINTR));
+    }
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
 /// A guest checking its streaming Z0 and P2 in a loop (SVL 32 under a cap of 16,32, SVE up to
 /// the host's) shares one CPU with a host task spinning in streaming mode at its own SVL: the
 /// guest never finds its registers changed across the switches of ten KVM_RUNs.
@@ -1052,6 +1126,10 @@ fn main(_a: &rt::Args) -> i32 {
         (
             "streaming_state_kept_across_switches",
             streaming_state_kept_across_switches,
+        ),
+        (
+            "streaming_guest_never_sees_an_sve_trap",
+            streaming_guest_never_sees_an_sve_trap,
         ),
         ("fpstat_counts", fpstat_counts),
     ])
