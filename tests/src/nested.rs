@@ -58,3 +58,16 @@ pub fn guest_run(
     }
     Some(run_command(&mut cmd, timeout))
 }
+
+/// The run printed a line starting with each of `want`, and its status is 0.
+pub fn check_lines(what: &str, r: &Run, want: &[&str]) {
+    for w in want {
+        assert!(
+            r.output.lines().any(|l| l.starts_with(w)),
+            "{what}: no line `{w}` (status {:?}):\n{}",
+            r.status,
+            r.output
+        );
+    }
+    assert_eq!(r.status, Some(0), "{what}:\n{}", r.output);
+}

@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use svelt_tests::kselftest::{self, Known, Outcome, Selection};
-use svelt_tests::nested::{self, Vmm};
+use svelt_tests::nested::{self, check_lines, Vmm};
 use svelt_tests::{root, Config, Qemu, Run};
 
 /// Boots the VMM with the guest options `guest`, on Svelt or (`linux`) on Linux; None when
@@ -21,19 +21,6 @@ fn guest_run(linux: bool, guest: &[&str], timeout: Duration) -> Option<Run> {
 /// `guest_run` on the QEMU `qemu`.
 fn guest_run_on(qemu: Qemu, linux: bool, guest: &[&str], timeout: Duration) -> Option<Run> {
     nested::guest_run(Vmm::Project, qemu, linux, guest, timeout)
-}
-
-/// The guest printed a line starting with each of `want`, and the run's status is 0.
-fn check_lines(what: &str, r: &Run, want: &[&str]) {
-    for w in want {
-        assert!(
-            r.output.lines().any(|l| l.starts_with(w)),
-            "{what}: no line `{w}` (status {:?}):\n{}",
-            r.status,
-            r.output
-        );
-    }
-    assert_eq!(r.status, Some(0), "{what}:\n{}", r.output);
 }
 
 fn check_guest(what: &str, r: &Run) {
