@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 pub mod bench;
 pub mod kselftest;
+pub mod nested;
 
 /// Which initramfs a boot gets.
 #[derive(Clone, Debug, PartialEq, Eq)]

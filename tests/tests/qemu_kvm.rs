@@ -6,17 +6,13 @@
 //! yet, and QEMU's default `virt` asks KVM for one (docs/kvm.md). Each boot takes about half a
 //! minute under QEMU 10's TCG (a guest inside a guest), so both run by default.
 
-use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use svelt_tests::{ready, root, run_command, Config, Initrd, Run};
-
-/// One nested boot at a time: each keeps both cores busy.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+use svelt_tests::nested::{self, Vmm};
+use svelt_tests::{Qemu, Run};
 
 /// QEMU's guest: 2 vCPUs with SVE capped at 32 bytes, on a host with 2 GiB.
-const GUEST: [&str; 10] = [
+const GUEST: [&str; 8] = [
     "--guest-smp",
     "2",
     "--guest-sve-vls",
@@ -25,33 +21,18 @@ const GUEST: [&str; 10] = [
     "2G",
     "--guest-machine",
     "virt,gic-version=3,its=off",
-    "--guest",
-    "qemu",
 ];
 
 /// Boots QEMU with the guest on Svelt or (`linux`) on Linux; None when what it needs could
 /// not be fetched.
 fn qemu_run(linux: bool) -> Option<Run> {
-    let cfg = Config {
+    let r = nested::guest_run(
+        Vmm::Qemu,
+        Qemu::Host,
         linux,
-        initrd: Initrd::Default,
-        ..Config::default()
-    };
-    // Builds the userland (the guest's init) and fetches Linux's Image, which the guest boots
-    // on both kernels.
-    if !ready(&Config {
-        linux: true,
-        ..cfg.clone()
-    }) {
-        return None;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cmd = Command::new(root().join("qemu-run.sh"));
-    cmd.arg("--no-build").args(GUEST);
-    if linux {
-        cmd.arg("--linux");
-    }
-    let r = run_command(&mut cmd, Duration::from_secs(900));
+        &GUEST,
+        Duration::from_secs(900),
+    )?;
     if r.output.contains("a download failed") {
         eprintln!("SKIPPED: Debian's QEMU could not be fetched:\n{}", r.output);
         return None;
@@ -68,15 +49,7 @@ fn check_guest(what: &str, r: &Run) {
         "vmm-guest: exit status 0",
         "svelt-qemu: exit status 0",
     ];
-    for w in want {
-        assert!(
-            r.output.lines().any(|l| l.starts_with(w)),
-            "{what}: no line `{w}` (status {:?}):\n{}",
-            r.status,
-            r.output
-        );
-    }
-    assert_eq!(r.status, Some(0), "{what}:\n{}", r.output);
+    nested::check_lines(what, r, &want);
 }
 
 #[test]

@@ -6,15 +6,11 @@
 //! numbers. `SVELT_VMM_FULL=1` adds a guest with the whole test userland as its initramfs
 //! (its /init is svelt-init; many minutes).
 
-use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use svelt_tests::kselftest::{self, Known, Outcome, Selection};
-use svelt_tests::{ready, root, run_command, Config, Initrd, Qemu, Run};
-
-/// One nested boot at a time: each keeps both cores busy.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+use svelt_tests::nested::{self, check_lines, Vmm};
+use svelt_tests::{root, Config, Qemu, Run};
 
 /// Boots the VMM with the guest options `guest`, on Svelt or (`linux`) on Linux; None when
 /// what it needs could not be fetched.
@@ -24,43 +20,7 @@ fn guest_run(linux: bool, guest: &[&str], timeout: Duration) -> Option<Run> {
 
 /// `guest_run` on the QEMU `qemu`.
 fn guest_run_on(qemu: Qemu, linux: bool, guest: &[&str], timeout: Duration) -> Option<Run> {
-    let cfg = Config {
-        linux,
-        qemu,
-        initrd: Initrd::Default,
-        ..Config::default()
-    };
-    // Builds the userland (the VMM and the guest's init) and fetches Linux's Image, which the
-    // guest boots on both kernels.
-    if !ready(&Config {
-        linux: true,
-        ..cfg.clone()
-    }) {
-        return None;
-    }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut cmd = Command::new(root().join("qemu-run.sh"));
-    cmd.args(["--no-build", "--guest", "linux"]).args(guest);
-    if qemu == Qemu::V11 {
-        cmd.arg("--qemu11");
-    }
-    if linux {
-        cmd.arg("--linux");
-    }
-    Some(run_command(&mut cmd, timeout))
-}
-
-/// The guest printed a line starting with each of `want`, and the run's status is 0.
-fn check_lines(what: &str, r: &Run, want: &[&str]) {
-    for w in want {
-        assert!(
-            r.output.lines().any(|l| l.starts_with(w)),
-            "{what}: no line `{w}` (status {:?}):\n{}",
-            r.status,
-            r.output
-        );
-    }
-    assert_eq!(r.status, Some(0), "{what}:\n{}", r.output);
+    nested::guest_run(Vmm::Project, qemu, linux, guest, timeout)
 }
 
 fn check_guest(what: &str, r: &Run) {

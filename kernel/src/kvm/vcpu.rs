@@ -1,17 +1,12 @@
 //! A vCPU: a thread of the VMM that runs guest code inside KVM_RUN. Its registers while it is
-//! off the CPU, its `kvm_run` page, its ioctls, and the run loop.
-//!
-//! The loop enters the guest with interrupts masked and comes back on the guest's next
-//! exception to EL2; a host interrupt (the tick, an IPI) ends the entry, is taken as soon as
-//! the loop unmasks, and the loop then reschedules or returns EINTR for a pending signal as the
-//! return to user mode would. Exits the kernel can finish (PSCI calls, WFI, trapped system
-//! registers, stage-2 faults on RAM) go straight back in; MMIO and system events return to
-//! the VMM with the `kvm_run` page filled in.
+//! off the CPU, its `kvm_run` page and its ioctls; KVM_RUN and the run loop are in vcpu/run.rs.
+
+mod run;
 
 use super::stats::VcpuStats;
 use super::sve::{self, GuestSve};
 use super::vm::Vm;
-use super::{exit, inject, regs};
+use super::{inject, regs};
 use crate::arch::fpsimd::fpsimd::{self, FpsimdState};
 use crate::arch::guest::{self, El1State, GuestRegs};
 use crate::fs::{Caller, File, FileOps};
@@ -19,17 +14,14 @@ use crate::mm::aspace::MappedFile;
 use crate::mm::frame::Page;
 use crate::mm::uaccess::UserPtr;
 use crate::task::wait::WaitQueue;
-use crate::task::{self, sched};
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use core::any::Any;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
 use spin::{Mutex, MutexGuard};
-use svelt_abi::isa::esr::Esr;
 use svelt_abi::uapi::errno::{Errno, SysResult};
 use svelt_abi::uapi::kvm::{self as k, KvmOneReg, KvmVcpuInit, MmioAccess};
-use svelt_abi::uapi::kvm_stats::vcpu as stat;
 
 /// An MMIO access the VMM is completing: the register a load writes.
 #[derive(Clone, Copy, Debug)]
@@ -272,48 +264,6 @@ impl Vcpu {
         })
     }
 
-    /// Wakes the vCPU from WFI or power-off, and makes it leave the guest if it runs guest
-    /// code on another CPU (Linux's kvm_vcpu_kick): the reschedule IPI ends the entry, and the
-    /// run loop looks at what changed before it enters again.
-    pub fn kick(&self) {
-        self.kicked.store(true, Ordering::Release);
-        self.wake.wake_all();
-        // SeqCst pairs with the run loop's store to `running_on` before it takes `request`:
-        // either it sees the request, or this sees the CPU it is about to enter on.
-        self.request.store(true, Ordering::SeqCst);
-        let cpu = self.running_on.load(Ordering::SeqCst);
-        if cpu != NOT_IN_GUEST && cpu != crate::percpu::cpu_id() {
-            crate::irq::send_reschedule(cpu);
-        }
-    }
-
-    /// KVM_IRQ_LINE for the vCPU's IRQ (`num` 0) or FIQ (1) input (vcpu_interrupt_line): a
-    /// change wakes the vCPU and makes a running one enter again with the new level.
-    pub fn set_irq_line(&self, num: u32, level: bool) {
-        let bit = 1 << num;
-        let old = if level {
-            self.irq_lines.fetch_or(bit, Ordering::SeqCst)
-        } else {
-            self.irq_lines.fetch_and(!bit, Ordering::SeqCst)
-        };
-        if (old & bit != 0) != level {
-            self.kick();
-        }
-    }
-
-    /// One of the vCPU's IRQ and FIQ inputs is raised (a WFI wakes for it, whatever the
-    /// guest's PSTATE masks: kvm_arch_vcpu_runnable).
-    pub fn irq_line_raised(&self) -> bool {
-        self.irq_lines.load(Ordering::SeqCst) != 0
-    }
-
-    /// HCR_EL2.VI and VF for the vCPU's raised inputs.
-    fn irq_line_hcr(&self) -> u64 {
-        let l = self.irq_lines.load(Ordering::SeqCst);
-        (if l & 1 != 0 { guest::hcr::VI } else { 0 })
-            | (if l & 2 != 0 { guest::hcr::VF } else { 0 })
-    }
-
     pub fn run_write(&self, off: usize, bytes: &[u8]) {
         self.run.writer().write(off, bytes);
     }
@@ -412,213 +362,6 @@ impl Vcpu {
                 ..El1State::default()
             };
         }
-    }
-
-    /// KVM_RUN.
-    fn run_ioctl(
-        &self,
-        vm: &Arc<Vm>,
-        mm: &Mutex<crate::mm::aspace::AddrSpace>,
-        cur: &task::CurrentTask,
-    ) -> SysResult<usize> {
-        if !crate::arch::el::vhe() {
-            return Err(Errno::ENXIO);
-        }
-        let mut st = self.lock()?;
-        if !st.inited {
-            return Err(Errno::ENOEXEC);
-        }
-        super::sme::check_finalized(&st)?;
-        // A vGIC must be placed and initialised (kvm_vgic_map_resources).
-        super::vgic::first_run(vm)?;
-        // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
-        // (kvm_arch_vcpu_run_pid_change marks the VM as having run, immediate_exit or not).
-        vm.ran.store(true, Ordering::Relaxed);
-        // The controls that follow from the VM's ID registers, now fixed: worked out once.
-        vm.run_controls.call_once(|| {
-            vm.hcrx
-                .store(k::guest_hcrx(vm.id_reg(6, 2)), Ordering::Relaxed); // ID_AA64ISAR2_EL1
-            let hfgitr = if guest::has_fgt() {
-                // ID_AA64ISAR0_EL1: the CPU's and the VM's.
-                k::guest_hfgitr(guest::read_id_reg(6, 0), vm.id_reg(6, 0))
-            } else {
-                0
-            };
-            vm.hfgitr.store(hfgitr, Ordering::Relaxed);
-            let pfr1 = guest::read_id_reg(4, 1); // ID_AA64PFR1_EL1: the CPU's
-            vm.hfgrtr_clear.store(
-                k::guest_fgt_read_write_clear(guest::has_fgt(), pfr1),
-                Ordering::Relaxed,
-            );
-        });
-        if let Some(p) = st.mmio.take() {
-            exit::complete_mmio(self, &mut st, p);
-        }
-        // immediate_exit leaves `kvm_run` as it was; otherwise each run starts with no exit
-        // reason and no flags (kvm_arch_vcpu_ioctl_run).
-        if self.run_read::<1>(k::run::IMMEDIATE_EXIT)[0] != 0 {
-            return Err(Errno::EINTR);
-        }
-        self.set_exit_reason(k::KVM_EXIT_UNKNOWN);
-        self.run_write(k::run::FLAGS, &0u16.to_le_bytes());
-        super::pvtime::update(vm, &mut st, cur.task());
-        let r = self.run_loop(vm, mm, &mut st, cur);
-        st.put_fp();
-        r
-    }
-
-    fn run_loop(
-        &self,
-        vm: &Arc<Vm>,
-        mm: &Mutex<crate::mm::aspace::AddrSpace>,
-        st: &mut VcpuState,
-        cur: &task::CurrentTask,
-    ) -> SysResult<usize> {
-        loop {
-            if cur.killed.load(Ordering::Acquire) || task::hooks::interrupted(cur.task()) {
-                self.set_exit_reason(k::KVM_EXIT_INTR);
-                self.stats.inc(stat::SIGNAL_EXITS);
-                return Err(Errno::EINTR);
-            }
-            if self.power.lock().off {
-                st.put_fp();
-                self.wait_for_kick(|| !self.power.lock().off)?;
-                continue;
-            }
-            if self.power.lock().suspended {
-                // Sleeps as a WFI (a signal ends KVM_RUN from inside); then the VMM hears of
-                // a pending interrupt, and the vCPU stays suspended until it says otherwise.
-                exit::wfi(self, vm, st)?;
-                let still = self.power.lock().suspended;
-                if still && (super::vgic::wfi_wake(vm, self.id, st).0 || self.irq_line_raised()) {
-                    self.run_write(k::run::SYSTEM_EVENT_TYPE, &[0; 16]);
-                    self.run_write(
-                        k::run::SYSTEM_EVENT_TYPE,
-                        &k::KVM_SYSTEM_EVENT_WAKEUP.to_le_bytes(),
-                    );
-                    self.set_exit_reason(k::KVM_EXIT_SYSTEM_EVENT);
-                    return Ok(0);
-                }
-                continue;
-            }
-            self.apply_cpu_on(st);
-            if sched::need_resched() {
-                st.put_fp();
-                sched::schedule();
-                // Loaded again: the wait for the CPU is the guest's stolen time.
-                super::pvtime::update(vm, st, cur.task());
-                continue;
-            }
-            if st.put_away {
-                st.put_away = false;
-                // A task that ran here in between may have left PSTATE.SM on (its state is in
-                // memory already); the guest must not run in someone else's streaming mode.
-                crate::task::fpstate::leave_foreign_streaming(cur);
-            }
-            // A vCPU in streaming mode enters with its registers loaded. Which trap an
-            // instruction takes depends on PSTATE.SM (streaming SVE answers to SMEN alone,
-            // non-streaming SVE to ZEN), and the guest's own CPACR_EL1 traps come before
-            // CPTR_EL2's: run outside streaming mode while its state is in memory, a guest
-            // task's streaming SVE instruction would become an SVE access trap in the guest
-            // kernel, which then clears the task's high Z bits and P registers as for a task
-            // without SVE (Linux's do_sve_acc).
-            if !st.fp_live && st.sme.as_ref().is_some_and(super::sme::GuestSme::streaming) {
-                exit::load_fp(vm, st, cur);
-            }
-            let mut controls = {
-                guest::Controls {
-                    hcr: exit::GUEST_HCR | if st.vse { guest::hcr::VSE } else { 0 },
-                    vsesr: st.vsesr,
-                    vttbr: vm.vttbr,
-                    vtcr: vm.vtcr,
-                    vmpidr: st.mpidr,
-                    vpidr: vm.impl_regs.lock()[0],
-                    cntvoff: vm.cntvoff.load(Ordering::Relaxed),
-                    cptr: match (st.fp_live, st.sve.is_some()) {
-                        (false, _) => 0,
-                        (true, false) => guest::CPTR_FP_ON,
-                        (true, true) => guest::CPTR_FP_ON | guest::CPTR_SVE_ON,
-                    } | super::sme::cptr(st),
-                    mdcr_traps: exit::GUEST_MDCR_TRAPS,
-                    hcrx: vm.hcrx.load(Ordering::Relaxed),
-                    hfgitr: vm.hfgitr.load(Ordering::Relaxed),
-                    hfgrtr_clear: vm.hfgrtr_clear.load(Ordering::Relaxed),
-                }
-            };
-            super::vgic::before_entry(vm, self.id, st);
-            let kind = {
-                let _irqs = crate::arch::cpu::IrqGuard::new();
-                // From here a kick interrupts this CPU, and the IPI, masked, ends the entry
-                // at once; what happened before is looked at now (Linux's IN_GUEST_MODE and
-                // the request and signal checks with interrupts disabled).
-                self.running_on
-                    .store(crate::percpu::cpu_id(), Ordering::SeqCst);
-                // A signal or a kill arriving since the loop's first check set the work word
-                // after its state (task/work.rs), so the word decides whether the real state
-                // (the signal layer's hook, which takes its locks) must be asked again.
-                let leave = self.request.swap(false, Ordering::SeqCst)
-                    || sched::need_resched()
-                    || (cur.work.get() & (task::work::SIGPENDING | task::work::KILLED) != 0
-                        && (cur.killed.load(Ordering::Acquire)
-                            || task::hooks::interrupted(cur.task())));
-                let kind = (!leave).then(|| {
-                    controls.hcr |= self.irq_line_hcr();
-                    let tpidr2 = super::sme::enter(st);
-                    let VcpuState { el1, regs, gic, .. } = st;
-                    let kind = guest::world_switch(&mut controls, el1, regs, gic);
-                    super::sme::exit(st, tpidr2);
-                    kind
-                });
-                self.running_on.store(NOT_IN_GUEST, Ordering::Relaxed);
-                kind
-            };
-            super::vgic::after_exit(vm, self.id, st);
-            // Not entered: back to the checks at the top (the list registers are folded
-            // back as they were built).
-            let Some(kind) = kind else { continue };
-            st.vse = controls.hcr & guest::hcr::VSE != 0;
-            super::EXITS.fetch_add(1, Ordering::Relaxed);
-            self.stats.inc(stat::EXITS);
-            match kind {
-                guest::Exit::Irq | guest::Exit::Fiq => continue,
-                guest::Exit::SError => {
-                    // Nothing the host caused; the guest goes on (its own SError, if it had
-                    // one, it sees through its own handling of virtual SError later).
-                    continue;
-                }
-                guest::Exit::Sync => {}
-            }
-            match exit::handle_sync(self, vm, mm, st, cur, Esr(st.regs.esr))? {
-                exit::Next::Enter => {}
-                exit::Next::ToVmm => return Ok(0),
-            }
-        }
-    }
-
-    /// Sleeps until `ready()` or a kick; EINTR (and KVM_EXIT_INTR) on a signal.
-    pub fn wait_for_kick(&self, ready: impl Fn() -> bool) -> SysResult<()> {
-        self.wait_for_kick_until(ready, None)
-    }
-
-    /// Sleeps until `ready()`, a kick or the host counter reaches `deadline`; EINTR (and
-    /// KVM_EXIT_INTR) on a signal.
-    pub fn wait_for_kick_until(
-        &self,
-        ready: impl Fn() -> bool,
-        deadline: Option<u64>,
-    ) -> SysResult<()> {
-        let r = self
-            .wake
-            .wait_deadline(
-                || (self.kicked.swap(false, Ordering::AcqRel) || ready()).then_some(()),
-                deadline,
-            )
-            .map(|_| ());
-        if r.is_err() {
-            self.set_exit_reason(k::KVM_EXIT_INTR);
-            self.stats.inc(stat::SIGNAL_EXITS);
-        }
-        r
     }
 }
 

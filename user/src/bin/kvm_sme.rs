@@ -36,27 +36,17 @@ core::arch::global_asm!(
     ".balign 4",
     ".arch_extension sme",
     ".arch_extension sme2",
-    // Opens FP, SVE and SME at EL1; reads the SVL (x4), SVCR (x5), TPIDR2_EL0 (x6) and
-    // SMCR_EL1 (x7); stores Z0 and P0 if streaming, the ZA rows and (x9 != 0) ZT0 if ZA is on,
-    // at x3; exits by an MMIO store. Run again: adds 1 to Z0's bytes if streaming, zeroes ZA,
-    // sets TPIDR2_EL0 to 0x1234 and exits again.
-    ".global guest_dump, guest_dump_end",
-    "guest_dump:",
+    // Opens FP, SVE and SME at EL1 and EL0 through CPACR_EL1 (x0).
+    ".macro open_fp_sve_sme",
     "mov x0, #(3 << 20)",
     "orr x0, x0, #(3 << 16)",
     "orr x0, x0, #(3 << 24)",
     "msr cpacr_el1, x0",
     "isb",
-    "rdsvl x4, #1",
-    "mrs x5, S3_3_C4_C2_2",
-    "mrs x6, S3_3_C13_C0_5",
-    "mrs x7, S3_0_C1_C2_6",
-    "tbz x5, #0, 2f",
-    "str z0, [x3]",
-    "add x8, x3, #0x100",
-    "str p0, [x8]",
-    "2:",
-    "tbz x5, #1, 4f",
+    ".endm",
+    // Stores the ZA rows (SVL x4 bytes each) at x3 + 0x1000 and, when x9 != 0, ZT0 at
+    // x3 + 0x200 (x8, w12).
+    ".macro store_za_zt0",
     "mov w12, #0",
     "add x8, x3, #0x1000",
     "3:",
@@ -69,6 +59,25 @@ core::arch::global_asm!(
     "add x8, x3, #0x200",
     "str zt0, [x8]",
     "4:",
+    ".endm",
+    // Opens FP, SVE and SME at EL1; reads the SVL (x4), SVCR (x5), TPIDR2_EL0 (x6) and
+    // SMCR_EL1 (x7); stores Z0 and P0 if streaming, the ZA rows and (x9 != 0) ZT0 if ZA is on,
+    // at x3; exits by an MMIO store. Run again: adds 1 to Z0's bytes if streaming, zeroes ZA,
+    // sets TPIDR2_EL0 to 0x1234 and exits again.
+    ".global guest_dump, guest_dump_end",
+    "guest_dump:",
+    "open_fp_sve_sme",
+    "rdsvl x4, #1",
+    "mrs x5, S3_3_C4_C2_2",
+    "mrs x6, S3_3_C13_C0_5",
+    "mrs x7, S3_0_C1_C2_6",
+    "tbz x5, #0, 2f",
+    "str z0, [x3]",
+    "add x8, x3, #0x100",
+    "str p0, [x8]",
+    "2:",
+    "tbz x5, #1, 4f",
+    "store_za_zt0",
     "movz x1, #0x1000, lsl #16",
     "str x4, [x1]",
     "tbz x5, #0, 5f",
@@ -87,29 +96,14 @@ core::arch::global_asm!(
     // from x10, exits with ZA live.
     ".global guest_first, guest_first_end",
     "guest_first:",
-    "mov x0, #(3 << 20)",
-    "orr x0, x0, #(3 << 16)",
-    "orr x0, x0, #(3 << 24)",
-    "msr cpacr_el1, x0",
-    "isb",
+    "open_fp_sve_sme",
     "smstart",
     "rdsvl x4, #1",
     "mrs x5, S3_3_C4_C2_2",
     "str z0, [x3]",
     "add x8, x3, #0x100",
     "str p0, [x8]",
-    "mov w12, #0",
-    "add x8, x3, #0x1000",
-    "3:",
-    "str za[w12, 0], [x8]",
-    "add x8, x8, x4",
-    "add w12, w12, #1",
-    "cmp x12, x4",
-    "b.lt 3b",
-    "cbz x9, 4f",
-    "add x8, x3, #0x200",
-    "str zt0, [x8]",
-    "4:",
+    "store_za_zt0",
     "movz x1, #0x1000, lsl #16",
     "str x4, [x1]",
     "mov w12, #0",
@@ -128,11 +122,7 @@ core::arch::global_asm!(
     // put away traps and brings its state back in).
     ".global guest_za_spin, guest_za_spin_end",
     "guest_za_spin:",
-    "mov x0, #(3 << 20)",
-    "orr x0, x0, #(3 << 16)",
-    "orr x0, x0, #(3 << 24)",
-    "msr cpacr_el1, x0",
-    "isb",
+    "open_fp_sve_sme",
     "smstart",
     "rdsvl x4, #1",
     "1:",
@@ -148,11 +138,7 @@ core::arch::global_asm!(
     // of the run (the registers are not loaded) and reports RDSVL.
     ".global guest_smcr, guest_smcr_end",
     "guest_smcr:",
-    "mov x0, #(3 << 20)",
-    "orr x0, x0, #(3 << 16)",
-    "orr x0, x0, #(3 << 24)",
-    "msr cpacr_el1, x0",
-    "isb",
+    "open_fp_sve_sme",
     "movz x1, #0x1000, lsl #16",
     "msr S3_0_C1_C2_6, xzr",
     "isb",
@@ -169,11 +155,7 @@ core::arch::global_asm!(
     // registers are not loaded) into x5 and exits.
     ".global guest_svcr, guest_svcr_end",
     "guest_svcr:",
-    "mov x0, #(3 << 20)",
-    "orr x0, x0, #(3 << 16)",
-    "orr x0, x0, #(3 << 24)",
-    "msr cpacr_el1, x0",
-    "isb",
+    "open_fp_sve_sme",
     "movz x1, #0x1000, lsl #16",
     "smstart sm",
     "str x1, [x1]",
@@ -185,11 +167,7 @@ core::arch::global_asm!(
     // difference, an MMIO store (x12 = 1 for Z0, 2 for P2).
     ".global guest_sm_check, guest_sm_check_end",
     "guest_sm_check:",
-    "mov x0, #(3 << 20)",
-    "orr x0, x0, #(3 << 16)",
-    "orr x0, x0, #(3 << 24)",
-    "msr cpacr_el1, x0",
-    "isb",
+    "open_fp_sve_sme",
     "movz x1, #0x1000, lsl #16",
     "smstart sm",
     "ptrue p0.b",
@@ -284,12 +262,25 @@ fn has_sve_guests(kvm: i32) -> bool {
     kvm::has_cap(kvm, ks::KVM_CAP_ARM_SVE)
 }
 
-/// Skips the calling test where the kernel offers no SME for guests.
-macro_rules! sme_or_skip {
-    ($kvm:expr) => {
-        if !has_sme_guests($kvm) {
-            let _ = sys::close($kvm);
+/// /dev/kvm for the calling test; skips it where the kernel has no KVM or offers no SME for
+/// guests.
+macro_rules! sme_kvm {
+    () => {{
+        let kvm = kvm!();
+        if !has_sme_guests(kvm) {
+            let _ = sys::close(kvm);
             return ktap::skip("no KVM_CAP_ARM_SME (252): no SME for guests");
+        }
+        kvm
+    }};
+}
+
+/// Skips the calling test (closing `kvm`) unless `g`'s vCPU offers streaming lengths 16 and 32.
+macro_rules! svl_16_and_32_or_skip {
+    ($g:expr, $kvm:expr) => {
+        if t!(vls_words($g.vcpu, m::KVM_REG_ARM64_SME_VLS))[0] & 3 != 3 {
+            let _ = sys::close($kvm);
+            return ktap::skip("needs streaming lengths 16 and 32");
         }
     };
 }
@@ -317,6 +308,23 @@ fn set_vls(vcpu: i32, id: u64, w: [u64; 8]) -> SysResult {
         c.copy_from_slice(&v.to_le_bytes());
     }
     set(vcpu, id, &b)
+}
+
+/// SME_VLS with the streaming lengths `vqs` (bit n: VQ n + 1), all of them in the first word.
+fn set_sme_vls(vcpu: i32, vqs: u64) -> SysResult {
+    set_vls(vcpu, m::KVM_REG_ARM64_SME_VLS, [vqs, 0, 0, 0, 0, 0, 0, 0])
+}
+
+/// KVM_ARM_PREFERRED_TARGET, then KVM_ARM_VCPU_INIT of `vcpu` with `features` (word 0).
+fn vcpu_init(vm: i32, vcpu: i32, features: u32) -> SysResult {
+    let mut init = KvmVcpuInit::default();
+    ioctl(
+        vm,
+        k::KVM_ARM_PREFERRED_TARGET,
+        &mut init as *mut _ as usize,
+    )?;
+    init.features[0] |= features;
+    ioctl(vcpu, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize)
 }
 
 const PFR1: u64 = k::sysreg_id(3, 0, 0, 4, 1);
@@ -369,20 +377,35 @@ impl Guest {
         };
         t!(g.init(features));
         t!(set64(vcpu, CoreReg::Pc.id(), RAM_IPA));
-        t!(set64(vcpu, CoreReg::X(3).id(), RAM_IPA + DUMP as u64));
-        t!(set64(vcpu, CoreReg::X(10).id(), RAM_IPA + PATTERN as u64));
+        t!(g.set_x(3, RAM_IPA + DUMP as u64));
+        t!(g.set_x(10, RAM_IPA + PATTERN as u64));
         Ok(g)
     }
 
     fn init(&self, features: u32) -> SysResult {
-        let mut init = KvmVcpuInit::default();
-        ioctl(
-            self.vm,
-            k::KVM_ARM_PREFERRED_TARGET,
-            &mut init as *mut _ as usize,
-        )?;
-        init.features[0] |= 1 << k::KVM_ARM_VCPU_PSCI_0_2 | features;
-        ioctl(self.vcpu, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize)
+        vcpu_init(self.vm, self.vcpu, 1 << k::KVM_ARM_VCPU_PSCI_0_2 | features)
+    }
+
+    /// Caps the streaming lengths at `vqs` (as [`set_sme_vls`]) if given, finalizes the vector
+    /// lengths, and sets SMCR_EL1 to `smcr` if given.
+    fn finalize_sme(&self, vqs: Option<u64>, smcr: Option<u64>) -> SysResult<()> {
+        if let Some(vqs) = vqs {
+            set_sme_vls(self.vcpu, vqs)?;
+        }
+        finalize(self.vcpu, m::KVM_ARM_VCPU_VEC)?;
+        if let Some(smcr) = smcr {
+            set64(self.vcpu, m::SMCR_EL1, smcr)?;
+        }
+        Ok(())
+    }
+
+    /// General register `n` (x0..x30).
+    fn x(&self, n: usize) -> SysResult<u64> {
+        get64(self.vcpu, CoreReg::X(n).id())
+    }
+
+    fn set_x(&self, n: usize, v: u64) -> SysResult {
+        set64(self.vcpu, CoreReg::X(n).id(), v)
     }
 
     fn ram(&self, off: usize, len: usize) -> &[u8] {
@@ -441,14 +464,7 @@ fn capability_and_feature() -> TestResult {
     check_eq!(t!(get64(g.vcpu, PFR1)) & m::PFR1_SME, 0);
     check_eq!(t!(get64(g.vcpu, SMFR0)), 0);
     let other = t!(ioctl(g.vm, k::KVM_CREATE_VCPU, 1)) as i32;
-    let mut init = KvmVcpuInit::default();
-    t!(ioctl(
-        g.vm,
-        k::KVM_ARM_PREFERRED_TARGET,
-        &mut init as *mut _ as usize
-    ));
-    init.features[0] |= SME_BIT;
-    let r = ioctl(other, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize);
+    let r = vcpu_init(g.vm, other, SME_BIT);
     let _ = sys::close(other);
     // The feature differs from the VM's first vCPU (EINVAL); a kernel without SME for guests
     // knows no bit 10 (ENOENT, its check of the valid features comes first).
@@ -458,13 +474,7 @@ fn capability_and_feature() -> TestResult {
         // Linux 7.3: bit 10 is past KVM_VCPU_VALID_FEATURES (kvm_vcpu_init_check_features).
         let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
         let vcpu = t!(ioctl(vm, k::KVM_CREATE_VCPU, 0)) as i32;
-        t!(ioctl(
-            vm,
-            k::KVM_ARM_PREFERRED_TARGET,
-            &mut init as *mut _ as usize
-        ));
-        init.features[0] |= SME_BIT;
-        let r = ioctl(vcpu, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize);
+        let r = vcpu_init(vm, vcpu, SME_BIT);
         let _ = (sys::close(vcpu), sys::close(vm), sys::close(kvm));
         check_eq!(r, Err(ENOENT), "KVM_ARM_VCPU_SME without the capability");
         return Ok(());
@@ -481,8 +491,7 @@ fn capability_and_feature() -> TestResult {
 /// SME_VLS before and after finalize, finalize's errors, and the ZA/ZT0 errors in the series'
 /// order (ENOENT, EINVAL, EBUSY, EPERM).
 fn lengths_and_finalize() -> TestResult {
-    let kvm = kvm!();
-    sme_or_skip!(kvm);
+    let kvm = sme_kvm!();
     let g = t!(Guest::new(kvm, code!(guest_dump, guest_dump_end), SME_BIT));
     let vcpu = g.vcpu;
     // SME without SVE: no SVE_VLS, no Z registers outside streaming mode.
@@ -500,14 +509,7 @@ fn lengths_and_finalize() -> TestResult {
     );
     let max_vq = 64 - host.leading_zeros() as u64;
     check_eq!(set_vls(vcpu, m::KVM_REG_ARM64_SME_VLS, [0; 8]), Err(EINVAL));
-    check_eq!(
-        set_vls(
-            vcpu,
-            m::KVM_REG_ARM64_SME_VLS,
-            [host | 1 << max_vq, 0, 0, 0, 0, 0, 0, 0]
-        ),
-        Err(EINVAL)
-    );
+    check_eq!(set_sme_vls(vcpu, host | 1 << max_vq), Err(EINVAL));
     check_eq!(
         set_vls(
             vcpu,
@@ -519,20 +521,9 @@ fn lengths_and_finalize() -> TestResult {
     let low = host & host.wrapping_neg();
     if host != low {
         // A set with a hole (the largest without the smallest) cannot be had.
-        check_eq!(
-            set_vls(
-                vcpu,
-                m::KVM_REG_ARM64_SME_VLS,
-                [host & !low, 0, 0, 0, 0, 0, 0, 0]
-            ),
-            Err(EINVAL)
-        );
+        check_eq!(set_sme_vls(vcpu, host & !low), Err(EINVAL));
     }
-    t!(set_vls(
-        vcpu,
-        m::KVM_REG_ARM64_SME_VLS,
-        [low, 0, 0, 0, 0, 0, 0, 0]
-    ));
+    t!(set_sme_vls(vcpu, low));
     check_eq!(t!(vls_words(vcpu, m::KVM_REG_ARM64_SME_VLS))[0], low);
     // Before finalize: no run, no list; ZA EBUSY while SVCR.ZA is 0, then EPERM.
     let mut b = [0u8; 256];
@@ -548,10 +539,7 @@ fn lengths_and_finalize() -> TestResult {
     check_eq!(finalize(vcpu, 0), Err(EINVAL));
     t!(finalize(vcpu, m::KVM_ARM_VCPU_VEC));
     check_eq!(finalize(vcpu, m::KVM_ARM_VCPU_VEC), Err(EPERM));
-    check_eq!(
-        set_vls(vcpu, m::KVM_REG_ARM64_SME_VLS, [low, 0, 0, 0, 0, 0, 0, 0]),
-        Err(EPERM)
-    );
+    check_eq!(set_sme_vls(vcpu, low), Err(EPERM));
     t!(get(vcpu, m::za_row(svl - 1, 0), &mut b));
     check!(b.iter().all(|&x| x == 0), "ZA after SVCR.ZA 0->1 is zero");
     // SMPRI_EL1: no priorities (0 only).
@@ -565,8 +553,7 @@ fn lengths_and_finalize() -> TestResult {
 /// The VM's ID registers say SME (as the host) once its vCPUs have it; FA64 and SME2 can be
 /// taken away (then FFR in streaming mode, and ZT0, are gone), not added.
 fn id_registers() -> TestResult {
-    let kvm = kvm!();
-    sme_or_skip!(kvm);
+    let kvm = sme_kvm!();
     let g = t!(Guest::new(kvm, code!(guest_dump, guest_dump_end), SME_BIT));
     let vcpu = g.vcpu;
     let pfr1 = t!(get64(vcpu, PFR1));
@@ -625,8 +612,7 @@ fn id_registers() -> TestResult {
 /// with random values, and the guest, running streaming code, sees them; what the guest
 /// changes comes back.
 fn round_trips_with_a_streaming_guest() -> TestResult {
-    let kvm = kvm!();
-    sme_or_skip!(kvm);
+    let kvm = sme_kvm!();
     let sve = if has_sve_guests(kvm) { SVE_BIT } else { 0 };
     let mut seed = [0u8; 8];
     t!(sys::getrandom(&mut seed, 0));
@@ -643,15 +629,9 @@ fn round_trips_with_a_streaming_guest() -> TestResult {
         let vcpu = g.vcpu;
         let host = t!(vls_words(vcpu, m::KVM_REG_ARM64_SME_VLS))[0];
         let prefix = host & ((1u64 << (svl / 16)) - 1);
-        t!(set_vls(
-            vcpu,
-            m::KVM_REG_ARM64_SME_VLS,
-            [prefix, 0, 0, 0, 0, 0, 0, 0]
-        ));
-        t!(finalize(vcpu, m::KVM_ARM_VCPU_VEC));
-        t!(set64(vcpu, CoreReg::X(9).id(), sme2 as u64));
         let smcr = 0x1ff | if fa64 { SMCR_FA64 } else { 0 } | if sme2 { SMCR_EZT0 } else { 0 };
-        t!(set64(vcpu, m::SMCR_EL1, smcr));
+        t!(g.finalize_sme(Some(prefix), Some(smcr)));
+        t!(g.set_x(9, sme2 as u64));
         t!(set64(vcpu, m::SVCR, m::SVCR_SM | m::SVCR_ZA));
         let tpidr2 = rng.next();
         t!(set64(vcpu, m::TPIDR2_EL0, tpidr2));
@@ -727,23 +707,11 @@ fn round_trips_with_a_streaming_guest() -> TestResult {
         }
         // The guest sees them.
         t!(g.run_to_mmio());
-        check_eq!(
-            t!(get64(vcpu, CoreReg::X(4).id())),
-            svl as u64,
-            "guest's SVL"
-        );
-        check_eq!(t!(get64(vcpu, CoreReg::X(5).id())), 3, "guest's SVCR");
-        check_eq!(
-            t!(get64(vcpu, CoreReg::X(6).id())),
-            tpidr2,
-            "guest's TPIDR2"
-        );
+        check_eq!(t!(g.x(4)), svl as u64, "guest's SVL");
+        check_eq!(t!(g.x(5)), 3, "guest's SVCR");
+        check_eq!(t!(g.x(6)), tpidr2, "guest's TPIDR2");
         // SMCR_EL1 as the VMM set it (LEN keeps its 4 bits; SMCR_EL2 caps the SVL).
-        check_eq!(
-            t!(get64(vcpu, CoreReg::X(7).id())),
-            smcr & m::SMCR_LOADED,
-            "guest's SMCR"
-        );
+        check_eq!(t!(g.x(7)), smcr & m::SMCR_LOADED, "guest's SMCR");
         check!(g.ram(DUMP, svl) == &z[0][..], "guest's Z0 at SVL {svl}");
         check!(g.ram(DUMP + 0x100, svl / 8) == &p[0][..], "guest's P0");
         for (n, row) in za.iter().enumerate() {
@@ -827,11 +795,20 @@ fn host_za_take() -> Vec<u8> {
     v
 }
 
+/// `run` with the VMM's own ZA on and full of `pattern`: its result, and whether every row of
+/// the VMM's ZA still held `pattern` after it (ZA is off again then).
+fn with_host_za<R>(pattern: &[u8], run: impl FnOnce() -> R) -> (R, bool) {
+    host_za_set(pattern);
+    let r = run();
+    let host = host_za_take();
+    let svl = svelt_user::sme::rdsvl();
+    (r, host.chunks(svl).all(|row| row == &pattern[..svl]))
+}
+
 /// A guest's first SME use reads zero, with the VMM's own ZA full and another guest's ZA and
 /// ZT0 left full before it; the VMM gets its own ZA back, never a guest's.
 fn first_use_and_no_leaks() -> TestResult {
-    let kvm = kvm!();
-    sme_or_skip!(kvm);
+    let kvm = sme_kvm!();
     let sme2 = svelt_user::sme::has_sme2();
     let guest_pattern: Vec<u8> = (0..256).map(|i| 0xa0 ^ i as u8).collect();
     let host_pattern: Vec<u8> = (0..256).map(|i| 0x3c ^ (i as u8).wrapping_mul(7)).collect();
@@ -841,27 +818,19 @@ fn first_use_and_no_leaks() -> TestResult {
             code!(guest_first, guest_first_end),
             SME_BIT
         ));
-        t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
-        t!(set64(g.vcpu, CoreReg::X(9).id(), sme2 as u64));
         let smcr = 0x1ff | if sme2 { SMCR_EZT0 } else { 0 };
-        t!(set64(g.vcpu, m::SMCR_EL1, smcr));
+        t!(g.finalize_sme(None, Some(smcr)));
+        t!(g.set_x(9, sme2 as u64));
         g.write_ram(PATTERN, &guest_pattern);
         // The VMM's own ZA is live across KVM_RUN (syscalls keep ZA).
-        host_za_set(&host_pattern);
-        let r = g.run_to_mmio();
-        let host = host_za_take();
+        let (r, vmm_za_kept) = with_host_za(&host_pattern, || g.run_to_mmio());
         r?;
-        let svl = t!(get64(g.vcpu, CoreReg::X(4).id())) as usize;
-        let hsvl = svelt_user::sme::rdsvl();
+        let svl = t!(g.x(4)) as usize;
         check!(
-            host.chunks(hsvl).all(|row| row == &host_pattern[..hsvl]),
+            vmm_za_kept,
             "round {round}: the VMM's ZA changed across KVM_RUN"
         );
-        check_eq!(
-            t!(get64(g.vcpu, CoreReg::X(5).id())),
-            3,
-            "SVCR after SMSTART"
-        );
+        check_eq!(t!(g.x(5)), 3, "SVCR after SMSTART");
         check!(
             g.ram(DUMP, svl).iter().all(|&x| x == 0),
             "round {round}: streaming Z0 at first use"
@@ -875,14 +844,9 @@ fn first_use_and_no_leaks() -> TestResult {
             check!(g.ram(DUMP + 0x200, 64).iter().all(|&x| x == 0), "ZT0");
         }
         // The guest fills ZA (and ZT0) and exits with them live; the VMM's ZA is its own.
-        host_za_set(&host_pattern);
-        let r = g.run_to_mmio();
-        let host = host_za_take();
+        let (r, vmm_za_kept) = with_host_za(&host_pattern, || g.run_to_mmio());
         r?;
-        check!(
-            host.chunks(hsvl).all(|row| row == &host_pattern[..hsvl]),
-            "the VMM saw the guest's ZA"
-        );
+        check!(vmm_za_kept, "the VMM saw the guest's ZA");
         let mut b = [0u8; 256];
         t!(get(g.vcpu, m::za_row(svl as u64 - 1, 0), &mut b));
         check!(b[..svl] == guest_pattern[..svl], "the guest's ZA saved");
@@ -895,20 +859,15 @@ fn first_use_and_no_leaks() -> TestResult {
 /// The guest's SMCR_EL1 is its own between runs: a write made while its registers are not
 /// loaded holds, and RDSVL follows it.
 fn smcr_written_between_runs() -> TestResult {
-    let kvm = kvm!();
-    sme_or_skip!(kvm);
+    let kvm = sme_kvm!();
     let g = t!(Guest::new(kvm, code!(guest_smcr, guest_smcr_end), SME_BIT));
-    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
-    let lens = t!(vls_words(g.vcpu, m::KVM_REG_ARM64_SME_VLS));
-    if lens[0] & 3 != 3 {
-        let _ = sys::close(kvm);
-        return ktap::skip("needs streaming lengths 16 and 32");
-    }
+    t!(g.finalize_sme(None, None));
+    svl_16_and_32_or_skip!(g, kvm);
     t!(g.run_to_mmio());
-    check_eq!(t!(get64(g.vcpu, CoreReg::X(4).id())), 16, "SVL with LEN 0");
+    check_eq!(t!(g.x(4)), 16, "SVL with LEN 0");
     t!(g.run_to_mmio());
     check_eq!(
-        t!(get64(g.vcpu, CoreReg::X(4).id())),
+        t!(g.x(4)),
         32,
         "SVL after LEN 1 was written first thing in a run"
     );
@@ -920,18 +879,13 @@ fn smcr_written_between_runs() -> TestResult {
 /// The guest's SVCR is its own between runs: read first thing in a run (its registers not
 /// loaded), it still says streaming mode.
 fn svcr_read_between_runs() -> TestResult {
-    let kvm = kvm!();
-    sme_or_skip!(kvm);
+    let kvm = sme_kvm!();
     let g = t!(Guest::new(kvm, code!(guest_svcr, guest_svcr_end), SME_BIT));
-    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
+    t!(g.finalize_sme(None, None));
     t!(g.run_to_mmio());
     check_eq!(t!(get64(g.vcpu, m::SVCR)), m::SVCR_SM);
     t!(g.run_to_mmio());
-    check_eq!(
-        t!(get64(g.vcpu, CoreReg::X(5).id())),
-        m::SVCR_SM,
-        "SVCR read first thing in a run"
-    );
+    check_eq!(t!(g.x(5)), m::SVCR_SM, "SVCR read first thing in a run");
     let _ = sys::close(kvm);
     Ok(())
 }
@@ -943,8 +897,7 @@ fn svcr_read_between_runs() -> TestResult {
 /// guest kernel would take an SVE access trap and, as Linux's do_sve_acc does, clear the high
 /// bits of Z and the P registers of a task it believes is not streaming).
 fn streaming_guest_never_sees_an_sve_trap() -> TestResult {
-    let kvm = kvm!();
-    sme_or_skip!(kvm);
+    let kvm = sme_kvm!();
     let g = t!(Guest::new(
         kvm,
         code!(guest_sm_zen_off, guest_sm_zen_off_end),
@@ -959,8 +912,7 @@ fn streaming_guest_never_sees_an_sve_trap() -> TestResult {
     }));
     for r in results {
         if r.is_ok() {
-            let what = t!(get64(g.vcpu, CoreReg::X(12).id()));
-            let esr = t!(get64(g.vcpu, CoreReg::X(13).id()));
+            let (what, esr) = (t!(g.x(12)), t!(g.x(13)));
             return Err(match what {
                 3 => format!("the streaming guest took an exception at EL1, ESR_EL1 {esr:#x}"),
                 _ => "the guest found its streaming Z0 changed".into(),
@@ -976,38 +928,24 @@ fn streaming_guest_never_sees_an_sve_trap() -> TestResult {
 /// the host's) shares one CPU with a host task spinning in streaming mode at its own SVL: the
 /// guest never finds its registers changed across the switches of ten KVM_RUNs.
 fn streaming_state_kept_across_switches() -> TestResult {
-    let kvm = kvm!();
-    sme_or_skip!(kvm);
+    let kvm = sme_kvm!();
     let g = t!(Guest::new(
         kvm,
         code!(guest_sm_check, guest_sm_check_end),
         SME_BIT | SVE_BIT
     ));
-    if t!(vls_words(g.vcpu, m::KVM_REG_ARM64_SME_VLS))[0] & 3 != 3 {
-        let _ = sys::close(kvm);
-        return ktap::skip("needs streaming lengths 16 and 32");
-    }
-    t!(set_vls(
-        g.vcpu,
-        m::KVM_REG_ARM64_SME_VLS,
-        [3, 0, 0, 0, 0, 0, 0, 0]
-    ));
-    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
-    t!(set64(g.vcpu, m::SMCR_EL1, 1));
+    svl_16_and_32_or_skip!(g, kvm);
+    t!(g.finalize_sme(Some(3), Some(1)));
     let pattern: Vec<u8> = (0..64).map(|i| 0x91 ^ (i as u8).wrapping_mul(29)).collect();
     g.write_ram(PATTERN, &pattern);
-    t!(set64(
-        g.vcpu,
-        CoreReg::X(11).id(),
-        RAM_IPA + PATTERN as u64 + 32
-    ));
+    t!(g.set_x(11, RAM_IPA + PATTERN as u64 + 32));
     let task = |stop: &Shared<u32>| svelt_user::sme::spin_streaming_until(stop, 41, 100_000);
     let results = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
         ioctl(g.vcpu, k::KVM_RUN, 0)
     }));
     for r in results {
         if r.is_ok() {
-            let which = t!(get64(g.vcpu, CoreReg::X(12).id()));
+            let which = t!(g.x(12));
             return Err(format!(
                 "the guest found its streaming {} changed",
                 if which == 1 { "Z0" } else { "P2" }
@@ -1024,15 +962,13 @@ fn streaming_state_kept_across_switches() -> TestResult {
 /// within each KVM_RUN: the task never finds the guest's ZA, the guest's ZA is its own at the
 /// end, and the VMM's own ZA survives every KVM_RUN.
 fn za_stays_apart_across_switches() -> TestResult {
-    let kvm = kvm!();
-    sme_or_skip!(kvm);
+    let kvm = sme_kvm!();
     let g = t!(Guest::new(
         kvm,
         code!(guest_za_spin, guest_za_spin_end),
         SME_BIT
     ));
-    t!(finalize(g.vcpu, m::KVM_ARM_VCPU_VEC));
-    t!(set64(g.vcpu, m::SMCR_EL1, 0x1ff));
+    t!(g.finalize_sme(None, Some(0x1ff)));
     let guest_pattern: Vec<u8> = (0..256).map(|i| 0x5a ^ i as u8).collect();
     g.write_ram(PATTERN, &guest_pattern);
     let task = |stop: &Shared<u32>| {
@@ -1059,18 +995,14 @@ fn za_stays_apart_across_switches() -> TestResult {
         0
     };
     let host_pattern: Vec<u8> = (0..256).map(|i| 0xc3 ^ (i as u8).wrapping_mul(5)).collect();
-    let hsvl = svelt_user::sme::rdsvl();
     let results = t!(kvm::beside_a_task(task, 10, 40_000_000, || {
-        host_za_set(&host_pattern);
-        let r = ioctl(g.vcpu, k::KVM_RUN, 0);
-        let host = host_za_take();
-        (r, host.chunks(hsvl).all(|row| row == &host_pattern[..hsvl]))
+        with_host_za(&host_pattern, || ioctl(g.vcpu, k::KVM_RUN, 0))
     }));
     for (r, vmm_za_kept) in results {
         check_eq!(r, Err(EINTR));
         check!(vmm_za_kept, "the VMM's ZA changed across KVM_RUN");
     }
-    let svl = t!(get64(g.vcpu, CoreReg::X(4).id())) as usize;
+    let svl = t!(g.x(4)) as usize;
     let mut b = [0u8; 256];
     for row in [0, svl as u64 - 1] {
         t!(get(g.vcpu, m::za_row(row, 0), &mut b));
@@ -1082,8 +1014,7 @@ fn za_stays_apart_across_switches() -> TestResult {
 
 /// /proc/svelt/fpstat counts guest SME saves and restores apart (Svelt only).
 fn fpstat_counts() -> TestResult {
-    let kvm = kvm!();
-    sme_or_skip!(kvm);
+    let kvm = sme_kvm!();
     let _ = sys::close(kvm);
     let count = |name: &str| -> Option<u64> {
         let text = io::read_file("/proc/svelt/fpstat").ok()?;

@@ -3,23 +3,9 @@
 
 use super::*;
 use crate::uapi::signal::*;
+use crate::util::rng::XorShift64 as Rng;
 use std::vec;
 use std::vec::Vec;
-
-/// A small xorshift generator: the cases are reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len).map(|i| (i as u8).wrapping_mul(7) ^ seed).collect()
@@ -85,14 +71,14 @@ fn case(r: &mut Rng) -> Case {
         *b = i as u8 ^ 0x5a;
     }
     let vls = [16u16, 32, 64, 128, 256];
-    let on = |r: &mut Rng| r.pick(2) == 0;
+    let on = |r: &mut Rng| r.below(2) == 0;
     let sve = on(r).then(|| {
-        let vl = vls[r.pick(5) as usize];
+        let vl = vls[r.below(5) as usize];
         let payload = on(r).then(|| pattern(546 * usize::from(vl / 16), 1));
-        (vl, r.pick(2) as u16, payload)
+        (vl, r.below(2) as u16, payload)
     });
     let za = on(r).then(|| {
-        let vl = vls[r.pick(5) as usize];
+        let vl = vls[r.below(5) as usize];
         let payload = on(r).then(|| pattern(usize::from(vl) * usize::from(vl), 2));
         (vl, payload)
     });
@@ -102,15 +88,15 @@ fn case(r: &mut Rng) -> Case {
         info,
         act: Sigaction {
             sa_handler: r.next(),
-            sa_flags: [0, SA_SIGINFO, SA_RESTORER, SA_SIGINFO | SA_RESTORER][r.pick(4) as usize],
+            sa_flags: [0, SA_SIGINFO, SA_RESTORER, SA_SIGINFO | SA_RESTORER][r.below(4) as usize],
             sa_restorer: r.next(),
             sa_mask: Sigset::EMPTY,
         },
         // Mostly room for any frame; sometimes too little.
-        sp_top: if r.pick(8) == 0 {
-            r.pick(8192)
+        sp_top: if r.below(8) == 0 {
+            r.below(8192)
         } else {
-            0x7fff_0000_0000 + r.pick(1 << 20)
+            0x7fff_0000_0000 + r.below(1 << 20)
         },
         esr: on(r).then(|| r.next()),
         gcs: on(r).then(|| {
@@ -134,108 +120,41 @@ fn case(r: &mut Rng) -> Case {
 /// One writer's outcome: its result and the frame memory it left.
 type Outcome = (Result<HandlerEntry, Errno>, Mem);
 
-/// The case through both writers: (result, memory relative to the frame base).
-fn both(c: &Case) -> (Outcome, Outcome) {
-    let vec_head = |vl: u16, flags: u16| {
-        let mut h = [0u8; 8];
-        h[0..2].copy_from_slice(&vl.to_le_bytes());
-        h[2..4].copy_from_slice(&flags.to_le_bytes());
-        h
-    };
-    let gcs_body = c.gcs.unwrap_or_default();
-    let sve_head = c.sve.as_ref().map_or([0; 8], |s| vec_head(s.0, s.1));
-    let za_head = c.za.as_ref().map_or([0; 8], |z| vec_head(z.0, 0));
-    let zt_head = vec_head(1, 0);
-    let tp = c.tpidr2.unwrap_or(0).to_le_bytes();
-    let fpmr = c.fpmr.unwrap_or(0).to_le_bytes();
-    let poe = c.poe.unwrap_or(0).to_le_bytes();
-    let mut specs = Vec::new();
-    if c.gcs.is_some() {
-        specs.push(RecordSpec {
-            magic: GCS_MAGIC,
-            size: GCS_CONTEXT_SIZE,
-            body: &gcs_body,
-            payload: &[],
-        });
+/// A record for the general writer that is all body.
+fn small(magic: u32, size: u32, body: &[u8]) -> RecordSpec<'_> {
+    RecordSpec {
+        magic,
+        size,
+        body,
+        payload: &[],
     }
-    if let Some((vl, _, p)) = &c.sve {
-        let size = match p {
-            Some(_) => sve_sig_context_size(u32::from(*vl) / 16).next_multiple_of(16),
-            None => SVE_CONTEXT_HEAD_SIZE,
-        };
-        specs.push(RecordSpec {
-            magic: SVE_MAGIC,
-            size,
-            body: &sve_head,
-            payload: p.as_deref().unwrap_or(&[]),
-        });
+}
+
+/// A vector record for the general writer: the whole context (`whole` bytes) with a payload,
+/// only its head (`head_only` bytes) without.
+fn vec_spec<'a>(
+    magic: u32,
+    head: &'a [u8],
+    payload: &'a Option<Vec<u8>>,
+    whole: u32,
+    head_only: u32,
+) -> RecordSpec<'a> {
+    RecordSpec {
+        magic,
+        size: if payload.is_some() { whole } else { head_only },
+        body: head,
+        payload: payload.as_deref().unwrap_or(&[]),
     }
-    if c.tpidr2.is_some() {
-        specs.push(RecordSpec {
-            magic: TPIDR2_MAGIC,
-            size: 16,
-            body: &tp,
-            payload: &[],
-        });
-    }
-    if let Some((vl, p)) = &c.za {
-        let size = match p {
-            Some(_) => za_sig_context_size(u32::from(*vl) / 16),
-            None => ZA_CONTEXT_HEAD_SIZE,
-        };
-        specs.push(RecordSpec {
-            magic: ZA_MAGIC,
-            size,
-            body: &za_head,
-            payload: p.as_deref().unwrap_or(&[]),
-        });
-    }
-    if let Some(z) = &c.zt0 {
-        specs.push(RecordSpec {
-            magic: ZT_MAGIC,
-            size: zt_sig_context_size(1),
-            body: &zt_head,
-            payload: z,
-        });
-    }
-    for (v, magic, b) in [(c.fpmr, FPMR_MAGIC, &fpmr), (c.poe, POE_MAGIC, &poe)] {
-        if v.is_some() {
-            specs.push(RecordSpec {
-                magic,
-                size: 16,
-                body: b,
-                payload: &[],
-            });
-        }
-    }
-    let uc_stack = StackT::new(0x1234_0000, SS_ONSTACK, 0x8000);
-    let d = SigDelivery {
+}
+
+/// The case's delivery for `Delivery::write`.
+fn delivery(c: &Case) -> Delivery<'_> {
+    Delivery {
         sp_top: c.sp_top,
         signo: SIGUSR1,
         info: &c.info,
         action: &c.act,
-        uc_stack,
-        sigmask: Sigset(0x1234_5678),
-        regs: &c.regs,
-        fault_address: 0xdead_beef,
-        esr: c.esr,
-        fpsimd: Some(&c.fp),
-        records: &specs,
-        bti: false,
-        sigtramp: 0xffff_0800,
-    };
-    let mut old = Mem::new();
-    let r_old = d.plan().and_then(|plan| {
-        old.base = plan.base;
-        d.emit(&plan, &mut |o, b| old.put(o, b))?;
-        Ok(plan.entry)
-    });
-    let fast = Delivery {
-        sp_top: c.sp_top,
-        signo: SIGUSR1,
-        info: &c.info,
-        action: &c.act,
-        uc_stack,
+        uc_stack: StackT::new(0x1234_0000, SS_ONSTACK, 0x8000),
         sigmask: Sigset(0x1234_5678),
         regs: &c.regs,
         fault_address: 0xdead_beef,
@@ -260,7 +179,85 @@ fn both(c: &Case) -> (Outcome, Outcome) {
         },
         bti: false,
         sigtramp: 0xffff_0800,
+    }
+}
+
+/// The same delivery for `SigDelivery::emit`, with its records given as `specs`.
+fn general<'a>(d: &Delivery<'a>, specs: &'a [RecordSpec<'a>]) -> SigDelivery<'a> {
+    SigDelivery {
+        sp_top: d.sp_top,
+        signo: d.signo,
+        info: d.info,
+        action: d.action,
+        uc_stack: d.uc_stack,
+        sigmask: d.sigmask,
+        regs: d.regs,
+        fault_address: d.fault_address,
+        esr: d.records.esr,
+        fpsimd: Some(d.fpsimd),
+        records: specs,
+        bti: d.bti,
+        sigtramp: d.sigtramp,
+    }
+}
+
+/// The case through both writers: (result, memory relative to the frame base).
+fn both(c: &Case) -> (Outcome, Outcome) {
+    let vec_head = |vl: u16, flags: u16| {
+        let mut h = [0u8; 8];
+        h[0..2].copy_from_slice(&vl.to_le_bytes());
+        h[2..4].copy_from_slice(&flags.to_le_bytes());
+        h
     };
+    let gcs_body = c.gcs.unwrap_or_default();
+    let sve_head = c.sve.as_ref().map_or([0; 8], |s| vec_head(s.0, s.1));
+    let za_head = c.za.as_ref().map_or([0; 8], |z| vec_head(z.0, 0));
+    let zt_head = vec_head(1, 0);
+    let tp = c.tpidr2.unwrap_or(0).to_le_bytes();
+    let fpmr = c.fpmr.unwrap_or(0).to_le_bytes();
+    let poe = c.poe.unwrap_or(0).to_le_bytes();
+    let mut specs = Vec::new();
+    if c.gcs.is_some() {
+        specs.push(small(GCS_MAGIC, GCS_CONTEXT_SIZE, &gcs_body));
+    }
+    if let Some((vl, _, p)) = &c.sve {
+        let whole = sve_sig_context_size(u32::from(*vl) / 16).next_multiple_of(16);
+        specs.push(vec_spec(
+            SVE_MAGIC,
+            &sve_head,
+            p,
+            whole,
+            SVE_CONTEXT_HEAD_SIZE,
+        ));
+    }
+    if c.tpidr2.is_some() {
+        specs.push(small(TPIDR2_MAGIC, 16, &tp));
+    }
+    if let Some((vl, p)) = &c.za {
+        let whole = za_sig_context_size(u32::from(*vl) / 16);
+        specs.push(vec_spec(ZA_MAGIC, &za_head, p, whole, ZA_CONTEXT_HEAD_SIZE));
+    }
+    if let Some(z) = &c.zt0 {
+        specs.push(RecordSpec {
+            magic: ZT_MAGIC,
+            size: zt_sig_context_size(1),
+            body: &zt_head,
+            payload: z,
+        });
+    }
+    for (v, magic, b) in [(c.fpmr, FPMR_MAGIC, &fpmr), (c.poe, POE_MAGIC, &poe)] {
+        if v.is_some() {
+            specs.push(small(magic, 16, b));
+        }
+    }
+    let fast = delivery(c);
+    let d = general(&fast, &specs);
+    let mut old = Mem::new();
+    let r_old = d.plan().and_then(|plan| {
+        old.base = plan.base;
+        d.emit(&plan, &mut |o, b| old.put(o, b))?;
+        Ok(plan.entry)
+    });
     let mut writes: Vec<(u64, Vec<u8>)> = Vec::new();
     let r_new = fast.write(&mut |a, b| {
         writes.push((a, b.to_vec()));
@@ -339,20 +336,14 @@ fn a_payload_longer_than_its_record_is_refused() {
     assert_eq!(r_new, Err(Errno::EINVAL));
     // A failing writer is EFAULT.
     c.sve = None;
-    let d_info = c.info;
     let fast = Delivery {
-        sp_top: c.sp_top,
         signo: 1,
-        info: &d_info,
-        action: &c.act,
         uc_stack: StackT::default(),
         sigmask: Sigset(0),
-        regs: &c.regs,
         fault_address: 0,
-        fpsimd: &c.fp,
         records: Records::default(),
-        bti: false,
         sigtramp: 0,
+        ..delivery(&c)
     };
     assert_eq!(fast.write(&mut |_, _| Err(Efault)), Err(Errno::EFAULT));
 }
