@@ -376,8 +376,8 @@ fn soak_with_guests(qemu: Qemu, linux: bool, guest: &[&str]) -> Option<Run> {
 
 /// Two SME guests with different caps (SME 16,32 with FA64; SME 16..64 without FA64; SVE
 /// 16..64 for both) beside the host's fp-stress with SME and SME2, under Svelt on QEMU 11.1.
-/// About ten minutes; with SVELT_VMM_FULL=1. It fails today: the guests' streaming-mode
-/// fp-stress tasks find their registers changed (docs/kvm-sme.md, "Open").
+/// About ten minutes; with SVELT_VMM_FULL=1. It found the streaming-mode bug of docs/kvm-sme.md
+/// (`streaming_guest_never_sees_an_sve_trap`).
 #[test]
 fn two_sme_guests_soak_beside_the_host() {
     if full() {
