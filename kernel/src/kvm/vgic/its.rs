@@ -95,6 +95,16 @@ impl Its {
     }
 }
 
+/// The alignment a GRP_ITS_REGS offset needs, less one: the 64-bit registers are reached
+/// whole (vgic_its_attr_regs_access).
+fn attr_align(off: u64) -> u64 {
+    if (its::GITS_TYPER..its::GITS_PIDR4).contains(&off) {
+        7
+    } else {
+        3
+    }
+}
+
 /// Whether the register at `off` (its first byte) is 64 bits wide.
 fn is64(off: u64) -> bool {
     (its::GITS_TYPER..its::GITS_IDREGS).contains(&off)
@@ -123,12 +133,8 @@ impl Vgic {
                 i.enabled = on;
                 return Ok(true);
             }
-            its::GITS_IIDR if uaccess => {
-                // Only ABI revision 0 exists.
-                if (val >> 12) & 0xf != 0 {
-                    return Err(Errno::EINVAL);
-                }
-            }
+            // Only ABI revision 0 exists.
+            its::GITS_IIDR if uaccess && (val >> 12) & 0xf != 0 => return Err(Errno::EINVAL),
             its::GITS_CBASER if !i.enabled => {
                 i.cbaser = its::cbaser_write(val);
                 i.creadr = 0;
@@ -405,11 +411,7 @@ impl ItsFile {
     /// (EINVAL), every vCPU idle (EBUSY), the frame placed and a register there (ENXIO).
     fn regs(&self, a: &KvmDeviceAttr, write: bool) -> SysResult<usize> {
         let off = a.attr;
-        let align = if off < its::GITS_TYPER || off >= its::GITS_PIDR4 {
-            3
-        } else {
-            7
-        };
+        let align = attr_align(off);
         if off & align != 0 {
             return Err(Errno::EINVAL);
         }
@@ -496,11 +498,7 @@ impl ItsFile {
                 | its::KVM_DEV_ARM_ITS_RESTORE_TABLES,
             ) => Ok(0),
             (its::KVM_DEV_ARM_VGIC_GRP_ITS_REGS, off) => {
-                let align = if off < its::GITS_TYPER || off >= its::GITS_PIDR4 {
-                    3
-                } else {
-                    7
-                };
+                let align = attr_align(off);
                 if off & align != 0 {
                     return Err(Errno::EINVAL);
                 }
