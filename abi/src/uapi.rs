@@ -20,6 +20,7 @@ pub mod kvm_sme;
 pub mod kvm_stats;
 pub mod kvm_sve;
 pub mod kvm_vgic;
+pub mod kvm_vgic_its;
 pub mod kvm_vgic_sysregs;
 pub mod ldisc;
 pub mod mm;

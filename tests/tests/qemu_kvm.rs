@@ -2,9 +2,9 @@
 //! `./qemu-run.sh --guest qemu`: `-accel kvm -cpu host` booting Debian's Linux 7.3.4 with the
 //! small guest init of user/src/bin/guest_init.rs (it prints its kernel, its CPUs and its SVE
 //! lengths and powers off), under Svelt's KVM and under Linux 7.3.4's (reference mode) as the
-//! check of the test. The machine is `virt,gic-version=3,its=off`: Svelt's vGICv3 has no ITS
-//! yet, and QEMU's default `virt` asks KVM for one (docs/kvm.md). Each boot takes about half a
-//! minute under QEMU 10's TCG (a guest inside a guest), so both run by default.
+//! check of the test. The machine is `virt,gic-version=3`: QEMU's `virt` with KVM's in-kernel
+//! vGICv3 and its in-kernel ITS (docs/kvm.md). Each boot takes about half a minute under QEMU
+//! 10's TCG (a guest inside a guest), so both run by default.
 
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ const GUEST: [&str; 8] = [
     "--mem",
     "2G",
     "--guest-machine",
-    "virt,gic-version=3,its=off",
+    "virt,gic-version=3",
 ];
 
 /// Boots QEMU with the guest on Svelt or (`linux`) on Linux; None when what it needs could

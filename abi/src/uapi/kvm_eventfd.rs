@@ -168,8 +168,14 @@ const _: () = assert!(core::mem::size_of::<KvmIrqRoutingEntry>() == 48);
 pub enum RouteTo {
     /// The vGIC's pin (SPI pin + 32).
     Pin(u32),
-    /// A message for the ITS (never delivered without one).
-    Msi,
+    /// A message for an ITS: its doorbell address, data (the EventID), flags
+    /// (KVM_MSI_VALID_DEVID) and DeviceID (`struct kvm_irq_routing_msi`).
+    Msi {
+        address: u64,
+        data: u32,
+        flags: u32,
+        devid: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -214,7 +220,12 @@ pub fn route_of(e: &KvmIrqRoutingEntry) -> Result<Route, Errno> {
             }
             RouteTo::Pin(pin)
         }
-        KVM_IRQ_ROUTING_MSI => RouteTo::Msi,
+        KVM_IRQ_ROUTING_MSI => RouteTo::Msi {
+            address: ((e.u[1] as u64) << 32) | e.u[0] as u64,
+            data: e.u[2],
+            flags: e.flags,
+            devid: e.u[3],
+        },
         _ => return Err(Errno::EINVAL),
     };
     Ok(Route { gsi: e.gsi, to })
@@ -310,7 +321,13 @@ mod tests {
         ];
         assert_eq!(check_routing(&t), Ok(()));
         assert_eq!(route_of(&t[0]).unwrap().to, RouteTo::Pin(5));
-        assert_eq!(route_of(&t[1]).unwrap().to, RouteTo::Msi);
+        assert!(matches!(
+            route_of(&t[1]).unwrap().to,
+            RouteTo::Msi {
+                flags: KVM_MSI_VALID_DEVID,
+                ..
+            }
+        ));
         let bad = |e: &[KvmIrqRoutingEntry]| check_routing(e).unwrap_err();
         assert_eq!(bad(&[entry(4096, 1, 0, 0, 0)]), Errno::EINVAL);
         assert_eq!(bad(&[entry(0, 1, 0, 0, 988)]), Errno::EINVAL);

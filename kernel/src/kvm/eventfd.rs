@@ -87,8 +87,45 @@ fn pin_of(vm: &Vm, gsi: u32) -> Option<u32> {
     }
 }
 
-/// Raises the SPI `gsi` routes to; `pulse` lowers it again at once (irqfd_inject).
+/// The MSI `gsi` routes to, if that is its one route.
+fn msi_of(vm: &Vm, gsi: u32) -> Option<RouteTo> {
+    let routes = vm.events.routes.lock();
+    let mut it = routes.iter().filter(|r| r.gsi == gsi);
+    match (it.next(), it.next()) {
+        (
+            Some(
+                r @ Route {
+                    to: RouteTo::Msi { .. },
+                    ..
+                },
+            ),
+            None,
+        ) => Some(r.to),
+        _ => None,
+    }
+}
+
+/// Raises the SPI `gsi` routes to; `pulse` lowers it again at once (irqfd_inject). An MSI
+/// route sends its message to the ITS its address names (kvm_set_msi).
 fn raise(vm: &Vm, gsi: u32, pulse: bool) {
+    if let Some(RouteTo::Msi {
+        address,
+        data,
+        flags,
+        devid,
+    }) = msi_of(vm, gsi)
+    {
+        let msi = svelt_abi::uapi::kvm_vgic_its::KvmMsi {
+            address_lo: address as u32,
+            address_hi: (address >> 32) as u32,
+            data,
+            flags,
+            devid,
+            pad: [0; 12],
+        };
+        let _ = super::vgic::its::deliver_msi(vm, &msi);
+        return;
+    }
     if let Some(pin) = pin_of(vm, gsi) {
         super::vgic::set_spi(vm, pin, true);
         if pulse {

@@ -149,7 +149,9 @@ pub fn check_extension(cap: u64) -> usize {
         | ke::KVM_CAP_IRQFD
         | ke::KVM_CAP_IRQFD_RESAMPLE
         | ke::KVM_CAP_IOEVENTFD
-        | ke::KVM_CAP_IOEVENTFD_ANY_LENGTH => 1,
+        | ke::KVM_CAP_IOEVENTFD_ANY_LENGTH
+        // KVM_SIGNAL_MSI (delivered through an ITS; ENODEV without one).
+        | svelt_abi::uapi::kvm_vgic_its::KVM_CAP_SIGNAL_MSI => 1,
         ke::KVM_CAP_IRQ_ROUTING => ke::KVM_MAX_IRQ_ROUTES as usize,
         svelt_abi::uapi::kvm_dirty::KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2 => {
             svelt_abi::uapi::kvm_dirty::KVM_DIRTY_LOG_MANUAL_CAPS as usize

@@ -28,6 +28,7 @@ use svelt_abi::uapi::kvm::{self as k, KvmUserspaceMemoryRegion, KvmVcpuInit, Slo
 use svelt_abi::uapi::kvm_dirty as kd;
 use svelt_abi::uapi::kvm_eventfd as ke;
 use svelt_abi::uapi::kvm_idregs as ki;
+use svelt_abi::uapi::kvm_vgic_its as its;
 
 /// VMs alive now, and VMIDs given out (/proc/svelt/kvm).
 pub static VMS: AtomicUsize = AtomicUsize::new(0);
@@ -619,6 +620,10 @@ impl FileOps for VmFile {
     fn ioctl(&self, cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         self.vm.check_caller(cur)?;
         match cmd {
+            // Whether MSIs need a DeviceID: once the VM has an ITS (kvm_vm_ioctl_check_extension).
+            k::KVM_CHECK_EXTENSION if arg as u64 == its::KVM_CAP_MSI_DEVID => {
+                Ok(super::vgic::its::msis_require_devid(&self.vm) as usize)
+            }
             k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64)),
             k::KVM_CREATE_VCPU => self.vm.create_vcpu(cur, arg),
             k::KVM_SET_USER_MEMORY_REGION => {
@@ -633,16 +638,20 @@ impl FileOps for VmFile {
                 let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
                 self.vm.set_region(&r)
             }
-            // The vGICv3 (begun: its configuration); every other type is unknown.
             kd::KVM_GET_DIRTY_LOG => self.vm.get_dirty_log(arg),
             kd::KVM_CLEAR_DIRTY_LOG => self.vm.clear_dirty_log(arg),
             k::KVM_CREATE_DEVICE => {
+                // The vGICv3 and its ITS; every other type is unknown.
                 let mut d = UserPtr::<k::KvmCreateDevice>::new(arg).read()?;
-                if d.ty != svelt_abi::uapi::kvm_vgic::KVM_DEV_TYPE_ARM_VGIC_V3 {
-                    return Err(Errno::ENODEV);
-                }
                 let test = d.flags & k::KVM_CREATE_DEVICE_TEST != 0;
-                let Some(f) = super::vgic::create(&self.vm, test)? else {
+                let made = match d.ty {
+                    svelt_abi::uapi::kvm_vgic::KVM_DEV_TYPE_ARM_VGIC_V3 => {
+                        super::vgic::create(&self.vm, test)?
+                    }
+                    its::KVM_DEV_TYPE_ARM_VGIC_ITS => super::vgic::its::create(&self.vm, test)?,
+                    _ => return Err(Errno::ENODEV),
+                };
+                let Some(f) = made else {
                     return Ok(0);
                 };
                 let fd = install(cur, f)?;
@@ -660,6 +669,7 @@ impl FileOps for VmFile {
                 self.vm.coalesced.ioctl(cmd, arg)
             }
             svelt_abi::uapi::kvm_vgic::KVM_IRQ_LINE => super::vgic::irq_line(&self.vm, arg),
+            its::KVM_SIGNAL_MSI => super::vgic::its::signal_msi(&self.vm, arg),
             ke::KVM_IRQFD => super::eventfd::irqfd(&self.vm, cur, arg),
             ke::KVM_IOEVENTFD => super::eventfd::ioeventfd(&self.vm, cur, arg),
             ke::KVM_SET_GSI_ROUTING => super::eventfd::set_routing(&self.vm, arg),

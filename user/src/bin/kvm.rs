@@ -3492,6 +3492,10 @@ fn kick_running_vcpu() -> TestResult {
     Ok(())
 }
 
+// After the macros it uses.
+#[path = "kvm/its.rs"]
+mod its;
+
 fn main(_a: &rt::Args) -> i32 {
     mount_when_init();
     ktap::run(&[
@@ -3535,6 +3539,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("smccc_services", smccc_services),
         ("coalesced_mmio", coalesced_mmio),
         ("vgic_spi", vgic_spi),
+        ("vgic_its_device", its::vgic_its_device),
+        ("vgic_its_lpi", its::vgic_its_lpi),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
         ("dirty_log", dirty_log),
         ("hidden_tlbi_os", hidden_tlbi_os),

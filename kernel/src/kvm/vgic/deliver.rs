@@ -18,7 +18,7 @@ use svelt_abi::uapi::kvm::MmioAccess;
 use svelt_abi::uapi::kvm_vgic::{self as g, IrqLine};
 
 /// The affinity fields of an MPIDR.
-const MPIDR_HWID: u64 = 0xff_00ff_ffff;
+pub const MPIDR_HWID: u64 = 0xff_00ff_ffff;
 
 fn affinity(id: u32) -> u64 {
     mpidr_for(id) & MPIDR_HWID
@@ -157,6 +157,9 @@ pub fn pending(vm: &Vm, id: u32, vmcr: u64) -> bool {
 /// A guest load or store in the vGIC's frames, emulated here (the PC moves past it). False if
 /// `ipa` is none of them.
 pub fn mmio_access(vm: &Vm, ipa: u64, a: &MmioAccess, st: &mut VcpuState) -> bool {
+    if super::its::mmio_access(vm, ipa, a, st) {
+        return true;
+    }
     let mut guard = vm.vgic.lock();
     let Some(v) = guard.as_mut() else {
         return false;

@@ -119,6 +119,8 @@ impl Vgic {
     pub fn irq_mut(&mut self, vcpu: u32, intid: u32) -> Option<&mut Irq> {
         if intid < g::NR_PRIVATE_IRQS {
             Some(&mut self.private.entry(vcpu).or_insert_with(private_reset)[intid as usize])
+        } else if intid >= svelt_abi::uapi::kvm_vgic_its::LPI_OFFSET {
+            self.lpis.get_mut(&intid)
         } else {
             self.spis_busy = true;
             self.spis.get_mut((intid - g::NR_PRIVATE_IRQS) as usize)
@@ -159,9 +161,17 @@ impl Vgic {
             .iter()
             .zip(g::NR_PRIVATE_IRQS..)
             .filter(move |(q, _)| q.route & 0xff_00ff_ffff == mpidr);
+        // LPIs reach a vCPU whose redistributor has them on; their route is exact.
+        let on = self.lpis_on(vcpu);
+        let lpis = self
+            .lpis
+            .iter()
+            .filter(move |(_, q)| on && q.route == mpidr)
+            .map(|(&i, q)| (q, i));
         own.iter()
             .zip(0u32..)
             .chain(spis)
+            .chain(lpis)
             .filter(|(q, _)| q.active || q.pending())
             .map(|(q, i)| (i, q))
     }

@@ -9,6 +9,7 @@
 use super::irq::{Irq, NR_SGIS};
 use super::Vgic;
 use svelt_abi::uapi::kvm_vgic as g;
+use svelt_abi::uapi::kvm_vgic_its as its;
 
 /// Which frame an access lands in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +131,11 @@ impl Vgic {
         let nr_irqs = self.cfg.nr_irqs();
         match (frame, off) {
             (Frame::Dist, CTLR) => Some(((self.enabled as u32) << 1) | (1 << 4) | (1 << 6)),
+            (Frame::Dist, TYPER) if self.has_its() => Some(
+                (g::gicd_typer(nr_irqs) & !its::GICD_TYPER_IDBITS_MASK)
+                    | ((its::ID_BITS_ITS - 1) << 19)
+                    | its::GICD_TYPER_LPIS,
+            ),
             (Frame::Dist, TYPER) => Some(g::gicd_typer(nr_irqs)),
             (Frame::Dist, IIDR) | (Frame::Rd(_), GICR_IIDR) => Some(g::KVM_GIC_IIDR),
             (Frame::Dist, TYPER2) => Some(0),
@@ -146,19 +152,26 @@ impl Vgic {
                 })
             }
             (_, PIDR2) => Some(g::GIC_PIDR2_V3),
-            // Changes are visible at once (CES), no LPIs, IR: no Group 0 in Non-secure.
-            (Frame::Rd(_), CTLR) => Some(0b110),
+            // Changes are visible at once (CES), IR: no Group 0 in Non-secure; EnableLPIs.
+            (Frame::Rd(v), CTLR) => Some(0b110 | self.lpis_on(v) as u32),
             (Frame::Rd(v), o) if o == GICR_TYPER || o == GICR_TYPER + 4 => {
-                let typer = g::gicr_typer(super::super::vcpu::mpidr_for(v), v, self.is_last(v));
+                let mut typer = g::gicr_typer(super::super::vcpu::mpidr_for(v), v, self.is_last(v));
+                if self.has_its() {
+                    typer |= its::GICR_TYPER_PLPIS;
+                }
                 Some(if o == GICR_TYPER {
                     typer as u32
                 } else {
                     (typer >> 32) as u32
                 })
             }
-            // STATUSR, WAKER (the redistributor never sleeps), PROPBASER and PENDBASER (no
-            // LPIs): zero, writes ignored.
-            (Frame::Rd(_), 0x10 | 0x14 | 0x70 | 0x74 | 0x78 | 0x7c) => Some(0),
+            (Frame::Rd(_), o) if o & !4 == its::GICR_PROPBASER => Some(half(self.propbaser, o)),
+            (Frame::Rd(v), o) if o & !4 == its::GICR_PENDBASER => {
+                let pend = self.rd_lpi.get(&v).map_or(0, |r| r.1) & !its::PENDBASER_PTZ;
+                Some(half(pend, o))
+            }
+            // STATUSR, WAKER (the redistributor never sleeps): zero, writes ignored.
+            (Frame::Rd(_), 0x10 | 0x14) => Some(0),
             (Frame::Dist, 0x10) => Some(0),
             _ => None,
         }
@@ -208,6 +221,40 @@ impl Vgic {
         match (frame, off) {
             (Frame::Dist, CTLR) => {
                 self.enabled = val & 2 != 0;
+                true
+            }
+            // EnableLPIs, with an ITS (vgic_mmio_write_v3r_ctlr): turning it off drops the
+            // vCPU's pending LPIs.
+            (Frame::Rd(v), CTLR) => {
+                if self.has_its() {
+                    let on = val & its::GICR_CTLR_ENABLE_LPIS != 0;
+                    let was = self.lpis_on(v);
+                    self.rd_lpi.entry(v).or_default().0 = on;
+                    if was && !on {
+                        let route = super::its::lpi_route(Some(v));
+                        for q in self.lpis.values_mut() {
+                            if q.route == route {
+                                q.latch = false;
+                            }
+                        }
+                    }
+                }
+                true
+            }
+            // Both are fixed while the vCPU's LPIs are on (vgic_mmio_write_propbase,
+            // _pendbase); the 32-bit halves are written one at a time.
+            (Frame::Rd(v), o) if o & !4 == its::GICR_PROPBASER => {
+                if !self.lpis_on(v) {
+                    let new = its::update_half(self.propbaser, o & 4 != 0, val);
+                    self.propbaser = its::propbaser_write(new);
+                }
+                true
+            }
+            (Frame::Rd(v), o) if o & !4 == its::GICR_PENDBASER => {
+                if !self.lpis_on(v) {
+                    let r = self.rd_lpi.entry(v).or_default();
+                    r.1 = its::pendbaser_write(its::update_half(r.1, o & 4 != 0, val));
+                }
                 true
             }
             (Frame::Dist, o) if (IROUTER..IROUTER + 8 * 1024).contains(&o) => {
@@ -271,6 +318,15 @@ impl Vgic {
             }
             _ => {}
         }
+    }
+}
+
+/// The low or high half of a 64-bit register, by the offset's bit 2.
+fn half(reg: u64, off: u64) -> u32 {
+    if off & 4 == 0 {
+        reg as u32
+    } else {
+        (reg >> 32) as u32
     }
 }
 

@@ -8,6 +8,7 @@
 
 mod deliver;
 mod irq;
+pub mod its;
 mod mmio;
 
 pub use deliver::{
@@ -51,6 +52,14 @@ pub struct Vgic {
     spis_busy: bool,
     /// Each vCPU's SGIs and PPIs, by vCPU id.
     pub private: BTreeMap<u32, [irq::Irq; 32]>,
+    /// The VM's ITSes (`its`), in creation order: with one, the redistributors have LPIs.
+    pub its: Vec<its::Its>,
+    /// The LPIs the ITSes mapped, by INTID (each exists while one event maps to it).
+    lpis: BTreeMap<u32, irq::Irq>,
+    /// GICR_PROPBASER, one for every redistributor (as Linux keeps it).
+    pub propbaser: u64,
+    /// Each vCPU's GICR_CTLR.EnableLPIs and GICR_PENDBASER, by vCPU id.
+    pub rd_lpi: BTreeMap<u32, (bool, u64)>,
 }
 
 impl Vgic {
