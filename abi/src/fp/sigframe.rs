@@ -1397,6 +1397,8 @@ fn keep(locs: &mut Locs, i: usize, magic: u32, off: u32, size: usize) -> Result<
 
 mod deliver;
 pub use deliver::{Delivery, Records, VecRecord, WriteAt};
+mod inplace;
+pub use inplace::{parse_in_place, FpsimdBytes, InPlace};
 
 #[cfg(test)]
 mod tests;
