@@ -1660,7 +1660,9 @@ fn in_place_agrees(mem: &Mem, sp: u64, f: &SigFeatures, task: &SigreturnTask) ->
         &mut frame2,
         &mut extra_in(&mut extra2, &mut read2),
     );
-    let s = r.frame.expect("the general path takes what the quick one takes");
+    let s = r
+        .frame
+        .expect("the general path takes what the quick one takes");
     assert_eq!(r.sigmask, Some(q.sigmask));
     assert_eq!(r.regs, Some(q.regs));
     assert_eq!(s.regs, q.regs);
@@ -1818,8 +1820,14 @@ fn in_place_leaves_gcs_poe_and_a_lone_zt_to_the_general_path() {
 /// `parse_sigreturn` and `check_records` on a frame at `sp` (every feature, TASK_32_64).
 fn parse_with_at(mem: &Mem, sp: u64) -> Result<(), BadFrame> {
     let mut frame = [0u8; RT_SIGFRAME_SIZE];
-    let s = parse_sigreturn(sp, &mut |a, b| mem.read(a, b), &ALL, &mut frame, &mut no_extra)
-        .frame?;
+    let s = parse_sigreturn(
+        sp,
+        &mut |a, b| mem.read(a, b),
+        &ALL,
+        &mut frame,
+        &mut no_extra,
+    )
+    .frame?;
     check_records(&s, &ALL, &TASK_32_64)
         .map(|_| ())
         .map_err(|p| p.error)

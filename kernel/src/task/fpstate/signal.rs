@@ -4,8 +4,8 @@
 #![forbid(unsafe_code)]
 
 use super::{
-    fpsimd_preserve_current_state, fpu_mut, has_sme, sigreturn_preserve, sme2,
-    TaskFpState, FPSR_AFTER_SMSTOP,
+    fpsimd_preserve_current_state, fpu_mut, has_sme, sigreturn_preserve, sme2, TaskFpState,
+    FPSR_AFTER_SMSTOP,
 };
 use crate::arch::fpsimd::{sme, sve};
 use crate::task::CurrentTask;
@@ -145,7 +145,10 @@ pub fn from_sigreturn(
             let buf = f.regs_buf();
             buf.copy_from_slice(&regs[..sve::state_size(vq)]);
             // V0-V31 into the low 128 bits of Z0-Z31, straight from the frame's bytes.
-            for (z, v) in buf.chunks_exact_mut(16 * vq.max(1)).zip(fp.vregs.chunks_exact(16)) {
+            for (z, v) in buf
+                .chunks_exact_mut(16 * vq.max(1))
+                .zip(fp.vregs.chunks_exact(16))
+            {
                 z[..16].copy_from_slice(v);
             }
         }
