@@ -40,7 +40,8 @@ fn features() -> sf::SigFeatures {
 }
 
 /// Writes the frame for `info` on the user stack (or the alternate stack) and points the
-/// registers at the handler. Err if the frame cannot be written.
+/// registers at the handler. Err if the frame cannot be written. With SA_ONSTACK, the caller
+/// then disarms an SS_AUTODISARM stack (`AltStack::disarm_after_save`).
 pub fn setup_rt_frame(
     t: &CurrentTask,
     tf: &mut TrapFrame,
@@ -118,9 +119,6 @@ pub fn setup_rt_frame(
     l.fault_esr.set(0);
     l.fault_address.set(0);
     crate::task::fpstate::signal_entered(t.core());
-    if a.sa_flags & sig::SA_ONSTACK != 0 {
-        t.sig.lock().altstack.disarm_after_save();
-    }
     tf.x[0] = e.x0;
     if let Some(x1) = e.x1 {
         tf.x[1] = x1;
