@@ -456,36 +456,16 @@ pub fn take_wanted(t: &Thread, want: u64) -> Option<SigInfo> {
     taken(t, info)
 }
 
-/// Takes the next deliverable signal, with what a frame for it saves (`FrameSaves`), read
-/// under the same lock.
-fn dequeue(t: &Thread) -> Option<(SigInfo, FrameSaves)> {
-    let (info, saves) = {
+/// Takes the next deliverable signal.
+fn dequeue(t: &Thread) -> Option<SigInfo> {
+    let info = {
         let mut s = t.sig.lock();
         let blocked = s.blocked;
-        let info = s
-            .pending
+        s.pending
             .take(blocked)
-            .or_else(|| t.process.shared_sig.lock().take(blocked));
-        (info, FrameSaves::of(&s))
+            .or_else(|| t.process.shared_sig.lock().take(blocked))
     };
-    taken(t, info).map(|i| (i, saves))
-}
-
-/// What a signal frame saves of the thread's signal state: the mask to restore (a temporary
-/// one's original) and the alternate stack.
-#[derive(Clone, Copy)]
-struct FrameSaves {
-    mask: u64,
-    altstack: AltStack,
-}
-
-impl FrameSaves {
-    fn of(s: &SigState) -> FrameSaves {
-        FrameSaves {
-            mask: s.saved_mask.unwrap_or(s.blocked),
-            altstack: s.altstack,
-        }
-    }
+    taken(t, info)
 }
 
 /// A signal leaves the queue: a POSIX timer's overrun count becomes timer_getoverrun's.
@@ -534,9 +514,7 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
                 continue;
             }
         }
-        let Some((mut info, mut saves)) = dequeue(t) else {
-            break;
-        };
+        let Some(mut info) = dequeue(t) else { break };
         if traced && info.signo() != sig::SIGKILL {
             let r = crate::process::ptrace::signal_stop(cur, info);
             core::hint::black_box(&mut *tf);
@@ -578,14 +556,8 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
             },
             _ => {
                 restart(cur, tf, Some(action.sa_flags));
-                // The mask and the alternate stack as the dequeue saw them, unless something
-                // since may have changed them: a tracer during the signal stop
-                // (PTRACE_SETSIGMASK), or a bad rseq area's SIGSEGV, which unblocks itself.
-                if traced || cur.local().rseq.get().is_some() {
-                    crate::process::rseq::before_signal(cur, tf);
-                    saves = FrameSaves::of(&t.sig.lock());
-                }
-                let Ok(more) = deliver(cur, tf, &info, &action, saves) else {
+                crate::process::rseq::before_signal(cur, tf);
+                let Ok(more) = deliver(cur, tf, &info, &action) else {
                     // The frame could not be written (bad stack): SIGSEGV instead, taken on
                     // the next turn of this loop.
                     force_sigsegv(t, signo);
@@ -609,14 +581,12 @@ fn signal_work(cur: &CurrentTask, tf: &mut TrapFrame) -> Option<i32> {
 
 /// Builds the frame and points the user registers at the handler; Err when the frame cannot
 /// be written. Ok(true) when another signal is pending that the handler's mask lets through.
-fn deliver(
-    t: &CurrentTask,
-    tf: &mut TrapFrame,
-    info: &SigInfo,
-    a: &SigAction,
-    saves: FrameSaves,
-) -> Result<bool, ()> {
+fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -> Result<bool, ()> {
     let signo = info.signo();
+    let (mask_to_save, altstack) = {
+        let s = t.sig.lock();
+        (s.saved_mask.unwrap_or(s.blocked), s.altstack)
+    };
     // A temporary mask (sigsuspend...) is only given up once a frame holds it: the signal
     // that follows a failed frame saves it too.
     let shown = if a.sa_flags & sig::SA_EXPOSE_TAGBITS != 0 {
@@ -624,7 +594,7 @@ fn deliver(
     } else {
         info.tag_bits_hidden()
     };
-    frame::setup_rt_frame(t, tf, &shown, a, saves.mask, saves.altstack)?;
+    frame::setup_rt_frame(t, tf, &shown, a, mask_to_save, altstack)?;
     let more = {
         let mut s = t.sig.lock();
         if a.sa_flags & sig::SA_ONSTACK != 0 {
