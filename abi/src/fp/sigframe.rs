@@ -15,6 +15,9 @@
 //! come back raw (whole record, head included); `check_records` then applies the SVE, ZA, ZT and
 //! TPIDR2 rules against the task's vector lengths. A frame either of them refuses is answered
 //! with SIGSEGV (`bad_frame_siginfo`). The kernel only copies bytes and installs the result.
+//! It first tries `parse_in_place` (sigframe/inplace.rs), which takes only frames whose records
+//! are all good, checks them where they lie and hands back views of the frame bytes; any other
+//! frame goes through `parse_sigreturn` and `check_records` as above.
 
 use crate::uapi::errno::Errno;
 use crate::uapi::signal::{Sigaction, Siginfo, Sigset, StackT, SA_RESTORER, SA_SIGINFO};
@@ -1397,6 +1400,8 @@ fn keep(locs: &mut Locs, i: usize, magic: u32, off: u32, size: usize) -> Result<
 
 mod deliver;
 pub use deliver::{Delivery, Records, VecRecord, WriteAt};
+mod inplace;
+pub use inplace::{parse_in_place, FpsimdBytes, InPlace};
 
 #[cfg(test)]
 mod tests;

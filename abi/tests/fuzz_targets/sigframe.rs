@@ -164,6 +164,7 @@ pub fn sigreturn(data: &[u8]) {
     let mut extra_b = vec![0x5au8; cap];
     let b = parse(&mem, sp, &f, &mut frame_b, &mut extra_b);
     assert_eq!(a, b, "result depends on stale buffer contents");
+    in_place_agrees(&mem, sp, &f, cap, &a);
 
     if sp & 15 != 0 {
         assert_eq!(a.frame, Err(BadFrame::SpMisaligned));
@@ -250,6 +251,45 @@ pub fn sigreturn(data: &[u8]) {
         assert_eq!(rec, &mem.expect(addr_of(rec), rec.len())[..]);
     }
     rebuild(&s, a.sigmask.unwrap(), ss, &f, fp);
+}
+
+/// rt_sigreturn's quick path on the same memory, for a few tasks' vector lengths: a frame it
+/// takes is one the general path (`a`) and `check_records` take, with the same registers,
+/// mask, stack, FP registers and records.
+fn in_place_agrees(mem: &Mem, sp: u64, f: &SigFeatures, cap: usize, a: &SigreturnResult) {
+    for (sve_vl, sme_vl) in [(16, 16), (32, 64), (256, 256)] {
+        let task = SigreturnTask {
+            sve_vl,
+            sme_vl,
+            ..SigreturnTask::default()
+        };
+        let mut frame = [0x3cu8; RT_SIGFRAME_SIZE];
+        let mut extra = vec![0xc3u8; cap];
+        let mut read2 = |a: u64, b: &mut [u8]| mem.read(a, b);
+        let mut read_extra = extra_in(&mut extra, &mut read2);
+        let q = parse_in_place(
+            sp,
+            &mut |a, b| mem.read(a, b),
+            f,
+            &task,
+            &mut frame,
+            &mut read_extra,
+        );
+        mem.log.take();
+        let Some(q) = q else { continue };
+        let s = a
+            .frame
+            .expect("the quick path took a frame the general one refused");
+        assert_eq!(a.sigmask, Some(q.sigmask));
+        assert_eq!(a.regs, Some(q.regs));
+        assert_eq!(s.regs, q.regs);
+        assert_eq!(a.uc_stack, Some(q.uc_stack));
+        assert_eq!(s.fpsimd, q.fpsimd.to_state());
+        for za_on in [false, true] {
+            let t = SigreturnTask { za_on, ..task };
+            assert_eq!(check_records(&s, f, &t), Ok(q.records));
+        }
+    }
 }
 
 /// The first 4688 bytes at `sp` (zeros past the input).

@@ -490,6 +490,8 @@ fn reject_on(edit: impl Fn(&mut Mem), f: &SigFeatures, want: BadFrame) {
     let mut m = good_frame();
     edit(&mut m);
     assert_eq!(parse_with(&m, f, SIGFRAME_MAXSZ), Err(want));
+    // The quick path leaves every refused frame to the general one.
+    assert!(!in_place_agrees(&m, SP, f, &TASK_32_64), "{want:?}");
 }
 
 fn rec(m: &mut Mem, off: usize, magic: u32, size: u32) {
@@ -1615,4 +1617,261 @@ fn extra_space_read_up_to_a_fault_is_enough_when_the_records_lie_before_it() {
     assert_eq!(parse(2000), Err(BadFrame::Fault));
     // Nor the first head.
     assert_eq!(parse(4), Err(BadFrame::Fault));
+}
+
+// ---- rt_sigreturn's quick path (parse_in_place) against the general one ----
+
+const TASK_32_64: SigreturnTask = SigreturnTask {
+    sve_vl: 32,
+    sme_vl: 64,
+    za_on: false,
+    gcs: crate::isa::gcs::GcsState {
+        mode: 0,
+        locked: 0,
+        gcspr: 0,
+        base: 0,
+        size: 0,
+    },
+};
+
+/// `parse_in_place` on `mem` at `sp`; when it takes the frame, `parse_sigreturn` and
+/// `check_records` (whatever PSTATE.ZA the task has) must take it too and install the same
+/// registers, mask, alternate stack, FP registers and records. Says whether it took it.
+fn in_place_agrees(mem: &Mem, sp: u64, f: &SigFeatures, task: &SigreturnTask) -> bool {
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let mut extra = vec![0u8; SIGFRAME_MAXSZ];
+    let mut read = |a: u64, b: &mut [u8]| mem.read(a, b);
+    let q = parse_in_place(
+        sp,
+        &mut |a, b| mem.read(a, b),
+        f,
+        task,
+        &mut frame,
+        &mut extra_in(&mut extra, &mut read),
+    );
+    let Some(q) = q else { return false };
+    let mut frame2 = [0u8; RT_SIGFRAME_SIZE];
+    let mut extra2 = vec![0u8; SIGFRAME_MAXSZ];
+    let mut read2 = |a: u64, b: &mut [u8]| mem.read(a, b);
+    let r = parse_sigreturn(
+        sp,
+        &mut |a, b| mem.read(a, b),
+        f,
+        &mut frame2,
+        &mut extra_in(&mut extra2, &mut read2),
+    );
+    let s = r
+        .frame
+        .expect("the general path takes what the quick one takes");
+    assert_eq!(r.sigmask, Some(q.sigmask));
+    assert_eq!(r.regs, Some(q.regs));
+    assert_eq!(s.regs, q.regs);
+    assert_eq!(r.uc_stack, Some(q.uc_stack));
+    assert_eq!(s.fpsimd, q.fpsimd.to_state());
+    assert_eq!(s.fpsimd.as_frame_bytes(), q.fpsimd);
+    for za_on in [false, true] {
+        let t = SigreturnTask { za_on, ..*task };
+        assert_eq!(check_records(&s, f, &t), Ok(q.records));
+    }
+    true
+}
+
+/// A delivered frame with the records a task at these vector lengths has (`za`, `zt`: ZA and
+/// ZT0 on, with payloads; `sve`: an SVE payload), in memory at its base.
+fn usual_frame(sve_vl: u16, sme_vl: u16, sve: bool, za: bool, zt: bool) -> (Mem, u64) {
+    let f = fixture(SA_SIGINFO);
+    let (svq, zvq) = (u32::from(sve_vl) / 16, u32::from(sme_vl) / 16);
+    let sve_regs = pattern(sve_sig_regs_size(svq) as usize);
+    let za_regs = pattern(za_sig_regs_size(zvq) as usize);
+    let zt_regs = pattern(64);
+    let sve_head = u64::from(sve_vl).to_le_bytes();
+    let za_head = u64::from(sme_vl).to_le_bytes();
+    let zt_head = 1u64.to_le_bytes();
+    let tpidr2 = 0x1122_3344_5566_7788u64.to_le_bytes();
+    let fpmr = 0x3f_ff7f_c1c0u64.to_le_bytes();
+    let mut recs = vec![RecordSpec {
+        magic: SVE_MAGIC,
+        size: if sve {
+            sve_sig_context_size(svq).next_multiple_of(16)
+        } else {
+            16
+        },
+        body: &sve_head,
+        payload: if sve { &sve_regs } else { &[] },
+    }];
+    recs.push(RecordSpec {
+        magic: TPIDR2_MAGIC,
+        size: 16,
+        body: &tpidr2,
+        payload: &[],
+    });
+    recs.push(RecordSpec {
+        magic: ZA_MAGIC,
+        size: if za { za_sig_context_size(zvq) } else { 16 },
+        body: &za_head,
+        payload: if za { &za_regs } else { &[] },
+    });
+    if zt {
+        recs.push(RecordSpec {
+            magic: ZT_MAGIC,
+            size: zt_sig_context_size(1),
+            body: &zt_head,
+            payload: &zt_regs,
+        });
+    }
+    recs.push(RecordSpec {
+        magic: FPMR_MAGIC,
+        size: 16,
+        body: &fpmr,
+        payload: &[],
+    });
+    let d = delivery(&f, &recs, Some(0x5600_0000));
+    let plan = d.plan().unwrap();
+    let mut mem = Mem::new(plan.base, plan.image_len);
+    d.write(&plan, mem.at(plan.base)).unwrap();
+    (mem, plan.base)
+}
+
+#[test]
+fn in_place_takes_the_usual_frames() {
+    assert!(in_place_agrees(&good_frame(), SP, &FP_ONLY, &TASK_32_64));
+    for (sve_vl, sme_vl) in [(16, 16), (32, 64), (64, 64), (256, 256), (64, 256)] {
+        let task = SigreturnTask {
+            sve_vl: sve_vl.into(),
+            sme_vl: sme_vl.into(),
+            ..TASK_32_64
+        };
+        for (sve, za, zt) in [
+            (false, false, false),
+            (true, false, false),
+            (false, true, false),
+            (true, true, true),
+        ] {
+            let (m, sp) = usual_frame(sve_vl, sme_vl, sve, za, zt);
+            assert!(
+                in_place_agrees(&m, sp, &ALL, &task),
+                "{sve_vl} {sme_vl} {sve} {za} {zt}"
+            );
+        }
+    }
+    // An SVE payload at VL 256 lies in the extra space.
+    let (m, sp) = usual_frame(256, 256, true, false, false);
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let mut extra = vec![0u8; SIGFRAME_MAXSZ];
+    let mut read = |a: u64, b: &mut [u8]| m.read(a, b);
+    let task = SigreturnTask {
+        sve_vl: 256,
+        sme_vl: 256,
+        ..TASK_32_64
+    };
+    let q = parse_in_place(
+        sp,
+        &mut |a, b| m.read(a, b),
+        &ALL,
+        &task,
+        &mut frame,
+        &mut extra_in(&mut extra, &mut read),
+    )
+    .unwrap();
+    let sve_regs = pattern(sve_sig_regs_size(16) as usize);
+    assert_eq!(
+        q.records.fp,
+        Some(FpRestore::Sve {
+            streaming: false,
+            regs: &sve_regs
+        })
+    );
+    assert_eq!(q.records.tpidr2, Some(0x1122_3344_5566_7788));
+    assert_eq!(q.records.za, Some(None));
+    assert_eq!(q.fpsimd.to_state(), sample_fp());
+}
+
+/// What the quick path leaves to the general one, though the general one may take it.
+#[test]
+fn in_place_leaves_gcs_poe_and_a_lone_zt_to_the_general_path() {
+    let f = fixture(SA_SIGINFO);
+    for (magic, size, body) in [
+        (GCS_MAGIC, 32, &[][..]),
+        (POE_MAGIC, 16, &[7u8][..]),
+        (ZT_MAGIC, 80, &[1u8][..]),
+    ] {
+        let recs = [RecordSpec {
+            magic,
+            size,
+            body,
+            payload: &[],
+        }];
+        let d = delivery(&f, &recs, None);
+        let plan = d.plan().unwrap();
+        let mut mem = Mem::new(plan.base, plan.image_len);
+        d.write(&plan, mem.at(plan.base)).unwrap();
+        assert!(!in_place_agrees(&mem, plan.base, &ALL, &TASK_32_64));
+    }
+    // Unreadable past the records: the general path reads no further, the quick one gives up.
+    let (m, sp) = usual_frame(32, 64, false, false, false);
+    let short = Mem {
+        base: m.base,
+        bytes: m.bytes[..RESERVED_OFFSET + 1024].to_vec(),
+    };
+    assert!(!in_place_agrees(&short, sp, &ALL, &TASK_32_64));
+    assert_eq!(parse_with_at(&short, sp), Ok(()));
+}
+
+/// `parse_sigreturn` and `check_records` on a frame at `sp` (every feature, TASK_32_64).
+fn parse_with_at(mem: &Mem, sp: u64) -> Result<(), BadFrame> {
+    let mut frame = [0u8; RT_SIGFRAME_SIZE];
+    let s = parse_sigreturn(
+        sp,
+        &mut |a, b| mem.read(a, b),
+        &ALL,
+        &mut frame,
+        &mut no_extra,
+    )
+    .frame?;
+    check_records(&s, &ALL, &TASK_32_64)
+        .map(|_| ())
+        .map_err(|p| p.error)
+}
+
+/// Random damage to good frames: whenever the quick path takes one, the general path takes it
+/// and installs the same; it takes every undamaged one.
+#[test]
+fn in_place_agrees_with_the_general_path_on_damaged_frames() {
+    let mut rng = crate::util::rng::XorShift64(0x0bad_f00d_1234_5678);
+    let mut next = move || rng.next();
+    let bases = [
+        (usual_frame(32, 64, false, false, false), TASK_32_64),
+        (usual_frame(32, 64, true, true, true), TASK_32_64),
+        (
+            usual_frame(256, 256, true, true, true),
+            SigreturnTask {
+                sve_vl: 256,
+                sme_vl: 256,
+                ..TASK_32_64
+            },
+        ),
+    ];
+    let mut taken = 0;
+    for round in 0..3000 {
+        let ((base, sp), task) = &bases[round % bases.len()];
+        let mut m = Mem {
+            base: base.base,
+            bytes: base.bytes.clone(),
+        };
+        let edits = next() % 4;
+        for _ in 0..edits {
+            // Mostly record heads and the fields the checks read.
+            let off = match next() % 4 {
+                0 => 592 + (next() % 128) as usize,
+                1 => 1120 + (next() % 96) as usize,
+                2 => 272 + (next() % 48) as usize,
+                _ => (next() % m.bytes.len() as u64) as usize,
+            };
+            m.bytes[off] = next() as u8;
+        }
+        let ok = in_place_agrees(&m, *sp, &ALL, task);
+        assert!(ok || edits > 0, "round {round}");
+        taken += usize::from(ok);
+    }
+    assert!(taken > 1000, "{taken}");
 }

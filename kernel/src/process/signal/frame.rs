@@ -40,7 +40,8 @@ fn features() -> sf::SigFeatures {
 }
 
 /// Writes the frame for `info` on the user stack (or the alternate stack) and points the
-/// registers at the handler. Err if the frame cannot be written.
+/// registers at the handler. Err if the frame cannot be written. With SA_ONSTACK, the caller
+/// then disarms an SS_AUTODISARM stack (`AltStack::disarm_after_save`).
 pub fn setup_rt_frame(
     t: &CurrentTask,
     tf: &mut TrapFrame,
@@ -118,9 +119,6 @@ pub fn setup_rt_frame(
     l.fault_esr.set(0);
     l.fault_address.set(0);
     crate::task::fpstate::signal_entered(t.core());
-    if a.sa_flags & sig::SA_ONSTACK != 0 {
-        t.sig.lock().altstack.disarm_after_save();
-    }
     tf.x[0] = e.x0;
     if let Some(x1) = e.x1 {
         tf.x[1] = x1;
@@ -155,44 +153,112 @@ pub fn sys_rt_sigreturn(t: &CurrentTask, tf: &mut TrapFrame) {
         bad_frame(t, sp);
         return;
     }
-    // Only the header and the records present are read; the extra space, if any, once, into
-    // the thread's buffer for it (grown to its size the first time, not zeroed first; up to
-    // SIGFRAME_MAXSZ, as on Linux).
-    let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
-    let mut extra_store: Option<alloc::vec::Vec<u8>> = None;
-    let mut extra_slot = Some(&mut extra_store);
-    // Of the extra space, the bytes before the first fault: Linux reads it record by record, so
-    // a size running past mapped memory is bad only where a record lies there (the parser says).
-    let mut read_extra = |addr: u64, len: usize| {
-        let slot = extra_slot.take().ok_or(sf::BadFrame::ExtraDuplicate)?;
-        let slot = slot.insert(t.local().sigreturn_extra.take());
-        UserSlice::new(addr as usize, len)
-            .read_prefix_into(slot)
-            .map_err(|e| match e {
-                Errno::ENOMEM => sf::BadFrame::ExtraBufferTooSmall { needed: len },
-                _ => sf::BadFrame::Fault,
-            })?;
-        let bytes: &[u8] = slot;
-        Ok(bytes)
-    };
     let f = features();
-    let r = sf::parse_sigreturn(
-        sp,
-        &mut |addr, buf| {
-            UserPtr::new(addr as usize)
-                .read_slice(buf)
-                .map_err(|_| sf::Efault)
-        },
-        &f,
-        &mut frame,
-        &mut read_extra,
-    );
-    restore_sigframe(t, tf, &r, &f);
+    // The extra space, if any, is read once into the thread's buffer for it (grown to its size
+    // the first time, not zeroed first; up to SIGFRAME_MAXSZ, as on Linux).
+    let mut extra_store: Option<alloc::vec::Vec<u8>> = None;
+    let mut frame = [0u8; sf::RT_SIGFRAME_SIZE];
+    if !sigreturn_in_place(t, tf, &f, &mut frame, &mut extra_store) {
+        // The general path: it decides what a frame the quick one did not take gets.
+        // Only the header and the records present are read.
+        let r = sf::parse_sigreturn(
+            sp,
+            &mut read_user,
+            &f,
+            &mut frame,
+            &mut extra_reader(t, &mut extra_store),
+        );
+        restore_sigframe(t, tf, &r, &f);
+    }
     // Kept for the next sigreturn unless it is larger than the usual frames need (ZA at the
     // largest vector length is 64 KiB).
     if let Some(v) = extra_store.filter(|v| v.capacity() <= EXTRA_KEPT) {
         t.local().sigreturn_extra.set(v);
     }
+}
+
+/// Copies user memory for the frame parsers.
+fn read_user(addr: u64, buf: &mut [u8]) -> Result<(), sf::Efault> {
+    UserPtr::new(addr as usize)
+        .read_slice(buf)
+        .map_err(|_| sf::Efault)
+}
+
+/// The parsers' `ReadExtra`: the extra space read into `store`, which starts as the thread's
+/// kept buffer. Of the extra space, the bytes before the first fault: Linux reads it record by
+/// record, so a size running past mapped memory is bad only where a record lies there (the
+/// parser says).
+fn extra_reader<'s>(
+    t: &'s CurrentTask,
+    store: &'s mut Option<alloc::vec::Vec<u8>>,
+) -> impl FnMut(u64, usize) -> Result<&'s [u8], sf::BadFrame> + 's {
+    let mut slot = Some(store);
+    move |addr, len| {
+        let store = slot.take().ok_or(sf::BadFrame::ExtraDuplicate)?;
+        let buf = store.get_or_insert_with(|| t.local().sigreturn_extra.take());
+        UserSlice::new(addr as usize, len)
+            .read_prefix_into(buf)
+            .map_err(|e| match e {
+                Errno::ENOMEM => sf::BadFrame::ExtraBufferTooSmall { needed: len },
+                _ => sf::BadFrame::Fault,
+            })?;
+        let bytes: &'s [u8] = buf;
+        Ok(bytes)
+    }
+}
+
+/// rt_sigreturn's quick path: a frame whose records are all good is checked where it lies in
+/// `frame` and restored from there (`sf::parse_in_place`). False when it is not such a frame:
+/// nothing has changed then, and the general path runs.
+fn sigreturn_in_place(
+    t: &CurrentTask,
+    tf: &mut TrapFrame,
+    f: &sf::SigFeatures,
+    frame: &mut [u8; sf::RT_SIGFRAME_SIZE],
+    extra_store: &mut Option<alloc::vec::Vec<u8>>,
+) -> bool {
+    let lengths = crate::task::fpstate::sigreturn_lengths(t.core());
+    let Some(q) = sf::parse_in_place(
+        tf.sp_el0,
+        &mut read_user,
+        f,
+        &lengths,
+        frame,
+        &mut extra_reader(t, extra_store),
+    ) else {
+        return false;
+    };
+    tf.x = q.regs.regs;
+    tf.sp_el0 = q.regs.sp;
+    tf.elr = q.regs.pc;
+    tf.spsr = q.regs.pstate;
+    // Saves what the frame does not replace (ZA without za_context, FPMR), then installs.
+    crate::task::fpstate::for_sigreturn(t.core());
+    crate::task::fpstate::from_sigreturn(t.core(), q.fpsimd, q.records);
+    // The signal token delivery left on the GCS must still be there; it is popped.
+    let bad = crate::process::gcs::restore_signal(t).err();
+    // The mask and, after a good frame, the alternate stack, under one lock. Linux sets the
+    // mask first; nothing in between looks at it.
+    let mut s = t.sig.lock();
+    s.blocked = q.sigmask.0;
+    if bad.is_none() {
+        let mut alt = s.altstack;
+        if alt.set(q.uc_stack, tf.sp_el0, sig::MINSIGSTKSZ).is_ok() {
+            s.altstack = alt;
+        }
+    }
+    // As in `restore_sigframe`: look on the way out only if the mask lets a pending signal
+    // through (or a temporary mask waits to be dropped).
+    if super::unblocked_pending(t, &s) || s.saved_mask.is_some() {
+        super::hint(t);
+    }
+    drop(s);
+    if let Some(e) = bad {
+        log::debug!("pid {}: bad signal frame record: {e:?}", t.pid());
+        tf.x[0] = 0;
+        bad_frame(t, tf.sp_el0);
+    }
+    true
 }
 
 /// The largest extra-space buffer a thread keeps between sigreturns.
@@ -243,7 +309,7 @@ fn restore_sigframe(
     if let Some(r) = records.gcs {
         crate::process::gcs::install(t, r);
     }
-    crate::task::fpstate::from_sigreturn(t.core(), &restored.fpsimd, records);
+    crate::task::fpstate::from_sigreturn(t.core(), restored.fpsimd.as_frame_bytes(), records);
     // The signal token delivery left on the GCS must still be there; it is popped.
     let bad = bad.or_else(|| crate::process::gcs::restore_signal(t).err());
     if let Some(e) = bad {

@@ -597,6 +597,9 @@ fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -
     frame::setup_rt_frame(t, tf, &shown, a, mask_to_save, altstack)?;
     let more = {
         let mut s = t.sig.lock();
+        if a.sa_flags & sig::SA_ONSTACK != 0 {
+            s.altstack.disarm_after_save();
+        }
         s.saved_mask = None;
         s.blocked = a.handler_mask(signo, sig::Sigset(s.blocked)).0;
         unblocked_pending(t, &s)

@@ -18,7 +18,7 @@ pub use regset::{
     regset_sve_get, regset_sve_set, regset_tpidr2, regset_za_get, regset_za_set, regset_zt_get,
     regset_zt_set,
 };
-pub use signal::{for_signal, for_sigreturn, from_sigreturn, signal_entered};
+pub use signal::{for_signal, for_sigreturn, from_sigreturn, signal_entered, sigreturn_lengths};
 pub use vl::{
     init_default_vls, sme_default_read, sme_default_write, sve_default_read, sve_default_write,
     vec_get_current_vl, vec_set_current_vl,

@@ -4,13 +4,14 @@
 #![forbid(unsafe_code)]
 
 use super::{
-    fpsimd_preserve_current_state, fpu_mut, has_sme, put_vregs, sigreturn_preserve, sme2,
-    TaskFpState, FPSR_AFTER_SMSTOP,
+    fpsimd_preserve_current_state, fpu_mut, has_sme, sigreturn_preserve, sme2, TaskFpState,
+    FPSR_AFTER_SMSTOP,
 };
 use crate::arch::fpsimd::{sme, sve};
 use crate::task::CurrentTask;
 use core::cell::RefMut;
 use svelt_abi::fp::fpstate::{self as fps, Format};
+use zerocopy::IntoBytes;
 
 /// What a signal frame needs from the FP state: the saved state, borrowed until the frame is
 /// written.
@@ -101,18 +102,30 @@ pub fn for_sigreturn(cur: &CurrentTask) -> svelt_abi::fp::sigframe::SigreturnTas
     }
 }
 
+/// sigreturn's quick path (`abi::fp::sigframe::parse_in_place`): the vector lengths the
+/// records are checked against, nothing saved (`for_sigreturn` follows once the frame is good).
+pub fn sigreturn_lengths(cur: &CurrentTask) -> svelt_abi::fp::sigframe::SigreturnTask {
+    let f = cur.local().fpu.borrow();
+    svelt_abi::fp::sigframe::SigreturnTask {
+        sve_vl: f.st.sve_vl,
+        sme_vl: f.st.sme_vl,
+        ..Default::default()
+    }
+}
+
 /// sigreturn: installs what the records `abi::fp::sigframe::check_records` went through restore
-/// (after `for_sigreturn`); V0-V31, FPSR and FPCR come from `fp` on top of any SVE payload.
+/// (after `for_sigreturn`); V0-V31, FPSR and FPCR come from `fp` (the frame's bytes) on top of
+/// any SVE payload.
 pub fn from_sigreturn(
     cur: &CurrentTask,
-    fp: &svelt_abi::fp::sigframe::FpsimdState,
+    fp: svelt_abi::fp::sigframe::FpsimdBytes,
     r: svelt_abi::fp::sigframe::FpRecords,
 ) {
     use svelt_abi::fp::sigframe::FpRestore;
     // None: that step refused the frame, and nothing is restored.
     let Some(restore) = r.fp else { return };
     let f = &mut *fpu_mut(cur.task(), cur.local());
-    f.fp.vregs = fp.vregs;
+    f.fp.vregs.as_mut_bytes().copy_from_slice(fp.vregs);
     f.fp.fpsr = fp.fpsr;
     f.fp.fpcr = fp.fpcr;
     match restore {
@@ -131,7 +144,13 @@ pub fn from_sigreturn(
             let vq = f.regs_vq();
             let buf = f.regs_buf();
             buf.copy_from_slice(&regs[..sve::state_size(vq)]);
-            put_vregs(buf, vq, &fp.vregs);
+            // V0-V31 into the low 128 bits of Z0-Z31, straight from the frame's bytes.
+            for (z, v) in buf
+                .chunks_exact_mut(16 * vq.max(1))
+                .zip(fp.vregs.chunks_exact(16))
+            {
+                z[..16].copy_from_slice(v);
+            }
         }
         FpRestore::Fpsimd => {
             f.st.format = Format::Fpsimd;
