@@ -23,7 +23,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
 use svelt_abi::uapi::errno::{Errno, SysResult};
-use svelt_abi::uapi::kvm::{self as k, KvmDeviceAttr, MmioAccess};
+use svelt_abi::uapi::kvm::{KvmDeviceAttr, MmioAccess};
 use svelt_abi::uapi::kvm_vgic as g;
 use svelt_abi::uapi::kvm_vgic_its::{self as its, KvmMsi};
 
@@ -570,18 +570,7 @@ impl FileOps for ItsFile {
     }
     fn ioctl(&self, cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         self.vm.check_caller(cur)?;
-        if !matches!(
-            cmd,
-            k::KVM_HAS_DEVICE_ATTR | k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR
-        ) {
-            return Err(Errno::ENOTTY);
-        }
-        let a = UserPtr::<KvmDeviceAttr>::new(arg).read()?;
-        match cmd {
-            k::KVM_HAS_DEVICE_ATTR => self.has(&a),
-            k::KVM_SET_DEVICE_ATTR => self.set(&a),
-            _ => self.get(&a),
-        }
+        super::attr_ioctl(cmd, arg, |a| self.has(a), |a| self.set(a), |a| self.get(a))
     }
     fn poll(&self, _cur: &dyn Caller) -> u32 {
         0

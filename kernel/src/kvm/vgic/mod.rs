@@ -537,6 +537,29 @@ impl VgicFile {
     }
 }
 
+/// A KVM device file's ioctls (the vGICv3's and the ITS's, kvm_device_ioctl): the three
+/// attribute calls with their `kvm_device_attr`, ENOTTY for anything else.
+pub(super) fn attr_ioctl(
+    cmd: u32,
+    arg: usize,
+    has: impl FnOnce(&KvmDeviceAttr) -> SysResult<usize>,
+    set: impl FnOnce(&KvmDeviceAttr) -> SysResult<usize>,
+    get: impl FnOnce(&KvmDeviceAttr) -> SysResult<usize>,
+) -> SysResult<usize> {
+    if !matches!(
+        cmd,
+        k::KVM_HAS_DEVICE_ATTR | k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR
+    ) {
+        return Err(Errno::ENOTTY);
+    }
+    let a = UserPtr::<KvmDeviceAttr>::new(arg).read()?;
+    match cmd {
+        k::KVM_HAS_DEVICE_ATTR => has(&a),
+        k::KVM_SET_DEVICE_ATTR => set(&a),
+        _ => get(&a),
+    }
+}
+
 impl FileOps for VgicFile {
     fn read(&self, _cur: &dyn Caller, _file: &File, _buf: &mut [u8]) -> SysResult<usize> {
         Err(Errno::EINVAL)
@@ -546,18 +569,7 @@ impl FileOps for VgicFile {
     }
     fn ioctl(&self, cur: &dyn Caller, _file: &File, cmd: u32, arg: usize) -> SysResult<usize> {
         self.vm.check_caller(cur)?;
-        if !matches!(
-            cmd,
-            k::KVM_HAS_DEVICE_ATTR | k::KVM_SET_DEVICE_ATTR | k::KVM_GET_DEVICE_ATTR
-        ) {
-            return Err(Errno::ENOTTY);
-        }
-        let a = UserPtr::<KvmDeviceAttr>::new(arg).read()?;
-        match cmd {
-            k::KVM_HAS_DEVICE_ATTR => self.has(&a),
-            k::KVM_SET_DEVICE_ATTR => self.set(&a),
-            _ => self.get(&a),
-        }
+        attr_ioctl(cmd, arg, |a| self.has(a), |a| self.set(a), |a| self.get(a))
     }
     fn poll(&self, _cur: &dyn Caller) -> u32 {
         0
