@@ -107,7 +107,7 @@ pub fn set_vls(vcpu: i32, id: u64, w: [u64; VLS_WORDS]) -> SysResult {
 /// guest's largest SVL is exactly `svl`.
 pub fn cap_sme_vls(vcpu: i32, svl: usize) -> Result<(), String> {
     let vq = svl / 16;
-    if svl % 16 != 0 || vq == 0 || vq > 64 * VLS_WORDS {
+    if !svl.is_multiple_of(16) || vq == 0 || vq > 64 * VLS_WORDS {
         return Err(format!("SVL {svl} is no streaming length"));
     }
     let mut w = vls_words(vcpu, kvm_sme::KVM_REG_ARM64_SME_VLS)
