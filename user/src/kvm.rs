@@ -7,7 +7,8 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 use svelt_abi::uapi::kvm::{self as k, KvmOneReg};
-use svelt_abi::uapi::kvm_sve::KVM_ARM_VCPU_FINALIZE;
+use svelt_abi::uapi::kvm_sme;
+use svelt_abi::uapi::kvm_sve::{KVM_ARM_VCPU_FINALIZE, VLS_WORDS};
 
 use crate::sys::{self, SysResult};
 
@@ -80,6 +81,48 @@ pub fn finalize(vcpu: i32, what: i32) -> SysResult {
     ioctl(vcpu, KVM_ARM_VCPU_FINALIZE, &what as *const i32 as usize)
 }
 
+/// A vector-length pseudo-register (KVM_REG_ARM64_SVE_VLS or KVM_REG_ARM64_SME_VLS) as its
+/// eight words: bit n of the bitmap is VQ n + 1.
+pub fn vls_words(vcpu: i32, id: u64) -> SysResult<[u64; VLS_WORDS]> {
+    let mut b = [0u8; 8 * VLS_WORDS];
+    get_one(vcpu, id, &mut b)?;
+    Ok(core::array::from_fn(|i| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[8 * i..8 * i + 8]);
+        u64::from_le_bytes(w)
+    }))
+}
+
+/// Writes a vector-length pseudo-register from its eight words.
+pub fn set_vls(vcpu: i32, id: u64, w: [u64; VLS_WORDS]) -> SysResult {
+    let mut b = [0u8; 8 * VLS_WORDS];
+    for (c, v) in b.chunks_exact_mut(8).zip(w) {
+        c.copy_from_slice(&v.to_le_bytes());
+    }
+    set_one(vcpu, id, &b)
+}
+
+/// Caps an SME vCPU's streaming lengths at `svl` bytes (before finalize): the host's lengths up
+/// to it, a prefix as the ABI asks. An error where the host does not offer `svl` itself, so the
+/// guest's largest SVL is exactly `svl`.
+pub fn cap_sme_vls(vcpu: i32, svl: usize) -> Result<(), String> {
+    let vq = svl / 16;
+    if !svl.is_multiple_of(16) || vq == 0 || vq > 64 * VLS_WORDS {
+        return Err(format!("SVL {svl} is no streaming length"));
+    }
+    let mut w = vls_words(vcpu, kvm_sme::KVM_REG_ARM64_SME_VLS)
+        .map_err(|e| format!("read SME_VLS: {e:?}"))?;
+    let (word, bit) = ((vq - 1) / 64, (vq - 1) % 64);
+    if w[word] & 1 << bit == 0 {
+        return Err(format!("SVL {svl} not offered to guests"));
+    }
+    w[word] &= u64::MAX >> (63 - bit);
+    w[word + 1..].fill(0);
+    set_vls(vcpu, kvm_sme::KVM_REG_ARM64_SME_VLS, w)
+        .map(|_| ())
+        .map_err(|e| format!("set SME_VLS: {e:?}"))
+}
+
 /// KVM_GET_REG_LIST: every register ID the vCPU has now.
 pub fn reg_list(vcpu: i32) -> SysResult<Vec<u64>> {
     let mut list = vec![0u64; 2048];
@@ -119,6 +162,9 @@ pub struct SmallVmOpts {
     pub sve: bool,
     /// The VM has an initialised in-kernel vGICv3 at SMALL_GICD/SMALL_GICR.
     pub vgic: bool,
+    /// The vCPU has SME (KVM_ARM_VCPU_SME), its streaming lengths capped at this SVL in bytes,
+    /// which the host must offer (an error otherwise); finalized with SVE when both are asked.
+    pub sme_svl: Option<usize>,
 }
 
 /// A VM with one slot of RAM holding a guest's code at SMALL_RAM_IPA and one vCPU about to run
@@ -174,11 +220,17 @@ impl SmallVm {
         if opts.sve {
             init.features[0] |= 1 << svelt_abi::uapi::kvm_sve::KVM_ARM_VCPU_SVE;
         }
+        if opts.sme_svl.is_some() {
+            init.features[0] |= 1 << kvm_sme::KVM_ARM_VCPU_SME;
+        }
         let ip = &init as *const _ as usize;
         ioctl(v.vcpu, k::KVM_ARM_VCPU_INIT, ip).map_err(e("KVM_ARM_VCPU_INIT"))?;
-        if opts.sve {
-            let sve = svelt_abi::uapi::kvm_sve::KVM_ARM_VCPU_SVE as i32;
-            finalize(v.vcpu, sve).map_err(e("finalize SVE"))?;
+        if let Some(svl) = opts.sme_svl {
+            cap_sme_vls(v.vcpu, svl)?;
+        }
+        if opts.sve || opts.sme_svl.is_some() {
+            // One finalize fixes both length sets (KVM_ARM_VCPU_VEC is SVE's old 4).
+            finalize(v.vcpu, kvm_sme::KVM_ARM_VCPU_VEC).map_err(e("finalize"))?;
         }
         if opts.vgic {
             v.add_vgic()?;

@@ -1641,6 +1641,84 @@ kvmb_sve:
 2:  str x6, [x1, #8]
     b 2b
 kvmb_sve_end:
+    // Streaming mode with ZA on at the vCPU's largest SVL (SMCR_EL1.LEN at its top, so the
+    // VM's cap decides): Z0, Z31 and ZA row 0 (ZA0H.D[0]) all x5, the VMM's tag for this VM,
+    // before each MMIO exit, whose data is the SVL; after it, every lane of the three is
+    // compared with x5; on a difference it stores which one (0, 31, or 32 for the ZA row) to
+    // SMALL_MMIO + 8 for good.
+    .arch_extension sme
+    .balign 4
+    .global kvmb_za, kvmb_za_end
+kvmb_za:
+    mov x0, #(3 << 20)
+    orr x0, x0, #(3 << 16)
+    orr x0, x0, #(3 << 24)
+    msr cpacr_el1, x0
+    isb
+    mov x0, #0xf
+    msr S3_0_C1_C2_6, x0
+    isb
+    smstart
+    rdsvl x8, #1
+    mov w12, #0
+    movz x1, #0x1000, lsl #16
+1:  ptrue p0.d
+    dup z0.d, x5
+    dup z31.d, x5
+    mova za0h.d[w12, 0], p0/m, z0.d
+    str x8, [x1]
+    ptrue p0.d
+    dup z2.d, x5
+    mov x6, #0
+    cmpne p1.d, p0/z, z0.d, z2.d
+    b.any 2f
+    mov x6, #31
+    cmpne p1.d, p0/z, z31.d, z2.d
+    b.any 2f
+    mov x6, #32
+    dup z1.d, #0
+    mova z1.d, p0/m, za0h.d[w12, 0]
+    cmpne p1.d, p0/z, z1.d, z2.d
+    b.none 1b
+2:  str x6, [x1, #8]
+    b 2b
+kvmb_za_end:
+    // SME's first use in every run: SMSTART ZA is the run's first SME instruction (ZA stays on
+    // across the exits, so it changes nothing but traps while the vCPU's registers are in
+    // memory); ZA row 0 is stored at x11 and its first doubleword must be x2, the count written
+    // there before the last exit (0 at first: SMSTART zeroes ZA); then x2 + 1 goes into row 0
+    // (loaded from x10) and to SMALL_MMIO. A wrong row stores what it held to SMALL_MMIO + 8
+    // for good. x10 = RAM + 0x8000, x11 = RAM + 0x9000: room for a row at any SVL.
+    .balign 4
+    .global kvmb_za_first, kvmb_za_first_end
+kvmb_za_first:
+    mov x0, #(3 << 20)
+    orr x0, x0, #(3 << 16)
+    orr x0, x0, #(3 << 24)
+    msr cpacr_el1, x0
+    isb
+    mov x0, #0xf
+    msr S3_0_C1_C2_6, x0
+    isb
+    movz x1, #0x1000, lsl #16
+    movz x10, #1, lsl #16
+    add x10, x10, #8, lsl #12
+    add x11, x10, #1, lsl #12
+    mov x2, #0
+    mov w12, #0
+1:  smstart za
+    str za[w12, 0], [x11]
+    ldr x6, [x11]
+    cmp x6, x2
+    b.ne 2f
+    add x2, x2, #1
+    str x2, [x10]
+    ldr za[w12, 0], [x10]
+    str x2, [x1]
+    b 1b
+2:  str x6, [x1, #8]
+    b 2b
+kvmb_za_first_end:
     .text
 "#
 );
@@ -1654,6 +1732,10 @@ extern "C" {
     static kvmb_vtimer_end: u8;
     static kvmb_sve: u8;
     static kvmb_sve_end: u8;
+    static kvmb_za: u8;
+    static kvmb_za_end: u8;
+    static kvmb_za_first: u8;
+    static kvmb_za_first_end: u8;
 }
 
 /// /dev/kvm, or a skip where the kernel offers none (at EL1, or a kernel without KVM).
@@ -1674,6 +1756,12 @@ fn small_vm(code: &[u8], opts: SmallVmOpts) -> Result<SmallVm, NotRun> {
         let _ = sys::close(fd);
         return Err(NotRun::Skip(String::from(
             "no SVE guests (KVM_CAP_ARM_SVE)",
+        )));
+    }
+    if opts.sme_svl.is_some() && !kvm::has_cap(fd, svelt_abi::uapi::kvm_sme::KVM_CAP_ARM_SME) {
+        let _ = sys::close(fd);
+        return Err(NotRun::Skip(String::from(
+            "no SME for guests (KVM_CAP_ARM_SME)",
         )));
     }
     SmallVm::new(fd, code, opts).map_err(NotRun::Skip)
@@ -1721,17 +1809,21 @@ fn kvm_hvc_roundtrip() -> CaseResult {
     Ok(m)
 }
 
-/// A guest's MMIO store to an IPA without memory: KVM_EXIT_MMIO to the VMM, which re-enters.
-fn kvm_mmio_exit() -> CaseResult {
-    let code = svelt_user::guest_code!(kvmb_mmio, kvmb_mmio_end);
-    let vm = small_vm(code, SmallVmOpts::default())?;
+/// `measure` of runs of `ops` KVM_RUNs, each of which must end in an MMIO store to SMALL_MMIO
+/// (a store elsewhere is the guest's failed check), timed in the VMM: the figures and the last
+/// store's data.
+fn measure_mmio_runs(vm: &SmallVm, ops: u64) -> Result<(Measured, u64), NotRun> {
     let mut err = None;
-    let mut stores = 0u64;
-    let mut m = measure(1000, |n| {
+    let mut last = 0u64;
+    let m = measure(ops, |n| {
         let t0 = now();
         for _ in 0..n {
             match vm.run_to_mmio_write() {
-                Ok((_, d)) => stores = d,
+                Ok((a, d)) if a == kvm::SMALL_MMIO => last = d,
+                Ok((a, d)) => {
+                    err.get_or_insert(format!("the guest's check failed: {d:#x} to {a:#x}"));
+                    break;
+                }
                 Err(e) => {
                     err.get_or_insert(e);
                     break;
@@ -1740,15 +1832,72 @@ fn kvm_mmio_exit() -> CaseResult {
         }
         now() - t0
     });
-    if let Some(e) = err {
-        return fail(e);
+    match err {
+        Some(e) => fail(e),
+        None => Ok((m, last)),
     }
+}
+
+/// A guest's MMIO store to an IPA without memory: KVM_EXIT_MMIO to the VMM, which re-enters.
+fn kvm_mmio_exit() -> CaseResult {
+    let code = svelt_user::guest_code!(kvmb_mmio, kvmb_mmio_end);
+    let vm = small_vm(code, SmallVmOpts::default())?;
+    let (mut m, stores) = measure_mmio_runs(&vm, 1000)?;
     // The warm-up and RUNS timed runs, each one store per exit.
     let want = m.ops * (RUNS as u64 + 1);
     if stores != want {
         return fail(format!("the guest's counter is {stores}, not {want}"));
     }
     m.note = String::from("per exit and re-entry (KVM_RUN to KVM_RUN), timed in the VMM");
+    Ok(m)
+}
+
+/// Svelt's count of guest SME restores (/proc/svelt/fpstat); None on other kernels.
+fn guest_sme_restores() -> Option<u64> {
+    let text = svelt_user::io::read_file("/proc/svelt/fpstat").ok()?;
+    let text = core::str::from_utf8(&text).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("guest_sme_restores ")?.trim().parse().ok())
+}
+
+/// A guest's first SME instruction in each run, with ZA live (see kvmb_za_first): the MMIO exit
+/// and re-entry of `kvm_mmio_exit` plus the trap that brings the vCPU's registers back, ZA
+/// saved at the exit; the same exits without SME, measured here too, give the difference.
+fn kvm_first_sme_use() -> CaseResult {
+    let code = svelt_user::guest_code!(kvmb_za_first, kvmb_za_first_end);
+    let svl = svelt_user::sme::sme_vls().into_iter().max().unwrap_or(0);
+    if svl == 0 {
+        return Err(NotRun::Skip(String::from("no SME on this CPU")));
+    }
+    let opts = SmallVmOpts {
+        sme_svl: Some(svl),
+        ..SmallVmOpts::default()
+    };
+    let vm = small_vm(code, opts)?;
+    let plain = small_vm(
+        svelt_user::guest_code!(kvmb_mmio, kvmb_mmio_end),
+        SmallVmOpts::default(),
+    )?;
+    let r0 = guest_sme_restores();
+    let (mut m, stores) = measure_mmio_runs(&vm, 1000)?;
+    let r1 = guest_sme_restores();
+    let want = m.ops * (RUNS as u64 + 1);
+    if stores != want {
+        return fail(format!("the guest's count is {stores}, not {want}"));
+    }
+    // Where the kernel counts them: a restore with ZA in every run but the first (whose
+    // SMSTART finds ZA off), or the trap never came.
+    if let (Some(r0), Some(r1)) = (r0, r1) {
+        if r1 - r0 < want - 1 {
+            return fail(format!("{} guest SME restores for {want} runs", r1 - r0));
+        }
+    }
+    let (base, _) = measure_mmio_runs(&plain, 1000)?;
+    m.note = format!(
+        "per exit, re-entry and first SME use (SMSTART ZA), ZA live at SVL {svl}, timed in the VMM; {} over the same exits without SME ({})",
+        fmt_x10(m.min.saturating_sub(base.min)),
+        fmt_x10(base.min),
+    );
     Ok(m)
 }
 
@@ -1777,26 +1926,23 @@ fn kvm_vtimer_irq() -> CaseResult {
 }
 
 /// One VM's exit, its VMM's sched_yield to the other VMM and that one's re-entry: `n` times.
-fn sve_switch_loop(vm: &SmallVm, n: u64) -> Result<(), String> {
+/// Each exit's data must be `data` where given; a store elsewhere is the guest's failed check.
+fn switch_loop(vm: &SmallVm, n: u64, data: Option<u64>) -> Result<(), String> {
     for _ in 0..n {
         match vm.run_to_mmio_write()? {
-            (a, _) if a == kvm::SMALL_MMIO => {}
-            (_, z) => return Err(format!("the guest's Z registers lost its tag: {z:#x}")),
+            (a, d) if a == kvm::SMALL_MMIO && data.is_none_or(|w| w == d) => {}
+            (a, d) if a == kvm::SMALL_MMIO => return Err(format!("the guest stored {d:#x}")),
+            (_, z) => return Err(format!("a register lost the guest's tag: {z:#x}")),
         }
         sys::sched_yield().map_err(|e| format!("sched_yield: {e:?}"))?;
     }
     Ok(())
 }
 
-/// Two VMs (one vCPU each, SVE live at the largest VL in both guests), their VMMs on one CPU
+/// Two VMs (one vCPU each, running `code` with `opts`, x5 its tag), their VMMs on one CPU
 /// handing it to each other after every MMIO exit: per switch from one guest to the other.
-fn kvm_vcpu_switch_sve() -> CaseResult {
+fn vcpu_switch(code: &[u8], opts: SmallVmOpts, data: Option<u64>, what: &str) -> CaseResult {
     // Both VMs are made before the helper forks off, so a skip needs no helper.
-    let code = svelt_user::guest_code!(kvmb_sve, kvmb_sve_end);
-    let opts = SmallVmOpts {
-        sve: true,
-        ..SmallVmOpts::default()
-    };
     small_vm(code, opts)?;
     let w = shared_words();
     let (ready, stop, count, bad) = (&w[0], &w[1], &w[2], &w[3]);
@@ -1810,7 +1956,7 @@ fn kvm_vcpu_switch_sve() -> CaseResult {
         let _ = vm.set_x(5, 0x2222_2222_2222_2222);
         ready.store(1, Ordering::SeqCst);
         while stop.load(Ordering::SeqCst) == 0 {
-            if sve_switch_loop(&vm, 1).is_err() {
+            if switch_loop(&vm, 1, data).is_err() {
                 bad.store(2, Ordering::SeqCst);
                 return 1;
             }
@@ -1830,7 +1976,7 @@ fn kvm_vcpu_switch_sve() -> CaseResult {
     let mut m = measure(200, |n| {
         let c0 = count.load(Ordering::SeqCst);
         let t0 = now();
-        if let Err(e) = sve_switch_loop(&vm, n) {
+        if let Err(e) = switch_loop(&vm, n, data) {
             err.get_or_insert(e);
         }
         let t = now() - t0;
@@ -1847,7 +1993,7 @@ fn kvm_vcpu_switch_sve() -> CaseResult {
     match bad.load(Ordering::SeqCst) {
         0 => {}
         1 => return fail(String::from("the helper's VM could not be made")),
-        _ => return fail(String::from("the helper's guest lost its Z registers")),
+        _ => return fail(String::from("the helper's guest failed its check")),
     }
     if !wifexited(st) {
         return fail(format!("helper {}", describe(st)));
@@ -1856,9 +2002,31 @@ fn kvm_vcpu_switch_sve() -> CaseResult {
         return fail(format!("the helper ran {theirs} times to our {ours}"));
     }
     m.note = format!(
-        "per switch (exit, sched_yield, the other VM's entry); helper {theirs} runs to our {ours}, SVE live in both guests"
+        "per switch (exit, sched_yield, the other VM's entry); helper {theirs} runs to our {ours}, {what}"
     );
     Ok(m)
+}
+
+/// `vcpu_switch` with SVE live at the largest VL in both guests (see kvmb_sve).
+fn kvm_vcpu_switch_sve() -> CaseResult {
+    let code = svelt_user::guest_code!(kvmb_sve, kvmb_sve_end);
+    let opts = SmallVmOpts {
+        sve: true,
+        ..SmallVmOpts::default()
+    };
+    vcpu_switch(code, opts, None, "SVE live in both guests")
+}
+
+/// `vcpu_switch` with both guests in streaming mode with ZA on, their SME lengths capped at
+/// `svl` (see kvmb_za): Z0, Z31 and a ZA row tagged and checked around every exit.
+fn vcpu_switch_za_at(svl: usize) -> CaseResult {
+    let code = svelt_user::guest_code!(kvmb_za, kvmb_za_end);
+    let opts = SmallVmOpts {
+        sme_svl: Some(svl),
+        ..SmallVmOpts::default()
+    };
+    let what = format!("streaming mode and ZA live at SVL {svl} in both guests");
+    vcpu_switch(code, opts, Some(svl as u64), &what)
 }
 
 macro_rules! at_vl {
@@ -1893,6 +2061,8 @@ at_vl! {
     yield_pingpong_1cpu_sme_vl64 => yield_pingpong_sme_at(64);
     yield_pingpong_1cpu_sme_vl128 => yield_pingpong_sme_at(128);
     yield_pingpong_1cpu_sme_vl256 => yield_pingpong_sme_at(256);
+    kvm_vcpu_switch_za_svl64 => vcpu_switch_za_at(64);
+    kvm_vcpu_switch_za_svl256 => vcpu_switch_za_at(256);
 }
 
 type Case = (&'static str, fn() -> CaseResult);
@@ -1930,6 +2100,9 @@ const CASES: &[Case] = &[
     ("kvm_mmio_exit", kvm_mmio_exit),
     ("kvm_vtimer_irq", kvm_vtimer_irq),
     ("kvm_vcpu_switch_sve", kvm_vcpu_switch_sve),
+    ("kvm_vcpu_switch_za_svl64", kvm_vcpu_switch_za_svl64),
+    ("kvm_vcpu_switch_za_svl256", kvm_vcpu_switch_za_svl256),
+    ("kvm_first_sme_use", kvm_first_sme_use),
     // Against the vector length (the plot of --compare): SVE, then SME streaming mode.
     ("signal_roundtrip_sve_vl16", signal_roundtrip_sve_vl16),
     ("signal_roundtrip_sve_vl32", signal_roundtrip_sve_vl32),
