@@ -15,7 +15,8 @@ use svelt_user::fuzz::{Random, Rng};
 use svelt_user::guest_code as code;
 use svelt_user::ktap::TestResult;
 use svelt_user::kvm::{
-    self, finalize, get_one as get, ioctl, open as open_kvm, reg_list, set_one as set,
+    self, finalize, get_one as get, ioctl, open as open_kvm, reg_list, set_one as set, set_vls,
+    vls_words,
 };
 use svelt_user::proc::*;
 use svelt_user::sys::*;
@@ -292,22 +293,6 @@ fn get64(vcpu: i32, id: u64) -> SysResult<u64> {
 
 fn set64(vcpu: i32, id: u64, v: u64) -> SysResult {
     set(vcpu, id, &v.to_le_bytes())
-}
-
-fn vls_words(vcpu: i32, id: u64) -> SysResult<[u64; 8]> {
-    let mut b = [0u8; 64];
-    get(vcpu, id, &mut b)?;
-    Ok(core::array::from_fn(|i| {
-        u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap())
-    }))
-}
-
-fn set_vls(vcpu: i32, id: u64, w: [u64; 8]) -> SysResult {
-    let mut b = [0u8; 64];
-    for (c, v) in b.chunks_exact_mut(8).zip(w) {
-        c.copy_from_slice(&v.to_le_bytes());
-    }
-    set(vcpu, id, &b)
 }
 
 /// SME_VLS with the streaming lengths `vqs` (bit n: VQ n + 1), all of them in the first word.
