@@ -275,6 +275,7 @@ pub(super) fn load_fp(vm: &Vm, st: &mut VcpuState, cur: &task::CurrentTask) {
             }
         }
     }
+    super::fpmr::load(st);
     st.fp_live = true;
     super::GUEST_FP_LOADS.fetch_add(1, Ordering::Relaxed);
 }
