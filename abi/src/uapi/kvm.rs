@@ -510,8 +510,10 @@ pub fn guest_hcrx(isar2: u64, pfr2: u64) -> u64 {
     v
 }
 
-/// HCRX_EL2.EnFPM: FPMR and the FP8 instructions usable at EL1 and EL0 (UNDEFINED when clear).
-pub const HCRX_ENFPM: u64 = 1 << 34;
+/// HCRX_EL2.EnFPM: FPMR and the FP8 instructions usable at EL1 and EL0 (when clear, the FP8
+/// instructions are UNDEFINED and FPMR accesses trap to EL2, as Linux's emulate-nested.c
+/// describes with CGT_HCRX_EnFPM).
+pub const HCRX_ENFPM: u64 = 1 << 23;
 /// ID_AA64PFR2_EL1.FPMR: FEAT_FPMR.
 pub const ID_AA64PFR2_FPMR: u64 = 0xf << 32;
 /// FPMR's KVM_{GET,SET}_ONE_REG ID (op0 3, op1 3, CRn 4, CRm 4, op2 2).

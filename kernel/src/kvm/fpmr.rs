@@ -28,6 +28,14 @@ pub fn vm_has(vm: &Vm) -> bool {
     host_has() && vm.id_reg(4, 2) & k::ID_AA64PFR2_FPMR != 0
 }
 
+/// Whether a trapped system register access (its op0..op2 packed as in the ESR-derived key
+/// `op0 << 14 | op1 << 11 | crn << 7 | crm << 3 | op2`) is to FPMR. It traps (EC 0x18) only
+/// while HCRX_EL2.EnFPM is clear, that is for a VM that hides FPMR, and is then UNDEFINED, as
+/// Linux's sys_regs.c gives FPMR `undef_access`.
+pub fn is_fpmr(key: u32) -> bool {
+    u64::from(key) == k::FPMR & 0xffff
+}
+
 /// FPMR's ID for KVM_GET_REG_LIST, while the VM shows it.
 pub fn ids(vm: &Vm) -> Option<u64> {
     vm_has(vm).then_some(k::FPMR)
