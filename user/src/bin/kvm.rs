@@ -3275,28 +3275,43 @@ fn fpmr_one_reg() -> TestResult {
     if !host_has_fpmr() {
         check_eq!(shown, 0, "PFR2.FPMR without FPMR on the CPU");
         check_eq!(get_reg(g.vcpu, FPMR), Err(ENOENT), "FPMR without FPMR");
-        check!(!t!(reg_list(g.vcpu)).contains(&FPMR), "FPMR listed without FPMR");
+        check!(
+            !t!(reg_list(g.vcpu)).contains(&FPMR),
+            "FPMR listed without FPMR"
+        );
         return ktap::skip("the CPU has no FPMR");
     }
     check_eq!(shown, 1, "the VM's ID_AA64PFR2_EL1.FPMR");
     check!(t!(reg_list(g.vcpu)).contains(&FPMR), "FPMR not listed");
     check_eq!(get_reg(g.vcpu, FPMR), Ok(0), "FPMR after init");
     t!(set_reg(g.vcpu, FPMR, FPMR_VMM as u128));
-    check_eq!(get_reg(g.vcpu, FPMR), Ok(FPMR_VMM as u128), "FPMR round trip");
+    check_eq!(
+        get_reg(g.vcpu, FPMR),
+        Ok(FPMR_VMM as u128),
+        "FPMR round trip"
+    );
     // Hidden by the VMM.
     t!(set_reg(g.vcpu, PFR2, (pfr2 & !k::ID_AA64PFR2_FPMR) as u128));
     check_eq!(get_reg(g.vcpu, FPMR), Err(ENOENT), "FPMR hidden: get");
-    check_eq!(set_reg(g.vcpu, FPMR, 1 << 14), Err(ENOENT), "FPMR hidden: set");
+    check_eq!(
+        set_reg(g.vcpu, FPMR, 1 << 14),
+        Err(ENOENT),
+        "FPMR hidden: set"
+    );
     check!(!t!(reg_list(g.vcpu)).contains(&FPMR), "hidden FPMR listed");
     // Shown again: the value is still there.
     t!(set_reg(g.vcpu, PFR2, pfr2 as u128));
-    check_eq!(get_reg(g.vcpu, FPMR), Ok(FPMR_VMM as u128), "FPMR shown again");
+    check_eq!(
+        get_reg(g.vcpu, FPMR),
+        Ok(FPMR_VMM as u128),
+        "FPMR shown again"
+    );
     Ok(())
 }
 
 /// A guest's FPMR is its own: it reads what the VMM set, the VMM reads what it wrote, a value
 /// the VMM sets between two exits is what it reads next, and the VMM thread's own FPMR is
-/// the same after every KVM_RUN.
+/// the same after every KVM_RUN; another VM's vCPU run in between reads its own.
 fn fpmr_guest() -> TestResult {
     if !host_has_fpmr() {
         return ktap::skip("the CPU has no FPMR");
@@ -3308,15 +3323,47 @@ fn fpmr_guest() -> TestResult {
     set_host_fpmr(FPMR_HOST);
     let r = g.run_to_mmio();
     check_eq!(host_fpmr(), FPMR_HOST, "the VMM's FPMR after the first run");
-    check_eq!(r, Ok((MMIO, FPMR_VMM, 8, true)), "the guest's first FPMR read");
+    check_eq!(
+        r,
+        Ok((MMIO, FPMR_VMM, 8, true)),
+        "the guest's first FPMR read"
+    );
     let r = g.run_to_mmio();
-    check_eq!(host_fpmr(), FPMR_HOST, "the VMM's FPMR after the guest's write");
-    check_eq!(r, Ok((MMIO + 0x10, FPMR_GUEST, 8, true)), "the guest's write");
-    check_eq!(get_reg(g.vcpu, FPMR), Ok(FPMR_GUEST as u128), "FPMR the guest wrote");
+    check_eq!(
+        host_fpmr(),
+        FPMR_HOST,
+        "the VMM's FPMR after the guest's write"
+    );
+    check_eq!(
+        r,
+        Ok((MMIO + 0x10, FPMR_GUEST, 8, true)),
+        "the guest's write"
+    );
+    check_eq!(
+        get_reg(g.vcpu, FPMR),
+        Ok(FPMR_GUEST as u128),
+        "FPMR the guest wrote"
+    );
+    // Another VM's vCPU, run by the same thread right after: it reads its own FPMR (0 after
+    // init), not the value the first guest left.
+    let other = t!(Guest::new(
+        t!(open_kvm()).ok_or("no /dev/kvm")?,
+        code!(guest_fpmr, guest_fpmr_end)
+    ));
+    check_eq!(
+        other.run_to_mmio(),
+        Ok((MMIO, 0, 8, true)),
+        "another VM's first FPMR read"
+    );
+    drop(other);
     t!(set_reg(g.vcpu, FPMR, FPMR_VMM2 as u128));
     let r = g.run_to_mmio();
     check_eq!(host_fpmr(), FPMR_HOST, "the VMM's FPMR after the third run");
-    check_eq!(r, Ok((MMIO + 0x18, FPMR_VMM2, 8, true)), "FPMR the VMM set between runs");
+    check_eq!(
+        r,
+        Ok((MMIO + 0x18, FPMR_VMM2, 8, true)),
+        "FPMR the VMM set between runs"
+    );
     set_host_fpmr(0);
     Ok(())
 }
@@ -3341,7 +3388,11 @@ fn fpmr_hidden_is_undefined() -> TestResult {
         let (a, d, _, _) = t!(g.run_to_mmio());
         check_eq!(a, addr, "{what}: exit address");
         match data {
-            None => check_eq!(d >> 26, 0, "{what}: ESR_EL1 {d:#x}: not an Undefined Instruction"),
+            None => check_eq!(
+                d >> 26,
+                0,
+                "{what}: ESR_EL1 {d:#x}: not an Undefined Instruction"
+            ),
             Some(v) => check_eq!(d, v, "{what}: x6 changed"),
         }
     }

@@ -921,7 +921,11 @@ fn fpmr_with_streaming_mode() -> TestResult {
     const V: u64 = 0x05_1125_4000;
     const G: u64 = 0x01_007f_c000;
     let kvm = sme_kvm!();
-    let g = t!(Guest::new(kvm, code!(guest_fpmr_sm, guest_fpmr_sm_end), SME_BIT));
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_fpmr_sm, guest_fpmr_sm_end),
+        SME_BIT
+    ));
     t!(g.finalize_sme(None, None));
     if get64(g.vcpu, k::sysreg_id(3, 0, 0, 4, 2)).map_or(0, |v| v & k::ID_AA64PFR2_FPMR) == 0 {
         let _ = sys::close(kvm);
@@ -929,7 +933,11 @@ fn fpmr_with_streaming_mode() -> TestResult {
     }
     t!(set64(g.vcpu, FPMR, V));
     t!(set64(g.vcpu, m::SVCR, m::SVCR_SM));
-    check_eq!(t!(get64(g.vcpu, FPMR)), 0, "FPMR after the VMM's SVCR.SM 0->1");
+    check_eq!(
+        t!(get64(g.vcpu, FPMR)),
+        0,
+        "FPMR after the VMM's SVCR.SM 0->1"
+    );
     t!(set64(g.vcpu, FPMR, V));
     t!(g.set_x(2, G));
     t!(g.run_to_mmio());
@@ -940,7 +948,11 @@ fn fpmr_with_streaming_mode() -> TestResult {
     check_eq!(t!(g.x(7)), 0, "the guest's FPMR after SMSTART");
     t!(g.run_to_mmio());
     check_eq!(t!(get64(g.vcpu, m::SVCR)), m::SVCR_SM);
-    check_eq!(t!(get64(g.vcpu, FPMR)), G, "FPMR the guest wrote in streaming mode");
+    check_eq!(
+        t!(get64(g.vcpu, FPMR)),
+        G,
+        "FPMR the guest wrote in streaming mode"
+    );
     let _ = sys::close(kvm);
     Ok(())
 }
