@@ -1,8 +1,9 @@
 //! FPMR for guests (FEAT_FPMR, the FP8 mode register), as Linux 7.3's KVM gives it: the VM's
 //! ID_AA64PFR2_EL1.FPMR shows the CPU's (a VMM may lower it to 0 before the first run);
 //! HCRX_EL2.EnFPM opens FPMR and the FP8 instructions to the guest only while the VM shows it
-//! (`kvm_calculate_traps`; `abi::uapi::kvm::guest_hcrx`), so a VM without it gets them
-//! UNDEFINED; the register is switched with the guest's FP registers (`kvm_hyp_handle_fpsimd`
+//! (`kvm_calculate_traps`; `abi::uapi::kvm::guest_hcrx`), so a VM without it gets the FP8
+//! instructions UNDEFINED and its FPMR accesses trap to EL2, where they are made UNDEFINED too
+//! (`is_fpmr`); the register is switched with the guest's FP registers (`kvm_hyp_handle_fpsimd`
 //! loads it, `kvm_arch_vcpu_put_fp` saves it); ONE_REG reaches and lists it only while the VM
 //! shows it (sys_regs.c's `fp8_visibility`: ENOENT otherwise).
 //!

@@ -3369,7 +3369,8 @@ fn fpmr_guest() -> TestResult {
 }
 
 /// A VM whose VMM hid FPMR (ID_AA64PFR2_EL1.FPMR 0): the guest's FPMR reads and writes are
-/// Undefined Instruction exceptions (HCRX_EL2.EnFPM clear, Linux's kvm_calculate_traps).
+/// Undefined Instruction exceptions (HCRX_EL2.EnFPM clear, Linux's kvm_calculate_traps), and so
+/// are the FP8 instructions (`fp8_follows_fpmr`).
 fn fpmr_hidden_is_undefined() -> TestResult {
     if !host_has_fpmr() {
         return ktap::skip("the CPU has no FPMR");
@@ -3398,6 +3399,39 @@ fn fpmr_hidden_is_undefined() -> TestResult {
     }
     check_eq!(host_fpmr(), FPMR_HOST, "the VMM's FPMR");
     set_host_fpmr(0);
+    drop(g);
+    fp8_follows_fpmr()
+}
+
+/// An FP8 instruction (FMLALB V0.8H, V0.16B, V0.16B, FEAT_FP8FMA, as Linux's hwcap test runs it)
+/// in place of guest_fpmr's first FPMR read: it executes in a VM that shows FPMR and is
+/// UNDEFINED in one whose VMM hid it (HCRX_EL2.EnFPM clear). Where the CPU lacks FP8FMA, not
+/// checked.
+fn fp8_follows_fpmr() -> TestResult {
+    const FPFR0: u64 = k::sysreg_id(3, 0, 0, 4, 7);
+    const F8FMA: u64 = 1 << 30;
+    let mut code = code!(guest_fpmr, guest_fpmr_end).to_vec();
+    code[24..28].copy_from_slice(&0x0ec0_fc00u32.to_le_bytes());
+    for hide in [false, true] {
+        let kvm = kvm!();
+        let g = t!(Guest::new(kvm, &code));
+        if t!(get_reg(g.vcpu, FPFR0)) as u64 & F8FMA == 0 {
+            println!("    # FP8 instructions not checked: no FP8FMA");
+            return Ok(());
+        }
+        let pfr2 = t!(get_reg(g.vcpu, PFR2)) as u64;
+        if hide {
+            t!(set_reg(g.vcpu, PFR2, (pfr2 & !k::ID_AA64PFR2_FPMR) as u128));
+        }
+        t!(set_reg(g.vcpu, x(6), 0x77));
+        let (a, d, _, _) = t!(g.run_to_mmio());
+        if hide {
+            check_eq!(a, MMIO + 8, "FP8 with FPMR hidden: no UNDEF");
+            check_eq!(d >> 26, 0, "FP8 with FPMR hidden: ESR_EL1 {d:#x}");
+        } else {
+            check_eq!((a, d), (MMIO, 0x77), "FP8 with FPMR shown");
+        }
+    }
     Ok(())
 }
 
