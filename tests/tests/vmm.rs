@@ -183,34 +183,11 @@ const GUEST_CASES: [GuestCase; 5] = [
 ];
 
 /// What the guest's CPU lacks beside the bare one, in every configuration: Svelt's KVM gives
-/// guests neither POE, FPMR nor GCS yet (issue 28; Linux 7.3's KVM does), so the bare reference
-/// runs with `arm64.nogcs`, and the POE and FPMR tests, which neither QEMU nor Linux's command
-/// line can switch off, skip in the guest.
+/// guests neither POE nor GCS yet (issue 28; Linux 7.3's KVM does), so the bare reference runs
+/// with `arm64.nogcs`, and the POE tests, which neither QEMU nor Linux's command line can switch
+/// off, skip in the guest. FPMR and the FP8 instructions are given (issue 29): hwcap's F8 and
+/// fp-ptrace's "FPMR write" subtests match bare Linux.
 const GUEST_KNOWN: &[Known] = &[
-    Known {
-        config: "guest",
-        program: "hwcap",
-        subtests: &["sigill_F8*"],
-        svelt: Outcome::Skip,
-        linux: Outcome::Pass,
-        why: "FP8 needs FPMR, which guests are not given yet: the guest's hwcaps have no FP8",
-    },
-    Known {
-        config: "guest",
-        program: "hwcap",
-        subtests: &["sigill_SME F8*", "sigill_SME SF8*"],
-        svelt: Outcome::Fail,
-        linux: Outcome::Pass,
-        why: "the guest's ID registers hide SME's FP8 instructions (no FPMR for guests), but they still execute: they need FPMR given to guests, or a trap (issue 29)",
-    },
-    Known {
-        config: "guest",
-        program: "fp-ptrace",
-        subtests: &["FPMR write*"],
-        svelt: Outcome::Skip,
-        linux: Outcome::Pass,
-        why: "FPMR (FEAT_FPMR) is not offered to guests by Svelt's KVM yet (issue 28)",
-    },
     Known {
         config: "guest",
         program: "poe_missing_poe_context",

@@ -493,18 +493,31 @@ pub const fn fw_feat_bmap_reg(r: u64) -> u64 {
 }
 pub const FW_FEAT_BMAP_REGS: u64 = 4;
 
-/// HCRX_EL2 for a guest whose ID_AA64ISAR2_EL1 is `isar2`: FEAT_MOPS's instructions enabled
-/// (MSCEn) exactly when the VM has MOPS, so that a VMM that hides it gets UNDEF in the guest.
-/// The MOPS exceptions of EL1 stay the guest's (MCE2 clear). Nothing else of HCRX_EL2 (TCR2,
-/// FPMR, GCS, ...) is given yet.
-pub fn guest_hcrx(isar2: u64) -> u64 {
+/// HCRX_EL2 for a guest whose ID_AA64ISAR2_EL1 is `isar2` and ID_AA64PFR2_EL1 `pfr2`: FEAT_MOPS's
+/// instructions enabled (MSCEn) exactly when the VM has MOPS, and FPMR with the FP8 instructions
+/// (EnFPM) exactly when it has FPMR, so that a VMM that hides either gets UNDEF in the guest
+/// (Linux's kvm_calculate_traps). The MOPS exceptions of EL1 stay the guest's (MCE2 clear).
+/// Nothing else of HCRX_EL2 (TCR2, GCS, ...) is given yet.
+pub fn guest_hcrx(isar2: u64, pfr2: u64) -> u64 {
     const MSCEN: u64 = 1 << 11;
+    let mut v = 0;
     if (isar2 >> 16) & 0xf != 0 {
-        MSCEN
-    } else {
-        0
+        v |= MSCEN;
     }
+    if pfr2 & ID_AA64PFR2_FPMR != 0 {
+        v |= HCRX_ENFPM;
+    }
+    v
 }
+
+/// HCRX_EL2.EnFPM: FPMR and the FP8 instructions usable at EL1 and EL0 (when clear, the FP8
+/// instructions are UNDEFINED and FPMR accesses trap to EL2, as Linux's emulate-nested.c
+/// describes with CGT_HCRX_EnFPM).
+pub const HCRX_ENFPM: u64 = 1 << 23;
+/// ID_AA64PFR2_EL1.FPMR: FEAT_FPMR.
+pub const ID_AA64PFR2_FPMR: u64 = 0xf << 32;
+/// FPMR's KVM_{GET,SET}_ONE_REG ID (op0 3, op1 3, CRn 4, CRm 4, op2 2).
+pub const FPMR: u64 = sysreg_id(3, 3, 4, 4, 2);
 
 /// HFGRTR_EL2's and HFGWTR_EL2's nGCS_EL1 (bit 53) and nGCS_EL0 (bit 52): clear, a guest's
 /// accesses to the GCS registers trap to EL2 (the Arm ARM; QEMU traps them only this way).
@@ -1119,12 +1132,12 @@ const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
             | 0xf << 52
             | 0xf << 60,
     ),
-    // ID_AA64PFR2_EL1 (MTE's extensions, FPMR), ID_AA64ZFR0_EL1, ID_AA64SMFR0_EL1,
-    // ID_AA64FPFR0_EL1: all of it.
-    (4, 2, u64::MAX),
+    // ID_AA64PFR2_EL1: all but FPMR (MTE's extensions, GICv5), as Linux's
+    // sanitise_id_aa64pfr2_el1 for a VM without MTE; ID_AA64ZFR0_EL1, ID_AA64SMFR0_EL1: all of
+    // it. ID_AA64FPFR0_EL1 (the FP8 formats) is the CPU's, as Linux shows it.
+    (4, 2, !ID_AA64PFR2_FPMR),
     (4, 4, u64::MAX),
     (4, 5, u64::MAX),
-    (4, 7, u64::MAX),
     // ID_AA64DFR0_EL1: TraceVer, PMUVer, PMSVer, TraceFilt, TraceBuffer, MTPMU, BRBE,
     // ExtTrcBuff, HPMN0 (debug registers stay, emulated).
     (
@@ -1456,6 +1469,17 @@ mod tests {
         assert_eq!(guest_id_reg(4, 1, pfr1), 0x21);
         assert_eq!(guest_id_reg(4, 5, u64::MAX), 0);
         assert_eq!(guest_id_reg(7, 0, 0x1234), 0x1234);
+    }
+
+    #[test]
+    fn guests_see_fpmr_and_enable_it_only_when_shown() {
+        // ID_AA64PFR2_EL1: FPMR = 1, GCIE = 1, MTEFAR = 1: only FPMR stays.
+        assert_eq!(guest_id_reg(4, 2, 0x1_0000_1100), 0x1_0000_0000);
+        assert_eq!(guest_id_reg(4, 7, 0x4000_0001), 0x4000_0001);
+        assert_eq!(guest_hcrx(0, 0x1_0000_0000), HCRX_ENFPM);
+        assert_eq!(guest_hcrx(1 << 16, 0), 1 << 11);
+        assert_eq!(guest_hcrx(0, 0x1100), 0);
+        assert_eq!(FPMR, 0x6030_0000_0013_da22);
     }
 
     #[test]

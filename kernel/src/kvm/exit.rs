@@ -275,6 +275,7 @@ pub(super) fn load_fp(vm: &Vm, st: &mut VcpuState, cur: &task::CurrentTask) {
             }
         }
     }
+    super::fpmr::load(st);
     st.fp_live = true;
     super::GUEST_FP_LOADS.fetch_add(1, Ordering::Relaxed);
 }
@@ -382,8 +383,9 @@ fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
     // The GCS registers (GCSCR_EL1, GCSPR_EL1, GCSCRE0_EL1, GCSPR_EL0: CRn 2, CRm 5), which
     // trap through HFGRTR_EL2/HFGWTR_EL2's nGCS bits (cleared while a guest runs where the CPU
     // has GCS): guests are not given GCS, so they are UNDEFINED, as on a CPU without it
-    // (Linux's hwcap test reads GCSPR_EL0 and expects SIGILL).
-    if op0 == 3 && crn == 2 && crm == 5 {
+    // (Linux's hwcap test reads GCSPR_EL0 and expects SIGILL). FPMR traps only for a VM that
+    // hides it (kvm::fpmr): UNDEFINED too.
+    if (op0 == 3 && crn == 2 && crm == 5) || super::fpmr::is_fpmr(key) {
         inject::inject_undef(st);
         return;
     }

@@ -23,6 +23,7 @@
 mod coalesced;
 pub(crate) mod eventfd;
 mod exit;
+mod fpmr;
 mod inject;
 mod pvtime;
 mod regs;

@@ -312,6 +312,7 @@ pub fn sysreg_set(st: &mut VcpuState, id: u64, v: u64) -> SysResult<()> {
                 }
                 st.fp.vregs = [0; 32];
                 st.fp.fpsr = m::FPSR_AFTER_SM_CHANGE as u32;
+                st.fpmr = 0;
             }
         }
         m::SMCR_EL1 => g.smcr_el1 = v,

@@ -41,6 +41,8 @@ pub struct VcpuState {
     pub regs: GuestRegs,
     pub el1: El1State,
     pub fp: FpsimdState,
+    /// FPMR (FEAT_FPMR), kept with the FP registers (kvm::fpmr).
+    pub fpmr: u64,
     /// The AArch32 banked SPSRs (abt, und, irq, fiq): kept for KVM_{GET,SET}_ONE_REG only.
     pub spsr32: [u64; 4],
     pub mpidr: u64,
@@ -80,6 +82,9 @@ impl VcpuState {
     /// to the VMM).
     pub fn put_fp(&mut self) {
         self.put_away = true;
+        if self.fp_live {
+            super::fpmr::put(self);
+        }
         if self.fp_live && self.sme.is_some() {
             super::sme::put(self);
             self.fp_live = false;
@@ -208,6 +213,7 @@ impl Vcpu {
                 regs: GuestRegs::default(),
                 el1: El1State::default(),
                 fp: FpsimdState::default(),
+                fpmr: 0,
                 spsr32: [0; 4],
                 mpidr: mpidr_for(id),
                 clidr,
@@ -321,6 +327,7 @@ impl Vcpu {
             ..El1State::default()
         };
         st.fp = FpsimdState::default();
+        st.fpmr = 0;
         st.spsr32 = [0; 4];
         st.shadow.clear();
         super::regs::reset_shadow(st);

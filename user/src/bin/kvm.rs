@@ -340,6 +340,35 @@ core::arch::global_asm!(
     "msr elr_el1, x2",
     "eret",
     "guest_tlbi_end:",
+    // FP on at EL1; reads FPMR and stores it (+0), writes x2 to FPMR and stores x2 (+0x10),
+    // reads FPMR again and stores it (+0x18), spins. Its EL1h synchronous vector stores ESR_EL1
+    // (+8) and returns past the faulting instruction.
+    ".balign 2048",
+    ".global guest_fpmr, guest_fpmr_end",
+    "guest_fpmr:",
+    "adr x0, 1f",
+    "msr vbar_el1, x0",
+    "mov x0, #(3 << 20)",
+    "msr cpacr_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "mrs x6, S3_3_C4_C4_2",
+    "str x6, [x1]",
+    "msr S3_3_C4_C4_2, x2",
+    "str x2, [x1, #0x10]",
+    "mrs x7, S3_3_C4_C4_2",
+    "str x7, [x1, #0x18]",
+    "b .",
+    ".balign 2048",
+    "1:",
+    ".skip 0x200",
+    "mrs x3, esr_el1",
+    "str x3, [x1, #8]",
+    "mrs x3, elr_el1",
+    "add x3, x3, #4",
+    "msr elr_el1, x3",
+    "eret",
+    "guest_fpmr_end:",
     // Its own vectors; stores to MMIO +0 (ready, interrupts masked), unmasks IRQs and FIQs,
     // then stores to +0x30 again and again, or spins while x5 is nonzero. The EL1h IRQ vector
     // stores ISR_EL1 twice (+0x20, +0x28), the FIQ vector likewise (+0x40, +0x48), and both
@@ -411,6 +440,8 @@ unsafe extern "C" {
     static guest_events_end: u8;
     static guest_tlbi: u8;
     static guest_tlbi_end: u8;
+    static guest_fpmr: u8;
+    static guest_fpmr_end: u8;
     static guest_irq: u8;
     static guest_irq_end: u8;
 }
@@ -3192,6 +3223,218 @@ fn gcs_registers_follow_the_vm() -> TestResult {
     undefined_then_on(&g, "GCSPR_EL1 without GCS")
 }
 
+const FPMR: u64 = k::FPMR;
+const PFR2: u64 = k::sysreg_id(3, 0, 0, 4, 2);
+/// HWCAP2_FPMR: this CPU (and so the host) has FEAT_FPMR.
+const HWCAP2_FPMR: u64 = 1 << 48;
+
+fn host_has_fpmr() -> bool {
+    svelt_user::sme::hwcap2() & HWCAP2_FPMR != 0
+}
+
+fn host_fpmr() -> u64 {
+    let v: u64;
+    // SAFETY: reads FPMR, which exists (HWCAP2_FPMR) and EL0 may access.
+    unsafe { core::arch::asm!("mrs {}, S3_3_C4_C4_2", out(reg) v, options(nomem, nostack)) };
+    v
+}
+
+fn set_host_fpmr(v: u64) {
+    // SAFETY: FPMR only steers FP8 instructions, which nothing in this program uses.
+    unsafe { core::arch::asm!("msr S3_3_C4_C4_2, {}", in(reg) v, options(nomem, nostack)) };
+}
+
+/// Values made of FPMR fields every FEAT_FPMR CPU keeps (LSCALE2, NSCALE, LSCALE, OSC, OSM).
+const FPMR_VMM: u64 = 0x05_1125_4000;
+const FPMR_HOST: u64 = 0x2a_3c00_8000;
+const FPMR_GUEST: u64 = 0x01_007f_c000;
+const FPMR_VMM2: u64 = 0x10_8000_4000;
+
+/// The vCPU's register list.
+fn reg_list(vcpu: i32) -> Result<Vec<u64>, String> {
+    let mut n = [0u64; 1];
+    check_eq!(
+        ioctl(vcpu, k::KVM_GET_REG_LIST, n.as_mut_ptr() as usize),
+        Err(E2BIG)
+    );
+    let mut list = vec![0u64; n[0] as usize + 1];
+    list[0] = n[0];
+    t!(ioctl(vcpu, k::KVM_GET_REG_LIST, list.as_mut_ptr() as usize));
+    Ok(list.split_off(1))
+}
+
+/// FPMR by ONE_REG, as Linux's sys_regs.c keeps it (`fp8_visibility`): where the CPU has FPMR,
+/// the VM's ID_AA64PFR2_EL1.FPMR shows it, it is listed, reads 0 after init and keeps what the
+/// VMM writes; a VMM that lowers PFR2.FPMR to 0 hides it (ENOENT, not listed) and raising it
+/// again brings the value back. Without FPMR on the CPU: ENOENT and not listed.
+fn fpmr_one_reg() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_fpmr, guest_fpmr_end)));
+    let pfr2 = t!(get_reg(g.vcpu, PFR2)) as u64;
+    let shown = (pfr2 >> 32) & 0xf;
+    if !host_has_fpmr() {
+        check_eq!(shown, 0, "PFR2.FPMR without FPMR on the CPU");
+        check_eq!(get_reg(g.vcpu, FPMR), Err(ENOENT), "FPMR without FPMR");
+        check!(
+            !t!(reg_list(g.vcpu)).contains(&FPMR),
+            "FPMR listed without FPMR"
+        );
+        return ktap::skip("the CPU has no FPMR");
+    }
+    check_eq!(shown, 1, "the VM's ID_AA64PFR2_EL1.FPMR");
+    check!(t!(reg_list(g.vcpu)).contains(&FPMR), "FPMR not listed");
+    check_eq!(get_reg(g.vcpu, FPMR), Ok(0), "FPMR after init");
+    t!(set_reg(g.vcpu, FPMR, FPMR_VMM as u128));
+    check_eq!(
+        get_reg(g.vcpu, FPMR),
+        Ok(FPMR_VMM as u128),
+        "FPMR round trip"
+    );
+    // Hidden by the VMM.
+    t!(set_reg(g.vcpu, PFR2, (pfr2 & !k::ID_AA64PFR2_FPMR) as u128));
+    check_eq!(get_reg(g.vcpu, FPMR), Err(ENOENT), "FPMR hidden: get");
+    check_eq!(
+        set_reg(g.vcpu, FPMR, 1 << 14),
+        Err(ENOENT),
+        "FPMR hidden: set"
+    );
+    check!(!t!(reg_list(g.vcpu)).contains(&FPMR), "hidden FPMR listed");
+    // Shown again: the value is still there.
+    t!(set_reg(g.vcpu, PFR2, pfr2 as u128));
+    check_eq!(
+        get_reg(g.vcpu, FPMR),
+        Ok(FPMR_VMM as u128),
+        "FPMR shown again"
+    );
+    Ok(())
+}
+
+/// A guest's FPMR is its own: it reads what the VMM set, the VMM reads what it wrote, a value
+/// the VMM sets between two exits is what it reads next, and the VMM thread's own FPMR is
+/// the same after every KVM_RUN; another VM's vCPU run in between reads its own.
+fn fpmr_guest() -> TestResult {
+    if !host_has_fpmr() {
+        return ktap::skip("the CPU has no FPMR");
+    }
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_fpmr, guest_fpmr_end)));
+    t!(set_reg(g.vcpu, FPMR, FPMR_VMM as u128));
+    t!(set_reg(g.vcpu, x(2), FPMR_GUEST as u128));
+    set_host_fpmr(FPMR_HOST);
+    let r = g.run_to_mmio();
+    check_eq!(host_fpmr(), FPMR_HOST, "the VMM's FPMR after the first run");
+    check_eq!(
+        r,
+        Ok((MMIO, FPMR_VMM, 8, true)),
+        "the guest's first FPMR read"
+    );
+    let r = g.run_to_mmio();
+    check_eq!(
+        host_fpmr(),
+        FPMR_HOST,
+        "the VMM's FPMR after the guest's write"
+    );
+    check_eq!(
+        r,
+        Ok((MMIO + 0x10, FPMR_GUEST, 8, true)),
+        "the guest's write"
+    );
+    check_eq!(
+        get_reg(g.vcpu, FPMR),
+        Ok(FPMR_GUEST as u128),
+        "FPMR the guest wrote"
+    );
+    // Another VM's vCPU, run by the same thread right after: it reads its own FPMR (0 after
+    // init), not the value the first guest left.
+    let other = t!(Guest::new(
+        t!(open_kvm()).ok_or("no /dev/kvm")?,
+        code!(guest_fpmr, guest_fpmr_end)
+    ));
+    check_eq!(
+        other.run_to_mmio(),
+        Ok((MMIO, 0, 8, true)),
+        "another VM's first FPMR read"
+    );
+    drop(other);
+    t!(set_reg(g.vcpu, FPMR, FPMR_VMM2 as u128));
+    let r = g.run_to_mmio();
+    check_eq!(host_fpmr(), FPMR_HOST, "the VMM's FPMR after the third run");
+    check_eq!(
+        r,
+        Ok((MMIO + 0x18, FPMR_VMM2, 8, true)),
+        "FPMR the VMM set between runs"
+    );
+    set_host_fpmr(0);
+    Ok(())
+}
+
+/// A VM whose VMM hid FPMR (ID_AA64PFR2_EL1.FPMR 0): the guest's FPMR reads and writes are
+/// Undefined Instruction exceptions (HCRX_EL2.EnFPM clear, Linux's kvm_calculate_traps), and so
+/// are the FP8 instructions (`fp8_follows_fpmr`).
+fn fpmr_hidden_is_undefined() -> TestResult {
+    if !host_has_fpmr() {
+        return ktap::skip("the CPU has no FPMR");
+    }
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_fpmr, guest_fpmr_end)));
+    let pfr2 = t!(get_reg(g.vcpu, PFR2)) as u64;
+    t!(set_reg(g.vcpu, PFR2, (pfr2 & !k::ID_AA64PFR2_FPMR) as u128));
+    t!(set_reg(g.vcpu, x(6), 0x77));
+    set_host_fpmr(FPMR_HOST);
+    for (what, addr, data) in [
+        ("the read", MMIO + 8, None),
+        ("after the read", MMIO, Some(0x77)),
+        ("the write", MMIO + 8, None),
+    ] {
+        let (a, d, _, _) = t!(g.run_to_mmio());
+        check_eq!(a, addr, "{what}: exit address");
+        match data {
+            None => check_eq!(
+                d >> 26,
+                0,
+                "{what}: ESR_EL1 {d:#x}: not an Undefined Instruction"
+            ),
+            Some(v) => check_eq!(d, v, "{what}: x6 changed"),
+        }
+    }
+    check_eq!(host_fpmr(), FPMR_HOST, "the VMM's FPMR");
+    set_host_fpmr(0);
+    drop(g);
+    fp8_follows_fpmr()
+}
+
+/// An FP8 instruction (FMLALB V0.8H, V0.16B, V0.16B, FEAT_FP8FMA, as Linux's hwcap test runs it)
+/// in place of guest_fpmr's first FPMR read: it executes in a VM that shows FPMR and is
+/// UNDEFINED in one whose VMM hid it (HCRX_EL2.EnFPM clear). Where the CPU lacks FP8FMA, not
+/// checked.
+fn fp8_follows_fpmr() -> TestResult {
+    const FPFR0: u64 = k::sysreg_id(3, 0, 0, 4, 7);
+    const F8FMA: u64 = 1 << 30;
+    let mut code = code!(guest_fpmr, guest_fpmr_end).to_vec();
+    code[24..28].copy_from_slice(&0x0ec0_fc00u32.to_le_bytes());
+    for hide in [false, true] {
+        let kvm = kvm!();
+        let g = t!(Guest::new(kvm, &code));
+        if t!(get_reg(g.vcpu, FPFR0)) as u64 & F8FMA == 0 {
+            println!("    # FP8 instructions not checked: no FP8FMA");
+            return Ok(());
+        }
+        let pfr2 = t!(get_reg(g.vcpu, PFR2)) as u64;
+        if hide {
+            t!(set_reg(g.vcpu, PFR2, (pfr2 & !k::ID_AA64PFR2_FPMR) as u128));
+        }
+        t!(set_reg(g.vcpu, x(6), 0x77));
+        let (a, d, _, _) = t!(g.run_to_mmio());
+        if hide {
+            check_eq!(a, MMIO + 8, "FP8 with FPMR hidden: no UNDEF");
+            check_eq!(d >> 26, 0, "FP8 with FPMR hidden: ESR_EL1 {d:#x}");
+        } else {
+            check_eq!((a, d), (MMIO, 0x77), "FP8 with FPMR shown");
+        }
+    }
+    Ok(())
+}
+
 fn irq_line(vm: i32, irq: u32, level: u32) -> SysResult {
     let l = [irq, level];
     ioctl(
@@ -3545,6 +3788,9 @@ fn main(_a: &rt::Args) -> i32 {
         ("dirty_log", dirty_log),
         ("hidden_tlbi_os", hidden_tlbi_os),
         ("gcs_registers_follow_the_vm", gcs_registers_follow_the_vm),
+        ("fpmr_one_reg", fpmr_one_reg),
+        ("fpmr_guest", fpmr_guest),
+        ("fpmr_hidden_is_undefined", fpmr_hidden_is_undefined),
         ("irq_line_without_vgic", irq_line_without_vgic),
         ("mp_state_suspended", mp_state_suspended),
         ("kick_running_vcpu", kick_running_vcpu),

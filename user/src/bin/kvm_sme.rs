@@ -164,6 +164,26 @@ core::arch::global_asm!(
     "str x1, [x1]",
     "b .",
     "guest_svcr_end:",
+    // FPMR and streaming mode: reads FPMR (x5; the VMM set SVCR.SM), SMSTOP SM and reads it
+    // again (x6), writes x2 to it, SMSTART SM and reads it (x7), writes x2 to it in streaming
+    // mode, each followed by an exit; spins.
+    ".global guest_fpmr_sm, guest_fpmr_sm_end",
+    "guest_fpmr_sm:",
+    "open_fp_sve_sme",
+    "movz x1, #0x1000, lsl #16",
+    "mrs x5, S3_3_C4_C4_2",
+    "str x1, [x1]",
+    "smstop sm",
+    "mrs x6, S3_3_C4_C4_2",
+    "str x1, [x1]",
+    "msr S3_3_C4_C4_2, x2",
+    "smstart sm",
+    "mrs x7, S3_3_C4_C4_2",
+    "str x1, [x1]",
+    "msr S3_3_C4_C4_2, x2",
+    "str x1, [x1]",
+    "b .",
+    "guest_fpmr_sm_end:",
     // SMSTART SM; Z0 from x10 and P2 from x11, then checks them against memory forever; on a
     // difference, an MMIO store (x12 = 1 for Z0, 2 for P2).
     ".global guest_sm_check, guest_sm_check_end",
@@ -239,6 +259,8 @@ unsafe extern "C" {
     static guest_smcr_end: u8;
     static guest_svcr: u8;
     static guest_svcr_end: u8;
+    static guest_fpmr_sm: u8;
+    static guest_fpmr_sm_end: u8;
     static guest_sm_check: u8;
     static guest_sm_check_end: u8;
     static guest_sm_zen_off: u8;
@@ -875,6 +897,51 @@ fn svcr_read_between_runs() -> TestResult {
     Ok(())
 }
 
+/// FPMR with streaming mode, for a VM that shows FPMR: a VMM's SVCR.SM change zeroes it (as the
+/// CPU does, v12 20/29); the guest reads what the VMM set after SVCR, in streaming mode; the
+/// guest's own SMSTOP and SMSTART zero it; what the guest wrote in streaming mode reaches the
+/// VMM (saved before streaming mode is left).
+fn fpmr_with_streaming_mode() -> TestResult {
+    const FPMR: u64 = k::FPMR;
+    const V: u64 = 0x05_1125_4000;
+    const G: u64 = 0x01_007f_c000;
+    let kvm = sme_kvm!();
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_fpmr_sm, guest_fpmr_sm_end),
+        SME_BIT
+    ));
+    t!(g.finalize_sme(None, None));
+    if get64(g.vcpu, k::sysreg_id(3, 0, 0, 4, 2)).map_or(0, |v| v & k::ID_AA64PFR2_FPMR) == 0 {
+        let _ = sys::close(kvm);
+        return ktap::skip("the VM has no FPMR");
+    }
+    t!(set64(g.vcpu, FPMR, V));
+    t!(set64(g.vcpu, m::SVCR, m::SVCR_SM));
+    check_eq!(
+        t!(get64(g.vcpu, FPMR)),
+        0,
+        "FPMR after the VMM's SVCR.SM 0->1"
+    );
+    t!(set64(g.vcpu, FPMR, V));
+    t!(g.set_x(2, G));
+    t!(g.run_to_mmio());
+    check_eq!(t!(g.x(5)), V, "the guest's FPMR in streaming mode");
+    t!(g.run_to_mmio());
+    check_eq!(t!(g.x(6)), 0, "the guest's FPMR after SMSTOP");
+    t!(g.run_to_mmio());
+    check_eq!(t!(g.x(7)), 0, "the guest's FPMR after SMSTART");
+    t!(g.run_to_mmio());
+    check_eq!(t!(get64(g.vcpu, m::SVCR)), m::SVCR_SM);
+    check_eq!(
+        t!(get64(g.vcpu, FPMR)),
+        G,
+        "FPMR the guest wrote in streaming mode"
+    );
+    let _ = sys::close(kvm);
+    Ok(())
+}
+
 /// A guest in streaming mode with SVE itself turned off in its CPACR_EL1 (only SMEN governs
 /// streaming SVE instructions) shares one CPU with a host task in streaming mode: across the
 /// switches of ten KVM_RUNs, the guest's streaming SVE instructions never trap to its own EL1
@@ -1039,6 +1106,7 @@ fn main(_a: &rt::Args) -> i32 {
         ),
         ("smcr_written_between_runs", smcr_written_between_runs),
         ("svcr_read_between_runs", svcr_read_between_runs),
+        ("fpmr_with_streaming_mode", fpmr_with_streaming_mode),
         (
             "streaming_state_kept_across_switches",
             streaming_state_kept_across_switches,

@@ -390,8 +390,8 @@ pub fn world_switch(
     // TDE off: the guest's debug exceptions are its own.
     wr!("S3_4_C1_C1_1", (host_mdcr & !mdcr::TDE) | c.mdcr_traps);
     if hcx {
-        // What the VM is given (MOPS at most); TCR2, FPMR and GCS stay UNDEFINED or trapped,
-        // as the guest's ID registers say.
+        // What the VM is given (MOPS and FPMR at most); TCR2 and GCS stay UNDEFINED or
+        // trapped, as the guest's ID registers say.
         wr!("S3_4_C1_C2_2", c.hcrx);
     }
     // The fine-grained instruction traps apply to EL1 and EL0 only while HCR_EL2.{E2H, TGE} is

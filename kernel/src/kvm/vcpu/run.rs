@@ -85,8 +85,9 @@ impl Vcpu {
         vm.ran.store(true, Ordering::Relaxed);
         // The controls that follow from the VM's ID registers, now fixed: worked out once.
         vm.run_controls.call_once(|| {
-            vm.hcrx
-                .store(k::guest_hcrx(vm.id_reg(6, 2)), Ordering::Relaxed); // ID_AA64ISAR2_EL1
+            // ID_AA64ISAR2_EL1 (MOPS) and ID_AA64PFR2_EL1 (FPMR).
+            let hcrx = k::guest_hcrx(vm.id_reg(6, 2), vm.id_reg(4, 2));
+            vm.hcrx.store(hcrx, Ordering::Relaxed);
             let hfgitr = if guest::has_fgt() {
                 // ID_AA64ISAR0_EL1: the CPU's and the VM's.
                 k::guest_hfgitr(guest::read_id_reg(6, 0), vm.id_reg(6, 0))

@@ -211,7 +211,8 @@ fn sme2() -> bool {
     cap(CAP_SME2)
 }
 
-fn has_fpmr() -> bool {
+/// FEAT_FPMR: FPMR is part of every task's FP state (and of a guest's, kvm::fpmr).
+pub fn has_fpmr() -> bool {
     cap(CAP_FPMR)
 }
 
