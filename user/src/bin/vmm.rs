@@ -270,11 +270,23 @@ static LINE_LOCK: AtomicBool = AtomicBool::new(false);
 static LINE_LEN: AtomicUsize = AtomicUsize::new(0);
 static mut LINE: [u8; 128] = [0; 128];
 
-/// Raises or lowers the UART's SPI when its masked status changes.
-fn uart_update_irq() {
-    let mis = UART_REGS[(pl011::IMSC / 4) as usize].load(Ordering::Relaxed) & pl011::INT_TX;
-    let level = mis != 0;
-    if UART_LEVEL.swap(level, Ordering::AcqRel) != level {
+/// Serialises IMSC writes with the KVM_IRQ_LINE calls they cause: two vCPUs writing IMSC at once
+/// could otherwise issue their calls in the other order than their levels were decided, leaving
+/// the line low while TX is unmasked (the guest's driver then waits for a TX interrupt that never
+/// comes, and its console output stalls until the tty discards it at close).
+static UART_IRQ_LOCK: AtomicBool = AtomicBool::new(false);
+
+/// Writes IMSC and raises or lowers the UART's SPI when its masked status changes.
+fn uart_set_imsc(v: u32) {
+    while UART_IRQ_LOCK
+        .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        core::hint::spin_loop();
+    }
+    UART_REGS[(pl011::IMSC / 4) as usize].store(v, Ordering::Relaxed);
+    let level = v & pl011::INT_TX != 0;
+    if UART_LEVEL.swap(level, Ordering::Relaxed) != level {
         // struct kvm_irq_level: the SPI's type (1) in bits 27:24 and its INTID.
         let irq: [u32; 2] = [(1 << 24) | (32 + gl::UART_SPI), level as u32];
         let _ = ioctl(
@@ -283,6 +295,7 @@ fn uart_update_irq() {
             irq.as_ptr() as usize,
         );
     }
+    UART_IRQ_LOCK.store(false, Ordering::Release);
 }
 
 /// One byte the guest sent: to stdout, and into the line the status is read from.
@@ -316,11 +329,9 @@ fn uart_access(off: u64, write: bool, data: u64) -> u64 {
             DR => uart_out(data as u8),
             // ICR and the read-only registers: nothing to keep (TX stays raised).
             RIS | MIS | 0x044 => {}
+            IMSC => uart_set_imsc(data as u32),
             _ if off < 0x50 => UART_REGS[(off / 4) as usize].store(data as u32, Ordering::Relaxed),
             _ => {}
-        }
-        if off == IMSC {
-            uart_update_irq();
         }
         return 0;
     }
