@@ -512,9 +512,7 @@ impl ItsFile {
     fn set(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
         match a.group {
             g::KVM_DEV_ARM_VGIC_GRP_ADDR => {
-                if a.attr != its::KVM_VGIC_ITS_ADDR_TYPE {
-                    return Err(Errno::ENODEV);
-                }
+                addr_attr(a)?;
                 let addr = UserPtr::<u64>::new(a.addr as usize).read()?;
                 let mut guard = self.vm.vgic.lock();
                 let v = guard.as_mut().ok_or(Errno::ENODEV)?;
@@ -542,9 +540,7 @@ impl ItsFile {
     fn get(&self, a: &KvmDeviceAttr) -> SysResult<usize> {
         match a.group {
             g::KVM_DEV_ARM_VGIC_GRP_ADDR => {
-                if a.attr != its::KVM_VGIC_ITS_ADDR_TYPE {
-                    return Err(Errno::ENODEV);
-                }
+                addr_attr(a)?;
                 let base = self
                     .vm
                     .vgic
@@ -559,6 +555,14 @@ impl ItsFile {
             _ => Err(Errno::ENXIO),
         }
     }
+}
+
+/// GRP_ADDR knows one attribute, the ITS's base (vgic_its_set_attr/get_attr: ENODEV else).
+fn addr_attr(a: &KvmDeviceAttr) -> SysResult<()> {
+    if a.attr != its::KVM_VGIC_ITS_ADDR_TYPE {
+        return Err(Errno::ENODEV);
+    }
+    Ok(())
 }
 
 impl FileOps for ItsFile {
