@@ -5,8 +5,10 @@
 //!
 //! A few calls are never made because they would reach beyond the child on any kernel (killing
 //! other processes, rebooting, changing the clock, scheduling priorities or affinities, process
-//! groups, loading kernels or modules, swap) or only multiply processes; everything else is fair
-//! game.
+//! groups, loading kernels or modules, swap, the modes, owners, names and mounts of files other
+//! programs use) or only multiply processes; everything else is fair game. After each child the
+//! parent checks that "/" and "/tmp" kept their mode and owner: a child that changed them would
+//! make later programs fail their permission checks far from the cause.
 #![no_std]
 #![no_main]
 
@@ -14,7 +16,8 @@ use svelt_abi::uapi::nr;
 use svelt_user::fuzz::{Random, Rng};
 use svelt_user::ktap::TestResult;
 use svelt_user::proc::{spawn, wifexited, wifsignaled};
-use svelt_user::{check, check_eq, entry, ktap, println, rt, sys, t};
+use svelt_user::sys::AT_FDCWD;
+use svelt_user::{check, check_eq, entry, format, ktap, println, rt, sys, t};
 
 /// Syscalls the children never make (see the module comment).
 const DENY: &[usize] = &[
@@ -59,10 +62,19 @@ const DENY: &[usize] = &[
     nr::CHROOT,
     nr::MOUNT,
     nr::UMOUNT2,
+    nr::OPEN_TREE,
+    nr::OPEN_TREE_ATTR,
+    nr::MOVE_MOUNT,
+    nr::FSOPEN,
+    nr::FSCONFIG,
+    nr::FSMOUNT,
+    nr::FSPICK,
+    nr::MOUNT_SETATTR,
     nr::UNLINKAT,
     nr::RENAMEAT,
     nr::RENAMEAT2,
     nr::FCHMODAT,
+    nr::FCHMODAT2,
     nr::FCHMOD,
     nr::FCHOWNAT,
     nr::FCHOWN,
@@ -171,12 +183,26 @@ fn bad_frames(seed: u64) -> i32 {
     }
 }
 
+/// The directories every program walks through, with the mode and owner they must keep.
+const SHARED_DIRS: [&str; 2] = ["/", "/tmp"];
+
+/// The mode and owner of each of SHARED_DIRS.
+fn shared_dirs() -> Result<[(u32, u32, u32); 2], sys::Errno> {
+    let mut out = [(0, 0, 0); 2];
+    for (o, d) in out.iter_mut().zip(SHARED_DIRS) {
+        let st = sys::stat(d)?;
+        *o = (st.st_mode, st.st_uid, st.st_gid);
+    }
+    Ok(out)
+}
+
 /// Runs `children` children, each doing `f(seed)`, waiting for each with a deadline.
 fn run_children(name: &str, children: u64, f: fn(u64) -> i32) -> TestResult {
     let base = sys::now_ns() | 1;
     println!("# {name}: seeds from {base:#x}");
     let mut seedr = Rng(base);
     let (mut exited, mut signaled) = (0, 0);
+    let dirs = t!(shared_dirs());
     for _ in 0..children {
         let seed = seedr.next();
         let pid = t!(spawn(|| f(seed)));
@@ -202,6 +228,23 @@ fn run_children(name: &str, children: u64, f: fn(u64) -> i32) -> TestResult {
             check!(
                 false,
                 "{name}: seed {seed:#x}: child neither exited nor was killed: {st:#x}"
+            );
+        }
+        let now = t!(shared_dirs());
+        if now != dirs {
+            // Put them back before failing, so that the programs after this one are not hit.
+            for (d, (mode, uid, gid)) in SHARED_DIRS.iter().zip(dirs) {
+                let _ = sys::fchownat(AT_FDCWD, d, uid, gid, 0);
+                let _ = sys::fchmodat(AT_FDCWD, d, mode & 0o7777);
+            }
+            let show = |v: [(u32, u32, u32); 2]| {
+                v.map(|(mode, uid, gid)| format!("mode {mode:o} uid {uid} gid {gid}"))
+            };
+            check!(
+                false,
+                "{name}: seed {seed:#x}: the child changed {SHARED_DIRS:?} from {:?} to {:?}",
+                show(dirs),
+                show(now)
             );
         }
     }
