@@ -32,7 +32,10 @@
 # benchcmp makes them, gnuplot draws the plot). --compare-policy "fp=eager ..." compares two FP
 # policies of Svelt (svelt.fp, svelt.sve_syscall, svelt.sme_trap): the first run under the
 # command line's policy (default, or what --append sets), the second with these words added.
-# The benchmark prints the policy each run had (`# svelt-bench: fp policy ...`).
+# The benchmark prints the policy each run had (`# svelt-bench: fp policy ...`). With
+# --guest linux, --bench runs the benchmark inside the guest instead (its initramfs is the bench
+# archive, `rdinit=/bin/bench`), on the host's -icount clock: the guest's own kernel paths plus
+# whatever the hypervisor adds; the status needs both `svelt-bench:` and `svelt-vmm:` at 0.
 #
 # --soak MINUTES boots /bin/soak (user/src/bin/soak.rs) as the first process, with Linux's
 # fp-stress and its helpers (built by tests/selftests/build.sh, cached in target/selftests/) in
@@ -125,7 +128,7 @@ usage: ./qemu-run.sh [options] [-- extra QEMU arguments]
                          with the same initramfs and QEMU flags
   --bench                run the benchmarks (/bin/bench as init) under -icount shift=0,sleep=off:
                          deterministic guest-instruction counts per operation (with --linux: on
-                         Linux, for comparison)
+                         Linux, for comparison; with --guest linux: inside the guest)
   --bench-cases "WORDS"  with --bench: only these cases (names; a word ending in * is a prefix)
   --compare              --bench on Svelt, then on Linux, same flags; one table (Linux, Svelt,
                          ratio) printed and written to target/bench/compare.{csv,md}, and a plot
@@ -292,7 +295,7 @@ esac
 [ -n "$debian" ] && { [ "$no_initrd" = 1 ] || [ -n "$initrd" ]; } && die "--debian builds its own initramfs (drop --initrd/--no-initrd)"
 if [ "$bench" = 1 ]; then
     [ "$no_initrd" = 0 ] || die "--bench needs the initramfs"
-    [ -n "$init_path" ] || init_path=/bin/bench
+    [ -n "$init_path" ] || [ -n "$guest" ] || init_path=/bin/bench
 fi
 [ -z "$bench_cases" ] || [ -z "$initrd" ] || die "--bench-cases packs its own archive (drop --initrd)"
 if [ -n "$soak" ]; then
@@ -308,9 +311,9 @@ if [ -n "$guest" ]; then
     [[ "$guest_mem" =~ ^[0-9]+$ ]] || die "--guest-mem wants MiB"
     [ -z "$guest_initrd" ] || [ -f "$guest_initrd" ] || die "--guest-initrd: no file $guest_initrd"
     [ -z "$guest_initrd" ] || guest_initrd=$(cd "$(dirname "$guest_initrd")" && pwd)/$(basename "$guest_initrd")
-    { [ -z "$debian" ] || [ "$guest" = qemu ]; } && [ "$bench" = 0 ] && [ -z "$initrd" ] &&
+    { [ -z "$debian" ] || [ "$guest" = qemu ]; } && { [ "$bench" = 0 ] || [ "$guest$soak" = linux ]; } && [ -z "$initrd" ] &&
         [ "$no_initrd" = 0 ] && { [ -n "$soak" ] || [ -z "$init_path" ]; } && [ -z "$board" ] && [ -z "$firmware" ] ||
-        die "--guest packs its own archive with the VMM as init (drop --bench/--initrd/--init/--board/--firmware; --debian only with qemu)"
+        die "--guest packs its own archive with the VMM as init (drop --initrd/--init/--board/--firmware; --debian only with qemu; --bench only with linux)"
     [ "$guest" = qemu ] || { [ -z "$guest_wrap" ] && [ "$guest_machine" = virt,gic-version=3 ]; } ||
         die "--guest-wrap and --guest-machine go with --guest qemu"
     [ "$guest" = linux ] || [ -z "$guest_sme_vls$guest_hide" ] || die "QEMU offers guests no SME on KVM (drop --guest-sme-vls/--guest-hide)"
@@ -369,6 +372,7 @@ fi
 # --compare: two runs of this script, one after the other, then the table and the plot.
 if [ "$compare" = 1 ]; then
     [ "$linux" = 0 ] || [ -n "$compare_append" ] || die "--compare runs Linux itself (drop --linux)"
+    [ -z "$guest" ] || die "--compare boots no guests: run --bench --guest linux and --bench --linux one after the other (docs/benchmarks.md)"
     out_dir="$root/target/bench"
     mkdir -p "$out_dir"
     if [ -n "$compare_policy" ]; then
@@ -597,6 +601,9 @@ if [ -n "$guest" ]; then
     if [ -n "$soak" ]; then
         [ -n "$guest_initrd" ] || guest_initrd="$initrd"
         guest_append="rdinit=/bin/soak${guest_append:+ $guest_append}"
+    elif [ "$bench" = 1 ]; then
+        [ -n "$guest_initrd" ] || guest_initrd="$initrd"
+        guest_append="rdinit=/bin/bench${guest_append:+ $guest_append}"
     elif [ -z "$guest_initrd" ]; then
         guest_initrd="$gdir/guest.cpio"
         (cd "$root" && cargo run --quiet --release -p svelt-tests --bin mkinitramfs -- \
@@ -788,6 +795,10 @@ elif [ -n "$guest" ] && [ -z "$soak" ]; then
         [ "$linux" = 0 ] && [ "$status" != 0 ] || status=1
     elif [ "$linux" = 1 ] || [ "$status" = 0 ]; then
         status=$s
+    fi
+    if [ "$bench" = 1 ] && [ "$status" = 0 ] && [ "$(bench_status)" != 0 ]; then
+        echo "qemu-run.sh: the guest's benchmark did not end with 'svelt-bench: exit status 0'" >&2
+        status=1
     fi
 elif [ "$bench" = 1 ] && [ "$init_path" = /bin/bench ]; then
     s=$(bench_status)
