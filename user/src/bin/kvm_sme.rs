@@ -1064,16 +1064,151 @@ fn za_stays_apart_across_switches() -> TestResult {
     Ok(())
 }
 
+/// A fresh VM for [`two_vms_on_one_cpu`] running `guest_first`: its first SME use must read
+/// zero; it then loads its ZA (and ZT0) from `pattern` and spins with them live. Returns the
+/// guest and its SVL.
+fn za_guest_start(kvm: i32, pattern: &[u8]) -> Result<(Guest, usize), String> {
+    let sme2 = svelt_user::sme::has_sme2();
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_first, guest_first_end),
+        SME_BIT
+    ));
+    let smcr = 0x1ff | if sme2 { SMCR_EZT0 } else { 0 };
+    t!(g.finalize_sme(None, Some(smcr)));
+    t!(g.set_x(9, sme2 as u64));
+    g.write_ram(PATTERN, pattern);
+    g.run_to_mmio()?;
+    let svl = t!(g.x(4)) as usize;
+    check!(
+        g.ram(DUMP, svl).iter().all(|&x| x == 0),
+        "streaming Z0 at first use"
+    );
+    check!(
+        g.ram(DUMP + 0x1000, svl * svl).iter().all(|&x| x == 0),
+        "ZA at first use"
+    );
+    if sme2 {
+        check!(
+            g.ram(DUMP + 0x200, 64).iter().all(|&x| x == 0),
+            "ZT0 at first use"
+        );
+    }
+    g.run_to_mmio()?;
+    Ok((g, svl))
+}
+
+/// Runs `g` (spinning) until an alarm `slice_ns` away cuts its KVM_RUN.
+fn za_guest_slice(g: &Guest, slice_ns: u64) -> TestResult {
+    t!(sys::setitimer_real(slice_ns, 0));
+    check_eq!(ioctl(g.vcpu, k::KVM_RUN, 0), Err(EINTR));
+    Ok(())
+}
+
+/// Every ZA row (and ZT0) of `g` still holds `pattern`.
+fn za_guest_check(g: &Guest, svl: usize, pattern: &[u8]) -> TestResult {
+    let mut b = [0u8; 256];
+    for row in 0..svl as u64 {
+        t!(get(g.vcpu, m::za_row(row, 0), &mut b));
+        check!(
+            b[..svl] == pattern[..svl],
+            "ZA row {row} is not the guest's own"
+        );
+    }
+    if svelt_user::sme::has_sme2() {
+        let mut zt = [0u8; m::ZT0_BYTES];
+        t!(get(g.vcpu, m::ZT0, &mut zt));
+        check!(
+            zt[..] == pattern[..m::ZT0_BYTES],
+            "ZT0 is not the guest's own"
+        );
+    }
+    Ok(())
+}
+
+/// A counter of Svelt's /proc/svelt/fpstat (None elsewhere).
+fn fpstat(name: &str) -> Option<u64> {
+    let text = io::read_file("/proc/svelt/fpstat").ok()?;
+    let text = String::from_utf8_lossy(&text).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+}
+
+extern "C" fn alarm_only(_: i32, _: *mut svelt_user::sig::SigInfo, _: *mut u8) {}
+
+/// Two VMs (one VMM process each) whose vCPUs hold different ZA and ZT0 live in streaming mode
+/// take turns on one CPU, each KVM_RUN cut by an alarm: the second VM's first SME use reads
+/// zero although the first VM's ZA was live on that CPU just before, and at the end each
+/// guest's ZA and ZT0 are its own (the guest-to-guest leak probe; the host-to-guest and
+/// guest-to-host ones are above).
+fn two_vms_on_one_cpu() -> TestResult {
+    let kvm = sme_kvm!();
+    let pa: Vec<u8> = (0..256).map(|i| (i as u8).wrapping_mul(3) ^ 0x11).collect();
+    let pb: Vec<u8> = (0..256).map(|i| (i as u8).wrapping_mul(5) ^ 0xe7).collect();
+    let mask = t!(sys::sched_getaffinity(0));
+    t!(sys::sched_setaffinity(0, 1u64 << mask.trailing_zeros()));
+    t!(svelt_user::sig::set_handler(
+        svelt_user::sig::SIGALRM,
+        alarm_only,
+        0,
+        0
+    ));
+    let stop = Shared::new(0u32);
+    let r = (|| -> TestResult {
+        let (a, svl) = za_guest_start(kvm, &pa)?;
+        let saves = fpstat("guest_sme_saves ");
+        // The second VMM inherits the CPU and the alarm handler.
+        let pid = t!(spawn(|| {
+            let r = (|| -> TestResult {
+                let (b, svl) = za_guest_start(kvm, &pb)?;
+                while stop.get() == 0 {
+                    za_guest_slice(&b, 10_000_000)?;
+                }
+                za_guest_check(&b, svl, &pb)
+            })();
+            match r {
+                Ok(()) => 0,
+                Err(e) => {
+                    println!("    # the second VM: {e}");
+                    1
+                }
+            }
+        }));
+        let mine = (|| -> TestResult {
+            for _ in 0..8 {
+                za_guest_slice(&a, 30_000_000)?;
+            }
+            za_guest_check(&a, svl, &pa)
+        })();
+        stop.set(1);
+        let (_, st) = t!(sys::waitpid(pid, 0));
+        mine.map_err(|e| format!("the first VM: {e}"))?;
+        check!(
+            wifexited(st) && wexitstatus(st) == 0,
+            "the second VMM: {}",
+            describe(st)
+        );
+        // On Svelt: the two vCPUs' streaming state was put away and brought back, once per
+        // slice at least (the first VM's eight, the second's as many).
+        if let (Some(s0), Some(s1)) = (saves, fpstat("guest_sme_saves ")) {
+            check!(
+                s1 >= s0 + 16,
+                "guest SME saves {s0} -> {s1}: the vCPUs did not take turns"
+            );
+        }
+        Ok(())
+    })();
+    stop.set(1);
+    let _ = sys::sched_setaffinity(0, mask);
+    let _ = sys::close(kvm);
+    r
+}
+
 /// /proc/svelt/fpstat counts guest SME saves and restores apart (Svelt only).
 fn fpstat_counts() -> TestResult {
     let kvm = sme_kvm!();
     let _ = sys::close(kvm);
-    let count = |name: &str| -> Option<u64> {
-        let text = io::read_file("/proc/svelt/fpstat").ok()?;
-        let text = String::from_utf8_lossy(&text).into_owned();
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-    };
+    let count = fpstat;
     let (Some(s0), Some(r0)) = (count("guest_sme_saves "), count("guest_sme_restores ")) else {
         return Err("no guest_sme_ lines in /proc/svelt/fpstat".into());
     };
@@ -1115,6 +1250,7 @@ fn main(_a: &rt::Args) -> i32 {
             "streaming_guest_never_sees_an_sve_trap",
             streaming_guest_never_sees_an_sve_trap,
         ),
+        ("two_vms_on_one_cpu", two_vms_on_one_cpu),
         ("fpstat_counts", fpstat_counts),
     ])
 }
