@@ -193,16 +193,19 @@ static enum outcome run(const char *dir, const char *prog, int timeout, int *sta
 	struct nest n = { .len = 0 };
 	double deadline = t0 + timeout;
 	int ended = 0, open_pipe = 1, timed_out = 0;
-	double ended_at = 0;
+	double ended_at = 0, last_read = t0;
 	char buf[4096];
 	for (;;) {
 		if (!ended && reap(pid, status)) {
 			ended = 1;
 			ended_at = now();
+			last_read = ended_at;
 		}
-		// After the program ends, take what is left in the pipe (or what its remaining
-		// children write during one more second), then stop.
-		if (ended && (!open_pipe || now() > ended_at + 1.0))
+		// After the program ends, take everything left in the pipe, however long our own
+		// console takes to print it (a pipe holds 64 KiB, and a guest's console under TCG
+		// prints a few KiB a second), then stop at its end, or when its remaining children
+		// have written nothing for a second, or a minute after the end at most.
+		if (ended && (!open_pipe || now() > last_read + 1.0 || now() > ended_at + 60.0))
 			break;
 		if (!ended && now() > deadline) {
 			timed_out = 1;
@@ -221,9 +224,10 @@ static enum outcome run(const char *dir, const char *prog, int timeout, int *sta
 			break;
 		if (r > 0) {
 			ssize_t got = read(p[0], buf, sizeof(buf));
-			if (got > 0)
+			if (got > 0) {
 				nest_feed(&n, buf, (size_t)got);
-			else if (got == 0 || errno != EINTR)
+				last_read = now();
+			} else if (got == 0 || errno != EINTR)
 				open_pipe = 0;
 		}
 	}
