@@ -43,7 +43,7 @@ pub const SVCR: u64 = sysreg_id(3, 3, 4, 2, 2);
 pub const SMCR_EL1: u64 = sysreg_id(3, 0, 1, 2, 6);
 pub const SMPRI_EL1: u64 = sysreg_id(3, 0, 1, 2, 4);
 pub const TPIDR2_EL0: u64 = sysreg_id(3, 3, 13, 0, 5);
-pub const SYSREGS: [u64; 4] = [SMPRI_EL1, SMCR_EL1, TPIDR2_EL0, SVCR];
+pub const SYSREGS: [u64; 5] = [SMPRI_EL1, SMCR_EL1, SMIDR_EL1, TPIDR2_EL0, SVCR];
 
 /// SVCR's bits: streaming mode, ZA storage on.
 pub const SVCR_SM: u64 = 1;

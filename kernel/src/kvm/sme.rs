@@ -291,6 +291,7 @@ pub fn sysreg_value(st: &VcpuState, id: u64) -> Option<SysResult<u64>> {
         m::SVCR => g.svcr,
         m::SMCR_EL1 => g.smcr_el1,
         m::TPIDR2_EL0 => g.tpidr2,
+        m::SMIDR_EL1 => m::guest_smidr(guest::smidr()),
         _ => 0, // SMPRI_EL1: no priorities for guests
     }))
 }
@@ -317,6 +318,10 @@ pub fn sysreg_set(st: &mut VcpuState, id: u64, v: u64) -> SysResult<()> {
         }
         m::SMCR_EL1 => g.smcr_el1 = v,
         m::TPIDR2_EL0 => g.tpidr2 = v,
+        // The series lets a VMM change it only with KVM_CAP_ARM_WRITABLE_IMP_ID_REGS, which
+        // Svelt lacks: its own value back, as for MIDR_EL1 (docs/kvm-sme.md).
+        m::SMIDR_EL1 if v != m::guest_smidr(guest::smidr()) => return Err(Errno::EINVAL),
+        m::SMIDR_EL1 => {}
         _ if v != 0 => return Err(Errno::EINVAL),
         _ => {}
     }

@@ -470,6 +470,11 @@ fn capability_and_feature() -> TestResult {
     // Its guest sees no SME.
     check_eq!(t!(get64(g.vcpu, PFR1)) & m::PFR1_SME, 0);
     check_eq!(t!(get64(g.vcpu, SMFR0)), 0);
+    if cap == 1 {
+        // SMIDR_EL1 too (the series' sme_visibility; Linux 7.3 decides nothing about it).
+        check_eq!(get64(g.vcpu, m::SMIDR_EL1), Err(ENOENT));
+        check!(!ids.contains(&m::SMIDR_EL1));
+    }
     let other = t!(ioctl(g.vm, k::KVM_CREATE_VCPU, 1)) as i32;
     let r = vcpu_init(g.vm, other, SME_BIT);
     let _ = sys::close(other);
@@ -592,6 +597,11 @@ fn id_registers() -> TestResult {
             pfr1 & !m::PFR1_SME | 1 << m::PFR1_SME_SHIFT
         ));
     }
+    // SMIDR_EL1: the CPU's without priority support (SMPS), and only its own value back.
+    let smidr = t!(get64(vcpu, m::SMIDR_EL1));
+    check_eq!(smidr & m::SMIDR_SMPS, 0, "SMIDR_EL1.SMPS");
+    check_eq!(set64(vcpu, m::SMIDR_EL1, smidr ^ 1), Err(EINVAL));
+    t!(set64(vcpu, m::SMIDR_EL1, smidr));
     t!(finalize(vcpu, m::KVM_ARM_VCPU_VEC));
     t!(set64(vcpu, m::SVCR, m::SVCR_SM | m::SVCR_ZA));
     let mut b = [0u8; 256];
