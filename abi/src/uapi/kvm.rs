@@ -192,6 +192,42 @@ pub const KVM_ARM_VCPU_PTRAUTH_ADDRESS: u32 = 5;
 pub const KVM_ARM_VCPU_PTRAUTH_GENERIC: u32 = 6;
 pub const KVM_ARM_VCPU_HAS_EL2: u32 = 7;
 
+/// Pointer authentication for guests (KVM_ARM_VCPU_PTRAUTH_ADDRESS and _GENERIC, asked for
+/// together): the capabilities, and the ten key registers' ONE_REG IDs (APIAKeyLo_EL1 ..
+/// APGAKeyHi_EL1, op0 3, op1 0, CRn 2, CRm 1..3), listed only for a vCPU that has it.
+pub const KVM_CAP_ARM_PTRAUTH_ADDRESS: u64 = 171;
+pub const KVM_CAP_ARM_PTRAUTH_GENERIC: u64 = 172;
+pub const PAUTH_KEYS: [u64; 10] = [
+    sysreg_id(3, 0, 2, 1, 0),
+    sysreg_id(3, 0, 2, 1, 1),
+    sysreg_id(3, 0, 2, 1, 2),
+    sysreg_id(3, 0, 2, 1, 3),
+    sysreg_id(3, 0, 2, 2, 0),
+    sysreg_id(3, 0, 2, 2, 1),
+    sysreg_id(3, 0, 2, 2, 2),
+    sysreg_id(3, 0, 2, 2, 3),
+    sysreg_id(3, 0, 2, 3, 0),
+    sysreg_id(3, 0, 2, 3, 1),
+];
+/// The pointer-authentication fields: ID_AA64ISAR1_EL1's APA, API, GPA and GPI, and
+/// ID_AA64ISAR2_EL1's GPA3 and APA3.
+pub const ISAR1_PAUTH: u64 = 0xf << 4 | 0xf << 8 | 0xf << 24 | 0xf << 28;
+pub const ISAR2_PAUTH: u64 = 0xf << 8 | 0xf << 12;
+
+/// Whether a CPU with these ID_AA64ISAR1_EL1 and ID_AA64ISAR2_EL1 can give guests pointer
+/// authentication (Linux's `kvm_has_full_ptr_auth`): exactly one algorithm (QARMA5, the
+/// implementation's own, or QARMA3), with both address and generic authentication.
+pub fn full_pauth(isar1: u64, isar2: u64) -> bool {
+    let field = |v: u64, sh: u32| (v >> sh) & 0xf;
+    // (address authentication present, generic authentication present) per algorithm.
+    let algos = [
+        (field(isar1, 4) != 0, field(isar1, 24) == 1),
+        (field(isar1, 8) != 0, field(isar1, 28) == 1),
+        (field(isar2, 12) != 0, field(isar2, 8) == 1),
+    ];
+    algos.iter().all(|(a, g)| a == g) && algos.iter().filter(|(a, _)| *a).count() == 1
+}
+
 /// `struct kvm_vcpu_init`.
 #[repr(C)]
 #[derive(
@@ -217,6 +253,11 @@ pub fn check_init(init: &KvmVcpuInit, offered: u32) -> Result<u32, Errno> {
         return Err(Errno::ENOENT);
     }
     if f & !offered != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // The two pointer-authentication features go together.
+    let pauth = |b: u32| f & (1 << b) != 0;
+    if pauth(KVM_ARM_VCPU_PTRAUTH_ADDRESS) != pauth(KVM_ARM_VCPU_PTRAUTH_GENERIC) {
         return Err(Errno::EINVAL);
     }
     Ok(f)
@@ -1217,6 +1258,35 @@ pub const ID_AA64PFR0_CSV3_SHIFT: u32 = 60;
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn full_pauth_wants_one_algorithm_with_both_kinds() {
+        // QARMA5 (APA 1, GPA 1), the implementation's (API, GPI), QARMA3 (APA3, GPA3).
+        assert!(full_pauth(1 << 4 | 1 << 24, 0));
+        assert!(full_pauth(5 << 8 | 1 << 28, 0));
+        assert!(full_pauth(0, 3 << 12 | 1 << 8));
+        // Address without generic, or generic without address.
+        assert!(!full_pauth(1 << 4, 0));
+        assert!(!full_pauth(1 << 24, 0));
+        // Two algorithms.
+        assert!(!full_pauth(1 << 4 | 1 << 24 | 1 << 8 | 1 << 28, 0));
+        assert!(!full_pauth(0, 0));
+    }
+
+    #[test]
+    fn pauth_features_go_together() {
+        let init = |f: u32| KvmVcpuInit {
+            target: KVM_ARM_TARGET_GENERIC_V8,
+            features: [f, 0, 0, 0, 0, 0, 0],
+        };
+        let both = 1 << KVM_ARM_VCPU_PTRAUTH_ADDRESS | 1 << KVM_ARM_VCPU_PTRAUTH_GENERIC;
+        assert_eq!(check_init(&init(both), both), Ok(both));
+        assert_eq!(
+            check_init(&init(1 << KVM_ARM_VCPU_PTRAUTH_ADDRESS), both),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(check_init(&init(both), 0), Err(Errno::EINVAL));
+    }
+
     #[test]
     fn gcs_registers_trap_for_guests_where_the_cpu_has_gcs() {
         assert_eq!(guest_fgt_read_write_clear(true, 1 << 44), 3 << 52);

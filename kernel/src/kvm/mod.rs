@@ -25,6 +25,7 @@ pub(crate) mod eventfd;
 mod exit;
 mod fpmr;
 mod inject;
+mod pauth;
 mod pvtime;
 mod regs;
 mod smccc;
@@ -170,6 +171,9 @@ pub fn check_extension(cap: u64) -> usize {
         k::KVM_CAP_ARM_VM_IPA_SIZE => max_ipa_bits() as usize,
         svelt_abi::uapi::kvm_sve::KVM_CAP_ARM_SVE => sve::offered() as usize,
         svelt_abi::uapi::kvm_sme::KVM_CAP_ARM_SME => sme::offered() as usize,
+        k::KVM_CAP_ARM_PTRAUTH_ADDRESS | k::KVM_CAP_ARM_PTRAUTH_GENERIC => {
+            pauth::offered() as usize
+        }
         _ => 0,
     }
 }

@@ -125,6 +125,7 @@ fn all(vm: &Vm, st: &VcpuState) -> impl Iterator<Item = u64> {
         sys.push(ZCR_EL1);
     }
     sys.extend(super::sme::sys_ids(st));
+    sys.extend(super::pauth::ids(st));
     sys.extend(super::fpmr::ids(vm));
     sys.extend([MPIDR_EL1, TIMER_CVAL, TIMER_CNT, CNTPCT]);
     sys.extend(IMPL_REGS);
@@ -197,6 +198,9 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
             if let Some(v) = super::sme::sysreg_value(st, id) {
                 return v.map(u128::from);
             }
+            if let Some(v) = super::pauth::sysreg_value(st, id) {
+                return v.map(u128::from);
+            }
             if let Some(v) = super::fpmr::sysreg_value(vm, st, id) {
                 return v.map(u128::from);
             }
@@ -261,7 +265,7 @@ fn set_id_reg(vm: &Vm, i: usize, v: u64) -> SysResult<()> {
         ki::check_features(
             r,
             ki::writable_mask(r, aa32()),
-            super::sme::id_limit(vm, i),
+            super::pauth::id_limit(vm, i),
             checked,
         )
     })
@@ -411,6 +415,9 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
             maps[i] = v64;
         }
         _ if super::sme::sysreg_value(st, r.id).is_some() => super::sme::sysreg_set(st, r.id, v64)?,
+        _ if super::pauth::sysreg_value(st, r.id).is_some() => {
+            super::pauth::sysreg_set(st, r.id, v64)?
+        }
         k::KVM_REG_ARM64_SYSREG if r.id == k::FPMR => super::fpmr::sysreg_set(vm, st, v64)?,
         _ => match r.id {
             MPIDR_EL1 => st.mpidr = v64,

@@ -43,6 +43,8 @@ pub struct VcpuState {
     pub fp: FpsimdState,
     /// FPMR (FEAT_FPMR), kept with the FP registers (kvm::fpmr).
     pub fpmr: u64,
+    /// The pointer-authentication keys, for a vCPU initialised with them (kvm::pauth).
+    pub pauth: Option<guest::PauthKeys>,
     /// The AArch32 banked SPSRs (abt, und, irq, fiq): kept for KVM_{GET,SET}_ONE_REG only.
     pub spsr32: [u64; 4],
     pub mpidr: u64,
@@ -214,6 +216,7 @@ impl Vcpu {
                 el1: El1State::default(),
                 fp: FpsimdState::default(),
                 fpmr: 0,
+                pauth: None,
                 spsr32: [0; 4],
                 mpidr: mpidr_for(id),
                 clidr,
@@ -290,7 +293,12 @@ impl Vcpu {
         let offered = (1 << k::KVM_ARM_VCPU_POWER_OFF)
             | (1 << k::KVM_ARM_VCPU_PSCI_0_2)
             | if sve::offered() { sve_bit } else { 0 }
-            | if super::sme::offered() { sme_bit } else { 0 };
+            | if super::sme::offered() { sme_bit } else { 0 }
+            | if super::pauth::offered() {
+                super::pauth::FEATURES
+            } else {
+                0
+            };
         let asked = super::sme::check_init(init, offered)?;
         // POWER_OFF belongs to this call only; the rest is the VM's, the same for every vCPU
         // and every re-init (kvm_vcpu_set_target, kvm_vcpu_init_changed).
@@ -312,11 +320,13 @@ impl Vcpu {
             (g, false) => *g = None,
         }
         super::sme::init(st, features & sme_bit != 0);
+        super::pauth::init(st, features);
         // The VM's ID registers follow its features once, at its first vCPU's init (a VMM's
         // later writes stay).
         if first_in_vm {
             sve::init_id_regs(vm, features & sve_bit != 0);
             super::sme::init_id_regs(vm, features & sme_bit != 0);
+            super::pauth::init_id_regs(vm, st.pauth.is_some());
         }
         st.regs = GuestRegs {
             pstate: PSTATE_RESET,

@@ -223,6 +223,7 @@ impl Vm {
             guest::read_id_reg(4, 0),
             guest::read_id_reg(4, 4),
         );
+        super::pauth::widen_limits(&mut id_limits);
         super::sme::widen_limits(
             &mut id_limits,
             guest::read_id_reg(4, 1),

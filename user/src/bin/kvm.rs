@@ -369,6 +369,44 @@ core::arch::global_asm!(
     "msr elr_el1, x3",
     "eret",
     "guest_fpmr_end:",
+    // Pointer authentication: EnIA on, then in a loop, each result stored to MMIO: PACIA of x2
+    // with modifier x4 (+0), AUTIA of that (+8), PACGA of x2 and x4 (+0x10), APIAKeyLo_EL1 as
+    // the guest reads it (+0x18), x7 written to APIBKeyLo_EL1 (+0x20). Its EL1h synchronous
+    // vector stores ESR_EL1 (+0x28) and returns past the instruction.
+    ".balign 2048",
+    ".global guest_pauth, guest_pauth_end",
+    ".arch_extension pauth",
+    "guest_pauth:",
+    "adr x0, 1f",
+    "msr vbar_el1, x0",
+    "mrs x0, sctlr_el1",
+    "orr x0, x0, #(1 << 31)",
+    "msr sctlr_el1, x0",
+    "isb",
+    "movz x1, #0x1000, lsl #16",
+    "2:",
+    "mov x3, x2",
+    "pacia x3, x4",
+    "str x3, [x1]",
+    "autia x3, x4",
+    "str x3, [x1, #8]",
+    "pacga x5, x2, x4",
+    "str x5, [x1, #0x10]",
+    "mrs x6, S3_0_C2_C1_0",
+    "str x6, [x1, #0x18]",
+    "msr S3_0_C2_C1_2, x7",
+    "str x7, [x1, #0x20]",
+    "b 2b",
+    ".balign 2048",
+    "1:",
+    ".skip 0x200",
+    "mrs x3, esr_el1",
+    "str x3, [x1, #0x28]",
+    "mrs x3, elr_el1",
+    "add x3, x3, #4",
+    "msr elr_el1, x3",
+    "eret",
+    "guest_pauth_end:",
     // Its own vectors; stores to MMIO +0 (ready, interrupts masked), unmasks IRQs and FIQs,
     // then stores to +0x30 again and again, or spins while x5 is nonzero. The EL1h IRQ vector
     // stores ISR_EL1 twice (+0x20, +0x28), the FIQ vector likewise (+0x40, +0x48), and both
@@ -442,6 +480,8 @@ unsafe extern "C" {
     static guest_tlbi_end: u8;
     static guest_fpmr: u8;
     static guest_fpmr_end: u8;
+    static guest_pauth: u8;
+    static guest_pauth_end: u8;
     static guest_irq: u8;
     static guest_irq_end: u8;
 }
@@ -3309,6 +3349,163 @@ fn fpmr_one_reg() -> TestResult {
     Ok(())
 }
 
+/// One round of `guest_pauth` from the top of its loop: (PACIA, AUTIA, PACGA, the guest's
+/// APIAKeyLo_EL1), after which it has written x7 to APIBKeyLo_EL1.
+fn pauth_round(g: &Guest) -> Result<[u64; 4], String> {
+    let mut out = [0u64; 4];
+    for (i, o) in out.iter_mut().enumerate() {
+        let (addr, data, _, _) = t!(g.run_to_mmio());
+        check_eq!(addr, MMIO + 8 * i as u64, "guest_pauth's exit {i}");
+        *o = data;
+    }
+    let (addr, _, _, _) = t!(g.run_to_mmio());
+    check_eq!(addr, MMIO + 0x20, "guest_pauth's key write");
+    Ok(out)
+}
+
+/// Pointer authentication for guests (KVM_ARM_VCPU_PTRAUTH_ADDRESS and _GENERIC, asked for
+/// together), where KVM offers it: the ID registers show it only to a vCPU that has it, its ten
+/// key registers are listed and reachable only then (ENOENT otherwise), and a vCPU without it
+/// gets its PAC instructions UNDEFINED. With it, the guest signs and authenticates with the
+/// keys the VMM set, reads them, and the VMM reads back a key the guest wrote; another VM's
+/// vCPU run by the same thread in between signs with its own keys, and the first one's
+/// signatures are unchanged afterwards.
+fn pauth_for_guests() -> TestResult {
+    const ISAR1: u64 = k::sysreg_id(3, 0, 0, 6, 1);
+    const ISAR2: u64 = k::sysreg_id(3, 0, 0, 6, 2);
+    let [apia_lo, apia_hi, apib_lo, _, _, _, _, _, apga_lo, apga_hi] = k::PAUTH_KEYS;
+    let both = 1 << k::KVM_ARM_VCPU_PTRAUTH_ADDRESS | 1 << k::KVM_ARM_VCPU_PTRAUTH_GENERIC;
+    let kvm = kvm!();
+    let cap = t!(ioctl(
+        kvm,
+        k::KVM_CHECK_EXTENSION,
+        k::KVM_CAP_ARM_PTRAUTH_ADDRESS as usize
+    ));
+    let cap_g = t!(ioctl(
+        kvm,
+        k::KVM_CHECK_EXTENSION,
+        k::KVM_CAP_ARM_PTRAUTH_GENERIC as usize
+    ));
+    check_eq!(cap, cap_g, "the two capabilities");
+    // Without the features: nothing of it, and its PAC instructions are UNDEFINED.
+    let g = t!(Guest::new(kvm, code!(guest_pauth, guest_pauth_end)));
+    check_eq!(t!(get_reg(g.vcpu, ISAR1)) as u64 & k::ISAR1_PAUTH, 0);
+    check_eq!(t!(get_reg(g.vcpu, ISAR2)) as u64 & k::ISAR2_PAUTH, 0);
+    check_eq!(get_reg(g.vcpu, apia_lo), Err(ENOENT));
+    check_eq!(set_reg(g.vcpu, apga_hi, 1), Err(ENOENT));
+    let ids = t!(reg_list(g.vcpu));
+    check!(
+        k::PAUTH_KEYS.iter().all(|id| !ids.contains(id)),
+        "keys listed"
+    );
+    check_eq!(
+        g.run_to_mmio(),
+        Ok((MMIO + 0x28, 0x200_0000, 8, true)),
+        "PACIA without the feature: UNDEFINED (ESR_EL1)"
+    );
+    // One feature without the other, or either where KVM does not offer them: EINVAL.
+    let vm = t!(ioctl(g.kvm, k::KVM_CREATE_VM, 0)) as i32;
+    let vcpu = t!(ioctl(vm, k::KVM_CREATE_VCPU, 0)) as i32;
+    let mut init = KvmVcpuInit::default();
+    t!(ioctl(
+        vm,
+        k::KVM_ARM_PREFERRED_TARGET,
+        &mut init as *mut _ as usize
+    ));
+    init.features[0] = 1 << k::KVM_ARM_VCPU_PTRAUTH_ADDRESS;
+    let one = ioctl(vcpu, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize);
+    init.features[0] = both;
+    let r = ioctl(vcpu, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize);
+    let _ = (sys::close(vcpu), sys::close(vm));
+    drop(g);
+    check_eq!(one, Err(EINVAL), "PTRAUTH_ADDRESS alone");
+    if cap == 0 {
+        check_eq!(r, Err(EINVAL), "both without the capability");
+        return ktap::skip("KVM offers no pointer authentication");
+    }
+    t!(r);
+    // With them.
+    let (ptr, modifier, guest_key) = (0x0000_0000_1234_5670u64, 0x42u64, 0x5eed_f00d_u64);
+    let g = t!(Guest::with_features(
+        t!(open_kvm()).ok_or("no /dev/kvm")?,
+        code!(guest_pauth, guest_pauth_end),
+        both
+    ));
+    check!(
+        t!(get_reg(g.vcpu, ISAR1)) as u64 & k::ISAR1_PAUTH != 0
+            || t!(get_reg(g.vcpu, ISAR2)) as u64 & k::ISAR2_PAUTH != 0,
+        "the ID registers show no pointer authentication"
+    );
+    let ids = t!(reg_list(g.vcpu));
+    check!(
+        k::PAUTH_KEYS.iter().all(|id| ids.contains(id)),
+        "keys not listed"
+    );
+    for (id, v) in [
+        (apia_lo, 0x1111),
+        (apia_hi, 0x2222),
+        (apga_lo, 0x3333),
+        (apga_hi, 0x4444),
+    ] {
+        t!(set_reg(g.vcpu, id, v));
+        check_eq!(get_reg(g.vcpu, id), Ok(v), "key {id:#x} round trip");
+    }
+    for (n, v) in [(2, ptr), (4, modifier), (7, guest_key)] {
+        t!(set_reg(g.vcpu, x(n), v as u128));
+    }
+    let [signed, authed, generic, seen] = pauth_round(&g)?;
+    check!(
+        signed != ptr,
+        "PACIA left the pointer unsigned: {signed:#x}"
+    );
+    check_eq!(
+        signed & 0xffff_ffff_ffff,
+        ptr,
+        "PACIA changed the address bits"
+    );
+    check_eq!(authed, ptr, "AUTIA of the signed pointer");
+    check!(generic != 0 && generic as u32 == 0, "PACGA: {generic:#x}");
+    check_eq!(seen, 0x1111, "the guest's APIAKeyLo_EL1");
+    check_eq!(
+        get_reg(g.vcpu, apib_lo),
+        Ok(guest_key as u128),
+        "the key the guest wrote"
+    );
+    // Another VM's vCPU, other keys, run by this thread right after.
+    let other = t!(Guest::with_features(
+        t!(open_kvm()).ok_or("no /dev/kvm")?,
+        code!(guest_pauth, guest_pauth_end),
+        both
+    ));
+    for (id, v) in [
+        (apia_lo, 0x9999),
+        (apia_hi, 0x8888),
+        (apga_lo, 0x7777),
+        (apga_hi, 0x6666),
+    ] {
+        t!(set_reg(other.vcpu, id, v));
+    }
+    for (n, v) in [(2, ptr), (4, modifier), (7, 1)] {
+        t!(set_reg(other.vcpu, x(n), v as u128));
+    }
+    let [o_signed, o_authed, o_generic, o_seen] = pauth_round(&other)?;
+    check_eq!(o_authed, ptr, "the other VM's AUTIA");
+    check_eq!(o_seen, 0x9999, "the other VM's APIAKeyLo_EL1");
+    check!(
+        o_generic != generic,
+        "PACGA the same with other keys: {generic:#x}"
+    );
+    drop(other);
+    let again = pauth_round(&g)?;
+    check_eq!(
+        again,
+        [signed, ptr, generic, 0x1111],
+        "the first VM's keys after the other's"
+    );
+    check_eq!(o_signed & 0xffff_ffff_ffff, ptr, "the other VM's PACIA");
+    Ok(())
+}
+
 /// A guest's FPMR is its own: it reads what the VMM set, the VMM reads what it wrote, a value
 /// the VMM sets between two exits is what it reads next, and the VMM thread's own FPMR is
 /// the same after every KVM_RUN; another VM's vCPU run in between reads its own.
@@ -3788,6 +3985,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("dirty_log", dirty_log),
         ("hidden_tlbi_os", hidden_tlbi_os),
         ("gcs_registers_follow_the_vm", gcs_registers_follow_the_vm),
+        ("pauth_for_guests", pauth_for_guests),
         ("fpmr_one_reg", fpmr_one_reg),
         ("fpmr_guest", fpmr_guest),
         ("fpmr_hidden_is_undefined", fpmr_hidden_is_undefined),

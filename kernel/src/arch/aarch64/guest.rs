@@ -198,6 +198,9 @@ pub mod hcr {
     pub const TSC: u64 = 1 << 19;
     pub const TID3: u64 = 1 << 18;
     pub const TID5: u64 = 1 << 58;
+    /// APK: the pointer-authentication key registers, API: the PAC instructions, not trapped.
+    pub const APK: u64 = 1 << 40;
+    pub const API: u64 = 1 << 41;
     pub const TACR: u64 = 1 << 21;
     pub const TSW: u64 = 1 << 22;
     pub const RW: u64 = 1 << 31;
@@ -355,7 +358,47 @@ fn has_hcx() -> bool {
     (rd!("S3_0_C0_C7_1") >> 40) & 0xf != 0 // ID_AA64MMFR1_EL1.HCX
 }
 
-/// Runs the guest once: loads `el1` and `c`, enters at `regs`, and on its next exception to EL2
+/// A vCPU's pointer-authentication keys (APIA, APIB, APDA, APDB, APGA; low half first), in
+/// the CPU only while it runs: the host gives its own tasks no keys (SCTLR_EL1/EL2's EnIA..
+/// clear, HWCAP_PACA hidden), so a guest's left behind are never used, and each vCPU that has
+/// the feature loads its own at every entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PauthKeys(pub [u64; 10]);
+
+macro_rules! pauth_keys {
+    ($($i:literal $enc:literal)*) => {
+        impl PauthKeys {
+            fn load(&self) {
+                $(
+                    // SAFETY: writes a key register, which the host does not use.
+                    unsafe {
+                        core::arch::asm!(concat!("msr ", $enc, ", {}"), in(reg) self.0[$i],
+                            options(nomem, nostack))
+                    };
+                )*
+            }
+
+            fn save(&mut self) {
+                $(
+                    // SAFETY: reading a system register has no side effects.
+                    unsafe {
+                        core::arch::asm!(concat!("mrs {}, ", $enc), out(reg) self.0[$i],
+                            options(nomem, nostack))
+                    };
+                )*
+            }
+        }
+    };
+}
+
+pauth_keys! {
+    0 "S3_0_C2_C1_0" 1 "S3_0_C2_C1_1" 2 "S3_0_C2_C1_2" 3 "S3_0_C2_C1_3"
+    4 "S3_0_C2_C2_0" 5 "S3_0_C2_C2_1" 6 "S3_0_C2_C2_2" 7 "S3_0_C2_C2_3"
+    8 "S3_0_C2_C3_0" 9 "S3_0_C2_C3_1"
+}
+
+/// Runs the guest once: loads `el1`, `c` and the vCPU's pointer-authentication `keys` (given
+/// when `c.hcr` opens them, API and APK), enters at `regs`, and on its next exception to EL2
 /// saves its registers back and restores the host's. Interrupts must be masked (the guest's
 /// IRQs come back as [`Exit::Irq`] and are taken by the host once it unmasks). Only in a
 /// kernel at EL2. `c.hcr` comes back as the guest left it: VSE clear if it took its virtual
@@ -365,6 +408,7 @@ pub fn world_switch(
     el1: &mut El1State,
     regs: &mut GuestRegs,
     gic: &mut VgicCpu,
+    keys: Option<&mut PauthKeys>,
 ) -> Exit {
     let vtr = ich_vtr();
     let host_hcr = rd!("S3_4_C1_C1_0");
@@ -412,6 +456,9 @@ pub fn world_switch(
         wr!("S3_4_C5_C2_3", c.vsesr); // VSESR_EL2
     }
     el1.load();
+    if let Some(k) = &keys {
+        k.load();
+    }
     if let Some(vtr) = vtr {
         vgic_load(gic, vtr);
     }
@@ -428,6 +475,9 @@ pub fn world_switch(
     wr!("S3_4_C1_C1_0", host_hcr);
     wr!("S3_0_C1_C0_2", host_cptr);
     el1.save();
+    if let Some(k) = keys {
+        k.save();
+    }
     if let Some(vtr) = vtr {
         vgic_save(gic, vtr);
     }

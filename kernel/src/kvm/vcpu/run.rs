@@ -10,7 +10,7 @@
 use super::{Vcpu, VcpuState, NOT_IN_GUEST};
 use crate::arch::guest;
 use crate::kvm::vm::Vm;
-use crate::kvm::{exit, pvtime, sme, vgic, EXITS};
+use crate::kvm::{exit, pauth, pvtime, sme, vgic, EXITS};
 use crate::task::{self, sched};
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
@@ -212,10 +212,16 @@ impl Vcpu {
                         && (cur.killed.load(Ordering::Acquire)
                             || task::hooks::interrupted(cur.task())));
                 let kind = (!leave).then(|| {
-                    controls.hcr |= self.irq_line_hcr();
+                    controls.hcr |= self.irq_line_hcr() | pauth::hcr(st);
                     let tpidr2 = sme::enter(st);
-                    let VcpuState { el1, regs, gic, .. } = st;
-                    let kind = guest::world_switch(&mut controls, el1, regs, gic);
+                    let VcpuState {
+                        el1,
+                        regs,
+                        gic,
+                        pauth,
+                        ..
+                    } = st;
+                    let kind = guest::world_switch(&mut controls, el1, regs, gic, pauth.as_mut());
                     sme::exit(st, tpidr2);
                     kind
                 });
