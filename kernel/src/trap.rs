@@ -265,11 +265,15 @@ fn restarts(x0: u64) -> bool {
 pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
     cpu::irq_disable();
     let t = cur.core().task();
-    if t.work.get() & work::LOOP != 0 {
+    let mut w = t.work.get();
+    if w & work::LOOP != 0 {
         return_to_user_work(cur, tf);
+        // A tracer may have attached during a stop in there.
+        w = t.work.get();
     }
     signal::finish_syscall(cur, tf);
-    if cur.traced.load(core::sync::atomic::Ordering::Relaxed) {
+    // `traced` only under its bit (set after it by attach, work.rs).
+    if w & work::PTRACED != 0 && cur.traced.load(core::sync::atomic::Ordering::Relaxed) {
         crate::process::ptrace::prepare_return(cur, tf);
     }
     crate::task::fpstate::fpsimd_restore_current_state(cur.core());

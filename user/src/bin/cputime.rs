@@ -334,7 +334,9 @@ fn switch_counts() -> TestResult {
     let read = || -> Result<Vec<u64>, String> {
         let s = String::from_utf8(read_file("/proc/self/schedstat").map_err(|e| format!("{e:?}"))?)
             .unwrap_or_default();
-        Ok(s.split_whitespace().filter_map(|v| v.parse().ok()).collect())
+        Ok(s.split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect())
     };
     let a = t!(read());
     check_eq!(a.len(), 3, "/proc/self/schedstat {a:?}");
