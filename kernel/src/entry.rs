@@ -18,8 +18,10 @@ fn svelt_irq() {
 fn svelt_el0_irq(tf: &mut TrapFrame) {
     // SAFETY: an IRQ taken from EL0: the running task is the one that was in user mode.
     let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
-    cur.cputime.enter_kernel();
+    // The tick books its sample as user time (task/cputime.rs).
+    crate::task::cputime::irq_from_user(true);
     crate::irq::handle();
+    crate::task::cputime::irq_from_user(false);
     crate::trap::return_to_user(&cur, tf);
 }
 
@@ -28,7 +30,6 @@ fn svelt_el0_irq(tf: &mut TrapFrame) {
 extern "C" fn svelt_el0_sync(tf: &mut TrapFrame) {
     // SAFETY: a synchronous exception from EL0: the running task is the one that trapped.
     let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
-    cur.cputime.enter_kernel();
     crate::trap::el0_sync(&cur, tf);
 }
 
@@ -40,7 +41,6 @@ extern "C" fn svelt_el0_sync(tf: &mut TrapFrame) {
 extern "C" fn svelt_el0_fp(tf: &mut TrapFrame) -> crate::task::fpstate::AccessTrap {
     // SAFETY: a synchronous exception from EL0: the running task is the one that trapped.
     let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
-    cur.core().task().cputime.enter_kernel();
     crate::trap::fp_access(&cur, tf)
 }
 
@@ -59,7 +59,6 @@ extern "C" fn svelt_el0_svc(tf: &mut TrapFrame) {
     // SAFETY: a syscall from EL0: the running task is the one that made it.
     let cur = CurrentTask::new(unsafe { crate::task::CurrentTask::enter() });
     // The core's fields through the core's token: one load fewer than through the thread.
-    cur.core().task().cputime.enter_kernel();
     cpu::irq_enable();
     if crate::syscall::dispatch(&cur, tf) {
         crate::trap::return_to_user(&cur, tf);

@@ -76,8 +76,8 @@ pub fn el0_sync(cur: &CurrentTask, tf: &mut TrapFrame) {
 /// An SVE or SME access trap from EL0 (EC 0x19 or 0x1D), IRQs masked on entry: first use
 /// (Linux's do_sve_acc and do_sme_acc), handled with IRQs still masked. Returns `Live` when
 /// the registers keep the task's state and the work word has nothing but the FP bit (which an
-/// SVE or SME task keeps): the way back to user mode is then only the user CPU clock, as a
-/// syscall's without work, and the vector restores only the registers the call may change.
+/// SVE or SME task keeps): the way back to user mode is then nothing more, as a syscall's
+/// without work, and the vector restores only the registers the call may change.
 /// Otherwise `fp_access_return` takes the full way back. An SME trap that is not first use, and
 /// either trap on a CPU that does not offer the extension, is `Illegal`.
 pub fn fp_access(cur: &CurrentTask, tf: &TrapFrame) -> crate::task::fpstate::AccessTrap {
@@ -100,7 +100,6 @@ pub fn fp_access(cur: &CurrentTask, tf: &TrapFrame) -> crate::task::fpstate::Acc
     let t = core.task();
     if done == AccessTrap::Live {
         if t.work.get() & (work::EXIT & !work::FP) == 0 {
-            t.cputime.leave_kernel();
             return AccessTrap::Live;
         }
         return AccessTrap::Reload;
@@ -238,8 +237,7 @@ fn emulate_mrs(tf: &mut TrapFrame, access: svelt_abi::isa::idregs::SysRegAccess)
 }
 
 /// The way back to user mode after a syscall (IRQs masked on return): with the work word
-/// clear and no restart to consider, only the end of the syscall and the user CPU clock; else
-/// the full path.
+/// clear and no restart to consider, only the end of the syscall; else the full path.
 #[inline(always)]
 pub fn return_from_syscall(cur: &CurrentTask, tf: &mut TrapFrame) {
     cpu::irq_disable();
@@ -251,7 +249,6 @@ pub fn return_from_syscall(cur: &CurrentTask, tf: &mut TrapFrame) {
         return return_to_user(cur, tf);
     }
     cur.local().in_syscall.set(-1);
-    t.cputime.leave_kernel();
 }
 
 /// `x0` is one of the restart codes `signal::finish_syscall` acts on.
@@ -263,20 +260,23 @@ fn restarts(x0: u64) -> bool {
 }
 
 /// The full way back to user mode, after an exception or an IRQ (and a syscall with work):
-/// the work loop if the word says so, then a syscall's restart, ptrace's single step, the FP
-/// state and the user CPU clock. Returns with IRQs masked.
+/// the work loop if the word says so, then a syscall's restart, ptrace's single step and the
+/// FP state. Returns with IRQs masked.
 pub fn return_to_user(cur: &CurrentTask, tf: &mut TrapFrame) {
     cpu::irq_disable();
     let t = cur.core().task();
-    if t.work.get() & work::LOOP != 0 {
+    let mut w = t.work.get();
+    if w & work::LOOP != 0 {
         return_to_user_work(cur, tf);
+        // A tracer may have attached during a stop in there.
+        w = t.work.get();
     }
     signal::finish_syscall(cur, tf);
-    if cur.traced.load(core::sync::atomic::Ordering::Relaxed) {
+    // `traced` only under its bit (set after it by attach, work.rs).
+    if w & work::PTRACED != 0 && cur.traced.load(core::sync::atomic::Ordering::Relaxed) {
         crate::process::ptrace::prepare_return(cur, tf);
     }
     crate::task::fpstate::fpsimd_restore_current_state(cur.core());
-    t.cputime.leave_kernel();
 }
 
 /// The work `return_to_user` found: exit, reschedule, rseq, signals, until none is left.

@@ -103,8 +103,9 @@ pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) -> bool {
     l.orig_x0.set(tf.x[0]);
     l.in_syscall.set(n as i64);
     // One load and one branch unless there is entry work (task/work.rs).
-    if cur.core().task().work.get() & work::ENTRY != 0 {
-        dispatch_work(cur, tf);
+    let w = cur.core().task().work.get();
+    if w & work::ENTRY != 0 {
+        dispatch_work(cur, tf, w);
         return true;
     }
     call(n, &mut Syscall { cur, tf });
@@ -114,13 +115,15 @@ pub fn dispatch(cur: &CurrentTask, tf: &mut TrapFrame) -> bool {
 /// A syscall with entry work: an SVE/SME task's state to discard, PTRACE_SYSCALL, seccomp.
 #[cold]
 #[inline(never)]
-fn dispatch_work(cur: &CurrentTask, tf: &mut TrapFrame) {
+fn dispatch_work(cur: &CurrentTask, tf: &mut TrapFrame, w: u32) {
     let mut n = tf.x[8];
     crate::task::fpstate::fp_user_discard(cur.core());
-    if cur.syscall_trace.load(Relaxed) {
+    // Each state is asked only under its bit (set after the state, work.rs), so an SVE task's
+    // syscall, which comes here for the FP bit alone, tests the word it has and loads nothing.
+    if w & work::SYSCALL_TRACE != 0 && cur.syscall_trace.load(Relaxed) {
         return dispatch_traced(cur, tf);
     }
-    if cur.seccomp.mode.load(Relaxed) != 0 {
+    if w & work::SECCOMP != 0 && cur.seccomp.mode.load(Relaxed) != 0 {
         match crate::process::seccomp::check(cur, cur, tf) {
             Some(nr) => n = nr,
             None => return,

@@ -1,40 +1,50 @@
-//! CPU-time accounting at the user/kernel boundary (Linux's VIRT_CPU_ACCOUNTING_GEN idea): the
-//! counter is read on every entry from EL0 and every return to it, and at each context switch,
-//! so a task's user and system time are exact to the counter's tick, not sampled.
+//! CPU-time accounting. A task's time on a CPU is exact to the counter's tick: the switch
+//! reads the counter once and stops the outgoing task's clock and starts the incoming one's
+//! (Linux's sum_exec_runtime, update_curr). How that time divides into user and system time
+//! is sampled by the timer tick, as Linux does without nohz_full (kernel/sched/cputime.c:
+//! account_process_tick books each tick to user or system time by where it interrupted), and
+//! the exact total is split in the ratio of those samples when read (cputime_adjust), with
+//! neither part ever going back. The EL0 boundary does no accounting at all.
 //!
-//! Each of a task's two clocks is one word, written only by the CPU running the task and read
-//! by anyone without a lock. While the clock runs the word holds its value minus the counter at
+//! A clock is one word, written only by the CPU running the task (or switching it) and read by
+//! anyone without a lock. While the clock runs the word holds its value minus the counter at
 //! the moment it started (a wrapped, "negative" number); when it stops, the counter is added
 //! back. A reader adds the counter to a negative word: one load, no torn pair.
 //!
-//! - `user` runs while the task is in user mode: the return to EL0 subtracts the counter, the
-//!   next entry adds it (a load, an add and a store each way).
 //! - `total` runs while the task is on a CPU: the switch in subtracts, the switch out adds.
+//! - `active` runs while the task is runnable or running: from its wake-up (or creation) to the
+//!   switch away after it blocks. A yield or a preemption leaves it running, so a switch
+//!   between runnable tasks writes nothing but `total`. The time spent waiting for a CPU
+//!   (schedstat's run_delay, a guest's stolen time) is `active - total`.
 //!
-//! System time is `total - user`. The tick (and a dying task's last switch) folds the running
-//! task's time since its last fold into the CPU's user/system/idle sums (/proc/stat); each
-//! switch counts a voluntary or involuntary switch.
+//! The tick folds the running task's time since its last fold into the CPU's user, system or
+//! idle sum (/proc/stat), by where it interrupted; each switch counts a voluntary or
+//! involuntary switch.
 
 use super::Task;
 use crate::arch::cpu;
 use crate::percpu::PerCpuArray;
-use core::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::IrqLock;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// A task's CPU-time words (counter ticks) and switch counts.
+/// A task's CPU-time words (counter ticks), tick samples and switch counts.
 pub struct CpuTime {
-    user: AtomicU64,
     total: AtomicU64,
-    /// `user` and `total` at the last fold into the CPU's sums (only the task's CPU touches
-    /// these).
-    mark_user: AtomicU64,
+    /// Ticks that found the task in user mode, and in the kernel (only the task's CPU writes
+    /// these, in its tick).
+    user_ticks: AtomicU64,
+    system_ticks: AtomicU64,
+    /// `total` at the last fold into the CPU's sums (only the task's CPU touches it).
     mark_total: AtomicU64,
     /// Switches away while blocked (voluntary) and while still runnable (involuntary).
     pub nvcsw: AtomicU64,
     pub nivcsw: AtomicU64,
-    /// Time spent queued, runnable, waiting for a CPU (schedstat's run_delay, a guest's stolen
-    /// time): runs from the enqueue to the pick, as `total` runs on the CPU. Written under the
-    /// run queue's lock from any CPU, so with atomic adds.
-    wait: AtomicU64,
+    /// Runnable or running (see above). Started by the wake-up on whichever CPU wakes the task
+    /// and stopped by the switch away on the task's CPU, which can overlap (a task woken while
+    /// it is still switching away): both are atomic adds, so they commute.
+    active: AtomicU64,
+    /// The (user, system) split last reported (Linux's prev_cputime): neither goes back.
+    reported: IrqLock<(u64, u64)>,
 }
 
 /// A word's value now: a running clock's word is wrapped below zero. A reader on another CPU
@@ -65,66 +75,77 @@ pub struct Usage {
     pub nivcsw: u64,
 }
 
+/// Splits `total` in the ratio of the tick samples `user_ticks : system_ticks`, never below
+/// the split reported before (`prev`, updated): Linux's cputime_adjust
+/// (kernel/sched/cputime.c). Without samples the time is user time, as Linux books it.
+fn adjust(prev: &mut (u64, u64), total: u64, user_ticks: u64, system_ticks: u64) -> (u64, u64) {
+    let (pu, ps) = *prev;
+    if pu.saturating_add(ps) >= total {
+        return *prev;
+    }
+    let mut system = if system_ticks == 0 {
+        0
+    } else if user_ticks == 0 {
+        total
+    } else {
+        (system_ticks as u128 * total as u128 / (system_ticks + user_ticks) as u128) as u64
+    };
+    system = system.max(ps);
+    let mut user = total - system;
+    if user < pu {
+        user = pu;
+        system = total - user;
+    }
+    *prev = (user, system);
+    (user, system)
+}
+
 impl CpuTime {
     pub const fn new() -> CpuTime {
         CpuTime {
-            user: AtomicU64::new(0),
             total: AtomicU64::new(0),
-            mark_user: AtomicU64::new(0),
+            user_ticks: AtomicU64::new(0),
+            system_ticks: AtomicU64::new(0),
             mark_total: AtomicU64::new(0),
             nvcsw: AtomicU64::new(0),
             nivcsw: AtomicU64::new(0),
-            wait: AtomicU64::new(0),
+            active: AtomicU64::new(0),
+            reported: IrqLock::new((0, 0)),
         }
-    }
-
-    /// Entry from EL0 (IRQs masked): the user clock stops.
-    #[inline(always)]
-    pub fn enter_kernel(&self) {
-        bump(&self.user, cpu::counter_unordered());
-    }
-
-    /// Last step of the return to EL0 (IRQs masked): the user clock runs.
-    #[inline(always)]
-    pub fn leave_kernel(&self) {
-        bump(&self.user, cpu::counter_unordered().wrapping_neg());
     }
 
     /// The task's use so far (a live task's clocks read now).
     pub fn usage(&self) -> Usage {
-        let now = cpu::counter();
-        // `total` first: a switch in between only makes `user` newer, never larger than the
-        // total it reads after (clamped below).
-        let user = read(&self.user, now);
-        let total = read(&self.total, now);
+        let total = read(&self.total, cpu::counter());
+        let (ut, st) = (
+            self.user_ticks.load(Ordering::Relaxed),
+            self.system_ticks.load(Ordering::Relaxed),
+        );
+        let (user, system) = adjust(&mut self.reported.lock(), total, ut, st);
         Usage {
             user,
-            system: total.saturating_sub(user),
+            system,
             nvcsw: self.nvcsw.load(Ordering::Relaxed),
             nivcsw: self.nivcsw.load(Ordering::Relaxed),
         }
     }
 }
 
-/// `t` went on a run queue at `now` (run queue lock held): its wait clock runs. Only the
-/// caller that turned `t.on_rq` from false to true gets here, and `picked` runs before the
-/// flag is cleared again, so the word has one writer at a time (the flag's swap and store
-/// order them): a load and a store, no atomic add.
+/// `t` becomes runnable at `now` after blocking, or is new: its `active` clock runs.
 #[inline(always)]
-pub fn queued(t: &Task, now: u64) {
-    bump(&t.cputime.wait, now.wrapping_neg());
-}
-
-/// `t` is taken off a run queue to run at `now` (run queue lock held, `t.on_rq` still set):
-/// its wait clock stops.
-#[inline(always)]
-pub fn picked(t: &Task, now: u64) {
-    bump(&t.cputime.wait, now);
+pub fn woken(t: &Task, now: u64) {
+    t.cputime
+        .active
+        .fetch_add(now.wrapping_neg(), Ordering::Relaxed);
 }
 
 /// The time `t` has waited runnable for a CPU, in nanoseconds.
 pub fn run_delay_ns(t: &Task) -> u64 {
-    crate::time::counter_to_ns(read(&t.cputime.wait, cpu::counter()))
+    let now = cpu::counter();
+    // `total` first: a switch in between only makes `active` the newer.
+    let total = read(&t.cputime.total, now);
+    let active = read(&t.cputime.active, now);
+    crate::time::counter_to_ns(active.saturating_sub(total))
 }
 
 /// One CPU's time (counter ticks): user and system time of the tasks it ran, and its idle
@@ -141,54 +162,70 @@ static CPU_STAT: PerCpuArray<CpuStat> = PerCpuArray::new(|_| CpuStat {
     idle: AtomicU64::new(0),
 });
 
+/// The interrupt being handled on this CPU was taken from user mode (entry.rs sets it around
+/// the handler; the tick reads it).
+static IRQ_FROM_USER: PerCpuArray<AtomicBool> = PerCpuArray::new(|_| AtomicBool::new(false));
+
 pub fn cpu_stat(cpu: usize) -> &'static CpuStat {
     CPU_STAT.get(cpu)
 }
 
-/// Folds the time `t` (running here, in the kernel) used since its last fold into this CPU's
-/// sums. IRQs masked.
-fn fold(t: &Task, now: u64) {
+/// Entry.rs: an interrupt from user mode starts (`true`) or its handler is done (`false`).
+/// IRQs masked.
+#[inline(always)]
+pub fn irq_from_user(on: bool) {
+    IRQ_FROM_USER.this().store(on, Ordering::Relaxed);
+}
+
+/// Folds the time `t` (running here) used since its last fold into this CPU's user or system
+/// sum (`user`: the time goes to user mode). IRQs masked.
+fn fold(t: &Task, now: u64, user: bool) {
     let c = &t.cputime;
-    let user = read(&c.user, now);
     let total = read(&c.total, now);
-    let du = user.wrapping_sub(c.mark_user.load(Ordering::Relaxed));
     let dt = total.wrapping_sub(c.mark_total.load(Ordering::Relaxed));
-    c.mark_user.store(user, Ordering::Relaxed);
     c.mark_total.store(total, Ordering::Relaxed);
     let s = CPU_STAT.this();
     if t.is_idle() {
         bump(&s.idle, dt);
+    } else if user {
+        bump(&s.user, dt);
     } else {
-        bump(&s.user, du);
-        bump(&s.system, dt.saturating_sub(du));
+        bump(&s.system, dt);
     }
 }
 
-/// The timer tick (IRQs masked): the running task's time so far goes into this CPU's sums.
+/// The timer tick (IRQs masked): the running task's time so far goes into this CPU's sums, and
+/// the task gets a user or system sample by where the tick found it.
 pub fn tick(t: &Task) {
-    fold(t, cpu::counter());
+    let user = IRQ_FROM_USER.this().load(Ordering::Relaxed);
+    fold(t, cpu::counter(), user);
+    if !t.is_idle() {
+        let c = &t.cputime;
+        bump(if user { &c.user_ticks } else { &c.system_ticks }, 1);
+    }
 }
 
 /// A switch from `prev` to `next` on this CPU at `now` (IRQs masked; the counter as
-/// `schedule` read it once for the run-delay clocks too): `prev`'s CPU clock stops and
-/// `next`'s runs; `voluntary` when `prev` blocked rather than being preempted or yielding.
-/// The CPU's sums are left to the tick (a task's time since its last fold goes to the CPU
-/// whose tick finds it running), but for a task that will never run again (`fold_dead`).
+/// `schedule` read it once): `prev`'s CPU clock stops and `next`'s runs; `voluntary` when
+/// `prev` blocked rather than being preempted or yielding, which also stops its `active`
+/// clock. The CPU's sums are left to the tick (a task's time since its last fold goes to the
+/// CPU whose tick finds it running), but for a task that will never run again (`fold_dead`).
+#[inline(always)]
 pub fn switch(prev: &Task, next: &Task, voluntary: bool, now: u64) {
     bump(&prev.cputime.total, now);
     bump(&next.cputime.total, now.wrapping_neg());
-    let n = if voluntary {
-        &prev.cputime.nvcsw
+    if voluntary {
+        bump(&prev.cputime.nvcsw, 1);
+        prev.cputime.active.fetch_add(now, Ordering::Relaxed);
     } else {
-        &prev.cputime.nivcsw
-    };
-    bump(n, 1);
+        bump(&prev.cputime.nivcsw, 1);
+    }
 }
 
 /// A dead task's last switch is complete (IRQs masked, on the CPU it ran on): its time since
-/// the last tick goes into this CPU's sums. Both its clocks are stopped.
+/// the last tick goes into this CPU's system sum. Both its clocks are stopped.
 pub fn fold_dead(t: &Task) {
-    fold(t, 0);
+    fold(t, 0, false);
 }
 
 /// A CPU's idle task starts its clock (it is on its CPU from boot).

@@ -202,8 +202,10 @@ fn other_online_cpus(me: usize) -> impl Iterator<Item = usize> {
         .filter(|&c| percpu::is_online(c))
 }
 
-/// Puts a runnable task on a run queue: its last CPU if online, and pokes that CPU.
-pub fn enqueue(t: &Arc<Task>) {
+/// Puts a runnable task on a run queue: its last CPU if online, and pokes that CPU. `woken`:
+/// it had blocked (its `active` clock starts), else it was preempted and moves (the clock runs
+/// on).
+fn enqueue(t: &Arc<Task>, woken: bool) {
     let last = t.cpu.load(Ordering::Relaxed);
     let target = if percpu::is_online(last) && allowed(t, last) {
         last
@@ -212,7 +214,7 @@ pub fn enqueue(t: &Arc<Task>) {
             .find(|&c| allowed(t, c))
             .unwrap_or(percpu::cpu_id())
     };
-    enqueue_on(t, target);
+    enqueue_on(t, target, woken);
 }
 
 /// The task's affinity mask lets it run on `cpu`.
@@ -220,13 +222,15 @@ fn allowed(t: &Task, cpu: usize) -> bool {
     t.affinity.contains(cpu)
 }
 
-fn enqueue_on(t: &Arc<Task>, target: usize) {
+fn enqueue_on(t: &Arc<Task>, target: usize, woken: bool) {
     {
         let mut rq = runq(target).lock();
         if t.on_rq.swap(true, Ordering::AcqRel) {
             return;
         }
-        super::cputime::queued(t, cpu::counter_unordered());
+        if woken {
+            super::cputime::woken(t, cpu::counter_unordered());
+        }
         push_queued(CPUS.get(target), &mut rq, t.clone());
     }
     if target == percpu::cpu_id() {
@@ -252,7 +256,7 @@ pub fn enqueue_new(t: &Arc<Task>) {
         })
         .unwrap_or(0);
     t.cpu.store(target, Ordering::Relaxed);
-    enqueue_on(t, target);
+    enqueue_on(t, target, true);
 }
 
 /// Makes a sleeping task runnable.
@@ -266,7 +270,7 @@ pub fn wake(t: &Arc<Task>) {
         )
         .is_ok()
     {
-        enqueue(t);
+        enqueue(t, true);
     }
 }
 
@@ -293,7 +297,7 @@ pub fn unpark(t: &Arc<Task>) {
         )
         .is_ok()
     {
-        enqueue(t);
+        enqueue(t, true);
     }
 }
 
@@ -349,8 +353,8 @@ pub fn schedule() {
     let here = CPUS.get(id);
     percpu::this().need_resched.store(false, Ordering::Relaxed);
     let mut rq = here.rq.lock();
-    // One counter read for the switch: the run-delay clocks of the task queued and the task
-    // picked below, and the CPU clocks of both.
+    // One counter read for the switch: the CPU clocks of both tasks, and the `active` clock
+    // of a task that blocked.
     let now = cpu::counter_unordered();
     // The running task's reference moves out of `current` (to `prev` below), the next task's
     // from the queue to `current`: a reference is cloned only where a second holder appears
@@ -372,7 +376,6 @@ pub fn schedule() {
         if !allowed(&prev, id) {
             migrate = true;
         } else if !prev.on_rq.swap(true, Ordering::AcqRel) {
-            super::cputime::queued(&prev, now);
             rq.queue.push_back(prev.clone());
         }
     }
@@ -391,12 +394,8 @@ pub fn schedule() {
         })
         .or_else(|| rq.idle.clone())
         .unwrap();
-    // The wait clock stops before the flag clears: an enqueue on another CPU that sets it
-    // again (and restarts the clock) sees this write.
-    if next.on_rq.load(Ordering::Relaxed) {
-        super::cputime::picked(&next, now);
-        next.on_rq.store(false, Ordering::Release);
-    }
+    // Off the queue (the idle task never is on it: storing false there changes nothing).
+    next.on_rq.store(false, Ordering::Release);
     if Arc::ptr_eq(&prev, &next) {
         next.set_state(State::Running);
         rq.current = Some(prev);
@@ -416,7 +415,7 @@ pub fn schedule() {
     // once the switch has happened.
     let (prev, next) = unsafe { (&*prev_t, &*next_t) };
     if let Some(p) = migrating {
-        enqueue(&p);
+        enqueue(&p, false);
     }
 
     // The task may still be switching away on the CPU it was woken from.

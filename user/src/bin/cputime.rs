@@ -329,6 +329,25 @@ fn switch_counts() -> TestResult {
         .unwrap_or(-1);
     check!(v >= 1, "voluntary_ctxt_switches {v}");
     check!(s.contains("nonvoluntary_ctxt_switches:"));
+    // schedstat: time on a CPU (ns), time waiting runnable for one (ns), switches; none goes
+    // back, and the sleeps above left a CPU at least three times.
+    let read = || -> Result<Vec<u64>, String> {
+        let s = String::from_utf8(read_file("/proc/self/schedstat").map_err(|e| format!("{e:?}"))?)
+            .unwrap_or_default();
+        Ok(s.split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect())
+    };
+    let a = t!(read());
+    check_eq!(a.len(), 3, "/proc/self/schedstat {a:?}");
+    check!(a[0] > 0 && a[2] >= 3, "/proc/self/schedstat {a:?}");
+    check!(burn_user(10 * MS));
+    sys::sleep_ns(MS);
+    let b = t!(read());
+    check!(
+        b.len() == 3 && b[0] >= a[0] + 10 * MS && b[1] >= a[1] && b[2] > a[2],
+        "/proc/self/schedstat {a:?} -> {b:?}"
+    );
     Ok(())
 }
 

@@ -399,7 +399,10 @@ fn fpu_mut<'a>(t: &Task, l: &'a TaskLocal) -> RefMut<'a, TaskFpState> {
 /// A switch to task `next`: its return to user mode loads its state if this CPU no longer
 /// holds it (one bit: cheaper than asking the CPU here, and every switch used to ask).
 pub fn fpsimd_thread_switch_in(next: &Task) {
-    next.work.set(work::FP);
+    // An SVE or SME task keeps the bit: a load, not an atomic OR, when it is there already.
+    if next.work.get() & work::FP == 0 {
+        next.work.set(work::FP);
+    }
 }
 
 pub fn fpsimd_thread_switch(t: &Task, l: &TaskLocal, irqs: &cpu::IrqGuard) {
