@@ -286,7 +286,10 @@ pub fn cte_decode(e: u64) -> Option<(u32, u16)> {
 
 /// A table's base address and size in bytes (GITS_BASER's address and Size fields).
 pub fn table_extent(baser: u64) -> (u64, u64) {
-    (baser & 0x0000_ffff_ffff_f000, ((baser & 0xff) + 1) * 0x1_0000)
+    (
+        baser & 0x0000_ffff_ffff_f000,
+        ((baser & 0xff) + 1) * 0x1_0000,
+    )
 }
 
 /// One command of the queue (32 bytes, four little-endian words), decoded.
@@ -407,9 +410,16 @@ mod tests {
     #[test]
     fn abi0_entries() {
         // A device with 14 event ID bits, its ITT at 0x8_0000_0100, the next device 3 on.
-        let d = Dte { next: 3, itt: 0x8_0000_0100, bits: 14 };
+        let d = Dte {
+            next: 3,
+            itt: 0x8_0000_0100,
+            bits: 14,
+        };
         let e = d.encode();
-        assert_eq!(e, (1 << 63) | (3 << 49) | ((0x8_0000_0100u64 >> 8) << 5) | 13);
+        assert_eq!(
+            e,
+            (1 << 63) | (3 << 49) | ((0x8_0000_0100u64 >> 8) << 5) | 13
+        );
         assert_eq!(Dte::decode(e), Some(d));
         assert_eq!(Dte::decode(e & !ENTRY_VALID), None);
         assert_eq!(ite_encode(2, 8192, 5), (2 << 48) | (8192 << 16) | 5);
@@ -418,7 +428,10 @@ mod tests {
         assert_eq!(c, (1 << 63) | (0xffff_ffffu64 << 16) | 7);
         assert_eq!(cte_decode(c), Some((COLLECTION_NOT_MAPPED, 7)));
         assert_eq!(cte_decode(0), None);
-        assert_eq!(table_extent(baser_reset(1) | 0x1234_0000 | 1), (0x1234_0000, 0x2_0000));
+        assert_eq!(
+            table_extent(baser_reset(1) | 0x1234_0000 | 1),
+            (0x1234_0000, 0x2_0000)
+        );
     }
 
     #[test]

@@ -241,7 +241,10 @@ impl VgicFile {
         // GICD_IIDR and GICD_TYPER2 are the VMM's to choose before INIT
         // (reg_allowed_pre_init).
         let pre_init = frame == mmio::Frame::Dist
-            && matches!(frame_off(frame, a.attr), mmio::GICD_IIDR | mmio::GICD_TYPER2);
+            && matches!(
+                frame_off(frame, a.attr),
+                mmio::GICD_IIDR | mmio::GICD_TYPER2
+            );
         if !v.cfg.initialized && !pre_init {
             return Err(Errno::EBUSY);
         }

@@ -504,7 +504,11 @@ pub fn vgic_its_save_restore() -> TestResult {
     // A failed restore leaves no collections behind: this one works.
     t!(restore(itsfd));
     t!(set_reg(itsfd, its::GITS_CTLR, 1));
-    check_eq!(msi(g.vm, db, 1, 5, dev), Ok(1), "restored after the failures");
+    check_eq!(
+        msi(g.vm, db, 1, 5, dev),
+        Ok(1),
+        "restored after the failures"
+    );
     t!(sys::close(itsfd));
     t!(sys::close(gic));
     let _ = sys::munmap(mem as usize, TABLES_SIZE);

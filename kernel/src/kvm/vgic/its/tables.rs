@@ -255,7 +255,9 @@ impl Restore<'_> {
         };
         let len = (1u64 << d.bits) * its::ENTRY_SIZE;
         let vm = self.vm;
-        scan(vm, d.itt, len, 0, &mut |event, e| self.ite(&mut dev, event, e))?;
+        scan(vm, d.itt, len, 0, &mut |event, e| {
+            self.ite(&mut dev, event, e)
+        })?;
         self.out.devices.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
         self.out.devices.push((id, dev));
         Ok(d.next)
@@ -276,10 +278,7 @@ impl Restore<'_> {
         let Some(&target) = self.collections.get(&coll) else {
             return Err(Errno::EINVAL);
         };
-        if !self
-            .vm
-            .in_slot(dev.itt + event as u64 * its::ENTRY_SIZE)
-        {
+        if !self.vm.in_slot(dev.itt + event as u64 * its::ENTRY_SIZE) {
             return Err(Errno::EINVAL);
         }
         let prop_at = its::prop_table(self.propbaser).0 + (lpi - its::LPI_OFFSET) as u64;
