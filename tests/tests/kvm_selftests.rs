@@ -40,7 +40,7 @@ const SELECTION: Selection = Selection {
     extra: "",
 };
 
-use Outcome::{Fail, Pass, Skip};
+use Outcome::{Pass, Skip};
 
 /// Every difference today, each with its reason (issue 28 goes on with them; the vCPU PMU,
 /// AArch32 guests and guest_memfd are not planned there). Each is the program's own outcome,
@@ -61,22 +61,6 @@ const KNOWN_DIFFERENT: &[Known] = &[
         svelt: Skip,
         linux: Pass,
         why: "AArch32 EL1 guests (KVM_ARM_VCPU_EL1_32BIT) are not offered",
-    },
-    Known {
-        config: "vq4",
-        program: "kvm:vgic_init",
-        subtests: &[],
-        svelt: Fail,
-        linux: Pass,
-        why: "every subtest up to test_v3_sysregs agrees (test_v3_its_region included); no GICD_TYPER2.nASSGIcap (test_v3_nassgicap)",
-    },
-    Known {
-        config: "vq4",
-        program: "kvm:vgic_its_save",
-        subtests: &[],
-        svelt: Fail,
-        linux: Pass,
-        why: "the ITS's KVM_DEV_ARM_ITS_SAVE_TABLES writes only an empty collection table's end: no device or interrupt translation table entries yet (test_unreachable_device_skipped)",
     },
     Known {
         config: "vq4",

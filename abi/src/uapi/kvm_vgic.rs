@@ -320,6 +320,25 @@ pub fn gicd_typer(nr_irqs: u32) -> u32 {
     ((nr_irqs >> 5) - 1) | ((ID_BITS_SPIS - 1) << 19)
 }
 
+/// GICD_TYPER2.nASSGIcap: SGIs without an active state, which only a host with GICv4.1 and
+/// vSGIs offers (system_supports_direct_sgis); Svelt never does, so GICD_TYPER2 reads zero
+/// and GICD_CTLR.nASSGIreq is RAZ/WI.
+pub const GICD_TYPER2_NASSGICAP: u32 = 1 << 8;
+
+/// A VMM's write of GICD_TYPER2 through GRP_DIST_REGS (vgic_mmio_uaccess_write_v3_misc):
+/// the value it reads is accepted; otherwise EBUSY once the vGIC is initialised, and EINVAL
+/// for any other bit or for nASSGIcap where the host cannot offer it.
+pub fn typer2_uaccess_write(current: u32, val: u32, initialized: bool) -> Result<(), Errno> {
+    if val == current {
+        return Ok(());
+    }
+    if initialized {
+        return Err(Errno::EBUSY);
+    }
+    // Only nASSGIcap is writable, and only where the host has direct SGIs (never here).
+    Err(Errno::EINVAL)
+}
+
 /// Decodes a write to ICC_SGI0R_EL1/ICC_SGI1R_EL1: the SGI's INTID, whether it goes to every
 /// PE but the sender (IRM), and otherwise the affinity (Aff3.Aff2.Aff1 in MPIDR's layout)
 /// and the 16-bit target list at Aff0 = RS * 16 + bit.
@@ -358,6 +377,22 @@ impl SgiReq {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typer2_nassgicap_is_not_offered() {
+        // vgic_init's test_v3_nassgicap: the same value passes, setting the bit is EINVAL
+        // before INIT and EBUSY after.
+        assert_eq!(typer2_uaccess_write(0, 0, false), Ok(()));
+        assert_eq!(typer2_uaccess_write(0, 0, true), Ok(()));
+        assert_eq!(
+            typer2_uaccess_write(0, GICD_TYPER2_NASSGICAP, false),
+            Err(Errno::EINVAL)
+        );
+        assert_eq!(
+            typer2_uaccess_write(0, GICD_TYPER2_NASSGICAP, true),
+            Err(Errno::EBUSY)
+        );
+    }
 
     const IPA: u32 = 40;
     const MAX: u64 = 1 << IPA;

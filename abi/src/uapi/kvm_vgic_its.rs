@@ -201,8 +201,7 @@ pub enum TableSlot {
 }
 
 pub fn table_slot(baser: u64, id: u32) -> Option<TableSlot> {
-    let size = ((baser & 0xff) + 1) * 0x1_0000;
-    let base = baser & 0x0000_ffff_ffff_f000;
+    let (base, size) = table_extent(baser);
     let esz = ((baser >> BASER_ESZ_SHIFT) & 0x1f) + 1;
     match (baser >> BASER_TYPE_SHIFT) & 7 {
         BASER_TYPE_DEVICE if id < 1 << DEV_BITS => {}
@@ -224,6 +223,73 @@ pub fn table_slot(baser: u64, id: u32) -> Option<TableSlot> {
 /// The level-2 entry's address from its level-1 entry (valid bit 63, address bits 51:16).
 pub fn l2_entry(l1_entry: u64, offset: u64) -> Option<u64> {
     (l1_entry & (1 << 63) != 0).then_some((l1_entry & 0x000f_ffff_ffff_0000) + offset)
+}
+
+// The tables KVM_DEV_ARM_ITS_SAVE_TABLES writes and _RESTORE_TABLES reads, in ABI revision
+// 0 (Documentation/virt/kvm/devices/arm-vgic-its.rst; the KVM_ITS_* layouts of Linux's
+// vgic.h): 8-byte little-endian entries, each valid one saying how many IDs on the next
+// valid one is (0: the last).
+
+/// Bit 63 of a device, collection or level-1 entry: valid.
+pub const ENTRY_VALID: u64 = 1 << 63;
+/// The largest step a device table entry (14 bits) or an ITT entry (16 bits) can record
+/// (VITS_DTE_MAX_DEVID_OFFSET, VITS_ITE_MAX_EVENTID_OFFSET).
+pub const DTE_MAX_NEXT: u32 = (1 << 14) - 1;
+pub const ITE_MAX_NEXT: u32 = (1 << 16) - 1;
+/// A collection's target while it has none (COLLECTION_NOT_MAPPED).
+pub const COLLECTION_NOT_MAPPED: u32 = u32::MAX;
+
+/// A device table entry: valid, the step to the next device, the ITT's address (256-byte
+/// aligned) and the device's event ID bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dte {
+    pub next: u32,
+    pub itt: u64,
+    pub bits: u32,
+}
+
+impl Dte {
+    pub fn encode(&self) -> u64 {
+        ENTRY_VALID
+            | ((self.next as u64) << 49)
+            | (((self.itt >> 8) << 5) & 0x0001_ffff_ffff_ffe0)
+            | (self.bits.saturating_sub(1) as u64 & 0x1f)
+    }
+
+    /// None for an invalid entry.
+    pub fn decode(e: u64) -> Option<Dte> {
+        (e & ENTRY_VALID != 0).then_some(Dte {
+            next: ((e >> 49) & 0x3fff) as u32,
+            itt: ((e & 0x0001_ffff_ffff_ffe0) >> 5) << 8,
+            bits: (e & 0x1f) as u32 + 1,
+        })
+    }
+}
+
+/// An interrupt translation entry: the step to the next event, the LPI (0: invalid) and
+/// the collection.
+pub fn ite_encode(next: u32, lpi: u32, coll: u16) -> u64 {
+    ((next as u64) << 48) | ((lpi as u64) << 16) | coll as u64
+}
+pub fn ite_decode(e: u64) -> (u32, u32, u16) {
+    ((e >> 48) as u32, (e >> 16) as u32, e as u16)
+}
+
+/// A collection table entry: valid, the target vCPU's ID, the collection ID.
+pub fn cte_encode(target: u32, coll: u16) -> u64 {
+    ENTRY_VALID | ((target as u64) << 16) | coll as u64
+}
+/// None for an invalid entry (the table's end).
+pub fn cte_decode(e: u64) -> Option<(u32, u16)> {
+    (e & ENTRY_VALID != 0).then_some(((e >> 16) as u32, e as u16))
+}
+
+/// A table's base address and size in bytes (GITS_BASER's address and Size fields).
+pub fn table_extent(baser: u64) -> (u64, u64) {
+    (
+        baser & 0x0000_ffff_ffff_f000,
+        ((baser & 0xff) + 1) * 0x1_0000,
+    )
 }
 
 /// One command of the queue (32 bytes, four little-endian words), decoded.
@@ -340,6 +406,33 @@ pub fn update_half(old: u64, hi: bool, val: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn abi0_entries() {
+        // A device with 14 event ID bits, its ITT at 0x8_0000_0100, the next device 3 on.
+        let d = Dte {
+            next: 3,
+            itt: 0x8_0000_0100,
+            bits: 14,
+        };
+        let e = d.encode();
+        assert_eq!(
+            e,
+            (1 << 63) | (3 << 49) | ((0x8_0000_0100u64 >> 8) << 5) | 13
+        );
+        assert_eq!(Dte::decode(e), Some(d));
+        assert_eq!(Dte::decode(e & !ENTRY_VALID), None);
+        assert_eq!(ite_encode(2, 8192, 5), (2 << 48) | (8192 << 16) | 5);
+        assert_eq!(ite_decode(ite_encode(2, 8192, 5)), (2, 8192, 5));
+        let c = cte_encode(COLLECTION_NOT_MAPPED, 7);
+        assert_eq!(c, (1 << 63) | (0xffff_ffffu64 << 16) | 7);
+        assert_eq!(cte_decode(c), Some((COLLECTION_NOT_MAPPED, 7)));
+        assert_eq!(cte_decode(0), None);
+        assert_eq!(
+            table_extent(baser_reset(1) | 0x1234_0000 | 1),
+            (0x1234_0000, 0x2_0000)
+        );
+    }
 
     #[test]
     fn typer_and_ids() {

@@ -3981,6 +3981,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("vgic_spi", vgic_spi),
         ("vgic_its_device", its::vgic_its_device),
         ("vgic_its_lpi", its::vgic_its_lpi),
+        ("vgic_its_save_restore", its::vgic_its_save_restore),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
         ("dirty_log", dirty_log),
         ("hidden_tlbi_os", hidden_tlbi_os),

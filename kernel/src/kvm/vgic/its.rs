@@ -2,7 +2,8 @@
 //! arch/arm64/kvm/vgic/vgic-its.c): the device's attributes (its frame's address, the
 //! controls, the GITS_* registers for a VMM's save and restore), the frame the guest reaches
 //! on stage-2 faults, and MSIs (KVM_SIGNAL_MSI, MSI routes of irqfds) translated from a
-//! (DeviceID, EventID) to an LPI. The command queue is `cmd`; the register rules and the
+//! (DeviceID, EventID) to an LPI. The command queue is `cmd`, the tables' save and restore
+//! `tables`; the register rules and the
 //! command layout are `abi::uapi::kvm_vgic_its`; the LPIs themselves live with the vGIC's
 //! other interrupts (`irq`), the redistributors' LPI registers in `mmio`.
 //!
@@ -11,6 +12,7 @@
 //! the LPI property and pending tables) is only read and written with that lock dropped.
 
 mod cmd;
+mod tables;
 
 use super::irq::Irq;
 use super::Vgic;
@@ -447,8 +449,7 @@ impl ItsFile {
 
     /// GRP_CTRL (vgic_its_ctrl): INIT does nothing; the others need every vCPU idle (EBUSY).
     /// Saving writes the device, interrupt translation and collection tables in Linux's ABI
-    /// 0 layout; here only a table with nothing mapped is written, and restoring reads
-    /// nothing (not yet).
+    /// 0 layout, restoring reads them back (`tables`).
     fn ctrl(&self, attr: u64) -> SysResult<usize> {
         if attr == g::KVM_DEV_ARM_VGIC_CTRL_INIT {
             return Ok(0);
@@ -467,21 +468,15 @@ impl ItsFile {
                 Ok(0)
             }
             its::KVM_DEV_ARM_ITS_SAVE_TABLES | its::KVM_DEV_ARM_ITS_RESTORE_TABLES => {
-                let i = &v.its[self.n];
-                // What an empty ITS's save writes: the collection table's first entry
-                // invalid, when that table is valid and not full.
-                let coll = i.baser[1];
-                let empty = i.devices.is_empty() && i.collections.is_empty();
+                // Guest memory is reached with the vGIC's lock dropped; the vCPUs stay held.
                 drop(guard);
+                let r = if attr == its::KVM_DEV_ARM_ITS_SAVE_TABLES {
+                    tables::save(&self.vm, self.n)
+                } else {
+                    tables::restore(&self.vm, self.n)
+                };
                 drop(guards);
-                if attr == its::KVM_DEV_ARM_ITS_SAVE_TABLES && empty && coll & its::BASER_VALID != 0
-                {
-                    let gpa = coll & 0x0000_ffff_ffff_f000;
-                    if !self.vm.write_guest(gpa, &[0; 8]) {
-                        return Err(Errno::EFAULT);
-                    }
-                }
-                Ok(0)
+                r.map(|()| 0)
             }
             _ => Err(Errno::ENXIO),
         }

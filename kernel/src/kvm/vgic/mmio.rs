@@ -23,8 +23,8 @@ pub enum Frame {
 
 const CTLR: u64 = 0x0;
 const TYPER: u64 = 0x4;
-const IIDR: u64 = 0x8;
-const TYPER2: u64 = 0xc;
+pub const GICD_IIDR: u64 = 0x8;
+pub const GICD_TYPER2: u64 = 0xc;
 const IGROUPR: u64 = 0x080;
 const ISENABLER: u64 = 0x100;
 const ICENABLER: u64 = 0x180;
@@ -137,8 +137,8 @@ impl Vgic {
                     | its::GICD_TYPER_LPIS,
             ),
             (Frame::Dist, TYPER) => Some(g::gicd_typer(nr_irqs)),
-            (Frame::Dist, IIDR) | (Frame::Rd(_), GICR_IIDR) => Some(g::KVM_GIC_IIDR),
-            (Frame::Dist, TYPER2) => Some(0),
+            (Frame::Dist, GICD_IIDR) | (Frame::Rd(_), GICR_IIDR) => Some(g::KVM_GIC_IIDR),
+            (Frame::Dist, GICD_TYPER2) => Some(0),
             (Frame::Dist, o) if (IROUTER..IROUTER + 8 * 1024).contains(&o) => {
                 let intid = (o - IROUTER) / 8;
                 let route = match self.bank_irq(frame, intid) {

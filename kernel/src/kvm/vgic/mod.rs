@@ -238,7 +238,14 @@ impl VgicFile {
                 mmio::Frame::Sgi(vcpu)
             }
         };
-        if !v.cfg.initialized {
+        // GICD_IIDR and GICD_TYPER2 are the VMM's to choose before INIT
+        // (reg_allowed_pre_init).
+        let pre_init = frame == mmio::Frame::Dist
+            && matches!(
+                frame_off(frame, a.attr),
+                mmio::GICD_IIDR | mmio::GICD_TYPER2
+            );
+        if !v.cfg.initialized && !pre_init {
             return Err(Errno::EBUSY);
         }
         Ok(frame)
@@ -477,7 +484,15 @@ impl VgicFile {
             (g::KVM_DEV_ARM_VGIC_GRP_DIST_REGS | g::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS, _) => {
                 let frame = self.regs_frame(v, a)?;
                 let val = UserPtr::<u32>::new(a.addr as usize).read()?;
-                if !v.write32(frame, frame_off(frame, a.attr), val) {
+                let off = frame_off(frame, a.attr);
+                // GICD_TYPER2 is read-only to the guest; the VMM may only write back what it
+                // reads (vgic_mmio_uaccess_write_v3_misc).
+                if frame == mmio::Frame::Dist && off == mmio::GICD_TYPER2 {
+                    let cur = v.read32(frame, off).unwrap_or(0);
+                    g::typer2_uaccess_write(cur, val, v.cfg.initialized)?;
+                    return Ok(0);
+                }
+                if !v.write32(frame, off, val) {
                     return Err(Errno::ENXIO);
                 }
                 Ok(0)

@@ -374,3 +374,143 @@ pub fn vgic_its_lpi() -> TestResult {
     let _ = sys::munmap(mem as usize, TABLES_SIZE);
     Ok(())
 }
+
+/// Reads or writes the 8-byte entry at `gpa` of the tables' slot at `mem`.
+fn entry(mem: *mut u8, gpa: u64) -> u64 {
+    // SAFETY: inside the TABLES_SIZE mapping; no vCPU runs.
+    unsafe { (mem.add((gpa - TABLES) as usize) as *const u64).read_volatile() }
+}
+fn put_entry(mem: *mut u8, gpa: u64, val: u64) {
+    // SAFETY: as `entry`.
+    unsafe { (mem.add((gpa - TABLES) as usize) as *mut u64).write_volatile(val) };
+}
+
+/// KVM_DEV_ARM_ITS_SAVE_TABLES and _RESTORE_TABLES (Linux's ABI 0,
+/// Documentation/virt/kvm/devices/arm-vgic-its.rst): a device with two events mapped and a
+/// collection are saved as a device table entry, two ITT entries chained by their distance
+/// and a collection entry followed by an invalid one, nothing else written; after a reset and
+/// the BASERs written back, a restore brings the translations back (the MSIs reach their
+/// LPIs again); a restore over existing collections is EEXIST, bad entries are EINVAL.
+pub fn vgic_its_save_restore() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(kvm, code!(guest_spi, guest_spi_end)));
+    let mem = t!(sys::mmap_anon(TABLES_SIZE)) as *mut u8;
+    t!(set_region(
+        g.vm,
+        &KvmUserspaceMemoryRegion {
+            slot: 1,
+            flags: 0,
+            guest_phys_addr: TABLES,
+            memory_size: TABLES_SIZE as u64,
+            userspace_addr: mem as u64,
+        }
+    ));
+    // LPIs 8192 and 8193 enabled.
+    // SAFETY: inside the mapping.
+    unsafe {
+        mem.write_volatile(0xa1);
+        mem.add(1).write_volatile(0xa1);
+    }
+    let gic = t!(create(g.vm, v::KVM_DEV_TYPE_ARM_VGIC_V3, 0));
+    let itsfd = t!(create(g.vm, its::KVM_DEV_TYPE_ARM_VGIC_ITS, 0));
+    t!(set_u64(
+        itsfd,
+        v::KVM_DEV_ARM_VGIC_GRP_ADDR,
+        its::KVM_VGIC_ITS_ADDR_TYPE,
+        ITS_BASE
+    ));
+    t!(place_vgic(gic, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0x80a_0000));
+    t!(init_vgic(gic));
+    let rd = v::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS;
+    t!(set_u32(gic, rd, its::GICR_PROPBASER, PROP as u32 | 13));
+    t!(set_u32(gic, rd, its::GICR_PENDBASER, PEND as u32));
+    t!(set_u32(gic, rd, 0, its::GICR_CTLR_ENABLE_LPIS));
+    let valid = its::BASER_VALID;
+    let bases = |fd: i32| -> SysResult {
+        set_reg(fd, its::GITS_BASER, valid | DEVT)?;
+        set_reg(fd, its::GITS_BASER + 8, valid | COLLT)?;
+        set_reg(fd, its::GITS_CBASER, valid | CMDQ | 15)
+    };
+    t!(bases(itsfd));
+    // MAPD device 1 (4 event ID bits), MAPC collection 0 to vCPU 0, MAPTI events 3 and 5
+    // to LPIs 8192 and 8193, SYNC.
+    put_cmd(mem, 0, [0x08 | 1 << 32, 3, valid | ITT, 0]);
+    put_cmd(mem, 1, [0x09, 0, valid, 0]);
+    put_cmd(mem, 2, [0x0a | 1 << 32, 3 | 8192 << 32, 0, 0]);
+    put_cmd(mem, 3, [0x0a | 1 << 32, 5 | 8193 << 32, 0, 0]);
+    put_cmd(mem, 4, [0x05, 0, 0, 0]);
+    t!(set_reg(itsfd, its::GITS_CTLR, 1));
+    t!(set_reg(itsfd, its::GITS_CWRITER, 5 * 32));
+    check_eq!(get_reg(itsfd, its::GITS_CREADR), Ok(5 * 32), "all done");
+    let db = ITS_BASE + its::GITS_TRANSLATER;
+    let dev = its::KVM_MSI_VALID_DEVID;
+    check_eq!(msi(g.vm, db, 1, 3, dev), Ok(1), "mapped before the save");
+
+    // What the save may not touch.
+    // (bit 63 clear: read back as invalid entries)
+    const POISON: u64 = 0x1ead_beef_dead_beef;
+    for gpa in [DEVT, DEVT + 16, ITT + 4 * 8, COLLT + 8, COLLT + 16] {
+        put_entry(mem, gpa, POISON);
+    }
+    let ctrl = v::KVM_DEV_ARM_VGIC_GRP_CTRL;
+    let ctl = |fd: i32, a: u64| dev_attr(fd, k::KVM_SET_DEVICE_ATTR, ctrl, a, 0);
+    t!(ctl(itsfd, its::KVM_DEV_ARM_ITS_SAVE_TABLES));
+    // Device 1: valid, no next device, the ITT's address bits 48:8 at 48:5, 4 bits less one.
+    check_eq!(entry(mem, DEVT + 8), valid | (ITT >> 8) << 5 | 3, "DTE 1");
+    check_eq!(entry(mem, DEVT), POISON, "DTE 0 untouched");
+    check_eq!(entry(mem, DEVT + 16), POISON, "DTE 2 untouched");
+    // Event 3: the next valid event 2 on, LPI 8192, collection 0; event 5: the last.
+    check_eq!(entry(mem, ITT + 3 * 8), 2 << 48 | 8192 << 16, "ITE 3");
+    check_eq!(entry(mem, ITT + 5 * 8), 8193 << 16, "ITE 5");
+    check_eq!(entry(mem, ITT + 4 * 8), POISON, "ITE 4 untouched");
+    // Collection 0 on vCPU 0, then the table's end.
+    check_eq!(entry(mem, COLLT), valid, "CTE 0");
+    check_eq!(entry(mem, COLLT + 8), 0, "CTE 1: the end");
+    check_eq!(entry(mem, COLLT + 16), POISON, "CTE 2 untouched");
+
+    // A restore over the collections still there.
+    check_eq!(
+        ctl(itsfd, its::KVM_DEV_ARM_ITS_RESTORE_TABLES),
+        Err(EEXIST),
+        "collection 0 exists"
+    );
+    // Reset, the registers back, the tables back: the translations work again.
+    let restore = |fd: i32| -> SysResult {
+        ctl(fd, its::KVM_DEV_ARM_ITS_CTRL_RESET)?;
+        bases(fd)?;
+        ctl(fd, its::KVM_DEV_ARM_ITS_RESTORE_TABLES)
+    };
+    t!(restore(itsfd));
+    t!(set_reg(itsfd, its::GITS_CTLR, 1));
+    check_eq!(msi(g.vm, db, 1, 3, dev), Ok(1), "event 3 restored");
+    check_eq!(msi(g.vm, db, 1, 5, dev), Ok(1), "event 5 restored");
+    check_eq!(msi(g.vm, db, 1, 4, dev), Ok(0), "event 4 was never mapped");
+
+    // Bad entries (vgic_its_restore_cte, _dte, _ite): each fails the restore.
+    let cte0 = entry(mem, COLLT);
+    put_entry(mem, COLLT, valid | 7 << 16);
+    check_eq!(restore(itsfd), Err(EINVAL), "a collection on vCPU 7");
+    put_entry(mem, COLLT, cte0);
+    let dte1 = entry(mem, DEVT + 8);
+    put_entry(mem, DEVT + 8, (dte1 & !0x1f) | 16);
+    check_eq!(restore(itsfd), Err(EINVAL), "17 event ID bits");
+    put_entry(mem, DEVT + 8, dte1);
+    let ite5 = entry(mem, ITT + 5 * 8);
+    put_entry(mem, ITT + 5 * 8, 100 << 16);
+    check_eq!(restore(itsfd), Err(EINVAL), "LPI 100");
+    put_entry(mem, ITT + 5 * 8, 8193 << 16 | 9);
+    check_eq!(restore(itsfd), Err(EINVAL), "no collection 9");
+    put_entry(mem, ITT + 5 * 8, ite5);
+    // A failed restore leaves no collections behind: this one works.
+    t!(restore(itsfd));
+    t!(set_reg(itsfd, its::GITS_CTLR, 1));
+    check_eq!(
+        msi(g.vm, db, 1, 5, dev),
+        Ok(1),
+        "restored after the failures"
+    );
+    t!(sys::close(itsfd));
+    t!(sys::close(gic));
+    let _ = sys::munmap(mem as usize, TABLES_SIZE);
+    Ok(())
+}
