@@ -227,8 +227,19 @@ static enum outcome run(const char *dir, const char *prog, int timeout, int *sta
 				open_pipe = 0;
 		}
 	}
-	// Whatever it started and left behind goes too.
+	// Whatever it started and left behind goes too. What is already in the pipe is still
+	// the program's output: on a slow console (a guest inside a guest) the program can end
+	// with much of it unread, more than the second above takes to write out.
 	kill(-pid, SIGKILL);
+	while (open_pipe) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		if (poll(&pfd, 1, 0) <= 0)
+			break;
+		ssize_t got = read(p[0], buf, sizeof(buf));
+		if (got <= 0)
+			break;
+		nest_feed(&n, buf, (size_t)got);
+	}
 	nest_flush(&n);
 	close(p[0]);
 	int dummy;
