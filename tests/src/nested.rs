@@ -57,7 +57,16 @@ pub fn guest_run(
     if linux {
         cmd.arg("--linux");
     }
-    Some(run_command(&mut cmd, timeout))
+    // Timed once the boots before it have ended, so the number is this boot's alone.
+    let t0 = std::time::Instant::now();
+    let r = run_command(&mut cmd, timeout);
+    eprintln!(
+        "--guest {vmm} on {}: {:.1} s, status {:?}",
+        if linux { "Linux" } else { "Svelt" },
+        t0.elapsed().as_secs_f64(),
+        r.status
+    );
+    Some(r)
 }
 
 /// The run printed a line starting with each of `want`, and its status is 0.
