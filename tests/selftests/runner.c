@@ -230,8 +230,10 @@ static enum outcome run(const char *dir, const char *prog, int timeout, int *sta
 	// Whatever it started and left behind goes too. What is already in the pipe is still
 	// the program's output: on a slow console (a guest inside a guest) the program can end
 	// with much of it unread, more than the second above takes to write out.
+	// (At most 1 MiB: a writer outside the group could keep the pipe full.)
 	kill(-pid, SIGKILL);
-	while (open_pipe) {
+	size_t left = 1 << 20;
+	while (open_pipe && left >= sizeof(buf)) {
 		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
 		if (poll(&pfd, 1, 0) <= 0)
 			break;
@@ -239,6 +241,7 @@ static enum outcome run(const char *dir, const char *prog, int timeout, int *sta
 		if (got <= 0)
 			break;
 		nest_feed(&n, buf, (size_t)got);
+		left -= (size_t)got;
 	}
 	nest_flush(&n);
 	close(p[0]);
