@@ -231,8 +231,21 @@ static enum outcome run(const char *dir, const char *prog, int timeout, int *sta
 				open_pipe = 0;
 		}
 	}
-	// Whatever it started and left behind goes too.
+	// Whatever it started and left behind goes too. What is still in the pipe then (after a
+	// time-out, or the minute's limit above) is the program's output as well: it is printed.
+	// (At most 1 MiB: a writer outside the group could keep the pipe full.)
 	kill(-pid, SIGKILL);
+	size_t left = 1 << 20;
+	while (open_pipe && left >= sizeof(buf)) {
+		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		if (poll(&pfd, 1, 0) <= 0)
+			break;
+		ssize_t got = read(p[0], buf, sizeof(buf));
+		if (got <= 0)
+			break;
+		nest_feed(&n, buf, (size_t)got);
+		left -= (size_t)got;
+	}
 	nest_flush(&n);
 	close(p[0]);
 	int dummy;

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use svelt_tests::kselftest::{self, Known, Outcome, Selection};
+use svelt_tests::kselftest::{self, Known, Outcome};
 use svelt_tests::nested::{self, check_lines, Vmm};
 use svelt_tests::{root, Config, Qemu, Run};
 
@@ -115,15 +115,6 @@ fn userland_inside_a_guest() {
 
 // ---- Linux's arm64 selftests inside SME guests, against bare Linux (issue 29) ----
 
-/// The host tests' archive of Linux's arm64 fp/, signal/, abi/ and gcs/ selftests
-/// (tests/tests/kselftests.rs builds the same one; it is cached under target/selftests/).
-const SELFTESTS: Selection = Selection {
-    name: "kselftests",
-    subtargets: "fp signal abi gcs",
-    only: "",
-    extra: "zt-ptrace",
-};
-
 /// One guest configuration: the VMM's options for the guest (QEMU 11.1's CPU at its default,
 /// SVE 16..256 and SME 16..256 with FA64 and SME2, under Svelt), and the bare CPU Linux runs on
 /// as the reference, with the same vector lengths and SME features.
@@ -207,7 +198,7 @@ const GUEST_KNOWN: &[Known] = &[
 ];
 
 fn selftests_in_guest_match_bare_linux(case: &GuestCase) {
-    let Some(archive) = kselftest::archive(&SELFTESTS) else {
+    let Some(archive) = kselftest::archive(&nested::SELFTESTS) else {
         return;
     };
     let archive = archive.to_str().unwrap().to_string();
@@ -241,46 +232,10 @@ fn selftests_in_guest_match_bare_linux(case: &GuestCase) {
         mem: Some("2G".into()),
         ..Config::default()
     };
-    let Some(linux) = kselftest::run(std::path::Path::new(&archive), &bare, true) else {
+    let Some(linux) = nested::bare_run(std::path::Path::new(&archive), &bare) else {
         return;
     };
-    // Both consoles, for reading a difference: target/vmm-selftests/CASE.{guest,linux}.log.
-    let dir = root().join("target/vmm-selftests");
-    let _ = std::fs::create_dir_all(&dir);
-    let stem = what.replace([' ', ','], "-");
-    let _ = std::fs::write(dir.join(format!("{stem}.guest.log")), &guest.output);
-    let _ = std::fs::write(dir.join(format!("{stem}.linux.log")), &linux.output);
-    let (g, l) = (
-        kselftest::outcomes(&guest.output),
-        kselftest::outcomes(&linux.output),
-    );
-    eprintln!(
-        "{what}: guest under Svelt | bare Linux\n{}",
-        kselftest::table(&g, &l)
-    );
-    let diffs = kselftest::differences(&g, &l);
-    let sorted = kselftest::sort_out("guest", &diffs, GUEST_KNOWN);
-    assert!(
-        sorted.unexpected.is_empty(),
-        "{what}: the guest's selftests end otherwise than bare Linux's:\n{}",
-        sorted
-            .unexpected
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    assert!(
-        sorted.gone.is_empty(),
-        "{what}: GUEST_KNOWN entries that no longer differ:\n{}",
-        sorted.gone.join("\n")
-    );
-    assert!(
-        g.len() == l.len() && g.len() >= 50,
-        "{what}: {} programs in the guest, {} bare",
-        g.len(),
-        l.len()
-    );
+    nested::assert_guest_matches_bare(what, "guest", &guest, &linux, GUEST_KNOWN);
 }
 
 fn full() -> bool {
