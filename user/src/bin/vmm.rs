@@ -272,8 +272,8 @@ static mut LINE: [u8; 128] = [0; 128];
 
 /// Serialises IMSC writes with the KVM_IRQ_LINE calls they cause: two vCPUs writing IMSC at once
 /// could otherwise issue their calls in the other order than their levels were decided, leaving
-/// the line low while TX is unmasked (the guest's driver then waits for a TX interrupt that never
-/// comes, and its console output stalls until the tty discards it at close).
+/// the line low while TX is unmasked (the guest's driver would then wait for a TX interrupt
+/// that never comes).
 static UART_IRQ_LOCK: AtomicBool = AtomicBool::new(false);
 
 /// Writes IMSC and raises or lowers the UART's SPI when its masked status changes.
