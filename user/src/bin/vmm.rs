@@ -448,6 +448,12 @@ fn boot(o: &Options) -> Result<(), String> {
     let kvm = open_kvm()?;
     let sme = check_sme(kvm, o)?;
     let sve_cap = ioctl(kvm, k::KVM_CHECK_EXTENSION, ksve::KVM_CAP_ARM_SVE as usize) == Ok(1);
+    let pauth_cap = [
+        k::KVM_CAP_ARM_PTRAUTH_ADDRESS,
+        k::KVM_CAP_ARM_PTRAUTH_GENERIC,
+    ]
+    .iter()
+    .all(|&c| ioctl(kvm, k::KVM_CHECK_EXTENSION, c as usize) == Ok(1));
     if o.sve_vls.is_some() && !sve_cap {
         return Err(String::from(
             "--sve-vls: this kernel's KVM offers no SVE to guests",
@@ -527,6 +533,11 @@ fn boot(o: &Options) -> Result<(), String> {
         }
         if sme {
             init.features[0] |= 1 << ksme::KVM_ARM_VCPU_SME;
+        }
+        // Pointer authentication wherever KVM offers it, as QEMU's `-cpu host` asks.
+        if pauth_cap {
+            init.features[0] |=
+                1 << k::KVM_ARM_VCPU_PTRAUTH_ADDRESS | 1 << k::KVM_ARM_VCPU_PTRAUTH_GENERIC;
         }
         ioctl(fd, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize)
             .map_err(|e| format!("KVM_ARM_VCPU_INIT {i}: {e:?}"))?;
