@@ -544,6 +544,13 @@ impl Guest {
         Guest::with_features(kvm, code, 0)
     }
 
+    /// A guest of a VM on a /dev/kvm of its own (another VM beside a test's first), with
+    /// these vCPU features besides PSCI 0.2.
+    fn another(code: &[u8], features: u32) -> Result<Guest, String> {
+        let kvm = t!(open_kvm()).ok_or("no /dev/kvm")?;
+        Guest::with_features(kvm, code, features)
+    }
+
     /// The same with these vCPU features besides PSCI 0.2.
     fn with_features(kvm: i32, code: &[u8], features: u32) -> Result<Guest, String> {
         let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
@@ -3426,11 +3433,7 @@ fn pauth_for_guests() -> TestResult {
     t!(r);
     // With them.
     let (ptr, modifier, guest_key) = (0x0000_0000_1234_5670u64, 0x42u64, 0x5eed_f00d_u64);
-    let g = t!(Guest::with_features(
-        t!(open_kvm()).ok_or("no /dev/kvm")?,
-        code!(guest_pauth, guest_pauth_end),
-        both
-    ));
+    let g = t!(Guest::another(code!(guest_pauth, guest_pauth_end), both));
     check!(
         t!(get_reg(g.vcpu, ISAR1)) as u64 & k::ISAR1_PAUTH != 0
             || t!(get_reg(g.vcpu, ISAR2)) as u64 & k::ISAR2_PAUTH != 0,
@@ -3472,11 +3475,7 @@ fn pauth_for_guests() -> TestResult {
         "the key the guest wrote"
     );
     // Another VM's vCPU, other keys, run by this thread right after.
-    let other = t!(Guest::with_features(
-        t!(open_kvm()).ok_or("no /dev/kvm")?,
-        code!(guest_pauth, guest_pauth_end),
-        both
-    ));
+    let other = t!(Guest::another(code!(guest_pauth, guest_pauth_end), both));
     for (id, v) in [
         (apia_lo, 0x9999),
         (apia_hi, 0x8888),
@@ -3543,10 +3542,7 @@ fn fpmr_guest() -> TestResult {
     );
     // Another VM's vCPU, run by the same thread right after: it reads its own FPMR (0 after
     // init), not the value the first guest left.
-    let other = t!(Guest::new(
-        t!(open_kvm()).ok_or("no /dev/kvm")?,
-        code!(guest_fpmr, guest_fpmr_end)
-    ));
+    let other = t!(Guest::another(code!(guest_fpmr, guest_fpmr_end), 0));
     check_eq!(
         other.run_to_mmio(),
         Ok((MMIO, 0, 8, true)),

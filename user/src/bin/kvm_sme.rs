@@ -822,44 +822,64 @@ fn with_host_za<R>(pattern: &[u8], run: impl FnOnce() -> R) -> (R, bool) {
     (r, host.chunks(svl).all(|row| row == &pattern[..svl]))
 }
 
+/// A fresh VM running `guest_first` with SME finalized (ZT0 on where the host has SME2) and
+/// `pattern` for it to load after its first-use dump.
+fn first_use_guest(kvm: i32, pattern: &[u8]) -> Result<Guest, String> {
+    let sme2 = svelt_user::sme::has_sme2();
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_first, guest_first_end),
+        SME_BIT
+    ));
+    let smcr = 0x1ff | if sme2 { SMCR_EZT0 } else { 0 };
+    t!(g.finalize_sme(None, Some(smcr)));
+    t!(g.set_x(9, sme2 as u64));
+    g.write_ram(PATTERN, pattern);
+    Ok(g)
+}
+
+/// After `guest_first`'s first exit: its dump of streaming Z0, P0, ZA and ZT0 at its first SME
+/// use is all zero. Returns its SVL.
+fn zero_at_first_use(g: &Guest) -> Result<usize, String> {
+    let svl = t!(g.x(4)) as usize;
+    check!(
+        g.ram(DUMP, svl).iter().all(|&x| x == 0),
+        "streaming Z0 at first use"
+    );
+    check!(
+        g.ram(DUMP + 0x100, svl / 8).iter().all(|&x| x == 0),
+        "P0 at first use"
+    );
+    check!(
+        g.ram(DUMP + 0x1000, svl * svl).iter().all(|&x| x == 0),
+        "ZA at first use"
+    );
+    if svelt_user::sme::has_sme2() {
+        check!(
+            g.ram(DUMP + 0x200, 64).iter().all(|&x| x == 0),
+            "ZT0 at first use"
+        );
+    }
+    Ok(svl)
+}
+
 /// A guest's first SME use reads zero, with the VMM's own ZA full and another guest's ZA and
 /// ZT0 left full before it; the VMM gets its own ZA back, never a guest's.
 fn first_use_and_no_leaks() -> TestResult {
     let kvm = sme_kvm!();
-    let sme2 = svelt_user::sme::has_sme2();
     let guest_pattern: Vec<u8> = (0..256).map(|i| 0xa0 ^ i as u8).collect();
     let host_pattern: Vec<u8> = (0..256).map(|i| 0x3c ^ (i as u8).wrapping_mul(7)).collect();
     for round in 0..2 {
-        let g = t!(Guest::new(
-            kvm,
-            code!(guest_first, guest_first_end),
-            SME_BIT
-        ));
-        let smcr = 0x1ff | if sme2 { SMCR_EZT0 } else { 0 };
-        t!(g.finalize_sme(None, Some(smcr)));
-        t!(g.set_x(9, sme2 as u64));
-        g.write_ram(PATTERN, &guest_pattern);
+        let g = first_use_guest(kvm, &guest_pattern)?;
         // The VMM's own ZA is live across KVM_RUN (syscalls keep ZA).
         let (r, vmm_za_kept) = with_host_za(&host_pattern, || g.run_to_mmio());
         r?;
-        let svl = t!(g.x(4)) as usize;
         check!(
             vmm_za_kept,
             "round {round}: the VMM's ZA changed across KVM_RUN"
         );
         check_eq!(t!(g.x(5)), 3, "SVCR after SMSTART");
-        check!(
-            g.ram(DUMP, svl).iter().all(|&x| x == 0),
-            "round {round}: streaming Z0 at first use"
-        );
-        check!(g.ram(DUMP + 0x100, svl / 8).iter().all(|&x| x == 0));
-        check!(
-            g.ram(DUMP + 0x1000, svl * svl).iter().all(|&x| x == 0),
-            "round {round}: ZA at first use"
-        );
-        if sme2 {
-            check!(g.ram(DUMP + 0x200, 64).iter().all(|&x| x == 0), "ZT0");
-        }
+        let svl = zero_at_first_use(&g).map_err(|e| format!("round {round}: {e}"))?;
         // The guest fills ZA (and ZT0) and exits with them live; the VMM's ZA is its own.
         let (r, vmm_za_kept) = with_host_za(&host_pattern, || g.run_to_mmio());
         r?;
@@ -1078,32 +1098,9 @@ fn za_stays_apart_across_switches() -> TestResult {
 /// zero; it then loads its ZA (and ZT0) from `pattern` and spins with them live. Returns the
 /// guest and its SVL.
 fn za_guest_start(kvm: i32, pattern: &[u8]) -> Result<(Guest, usize), String> {
-    let sme2 = svelt_user::sme::has_sme2();
-    let g = t!(Guest::new(
-        kvm,
-        code!(guest_first, guest_first_end),
-        SME_BIT
-    ));
-    let smcr = 0x1ff | if sme2 { SMCR_EZT0 } else { 0 };
-    t!(g.finalize_sme(None, Some(smcr)));
-    t!(g.set_x(9, sme2 as u64));
-    g.write_ram(PATTERN, pattern);
+    let g = first_use_guest(kvm, pattern)?;
     g.run_to_mmio()?;
-    let svl = t!(g.x(4)) as usize;
-    check!(
-        g.ram(DUMP, svl).iter().all(|&x| x == 0),
-        "streaming Z0 at first use"
-    );
-    check!(
-        g.ram(DUMP + 0x1000, svl * svl).iter().all(|&x| x == 0),
-        "ZA at first use"
-    );
-    if sme2 {
-        check!(
-            g.ram(DUMP + 0x200, 64).iter().all(|&x| x == 0),
-            "ZT0 at first use"
-        );
-    }
+    let svl = zero_at_first_use(&g)?;
     g.run_to_mmio()?;
     Ok((g, svl))
 }

@@ -276,13 +276,10 @@ fn put_cmd(mem: *mut u8, n: usize, w: [u64; 4]) {
     }
 }
 
-/// An LPI end to end: the VMM places the LPI tables (GICR_PROPBASER, PENDBASER, EnableLPIs)
-/// and the ITS's (device and collection tables, command queue), queues MAPD, MAPC and
-/// MAPTI and moves GITS_CWRITER, which the ITS works through; KVM_SIGNAL_MSI then makes LPI
-/// 8192 pending (1), an unmapped event or device is dropped (0), and the guest acknowledges
-/// INTID 8192. DISCARD unmaps the event.
-pub fn vgic_its_lpi() -> TestResult {
-    let kvm = kvm!();
+/// A guest (`guest_spi`) with the tables' slot at TABLES, an initialised vGICv3 with its
+/// redistributors at 0x80a_0000 and an ITS at ITS_BASE: the guest, the slot's memory, the
+/// vGIC's and the ITS's fds.
+fn its_guest(kvm: i32) -> Result<(Guest, *mut u8, i32, i32), String> {
     let g = t!(Guest::new(kvm, code!(guest_spi, guest_spi_end)));
     let mem = t!(sys::mmap_anon(TABLES_SIZE)) as *mut u8;
     t!(set_region(
@@ -295,9 +292,6 @@ pub fn vgic_its_lpi() -> TestResult {
             userspace_addr: mem as u64,
         }
     ));
-    // LPI 8192: priority 0xa0, enabled.
-    // SAFETY: inside the mapping.
-    unsafe { mem.write_volatile(0xa1) };
     let gic = t!(create(g.vm, v::KVM_DEV_TYPE_ARM_VGIC_V3, 0));
     let itsfd = t!(create(g.vm, its::KVM_DEV_TYPE_ARM_VGIC_ITS, 0));
     t!(set_u64(
@@ -308,6 +302,20 @@ pub fn vgic_its_lpi() -> TestResult {
     ));
     t!(place_vgic(gic, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0x80a_0000));
     t!(init_vgic(gic));
+    Ok((g, mem, gic, itsfd))
+}
+
+/// An LPI end to end: the VMM places the LPI tables (GICR_PROPBASER, PENDBASER, EnableLPIs)
+/// and the ITS's (device and collection tables, command queue), queues MAPD, MAPC and
+/// MAPTI and moves GITS_CWRITER, which the ITS works through; KVM_SIGNAL_MSI then makes LPI
+/// 8192 pending (1), an unmapped event or device is dropped (0), and the guest acknowledges
+/// INTID 8192. DISCARD unmaps the event.
+pub fn vgic_its_lpi() -> TestResult {
+    let kvm = kvm!();
+    let (g, mem, gic, itsfd) = its_guest(kvm)?;
+    // LPI 8192: priority 0xa0, enabled.
+    // SAFETY: inside the mapping.
+    unsafe { mem.write_volatile(0xa1) };
     let rd = v::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS;
     // 14 INTID bits, then vCPU 0's pending table.
     t!(set_u32(gic, rd, its::GICR_PROPBASER, PROP as u32 | 13));
@@ -393,34 +401,13 @@ fn put_entry(mem: *mut u8, gpa: u64, val: u64) {
 /// LPIs again); a restore over existing collections is EEXIST, bad entries are EINVAL.
 pub fn vgic_its_save_restore() -> TestResult {
     let kvm = kvm!();
-    let g = t!(Guest::new(kvm, code!(guest_spi, guest_spi_end)));
-    let mem = t!(sys::mmap_anon(TABLES_SIZE)) as *mut u8;
-    t!(set_region(
-        g.vm,
-        &KvmUserspaceMemoryRegion {
-            slot: 1,
-            flags: 0,
-            guest_phys_addr: TABLES,
-            memory_size: TABLES_SIZE as u64,
-            userspace_addr: mem as u64,
-        }
-    ));
+    let (g, mem, gic, itsfd) = its_guest(kvm)?;
     // LPIs 8192 and 8193 enabled.
     // SAFETY: inside the mapping.
     unsafe {
         mem.write_volatile(0xa1);
         mem.add(1).write_volatile(0xa1);
     }
-    let gic = t!(create(g.vm, v::KVM_DEV_TYPE_ARM_VGIC_V3, 0));
-    let itsfd = t!(create(g.vm, its::KVM_DEV_TYPE_ARM_VGIC_ITS, 0));
-    t!(set_u64(
-        itsfd,
-        v::KVM_DEV_ARM_VGIC_GRP_ADDR,
-        its::KVM_VGIC_ITS_ADDR_TYPE,
-        ITS_BASE
-    ));
-    t!(place_vgic(gic, v::KVM_VGIC_V3_ADDR_TYPE_REDIST, 0x80a_0000));
-    t!(init_vgic(gic));
     let rd = v::KVM_DEV_ARM_VGIC_GRP_REDIST_REGS;
     t!(set_u32(gic, rd, its::GICR_PROPBASER, PROP as u32 | 13));
     t!(set_u32(gic, rd, its::GICR_PENDBASER, PEND as u32));
