@@ -1401,7 +1401,7 @@ fn keep(locs: &mut Locs, i: usize, magic: u32, off: u32, size: usize) -> Result<
 mod deliver;
 pub use deliver::{Delivery, Records, VecRecord, WriteAt};
 mod inplace;
-pub use inplace::{parse_in_place, FpsimdBytes, InPlace};
+pub use inplace::{parse_in_place, FpsimdBytes, InPlace, REGS_PC_SIZE};
 
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,8 @@ use crate::process::{CurrentTask, Thread};
 use svelt_abi::fp::sigframe as sf;
 use svelt_abi::uapi::errno::Errno;
 use svelt_abi::uapi::signal::{self as sig, Sigset};
+use svelt_abi::util::bytes::get_u64;
+use zerocopy::IntoBytes;
 
 fn user_regs(tf: &TrapFrame) -> sf::UserRegs {
     sf::UserRegs {
@@ -228,10 +230,12 @@ fn sigreturn_in_place(
     ) else {
         return false;
     };
-    tf.x = q.regs.regs;
-    tf.sp_el0 = q.regs.sp;
-    tf.elr = q.regs.pc;
-    tf.spsr = q.regs.pstate;
+    // x0-x30, SP and PC straight from the frame's bytes.
+    let (x, sp_pc) = q.regs.split_at(31 * 8);
+    tf.x.as_mut_bytes().copy_from_slice(x);
+    tf.sp_el0 = get_u64(sp_pc, 0);
+    tf.elr = get_u64(sp_pc, 8);
+    tf.spsr = q.pstate;
     // Saves what the frame does not replace (ZA without za_context, FPMR), then installs.
     crate::task::fpstate::for_sigreturn(t.core());
     crate::task::fpstate::from_sigreturn(t.core(), q.fpsimd, q.records);
