@@ -154,8 +154,12 @@ pub fn forced_user_pstate(pstate: u64) -> u64 {
 
 // ---- state carried in and out ----
 
-/// The user registers a frame saves and restores.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The user registers a frame saves and restores (`#[repr(C)]`: the kernel views its trap
+/// frame's first 34 words as one, without a copy).
+#[repr(C)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct UserRegs {
     pub regs: [u64; 31],
     pub sp: u64,
@@ -163,8 +167,10 @@ pub struct UserRegs {
     pub pstate: u64,
 }
 
-/// FPSIMD state as `fpsimd_context` holds it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// FPSIMD state as `fpsimd_context` holds it (`#[repr(C)]`: the kernel views a task's saved
+/// registers as one, without a copy).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, Immutable, KnownLayout)]
 pub struct FpsimdState {
     pub vregs: [u128; 32],
     pub fpsr: u32,
@@ -1401,7 +1407,7 @@ fn keep(locs: &mut Locs, i: usize, magic: u32, off: u32, size: usize) -> Result<
 mod deliver;
 pub use deliver::{Delivery, Records, VecRecord, WriteAt};
 mod inplace;
-pub use inplace::{parse_in_place, FpsimdBytes, InPlace};
+pub use inplace::{parse_in_place, FpsimdBytes, InPlace, REGS_PC_SIZE};
 
 #[cfg(test)]
 mod tests;

@@ -655,16 +655,20 @@ impl Siginfo {
     /// si_addr loses its top-byte tag, except a breakpoint's (TRAP_BRKPT), whose address bits
     /// are all reported, as they always were.
     pub fn tag_bits_hidden(mut self) -> Siginfo {
-        let signo = self.signo();
-        let fault = matches!(signo, SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP);
-        if fault
-            && (1..SI_KERNEL).contains(&self.code())
-            && !(signo == SIGTRAP && self.code() == TRAP_BRKPT)
-        {
+        if self.hides_tag_bits() {
             let a = crate::uapi::sys::untagged_addr(self.addr() as usize) as u64;
             put_u64(&mut self.0, 16, a);
         }
         self
+    }
+    /// Whether `tag_bits_hidden` may change this record (a kernel-generated fault other than a
+    /// breakpoint): delivery copies the record only then.
+    pub fn hides_tag_bits(&self) -> bool {
+        let signo = self.signo();
+        let fault = matches!(signo, SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP);
+        fault
+            && (1..SI_KERNEL).contains(&self.code())
+            && !(signo == SIGTRAP && self.code() == TRAP_BRKPT)
     }
     pub fn value(&self) -> u64 {
         get_u64(&self.0, 24)
@@ -704,6 +708,28 @@ pub fn sigqueueinfo_check(info: &Siginfo, to_self: bool) -> SysResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tag_bits_hidden_only_where_it_says() {
+        let tagged = 0x5a00_0000_1234_5678;
+        let cases = [
+            (Siginfo::fault(SIGSEGV, SEGV_MAPERR, tagged), true),
+            (Siginfo::fault(SIGTRAP, TRAP_BRKPT, tagged), false),
+            (Siginfo::fault(SIGSEGV, SI_KERNEL, tagged), false),
+            (Siginfo::tkill(SIGUSR1, 5, 0), false),
+        ];
+        for (info, hides) in cases {
+            assert_eq!(info.hides_tag_bits(), hides, "{info:?}");
+            // A record it does not hide comes back as it was.
+            assert_eq!(info.tag_bits_hidden() != info, hides, "{info:?}");
+        }
+        assert_eq!(
+            Siginfo::fault(SIGSEGV, SEGV_MAPERR, tagged)
+                .tag_bits_hidden()
+                .addr(),
+            0x1234_5678
+        );
+    }
 
     #[test]
     fn defaults() {

@@ -293,6 +293,9 @@ impl Delivery<'_> {
     /// too large for any frame, EINVAL when a payload overflows its record.
     pub fn write(&self, out: &mut WriteAt<'_>) -> Result<HandlerEntry, Errno> {
         let r = &self.records;
+        if r.heads_only() {
+            return self.write_heads_only(out);
+        }
         let end = r.place()?;
         let used = end.used + TERMINATOR_SIZE;
         let size = used.max(RT_SIGFRAME_SIZE).next_multiple_of(16);
@@ -316,32 +319,10 @@ impl Delivery<'_> {
             }
             None => (0, 0),
         };
-        let siginfo = self.action.sa_flags & SA_SIGINFO != 0;
-        let fp = self.fpsimd;
         let mut w = Pieces {
             out,
             base,
-            img: Image {
-                info: if siginfo {
-                    self.info.0
-                } else {
-                    [0; Siginfo::SIZE]
-                },
-                uc_flags: 0,
-                uc_link: 0,
-                uc_stack: self.uc_stack,
-                sigmask: self.sigmask.0,
-                sigmask_pad: [0; MCONTEXT_OFFSET - UC_SIGMASK_OFFSET - 8],
-                fault_address: self.fault_address,
-                regs: self.regs.regs,
-                sp: self.regs.sp,
-                pc: self.regs.pc,
-                pstate: self.regs.pstate,
-                mcontext_pad: 0,
-                fp_head: [FPSIMD_MAGIC, FPSIMD_CONTEXT_SIZE, fp.fpsr, fp.fpcr],
-                vregs: fp.vregs,
-                recs: [0; RECS],
-            },
+            img: self.image(),
             start: RECS_OFFSET,
             n: 0,
             place: Place::START,
@@ -397,6 +378,108 @@ impl Delivery<'_> {
             w.flush()?;
             (w.out)(base + size as u64, &rec).map_err(|_| Errno::EFAULT)?;
         }
+        Ok(entry)
+    }
+}
+
+impl Records<'_> {
+    /// Whether every record is a 16-byte head (no register payload, no gcs or zt record): the
+    /// usual frame of a task whose SVE and ZA state is not live. They always fit in
+    /// `__reserved` after fpsimd_context, so the frame is `RT_SIGFRAME_SIZE` bytes.
+    #[inline(always)]
+    fn heads_only(&self) -> bool {
+        self.gcs.is_none()
+            && self.zt0.is_none()
+            && self.sve.is_none_or(|v| v.payload.is_none())
+            && self.za.is_none_or(|v| v.payload.is_none())
+    }
+}
+
+/// The most records a frame of heads alone carries (esr, sve, tpidr2, za, fpmr, poe) and its
+/// terminator: they fit in the image's staging room and in `__reserved`.
+const HEADS_MAX: usize = 7 * 16;
+const _: () = assert!(HEADS_MAX <= RECS);
+const _: () = assert!(RECS_OFFSET + HEADS_MAX <= RT_SIGFRAME_SIZE);
+
+impl Delivery<'_> {
+    /// The frame's start up to fpsimd_context's end, filled; the staging room zero.
+    #[inline(always)]
+    fn image(&self) -> Image {
+        let fp = self.fpsimd;
+        Image {
+            info: if self.action.sa_flags & SA_SIGINFO != 0 {
+                self.info.0
+            } else {
+                [0; Siginfo::SIZE]
+            },
+            uc_flags: 0,
+            uc_link: 0,
+            uc_stack: self.uc_stack,
+            sigmask: self.sigmask.0,
+            sigmask_pad: [0; MCONTEXT_OFFSET - UC_SIGMASK_OFFSET - 8],
+            fault_address: self.fault_address,
+            regs: self.regs.regs,
+            sp: self.regs.sp,
+            pc: self.regs.pc,
+            pstate: self.regs.pstate,
+            mcontext_pad: 0,
+            fp_head: [FPSIMD_MAGIC, FPSIMD_CONTEXT_SIZE, fp.fpsr, fp.fpcr],
+            vregs: fp.vregs,
+            recs: [0; RECS],
+        }
+    }
+
+    /// `write` for a frame whose records are all heads (`Records::heads_only`): no layout
+    /// pass, the heads stored one after another behind fpsimd_context, the frame in one copy
+    /// and the frame record above it in another.
+    fn write_heads_only(&self, out: &mut WriteAt<'_>) -> Result<HandlerEntry, Errno> {
+        let r = &self.records;
+        let entry = handler_entry(
+            self.sp_top,
+            RT_SIGFRAME_SIZE,
+            self.signo,
+            self.action,
+            self.regs,
+            self.bti,
+            self.sigtramp,
+        )?;
+        let mut img = self.image();
+        let mut n = 0;
+        let mut head = |magic: u32, size: u32, value: u64| {
+            if let Some(h) = img.recs.get_mut(n..n + 16) {
+                put_u32(h, 0, magic);
+                put_u32(h, 4, size);
+                put_u64(h, 8, value);
+            }
+            n += 16;
+        };
+        let vec_value = |v: &VecRecord<'_>| u64::from(v.vl) | u64::from(v.flags) << 16;
+        if let Some(esr) = r.esr {
+            head(ESR_MAGIC, ESR_CONTEXT_SIZE, esr);
+        }
+        if let Some(v) = &r.sve {
+            head(SVE_MAGIC, SVE_CONTEXT_HEAD_SIZE, vec_value(v));
+        }
+        if let Some(v) = r.tpidr2 {
+            head(TPIDR2_MAGIC, TPIDR2_CONTEXT_SIZE, v);
+        }
+        if let Some(v) = &r.za {
+            head(ZA_MAGIC, SVE_CONTEXT_HEAD_SIZE, vec_value(v));
+        }
+        if let Some(v) = r.fpmr {
+            head(FPMR_MAGIC, FPMR_CONTEXT_SIZE, v);
+        }
+        if let Some(v) = r.poe {
+            head(POE_MAGIC, POE_CONTEXT_SIZE, v);
+        }
+        // The terminator: the staging room is zero.
+        n += 16;
+        let bytes = img.as_bytes().get(..RECS_OFFSET + n).ok_or(Errno::EINVAL)?;
+        (out)(entry.sp, bytes).map_err(|_| Errno::EFAULT)?;
+        let mut rec = [0u8; FRAME_RECORD_SIZE];
+        put_u64(&mut rec, 0, self.regs.regs[29]);
+        put_u64(&mut rec, 8, self.regs.regs[30]);
+        (out)(entry.x29, &rec).map_err(|_| Errno::EFAULT)?;
         Ok(entry)
     }
 }

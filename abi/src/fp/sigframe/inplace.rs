@@ -49,12 +49,34 @@ impl FpsimdBytes<'_> {
 pub struct InPlace<'a> {
     /// The restored mask, SIGKILL and SIGSTOP removed.
     pub sigmask: Sigset,
-    /// x0..x30, sp, pc and the sanitised PSTATE.
-    pub regs: UserRegs,
+    /// x0..x30, sp and pc as the frame holds them (little-endian, 8 bytes each): the kernel
+    /// copies them straight into its trap frame.
+    pub regs: &'a [u8; REGS_PC_SIZE],
+    /// The sanitised PSTATE.
+    pub pstate: u64,
     pub uc_stack: StackT,
     pub fpsimd: FpsimdBytes<'a>,
     /// Never `gcs` (frames with a gcs_context take the general path).
     pub records: FpRecords<'a>,
+}
+
+/// x0..x30, sp and pc: the bytes from `REGS_OFFSET` up to PSTATE.
+pub const REGS_PC_SIZE: usize = PSTATE_OFFSET - REGS_OFFSET;
+
+impl InPlace<'_> {
+    /// The registers as a `UserRegs` (what `parse_sigreturn` returns for the same frame).
+    pub fn user_regs(&self) -> UserRegs {
+        let mut r = UserRegs {
+            sp: get_u64(self.regs, SP_OFFSET - REGS_OFFSET),
+            pc: get_u64(self.regs, PC_OFFSET - REGS_OFFSET),
+            pstate: self.pstate,
+            ..UserRegs::default()
+        };
+        r.regs
+            .as_mut_bytes()
+            .copy_from_slice(&self.regs[..SP_OFFSET - REGS_OFFSET]);
+        r
+    }
 }
 
 /// Records met so far, one bit per kind (a second one is a duplicate).
@@ -191,8 +213,8 @@ pub fn parse_in_place<'a>(
     // path reads no further than the records, which only matters where it faults).
     read_user(sp, frame).ok()?;
     let frame: &'a [u8; RT_SIGFRAME_SIZE] = frame;
-    let (reg_bytes, rest) = frame[REGS_OFFSET..].split_at(SP_OFFSET - REGS_OFFSET);
-    let pstate = valid_user_pstate(get_u64(rest, PSTATE_OFFSET - SP_OFFSET))?;
+    let regs: &'a [u8; REGS_PC_SIZE] = frame[REGS_OFFSET..PSTATE_OFFSET].try_into().ok()?;
+    let pstate = valid_user_pstate(get_u64(frame, PSTATE_OFFSET))?;
     let mut w = Walk {
         f,
         task,
@@ -214,17 +236,11 @@ pub fn parse_in_place<'a>(
         let za_on = w.rec.za?.is_some();
         w.rec.zt0 = Some(zt_record(zt, za_on).ok()?);
     }
-    let mut regs = UserRegs {
-        sp: get_u64(rest, 0),
-        pc: get_u64(rest, PC_OFFSET - SP_OFFSET),
-        pstate,
-        ..UserRegs::default()
-    };
-    regs.regs.as_mut_bytes().copy_from_slice(reg_bytes);
     let (uc_stack, _) = StackT::read_from_prefix(&frame[UC_STACK_OFFSET..]).ok()?;
     Some(InPlace {
         sigmask: Sigset(get_u64(frame, UC_SIGMASK_OFFSET)).blockable(),
         regs,
+        pstate,
         uc_stack,
         fpsimd: w.fpsimd?,
         records: w.rec,

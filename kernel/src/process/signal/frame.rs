@@ -10,15 +10,17 @@ use crate::process::{CurrentTask, Thread};
 use svelt_abi::fp::sigframe as sf;
 use svelt_abi::uapi::errno::Errno;
 use svelt_abi::uapi::signal::{self as sig, Sigset};
+use svelt_abi::util::bytes::get_u64;
+use zerocopy::{FromBytes, IntoBytes};
 
-fn user_regs(tf: &TrapFrame) -> sf::UserRegs {
-    sf::UserRegs {
-        regs: tf.x,
-        sp: tf.sp_el0,
-        pc: tf.elr,
-        pstate: tf.spsr,
-    }
-}
+// The trap frame's first 34 words are laid out as `UserRegs`: delivery reads them in place.
+const _: () = {
+    use core::mem::offset_of;
+    assert!(offset_of!(TrapFrame, x) == offset_of!(sf::UserRegs, regs));
+    assert!(offset_of!(TrapFrame, sp_el0) == offset_of!(sf::UserRegs, sp));
+    assert!(offset_of!(TrapFrame, elr) == offset_of!(sf::UserRegs, pc));
+    assert!(offset_of!(TrapFrame, spsr) == offset_of!(sf::UserRegs, pstate));
+};
 
 /// Which records this system's frames may carry (decided once: delivery and sigreturn ask on
 /// every signal).
@@ -51,7 +53,8 @@ pub fn setup_rt_frame(
     alt: AltStack,
 ) -> Result<(), ()> {
     let st = crate::task::fpstate::for_signal(t.core());
-    let fp = st.fpsimd();
+    let mut scratch = None;
+    let fp = st.fpsimd(&mut scratch);
     let f = features();
     let sme = f.sme;
     // The records after fpsimd, by name (the writer puts them in Linux's order); register
@@ -84,7 +87,9 @@ pub fn setup_rt_frame(
         fpmr: f.fpmr.then_some(st.fpmr),
         poe: None,
     };
-    let regs = user_regs(tf);
+    let Ok((regs, _)) = sf::UserRegs::ref_from_prefix(tf.as_bytes()) else {
+        return Err(());
+    };
     let d = sf::Delivery {
         sp_top: alt.frame_top(tf.sp_el0, a.sa_flags),
         signo: info.signo(),
@@ -92,9 +97,9 @@ pub fn setup_rt_frame(
         action: a,
         uc_stack: alt.saved(),
         sigmask: Sigset(mask),
-        regs: &regs,
+        regs,
         fault_address: l.fault_address.get(),
-        fpsimd: &fp,
+        fpsimd: fp,
         records,
         bti: false,
         // Read only when used: it takes the address-space lock.
@@ -228,10 +233,12 @@ fn sigreturn_in_place(
     ) else {
         return false;
     };
-    tf.x = q.regs.regs;
-    tf.sp_el0 = q.regs.sp;
-    tf.elr = q.regs.pc;
-    tf.spsr = q.regs.pstate;
+    // x0-x30, SP and PC straight from the frame's bytes.
+    let (x, sp_pc) = q.regs.split_at(31 * 8);
+    tf.x.as_mut_bytes().copy_from_slice(x);
+    tf.sp_el0 = get_u64(sp_pc, 0);
+    tf.elr = get_u64(sp_pc, 8);
+    tf.spsr = q.pstate;
     // Saves what the frame does not replace (ZA without za_context, FPMR), then installs.
     crate::task::fpstate::for_sigreturn(t.core());
     crate::task::fpstate::from_sigreturn(t.core(), q.fpsimd, q.records);

@@ -589,12 +589,15 @@ fn deliver(t: &CurrentTask, tf: &mut TrapFrame, info: &SigInfo, a: &SigAction) -
     };
     // A temporary mask (sigsuspend...) is only given up once a frame holds it: the signal
     // that follows a failed frame saves it too.
-    let shown = if a.sa_flags & sig::SA_EXPOSE_TAGBITS != 0 {
-        *info
+    // The record is copied only when its address loses its tag.
+    let hidden;
+    let shown = if a.sa_flags & sig::SA_EXPOSE_TAGBITS == 0 && info.hides_tag_bits() {
+        hidden = info.tag_bits_hidden();
+        &hidden
     } else {
-        info.tag_bits_hidden()
+        info
     };
-    frame::setup_rt_frame(t, tf, &shown, a, mask_to_save, altstack)?;
+    frame::setup_rt_frame(t, tf, shown, a, mask_to_save, altstack)?;
     let more = {
         let mut s = t.sig.lock();
         if a.sa_flags & sig::SA_ONSTACK != 0 {

@@ -11,7 +11,8 @@ use crate::arch::fpsimd::{sme, sve};
 use crate::task::CurrentTask;
 use core::cell::RefMut;
 use svelt_abi::fp::fpstate::{self as fps, Format};
-use zerocopy::IntoBytes;
+use svelt_abi::fp::sigframe::FpsimdState;
+use zerocopy::{FromBytes, IntoBytes};
 
 /// What a signal frame needs from the FP state: the saved state, borrowed until the frame is
 /// written.
@@ -23,16 +24,23 @@ pub struct SignalState<'a> {
 
 impl SignalState<'_> {
     /// fpsimd_context: V0-V31 (the low 128 bits of Z0-Z31 when the saved copy is SVE or
-    /// streaming state), FPSR and FPCR.
-    pub fn fpsimd(&self) -> svelt_abi::fp::sigframe::FpsimdState {
+    /// streaming state), FPSR and FPCR. The saved FPSIMD registers themselves when they are
+    /// the copy that counts, else a copy made in `scratch`.
+    pub fn fpsimd<'s>(&'s self, scratch: &'s mut Option<FpsimdState>) -> &'s FpsimdState {
         let f = &self.f;
-        let mut out = svelt_abi::fp::sigframe::FpsimdState {
+        // `vregs_from_regs` leaves V0-V31 as they are in this case.
+        if f.st.format == Format::Fpsimd || f.sve.is_empty() {
+            if let Ok((v, _)) = FpsimdState::ref_from_prefix(f.fp.as_bytes()) {
+                return v;
+            }
+        }
+        let mut out = FpsimdState {
             vregs: f.fp.vregs,
             fpsr: f.fp.fpsr,
             fpcr: f.fp.fpcr,
         };
         f.vregs_from_regs(&mut out.vregs);
-        out
+        scratch.insert(out)
     }
 
     /// sve_context: (vl, streaming, payload when live).

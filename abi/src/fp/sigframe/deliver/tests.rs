@@ -347,3 +347,40 @@ fn a_payload_longer_than_its_record_is_refused() {
     };
     assert_eq!(fast.write(&mut |_, _| Err(Efault)), Err(Errno::EFAULT));
 }
+
+#[test]
+fn heads_only_frames_match_the_general_writer() {
+    // Every mix of 16-byte records (esr, sve and za heads, tpidr2, fpmr, poe), with and
+    // without SA_SIGINFO, with room and without: the short path writes what `emit` writes, in
+    // two pieces (the frame up to the terminator, the frame record).
+    let mut r = Rng(0x5151);
+    for mix in 0u32..64 {
+        for flags in [0, SA_SIGINFO] {
+            for sp_top in [0x7fff_0000_0008, 4000, 4704 + 15, 4704 + 16] {
+                let mut c = case(&mut r);
+                c.act.sa_flags = flags;
+                c.sp_top = sp_top;
+                let bit = |b: u32| mix & 1 << b != 0;
+                c.esr = bit(0).then_some(0x9200_0045);
+                c.sve = bit(1).then_some((64, 1, None));
+                c.tpidr2 = bit(2).then_some(0x1122_3344);
+                c.za = bit(3).then_some((32, None));
+                c.fpmr = bit(4).then_some(7);
+                c.poe = bit(5).then_some(9);
+                (c.gcs, c.zt0) = (None, None);
+                let ((r_old, old), (r_new, new)) = both(&c);
+                assert_eq!(r_old, r_new, "mix {mix:#x} sp_top {sp_top:#x}");
+                if r_new.is_err() {
+                    continue;
+                }
+                assert_eq!(old.bytes, new.bytes, "mix {mix:#x}");
+                let recs = 16 * (mix.count_ones() as usize + 1);
+                assert_eq!(
+                    new.calls,
+                    [(0, RECS_OFFSET + recs), (RT_SIGFRAME_SIZE, 16)],
+                    "mix {mix:#x}"
+                );
+            }
+        }
+    }
+}

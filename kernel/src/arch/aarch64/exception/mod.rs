@@ -11,7 +11,7 @@ core::arch::global_asm!(include_str!("vectors.s"));
 
 /// Registers saved on exception entry. Layout shared with vectors.s.
 #[repr(C)]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, zerocopy::IntoBytes, zerocopy::Immutable)]
 pub struct TrapFrame {
     pub x: [u64; 31],
     pub sp_el0: u64,

@@ -2,7 +2,7 @@
 
 /// A task's FPSIMD registers, as Linux's `user_fpsimd_state` (and the signal frame) lays them out.
 #[repr(C, align(16))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, zerocopy::IntoBytes, zerocopy::Immutable)]
 pub struct FpsimdState {
     pub vregs: [u128; 32],
     pub fpsr: u32,
