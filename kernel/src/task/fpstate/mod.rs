@@ -601,16 +601,17 @@ pub fn do_sme_acc(cur: &CurrentTask, irqs: &cpu::IrqGuard, smtc: u8) -> AccessTr
 /// Syscall entry: streaming mode ends; SVE state beyond V0-V31 becomes zero (kept under
 /// `svelt.sve_syscall=keep`).
 pub fn fp_user_discard(cur: &CurrentTask) {
-    let f = cur.local().fpu.borrow();
+    // A copy: read once, not again after each system-register access below.
+    let st = cur.local().fpu.borrow().st;
     // Nothing beyond V0-V31 to discard for a task that never used SVE or SME (its next save
     // is FPSIMD-only whatever `to_save` says).
-    if !f.st.sve && !f.st.sme {
+    if !st.sve && !st.sme {
         return;
     }
     let irqs = cpu::IrqGuard::new();
-    let hw_sm = f.st.sme && sme::read_svcr().sm;
+    let hw_sm = st.sme && sme::read_svcr().sm;
     let keep = policy().sve_syscall;
-    let plan = with_cpu(&irqs, |c| fps::syscall_entry(c, &f.st, hw_sm, keep));
+    let plan = with_cpu(&irqs, |c| fps::syscall_entry(c, &st, hw_sm, keep));
     if plan.smstop_sm {
         sme::smstop_sm();
     }
