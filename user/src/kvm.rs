@@ -360,12 +360,15 @@ pub fn beside_a_task<R>(
     let child = crate::proc::spawn(|| task(&stop));
     let mut results = Vec::new();
     if child.is_ok() && crate::sig::set_handler(crate::sig::SIGALRM, alarm_ends_run, 0, 0).is_ok() {
+        // The timer repeats: the first alarm may come while this thread still waits for the
+        // CPU the task holds, before `run` has begun (one CPU).
         for _ in 0..runs {
-            if sys::setitimer_real(slice_ns, 0).is_err() {
+            if sys::setitimer_real(slice_ns, slice_ns).is_err() {
                 break;
             }
             results.push(run());
         }
+        let _ = sys::setitimer_real(0, 0);
     }
     stop.set(1);
     let _ = sys::sched_setaffinity(0, mask);
