@@ -3444,18 +3444,18 @@ fn pauth_for_guests() -> TestResult {
         k::PAUTH_KEYS.iter().all(|id| ids.contains(id)),
         "keys not listed"
     );
-    for (id, v) in [
-        (apia_lo, 0x1111),
-        (apia_hi, 0x2222),
-        (apga_lo, 0x3333),
-        (apga_hi, 0x4444),
-    ] {
-        t!(set_reg(g.vcpu, id, v));
-        check_eq!(get_reg(g.vcpu, id), Ok(v), "key {id:#x} round trip");
-    }
-    for (n, v) in [(2, ptr), (4, modifier), (7, guest_key)] {
-        t!(set_reg(g.vcpu, x(n), v as u128));
-    }
+    // The APIA and APGA keys and the guest's x2, x4, x7; each key read back.
+    let set_up = |g: &Guest, keys: [u128; 4], x7: u64| -> TestResult {
+        for (id, v) in [apia_lo, apia_hi, apga_lo, apga_hi].into_iter().zip(keys) {
+            t!(set_reg(g.vcpu, id, v));
+            check_eq!(get_reg(g.vcpu, id), Ok(v), "key {id:#x} round trip");
+        }
+        for (n, v) in [(2, ptr), (4, modifier), (7, x7)] {
+            t!(set_reg(g.vcpu, x(n), v as u128));
+        }
+        Ok(())
+    };
+    set_up(&g, [0x1111, 0x2222, 0x3333, 0x4444], guest_key)?;
     let [signed, authed, generic, seen] = pauth_round(&g)?;
     check!(
         signed != ptr,
@@ -3476,17 +3476,7 @@ fn pauth_for_guests() -> TestResult {
     );
     // Another VM's vCPU, other keys, run by this thread right after.
     let other = t!(Guest::another(code!(guest_pauth, guest_pauth_end), both));
-    for (id, v) in [
-        (apia_lo, 0x9999),
-        (apia_hi, 0x8888),
-        (apga_lo, 0x7777),
-        (apga_hi, 0x6666),
-    ] {
-        t!(set_reg(other.vcpu, id, v));
-    }
-    for (n, v) in [(2, ptr), (4, modifier), (7, 1)] {
-        t!(set_reg(other.vcpu, x(n), v as u128));
-    }
+    set_up(&other, [0x9999, 0x8888, 0x7777, 0x6666], 1)?;
     let [o_signed, o_authed, o_generic, o_seen] = pauth_round(&other)?;
     check_eq!(o_authed, ptr, "the other VM's AUTIA");
     check_eq!(o_seen, 0x9999, "the other VM's APIAKeyLo_EL1");

@@ -287,6 +287,21 @@ impl Pieces<'_, '_> {
 }
 
 impl Delivery<'_> {
+    /// Where the handler starts for a frame of `size` bytes below `sp_top` (`handler_entry`).
+    fn entry(&self, size: usize) -> Result<HandlerEntry, Errno> {
+        handler_entry(
+            self.sp_top,
+            size,
+            self.signo,
+            self.action,
+            self.regs,
+            self.bti,
+            self.sigtramp,
+        )
+    }
+}
+
+impl Delivery<'_> {
     /// Lays out and writes the frame as `out(user address, bytes)` calls in ascending order, the same bytes `SigDelivery::emit` writes for these records, and
     /// returns the registers the handler starts with. EFAULT when the frame does not fit below
     /// `sp_top` or `out` fails (the kernel then forces SIGSEGV), ENOMEM when the records are
@@ -299,15 +314,7 @@ impl Delivery<'_> {
         let end = r.place()?;
         let used = end.used + TERMINATOR_SIZE;
         let size = used.max(RT_SIGFRAME_SIZE).next_multiple_of(16);
-        let entry = handler_entry(
-            self.sp_top,
-            size,
-            self.signo,
-            self.action,
-            self.regs,
-            self.bti,
-            self.sigtramp,
-        )?;
+        let entry = self.entry(size)?;
         let base = entry.sp;
         let extra = match end.extra {
             Some(e) => {
@@ -434,15 +441,7 @@ impl Delivery<'_> {
     /// and the frame record above it in another.
     fn write_heads_only(&self, out: &mut WriteAt<'_>) -> Result<HandlerEntry, Errno> {
         let r = &self.records;
-        let entry = handler_entry(
-            self.sp_top,
-            RT_SIGFRAME_SIZE,
-            self.signo,
-            self.action,
-            self.regs,
-            self.bti,
-            self.sigtramp,
-        )?;
+        let entry = self.entry(RT_SIGFRAME_SIZE)?;
         let mut img = self.image();
         let mut n = 0;
         let mut head = |magic: u32, size: u32, value: u64| {
