@@ -15,6 +15,7 @@
 //! - `sme`: SME for guests (the vCPU feature, streaming lengths, SVCR, ZA and ZT0, ID registers).
 //! - `sve`: SVE for guests (the vCPU feature, its registers, their lazy switch).
 //! - `vgic`: the in-kernel vGICv3 device (begun: its configuration).
+//! - `vmid`: VMIDs, handed out by generations.
 //!
 //! A vCPU is the VMM thread that calls KVM_RUN: the guest runs on that thread's kernel stack,
 //! so the scheduler, signals and the lazy FP machine treat it as that thread. Only a kernel at
@@ -36,6 +37,7 @@ mod sve;
 mod vcpu;
 mod vgic;
 mod vm;
+mod vmid;
 
 use crate::fs::{dev, Caller, File, FileOps};
 use alloc::sync::Arc;
@@ -212,7 +214,8 @@ impl FileOps for KvmDev {
 
 /// Offers /dev/kvm when the kernel runs at EL2 with VHE (boot time, before the root file
 /// system is built).
-pub fn init() {
+pub fn init(vmid_bits: Option<u8>) {
+    vmid::init(vmid_bits);
     if !crate::arch::el::vhe() {
         return;
     }
@@ -228,14 +231,15 @@ pub fn init() {
 /// /proc/svelt/kvm: VMs alive, and the exit counters.
 pub fn stats() -> alloc::string::String {
     alloc::format!(
-        "vms {}\nvmids {}\nstage2_pages {}\nstage2_tables {}\nexits {}\nmmio_exits {}\nwfi_sleeps {}\nguest_fp_loads {}\n",
+        "vms {}\nvmids {}\nstage2_pages {}\nstage2_tables {}\nexits {}\nmmio_exits {}\nwfi_sleeps {}\nguest_fp_loads {}\nvmid_generations {}\n",
         vm::VMS.load(Ordering::Relaxed),
-        vm::VMIDS_USED.load(Ordering::Relaxed),
+        vmid::HELD.load(Ordering::Relaxed),
         stage2::LEAVES.load(Ordering::Relaxed),
         stage2::TABLE_PAGES.load(Ordering::Relaxed),
         EXITS.load(Ordering::Relaxed),
         MMIO_EXITS.load(Ordering::Relaxed),
         WFI_SLEEPS.load(Ordering::Relaxed),
         GUEST_FP_LOADS.load(Ordering::Relaxed),
+        vmid::ROLLOVERS.load(Ordering::Relaxed) + 1,
     )
 }

@@ -10,6 +10,7 @@ use super::smccc::SmcccFilter;
 use super::stage2::Stage2;
 use super::stats::VmStats;
 use super::vcpu::{Vcpu, VcpuFile};
+use super::vmid::VmVmid;
 use crate::arch::guest;
 use crate::fs::{Caller, File, FileOps};
 use crate::mm::aspace::{Access, AddrSpace, MmNotifier};
@@ -30,40 +31,8 @@ use svelt_abi::uapi::kvm_eventfd as ke;
 use svelt_abi::uapi::kvm_idregs as ki;
 use svelt_abi::uapi::kvm_vgic_its as its;
 
-/// VMs alive now, and VMIDs given out (/proc/svelt/kvm).
+/// VMs alive now (/proc/svelt/kvm).
 pub static VMS: AtomicUsize = AtomicUsize::new(0);
-pub static VMIDS_USED: AtomicUsize = AtomicUsize::new(0);
-
-/// VMIDs in use: bit n of word n / 64. VMID 0 is never given (the host's, unused with TGE).
-static VMIDS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
-
-fn alloc_vmid() -> SysResult<u16> {
-    let limit = 1usize << guest::vmid_bits();
-    let mut map = VMIDS.lock();
-    if map.is_empty() {
-        map.try_reserve_exact(limit / 64)
-            .map_err(|_| Errno::ENOMEM)?;
-        map.resize(limit / 64, 0);
-        map[0] = 1;
-    }
-    for (i, w) in map.iter_mut().enumerate() {
-        if *w != u64::MAX {
-            let bit = w.trailing_ones() as usize;
-            *w |= 1 << bit;
-            VMIDS_USED.fetch_add(1, Ordering::Relaxed);
-            return Ok((i * 64 + bit) as u16);
-        }
-    }
-    Err(Errno::ENOSPC)
-}
-
-fn free_vmid(vmid: u16) {
-    let mut map = VMIDS.lock();
-    if let Some(w) = map.get_mut(vmid as usize / 64) {
-        *w &= !(1 << (vmid % 64));
-        VMIDS_USED.fetch_sub(1, Ordering::Relaxed);
-    }
-}
 
 /// One memory slot: `size` bytes of guest physical space at `gpa`, backed by the VMM's memory
 /// at `uaddr`.
@@ -126,9 +95,10 @@ impl VmInner {
 
 pub struct Vm {
     pub ipa_bits: u32,
-    pub vmid: u16,
-    /// VTTBR_EL2 and VTCR_EL2 for this VM: its VMID and stage-2 root never change.
-    pub vttbr: u64,
+    /// Its VMID, given at the first entry and renewed by generations (vmid.rs).
+    pub vmid: VmVmid,
+    /// VTTBR_EL2 without the VMID (the stage-2 root), and VTCR_EL2: they never change.
+    pub s2_root: u64,
     pub vtcr: u64,
     /// The VMM's address space (KVM's kvm->mm): only its threads may use the VM.
     mm: Weak<Mutex<AddrSpace>>,
@@ -206,8 +176,7 @@ impl Vm {
             .mm()
             .ok_or(Errno::EINVAL)?;
         let s2 = Stage2::new(ipa_bits)?;
-        let vmid = alloc_vmid()?;
-        let (vttbr, vtcr) = (((vmid as u64) << 48) | s2.root(), s2.vtcr());
+        let (s2_root, vtcr) = (s2.root(), s2.vtcr());
         let mut id_limits: [u64; k::ID_REGS] = core::array::from_fn(|i| {
             let (crm, op2) = (1 + i / 8, i % 8);
             k::guest_id_reg(
@@ -232,8 +201,8 @@ impl Vm {
         );
         let vm = Arc::new(Vm {
             ipa_bits,
-            vmid,
-            vttbr,
+            vmid: VmVmid::new(),
+            s2_root,
             vtcr,
             mm: Arc::downgrade(&mm),
             inner: Mutex::new(VmInner {
@@ -279,7 +248,17 @@ impl Vm {
         use svelt_abi::uapi::kvm_stats::vm as st;
         self.stats.inc(st::REMOTE_TLB_FLUSH_REQUESTS);
         self.stats.inc(st::REMOTE_TLB_FLUSH);
-        guest::flush_tlb_vm(self.vttbr);
+        self.flush_tlb_entries();
+    }
+
+    /// Invalidates the VM's TLB entries on every CPU, under the VMID it has now (one it had
+    /// before lost its entries when the generation changed); every VM's if it has none yet,
+    /// as a vCPU may be taking its first one.
+    fn flush_tlb_entries(&self) {
+        match self.vmid.current() {
+            0 => guest::flush_tlb_all_vms(),
+            id => guest::flush_tlb_vm(u64::from(id) << 48 | self.s2_root),
+        }
     }
 
     /// EIO unless the caller is a thread of the VMM that created the VM (as KVM checks
@@ -600,8 +579,10 @@ impl MmNotifier for Vm {
 
 impl Drop for Vm {
     fn drop(&mut self) {
-        guest::flush_tlb_vm(self.vttbr);
-        free_vmid(self.vmid);
+        if self.vmid.current() != 0 {
+            self.flush_tlb_entries();
+        }
+        self.vmid.release();
         VMS.fetch_sub(1, Ordering::Relaxed);
     }
 }

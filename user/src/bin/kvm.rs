@@ -3921,6 +3921,8 @@ fn kick_running_vcpu() -> TestResult {
 // After the macros it uses.
 #[path = "kvm/its.rs"]
 mod its;
+#[path = "kvm/vmids.rs"]
+mod vmids;
 
 fn main(_a: &rt::Args) -> i32 {
     mount_when_init();
@@ -3979,6 +3981,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("irq_line_without_vgic", irq_line_without_vgic),
         ("mp_state_suspended", mp_state_suspended),
         ("kick_running_vcpu", kick_running_vcpu),
+        ("more_vms_than_vmids", vmids::more_vms_than_vmids),
         ("everything_given_back", everything_given_back),
     ])
 }

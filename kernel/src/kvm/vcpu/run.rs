@@ -179,7 +179,7 @@ impl Vcpu {
                 guest::Controls {
                     hcr: exit::GUEST_HCR | if st.vse { guest::hcr::VSE } else { 0 },
                     vsesr: st.vsesr,
-                    vttbr: vm.vttbr,
+                    vttbr: vm.s2_root,
                     vtcr: vm.vtcr,
                     vmpidr: st.mpidr,
                     vpidr: vm.impl_regs.lock()[0],
@@ -213,6 +213,7 @@ impl Vcpu {
                             || task::hooks::interrupted(cur.task())));
                 let kind = (!leave).then(|| {
                     controls.hcr |= self.irq_line_hcr() | pauth::hcr(st);
+                    controls.vttbr = vm.s2_root | u64::from(vm.vmid.enter()) << 48;
                     let tpidr2 = sme::enter(st);
                     let VcpuState {
                         el1,
