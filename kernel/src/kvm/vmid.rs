@@ -8,7 +8,7 @@
 //!   of every VM are invalidated once (TLBI ALLE1IS) and the map starts empty, except for the
 //!   VMIDs the CPUs are using at that moment, which stay with their VMs (a vCPU running a
 //!   guest cannot be given a new tag under its feet).
-//! - Each CPU publishes the VMID it enters a guest with (`ACTIVE`), so the common entry is a
+//! - Each CPU publishes the VMID it enters a guest with (`PerCpu::kvm_vmid`), so the common entry is a
 //!   compare-and-swap of that word, without the lock. A new generation swaps every CPU's word
 //!   to 0, which sends that CPU's next entry through the lock.
 //!
@@ -18,7 +18,7 @@
 //! VMIDs than the CPU has, so that the tests reach new generations quickly.
 
 use crate::arch::guest;
-use crate::percpu::PerCpuArray;
+use crate::percpu;
 use crate::sync::IrqLock;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -37,9 +37,6 @@ static ASKED_BITS: AtomicU32 = AtomicU32::new(0);
 /// New generations begun, and VMs holding a VMID (/proc/svelt/kvm).
 pub static ROLLOVERS: AtomicUsize = AtomicUsize::new(0);
 pub static HELD: AtomicUsize = AtomicUsize::new(0);
-
-/// The word each CPU last entered a guest with; 0 once a new generation began after that.
-static ACTIVE: PerCpuArray<AtomicU64> = PerCpuArray::new(|_| AtomicU64::new(0));
 
 struct Map {
     /// VMIDs of the current generation given out: bit n of word n / 64.
@@ -71,7 +68,7 @@ fn current_gen(word: u64) -> bool {
 impl Map {
     fn ready(&mut self) -> bool {
         if self.used.is_empty() {
-            let cpus = crate::percpu::possible();
+            let cpus = percpu::possible();
             // At most what the CPU has, and more VMIDs than CPUs, so that a new generation,
             // which keeps one VMID per CPU, always has one free.
             let hw = guest::vmid_bits();
@@ -118,7 +115,7 @@ impl Map {
         self.used.fill(0);
         self.used[0] = 1;
         for (cpu, r) in self.reserved.iter_mut().enumerate() {
-            let w = ACTIVE.get(cpu).swap(0, Ordering::Relaxed);
+            let w = percpu::get(cpu).kvm_vmid.swap(0, Ordering::Relaxed);
             // A CPU that has not entered a guest since the last new generation still holds
             // what it held then.
             if w != 0 {
@@ -176,13 +173,19 @@ impl VmVmid {
     }
 
     /// The VMID to enter the VM's guest with on this CPU, interrupts masked until the guest
-    /// has run (a new generation begun on another CPU meanwhile keeps it, as it is ACTIVE
-    /// here).
+    /// has run (a new generation begun on another CPU meanwhile keeps it, as this CPU
+    /// publishes it). Never 0: before its first entry a VM's word is 0, which no CPU publishes.
     #[inline]
     pub fn enter(&self) -> u16 {
         let w = self.0.load(Ordering::Relaxed);
-        let active = ACTIVE.this();
+        let active = &percpu::this().kvm_vmid;
         let prev = active.load(Ordering::Relaxed);
+        // This CPU last entered this VM (the usual case): its word is still published, so it
+        // is of the current generation or kept by a new one that swaps it away from now on.
+        // (0 is a VM's word before its first entry, and a CPU's after a new generation.)
+        if prev == w && w != 0 {
+            return (w & ID_MASK) as u16;
+        }
         // A new generation swaps `prev` to 0 between the load and the exchange: the exchange
         // fails and the lock decides.
         if prev != 0
@@ -210,7 +213,7 @@ impl VmVmid {
             w = map.assign(w);
             self.0.store(w, Ordering::Release);
         }
-        ACTIVE.this().store(w, Ordering::Relaxed);
+        percpu::this().kvm_vmid.store(w, Ordering::Relaxed);
         (w & ID_MASK) as u16
     }
 

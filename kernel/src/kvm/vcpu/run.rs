@@ -198,6 +198,7 @@ impl Vcpu {
             vgic::before_entry(vm, self.id, st);
             let kind = {
                 let _irqs = crate::arch::cpu::IrqGuard::new();
+                controls.vttbr = vm.s2_root | u64::from(vm.vmid.enter()) << 48;
                 // From here a kick interrupts this CPU, and the IPI, masked, ends the entry
                 // at once; what happened before is looked at now (Linux's IN_GUEST_MODE and
                 // the request and signal checks with interrupts disabled).
@@ -213,7 +214,6 @@ impl Vcpu {
                             || task::hooks::interrupted(cur.task())));
                 let kind = (!leave).then(|| {
                     controls.hcr |= self.irq_line_hcr() | pauth::hcr(st);
-                    controls.vttbr = vm.s2_root | u64::from(vm.vmid.enter()) << 48;
                     let tpidr2 = sme::enter(st);
                     let VcpuState {
                         el1,
