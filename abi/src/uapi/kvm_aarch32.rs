@@ -78,7 +78,11 @@ pub fn condition_holds(cond: u64, cpsr: u64) -> bool {
         6 => !z && n == v,
         _ => return true,
     };
-    if cond & 1 != 0 { !base } else { base }
+    if cond & 1 != 0 {
+        !base
+    } else {
+        base
+    }
 }
 
 /// Whether a trapped AArch32 instruction with this ESR_EL2 passed its condition
@@ -273,15 +277,32 @@ mod tests {
 
     #[test]
     fn exception_cpsr_masks() {
-        let c = exception_cpsr(PSTATE_RESET_SVC & !PSR_AA32_A_BIT, 0x0080_0000, PSR_AA32_MODE_UND);
-        assert_eq!(c & 0x1ff, PSR_AA32_MODE_UND | PSR_AA32_I_BIT | PSR_AA32_F_BIT);
+        let c = exception_cpsr(
+            PSTATE_RESET_SVC & !PSR_AA32_A_BIT,
+            0x0080_0000,
+            PSR_AA32_MODE_UND,
+        );
+        assert_eq!(
+            c & 0x1ff,
+            PSR_AA32_MODE_UND | PSR_AA32_I_BIT | PSR_AA32_F_BIT
+        );
         let c = exception_cpsr(0, 0x0080_0000, PSR_AA32_MODE_ABT);
-        assert_eq!(c & 0x1ff, PSR_AA32_MODE_ABT | PSR_AA32_I_BIT | PSR_AA32_A_BIT);
+        assert_eq!(
+            c & 0x1ff,
+            PSR_AA32_MODE_ABT | PSR_AA32_I_BIT | PSR_AA32_A_BIT
+        );
     }
 
     #[test]
     fn cp15_map() {
-        let c = |opc1, crn, crm, opc2| Cp32 { opc1, crn, crm, opc2, rt: 0, read: true };
+        let c = |opc1, crn, crm, opc2| Cp32 {
+            opc1,
+            crn,
+            crm,
+            opc2,
+            rt: 0,
+            read: true,
+        };
         assert_eq!(cp15(&c(0, 0, 1, 0)), Cp15::Id { crm: 1, op2: 0 });
         assert_eq!(cp15(&c(1, 0, 0, 1)), Cp15::Ident { op1: 1, op2: 1 });
         assert_eq!(cp15(&c(0, 7, 14, 2)), Cp15::SetWay);

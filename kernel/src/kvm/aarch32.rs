@@ -288,7 +288,11 @@ pub fn take_exception(st: &mut VcpuState, serror: bool, esr: u64) {
 /// T32), the CPSR its new masks, the PC the vector at VBAR (or 0xffff0000 with SCTLR.V).
 fn enter_mode(st: &mut VcpuState, mode: u64, vector: u64, arm: u64, thumb: u64) {
     let old = st.regs.pstate;
-    let off = if old & a::PSR_AA32_T_BIT != 0 { thumb } else { arm };
+    let off = if old & a::PSR_AA32_T_BIT != 0 {
+        thumb
+    } else {
+        arm
+    };
     let ret = st.regs.pc.wrapping_add(off) & 0xffff_ffff;
     let spsr = a::spsr_to_spsr32(old);
     if mode == a::PSR_AA32_MODE_ABT {

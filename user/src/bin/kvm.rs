@@ -3919,10 +3919,10 @@ fn kick_running_vcpu() -> TestResult {
 }
 
 // After the macros it uses.
-#[path = "kvm/its.rs"]
-mod its;
 #[path = "kvm/aarch32.rs"]
 mod aarch32;
+#[path = "kvm/its.rs"]
+mod its;
 
 fn main(_a: &rt::Args) -> i32 {
     mount_when_init();

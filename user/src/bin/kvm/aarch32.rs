@@ -12,7 +12,11 @@ const MMIO: u64 = 0x2000_0000;
 /// KVM_ARM_VCPU_INIT of vCPU `id` of `vm` with these features: the errno, if any.
 fn init_vcpu(vm: i32, vcpu: i32, features: u32) -> SysResult {
     let mut init = KvmVcpuInit::default();
-    ioctl(vm, k::KVM_ARM_PREFERRED_TARGET, &mut init as *mut _ as usize)?;
+    ioctl(
+        vm,
+        k::KVM_ARM_PREFERRED_TARGET,
+        &mut init as *mut _ as usize,
+    )?;
     init.features[0] = features;
     ioctl(vcpu, k::KVM_ARM_VCPU_INIT, &init as *const _ as usize)
 }
@@ -53,7 +57,9 @@ const GUEST: [u32; 24] = [
     0xe348_0400, // movt r0, #0x8400        @ PSCI SYSTEM_OFF
     0xe140_0070, // hvc #0
     0xeaff_fffe, // b .
-    0, 0, 0,
+    0,
+    0,
+    0,
 ];
 const HVC_AT: u64 = 19 * 4;
 
@@ -72,7 +78,10 @@ pub fn aarch32_vcpu_init() -> TestResult {
     }
     let psci = 1 << k::KVM_ARM_VCPU_PSCI_0_2;
     check_eq!(t!(two_vcpus(kvm, psci, psci)), Ok(0));
-    check_eq!(t!(two_vcpus(kvm, psci | EL1_32BIT, psci | EL1_32BIT)), Ok(0));
+    check_eq!(
+        t!(two_vcpus(kvm, psci | EL1_32BIT, psci | EL1_32BIT)),
+        Ok(0)
+    );
     check_eq!(t!(two_vcpus(kvm, psci, psci | EL1_32BIT)), Err(EINVAL));
     check_eq!(t!(two_vcpus(kvm, psci | EL1_32BIT, psci)), Err(EINVAL));
     // Linux 7.3 takes EL1_32BIT with SVE and with pointer authentication alike.
@@ -81,9 +90,8 @@ pub fn aarch32_vcpu_init() -> TestResult {
         check_eq!(t!(two_vcpus(kvm, f, f)), Ok(0), "EL1_32BIT with SVE");
     }
     if kvm::has_cap(kvm, k::KVM_CAP_ARM_PTRAUTH_ADDRESS) {
-        let f = EL1_32BIT
-            | 1 << k::KVM_ARM_VCPU_PTRAUTH_ADDRESS
-            | 1 << k::KVM_ARM_VCPU_PTRAUTH_GENERIC;
+        let f =
+            EL1_32BIT | 1 << k::KVM_ARM_VCPU_PTRAUTH_ADDRESS | 1 << k::KVM_ARM_VCPU_PTRAUTH_GENERIC;
         check_eq!(t!(two_vcpus(kvm, f, f)), Ok(0), "EL1_32BIT with PAuth");
     }
     let g = t!(Guest::with_features(kvm, &guest_bytes(), EL1_32BIT));
@@ -97,9 +105,13 @@ pub fn aarch32_vcpu_init() -> TestResult {
         Err(EINVAL),
         "EL1h on a 32-bit vCPU"
     );
-    check_eq!(set_reg(g.vcpu, CoreReg::Pstate.id(), 0x1a), Err(EINVAL), "Hyp mode");
+    check_eq!(
+        set_reg(g.vcpu, CoreReg::Pstate.id(), 0x1a),
+        Err(EINVAL),
+        "Hyp mode"
+    );
     t!(set_reg(g.vcpu, CoreReg::Pstate.id(), 0x1d7)); // Abort mode
-    // A write in a privileged AArch32 mode narrows every register to 32 bits.
+                                                      // A write in a privileged AArch32 mode narrows every register to 32 bits.
     t!(set_reg(g.vcpu, x(20), 0x1_2345_6789));
     check_eq!(t!(get_reg(g.vcpu, x(20))) as u64, 0x2345_6789);
     let g64 = t!(Guest::another(&guest_bytes(), 0));
