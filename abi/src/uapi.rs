@@ -12,6 +12,7 @@ pub mod futex;
 pub mod inet;
 pub mod klog;
 pub mod kvm;
+pub mod kvm_aarch32;
 pub mod kvm_dirty;
 pub mod kvm_eventfd;
 pub mod kvm_idregs;

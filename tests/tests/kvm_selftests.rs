@@ -56,14 +56,6 @@ const KNOWN_DIFFERENT: &[Known] = &[
     },
     Known {
         config: "vq4",
-        program: "kvm:vcpu_width_config",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "AArch32 EL1 guests (KVM_ARM_VCPU_EL1_32BIT) are not offered",
-    },
-    Known {
-        config: "vq4",
         program: "kvm:vpmu_counter_access",
         subtests: &[],
         svelt: Skip,

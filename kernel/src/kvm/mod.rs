@@ -21,6 +21,7 @@
 //! so the scheduler, signals and the lazy FP machine treat it as that thread. Only a kernel at
 //! EL2 with VHE offers the device (at EL1 there is no hypervisor to be).
 
+mod aarch32;
 mod coalesced;
 pub(crate) mod eventfd;
 mod exit;
@@ -171,6 +172,7 @@ pub fn check_extension(cap: u64) -> usize {
         k::KVM_CAP_COALESCED_PIO => 1,
         k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,
         k::KVM_CAP_ARM_VM_IPA_SIZE => max_ipa_bits() as usize,
+        svelt_abi::uapi::kvm_aarch32::KVM_CAP_ARM_EL1_32BIT => aarch32::offered() as usize,
         svelt_abi::uapi::kvm_sve::KVM_CAP_ARM_SVE => sve::offered() as usize,
         svelt_abi::uapi::kvm_sme::KVM_CAP_ARM_SME => sme::offered() as usize,
         k::KVM_CAP_ARM_PTRAUTH_ADDRESS | k::KVM_CAP_ARM_PTRAUTH_GENERIC => {

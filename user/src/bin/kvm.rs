@@ -3919,6 +3919,8 @@ fn kick_running_vcpu() -> TestResult {
 }
 
 // After the macros it uses.
+#[path = "kvm/aarch32.rs"]
+mod aarch32;
 #[path = "kvm/its.rs"]
 mod its;
 #[path = "kvm/vmids.rs"]
@@ -3982,6 +3984,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("mp_state_suspended", mp_state_suspended),
         ("kick_running_vcpu", kick_running_vcpu),
         ("more_vms_than_vmids", vmids::more_vms_than_vmids),
+        ("aarch32_vcpu_init", aarch32::aarch32_vcpu_init),
+        ("aarch32_guest", aarch32::aarch32_guest),
         ("everything_given_back", everything_given_back),
     ])
 }

@@ -27,6 +27,7 @@ pub mod exception;
 pub mod fpsimd;
 pub mod gcs;
 pub mod guest;
+pub mod guest32;
 pub mod mem;
 pub mod mmu;
 pub mod semihosting;

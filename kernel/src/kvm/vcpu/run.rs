@@ -102,7 +102,9 @@ impl Vcpu {
             );
         });
         if let Some(p) = st.mmio.take() {
+            let (pc0, pstate0) = (st.regs.pc, st.regs.pstate);
             exit::complete_mmio(self, &mut st, p);
+            crate::kvm::aarch32::after_sync(&mut st, pc0, pstate0);
         }
         // immediate_exit leaves `kvm_run` as it was; otherwise each run starts with no exit
         // reason and no flags (kvm_arch_vcpu_ioctl_run).
@@ -214,6 +216,11 @@ impl Vcpu {
                             || task::hooks::interrupted(cur.task())));
                 let kind = (!leave).then(|| {
                     controls.hcr |= self.irq_line_hcr() | pauth::hcr(st);
+                    // A 32-bit vCPU: EL1 in AArch32, its AArch32-only registers in.
+                    let a32 = crate::kvm::aarch32::enter(st);
+                    if a32.is_some() {
+                        controls.hcr &= !guest::hcr::RW;
+                    }
                     let tpidr2 = sme::enter(st);
                     let VcpuState {
                         el1,
@@ -224,6 +231,7 @@ impl Vcpu {
                     } = st;
                     let kind = guest::world_switch(&mut controls, el1, regs, gic, pauth.as_mut());
                     sme::exit(st, tpidr2);
+                    crate::kvm::aarch32::exit(st, a32);
                     kind
                 });
                 self.running_on.store(NOT_IN_GUEST, Ordering::Relaxed);
@@ -245,7 +253,10 @@ impl Vcpu {
                 }
                 guest::Exit::Sync => {}
             }
-            match exit::handle_sync(self, vm, mm, st, cur, Esr(st.regs.esr))? {
+            let (pc0, pstate0) = (st.regs.pc, st.regs.pstate);
+            let next = exit::handle_sync(self, vm, mm, st, cur, Esr(st.regs.esr));
+            crate::kvm::aarch32::after_sync(st, pc0, pstate0);
+            match next? {
                 exit::Next::Enter => {}
                 exit::Next::ToVmm => return Ok(0),
             }
