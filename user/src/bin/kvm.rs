@@ -3921,6 +3921,8 @@ fn kick_running_vcpu() -> TestResult {
 // After the macros it uses.
 #[path = "kvm/its.rs"]
 mod its;
+#[path = "kvm/gmem.rs"]
+mod gmem;
 
 fn main(_a: &rt::Args) -> i32 {
     mount_when_init();
@@ -3979,6 +3981,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("irq_line_without_vgic", irq_line_without_vgic),
         ("mp_state_suspended", mp_state_suspended),
         ("kick_running_vcpu", kick_running_vcpu),
+        ("guest_memfd_file", gmem::guest_memfd_file),
+        ("guest_memfd_guest", gmem::guest_memfd_guest),
         ("everything_given_back", everything_given_back),
     ])
 }
