@@ -48,14 +48,6 @@ use Outcome::{Pass, Skip};
 const KNOWN_DIFFERENT: &[Known] = &[
     Known {
         config: "vq4",
-        program: "kvm:guest_memfd_test",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "KVM_CAP_GUEST_MEMFD (guest_memfd, KVM_CREATE_GUEST_MEMFD) is not offered",
-    },
-    Known {
-        config: "vq4",
         program: "kvm:vcpu_width_config",
         subtests: &[],
         svelt: Skip,

@@ -142,8 +142,15 @@ pub const FALLOC_FL_PUNCH_HOLE: i32 = 2;
 /// offset >= 0, len > 0, known modes): the size never changes (KEEP_SIZE is required,
 /// EOPNOTSUPP), page-aligned offset and length (EINVAL), and an allocation inside the file
 /// (EINVAL); a hole may be punched past the end (it frees nothing there).
-pub fn fallocate(mode: i32, offset: u64, len: u64, size: u64, page: u64) -> Result<Fallocate, Errno> {
-    if mode & FALLOC_FL_KEEP_SIZE == 0 || mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0 {
+pub fn fallocate(
+    mode: i32,
+    offset: u64,
+    len: u64,
+    size: u64,
+    page: u64,
+) -> Result<Fallocate, Errno> {
+    if mode & FALLOC_FL_KEEP_SIZE == 0 || mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0
+    {
         return Err(Errno::EOPNOTSUPP);
     }
     if offset & (page - 1) != 0 || len & (page - 1) != 0 {
@@ -176,7 +183,10 @@ mod tests {
         assert_eq!(check_create(&mk(4096, 4), 4096), Err(Errno::EINVAL));
         assert_eq!(check_create(&mk(0, 0), 4096), Err(Errno::EINVAL));
         assert_eq!(check_create(&mk(1, 0), 4096), Err(Errno::EINVAL));
-        assert_eq!(check_create(&mk(u64::MAX & !4095, 0), 4096), Err(Errno::EINVAL));
+        assert_eq!(
+            check_create(&mk(u64::MAX & !4095, 0), 4096),
+            Err(Errno::EINVAL)
+        );
     }
 
     #[test]
@@ -191,14 +201,26 @@ mod tests {
         let ok = check_region2(&r, 4096, 1 << 48, 1 << 40).unwrap();
         assert_eq!(ok.gmem, Some((0, 0)));
         r.flags |= KVM_MEM_READONLY;
-        assert_eq!(check_region2(&r, 4096, 1 << 48, 1 << 40), Err(Errno::EINVAL));
+        assert_eq!(
+            check_region2(&r, 4096, 1 << 48, 1 << 40),
+            Err(Errno::EINVAL)
+        );
         r.flags = KVM_MEM_GUEST_MEMFD | KVM_MEM_LOG_DIRTY_PAGES;
-        assert_eq!(check_region2(&r, 4096, 1 << 48, 1 << 40), Err(Errno::EINVAL));
+        assert_eq!(
+            check_region2(&r, 4096, 1 << 48, 1 << 40),
+            Err(Errno::EINVAL)
+        );
         r.flags = KVM_MEM_GUEST_MEMFD;
         r.guest_memfd_offset = 100;
-        assert_eq!(check_region2(&r, 4096, 1 << 48, 1 << 40), Err(Errno::EINVAL));
+        assert_eq!(
+            check_region2(&r, 4096, 1 << 48, 1 << 40),
+            Err(Errno::EINVAL)
+        );
         r.guest_memfd_offset = u64::MAX & !4095;
-        assert_eq!(check_region2(&r, 4096, 1 << 48, 1 << 40), Err(Errno::EINVAL));
+        assert_eq!(
+            check_region2(&r, 4096, 1 << 48, 1 << 40),
+            Err(Errno::EINVAL)
+        );
         // Large but not wrapping: left to the binding (the file's size).
         r.guest_memfd_offset = (i64::MAX as u64) & !4095;
         assert!(check_region2(&r, 4096, 1 << 48, 1 << 40).is_ok());
@@ -208,10 +230,19 @@ mod tests {
     fn fallocate_rules() {
         let (p, size) = (4096, 4 * 4096);
         assert_eq!(fallocate(0, 0, p, size, p), Err(Errno::EOPNOTSUPP));
-        assert_eq!(fallocate(FALLOC_FL_KEEP_SIZE, 0, size, size, p), Ok(Fallocate::Allocate { start: 0, end: 4 }));
-        assert_eq!(fallocate(FALLOC_FL_KEEP_SIZE, size, p, size, p), Err(Errno::EINVAL));
+        assert_eq!(
+            fallocate(FALLOC_FL_KEEP_SIZE, 0, size, size, p),
+            Ok(Fallocate::Allocate { start: 0, end: 4 })
+        );
+        assert_eq!(
+            fallocate(FALLOC_FL_KEEP_SIZE, size, p, size, p),
+            Err(Errno::EINVAL)
+        );
         assert_eq!(fallocate(3, p - 1, p, size, p), Err(Errno::EINVAL));
-        assert_eq!(fallocate(3, size + p, p, size, p), Ok(Fallocate::PunchHole { start: 5, end: 6 }));
+        assert_eq!(
+            fallocate(3, size + p, p, size, p),
+            Ok(Fallocate::PunchHole { start: 5, end: 6 })
+        );
         assert_eq!(fallocate(3, p, p - 1, size, p), Err(Errno::EINVAL));
     }
 }

@@ -116,7 +116,10 @@ pub fn sys_root() -> Arc<dyn Inode> {
 /// page advice): Svelt makes no huge pages, so `enabled` and `defrag` say never.
 fn kernel_dir() -> Arc<dyn Inode> {
     let thp = RamDir::new(0o755);
-    thp.replace("hpage_pmd_size", GenFile::system(|| String::from("2097152\n")));
+    thp.replace(
+        "hpage_pmd_size",
+        GenFile::system(|| String::from("2097152\n")),
+    );
     thp.replace(
         "enabled",
         GenFile::system(|| String::from("always madvise [never]\n")),

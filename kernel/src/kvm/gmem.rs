@@ -269,12 +269,15 @@ impl Binding {
 /// mapped, writable. None: `page` is in no such slot. EFAULT once the file is gone.
 pub fn fault(vm: &Vm, page: u64) -> Option<Fault> {
     let mut inner = vm.inner.lock();
-    let (&id, slot) = inner
-        .slots
-        .iter()
-        .find(|(_, s)| s.flags & kg::KVM_MEM_GUEST_MEMFD != 0 && page >= s.gpa && page - s.gpa < s.size)?;
+    let (&id, slot) = inner.slots.iter().find(|(_, s)| {
+        s.flags & kg::KVM_MEM_GUEST_MEMFD != 0 && page >= s.gpa && page - s.gpa < s.size
+    })?;
     let gpa = slot.gpa;
-    let Some(gmem) = inner.gmem.get(&id).and_then(|b| Some((b.gmem.upgrade()?, b.pgoff))) else {
+    let Some(gmem) = inner
+        .gmem
+        .get(&id)
+        .and_then(|b| Some((b.gmem.upgrade()?, b.pgoff)))
+    else {
         return Some(Fault::Efault);
     };
     let index = gmem.1 + (page - gpa) / PAGE;

@@ -3921,6 +3921,8 @@ fn kick_running_vcpu() -> TestResult {
 // After the macros it uses.
 #[path = "kvm/its.rs"]
 mod its;
+
+// guest_memfd.
 #[path = "kvm/gmem.rs"]
 mod gmem;
 

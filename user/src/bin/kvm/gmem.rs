@@ -75,14 +75,29 @@ fn word(p: *mut u8, off: usize) -> u64 {
 /// The capabilities, the file's rules and the slots' errors, on a VM without vCPUs.
 pub fn guest_memfd_file() -> TestResult {
     let kvm = kvm!();
-    check_eq!(ioctl(kvm, k::KVM_CHECK_EXTENSION, kg::KVM_CAP_GUEST_MEMFD as usize), Ok(1));
     check_eq!(
-        ioctl(kvm, k::KVM_CHECK_EXTENSION, kg::KVM_CAP_GUEST_MEMFD_FLAGS as usize),
+        ioctl(
+            kvm,
+            k::KVM_CHECK_EXTENSION,
+            kg::KVM_CAP_GUEST_MEMFD as usize
+        ),
+        Ok(1)
+    );
+    check_eq!(
+        ioctl(
+            kvm,
+            k::KVM_CHECK_EXTENSION,
+            kg::KVM_CAP_GUEST_MEMFD_FLAGS as usize
+        ),
         Ok(3)
     );
     let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
     check_eq!(
-        ioctl(vm, k::KVM_CHECK_EXTENSION, kg::KVM_CAP_GUEST_MEMFD_FLAGS as usize),
+        ioctl(
+            vm,
+            k::KVM_CHECK_EXTENSION,
+            kg::KVM_CAP_GUEST_MEMFD_FLAGS as usize
+        ),
         Ok(3)
     );
     // Known flags only, then a positive size in whole pages.
@@ -105,7 +120,10 @@ pub fn guest_memfd_file() -> TestResult {
     check_eq!(st.st_blksize, 4096);
     check_eq!(st.st_mode & 0o170000, 0o100000, "a regular file");
     let other = t!(create_gmem(vm, 4096, 0));
-    check!(t!(sys::fstat(other)).st_ino != st.st_ino, "each its own inode");
+    check!(
+        t!(sys::fstat(other)).st_ino != st.st_ino,
+        "each its own inode"
+    );
     // mmap: only with GUEST_MEMFD_FLAG_MMAP, only shared.
     check_eq!(
         sys::mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, other, 0),
@@ -135,11 +153,20 @@ pub fn guest_memfd_file() -> TestResult {
     };
     check_eq!(set_region(vm, &v1), Err(EINVAL));
     let g = kg::KVM_MEM_GUEST_MEMFD;
-    check_eq!(region2(vm, 1, g | k::KVM_MEM_READONLY, GMEM_IPA, 4096, fd, 0), Err(EINVAL));
-    check_eq!(region2(vm, 1, g | k::KVM_MEM_LOG_DIRTY_PAGES, GMEM_IPA, 4096, fd, 0), Err(EINVAL));
+    check_eq!(
+        region2(vm, 1, g | k::KVM_MEM_READONLY, GMEM_IPA, 4096, fd, 0),
+        Err(EINVAL)
+    );
+    check_eq!(
+        region2(vm, 1, g | k::KVM_MEM_LOG_DIRTY_PAGES, GMEM_IPA, 4096, fd, 0),
+        Err(EINVAL)
+    );
     check_eq!(region2(vm, 1, g, GMEM_IPA, 4096, fd, 100), Err(EINVAL));
     check_eq!(region2(vm, 1, g, GMEM_IPA, 4096, fd, size), Err(EINVAL));
-    check_eq!(region2(vm, 1, g, GMEM_IPA, 4096, fd, (i64::MAX as u64) & !4095), Err(EINVAL));
+    check_eq!(
+        region2(vm, 1, g, GMEM_IPA, 4096, fd, (i64::MAX as u64) & !4095),
+        Err(EINVAL)
+    );
     // The descriptor: open (EBADF), a guest_memfd (EINVAL), of this VM (EINVAL), mappable
     // (arm64 has no private-only memory: EINVAL).
     check_eq!(region2(vm, 1, g, GMEM_IPA, 4096, 1000, 0), Err(EBADF));
@@ -151,17 +178,36 @@ pub fn guest_memfd_file() -> TestResult {
     // Bound: two slots on different pages of the file; the same page twice is EEXIST, as is an
     // overlap in guest memory (checked before the descriptor).
     check_eq!(region2(vm, 1, g, GMEM_IPA, 2 * 4096, fd, 0), Ok(0));
-    check_eq!(region2(vm, 2, g, GMEM_IPA + 0x10_0000, 4096, fd, 4096), Err(EEXIST));
-    check_eq!(region2(vm, 2, g, GMEM_IPA + 4096, 4096, 1000, 0), Err(EEXIST));
-    check_eq!(region2(vm, 2, g, GMEM_IPA + 0x10_0000, 4096, fd, 2 * 4096), Ok(0));
+    check_eq!(
+        region2(vm, 2, g, GMEM_IPA + 0x10_0000, 4096, fd, 4096),
+        Err(EEXIST)
+    );
+    check_eq!(
+        region2(vm, 2, g, GMEM_IPA + 4096, 4096, 1000, 0),
+        Err(EEXIST)
+    );
+    check_eq!(
+        region2(vm, 2, g, GMEM_IPA + 0x10_0000, 4096, fd, 2 * 4096),
+        Ok(0)
+    );
     // A guest_memfd slot can only be deleted; then its pages may be bound again.
     check_eq!(region2(vm, 1, g, GMEM_IPA, 2 * 4096, fd, 0), Err(EINVAL));
     check_eq!(region2(vm, 1, 0, GMEM_IPA, 2 * 4096, fd, 0), Err(EINVAL));
     check_eq!(region2(vm, 1, 0, GMEM_IPA, 0, 0, 0), Ok(0));
-    check_eq!(region2(vm, 3, g, GMEM_IPA + 0x20_0000, 4096, fd, 4096), Ok(0));
+    check_eq!(
+        region2(vm, 3, g, GMEM_IPA + 0x20_0000, 4096, fd, 4096),
+        Ok(0)
+    );
     // The file outlives its VM's descriptor (it holds the VM) and still works.
     t!(sys::close(vm));
-    let p = t!(sys::mmap(0, size as usize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) as *mut u8;
+    let p = t!(sys::mmap(
+        0,
+        size as usize,
+        PROT_READ | PROT_WRITE,
+        MAP_SHARED,
+        fd,
+        0
+    )) as *mut u8;
     // SAFETY: inside the fresh shared mapping of `size` bytes.
     unsafe { (p.add(8) as *mut u64).write_volatile(VMM_WORD) };
     check_eq!(word(p, 8), VMM_WORD);
@@ -182,8 +228,23 @@ pub fn guest_memfd_guest() -> TestResult {
     let g = t!(Guest::new(kvm, code!(guest_gmem, guest_gmem_end)));
     let size = 2 * 4096usize;
     let fd = t!(create_gmem(g.vm, size as u64, kg::GUEST_MEMFD_FLAGS));
-    t!(region2(g.vm, 1, kg::KVM_MEM_GUEST_MEMFD, GMEM_IPA, size as u64, fd, 0));
-    let p = t!(sys::mmap(0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) as *mut u8;
+    t!(region2(
+        g.vm,
+        1,
+        kg::KVM_MEM_GUEST_MEMFD,
+        GMEM_IPA,
+        size as u64,
+        fd,
+        0
+    ));
+    let p = t!(sys::mmap(
+        0,
+        size,
+        PROT_READ | PROT_WRITE,
+        MAP_SHARED,
+        fd,
+        0
+    )) as *mut u8;
     // SAFETY: inside the shared mapping of `size` bytes.
     unsafe { (p.add(16) as *mut u64).write_volatile(VMM_WORD) };
     t!(set_reg(g.vcpu, x(1), GMEM_IPA as u128));
@@ -191,7 +252,11 @@ pub fn guest_memfd_guest() -> TestResult {
     let (addr, data, _, write) = g.run_to_mmio()?;
     check_eq!((addr, write), (MMIO, true));
     check_eq!(data, VMM_WORD, "what the guest read of the VMM's write");
-    check_eq!(word(p, 0), PATTERN, "the guest's write, through the VMM's mapping");
+    check_eq!(
+        word(p, 0),
+        PATTERN,
+        "the guest's write, through the VMM's mapping"
+    );
     check_eq!(word(p, 4096), PATTERN);
     check_eq!(word(p, 16), VMM_WORD);
     check_eq!(fallocate(fd, 3, 0, 4096), Ok(0));
