@@ -22,6 +22,9 @@ pub const GUEST_MEMFD_FLAG_INIT_SHARED: u64 = 1 << 1;
 /// What arm64 offers for every VM (`kvm_gmem_get_supported_flags`; arm64 keeps the generic
 /// `kvm_arch_supports_gmem_init_shared`, true).
 pub const GUEST_MEMFD_FLAGS: u64 = GUEST_MEMFD_FLAG_MMAP | GUEST_MEMFD_FLAG_INIT_SHARED;
+/// KVM_RUN's exit when a guest_memfd page cannot be had: `memory_fault` (flags, gpa, size
+/// at the union's start).
+pub const KVM_EXIT_MEMORY_FAULT: u32 = 39;
 /// A memory slot backed by a guest_memfd (KVM_SET_USER_MEMORY_REGION2 only).
 pub const KVM_MEM_GUEST_MEMFD: u32 = 1 << 2;
 

@@ -15,6 +15,7 @@
 //! VM's `inner`, then a file's `bindings`, then its `pages`; never the VMM's address space
 //! after the VM's.
 
+use super::vcpu::Vcpu;
 use super::vm::{Fault, Vm};
 use crate::fs::{Caller, File, FileOps};
 use crate::mm::aspace::MappedFile;
@@ -266,7 +267,7 @@ impl Binding {
 }
 
 /// A stage-2 fault at `page` in a guest_memfd slot (arm64's gmem_abort): the file's page is
-/// mapped, writable. None: `page` is in no such slot. EFAULT once the file is gone.
+/// mapped, writable. None: `page` is in no such slot. A memory fault once the file is gone.
 pub fn fault(vm: &Vm, page: u64) -> Option<Fault> {
     let mut inner = vm.inner.lock();
     let (&id, slot) = inner.slots.iter().find(|(_, s)| {
@@ -278,11 +279,12 @@ pub fn fault(vm: &Vm, page: u64) -> Option<Fault> {
         .get(&id)
         .and_then(|b| Some((b.gmem.upgrade()?, b.pgoff)))
     else {
-        return Some(Fault::Efault);
+        return Some(Fault::Memory);
     };
     let index = gmem.1 + (page - gpa) / PAGE;
     let Ok(frame) = gmem.0.page(index) else {
-        return Some(Fault::Efault);
+        drop(inner);
+        return Some(Fault::Memory);
     };
     let r = match inner.s2.map(page, frame.pa(), true) {
         Ok(replaced) => {
@@ -297,4 +299,14 @@ pub fn fault(vm: &Vm, page: u64) -> Option<Fault> {
     // The file's last reference may go here, after the VM's lock (its Drop takes it).
     drop(gmem);
     Some(r)
+}
+
+/// KVM_RUN fails on a guest_memfd page it cannot have (kvm_prepare_memory_fault_exit): the
+/// exit says which page, with no flags (arm64's memory is never private).
+pub fn memory_fault_exit(vcpu: &Vcpu, ipa: u64) {
+    use svelt_abi::uapi::kvm::run;
+    vcpu.set_exit_reason(kg::KVM_EXIT_MEMORY_FAULT);
+    vcpu.run_write(run::U, &0u64.to_le_bytes());
+    vcpu.run_write(run::U + 8, &(ipa & !(PAGE - 1)).to_le_bytes());
+    vcpu.run_write(run::U + 16, &PAGE.to_le_bytes());
 }

@@ -196,6 +196,9 @@ pub enum Fault {
     Mmio,
     /// The slot's VMM memory cannot be had (unmapped, no permission): KVM_RUN fails EFAULT.
     Efault,
+    /// A guest_memfd slot's page cannot be had (its file is gone): KVM_RUN fails EFAULT with
+    /// KVM_EXIT_MEMORY_FAULT (`gmem::memory_fault_exit`).
+    Memory,
 }
 
 impl Vm {

@@ -19,7 +19,7 @@ core::arch::global_asm!(
     ".balign 4",
     // x1: the guest_memfd slot. Reads the VMM's word at +16, writes PATTERN (x5) to both
     // pages, exits with the word; then reads both pages again (after the VMM punched the
-    // first) and exits with the first.
+    // first) and exits with the first; then reads the first again (the file is gone).
     ".global guest_gmem, guest_gmem_end",
     "guest_gmem:",
     "movz x9, #0x1000, lsl #16",
@@ -31,6 +31,7 @@ core::arch::global_asm!(
     "ldr x6, [x1]",
     "ldr x10, [x8]",
     "str x6, [x9]",
+    "ldr x11, [x1]",
     "b .",
     "guest_gmem_end:",
 );
@@ -222,7 +223,8 @@ pub fn guest_memfd_file() -> TestResult {
 
 /// A guest with a slot of guest_memfd memory: it reads what the VMM wrote through its
 /// mapping of the file and writes a pattern the VMM reads there; a hole punched in the file
-/// reads zero on both sides while the other page keeps the pattern.
+/// reads zero on both sides while the other page keeps the pattern; once the file is closed
+/// the guest's access there is a memory fault.
 pub fn guest_memfd_guest() -> TestResult {
     let kvm = kvm!();
     let g = t!(Guest::new(kvm, code!(guest_gmem, guest_gmem_end)));
@@ -266,7 +268,14 @@ pub fn guest_memfd_guest() -> TestResult {
     let (_, data, _, _) = g.run_to_mmio()?;
     check_eq!(data, 0, "the punched page as the guest reads it");
     check_eq!(get_reg(g.vcpu, x(10)), Ok(PATTERN as u128));
+    // Closed and unmapped, the file is gone: the guest's next access there ends KVM_RUN with
+    // EFAULT and a memory-fault exit naming the page.
     t!(sys::munmap(p as usize, size));
     t!(sys::close(fd));
+    check_eq!(g.run(), Err(EFAULT));
+    check_eq!(g.exit_reason(), kg::KVM_EXIT_MEMORY_FAULT);
+    check_eq!(g.run_u64(k::run::U), 0, "memory_fault.flags");
+    check_eq!(g.run_u64(k::run::U + 8), GMEM_IPA, "memory_fault.gpa");
+    check_eq!(g.run_u64(k::run::U + 16), 4096, "memory_fault.size");
     Ok(())
 }
