@@ -539,6 +539,10 @@ fn abort(
     match vm.fault(mm, ipa, write) {
         Fault::Mapped => return Ok(Next::Enter),
         Fault::Efault => return Err(Errno::EFAULT),
+        Fault::Memory => {
+            super::gmem::memory_fault_exit(vcpu, ipa);
+            return Err(Errno::EFAULT);
+        }
         Fault::Mmio => {}
     }
     // Not RAM: no instructions or page tables may come from there. An abort on a stage-1

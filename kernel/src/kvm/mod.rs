@@ -26,6 +26,7 @@ mod coalesced;
 pub(crate) mod eventfd;
 mod exit;
 mod fpmr;
+mod gmem;
 mod inject;
 mod pauth;
 mod pvtime;
@@ -170,6 +171,11 @@ pub fn check_extension(cap: u64) -> usize {
         k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
         k::KVM_CAP_COALESCED_MMIO => k::KVM_COALESCED_MMIO_PAGE_OFFSET,
         k::KVM_CAP_COALESCED_PIO => 1,
+        // guest_memfd, mappable and shared with the host from the start (`gmem`).
+        svelt_abi::uapi::kvm_gmem::KVM_CAP_GUEST_MEMFD => 1,
+        svelt_abi::uapi::kvm_gmem::KVM_CAP_GUEST_MEMFD_FLAGS => {
+            svelt_abi::uapi::kvm_gmem::GUEST_MEMFD_FLAGS as usize
+        }
         k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,
         k::KVM_CAP_ARM_VM_IPA_SIZE => max_ipa_bits() as usize,
         svelt_abi::uapi::kvm_aarch32::KVM_CAP_ARM_EL1_32BIT => aarch32::offered() as usize,

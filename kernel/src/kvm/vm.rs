@@ -28,6 +28,7 @@ use svelt_abi::uapi::fs::O_RDWR;
 use svelt_abi::uapi::kvm::{self as k, KvmUserspaceMemoryRegion, KvmVcpuInit, SlotChange};
 use svelt_abi::uapi::kvm_dirty as kd;
 use svelt_abi::uapi::kvm_eventfd as ke;
+use svelt_abi::uapi::kvm_gmem as kg;
 use svelt_abi::uapi::kvm_idregs as ki;
 use svelt_abi::uapi::kvm_vgic_its as its;
 
@@ -67,6 +68,8 @@ pub struct VmInner {
     pub dirty: BTreeMap<u32, Vec<u64>>,
     /// KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2's value (kvm->manual_dirty_log_protect).
     pub manual_protect: u64,
+    /// The guest_memfd binding of each KVM_MEM_GUEST_MEMFD slot, by slot id.
+    pub gmem: BTreeMap<u32, super::gmem::Binding>,
 }
 
 impl VmInner {
@@ -163,6 +166,9 @@ pub enum Fault {
     Mmio,
     /// The slot's VMM memory cannot be had (unmapped, no permission): KVM_RUN fails EFAULT.
     Efault,
+    /// A guest_memfd slot's page cannot be had (its file is gone): KVM_RUN fails EFAULT with
+    /// KVM_EXIT_MEMORY_FAULT (`gmem::memory_fault_exit`).
+    Memory,
 }
 
 impl Vm {
@@ -210,6 +216,7 @@ impl Vm {
                 s2,
                 dirty: BTreeMap::new(),
                 manual_protect: 0,
+                gmem: BTreeMap::new(),
             }),
             vcpus: Mutex::new(Vec::new()),
             nisv_to_user: AtomicBool::new(false),
@@ -244,7 +251,7 @@ impl Vm {
 
     /// Invalidates the VM's stage-2 TLB entries on every CPU, counted as KVM's
     /// `kvm_flush_remote_tlbs` counts them.
-    fn flush_tlbs(&self) {
+    pub(super) fn flush_tlbs(&self) {
         use svelt_abi::uapi::kvm_stats::vm as st;
         self.stats.inc(st::REMOTE_TLB_FLUSH_REQUESTS);
         self.stats.inc(st::REMOTE_TLB_FLUSH);
@@ -329,6 +336,9 @@ impl Vm {
     /// side's later write moves it to another frame (copy-on-write) behind the guest's back.
     pub fn fault(&self, mm: &Mutex<AddrSpace>, ipa: u64, write: bool) -> Fault {
         let page = ipa & !0xfff;
+        if let Some(f) = super::gmem::fault(self, page) {
+            return f;
+        }
         let Some(slot) = self
             .inner
             .lock()
@@ -391,11 +401,24 @@ impl Vm {
             crate::mm::aspace::USER_END as u64,
             1u64 << self.ipa_bits,
         )?;
+        self.change_region(change, None)
+    }
+
+    /// Carries out a checked memory-region call; `gmem`: the guest_memfd a new
+    /// KVM_MEM_GUEST_MEMFD slot binds (`gmem::set_region2`).
+    pub(super) fn change_region(
+        &self,
+        change: SlotChange,
+        gmem: Option<super::gmem::ToBind>,
+    ) -> SysResult<usize> {
         let mut inner = self.inner.lock();
         match change {
             SlotChange::Delete { slot } => {
                 let old = inner.slots.remove(&slot).ok_or(Errno::EINVAL)?;
                 inner.dirty.remove(&slot);
+                if let Some(b) = inner.gmem.remove(&slot) {
+                    b.unbind(slot);
+                }
                 if inner.s2.unmap(old.gpa, old.gpa + old.size) {
                     self.flush_tlbs();
                 }
@@ -412,6 +435,9 @@ impl Vm {
                     if old.size != size
                         || old.uaddr != uaddr
                         || (old.flags ^ flags) & k::KVM_MEM_READONLY != 0
+                        // A guest_memfd slot can only be deleted.
+                        || gmem.is_some()
+                        || (old.flags ^ flags) & kg::KVM_MEM_GUEST_MEMFD != 0
                     {
                         return Err(Errno::EINVAL);
                     }
@@ -422,6 +448,10 @@ impl Vm {
                     .any(|(&id, s)| id != slot && gpa < s.gpa + s.size && s.gpa < gpa + size);
                 if overlaps {
                     return Err(Errno::EEXIST);
+                }
+                if let Some(g) = gmem {
+                    let b = super::gmem::bind(g, slot, gpa, size)?;
+                    inner.gmem.insert(slot, b);
                 }
                 // The dirty bitmap: kept while the slot goes on logging, a new one (empty,
                 // or all set with INITIALLY_SET) when it starts, none when it stops
@@ -612,14 +642,8 @@ impl FileOps for VmFile {
                 let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
                 self.vm.set_region(&r)
             }
-            k::KVM_SET_USER_MEMORY_REGION2 => {
-                // The same region; guest_memfd is not offered, so its flag is refused with
-                // the other unknown ones and its fields are not read.
-                let mut all = [0u8; 160];
-                UserPtr::<u8>::new(arg).read_slice(&mut all)?;
-                let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
-                self.vm.set_region(&r)
-            }
+            k::KVM_SET_USER_MEMORY_REGION2 => super::gmem::set_region2(&self.vm, cur, arg),
+            kg::KVM_CREATE_GUEST_MEMFD => super::gmem::create(&self.vm, cur, arg),
             kd::KVM_GET_DIRTY_LOG => self.vm.get_dirty_log(arg),
             kd::KVM_CLEAR_DIRTY_LOG => self.vm.clear_dirty_log(arg),
             k::KVM_CREATE_DEVICE => {

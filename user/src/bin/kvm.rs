@@ -3921,6 +3921,8 @@ fn kick_running_vcpu() -> TestResult {
 // After the macros it uses.
 #[path = "kvm/aarch32.rs"]
 mod aarch32;
+#[path = "kvm/gmem.rs"]
+mod gmem;
 #[path = "kvm/its.rs"]
 mod its;
 #[path = "kvm/vmids.rs"]
@@ -3986,6 +3988,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("more_vms_than_vmids", vmids::more_vms_than_vmids),
         ("aarch32_vcpu_init", aarch32::aarch32_vcpu_init),
         ("aarch32_guest", aarch32::aarch32_guest),
+        ("guest_memfd_file", gmem::guest_memfd_file),
+        ("guest_memfd_guest", gmem::guest_memfd_guest),
         ("everything_given_back", everything_given_back),
     ])
 }
