@@ -953,12 +953,15 @@ pub enum Call {
     },
     /// Is the vCPU with MPIDR `target` on?
     AffinityInfo { target: u64, level: u64 },
-    /// Every vCPU stops, and KVM_RUN ends with KVM_EXIT_SYSTEM_EVENT of this type and flags;
-    /// x0 is set first if `x0` says so.
+    /// Every vCPU stops, and KVM_RUN ends with KVM_EXIT_SYSTEM_EVENT of this type and flags.
+    /// The caller's x0 is set to INTERNAL_FAILURE first, what the call returns if the VMM runs
+    /// the vCPU again (Linux's kvm_psci_0_2_call and kvm_psci_1_x_call), and with
+    /// `clear_x1_x3` x1..x3 become 0 too (SYSTEM_OFF and SYSTEM_RESET return through
+    /// smccc_set_retval there; SYSTEM_RESET2 and SYSTEM_OFF2 set x0 alone).
     SystemEvent {
         ty: u32,
         flags: u64,
-        x0: Option<u64>,
+        clear_x1_x3: bool,
     },
     /// KVM_EXIT_SYSTEM_EVENT(SUSPEND) for this vCPU alone, its registers untouched.
     SystemSuspend,
@@ -1076,12 +1079,12 @@ pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
         PSCI_0_2_FN_SYSTEM_OFF => Call::SystemEvent {
             ty: KVM_SYSTEM_EVENT_SHUTDOWN,
             flags: 0,
-            x0: None,
+            clear_x1_x3: true,
         },
         PSCI_0_2_FN_SYSTEM_RESET => Call::SystemEvent {
             ty: KVM_SYSTEM_EVENT_RESET,
             flags: 0,
-            x0: None,
+            clear_x1_x3: true,
         },
         PSCI_1_1_FN_SYSTEM_RESET2 | PSCI_1_1_FN64_SYSTEM_RESET2 if at_least(1) => {
             // Architectural warm reset (type 0) or a vendor type (bit 31); nothing else.
@@ -1090,7 +1093,7 @@ pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
                 Call::SystemEvent {
                     ty: KVM_SYSTEM_EVENT_RESET,
                     flags: KVM_SYSTEM_EVENT_RESET_FLAG_PSCI_RESET2,
-                    x0: None,
+                    clear_x1_x3: false,
                 }
             } else {
                 ret(PSCI_RET_INVALID_PARAMS)
@@ -1106,7 +1109,7 @@ pub fn smccc_call(func: u64, args: [u64; 3], psci: Psci) -> Call {
                 Call::SystemEvent {
                     ty: KVM_SYSTEM_EVENT_SHUTDOWN,
                     flags: KVM_SYSTEM_EVENT_SHUTDOWN_FLAG_PSCI_OFF2,
-                    x0: Some(PSCI_RET_INTERNAL_FAILURE as u64),
+                    clear_x1_x3: false,
                 }
             }
         }
@@ -1594,7 +1597,7 @@ mod tests {
             Call::SystemEvent {
                 ty: KVM_SYSTEM_EVENT_SHUTDOWN,
                 flags: 0,
-                x0: None,
+                clear_x1_x3: true,
             }
         );
         assert_eq!(call(0x8600_0000, [0; 3]), Call::VendorFeatures);
@@ -1621,7 +1624,7 @@ mod tests {
         let off2 = Call::SystemEvent {
             ty: KVM_SYSTEM_EVENT_SHUTDOWN,
             flags: KVM_SYSTEM_EVENT_SHUTDOWN_FLAG_PSCI_OFF2,
-            x0: Some(PSCI_RET_INTERNAL_FAILURE as u64),
+            clear_x1_x3: false,
         };
         assert_eq!(call(0xc400_0015, [1, 0, 0]), off2);
         assert_eq!(call(0x8400_0015, [0, 0, 0]), off2);

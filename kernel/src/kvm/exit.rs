@@ -243,9 +243,14 @@ fn hypercall(
             vcpu.set_exit_reason(k::KVM_EXIT_SYSTEM_EVENT);
             return Ok(Next::ToVmm);
         }
-        Call::SystemEvent { ty, flags, x0 } => {
-            if let Some(v) = x0 {
-                st.regs.x[0] = v;
+        Call::SystemEvent {
+            ty,
+            flags,
+            clear_x1_x3,
+        } => {
+            st.regs.x[0] = k::PSCI_RET_INTERNAL_FAILURE as u64;
+            if clear_x1_x3 {
+                st.regs.x[1..4].fill(0);
             }
             // Every vCPU stops; the VMM decides what happens next.
             for v in vm.vcpus.lock().iter() {

@@ -930,6 +930,16 @@ fn guest_ram_and_mmio() -> TestResult {
     );
     check_eq!(get_reg(g.vcpu, x(5)), Ok(0xffff_ffff_ffff_ff80));
     check_eq!(g.data(8), 0xdead_beef);
+    // What the call returns if the VMM runs the vCPU again: INTERNAL_FAILURE in x0, x1..x3
+    // zero (Linux's kvm_psci_0_2_call).
+    check_eq!(
+        get_reg(g.vcpu, x(0)),
+        Ok(-6i64 as u64 as u128),
+        "x0 after SYSTEM_OFF"
+    );
+    for n in 1..4 {
+        check_eq!(get_reg(g.vcpu, x(n)), Ok(0), "x{n} after SYSTEM_OFF");
+    }
     // The vCPU is off now.
     let mut mp = 0u32;
     t!(ioctl(

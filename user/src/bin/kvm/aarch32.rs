@@ -159,9 +159,12 @@ pub fn aarch32_guest() -> TestResult {
     let midr = t!(get_reg(g.vcpu, k::sysreg_id(3, 0, 0, 0, 0))) as u64;
     let pfr0 = t!(get_reg(g.vcpu, k::sysreg_id(3, 0, 0, 1, 0))) as u64;
     let ctr = t!(get_reg(g.vcpu, k::sysreg_id(3, 3, 0, 0, 1))) as u64;
-    // r0-r3 are SMCCC's results: after SYSTEM_OFF Linux preloads INTERNAL_FAILURE and zeros
-    // (psci.c), Svelt leaves them: not compared.
+    // r0-r3 are SMCCC's results: after SYSTEM_OFF, INTERNAL_FAILURE and zeros (psci.c).
     let want = [
+        (0, 0xffff_fffa),
+        (1, 0),
+        (2, 0),
+        (3, 0),
         (4, 0x8001),
         (5, 0xffff_8001),
         (6, midr & 0xffff_ffff),
