@@ -15,6 +15,7 @@ pub mod kvm;
 pub mod kvm_dirty;
 pub mod kvm_eventfd;
 pub mod kvm_idregs;
+pub mod kvm_poe;
 pub mod kvm_services;
 pub mod kvm_sme;
 pub mod kvm_stats;

@@ -26,6 +26,7 @@ mod exit;
 mod fpmr;
 mod inject;
 mod pauth;
+mod poe;
 mod pvtime;
 mod regs;
 mod smccc;
