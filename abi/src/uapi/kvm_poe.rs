@@ -80,7 +80,11 @@ impl S1Ext {
 
     /// HCRX_EL2 bits the guest runs with (Linux's kvm_calculate_traps: TCR2En with FEAT_TCR2).
     pub fn hcrx(self) -> u64 {
-        if self.tcr2 { HCRX_TCR2EN } else { 0 }
+        if self.tcr2 {
+            HCRX_TCR2EN
+        } else {
+            0
+        }
     }
 
     /// HFGRTR_EL2/HFGWTR_EL2 "n" bits to clear for the guest: those of a feature the CPU has
@@ -109,6 +113,8 @@ pub fn is_s1ext_key(key: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    extern crate std;
+    use std::vec::Vec;
 
     #[test]
     fn registers_follow_the_id_fields() {

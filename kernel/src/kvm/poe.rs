@@ -76,7 +76,11 @@ fn slot(regs: &mut S1Regs, id: u64) -> &mut u64 {
 pub fn sysreg_value(vm: &Vm, st: &VcpuState, id: u64) -> Option<SysResult<u64>> {
     let has = vm_ext(vm).has_id(id)?;
     let mut regs = st.s1.regs;
-    Some(if has { Ok(*slot(&mut regs, id)) } else { Err(Errno::ENOENT) })
+    Some(if has {
+        Ok(*slot(&mut regs, id))
+    } else {
+        Err(Errno::ENOENT)
+    })
 }
 
 /// KVM_SET_ONE_REG: `None` for another ID; any value is stored as written (Linux's

@@ -89,7 +89,11 @@ pub fn poe_registers_follow_the_vm() -> TestResult {
     for id in GCS_REGS {
         check!(!list.contains(&id), "GCS register {id:#x} listed");
         check_eq!(get_reg(g.vcpu, id), Err(ENOENT), "GCS register {id:#x}");
-        check_eq!(set_reg(g.vcpu, id, 0), Err(ENOENT), "GCS register {id:#x} set");
+        check_eq!(
+            set_reg(g.vcpu, id, 0),
+            Err(ENOENT),
+            "GCS register {id:#x} set"
+        );
     }
     let m = t!(mmfr3(&g));
     let feats = [
@@ -100,9 +104,17 @@ pub fn poe_registers_follow_the_vm() -> TestResult {
     for (field, ids) in feats {
         let shown = m & field != 0;
         for &id in ids {
-            check_eq!(list.contains(&id), shown, "{id:#x} listed, field {field:#x}");
+            check_eq!(
+                list.contains(&id),
+                shown,
+                "{id:#x} listed, field {field:#x}"
+            );
             if !shown {
-                check_eq!(get_reg(g.vcpu, id), Err(ENOENT), "{id:#x} without its feature");
+                check_eq!(
+                    get_reg(g.vcpu, id),
+                    Err(ENOENT),
+                    "{id:#x} without its feature"
+                );
             }
         }
     }
@@ -128,7 +140,11 @@ pub fn poe_registers_follow_the_vm() -> TestResult {
         check_eq!(get_reg(g.vcpu, id), Ok(v as u128), "{id:#x} round trip");
     }
     // Lowered to 0 by the VMM: ENOENT and unlisted; raised again: the values are back.
-    t!(set_reg(g.vcpu, MMFR3, (m & !(TCRX | S1PIE | S1POE)) as u128));
+    t!(set_reg(
+        g.vcpu,
+        MMFR3,
+        (m & !(TCRX | S1PIE | S1POE)) as u128
+    ));
     let list = t!(reg_list(g.vcpu));
     for &(id, _) in &vals {
         check!(!list.contains(&id), "{id:#x} listed once hidden");
@@ -202,7 +218,11 @@ pub fn poe_guest() -> TestResult {
     }
     for (g, vals, who) in [(&a, a_after, "A"), (&b, b_after, "B")] {
         for (id, v) in [TCR2_EL1, PIR_EL1, PIRE0_EL1].into_iter().zip(vals) {
-            check_eq!(get_reg(g.vcpu, id), Ok(v as u128), "{who}'s {id:#x} by ONE_REG");
+            check_eq!(
+                get_reg(g.vcpu, id),
+                Ok(v as u128),
+                "{who}'s {id:#x} by ONE_REG"
+            );
         }
     }
     drop(b);
@@ -211,7 +231,11 @@ pub fn poe_guest() -> TestResult {
     // steps over each and the stores that follow report the ESR again).
     let kvm = kvm!();
     let h = t!(Guest::new(kvm, poe_code()));
-    t!(set_reg(h.vcpu, MMFR3, (m & !(TCRX | S1PIE | S1POE)) as u128));
+    t!(set_reg(
+        h.vcpu,
+        MMFR3,
+        (m & !(TCRX | S1PIE | S1POE)) as u128
+    ));
     for what in ["TCR2_EL1", "PIR_EL1", "PIRE0_EL1"] {
         let (addr, esr, _, _) = t!(h.run_to_mmio());
         check_eq!(addr, MMIO + 8, "hidden {what}: no UNDEF");
