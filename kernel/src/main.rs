@@ -181,7 +181,7 @@ pub extern "C" fn kernel_main(dtb_pa: u64, entry_el: u64, image_pa: u64) -> ! {
 
     init_memory(&fdt, dtb_pa, image_pa, ram);
     tty::init();
-    kvm::init();
+    kvm::init(cmdline.vmid_bits);
     procfs::set_kernel_cmdline(cmdline.raw());
     percpu::init_table();
     if dt::cpu_count(&fdt) > percpu::MAX_CPUS {

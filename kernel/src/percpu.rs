@@ -33,6 +33,9 @@ pub struct PerCpu {
     /// Whether the task running here may pass tagged user pointers (PR_SET_TAGGED_ADDR_CTRL):
     /// set when a task is switched in or changes its own setting, read by `mm::uaccess`.
     pub user_tagged_addr: AtomicBool,
+    /// The VMID word this CPU last entered a guest with, 0 once a new VMID generation began
+    /// (kvm/vmid.rs): here, so that a guest entry reads it at one load from TPIDR_EL1.
+    pub kvm_vmid: AtomicU64,
     stack_lo: AtomicUsize,
     stack_hi: AtomicUsize,
 }
@@ -51,6 +54,7 @@ impl PerCpu {
             sve_vls: AtomicU16::new(0),
             sme_vls: AtomicU16::new(0),
             user_tagged_addr: AtomicBool::new(false),
+            kvm_vmid: AtomicU64::new(0),
             stack_lo: AtomicUsize::new(0),
             stack_hi: AtomicUsize::new(0),
         }

@@ -42,35 +42,16 @@ const SELECTION: Selection = Selection {
 
 use Outcome::{Pass, Skip};
 
-/// Every difference today, each with its reason (issue 28 goes on with them; the vCPU PMU,
-/// AArch32 guests and guest_memfd are not planned there). Each is the program's own outcome,
-/// which also covers the subtests only one kernel ran.
-const KNOWN_DIFFERENT: &[Known] = &[
-    Known {
-        config: "vq4",
-        program: "kvm:guest_memfd_test",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "KVM_CAP_GUEST_MEMFD (guest_memfd, KVM_CREATE_GUEST_MEMFD) is not offered",
-    },
-    Known {
-        config: "vq4",
-        program: "kvm:vcpu_width_config",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "AArch32 EL1 guests (KVM_ARM_VCPU_EL1_32BIT) are not offered",
-    },
-    Known {
-        config: "vq4",
-        program: "kvm:vpmu_counter_access",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "no PMU for guests (KVM_ARM_VCPU_PMU_V3): the PMU registers are emulated as plain storage",
-    },
-];
+/// Every difference today, each with its reason. Each is the program's own outcome, which also
+/// covers the subtests only one kernel ran.
+const KNOWN_DIFFERENT: &[Known] = &[Known {
+    config: "vq4",
+    program: "kvm:vpmu_counter_access",
+    subtests: &[],
+    svelt: Skip,
+    linux: Pass,
+    why: "no PMU for guests (KVM_ARM_VCPU_PMU_V3): the PMU registers are emulated as plain storage",
+}];
 
 fn vq4() -> Config {
     Config {

@@ -103,7 +103,7 @@ userland! {
     svelt_el1_smp2: at(Host, 1, 2, 16);
     svelt_el2_smp1: at(Host, 2, 1, 16);
     svelt_el2_smp2: at(Host, 2, 2, 16);
-    svelt_el2_smp2_vq1: at(Host, 2, 2, 1);
+    svelt_el2_smp2_vq1_vmid_bits3: with(at(Host, 2, 2, 1), "svelt.vmid_bits=3");
     svelt_el1_smp1_vq1: at(Host, 1, 1, 1);
     svelt_el2_smp1_vq4: at(Host, 2, 1, 4);
     svelt_el1_smp2_vq4_no_mops: no_mops(at(Host, 1, 2, 4));

@@ -83,6 +83,9 @@ pub struct Cmdline<'a> {
     /// where the CPU has it). The boot code reads `svelt.el=1` from the device tree itself,
     /// before anything else runs; the kernel checks it agreed.
     pub el: Option<u8>,
+    /// `svelt.vmid_bits=N`: KVM hands out VMIDs 1..2^N only (N from 2 to the CPU's 8 or 16,
+    /// raised to more VMIDs than CPUs), so that tests reach new VMID generations quickly.
+    pub vmid_bits: Option<u8>,
     /// `svelt.fp=`, `svelt.sve_syscall=`, `svelt.sme_trap=` (see `fppolicy`).
     pub fp_policy: Policy,
     /// Policy words with an unknown value, in order (the first few): the kernel warns about
@@ -102,6 +105,7 @@ impl<'a> Cmdline<'a> {
             coredump_dir: None,
             mops: true,
             el: None,
+            vmid_bits: None,
             fp_policy: Policy::LINUX,
             fp_policy_bad: [None; 4],
             raw,
@@ -127,6 +131,9 @@ impl<'a> Cmdline<'a> {
                 "svelt.coredump" => c.coredump_semihosting = value == "semihosting",
                 "svelt.coredump_dir" if !value.is_empty() => c.coredump_dir = Some(value),
                 "svelt.mops" => c.mops = value != "off",
+                "svelt.vmid_bits" => {
+                    c.vmid_bits = value.parse().ok().filter(|b| (2..=16).contains(b))
+                }
                 "svelt.el" => match value {
                     "1" => c.el = Some(1),
                     "2" => c.el = Some(2),
@@ -220,6 +227,9 @@ mod tests {
         assert!(!Cmdline::parse("svelt.coredump=none").coredump_semihosting);
         assert!(c.mops);
         assert!(!Cmdline::parse("svelt.mops=off").mops);
+        assert_eq!(Cmdline::parse("svelt.vmid_bits=3").vmid_bits, Some(3));
+        assert_eq!(Cmdline::parse("svelt.vmid_bits=1").vmid_bits, None);
+        assert_eq!(Cmdline::parse("svelt.vmid_bits=x").vmid_bits, None);
         assert_eq!(c.el, None);
         assert_eq!(Cmdline::parse("svelt.el=1").el, Some(1));
         assert_eq!(Cmdline::parse("svelt.el=2 x").el, Some(2));

@@ -224,10 +224,85 @@ pub const fn nanos_to_clock_t(ns: u64) -> i64 {
     (ns / (NSEC_PER_SEC as u64 / USER_HZ)) as i64
 }
 
+/// Splits a task's exact CPU time `total` into (user, system) in the ratio of the timer
+/// tick's samples `user_ticks : system_ticks`, never below the split reported before (`prev`,
+/// updated), so that neither part goes back between two reads while their sum is the exact
+/// total (Linux's cputime_adjust, kernel/sched/cputime.c). Without samples the time is user
+/// time; a `total` not above the last sum reports the last split again.
+pub fn split_cputime(
+    prev: &mut (u64, u64),
+    total: u64,
+    user_ticks: u64,
+    system_ticks: u64,
+) -> (u64, u64) {
+    let (pu, ps) = *prev;
+    if pu.saturating_add(ps) >= total {
+        return *prev;
+    }
+    let mut system = if system_ticks == 0 {
+        0
+    } else if user_ticks == 0 {
+        total
+    } else {
+        let ticks = system_ticks as u128 + user_ticks as u128;
+        (system_ticks as u128 * total as u128 / ticks) as u64
+    };
+    system = system.max(ps);
+    let mut user = total - system;
+    if user < pu {
+        user = pu;
+        system = total - user;
+    }
+    *prev = (user, system);
+    (user, system)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::util::bytes::get_i64;
+
+    #[test]
+    fn cputime_split_follows_the_samples() {
+        let mut prev = (0, 0);
+        // No samples yet: all user time, as Linux books it.
+        assert_eq!(split_cputime(&mut prev, 1000, 0, 0), (1000, 0));
+        // One user and three system ticks: a quarter user, but user never goes back.
+        assert_eq!(split_cputime(&mut prev, 4000, 1, 3), (1000, 3000));
+        assert_eq!(prev, (1000, 3000));
+        // Only system samples.
+        let mut p = (0, 0);
+        assert_eq!(split_cputime(&mut p, 500, 0, 7), (0, 500));
+        // A total that did not grow reports the same split.
+        assert_eq!(split_cputime(&mut prev, 4000, 9, 1), (1000, 3000));
+        assert_eq!(split_cputime(&mut prev, 10, 9, 1), (1000, 3000));
+        // The ratio turns towards user: system keeps what it had, user takes the rest.
+        assert_eq!(split_cputime(&mut prev, 5000, 9, 1), (2000, 3000));
+        // Counter-sized values do not overflow the product.
+        let mut p = (0, 0);
+        let (u, s) = split_cputime(&mut p, u64::MAX, u64::MAX, u64::MAX);
+        assert_eq!(u.checked_add(s), Some(u64::MAX));
+        assert!(u.abs_diff(s) <= 1);
+    }
+
+    #[test]
+    fn cputime_split_never_goes_back() {
+        let mut rng = crate::util::rng::XorShift64(0x5eed_c0de);
+        for _ in 0..200 {
+            let mut prev = (0, 0);
+            let (mut total, mut ut, mut st) = (0u64, 0u64, 0u64);
+            for _ in 0..100 {
+                total += rng.below(10_000);
+                ut += rng.below(3);
+                st += rng.below(3);
+                let before = prev;
+                let (u, s) = split_cputime(&mut prev, total, ut, st);
+                assert!(u >= before.0 && s >= before.1, "{before:?} -> {u}, {s}");
+                assert_eq!(u + s, total.max(before.0 + before.1));
+                assert_eq!(prev, (u, s));
+            }
+        }
+    }
 
     #[test]
     fn timespec_rules() {

@@ -104,8 +104,33 @@ pub fn sys_root() -> Arc<dyn Inode> {
     let devices = RamDir::new(0o755);
     devices.replace("system", system);
     root.replace("devices", devices);
-    for d in ["kernel", "fs", "class", "bus"] {
+    root.replace("kernel", kernel_dir());
+    for d in ["fs", "class", "bus"] {
         let _ = root.create(d, Kind::Dir, 0o755, 0);
     }
     root
+}
+
+/// /sys/kernel/mm/transparent_hugepage, as a Linux built with THP shows it (Linux's KVM
+/// selftests read `hpage_pmd_size` and look for the directory before they use madvise's huge
+/// page advice): Svelt makes no huge pages, so `enabled` and `defrag` say never.
+fn kernel_dir() -> Arc<dyn Inode> {
+    let thp = RamDir::new(0o755);
+    thp.replace(
+        "hpage_pmd_size",
+        GenFile::system(|| String::from("2097152\n")),
+    );
+    thp.replace(
+        "enabled",
+        GenFile::system(|| String::from("always madvise [never]\n")),
+    );
+    thp.replace(
+        "defrag",
+        GenFile::system(|| String::from("always defer defer+madvise madvise [never]\n")),
+    );
+    let mm = RamDir::new(0o755);
+    mm.replace("transparent_hugepage", thp);
+    let kernel = RamDir::new(0o755);
+    kernel.replace("mm", mm);
+    kernel
 }

@@ -234,6 +234,20 @@ pub trait FileOps: Send + Sync + Any {
     fn mmap_file(&self) -> Option<Arc<dyn MappedFile>> {
         None
     }
+    /// Whether `mmap_file`'s pages may only be mapped MAP_SHARED (EINVAL otherwise: a
+    /// guest_memfd, whose pages are never copied).
+    fn mmap_shared_only(&self) -> bool {
+        false
+    }
+    /// fstat of a file with no inode that has a size of its own (a guest_memfd); None: the
+    /// common answer.
+    fn stat(&self) -> Option<svelt_abi::uapi::fs::Stat> {
+        None
+    }
+    /// fallocate(2) on a file with no inode, after vfs_fallocate's generic checks.
+    fn fallocate(&self, _mode: i32, _offset: u64, _len: u64) -> SysResult<usize> {
+        Err(Errno::ENODEV)
+    }
     fn as_any(&self) -> &dyn Any;
 }
 

@@ -71,6 +71,11 @@ pub fn handle_sync(
     cur: &task::CurrentTask,
     esr: Esr,
 ) -> SysResult<Next> {
+    // A 32-bit vCPU's own exits first (kvm::aarch32).
+    let esr = match super::aarch32::pre_sync(vcpu, vm, st, esr) {
+        Ok(esr) => esr,
+        Err(next) => return Ok(next),
+    };
     match esr.ec_raw() {
         EC_WFX => {
             st.regs.pc += 4;
@@ -539,6 +544,10 @@ fn abort(
     match vm.fault(mm, ipa, write) {
         Fault::Mapped => return Ok(Next::Enter),
         Fault::Efault => return Err(Errno::EFAULT),
+        Fault::Memory => {
+            super::gmem::memory_fault_exit(vcpu, ipa);
+            return Err(Errno::EFAULT);
+        }
         Fault::Mmio => {}
     }
     // Not RAM: no instructions or page tables may come from there. An abort on a stage-1
@@ -569,6 +578,9 @@ fn abort(
     // SCTLR_EL1.EE for EL1's accesses, E0E for EL0's (kvm_vcpu_is_be).
     let at_el1 = st.regs.pstate & 0x1f != 0;
     let big_endian = st.el1.sctlr & (1 << if at_el1 { 25 } else { 24 }) != 0;
+    // AArch32: CPSR.E (kvm_vcpu_is_be).
+    let big_endian = big_endian && !super::aarch32::is32(st)
+        || super::aarch32::is32(st) && st.regs.pstate & (1 << 9) != 0;
     let mut data = [0u8; 8];
     if access.write {
         let reg = if access.reg == 31 {

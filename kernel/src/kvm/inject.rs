@@ -24,6 +24,10 @@ enum Vector {
 /// it came from (EL1 with SP_EL0, EL1 with SP_EL1, EL0), PSTATE masked at EL1h, PAN set unless
 /// SCTLR_EL1.SPAN says to keep it, SSBS from SCTLR_EL1.DSSBS, DIT kept.
 fn enter_el1(st: &mut VcpuState, vector: Vector, esr: u64) {
+    if super::aarch32::is32(st) {
+        super::aarch32::take_exception(st, vector == Vector::SError, esr);
+        return;
+    }
     let quarter = match st.regs.pstate & 0x1f {
         0b00000 => 0x400, // from EL0 (AArch64)
         0b00100 => 0x000, // EL1t

@@ -15,15 +15,18 @@
 //! - `sme`: SME for guests (the vCPU feature, streaming lengths, SVCR, ZA and ZT0, ID registers).
 //! - `sve`: SVE for guests (the vCPU feature, its registers, their lazy switch).
 //! - `vgic`: the in-kernel vGICv3 device (begun: its configuration).
+//! - `vmid`: VMIDs, handed out by generations.
 //!
 //! A vCPU is the VMM thread that calls KVM_RUN: the guest runs on that thread's kernel stack,
 //! so the scheduler, signals and the lazy FP machine treat it as that thread. Only a kernel at
 //! EL2 with VHE offers the device (at EL1 there is no hypervisor to be).
 
+mod aarch32;
 mod coalesced;
 pub(crate) mod eventfd;
 mod exit;
 mod fpmr;
+mod gmem;
 mod inject;
 mod pauth;
 mod poe;
@@ -37,6 +40,7 @@ mod sve;
 mod vcpu;
 mod vgic;
 mod vm;
+mod vmid;
 
 use crate::fs::{dev, Caller, File, FileOps};
 use alloc::sync::Arc;
@@ -168,8 +172,14 @@ pub fn check_extension(cap: u64) -> usize {
         k::KVM_CAP_MAX_VCPUS | k::KVM_CAP_MAX_VCPU_ID => k::KVM_MAX_VCPUS,
         k::KVM_CAP_COALESCED_MMIO => k::KVM_COALESCED_MMIO_PAGE_OFFSET,
         k::KVM_CAP_COALESCED_PIO => 1,
+        // guest_memfd, mappable and shared with the host from the start (`gmem`).
+        svelt_abi::uapi::kvm_gmem::KVM_CAP_GUEST_MEMFD => 1,
+        svelt_abi::uapi::kvm_gmem::KVM_CAP_GUEST_MEMFD_FLAGS => {
+            svelt_abi::uapi::kvm_gmem::GUEST_MEMFD_FLAGS as usize
+        }
         k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,
         k::KVM_CAP_ARM_VM_IPA_SIZE => max_ipa_bits() as usize,
+        svelt_abi::uapi::kvm_aarch32::KVM_CAP_ARM_EL1_32BIT => aarch32::offered() as usize,
         svelt_abi::uapi::kvm_sve::KVM_CAP_ARM_SVE => sve::offered() as usize,
         svelt_abi::uapi::kvm_sme::KVM_CAP_ARM_SME => sme::offered() as usize,
         k::KVM_CAP_ARM_PTRAUTH_ADDRESS | k::KVM_CAP_ARM_PTRAUTH_GENERIC => {
@@ -213,7 +223,8 @@ impl FileOps for KvmDev {
 
 /// Offers /dev/kvm when the kernel runs at EL2 with VHE (boot time, before the root file
 /// system is built).
-pub fn init() {
+pub fn init(vmid_bits: Option<u8>) {
+    vmid::init(vmid_bits);
     if !crate::arch::el::vhe() {
         return;
     }
@@ -229,14 +240,15 @@ pub fn init() {
 /// /proc/svelt/kvm: VMs alive, and the exit counters.
 pub fn stats() -> alloc::string::String {
     alloc::format!(
-        "vms {}\nvmids {}\nstage2_pages {}\nstage2_tables {}\nexits {}\nmmio_exits {}\nwfi_sleeps {}\nguest_fp_loads {}\n",
+        "vms {}\nvmids {}\nstage2_pages {}\nstage2_tables {}\nexits {}\nmmio_exits {}\nwfi_sleeps {}\nguest_fp_loads {}\nvmid_generations {}\n",
         vm::VMS.load(Ordering::Relaxed),
-        vm::VMIDS_USED.load(Ordering::Relaxed),
+        vmid::HELD.load(Ordering::Relaxed),
         stage2::LEAVES.load(Ordering::Relaxed),
         stage2::TABLE_PAGES.load(Ordering::Relaxed),
         EXITS.load(Ordering::Relaxed),
         MMIO_EXITS.load(Ordering::Relaxed),
         WFI_SLEEPS.load(Ordering::Relaxed),
         GUEST_FP_LOADS.load(Ordering::Relaxed),
+        vmid::ROLLOVERS.load(Ordering::Relaxed) + 1,
     )
 }

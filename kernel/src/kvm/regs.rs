@@ -372,7 +372,7 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
             CoreReg::Sp => st.el1.sp_el0 = v64,
             CoreReg::Pc => st.regs.pc = v64,
             CoreReg::Pstate => {
-                if !k::pstate_mode_ok(v64) {
+                if !super::aarch32::pstate_ok(st, v64) {
                     return Err(Errno::EINVAL);
                 }
                 st.regs.pstate = v64;
@@ -455,6 +455,9 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
                 }
             }
         },
+    }
+    if r.id & k::KVM_REG_ARM_COPROC_MASK == k::KVM_REG_ARM_CORE {
+        super::aarch32::narrow(st);
     }
     Ok(0)
 }

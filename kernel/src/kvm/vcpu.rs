@@ -295,6 +295,11 @@ impl Vcpu {
         let sme_bit = 1 << svelt_abi::uapi::kvm_sme::KVM_ARM_VCPU_SME;
         let offered = (1 << k::KVM_ARM_VCPU_POWER_OFF)
             | (1 << k::KVM_ARM_VCPU_PSCI_0_2)
+            | if super::aarch32::offered() {
+                1 << k::KVM_ARM_VCPU_EL1_32BIT
+            } else {
+                0
+            }
             | if sve::offered() { sve_bit } else { 0 }
             | if super::sme::offered() { sme_bit } else { 0 }
             | if super::pauth::offered() {
@@ -335,6 +340,7 @@ impl Vcpu {
             pstate: PSTATE_RESET,
             ..GuestRegs::default()
         };
+        super::aarch32::reset(st);
         st.el1 = El1State {
             sctlr: SCTLR_RESET,
             ..El1State::default()
@@ -378,6 +384,7 @@ impl Vcpu {
                 ..GuestRegs::default()
             };
             st.regs.x[0] = context;
+            super::aarch32::cpu_on(st);
             st.el1 = El1State {
                 sctlr: SCTLR_RESET,
                 ..El1State::default()

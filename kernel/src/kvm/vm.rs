@@ -10,6 +10,7 @@ use super::smccc::SmcccFilter;
 use super::stage2::Stage2;
 use super::stats::VmStats;
 use super::vcpu::{Vcpu, VcpuFile};
+use super::vmid::VmVmid;
 use crate::arch::guest;
 use crate::fs::{Caller, File, FileOps};
 use crate::mm::aspace::{Access, AddrSpace, MmNotifier};
@@ -27,43 +28,12 @@ use svelt_abi::uapi::fs::O_RDWR;
 use svelt_abi::uapi::kvm::{self as k, KvmUserspaceMemoryRegion, KvmVcpuInit, SlotChange};
 use svelt_abi::uapi::kvm_dirty as kd;
 use svelt_abi::uapi::kvm_eventfd as ke;
+use svelt_abi::uapi::kvm_gmem as kg;
 use svelt_abi::uapi::kvm_idregs as ki;
 use svelt_abi::uapi::kvm_vgic_its as its;
 
-/// VMs alive now, and VMIDs given out (/proc/svelt/kvm).
+/// VMs alive now (/proc/svelt/kvm).
 pub static VMS: AtomicUsize = AtomicUsize::new(0);
-pub static VMIDS_USED: AtomicUsize = AtomicUsize::new(0);
-
-/// VMIDs in use: bit n of word n / 64. VMID 0 is never given (the host's, unused with TGE).
-static VMIDS: Mutex<Vec<u64>> = Mutex::new(Vec::new());
-
-fn alloc_vmid() -> SysResult<u16> {
-    let limit = 1usize << guest::vmid_bits();
-    let mut map = VMIDS.lock();
-    if map.is_empty() {
-        map.try_reserve_exact(limit / 64)
-            .map_err(|_| Errno::ENOMEM)?;
-        map.resize(limit / 64, 0);
-        map[0] = 1;
-    }
-    for (i, w) in map.iter_mut().enumerate() {
-        if *w != u64::MAX {
-            let bit = w.trailing_ones() as usize;
-            *w |= 1 << bit;
-            VMIDS_USED.fetch_add(1, Ordering::Relaxed);
-            return Ok((i * 64 + bit) as u16);
-        }
-    }
-    Err(Errno::ENOSPC)
-}
-
-fn free_vmid(vmid: u16) {
-    let mut map = VMIDS.lock();
-    if let Some(w) = map.get_mut(vmid as usize / 64) {
-        *w &= !(1 << (vmid % 64));
-        VMIDS_USED.fetch_sub(1, Ordering::Relaxed);
-    }
-}
 
 /// One memory slot: `size` bytes of guest physical space at `gpa`, backed by the VMM's memory
 /// at `uaddr`.
@@ -98,6 +68,8 @@ pub struct VmInner {
     pub dirty: BTreeMap<u32, Vec<u64>>,
     /// KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2's value (kvm->manual_dirty_log_protect).
     pub manual_protect: u64,
+    /// The guest_memfd binding of each KVM_MEM_GUEST_MEMFD slot, by slot id.
+    pub gmem: BTreeMap<u32, super::gmem::Binding>,
 }
 
 impl VmInner {
@@ -126,9 +98,10 @@ impl VmInner {
 
 pub struct Vm {
     pub ipa_bits: u32,
-    pub vmid: u16,
-    /// VTTBR_EL2 and VTCR_EL2 for this VM: its VMID and stage-2 root never change.
-    pub vttbr: u64,
+    /// Its VMID, given at the first entry and renewed by generations (vmid.rs).
+    pub vmid: VmVmid,
+    /// VTTBR_EL2 without the VMID (the stage-2 root), and VTCR_EL2: they never change.
+    pub s2_root: u64,
     pub vtcr: u64,
     /// The VMM's address space (KVM's kvm->mm): only its threads may use the VM.
     mm: Weak<Mutex<AddrSpace>>,
@@ -193,6 +166,9 @@ pub enum Fault {
     Mmio,
     /// The slot's VMM memory cannot be had (unmapped, no permission): KVM_RUN fails EFAULT.
     Efault,
+    /// A guest_memfd slot's page cannot be had (its file is gone): KVM_RUN fails EFAULT with
+    /// KVM_EXIT_MEMORY_FAULT (`gmem::memory_fault_exit`).
+    Memory,
 }
 
 impl Vm {
@@ -206,8 +182,7 @@ impl Vm {
             .mm()
             .ok_or(Errno::EINVAL)?;
         let s2 = Stage2::new(ipa_bits)?;
-        let vmid = alloc_vmid()?;
-        let (vttbr, vtcr) = (((vmid as u64) << 48) | s2.root(), s2.vtcr());
+        let (s2_root, vtcr) = (s2.root(), s2.vtcr());
         let mut id_limits: [u64; k::ID_REGS] = core::array::from_fn(|i| {
             let (crm, op2) = (1 + i / 8, i % 8);
             k::guest_id_reg(
@@ -232,8 +207,8 @@ impl Vm {
         );
         let vm = Arc::new(Vm {
             ipa_bits,
-            vmid,
-            vttbr,
+            vmid: VmVmid::new(),
+            s2_root,
             vtcr,
             mm: Arc::downgrade(&mm),
             inner: Mutex::new(VmInner {
@@ -241,6 +216,7 @@ impl Vm {
                 s2,
                 dirty: BTreeMap::new(),
                 manual_protect: 0,
+                gmem: BTreeMap::new(),
             }),
             vcpus: Mutex::new(Vec::new()),
             nisv_to_user: AtomicBool::new(false),
@@ -275,11 +251,21 @@ impl Vm {
 
     /// Invalidates the VM's stage-2 TLB entries on every CPU, counted as KVM's
     /// `kvm_flush_remote_tlbs` counts them.
-    fn flush_tlbs(&self) {
+    pub(super) fn flush_tlbs(&self) {
         use svelt_abi::uapi::kvm_stats::vm as st;
         self.stats.inc(st::REMOTE_TLB_FLUSH_REQUESTS);
         self.stats.inc(st::REMOTE_TLB_FLUSH);
-        guest::flush_tlb_vm(self.vttbr);
+        self.flush_tlb_entries();
+    }
+
+    /// Invalidates the VM's TLB entries on every CPU, under the VMID it has now (one it had
+    /// before lost its entries when the generation changed); every VM's if it has none yet,
+    /// as a vCPU may be taking its first one.
+    fn flush_tlb_entries(&self) {
+        match self.vmid.current() {
+            0 => guest::flush_tlb_all_vms(),
+            id => guest::flush_tlb_vm(u64::from(id) << 48 | self.s2_root),
+        }
     }
 
     /// EIO unless the caller is a thread of the VMM that created the VM (as KVM checks
@@ -350,6 +336,9 @@ impl Vm {
     /// side's later write moves it to another frame (copy-on-write) behind the guest's back.
     pub fn fault(&self, mm: &Mutex<AddrSpace>, ipa: u64, write: bool) -> Fault {
         let page = ipa & !0xfff;
+        if let Some(f) = super::gmem::fault(self, page) {
+            return f;
+        }
         let Some(slot) = self
             .inner
             .lock()
@@ -412,11 +401,24 @@ impl Vm {
             crate::mm::aspace::USER_END as u64,
             1u64 << self.ipa_bits,
         )?;
+        self.change_region(change, None)
+    }
+
+    /// Carries out a checked memory-region call; `gmem`: the guest_memfd a new
+    /// KVM_MEM_GUEST_MEMFD slot binds (`gmem::set_region2`).
+    pub(super) fn change_region(
+        &self,
+        change: SlotChange,
+        gmem: Option<super::gmem::ToBind>,
+    ) -> SysResult<usize> {
         let mut inner = self.inner.lock();
         match change {
             SlotChange::Delete { slot } => {
                 let old = inner.slots.remove(&slot).ok_or(Errno::EINVAL)?;
                 inner.dirty.remove(&slot);
+                if let Some(b) = inner.gmem.remove(&slot) {
+                    b.unbind(slot);
+                }
                 if inner.s2.unmap(old.gpa, old.gpa + old.size) {
                     self.flush_tlbs();
                 }
@@ -433,6 +435,9 @@ impl Vm {
                     if old.size != size
                         || old.uaddr != uaddr
                         || (old.flags ^ flags) & k::KVM_MEM_READONLY != 0
+                        // A guest_memfd slot can only be deleted.
+                        || gmem.is_some()
+                        || (old.flags ^ flags) & kg::KVM_MEM_GUEST_MEMFD != 0
                     {
                         return Err(Errno::EINVAL);
                     }
@@ -443,6 +448,10 @@ impl Vm {
                     .any(|(&id, s)| id != slot && gpa < s.gpa + s.size && s.gpa < gpa + size);
                 if overlaps {
                     return Err(Errno::EEXIST);
+                }
+                if let Some(g) = gmem {
+                    let b = super::gmem::bind(g, slot, gpa, size)?;
+                    inner.gmem.insert(slot, b);
                 }
                 // The dirty bitmap: kept while the slot goes on logging, a new one (empty,
                 // or all set with INITIALLY_SET) when it starts, none when it stops
@@ -600,8 +609,10 @@ impl MmNotifier for Vm {
 
 impl Drop for Vm {
     fn drop(&mut self) {
-        guest::flush_tlb_vm(self.vttbr);
-        free_vmid(self.vmid);
+        if self.vmid.current() != 0 {
+            self.flush_tlb_entries();
+        }
+        self.vmid.release();
         VMS.fetch_sub(1, Ordering::Relaxed);
     }
 }
@@ -631,14 +642,8 @@ impl FileOps for VmFile {
                 let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
                 self.vm.set_region(&r)
             }
-            k::KVM_SET_USER_MEMORY_REGION2 => {
-                // The same region; guest_memfd is not offered, so its flag is refused with
-                // the other unknown ones and its fields are not read.
-                let mut all = [0u8; 160];
-                UserPtr::<u8>::new(arg).read_slice(&mut all)?;
-                let r = UserPtr::<KvmUserspaceMemoryRegion>::new(arg).read()?;
-                self.vm.set_region(&r)
-            }
+            k::KVM_SET_USER_MEMORY_REGION2 => super::gmem::set_region2(&self.vm, cur, arg),
+            kg::KVM_CREATE_GUEST_MEMFD => super::gmem::create(&self.vm, cur, arg),
             kd::KVM_GET_DIRTY_LOG => self.vm.get_dirty_log(arg),
             kd::KVM_CLEAR_DIRTY_LOG => self.vm.clear_dirty_log(arg),
             k::KVM_CREATE_DEVICE => {

@@ -217,6 +217,13 @@ fn register(key: usize, mm: &Arc<Mutex<AddrSpace>>) {
 /// The file at `key` (see [`file_key`]) shrank to `size` bytes: every page of it past the end
 /// leaves every mapping, private copies included, so later accesses there fault (SIGBUS).
 pub fn file_truncated(key: usize, size: u64) {
+    file_range_gone(key, size.div_ceil(PAGE as u64) * PAGE as u64, u64::MAX);
+}
+
+/// The pages of the file at `key` between file offsets `first` and `end` (page-aligned) are
+/// gone (truncated away, or a hole punched): they leave every mapping, private copies
+/// included, so the next access faults them in again, or gets SIGBUS past the end.
+pub fn file_range_gone(key: usize, first: u64, end: u64) {
     let mms: Vec<Arc<Mutex<AddrSpace>>> = {
         let mut maps = FILE_MAPS.lock();
         let Some(list) = maps.get_mut(&key) else {
@@ -229,7 +236,6 @@ pub fn file_truncated(key: usize, size: u64) {
         }
         live
     };
-    let first = size.div_ceil(PAGE as u64) * PAGE as u64;
     for mm in mms {
         let mut g = mm.lock();
         let ranges: Vec<(usize, usize)> = g
@@ -238,7 +244,9 @@ pub fn file_truncated(key: usize, size: u64) {
                 Backing::File { node, off, .. } if file_key(&**node) == key => {
                     let skip = first.saturating_sub(*off) as usize;
                     let start = v.start.saturating_add(skip);
-                    (start < v.end).then_some((start, v.end))
+                    let keep = end.saturating_sub(*off).min(usize::MAX as u64) as usize;
+                    let stop = v.end.min(v.start.saturating_add(keep));
+                    (start < stop).then_some((start, stop))
                 }
                 _ => None,
             })

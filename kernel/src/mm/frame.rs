@@ -326,6 +326,11 @@ impl Page {
         pa
     }
 
+    /// The frame's physical address (the handle keeps its reference).
+    pub fn pa(&self) -> u64 {
+        self.0
+    }
+
     /// The frame through the linear map.
     pub fn ptr(&self) -> *mut u8 {
         phys_to_virt(self.0) as *mut u8

@@ -645,7 +645,7 @@ pub fn fallocate(cur: &CurrentTask, fd: i32, mode: i32, offset: i64, len: i64) -
     let node = match &f.node {
         Some(n) => n.clone(),
         None if f.ops.as_any().is::<pipe::PipeEnd>() => return Err(Errno::ESPIPE),
-        None => return Err(Errno::ENODEV),
+        None => return f.ops.fallocate(mode, offset as u64, len as u64),
     };
     match node.kind() {
         Kind::File => {}

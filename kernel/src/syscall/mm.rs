@@ -80,14 +80,22 @@ pub fn mmap(
         let Some(node) = file.node.clone() else {
             // A file with no inode maps what its operations offer (a vCPU's kvm_run page).
             let node = file.ops.mmap_file().ok_or(Errno::ENODEV)?;
+            if !req.shared && file.ops.mmap_shared_only() {
+                return Err(Errno::EINVAL);
+            }
             let backing = Backing::File {
-                node,
+                node: node.clone(),
                 off: req.offset,
                 shared: req.shared,
                 maywrite: !req.shared || file.writable(),
             };
-            return cur
-                .with_mm(|mm| map_new(mm, addr, req.len, p, backing, place, |r| rlimit(cur, r)));
+            let r = cur
+                .with_mm(|mm| map_new(mm, addr, req.len, p, backing, place, |r| rlimit(cur, r)))?;
+            // Known as a mapper of the file, so that a hole punched in it leaves this mapping.
+            if let Some(mm) = cur.mm() {
+                crate::mm::aspace::register_file_map(&mm, &node);
+            }
+            return Ok(r);
         };
         match node.kind() {
             Kind::File => {}
@@ -336,6 +344,8 @@ pub fn madvise(cur: &CurrentTask, addr: usize, len: usize, advice: u32) -> SysRe
                 }
             })
         }
+        // No huge page can be made here, as Linux answers for a range it cannot collapse.
+        m::MADV_COLLAPSE => Err(Errno::EINVAL),
         _ => Ok(0),
     }
 }

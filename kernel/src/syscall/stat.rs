@@ -19,6 +19,7 @@ use svelt_abi::uapi::fs::{
 fn stat_file(file: &File) -> Stat {
     match &file.node {
         Some(n) => fs::stat_of(&**n),
+        None if file.ops.stat().is_some() => file.ops.stat().unwrap_or_default(),
         None if crate::net::socket_ino(file).is_some() => Stat {
             st_dev: 8,
             st_ino: crate::net::socket_ino(file).unwrap_or(0),

@@ -26,6 +26,7 @@ use crate::arch::cpu;
 use crate::percpu::PerCpuArray;
 use crate::sync::IrqLock;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use svelt_abi::uapi::time::split_cputime;
 
 /// A task's CPU-time words (counter ticks), tick samples and switch counts.
 pub struct CpuTime {
@@ -75,31 +76,6 @@ pub struct Usage {
     pub nivcsw: u64,
 }
 
-/// Splits `total` in the ratio of the tick samples `user_ticks : system_ticks`, never below
-/// the split reported before (`prev`, updated): Linux's cputime_adjust
-/// (kernel/sched/cputime.c). Without samples the time is user time, as Linux books it.
-fn adjust(prev: &mut (u64, u64), total: u64, user_ticks: u64, system_ticks: u64) -> (u64, u64) {
-    let (pu, ps) = *prev;
-    if pu.saturating_add(ps) >= total {
-        return *prev;
-    }
-    let mut system = if system_ticks == 0 {
-        0
-    } else if user_ticks == 0 {
-        total
-    } else {
-        (system_ticks as u128 * total as u128 / (system_ticks + user_ticks) as u128) as u64
-    };
-    system = system.max(ps);
-    let mut user = total - system;
-    if user < pu {
-        user = pu;
-        system = total - user;
-    }
-    *prev = (user, system);
-    (user, system)
-}
-
 impl CpuTime {
     pub const fn new() -> CpuTime {
         CpuTime {
@@ -121,7 +97,7 @@ impl CpuTime {
             self.user_ticks.load(Ordering::Relaxed),
             self.system_ticks.load(Ordering::Relaxed),
         );
-        let (user, system) = adjust(&mut self.reported.lock(), total, ut, st);
+        let (user, system) = split_cputime(&mut self.reported.lock(), total, ut, st);
         Usage {
             user,
             system,

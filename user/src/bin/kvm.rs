@@ -3919,8 +3919,14 @@ fn kick_running_vcpu() -> TestResult {
 }
 
 // After the macros it uses.
+#[path = "kvm/aarch32.rs"]
+mod aarch32;
+#[path = "kvm/gmem.rs"]
+mod gmem;
 #[path = "kvm/its.rs"]
 mod its;
+#[path = "kvm/vmids.rs"]
+mod vmids;
 
 // TCR2, S1PIE and S1POE for guests; GCS hidden.
 #[path = "kvm/gcs_poe.rs"]
@@ -3986,6 +3992,11 @@ fn main(_a: &rt::Args) -> i32 {
         ("irq_line_without_vgic", irq_line_without_vgic),
         ("mp_state_suspended", mp_state_suspended),
         ("kick_running_vcpu", kick_running_vcpu),
+        ("more_vms_than_vmids", vmids::more_vms_than_vmids),
+        ("aarch32_vcpu_init", aarch32::aarch32_vcpu_init),
+        ("aarch32_guest", aarch32::aarch32_guest),
+        ("guest_memfd_file", gmem::guest_memfd_file),
+        ("guest_memfd_guest", gmem::guest_memfd_guest),
         ("everything_given_back", everything_given_back),
     ])
 }

@@ -654,3 +654,19 @@ pub fn flush_tlb_vm(vttbr: u64) {
     };
     wr!("S3_4_C2_C1_0", old);
 }
+
+/// Invalidates every VM's stage-1 and stage-2 TLB entries on every CPU (Inner Shareable), as a
+/// new generation of VMIDs needs (kvm/vmid.rs). The host's own translations are the EL2&0
+/// regime's and stay.
+pub fn flush_tlb_all_vms() {
+    // SAFETY: TLB maintenance and barriers only.
+    unsafe {
+        core::arch::asm!(
+            "dsb ishst",
+            "tlbi alle1is",
+            "dsb ish",
+            "isb",
+            options(nostack)
+        )
+    };
+}

@@ -28,6 +28,7 @@ pub mod exception;
 pub mod fpsimd;
 pub mod gcs;
 pub mod guest;
+pub mod guest32;
 pub mod guest_s1;
 pub mod mem;
 pub mod mmu;

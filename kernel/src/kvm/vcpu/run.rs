@@ -106,7 +106,9 @@ impl Vcpu {
         });
         crate::kvm::poe::run_start(vm, &mut st);
         if let Some(p) = st.mmio.take() {
+            let (pc0, pstate0) = (st.regs.pc, st.regs.pstate);
             exit::complete_mmio(self, &mut st, p);
+            crate::kvm::aarch32::after_sync(&mut st, pc0, pstate0);
         }
         // immediate_exit leaves `kvm_run` as it was; otherwise each run starts with no exit
         // reason and no flags (kvm_arch_vcpu_ioctl_run).
@@ -183,7 +185,7 @@ impl Vcpu {
                 guest::Controls {
                     hcr: exit::GUEST_HCR | if st.vse { guest::hcr::VSE } else { 0 },
                     vsesr: st.vsesr,
-                    vttbr: vm.vttbr,
+                    vttbr: vm.s2_root,
                     vtcr: vm.vtcr,
                     vmpidr: st.mpidr,
                     vpidr: vm.impl_regs.lock()[0],
@@ -202,6 +204,7 @@ impl Vcpu {
             vgic::before_entry(vm, self.id, st);
             let kind = {
                 let _irqs = crate::arch::cpu::IrqGuard::new();
+                controls.vttbr = vm.s2_root | u64::from(vm.vmid.enter()) << 48;
                 // From here a kick interrupts this CPU, and the IPI, masked, ends the entry
                 // at once; what happened before is looked at now (Linux's IN_GUEST_MODE and
                 // the request and signal checks with interrupts disabled).
@@ -217,6 +220,11 @@ impl Vcpu {
                             || task::hooks::interrupted(cur.task())));
                 let kind = (!leave).then(|| {
                     controls.hcr |= self.irq_line_hcr() | pauth::hcr(st);
+                    // A 32-bit vCPU: EL1 in AArch32, its AArch32-only registers in.
+                    let a32 = crate::kvm::aarch32::enter(st);
+                    if a32.is_some() {
+                        controls.hcr &= !guest::hcr::RW;
+                    }
                     let tpidr2 = sme::enter(st);
                     crate::kvm::poe::enter(st);
                     let VcpuState {
@@ -229,6 +237,7 @@ impl Vcpu {
                     let kind = guest::world_switch(&mut controls, el1, regs, gic, pauth.as_mut());
                     sme::exit(st, tpidr2);
                     crate::kvm::poe::exit(st);
+                    crate::kvm::aarch32::exit(st, a32);
                     kind
                 });
                 self.running_on.store(NOT_IN_GUEST, Ordering::Relaxed);
@@ -250,7 +259,10 @@ impl Vcpu {
                 }
                 guest::Exit::Sync => {}
             }
-            match exit::handle_sync(self, vm, mm, st, cur, Esr(st.regs.esr))? {
+            let (pc0, pstate0) = (st.regs.pc, st.regs.pstate);
+            let next = exit::handle_sync(self, vm, mm, st, cur, Esr(st.regs.esr));
+            crate::kvm::aarch32::after_sync(st, pc0, pstate0);
+            match next? {
                 exit::Next::Enter => {}
                 exit::Next::ToVmm => return Ok(0),
             }

@@ -449,12 +449,20 @@ pub fn fpsimd_restore_current_state(cur: &CurrentTask) {
         (!fps::resume_held(c, &f.st)).then(|| fps::return_to_user(c, &mut f.st))
     });
     // Loaded: the bit stays only for an SVE or SME task, whose syscalls discard state and
-    // whose returns reset `to_save`. Nobody else sets it while this task runs here.
+    // whose returns reset `to_save`. Nobody else sets it while this task runs here. The held
+    // case (nearly every return) leaves straight from its own copy of the check, and the
+    // work word is looked at first: it is clear on most returns of a task without SVE or SME.
     let t = cur.task();
-    if !f.st.sve && !f.st.sme && t.work.get() & work::FP != 0 {
-        t.work.clear(work::FP);
-    }
-    let Some(r) = r else { return };
+    let drop_fp_bit = |f: &TaskFpState| {
+        if t.work.get() & work::FP != 0 && !f.st.sve && !f.st.sme {
+            t.work.clear(work::FP);
+        }
+    };
+    let Some(r) = r else {
+        drop_fp_bit(f);
+        return;
+    };
+    drop_fp_bit(f);
     let Some(format) = r.load else { return };
     if let Some(len) = r.set_zcr {
         sve::set_len(len);
