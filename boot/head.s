@@ -312,8 +312,9 @@ el_setup:
 81: msr     S3_4_C1_C2_6, x1
 9:
     // Fine-grained traps (their bits are "n": 0 traps): TPIDR2_EL0 and SMPRI_EL1 with SME,
-    // PIR_EL1 and PIRE0_EL1 with S1PIE, the GCS registers (EL0 and EL1) with GCS, and the
-    // GCS instructions EL1 uses (GCSSTTR; GCSPUSHX/GCSPOPCX and GCSPUSHM at EL1 untrapped too).
+    // PIR_EL1 and PIRE0_EL1 with S1PIE, POR_EL1 and POR_EL0 with S1POE, the GCS registers (EL0
+    // and EL1) with GCS, and the GCS instructions EL1 uses (GCSSTTR; GCSPUSHX/GCSPOPCX and
+    // GCSPUSHM at EL1 untrapped too).
     mrs     x1, ID_AA64MMFR0_EL1
     ubfx    x1, x1, #56, #4             // FGT
     cbz     x1, 11f
@@ -325,7 +326,11 @@ el_setup:
     ubfx    x2, x2, #8, #4              // S1PIE
     cbz     x2, 14f
     orr     x1, x1, #(3 << 57)
-14: mrs     x2, ID_AA64PFR1_EL1
+14: mrs     x2, S3_0_C0_C7_3            // ID_AA64MMFR3_EL1
+    ubfx    x2, x2, #16, #4             // S1POE: POR_EL1 and POR_EL0 (for guests that have it)
+    cbz     x2, 18f
+    orr     x1, x1, #(3 << 59)
+18: mrs     x2, ID_AA64PFR1_EL1
     ubfx    x2, x2, #44, #4             // GCS
     cbz     x2, 15f
     orr     x1, x1, #(3 << 52)

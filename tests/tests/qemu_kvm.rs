@@ -82,7 +82,8 @@ fn qemu_kvm_guest_under_linux() {
 const QEMU_GUEST_KNOWN: &[Known] = &[];
 
 /// Bare Linux 7.3.4 on QEMU 10 with the guest's CPU: SVE 16 and 32, no SME, no GCS (QEMU 10's
-/// CPU has none; the word keeps the reference right on a QEMU that has it).
+/// CPU has none; on a QEMU that has it the word still keeps the reference right, as both
+/// Linux 7.3's KVM and Svelt's hide GCS from every VM: sanitise_id_aa64pfr1_el1).
 fn bare_config() -> Config {
     Config {
         qemu: Qemu::Host,

@@ -1208,8 +1208,9 @@ const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
     (7, 2, 0xf << 20 | 0xf << 24),
     // ID_AA64ISAR3_EL1: all but FPRCVT, LSUI, LSFE and FAMINMAX.
     (6, 3, !(0xf << 28 | 0xf << 24 | 0xf << 16 | 0xf << 4)),
-    // ID_AA64MMFR3_EL1: TCRX, SCTLRX, S1PIE, S2PIE, S1POE, S2POE, AIE, MEC, D128.
-    (7, 3, 0xf_ffff_ffff),
+    // ID_AA64MMFR3_EL1: all but TCRX, S1PIE and S1POE (`kvm_poe`), as Linux's
+    // __kvm_read_sanitised_id_reg keeps only those and SCTLRX (SCTLR2 is not given yet).
+    (7, 3, !super::kvm_poe::MMFR3_GIVEN),
 ];
 
 /// What a guest reads from the ID register at CRm, op2 when the CPU's value is `host`: the

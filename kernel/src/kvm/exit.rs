@@ -395,7 +395,12 @@ fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
     // has GCS): guests are not given GCS, so they are UNDEFINED, as on a CPU without it
     // (Linux's hwcap test reads GCSPR_EL0 and expects SIGILL). FPMR traps only for a VM that
     // hides it (kvm::fpmr): UNDEFINED too.
-    if (op0 == 3 && crn == 2 && crm == 5) || super::fpmr::is_fpmr(key) {
+    // TCR2_EL1, PIR_EL1, PIRE0_EL1, POR_EL1 and POR_EL0 trap only for a VM that hides them
+    // (kvm::poe): UNDEFINED as well.
+    if (op0 == 3 && crn == 2 && crm == 5)
+        || super::fpmr::is_fpmr(key)
+        || super::poe::is_trapped_reg(key)
+    {
         inject::inject_undef(st);
         return;
     }

@@ -29,6 +29,7 @@ mod fpmr;
 mod gmem;
 mod inject;
 mod pauth;
+mod poe;
 mod pvtime;
 mod regs;
 mod smccc;

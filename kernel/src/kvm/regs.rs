@@ -127,6 +127,7 @@ fn all(vm: &Vm, st: &VcpuState) -> impl Iterator<Item = u64> {
     sys.extend(super::sme::sys_ids(st));
     sys.extend(super::pauth::ids(st));
     sys.extend(super::fpmr::ids(vm));
+    sys.extend(super::poe::ids(vm));
     sys.extend([MPIDR_EL1, TIMER_CVAL, TIMER_CNT, CNTPCT]);
     sys.extend(IMPL_REGS);
     sys.extend(shadowed());
@@ -202,6 +203,9 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
                 return v.map(u128::from);
             }
             if let Some(v) = super::fpmr::sysreg_value(vm, st, id) {
+                return v.map(u128::from);
+            }
+            if let Some(v) = super::poe::sysreg_value(vm, st, id) {
                 return v.map(u128::from);
             }
             let v = match id {
@@ -419,6 +423,9 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
             super::pauth::sysreg_set(st, r.id, v64)?
         }
         k::KVM_REG_ARM64_SYSREG if r.id == k::FPMR => super::fpmr::sysreg_set(vm, st, v64)?,
+        _ if super::poe::sysreg_value(vm, st, r.id).is_some() => {
+            super::poe::sysreg_set(vm, st, r.id, v64).unwrap_or(Err(Errno::ENOENT))?
+        }
         _ => match r.id {
             MPIDR_EL1 => st.mpidr = v64,
             ZCR_EL1 => {

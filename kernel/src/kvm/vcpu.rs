@@ -43,6 +43,8 @@ pub struct VcpuState {
     pub fp: FpsimdState,
     /// FPMR (FEAT_FPMR), kept with the FP registers (kvm::fpmr).
     pub fpmr: u64,
+    /// TCR2_EL1, PIR_EL1, PIRE0_EL1, POR_EL1, POR_EL0 where the VM has them (kvm::poe).
+    pub s1: super::poe::GuestS1,
     /// The pointer-authentication keys, for a vCPU initialised with them (kvm::pauth).
     pub pauth: Option<guest::PauthKeys>,
     /// The AArch32 banked SPSRs (abt, und, irq, fiq): kept for KVM_{GET,SET}_ONE_REG only.
@@ -216,6 +218,7 @@ impl Vcpu {
                 el1: El1State::default(),
                 fp: FpsimdState::default(),
                 fpmr: 0,
+                s1: Default::default(),
                 pauth: None,
                 spsr32: [0; 4],
                 mpidr: mpidr_for(id),
@@ -344,6 +347,7 @@ impl Vcpu {
         };
         st.fp = FpsimdState::default();
         st.fpmr = 0;
+        st.s1 = Default::default();
         st.spsr32 = [0; 4];
         st.shadow.clear();
         super::regs::reset_shadow(st);

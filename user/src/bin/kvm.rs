@@ -3938,6 +3938,11 @@ mod its;
 #[path = "kvm/vmids.rs"]
 mod vmids;
 
+// TCR2, S1PIE and S1POE for guests; GCS hidden.
+#[path = "kvm/gcs_poe.rs"]
+mod gcs_poe;
+use gcs_poe::{poe_guest, poe_registers_follow_the_vm};
+
 fn main(_a: &rt::Args) -> i32 {
     mount_when_init();
     ktap::run(&[
@@ -3988,6 +3993,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("dirty_log", dirty_log),
         ("hidden_tlbi_os", hidden_tlbi_os),
         ("gcs_registers_follow_the_vm", gcs_registers_follow_the_vm),
+        ("poe_registers_follow_the_vm", poe_registers_follow_the_vm),
+        ("poe_guest", poe_guest),
         ("pauth_for_guests", pauth_for_guests),
         ("fpmr_one_reg", fpmr_one_reg),
         ("fpmr_guest", fpmr_guest),

@@ -11,6 +11,7 @@
 //! - `exception`: vectors, trap frame, dispatch, fault reports and backtraces.
 //! - `fpsimd`: FP/SVE/SME primitives, one file per extension.
 //! - `guest`: the world switch into a guest at EL1 and back (a kernel at EL2).
+//! - `guest_s1`: a guest's TCR2, permission indirection and overlay registers.
 //! - `mmu`: the kernel's page tables.
 //! - `semihosting`: the Arm semihosting calls QEMU's harness uses.
 //! - `smccc`: calls into firmware (PSCI) through HVC or SMC.
@@ -28,6 +29,7 @@ pub mod fpsimd;
 pub mod gcs;
 pub mod guest;
 pub mod guest32;
+pub mod guest_s1;
 pub mod mem;
 pub mod mmu;
 pub mod semihosting;

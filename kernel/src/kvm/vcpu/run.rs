@@ -87,6 +87,9 @@ impl Vcpu {
         vm.run_controls.call_once(|| {
             // ID_AA64ISAR2_EL1 (MOPS) and ID_AA64PFR2_EL1 (FPMR).
             let hcrx = k::guest_hcrx(vm.id_reg(6, 2), vm.id_reg(4, 2));
+            // ID_AA64MMFR3_EL1 (TCRX, S1PIE, S1POE: kvm::poe).
+            let (s1_hcrx, s1_fgt_clear) = crate::kvm::poe::controls(vm);
+            let hcrx = hcrx | s1_hcrx;
             vm.hcrx.store(hcrx, Ordering::Relaxed);
             let hfgitr = if guest::has_fgt() {
                 // ID_AA64ISAR0_EL1: the CPU's and the VM's.
@@ -97,10 +100,11 @@ impl Vcpu {
             vm.hfgitr.store(hfgitr, Ordering::Relaxed);
             let pfr1 = guest::read_id_reg(4, 1); // ID_AA64PFR1_EL1: the CPU's
             vm.hfgrtr_clear.store(
-                k::guest_fgt_read_write_clear(guest::has_fgt(), pfr1),
+                k::guest_fgt_read_write_clear(guest::has_fgt(), pfr1) | s1_fgt_clear,
                 Ordering::Relaxed,
             );
         });
+        crate::kvm::poe::run_start(vm, &mut st);
         if let Some(p) = st.mmio.take() {
             let (pc0, pstate0) = (st.regs.pc, st.regs.pstate);
             exit::complete_mmio(self, &mut st, p);
@@ -222,6 +226,7 @@ impl Vcpu {
                         controls.hcr &= !guest::hcr::RW;
                     }
                     let tpidr2 = sme::enter(st);
+                    crate::kvm::poe::enter(st);
                     let VcpuState {
                         el1,
                         regs,
@@ -231,6 +236,7 @@ impl Vcpu {
                     } = st;
                     let kind = guest::world_switch(&mut controls, el1, regs, gic, pauth.as_mut());
                     sme::exit(st, tpidr2);
+                    crate::kvm::poe::exit(st);
                     crate::kvm::aarch32::exit(st, a32);
                     kind
                 });
