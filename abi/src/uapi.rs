@@ -18,6 +18,7 @@ pub mod kvm_idregs;
 pub mod kvm_services;
 pub mod kvm_sme;
 pub mod kvm_stats;
+pub mod kvm_pmu;
 pub mod kvm_sve;
 pub mod kvm_vgic;
 pub mod kvm_vgic_its;

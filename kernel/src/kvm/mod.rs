@@ -26,6 +26,7 @@ mod exit;
 mod fpmr;
 mod inject;
 mod pauth;
+mod pmu;
 mod pvtime;
 mod regs;
 mod smccc;
@@ -170,6 +171,7 @@ pub fn check_extension(cap: u64) -> usize {
         k::KVM_CAP_NR_MEMSLOTS => k::KVM_USER_MEM_SLOTS as usize,
         k::KVM_CAP_ARM_VM_IPA_SIZE => max_ipa_bits() as usize,
         svelt_abi::uapi::kvm_sve::KVM_CAP_ARM_SVE => sve::offered() as usize,
+        svelt_abi::uapi::kvm_pmu::KVM_CAP_ARM_PMU_V3 => pmu::offered() as usize,
         svelt_abi::uapi::kvm_sme::KVM_CAP_ARM_SME => sme::offered() as usize,
         k::KVM_CAP_ARM_PTRAUTH_ADDRESS | k::KVM_CAP_ARM_PTRAUTH_GENERIC => {
             pauth::offered() as usize

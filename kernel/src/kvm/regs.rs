@@ -126,6 +126,7 @@ fn all(vm: &Vm, st: &VcpuState) -> impl Iterator<Item = u64> {
     }
     sys.extend(super::sme::sys_ids(st));
     sys.extend(super::pauth::ids(st));
+    sys.extend(super::pmu::ids(st));
     sys.extend(super::fpmr::ids(vm));
     sys.extend([MPIDR_EL1, TIMER_CVAL, TIMER_CNT, CNTPCT]);
     sys.extend(IMPL_REGS);
@@ -202,6 +203,9 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
                 return v.map(u128::from);
             }
             if let Some(v) = super::fpmr::sysreg_value(vm, st, id) {
+                return v.map(u128::from);
+            }
+            if let Some(v) = super::pmu::sysreg_value(vm, st, id) {
                 return v.map(u128::from);
             }
             let v = match id {
@@ -419,6 +423,9 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
             super::pauth::sysreg_set(st, r.id, v64)?
         }
         k::KVM_REG_ARM64_SYSREG if r.id == k::FPMR => super::fpmr::sysreg_set(vm, st, v64)?,
+        _ if super::pmu::sysreg_value(vm, st, r.id).is_some() => {
+            super::pmu::sysreg_set(vm, st, r.id, v64)?
+        }
         _ => match r.id {
             MPIDR_EL1 => st.mpidr = v64,
             ZCR_EL1 => {

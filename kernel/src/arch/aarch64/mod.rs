@@ -27,6 +27,7 @@ pub mod exception;
 pub mod fpsimd;
 pub mod gcs;
 pub mod guest;
+pub mod guest_pmu;
 pub mod mem;
 pub mod mmu;
 pub mod semihosting;

@@ -80,6 +80,7 @@ impl Vcpu {
         sme::check_finalized(&st)?;
         // A vGIC must be placed and initialised (kvm_vgic_map_resources).
         vgic::first_run(vm)?;
+        crate::kvm::pmu::check_run(vm, &mut st)?;
         // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
         // (kvm_arch_vcpu_run_pid_change marks the VM as having run, immediate_exit or not).
         vm.ran.store(true, Ordering::Relaxed);
@@ -189,12 +190,13 @@ impl Vcpu {
                         (true, false) => guest::CPTR_FP_ON,
                         (true, true) => guest::CPTR_FP_ON | guest::CPTR_SVE_ON,
                     } | sme::cptr(st),
-                    mdcr_traps: exit::GUEST_MDCR_TRAPS,
+                    mdcr_traps: exit::GUEST_MDCR_TRAPS | crate::kvm::pmu::hpmn(st),
                     hcrx: vm.hcrx.load(Ordering::Relaxed),
                     hfgitr: vm.hfgitr.load(Ordering::Relaxed),
                     hfgrtr_clear: vm.hfgrtr_clear.load(Ordering::Relaxed),
                 }
             };
+            crate::kvm::pmu::update_irq(vm, self.id, st);
             vgic::before_entry(vm, self.id, st);
             let kind = {
                 let _irqs = crate::arch::cpu::IrqGuard::new();
@@ -214,6 +216,7 @@ impl Vcpu {
                 let kind = (!leave).then(|| {
                     controls.hcr |= self.irq_line_hcr() | pauth::hcr(st);
                     let tpidr2 = sme::enter(st);
+                    crate::kvm::pmu::load(vm, st);
                     let VcpuState {
                         el1,
                         regs,
@@ -222,6 +225,7 @@ impl Vcpu {
                         ..
                     } = st;
                     let kind = guest::world_switch(&mut controls, el1, regs, gic, pauth.as_mut());
+                    crate::kvm::pmu::save(st);
                     sme::exit(st, tpidr2);
                     kind
                 });
