@@ -24,6 +24,8 @@ use svelt_abi::uapi::kvm_pmu::*;
 /// The VM's PMU configuration (kvm->arch.nr_pmu_counters and pmu_filter).
 #[derive(Default)]
 pub struct VmPmu {
+    /// The VM's vCPUs have a PMU.
+    pub with: bool,
     pub nr_counters: u32,
     /// One bit per event the guest may count, once the VMM set a filter.
     pub filter: Option<Vec<u64>>,
@@ -82,6 +84,9 @@ fn pmcr_reset() -> u64 {
 /// survive a re-init, as Linux's), none otherwise. The VM's counter count is the CPU's until
 /// the VMM chooses.
 pub fn init(vm: &Vm, st: &mut VcpuState, with: bool, first_in_vm: bool) {
+    if first_in_vm {
+        vm.pmu.lock().with = with;
+    }
     if !with {
         st.pmu = None;
         return;
@@ -98,16 +103,32 @@ pub fn init(vm: &Vm, st: &mut VcpuState, with: bool, first_in_vm: bool) {
         if !vm.ran.load(Ordering::Relaxed) {
             // ID_AA64DFR0_EL1.PMUVer and ID_DFR0_EL1.PerfMon (read_sanitised_id_aa64dfr0_el1,
             // pmuver_to_perfmon).
-            let v = pmuver_limit();
             let mut regs = vm.id_regs.lock();
-            let dfr0 = k::id_reg_index(sysreg_id(3, 0, 0, 5, 0)).unwrap_or(0);
-            regs[dfr0] = (regs[dfr0] & !(0xf << 8)) | (v << 8);
-            let perfmon = if v == 1 { 3 } else { v };
-            let aa32 = k::id_reg_index(sysreg_id(3, 0, 0, 1, 2)).unwrap_or(0);
-            if aa32_el0() {
-                regs[aa32] = (regs[aa32] & !(0xf << 24)) | (perfmon << 24);
+            for i in [DFR0, ID_DFR0] {
+                regs[i] = id_limit(vm, i, regs[i]);
             }
         }
+    }
+}
+
+const DFR0: usize = 4 * 8; // ID_AA64DFR0_EL1 (CRm 5, op2 0)
+const ID_DFR0: usize = 2; // ID_DFR0_EL1
+
+/// The VM's limit for ID register `i` (what a VMM may write back): with a PMU,
+/// ID_AA64DFR0_EL1.PMUVer and ID_DFR0_EL1.PerfMon show it (read_sanitised_id_aa64dfr0_el1,
+/// read_sanitised_id_dfr0_el1, pmuver_to_perfmon).
+pub fn id_limit(vm: &Vm, i: usize, limit: u64) -> u64 {
+    if !vm.pmu.lock().with {
+        return limit;
+    }
+    let v = pmuver_limit();
+    match i {
+        DFR0 => (limit & !(0xf << 8)) | (v << 8),
+        ID_DFR0 => {
+            let perfmon = if v == 1 { 3 } else { v };
+            (limit & !(0xf << 24)) | (perfmon << 24)
+        }
+        _ => limit,
     }
 }
 

@@ -269,7 +269,7 @@ fn set_id_reg(vm: &Vm, i: usize, v: u64) -> SysResult<()> {
         ki::check_features(
             r,
             ki::writable_mask(r, aa32()),
-            super::pauth::id_limit(vm, i),
+            super::pmu::id_limit(vm, i, super::pauth::id_limit(vm, i)),
             checked,
         )
     })
