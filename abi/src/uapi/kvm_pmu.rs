@@ -60,7 +60,11 @@ pub const PMSELR_SEL_MASK: u64 = 0x1f;
 /// number (10 bits for PMUv3, 16 from PMUv3p1), and NSK, NSU and M where the VM has EL3.
 pub fn evtyper_mask(pmuver: u64, has_el3: bool) -> u64 {
     let events = if pmuver == 1 { 0x3ff } else { 0xffff };
-    let el3 = if has_el3 { (1 << 29) | (1 << 28) | (1 << 26) } else { 0 };
+    let el3 = if has_el3 {
+        (1 << 29) | (1 << 28) | (1 << 26)
+    } else {
+        0
+    };
     (1 << 31) | (1 << 30) | el3 | events
 }
 

@@ -91,7 +91,10 @@ pub fn init(vm: &Vm, st: &mut VcpuState, with: bool, first_in_vm: bool) {
         st.pmu = None;
         return;
     }
-    let (irq, created) = st.pmu.as_ref().map_or((None, false), |p| (p.irq, p.created));
+    let (irq, created) = st
+        .pmu
+        .as_ref()
+        .map_or((None, false), |p| (p.irq, p.created));
     st.pmu = Some(GuestPmu {
         pmcr: pmcr_reset(),
         irq,
@@ -152,7 +155,13 @@ pub fn check_run(vm: &Vm, st: &mut VcpuState) -> SysResult<()> {
 }
 
 /// The vCPU attribute group KVM_ARM_VCPU_PMU_V3_CTRL (kvm_arm_pmu_v3_{set,get,has}_attr).
-pub fn attr(vm: &Vm, id: u32, st: &mut VcpuState, cmd: u32, a: &k::KvmDeviceAttr) -> SysResult<usize> {
+pub fn attr(
+    vm: &Vm,
+    id: u32,
+    st: &mut VcpuState,
+    cmd: u32,
+    a: &k::KvmDeviceAttr,
+) -> SysResult<usize> {
     let has_vgic = vm.vgic.lock().is_some();
     let known = a.attr <= KVM_ARM_VCPU_PMU_V3_SET_NR_COUNTERS;
     match cmd {
@@ -179,7 +188,13 @@ pub fn attr(vm: &Vm, id: u32, st: &mut VcpuState, cmd: u32, a: &k::KvmDeviceAttr
     }
 }
 
-fn set_attr(vm: &Vm, id: u32, st: &mut VcpuState, a: &k::KvmDeviceAttr, has_vgic: bool) -> SysResult<usize> {
+fn set_attr(
+    vm: &Vm,
+    id: u32,
+    st: &mut VcpuState,
+    a: &k::KvmDeviceAttr,
+    has_vgic: bool,
+) -> SysResult<usize> {
     let p = st.pmu.as_mut().ok_or(Errno::ENODEV)?;
     if p.created {
         return Err(Errno::EBUSY);
@@ -223,7 +238,11 @@ fn set_attr(vm: &Vm, id: u32, st: &mut VcpuState, a: &k::KvmDeviceAttr, has_vgic
             let words = (nr_events as usize).div_ceil(64);
             // The first filter decides what the rest is: an ALLOW starts from nothing.
             let bits = vp.filter.get_or_insert_with(|| {
-                let fill = if f.action == KVM_PMU_EVENT_ALLOW { 0 } else { !0 };
+                let fill = if f.action == KVM_PMU_EVENT_ALLOW {
+                    0
+                } else {
+                    !0
+                };
                 vec![fill; words]
             });
             for e in f.base_event as usize..(f.base_event as usize + f.nevents as usize) {
@@ -291,12 +310,13 @@ fn evcntr_idx(id: u64) -> Option<u32> {
 }
 fn evtyper_idx(id: u64) -> Option<u32> {
     let (op0, op1, crn, crm, op2) = k::sysreg_fields(id);
-    ((op0, op1, crn) == (3, 3, 14) && (12..16).contains(&crm)).then_some((((crm & 3) << 3) | op2) as u32)
+    ((op0, op1, crn) == (3, 3, 14) && (12..16).contains(&crm))
+        .then_some((((crm & 3) << 3) | op2) as u32)
 }
 
 const LISTED: [u64; 12] = [
-    PMINTENSET, PMINTENCLR, PMMIR, PMCR, PMCNTENSET, PMCNTENCLR, PMOVSCLR, PMSWINC, PMSELR, PMCCNTR,
-    PMUSERENR, PMOVSSET,
+    PMINTENSET, PMINTENCLR, PMMIR, PMCR, PMCNTENSET, PMCNTENCLR, PMOVSCLR, PMSWINC, PMSELR,
+    PMCCNTR, PMUSERENR, PMOVSSET,
 ];
 
 /// The PMU registers KVM_GET_REG_LIST shows for a vCPU with a PMU (pmu_visibility).
@@ -387,7 +407,11 @@ pub fn sysreg_set(vm: &Vm, st: &mut VcpuState, id: u64, v: u64) -> SysResult<()>
                 return Err(Errno::EINVAL);
             }
             if ran {
-                return if slots == 0 { Ok(()) } else { Err(Errno::EBUSY) };
+                return if slots == 0 {
+                    Ok(())
+                } else {
+                    Err(Errno::EBUSY)
+                };
             }
             if slots != 0 {
                 return Err(Errno::EINVAL);
@@ -445,7 +469,15 @@ pub fn trap(vm: &Vm, st: &mut VcpuState, key: u32, rt: usize, read: bool) -> boo
 }
 
 /// The access itself: Some(value read) or None for UNDEFINED.
-fn access(vm: &Vm, st: &mut VcpuState, id: u64, el0: bool, n: u32, val: u64, read: bool) -> Option<u64> {
+fn access(
+    vm: &Vm,
+    st: &mut VcpuState,
+    id: u64,
+    el0: bool,
+    n: u32,
+    val: u64,
+    read: bool,
+) -> Option<u64> {
     let p = st.pmu.as_mut()?;
     // check_pmu_access_disabled: EL0 needs one of `flags` in PMUSERENR_EL0.
     let denied = |p: &GuestPmu, flags: u64| el0 && p.userenr & flags == 0;
@@ -579,7 +611,15 @@ fn access(vm: &Vm, st: &mut VcpuState, id: u64, el0: bool, n: u32, val: u64, rea
 }
 
 /// access_pmu_evcntr: EL0 permission, then the index (UNDEFINED past N), then writes need EN.
-fn counter_access(p: &mut GuestPmu, el0: bool, flags: u64, idx: u32, valid: bool, val: u64, read: bool) -> Option<u64> {
+fn counter_access(
+    p: &mut GuestPmu,
+    el0: bool,
+    flags: u64,
+    idx: u32,
+    valid: bool,
+    val: u64,
+    read: bool,
+) -> Option<u64> {
     if el0 && p.userenr & flags == 0 {
         return None;
     }
@@ -592,12 +632,24 @@ fn counter_access(p: &mut GuestPmu, el0: bool, flags: u64, idx: u32, valid: bool
     if el0 && p.userenr & USERENR_EN == 0 {
         return None;
     }
-    p.hw.cntr[idx as usize] = if idx != CYCLE_IDX && pmuver_limit() < 6 { val & 0xffff_ffff } else { val };
+    p.hw.cntr[idx as usize] = if idx != CYCLE_IDX && pmuver_limit() < 6 {
+        val & 0xffff_ffff
+    } else {
+        val
+    };
     Some(0)
 }
 
 /// access_pmu_evtyper.
-fn typer_access(vm: &Vm, p: &mut GuestPmu, el0: bool, idx: u32, valid: bool, val: u64, read: bool) -> Option<u64> {
+fn typer_access(
+    vm: &Vm,
+    p: &mut GuestPmu,
+    el0: bool,
+    idx: u32,
+    valid: bool,
+    val: u64,
+    read: bool,
+) -> Option<u64> {
     if (el0 && p.userenr & USERENR_EN == 0) || !valid {
         return None;
     }
@@ -615,7 +667,10 @@ fn software_increment(p: &mut GuestPmu, bits: u64) {
         return;
     }
     for i in 0..31u32 {
-        if bits & (1 << i) == 0 || p.hw.cnten & (1 << i) == 0 || p.hw.typer[i as usize] & 0xffff != 0 {
+        if bits & (1 << i) == 0
+            || p.hw.cnten & (1 << i) == 0
+            || p.hw.typer[i as usize] & 0xffff != 0
+        {
             continue;
         }
         let wide = is_64bit(i, p.pmcr);

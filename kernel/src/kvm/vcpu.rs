@@ -329,7 +329,12 @@ impl Vcpu {
         }
         super::sme::init(st, features & sme_bit != 0);
         super::pauth::init(st, features);
-        super::pmu::init(vm, st, features & (1 << k::KVM_ARM_VCPU_PMU_V3) != 0, first_in_vm);
+        super::pmu::init(
+            vm,
+            st,
+            features & (1 << k::KVM_ARM_VCPU_PMU_V3) != 0,
+            first_in_vm,
+        );
         // The VM's ID registers follow its features once, at its first vCPU's init (a VMM's
         // later writes stay).
         if first_in_vm {

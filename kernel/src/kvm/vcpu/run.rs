@@ -233,6 +233,8 @@ impl Vcpu {
                 kind
             };
             vgic::after_exit(vm, self.id, st);
+            // An overflow while it ran: the line goes up before a WFI looks for interrupts.
+            crate::kvm::pmu::update_irq(vm, self.id, st);
             // Not entered: back to the checks at the top (the list registers are folded
             // back as they were built).
             let Some(kind) = kind else { continue };
