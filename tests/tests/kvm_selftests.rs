@@ -62,14 +62,6 @@ const KNOWN_DIFFERENT: &[Known] = &[
         linux: Pass,
         why: "AArch32 EL1 guests (KVM_ARM_VCPU_EL1_32BIT) are not offered",
     },
-    Known {
-        config: "vq4",
-        program: "kvm:vpmu_counter_access",
-        subtests: &[],
-        svelt: Skip,
-        linux: Pass,
-        why: "no PMU for guests (KVM_ARM_VCPU_PMU_V3): the PMU registers are emulated as plain storage",
-    },
 ];
 
 fn vq4() -> Config {

@@ -142,11 +142,11 @@ fn nr(vm: &Vm) -> u32 {
 /// KVM_RUN: a vCPU with a PMU needs INIT done (kvm_arm_pmu_v3_enable), and an IRQ with the
 /// in-kernel vGIC, none without. Caches N for the switches.
 pub fn check_run(vm: &Vm, st: &mut VcpuState) -> SysResult<()> {
-    let n = nr(vm);
-    let has_vgic = vm.vgic.lock().is_some();
     let Some(p) = st.pmu.as_mut() else {
         return Ok(());
     };
+    let n = nr(vm);
+    let has_vgic = vm.vgic.lock().is_some();
     if !p.created || (has_vgic && p.irq.is_none()) || (!has_vgic && p.irq.is_some()) {
         return Err(Errno::EINVAL);
     }
@@ -441,6 +441,9 @@ fn typer_mask(vm: &Vm, idx: u32) -> u64 {
 /// A guest's trapped access to a PMU register of a vCPU with a PMU (sys_regs.c's access_pm*):
 /// false if the vCPU has none or `key` (the ISS encoding) is no PMU register.
 pub fn trap(vm: &Vm, st: &mut VcpuState, key: u32, rt: usize, read: bool) -> bool {
+    if st.pmu.is_none() {
+        return false;
+    }
     let id = sysreg_id(
         u64::from(key >> 14),
         u64::from((key >> 11) & 7),
@@ -449,7 +452,7 @@ pub fn trap(vm: &Vm, st: &mut VcpuState, key: u32, rt: usize, read: bool) -> boo
         u64::from(key & 7),
     );
     let ok = is_pmu_id(id) || matches!(id, PMCEID0 | PMCEID1 | PMXEVTYPER | PMXEVCNTR);
-    if st.pmu.is_none() || !ok {
+    if !ok {
         return false;
     }
     let el0 = st.regs.pstate & 0xf == 0;
