@@ -390,7 +390,7 @@ fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
         return;
     }
     // The PMU registers of a vCPU with a PMU (kvm::pmu); one without keeps plain storage.
-    if super::pmu::trap(vm, st, key, rt, read) {
+    if super::pmu::trap(vm, vcpu_id, st, key, rt, read) {
         return;
     }
     const MDSCR: u32 = (2 << 14) | (2 << 3) | 2;

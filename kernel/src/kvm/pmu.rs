@@ -13,6 +13,7 @@ use super::vcpu::VcpuState;
 use super::vm::Vm;
 use crate::arch::guest_pmu::{self as hw, PmuHw};
 use crate::mm::uaccess::UserPtr;
+use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -95,12 +96,12 @@ pub fn init(vm: &Vm, st: &mut VcpuState, with: bool, first_in_vm: bool) {
         .pmu
         .as_ref()
         .map_or((None, false), |p| (p.irq, p.created));
-    st.pmu = Some(GuestPmu {
+    st.pmu = Some(Box::new(GuestPmu {
         pmcr: pmcr_reset(),
         irq,
         created,
         ..GuestPmu::default()
-    });
+    }));
     if first_in_vm {
         vm.pmu.lock().nr_counters = max_counters();
         if !vm.ran.load(Ordering::Relaxed) {
@@ -141,7 +142,15 @@ fn nr(vm: &Vm) -> u32 {
 
 /// KVM_RUN: a vCPU with a PMU needs INIT done (kvm_arm_pmu_v3_enable), and an IRQ with the
 /// in-kernel vGIC, none without. Caches N for the switches.
-pub fn check_run(vm: &Vm, st: &mut VcpuState) -> SysResult<()> {
+#[inline(always)]
+pub fn check_run(vm: &Vm, id: u32, st: &mut VcpuState) -> SysResult<()> {
+    if st.pmu.is_none() {
+        return Ok(());
+    }
+    check_run_pmu(vm, id, st)
+}
+
+fn check_run_pmu(vm: &Vm, id: u32, st: &mut VcpuState) -> SysResult<()> {
     let Some(p) = st.pmu.as_mut() else {
         return Ok(());
     };
@@ -151,6 +160,8 @@ pub fn check_run(vm: &Vm, st: &mut VcpuState) -> SysResult<()> {
         return Err(Errno::EINVAL);
     }
     p.n = n;
+    // A VMM's writes to the overflow and enable registers show in the line from here.
+    update_irq(vm, id, st);
     Ok(())
 }
 
@@ -440,10 +451,12 @@ fn typer_mask(vm: &Vm, idx: u32) -> u64 {
 
 /// A guest's trapped access to a PMU register of a vCPU with a PMU (sys_regs.c's access_pm*):
 /// false if the vCPU has none or `key` (the ISS encoding) is no PMU register.
-pub fn trap(vm: &Vm, st: &mut VcpuState, key: u32, rt: usize, read: bool) -> bool {
-    if st.pmu.is_none() {
-        return false;
-    }
+#[inline(always)]
+pub fn trap(vm: &Vm, vcpu: u32, st: &mut VcpuState, key: u32, rt: usize, read: bool) -> bool {
+    st.pmu.is_some() && trap_pmu(vm, vcpu, st, key, rt, read)
+}
+
+fn trap_pmu(vm: &Vm, vcpu: u32, st: &mut VcpuState, key: u32, rt: usize, read: bool) -> bool {
     let id = sysreg_id(
         u64::from(key >> 14),
         u64::from((key >> 11) & 7),
@@ -468,6 +481,8 @@ pub fn trap(vm: &Vm, st: &mut VcpuState, key: u32, rt: usize, read: bool) -> boo
         }
         None => inject::inject_undef(st),
     }
+    // A write may have raised or cleared an enabled overflow.
+    update_irq(vm, vcpu, st);
     true
 }
 
@@ -711,7 +726,14 @@ fn hw_image(p: &GuestPmu, filter: Option<&[u64]>) -> PmuHw {
 }
 
 /// Just before the guest enters, with interrupts masked: its counters onto the CPU.
+#[inline(always)]
 pub fn load(vm: &Vm, st: &VcpuState) {
+    if st.pmu.is_some() {
+        load_pmu(vm, st);
+    }
+}
+
+fn load_pmu(vm: &Vm, st: &VcpuState) {
     if let Some(p) = st.pmu.as_ref() {
         let vp = vm.pmu.lock();
         let h = hw_image(p, vp.filter.as_deref());
@@ -721,7 +743,14 @@ pub fn load(vm: &Vm, st: &VcpuState) {
 }
 
 /// Right after it leaves: the counts and overflow flags back.
+#[inline(always)]
 pub fn save(st: &mut VcpuState) {
+    if st.pmu.is_some() {
+        save_pmu(st);
+    }
+}
+
+fn save_pmu(st: &mut VcpuState) {
     if let Some(p) = st.pmu.as_mut() {
         let mut h = PmuHw::default();
         hw::save(p.n, &mut h);
@@ -731,9 +760,16 @@ pub fn save(st: &mut VcpuState) {
     }
 }
 
-/// Before each entry: the guest's PMU interrupt follows PMCR.E and the enabled overflows
+/// After each exit, trapped access and KVM_RUN: the guest's PMU interrupt follows PMCR.E and the enabled overflows
 /// (kvm_pmu_overflow_status), through the vGIC.
+#[inline(always)]
 pub fn update_irq(vm: &Vm, id: u32, st: &mut VcpuState) {
+    if st.pmu.is_some() {
+        update_irq_pmu(vm, id, st);
+    }
+}
+
+fn update_irq_pmu(vm: &Vm, id: u32, st: &mut VcpuState) {
     let Some(p) = st.pmu.as_mut() else {
         return;
     };
@@ -751,6 +787,7 @@ pub fn update_irq(vm: &Vm, id: u32, st: &mut VcpuState) {
 
 /// MDCR_EL2.HPMN while a vCPU with a PMU runs: every counter of the CPU in the guest's range,
 /// so PMCR_EL0.E (not MDCR_EL2.HPME) starts them; 0 (the host's own) for one without.
+#[inline(always)]
 pub fn hpmn(st: &VcpuState) -> u64 {
     if st.pmu.is_some() {
         u64::from(hw::counters())

@@ -72,7 +72,7 @@ pub struct VcpuState {
     /// SME, for a vCPU initialised with KVM_ARM_VCPU_SME.
     pub sme: Option<super::sme::GuestSme>,
     /// The PMU, for a vCPU initialised with KVM_ARM_VCPU_PMU_V3 (kvm::pmu).
-    pub pmu: Option<super::pmu::GuestPmu>,
+    pub pmu: Option<alloc::boxed::Box<super::pmu::GuestPmu>>,
     /// The stolen-time structure the VMM gave (KVM_ARM_VCPU_PVTIME_IPA).
     pub steal: super::pvtime::StealTime,
     /// The guest's GICv3 virtual CPU interface (list registers, VMCR, active priorities).

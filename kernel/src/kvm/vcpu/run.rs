@@ -80,7 +80,7 @@ impl Vcpu {
         sme::check_finalized(&st)?;
         // A vGIC must be placed and initialised (kvm_vgic_map_resources).
         vgic::first_run(vm)?;
-        crate::kvm::pmu::check_run(vm, &mut st)?;
+        crate::kvm::pmu::check_run(vm, self.id, &mut st)?;
         // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
         // (kvm_arch_vcpu_run_pid_change marks the VM as having run, immediate_exit or not).
         vm.ran.store(true, Ordering::Relaxed);
@@ -125,6 +125,8 @@ impl Vcpu {
         st: &mut VcpuState,
         cur: &task::CurrentTask,
     ) -> SysResult<usize> {
+        // Fixed while KVM_RUN holds the vCPU: a vCPU without a PMU tests this one flag.
+        let has_pmu = st.pmu.is_some();
         loop {
             if cur.killed.load(Ordering::Acquire) || task::hooks::interrupted(cur.task()) {
                 self.set_exit_reason(k::KVM_EXIT_INTR);
@@ -190,13 +192,17 @@ impl Vcpu {
                         (true, false) => guest::CPTR_FP_ON,
                         (true, true) => guest::CPTR_FP_ON | guest::CPTR_SVE_ON,
                     } | sme::cptr(st),
-                    mdcr_traps: exit::GUEST_MDCR_TRAPS | crate::kvm::pmu::hpmn(st),
+                    mdcr_traps: exit::GUEST_MDCR_TRAPS
+                        | if has_pmu {
+                            crate::kvm::pmu::hpmn(st)
+                        } else {
+                            0
+                        },
                     hcrx: vm.hcrx.load(Ordering::Relaxed),
                     hfgitr: vm.hfgitr.load(Ordering::Relaxed),
                     hfgrtr_clear: vm.hfgrtr_clear.load(Ordering::Relaxed),
                 }
             };
-            crate::kvm::pmu::update_irq(vm, self.id, st);
             vgic::before_entry(vm, self.id, st);
             let kind = {
                 let _irqs = crate::arch::cpu::IrqGuard::new();
@@ -216,7 +222,9 @@ impl Vcpu {
                 let kind = (!leave).then(|| {
                     controls.hcr |= self.irq_line_hcr() | pauth::hcr(st);
                     let tpidr2 = sme::enter(st);
-                    crate::kvm::pmu::load(vm, st);
+                    if has_pmu {
+                        crate::kvm::pmu::load(vm, st);
+                    }
                     let VcpuState {
                         el1,
                         regs,
@@ -225,7 +233,9 @@ impl Vcpu {
                         ..
                     } = st;
                     let kind = guest::world_switch(&mut controls, el1, regs, gic, pauth.as_mut());
-                    crate::kvm::pmu::save(st);
+                    if has_pmu {
+                        crate::kvm::pmu::save(st);
+                    }
                     sme::exit(st, tpidr2);
                     kind
                 });
@@ -234,7 +244,9 @@ impl Vcpu {
             };
             vgic::after_exit(vm, self.id, st);
             // An overflow while it ran: the line goes up before a WFI looks for interrupts.
-            crate::kvm::pmu::update_irq(vm, self.id, st);
+            if has_pmu {
+                crate::kvm::pmu::update_irq(vm, self.id, st);
+            }
             // Not entered: back to the checks at the top (the list registers are folded
             // back as they were built).
             let Some(kind) = kind else { continue };
