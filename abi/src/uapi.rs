@@ -17,6 +17,7 @@ pub mod kvm_dirty;
 pub mod kvm_eventfd;
 pub mod kvm_gmem;
 pub mod kvm_idregs;
+pub mod kvm_pmu;
 pub mod kvm_poe;
 pub mod kvm_services;
 pub mod kvm_sme;

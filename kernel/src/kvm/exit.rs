@@ -404,6 +404,10 @@ fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
         inject::inject_undef(st);
         return;
     }
+    // The PMU registers of a vCPU with a PMU (kvm::pmu); one without keeps plain storage.
+    if super::pmu::trap(vm, vcpu_id, st, key, rt, read) {
+        return;
+    }
     const MDSCR: u32 = (2 << 14) | (2 << 3) | 2;
     const OSLAR: u32 = (2 << 14) | (1 << 7) | (4 << 3);
     let value = |st: &VcpuState| match key {

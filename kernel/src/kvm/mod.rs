@@ -29,6 +29,7 @@ mod fpmr;
 mod gmem;
 mod inject;
 mod pauth;
+mod pmu;
 mod poe;
 mod pvtime;
 mod regs;
@@ -181,6 +182,7 @@ pub fn check_extension(cap: u64) -> usize {
         k::KVM_CAP_ARM_VM_IPA_SIZE => max_ipa_bits() as usize,
         svelt_abi::uapi::kvm_aarch32::KVM_CAP_ARM_EL1_32BIT => aarch32::offered() as usize,
         svelt_abi::uapi::kvm_sve::KVM_CAP_ARM_SVE => sve::offered() as usize,
+        svelt_abi::uapi::kvm_pmu::KVM_CAP_ARM_PMU_V3 => pmu::offered() as usize,
         svelt_abi::uapi::kvm_sme::KVM_CAP_ARM_SME => sme::offered() as usize,
         k::KVM_CAP_ARM_PTRAUTH_ADDRESS | k::KVM_CAP_ARM_PTRAUTH_GENERIC => {
             pauth::offered() as usize

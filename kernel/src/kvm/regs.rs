@@ -126,6 +126,7 @@ fn all(vm: &Vm, st: &VcpuState) -> impl Iterator<Item = u64> {
     }
     sys.extend(super::sme::sys_ids(st));
     sys.extend(super::pauth::ids(st));
+    sys.extend(super::pmu::ids(st));
     sys.extend(super::fpmr::ids(vm));
     sys.extend(super::poe::ids(vm));
     sys.extend([MPIDR_EL1, TIMER_CVAL, TIMER_CNT, CNTPCT]);
@@ -208,6 +209,9 @@ fn value(vm: &Vm, st: &VcpuState, id: u64) -> SysResult<u128> {
             if let Some(v) = super::poe::sysreg_value(vm, st, id) {
                 return v.map(u128::from);
             }
+            if let Some(v) = super::pmu::sysreg_value(vm, st, id) {
+                return v.map(u128::from);
+            }
             let v = match id {
                 MPIDR_EL1 => st.mpidr,
                 ZCR_EL1 => st.sve.as_ref().ok_or(Errno::ENOENT)?.zcr_el1,
@@ -269,7 +273,7 @@ fn set_id_reg(vm: &Vm, i: usize, v: u64) -> SysResult<()> {
         ki::check_features(
             r,
             ki::writable_mask(r, aa32()),
-            super::pauth::id_limit(vm, i),
+            super::pmu::id_limit(vm, i, super::pauth::id_limit(vm, i)),
             checked,
         )
     })
@@ -425,6 +429,9 @@ pub fn set(vm: &Vm, st: &mut VcpuState, r: &KvmOneReg) -> SysResult<usize> {
         k::KVM_REG_ARM64_SYSREG if r.id == k::FPMR => super::fpmr::sysreg_set(vm, st, v64)?,
         _ if super::poe::sysreg_value(vm, st, r.id).is_some() => {
             super::poe::sysreg_set(vm, st, r.id, v64).unwrap_or(Err(Errno::ENOENT))?
+        }
+        _ if super::pmu::sysreg_value(vm, st, r.id).is_some() => {
+            super::pmu::sysreg_set(vm, st, r.id, v64)?
         }
         _ => match r.id {
             MPIDR_EL1 => st.mpidr = v64,

@@ -73,6 +73,8 @@ pub struct VcpuState {
     pub sve: Option<GuestSve>,
     /// SME, for a vCPU initialised with KVM_ARM_VCPU_SME.
     pub sme: Option<super::sme::GuestSme>,
+    /// The PMU, for a vCPU initialised with KVM_ARM_VCPU_PMU_V3 (kvm::pmu).
+    pub pmu: Option<alloc::boxed::Box<super::pmu::GuestPmu>>,
     /// The stolen-time structure the VMM gave (KVM_ARM_VCPU_PVTIME_IPA).
     pub steal: super::pvtime::StealTime,
     /// The guest's GICv3 virtual CPU interface (list registers, VMCR, active priorities).
@@ -220,6 +222,7 @@ impl Vcpu {
                 fpmr: 0,
                 s1: Default::default(),
                 pauth: None,
+                pmu: None,
                 spsr32: [0; 4],
                 mpidr: mpidr_for(id),
                 clidr,
@@ -302,6 +305,11 @@ impl Vcpu {
             }
             | if sve::offered() { sve_bit } else { 0 }
             | if super::sme::offered() { sme_bit } else { 0 }
+            | if super::pmu::offered() {
+                1 << k::KVM_ARM_VCPU_PMU_V3
+            } else {
+                0
+            }
             | if super::pauth::offered() {
                 super::pauth::FEATURES
             } else {
@@ -329,6 +337,12 @@ impl Vcpu {
         }
         super::sme::init(st, features & sme_bit != 0);
         super::pauth::init(st, features);
+        super::pmu::init(
+            vm,
+            st,
+            features & (1 << k::KVM_ARM_VCPU_PMU_V3) != 0,
+            first_in_vm,
+        );
         // The VM's ID registers follow its features once, at its first vCPU's init (a VMM's
         // later writes stay).
         if first_in_vm {
@@ -464,6 +478,10 @@ impl FileOps for VcpuFile {
                 if a.group == svelt_abi::uapi::kvm_services::KVM_ARM_VCPU_PVTIME_CTRL {
                     let mut st = vcpu.lock()?;
                     return super::pvtime::attr(&self.vm, &mut st, cmd, &a);
+                }
+                if a.group == svelt_abi::uapi::kvm_pmu::KVM_ARM_VCPU_PMU_V3_CTRL {
+                    let mut st = vcpu.lock()?;
+                    return super::pmu::attr(&self.vm, vcpu.id, &mut st, cmd, &a);
                 }
                 timer_attr(cmd, &a)
             }

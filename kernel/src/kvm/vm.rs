@@ -121,6 +121,8 @@ pub struct Vm {
     /// HFGITR_EL2 trap bits for this VM's vCPUs (the TLBIs its VMM hid), where the CPU has
     /// FEAT_FGT; from its ID registers when KVM_RUN starts.
     pub hfgitr: AtomicU64,
+    /// The guest PMU's counter count and event filter (kvm::pmu).
+    pub pmu: Mutex<super::pmu::VmPmu>,
     /// HFGRTR_EL2/HFGWTR_EL2 bits cleared for this VM's vCPUs (the GCS registers' traps).
     pub hfgrtr_clear: AtomicU64,
     /// `hcrx`, `hfgitr` and `hfgrtr_clear` are set: once, by the VM's first KVM_RUN, after
@@ -225,6 +227,7 @@ impl Vm {
             cntpoff: AtomicU64::new(0),
             hcrx: AtomicU64::new(0),
             hfgitr: AtomicU64::new(0),
+            pmu: Mutex::new(super::pmu::VmPmu::default()),
             hfgrtr_clear: AtomicU64::new(0),
             run_controls: spin::Once::new(),
             ran: AtomicBool::new(false),

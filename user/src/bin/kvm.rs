@@ -3935,6 +3935,8 @@ mod aarch32;
 mod gmem;
 #[path = "kvm/its.rs"]
 mod its;
+#[path = "kvm/pmu.rs"]
+mod pmu;
 #[path = "kvm/vmids.rs"]
 mod vmids;
 
@@ -3989,6 +3991,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("vgic_its_device", its::vgic_its_device),
         ("vgic_its_lpi", its::vgic_its_lpi),
         ("vgic_its_save_restore", its::vgic_its_save_restore),
+        ("pmu_attributes", pmu::pmu_attributes),
+        ("pmu_guest_counts", pmu::pmu_guest_counts),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
         ("dirty_log", dirty_log),
         ("hidden_tlbi_os", hidden_tlbi_os),

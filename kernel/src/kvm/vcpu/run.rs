@@ -80,6 +80,7 @@ impl Vcpu {
         sme::check_finalized(&st)?;
         // A vGIC must be placed and initialised (kvm_vgic_map_resources).
         vgic::first_run(vm)?;
+        crate::kvm::pmu::check_run(vm, self.id, &mut st)?;
         // From here on the VM's configuration (ID registers, firmware bitmaps) is fixed
         // (kvm_arch_vcpu_run_pid_change marks the VM as having run, immediate_exit or not).
         vm.ran.store(true, Ordering::Relaxed);
@@ -130,6 +131,8 @@ impl Vcpu {
         st: &mut VcpuState,
         cur: &task::CurrentTask,
     ) -> SysResult<usize> {
+        // Fixed while KVM_RUN holds the vCPU: a vCPU without a PMU tests this one flag.
+        let has_pmu = st.pmu.is_some();
         loop {
             if cur.killed.load(Ordering::Acquire) || task::hooks::interrupted(cur.task()) {
                 self.set_exit_reason(k::KVM_EXIT_INTR);
@@ -195,7 +198,12 @@ impl Vcpu {
                         (true, false) => guest::CPTR_FP_ON,
                         (true, true) => guest::CPTR_FP_ON | guest::CPTR_SVE_ON,
                     } | sme::cptr(st),
-                    mdcr_traps: exit::GUEST_MDCR_TRAPS,
+                    mdcr_traps: exit::GUEST_MDCR_TRAPS
+                        | if has_pmu {
+                            crate::kvm::pmu::hpmn(st)
+                        } else {
+                            0
+                        },
                     hcrx: vm.hcrx.load(Ordering::Relaxed),
                     hfgitr: vm.hfgitr.load(Ordering::Relaxed),
                     hfgrtr_clear: vm.hfgrtr_clear.load(Ordering::Relaxed),
@@ -227,6 +235,9 @@ impl Vcpu {
                     }
                     let tpidr2 = sme::enter(st);
                     crate::kvm::poe::enter(st);
+                    if has_pmu {
+                        crate::kvm::pmu::load(vm, st);
+                    }
                     let VcpuState {
                         el1,
                         regs,
@@ -235,6 +246,9 @@ impl Vcpu {
                         ..
                     } = st;
                     let kind = guest::world_switch(&mut controls, el1, regs, gic, pauth.as_mut());
+                    if has_pmu {
+                        crate::kvm::pmu::save(st);
+                    }
                     sme::exit(st, tpidr2);
                     crate::kvm::poe::exit(st);
                     crate::kvm::aarch32::exit(st, a32);
@@ -244,6 +258,10 @@ impl Vcpu {
                 kind
             };
             vgic::after_exit(vm, self.id, st);
+            // An overflow while it ran: the line goes up before a WFI looks for interrupts.
+            if has_pmu {
+                crate::kvm::pmu::update_irq(vm, self.id, st);
+            }
             // Not entered: back to the checks at the top (the list registers are folded
             // back as they were built).
             let Some(kind) = kind else { continue };
