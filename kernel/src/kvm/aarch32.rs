@@ -78,7 +78,10 @@ fn shadow(st: &VcpuState, id: u64) -> u64 {
 /// its FP registers are in memory FPEXC.EN is set, so that its first FP instruction reaches
 /// CPTR_EL2's trap instead of being UNDEFINED at its EL1 (Linux's __activate_traps_fpsimd32);
 /// its own FPEXC is in once they are loaded. Nothing for a 64-bit vCPU.
-pub fn enter(st: &VcpuState) -> Option<(A32State, bool)> {
+/// What `enter` loaded, for `exit`.
+pub type Entered = (A32State, bool);
+
+pub fn enter(st: &VcpuState) -> Option<Entered> {
     if !is32(st) {
         return None;
     }
@@ -97,7 +100,7 @@ pub fn enter(st: &VcpuState) -> Option<(A32State, bool)> {
 }
 
 /// Reads them back after the exit.
-pub fn exit(st: &mut VcpuState, entered: Option<(A32State, bool)>) {
+pub fn exit(st: &mut VcpuState, entered: Option<Entered>) {
     let Some((mut s, fp_live)) = entered else {
         return;
     };
@@ -119,8 +122,16 @@ fn skip(st: &mut VcpuState) {
 /// After the AArch64 handling of a 32-bit vCPU's exit (or of the MMIO access the VMM
 /// completed): that code steps the PC by 4, which becomes the instruction's own length (a
 /// 16-bit T32 one's 2) and moves a Thumb IT block on. `pc0`, `pstate0`: before the handling.
+#[inline(always)]
 pub fn after_sync(st: &mut VcpuState, pc0: u64, pstate0: u64) {
-    if is32(st) && st.regs.pc == pc0.wrapping_add(4) && st.regs.pstate == pstate0 {
+    if is32(st) {
+        after_sync32(st, pc0, pstate0);
+    }
+}
+
+#[inline(never)]
+fn after_sync32(st: &mut VcpuState, pc0: u64, pstate0: u64) {
+    if st.regs.pc == pc0.wrapping_add(4) && st.regs.pstate == pstate0 {
         st.regs.pc = pc0;
         skip(st);
     }
@@ -129,10 +140,18 @@ pub fn after_sync(st: &mut VcpuState, pc0: u64, pstate0: u64) {
 /// A 32-bit vCPU's exit, before the AArch64 handling: `Err` when it was handled here,
 /// `Ok(esr)` for the AArch64 handling with this syndrome (HVC32 and SMC32 as HVC64 and SMC64).
 /// A 64-bit vCPU's goes through unchanged.
+/// The check stays in the run loop; the 32-bit handling is out of line, so that it does not
+/// change how the loop's 64-bit path is compiled.
+#[inline(always)]
 pub fn pre_sync(vcpu: &Vcpu, vm: &Vm, st: &mut VcpuState, esr: Esr) -> Result<Esr, Next> {
     if !is32(st) {
         return Ok(esr);
     }
+    pre_sync32(vcpu, vm, st, esr)
+}
+
+#[inline(never)]
+fn pre_sync32(vcpu: &Vcpu, vm: &Vm, st: &mut VcpuState, esr: Esr) -> Result<Esr, Next> {
     if !a::condition_passed(esr.0, st.regs.pstate) {
         skip(st);
         return Err(Next::Enter);

@@ -150,7 +150,9 @@ fn set_retval(st: &mut VcpuState, v: [u64; 4]) {
     st.regs.x[..4].copy_from_slice(&v);
 }
 
-/// An SMCCC call by HVC or SMC: PSCI and the SMCCC discovery calls.
+/// An SMCCC call by HVC or SMC: PSCI and the SMCCC discovery calls. Inlined into the run loop
+/// (a hot path: every PSCI and SMCCC call of a guest).
+#[inline(always)]
 fn hypercall(
     vcpu: &Vcpu,
     vm: &Arc<Vm>,

@@ -19,6 +19,9 @@ use svelt_abi::uapi::kvm_poe::{self as kp, S1Ext};
 pub struct GuestS1 {
     pub regs: S1Regs,
     pub ext: S1Ext,
+    /// `ext` was read from the VM's ID register (at this vCPU's first KVM_RUN; the ID
+    /// registers are fixed from then on).
+    known: bool,
 }
 
 /// What the VM shows now (its ID_AA64MMFR3_EL1).
@@ -33,7 +36,10 @@ pub fn host_ext() -> S1Ext {
 
 /// At KVM_RUN, once the VM's ID registers are fixed: which registers the entries move.
 pub fn run_start(vm: &Vm, st: &mut VcpuState) {
-    st.s1.ext = vm_ext(vm);
+    if !st.s1.known {
+        st.s1.ext = vm_ext(vm);
+        st.s1.known = true;
+    }
 }
 
 /// HCRX_EL2 bits and HFGRTR_EL2/HFGWTR_EL2 bits to clear for the VM's guests.

@@ -65,6 +65,7 @@ impl SmcccFilter {
 
     /// What the filter does with function `func` (`kvm_smccc_filter_get_action`): a range's
     /// action, or KVM's own handling outside every range.
+    #[inline(always)]
     pub fn action(&self, func: u32) -> SmcccAction {
         match self.ranges.lock().range(..=func).next_back() {
             Some((_, &(end, action))) if end >= func => action,

@@ -131,8 +131,11 @@ impl Vcpu {
         st: &mut VcpuState,
         cur: &task::CurrentTask,
     ) -> SysResult<usize> {
-        // Fixed while KVM_RUN holds the vCPU: a vCPU without a PMU tests this one flag.
+        // Fixed while KVM_RUN holds the vCPU: a vCPU without a PMU tests this one flag, and
+        // one with none of the PMU, AArch32 EL1 and the stage-1 extensions (poe.rs) tests
+        // `extras` once on each side of the guest's run.
         let has_pmu = st.pmu.is_some();
+        let extras = has_pmu || crate::kvm::aarch32::is32(st) || st.s1.ext.any();
         loop {
             if cur.killed.load(Ordering::Acquire) || task::hooks::interrupted(cur.task()) {
                 self.set_exit_reason(k::KVM_EXIT_INTR);
@@ -228,16 +231,12 @@ impl Vcpu {
                             || task::hooks::interrupted(cur.task())));
                 let kind = (!leave).then(|| {
                     controls.hcr |= self.irq_line_hcr() | pauth::hcr(st);
-                    // A 32-bit vCPU: EL1 in AArch32, its AArch32-only registers in.
-                    let a32 = crate::kvm::aarch32::enter(st);
-                    if a32.is_some() {
-                        controls.hcr &= !guest::hcr::RW;
-                    }
                     let tpidr2 = sme::enter(st);
-                    crate::kvm::poe::enter(st);
-                    if has_pmu {
-                        crate::kvm::pmu::load(vm, st);
-                    }
+                    let a32 = if extras {
+                        extras_enter(vm, st, &mut controls)
+                    } else {
+                        None
+                    };
                     let VcpuState {
                         el1,
                         regs,
@@ -246,12 +245,10 @@ impl Vcpu {
                         ..
                     } = st;
                     let kind = guest::world_switch(&mut controls, el1, regs, gic, pauth.as_mut());
-                    if has_pmu {
-                        crate::kvm::pmu::save(st);
+                    if extras {
+                        extras_exit(st, a32);
                     }
                     sme::exit(st, tpidr2);
-                    crate::kvm::poe::exit(st);
-                    crate::kvm::aarch32::exit(st, a32);
                     kind
                 });
                 self.running_on.store(NOT_IN_GUEST, Ordering::Relaxed);
@@ -312,4 +309,35 @@ impl Vcpu {
         }
         r
     }
+}
+
+/// Just before a guest entry, interrupts masked, for a vCPU with a PMU, AArch32 EL1 or the
+/// stage-1 extensions: a 32-bit vCPU's EL1 in AArch32 and its AArch32-only registers in
+/// (aarch32.rs), the stage-1 extension registers (poe.rs), the PMU's counters (pmu.rs).
+#[inline(never)]
+fn extras_enter(
+    vm: &Vm,
+    st: &mut VcpuState,
+    controls: &mut guest::Controls,
+) -> Option<crate::kvm::aarch32::Entered> {
+    let a32 = crate::kvm::aarch32::enter(st);
+    if a32.is_some() {
+        controls.hcr &= !guest::hcr::RW;
+    }
+    crate::kvm::poe::enter(st);
+    if st.pmu.is_some() {
+        crate::kvm::pmu::load(vm, st);
+    }
+    a32
+}
+
+/// Right after the guest's exit, interrupts still masked: the same, back (the PMU's first,
+/// so that it counts nothing of the host).
+#[inline(never)]
+fn extras_exit(st: &mut VcpuState, a32: Option<crate::kvm::aarch32::Entered>) {
+    if st.pmu.is_some() {
+        crate::kvm::pmu::save(st);
+    }
+    crate::kvm::poe::exit(st);
+    crate::kvm::aarch32::exit(st, a32);
 }
