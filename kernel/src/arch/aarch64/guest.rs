@@ -223,24 +223,6 @@ pub const CPTR_FP_ON: u64 = 3 << 20;
 /// The same for SVE (ZEN), for a guest with SVE whose registers are loaded.
 pub const CPTR_SVE_ON: u64 = 3 << 16;
 
-macro_rules! rd {
-    ($enc:literal) => {{
-        let v: u64;
-        // SAFETY: reading a system register has no side effects.
-        unsafe { core::arch::asm!(concat!("mrs {}, ", $enc), out(reg) v, options(nomem, nostack)) };
-        v
-    }};
-}
-
-macro_rules! wr {
-    ($enc:literal, $v:expr) => {{
-        let v: u64 = $v;
-        // SAFETY: an EL2 control the world switch owns while interrupts are masked; the host's
-        // value is put back before they are unmasked.
-        unsafe { core::arch::asm!(concat!("msr ", $enc, ", {}"), in(reg) v, options(nomem, nostack)) };
-    }};
-}
-
 /// The guest's ZCR_EL1 (ZCR_EL12 from EL2 with E2H), which caps its VL under ZCR_EL2's cap.
 pub fn guest_zcr() -> u64 {
     rd!("S3_5_C1_C2_0")

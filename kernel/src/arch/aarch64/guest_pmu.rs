@@ -15,24 +15,6 @@ pub struct PmuHw {
     pub typer: [u64; 32],
 }
 
-macro_rules! rd {
-    ($enc:literal) => {{
-        let v: u64;
-        // SAFETY: reading a PMU register at EL2 has no side effects.
-        unsafe { core::arch::asm!(concat!("mrs {}, ", $enc), out(reg) v, options(nomem, nostack)) };
-        v
-    }};
-}
-
-macro_rules! wr {
-    ($enc:literal, $v:expr) => {{
-        let v: u64 = $v;
-        // SAFETY: the PMU belongs to the vCPU being entered or left (the host does not use
-        // it), and interrupts are masked around the switch.
-        unsafe { core::arch::asm!(concat!("msr ", $enc, ", {}"), in(reg) v, options(nomem, nostack)) };
-    }};
-}
-
 fn isb() {
     // SAFETY: a barrier; makes PMSELR_EL0 and PMCR_EL0 writes visible to what follows.
     unsafe { core::arch::asm!("isb", options(nomem, nostack)) };

@@ -21,24 +21,6 @@ pub struct S1Regs {
     pub por_el0: u64,
 }
 
-macro_rules! rd {
-    ($enc:literal) => {{
-        let v: u64;
-        // SAFETY: reading a guest's system register has no side effects.
-        unsafe { core::arch::asm!(concat!("mrs {}, ", $enc), out(reg) v, options(nomem, nostack)) };
-        v
-    }};
-}
-
-macro_rules! wr {
-    ($enc:literal, $v:expr) => {{
-        let v: u64 = $v;
-        // SAFETY: a guest-owned register (see the module comment), written with interrupts
-        // masked just before the guest runs; the host's translation does not use it.
-        unsafe { core::arch::asm!(concat!("msr ", $enc, ", {}"), in(reg) v, options(nomem, nostack)) };
-    }};
-}
-
 impl S1Regs {
     /// Loads the registers `ext` says the VM has (world_switch's ISB orders them before the
     /// guest's first instruction).
