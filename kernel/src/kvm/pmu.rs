@@ -410,7 +410,7 @@ pub fn sysreg_set(vm: &Vm, st: &mut VcpuState, id: u64, v: u64) -> SysResult<()>
         PMOVSSET | PMOVSCLR => p.hw.ovs = v & mask,
         PMSWINC => p.swinc = v,
         PMSELR => p.selr = v,
-        PMCCNTR => p.hw.cntr[31] = v,
+        PMCCNTR => p.hw.cntr[CYCLE_IDX as usize] = v,
         PMUSERENR => p.userenr = v,
         PMMIR => {
             let slots = v & 0xff;
@@ -523,7 +523,7 @@ fn access(
                 }
             }
             if v & PMCR_C != 0 {
-                p.hw.cntr[31] = 0;
+                p.hw.cntr[CYCLE_IDX as usize] = 0;
             }
             p.pmcr = v & !(PMCR_N_MASK | PMCR_P | PMCR_C);
             Some(0)
@@ -755,7 +755,7 @@ fn save_pmu(st: &mut VcpuState) {
         let mut h = PmuHw::default();
         hw::save(p.n, &mut h);
         p.hw.cntr[..p.n as usize].copy_from_slice(&h.cntr[..p.n as usize]);
-        p.hw.cntr[31] = h.cntr[31];
+        p.hw.cntr[CYCLE_IDX as usize] = h.cntr[CYCLE_IDX as usize];
         p.hw.ovs = h.ovs & counter_mask(p.n);
     }
 }

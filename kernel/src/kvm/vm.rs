@@ -261,13 +261,18 @@ impl Vm {
         self.flush_tlb_entries();
     }
 
+    /// VTTBR_EL2 for this VM under VMID `vmid`.
+    pub fn vttbr(&self, vmid: u16) -> u64 {
+        u64::from(vmid) << 48 | self.s2_root
+    }
+
     /// Invalidates the VM's TLB entries on every CPU, under the VMID it has now (one it had
     /// before lost its entries when the generation changed); every VM's if it has none yet,
     /// as a vCPU may be taking its first one.
     fn flush_tlb_entries(&self) {
         match self.vmid.current() {
             0 => guest::flush_tlb_all_vms(),
-            id => guest::flush_tlb_vm(u64::from(id) << 48 | self.s2_root),
+            id => guest::flush_tlb_vm(self.vttbr(id)),
         }
     }
 

@@ -2455,17 +2455,24 @@ fn vgic_spi() -> TestResult {
     Ok(())
 }
 
+/// /proc/svelt/kvm (None on Linux, or without KVM).
+fn svelt_kvm_text() -> Option<String> {
+    let text = io::read_file("/proc/svelt/kvm").ok()?;
+    Some(String::from_utf8_lossy(&text).into_owned())
+}
+
+/// The value of `key` in /proc/svelt/kvm's text.
+fn svelt_kvm_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+}
+
 fn everything_given_back() -> TestResult {
-    let text = match io::read_file("/proc/svelt/kvm") {
-        Ok(t) => t,
-        Err(_) => return ktap::skip("no /proc/svelt/kvm (not Svelt, or no KVM)"),
+    let Some(text) = svelt_kvm_text() else {
+        return ktap::skip("no /proc/svelt/kvm (not Svelt, or no KVM)");
     };
-    let text = String::from_utf8_lossy(&text).into_owned();
     for key in ["vms", "vmids", "stage2_pages", "stage2_tables"] {
-        let v = text
-            .lines()
-            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
-            .ok_or(format!("no {key} in {text}"))?;
+        let v = svelt_kvm_field(&text, key).ok_or(format!("no {key} in {text}"))?;
         check_eq!(v, "0", "{key} in {text}");
     }
     println!("    # {}", text.trim_end().replace('\n', ", "));

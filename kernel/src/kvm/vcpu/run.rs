@@ -215,7 +215,7 @@ impl Vcpu {
             vgic::before_entry(vm, self.id, st);
             let kind = {
                 let _irqs = crate::arch::cpu::IrqGuard::new();
-                controls.vttbr = vm.s2_root | u64::from(vm.vmid.enter()) << 48;
+                controls.vttbr = vm.vttbr(vm.vmid.enter());
                 // From here a kick interrupts this CPU, and the IPI, masked, ends the entry
                 // at once; what happened before is looked at now (Linux's IN_GUEST_MODE and
                 // the request and signal checks with interrupts disabled).

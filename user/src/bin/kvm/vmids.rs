@@ -20,10 +20,7 @@ fn guest(value: u64) -> [u8; 24] {
 
 /// A number from /proc/svelt/kvm (None on Linux).
 fn svelt_kvm(key: &str) -> Option<u64> {
-    let text = io::read_file("/proc/svelt/kvm").ok()?;
-    let text = String::from_utf8_lossy(&text).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.parse().ok())
+    svelt_kvm_field(&svelt_kvm_text()?, key)?.parse().ok()
 }
 
 pub fn more_vms_than_vmids() -> TestResult {
