@@ -216,8 +216,7 @@ pub fn sgi(vm: &Vm, sender: u32, val: u64, group1: bool) {
             }
             if let Some(q) = v.irq_mut(c.id, req.intid) {
                 if !q.group1 || group1 {
-                    q.latch = true;
-                    q.deactivated = false;
+                    q.latch_pending();
                     if woken.try_reserve(1).is_ok() {
                         woken.push(c.clone());
                     }

@@ -38,11 +38,25 @@ pub struct Irq {
     /// vCPU's acknowledgement not yet folded back): that fold must not make it active again.
     /// Made pending anew, it is forgotten.
     pub deactivated: bool,
+    /// Made pending (`latch`) again since it last went into a list register as pending: that
+    /// register's instance is not this one, so the guest's taking it there must leave the
+    /// latch set (Linux moves the pending bit into the register and back instead:
+    /// vgic_v3_populate_lr clears an edge's pending_latch, vgic_v3_fold_lr_state sets it
+    /// again only if the register still holds it pending).
+    pub relatched: bool,
 }
 
 impl Irq {
     pub fn pending(&self) -> bool {
         self.latch || (!self.edge && self.line)
+    }
+
+    /// Made pending by an edge, an SGI or a write to a set-pending register: a fresh
+    /// instance, which may come while an earlier one sits in a list register.
+    pub fn latch_pending(&mut self) {
+        self.latch = true;
+        self.relatched = true;
+        self.deactivated = false;
     }
 
     /// Its input set to `level` (see `Vgic::set_line`); whether it is pending now.
@@ -52,7 +66,7 @@ impl Irq {
         }
         if self.edge {
             if level {
-                self.latch = true;
+                self.latch_pending();
             }
         } else {
             self.line = level;
@@ -202,11 +216,12 @@ impl Vgic {
     /// left out, the underflow maintenance condition is asked for; active ones left out are
     /// deactivated by the guest's EOIs counted in EOIcount (`fold`), or with EOImode 1 by its
     /// trapped writes to ICC_DIR_EL1 (`deactivate`).
-    pub fn flush(&self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu, nr_lrs: usize) {
+    pub fn flush(&mut self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu, nr_lrs: usize) {
         // The best `cap` candidates so far, in order (pending before active, then by priority
-        // and INTID: unique keys), kept by insertion: no allocation at each entry.
+        // and INTID: unique keys), kept by insertion: no allocation at each entry. The last
+        // field says a pending one's `relatched` is to be cleared once it is in.
         let cap = nr_lrs.min(cpu.lr.len());
-        let mut best = [(false, 0u8, 0u32, 0u64); 16];
+        let mut best = [(false, 0u8, 0u32, 0u64, false); 16];
         let (mut n, mut wanted) = (0, 0);
         for (intid, q) in self.routed(vcpu, mpidr) {
             let pending = self.deliverable(q);
@@ -219,7 +234,7 @@ impl Vgic {
                 | if q.group1 { LR_GROUP } else { 0 }
                 | ((q.priority as u64) << LR_PRIO_SHIFT)
                 | intid as u64;
-            let key = (!pending, q.priority, intid, lr);
+            let key = (!pending, q.priority, intid, lr, pending && q.relatched);
             if n == cap {
                 if n == 0 || key >= best[n - 1] {
                     continue;
@@ -236,6 +251,13 @@ impl Vgic {
         }
         for (slot, w) in cpu.lr.iter_mut().zip(&best[..n]) {
             *slot = w.3;
+        }
+        // Their latched instances are the registers' now: what `fold` must not lose is only
+        // what comes after.
+        for w in best[..n].iter().filter(|w| w.4) {
+            if let Some(q) = self.irq_mut(vcpu, w.2) {
+                q.relatched = false;
+            }
         }
         cpu.lr_in = cpu.lr;
         cpu.nr_lr = n;
@@ -277,7 +299,8 @@ impl Vgic {
             if was_active && !q.active && !q.edge {
                 acked.push(lr as u32);
             }
-            if state & 1 == 0 {
+            // The instance flushed into the register was taken; one latched since stays.
+            if state & 1 == 0 && !q.relatched {
                 q.latch = false;
             }
         }

@@ -242,7 +242,7 @@ impl Vgic {
             return Err(Errno::EBUSY);
         }
         if let Some(q) = self.lpis.get_mut(&lpi) {
-            q.latch = true;
+            q.latch_pending();
         }
         Ok(Some(vcpu))
     }

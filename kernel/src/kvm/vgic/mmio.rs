@@ -47,14 +47,7 @@ const BIT_REGS: [(u64, Get, Set); 7] = [
     (IGROUPR, |q| q.group1, |_| {}),
     (ISENABLER, |q| q.enabled, |q| q.enabled = true),
     (ICENABLER, |q| q.enabled, |q| q.enabled = false),
-    (
-        ISPENDR,
-        |q| q.pending(),
-        |q| {
-            q.latch = true;
-            q.deactivated = false;
-        },
-    ),
+    (ISPENDR, |q| q.pending(), |q| q.latch_pending()),
     (ICPENDR, |q| q.pending(), |q| q.latch = false),
     (ISACTIVER, |q| q.active, |q| q.active = true),
     (ICACTIVER, |q| q.active, |q| q.active = false),
