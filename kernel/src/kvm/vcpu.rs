@@ -390,20 +390,27 @@ impl Vcpu {
     /// A CPU_ON another vCPU made for this one: the reset state, at the entry point with the
     /// context in x0. Applied before this vCPU runs or its registers are read or written
     /// (KVM_REQ_VCPU_RESET), so that the VMM sees what the guest will.
-    fn apply_cpu_on(&self, st: &mut VcpuState) {
-        if let Some((entry, context)) = self.power.lock().on.take() {
-            st.regs = GuestRegs {
-                pstate: PSTATE_RESET,
-                pc: entry,
-                ..GuestRegs::default()
-            };
-            st.regs.x[0] = context;
-            super::aarch32::cpu_on(st);
-            st.el1 = El1State {
-                sctlr: SCTLR_RESET,
-                ..El1State::default()
-            };
+    fn take_cpu_on(&self, st: &mut VcpuState) {
+        let on = self.power.lock().on.take();
+        if let Some((entry, context)) = on {
+            self.apply_cpu_on(st, entry, context);
         }
+    }
+
+    /// The reset state of a CPU_ON (`take_cpu_on`; the run loop takes `on` itself).
+    #[cold]
+    fn apply_cpu_on(&self, st: &mut VcpuState, entry: u64, context: u64) {
+        st.regs = GuestRegs {
+            pstate: PSTATE_RESET,
+            pc: entry,
+            ..GuestRegs::default()
+        };
+        st.regs.x[0] = context;
+        super::aarch32::cpu_on(st);
+        st.el1 = El1State {
+            sctlr: SCTLR_RESET,
+            ..El1State::default()
+        };
     }
 }
 
@@ -465,7 +472,7 @@ impl FileOps for VcpuFile {
                 if !st.inited {
                     return Err(Errno::ENOEXEC);
                 }
-                vcpu.apply_cpu_on(&mut st);
+                vcpu.take_cpu_on(&mut st);
                 if cmd == k::KVM_GET_ONE_REG {
                     regs::get(&self.vm, &st, &r)
                 } else {
@@ -533,7 +540,7 @@ impl FileOps for VcpuFile {
             k::KVM_GET_VCPU_EVENTS | k::KVM_SET_VCPU_EVENTS => {
                 let mut st = vcpu.lock()?;
                 inject::check_inited(&st)?;
-                vcpu.apply_cpu_on(&mut st);
+                vcpu.take_cpu_on(&mut st);
                 if cmd == k::KVM_GET_VCPU_EVENTS {
                     inject::get_events(&st, arg)
                 } else {

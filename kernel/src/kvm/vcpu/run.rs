@@ -142,12 +142,22 @@ impl Vcpu {
                 self.stats.inc(stat::SIGNAL_EXITS);
                 return Err(Errno::EINTR);
             }
-            if self.power.lock().off {
+            // One look at the power state per round: off, suspended, or a CPU_ON to apply.
+            let (off, suspended, on) = {
+                let mut p = self.power.lock();
+                let on = if p.off || p.suspended {
+                    None
+                } else {
+                    p.on.take()
+                };
+                (p.off, p.suspended, on)
+            };
+            if off {
                 st.put_fp();
                 self.wait_for_kick(|| !self.power.lock().off)?;
                 continue;
             }
-            if self.power.lock().suspended {
+            if suspended {
                 // Sleeps as a WFI (a signal ends KVM_RUN from inside); then the VMM hears of
                 // a pending interrupt, and the vCPU stays suspended until it says otherwise.
                 exit::wfi(self, vm, st)?;
@@ -163,7 +173,9 @@ impl Vcpu {
                 }
                 continue;
             }
-            self.apply_cpu_on(st);
+            if let Some((entry, context)) = on {
+                self.apply_cpu_on(st, entry, context);
+            }
             if sched::need_resched() {
                 st.put_fp();
                 sched::schedule();
