@@ -84,13 +84,19 @@ pub fn ring_size(arg0: u64, already: u32, page: u32) -> Result<u32, Errno> {
 
 /// Whether file page `pgoff` of a vCPU falls in its ring of `size` bytes.
 pub fn in_ring(pgoff: u64, size: u32, page: u32) -> bool {
-    pgoff >= KVM_DIRTY_LOG_PAGE_OFFSET
-        && pgoff < KVM_DIRTY_LOG_PAGE_OFFSET + (size / page) as u64
+    pgoff >= KVM_DIRTY_LOG_PAGE_OFFSET && pgoff < KVM_DIRTY_LOG_PAGE_OFFSET + (size / page) as u64
 }
 
 /// `kvm_vcpu_mmap`: a mapping whose first or last page is in the ring must be shared and not
 /// executable (EINVAL otherwise).
-pub fn mmap_refused(pgoff: u64, pages: u64, size: u32, page: u32, exec: bool, shared: bool) -> bool {
+pub fn mmap_refused(
+    pgoff: u64,
+    pages: u64,
+    size: u32,
+    page: u32,
+    exec: bool,
+    shared: bool,
+) -> bool {
     let touches = in_ring(pgoff, size, page) || in_ring(pgoff + pages.max(1) - 1, size, page);
     touches && (exec || !shared)
 }

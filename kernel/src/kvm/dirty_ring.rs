@@ -217,7 +217,11 @@ pub fn vcpu_created(vm: &Vm, vcpu: &Vcpu) -> SysResult<()> {
     }
     let ring = Arc::new(Ring::new(size)?);
     let mut inner = vm.inner.lock();
-    inner.dring.rings.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+    inner
+        .dring
+        .rings
+        .try_reserve(1)
+        .map_err(|_| Errno::ENOMEM)?;
     inner.dring.rings.push(ring.clone());
     vcpu.dring.call_once(|| ring);
     Ok(())
@@ -268,7 +272,12 @@ impl Drop for Running<'_> {
 
 /// Write-protects page `offset` of slot `slot` (address space in bits 31:16) again, if that
 /// names a page of an existing slot (`kvm_reset_dirty_gfn`). Whether a leaf changed.
-fn protect(slots: &BTreeMap<u32, Slot>, s2: &mut super::stage2::Stage2, slot: u32, off: u64) -> bool {
+fn protect(
+    slots: &BTreeMap<u32, Slot>,
+    s2: &mut super::stage2::Stage2,
+    slot: u32,
+    off: u64,
+) -> bool {
     let (as_id, id) = (slot >> 16, slot & 0xffff);
     if as_id != 0 || id >= KVM_USER_MEM_SLOTS {
         return false;

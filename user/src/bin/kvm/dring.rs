@@ -175,7 +175,11 @@ pub fn dirty_ring_caps() -> TestResult {
         "bitmap before a ring"
     );
     check_eq!(enable(vm, acq, 0, 0), Err(EINVAL), "size 0");
-    check_eq!(enable(vm, acq, 0, 3 * 4096), Err(EINVAL), "not a power of 2");
+    check_eq!(
+        enable(vm, acq, 0, 3 * 4096),
+        Err(EINVAL),
+        "not a power of 2"
+    );
     check_eq!(enable(vm, acq, 0, 512), Err(EINVAL), "under the reserve");
     check_eq!(enable(vm, acq, 0, 2048), Err(EINVAL), "under a page");
     check_eq!(enable(vm, acq, 0, 2 << 20), Err(E2BIG), "past the largest");
@@ -232,7 +236,14 @@ pub fn dirty_ring_guest() -> TestResult {
         "mapped private"
     );
     check_eq!(
-        sys::mmap(0, RING_BYTES, PROT_READ | PROT_EXEC, MAP_SHARED, g.vcpu, off),
+        sys::mmap(
+            0,
+            RING_BYTES,
+            PROT_READ | PROT_EXEC,
+            MAP_SHARED,
+            g.vcpu,
+            off
+        ),
         Err(EPERM),
         "mapped executable (KVM's files are on a noexec mount)"
     );
@@ -256,20 +267,31 @@ pub fn dirty_ring_guest() -> TestResult {
         Err(ENXIO),
         "GET_DIRTY_LOG with rings alone"
     );
-    check_eq!(clear_log(g.vm, RING_SLOT, 0, 64, bits.as_ptr() as u64), Err(ENXIO));
+    check_eq!(
+        clear_log(g.vm, RING_SLOT, 0, 64, bits.as_ptr() as u64),
+        Err(ENXIO)
+    );
 
     t!(write_pages(&g, LOG_IPA, &[0, 3, 64, 200]));
     // A page written again while still writable is not logged again.
     t!(write_pages(&g, LOG_IPA, &[3]));
     check_eq!(ring.entry(4).0, 0, "no fifth entry");
-    check_eq!(ring.harvest(), in_slot(&[0, 3, 64, 200]), "the pages written");
+    check_eq!(
+        ring.harvest(),
+        in_slot(&[0, 3, 64, 200]),
+        "the pages written"
+    );
     check_eq!(ring.entry(0).0, dr::KVM_DIRTY_GFN_F_RESET);
     check_eq!(reset(g.vm), Ok(4), "the harvested entries");
     check_eq!(ring.entry(0).0, 0, "taken back");
     check_eq!(reset(g.vm), Ok(0), "nothing more");
     // Write-protected again by the reset: logged once more.
     t!(write_pages(&g, LOG_IPA, &[3, 64]));
-    check_eq!(ring.harvest(), in_slot(&[3, 64]), "rewritten after the reset");
+    check_eq!(
+        ring.harvest(),
+        in_slot(&[3, 64]),
+        "rewritten after the reset"
+    );
     // Harvested but not reset yet: still writable, not logged.
     t!(write_pages(&g, LOG_IPA, &[3]));
     check_eq!(ring.harvest(), in_slot(&[]), "written before the reset");
