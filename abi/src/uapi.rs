@@ -14,6 +14,7 @@ pub mod klog;
 pub mod kvm;
 pub mod kvm_aarch32;
 pub mod kvm_dirty;
+pub mod kvm_dirty_ring;
 pub mod kvm_eventfd;
 pub mod kvm_gmem;
 pub mod kvm_idregs;

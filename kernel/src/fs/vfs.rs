@@ -239,6 +239,11 @@ pub trait FileOps: Send + Sync + Any {
     fn mmap_shared_only(&self) -> bool {
         false
     }
+    /// Whether mmap of `pages` pages from page `pgoff` with these rights may go on (a vCPU's
+    /// file refuses executable mappings, and private ones of its dirty ring).
+    fn mmap_check(&self, _pgoff: u64, _pages: u64, _exec: bool, _shared: bool) -> SysResult<()> {
+        Ok(())
+    }
     /// fstat of a file with no inode that has a size of its own (a guest_memfd); None: the
     /// common answer.
     fn stat(&self) -> Option<svelt_abi::uapi::fs::Stat> {

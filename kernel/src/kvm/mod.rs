@@ -23,6 +23,7 @@
 
 mod aarch32;
 mod coalesced;
+mod dirty_ring;
 pub(crate) mod eventfd;
 mod exit;
 mod fpmr;
@@ -118,6 +119,9 @@ pub(crate) fn max_ipa_bits() -> u32 {
 
 /// KVM_CHECK_EXTENSION's answer (on /dev/kvm, a VM or a vCPU): exactly what is implemented.
 pub fn check_extension(cap: u64) -> usize {
+    if let Some(v) = dirty_ring::check_extension(cap) {
+        return v;
+    }
     match cap {
         k::KVM_CAP_USER_MEMORY
         | k::KVM_CAP_USER_MEMORY2

@@ -155,6 +155,8 @@ pub struct Vcpu {
     /// The thread that created the vCPU (its statistics' id), and the statistics.
     pub creator: u32,
     pub stats: VcpuStats,
+    /// Its dirty ring, when the VM has rings (dirty_ring.rs).
+    pub dring: spin::Once<Arc<super::dirty_ring::Ring>>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -253,6 +255,7 @@ impl Vcpu {
             power: Mutex::new(Power::default()),
             creator: cur.core().tid,
             stats: VcpuStats::new(),
+            dring: spin::Once::new(),
         }))
     }
 
@@ -426,6 +429,8 @@ impl MappedFile for Vcpu {
             Ok(self.run.clone())
         } else if index == k::KVM_COALESCED_MMIO_PAGE_OFFSET as u64 {
             Ok(self.ring.clone())
+        } else if let Some(p) = super::dirty_ring::page(self, index) {
+            Ok(p)
         } else {
             Err(Errno::EFAULT)
         }
@@ -557,6 +562,13 @@ impl FileOps for VcpuFile {
     }
     fn mmap_file(&self) -> Option<Arc<dyn MappedFile>> {
         Some(self.vcpu.clone())
+    }
+    fn mmap_check(&self, pgoff: u64, pages: u64, exec: bool, shared: bool) -> SysResult<()> {
+        // KVM's files live on the anon-inode mount, which is noexec (do_mmap's path_noexec).
+        if exec {
+            return Err(Errno::EPERM);
+        }
+        super::dirty_ring::mmap_check(&self.vcpu, pgoff, pages, exec, shared)
     }
     fn poll(&self, _cur: &dyn Caller) -> u32 {
         0

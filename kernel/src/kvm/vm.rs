@@ -70,6 +70,8 @@ pub struct VmInner {
     pub manual_protect: u64,
     /// The guest_memfd binding of each KVM_MEM_GUEST_MEMFD slot, by slot id.
     pub gmem: BTreeMap<u32, super::gmem::Binding>,
+    /// The dirty ring's size and the vCPUs' rings (dirty_ring.rs).
+    pub dring: super::dirty_ring::VmRings,
 }
 
 impl VmInner {
@@ -80,6 +82,10 @@ impl VmInner {
             return;
         };
         let page = (ipa - s.gpa) / 4096;
+        // With rings, a running vCPU's write goes to its ring (dirty_ring.rs).
+        if s.logging() && self.dring.push_running(id, page) {
+            return;
+        }
         if let Some(bits) = self.dirty.get_mut(&id) {
             kd::mark(bits, page);
         }
@@ -218,6 +224,7 @@ impl Vm {
                 s2,
                 dirty: BTreeMap::new(),
                 manual_protect: 0,
+                dring: Default::default(),
                 gmem: BTreeMap::new(),
             }),
             vcpus: Mutex::new(Vec::new()),
@@ -467,7 +474,7 @@ impl Vm {
                 // the guest's writes fault and are logged from now on.
                 if flags & k::KVM_MEM_LOG_DIRTY_PAGES == 0 {
                     inner.dirty.remove(&slot);
-                } else if !inner.dirty.contains_key(&slot) {
+                } else if !inner.dirty.contains_key(&slot) && inner.dring.uses_bitmap() {
                     let npages = size / 4096;
                     let mut bits = Vec::new();
                     bits.try_reserve_exact(kd::bitmap_words(npages))
@@ -499,6 +506,7 @@ impl Vm {
     /// again, so that the next call sees only newer writes.
     fn get_dirty_log(&self, arg: usize) -> SysResult<usize> {
         let log = UserPtr::<kd::KvmDirtyLog>::new(arg).read()?;
+        super::dirty_ring::check_bitmap(self)?;
         let id = kd::log_slot(log.slot)?;
         let out = {
             let mut inner = self.inner.lock();
@@ -528,6 +536,7 @@ impl Vm {
     /// from `first_page` on and write-protects those pages again.
     fn clear_dirty_log(&self, arg: usize) -> SysResult<usize> {
         let log = UserPtr::<kd::KvmClearDirtyLog>::new(arg).read()?;
+        super::dirty_ring::check_bitmap(self)?;
         let id = kd::log_slot(log.slot)?;
         kd::check_clear_start(log.first_page)?;
         let words = {
@@ -572,6 +581,7 @@ impl Vm {
             }
             let clidr = self.impl_regs.lock()[2];
             let vcpu = Vcpu::new(cur, id as u32, clidr, self.coalesced.ring.clone())?;
+            super::dirty_ring::vcpu_created(self, &vcpu)?;
             vcpus.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
             vcpus.push(vcpu.clone());
             vcpu
@@ -654,6 +664,9 @@ impl FileOps for VmFile {
             kg::KVM_CREATE_GUEST_MEMFD => super::gmem::create(&self.vm, cur, arg),
             kd::KVM_GET_DIRTY_LOG => self.vm.get_dirty_log(arg),
             kd::KVM_CLEAR_DIRTY_LOG => self.vm.clear_dirty_log(arg),
+            svelt_abi::uapi::kvm_dirty_ring::KVM_RESET_DIRTY_RINGS => {
+                super::dirty_ring::reset(&self.vm)
+            }
             k::KVM_CREATE_DEVICE => {
                 // The vGICv3 and its ITS; every other type is unknown.
                 let mut d = UserPtr::<k::KvmCreateDevice>::new(arg).read()?;
@@ -697,6 +710,9 @@ impl FileOps for VmFile {
             k::KVM_ENABLE_CAP => {
                 // `struct kvm_enable_cap`: u32 cap, u32 flags, then the arguments.
                 let cap = UserPtr::<u32>::new(arg).read()? as u64;
+                if let Some(r) = super::dirty_ring::enable_cap(&self.vm, cap, arg) {
+                    return r;
+                }
                 let flags = UserPtr::<u32>::new(arg + 4).read()?;
                 if flags != 0 {
                     return Err(Errno::EINVAL);

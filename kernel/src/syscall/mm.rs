@@ -83,6 +83,9 @@ pub fn mmap(
             if !req.shared && file.ops.mmap_shared_only() {
                 return Err(Errno::EINVAL);
             }
+            let (pgoff, pages) = (req.offset / PAGE as u64, req.len.div_ceil(PAGE) as u64);
+            file.ops
+                .mmap_check(pgoff, pages, p.0 & m::PROT_EXEC != 0, req.shared)?;
             let backing = Backing::File {
                 node: node.clone(),
                 off: req.offset,

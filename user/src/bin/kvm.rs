@@ -3938,6 +3938,8 @@ fn kick_running_vcpu() -> TestResult {
 // After the macros it uses.
 #[path = "kvm/aarch32.rs"]
 mod aarch32;
+#[path = "kvm/dring.rs"]
+mod dring;
 #[path = "kvm/gmem.rs"]
 mod gmem;
 #[path = "kvm/its.rs"]
@@ -4002,6 +4004,8 @@ fn main(_a: &rt::Args) -> i32 {
         ("pmu_guest_counts", pmu::pmu_guest_counts),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
         ("dirty_log", dirty_log),
+        ("dirty_ring_caps", dring::dirty_ring_caps),
+        ("dirty_ring_guest", dring::dirty_ring_guest),
         ("hidden_tlbi_os", hidden_tlbi_os),
         ("gcs_registers_follow_the_vm", gcs_registers_follow_the_vm),
         ("poe_registers_follow_the_vm", poe_registers_follow_the_vm),

@@ -118,6 +118,8 @@ impl Vcpu {
         }
         self.set_exit_reason(k::KVM_EXIT_UNKNOWN);
         self.run_write(k::run::FLAGS, &0u16.to_le_bytes());
+        // From here this thread's dirtying writes go to the vCPU's ring, if it has one.
+        let _running = crate::kvm::dirty_ring::Running::new(self);
         pvtime::update(vm, &mut st, cur.task());
         let r = self.run_loop(vm, mm, &mut st, cur);
         st.put_fp();
@@ -136,6 +138,7 @@ impl Vcpu {
         // `extras` once on each side of the guest's run.
         let has_pmu = st.pmu.is_some();
         let extras = has_pmu || crate::kvm::aarch32::is32(st) || st.s1.ext.any();
+        let dring = self.dring.get();
         loop {
             if cur.killed.load(Ordering::Acquire) || task::hooks::interrupted(cur.task()) {
                 self.set_exit_reason(k::KVM_EXIT_INTR);
@@ -175,6 +178,12 @@ impl Vcpu {
             }
             if let Some((entry, context)) = on {
                 self.apply_cpu_on(st, entry, context);
+            }
+            // A ring at its soft limit keeps the vCPU out until the VMM resets it
+            // (kvm_dirty_ring_check_request).
+            if dring.is_some_and(|r| r.soft_full()) {
+                self.set_exit_reason(svelt_abi::uapi::kvm_dirty_ring::KVM_EXIT_DIRTY_RING_FULL);
+                return Ok(0);
             }
             if sched::need_resched() {
                 st.put_fp();
