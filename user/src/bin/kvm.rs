@@ -4002,7 +4002,10 @@ fn main(_a: &rt::Args) -> i32 {
         ("vgic_its_device", its::vgic_its_device),
         ("vgic_its_lpi", its::vgic_its_lpi),
         ("vgic_its_save_restore", its::vgic_its_save_restore),
-        ("guest_debug_caps_and_errors", gdebug::guest_debug_caps_and_errors),
+        (
+            "guest_debug_caps_and_errors",
+            gdebug::guest_debug_caps_and_errors,
+        ),
         ("guest_debug_single_step", gdebug::guest_debug_single_step),
         ("guest_debug_breakpoints", gdebug::guest_debug_breakpoints),
         ("pmu_attributes", pmu::pmu_attributes),

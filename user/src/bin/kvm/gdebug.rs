@@ -88,7 +88,10 @@ pub fn guest_debug_caps_and_errors() -> TestResult {
     let cap = |c: u64| ioctl(kvm, k::KVM_CHECK_EXTENSION, c as usize);
     check_eq!(cap(kd::KVM_CAP_SET_GUEST_DEBUG), Ok(1));
     check_eq!(cap(kd::KVM_CAP_SET_GUEST_DEBUG2), Ok(0x3_0003));
-    let g = t!(Guest::new(kvm, code!(guest_gdebug_step, guest_gdebug_step_end)));
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_gdebug_step, guest_gdebug_step_end)
+    ));
     // The CPU's counts, which the vCPU's ID_AA64DFR0_EL1 shows as well.
     let dfr0 = t!(get_reg(g.vcpu, ID_AA64DFR0_EL1)) as u64;
     let bps = ((dfr0 >> 12) & 0xf) as usize + 1;
@@ -120,7 +123,10 @@ pub fn guest_debug_caps_and_errors() -> TestResult {
 /// with debugging off the guest runs on.
 pub fn guest_debug_single_step() -> TestResult {
     let kvm = kvm!();
-    let g = t!(Guest::new(kvm, code!(guest_gdebug_step, guest_gdebug_step_end)));
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_gdebug_step, guest_gdebug_step_end)
+    ));
     const OWN_MDSCR: u128 = 1 << 12; // TDCC: nothing this guest uses
     t!(set_reg(g.vcpu, MDSCR_EL1, OWN_MDSCR));
     let step = kd::KVM_GUESTDBG_ENABLE | kd::KVM_GUESTDBG_SINGLESTEP;
@@ -144,7 +150,11 @@ pub fn guest_debug_single_step() -> TestResult {
     // The trapped MDSCR_EL1 read: the guest sees its own value, and the step ends after it.
     let (at, _) = t!(run_to_debug(&g, kd::EC_SOFTSTP_LOW));
     check_eq!(at, base + 0x10, "step past the MDSCR_EL1 read");
-    check_eq!(get_reg(g.vcpu, x(5)), Ok(OWN_MDSCR), "the guest's MDSCR_EL1");
+    check_eq!(
+        get_reg(g.vcpu, x(5)),
+        Ok(OWN_MDSCR),
+        "the guest's MDSCR_EL1"
+    );
     // The MMIO store exits as MMIO; the next KVM_RUN completes it and stops at once.
     let (addr, data, _, write) = t!(g.run_to_mmio());
     check_eq!((addr, data, write), (0x1000_0000, 3, true), "MMIO store");
@@ -164,7 +174,11 @@ pub fn guest_debug_single_step() -> TestResult {
     t!(set_debug(g.vcpu, 0, Default::default()));
     let (addr, data, _, _) = t!(g.run_to_mmio());
     check_eq!((addr, data), (0x1000_0010, 63), "ran on");
-    check_eq!(get_reg(g.vcpu, MDSCR_EL1), Ok(OWN_MDSCR), "MDSCR_EL1 at the end");
+    check_eq!(
+        get_reg(g.vcpu, MDSCR_EL1),
+        Ok(OWN_MDSCR),
+        "MDSCR_EL1 at the end"
+    );
     Ok(())
 }
 
@@ -176,7 +190,11 @@ pub fn guest_debug_breakpoints() -> TestResult {
     let g = t!(Guest::new(kvm, code!(guest_gdebug_bp, guest_gdebug_bp_end)));
     let base = RAM_IPA;
     let en = kd::KVM_GUESTDBG_ENABLE;
-    t!(set_debug(g.vcpu, en | kd::KVM_GUESTDBG_USE_SW_BP, Default::default()));
+    t!(set_debug(
+        g.vcpu,
+        en | kd::KVM_GUESTDBG_USE_SW_BP,
+        Default::default()
+    ));
     let (at, esr) = t!(run_to_debug(&g, kd::EC_BRK64));
     check_eq!(at, base + 0xc, "at the BRK");
     check_eq!(esr & 0xffff, 0x1234, "BRK's immediate");
