@@ -13,6 +13,7 @@ pub mod inet;
 pub mod klog;
 pub mod kvm;
 pub mod kvm_aarch32;
+pub mod kvm_debug;
 pub mod kvm_dirty;
 pub mod kvm_dirty_ring;
 pub mod kvm_eventfd;

@@ -708,7 +708,8 @@ pub mod run {
     /// u8: set by userspace, KVM_RUN returns EINTR at once.
     pub const IMMEDIATE_EXIT: usize = 1;
     pub const EXIT_REASON: usize = 8;
-    pub const FLAGS: usize = 18;
+    /// u16, after ready_for_interrupt_injection and if_flag.
+    pub const FLAGS: usize = 14;
     /// The exit's union.
     pub const U: usize = 32;
     pub const MMIO_PHYS_ADDR: usize = U;

@@ -6,6 +6,6 @@
 mod aarch64;
 
 pub use aarch64::{
-    boot, context, cpu, debug, efi, el, exception, fpsimd, gcs, guest, guest32, guest_pmu,
-    guest_s1, mem, mmu, semihosting, smccc, sysreg, uaccess,
+    boot, context, cpu, debug, efi, el, exception, fpsimd, gcs, guest, guest32, guest_debug,
+    guest_pmu, guest_s1, mem, mmu, semihosting, smccc, sysreg, uaccess,
 };

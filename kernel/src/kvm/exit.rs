@@ -137,6 +137,10 @@ pub fn handle_sync(
             Ok(Next::Enter)
         }
         EC_IABT_LOW | EC_DABT_LOW => abort(vcpu, vm, mm, st, esr),
+        // A debugged vCPU's debug exceptions (MDCR_EL2.TDE): to the VMM (kvm::debug).
+        ec if svelt_abi::uapi::kvm_debug::is_debug_ec(ec) && st.gdebug.is_some() => {
+            Ok(super::debug::handle(vcpu, st, esr).unwrap_or(Next::Enter))
+        }
         // SVE, SME, pointer authentication and anything else this guest was not given.
         _ => {
             inject::inject_undef(st);

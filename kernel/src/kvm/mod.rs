@@ -23,6 +23,7 @@
 
 mod aarch32;
 mod coalesced;
+mod debug;
 mod dirty_ring;
 pub(crate) mod eventfd;
 mod exit;
@@ -119,6 +120,7 @@ pub(crate) fn max_ipa_bits() -> u32 {
 
 /// KVM_CHECK_EXTENSION's answer (on /dev/kvm, a VM or a vCPU): exactly what is implemented.
 pub fn check_extension(cap: u64) -> usize {
+    use svelt_abi::uapi::kvm_debug as kd;
     if let Some(v) = dirty_ring::check_extension(cap) {
         return v;
     }
@@ -191,6 +193,11 @@ pub fn check_extension(cap: u64) -> usize {
         k::KVM_CAP_ARM_PTRAUTH_ADDRESS | k::KVM_CAP_ARM_PTRAUTH_GENERIC => {
             pauth::offered() as usize
         }
+        // Guest debugging from the VMM (kvm::debug).
+        kd::KVM_CAP_SET_GUEST_DEBUG => 1,
+        kd::KVM_CAP_SET_GUEST_DEBUG2 => kd::KVM_GUESTDBG_VALID_MASK as usize,
+        kd::KVM_CAP_GUEST_DEBUG_HW_BPS => debug::hw_counts().0,
+        kd::KVM_CAP_GUEST_DEBUG_HW_WPS => debug::hw_counts().1,
         _ => 0,
     }
 }

@@ -81,6 +81,8 @@ pub struct VcpuState {
     pub gic: guest::VgicCpu,
     /// The priority and ID bits its ICC_CTLR_EL1 reports to the VMM (GRP_CPU_SYSREGS).
     pub gic_bits: (u32, u32),
+    /// The VMM's debugging of this vCPU (KVM_SET_GUEST_DEBUG, kvm::debug).
+    pub gdebug: Option<alloc::boxed::Box<super::debug::GuestDebug>>,
 }
 
 impl VcpuState {
@@ -245,6 +247,7 @@ impl Vcpu {
                     );
                     (c.pri_bits, c.id_bits)
                 },
+                gdebug: None,
             }),
             lockq: WaitQueue::new(),
             wake: WaitQueue::new(),
@@ -553,6 +556,10 @@ impl FileOps for VcpuFile {
                 }
             }
             k::KVM_CHECK_EXTENSION => Ok(super::check_extension(arg as u64)),
+            svelt_abi::uapi::kvm_debug::KVM_SET_GUEST_DEBUG => {
+                let mut st = vcpu.lock()?;
+                super::debug::set_guest_debug(&mut st, arg)
+            }
             k::KVM_GET_STATS_FD => super::stats::vcpu_fd(cur, vcpu),
             _ => Err(Errno::ENOTTY),
         }

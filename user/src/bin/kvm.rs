@@ -3949,6 +3949,10 @@ mod pmu;
 #[path = "kvm/vmids.rs"]
 mod vmids;
 
+// Guest debugging from the VMM.
+#[path = "kvm/gdebug.rs"]
+mod gdebug;
+
 // TCR2, S1PIE and S1POE for guests; GCS hidden.
 #[path = "kvm/gcs_poe.rs"]
 mod gcs_poe;
@@ -4000,6 +4004,12 @@ fn main(_a: &rt::Args) -> i32 {
         ("vgic_its_device", its::vgic_its_device),
         ("vgic_its_lpi", its::vgic_its_lpi),
         ("vgic_its_save_restore", its::vgic_its_save_restore),
+        (
+            "guest_debug_caps_and_errors",
+            gdebug::guest_debug_caps_and_errors,
+        ),
+        ("guest_debug_single_step", gdebug::guest_debug_single_step),
+        ("guest_debug_breakpoints", gdebug::guest_debug_breakpoints),
         ("pmu_attributes", pmu::pmu_attributes),
         ("pmu_guest_counts", pmu::pmu_guest_counts),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),

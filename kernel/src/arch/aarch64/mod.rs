@@ -53,6 +53,7 @@ pub mod fpsimd;
 pub mod gcs;
 pub mod guest;
 pub mod guest32;
+pub mod guest_debug;
 pub mod guest_pmu;
 pub mod guest_s1;
 pub mod mem;

@@ -106,6 +106,7 @@ impl Vcpu {
             );
         });
         crate::kvm::poe::run_start(vm, &mut st);
+        crate::kvm::debug::run_start(&mut st);
         if let Some(p) = st.mmio.take() {
             let (pc0, pstate0) = (st.regs.pc, st.regs.pstate);
             exit::complete_mmio(self, &mut st, p);
@@ -114,6 +115,7 @@ impl Vcpu {
         // immediate_exit leaves `kvm_run` as it was; otherwise each run starts with no exit
         // reason and no flags (kvm_arch_vcpu_ioctl_run).
         if self.run_read::<1>(k::run::IMMEDIATE_EXIT)[0] != 0 {
+            crate::kvm::debug::run_end(&mut st);
             return Err(Errno::EINTR);
         }
         self.set_exit_reason(k::KVM_EXIT_UNKNOWN);
@@ -122,6 +124,7 @@ impl Vcpu {
         let _running = crate::kvm::dirty_ring::Running::new(self);
         pvtime::update(vm, &mut st, cur.task());
         let r = self.run_loop(vm, mm, &mut st, cur);
+        crate::kvm::debug::run_end(&mut st);
         st.put_fp();
         r
     }
@@ -137,7 +140,8 @@ impl Vcpu {
         // one with none of the PMU, AArch32 EL1 and the stage-1 extensions (poe.rs) tests
         // `extras` once on each side of the guest's run.
         let has_pmu = st.pmu.is_some();
-        let extras = has_pmu || crate::kvm::aarch32::is32(st) || st.s1.ext.any();
+        let extras =
+            has_pmu || crate::kvm::aarch32::is32(st) || st.s1.ext.any() || st.gdebug.is_some();
         let dring = self.dring.get();
         loop {
             if cur.killed.load(Ordering::Acquire) || task::hooks::interrupted(cur.task()) {
@@ -349,6 +353,7 @@ fn extras_enter(
     if st.pmu.is_some() {
         crate::kvm::pmu::load(vm, st);
     }
+    crate::kvm::debug::enter(st, controls);
     a32
 }
 
@@ -360,5 +365,6 @@ fn extras_exit(st: &mut VcpuState, a32: Option<crate::kvm::aarch32::Entered>) {
         crate::kvm::pmu::save(st);
     }
     crate::kvm::poe::exit(st);
+    crate::kvm::debug::exit(st);
     crate::kvm::aarch32::exit(st, a32);
 }
