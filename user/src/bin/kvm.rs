@@ -3942,6 +3942,9 @@ mod aarch32;
 mod gmem;
 #[path = "kvm/its.rs"]
 mod its;
+// LPI pending tables.
+#[path = "kvm/lpipend.rs"]
+mod lpipend;
 #[path = "kvm/pmu.rs"]
 mod pmu;
 #[path = "kvm/vmids.rs"]
@@ -3998,6 +4001,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("vgic_its_device", its::vgic_its_device),
         ("vgic_its_lpi", its::vgic_its_lpi),
         ("vgic_its_save_restore", its::vgic_its_save_restore),
+        ("lpi_pending_tables", lpipend::lpi_pending_tables),
         ("pmu_attributes", pmu::pmu_attributes),
         ("pmu_guest_counts", pmu::pmu_guest_counts),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
