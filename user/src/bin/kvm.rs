@@ -3945,6 +3945,9 @@ mod its;
 // LPI pending tables.
 #[path = "kvm/lpipend.rs"]
 mod lpipend;
+// SCTLR2_EL1 for guests.
+#[path = "kvm/sctlr2.rs"]
+mod sctlr2;
 #[path = "kvm/pmu.rs"]
 mod pmu;
 #[path = "kvm/vmids.rs"]
@@ -4002,6 +4005,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("vgic_its_lpi", its::vgic_its_lpi),
         ("vgic_its_save_restore", its::vgic_its_save_restore),
         ("lpi_pending_tables", lpipend::lpi_pending_tables),
+        ("sctlr2_guest", sctlr2::sctlr2_guest),
         ("pmu_attributes", pmu::pmu_attributes),
         ("pmu_guest_counts", pmu::pmu_guest_counts),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
