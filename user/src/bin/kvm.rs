@@ -3946,10 +3946,10 @@ mod its;
 #[path = "kvm/lpipend.rs"]
 mod lpipend;
 // SCTLR2_EL1 for guests.
-#[path = "kvm/sctlr2.rs"]
-mod sctlr2;
 #[path = "kvm/pmu.rs"]
 mod pmu;
+#[path = "kvm/sctlr2.rs"]
+mod sctlr2;
 #[path = "kvm/vmids.rs"]
 mod vmids;
 

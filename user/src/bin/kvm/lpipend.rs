@@ -4,7 +4,7 @@
 //! reads the bits back; an ITS restore reads a restored LPI's bit and clears it.
 
 use super::its::{
-    create, msi, put_cmd, set_reg, set_u32, COLLT, CMDQ, DEVT, ITS_BASE, ITT, PROP, TABLES,
+    create, msi, put_cmd, set_reg, set_u32, CMDQ, COLLT, DEVT, ITS_BASE, ITT, PROP, TABLES,
     TABLES_SIZE,
 };
 use super::*;

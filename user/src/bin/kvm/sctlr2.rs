@@ -54,7 +54,10 @@ pub fn sctlr2_guest() -> TestResult {
     let m = t!(get_reg(g.vcpu, MMFR3)) as u64;
     if m & SCTLRX == 0 {
         let list = t!(reg_list(g.vcpu));
-        check!(!list.contains(&SCTLR2_EL1), "SCTLR2_EL1 listed without SCTLRX");
+        check!(
+            !list.contains(&SCTLR2_EL1),
+            "SCTLR2_EL1 listed without SCTLRX"
+        );
         check_eq!(get_reg(g.vcpu, SCTLR2_EL1), Err(ENOENT), "without SCTLRX");
         return ktap::skip("the VM has no FEAT_SCTLR2");
     }
