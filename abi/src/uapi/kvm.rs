@@ -1209,8 +1209,8 @@ const GUEST_HIDDEN: &[(u8, u8, u64)] = &[
     (7, 2, 0xf << 20 | 0xf << 24),
     // ID_AA64ISAR3_EL1: all but FPRCVT, LSUI, LSFE and FAMINMAX.
     (6, 3, !(0xf << 28 | 0xf << 24 | 0xf << 16 | 0xf << 4)),
-    // ID_AA64MMFR3_EL1: all but TCRX, S1PIE and S1POE (`kvm_poe`), as Linux's
-    // __kvm_read_sanitised_id_reg keeps only those and SCTLRX (SCTLR2 is not given yet).
+    // ID_AA64MMFR3_EL1: all but TCRX, S1PIE, S1POE and SCTLRX (`kvm_poe`), as Linux's
+    // __kvm_read_sanitised_id_reg keeps only those.
     (7, 3, !super::kvm_poe::MMFR3_GIVEN),
 ];
 

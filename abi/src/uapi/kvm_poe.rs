@@ -6,6 +6,9 @@
 //! does: sys_regs.c's tcr2_visibility, s1pie_visibility and s1poe_visibility, and config.c's
 //! trap setup (HCRX_EL2.TCR2En; HFGRTR_EL2/HFGWTR_EL2's nPIR/nPIRE0 and nPOR bits).
 //!
+//! SCTLR2_EL1 (FEAT_SCTLR2, ID_AA64MMFR3_EL1.SCTLRX) follows the same rules (sys_regs.c's
+//! sctlr2_visibility, config.c's HCRX_EL2.SCTLR2En), though it is no stage-1 register.
+//!
 //! GCS is not among them: Linux 7.3 hides ID_AA64PFR1_EL1.GCS from every VM
 //! (sanitise_id_aa64pfr1_el1) and has no GCS registers in its table.
 
@@ -15,10 +18,13 @@ use super::kvm::sysreg_id;
 pub const MMFR3_TCRX: u64 = 0xf;
 pub const MMFR3_S1PIE: u64 = 0xf << 8;
 pub const MMFR3_S1POE: u64 = 0xf << 16;
+/// ID_AA64MMFR3_EL1.SCTLRX (FEAT_SCTLR2).
+pub const MMFR3_SCTLRX: u64 = 0xf << 4;
 /// The ID_AA64MMFR3_EL1 fields a VM is shown (where the CPU has them).
-pub const MMFR3_GIVEN: u64 = MMFR3_TCRX | MMFR3_S1PIE | MMFR3_S1POE;
+pub const MMFR3_GIVEN: u64 = MMFR3_TCRX | MMFR3_S1PIE | MMFR3_S1POE | MMFR3_SCTLRX;
 
 /// The registers' KVM_{GET,SET}_ONE_REG IDs.
+pub const SCTLR2_EL1: u64 = sysreg_id(3, 0, 1, 0, 3);
 pub const TCR2_EL1: u64 = sysreg_id(3, 0, 2, 0, 3);
 pub const PIRE0_EL1: u64 = sysreg_id(3, 0, 10, 2, 2);
 pub const PIR_EL1: u64 = sysreg_id(3, 0, 10, 2, 3);
@@ -27,6 +33,8 @@ pub const POR_EL0: u64 = sysreg_id(3, 3, 10, 2, 4);
 
 /// HCRX_EL2.TCR2En: EL1's TCR2_EL1 accesses do not trap.
 pub const HCRX_TCR2EN: u64 = 1 << 14;
+/// HCRX_EL2.SCTLR2En: EL1's SCTLR2_EL1 accesses do not trap.
+pub const HCRX_SCTLR2EN: u64 = 1 << 15;
 /// HFGRTR_EL2's and HFGWTR_EL2's nPOR_EL1 (60), nPOR_EL0 (59), nPIR_EL1 (58) and nPIRE0_EL1
 /// (57): clear, the guest's accesses to those registers trap to EL2.
 pub const FGT_NPOR: u64 = 3 << 59;
@@ -39,6 +47,7 @@ pub struct S1Ext {
     pub tcr2: bool,
     pub pie: bool,
     pub poe: bool,
+    pub sctlr2: bool,
 }
 
 impl S1Ext {
@@ -47,17 +56,19 @@ impl S1Ext {
             tcr2: mmfr3 & MMFR3_TCRX != 0,
             pie: mmfr3 & MMFR3_S1PIE != 0,
             poe: mmfr3 & MMFR3_S1POE != 0,
+            sctlr2: mmfr3 & MMFR3_SCTLRX != 0,
         }
     }
 
     /// Any register to switch for the guest.
     pub fn any(self) -> bool {
-        self.tcr2 || self.pie || self.poe
+        self.tcr2 || self.pie || self.poe || self.sctlr2
     }
 
     /// The IDs the VM has, in KVM_GET_REG_LIST's (ascending) order.
     pub fn ids(self) -> impl Iterator<Item = u64> {
         [
+            (self.sctlr2, SCTLR2_EL1),
             (self.tcr2, TCR2_EL1),
             (self.pie, PIRE0_EL1),
             (self.pie, PIR_EL1),
@@ -71,6 +82,7 @@ impl S1Ext {
     /// Whether `id` is one of the five IDs and the VM has it: `None` for another ID.
     pub fn has_id(self, id: u64) -> Option<bool> {
         match id {
+            SCTLR2_EL1 => Some(self.sctlr2),
             TCR2_EL1 => Some(self.tcr2),
             PIRE0_EL1 | PIR_EL1 => Some(self.pie),
             POR_EL1 | POR_EL0 => Some(self.poe),
@@ -78,13 +90,17 @@ impl S1Ext {
         }
     }
 
-    /// HCRX_EL2 bits the guest runs with (Linux's kvm_calculate_traps: TCR2En with FEAT_TCR2).
+    /// HCRX_EL2 bits the guest runs with (Linux's kvm_calculate_traps: TCR2En with FEAT_TCR2,
+    /// SCTLR2En with FEAT_SCTLR2).
     pub fn hcrx(self) -> u64 {
+        let mut v = 0;
         if self.tcr2 {
-            HCRX_TCR2EN
-        } else {
-            0
+            v |= HCRX_TCR2EN;
         }
+        if self.sctlr2 {
+            v |= HCRX_SCTLR2EN;
+        }
+        v
     }
 
     /// HFGRTR_EL2/HFGWTR_EL2 "n" bits to clear for the guest: those of a feature the CPU has
@@ -103,9 +119,9 @@ impl S1Ext {
 }
 
 /// Whether a trapped system register access (its op0..op2 packed as in the ESR-derived key
-/// `op0 << 14 | op1 << 11 | crn << 7 | crm << 3 | op2`) is to one of the five registers.
+/// `op0 << 14 | op1 << 11 | crn << 7 | crm << 3 | op2`) is to one of the six registers.
 pub fn is_s1ext_key(key: u32) -> bool {
-    [TCR2_EL1, PIRE0_EL1, PIR_EL1, POR_EL1, POR_EL0]
+    [SCTLR2_EL1, TCR2_EL1, PIRE0_EL1, PIR_EL1, POR_EL1, POR_EL0]
         .iter()
         .any(|&id| id & 0xffff == u64::from(key))
 }
@@ -121,7 +137,7 @@ mod tests {
         let all = S1Ext::of(MMFR3_GIVEN);
         assert_eq!(
             all.ids().collect::<Vec<_>>(),
-            [TCR2_EL1, PIRE0_EL1, PIR_EL1, POR_EL1, POR_EL0]
+            [SCTLR2_EL1, TCR2_EL1, PIRE0_EL1, PIR_EL1, POR_EL1, POR_EL0]
         );
         let tcr2 = S1Ext::of(1);
         assert_eq!(tcr2.ids().collect::<Vec<_>>(), [TCR2_EL1]);
@@ -129,7 +145,9 @@ mod tests {
         assert_eq!(tcr2.has_id(TCR2_EL1), Some(true));
         assert_eq!(tcr2.has_id(sysreg_id(3, 0, 1, 0, 0)), None);
         assert_eq!(S1Ext::of(0).ids().count(), 0);
-        assert!(!S1Ext::of(0xf << 4).any());
+        assert!(!S1Ext::of(0xf << 12).any());
+        assert_eq!(S1Ext::of(1 << 4).ids().collect::<Vec<_>>(), [SCTLR2_EL1]);
+        assert_eq!(S1Ext::of(1 << 4).hcrx(), HCRX_SCTLR2EN);
     }
 
     #[test]
@@ -149,6 +167,7 @@ mod tests {
             (op0 << 14) | (op1 << 11) | (crn << 7) | (crm << 3) | op2
         };
         assert!(is_s1ext_key(key(3, 0, 2, 0, 3)));
+        assert!(is_s1ext_key(key(3, 0, 1, 0, 3)));
         assert!(is_s1ext_key(key(3, 3, 10, 2, 4)));
         assert!(!is_s1ext_key(key(3, 0, 2, 0, 2)));
     }

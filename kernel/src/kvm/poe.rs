@@ -70,6 +70,7 @@ pub fn ids(vm: &Vm) -> impl Iterator<Item = u64> {
 
 fn slot(regs: &mut S1Regs, id: u64) -> &mut u64 {
     match id {
+        kp::SCTLR2_EL1 => &mut regs.sctlr2,
         kp::TCR2_EL1 => &mut regs.tcr2,
         kp::PIRE0_EL1 => &mut regs.pire0,
         kp::PIR_EL1 => &mut regs.pir,

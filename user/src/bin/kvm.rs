@@ -3944,8 +3944,14 @@ mod dring;
 mod gmem;
 #[path = "kvm/its.rs"]
 mod its;
+// LPI pending tables.
+#[path = "kvm/lpipend.rs"]
+mod lpipend;
+// SCTLR2_EL1 for guests.
 #[path = "kvm/pmu.rs"]
 mod pmu;
+#[path = "kvm/sctlr2.rs"]
+mod sctlr2;
 #[path = "kvm/vmids.rs"]
 mod vmids;
 
@@ -4010,6 +4016,8 @@ fn main(_a: &rt::Args) -> i32 {
         ),
         ("guest_debug_single_step", gdebug::guest_debug_single_step),
         ("guest_debug_breakpoints", gdebug::guest_debug_breakpoints),
+        ("lpi_pending_tables", lpipend::lpi_pending_tables),
+        ("sctlr2_guest", sctlr2::sctlr2_guest),
         ("pmu_attributes", pmu::pmu_attributes),
         ("pmu_guest_counts", pmu::pmu_guest_counts),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),

@@ -1,6 +1,6 @@
 //! A guest's stage-1 extension registers, moved around its runs only for a VM that has them
 //! (`svelt_abi::uapi::kvm_poe`): TCR2_EL1 (FEAT_TCR2), PIR_EL1 and PIRE0_EL1 (FEAT_S1PIE),
-//! POR_EL1 and POR_EL0 (FEAT_S1POE), as Linux's hyp/include/hyp/sysreg-sr.h switches them
+//! POR_EL1 and POR_EL0 (FEAT_S1POE), and SCTLR2_EL1 (FEAT_SCTLR2), as Linux's hyp/include/hyp/sysreg-sr.h switches them
 //! (the EL1 three nested under TCR2, POR_EL0 with the EL0 state).
 //!
 //! With E2H the guest's EL1 registers are reached through their `_EL12` names and never
@@ -19,6 +19,7 @@ pub struct S1Regs {
     pub pir: u64,
     pub por_el1: u64,
     pub por_el0: u64,
+    pub sctlr2: u64,
 }
 
 impl S1Regs {
@@ -38,6 +39,9 @@ impl S1Regs {
         if ext.poe {
             wr!("S3_3_C10_C2_4", self.por_el0); // POR_EL0
         }
+        if ext.sctlr2 {
+            wr!("S3_5_C1_C0_3", self.sctlr2); // SCTLR2_EL12
+        }
     }
 
     /// Reads them back after the guest's exit.
@@ -54,6 +58,9 @@ impl S1Regs {
         }
         if ext.poe {
             self.por_el0 = rd!("S3_3_C10_C2_4");
+        }
+        if ext.sctlr2 {
+            self.sctlr2 = rd!("S3_5_C1_C0_3");
         }
     }
 }

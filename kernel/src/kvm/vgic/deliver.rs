@@ -175,7 +175,12 @@ pub fn mmio_access(vm: &Vm, ipa: u64, a: &MmioAccess, st: &mut VcpuState) -> boo
         };
         v.guest_write(frame, off, a.len, a.store_value(reg));
         let sgi_ppi = matches!(frame, Frame::Dist | Frame::Sgi(_));
+        let lpis_on = v.lpis_turned_on.take();
         drop(guard);
+        if let Some(id) = lpis_on {
+            super::its::pending::sync_on_enable(vm, id);
+            kick_all(vm);
+        }
         if sgi_ppi {
             // An interrupt made pending or enabled may be another vCPU's to take.
             kick_all(vm);

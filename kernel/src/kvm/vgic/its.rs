@@ -12,6 +12,7 @@
 //! the LPI property and pending tables) is only read and written with that lock dropped.
 
 mod cmd;
+pub mod pending;
 mod tables;
 
 use super::irq::Irq;

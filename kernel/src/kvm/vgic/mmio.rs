@@ -223,6 +223,9 @@ impl Vgic {
                     let on = val & its::GICR_CTLR_ENABLE_LPIS != 0;
                     let was = self.lpis_on(v);
                     self.rd_lpi.entry(v).or_default().0 = on;
+                    if on && !was {
+                        self.lpis_turned_on = Some(v);
+                    }
                     if was && !on {
                         let route = super::its::lpi_route(Some(v));
                         for q in self.lpis.values_mut() {

@@ -60,6 +60,9 @@ pub struct Vgic {
     pub propbaser: u64,
     /// Each vCPU's GICR_CTLR.EnableLPIs and GICR_PENDBASER, by vCPU id.
     pub rd_lpi: BTreeMap<u32, (bool, u64)>,
+    /// The vCPU whose GICR_CTLR.EnableLPIs a write just turned on: its caller syncs the
+    /// LPIs from the pending table once the lock is dropped (`its::pending::sync_on_enable`).
+    pub lpis_turned_on: Option<u32>,
 }
 
 impl Vgic {
@@ -319,8 +322,7 @@ impl VgicFile {
 
     /// GRP_CTRL SAVE_PENDING_TABLES (QEMU's save when its VM stops; Linux's
     /// vgic_v3_save_pending_tables): every vCPU idle (EBUSY), the vGIC initialised (ENXIO);
-    /// then each LPI's pending bit goes to its redistributor's table, and there are no LPIs
-    /// here (no ITS), so nothing is written.
+    /// then each LPI's pending bit goes to its redistributor's table (`its::pending::save`).
     fn save_pending_tables(&self) -> SysResult<usize> {
         let vcpus: Vec<Arc<Vcpu>> = self.vm.vcpus.lock().clone();
         let mut guards = Vec::new();
@@ -337,6 +339,7 @@ impl VgicFile {
         if !initialized {
             return Err(Errno::ENXIO);
         }
+        its::pending::save(&self.vm)?;
         Ok(0)
     }
 
@@ -494,6 +497,11 @@ impl VgicFile {
                 }
                 if !v.write32(frame, off, val) {
                     return Err(Errno::ENXIO);
+                }
+                if let Some(id) = v.lpis_turned_on.take() {
+                    drop(guard);
+                    its::pending::sync_on_enable(vm, id);
+                    kick_all(vm);
                 }
                 Ok(0)
             }

@@ -6,25 +6,25 @@ use svelt_abi::uapi::kvm_vgic as v;
 use svelt_abi::uapi::kvm_vgic_its as its;
 
 /// Where the ITS's frames sit in these tests.
-const ITS_BASE: u64 = 0x808_0000;
+pub const ITS_BASE: u64 = 0x808_0000;
 /// A second slot for the LPI and ITS tables, 64 KiB each: properties, vCPU 0's pending
 /// bits, the command queue, the device table, the collection table, the ITT.
-const TABLES: u64 = 0x100_0000;
-const TABLES_SIZE: usize = 6 * 0x1_0000;
-const PROP: u64 = TABLES;
+pub const TABLES: u64 = 0x100_0000;
+pub const TABLES_SIZE: usize = 6 * 0x1_0000;
+pub const PROP: u64 = TABLES;
 const PEND: u64 = TABLES + 0x1_0000;
-const CMDQ: u64 = TABLES + 0x2_0000;
-const DEVT: u64 = TABLES + 0x3_0000;
-const COLLT: u64 = TABLES + 0x4_0000;
-const ITT: u64 = TABLES + 0x5_0000;
+pub const CMDQ: u64 = TABLES + 0x2_0000;
+pub const DEVT: u64 = TABLES + 0x3_0000;
+pub const COLLT: u64 = TABLES + 0x4_0000;
+pub const ITT: u64 = TABLES + 0x5_0000;
 
-fn create(vm: i32, ty: u32, flags: u32) -> SysResult<i32> {
+pub fn create(vm: i32, ty: u32, flags: u32) -> SysResult<i32> {
     let mut d = k::KvmCreateDevice { ty, fd: 0, flags };
     ioctl(vm, k::KVM_CREATE_DEVICE, &mut d as *mut _ as usize)?;
     Ok(d.fd as i32)
 }
 
-fn msi(vm: i32, addr: u64, devid: u32, data: u32, flags: u32) -> SysResult {
+pub fn msi(vm: i32, addr: u64, devid: u32, data: u32, flags: u32) -> SysResult {
     let m = its::KvmMsi {
         address_lo: addr as u32,
         address_hi: (addr >> 32) as u32,
@@ -36,15 +36,15 @@ fn msi(vm: i32, addr: u64, devid: u32, data: u32, flags: u32) -> SysResult {
     ioctl(vm, its::KVM_SIGNAL_MSI, &m as *const _ as usize)
 }
 
-fn set_reg(fd: i32, off: u64, val: u64) -> SysResult {
+pub fn set_reg(fd: i32, off: u64, val: u64) -> SysResult {
     set_u64(fd, its::KVM_DEV_ARM_VGIC_GRP_ITS_REGS, off, val)
 }
 
-fn get_reg(fd: i32, off: u64) -> SysResult<u64> {
+pub fn get_reg(fd: i32, off: u64) -> SysResult<u64> {
     get_u64(fd, its::KVM_DEV_ARM_VGIC_GRP_ITS_REGS, off, 0)
 }
 
-fn set_u32(fd: i32, group: u32, attr: u64, val: u32) -> SysResult {
+pub fn set_u32(fd: i32, group: u32, attr: u64, val: u32) -> SysResult {
     dev_attr(
         fd,
         k::KVM_SET_DEVICE_ATTR,
@@ -268,7 +268,7 @@ pub fn vgic_its_device() -> TestResult {
 }
 
 /// Writes command `n` of the queue (four words) into the tables' slot at `mem`.
-fn put_cmd(mem: *mut u8, n: usize, w: [u64; 4]) {
+pub fn put_cmd(mem: *mut u8, n: usize, w: [u64; 4]) {
     for (i, word) in w.iter().enumerate() {
         let at = (CMDQ - TABLES) as usize + 32 * n + 8 * i;
         // SAFETY: inside the TABLES_SIZE mapping; the guest is not running.

@@ -9,7 +9,7 @@
 //! command queue does), and a restore's result goes in under the lock at the end.
 
 use super::super::Vgic;
-use super::{lpi_route, Device};
+use super::{lpi_route, pending, Device};
 use crate::kvm::vm::Vm;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec::Vec;
@@ -158,8 +158,8 @@ pub fn save(vm: &Vm, n: usize) -> SysResult<()> {
 struct Restored {
     collections: Vec<(u16, Option<u32>)>,
     devices: Vec<(u32, Device)>,
-    /// Each restored translation's LPI: its target and property byte.
-    lpis: Vec<(u32, Option<u32>, u8)>,
+    /// Each restored translation's LPI: its target, property byte and pending state.
+    lpis: Vec<(u32, Option<u32>, u8, bool)>,
 }
 
 /// The state a restore checks entries against.
@@ -168,6 +168,8 @@ struct Restore<'a> {
     baser: [u64; 2],
     propbaser: u64,
     vcpus: Vec<u32>,
+    /// Each vCPU's GICR_PENDBASER, for the restored LPIs' pending bits.
+    pendbaser: BTreeMap<u32, u64>,
     /// The ITS's collections (before and restored): their targets.
     collections: BTreeMap<u16, Option<u32>>,
     out: Restored,
@@ -266,7 +268,9 @@ impl Restore<'_> {
     /// One ITT entry (vgic_its_restore_ite): an LPI's INTID (EINVAL below 8192), a next
     /// event inside the ITT, a known collection and an entry in guest memory (EINVAL), the
     /// LPI's property byte readable (EFAULT). An LPI another translation maps is dropped,
-    /// as MAPTI drops it.
+    /// as MAPTI drops it. A new LPI with a target takes its pending bit from the target's
+    /// pending table, which is cleared once consumed (vgic_v3_lpi_sync_pending_status; an
+    /// unreadable or unwritable byte is EFAULT).
     fn ite(&mut self, dev: &mut Device, event: u32, e: u64) -> SysResult<u32> {
         let (next, lpi, coll) = its::ite_decode(e);
         if lpi == 0 {
@@ -287,8 +291,18 @@ impl Restore<'_> {
         if self.taken.contains(&lpi) || !self.lpis.insert(lpi) {
             return Ok(next);
         }
+        let mut pending = false;
+        if let Some(t) = target {
+            let p = self.pendbaser.get(&t).copied().unwrap_or(0);
+            let (at, mask) = pending::bit_at(p, lpi);
+            let byte = pending::read_byte(self.vm, at)?;
+            pending = byte & mask != 0;
+            if pending {
+                pending::write_byte(self.vm, at, byte & !mask)?;
+            }
+        }
         self.out.lpis.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-        self.out.lpis.push((lpi, target, prop));
+        self.out.lpis.push((lpi, target, prop, pending));
         dev.ites.insert(event, (Some(coll), lpi));
         Ok(next)
     }
@@ -308,6 +322,7 @@ pub fn restore(vm: &Vm, n: usize) -> SysResult<()> {
             baser: i.baser,
             propbaser: v.propbaser,
             vcpus: Vec::new(),
+            pendbaser: v.rd_lpi.iter().map(|(&id, r)| (id, r.1)).collect(),
             collections: i.collections.clone(),
             out: Restored::default(),
             lpis: BTreeSet::new(),
@@ -341,8 +356,7 @@ pub fn restore(vm: &Vm, n: usize) -> SysResult<()> {
 }
 
 impl Vgic {
-    /// What a restore read goes into ITS `n` and the vGIC's LPIs (not pending: the pending
-    /// tables are restored apart).
+    /// What a restore read goes into ITS `n` and the vGIC's LPIs.
     fn commit_restore(&mut self, n: usize, out: Restored) {
         for (coll, target) in out.collections {
             self.its[n].collections.insert(coll, target);
@@ -354,9 +368,9 @@ impl Vgic {
                 self.free_devices(one);
             }
         }
-        for (lpi, target, prop) in out.lpis {
+        for (lpi, target, prop, pending) in out.lpis {
             self.lpis
-                .insert(lpi, Vgic::new_lpi(lpi_route(target), prop, false));
+                .insert(lpi, Vgic::new_lpi(lpi_route(target), prop, pending));
         }
     }
 }
