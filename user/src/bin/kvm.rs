@@ -3944,6 +3944,8 @@ mod gmem;
 mod its;
 #[path = "kvm/pmu.rs"]
 mod pmu;
+#[path = "kvm/sgi.rs"]
+mod sgi;
 #[path = "kvm/vmids.rs"]
 mod vmids;
 
@@ -4000,6 +4002,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("vgic_its_save_restore", its::vgic_its_save_restore),
         ("pmu_attributes", pmu::pmu_attributes),
         ("pmu_guest_counts", pmu::pmu_guest_counts),
+        ("vgic_sgi_back_to_back", sgi::vgic_sgi_back_to_back),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
         ("dirty_log", dirty_log),
         ("hidden_tlbi_os", hidden_tlbi_os),
