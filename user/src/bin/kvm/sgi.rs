@@ -1,9 +1,11 @@
 //! SGIs between two vCPUs of one VM, each run by its own thread: vCPU 0 sends SGI 1 to vCPU 1
 //! again and again, each time as soon as vCPU 1's handler has counted the one before, while
-//! vCPU 1 keeps running guest code. Each SGI then comes while the previous one still sits in
-//! vCPU 1's list register (active, or taken and EOIed), and the exit the SGI's kick forces
-//! must not take the new instance for the old one (Linux's vgic_v3_fold_lr_state keeps a
-//! pending latch the register does not account for).
+//! vCPU 1 keeps running guest code on another host CPU. Each SGI then comes while the previous
+//! instance still sits in vCPU 1's list register (active, or already EOIed), and the fold of
+//! that register at the exit the new SGI's kick forces must not take the new instance for the
+//! old one (Linux's vgic_v3_populate_lr moves an SGI's pending state into the register, and
+//! vgic_v3_fold_lr_state only adds back what the register still holds pending, so a latch
+//! set in between stays).
 
 use super::*;
 use svelt_abi::uapi::kvm_vgic as v;
