@@ -3947,11 +3947,13 @@ mod its;
 // LPI pending tables.
 #[path = "kvm/lpipend.rs"]
 mod lpipend;
-// SCTLR2_EL1 for guests.
 #[path = "kvm/pmu.rs"]
 mod pmu;
+// SCTLR2_EL1 for guests.
 #[path = "kvm/sctlr2.rs"]
 mod sctlr2;
+#[path = "kvm/sgi.rs"]
+mod sgi;
 #[path = "kvm/vmids.rs"]
 mod vmids;
 
@@ -4020,6 +4022,7 @@ fn main(_a: &rt::Args) -> i32 {
         ("sctlr2_guest", sctlr2::sctlr2_guest),
         ("pmu_attributes", pmu::pmu_attributes),
         ("pmu_guest_counts", pmu::pmu_guest_counts),
+        ("vgic_sgi_back_to_back", sgi::vgic_sgi_back_to_back),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
         ("dirty_log", dirty_log),
         ("dirty_ring_caps", dring::dirty_ring_caps),
