@@ -154,6 +154,9 @@ pub struct VgicCpu {
     pub nr_lr: usize,
     /// The list registers as they were loaded (what the guest changed shows against them).
     pub lr_in: [u64; 16],
+    /// For each list register loaded with a pending interrupt: that interrupt's count of
+    /// latchings then (the vGIC's bookkeeping: one latched later is not the register's).
+    pub lr_latches: [u32; 16],
     /// ICH_AP0R<n>_EL2 and ICH_AP1R<n>_EL2: the guest's active priorities.
     pub ap0r: [u64; 4],
     pub ap1r: [u64; 4],

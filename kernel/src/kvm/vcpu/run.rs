@@ -143,8 +143,18 @@ impl Vcpu {
         let extras =
             has_pmu || crate::kvm::aarch32::is32(st) || st.s1.ext.any() || st.gdebug.is_some();
         let dring = self.dring.get();
+        // Whether the VM has an in-kernel vGIC: fixed once it has run (vm.ran is set before
+        // this), so a VM without one skips the vGIC's hooks at every entry and exit.
+        let has_vgic = vgic::run_start(vm, st);
+        // The first round asks the signal layer; later rounds only when the work word says a
+        // signal or a stop may have come since (its setters store their state first and the
+        // bit after, as the check before each entry relies on too).
+        let mut ask = true;
         loop {
-            if cur.killed.load(Ordering::Acquire) || task::hooks::interrupted(cur.task()) {
+            let asked = ask || cur.work.get() & (task::work::SIGPENDING | task::work::KILLED) != 0;
+            ask = false;
+            if cur.killed.load(Ordering::Acquire) || (asked && task::hooks::interrupted(cur.task()))
+            {
                 self.set_exit_reason(k::KVM_EXIT_INTR);
                 self.stats.inc(stat::SIGNAL_EXITS);
                 return Err(Errno::EINTR);
@@ -237,7 +247,9 @@ impl Vcpu {
                     hfgrtr_clear: vm.hfgrtr_clear.load(Ordering::Relaxed),
                 }
             };
-            vgic::before_entry(vm, self.id, st);
+            if has_vgic {
+                vgic::before_entry(vm, self.id, st);
+            }
             let kind = {
                 let _irqs = crate::arch::cpu::IrqGuard::new();
                 controls.vttbr = vm.vttbr(vm.vmid.enter());
@@ -279,7 +291,9 @@ impl Vcpu {
                 self.running_on.store(NOT_IN_GUEST, Ordering::Relaxed);
                 kind
             };
-            vgic::after_exit(vm, self.id, st);
+            if has_vgic {
+                vgic::after_exit(vm, self.id, st);
+            }
             // An overflow while it ran: the line goes up before a WFI looks for interrupts.
             if has_pmu {
                 crate::kvm::pmu::update_irq(vm, self.id, st);

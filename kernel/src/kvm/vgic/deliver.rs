@@ -45,6 +45,20 @@ fn sample_timers(v: &mut Vgic, id: u32, el1: &El1State, cntvoff: u64) {
     own[PTIMER_PPI as usize].set_level(pt);
 }
 
+/// At the start of a KVM_RUN (after the VM is marked as having run, so that no vGIC can be
+/// created from now on: `create` gives EBUSY): whether the VM has a vGIC. Without one, every
+/// GIC CPU interface register traps for the whole run (and is UNDEFINED to the guest, as on
+/// Linux for a VM without an in-kernel irqchip), and the run loop skips `before_entry` and
+/// `after_exit`.
+pub fn run_start(vm: &Vm, st: &mut VcpuState) -> bool {
+    let has = vm.vgic.lock().is_some();
+    if !has && nr_lrs().is_some() {
+        st.gic.hcr = ich_hcr::TALL0 | ich_hcr::TALL1 | ich_hcr::TC;
+        st.gic.nr_lr = 0;
+    }
+    has
+}
+
 /// Before vCPU `id` enters: with a vGIC, the timers sampled and the list registers filled;
 /// without one, every GIC CPU interface register traps (and is UNDEFINED to the guest, as on
 /// Linux for a VM without an in-kernel irqchip).

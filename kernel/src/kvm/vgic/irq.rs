@@ -38,12 +38,13 @@ pub struct Irq {
     /// vCPU's acknowledgement not yet folded back): that fold must not make it active again.
     /// Made pending anew, it is forgotten.
     pub deactivated: bool,
-    /// Made pending (`latch`) again since it last went into a list register as pending: that
-    /// register's instance is not this one, so the guest's taking it there must leave the
-    /// latch set (Linux moves the pending bit into the register and back instead:
-    /// vgic_v3_populate_lr clears an edge's pending_latch, vgic_v3_fold_lr_state sets it
-    /// again only if the register still holds it pending).
-    pub relatched: bool,
+    /// How many times it was latched pending (wrapping). A list register loaded with it
+    /// pending keeps the count of then (`VgicCpu::lr_latches`): if the guest takes that
+    /// instance and the count has moved on, a newer one came meanwhile and the latch stays
+    /// (Linux moves the pending bit into the register and back instead: vgic_v3_populate_lr
+    /// clears an edge's pending_latch, vgic_v3_fold_lr_state sets it again only if the
+    /// register still holds it pending).
+    pub latches: u32,
 }
 
 impl Irq {
@@ -51,11 +52,18 @@ impl Irq {
         self.latch || (!self.edge && self.line)
     }
 
+    /// Pending or active: worth a list register (no short cuts: one test per interrupt in the
+    /// walks at each entry).
+    #[inline]
+    fn busy(&self) -> bool {
+        self.active | self.latch | (self.line & !self.edge)
+    }
+
     /// Made pending by an edge, an SGI or a write to a set-pending register: a fresh
     /// instance, which may come while an earlier one sits in a list register.
     pub fn latch_pending(&mut self) {
         self.latch = true;
-        self.relatched = true;
+        self.latches = self.latches.wrapping_add(1);
         self.deactivated = false;
     }
 
@@ -83,6 +91,47 @@ pub fn private_reset() -> [Irq; NR_PRIVATE] {
         group1: true,
         ..Irq::default()
     })
+}
+
+/// Each vCPU's SGIs and PPIs, by vCPU id: a vector kept in id order. The run loop finds its
+/// vCPU's several times per entry and exit, where a BTreeMap's search and `entry` cost more.
+#[derive(Default)]
+pub struct Privates(alloc::vec::Vec<(u32, [Irq; NR_PRIVATE])>);
+
+impl Privates {
+    /// Where vCPU `vcpu`'s are, or would go. VMMs number their vCPUs from 0 up, so the id is
+    /// nearly always the position, tried first.
+    #[inline]
+    fn find(&self, vcpu: u32) -> Result<usize, usize> {
+        match self.0.get(vcpu as usize) {
+            Some(e) if e.0 == vcpu => Ok(vcpu as usize),
+            _ => self.0.binary_search_by_key(&vcpu, |e| e.0),
+        }
+    }
+
+    pub fn get(&self, vcpu: u32) -> Option<&[Irq; NR_PRIVATE]> {
+        let i = self.find(vcpu).ok()?;
+        Some(&self.0[i].1)
+    }
+
+    /// vCPU `vcpu`'s, made (at their reset state) if it had none yet.
+    #[inline]
+    pub fn get_or_reset(&mut self, vcpu: u32) -> &mut [Irq; NR_PRIVATE] {
+        let i = match self.find(vcpu) {
+            Ok(i) => i,
+            Err(i) => self.add(i, vcpu),
+        };
+        &mut self.0[i].1
+    }
+
+    /// Out of line: the reset state is a large value to build, which the lookups above should
+    /// not pay for.
+    #[cold]
+    #[inline(never)]
+    fn add(&mut self, at: usize, vcpu: u32) -> usize {
+        self.0.insert(at, (vcpu, private_reset()));
+        at
+    }
 }
 
 /// A list register's fields.
@@ -132,7 +181,7 @@ impl Vgic {
     /// Interrupt `intid` as vCPU `vcpu` sees it (its own private ones, or an SPI).
     pub fn irq_mut(&mut self, vcpu: u32, intid: u32) -> Option<&mut Irq> {
         if intid < g::NR_PRIVATE_IRQS {
-            Some(&mut self.private.entry(vcpu).or_insert_with(private_reset)[intid as usize])
+            Some(&mut self.private.get_or_reset(vcpu)[intid as usize])
         } else if intid >= svelt_abi::uapi::kvm_vgic_its::LPI_OFFSET {
             self.lpis.get_mut(&intid)
         } else {
@@ -157,7 +206,7 @@ impl Vgic {
 
     /// vCPU `vcpu`'s SGIs and PPIs.
     pub fn private_mut(&mut self, vcpu: u32) -> &mut [Irq; NR_PRIVATE] {
-        self.private.entry(vcpu).or_insert_with(private_reset)
+        self.private.get_or_reset(vcpu)
     }
 
     /// Whether `irq` can be signalled now (enabled, pending, its group on).
@@ -169,14 +218,14 @@ impl Vgic {
     fn routed(&self, vcpu: u32, mpidr: u64) -> impl Iterator<Item = (u32, &Irq)> {
         // Every caller wants only what is pending or active: the rest is skipped here, over
         // two plain slices.
-        let own: &[Irq] = self.private.get(&vcpu).map_or(&[], |p| p);
+        let own: &[Irq] = self.private.get(vcpu).map_or(&[], |p| p);
         let spis: &[Irq] = if self.spis_busy { &self.spis } else { &[] };
         let spis = spis
             .iter()
             .zip(g::NR_PRIVATE_IRQS..)
             .filter(move |(q, _)| q.route & 0xff_00ff_ffff == mpidr);
         // LPIs reach a vCPU whose redistributor has them on; their route is exact.
-        let on = self.lpis_on(vcpu);
+        let on = !self.lpis.is_empty() && self.lpis_on(vcpu);
         let lpis = self
             .lpis
             .iter()
@@ -186,7 +235,7 @@ impl Vgic {
             .zip(0u32..)
             .chain(spis)
             .chain(lpis)
-            .filter(|(q, _)| q.active || q.pending())
+            .filter(|(q, _)| q.busy())
             .map(|(q, i)| (i, q))
     }
 
@@ -200,7 +249,7 @@ impl Vgic {
     /// Whether vCPU `vcpu` can take its private interrupt `intid` now (as `pending_for`, for
     /// one interrupt: the timers' PPIs, asked first).
     pub fn can_take_private(&self, vcpu: u32, intid: u32, vmcr: u64) -> bool {
-        let own = self.private.get(&vcpu);
+        let own = self.private.get(vcpu);
         own.and_then(|p| p.get(intid as usize))
             .is_some_and(|q| self.can_take(q, vmcr))
     }
@@ -216,17 +265,17 @@ impl Vgic {
     /// left out, the underflow maintenance condition is asked for; active ones left out are
     /// deactivated by the guest's EOIs counted in EOIcount (`fold`), or with EOImode 1 by its
     /// trapped writes to ICC_DIR_EL1 (`deactivate`).
-    pub fn flush(&mut self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu, nr_lrs: usize) {
+    pub fn flush(&self, vcpu: u32, mpidr: u64, cpu: &mut VgicCpu, nr_lrs: usize) {
         // The best `cap` candidates so far, in order (pending before active, then by priority
         // and INTID: unique keys), kept by insertion: no allocation at each entry. The last
-        // field says a pending one's `relatched` is to be cleared once it is in.
+        // field is the interrupt's count of latchings (for `fold`).
         let cap = nr_lrs.min(cpu.lr.len());
-        let mut best = [(false, 0u8, 0u32, 0u64, false); 16];
+        let mut best = [(false, 0u8, 0u32, 0u64, 0u32); 16];
         let (mut n, mut wanted) = (0, 0);
-        for (intid, q) in self.routed(vcpu, mpidr) {
+        let mut consider = |intid: u32, q: &Irq| {
             let pending = self.deliverable(q);
             if !q.active && !pending {
-                continue;
+                return;
             }
             wanted += 1;
             let state = (pending as u64) | ((q.active as u64) << 1);
@@ -234,10 +283,10 @@ impl Vgic {
                 | if q.group1 { LR_GROUP } else { 0 }
                 | ((q.priority as u64) << LR_PRIO_SHIFT)
                 | intid as u64;
-            let key = (!pending, q.priority, intid, lr, pending && q.relatched);
+            let key = (!pending, q.priority, intid, lr, q.latches);
             if n == cap {
                 if n == 0 || key >= best[n - 1] {
-                    continue;
+                    return;
                 }
                 n -= 1;
             }
@@ -248,16 +297,32 @@ impl Vgic {
             }
             best[i] = key;
             n += 1;
-        }
-        for (slot, w) in cpu.lr.iter_mut().zip(&best[..n]) {
-            *slot = w.3;
-        }
-        // Their latched instances are the registers' now: what `fold` must not lose is only
-        // what comes after.
-        for w in best[..n].iter().filter(|w| w.4) {
-            if let Some(q) = self.irq_mut(vcpu, w.2) {
-                q.relatched = false;
+        };
+        // What `routed` gives, walked here as three plain loops (this runs at every entry).
+        if let Some(own) = self.private.get(vcpu) {
+            for (q, intid) in own.iter().zip(0u32..) {
+                if q.busy() {
+                    consider(intid, q);
+                }
             }
+        }
+        if self.spis_busy {
+            for (q, intid) in self.spis.iter().zip(g::NR_PRIVATE_IRQS..) {
+                if q.busy() && q.route & 0xff_00ff_ffff == mpidr {
+                    consider(intid, q);
+                }
+            }
+        }
+        if !self.lpis.is_empty() && self.lpis_on(vcpu) {
+            for (&intid, q) in &self.lpis {
+                if q.busy() && q.route == mpidr {
+                    consider(intid, q);
+                }
+            }
+        }
+        for (i, w) in best[..n].iter().enumerate() {
+            cpu.lr[i] = w.3;
+            cpu.lr_latches[i] = w.4;
         }
         cpu.lr_in = cpu.lr;
         cpu.nr_lr = n;
@@ -299,8 +364,8 @@ impl Vgic {
             if was_active && !q.active && !q.edge {
                 acked.push(lr as u32);
             }
-            // The instance flushed into the register was taken; one latched since stays.
-            if state & 1 == 0 && !q.relatched {
+            // The instance loaded into the register was taken; one latched since stays.
+            if state & 1 == 0 && q.latches == cpu.lr_latches[i] {
                 q.latch = false;
             }
         }

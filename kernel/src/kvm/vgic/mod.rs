@@ -12,7 +12,8 @@ pub mod its;
 mod mmio;
 
 pub use deliver::{
-    after_exit, before_entry, dir, irq_line, mmio_access, nr_spis, pending, set_spi, sgi, wfi_wake,
+    after_exit, before_entry, dir, irq_line, mmio_access, nr_spis, pending, run_start, set_spi,
+    sgi, wfi_wake,
 };
 
 use super::vcpu::Vcpu;
@@ -51,7 +52,7 @@ pub struct Vgic {
     /// at each entry and exit (`flush`, `pending_for`, `fold`) leave the SPIs out.
     spis_busy: bool,
     /// Each vCPU's SGIs and PPIs, by vCPU id.
-    pub private: BTreeMap<u32, [irq::Irq; 32]>,
+    pub private: irq::Privates,
     /// The VM's ITSes (`its`), in creation order: with one, the redistributors have LPIs.
     pub its: Vec<its::Its>,
     /// The LPIs the ITSes mapped, by INTID (each exists while one event maps to it).
