@@ -195,7 +195,11 @@ pub fn enter(st: &mut VcpuState, controls: &mut guest::Controls) {
 
 /// The guest's breakpoint and watchpoint registers as its trapped writes left them (the
 /// CPU's implemented slots; the guest sees the same counts in ID_AA64DFR0_EL1).
-fn guest_regs(shadow: &alloc::collections::BTreeMap<u32, u64>, brps: usize, wrps: usize) -> DbgRegs {
+fn guest_regs(
+    shadow: &alloc::collections::BTreeMap<u32, u64>,
+    brps: usize,
+    wrps: usize,
+) -> DbgRegs {
     // DBGBVR<n>_EL1 is op0 2, op1 0, CRn 0, CRm n, op2 4 (BCR 5, WVR 6, WCR 7).
     let get = |n: usize, op2: u32| {
         let key = (2 << 14) | ((n as u32) << 3) | op2;

@@ -418,8 +418,9 @@ fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
         return;
     }
     const MDSCR: u32 = (2 << 14) | (2 << 3) | 2;
-    const OSLAR: u32 = (2 << 14) | (1 << 7) | 4; // S2_0_C1_C0_4
-    // OSDLR_EL1: RAZ/WI, the double lock never set (sys_regs.c's trap_raz_wi).
+    // OSLAR_EL1 is S2_0_C1_C0_4; OSDLR_EL1 (S2_0_C1_C3_4) is RAZ/WI, the double lock never
+    // set (sys_regs.c's trap_raz_wi).
+    const OSLAR: u32 = (2 << 14) | (1 << 7) | 4;
     const OSDLR: u32 = (2 << 14) | (1 << 7) | (3 << 3) | 4;
     let value = |st: &VcpuState| match key {
         MDSCR => st.el1.mdscr,
