@@ -16,12 +16,13 @@ use svelt_tests::kselftest::{self, Comparison, Known, Selection, RUN_TIMEOUT};
 use svelt_tests::{Config, Qemu};
 
 /// The programs of the default run: those that end within seconds on both kernels under TCG and
-/// pass or skip on Linux 7.3.4. Left out: arch_timer, arch_timer_edge_cases, debug-exceptions
-/// and sea_to_user (they fail or time out on Linux under TCG too), and the memory programs that
+/// pass or skip on Linux 7.3.4. Left out: arch_timer, arch_timer_edge_cases and sea_to_user
+/// (they fail or time out on Linux under TCG too), and the memory programs that
 /// run for minutes (demand_paging_test, dirty_log_perf_test, dirty_log_test, irqfd_test,
 /// kvm_page_table_test, memslot_modification_stress_test, memslot_perf_test, mmu_stress_test,
 /// page_fault_test, rseq_test, set_memory_region_test), which `SVELT_KSELFTESTS=all` runs.
 const FAST: &str = "aarch32_id_regs access_tracking_perf_test at coalesced_io_test \
+    debug-exceptions \
     external_aborts get-reg-list guest_memfd_test guest_print_test hello_el2 hidden_features \
     host_sve hypercalls idreg-idst kvm-uuid kvm_binary_stats_test kvm_create_max_vcpus \
     mmio_sign_ext no-vgic psci_test set_id_regs smccc_filter stage2_block_transitions \

@@ -51,6 +51,9 @@ pub enum Next {
     Enter,
     /// KVM_RUN returns 0 with `kvm_run` filled in.
     ToVmm,
+    /// Back into the guest, once the run loop has looked again at what its entries need (a
+    /// guest that turned its own debugging on: kvm::debug).
+    Reconfigure,
 }
 
 const EC_WFX: u8 = 0x01;
@@ -134,7 +137,7 @@ pub fn handle_sync(
         }
         EC_SYS64 => {
             sysreg(vcpu.id, vm, st, esr);
-            Ok(Next::Enter)
+            Ok(super::debug::after_sysreg(st))
         }
         EC_IABT_LOW | EC_DABT_LOW => abort(vcpu, vm, mm, st, esr),
         // A debugged vCPU's debug exceptions (MDCR_EL2.TDE): to the VMM (kvm::debug).
@@ -415,9 +418,13 @@ fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
         return;
     }
     const MDSCR: u32 = (2 << 14) | (2 << 3) | 2;
-    const OSLAR: u32 = (2 << 14) | (1 << 7) | (4 << 3);
+    // OSLAR_EL1 is S2_0_C1_C0_4; OSDLR_EL1 (S2_0_C1_C3_4) is RAZ/WI, the double lock never
+    // set (sys_regs.c's trap_raz_wi).
+    const OSLAR: u32 = (2 << 14) | (1 << 7) | 4;
+    const OSDLR: u32 = (2 << 14) | (1 << 7) | (3 << 3) | 4;
     let value = |st: &VcpuState| match key {
         MDSCR => st.el1.mdscr,
+        OSDLR => 0,
         _ if op0 == 1 => 0,
         _ => st.shadow.get(&key).copied().unwrap_or(0),
     };
@@ -436,7 +443,7 @@ fn sysreg(vcpu_id: u32, vm: &Vm, st: &mut VcpuState, esr: Esr) {
                 let _ = st.shadow.insert(k, lsr | (v & 1) << 1);
             }
             // Cache maintenance by set/way and other system instructions: nothing to keep.
-            _ if op0 == 1 => {}
+            _ if op0 == 1 || key == OSDLR => {}
             _ => {
                 let _ = st.shadow.insert(key, v);
             }

@@ -4018,6 +4018,10 @@ fn main(_a: &rt::Args) -> i32 {
         ),
         ("guest_debug_single_step", gdebug::guest_debug_single_step),
         ("guest_debug_breakpoints", gdebug::guest_debug_breakpoints),
+        (
+            "guest_debug_own_breakpoints",
+            gdebug::guest_debug_own_breakpoints,
+        ),
         ("lpi_pending_tables", lpipend::lpi_pending_tables),
         ("sctlr2_guest", sctlr2::sctlr2_guest),
         ("pmu_attributes", pmu::pmu_attributes),

@@ -140,7 +140,7 @@ impl Vcpu {
         // one with none of the PMU, AArch32 EL1 and the stage-1 extensions (poe.rs) tests
         // `extras` once on each side of the guest's run.
         let has_pmu = st.pmu.is_some();
-        let extras =
+        let mut extras =
             has_pmu || crate::kvm::aarch32::is32(st) || st.s1.ext.any() || st.gdebug.is_some();
         let dring = self.dring.get();
         // Whether the VM has an in-kernel vGIC: fixed once it has run (vm.ran is set before
@@ -319,6 +319,7 @@ impl Vcpu {
             match next? {
                 exit::Next::Enter => {}
                 exit::Next::ToVmm => return Ok(0),
+                exit::Next::Reconfigure => extras = true,
             }
         }
     }

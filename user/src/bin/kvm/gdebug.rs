@@ -42,6 +42,64 @@ core::arch::global_asm!(
     "str x0, [x1]",
     "b .",
     "guest_gdebug_bp_end:",
+    // The guest's own debugging: VBAR_EL1 at +0x800; breakpoint 0 (EL1, PMC 0b01) on
+    // `guest_gdebug_own_bp`, watchpoint 0 on stores to the data page (IPA 0x18000), MDSCR_EL1
+    // MDE and KDE, PSTATE.D clear; then a BRK. Its handler (current EL, SP_ELx, synchronous:
+    // +0xa00) reports ESR_EL1, ELR_EL1 and FAR_EL1 by MMIO stores at +0, +8, +0x10, turns off
+    // what fired (or steps over the BRK) and returns; at the end the stored value is read back
+    // and reported at +0x18.
+    ".global guest_gdebug_own, guest_gdebug_own_bp, guest_gdebug_own_wp",
+    ".global guest_gdebug_own_brk, guest_gdebug_own_end",
+    "guest_gdebug_own:",
+    "movz x1, #0x1000, lsl #16",
+    "adr x9, guest_gdebug_own",
+    "add x9, x9, #0x800",
+    "msr vbar_el1, x9",
+    "mov x3, #0x18000",
+    "adr x4, guest_gdebug_own_bp",
+    "msr dbgbvr0_el1, x4",
+    "mov x4, #0x1e3", // E, PMC 0b01 (EL1), BAS 0b1111
+    "msr dbgbcr0_el1, x4",
+    "msr dbgwvr0_el1, x3",
+    "mov x4, #0x1ff3", // E, PAC 0b01, LSC stores, BAS all eight bytes
+    "msr dbgwcr0_el1, x4",
+    "mrs x4, mdscr_el1",
+    "orr x4, x4, #0x8000", // MDE
+    "orr x4, x4, #0x2000", // KDE
+    "msr mdscr_el1, x4",
+    "isb",
+    "msr daifclr, #8",
+    "mov x0, #1",
+    "guest_gdebug_own_bp:",
+    "nop",
+    "guest_gdebug_own_wp:",
+    "str x0, [x3]",
+    "guest_gdebug_own_brk:",
+    "brk #0x42",
+    "ldr x8, [x3]",
+    "str x8, [x1, #24]",
+    "b .",
+    ".skip 0xa00 - (. - guest_gdebug_own)",
+    "mrs x5, esr_el1",
+    "mrs x6, elr_el1",
+    "mrs x7, far_el1",
+    "str x5, [x1]",
+    "str x6, [x1, #8]",
+    "str x7, [x1, #16]",
+    "lsr x8, x5, #26",
+    "cmp x8, #0x31",
+    "b.ne 2f",
+    "msr dbgbcr0_el1, xzr",
+    "b 4f",
+    "2: cmp x8, #0x35",
+    "b.ne 3f",
+    "msr dbgwcr0_el1, xzr",
+    "b 4f",
+    "3: add x6, x6, #4",
+    "msr elr_el1, x6",
+    "4: isb",
+    "eret",
+    "guest_gdebug_own_end:",
     ".popsection",
 );
 
@@ -50,6 +108,11 @@ unsafe extern "C" {
     static guest_gdebug_step_end: u8;
     static guest_gdebug_bp: u8;
     static guest_gdebug_bp_end: u8;
+    static guest_gdebug_own: u8;
+    static guest_gdebug_own_bp: u8;
+    static guest_gdebug_own_wp: u8;
+    static guest_gdebug_own_brk: u8;
+    static guest_gdebug_own_end: u8;
 }
 
 const MDSCR_EL1: u64 = k::sysreg_id(2, 0, 0, 2, 2);
@@ -222,5 +285,63 @@ pub fn guest_debug_breakpoints() -> TestResult {
     let (addr, v, _, _) = t!(g.run_to_mmio());
     check_eq!((addr, v), (0x1000_0000, 7), "ran on");
     check_eq!(g.data(0), 3, "the store");
+    Ok(())
+}
+
+/// The guest's own hardware breakpoint, watchpoint and BRK, with no VMM debugging: each ends
+/// in its own EL1 handler (ESR EC 0x31; 0x35 with WnR and FAR the address written, before
+/// the store; 0x3c with the immediate), which the VMM hears of only through its MMIO reports.
+pub fn guest_debug_own_breakpoints() -> TestResult {
+    let kvm = kvm!();
+    let g = t!(Guest::new(
+        kvm,
+        code!(guest_gdebug_own, guest_gdebug_own_end)
+    ));
+    let off = |sym: *const u8| sym as u64 - (&raw const guest_gdebug_own) as u64;
+    let base = RAM_IPA;
+    let report = |g: &Guest| -> Result<[u64; 3], String> {
+        let mut r = [0; 3];
+        for (i, v) in r.iter_mut().enumerate() {
+            let (addr, data, _, write) = t!(g.run_to_mmio());
+            check_eq!(
+                (addr, write),
+                (0x1000_0000 + 8 * i as u64, true),
+                "report {i}"
+            );
+            *v = data;
+        }
+        Ok(r)
+    };
+    let [esr, elr, _] = t!(report(&g));
+    check_eq!(esr >> 26, 0x31, "breakpoint's EC (ESR {esr:#x})");
+    check_eq!(
+        elr,
+        base + off(&raw const guest_gdebug_own_bp),
+        "breakpoint's ELR"
+    );
+    let [esr, elr, far] = t!(report(&g));
+    check_eq!(esr >> 26, 0x35, "watchpoint's EC (ESR {esr:#x})");
+    check!(esr & 1 << 6 != 0, "WnR in ESR {esr:#x}");
+    check_eq!(
+        elr,
+        base + off(&raw const guest_gdebug_own_wp),
+        "watchpoint's ELR"
+    );
+    check_eq!(far, base + DATA_OFF as u64, "watchpoint's FAR");
+    check_eq!(g.data(0), 0, "the store has not happened");
+    let [esr, elr, _] = t!(report(&g));
+    check_eq!(esr >> 26, 0x3c, "BRK's EC (ESR {esr:#x})");
+    check_eq!(esr & 0xffff, 0x42, "BRK's immediate");
+    check_eq!(
+        elr,
+        base + off(&raw const guest_gdebug_own_brk),
+        "BRK's ELR"
+    );
+    let (addr, data, _, _) = t!(g.run_to_mmio());
+    check_eq!(
+        (addr, data),
+        (0x1000_0018, 1),
+        "the store, after the watchpoint"
+    );
     Ok(())
 }
