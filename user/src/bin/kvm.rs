@@ -554,6 +554,11 @@ impl Guest {
     /// The same with these vCPU features besides PSCI 0.2.
     fn with_features(kvm: i32, code: &[u8], features: u32) -> Result<Guest, String> {
         let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
+        Guest::in_vm(kvm, vm, code, features)
+    }
+
+    /// The same in `vm`, a VM the caller made (and set up before it has memory or vCPUs).
+    fn in_vm(kvm: i32, vm: i32, code: &[u8], features: u32) -> Result<Guest, String> {
         let ram = t!(sys::mmap_anon(RAM_SIZE)) as *mut u8;
         // SAFETY: a fresh private mapping of RAM_SIZE bytes, code shorter than DATA_OFF.
         unsafe { core::ptr::copy_nonoverlapping(code.as_ptr(), ram, code.len()) };

@@ -32,27 +32,14 @@ fn reset(vm: i32) -> SysResult {
 }
 
 /// A VM with a ring of `ring` bytes (and the bitmaps too if `with_bitmap`), then guest RAM in
-/// slot 0 holding `guest_dirty`, a logging slot of RING_PAGES pages, and one vCPU.
+/// slot 0 holding `guest_dirty`, one vCPU, and a logging slot of RING_PAGES pages.
 fn ring_guest(kvm: i32, ring: u64, with_bitmap: bool) -> Result<(Guest, usize), String> {
     let vm = t!(ioctl(kvm, k::KVM_CREATE_VM, 0)) as i32;
     t!(enable(vm, dr::KVM_CAP_DIRTY_LOG_RING_ACQ_REL, 0, ring));
     if with_bitmap {
         t!(enable(vm, dr::KVM_CAP_DIRTY_LOG_RING_WITH_BITMAP, 0, 0));
     }
-    let code = code!(guest_dirty, guest_dirty_end);
-    let ram = t!(sys::mmap_anon(RAM_SIZE)) as *mut u8;
-    // SAFETY: a fresh private mapping of RAM_SIZE bytes, code shorter than DATA_OFF.
-    unsafe { core::ptr::copy_nonoverlapping(code.as_ptr(), ram, code.len()) };
-    t!(set_region(
-        vm,
-        &KvmUserspaceMemoryRegion {
-            slot: 0,
-            flags: 0,
-            guest_phys_addr: RAM_IPA,
-            memory_size: RAM_SIZE as u64,
-            userspace_addr: ram as u64,
-        }
-    ));
+    let g = Guest::in_vm(kvm, vm, code!(guest_dirty, guest_dirty_end), 0)?;
     let log = t!(sys::mmap_anon((RING_PAGES * 4096) as usize));
     t!(set_region(
         vm,
@@ -64,37 +51,6 @@ fn ring_guest(kvm: i32, ring: u64, with_bitmap: bool) -> Result<(Guest, usize), 
             userspace_addr: log as u64,
         }
     ));
-    let vcpu = t!(ioctl(vm, k::KVM_CREATE_VCPU, 0)) as i32;
-    let mut init = KvmVcpuInit::default();
-    t!(ioctl(
-        vm,
-        k::KVM_ARM_PREFERRED_TARGET,
-        &mut init as *mut _ as usize
-    ));
-    init.features[0] |= 1 << k::KVM_ARM_VCPU_PSCI_0_2;
-    t!(ioctl(
-        vcpu,
-        k::KVM_ARM_VCPU_INIT,
-        &init as *const _ as usize
-    ));
-    let run_size = t!(ioctl(kvm, k::KVM_GET_VCPU_MMAP_SIZE, 0));
-    let run = t!(sys::mmap(
-        0,
-        run_size,
-        PROT_READ | PROT_WRITE,
-        MAP_SHARED,
-        vcpu,
-        0
-    )) as *mut u8;
-    t!(set_reg(vcpu, CoreReg::Pc.id(), RAM_IPA as u128));
-    let g = Guest {
-        kvm,
-        vm,
-        vcpu,
-        ram,
-        run,
-        run_size,
-    };
     Ok((g, log))
 }
 
