@@ -27,6 +27,9 @@ pub struct Selection<'a> {
     pub only: &'a str,
     /// Programs upstream builds but does not list (TEST_GEN_PROGS_EXTENDED), run after them.
     pub extra: &'a str,
+    /// The runner's limits for programs allowed longer than its 60 s ("NAME=SECONDS ...");
+    /// empty: build.sh's default list.
+    pub long: &'a str,
 }
 
 /// Builds the archive for `sel` (cached under target/selftests/; the first build on a machine
@@ -40,6 +43,7 @@ pub fn archive(sel: &Selection) -> Option<PathBuf> {
         .env("SELFTESTS_ONLY", sel.only)
         .env("SELFTESTS_EXTRA", sel.extra)
         .env("SELFTESTS_SKIP", "")
+        .envs((!sel.long.is_empty()).then_some(("SELFTESTS_LONG", sel.long)))
         .stdin(Stdio::null())
         .output()
         .expect("run tests/selftests/build.sh");

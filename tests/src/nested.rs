@@ -92,6 +92,7 @@ pub const SELFTESTS: Selection = Selection {
     subtargets: "fp signal abi gcs",
     only: "",
     extra: "zt-ptrace",
+    long: "",
 };
 
 /// Boots `archive` on bare Linux with `cfg` (kselftest::run), after every other nested boot of

@@ -23,6 +23,7 @@ const SELECTION: Selection = Selection {
     subtargets: "fp signal abi gcs",
     only: "",
     extra: "zt-ptrace",
+    long: "",
 };
 
 /// Every difference the configurations below show today, each with its reason. There is none:

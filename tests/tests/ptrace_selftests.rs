@@ -24,6 +24,7 @@ const SELECTION: Selection = Selection {
            seccomp_ptrace_x0_bypass seccomp_ret_trace_x0_bypass \
            vec-syscfg hwcap check_prctl syscall-abi tpidr2 za-fork sve-probe-vls",
     extra: "",
+    long: "",
 };
 
 #[test]
