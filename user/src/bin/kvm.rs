@@ -3964,6 +3964,9 @@ mod sctlr2;
 mod sgi;
 #[path = "kvm/vmids.rs"]
 mod vmids;
+// A guest timer that fires while KVM decides how long a WFI sleeps.
+#[path = "kvm/wfi_timer.rs"]
+mod wfi_timer;
 
 // Guest debugging from the VMM.
 #[path = "kvm/gdebug.rs"]
@@ -4035,6 +4038,10 @@ fn main(_a: &rt::Args) -> i32 {
         ("pmu_attributes", pmu::pmu_attributes),
         ("pmu_guest_counts", pmu::pmu_guest_counts),
         ("vgic_sgi_back_to_back", sgi::vgic_sgi_back_to_back),
+        (
+            "wfi_timer_fires_while_deciding",
+            wfi_timer::wfi_timer_fires_while_deciding,
+        ),
         ("irqfd_and_ioeventfd", irqfd_and_ioeventfd),
         ("dirty_log", dirty_log),
         ("dirty_ring_caps", dring::dirty_ring_caps),

@@ -152,11 +152,18 @@ pub fn wfi_wake(vm: &Vm, id: u32, st: &VcpuState) -> (bool, Option<u64>) {
     if timer(VTIMER_PPI) || timer(PTIMER_PPI) || v.pending_for(id, affinity(id), vmcr) {
         return (true, None);
     }
+    // Each armed timer's distance is counted in its own count, and one already due (it may
+    // have fired since it was sampled above) is a deadline of now: the wait ends at once
+    // (Linux's kvm_timer_compute_delta gives 0). Dropped, it would make the WFI a sleep with
+    // no deadline, which nothing might end (both vCPUs of an idle guest asleep for good).
     let el1 = &st.el1;
-    let vt = (el1.cntv_ctl & 0b11 == 0b01).then_some(el1.cntv_cval.wrapping_add(cntvoff));
-    let pt = (el1.cntp_ctl & 0b11 == 0b01).then_some(el1.cntp_cval);
     let now = crate::arch::cpu::counter();
-    let next = [vt, pt].into_iter().flatten().filter(|&d| d > now).min();
+    let deadline = |ctl: u64, cval: u64, count: u64| {
+        (ctl & 0b11 == 0b01).then(|| now.saturating_add(cval.saturating_sub(count)))
+    };
+    let vt = deadline(el1.cntv_ctl, el1.cntv_cval, now.wrapping_sub(cntvoff));
+    let pt = deadline(el1.cntp_ctl, el1.cntp_cval, now);
+    let next = [vt, pt].into_iter().flatten().min();
     (false, next)
 }
 
