@@ -53,10 +53,15 @@ fn sample_timers(v: &mut Vgic, id: u32, el1: &El1State, cntvoff: u64) {
 pub fn run_start(vm: &Vm, st: &mut VcpuState) -> bool {
     let has = vm.vgic.lock().is_some();
     if !has && nr_lrs().is_some() {
-        st.gic.hcr = ich_hcr::TALL0 | ich_hcr::TALL1 | ich_hcr::TC;
-        st.gic.nr_lr = 0;
+        trap_cpu_interface(st);
     }
     has
+}
+
+/// A VM without a vGIC: every GIC CPU interface register traps, no list register is loaded.
+fn trap_cpu_interface(st: &mut VcpuState) {
+    st.gic.hcr = ich_hcr::TALL0 | ich_hcr::TALL1 | ich_hcr::TC;
+    st.gic.nr_lr = 0;
 }
 
 /// Before vCPU `id` enters: with a vGIC, the timers sampled and the list registers filled;
@@ -68,10 +73,7 @@ pub fn before_entry(vm: &Vm, id: u32, st: &mut VcpuState) {
     };
     let mut guard = vm.vgic.lock();
     match guard.as_mut() {
-        None => {
-            st.gic.hcr = ich_hcr::TALL0 | ich_hcr::TALL1 | ich_hcr::TC;
-            st.gic.nr_lr = 0;
-        }
+        None => trap_cpu_interface(st),
         Some(v) => {
             sample_timers(v, id, &st.el1, vm.cntvoff.load(Ordering::Relaxed));
             v.settle_spis();
